@@ -1,0 +1,1 @@
+//! (lead) config

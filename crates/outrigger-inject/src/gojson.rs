@@ -1,0 +1,169 @@
+//! Go `encoding/json`-compatible output.
+//!
+//! Istio writes several JSON strings into pods (status annotation, overrides annotation,
+//! `ISTIO_KUBE_APP_PROBERS`, `ISTIO_META_POD_PORTS`, ...). They must match Go byte for byte:
+//! compact output, HTML-safe string escaping (`<`, `>`, `&` as `\u003c`...), Go float format.
+//! Object keys are written in the order the [`serde_json::Value`] holds them (the crate is built
+//! with `preserve_order`), so callers decide between struct order and sorted map order.
+
+use serde_json::Value;
+
+/// Encode `v` compactly as Go's `json.Marshal` would, keeping object key order.
+pub fn to_string(v: &Value) -> String {
+    let mut out = String::with_capacity(64);
+    write_value(&mut out, v);
+    out
+}
+
+/// Encode `v` compactly with object keys sorted at every level (Go's encoding of maps).
+pub fn to_string_sorted(v: &Value) -> String {
+    let mut out = String::with_capacity(64);
+    write_sorted(&mut out, v);
+    out
+}
+
+fn write_sorted(out: &mut String, v: &Value) {
+    match v {
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_str(out, k);
+                out.push(':');
+                write_sorted(out, &m[k]);
+            }
+            out.push('}');
+        }
+        Value::Array(a) => {
+            out.push('[');
+            for (i, x) in a.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_sorted(out, x);
+            }
+            out.push(']');
+        }
+        other => write_value(out, other),
+    }
+}
+
+/// Append the Go encoding of `v` to `out`.
+pub fn write_value(out: &mut String, v: &Value) {
+    match v {
+        Value::Null => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Number(n) => write_number(out, n),
+        Value::String(s) => write_str(out, s),
+        Value::Array(a) => {
+            out.push('[');
+            for (i, x) in a.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_value(out, x);
+            }
+            out.push(']');
+        }
+        Value::Object(m) => {
+            out.push('{');
+            for (i, (k, x)) in m.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_str(out, k);
+                out.push(':');
+                write_value(out, x);
+            }
+            out.push('}');
+        }
+    }
+}
+
+/// Append a JSON number the way Go encodes it (integers verbatim, float64 per `encoding/json`).
+pub fn write_number(out: &mut String, n: &serde_json::Number) {
+    if n.is_i64() || n.is_u64() {
+        out.push_str(&n.to_string());
+    } else if let Some(f) = n.as_f64() {
+        out.push_str(&format_float(f));
+    }
+}
+
+/// Format a float64 as Go's `encoding/json` does: shortest round-trip digits, exponent form only
+/// below 1e-6 or from 1e21 on (`1e-7`, `1e+21`).
+pub fn format_float(f: f64) -> String {
+    let a = f.abs();
+    if a != 0.0 && !(1e-6..1e21).contains(&a) {
+        let s = format!("{f:e}");
+        // Rust writes `1e21` / `1e-7`; Go writes `1e+21` / `1e-7`.
+        match s.find('e') {
+            Some(i) if !s[i + 1..].starts_with('-') => format!("{}e+{}", &s[..i], &s[i + 1..]),
+            _ => s,
+        }
+    } else {
+        format!("{f}")
+    }
+}
+
+/// Append `s` as a Go JSON string literal (HTML-safe escaping).
+pub fn write_str(out: &mut String, s: &str) {
+    out.push('"');
+    let mut start = 0;
+    for (i, c) in s.char_indices() {
+        let esc: Option<&str> = match c {
+            '"' => Some("\\\""),
+            '\\' => Some("\\\\"),
+            '\n' => Some("\\n"),
+            '\r' => Some("\\r"),
+            '\t' => Some("\\t"),
+            '\u{8}' => Some("\\b"),
+            '\u{c}' => Some("\\f"),
+            '<' => Some("\\u003c"),
+            '>' => Some("\\u003e"),
+            '&' => Some("\\u0026"),
+            '\u{2028}' => Some("\\u2028"),
+            '\u{2029}' => Some("\\u2029"),
+            c if (c as u32) < 0x20 => None,
+            _ => continue,
+        };
+        out.push_str(&s[start..i]);
+        match esc {
+            Some(e) => out.push_str(e),
+            None => out.push_str(&format!("\\u{:04x}", c as u32)),
+        }
+        start = i + c.len_utf8();
+    }
+    out.push_str(&s[start..]);
+    out.push('"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn escapes_like_go() {
+        assert_eq!(to_string(&json!("a<b>&\"\n\u{1}")), r#""a\u003cb\u003e\u0026\"\n\u0001""#);
+    }
+
+    #[test]
+    fn floats_like_go() {
+        assert_eq!(format_float(15020.0), "15020");
+        assert_eq!(format_float(0.5), "0.5");
+        assert_eq!(format_float(1e-7), "1e-7");
+        assert_eq!(format_float(1e21), "1e+21");
+        assert_eq!(format_float(123456789.0), "123456789");
+    }
+
+    #[test]
+    fn keeps_or_sorts_keys() {
+        let v = json!({"b": 1, "a": [true, null]});
+        assert_eq!(to_string(&v), r#"{"b":1,"a":[true,null]}"#);
+        assert_eq!(to_string_sorted(&v), r#"{"a":[true,null],"b":1}"#);
+    }
+}

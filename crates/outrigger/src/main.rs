@@ -1,0 +1,5 @@
+//! outrigger: Istio-compatible sidecar injector.
+
+fn main() -> anyhow::Result<()> {
+    Ok(())
+}
