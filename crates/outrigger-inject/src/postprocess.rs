@@ -1206,7 +1206,7 @@ fn reorder_containers(pod: &mut Value, p: &PostProcess<'_>) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use serde_json::json;
 
@@ -2052,7 +2052,7 @@ mod tests {
 
     /// Corpus sweep: inputs and goldens read with yaml-rust2 (the YAML module is another
     /// stream's), pods found as objects whose `spec` has `containers`.
-    mod corpus {
+    pub(crate) mod corpus {
         use super::*;
         use yaml_rust2::{Yaml, YamlLoader};
 
@@ -2094,7 +2094,7 @@ mod tests {
             }
         }
 
-        fn load_pods(path: &str) -> Option<Vec<Value>> {
+        pub(crate) fn load_pods(path: &str) -> Option<Vec<Value>> {
             let text = std::fs::read_to_string(path).ok()?;
             let docs = YamlLoader::load_from_str(&text).ok()?;
             let mut pods = Vec::new();
