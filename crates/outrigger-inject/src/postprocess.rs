@@ -33,6 +33,7 @@ const NETWORK_ENV: &str = "ISTIO_META_NETWORK";
 const SECURE_PORT_ENV: &str = "ENVOY_SECURE_MERGED_METRICS_PORT";
 
 /// Inputs of [`post_process`] besides the pod itself.
+#[derive(Debug, Clone, Copy)]
 pub struct PostProcess<'a> {
     /// Mesh config used by injection (canonical proto-JSON).
     pub mesh: &'a Value,
