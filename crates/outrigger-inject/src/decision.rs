@@ -702,6 +702,19 @@ mod tests {
     }
 
     #[test]
+    fn odd_pod_shapes_fall_back_to_policy() {
+        for p in [
+            json!(null),
+            json!([]),
+            json!({"metadata": {"labels": "x", "annotations": [1]}, "spec": {"hostNetwork": "true"}}),
+            json!({"metadata": {"namespace": 3, "labels": {"sidecar.istio.io/inject": null}}}),
+        ] {
+            let d = inject_required(&p, &Policy::Enabled, &[], &[]);
+            assert!(d.inject, "{p}");
+        }
+    }
+
+    #[test]
     fn policy_outcomes() {
         let p = pod(json!({}), json!({}));
         let d = inject_required(&p, &Policy::Enabled, &[], &[]);

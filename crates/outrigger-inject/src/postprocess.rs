@@ -1938,6 +1938,30 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn odd_shapes_do_not_panic() {
+        let odd = [
+            json!({"metadata": {"annotations": {"prometheus.io/port": 8080, "x": null}}, "spec": {
+                "containers": [1, "s", null, {"name": 5},
+                    {"name": "istio-proxy", "env": "nope"},
+                    {"name": "a", "ports": "p", "readinessProbe": {"httpGet": "x"},
+                     "livenessProbe": {"tcpSocket": {"port": true}}, "startupProbe": [],
+                     "lifecycle": {"preStop": {"httpGet": {"port": "missing"}}, "postStart": 3}}],
+                "initContainers": {"not": "a list"}}}),
+            json!({"spec": {"containers": null, "initContainers": [{"name": "istio-proxy", "env": [1, {"name": 2}]}]}}),
+            json!({"metadata": {"annotations": {"prometheus.istio.io/scrape-targets": ",,,"}}, "spec": "x"}),
+            json!({"metadata": {"annotations": {"status.sidecar.istio.io/port": "99999999999999999999",
+                "sidecar.istio.io/status": "[]"}},
+                "spec": {"containers": [{"name": "istio-proxy", "env": [{"name": APP_PROBERS_ENV, "value": "[1]"}]},
+                    {"name": "a", "readinessProbe": {"grpc": {"port": "x"}}}]}}),
+        ];
+        for mut pod in odd {
+            let _ = Inputs::new().run(&mut pod);
+        }
+        let p = json!({"spec": {"containers": [{"name": "a", "readinessProbe": {"httpGet": {"port": 1.5}}}]}});
+        assert_eq!(dump_app_probers(&p, 15020), "");
+    }
+
+    #[test]
     fn hold_application_moves_proxy_first() {
         let containers = json!([{"name": "a"}, {"name": "istio-proxy"}, {"name": "b"}]);
         let run = |inputs: &Inputs| {
