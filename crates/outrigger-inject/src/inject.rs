@@ -441,7 +441,9 @@ pub fn inject_pod(pod: &Value, p: &InjectParams<'_>) -> Result<Injected> {
         original_pod: &original,
         proxy_config_annotation_mesh: annotation_mesh.as_ref(),
     };
-    postprocess::post_process(&mut merged, &pp).map_err(|e| e.context("failed to process pod"))?;
+    let pp_warnings =
+        postprocess::post_process_with_warnings(&mut merged, &pp).map_err(|e| e.context("failed to process pod"))?;
+    warnings.extend(pp_warnings);
     k8s::normalize(POD_TYPE, &mut merged).map_err(|e| e.context("failed to process pod"))?;
     let patch = patch::create(&original, &merged);
     Ok(Injected { pod: merged, patch, warnings })
