@@ -16,6 +16,7 @@ use crate::Result;
 mod gofmt;
 mod parse;
 mod resolve;
+mod split;
 #[cfg(test)]
 mod tests_parse;
 
@@ -33,10 +34,16 @@ pub fn from_str(text: &str) -> Result<Value> {
     parse::from_str(text)
 }
 
-/// Split a multi-document YAML stream into the raw text of its documents.
+/// Split a multi-document YAML stream into the raw text of its documents, as kube-inject reads
+/// its input (apimachinery `YAMLReader`).
+///
+/// A separator is a line starting with `---` whose remainder is empty or a `#` comment (anything
+/// else is the error `invalid Yaml document separator: <rest>`); the separator line itself is not
+/// part of any document. Each returned document is the exact original text (CRLF, comments and
+/// `...` end markers kept) for verbatim pass-through. Documents with no content (empty, blank,
+/// comment-only, `...`-only) are skipped.
 pub fn split_documents(text: &str) -> Result<Vec<&str>> {
-    let _ = text;
-    todo!("yaml: split_documents")
+    split::split_documents(text)
 }
 
 /// Emit `v` as go-yaml v2 would (sorted keys); the result ends with a newline.

@@ -161,13 +161,20 @@ pub(crate) fn go_parse_uint(s: &str) -> Option<u64> {
                 _ => {}
             }
         }
-        return parse_digits(&s[1..], 8);
+        return if b.len() == 1 {
+            Some(0)
+        } else {
+            parse_digits(&s[1..], 8)
+        };
     }
     parse_digits(s, 10)
 }
 
-/// Digits in `radix` (no sign, no prefix); empty is zero as in Go after a `0` prefix.
+/// Digits in `radix` (no sign, no prefix); empty is invalid.
 fn parse_digits(s: &str, radix: u32) -> Option<u64> {
+    if s.is_empty() {
+        return None;
+    }
     let mut n: u64 = 0;
     for c in s.chars() {
         let d = c.to_digit(36)?;
