@@ -316,11 +316,14 @@ fn go_bool(v: &str) -> std::result::Result<(), String> {
 
 /// `proxy.istio.io/config`: applied over the built-in default ProxyConfig, then validated.
 fn proxy_config(v: &str) -> std::result::Result<(), String> {
-    let apply = || -> Result<Value> {
-        let tree = crate::yaml::from_str(v)?;
-        crate::mesh::apply_onto_default_proxy_config(&tree)
-    };
-    let pc = apply().map_err(|e| format!("failed to convert to apply proxy config: {e}"))?;
+    check_proxy_config_tree(crate::yaml::from_str(v))
+}
+
+/// The `proxy.istio.io/config` check on the annotation's parsed YAML.
+fn check_proxy_config_tree(tree: Result<Value>) -> std::result::Result<(), String> {
+    let pc = tree
+        .and_then(|t| crate::mesh::apply_onto_default_proxy_config(&t))
+        .map_err(|e| format!("failed to convert to apply proxy config: {e}"))?;
     let errs = crate::mesh::proxy_config_errors(&pc);
     if errs.is_empty() {
         Ok(())
@@ -329,57 +332,14 @@ fn proxy_config(v: &str) -> std::result::Result<(), String> {
     }
 }
 
-const QUANTITY_FORMAT: &str =
-    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
-
-/// Kubernetes `resource.ParseQuantity` validity (format and suffix), after a control-character
-/// check.
+/// Kubernetes `resource.ParseQuantity` (the k8s module's port), after a control-character check.
 fn quantity(v: &str) -> std::result::Result<(), String> {
     if v.chars().any(char::is_control) {
         return Err("value contains control characters".to_string());
     }
-    if v.is_empty() {
-        return Err(QUANTITY_FORMAT.to_string());
-    }
-    let suffix = quantity_suffix(v).ok_or_else(|| QUANTITY_FORMAT.to_string())?;
-    if !valid_quantity_suffix(suffix) {
-        return Err("unable to parse quantity's suffix".to_string());
-    }
-    Ok(())
-}
-
-/// Kubernetes `parseQuantityString`: the suffix text, or `None` on a format error.
-fn quantity_suffix(s: &str) -> Option<&str> {
-    let b = s.as_bytes();
-    let mut pos = usize::from(matches!(b.first(), Some(b'+' | b'-')));
-    let digits = |from: usize| b[from..].iter().take_while(|c| c.is_ascii_digit()).count();
-    pos += digits(pos);
-    if pos < b.len() && b[pos] == b'.' {
-        pos += 1;
-        pos += digits(pos);
-    }
-    let start = pos;
-    pos += b[pos..]
-        .iter()
-        .take_while(|c| b"eEinumkKMGTP".contains(c))
-        .count();
-    if pos < b.len() && matches!(b[pos], b'+' | b'-') {
-        pos += 1;
-    }
-    pos += digits(pos);
-    (pos == b.len()).then(|| &s[start..])
-}
-
-/// Kubernetes quantity suffixes: decimal SI, binary SI, or a decimal exponent `e<n>`/`E<n>`.
-fn valid_quantity_suffix(suf: &str) -> bool {
-    const KNOWN: &[&str] = &[
-        "", "n", "u", "m", "k", "M", "G", "T", "P", "E", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei",
-    ];
-    if KNOWN.contains(&suf) {
-        return true;
-    }
-    suf.strip_prefix(['e', 'E'])
-        .is_some_and(|exp| !exp.is_empty() && exp.parse::<i64>().is_ok())
+    crate::k8s::quantity::parse(v)
+        .map(|_| ())
+        .map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

@@ -128,4 +128,4 @@ fn empty() -> Value {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
