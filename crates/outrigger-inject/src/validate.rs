@@ -222,7 +222,7 @@ fn parse_addr(s: &str) -> std::result::Result<bool, String> {
             b'.' => return parse_ipv4(s).map(|_| false),
             b':' => {
                 let addr = s.split('%').next().unwrap_or("");
-                let zone_ok = s.find('%').map_or(true, |z| z + 1 < s.len());
+                let zone_ok = s.find('%').is_none_or(|z| z + 1 < s.len());
                 return match (addr.parse::<std::net::Ipv6Addr>(), zone_ok) {
                     (Ok(_), true) => Ok(true),
                     (Ok(_), false) => Err(err("zone must be a non-empty string")),
