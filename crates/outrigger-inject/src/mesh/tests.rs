@@ -404,10 +404,14 @@ fn mesh_merge_special_fields() {
     assert_eq!(out["defaultConfig"]["drainDuration"], "45s");
     assert_eq!(inbound_traffic_policy_mode(&out), "localhost");
     assert_eq!(inbound_traffic_policy_mode(&base), "passthrough");
+    assert_eq!(
+        apply_mesh_config_value(&Value::Null, &base).expect("null is a no-op"),
+        base
+    );
     let err = apply_mesh_config_value(&json!({"proxyListenPort": "x"}), &base).unwrap_err();
     assert!(
         err.to_string()
-            .starts_with("failed to convert to proto.: proxyListenPort"),
+            .starts_with("failed to convert to proto. proxyListenPort"),
         "{err}"
     );
 }
