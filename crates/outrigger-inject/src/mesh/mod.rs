@@ -83,6 +83,37 @@ pub fn apply_proxy_config_value(overlay: &Value, mesh: &Value) -> Result<Value> 
     Ok(out)
 }
 
+/// Webhook path (§4.4, `EffectiveProxyConfig` without ProxyConfig resources): the built-in
+/// default ProxyConfig, then `mesh.defaultConfig`, then the pod's `proxy.istio.io/config`
+/// annotation, each layer decoded on its own so its zero values cannot override. An annotation
+/// that does not parse is ignored (annotation validation rejects the pod separately).
+pub fn effective_proxy_config(mesh: &Value, annotation: Option<&str>) -> Value {
+    let tree = annotation.and_then(|a| crate::yaml::from_str(a).ok());
+    effective_proxy_config_value(mesh, tree.as_ref())
+}
+
+/// [`effective_proxy_config`] with the annotation already parsed.
+pub fn effective_proxy_config_value(mesh: &Value, annotation: Option<&Value>) -> Value {
+    let layer = |overlay: &Value, base: &Value| {
+        decode_canonical(PROXY_CONFIG, overlay, Unknown::Ignore)
+            .and_then(|o| merge::merge_proxy_config(&o, base))
+            .ok()
+    };
+    let default = default_proxy_config();
+    let mut pc = default.clone();
+    if let Some(mesh_pc) = mesh.get("defaultConfig").filter(|v| v.is_object()) {
+        pc = layer(mesh_pc, &default).unwrap_or(pc);
+    }
+    if let Some(a) = annotation {
+        let annotation_pc = decode::decode_message(PROXY_CONFIG, a, "", Unknown::Reject)
+            .or_else(|_| decode::decode_message(PROXY_CONFIG, a, "", Unknown::Ignore));
+        if let Ok(a) = annotation_pc {
+            pc = layer(&a, &pc).unwrap_or(pc);
+        }
+    }
+    pc
+}
+
 /// Istio's `MergeProxyConfig`: apply `overlay` onto `base` with protobuf-JSON merge semantics
 /// (present fields replace, `proxyMetadata` merged key by key, unset `proxyHeaders` sub-fields
 /// restored, `null` a no-op). Errors read `could not parse proxy config: <err>`.

@@ -415,3 +415,29 @@ fn mesh_merge_special_fields() {
         "{err}"
     );
 }
+
+#[test]
+fn effective_proxy_config_layers_without_zero_overrides() {
+    let mesh = default_mesh_config();
+    assert_eq!(
+        effective_proxy_config_value(&mesh, None),
+        default_proxy_config()
+    );
+    // A mesh defaultConfig that cleared statusPort: the webhook layering restores the default.
+    let cleared = apply_mesh_config_value(&json!({"defaultConfig": {"statusPort": 0}}), &mesh)
+        .expect("applies");
+    assert!(cleared["defaultConfig"].get("statusPort").is_none());
+    let eff = effective_proxy_config_value(&cleared, None);
+    assert_eq!(eff["statusPort"], json!(15020));
+    // Annotation zero values do not override in the webhook path; they do in kube-inject.
+    let ann = json!({"statusPort": 0, "concurrency": 0, "proxyMetadata": {"X": "1"}});
+    let eff = effective_proxy_config_value(&mesh, Some(&ann));
+    assert_eq!(eff["statusPort"], json!(15020));
+    assert_eq!(eff["concurrency"], json!(0));
+    assert_eq!(eff["proxyMetadata"], json!({"X": "1"}));
+    let kube = apply_proxy_config_value(&ann, &mesh).expect("applies");
+    assert!(kube["defaultConfig"].get("statusPort").is_none());
+    // A broken annotation is ignored.
+    let eff = effective_proxy_config_value(&mesh, Some(&json!({"statusPort": "x"})));
+    assert_eq!(eff, default_proxy_config());
+}
