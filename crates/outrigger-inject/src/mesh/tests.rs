@@ -66,8 +66,12 @@ fn read(p: &Path) -> String {
 }
 
 fn apply_file(p: &Path) -> Value {
-    apply_mesh_config_value(&yaml(&read(p)), &default_mesh_config())
-        .unwrap_or_else(|e| panic!("apply {}: {e}", p.display()))
+    let via_test_yaml = apply_mesh_config_value(&yaml(&read(p)), &default_mesh_config())
+        .unwrap_or_else(|e| panic!("apply {}: {e}", p.display()));
+    let via_crate_yaml = apply_mesh_config(&read(p), &default_mesh_config())
+        .unwrap_or_else(|e| panic!("apply {} via crate::yaml: {e}", p.display()));
+    assert_eq!(via_test_yaml, via_crate_yaml, "{}", p.display());
+    via_crate_yaml
 }
 
 fn canonical_file(p: &Path) -> Value {
@@ -179,7 +183,7 @@ fn proto_to_json_matches_corpus_proxy_config_env() {
             .iter()
             .for_each(|d| proxy_config_annotations(d, &mut annotations));
         for a in annotations.iter().take(1) {
-            mesh = apply_proxy_config_value(&yaml(a), &mesh).expect("annotation applies");
+            mesh = apply_proxy_config(a, &mesh).expect("annotation applies");
         }
         let got = proto_to_json(PROXY_CONFIG, &mesh["defaultConfig"]);
         for want in golden_proxy_configs(&read(&root.join(expected))) {
@@ -440,4 +444,26 @@ fn effective_proxy_config_layers_without_zero_overrides() {
     // A broken annotation is ignored.
     let eff = effective_proxy_config_value(&mesh, Some(&json!({"statusPort": "x"})));
     assert_eq!(eff, default_proxy_config());
+}
+
+#[test]
+fn apply_proxy_config_yaml_errors() {
+    let mesh = default_mesh_config();
+    let err = apply_proxy_config("concurrency: [1", &mesh)
+        .unwrap_err()
+        .to_string();
+    assert!(err.starts_with("could not parse proxy config: "), "{err}");
+    let err = apply_proxy_config("drainDuration: 5", &mesh)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("drainDuration"), "{err}");
+    let out = apply_proxy_config("holdApplicationUntilProxyStarts: true", &mesh).expect("applies");
+    assert_eq!(
+        out["defaultConfig"]["holdApplicationUntilProxyStarts"],
+        json!(true)
+    );
+    assert_eq!(
+        effective_proxy_config(&mesh, Some("concurrency: 2"))["concurrency"],
+        json!(2)
+    );
 }
