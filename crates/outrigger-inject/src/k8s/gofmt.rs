@@ -37,7 +37,7 @@ pub fn format_g(x: f64, single: bool) -> String {
     }
     let nd = digits.len() as i64;
     let dp = exp + 1;
-    if exp < -4 || exp >= 6 {
+    if !(-4..6).contains(&exp) {
         out.push_str(&digits[..1]);
         if nd > 1 {
             out.push('.');
