@@ -24,20 +24,20 @@ enum Ctl {
 }
 
 /// The execution state of one render.
-pub struct Exec<'t, 'a> {
+pub struct Exec<'t> {
     tmpl: &'t Template,
     /// Rendered output.
     pub out: String,
-    vars: Vec<(&'t str, V<'a>)>,
+    vars: Vec<(&'t str, V<'t>)>,
     depth: usize,
     cur: &'t str,
 }
 
 type R<T> = Result<T, String>;
 
-impl<'t, 'a> Exec<'t, 'a> {
+impl<'t> Exec<'t> {
     /// Run the template's main body with `data` as dot.
-    pub fn run(tmpl: &'t Template, data: &'a TemplateData<'a>) -> R<String> {
+    pub fn run(tmpl: &'t Template, data: &'t TemplateData<'t>) -> R<String> {
         let mut ex = Exec {
             tmpl,
             out: String::with_capacity(tmpl.source.len() * 2),
@@ -64,7 +64,7 @@ impl<'t, 'a> Exec<'t, 'a> {
         )
     }
 
-    fn walk_list(&mut self, list: &'t ListNode, dot: &V<'a>) -> R<Option<Ctl>> {
+    fn walk_list(&mut self, list: &'t ListNode, dot: &V<'t>) -> R<Option<Ctl>> {
         for n in &list.nodes {
             if let Some(c) = self.walk(n, dot)? {
                 return Ok(Some(c));
@@ -73,7 +73,7 @@ impl<'t, 'a> Exec<'t, 'a> {
         Ok(None)
     }
 
-    fn walk(&mut self, node: &'t Node, dot: &V<'a>) -> R<Option<Ctl>> {
+    fn walk(&mut self, node: &'t Node, dot: &V<'t>) -> R<Option<Ctl>> {
         match node {
             Node::Text(t) => self.out.push_str(&t.text),
             Node::Action(a) => {
@@ -117,7 +117,7 @@ impl<'t, 'a> Exec<'t, 'a> {
         Ok(None)
     }
 
-    fn print(&mut self, v: &V<'a>, _pos: Pos, _pipe: &PipeNode) -> R<()> {
+    fn print(&mut self, v: &V<'t>, _pos: Pos, _pipe: &PipeNode) -> R<()> {
         match v {
             V::Str(s) => self.out.push_str(s),
             V::Missing => self.out.push_str("<no value>"),
@@ -126,7 +126,7 @@ impl<'t, 'a> Exec<'t, 'a> {
         Ok(())
     }
 
-    fn walk_if(&mut self, b: &'t BranchNode, dot: &V<'a>, with: bool) -> R<Option<Ctl>> {
+    fn walk_if(&mut self, b: &'t BranchNode, dot: &V<'t>, with: bool) -> R<Option<Ctl>> {
         let mark = self.vars.len();
         let v = self.eval_pipe(&b.pipe, dot)?;
         let r = if v.truth() {
@@ -144,11 +144,11 @@ impl<'t, 'a> Exec<'t, 'a> {
         r
     }
 
-    fn walk_range(&mut self, b: &'t BranchNode, dot: &V<'a>) -> R<Option<Ctl>> {
+    fn walk_range(&mut self, b: &'t BranchNode, dot: &V<'t>) -> R<Option<Ctl>> {
         let mark = self.vars.len();
         // Evaluate without binding the declared loop variables.
         let v = self.eval_pipe_raw(&b.pipe, dot)?;
-        let items: Vec<(V<'a>, V<'a>)> = match self.range_items(&v) {
+        let items: Vec<(V<'t>, V<'t>)> = match self.range_items(&v) {
             Ok(items) => items,
             Err(m) => return Err(self.err(b.pos, &pipe_str(&b.pipe), &m)),
         };
@@ -179,8 +179,8 @@ impl<'t, 'a> Exec<'t, 'a> {
         r
     }
 
-    fn bind_range_vars(&mut self, pipe: &'t PipeNode, k: V<'a>, elem: V<'a>) {
-        let vals: Vec<V<'a>> = match pipe.decl.len() {
+    fn bind_range_vars(&mut self, pipe: &'t PipeNode, k: V<'t>, elem: V<'t>) {
+        let vals: Vec<V<'t>> = match pipe.decl.len() {
             0 => vec![],
             1 => vec![elem],
             _ => vec![k, elem],
@@ -194,7 +194,7 @@ impl<'t, 'a> Exec<'t, 'a> {
         }
     }
 
-    fn range_items(&self, v: &V<'a>) -> R<Vec<(V<'a>, V<'a>)>> {
+    fn range_items(&self, v: &V<'t>) -> R<Vec<(V<'t>, V<'t>)>> {
         let idx = |i: usize| V::Int(i as i64, IntTy::Int);
         Ok(match v {
             V::Missing | V::Nil | V::NilPtr(_) => vec![],
@@ -256,7 +256,7 @@ impl<'t, 'a> Exec<'t, 'a> {
         })
     }
 
-    fn lookup_var(&self, name: &str) -> Option<&V<'a>> {
+    fn lookup_var(&self, name: &str) -> Option<&V<'t>> {
         self.vars
             .iter()
             .rev()
@@ -264,14 +264,14 @@ impl<'t, 'a> Exec<'t, 'a> {
             .map(|(_, v)| v)
     }
 
-    fn assign(&mut self, name: &str, v: V<'a>) {
+    fn assign(&mut self, name: &str, v: V<'t>) {
         if let Some(slot) = self.vars.iter_mut().rev().find(|(n, _)| *n == name) {
             slot.1 = v;
         }
     }
 
     /// Evaluate a pipeline, binding declared/assigned variables.
-    fn eval_pipe(&mut self, pipe: &'t PipeNode, dot: &V<'a>) -> R<V<'a>> {
+    fn eval_pipe(&mut self, pipe: &'t PipeNode, dot: &V<'t>) -> R<V<'t>> {
         let v = self.eval_pipe_raw(pipe, dot)?;
         for name in &pipe.decl {
             if pipe.is_assign {
@@ -287,8 +287,8 @@ impl<'t, 'a> Exec<'t, 'a> {
     }
 
     /// Evaluate the commands of a pipeline (no variable binding).
-    fn eval_pipe_raw(&mut self, pipe: &'t PipeNode, dot: &V<'a>) -> R<V<'a>> {
-        let mut final_v: Option<V<'a>> = None;
+    fn eval_pipe_raw(&mut self, pipe: &'t PipeNode, dot: &V<'t>) -> R<V<'t>> {
+        let mut final_v: Option<V<'t>> = None;
         for cmd in &pipe.commands {
             let v = self.eval_command(cmd, dot, final_v.take())?;
             // Go unwraps empty interfaces after each command: a nil interface becomes invalid.
@@ -300,7 +300,7 @@ impl<'t, 'a> Exec<'t, 'a> {
         Ok(final_v.unwrap_or(V::Missing))
     }
 
-    fn eval_command(&mut self, cmd: &'t CommandNode, dot: &V<'a>, fin: Option<V<'a>>) -> R<V<'a>> {
+    fn eval_command(&mut self, cmd: &'t CommandNode, dot: &V<'t>, fin: Option<V<'t>>) -> R<V<'t>> {
         let Some(first) = cmd.args.first() else {
             return Err(self.err(cmd.pos, "", "empty command"));
         };
@@ -308,7 +308,7 @@ impl<'t, 'a> Exec<'t, 'a> {
             Expr::Identifier(pos, name) => self.eval_function(*pos, name, &cmd.args[1..], dot, fin),
             Expr::Field(pos, chain) => {
                 self.no_args(cmd, fin.is_some())?;
-                self.eval_chain(*pos, &expr_str(first), dot.clone(), chain, dot)
+                self.eval_chain(*pos, first, dot.clone(), chain)
             }
             other => {
                 self.no_args(cmd, fin.is_some())?;
@@ -330,11 +330,11 @@ impl<'t, 'a> Exec<'t, 'a> {
     }
 
     /// Evaluate an expression as a value (no function call semantics for identifiers).
-    fn eval_arg_value(&mut self, e: &'t Expr, dot: &V<'a>) -> R<V<'a>> {
+    fn eval_arg_value(&mut self, e: &'t Expr, dot: &V<'t>) -> R<V<'t>> {
         Ok(match e {
             Expr::Dot(_) => dot.clone(),
             Expr::Nil(p) => return Err(self.err(*p, "nil", "nil is not a command")),
-            Expr::Field(p, chain) => self.eval_chain(*p, &expr_str(e), dot.clone(), chain, dot)?,
+            Expr::Field(p, chain) => self.eval_chain(*p, e, dot.clone(), chain)?,
             Expr::Variable(p, name, chain) => {
                 let Some(v) = self.lookup_var(name).cloned() else {
                     return Err(self.err(*p, name, &format!("undefined variable: {name}")));
@@ -342,11 +342,11 @@ impl<'t, 'a> Exec<'t, 'a> {
                 if chain.is_empty() {
                     v
                 } else {
-                    self.eval_chain(*p, &expr_str(e), v, chain, dot)?
+                    self.eval_chain(*p, e, v, chain)?
                 }
             }
             Expr::Identifier(p, name) => self.eval_function(*p, name, &[], dot, None)?,
-            Expr::String(_, s) => V::string(s.to_string()),
+            Expr::String(_, s) => V::s(s),
             Expr::Number(_, n) => num_value(*n),
             Expr::Bool(_, b) => V::Bool(*b),
             Expr::Pipe(_, p) => {
@@ -357,7 +357,7 @@ impl<'t, 'a> Exec<'t, 'a> {
             }
             Expr::Chain(p, inner, chain) => {
                 let base = self.eval_arg_value(inner, dot)?;
-                self.eval_chain(*p, &expr_str(e), base, chain, dot)?
+                self.eval_chain(*p, e, base, chain)?
             }
         })
     }
@@ -365,15 +365,14 @@ impl<'t, 'a> Exec<'t, 'a> {
     fn eval_chain(
         &self,
         pos: Pos,
-        text: &str,
-        mut v: V<'a>,
+        node: &Expr,
+        mut v: V<'t>,
         chain: &[gotmpl::parse::SmolStr],
-        _dot: &V<'a>,
-    ) -> R<V<'a>> {
+    ) -> R<V<'t>> {
         for name in chain {
             v = match field(&v, name) {
                 Ok(x) => x,
-                Err(m) => return Err(self.err(pos, text, &m)),
+                Err(m) => return Err(self.err(pos, &expr_str(node), &m)),
             };
         }
         Ok(v)
@@ -384,9 +383,9 @@ impl<'t, 'a> Exec<'t, 'a> {
         pos: Pos,
         name: &str,
         args: &'t [Expr],
-        dot: &V<'a>,
-        fin: Option<V<'a>>,
-    ) -> R<V<'a>> {
+        dot: &V<'t>,
+        fin: Option<V<'t>>,
+    ) -> R<V<'t>> {
         if name == "and" || name == "or" {
             return self.eval_and_or(pos, name == "and", args, dot, fin);
         }
@@ -407,7 +406,7 @@ impl<'t, 'a> Exec<'t, 'a> {
                 &format!("wrong number of args for {name}: want {want} got {nargs}"),
             ));
         }
-        let mut argv: Vec<V<'a>> = Vec::with_capacity(nargs);
+        let mut argv: Vec<V<'t>> = Vec::with_capacity(nargs);
         for (i, a) in args.iter().enumerate() {
             let p = def
                 .params
@@ -431,7 +430,7 @@ impl<'t, 'a> Exec<'t, 'a> {
         (def.f)(argv).map_err(|m| self.err(pos, name, &format!("error calling {name}: {m}")))
     }
 
-    fn eval_typed_arg(&mut self, a: &'t Expr, p: P, dot: &V<'a>) -> R<V<'a>> {
+    fn eval_typed_arg(&mut self, a: &'t Expr, p: P, dot: &V<'t>) -> R<V<'t>> {
         match a {
             Expr::Nil(pos) => {
                 if p.can_be_nil() {
@@ -467,9 +466,9 @@ impl<'t, 'a> Exec<'t, 'a> {
         pos: Pos,
         and: bool,
         args: &'t [Expr],
-        dot: &V<'a>,
-        fin: Option<V<'a>>,
-    ) -> R<V<'a>> {
+        dot: &V<'t>,
+        fin: Option<V<'t>>,
+    ) -> R<V<'t>> {
         let n = args.len() + usize::from(fin.is_some());
         if n < 1 {
             let name = if and { "and" } else { "or" };
