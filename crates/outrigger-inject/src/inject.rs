@@ -388,9 +388,7 @@ fn mesh_for_pod(snapshot: &Snapshot, pod: &Value, mode: Mode) -> Result<Value> {
     match annotation(pod, PROXY_CONFIG_ANNOTATION) {
         Some(text) => match mesh::apply_proxy_config(text, &snapshot.mesh) {
             Ok(m) => Ok(m),
-            Err(e) if mode == Mode::KubeInject => {
-                Err(Error::ProxyConfig(format!("could not parse proxy config: {e}")))
-            }
+            Err(e) if mode == Mode::KubeInject => Err(e),
             Err(_) => Ok(snapshot.mesh.clone()),
         },
         None => Ok(snapshot.mesh.clone()),
@@ -427,7 +425,7 @@ pub fn inject_pod(pod: &Value, p: &InjectParams<'_>) -> Result<Injected> {
     let annotation_mesh = match annotation(&original, PROXY_CONFIG_ANNOTATION) {
         Some(text) => Some(
             mesh::apply_proxy_config(text, &snapshot.mesh)
-                .map_err(|e| Error::ProxyConfig(format!("failed to process pod: could not parse proxy config: {e}")))?,
+                .map_err(|e| e.context("failed to process pod"))?,
         ),
         None => None,
     };
