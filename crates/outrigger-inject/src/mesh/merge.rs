@@ -174,6 +174,7 @@ pub fn apply_mesh(overlay: &Value, base: &Value) -> Result<Value> {
     order_fields(MESH_CONFIG, &mut out);
     let mut v = Value::Object(out);
     decode::normalize(MESH_CONFIG, &mut v);
+    super::validate_mesh_config(&v)?;
     Ok(v)
 }
 

@@ -427,12 +427,12 @@ fn effective_proxy_config_layers_without_zero_overrides() {
         effective_proxy_config_value(&mesh, None),
         default_proxy_config()
     );
-    // A mesh defaultConfig that cleared statusPort: the webhook layering restores the default.
-    let cleared = apply_mesh_config_value(&json!({"defaultConfig": {"statusPort": 0}}), &mesh)
+    // A mesh defaultConfig that cleared statNameLength: the webhook layering restores the default.
+    let cleared = apply_mesh_config_value(&json!({"defaultConfig": {"statNameLength": 0}}), &mesh)
         .expect("applies");
-    assert!(cleared["defaultConfig"].get("statusPort").is_none());
+    assert!(cleared["defaultConfig"].get("statNameLength").is_none());
     let eff = effective_proxy_config_value(&cleared, None);
-    assert_eq!(eff["statusPort"], json!(15020));
+    assert_eq!(eff["statNameLength"], json!(189));
     // Annotation zero values do not override in the webhook path; they do in kube-inject.
     let ann = json!({"statusPort": 0, "concurrency": 0, "proxyMetadata": {"X": "1"}});
     let eff = effective_proxy_config_value(&mesh, Some(&ann));
@@ -465,5 +465,22 @@ fn apply_proxy_config_yaml_errors() {
     assert_eq!(
         effective_proxy_config(&mesh, Some("concurrency: 2"))["concurrency"],
         json!(2)
+    );
+}
+
+#[test]
+fn held_out_override_proxy_config_env() {
+    let Some(root) = corpus() else { return };
+    let dir = root.join("mesh-overrides");
+    let pc = |f: &str| proto_to_json(PROXY_CONFIG, &apply_file(&dir.join(f))["defaultConfig"]);
+    assert_eq!(pc("tracing-empty.yaml"), r#"{"tracing":{}}"#);
+    assert_eq!(
+        pc("proxy-metadata-tls-client-key.yaml"),
+        r#"{"proxyMetadata":{"ISTIO_META_TLS_CLIENT_KEY":"/etc/identity/client/keys/client-key.pem"}}"#
+    );
+    assert_eq!(pc("inbound-localhost.yaml"), "{}");
+    assert_eq!(
+        inbound_traffic_policy_mode(&apply_file(&dir.join("inbound-localhost.yaml"))),
+        "localhost"
     );
 }
