@@ -305,7 +305,9 @@ impl<'t> Exec<'t> {
             return Err(self.err(cmd.pos, "", "empty command"));
         };
         match first {
-            Expr::Identifier(pos, name) => self.eval_function(*pos, name, &cmd.args[1..], dot, fin),
+            Expr::Identifier(pos, name) => {
+                self.eval_function(*pos, name, Some(cmd), &cmd.args[1..], dot, fin)
+            }
             Expr::Field(pos, chain) => {
                 self.no_args(cmd, fin.is_some())?;
                 self.eval_chain(*pos, first, dot.clone(), chain)
@@ -345,7 +347,7 @@ impl<'t> Exec<'t> {
                     self.eval_chain(*p, e, v, chain)?
                 }
             }
-            Expr::Identifier(p, name) => self.eval_function(*p, name, &[], dot, None)?,
+            Expr::Identifier(p, name) => self.eval_function(*p, name, None, &[], dot, None)?,
             Expr::String(_, s) => V::s(s),
             Expr::Number(_, n) => num_value(*n),
             Expr::Bool(_, b) => V::Bool(*b),
@@ -382,6 +384,7 @@ impl<'t> Exec<'t> {
         &mut self,
         pos: Pos,
         name: &str,
+        cmd: Option<&CommandNode>,
         args: &'t [Expr],
         dot: &V<'t>,
         fin: Option<V<'t>>,
@@ -427,7 +430,10 @@ impl<'t> Exec<'t> {
             let v = funcs::convert(f, p).map_err(|m| self.err(pos, name, &m))?;
             argv.push(v);
         }
-        (def.f)(argv).map_err(|m| self.err(pos, name, &format!("error calling {name}: {m}")))
+        (def.f)(argv).map_err(|m| {
+            let at = cmd.map_or_else(|| name.to_string(), cmd_str);
+            self.err(pos, &at, &format!("error calling {name}: {m}"))
+        })
     }
 
     fn eval_typed_arg(&mut self, a: &'t Expr, p: P, dot: &V<'t>) -> R<V<'t>> {
@@ -652,13 +658,14 @@ fn pipe_str(p: &PipeNode) -> String {
         s.push_str(&p.decl.join(", "));
         s.push_str(if p.is_assign { " = " } else { " := " });
     }
-    let cmds: Vec<String> = p
-        .commands
-        .iter()
-        .map(|c| c.args.iter().map(expr_str).collect::<Vec<_>>().join(" "))
-        .collect();
+    let cmds: Vec<String> = p.commands.iter().map(cmd_str).collect();
     s.push_str(&cmds.join(" | "));
     s
+}
+
+/// Go's `String()` of a command node.
+fn cmd_str(c: &CommandNode) -> String {
+    c.args.iter().map(expr_str).collect::<Vec<_>>().join(" ")
 }
 
 /// Go's `String()` of an expression node.

@@ -145,18 +145,37 @@ pub fn is_defined(name: &str) -> bool {
     name == "and" || name == "or" || table().contains_key(name)
 }
 
-fn table() -> &'static HashMap<&'static str, FuncDef> {
-    static T: OnceLock<HashMap<&'static str, FuncDef>> = OnceLock::new();
+/// FNV-1a: function names are short and trusted, SipHash is needlessly slow here.
+#[derive(Default, Clone, Copy)]
+pub struct Fnv(u64);
+
+impl std::hash::Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
+        for b in bytes {
+            h ^= u64::from(*b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = h;
+    }
+}
+
+/// The function table type.
+pub type Table = HashMap<&'static str, FuncDef, std::hash::BuildHasherDefault<Fnv>>;
+
+fn table() -> &'static Table {
+    static T: OnceLock<Table> = OnceLock::new();
     T.get_or_init(build)
 }
 
-fn def(
-    m: &mut HashMap<&'static str, FuncDef>,
-    name: &'static str,
-    params: &'static [P],
-    variadic: Option<P>,
-    f: Func,
-) {
+fn def(m: &mut Table, name: &'static str, params: &'static [P], variadic: Option<P>, f: Func) {
     m.insert(
         name,
         FuncDef {
@@ -167,8 +186,8 @@ fn def(
     );
 }
 
-fn build() -> HashMap<&'static str, FuncDef> {
-    let mut m = HashMap::new();
+fn build() -> Table {
+    let mut m = Table::default();
     // Sprig first (every name parses; unimplemented ones fail at execution).
     for name in sprig::SPRIG_NAMES {
         def(&mut m, name, &[], Some(P::Any), not_implemented_stub);
@@ -181,7 +200,7 @@ fn build() -> HashMap<&'static str, FuncDef> {
 
 /// Register a function (used by the Sprig module).
 pub fn register(
-    m: &mut HashMap<&'static str, FuncDef>,
+    m: &mut Table,
     name: &'static str,
     params: &'static [P],
     variadic: Option<P>,
@@ -196,7 +215,7 @@ fn not_implemented_stub<'a>(_: Vec<V<'a>>) -> R<V<'a>> {
 
 // ---------------------------------------------------------------- Go builtins
 
-fn builtins(m: &mut HashMap<&'static str, FuncDef>) {
+fn builtins(m: &mut Table) {
     use P::*;
     def(m, "not", &[Raw], None, |a| Ok(V::Bool(!a[0].truth())));
     def(m, "eq", &[Raw], Some(Raw), f_eq);
@@ -546,7 +565,7 @@ fn query_escape(s: &str) -> String {
 
 // ---------------------------------------------------------------- Istio
 
-fn istio(m: &mut HashMap<&'static str, FuncDef>) {
+fn istio(m: &mut Table) {
     use P::*;
     def(m, "formatDuration", &[Proto], None, |a| {
         let (s, n) = match &a[0] {
