@@ -64,6 +64,16 @@ impl<'t> Exec<'t> {
         )
     }
 
+    /// Position of the name string of a `template` action (Go reports it there).
+    fn template_name_pos(&self, pos: Pos) -> Pos {
+        let src = &self.tmpl.source;
+        let from = pos.offset.min(src.len());
+        match src[from..].find(['"', '`']) {
+            Some(i) => Pos::new(from + i, pos.line),
+            None => pos,
+        }
+    }
+
     fn walk_list(&mut self, list: &'t ListNode, dot: &V<'t>) -> R<Option<Ctl>> {
         for n in &list.nodes {
             if let Some(c) = self.walk(n, dot)? {
@@ -93,7 +103,7 @@ impl<'t> Exec<'t> {
                 };
                 let Some(body) = self.tmpl.defines.get(t.name.as_str()) else {
                     return Err(self.err(
-                        t.pos,
+                        self.template_name_pos(t.pos),
                         &format!("{{{{template {:?}}}}}", t.name.as_str()),
                         &format!("template {:?} not defined", t.name.as_str()),
                     ));
@@ -150,7 +160,14 @@ impl<'t> Exec<'t> {
         let v = self.eval_pipe_raw(&b.pipe, dot)?;
         let items: Vec<(V<'t>, V<'t>)> = match self.range_items(&v) {
             Ok(items) => items,
-            Err(m) => return Err(self.err(b.pos, &pipe_str(&b.pipe), &m)),
+            Err(m) => {
+                // Go reports the last node evaluated by the pipeline.
+                let last = b.pipe.commands.last().and_then(|c| c.args.last());
+                return Err(match last {
+                    Some(e) => self.err(expr_pos(e), &expr_str(e), &m),
+                    None => self.err(b.pos, &pipe_str(&b.pipe), &m),
+                });
+            }
         };
         let r = if items.is_empty() {
             match &b.else_body {
@@ -374,7 +391,7 @@ impl<'t> Exec<'t> {
         for name in chain {
             v = match field(&v, name) {
                 Ok(x) => x,
-                Err(m) => return Err(self.err(pos, &expr_str(node), &m)),
+                Err(m) => return Err(self.err(expr_pos(node), &expr_str(node), &m)),
             };
         }
         Ok(v)
@@ -462,7 +479,7 @@ impl<'t> Exec<'t> {
             }
             _ => {
                 let v = self.eval_arg_value(a, dot)?;
-                funcs::convert(v, p).map_err(|m| self.err(a.pos(), &expr_str(a), &m))
+                funcs::convert(v, p).map_err(|m| self.err(expr_pos(a), &expr_str(a), &m))
             }
         }
     }
@@ -556,7 +573,14 @@ fn enum_num(v: &V<'_>) -> i64 {
 }
 
 fn cant(v: &V<'_>, name: &str) -> String {
-    format!("can't evaluate field {name} in type {}", v.type_name())
+    // Generic values come out of `map[string]interface{}`: Go names the static type.
+    let ty = match v {
+        V::Json(_) | V::List(_) | V::Map(_) | V::Float(_) | V::Bool(_) => {
+            "interface {}".to_string()
+        }
+        other => other.type_name(),
+    };
+    format!("can't evaluate field {name} in type {ty}")
 }
 
 fn root_field<'a>(d: &'a TemplateData<'a>, name: &str) -> Option<V<'a>> {
@@ -661,6 +685,15 @@ fn pipe_str(p: &PipeNode) -> String {
     let cmds: Vec<String> = p.commands.iter().map(cmd_str).collect();
     s.push_str(&cmds.join(" | "));
     s
+}
+
+/// Go's position of an expression node: a field chain `.A.B` is positioned at `.B`.
+fn expr_pos(e: &Expr) -> Pos {
+    match e {
+        Expr::Field(p, c) if c.len() > 1 => Pos::new(p.offset + 1 + c[0].len(), p.line),
+        Expr::Variable(p, n, c) if !c.is_empty() => Pos::new(p.offset + n.len(), p.line),
+        other => other.pos(),
+    }
 }
 
 /// Go's `String()` of a command node.

@@ -94,6 +94,10 @@ pub fn convert(v: V<'_>, p: P) -> R<V<'_>> {
             Err(format!("invalid value; expected {}", p.go_name()))
         };
     }
+    if let (V::Ptr(inner), P::Str | P::Int | P::Bool) = (&v, p) {
+        // One level of pointer indirection is attempted, as in Go.
+        return convert((**inner).clone(), p);
+    }
     match p {
         P::Raw | P::Any => Ok(v),
         P::Str => match v {
@@ -236,7 +240,11 @@ fn builtins(m: &mut Table) {
     });
     def(m, "len", &[Raw], None, |a| match a[0].len() {
         Some(n) => Ok(V::Int(n as i64, IntTy::Int)),
-        None => Err(format!("len of {}", type_or_nil(&a[0]))),
+        None => match a[0] {
+            V::Missing | V::Nil => Err("reflect: call of reflect.Value.Type on zero Value".into()),
+            V::NilPtr(_) | V::Proto { json: None, .. } => Err("len of nil pointer".into()),
+            _ => Err(format!("len of type {}", a[0].type_name())),
+        },
     });
     def(m, "index", &[Raw], Some(Raw), f_index);
     def(m, "slice", &[Raw], Some(Raw), f_slice);
@@ -261,13 +269,6 @@ fn builtins(m: &mut Table) {
     def(m, "call", &[Raw], Some(Raw), |_| {
         Err("call of non-function".into())
     });
-}
-
-fn type_or_nil(v: &V<'_>) -> String {
-    match v {
-        V::Missing | V::Nil => "<nil>".into(),
-        v => v.type_name(),
-    }
 }
 
 /// Go `fmt.Sprint`: spaces between operands when neither is a string.

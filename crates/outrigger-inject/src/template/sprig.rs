@@ -325,7 +325,7 @@ fn go_kind(v: &V<'_>) -> &'static str {
         V::Str(_) => "string",
         V::Json(Value::Array(_)) | V::List(_) | V::K8sSlice(..) | V::ProtoList(..) => "slice",
         V::Json(_) | V::Map(_) | V::StrMapJ(_) | V::StrMap(_) | V::K8sMap(..) => "map",
-        V::NilPtr(_) | V::Proto { .. } | V::Root(_) => "ptr",
+        V::NilPtr(_) | V::Proto { .. } | V::Root(_) | V::Ptr(_) => "ptr",
         V::K8s { ptr: true, .. } => "ptr",
         V::K8s { .. } | V::Leaf(..) | V::Pair(..) => "struct",
     }

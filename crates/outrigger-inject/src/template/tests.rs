@@ -291,6 +291,23 @@ fn truthiness() {
 }
 
 #[test]
+fn scalar_pointers() {
+    let mut fx = Fx::new(values());
+    fx.spec = json!({"automountServiceAccountToken": false, "terminationGracePeriodSeconds": 30});
+    assert_eq!(
+        fx.ok("{{ if .Spec.AutomountServiceAccountToken }}T{{ else }}F{{ end }}"),
+        "T"
+    );
+    assert_eq!(fx.ok("{{ .Spec.AutomountServiceAccountToken }}"), "false");
+    assert_eq!(fx.ok("{{ .Spec.TerminationGracePeriodSeconds }}"), "30");
+    assert_eq!(fx.ok("{{ .Spec.ActiveDeadlineSeconds }}"), "<nil>");
+    assert_eq!(
+        fx.ok("{{ if .Spec.ActiveDeadlineSeconds }}T{{ else }}F{{ end }}"),
+        "F"
+    );
+}
+
+#[test]
 fn method_calls_on_nil_messages() {
     let mut fx = Fx::new(values());
     assert_eq!(
@@ -784,7 +801,7 @@ fn error_positions_are_go_shaped() {
     let e = fx.err("line1\n  {{ .Values.nullProbe.startupProbe.enabled }}");
     assert_eq!(
         e,
-        "template: inject:2:5: executing \"inject\" at <.Values.nullProbe.startupProbe.enabled>: nil pointer evaluating interface {}.enabled"
+        "template: inject:2:12: executing \"inject\" at <.Values.nullProbe.startupProbe.enabled>: nil pointer evaluating interface {}.enabled"
     );
     let e = fx.err("{{ define \"d\" }}{{ contains 1 }}{{ end }}{{ template \"d\" . }}");
     assert!(e.contains("executing \"d\""), "{e}");
