@@ -325,9 +325,9 @@ impl<'t> Exec<'t> {
             Expr::Identifier(pos, name) => {
                 self.eval_function(*pos, name, Some(cmd), &cmd.args[1..], dot, fin)
             }
-            Expr::Field(pos, chain) => {
+            Expr::Field(_, chain) => {
                 self.no_args(cmd, fin.is_some())?;
-                self.eval_chain(*pos, first, dot.clone(), chain)
+                self.eval_chain(first, dot.clone(), chain)
             }
             other => {
                 self.no_args(cmd, fin.is_some())?;
@@ -353,7 +353,7 @@ impl<'t> Exec<'t> {
         Ok(match e {
             Expr::Dot(_) => dot.clone(),
             Expr::Nil(p) => return Err(self.err(*p, "nil", "nil is not a command")),
-            Expr::Field(p, chain) => self.eval_chain(*p, e, dot.clone(), chain)?,
+            Expr::Field(_, chain) => self.eval_chain(e, dot.clone(), chain)?,
             Expr::Variable(p, name, chain) => {
                 let Some(v) = self.lookup_var(name).cloned() else {
                     return Err(self.err(*p, name, &format!("undefined variable: {name}")));
@@ -361,7 +361,7 @@ impl<'t> Exec<'t> {
                 if chain.is_empty() {
                     v
                 } else {
-                    self.eval_chain(*p, e, v, chain)?
+                    self.eval_chain(e, v, chain)?
                 }
             }
             Expr::Identifier(p, name) => self.eval_function(*p, name, None, &[], dot, None)?,
@@ -374,20 +374,14 @@ impl<'t> Exec<'t> {
                 self.vars.truncate(mark);
                 v?
             }
-            Expr::Chain(p, inner, chain) => {
+            Expr::Chain(_, inner, chain) => {
                 let base = self.eval_arg_value(inner, dot)?;
-                self.eval_chain(*p, e, base, chain)?
+                self.eval_chain(e, base, chain)?
             }
         })
     }
 
-    fn eval_chain(
-        &self,
-        pos: Pos,
-        node: &Expr,
-        mut v: V<'t>,
-        chain: &[gotmpl::parse::SmolStr],
-    ) -> R<V<'t>> {
+    fn eval_chain(&self, node: &Expr, mut v: V<'t>, chain: &[gotmpl::parse::SmolStr]) -> R<V<'t>> {
         for name in chain {
             v = match field(&v, name) {
                 Ok(x) => x,
