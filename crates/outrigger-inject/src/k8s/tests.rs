@@ -1,0 +1,242 @@
+use serde_json::json;
+
+use super::*;
+use crate::gojson;
+
+fn go(ty: &str, v: serde_json::Value) -> String {
+    gojson::to_string(&to_go_value(ty, &v).unwrap())
+}
+
+fn norm(ty: &str, mut v: serde_json::Value) -> serde_json::Value {
+    normalize(ty, &mut v).unwrap();
+    v
+}
+
+fn norm_err(ty: &str, mut v: serde_json::Value) -> String {
+    normalize(ty, &mut v).unwrap_err().to_string()
+}
+
+#[test]
+fn container_port_in_go_field_order() {
+    let v = json!({"protocol":"TCP","containerPort":80,"name":"http"});
+    assert_eq!(
+        go("corev1.ContainerPort", v),
+        r#"{"name":"http","containerPort":80,"protocol":"TCP"}"#
+    );
+}
+
+#[test]
+fn override_container_json_matches_appendix_d() {
+    let v = json!({
+        "securityContext": {"runAsGroup": 4321, "runAsUser": 1234},
+        "image": "", "name": "istio-proxy", "unknownField": 1, "env": []
+    });
+    assert_eq!(
+        go("corev1.Container", v),
+        r#"{"name":"istio-proxy","resources":{},"securityContext":{"runAsUser":1234,"runAsGroup":4321}}"#
+    );
+}
+
+#[test]
+fn quantities_canonical_and_resources_sorted() {
+    let v = json!({"name": "c", "resources": {"requests": {"memory": "1024Mi", "cpu": "2000m"},
+        "limits": {"cpu": 0.5}}});
+    assert_eq!(
+        go("corev1.Container", v),
+        r#"{"name":"c","resources":{"limits":{"cpu":"500m"},"requests":{"cpu":"2","memory":"1Gi"}}}"#
+    );
+}
+
+#[test]
+fn probe_handler_is_inline_and_ordered() {
+    let v = json!({"periodSeconds": 10, "initialDelaySeconds": 0,
+        "httpGet": {"scheme": "HTTP", "port": 8080, "path": "/ready"}});
+    assert_eq!(
+        go("corev1.Probe", v),
+        r#"{"httpGet":{"path":"/ready","port":8080,"scheme":"HTTP"},"periodSeconds":10}"#
+    );
+    let v = json!({"grpc": {"port": 9000}});
+    assert_eq!(
+        go("corev1.Probe", v),
+        r#"{"grpc":{"port":9000,"service":null}}"#
+    );
+}
+
+#[test]
+fn volume_source_inline_pointer_empty_struct_kept() {
+    let v = json!({"emptyDir": {}, "name": "data"});
+    assert_eq!(go("corev1.Volume", v), r#"{"name":"data","emptyDir":{}}"#);
+    let v = json!({"name": "workload-socket", "emptyDir": null});
+    assert_eq!(go("corev1.Volume", v), r#"{"name":"workload-socket"}"#);
+}
+
+#[test]
+fn pod_zero_structs_and_nil_slices() {
+    let v = json!({"metadata": {"name": "p", "creationTimestamp": null}, "spec": {}});
+    assert_eq!(
+        go("corev1.Pod", v),
+        r#"{"metadata":{"name":"p"},"spec":{"containers":null},"status":{}}"#
+    );
+}
+
+#[test]
+fn normalize_keeps_unknown_fields_and_order() {
+    let v = norm(
+        "corev1.Pod",
+        json!({"spec": {"futureField": {"a": null}, "containers": [
+            {"name": "app", "readOnly": false, "newThing": [1],
+             "securityContext": {"privileged": false, "runAsUser": 0, "allowPrivilegeEscalation": null},
+             "ports": [{"containerPort": 80, "hostPort": 0, "protocol": ""}]}
+        ]}, "metadata": {"labels": {}}, "apiVersion": "v1", "kind": ""}),
+    );
+    let keys: Vec<_> = v.as_object().unwrap().keys().cloned().collect();
+    assert_eq!(keys, ["spec", "metadata", "apiVersion", "status"]);
+    assert_eq!(v["spec"]["futureField"], json!({"a": null}));
+    let c = &v["spec"]["containers"][0];
+    assert_eq!(c["newThing"], json!([1]));
+    assert_eq!(c["readOnly"], json!(false), "unknown to Container: kept");
+    assert_eq!(
+        c["securityContext"],
+        json!({"privileged": false, "runAsUser": 0})
+    );
+    assert_eq!(c["ports"], json!([{"containerPort": 80}]));
+    assert_eq!(c["resources"], json!({}));
+    assert_eq!(v["metadata"], json!({}));
+}
+
+#[test]
+fn yaml_scalars_in_string_fields_become_strings() {
+    let v = norm(
+        "corev1.Container",
+        json!({"name": "c", "env": [{"name": "A", "value": true}, {"name": "B", "value": 8},
+            {"name": "C", "value": 1.5}, {"name": "D", "value": false}],
+            "args": [1, true], "command": ["x"]}),
+    );
+    assert_eq!(
+        v["env"],
+        json!([{"name": "A", "value": "true"}, {"name": "B", "value": "8"},
+            {"name": "C", "value": "1.5"}, {"name": "D", "value": "false"}])
+    );
+    assert_eq!(v["args"], json!(["1", "true"]));
+    let m = norm(
+        "metav1.ObjectMeta",
+        json!({"labels": {"version": 2, "on": true}}),
+    );
+    assert_eq!(m["labels"], json!({"version": "2", "on": "true"}));
+}
+
+#[test]
+fn ints_must_be_integral_numbers() {
+    let v = norm("corev1.ContainerPort", json!({"containerPort": 80.0}));
+    assert_eq!(gojson::to_string(&v["containerPort"]), "80");
+    let e = norm_err(
+        "corev1.Pod",
+        json!({"spec": {"containers": [{"name": "a", "securityContext": {"runAsUser": "1337"}}]}}),
+    );
+    assert_eq!(
+        e,
+        "json: cannot unmarshal string into Go struct field SecurityContext.spec.containers.securityContext.runAsUser of type int64"
+    );
+    let e = norm_err(
+        "corev1.Pod",
+        json!({"spec": {"containers": [{"ports": [{"containerPort": 1.5}]}]}}),
+    );
+    assert_eq!(
+        e,
+        "json: cannot unmarshal number 1.5 into Go struct field ContainerPort.spec.containers.ports.containerPort of type int32"
+    );
+    let e = norm_err(
+        "corev1.ContainerPort",
+        json!({"containerPort": 3000000000i64}),
+    );
+    assert!(
+        e.contains("number 3000000000") && e.ends_with("of type int32"),
+        "{e}"
+    );
+    let e = norm_err("corev1.Container", json!({"stdin": "yes"}));
+    assert_eq!(
+        e,
+        "json: cannot unmarshal string into Go struct field Container.stdin of type bool"
+    );
+}
+
+#[test]
+fn structural_mismatches_are_errors() {
+    let e = norm_err("corev1.PodSpec", json!({"containers": {"name": "x"}}));
+    assert_eq!(
+        e,
+        "json: cannot unmarshal object into Go struct field PodSpec.containers of type []v1.Container"
+    );
+    let e = norm_err("corev1.Container", json!({"name": ["x"]}));
+    assert_eq!(
+        e,
+        "json: cannot unmarshal array into Go struct field Container.name of type string"
+    );
+    let e = norm_err("corev1.Container", json!({"securityContext": "x"}));
+    assert!(e.contains("of type v1.SecurityContext"), "{e}");
+    assert!(normalize("corev1.Pod", &mut json!([1])).is_err());
+    assert!(normalize("nope.Type", &mut json!({})).is_err());
+}
+
+#[test]
+fn quantity_errors_and_intorstring() {
+    let e = norm_err(
+        "corev1.ResourceRequirements",
+        json!({"limits": {"cpu": "1x"}}),
+    );
+    assert_eq!(e, quantity::ERR_FORMAT_WRONG);
+    let v = norm(
+        "corev1.HTTPGetAction",
+        json!({"port": "http-port", "host": ""}),
+    );
+    assert_eq!(v, json!({"port": "http-port"}));
+    let v = norm("corev1.HTTPGetAction", json!({"port": 15021.0}));
+    assert_eq!(gojson::to_string(&v), r#"{"port":15021}"#);
+    let e = norm_err("corev1.HTTPGetAction", json!({"port": true}));
+    assert_eq!(
+        e,
+        "json: cannot unmarshal bool into Go struct field HTTPGetAction.port of type int32"
+    );
+}
+
+#[test]
+fn case_insensitive_keys_are_canonicalised() {
+    let v = norm(
+        "corev1.ContainerPort",
+        json!({"ContainerPort": 80, "Name": "http"}),
+    );
+    assert_eq!(v, json!({"containerPort": 80, "name": "http"}));
+}
+
+#[test]
+fn null_root_is_zero_struct() {
+    let v = norm("corev1.Container", serde_json::Value::Null);
+    assert_eq!(gojson::to_string(&v), r#"{"name":"","resources":{}}"#);
+}
+
+#[test]
+fn large_pod_normalises_quickly() {
+    let env: Vec<_> = (0..1500)
+        .map(|i| json!({"name": format!("VAR_{i}"), "value": format!("v{i}")}))
+        .collect();
+    let mf: Vec<_> = (0..400)
+        .map(|i| json!({"manager": format!("m{i}"), "operation": "Update", "apiVersion": "v1",
+            "fieldsType": "FieldsV1", "fieldsV1": {"f:metadata": {"f:labels": {"f:x": {}}}, "pad": "x".repeat(400)}}))
+        .collect();
+    let pod = json!({"metadata": {"name": "big", "managedFields": mf},
+        "spec": {"containers": [{"name": "app", "image": "x", "env": env}]}});
+    let mut v = pod.clone();
+    let t = std::time::Instant::now();
+    normalize("corev1.Pod", &mut v).unwrap();
+    let el = t.elapsed();
+    eprintln!("normalize big pod: {el:?}");
+    assert_eq!(
+        v["spec"]["containers"][0]["env"].as_array().unwrap().len(),
+        1500
+    );
+    assert_eq!(
+        v["metadata"]["managedFields"],
+        pod["metadata"]["managedFields"]
+    );
+    assert!(el < std::time::Duration::from_millis(200), "{el:?}");
+}
