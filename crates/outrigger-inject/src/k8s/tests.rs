@@ -240,3 +240,174 @@ fn large_pod_normalises_quickly() {
     );
     assert!(el < std::time::Duration::from_millis(200), "{el:?}");
 }
+
+/// Convert a yaml-rust2 document to JSON (test helper; goldens are Go-quoted YAML).
+fn yaml_to_json(y: &yaml_rust2::Yaml) -> serde_json::Value {
+    use yaml_rust2::Yaml;
+    match y {
+        Yaml::Real(s) => s
+            .parse::<f64>()
+            .map(serde_json::Value::from)
+            .unwrap_or(serde_json::Value::Null),
+        Yaml::Integer(i) => serde_json::Value::from(*i),
+        Yaml::String(s) => serde_json::Value::from(s.as_str()),
+        Yaml::Boolean(b) => serde_json::Value::from(*b),
+        Yaml::Array(a) => serde_json::Value::Array(a.iter().map(yaml_to_json).collect()),
+        Yaml::Hash(h) => serde_json::Value::Object(
+            h.iter()
+                .map(|(k, v)| {
+                    let key = match k {
+                        Yaml::String(s) => s.clone(),
+                        Yaml::Integer(i) => i.to_string(),
+                        Yaml::Boolean(b) => b.to_string(),
+                        _ => String::new(),
+                    };
+                    (key, yaml_to_json(v))
+                })
+                .collect(),
+        ),
+        _ => serde_json::Value::Null,
+    }
+}
+
+fn kind_type(kind: &str) -> Option<&'static str> {
+    Some(match kind {
+        "Pod" => "corev1.Pod",
+        "ReplicationController" => "corev1.ReplicationController",
+        "Deployment" => "appsv1.Deployment",
+        "DaemonSet" => "appsv1.DaemonSet",
+        "ReplicaSet" => "appsv1.ReplicaSet",
+        "StatefulSet" => "appsv1.StatefulSet",
+        "Job" => "batchv1.Job",
+        "CronJob" => "batchv1.CronJob",
+        _ => return None,
+    })
+}
+
+/// Every typed document Go wrote in the corpus goldens is a fixed point of `normalize`: it
+/// neither adds nor drops a field, and quantities are already canonical.
+#[test]
+fn corpus_goldens_are_normalize_fixed_points() {
+    let root = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/conformance/istio"
+    );
+    let Ok(index) = std::fs::read_to_string(format!("{root}/cases.json")) else {
+        eprintln!("conformance corpus not found at {root}; skipping");
+        return;
+    };
+    let cases: serde_json::Value = serde_json::from_str(&index).unwrap();
+    let mut checked = 0;
+    let mut failures = Vec::new();
+    // Goldens of webhook-only cases (skipInjection) are stale Go output and are not compared by
+    // Istio's test either; kube-inject goldens are exactly Go's typed encoding.
+    let goldens = cases
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["kube_inject"] == true);
+    for path in goldens.filter_map(|c| c["expected"].as_str()) {
+        let path = std::path::PathBuf::from(format!("{root}/{path}"));
+        let text = std::fs::read_to_string(&path).unwrap();
+        let Ok(docs) = yaml_rust2::YamlLoader::load_from_str(&text) else {
+            continue;
+        };
+        for d in &docs {
+            let v = yaml_to_json(d);
+            let Some(ty) = v["kind"].as_str().and_then(kind_type) else {
+                continue;
+            };
+            let mut n = v.clone();
+            match normalize(ty, &mut n) {
+                Ok(()) if n == v => checked += 1,
+                Ok(()) => failures.push(format!(
+                    "{}: {}\n  go:  {}\n  ours:{}",
+                    path.display(),
+                    ty,
+                    gojson::to_string_sorted(&v),
+                    gojson::to_string_sorted(&n)
+                )),
+                Err(err) => failures.push(format!("{}: {err}", path.display())),
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} mismatches:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    assert!(checked > 50, "only {checked} documents checked");
+    eprintln!("{checked} golden documents are normalize fixed points");
+}
+
+fn collect_annotation(v: &serde_json::Value, name: &str, out: &mut Vec<String>) {
+    match v {
+        serde_json::Value::Object(m) => {
+            for (k, x) in m {
+                if k == name {
+                    if let Some(s) = x.as_str() {
+                        out.push(s.to_string());
+                    }
+                }
+                collect_annotation(x, name, out);
+            }
+        }
+        serde_json::Value::Array(a) => a.iter().for_each(|x| collect_annotation(x, name, out)),
+        _ => {}
+    }
+}
+
+/// `proxy.istio.io/overrides` values in the goldens are Go's `json.Marshal` of containers:
+/// re-encoding their (shuffled) content through `to_go_value` must give the same bytes.
+#[test]
+fn corpus_overrides_annotations_match_to_go_value() {
+    let dir = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/conformance/istio/cases"
+    );
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        eprintln!("conformance corpus not found at {dir}; skipping");
+        return;
+    };
+    let mut values = Vec::new();
+    for e in entries.flatten() {
+        let path = e.path();
+        if path.extension().and_then(|x| x.to_str()) != Some("injected") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        for d in yaml_rust2::YamlLoader::load_from_str(&text).unwrap_or_default() {
+            collect_annotation(&yaml_to_json(&d), "proxy.istio.io/overrides", &mut values);
+        }
+    }
+    for s in &values {
+        let parsed: serde_json::Value = serde_json::from_str(s).unwrap();
+        let mut out = serde_json::Map::new();
+        for (k, list) in parsed.as_object().unwrap() {
+            let items = list
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| {
+                    // Reverse key order so only to_go_value can restore it.
+                    let rev: serde_json::Map<_, _> = c
+                        .as_object()
+                        .unwrap()
+                        .iter()
+                        .rev()
+                        .map(|(a, b)| (a.clone(), b.clone()))
+                        .collect();
+                    to_go_value("corev1.Container", &serde_json::Value::Object(rev)).unwrap()
+                })
+                .collect();
+            out.insert(k.clone(), serde_json::Value::Array(items));
+        }
+        assert_eq!(&gojson::to_string(&serde_json::Value::Object(out)), s);
+    }
+    assert!(!values.is_empty());
+    eprintln!(
+        "{} overrides annotations re-encoded byte for byte",
+        values.len()
+    );
+}
