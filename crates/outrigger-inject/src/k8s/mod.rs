@@ -137,12 +137,12 @@ fn rename_folded_keys(idx: &StructIndex, obj: &mut Map<String, Value>) {
 
 /// Add the fields Go always emits that are absent.
 fn complete_struct(idx: &StructIndex, obj: &mut Map<String, Value>) {
-    for (i, f) in idx.fields.iter().enumerate() {
+    for &i in &idx.emitted {
         let json = idx.json_name(i);
         if obj.contains_key(json) {
             continue;
         }
-        if let Some(z) = zero_field(f, 0) {
+        if let Some(z) = zero_field(idx.fields[i], 0) {
             obj.insert(json.to_string(), z);
         }
     }
