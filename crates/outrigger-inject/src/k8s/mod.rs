@@ -16,6 +16,7 @@
 pub mod gofmt;
 pub mod index;
 pub mod quantity;
+pub mod time;
 
 use serde_json::{Map, Value};
 
@@ -235,7 +236,7 @@ fn is_scalar_zero(kind: &str, v: &Value, omitzero: bool) -> bool {
         "string" | "named-string" => v.as_str() == Some(""),
         "bool" => v.as_bool() == Some(false),
         "int" | "uint" | "float" => v.as_f64() == Some(0.0),
-        "time" => omitzero && (v.is_null() || v.as_str() == Some("0001-01-01T00:00:00Z")),
+        "time" => omitzero && v.is_null(),
         _ => false,
     }
 }
@@ -383,7 +384,16 @@ fn norm_scalar(
         },
         "quantity" => norm_quantity(v),
         "time" => match v {
-            Value::String(_) => Ok(()),
+            Value::String(s) => {
+                let c = time::canonicalize(s)?;
+                // The zero time marshals as `null`.
+                *v = if c == time::ZERO {
+                    Value::Null
+                } else {
+                    Value::from(c)
+                };
+                Ok(())
+            }
             other => Err(ctx.type_error(json_kind(other), "string")),
         },
         _ => Ok(()),

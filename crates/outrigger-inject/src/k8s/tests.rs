@@ -509,3 +509,27 @@ fn corpus_inputs_normalise_idempotently() {
     }
     assert!(n > 50, "{n}");
 }
+
+#[test]
+fn times_are_reemitted_in_utc_seconds() {
+    let v = norm(
+        "metav1.ObjectMeta",
+        json!({"creationTimestamp": "2024-01-01T01:00:00.5+02:00", "deletionTimestamp": "2024-01-02T03:04:05Z"}),
+    );
+    assert_eq!(
+        v,
+        json!({"creationTimestamp": "2023-12-31T23:00:00Z", "deletionTimestamp": "2024-01-02T03:04:05Z"})
+    );
+    let v = norm(
+        "metav1.ObjectMeta",
+        json!({"creationTimestamp": "0001-01-01T00:00:00Z"}),
+    );
+    assert_eq!(v, json!({}));
+    let e = norm_err("metav1.ObjectMeta", json!({"creationTimestamp": 5}));
+    assert_eq!(e, "json: cannot unmarshal number into Go struct field ObjectMeta.creationTimestamp of type string");
+    assert!(norm_err(
+        "metav1.ObjectMeta",
+        json!({"creationTimestamp": "yesterday"})
+    )
+    .starts_with("parsing time"));
+}
