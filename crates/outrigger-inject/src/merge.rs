@@ -949,6 +949,88 @@ mod tests {
     }
 
     #[test]
+    fn realistic_sidecar_template_onto_pod() {
+        let mut pod = json!({
+            "metadata": {"name": "hello", "labels": {"app": "hello"}, "annotations": {"a": "1"}},
+            "spec": {
+                "containers": [{"name": "hello", "image": "hello:1",
+                    "ports": [{"containerPort": 80, "name": "http"}],
+                    "volumeMounts": [{"name": "data", "mountPath": "/data"}]}],
+                "volumes": [{"name": "data", "emptyDir": {}}]
+            }
+        });
+        crate::k8s::normalize("corev1.Pod", &mut pod).unwrap();
+        let template = json!({
+            "metadata": {"labels": {"security.istio.io/tlsMode": "istio"},
+                         "annotations": {"sidecar.istio.io/status": "{}"}},
+            "spec": {
+                "initContainers": [
+                    {"name": "istio-init", "image": "proxyv2", "args": ["istio-iptables", "-p", "15001"],
+                     "resources": {"limits": {"cpu": "2000m", "memory": "1024Mi"}, "requests": {"cpu": "100m"}},
+                     "securityContext": {"privileged": false, "runAsUser": 0, "capabilities": {"add": ["NET_ADMIN"]}}},
+                    {"name": "istio-proxy", "image": "proxyv2", "restartPolicy": "Always",
+                     "ports": [{"containerPort": 15090, "protocol": "TCP", "name": "http-envoy-prom"}],
+                     "env": [{"name": "ISTIO_META_POD_PORTS", "value": "[]"}, {"name": "EMPTY", "value": null}],
+                     "volumeMounts": [{"name": "workload-socket", "mountPath": "/var/run/secrets/workload-spiffe-uds"}]}
+                ],
+                "containers": [],
+                "volumes": [{"name": "workload-socket", "emptyDir": null},
+                            {"name": "istio-envoy", "emptyDir": {"medium": "Memory"}}]
+            }
+        });
+        strategic_merge("corev1.Pod", &mut pod, &template).unwrap();
+        crate::k8s::normalize("corev1.Pod", &mut pod).unwrap();
+        assert_eq!(
+            pod["metadata"]["labels"],
+            json!({"app": "hello", "security.istio.io/tlsMode": "istio"})
+        );
+        assert_eq!(pod["metadata"]["annotations"]["a"], "1");
+        assert_eq!(names(&pod["spec"]["containers"]), ["hello"]);
+        assert_eq!(
+            names(&pod["spec"]["initContainers"]),
+            ["istio-init", "istio-proxy"]
+        );
+        assert_eq!(
+            names(&pod["spec"]["volumes"]),
+            ["workload-socket", "istio-envoy", "data"]
+        );
+        assert_eq!(
+            pod["spec"]["volumes"][0],
+            json!({"name": "workload-socket"})
+        );
+        let init = &pod["spec"]["initContainers"][0];
+        assert_eq!(
+            init["resources"]["limits"],
+            json!({"cpu": "2", "memory": "1Gi"})
+        );
+        assert_eq!(init["securityContext"]["privileged"], json!(false));
+        let proxy = &pod["spec"]["initContainers"][1];
+        assert_eq!(
+            proxy["env"],
+            json!([{"name": "ISTIO_META_POD_PORTS", "value": "[]"}, {"name": "EMPTY"}])
+        );
+        assert_eq!(proxy["resources"], json!({}));
+
+        // §7.5: the user's own istio-proxy definition is re-applied over the injected one.
+        let user = json!({"name": "istio-proxy", "image": "auto",
+            "resources": {"limits": {"cpu": "3000m"}}, "securityContext": {"runAsUser": 1234}});
+        let mut overlay = crate::k8s::to_go_value("corev1.Container", &user).unwrap();
+        overlay.as_object_mut().unwrap().shift_remove("image");
+        let patch = json!({"spec": {"containers": [], "initContainers": [overlay]}});
+        strategic_merge("corev1.Pod", &mut pod, &patch).unwrap();
+        crate::k8s::normalize("corev1.Pod", &mut pod).unwrap();
+        let proxy = &pod["spec"]["initContainers"][1];
+        assert_eq!(proxy["name"], "istio-proxy");
+        assert_eq!(proxy["image"], "proxyv2");
+        assert_eq!(proxy["resources"], json!({"limits": {"cpu": "3"}}));
+        assert_eq!(proxy["securityContext"], json!({"runAsUser": 1234}));
+        assert_eq!(
+            names(&pod["spec"]["initContainers"]),
+            ["istio-init", "istio-proxy"]
+        );
+    }
+
+    #[test]
     fn big_env_merge_is_linear_enough() {
         let env: Vec<_> = (0..1500)
             .map(|i| json!({"name": format!("V{i}"), "value": "x"}))
