@@ -533,3 +533,28 @@ fn times_are_reemitted_in_utc_seconds() {
     )
     .starts_with("parsing time"));
 }
+
+#[test]
+fn leaf_and_resource_list_types() {
+    let v = to_go_value(
+        "corev1.ResourceList",
+        &json!({"memory": "1024Mi", "cpu": "4000m"}),
+    )
+    .unwrap();
+    assert_eq!(gojson::to_string(&v), r#"{"cpu":"4","memory":"1Gi"}"#);
+    assert_eq!(
+        to_go_value("resource.Quantity", &json!("0.5")).unwrap(),
+        json!("500m")
+    );
+    assert_eq!(
+        to_go_value("intstr.IntOrString", &json!(8080.0)).unwrap(),
+        json!(8080)
+    );
+    assert_eq!(
+        to_go_value("intstr.IntOrString", &json!("http")).unwrap(),
+        json!("http")
+    );
+    assert!(to_go_value("intstr.IntOrString", &json!(true)).is_err());
+    assert!(to_go_value("corev1.ResourceList", &json!({"cpu": "x"})).is_err());
+    assert!(to_go_value("corev1.ResourceList", &json!([1])).is_err());
+}
