@@ -1,1 +1,441 @@
-//! (lead) config
+//! Injector configuration: Istio's `istio-sidecar-injector` ConfigMap (`config`, `values`) and the
+//! `istio` mesh ConfigMap (`mesh`), parsed once into an immutable [`Snapshot`].
+//!
+//! Templates are parsed when the snapshot is built, never per request.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use crate::decision::{LabelSelector, Policy};
+use crate::template::Template;
+use crate::{mesh, yaml, Error, Result};
+
+/// Name of the default template.
+pub const DEFAULT_TEMPLATE: &str = "sidecar";
+
+/// The injector `Config` document (spec §3.1), templates parsed.
+#[derive(Debug, Clone)]
+pub struct InjectorConfig {
+    /// Injection policy (`enabled`, `disabled`, anything else disables injection).
+    pub policy: Policy,
+    /// Templates applied when the pod names none.
+    pub default_templates: Vec<String>,
+    /// Parsed templates by name.
+    pub templates: BTreeMap<String, Arc<Template>>,
+    /// One-level aliases: name → template names.
+    pub aliases: BTreeMap<String, Vec<String>>,
+    /// Pods matching one of these are never injected (unless explicitly asked).
+    pub never_inject_selector: Vec<LabelSelector>,
+    /// Pods matching one of these are always injected (unless explicitly refused).
+    pub always_inject_selector: Vec<LabelSelector>,
+    /// Annotations added to every injected pod.
+    pub injected_annotations: BTreeMap<String, String>,
+    /// Non-fatal problems found while loading (invalid selectors, empty templates).
+    pub warnings: Vec<String>,
+}
+
+/// Facts the Go code reads from the typed `Values` message (spec §3.2).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ValuesFacts {
+    /// `global.hub`.
+    pub hub: String,
+    /// `global.tag` rendered as text (numbers with Go `%v`).
+    pub tag: String,
+    /// `global.variant`.
+    pub variant: String,
+    /// `global.proxy.image`.
+    pub proxy_image: String,
+    /// `global.proxy_init.image`.
+    pub proxy_init_image: String,
+    /// `global.multiCluster.clusterName`.
+    pub cluster_name: String,
+    /// `global.network`.
+    pub network: String,
+    /// `global.proxy.holdApplicationUntilProxyStarts`.
+    pub hold_application_until_proxy_starts: bool,
+    /// `sidecarInjectorWebhook.rewriteAppHTTPProbe` (unset → false).
+    pub rewrite_app_http_probe: bool,
+}
+
+/// One immutable, fully parsed configuration: what a request needs to inject a pod.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    /// The injector config with parsed templates.
+    pub config: InjectorConfig,
+    /// The generic values tree (`.Values`).
+    pub values: Value,
+    /// Typed facts from the values.
+    pub values_facts: ValuesFacts,
+    /// Mesh config (canonical proto-JSON, defaults applied).
+    pub mesh: Value,
+}
+
+impl Snapshot {
+    /// Build a snapshot from the three documents. `mesh` is the `istio` ConfigMap's `mesh` text
+    /// (applied over Istio's default mesh config); `None` uses the defaults.
+    pub fn load(config: &str, values: &str, mesh_text: Option<&str>) -> Result<Snapshot> {
+        let config = InjectorConfig::parse(config)?;
+        Snapshot::with_config(config, values, mesh_text)
+    }
+
+    /// Build a snapshot around an already parsed injector config.
+    pub fn with_config(
+        config: InjectorConfig,
+        values: &str,
+        mesh_text: Option<&str>,
+    ) -> Result<Snapshot> {
+        let values = parse_values(values)?;
+        let values_facts = ValuesFacts::from_values(&values);
+        let base = mesh::default_mesh_config();
+        let mesh = match mesh_text {
+            Some(t) => mesh::apply_mesh_config(t, &base)
+                .map_err(|e| Error::Config(format!("failed to read mesh config: {e}")))?,
+            None => base,
+        };
+        Ok(Snapshot {
+            config,
+            values,
+            values_facts,
+            mesh,
+        })
+    }
+}
+
+/// Parse the `values` document (JSON or YAML) into the generic tree. Empty → empty map.
+pub fn parse_values(text: &str) -> Result<Value> {
+    if text.trim().is_empty() {
+        return Ok(Value::Object(Map::new()));
+    }
+    let v = match serde_json::from_str::<Value>(text) {
+        Ok(v) => v,
+        Err(json_err) => yaml::from_str(text).map_err(|e| {
+            Error::Config(format!(
+                "could not parse configuration values: {e} (as JSON: {json_err})"
+            ))
+        })?,
+    };
+    match v {
+        Value::Object(_) => Ok(v),
+        Value::Null => Ok(Value::Object(Map::new())),
+        other => Err(Error::Config(format!(
+            "could not parse configuration values: expected a map, got {}",
+            kind_name(&other)
+        ))),
+    }
+}
+
+fn kind_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "a map",
+    }
+}
+
+/// Look up `path` in a JSON tree; `null` counts as absent.
+pub fn lookup<'a>(v: &'a Value, path: &[&str]) -> Option<&'a Value> {
+    let mut cur = v;
+    for p in path {
+        cur = cur.get(p)?;
+    }
+    (!cur.is_null()).then_some(cur)
+}
+
+fn lookup_str(v: &Value, path: &[&str]) -> String {
+    match lookup(v, path) {
+        Some(Value::String(s)) => s.clone(),
+        _ => String::new(),
+    }
+}
+
+fn lookup_bool(v: &Value, path: &[&str]) -> bool {
+    match lookup(v, path) {
+        Some(Value::Bool(b)) => *b,
+        Some(Value::Object(m)) => m.get("value").and_then(Value::as_bool).unwrap_or(false),
+        _ => false,
+    }
+}
+
+/// Go `%v` of a float64: shortest round-trip digits, exponent form (`1e+06`) when the decimal
+/// exponent is < -4 or >= 6.
+pub fn go_float_v(f: f64) -> String {
+    if f.is_nan() {
+        return "NaN".to_string();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 { "+Inf" } else { "-Inf" }.to_string();
+    }
+    let sci = format!("{f:e}");
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((sci.as_str(), "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    if f != 0.0 && !(-4..6).contains(&exp) {
+        let sign = if exp < 0 { '-' } else { '+' };
+        format!("{mantissa}e{sign}{:02}", exp.abs())
+    } else {
+        format!("{f}")
+    }
+}
+
+impl ValuesFacts {
+    /// Read the typed facts from the generic values tree (explicit `null` means absent).
+    pub fn from_values(v: &Value) -> ValuesFacts {
+        let tag = match lookup(v, &["global", "tag"]) {
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Number(n)) => n.as_f64().map(go_float_v).unwrap_or_else(|| n.to_string()),
+            Some(Value::Bool(b)) => b.to_string(),
+            Some(other) => other.to_string(),
+            None => match v.get("global").and_then(|g| g.get("tag")) {
+                Some(Value::Null) => "<nil>".to_string(),
+                _ => String::new(),
+            },
+        };
+        ValuesFacts {
+            hub: lookup_str(v, &["global", "hub"]),
+            tag,
+            variant: lookup_str(v, &["global", "variant"]),
+            proxy_image: lookup_str(v, &["global", "proxy", "image"]),
+            proxy_init_image: lookup_str(v, &["global", "proxy_init", "image"]),
+            cluster_name: lookup_str(v, &["global", "multiCluster", "clusterName"]),
+            network: lookup_str(v, &["global", "network"]),
+            hold_application_until_proxy_starts: lookup_bool(
+                v,
+                &["global", "proxy", "holdApplicationUntilProxyStarts"],
+            ),
+            rewrite_app_http_probe: lookup_bool(
+                v,
+                &["sidecarInjectorWebhook", "rewriteAppHTTPProbe"],
+            ),
+        }
+    }
+}
+
+fn get_ci<'a>(m: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
+    m.get(key).or_else(|| {
+        m.iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(key))
+            .map(|(_, v)| v)
+    })
+}
+
+fn string_list(v: Option<&Value>, what: &str) -> Result<Vec<String>> {
+    match v {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(a)) => a
+            .iter()
+            .map(|x| match x {
+                Value::String(s) => Ok(s.clone()),
+                other => Err(Error::Config(format!(
+                    "failed to unmarshal injection template: {what}: expected a string, got {other}"
+                ))),
+            })
+            .collect(),
+        Some(other) => Err(Error::Config(format!(
+            "failed to unmarshal injection template: {what}: expected a list, got {}",
+            kind_name(other)
+        ))),
+    }
+}
+
+fn string_map(v: Option<&Value>, what: &str) -> Result<BTreeMap<String, String>> {
+    match v {
+        None | Some(Value::Null) => Ok(BTreeMap::new()),
+        Some(Value::Object(m)) => m
+            .iter()
+            .map(|(k, x)| match x {
+                Value::String(s) => Ok((k.clone(), s.clone())),
+                Value::Null => Ok((k.clone(), String::new())),
+                Value::Bool(_) | Value::Number(_) => Ok((k.clone(), x.to_string())),
+                other => Err(Error::Config(format!(
+                    "failed to unmarshal injection template: {what}.{k}: expected a string, got {}",
+                    kind_name(other)
+                ))),
+            })
+            .collect(),
+        Some(other) => Err(Error::Config(format!(
+            "failed to unmarshal injection template: {what}: expected a map, got {}",
+            kind_name(other)
+        ))),
+    }
+}
+
+fn selectors(
+    v: Option<&Value>,
+    what: &str,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<LabelSelector>> {
+    let items = match v {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Array(a)) => a,
+        Some(other) => {
+            return Err(Error::Config(format!(
+                "failed to unmarshal injection template: {what}: expected a list, got {}",
+                kind_name(other)
+            )))
+        }
+    };
+    let mut out = Vec::new();
+    for item in items {
+        match LabelSelector::from_json(item) {
+            Ok(s) => out.push(s),
+            Err(e) => warnings.push(format!("Invalid selector for {what}: {item} ({e})")),
+        }
+    }
+    Ok(out)
+}
+
+impl InjectorConfig {
+    /// Parse an injector `config` document (YAML or JSON) and all of its templates.
+    pub fn parse(text: &str) -> Result<InjectorConfig> {
+        let doc = yaml::from_str(text)
+            .map_err(|e| Error::Config(format!("failed to unmarshal injection template: {e}")))?;
+        let m = match doc {
+            Value::Object(m) => m,
+            Value::Null => Map::new(),
+            other => {
+                return Err(Error::Config(format!(
+                    "failed to unmarshal injection template: expected a map, got {}",
+                    kind_name(&other)
+                )))
+            }
+        };
+        let mut warnings = Vec::new();
+        let policy = match get_ci(&m, "policy") {
+            Some(Value::String(s)) => Policy::parse(s),
+            None | Some(Value::Null) => Policy::parse(""),
+            Some(other) => Policy::parse(&other.to_string()),
+        };
+        let mut default_templates =
+            string_list(get_ci(&m, "defaultTemplates"), "defaultTemplates")?;
+        if default_templates.is_empty() {
+            default_templates.push(DEFAULT_TEMPLATE.to_string());
+        }
+        let raw_templates = string_map(get_ci(&m, "templates"), "templates")?;
+        if raw_templates.is_empty() {
+            warnings.push("injection templates are empty. This may be caused by using an injection template from an older version of Istio. Please ensure the template is correct; mismatch template versions can lead to unexpected results, including pods not being injected.".to_string());
+        }
+        let templates = parse_templates(&raw_templates)?;
+        let mut aliases = BTreeMap::new();
+        match get_ci(&m, "aliases") {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(a)) => {
+                for (k, v) in a {
+                    aliases.insert(k.clone(), string_list(Some(v), &format!("aliases.{k}"))?);
+                }
+            }
+            Some(other) => {
+                return Err(Error::Config(format!(
+                    "failed to unmarshal injection template: aliases: expected a map, got {}",
+                    kind_name(other)
+                )))
+            }
+        }
+        let never_inject_selector = selectors(
+            get_ci(&m, "neverInjectSelector"),
+            "NeverInjectSelector",
+            &mut warnings,
+        )?;
+        let always_inject_selector = selectors(
+            get_ci(&m, "alwaysInjectSelector"),
+            "AlwaysInjectSelector",
+            &mut warnings,
+        )?;
+        let injected_annotations =
+            string_map(get_ci(&m, "injectedAnnotations"), "injectedAnnotations")?;
+        Ok(InjectorConfig {
+            policy,
+            default_templates,
+            templates,
+            aliases,
+            never_inject_selector,
+            always_inject_selector,
+            injected_annotations,
+            warnings,
+        })
+    }
+
+    /// The configuration `istioctl kube-inject --injectConfigFile` uses (spec §11.1): the file's
+    /// templates if it decodes as an injector config with templates, otherwise the whole file as
+    /// the single template `sidecar`; policy enabled, no selectors, no aliases, default `sidecar`.
+    pub fn parse_for_kube_inject(text: &str) -> Result<InjectorConfig> {
+        let templates = match InjectorConfig::parse(text) {
+            Ok(c) if !c.templates.is_empty() => c.templates,
+            _ => {
+                let mut raw = BTreeMap::new();
+                raw.insert(DEFAULT_TEMPLATE.to_string(), text.to_string());
+                parse_templates(&raw)?
+            }
+        };
+        Ok(InjectorConfig::kube_inject(templates))
+    }
+
+    /// A kube-inject configuration around already parsed templates.
+    pub fn kube_inject(templates: BTreeMap<String, Arc<Template>>) -> InjectorConfig {
+        InjectorConfig {
+            policy: Policy::Enabled,
+            default_templates: vec![DEFAULT_TEMPLATE.to_string()],
+            templates,
+            aliases: BTreeMap::new(),
+            never_inject_selector: Vec::new(),
+            always_inject_selector: Vec::new(),
+            injected_annotations: BTreeMap::new(),
+            warnings: Vec::new(),
+        }
+    }
+}
+
+/// Parse every template; any failure fails the whole load and names the template.
+pub fn parse_templates(raw: &BTreeMap<String, String>) -> Result<BTreeMap<String, Arc<Template>>> {
+    raw.iter()
+        .map(|(name, text)| {
+            Template::parse(name, text)
+                .map(|t| (name.clone(), Arc::new(t)))
+                .map_err(|e| Error::Config(format!("failed to parse template {name:?}: {e}")))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn values_facts_follow_go_types() {
+        let v = json!({"global": {"hub": "h", "tag": 1.2, "proxy": {"image": "p", "holdApplicationUntilProxyStarts": true},
+                       "multiCluster": {"clusterName": null}}, "sidecarInjectorWebhook": {"rewriteAppHTTPProbe": true}});
+        let f = ValuesFacts::from_values(&v);
+        assert_eq!(f.hub, "h");
+        assert_eq!(f.tag, "1.2");
+        assert_eq!(f.proxy_image, "p");
+        assert_eq!(f.cluster_name, "");
+        assert!(f.hold_application_until_proxy_starts);
+        assert!(f.rewrite_app_http_probe);
+        let f = ValuesFacts::from_values(&json!({"global": {"tag": null}}));
+        assert_eq!(f.tag, "<nil>");
+        let f = ValuesFacts::from_values(&json!({"global": {"tag": 11}}));
+        assert_eq!(f.tag, "11");
+    }
+
+    #[test]
+    fn go_float_formatting() {
+        assert_eq!(go_float_v(15020.0), "15020");
+        assert_eq!(go_float_v(123456.0), "123456");
+        assert_eq!(go_float_v(1e6), "1e+06");
+        assert_eq!(go_float_v(1234567.0), "1.234567e+06");
+        assert_eq!(go_float_v(0.00001), "1e-05");
+        assert_eq!(go_float_v(1.2), "1.2");
+        assert_eq!(go_float_v(0.0), "0");
+    }
+
+    #[test]
+    fn values_must_be_a_map() {
+        assert!(parse_values("").unwrap().as_object().unwrap().is_empty());
+        let e = parse_values("[1]").unwrap_err().to_string();
+        assert!(e.contains("expected a map"), "{e}");
+    }
+}

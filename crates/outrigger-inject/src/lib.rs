@@ -10,6 +10,7 @@
 
 pub mod config;
 pub mod decision;
+pub mod defaults;
 pub mod error;
 pub mod gojson;
 pub mod inject;

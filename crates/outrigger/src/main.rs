@@ -1,5 +1,37 @@
-//! outrigger: Istio-compatible sidecar injector.
+//! outrigger: a fast, Istio-compatible Kubernetes sidecar injector.
+//!
+//! Subcommands: `inject` (offline manifest injection, flag-compatible with
+//! `istioctl kube-inject`).
 
-fn main() -> anyhow::Result<()> {
-    Ok(())
+mod inject_cmd;
+mod settings;
+
+use clap::{Parser, Subcommand};
+
+/// Fast, Istio-compatible Kubernetes sidecar injector.
+#[derive(Debug, Parser)]
+#[command(name = "outrigger", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Inject sidecars into Kubernetes manifests (like `istioctl kube-inject`).
+    Inject(inject_cmd::InjectArgs),
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Inject(args) => inject_cmd::run(&args),
+    };
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("Error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
 }

@@ -1,0 +1,63 @@
+//! Loading injector settings: Istio's files when given, otherwise the embedded default.
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use outrigger_inject::config::{InjectorConfig, Snapshot};
+use outrigger_inject::defaults;
+
+/// Native-sidecar mode as Istio's `ENABLE_NATIVE_SIDECARS` / `--native-sidecars` understand it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum NativeMode {
+    /// Always native sidecars (init containers with `restartPolicy: Always`).
+    True,
+    /// Never native sidecars.
+    False,
+    /// Decide from the cluster; offline this follows `ENABLE_NATIVE_SIDECARS`.
+    Auto,
+}
+
+/// Offline native-sidecar decision: an explicit flag wins, else `ENABLE_NATIVE_SIDECARS=true`.
+pub fn native_sidecars_offline(flag: Option<NativeMode>) -> bool {
+    match flag {
+        Some(NativeMode::True) => true,
+        Some(NativeMode::False) => false,
+        Some(NativeMode::Auto) | None => {
+            std::env::var("ENABLE_NATIVE_SIDECARS").is_ok_and(|v| v == "true")
+        }
+    }
+}
+
+fn read(path: &Path) -> Result<String> {
+    std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
+}
+
+/// Build the snapshot for `outrigger inject` from istioctl-style flags.
+pub fn kube_inject_snapshot(
+    inject_config: Option<&Path>,
+    values: Option<&Path>,
+    mesh: Option<&Path>,
+) -> Result<Snapshot> {
+    let config = match inject_config {
+        Some(p) => InjectorConfig::parse_for_kube_inject(&read(p)?)
+            .with_context(|| format!("loading injector config {}", p.display()))?,
+        None => InjectorConfig::parse_for_kube_inject(defaults::CONFIG)
+            .context("loading the embedded default injector config")?,
+    };
+    let values_text = match values {
+        Some(p) => read(p)?,
+        None if inject_config.is_none() => defaults::VALUES.to_string(),
+        None => String::new(),
+    };
+    let mesh_text = match mesh {
+        Some(p) => Some(read(p)?),
+        None => Some(defaults::MESH.to_string()),
+    };
+    Snapshot::with_config(config, &values_text, mesh_text.as_deref()).with_context(|| {
+        format!(
+            "loading values {} / mesh config {}",
+            values.map_or("(embedded)".into(), |p| p.display().to_string()),
+            mesh.map_or("(embedded)".into(), |p| p.display().to_string())
+        )
+    })
+}
