@@ -800,6 +800,33 @@ mod tests {
     }
 
     #[test]
+    fn directive_maps_are_copied_verbatim_when_the_key_is_absent() {
+        // [quirk] Go's mergeMap takes an absent key's patch value as-is, directives included.
+        let r = smp(
+            json!({"metadata": {}}),
+            json!({"metadata": {"labels": {"$patch": "replace", "foo": "bar"}}}),
+        );
+        assert_eq!(
+            r["metadata"]["labels"],
+            json!({"$patch": "replace", "foo": "bar"})
+        );
+    }
+
+    #[test]
+    fn mixed_element_types_are_errors() {
+        let e = smp_err(
+            json!({"metadata": {"finalizers": ["a"]}}),
+            json!({"metadata": {"finalizers": [{"x": 1}]}}),
+        );
+        assert_eq!(e, "list element types are not identical: [[a] [map[x:1]]]");
+        let e = smp_err(
+            json!({"metadata": {"finalizers": [["a"]]}}),
+            json!({"metadata": {"finalizers": ["b"]}}),
+        );
+        assert_eq!(e, "lists of lists are not supported");
+    }
+
+    #[test]
     fn null_deletes_and_nulls_in_new_values_are_discarded() {
         let r = smp(
             json!({"metadata": {"annotations": {"a": "1", "b": "2"}}, "spec": {"containers": [{"name": "c"}]}}),
