@@ -1,0 +1,9 @@
+//! Kubernetes API integration (kube-rs over rustls): certificate bootstrap and caBundle sync,
+//! ConfigMap-driven configuration, cached node and namespace facts, Events, and the live mode
+//! of `outrigger check`.
+//!
+//! These are library-style building blocks; `serve --kube` wires them together. Every function
+//! takes a [`::kube::Client`], so tests drive them with a mock service that asserts the exact
+//! requests made.
+
+pub mod check;
