@@ -14,3 +14,5 @@ pub mod certs;
 pub mod check;
 #[cfg(test)]
 pub(crate) mod mock;
+pub mod namespaces;
+pub mod nodes;
