@@ -12,6 +12,7 @@
 
 pub mod certs;
 pub mod check;
+pub mod config_watch;
 #[cfg(test)]
 pub(crate) mod mock;
 pub mod namespaces;
