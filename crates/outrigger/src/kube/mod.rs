@@ -13,6 +13,7 @@
 pub mod certs;
 pub mod check;
 pub mod config_watch;
+pub mod events;
 #[cfg(test)]
 pub(crate) mod mock;
 pub mod namespaces;
