@@ -555,8 +555,10 @@ pub async fn reconcile_at(
     Ok(bundle)
 }
 
-/// Keep certificates fresh and the caBundle in sync forever: reconcile every `interval`, publish
-/// each new bundle on `tx` (the TLS server reloads from it), retry failures after `retry`.
+/// Keep certificates fresh and the caBundle in sync forever: reconcile every `interval` and
+/// whenever the webhook configuration changes (so a caBundle reset by someone else is restored
+/// at once), publish each new bundle on `tx` (the TLS server reloads from it), retry failures
+/// after `retry`. With an externally managed bundle the webhook is neither watched nor written.
 pub async fn run(
     client: Client,
     cfg: CertConfig,
@@ -564,6 +566,17 @@ pub async fn run(
     interval: std::time::Duration,
     retry: std::time::Duration,
 ) {
+    use ::kube::runtime::WatchStreamExt;
+    use futures::StreamExt;
+    let mut changes = match &cfg.webhook {
+        Some(name) => {
+            let api: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
+            ::kube::runtime::watcher::watch_object(api, name)
+                .default_backoff()
+                .boxed()
+        }
+        None => futures::stream::pending().boxed(),
+    };
     loop {
         let wait = match reconcile_at(client.clone(), &cfg, OffsetDateTime::now_utc()).await {
             Ok(bundle) => {
@@ -581,7 +594,14 @@ pub async fn run(
                 retry
             }
         };
-        tokio::time::sleep(wait).await;
+        tokio::select! {
+            _ = tokio::time::sleep(wait) => {}
+            event = changes.next() => {
+                if event.is_none() {
+                    changes = futures::stream::pending().boxed();
+                }
+            }
+        }
     }
 }
 
@@ -911,5 +931,72 @@ mod tests {
         );
         patch.respond(200, mwc_json(Some(&encoded)));
         assert_eq!(task.await.expect("task").expect("reconcile"), b);
+    }
+
+    #[tokio::test]
+    async fn keep_in_sync_restores_a_reset_ca_bundle() {
+        let b = CertBundle::generate(&cfg(None).dns_names, now()).expect("generate");
+        let encoded = base64::engine::general_purpose::STANDARD.encode(&b.ca_bundle_pem);
+        let mut in_sync = mwc_json(Some(&encoded));
+        in_sync["webhooks"][1]["clientConfig"]["caBundle"] = json!(encoded);
+        let reset = mwc_json(None);
+        let (client, mut handle) = mock::client();
+        let (tx, mut rx) = tokio::sync::watch::channel(
+            CertBundle::generate(&["placeholder".into()], now()).expect("generate"),
+        );
+        let hour = std::time::Duration::from_secs(3600);
+        let task = tokio::spawn(run(
+            client,
+            cfg(Some("outrigger-sidecar-injector")),
+            tx,
+            hour,
+            hour,
+        ));
+        let mut current = in_sync.clone();
+        let mut patched = None;
+        for _ in 0..30 {
+            let r = mock::next(&mut handle).await;
+            let uri = r.uri.clone();
+            match (r.method.clone(), uri.as_str()) {
+                (Method::GET, u) if u.starts_with(SECRET_PATH) => {
+                    r.respond(200, secret_json(&b, "3"))
+                }
+                (Method::GET, u) if u.starts_with(MWC_PATH) => r.respond(200, current.clone()),
+                (Method::GET, u) if u.contains("watch=true") => {
+                    // Someone resets the caBundle.
+                    let mut ev = reset.clone();
+                    ev["metadata"]["resourceVersion"] = json!("6");
+                    current = ev.clone();
+                    r.respond_raw(200, mock::watch_line("MODIFIED", &ev));
+                }
+                (Method::GET, u)
+                    if u.starts_with(
+                        "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations?",
+                    ) =>
+                {
+                    assert!(
+                        u.contains("fieldSelector=metadata.name%3Doutrigger-sidecar-injector"),
+                        "{u}"
+                    );
+                    r.respond(200, json!({"apiVersion": "admissionregistration.k8s.io/v1",
+                        "kind": "MutatingWebhookConfigurationList", "metadata": {"resourceVersion": "5"},
+                        "items": [in_sync.clone()]}));
+                }
+                (Method::PATCH, u) if u.starts_with(MWC_PATH) => {
+                    patched = Some(r.body.clone());
+                    r.respond(200, in_sync.clone());
+                    break;
+                }
+                (m, u) => panic!("unexpected request {m} {u}"),
+            }
+        }
+        let patch = patched.expect("the reset caBundle was restored");
+        assert_eq!(
+            patch["webhooks"][0]["clientConfig"]["caBundle"],
+            json!(encoded)
+        );
+        rx.changed().await.expect("bundle published");
+        assert_eq!(*rx.borrow(), b);
+        task.abort();
     }
 }
