@@ -452,9 +452,7 @@ fn mesh_for_pod(snapshot: &Snapshot, pod: &Value, mode: Mode) -> Result<Value> {
     match annotation(pod, PROXY_CONFIG_ANNOTATION) {
         Some(text) => match mesh::apply_proxy_config(text, &snapshot.mesh) {
             Ok(m) => Ok(m),
-            Err(e) if mode == Mode::KubeInject => Err(Error::ProxyConfig(format!(
-                "could not parse proxy config: {e}"
-            ))),
+            Err(e) if mode == Mode::KubeInject => Err(e),
             Err(_) => Ok(snapshot.mesh.clone()),
         },
         None => Ok(snapshot.mesh.clone()),
@@ -503,11 +501,10 @@ pub fn inject_pod(pod: &Value, p: &InjectParams<'_>) -> Result<Injected> {
     .map_err(|e| e.context("failed to re apply container"))?;
 
     let annotation_mesh = match annotation(&original, PROXY_CONFIG_ANNOTATION) {
-        Some(text) => Some(mesh::apply_proxy_config(text, &snapshot.mesh).map_err(|e| {
-            Error::ProxyConfig(format!(
-                "failed to process pod: could not parse proxy config: {e}"
-            ))
-        })?),
+        Some(text) => Some(
+            mesh::apply_proxy_config(text, &snapshot.mesh)
+                .map_err(|e| e.context("failed to process pod"))?,
+        ),
         None => None,
     };
     let pp = PostProcess {
@@ -524,8 +521,9 @@ pub fn inject_pod(pod: &Value, p: &InjectParams<'_>) -> Result<Injected> {
         original_pod: &original,
         proxy_config_annotation_mesh: annotation_mesh.as_ref(),
     };
-    postprocess::post_process(&mut merged, &pp).map_err(|e| e.context("failed to process pod"))?;
-    k8s::normalize(POD_TYPE, &mut merged).map_err(|e| e.context("failed to process pod"))?;
+    let pp_warnings = postprocess::post_process_with_warnings(&mut merged, &pp)
+        .map_err(|e| e.context("failed to process pod"))?;
+    warnings.extend(pp_warnings);
     let patch = patch::create(&original, &merged);
     Ok(Injected {
         pod: merged,

@@ -33,6 +33,7 @@ const NETWORK_ENV: &str = "ISTIO_META_NETWORK";
 const SECURE_PORT_ENV: &str = "ENVOY_SECURE_MERGED_METRICS_PORT";
 
 /// Inputs of [`post_process`] besides the pod itself.
+#[derive(Debug, Clone, Copy)]
 pub struct PostProcess<'a> {
     /// Mesh config used by injection (canonical proto-JSON).
     pub mesh: &'a Value,
@@ -1206,7 +1207,7 @@ fn reorder_containers(pod: &mut Value, p: &PostProcess<'_>) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use serde_json::json;
 
@@ -1937,6 +1938,30 @@ mod tests {
     }
 
     #[test]
+    fn odd_shapes_do_not_panic() {
+        let odd = [
+            json!({"metadata": {"annotations": {"prometheus.io/port": 8080, "x": null}}, "spec": {
+                "containers": [1, "s", null, {"name": 5},
+                    {"name": "istio-proxy", "env": "nope"},
+                    {"name": "a", "ports": "p", "readinessProbe": {"httpGet": "x"},
+                     "livenessProbe": {"tcpSocket": {"port": true}}, "startupProbe": [],
+                     "lifecycle": {"preStop": {"httpGet": {"port": "missing"}}, "postStart": 3}}],
+                "initContainers": {"not": "a list"}}}),
+            json!({"spec": {"containers": null, "initContainers": [{"name": "istio-proxy", "env": [1, {"name": 2}]}]}}),
+            json!({"metadata": {"annotations": {"prometheus.istio.io/scrape-targets": ",,,"}}, "spec": "x"}),
+            json!({"metadata": {"annotations": {"status.sidecar.istio.io/port": "99999999999999999999",
+                "sidecar.istio.io/status": "[]"}},
+                "spec": {"containers": [{"name": "istio-proxy", "env": [{"name": APP_PROBERS_ENV, "value": "[1]"}]},
+                    {"name": "a", "readinessProbe": {"grpc": {"port": "x"}}}]}}),
+        ];
+        for mut pod in odd {
+            let _ = Inputs::new().run(&mut pod);
+        }
+        let p = json!({"spec": {"containers": [{"name": "a", "readinessProbe": {"httpGet": {"port": 1.5}}}]}});
+        assert_eq!(dump_app_probers(&p, 15020), "");
+    }
+
+    #[test]
     fn hold_application_moves_proxy_first() {
         let containers = json!([{"name": "a"}, {"name": "istio-proxy"}, {"name": "b"}]);
         let run = |inputs: &Inputs| {
@@ -2048,5 +2073,234 @@ mod tests {
             dump_app_probers(&pod, 15020),
             r#"{"/app-health/side/readyz":{"httpGet":{"port":3333}}}"#
         );
+    }
+
+    /// Corpus sweep: inputs and goldens read with yaml-rust2 (the YAML module is another
+    /// stream's), pods found as objects whose `spec` has `containers`.
+    pub(crate) mod corpus {
+        use super::*;
+        use yaml_rust2::{Yaml, YamlLoader};
+
+        fn to_json(y: &Yaml) -> Value {
+            match y {
+                Yaml::Integer(i) => Value::from(*i),
+                Yaml::Real(r) => r.parse::<f64>().map_or(Value::Null, Value::from),
+                Yaml::String(s) => Value::String(s.clone()),
+                Yaml::Boolean(b) => Value::Bool(*b),
+                Yaml::Array(a) => Value::Array(a.iter().map(to_json).collect()),
+                Yaml::Hash(h) => Value::Object(
+                    h.iter()
+                        .filter_map(|(k, v)| {
+                            let k = match k {
+                                Yaml::String(s) => s.clone(),
+                                Yaml::Integer(i) => i.to_string(),
+                                Yaml::Boolean(b) => b.to_string(),
+                                _ => return None,
+                            };
+                            Some((k, to_json(v)))
+                        })
+                        .collect(),
+                ),
+                _ => Value::Null,
+            }
+        }
+
+        fn pods_in(v: &Value, out: &mut Vec<Value>) {
+            match v {
+                Value::Object(m) => {
+                    if m.get("spec").and_then(|s| s.get("containers")).is_some() {
+                        out.push(v.clone());
+                        return;
+                    }
+                    m.values().for_each(|x| pods_in(x, out));
+                }
+                Value::Array(a) => a.iter().for_each(|x| pods_in(x, out)),
+                _ => {}
+            }
+        }
+
+        pub(crate) fn load_pods(path: &str) -> Option<Vec<Value>> {
+            let text = std::fs::read_to_string(path).ok()?;
+            let docs = YamlLoader::load_from_str(&text).ok()?;
+            let mut pods = Vec::new();
+            docs.iter().for_each(|d| pods_in(&to_json(d), &mut pods));
+            Some(pods)
+        }
+
+        /// (input pod, golden pod) pairs of every kube-inject case with a golden.
+        fn case_pairs() -> Option<Vec<(String, Value, Value)>> {
+            let root = concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../../shared/conformance/istio"
+            );
+            let Ok(index) = std::fs::read_to_string(format!("{root}/cases.json")) else {
+                eprintln!("corpus not found at {root}; skipping corpus sweep");
+                return None;
+            };
+            let cases: Vec<Value> = serde_json::from_str(&index).expect("cases.json");
+            let mut pairs = Vec::new();
+            for c in &cases {
+                let (Some(input), Some(expected)) = (c["input"].as_str(), c["expected"].as_str())
+                else {
+                    continue;
+                };
+                let name = c["name"].as_str().unwrap_or("").to_string();
+                let (Some(ins), Some(outs)) = (
+                    load_pods(&format!("{root}/{input}")),
+                    load_pods(&format!("{root}/{expected}")),
+                ) else {
+                    continue;
+                };
+                if ins.len() != outs.len() {
+                    continue;
+                }
+                for (i, o) in ins.into_iter().zip(outs) {
+                    pairs.push((name.clone(), i, o));
+                }
+            }
+            assert!(pairs.len() > 50, "too few corpus pods: {}", pairs.len());
+            Some(pairs)
+        }
+
+        fn reinjected(pod: &Value) -> bool {
+            annotations(pod).is_some_and(|a| a.contains_key(STATUS_ANNOTATION))
+        }
+
+        fn app_container<'p>(pod: &'p Value, name: &str) -> Option<&'p Value> {
+            app_containers(pod).find(|c| container_name(c) == name)
+        }
+
+        #[test]
+        fn app_probers_and_probe_rewrites_match_goldens() {
+            let Some(pairs) = case_pairs() else {
+                return;
+            };
+            let mut checked = 0;
+            for (name, input, golden) in pairs {
+                if reinjected(&input) {
+                    continue;
+                }
+                let Some(expected) = find_sidecar(&golden)
+                    .and_then(|s| s.get("env"))
+                    .and_then(Value::as_array)
+                    .and_then(|env| env.iter().find(|e| e["name"] == APP_PROBERS_ENV))
+                    .and_then(|e| e["value"].as_str())
+                else {
+                    continue;
+                };
+                assert_eq!(dump_app_probers(&input, 15020), expected, "{name}");
+                let mut rewritten = input.clone();
+                let port = annotation(&input, STATUS_PORT_ANNOTATION)
+                    .and_then(parse_go_int)
+                    .unwrap_or(15020);
+                rewrite_probes(&mut rewritten, port);
+                for c in app_containers(&rewritten) {
+                    let g = app_container(&golden, container_name(c)).expect("container");
+                    for kind in PROBE_KINDS {
+                        assert_eq!(
+                            kind.get(c),
+                            kind.get(g),
+                            "{name} {}",
+                            kind.url(container_name(c))
+                        );
+                    }
+                }
+                checked += 1;
+            }
+            eprintln!("app probers checked on {checked} corpus pods");
+            assert!(checked >= 10, "only {checked} pods with probers checked");
+        }
+
+        fn prometheus_view(pod: &Value) -> (BTreeMap<String, String>, Option<String>) {
+            let ann = annotations(pod)
+                .into_iter()
+                .flatten()
+                .filter(|(k, _)| {
+                    matches!(
+                        sanitize_label_name(k).as_str(),
+                        SCRAPE | PORT | PATH | TARGETS | SECURE_PORT
+                    )
+                })
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_string()))
+                .collect();
+            let env = find_sidecar(pod)
+                .and_then(|s| s.get("env"))
+                .and_then(Value::as_array)
+                .and_then(|env| env.iter().find(|e| e["name"] == PROMETHEUS_ENV))
+                .and_then(|e| e["value"].as_str())
+                .map(str::to_string);
+            (ann, env)
+        }
+
+        #[test]
+        fn prometheus_merge_matches_goldens() {
+            let Some(pairs) = case_pairs() else {
+                return;
+            };
+            let mesh = mesh();
+            let mut checked = 0;
+            for (name, mut input, golden) in pairs {
+                // CronJob goldens carry the pod metadata on the job template (Istio quirk).
+                if find_sidecar(&golden).is_none() || !reinjected(&golden) {
+                    continue;
+                }
+                ensure_metadata_maps(&mut input).expect("maps");
+                if find_sidecar(&input).is_none() {
+                    let spec = input["spec"].as_object_mut().expect("spec");
+                    let cs = spec.entry("containers").or_insert_with(|| json!([]));
+                    if let Some(cs) = cs.as_array_mut() {
+                        cs.push(json!({"name": PROXY_CONTAINER, "env": []}));
+                    }
+                }
+                let mut w = Vec::new();
+                apply_prometheus_merge(&mut input, &mesh, &mut w).expect(&name);
+                assert_eq!(prometheus_view(&input), prometheus_view(&golden), "{name}");
+                checked += 1;
+            }
+            eprintln!("prometheus merge checked on {checked} corpus pods");
+            assert!(checked > 50, "only {checked} pods checked");
+        }
+
+        #[test]
+        fn container_order_of_goldens_is_stable() {
+            let Some(pairs) = case_pairs() else {
+                return;
+            };
+            let mut checked = 0;
+            for (name, _, golden) in pairs {
+                if find_sidecar(&golden).is_none() || !reinjected(&golden) {
+                    continue;
+                }
+                let hold = names(&golden, "containers").first().map(String::as_str)
+                    == Some(PROXY_CONTAINER);
+                let mut inputs = Inputs::new();
+                inputs.values["global"]["proxy"]["holdApplicationUntilProxyStarts"] = json!(hold);
+                let p = PostProcess {
+                    mesh: &inputs.mesh,
+                    values: &inputs.values,
+                    proxy_envs: &inputs.envs,
+                    revision: "",
+                    injected_annotations: &inputs.injected,
+                    template_pod: &inputs.template,
+                    original_pod: &inputs.original,
+                    proxy_config_annotation_mesh: None,
+                };
+                let mut pod = golden.clone();
+                reorder_containers(&mut pod, &p);
+                assert_eq!(
+                    names(&pod, "containers"),
+                    names(&golden, "containers"),
+                    "{name}"
+                );
+                assert_eq!(
+                    names(&pod, "initContainers"),
+                    names(&golden, "initContainers"),
+                    "{name}"
+                );
+                checked += 1;
+            }
+            eprintln!("container order checked on {checked} corpus pods");
+            assert!(checked > 50, "only {checked} pods checked");
+        }
     }
 }
