@@ -18,3 +18,4 @@ pub mod events;
 pub(crate) mod mock;
 pub mod namespaces;
 pub mod nodes;
+pub mod runtime;
