@@ -48,7 +48,10 @@ pub struct DocumentChange {
 /// Kinds whose pod template is injected, with their schema type.
 const KINDS: [(&str, Option<&str>); 9] = [
     ("Pod", Some("corev1.Pod")),
-    ("ReplicationController", Some("corev1.ReplicationController")),
+    (
+        "ReplicationController",
+        Some("corev1.ReplicationController"),
+    ),
     ("Deployment", Some("appsv1.Deployment")),
     ("DaemonSet", Some("appsv1.DaemonSet")),
     ("ReplicaSet", Some("appsv1.ReplicaSet")),
@@ -72,7 +75,7 @@ pub fn inject_manifests(input: &str, opts: &KubeInjectOptions<'_>) -> Result<Kub
     let mut out = KubeInjectOutput::default();
     for (index, raw) in yaml::split_documents(input)?.into_iter().enumerate() {
         let at = |e: Error| e.context(&format!("document {index}"));
-        let doc = yaml::from_str(raw).map_err(at)?;
+        let doc = yaml::from_str(raw).map_err(|e| at(absolute_yaml_line(e, input, raw)))?;
         let m = match &doc {
             Value::Object(m) => m,
             Value::Null => continue,
@@ -99,15 +102,46 @@ pub fn inject_manifests(input: &str, opts: &KubeInjectOptions<'_>) -> Result<Kub
                 out.text.push('\n');
             }
             out.text.push_str("---\n");
-            out.changes.push(DocumentChange { index, kind, name, before_after: None });
+            out.changes.push(DocumentChange {
+                index,
+                kind,
+                name,
+                before_after: None,
+            });
             continue;
         }
         let (before, after) = inject_document(doc, opts, &mut out.warnings).map_err(at)?;
         out.text.push_str(&yaml::to_string(&after));
         out.text.push_str("---\n");
-        out.changes.push(DocumentChange { index, kind, name, before_after: Some((before, after)) });
+        out.changes.push(DocumentChange {
+            index,
+            kind,
+            name,
+            before_after: Some((before, after)),
+        });
     }
     Ok(out)
+}
+
+/// Rewrite the document-relative `yaml: line L:` of a parse error of `doc` (a slice of `input`)
+/// into the line of the whole input, so the message points at the file line.
+fn absolute_yaml_line(e: Error, input: &str, doc: &str) -> Error {
+    let Error::Yaml(msg) = e else { return e };
+    let offset = (doc.as_ptr() as usize).wrapping_sub(input.as_ptr() as usize);
+    let Some(before) = input.get(..offset) else {
+        return Error::Yaml(msg);
+    };
+    let first_line = before.matches('\n').count();
+    let shifted = msg.strip_prefix("yaml: line ").and_then(|rest| {
+        let digits = rest.find(|c: char| !c.is_ascii_digit())?;
+        let line: usize = rest[..digits].parse().ok()?;
+        Some(format!(
+            "yaml: line {}{}",
+            line + first_line,
+            &rest[digits..]
+        ))
+    });
+    Error::Yaml(shifted.unwrap_or(msg))
 }
 
 fn short(v: &Value) -> String {
@@ -125,7 +159,11 @@ pub fn inject_document(
     opts: &KubeInjectOptions<'_>,
     warnings: &mut Vec<String>,
 ) -> Result<(Value, Value)> {
-    let kind = doc.get("kind").and_then(Value::as_str).unwrap_or("").to_string();
+    let kind = doc
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
     if kind == "List" {
         let before = doc.clone();
         if let Some(items) = doc.get_mut("items").and_then(Value::as_array_mut) {
@@ -140,7 +178,8 @@ pub fn inject_document(
         }
         return Ok((before, doc));
     }
-    let ty = schema_type(&kind).ok_or_else(|| Error::Workload(format!("unsupported kind {kind:?}")))?;
+    let ty =
+        schema_type(&kind).ok_or_else(|| Error::Workload(format!("unsupported kind {kind:?}")))?;
     normalize_workload(ty, &mut doc)?;
     let before = doc.clone();
     inject_workload(&mut doc, &kind, opts, warnings)?;
@@ -162,13 +201,18 @@ fn normalize_workload(ty: Option<&str>, doc: &mut Value) -> Result<()> {
 fn template_pointers(kind: &str) -> (&'static str, &'static str) {
     match kind {
         "Pod" => ("/metadata", "/spec"),
-        "CronJob" => ("/spec/jobTemplate/metadata", "/spec/jobTemplate/spec/template/spec"),
+        "CronJob" => (
+            "/spec/jobTemplate/metadata",
+            "/spec/jobTemplate/spec/template/spec",
+        ),
         _ => ("/spec/template/metadata", "/spec/template/spec"),
     }
 }
 
 fn meta_field<'a>(v: Option<&'a Value>, f: &str) -> &'a str {
-    v.and_then(|m| m.get(f)).and_then(Value::as_str).unwrap_or("")
+    v.and_then(|m| m.get(f))
+        .and_then(Value::as_str)
+        .unwrap_or("")
 }
 
 fn inject_workload(
@@ -177,26 +221,45 @@ fn inject_workload(
     opts: &KubeInjectOptions<'_>,
     warnings: &mut Vec<String>,
 ) -> Result<()> {
-    if matches!(kind, "ReplicationController" | "DeploymentConfig") && doc.pointer("/spec/template").is_none() {
+    if matches!(kind, "ReplicationController" | "DeploymentConfig")
+        && doc.pointer("/spec/template").is_none()
+    {
         return Err(Error::Workload("spec.template is required value".into()));
     }
     let (meta_ptr, spec_ptr) = template_pointers(kind);
     let metadata = doc.pointer(meta_ptr).cloned().unwrap_or_else(|| json!({}));
     let spec = doc.pointer(spec_ptr).cloned().unwrap_or_else(|| json!({}));
     let workload_meta = doc.get("metadata");
-    let (w_name, w_ns) = (meta_field(workload_meta, "name"), meta_field(workload_meta, "namespace"));
-    let name = Some(meta_field(Some(&metadata), "name")).filter(|n| !n.is_empty()).unwrap_or(w_name);
-    let full_name = if w_ns.is_empty() { name.to_string() } else { format!("{w_ns}/{name}") };
-    let subject = if kind.is_empty() { format!("{full_name:?}") } else { format!("{kind} {full_name:?}") };
+    let (w_name, w_ns) = (
+        meta_field(workload_meta, "name"),
+        meta_field(workload_meta, "namespace"),
+    );
+    let name = Some(meta_field(Some(&metadata), "name"))
+        .filter(|n| !n.is_empty())
+        .unwrap_or(w_name);
+    let full_name = if w_ns.is_empty() {
+        name.to_string()
+    } else {
+        format!("{w_ns}/{name}")
+    };
+    let subject = if kind.is_empty() {
+        format!("{full_name:?}")
+    } else {
+        format!("{kind} {full_name:?}")
+    };
 
     let pod = json!({"metadata": metadata, "spec": spec});
     if pod.pointer("/spec/hostNetwork").and_then(Value::as_bool) == Some(true) {
-        warnings.push(format!("===> Skipping injection because {subject} has host networking enabled\n"));
+        warnings.push(format!(
+            "===> Skipping injection because {subject} has host networking enabled\n"
+        ));
         return Ok(());
     }
     let d = decision::inject_required(&pod, &Policy::Enabled, &[], &[]);
     if !d.inject {
-        warnings.push(format!("===> Skipping injection because {subject} has sidecar injection disabled\n"));
+        warnings.push(format!(
+            "===> Skipping injection because {subject} has sidecar injection disabled\n"
+        ));
         return Ok(());
     }
     let workload = if kind == "Pod" {
@@ -204,7 +267,11 @@ fn inject_workload(
     } else {
         WorkloadMeta {
             kind: kind.to_string(),
-            api_version: doc.get("apiVersion").and_then(Value::as_str).unwrap_or("").to_string(),
+            api_version: doc
+                .get("apiVersion")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
             name: w_name.to_string(),
             namespace: w_ns.to_string(),
         }
@@ -222,8 +289,14 @@ fn inject_workload(
     let injected = inject::inject_pod(&pod, &params)?;
     warnings.extend(injected.warnings.into_iter().map(|w| format!("{w}\n")));
     let mut pod = injected.pod;
-    let new_meta = pod.get_mut("metadata").map(Value::take).unwrap_or_else(|| json!({}));
-    let new_spec = pod.get_mut("spec").map(Value::take).unwrap_or_else(|| json!({}));
+    let new_meta = pod
+        .get_mut("metadata")
+        .map(Value::take)
+        .unwrap_or_else(|| json!({}));
+    let new_spec = pod
+        .get_mut("spec")
+        .map(Value::take)
+        .unwrap_or_else(|| json!({}));
     set_pointer(doc, meta_ptr, new_meta);
     set_pointer(doc, spec_ptr, new_spec);
     Ok(())
@@ -242,7 +315,9 @@ fn set_pointer(doc: &mut Value, ptr: &str, value: Value) {
             m.insert((*p).to_string(), value);
             return;
         }
-        cur = m.entry((*p).to_string()).or_insert_with(|| Value::Object(Map::new()));
+        cur = m
+            .entry((*p).to_string())
+            .or_insert_with(|| Value::Object(Map::new()));
     }
 }
 
@@ -258,8 +333,31 @@ mod tests {
     }
 
     #[test]
+    fn yaml_error_lines_are_made_absolute() {
+        let input = "a: 1\n---\nb: [\n";
+        let doc = &input[9..];
+        let e = absolute_yaml_line(
+            Error::Yaml("yaml: line 2: bad (column 1)".into()),
+            input,
+            doc,
+        );
+        assert_eq!(e.to_string(), "yaml: line 4: bad (column 1)");
+        let other = absolute_yaml_line(Error::Yaml("something else".into()), input, doc);
+        assert_eq!(other.to_string(), "something else");
+        let foreign = absolute_yaml_line(Error::Yaml("yaml: line 2: x".into()), input, "b: [\n");
+        assert!(foreign.to_string().starts_with("yaml: line "));
+    }
+
+    #[test]
     fn supported_kinds_match_istioctl() {
-        for k in ["Pod", "Deployment", "CronJob", "DeploymentConfig", "List", "Job"] {
+        for k in [
+            "Pod",
+            "Deployment",
+            "CronJob",
+            "DeploymentConfig",
+            "List",
+            "Job",
+        ] {
             assert!(is_supported_kind(k), "{k}");
         }
         assert!(!is_supported_kind("Service"));

@@ -2,7 +2,7 @@
 //! `istioctl kube-inject`.
 
 use std::io::{Read, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use outrigger_inject::workload::{self, KubeInjectOptions};
@@ -42,10 +42,21 @@ pub struct InjectArgs {
 fn read_input(path: &PathBuf) -> Result<String> {
     if path.as_os_str() == "-" {
         let mut s = String::new();
-        std::io::stdin().read_to_string(&mut s).context("reading standard input")?;
+        std::io::stdin()
+            .read_to_string(&mut s)
+            .context("reading standard input")?;
         Ok(s)
     } else {
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
+    }
+}
+
+/// How messages name the input: its path, or `standard input` for `-`.
+fn input_name(path: &Path) -> String {
+    if path.as_os_str() == "-" {
+        "standard input".to_string()
+    } else {
+        path.display().to_string()
     }
 }
 
@@ -57,7 +68,11 @@ pub fn run(args: &InjectArgs) -> Result<()> {
         args.mesh_config_file.as_deref(),
     )?;
     let input = read_input(&args.filename)?;
-    let revision = if args.revision == "default" { "" } else { args.revision.as_str() };
+    let revision = if args.revision == "default" {
+        ""
+    } else {
+        args.revision.as_str()
+    };
     let compliance = std::env::var("COMPLIANCE_POLICY").unwrap_or_default();
     let opts = KubeInjectOptions {
         snapshot: &snapshot,
@@ -65,8 +80,14 @@ pub fn run(args: &InjectArgs) -> Result<()> {
         revision,
         compliance_policy: &compliance,
     };
-    let out = workload::inject_manifests(&input, &opts)
-        .with_context(|| format!("injecting {}", args.filename.display()))?;
+    let source = input_name(&args.filename);
+    let out =
+        workload::inject_manifests(&input, &opts).with_context(|| format!("injecting {source}"))?;
+    if out.changes.is_empty() {
+        anyhow::bail!(
+            "no Kubernetes objects in {source} (the input is empty or only has comments)"
+        );
+    }
     if !out.warnings.is_empty() {
         let mut err = std::io::stderr().lock();
         let _ = writeln!(err);
@@ -74,10 +95,17 @@ pub fn run(args: &InjectArgs) -> Result<()> {
             let _ = writeln!(err, "{w}");
         }
     }
-    let text = if args.diff { render_diff(&out) } else { out.text };
+    let text = if args.diff {
+        render_diff(&out)
+    } else {
+        out.text
+    };
     match &args.output {
         Some(p) => std::fs::write(p, text).with_context(|| format!("writing {}", p.display()))?,
-        None => std::io::stdout().lock().write_all(text.as_bytes()).context("writing standard output")?,
+        None => std::io::stdout()
+            .lock()
+            .write_all(text.as_bytes())
+            .context("writing standard output")?,
     }
     Ok(())
 }
@@ -86,7 +114,9 @@ pub fn run(args: &InjectArgs) -> Result<()> {
 fn render_diff(out: &workload::KubeInjectOutput) -> String {
     let mut s = String::new();
     for c in &out.changes {
-        let Some((before, after)) = &c.before_after else { continue };
+        let Some((before, after)) = &c.before_after else {
+            continue;
+        };
         let (a, b) = (yaml::to_string(before), yaml::to_string(after));
         if a == b {
             continue;

@@ -13,15 +13,43 @@ use support::{docs, fixture, names_at, read, repo_root, Inject, TempDir};
 /// JSON pointers of (pod metadata, pod spec) where kube-inject writes its result, per fixture.
 const KINDS: [(&str, &str, &str); 9] = [
     ("pod.yaml", "/metadata", "/spec"),
-    ("deployment.yaml", "/spec/template/metadata", "/spec/template/spec"),
-    ("daemonset.yaml", "/spec/template/metadata", "/spec/template/spec"),
-    ("statefulset.yaml", "/spec/template/metadata", "/spec/template/spec"),
-    ("replicaset.yaml", "/spec/template/metadata", "/spec/template/spec"),
-    ("replicationcontroller.yaml", "/spec/template/metadata", "/spec/template/spec"),
+    (
+        "deployment.yaml",
+        "/spec/template/metadata",
+        "/spec/template/spec",
+    ),
+    (
+        "daemonset.yaml",
+        "/spec/template/metadata",
+        "/spec/template/spec",
+    ),
+    (
+        "statefulset.yaml",
+        "/spec/template/metadata",
+        "/spec/template/spec",
+    ),
+    (
+        "replicaset.yaml",
+        "/spec/template/metadata",
+        "/spec/template/spec",
+    ),
+    (
+        "replicationcontroller.yaml",
+        "/spec/template/metadata",
+        "/spec/template/spec",
+    ),
     ("job.yaml", "/spec/template/metadata", "/spec/template/spec"),
     // [quirk] §11.4: a CronJob's injected metadata goes to the Job template, not the pod template.
-    ("cronjob.yaml", "/spec/jobTemplate/metadata", "/spec/jobTemplate/spec/template/spec"),
-    ("deploymentconfig.yaml", "/spec/template/metadata", "/spec/template/spec"),
+    (
+        "cronjob.yaml",
+        "/spec/jobTemplate/metadata",
+        "/spec/jobTemplate/spec/template/spec",
+    ),
+    (
+        "deploymentconfig.yaml",
+        "/spec/template/metadata",
+        "/spec/template/spec",
+    ),
 ];
 
 fn hello() -> std::path::PathBuf {
@@ -38,12 +66,24 @@ fn single(text: &str) -> Value {
 fn assert_injected(doc: &Value, input: &Value, meta: &str, spec: &str, what: &str) {
     let containers = names_at(doc, &format!("{spec}/containers"));
     let inits = names_at(doc, &format!("{spec}/initContainers"));
-    assert!(containers.iter().any(|n| n == "istio-proxy"), "{what}: no istio-proxy in {containers:?}");
-    assert!(inits.iter().any(|n| n == "istio-init"), "{what}: no istio-init in {inits:?}");
+    assert!(
+        containers.iter().any(|n| n == "istio-proxy"),
+        "{what}: no istio-proxy in {containers:?}"
+    );
+    assert!(
+        inits.iter().any(|n| n == "istio-init"),
+        "{what}: no istio-init in {inits:?}"
+    );
     let original = names_at(input, &format!("{spec}/containers"));
-    let kept: Vec<_> = containers.iter().filter(|n| *n != "istio-proxy").cloned().collect();
+    let kept: Vec<_> = containers
+        .iter()
+        .filter(|n| *n != "istio-proxy")
+        .cloned()
+        .collect();
     assert_eq!(kept, original, "{what}: application containers changed");
-    let m = doc.pointer(meta).unwrap_or_else(|| panic!("{what}: no metadata at {meta}"));
+    let m = doc
+        .pointer(meta)
+        .unwrap_or_else(|| panic!("{what}: no metadata at {meta}"));
     assert_eq!(
         m.pointer("/labels/security.istio.io~1tlsMode"),
         Some(&json!("istio")),
@@ -54,11 +94,19 @@ fn assert_injected(doc: &Value, input: &Value, meta: &str, spec: &str, what: &st
         .and_then(Value::as_str)
         .unwrap_or_else(|| panic!("{what}: no status annotation at {meta}"));
     let status: Value = serde_json::from_str(status).expect("status annotation is JSON");
-    assert_eq!(status["containers"], json!(["istio-proxy"]), "{what}: status {status}");
+    assert_eq!(
+        status["containers"],
+        json!(["istio-proxy"]),
+        "{what}: status {status}"
+    );
     for key in ["kind", "apiVersion"] {
         assert_eq!(doc.get(key), input.get(key), "{what}: {key} changed");
     }
-    assert_eq!(doc.pointer("/metadata/name"), input.pointer("/metadata/name"), "{what}: name changed");
+    assert_eq!(
+        doc.pointer("/metadata/name"),
+        input.pointer("/metadata/name"),
+        "{what}: name changed"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -73,11 +121,20 @@ fn hello_deployment_is_injected_and_service_passes_through_verbatim() {
     let d = docs(text);
     assert_eq!(d.len(), 2, "two documents out:\n{text}");
     let inputs = docs(&input);
-    assert_injected(&d[0], &inputs[0], "/spec/template/metadata", "/spec/template/spec", "hello");
+    assert_injected(
+        &d[0],
+        &inputs[0],
+        "/spec/template/metadata",
+        "/spec/template/spec",
+        "hello",
+    );
     // The Service is written back byte for byte, followed by the separator.
     let raw = outrigger_inject::yaml::split_documents(&input).expect("hello splits")[1];
     assert!(raw.ends_with('\n'));
-    assert!(text.ends_with(&format!("{raw}---\n")), "Service not verbatim:\n{text}");
+    assert!(
+        text.ends_with(&format!("{raw}---\n")),
+        "Service not verbatim:\n{text}"
+    );
     // The injected proxy runs as a sidecar container, not natively, by default.
     assert!(!names_at(&d[0], "/spec/template/spec/initContainers").contains(&"istio-proxy".into()));
 }
@@ -87,13 +144,21 @@ fn hello_reinjection_changes_nothing() {
     let first = Inject::file(&hello()).run();
     let first = first.success();
     let second = Inject::new().arg("-f").arg("-").stdin(first).run();
-    assert_eq!(second.success(), first, "re-injecting the output changed it");
+    assert_eq!(
+        second.success(),
+        first,
+        "re-injecting the output changed it"
+    );
 }
 
 #[test]
 fn stdin_input_matches_file_input() {
     let from_file = Inject::file(&hello()).run();
-    let from_stdin = Inject::new().arg("-f").arg("-").stdin(&read(&hello())).run();
+    let from_stdin = Inject::new()
+        .arg("-f")
+        .arg("-")
+        .stdin(&read(&hello()))
+        .run();
     assert_eq!(from_stdin.success(), from_file.success());
     assert!(!from_file.stdout.is_empty());
 }
@@ -120,10 +185,21 @@ fn output_flag_to_an_unwritable_path_fails_cleanly() {
 #[test]
 fn revision_flag_reaches_the_template() {
     let meta = "/spec/template/metadata/annotations/istio.io~1rev";
-    let canary = single(Inject::file(&fixture("deployment.yaml")).arg("--revision").arg("canary").run().success());
+    let canary = single(
+        Inject::file(&fixture("deployment.yaml"))
+            .arg("--revision")
+            .arg("canary")
+            .run()
+            .success(),
+    );
     assert_eq!(canary.pointer(meta), Some(&json!("canary")));
-    let default =
-        single(Inject::file(&fixture("deployment.yaml")).arg("--revision").arg("default").run().success());
+    let default = single(
+        Inject::file(&fixture("deployment.yaml"))
+            .arg("--revision")
+            .arg("default")
+            .run()
+            .success(),
+    );
     assert_eq!(default.pointer(meta), Some(&json!("default")));
 }
 
@@ -135,14 +211,28 @@ fn revision_flag_reaches_the_template() {
 fn diff_shows_the_added_sidecar_lines() {
     let out = Inject::file(&hello()).arg("--diff").run();
     let text = out.success();
-    let added: Vec<&str> = text.lines().filter(|l| l.starts_with('+') && !l.starts_with("+++")).collect();
-    assert!(added.iter().any(|l| l.contains("name: istio-proxy")), "no istio-proxy line:\n{text}");
-    assert!(added.iter().any(|l| l.contains("name: istio-init")), "no istio-init line:\n{text}");
-    assert!(text.contains("Deployment hello"), "diff header should name the workload:\n{text}");
+    let added: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with('+') && !l.starts_with("+++"))
+        .collect();
+    assert!(
+        added.iter().any(|l| l.contains("name: istio-proxy")),
+        "no istio-proxy line:\n{text}"
+    );
+    assert!(
+        added.iter().any(|l| l.contains("name: istio-init")),
+        "no istio-init line:\n{text}"
+    );
+    assert!(
+        text.contains("Deployment hello"),
+        "diff header should name the workload:\n{text}"
+    );
     // The Service is not part of the diff, and no application line is removed.
     assert!(!text.contains("kind: Service"), "{text}");
     assert!(
-        !text.lines().any(|l| l.starts_with('-') && !l.starts_with("---") && l.contains("image:")),
+        !text
+            .lines()
+            .any(|l| l.starts_with('-') && !l.starts_with("---") && l.contains("image:")),
         "an image line was removed:\n{text}"
     );
 }
@@ -151,7 +241,12 @@ fn diff_shows_the_added_sidecar_lines() {
 fn diff_of_pass_through_only_input_is_empty() {
     let input = read(&hello());
     let service = outrigger_inject::yaml::split_documents(&input).expect("hello splits")[1];
-    let out = Inject::new().arg("-f").arg("-").arg("--diff").stdin(service).run();
+    let out = Inject::new()
+        .arg("-f")
+        .arg("-")
+        .arg("--diff")
+        .stdin(service)
+        .run();
     assert_eq!(out.success(), "");
 }
 
@@ -182,15 +277,26 @@ fn cronjob_pod_template_metadata_is_left_alone() {
     let input = single(&read(&fixture("cronjob.yaml")));
     let doc = single(Inject::file(&fixture("cronjob.yaml")).run().success());
     let ptr = "/spec/jobTemplate/spec/template/metadata/labels";
-    assert_eq!(doc.pointer(ptr), input.pointer(ptr), "pod template labels changed");
+    assert_eq!(
+        doc.pointer(ptr),
+        input.pointer(ptr),
+        "pod template labels changed"
+    );
     assert_eq!(doc.pointer("/spec/schedule"), Some(&json!("30 2 * * *")));
 }
 
 #[test]
 fn deploymentconfig_keeps_fields_outside_the_pod_template() {
     let input = single(&read(&fixture("deploymentconfig.yaml")));
-    let doc = single(Inject::file(&fixture("deploymentconfig.yaml")).run().success());
-    assert_eq!(doc.pointer("/spec/triggers"), input.pointer("/spec/triggers"));
+    let doc = single(
+        Inject::file(&fixture("deploymentconfig.yaml"))
+            .run()
+            .success(),
+    );
+    assert_eq!(
+        doc.pointer("/spec/triggers"),
+        input.pointer("/spec/triggers")
+    );
     assert_eq!(doc.get("apiVersion"), Some(&json!("apps.openshift.io/v1")));
 }
 
@@ -200,12 +306,21 @@ fn list_items_are_injected_or_kept() {
     let doc = single(Inject::file(&fixture("list.yaml")).run().success());
     let items = doc["items"].as_array().expect("items");
     assert_eq!(items.len(), 4);
-    let kinds: Vec<_> = items.iter().map(|i| i["kind"].as_str().unwrap_or("")).collect();
+    let kinds: Vec<_> = items
+        .iter()
+        .map(|i| i["kind"].as_str().unwrap_or(""))
+        .collect();
     assert_eq!(kinds, ["ConfigMap", "Deployment", "Service", "Pod"]);
     assert_eq!(items[0], input["items"][0], "ConfigMap item changed");
     assert_eq!(items[2], input["items"][2], "Service item changed");
     let (d, p) = (&input["items"][1], &input["items"][3]);
-    assert_injected(&items[1], d, "/spec/template/metadata", "/spec/template/spec", "List Deployment");
+    assert_injected(
+        &items[1],
+        d,
+        "/spec/template/metadata",
+        "/spec/template/spec",
+        "List Deployment",
+    );
     assert_injected(&items[3], p, "/metadata", "/spec", "List Pod");
 }
 
@@ -215,7 +330,10 @@ fn mixed_stream_keeps_other_kinds_verbatim_and_the_original_api_version() {
     let raw = outrigger_inject::yaml::split_documents(&input).expect("fixture splits");
     let out = Inject::file(&fixture("mixed-stream.yaml")).run();
     let text = out.success();
-    assert!(text.starts_with(&format!("{}---\n{}---\n", raw[0], raw[1])), "not verbatim:\n{text}");
+    assert!(
+        text.starts_with(&format!("{}---\n{}---\n", raw[0], raw[1])),
+        "not verbatim:\n{text}"
+    );
     let d = docs(text);
     assert_eq!(d.len(), 3);
     assert_eq!(d[2]["apiVersion"], json!("extensions/v1beta1"));
@@ -229,7 +347,11 @@ fn mixed_stream_keeps_other_kinds_verbatim_and_the_original_api_version() {
 #[test]
 fn unsupported_last_document_without_newline_is_followed_by_the_separator() {
     // [quirk] §11.3: `---` lands on the same line as the verbatim document's last line.
-    let out = Inject::new().arg("-f").arg("-").stdin("kind: Service\nmetadata: {name: a}").run();
+    let out = Inject::new()
+        .arg("-f")
+        .arg("-")
+        .stdin("kind: Service\nmetadata: {name: a}")
+        .run();
     assert_eq!(out.success(), "kind: Service\nmetadata: {name: a}\n---\n");
 }
 
@@ -252,8 +374,14 @@ fn host_network_workload_is_skipped_with_a_warning() {
     let spec = "/spec/template/spec";
     assert_eq!(names_at(&doc, &format!("{spec}/containers")), ["exporter"]);
     assert!(doc.pointer(&format!("{spec}/initContainers")).is_none());
-    assert_eq!(doc.pointer(&format!("{spec}/hostNetwork")), Some(&json!(true)));
-    assert_eq!(doc.pointer("/spec/template/metadata/labels"), input.pointer("/spec/template/metadata/labels"));
+    assert_eq!(
+        doc.pointer(&format!("{spec}/hostNetwork")),
+        Some(&json!(true))
+    );
+    assert_eq!(
+        doc.pointer("/spec/template/metadata/labels"),
+        input.pointer("/spec/template/metadata/labels")
+    );
     assert!(doc.pointer("/spec/template/metadata/annotations").is_none());
 }
 
@@ -290,7 +418,10 @@ fn proxy_placement(run: &support::Run) -> (bool, bool) {
     let doc = single(run.success());
     let native = doc["spec"]["initContainers"]
         .as_array()
-        .map(|a| a.iter().any(|c| c["name"] == "istio-proxy" && c["restartPolicy"] == "Always"))
+        .map(|a| {
+            a.iter()
+                .any(|c| c["name"] == "istio-proxy" && c["restartPolicy"] == "Always")
+        })
         .unwrap_or(false);
     let sidecar = names_at(&doc, "/spec/containers").contains(&"istio-proxy".into());
     (native, sidecar)
@@ -299,34 +430,86 @@ fn proxy_placement(run: &support::Run) -> (bool, bool) {
 #[test]
 fn native_sidecars_flag_places_the_proxy() {
     let pod = fixture("pod.yaml");
-    let on = Inject::file(&pod).arg("--native-sidecars").arg("true").run();
-    assert_eq!(proxy_placement(&on), (true, false), "--native-sidecars true");
-    let off = Inject::file(&pod).arg("--native-sidecars").arg("false").run();
-    assert_eq!(proxy_placement(&off), (false, true), "--native-sidecars false");
+    let on = Inject::file(&pod)
+        .arg("--native-sidecars")
+        .arg("true")
+        .run();
+    assert_eq!(
+        proxy_placement(&on),
+        (true, false),
+        "--native-sidecars true"
+    );
+    let off = Inject::file(&pod)
+        .arg("--native-sidecars")
+        .arg("false")
+        .run();
+    assert_eq!(
+        proxy_placement(&off),
+        (false, true),
+        "--native-sidecars false"
+    );
     let native = single(on.success());
     let inits = names_at(&native, "/spec/initContainers");
-    assert_eq!(inits, ["istio-init", "istio-proxy"], "native proxy follows istio-init");
+    assert_eq!(
+        inits,
+        ["istio-init", "istio-proxy"],
+        "native proxy follows istio-init"
+    );
 }
 
 #[test]
 fn native_sidecars_auto_follows_the_environment() {
     let pod = fixture("pod.yaml");
-    let auto_on =
-        Inject::file(&pod).arg("--native-sidecars").arg("auto").env("ENABLE_NATIVE_SIDECARS", "true").run();
-    assert_eq!(proxy_placement(&auto_on), (true, false), "auto + ENABLE_NATIVE_SIDECARS=true");
-    let unset_on = Inject::file(&pod).env("ENABLE_NATIVE_SIDECARS", "true").run();
-    assert_eq!(proxy_placement(&unset_on), (true, false), "no flag + ENABLE_NATIVE_SIDECARS=true");
-    let auto_off = Inject::file(&pod).arg("--native-sidecars").arg("auto").run();
-    assert_eq!(proxy_placement(&auto_off), (false, true), "auto without the variable");
-    let flag_wins =
-        Inject::file(&pod).arg("--native-sidecars").arg("false").env("ENABLE_NATIVE_SIDECARS", "true").run();
-    assert_eq!(proxy_placement(&flag_wins), (false, true), "explicit false beats the variable");
+    let auto_on = Inject::file(&pod)
+        .arg("--native-sidecars")
+        .arg("auto")
+        .env("ENABLE_NATIVE_SIDECARS", "true")
+        .run();
+    assert_eq!(
+        proxy_placement(&auto_on),
+        (true, false),
+        "auto + ENABLE_NATIVE_SIDECARS=true"
+    );
+    let unset_on = Inject::file(&pod)
+        .env("ENABLE_NATIVE_SIDECARS", "true")
+        .run();
+    assert_eq!(
+        proxy_placement(&unset_on),
+        (true, false),
+        "no flag + ENABLE_NATIVE_SIDECARS=true"
+    );
+    let auto_off = Inject::file(&pod)
+        .arg("--native-sidecars")
+        .arg("auto")
+        .run();
+    assert_eq!(
+        proxy_placement(&auto_off),
+        (false, true),
+        "auto without the variable"
+    );
+    let flag_wins = Inject::file(&pod)
+        .arg("--native-sidecars")
+        .arg("false")
+        .env("ENABLE_NATIVE_SIDECARS", "true")
+        .run();
+    assert_eq!(
+        proxy_placement(&flag_wins),
+        (false, true),
+        "explicit false beats the variable"
+    );
 }
 
 #[test]
 fn native_sidecar_annotation_overrides_the_flag() {
-    let input = read(&fixture("pod.yaml")).replace("team: payments", "sidecar.istio.io/nativeSidecar: \"true\"");
-    let out = Inject::new().arg("-f").arg("-").arg("--native-sidecars").arg("false").stdin(&input).run();
+    let input = read(&fixture("pod.yaml"))
+        .replace("team: payments", "sidecar.istio.io/nativeSidecar: \"true\"");
+    let out = Inject::new()
+        .arg("-f")
+        .arg("-")
+        .arg("--native-sidecars")
+        .arg("false")
+        .stdin(&input)
+        .run();
     assert_eq!(proxy_placement(&out), (true, false));
 }
 
@@ -360,15 +543,22 @@ fn golden_outputs_of_the_embedded_default() {
         let run = Inject::file(input).run();
         let got = run.success();
         if update {
-            std::fs::write(&golden, got).unwrap_or_else(|e| panic!("writing {}: {e}", golden.display()));
+            std::fs::write(&golden, got)
+                .unwrap_or_else(|e| panic!("writing {}: {e}", golden.display()));
             continue;
         }
         let Ok(want) = std::fs::read_to_string(&golden) else {
-            failures.push(format!("{}: golden file missing (run with UPDATE_GOLDEN=1)", golden.display()));
+            failures.push(format!(
+                "{}: golden file missing (run with UPDATE_GOLDEN=1)",
+                golden.display()
+            ));
             continue;
         };
         if docs(got) != docs(&want) {
-            failures.push(format!("{}: output differs from golden:\n{got}", input.display()));
+            failures.push(format!(
+                "{}: output differs from golden:\n{got}",
+                input.display()
+            ));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
@@ -378,9 +568,16 @@ fn golden_outputs_of_the_embedded_default() {
 fn golden_outputs_are_stable_under_reinjection() {
     for input in input_fixtures() {
         let golden = input.with_extension("injected.yaml");
-        let Ok(want) = std::fs::read_to_string(&golden) else { continue };
+        let Ok(want) = std::fs::read_to_string(&golden) else {
+            continue;
+        };
         let again = Inject::new().arg("-f").arg("-").stdin(&want).run();
-        assert_eq!(docs(again.success()), docs(&want), "re-injecting {}", golden.display());
+        assert_eq!(
+            docs(again.success()),
+            docs(&want),
+            "re-injecting {}",
+            golden.display()
+        );
     }
 }
 
@@ -404,34 +601,52 @@ mod bad_input {
 
     /// Whether `err` has `line N` for some number N.
     fn has_line(err: &str) -> bool {
-        err.match_indices("line ").any(|(i, _)| err[i + 5..].starts_with(|c: char| c.is_ascii_digit()))
+        err.match_indices("line ")
+            .any(|(i, _)| err[i + 5..].starts_with(|c: char| c.is_ascii_digit()))
     }
 
     #[test]
     fn malformed_yaml_names_the_document_and_line() {
         let run = Inject::file(&bad("malformed-yaml.yaml")).run();
-        let err = run.failure();
-        says(err, &["malformed-yaml.yaml", "document 1"]);
-        assert!(has_line(err), "no line number: {err}");
+        // The parser notices the unclosed flow mapping on line 11 of the file (line 6 of the
+        // document): the message gives the line of the file.
+        says(
+            run.failure(),
+            &["malformed-yaml.yaml", "document 1", "yaml: line 11:"],
+        );
     }
 
     #[test]
-    fn malformed_yaml_keeps_documents_already_written() {
-        // §11.3: any error aborts; documents already processed stay in the output.
+    fn failed_run_writes_nothing() {
+        // Unlike istioctl (§11.3), nothing is written when any document fails, so a pipe into
+        // `kubectl apply` never applies half a stream.
         let run = Inject::file(&bad("malformed-yaml.yaml")).run();
         run.failure();
-        assert!(run.stdout.is_empty() || run.stdout.contains("name: fine"), "{}", run.stdout);
+        assert_eq!(run.stdout, "");
+        let dir = TempDir::new("failed-run-output");
+        let target = dir.path("out.yaml");
+        let run = Inject::file(&bad("malformed-yaml.yaml"))
+            .path_arg("-o", &target)
+            .run();
+        run.failure();
+        assert!(!target.exists(), "-o file written by a failed run");
     }
 
     #[test]
     fn bad_document_separator_is_reported() {
-        let run = Inject::new().arg("-f").arg("-").stdin("kind: Service\n--- junk\nkind: Pod\n").run();
+        let run = Inject::new()
+            .arg("-f")
+            .arg("-")
+            .stdin("kind: Service\n--- junk\nkind: Pod\n")
+            .run();
         says(run.failure(), &["invalid Yaml document separator", "junk"]);
     }
 
     #[test]
     fn malformed_values_json_names_the_file_and_line() {
-        let run = Inject::file(&hello()).path_arg("--valuesFile", &bad("values-malformed.json")).run();
+        let run = Inject::file(&hello())
+            .path_arg("--valuesFile", &bad("values-malformed.json"))
+            .run();
         let err = run.failure();
         says(err, &["values-malformed.json"]);
         assert!(has_line(err), "no line number: {err}");
@@ -441,7 +656,9 @@ mod bad_input {
     fn values_that_are_not_an_object_are_rejected() {
         let dir = TempDir::new("values-array");
         let values = dir.write("values.json", "[1, 2, 3]\n");
-        let run = Inject::file(&hello()).path_arg("--valuesFile", &values).run();
+        let run = Inject::file(&hello())
+            .path_arg("--valuesFile", &values)
+            .run();
         says(run.failure(), &["values.json"]);
     }
 
@@ -449,7 +666,9 @@ mod bad_input {
     fn malformed_mesh_config_names_the_file() {
         let dir = TempDir::new("mesh-bad");
         let mesh = dir.write("mesh.yaml", "defaultConfig:\n  concurrency: [1\n");
-        let run = Inject::file(&hello()).path_arg("--meshConfigFile", &mesh).run();
+        let run = Inject::file(&hello())
+            .path_arg("--meshConfigFile", &mesh)
+            .run();
         says(run.failure(), &["mesh.yaml"]);
     }
 
@@ -463,7 +682,11 @@ mod bad_input {
     fn non_mapping_document_is_rejected() {
         let run = Inject::file(&bad("not-a-mapping.yaml")).run();
         says(run.failure(), &["document 0", "mapping"]);
-        let scalar = Inject::new().arg("-f").arg("-").stdin("kind: Service\n---\njust a string\n").run();
+        let scalar = Inject::new()
+            .arg("-f")
+            .arg("-")
+            .stdin("kind: Service\n---\njust a string\n")
+            .run();
         says(scalar.failure(), &["document 1", "mapping"]);
     }
 
@@ -481,55 +704,147 @@ mod bad_input {
 
     #[test]
     fn template_parse_error_names_the_template_and_line() {
-        let run = Inject::file(&hello()).path_arg("--injectConfigFile", &bad("template-parse-error.yaml")).run();
-        let err = run.failure();
-        says(err, &["template-parse-error.yaml", "sidecar"]);
-        assert!(has_template_line(err), "no template line: {err}");
+        let run = Inject::file(&hello())
+            .path_arg("--injectConfigFile", &bad("template-parse-error.yaml"))
+            .run();
+        // The broken action is on line 5 of the template.
+        says(
+            run.failure(),
+            &[
+                "template-parse-error.yaml",
+                "template \"sidecar\"",
+                "sidecar:5:",
+            ],
+        );
     }
 
-    /// Whether `err` has a Go template position `NAME:LINE` (e.g. `inject:7:`).
-    fn has_template_line(err: &str) -> bool {
-        err.match_indices(':').any(|(i, _)| {
-            let rest = &err[i + 1..];
-            let digits = rest.chars().take_while(char::is_ascii_digit).count();
-            digits > 0 && i > 0 && err[..i].ends_with(|c: char| c.is_ascii_alphanumeric())
-        })
+    // Known gap: gotmpl 0.6.1's parser accepts an `{{ if }}` left open at the end of the
+    // template and a stray `{{ end }}` (which silently drops the rest of the template); Go reports
+    // `unexpected EOF` / `unexpected {{end}}`. Reported to the lead; un-ignore once fixed.
+    #[test]
+    #[ignore = "gotmpl accepts unclosed actions (template stream)"]
+    fn template_with_an_unclosed_if_is_a_parse_error() {
+        let run = Inject::file(&hello())
+            .path_arg("--injectConfigFile", &bad("template-unclosed-if.yaml"))
+            .run();
+        says(run.failure(), &["template \"sidecar\""]);
+    }
+
+    #[test]
+    #[ignore = "gotmpl accepts a stray {{end}} (template stream)"]
+    fn template_with_a_stray_end_is_a_parse_error() {
+        let run = Inject::file(&hello())
+            .path_arg("--injectConfigFile", &bad("template-stray-end.yaml"))
+            .run();
+        says(run.failure(), &["template \"sidecar\"", "sidecar:3:"]);
     }
 
     #[test]
     fn template_execution_error_names_the_line() {
-        let run = Inject::file(&hello()).path_arg("--injectConfigFile", &bad("template-exec-error.yaml")).run();
+        let run = Inject::file(&hello())
+            .path_arg("--injectConfigFile", &bad("template-exec-error.yaml"))
+            .run();
         let err = run.failure();
-        // The failing action is on line 5 of the template.
-        says(err, &[":5:", "document 0"]);
+        // The failing action is on line 4 of the template.
+        says(err, &["inject:4:", "document 0", "index out of range"]);
     }
 
     #[test]
     fn unknown_template_name_is_reported() {
         let run = Inject::file(&bad("unknown-template.yaml")).run();
-        says(run.failure(), &["requested template \"no-such-template\" not found", "have sidecar"]);
+        says(
+            run.failure(),
+            &[
+                "requested template \"no-such-template\" not found",
+                "have sidecar",
+            ],
+        );
     }
 
     /// One bad value per §10 annotation, with a fragment of the expected reason.
     const BAD_ANNOTATIONS: [(&str, &str, &str); 18] = [
-        ("sidecar.istio.io/interceptionMode", "BOGUS", "interceptionMode invalid"),
-        ("status.sidecar.istio.io/port", "99999", "failed parsing port '99999'"),
-        ("readiness.status.sidecar.istio.io/initialDelaySeconds", "-1", "strconv.ParseUint"),
-        ("readiness.status.sidecar.istio.io/periodSeconds", "x", "invalid syntax"),
-        ("readiness.status.sidecar.istio.io/failureThreshold", "99999999999", "value out of range"),
-        ("traffic.sidecar.istio.io/includeOutboundIPRanges", "10.0.0.0", "no '/'"),
-        ("traffic.sidecar.istio.io/excludeOutboundIPRanges", "*", "excludeIPRanges invalid"),
-        ("traffic.sidecar.istio.io/includeInboundPorts", "80,,90", "includeInboundPorts invalid"),
-        ("traffic.sidecar.istio.io/excludeInboundPorts", "abc", "excludeInboundPorts invalid"),
-        ("traffic.sidecar.istio.io/excludeOutboundPorts", "70000", "excludeOutboundPorts invalid"),
-        ("traffic.sidecar.istio.io/excludeInterfaces", "eth0,,eth1", "empty interface name"),
-        ("traffic.sidecar.istio.io/kubevirtInterfaces", "averyveryverylongname", "too long"),
-        ("istio.io/reroute-virtual-interfaces", "1eth", "invalid characters"),
-        ("prometheus.istio.io/merge-metrics", "maybe", "strconv.ParseBool"),
+        (
+            "sidecar.istio.io/interceptionMode",
+            "BOGUS",
+            "interceptionMode invalid",
+        ),
+        (
+            "status.sidecar.istio.io/port",
+            "99999",
+            "failed parsing port '99999'",
+        ),
+        (
+            "readiness.status.sidecar.istio.io/initialDelaySeconds",
+            "-1",
+            "strconv.ParseUint",
+        ),
+        (
+            "readiness.status.sidecar.istio.io/periodSeconds",
+            "x",
+            "invalid syntax",
+        ),
+        (
+            "readiness.status.sidecar.istio.io/failureThreshold",
+            "99999999999",
+            "value out of range",
+        ),
+        (
+            "traffic.sidecar.istio.io/includeOutboundIPRanges",
+            "10.0.0.0",
+            "no '/'",
+        ),
+        (
+            "traffic.sidecar.istio.io/excludeOutboundIPRanges",
+            "*",
+            "excludeIPRanges invalid",
+        ),
+        (
+            "traffic.sidecar.istio.io/includeInboundPorts",
+            "80,,90",
+            "includeInboundPorts invalid",
+        ),
+        (
+            "traffic.sidecar.istio.io/excludeInboundPorts",
+            "abc",
+            "excludeInboundPorts invalid",
+        ),
+        (
+            "traffic.sidecar.istio.io/excludeOutboundPorts",
+            "70000",
+            "excludeOutboundPorts invalid",
+        ),
+        (
+            "traffic.sidecar.istio.io/excludeInterfaces",
+            "eth0,,eth1",
+            "empty interface name",
+        ),
+        (
+            "traffic.sidecar.istio.io/kubevirtInterfaces",
+            "averyveryverylongname",
+            "too long",
+        ),
+        (
+            "istio.io/reroute-virtual-interfaces",
+            "1eth",
+            "invalid characters",
+        ),
+        (
+            "prometheus.istio.io/merge-metrics",
+            "maybe",
+            "strconv.ParseBool",
+        ),
         ("proxy.istio.io/config", "proxyAdminPort: 70000", "70000"),
         ("sidecar.istio.io/proxyCPU", "lots", "quantities must match"),
-        ("sidecar.istio.io/proxyMemory", "1Qi", "quantities must match"),
-        ("sidecar.istio.io/proxyMemoryLimit", "12\u{7}", "control characters"),
+        (
+            "sidecar.istio.io/proxyMemory",
+            "1Qi",
+            "quantities must match",
+        ),
+        (
+            "sidecar.istio.io/proxyMemoryLimit",
+            "12\u{7}",
+            "control characters",
+        ),
     ];
 
     fn pod_with_annotation(name: &str, value: &str) -> String {
@@ -544,8 +859,16 @@ mod bad_input {
     fn invalid_annotation_values_name_the_annotation() {
         let mut failures = Vec::new();
         for (name, value, reason) in BAD_ANNOTATIONS {
-            let run = Inject::new().arg("-f").arg("-").stdin(&pod_with_annotation(name, value)).run();
-            assert!(!run.stderr.contains("panicked"), "{name}: panic\n{}", run.stderr);
+            let run = Inject::new()
+                .arg("-f")
+                .arg("-")
+                .stdin(&pod_with_annotation(name, value))
+                .run();
+            assert!(
+                !run.stderr.contains("panicked"),
+                "{name}: panic\n{}",
+                run.stderr
+            );
             let expected_prefix = if name == "proxy.istio.io/config" {
                 // Applied to the mesh config before validation (§11.4 step 5): any message naming it.
                 name.to_string()
@@ -553,7 +876,10 @@ mod bad_input {
                 format!("invalid value '{value}' for annotation '{name}'")
             };
             if run.ok || !run.stderr.contains(&expected_prefix) || !run.stderr.contains(reason) {
-                failures.push(format!("{name}={value:?}: ok={} stderr={}", run.ok, run.stderr));
+                failures.push(format!(
+                    "{name}={value:?}: ok={} stderr={}",
+                    run.ok, run.stderr
+                ));
             }
         }
         assert!(failures.is_empty(), "{}", failures.join("\n"));
@@ -570,7 +896,11 @@ mod bad_input {
             ("sidecar.istio.io/proxyCPU", "500m"),
         ];
         for (name, value) in good {
-            let run = Inject::new().arg("-f").arg("-").stdin(&pod_with_annotation(name, value)).run();
+            let run = Inject::new()
+                .arg("-f")
+                .arg("-")
+                .stdin(&pod_with_annotation(name, value))
+                .run();
             run.success();
         }
     }
@@ -584,7 +914,10 @@ mod bad_input {
     #[test]
     fn missing_config_files_are_reported() {
         for flag in ["--injectConfigFile", "--valuesFile", "--meshConfigFile"] {
-            let run = Inject::file(&hello()).arg(flag).arg("/nonexistent/outrigger/cfg").run();
+            let run = Inject::file(&hello())
+                .arg(flag)
+                .arg("/nonexistent/outrigger/cfg")
+                .run();
             says(run.failure(), &["/nonexistent/outrigger/cfg"]);
         }
     }
@@ -607,7 +940,10 @@ mod bad_input {
     #[test]
     fn empty_input_is_an_error() {
         let dir = TempDir::new("empty");
-        for (name, text) in [("empty.yaml", ""), ("comments.yaml", "# nothing here\n---\n\n---\n")] {
+        for (name, text) in [
+            ("empty.yaml", ""),
+            ("comments.yaml", "# nothing here\n---\n\n---\n"),
+        ] {
             let p = dir.write(name, text);
             let run = Inject::file(&p).run();
             says(run.failure(), &[name, "no Kubernetes objects"]);
@@ -618,7 +954,10 @@ mod bad_input {
 
     #[test]
     fn bad_flag_values_are_usage_errors() {
-        let run = Inject::file(&hello()).arg("--native-sidecars").arg("maybe").run();
+        let run = Inject::file(&hello())
+            .arg("--native-sidecars")
+            .arg("maybe")
+            .run();
         assert!(!run.ok);
         assert!(run.stderr.contains("maybe"), "{}", run.stderr);
         assert!(!run.stderr.contains("panicked"));

@@ -9,8 +9,12 @@ use outrigger_inject::yaml;
 use serde_json::Value;
 
 /// Environment variables of the injector that must not leak from the caller into a test run.
-const ISOLATED_ENV: [&str; 4] =
-    ["ENABLE_NATIVE_SIDECARS", "COMPLIANCE_POLICY", "PLATFORM", "UPDATE_GOLDEN"];
+const ISOLATED_ENV: [&str; 4] = [
+    "ENABLE_NATIVE_SIDECARS",
+    "COMPLIANCE_POLICY",
+    "PLATFORM",
+    "UPDATE_GOLDEN",
+];
 
 /// Root of the repository (two levels above this crate).
 pub fn repo_root() -> PathBuf {
@@ -48,9 +52,17 @@ impl Run {
 
     /// Assert the run failed cleanly (non-zero exit, no panic, an `Error:` line), returning stderr.
     pub fn failure(&self) -> &str {
-        assert!(!self.ok, "outrigger unexpectedly succeeded:\nstdout:\n{}", self.stdout);
+        assert!(
+            !self.ok,
+            "outrigger unexpectedly succeeded:\nstdout:\n{}",
+            self.stdout
+        );
         self.no_panic();
-        assert!(self.stderr.contains("Error: "), "no error message on stderr:\n{}", self.stderr);
+        assert!(
+            self.stderr.contains("Error: "),
+            "no error message on stderr:\n{}",
+            self.stderr
+        );
         &self.stderr
     }
 
@@ -79,7 +91,9 @@ impl Inject {
 
     /// `outrigger inject -f <path>`.
     pub fn file(path: &Path) -> Inject {
-        Inject::new().arg("-f").arg(path.to_str().expect("fixture paths are UTF-8"))
+        Inject::new()
+            .arg("-f")
+            .arg(path.to_str().expect("fixture paths are UTF-8"))
     }
 
     /// Add one argument.
@@ -90,7 +104,8 @@ impl Inject {
 
     /// Add a flag with a path value.
     pub fn path_arg(self, flag: &str, p: &Path) -> Inject {
-        self.arg(flag).arg(p.to_str().expect("fixture paths are UTF-8"))
+        self.arg(flag)
+            .arg(p.to_str().expect("fixture paths are UTF-8"))
     }
 
     /// Feed `text` on standard input.
@@ -116,7 +131,11 @@ impl Inject {
         for (k, v) in &self.env {
             cmd.env(k, v);
         }
-        cmd.stdin(if self.stdin.is_some() { Stdio::piped() } else { Stdio::null() });
+        cmd.stdin(if self.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        });
         cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
         let mut child = cmd.spawn().expect("spawning outrigger");
         if let Some(text) = &self.stdin {
@@ -137,7 +156,9 @@ pub fn docs(text: &str) -> Vec<Value> {
     yaml::split_documents(text)
         .unwrap_or_else(|e| panic!("output is not a YAML stream: {e}\n{text}"))
         .into_iter()
-        .map(|d| yaml::from_str(d).unwrap_or_else(|e| panic!("output document is not YAML: {e}\n{d}")))
+        .map(|d| {
+            yaml::from_str(d).unwrap_or_else(|e| panic!("output document is not YAML: {e}\n{d}"))
+        })
         .filter(|v| !v.is_null())
         .collect()
 }
@@ -148,7 +169,12 @@ pub fn names_at(doc: &Value, ptr: &str) -> Vec<String> {
         .and_then(Value::as_array)
         .map(|a| {
             a.iter()
-                .map(|c| c.get("name").and_then(Value::as_str).unwrap_or("").to_string())
+                .map(|c| {
+                    c.get("name")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string()
+                })
                 .collect()
         })
         .unwrap_or_default()
