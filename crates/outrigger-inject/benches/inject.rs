@@ -12,12 +12,17 @@ use outrigger_inject::inject::{self, InjectParams, Mode};
 use serde_json::{json, Value};
 
 fn snapshot() -> Snapshot {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/conformance/istio/settings/default");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/conformance/istio/settings/default");
     if dir.join("config.yaml").exists() {
-        eprintln!("bench settings: Istio chart defaults from {}", dir.display());
+        eprintln!(
+            "bench settings: Istio chart defaults from {}",
+            dir.display()
+        );
         let read = |f: &str| std::fs::read_to_string(dir.join(f)).expect("read settings");
         let config = InjectorConfig::parse(&read("config.yaml")).expect("config");
-        Snapshot::with_config(config, &read("values.json"), Some(&read("mesh.yaml"))).expect("snapshot")
+        Snapshot::with_config(config, &read("values.json"), Some(&read("mesh.yaml")))
+            .expect("snapshot")
     } else {
         eprintln!("bench settings: embedded default (corpus not found)");
         outrigger_inject::defaults::snapshot().expect("embedded default")
@@ -71,7 +76,9 @@ fn bench(c: &mut Criterion) {
     let s = snapshot();
     let p = params(&s);
     let hello = hello_pod(1, 0, 0);
-    c.bench_function("inject/hello", |b| b.iter(|| inject::inject_pod(&hello, &p).expect("inject")));
+    c.bench_function("inject/hello", |b| {
+        b.iter(|| inject::inject_pod(&hello, &p).expect("inject"))
+    });
     let large = hello_pod(1, 1500, 200 * 1024);
     c.bench_function("inject/1500-env-200KB-managedFields", |b| {
         b.iter(|| inject::inject_pod(&large, &p).expect("inject"))

@@ -174,6 +174,7 @@ pub fn apply_mesh(overlay: &Value, base: &Value) -> Result<Value> {
     order_fields(MESH_CONFIG, &mut out);
     let mut v = Value::Object(out);
     decode::normalize(MESH_CONFIG, &mut v);
+    super::validate_mesh_config(&v)?;
     Ok(v)
 }
 
@@ -182,13 +183,10 @@ fn proto_prefix(e: Error) -> Error {
     Error::ProxyConfig(format!("failed to convert to proto. {e}"))
 }
 
-/// A top-level field of the raw overlay by JSON or proto name, when present and not null.
+/// A top-level field of the raw overlay, when present and not null. Istio's
+/// `extractYamlField` looks up the JSON name only, so `default_config:` is dropped [quirk].
 fn raw_field<'a>(raw: &'a Map<String, Value>, json: &str) -> Option<&'a Value> {
-    let desc = decode::message(MESH_CONFIG).ok()?;
-    let f = desc.field_by_json(json)?;
-    raw.get(json)
-        .or_else(|| raw.get(&f.proto))
-        .filter(|v| !v.is_null())
+    raw.get(json).filter(|v| !v.is_null())
 }
 
 fn set_or_remove(out: &mut Map<String, Value>, key: &str, v: Value) {

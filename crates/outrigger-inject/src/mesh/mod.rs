@@ -20,7 +20,8 @@ use crate::{Error, Result};
 
 pub use decode::Unknown;
 pub use validate_pc::{
-    go_atoi, proxy_config_errors, validate_proxy_address, validate_proxy_config,
+    go_atoi, mesh_config_errors, proxy_config_errors, validate_mesh_config, validate_proxy_address,
+    validate_proxy_config,
 };
 
 /// `mesh.DefaultMeshConfig()` in canonical form.

@@ -331,3 +331,31 @@ fn corpus_annotation_validation() {
     assert_eq!(failed, 4);
     assert!(passed >= 100);
 }
+
+#[test]
+fn no_panics_on_random_annotation_values() {
+    const ALPHABET: &[char] = &[
+        '0', '1', '9', '.', ':', '/', '%', ',', '*', ' ', 'a', 'f', 'é', '-', '_', '[', ']', '\n',
+        'K', 'i', 'e', '+',
+    ];
+    let mut state: u64 = 11;
+    let mut next = move || {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (state >> 33) as usize
+    };
+    for _ in 0..5000 {
+        let len = next() % 24;
+        let value: String = (0..len)
+            .map(|_| ALPHABET[next() % ALPHABET.len()])
+            .collect();
+        for (name, check) in CHECKS {
+            if *name != "proxy.istio.io/config" {
+                let _ = check(&value);
+            }
+        }
+        let _ = parse_prefix(&value);
+        let _ = crate::mesh::validate_proxy_address(&value);
+    }
+}
