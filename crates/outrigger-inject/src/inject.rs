@@ -524,7 +524,6 @@ pub fn inject_pod(pod: &Value, p: &InjectParams<'_>) -> Result<Injected> {
     let pp_warnings = postprocess::post_process_with_warnings(&mut merged, &pp)
         .map_err(|e| e.context("failed to process pod"))?;
     warnings.extend(pp_warnings);
-    k8s::normalize(POD_TYPE, &mut merged).map_err(|e| e.context("failed to process pod"))?;
     let patch = patch::create(&original, &merged);
     Ok(Injected {
         pod: merged,

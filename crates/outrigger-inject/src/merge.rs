@@ -305,8 +305,22 @@ fn merge_set_element_order(
         let p = patch_list.unwrap_or_default();
         let is_map = element_kind_is_map(&o, &p)?;
         let key = meta.merge_key.as_str();
-        let (patch_items, server_only) = partition(merged, &order, key, is_map)?;
-        let both = normalize_element_order(patch_items, server_only, &order, &o, key, is_map)?;
+        let (order_pos, server_pos) = (positions(&order, key, is_map), positions(&o, key, is_map));
+        let (patch_items, server_only) = partition(merged, &order_pos, key, is_map)?;
+        if is_map {
+            // `normalizeSliceOrder` validates the reference lists too.
+            if let Some(v) = order.iter().chain(&o).find(|v| v.get(key).is_none()) {
+                return Err(no_merge_key(v, key));
+            }
+        }
+        let both = interleave(
+            patch_items,
+            server_only,
+            &order_pos,
+            &server_pos,
+            key,
+            is_map,
+        );
         original.insert(field.clone(), Value::Array(both));
         patch.shift_remove(&field);
     }
@@ -458,7 +472,7 @@ fn merge_slice(
     }
     let is_map = element_kind_is_map(&original, &patch)?;
     let key = meta.merge_key.as_str();
-    let (original, patch, merged) = if is_map {
+    let (server_pos, patch_pos, merged) = if is_map {
         if key.is_empty() {
             return Err(Error::Merge(format!(
                 "cannot merge lists without merge key for {}",
@@ -466,19 +480,31 @@ fn merge_slice(
             )));
         }
         let (original, patch) = apply_special_elements(original, patch, key)?;
-        let merged = merge_maps_by_key(original.clone(), &patch, key, meta.sub)?;
-        (original, patch, merged)
+        // Positions in the original list (Go's `serverOrder`), taken before merging in place.
+        let server_pos = positions(&original, key, true);
+        let patch_pos = positions(&patch, key, true);
+        let merged = merge_maps_by_key(original, patch, key, meta.sub)?;
+        (server_pos, patch_pos, merged)
     } else {
         if is_delete {
             return Ok(delete_from_slice(original, &patch));
         }
-        let mut both = original.clone();
-        both.extend(patch.iter().cloned());
-        let merged = deduplicate_scalars(both);
-        (original, patch, merged)
+        let server_pos = positions(&original, key, false);
+        let patch_pos = positions(&patch, key, false);
+        let mut both = original;
+        both.extend(patch);
+        (server_pos, patch_pos, deduplicate_scalars(both))
     };
-    let (patch_items, server_only) = partition(merged, &patch, key, is_map)?;
-    normalize_element_order(patch_items, server_only, &patch, &original, key, is_map)
+    // `partition` checks every merged element (originals included) carries the merge key.
+    let (patch_items, server_only) = partition(merged, &patch_pos, key, is_map)?;
+    Ok(interleave(
+        patch_items,
+        server_only,
+        &patch_pos,
+        &server_pos,
+        key,
+        is_map,
+    ))
 }
 
 /// `mergeSliceWithSpecialElements`: `$patch: delete|replace` list elements.
@@ -525,27 +551,33 @@ fn apply_special_elements(
 /// `mergeSliceWithoutSpecialElements`: merge by key in place, append the rest.
 fn merge_maps_by_key(
     mut original: Vec<Value>,
-    patch: &[Value],
+    patch: Vec<Value>,
     key: &str,
     sub: Schema,
 ) -> Result<Vec<Value>> {
     let mut pos = positions(&original, key, true);
     for p in patch {
-        let kv = p.get(key).ok_or_else(|| no_merge_key(p, key))?;
-        match key_of(kv).and_then(|k| pos.get(&k).copied()) {
+        let Some(kv) = p.get(key) else {
+            return Err(no_merge_key(&p, key));
+        };
+        let k = key_of(kv);
+        match k.as_ref().and_then(|k| pos.get(k).copied()) {
             Some(i) => {
                 let o = match std::mem::take(&mut original[i]) {
                     Value::Object(m) => m,
                     _ => Map::new(),
                 };
-                let pm = p.as_object().cloned().unwrap_or_default();
+                let pm = match p {
+                    Value::Object(m) => m,
+                    _ => Map::new(),
+                };
                 original[i] = Value::Object(merge_map(o, pm, sub)?);
             }
             None => {
-                if let Some(k) = key_of(kv) {
+                if let Some(k) = k {
                     pos.entry(k).or_insert(original.len());
                 }
-                original.push(p.clone());
+                original.push(p);
             }
         }
     }
@@ -591,11 +623,10 @@ fn deduplicate_scalars(mut s: Vec<Value>) -> Vec<Value> {
 /// `partitionMapsByPresentInList` / `partitionPrimitivesByPresentInList`.
 fn partition(
     merged: Vec<Value>,
-    by: &[Value],
+    present: &HashMap<Key, usize>,
     key: &str,
     is_map: bool,
 ) -> Result<(Vec<Value>, Vec<Value>)> {
-    let present = positions(by, key, is_map);
     let mut patch_items = Vec::new();
     let mut server_only = Vec::new();
     for v in merged {
@@ -612,34 +643,23 @@ fn partition(
     Ok((patch_items, server_only))
 }
 
-/// `normalizeElementOrder`: sort both parts by their reference lists, then interleave.
-fn normalize_element_order(
+/// `normalizeElementOrder` with precomputed reference positions: sort the patch items by their
+/// position in the patch (or `$setElementOrder`) list and the server-only items by their
+/// position in the original list, then interleave (`mergeSortedSlice`): the server-only head
+/// goes first only when both heads are in the original list and it comes earlier there.
+fn interleave(
     mut patch_items: Vec<Value>,
     mut server_only: Vec<Value>,
-    patch_order: &[Value],
-    server_order: &[Value],
+    patch_pos: &HashMap<Key, usize>,
+    server_pos: &HashMap<Key, usize>,
     key: &str,
     is_map: bool,
-) -> Result<Vec<Value>> {
-    if is_map {
-        for v in patch_items
-            .iter()
-            .chain(&server_only)
-            .chain(patch_order)
-            .chain(server_order)
-        {
-            if v.get(key).is_none() {
-                return Err(no_merge_key(v, key));
-            }
-        }
-    }
-    let ppos = positions(patch_order, key, is_map);
-    let spos = positions(server_order, key, is_map);
+) -> Vec<Value> {
     let idx = |m: &HashMap<Key, usize>, v: &Value| {
         elem_key(v, key, is_map).and_then(|k| m.get(&k).copied())
     };
-    sort_by_index(&mut patch_items, |v| idx(&ppos, v));
-    sort_by_index(&mut server_only, |v| idx(&spos, v));
+    sort_by_index(&mut patch_items, |v| idx(patch_pos, v));
+    sort_by_index(&mut server_only, |v| idx(server_pos, v));
     let mut out = Vec::with_capacity(patch_items.len() + server_only.len());
     let mut left = server_only.into_iter().peekable();
     let mut right = patch_items.into_iter().peekable();
@@ -649,13 +669,13 @@ fn normalize_element_order(
             (Some(_), None) => true,
             (None, Some(_)) => false,
             (Some(l), Some(r)) => {
-                matches!((idx(&spos, l), idx(&spos, r)), (Some(li), Some(ri)) if li < ri)
+                matches!((idx(server_pos, l), idx(server_pos, r)), (Some(li), Some(ri)) if li < ri)
             }
         };
         let next = if take_left { left.next() } else { right.next() };
         out.extend(next);
     }
-    Ok(out)
+    out
 }
 
 /// Stable sort by position in a reference list (elements are always found there).
@@ -777,6 +797,33 @@ mod tests {
             json!({"metadata": {"labels": {"$patch": "delete"}}}),
         );
         assert_eq!(r["metadata"]["labels"], json!({}));
+    }
+
+    #[test]
+    fn directive_maps_are_copied_verbatim_when_the_key_is_absent() {
+        // [quirk] Go's mergeMap takes an absent key's patch value as-is, directives included.
+        let r = smp(
+            json!({"metadata": {}}),
+            json!({"metadata": {"labels": {"$patch": "replace", "foo": "bar"}}}),
+        );
+        assert_eq!(
+            r["metadata"]["labels"],
+            json!({"$patch": "replace", "foo": "bar"})
+        );
+    }
+
+    #[test]
+    fn mixed_element_types_are_errors() {
+        let e = smp_err(
+            json!({"metadata": {"finalizers": ["a"]}}),
+            json!({"metadata": {"finalizers": [{"x": 1}]}}),
+        );
+        assert_eq!(e, "list element types are not identical: [[a] [map[x:1]]]");
+        let e = smp_err(
+            json!({"metadata": {"finalizers": [["a"]]}}),
+            json!({"metadata": {"finalizers": ["b"]}}),
+        );
+        assert_eq!(e, "lists of lists are not supported");
     }
 
     #[test]
@@ -926,6 +973,88 @@ mod tests {
         let mut t = json!({});
         assert!(strategic_merge("corev1.Pod", &mut t, &json!([1])).is_err());
         assert!(strategic_merge("no.Such", &mut t, &json!({})).is_err());
+    }
+
+    #[test]
+    fn realistic_sidecar_template_onto_pod() {
+        let mut pod = json!({
+            "metadata": {"name": "hello", "labels": {"app": "hello"}, "annotations": {"a": "1"}},
+            "spec": {
+                "containers": [{"name": "hello", "image": "hello:1",
+                    "ports": [{"containerPort": 80, "name": "http"}],
+                    "volumeMounts": [{"name": "data", "mountPath": "/data"}]}],
+                "volumes": [{"name": "data", "emptyDir": {}}]
+            }
+        });
+        crate::k8s::normalize("corev1.Pod", &mut pod).unwrap();
+        let template = json!({
+            "metadata": {"labels": {"security.istio.io/tlsMode": "istio"},
+                         "annotations": {"sidecar.istio.io/status": "{}"}},
+            "spec": {
+                "initContainers": [
+                    {"name": "istio-init", "image": "proxyv2", "args": ["istio-iptables", "-p", "15001"],
+                     "resources": {"limits": {"cpu": "2000m", "memory": "1024Mi"}, "requests": {"cpu": "100m"}},
+                     "securityContext": {"privileged": false, "runAsUser": 0, "capabilities": {"add": ["NET_ADMIN"]}}},
+                    {"name": "istio-proxy", "image": "proxyv2", "restartPolicy": "Always",
+                     "ports": [{"containerPort": 15090, "protocol": "TCP", "name": "http-envoy-prom"}],
+                     "env": [{"name": "ISTIO_META_POD_PORTS", "value": "[]"}, {"name": "EMPTY", "value": null}],
+                     "volumeMounts": [{"name": "workload-socket", "mountPath": "/var/run/secrets/workload-spiffe-uds"}]}
+                ],
+                "containers": [],
+                "volumes": [{"name": "workload-socket", "emptyDir": null},
+                            {"name": "istio-envoy", "emptyDir": {"medium": "Memory"}}]
+            }
+        });
+        strategic_merge("corev1.Pod", &mut pod, &template).unwrap();
+        crate::k8s::normalize("corev1.Pod", &mut pod).unwrap();
+        assert_eq!(
+            pod["metadata"]["labels"],
+            json!({"app": "hello", "security.istio.io/tlsMode": "istio"})
+        );
+        assert_eq!(pod["metadata"]["annotations"]["a"], "1");
+        assert_eq!(names(&pod["spec"]["containers"]), ["hello"]);
+        assert_eq!(
+            names(&pod["spec"]["initContainers"]),
+            ["istio-init", "istio-proxy"]
+        );
+        assert_eq!(
+            names(&pod["spec"]["volumes"]),
+            ["workload-socket", "istio-envoy", "data"]
+        );
+        assert_eq!(
+            pod["spec"]["volumes"][0],
+            json!({"name": "workload-socket"})
+        );
+        let init = &pod["spec"]["initContainers"][0];
+        assert_eq!(
+            init["resources"]["limits"],
+            json!({"cpu": "2", "memory": "1Gi"})
+        );
+        assert_eq!(init["securityContext"]["privileged"], json!(false));
+        let proxy = &pod["spec"]["initContainers"][1];
+        assert_eq!(
+            proxy["env"],
+            json!([{"name": "ISTIO_META_POD_PORTS", "value": "[]"}, {"name": "EMPTY"}])
+        );
+        assert_eq!(proxy["resources"], json!({}));
+
+        // §7.5: the user's own istio-proxy definition is re-applied over the injected one.
+        let user = json!({"name": "istio-proxy", "image": "auto",
+            "resources": {"limits": {"cpu": "3000m"}}, "securityContext": {"runAsUser": 1234}});
+        let mut overlay = crate::k8s::to_go_value("corev1.Container", &user).unwrap();
+        overlay.as_object_mut().unwrap().shift_remove("image");
+        let patch = json!({"spec": {"containers": [], "initContainers": [overlay]}});
+        strategic_merge("corev1.Pod", &mut pod, &patch).unwrap();
+        crate::k8s::normalize("corev1.Pod", &mut pod).unwrap();
+        let proxy = &pod["spec"]["initContainers"][1];
+        assert_eq!(proxy["name"], "istio-proxy");
+        assert_eq!(proxy["image"], "proxyv2");
+        assert_eq!(proxy["resources"], json!({"limits": {"cpu": "3"}}));
+        assert_eq!(proxy["securityContext"], json!({"runAsUser": 1234}));
+        assert_eq!(
+            names(&pod["spec"]["initContainers"]),
+            ["istio-init", "istio-proxy"]
+        );
     }
 
     #[test]

@@ -7,6 +7,9 @@ use std::sync::OnceLock;
 
 use crate::schema::{self, K8sField};
 
+/// Structs with at most this many fields are searched linearly (faster than hashing).
+const LINEAR_MAX: usize = 8;
+
 /// A Kubernetes struct with its JSON-visible fields flattened.
 #[derive(Debug)]
 pub struct StructIndex {
@@ -16,6 +19,8 @@ pub struct StructIndex {
     pub go_name: &'static str,
     /// JSON-visible fields in Go marshal order (inline struct fields at the embedding position).
     pub fields: Vec<&'static K8sField>,
+    /// Indices of fields Go emits even when unset (structs, non-omitempty fields).
+    pub emitted: Vec<usize>,
     by_json: HashMap<&'static str, usize>,
     by_folded: HashMap<String, usize>,
 }
@@ -23,7 +28,15 @@ pub struct StructIndex {
 impl StructIndex {
     /// Field index for a JSON key: exact match first, then ASCII case-insensitive (Go rules).
     pub fn lookup(&self, key: &str) -> Option<usize> {
-        if let Some(&i) = self.by_json.get(key) {
+        if self.fields.len() <= LINEAR_MAX {
+            if let Some(i) = self
+                .fields
+                .iter()
+                .position(|f| f.json.as_deref() == Some(key))
+            {
+                return Some(i);
+            }
+        } else if let Some(&i) = self.by_json.get(key) {
             return Some(i);
         }
         if self.by_folded.is_empty() {
@@ -65,16 +78,29 @@ fn build_all() -> HashMap<&'static str, StructIndex> {
                     by_folded.entry(j.to_ascii_lowercase()).or_insert(i);
                 }
             }
+            let emitted = (0..fields.len())
+                .filter(|&i| emitted_when_unset(fields[i]))
+                .collect();
             let idx = StructIndex {
                 name: name.as_str(),
                 go_name: st.go_name.as_str(),
                 fields,
+                emitted,
                 by_json,
                 by_folded,
             };
             (name.as_str(), idx)
         })
         .collect()
+}
+
+/// Whether Go's encoder writes this field when it holds its zero value.
+fn emitted_when_unset(f: &K8sField) -> bool {
+    match f.kind.as_str() {
+        "struct" | "intorstring" | "quantity" => true,
+        "time" => !f.omitzero,
+        _ => !f.omitempty,
+    }
 }
 
 /// Append the JSON-visible fields of struct `name`, splicing inline structs in place.

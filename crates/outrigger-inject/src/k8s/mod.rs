@@ -16,6 +16,7 @@
 pub mod gofmt;
 pub mod index;
 pub mod quantity;
+pub mod time;
 
 use serde_json::{Map, Value};
 
@@ -24,7 +25,15 @@ use crate::{Error, Result};
 use index::StructIndex;
 
 /// Normalise `v` (of Go type `ty`, e.g. `corev1.Pod`) in place as a typed round-trip would.
+///
+/// `ty` is a struct of the schema; the leaf types `resource.Quantity`, `intstr.IntOrString`,
+/// `metav1.Time` and quantity maps such as `corev1.ResourceList` are accepted too.
 pub fn normalize(ty: &str, v: &mut Value) -> Result<()> {
+    if index::get(ty).is_none() {
+        if let Some(r) = normalize_leaf(ty, v) {
+            return r;
+        }
+    }
     let idx = root_index(ty)?;
     match v {
         Value::Object(m) => {
@@ -45,12 +54,83 @@ pub fn normalize(ty: &str, v: &mut Value) -> Result<()> {
 
 /// The JSON Go would marshal for `v` decoded as Go type `ty`, keys in Go field order.
 pub fn to_go_value(ty: &str, v: &Value) -> Result<Value> {
+    if index::get(ty).is_none() {
+        let mut copy = v.clone();
+        if let Some(r) = normalize_leaf(ty, &mut copy) {
+            r?;
+            if let Value::Object(m) = copy {
+                let mut entries: Vec<(String, Value)> = m.into_iter().collect();
+                entries.sort_by(|a, b| a.0.cmp(&b.0));
+                return Ok(Value::Object(entries.into_iter().collect()));
+            }
+            return Ok(copy);
+        }
+    }
     let idx = root_index(ty)?;
     let mut copy = v.clone();
     normalize(ty, &mut copy)?;
     Ok(match copy {
         Value::Object(m) => Value::Object(order_struct(idx, m)),
         other => other,
+    })
+}
+
+/// Top-level values of non-struct types; `None` when `ty` is not one of them.
+fn normalize_leaf(ty: &str, v: &mut Value) -> Option<Result<()>> {
+    let err = |v: &Value, t: &str| {
+        Error::Type(format!(
+            "json: cannot unmarshal {} into Go value of type {t}",
+            json_kind(v)
+        ))
+    };
+    let quantity_map = crate::schema::k8s().named_types.get(ty).is_some_and(|n| {
+        n.kind == "map"
+            && n.underlying
+                .as_deref()
+                .is_some_and(|u| u.ends_with("resource.Quantity"))
+    });
+    Some(match (ty, &mut *v) {
+        ("resource.Quantity", Value::Null) => {
+            *v = Value::from("0");
+            Ok(())
+        }
+        ("resource.Quantity", _) => norm_quantity(v),
+        ("intstr.IntOrString", Value::String(_)) => Ok(()),
+        ("intstr.IntOrString", Value::Null) => {
+            *v = Value::from(0);
+            Ok(())
+        }
+        ("intstr.IntOrString", Value::Number(n)) => match n.as_f64() {
+            Some(x) if x.fract() == 0.0 && x >= f64::from(i32::MIN) && x <= f64::from(i32::MAX) => {
+                *v = Value::from(x as i64);
+                Ok(())
+            }
+            _ => Err(Error::Type(format!(
+                "json: cannot unmarshal number {} into Go value of type int32",
+                gofmt::number_text(n)
+            ))),
+        },
+        ("intstr.IntOrString", other) => Err(err(other, "int32")),
+        ("metav1.Time", Value::String(s)) => time::canonicalize(s).map(|c| {
+            *v = if c == time::ZERO {
+                Value::Null
+            } else {
+                Value::from(c)
+            };
+        }),
+        ("metav1.Time", Value::Null) => Ok(()),
+        ("metav1.Time", other) => Err(err(other, "string")),
+        (_, Value::Object(m)) if quantity_map => m.values_mut().try_for_each(|q| {
+            if q.is_null() {
+                *q = Value::from("0");
+                Ok(())
+            } else {
+                norm_quantity(q)
+            }
+        }),
+        (_, Value::Null) if quantity_map => Ok(()),
+        (_, other) if quantity_map => Err(err(other, &index::short_type(ty))),
+        _ => return None,
     })
 }
 
@@ -137,12 +217,12 @@ fn rename_folded_keys(idx: &StructIndex, obj: &mut Map<String, Value>) {
 
 /// Add the fields Go always emits that are absent.
 fn complete_struct(idx: &StructIndex, obj: &mut Map<String, Value>) {
-    for (i, f) in idx.fields.iter().enumerate() {
+    for &i in &idx.emitted {
         let json = idx.json_name(i);
         if obj.contains_key(json) {
             continue;
         }
-        if let Some(z) = zero_field(f, 0) {
+        if let Some(z) = zero_field(idx.fields[i], 0) {
             obj.insert(json.to_string(), z);
         }
     }
@@ -235,7 +315,7 @@ fn is_scalar_zero(kind: &str, v: &Value, omitzero: bool) -> bool {
         "string" | "named-string" => v.as_str() == Some(""),
         "bool" => v.as_bool() == Some(false),
         "int" | "uint" | "float" => v.as_f64() == Some(0.0),
-        "time" => omitzero && (v.is_null() || v.as_str() == Some("0001-01-01T00:00:00Z")),
+        "time" => omitzero && v.is_null(),
         _ => false,
     }
 }
@@ -383,7 +463,16 @@ fn norm_scalar(
         },
         "quantity" => norm_quantity(v),
         "time" => match v {
-            Value::String(_) => Ok(()),
+            Value::String(s) => {
+                let c = time::canonicalize(s)?;
+                // The zero time marshals as `null`.
+                *v = if c == time::ZERO {
+                    Value::Null
+                } else {
+                    Value::from(c)
+                };
+                Ok(())
+            }
             other => Err(ctx.type_error(json_kind(other), "string")),
         },
         _ => Ok(()),

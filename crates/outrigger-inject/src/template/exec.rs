@@ -64,6 +64,16 @@ impl<'t> Exec<'t> {
         )
     }
 
+    /// Position of the name string of a `template` action (Go reports it there).
+    fn template_name_pos(&self, pos: Pos) -> Pos {
+        let src = &self.tmpl.source;
+        let from = pos.offset.min(src.len());
+        match src[from..].find(['"', '`']) {
+            Some(i) => Pos::new(from + i, pos.line),
+            None => pos,
+        }
+    }
+
     fn walk_list(&mut self, list: &'t ListNode, dot: &V<'t>) -> R<Option<Ctl>> {
         for n in &list.nodes {
             if let Some(c) = self.walk(n, dot)? {
@@ -93,7 +103,7 @@ impl<'t> Exec<'t> {
                 };
                 let Some(body) = self.tmpl.defines.get(t.name.as_str()) else {
                     return Err(self.err(
-                        t.pos,
+                        self.template_name_pos(t.pos),
                         &format!("{{{{template {:?}}}}}", t.name.as_str()),
                         &format!("template {:?} not defined", t.name.as_str()),
                     ));
@@ -150,7 +160,14 @@ impl<'t> Exec<'t> {
         let v = self.eval_pipe_raw(&b.pipe, dot)?;
         let items: Vec<(V<'t>, V<'t>)> = match self.range_items(&v) {
             Ok(items) => items,
-            Err(m) => return Err(self.err(b.pos, &pipe_str(&b.pipe), &m)),
+            Err(m) => {
+                // Go reports the last node evaluated by the pipeline.
+                let last = b.pipe.commands.last().and_then(|c| c.args.last());
+                return Err(match last {
+                    Some(e) => self.err(expr_pos(e), &expr_str(e), &m),
+                    None => self.err(b.pos, &pipe_str(&b.pipe), &m),
+                });
+            }
         };
         let r = if items.is_empty() {
             match &b.else_body {
@@ -305,10 +322,12 @@ impl<'t> Exec<'t> {
             return Err(self.err(cmd.pos, "", "empty command"));
         };
         match first {
-            Expr::Identifier(pos, name) => self.eval_function(*pos, name, &cmd.args[1..], dot, fin),
-            Expr::Field(pos, chain) => {
+            Expr::Identifier(pos, name) => {
+                self.eval_function(*pos, name, Some(cmd), &cmd.args[1..], dot, fin)
+            }
+            Expr::Field(_, chain) => {
                 self.no_args(cmd, fin.is_some())?;
-                self.eval_chain(*pos, first, dot.clone(), chain)
+                self.eval_chain(first, dot.clone(), chain)
             }
             other => {
                 self.no_args(cmd, fin.is_some())?;
@@ -334,7 +353,7 @@ impl<'t> Exec<'t> {
         Ok(match e {
             Expr::Dot(_) => dot.clone(),
             Expr::Nil(p) => return Err(self.err(*p, "nil", "nil is not a command")),
-            Expr::Field(p, chain) => self.eval_chain(*p, e, dot.clone(), chain)?,
+            Expr::Field(_, chain) => self.eval_chain(e, dot.clone(), chain)?,
             Expr::Variable(p, name, chain) => {
                 let Some(v) = self.lookup_var(name).cloned() else {
                     return Err(self.err(*p, name, &format!("undefined variable: {name}")));
@@ -342,10 +361,10 @@ impl<'t> Exec<'t> {
                 if chain.is_empty() {
                     v
                 } else {
-                    self.eval_chain(*p, e, v, chain)?
+                    self.eval_chain(e, v, chain)?
                 }
             }
-            Expr::Identifier(p, name) => self.eval_function(*p, name, &[], dot, None)?,
+            Expr::Identifier(p, name) => self.eval_function(*p, name, None, &[], dot, None)?,
             Expr::String(_, s) => V::s(s),
             Expr::Number(_, n) => num_value(*n),
             Expr::Bool(_, b) => V::Bool(*b),
@@ -355,24 +374,18 @@ impl<'t> Exec<'t> {
                 self.vars.truncate(mark);
                 v?
             }
-            Expr::Chain(p, inner, chain) => {
+            Expr::Chain(_, inner, chain) => {
                 let base = self.eval_arg_value(inner, dot)?;
-                self.eval_chain(*p, e, base, chain)?
+                self.eval_chain(e, base, chain)?
             }
         })
     }
 
-    fn eval_chain(
-        &self,
-        pos: Pos,
-        node: &Expr,
-        mut v: V<'t>,
-        chain: &[gotmpl::parse::SmolStr],
-    ) -> R<V<'t>> {
+    fn eval_chain(&self, node: &Expr, mut v: V<'t>, chain: &[gotmpl::parse::SmolStr]) -> R<V<'t>> {
         for name in chain {
             v = match field(&v, name) {
                 Ok(x) => x,
-                Err(m) => return Err(self.err(pos, &expr_str(node), &m)),
+                Err(m) => return Err(self.err(expr_pos(node), &expr_str(node), &m)),
             };
         }
         Ok(v)
@@ -382,6 +395,7 @@ impl<'t> Exec<'t> {
         &mut self,
         pos: Pos,
         name: &str,
+        cmd: Option<&CommandNode>,
         args: &'t [Expr],
         dot: &V<'t>,
         fin: Option<V<'t>>,
@@ -427,7 +441,10 @@ impl<'t> Exec<'t> {
             let v = funcs::convert(f, p).map_err(|m| self.err(pos, name, &m))?;
             argv.push(v);
         }
-        (def.f)(argv).map_err(|m| self.err(pos, name, &format!("error calling {name}: {m}")))
+        (def.f)(argv).map_err(|m| {
+            let at = cmd.map_or_else(|| name.to_string(), cmd_str);
+            self.err(pos, &at, &format!("error calling {name}: {m}"))
+        })
     }
 
     fn eval_typed_arg(&mut self, a: &'t Expr, p: P, dot: &V<'t>) -> R<V<'t>> {
@@ -456,7 +473,7 @@ impl<'t> Exec<'t> {
             }
             _ => {
                 let v = self.eval_arg_value(a, dot)?;
-                funcs::convert(v, p).map_err(|m| self.err(a.pos(), &expr_str(a), &m))
+                funcs::convert(v, p).map_err(|m| self.err(expr_pos(a), &expr_str(a), &m))
             }
         }
     }
@@ -550,7 +567,14 @@ fn enum_num(v: &V<'_>) -> i64 {
 }
 
 fn cant(v: &V<'_>, name: &str) -> String {
-    format!("can't evaluate field {name} in type {}", v.type_name())
+    // Generic values come out of `map[string]interface{}`: Go names the static type.
+    let ty = match v {
+        V::Json(_) | V::List(_) | V::Map(_) | V::Float(_) | V::Bool(_) => {
+            "interface {}".to_string()
+        }
+        other => other.type_name(),
+    };
+    format!("can't evaluate field {name} in type {ty}")
 }
 
 fn root_field<'a>(d: &'a TemplateData<'a>, name: &str) -> Option<V<'a>> {
@@ -652,13 +676,23 @@ fn pipe_str(p: &PipeNode) -> String {
         s.push_str(&p.decl.join(", "));
         s.push_str(if p.is_assign { " = " } else { " := " });
     }
-    let cmds: Vec<String> = p
-        .commands
-        .iter()
-        .map(|c| c.args.iter().map(expr_str).collect::<Vec<_>>().join(" "))
-        .collect();
+    let cmds: Vec<String> = p.commands.iter().map(cmd_str).collect();
     s.push_str(&cmds.join(" | "));
     s
+}
+
+/// Go's position of an expression node: a field chain `.A.B` is positioned at `.B`.
+fn expr_pos(e: &Expr) -> Pos {
+    match e {
+        Expr::Field(p, c) if c.len() > 1 => Pos::new(p.offset + 1 + c[0].len(), p.line),
+        Expr::Variable(p, n, c) if !c.is_empty() => Pos::new(p.offset + n.len(), p.line),
+        other => other.pos(),
+    }
+}
+
+/// Go's `String()` of a command node.
+fn cmd_str(c: &CommandNode) -> String {
+    c.args.iter().map(expr_str).collect::<Vec<_>>().join(" ")
 }
 
 /// Go's `String()` of an expression node.

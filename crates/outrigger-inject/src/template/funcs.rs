@@ -94,6 +94,10 @@ pub fn convert(v: V<'_>, p: P) -> R<V<'_>> {
             Err(format!("invalid value; expected {}", p.go_name()))
         };
     }
+    if let (V::Ptr(inner), P::Str | P::Int | P::Bool) = (&v, p) {
+        // One level of pointer indirection is attempted, as in Go.
+        return convert((**inner).clone(), p);
+    }
     match p {
         P::Raw | P::Any => Ok(v),
         P::Str => match v {
@@ -145,18 +149,37 @@ pub fn is_defined(name: &str) -> bool {
     name == "and" || name == "or" || table().contains_key(name)
 }
 
-fn table() -> &'static HashMap<&'static str, FuncDef> {
-    static T: OnceLock<HashMap<&'static str, FuncDef>> = OnceLock::new();
+/// FNV-1a: function names are short and trusted, SipHash is needlessly slow here.
+#[derive(Default, Clone, Copy)]
+pub struct Fnv(u64);
+
+impl std::hash::Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
+        for b in bytes {
+            h ^= u64::from(*b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = h;
+    }
+}
+
+/// The function table type.
+pub type Table = HashMap<&'static str, FuncDef, std::hash::BuildHasherDefault<Fnv>>;
+
+fn table() -> &'static Table {
+    static T: OnceLock<Table> = OnceLock::new();
     T.get_or_init(build)
 }
 
-fn def(
-    m: &mut HashMap<&'static str, FuncDef>,
-    name: &'static str,
-    params: &'static [P],
-    variadic: Option<P>,
-    f: Func,
-) {
+fn def(m: &mut Table, name: &'static str, params: &'static [P], variadic: Option<P>, f: Func) {
     m.insert(
         name,
         FuncDef {
@@ -167,8 +190,8 @@ fn def(
     );
 }
 
-fn build() -> HashMap<&'static str, FuncDef> {
-    let mut m = HashMap::new();
+fn build() -> Table {
+    let mut m = Table::default();
     // Sprig first (every name parses; unimplemented ones fail at execution).
     for name in sprig::SPRIG_NAMES {
         def(&mut m, name, &[], Some(P::Any), not_implemented_stub);
@@ -181,7 +204,7 @@ fn build() -> HashMap<&'static str, FuncDef> {
 
 /// Register a function (used by the Sprig module).
 pub fn register(
-    m: &mut HashMap<&'static str, FuncDef>,
+    m: &mut Table,
     name: &'static str,
     params: &'static [P],
     variadic: Option<P>,
@@ -196,7 +219,7 @@ fn not_implemented_stub<'a>(_: Vec<V<'a>>) -> R<V<'a>> {
 
 // ---------------------------------------------------------------- Go builtins
 
-fn builtins(m: &mut HashMap<&'static str, FuncDef>) {
+fn builtins(m: &mut Table) {
     use P::*;
     def(m, "not", &[Raw], None, |a| Ok(V::Bool(!a[0].truth())));
     def(m, "eq", &[Raw], Some(Raw), f_eq);
@@ -217,7 +240,11 @@ fn builtins(m: &mut HashMap<&'static str, FuncDef>) {
     });
     def(m, "len", &[Raw], None, |a| match a[0].len() {
         Some(n) => Ok(V::Int(n as i64, IntTy::Int)),
-        None => Err(format!("len of {}", type_or_nil(&a[0]))),
+        None => match a[0] {
+            V::Missing | V::Nil => Err("reflect: call of reflect.Value.Type on zero Value".into()),
+            V::NilPtr(_) | V::Proto { json: None, .. } => Err("len of nil pointer".into()),
+            _ => Err(format!("len of type {}", a[0].type_name())),
+        },
     });
     def(m, "index", &[Raw], Some(Raw), f_index);
     def(m, "slice", &[Raw], Some(Raw), f_slice);
@@ -242,13 +269,6 @@ fn builtins(m: &mut HashMap<&'static str, FuncDef>) {
     def(m, "call", &[Raw], Some(Raw), |_| {
         Err("call of non-function".into())
     });
-}
-
-fn type_or_nil(v: &V<'_>) -> String {
-    match v {
-        V::Missing | V::Nil => "<nil>".into(),
-        v => v.type_name(),
-    }
 }
 
 /// Go `fmt.Sprint`: spaces between operands when neither is a string.
@@ -546,7 +566,7 @@ fn query_escape(s: &str) -> String {
 
 // ---------------------------------------------------------------- Istio
 
-fn istio(m: &mut HashMap<&'static str, FuncDef>) {
+fn istio(m: &mut Table) {
     use P::*;
     def(m, "formatDuration", &[Proto], None, |a| {
         let (s, n) = match &a[0] {

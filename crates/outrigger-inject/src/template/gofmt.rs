@@ -19,6 +19,9 @@ pub fn format_float_v(f: f64) -> String {
             "0".into()
         };
     }
+    if f.fract() == 0.0 && f.abs() < 1e6 {
+        return (f as i64).to_string();
+    }
     let e = format!("{f:e}");
     let (mant, exp) = match e.split_once('e') {
         Some((m, x)) => (m.to_string(), x.parse::<i32>().unwrap_or(0)),

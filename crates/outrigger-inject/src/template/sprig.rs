@@ -2,12 +2,12 @@
 //! here follow Sprig's semantics, the rest fail at execution with
 //! `error calling X: not implemented by outrigger`.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use serde_json::Value;
 
-use super::funcs::{quote_str, register, str_of, FuncDef, P};
+use super::funcs::{quote_str, register, str_of, Table, P};
 use super::value::{IntTy, V};
 
 type R<T> = Result<T, String>;
@@ -325,7 +325,7 @@ fn go_kind(v: &V<'_>) -> &'static str {
         V::Str(_) => "string",
         V::Json(Value::Array(_)) | V::List(_) | V::K8sSlice(..) | V::ProtoList(..) => "slice",
         V::Json(_) | V::Map(_) | V::StrMapJ(_) | V::StrMap(_) | V::K8sMap(..) => "map",
-        V::NilPtr(_) | V::Proto { .. } | V::Root(_) => "ptr",
+        V::NilPtr(_) | V::Proto { .. } | V::Root(_) | V::Ptr(_) => "ptr",
         V::K8s { ptr: true, .. } => "ptr",
         V::K8s { .. } | V::Leaf(..) | V::Pair(..) => "struct",
     }
@@ -427,14 +427,14 @@ fn pretty_json(v: &Value) -> String {
 }
 
 /// Register Sprig's implemented functions.
-pub fn register_all(m: &mut HashMap<&'static str, FuncDef>) {
+pub fn register_all(m: &mut Table) {
     register_strings(m);
     register_lists(m);
     register_dicts(m);
     register_misc(m);
 }
 
-fn register_strings(m: &mut HashMap<&'static str, FuncDef>) {
+fn register_strings(m: &mut Table) {
     use P::*;
     register(m, "upper", &[Str], None, |a| {
         Ok(V::string(str_of(&a[0]).to_uppercase()))
@@ -679,7 +679,7 @@ fn register_strings(m: &mut HashMap<&'static str, FuncDef>) {
     });
 }
 
-fn register_lists(m: &mut HashMap<&'static str, FuncDef>) {
+fn register_lists(m: &mut Table) {
     use P::*;
     let list_f: super::funcs::Func = |a| Ok(list(a));
     register(m, "list", &[], Some(Any), list_f);
@@ -770,7 +770,7 @@ fn register_lists(m: &mut HashMap<&'static str, FuncDef>) {
     });
 }
 
-fn register_dicts(m: &mut HashMap<&'static str, FuncDef>) {
+fn register_dicts(m: &mut Table) {
     use P::*;
     register(m, "dict", &[], Some(Any), |a| {
         let mut out = BTreeMap::new();
@@ -852,7 +852,7 @@ fn deep_eq(a: &V<'_>, b: &V<'_>) -> bool {
     a.type_name() == b.type_name() && a.to_json() == b.to_json()
 }
 
-fn register_misc(m: &mut HashMap<&'static str, FuncDef>) {
+fn register_misc(m: &mut Table) {
     use P::*;
     register(m, "default", &[Any], Some(Any), |a| {
         Ok(match a.get(1) {

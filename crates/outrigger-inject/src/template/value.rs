@@ -60,6 +60,8 @@ pub enum V<'a> {
         /// Reached through a non-nil pointer.
         ptr: bool,
     },
+    /// A non-nil pointer to a scalar (`*bool`, `*int64`): always true, prints its target.
+    Ptr(Rc<V<'a>>),
     /// A typed nil pointer (`*v1.Probe`, `*int64`).
     NilPtr(&'static str),
     /// A Kubernetes slice field (elements typed by the field's elem).
@@ -166,6 +168,7 @@ impl<'a> V<'a> {
                 format!("{}{}", if *ptr { "*" } else { "" }, k8s_go_name(ty))
             }
             V::NilPtr(t) => format!("*{}", k8s_go_name(t)),
+            V::Ptr(v) => format!("*{}", v.type_name()),
             V::K8sSlice(f, _) => format!("[]{}", k8s_go_name(f.elem.as_deref().unwrap_or("?"))),
             V::K8sMap(f, _) => f
                 .named_type
@@ -203,7 +206,7 @@ impl<'a> V<'a> {
             V::ProtoList(_, s) => s.is_some_and(|s| !s.is_empty()),
             V::Proto { json, .. } => json.is_some(),
             V::Enum(_, n) => *n != 0,
-            V::K8s { .. } | V::Leaf(..) | V::Root(_) | V::Pair(..) => true,
+            V::K8s { .. } | V::Leaf(..) | V::Root(_) | V::Pair(..) | V::Ptr(_) => true,
         }
     }
 
@@ -240,6 +243,8 @@ impl<'a> V<'a> {
         match self {
             V::Missing => out.push_str("<no value>"),
             V::Nil | V::NilPtr(_) => out.push_str("<nil>"),
+            V::Ptr(v) if top => v.write_sprint(out, false),
+            V::Ptr(_) => out.push_str("0xc000000000"),
             V::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
             V::Int(i, _) => out.push_str(&i.to_string()),
             V::Uint(u) => out.push_str(&u.to_string()),
@@ -361,6 +366,7 @@ impl<'a> V<'a> {
             V::Proto { json, .. } => json.cloned().unwrap_or(Value::Null),
             V::Enum(..) => Value::String(self.sprint()),
             V::Root(_) | V::Pair(..) => Value::Object(Map::new()),
+            V::Ptr(v) => v.to_json(),
         }
     }
 }
@@ -477,12 +483,14 @@ pub fn k8s_field_value<'a>(f: &'static K8sField, obj: Option<&'a Value>) -> V<'a
             Some(j) => {
                 let kind = f.elem_kind.as_deref().unwrap_or("string");
                 let v = k8s_kind_value(kind, static_str(&f.elem), f, Some(j));
-                if f.elem.as_deref() == Some("int64") {
-                    if let V::Int(i, _) = v {
-                        return V::Int(i, IntTy::I64);
-                    }
+                let v = match (f.elem.as_deref(), v) {
+                    (Some("int64"), V::Int(i, _)) => V::Int(i, IntTy::I64),
+                    (_, v) => v,
+                };
+                match kind {
+                    "time" | "intorstring" | "quantity" | "raw" => v,
+                    _ => V::Ptr(Rc::new(v)),
                 }
-                v
             }
             None => V::NilPtr(static_str(&f.elem).unwrap_or("?")),
         },

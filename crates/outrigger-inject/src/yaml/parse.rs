@@ -384,7 +384,6 @@ fn short_tag_of(r: &Resolved) -> &'static str {
         Resolved::Bool(_) => "!!bool",
         Resolved::Int(_) | Resolved::Uint(_) => "!!int",
         Resolved::Float(_) => "!!float",
-        Resolved::Merge => "!!merge",
         Resolved::Timestamp => "!!timestamp",
         Resolved::Str => "!!str",
     }
@@ -398,7 +397,7 @@ fn resolved_value(r: Resolved, text: &str, mark: Marker) -> Result<Value> {
         Resolved::Int(i) => Value::from(i),
         Resolved::Uint(u) => Value::from(u),
         Resolved::Float(f) => return float_value(f, mark),
-        Resolved::Merge | Resolved::Timestamp | Resolved::Str => Value::String(text.to_string()),
+        Resolved::Timestamp | Resolved::Str => Value::String(text.to_string()),
     })
 }
 
