@@ -1,6 +1,6 @@
 //! Arbitrary bytes into `workload::inject_manifests` with the embedded default configuration,
 //! as `outrigger inject` runs it. Any input must give `Ok` or `Err`, never a panic; the output
-//! of a successful run must parse again.
+//! of a successful run must parse again (and, with `FUZZ_IDEMPOTENCE=1`, inject to itself).
 #![no_main]
 
 use std::sync::OnceLock;
@@ -34,9 +34,17 @@ fuzz_target!(|data: &[u8]| {
         revision: if flags & 2 == 2 { "canary" } else { "" },
         compliance_policy: "",
     };
-    if let Ok(out) = workload::inject_manifests(text, &opts) {
-        for d in yaml::split_documents(&out.text).expect("output splits") {
-            yaml::from_str(d).expect("output documents parse");
+    let Ok(out) = workload::inject_manifests(text, &opts) else {
+        return;
+    };
+    for d in yaml::split_documents(&out.text).expect("output splits") {
+        yaml::from_str(d).expect("output documents parse");
+    }
+    // With FUZZ_IDEMPOTENCE set, re-injecting the output must give it back unchanged.
+    if std::env::var_os("FUZZ_IDEMPOTENCE").is_some() {
+        match workload::inject_manifests(&out.text, &opts) {
+            Ok(again) => assert_eq!(again.text, out.text, "re-injection changed the output"),
+            Err(e) => panic!("re-injecting the output failed: {e}\noutput:\n{}", out.text),
         }
     }
 });

@@ -514,6 +514,160 @@ fn native_sidecar_annotation_overrides_the_flag() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Configuration flags
+// ---------------------------------------------------------------------------------------------
+
+/// The proxy container of an injected single-pod output.
+fn proxy_of(doc: &Value) -> Value {
+    let containers = doc
+        .pointer("/spec/containers")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    containers
+        .into_iter()
+        .find(|c| c["name"] == "istio-proxy")
+        .expect("an istio-proxy container")
+}
+
+fn env_value(container: &Value, name: &str) -> Option<String> {
+    container["env"]
+        .as_array()?
+        .iter()
+        .find(|e| e["name"] == name)?["value"]
+        .as_str()
+        .map(str::to_string)
+}
+
+#[test]
+fn values_file_replaces_the_embedded_values() {
+    let dir = TempDir::new("values-file");
+    let values = read(&repo_root().join("crates/outrigger-inject/defaults/values.json")).replace(
+        "\"hub\": \"docker.io/istio\"",
+        "\"hub\": \"registry.example.com/mesh\"",
+    );
+    assert!(
+        values.contains("registry.example.com/mesh"),
+        "embedded values changed shape"
+    );
+    let file = dir.write("values.json", &values);
+    let doc = single(
+        Inject::file(&fixture("pod.yaml"))
+            .path_arg("--valuesFile", &file)
+            .run()
+            .success(),
+    );
+    let image = proxy_of(&doc)["image"].as_str().unwrap_or("").to_string();
+    assert!(
+        image.starts_with("registry.example.com/mesh/proxyv2:"),
+        "{image}"
+    );
+}
+
+#[test]
+fn mesh_config_file_reaches_the_proxy_config() {
+    let dir = TempDir::new("mesh-file");
+    let mesh = dir.write(
+        "mesh.yaml",
+        "defaultConfig:\n  discoveryAddress: istiod.mesh-x.svc:15012\n",
+    );
+    let doc = single(
+        Inject::file(&fixture("pod.yaml"))
+            .path_arg("--meshConfigFile", &mesh)
+            .run()
+            .success(),
+    );
+    let pc = env_value(&proxy_of(&doc), "PROXY_CONFIG").expect("PROXY_CONFIG env");
+    let pc: Value = serde_json::from_str(&pc).expect("PROXY_CONFIG is JSON");
+    assert_eq!(pc["discoveryAddress"], json!("istiod.mesh-x.svc:15012"));
+}
+
+#[test]
+fn inject_config_file_may_be_a_bare_template() {
+    // §11.1: a file that is not an injector config with templates is the template `sidecar`.
+    let dir = TempDir::new("bare-template");
+    let template = dir.write(
+        "template.yaml",
+        "spec:\n  containers:\n  - name: istio-proxy\n    image: example/proxy:{{ .Revision | default \"none\" }}\n",
+    );
+    let doc = single(
+        Inject::file(&fixture("pod.yaml"))
+            .path_arg("--injectConfigFile", &template)
+            .run()
+            .success(),
+    );
+    assert_eq!(proxy_of(&doc)["image"], json!("example/proxy:none"));
+    assert!(
+        names_at(&doc, "/spec/initContainers").is_empty(),
+        "only what the template adds"
+    );
+}
+
+#[test]
+fn inject_config_file_with_several_templates_uses_sidecar() {
+    let dir = TempDir::new("config-templates");
+    let config = dir.write(
+        "config.yaml",
+        "templates:\n  sidecar: |\n    spec:\n      containers:\n      - name: istio-proxy\n        image: from-sidecar\n  \
+         other: |\n    metadata:\n      labels: {other: applied}\n",
+    );
+    let doc = single(
+        Inject::file(&fixture("pod.yaml"))
+            .path_arg("--injectConfigFile", &config)
+            .run()
+            .success(),
+    );
+    assert_eq!(proxy_of(&doc)["image"], json!("from-sidecar"));
+    assert!(
+        doc.pointer("/metadata/labels/other").is_none(),
+        "kube-inject applies only `sidecar`"
+    );
+    // The pod can ask for several templates, applied in order.
+    let input = read(&fixture("pod.yaml"))
+        .replace("team: payments", "inject.istio.io/templates: sidecar,other");
+    let run = Inject::new()
+        .arg("-f")
+        .arg("-")
+        .path_arg("--injectConfigFile", &config)
+        .stdin(&input)
+        .run();
+    let doc = single(run.success());
+    assert_eq!(
+        doc.pointer("/metadata/labels/other"),
+        Some(&json!("applied"))
+    );
+}
+
+#[test]
+fn broken_second_template_is_named() {
+    let dir = TempDir::new("config-broken-other");
+    let config = dir.write(
+        "config.yaml",
+        "templates:\n  sidecar: |\n    spec: {}\n  gateway: |\n    metadata:\n      labels: {{ nosuchfunc }}\n",
+    );
+    let run = Inject::file(&hello())
+        .path_arg("--injectConfigFile", &config)
+        .run();
+    let err = run.failure();
+    assert!(
+        err.contains("template \"gateway\"") && err.contains("gateway:2"),
+        "{err}"
+    );
+}
+
+#[test]
+fn warnings_follow_an_empty_line_on_stderr() {
+    // §11.4 step 8: an empty line, then each warning.
+    let out = Inject::file(&fixture("hostnetwork.yaml")).run();
+    out.success();
+    assert!(
+        out.stderr.starts_with("\n===> Skipping injection because "),
+        "{:?}",
+        out.stderr
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
 // Golden files for the embedded default
 // ---------------------------------------------------------------------------------------------
 
