@@ -355,6 +355,24 @@ fn unsupported_last_document_without_newline_is_followed_by_the_separator() {
     assert_eq!(out.success(), "kind: Service\nmetadata: {name: a}\n---\n");
 }
 
+#[test]
+fn crlf_documents_pass_through_byte_for_byte() {
+    let input = "kind: ConfigMap\r\nmetadata:\r\n  name: a\r\n---\r\nkind: Secret\r\nmetadata: {name: b}\r\n";
+    let out = Inject::new().arg("-f").arg("-").stdin(input).run();
+    assert_eq!(
+        out.success(),
+        "kind: ConfigMap\r\nmetadata:\r\n  name: a\r\n---\nkind: Secret\r\nmetadata: {name: b}\r\n---\n"
+    );
+}
+
+#[test]
+fn crlf_workload_is_injected() {
+    let input = read(&fixture("deployment.yaml")).replace('\n', "\r\n");
+    let crlf = Inject::new().arg("-f").arg("-").stdin(&input).run();
+    let lf = Inject::file(&fixture("deployment.yaml")).run();
+    assert_eq!(docs(crlf.success()), docs(lf.success()));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Skips: host network, injection disabled
 // ---------------------------------------------------------------------------------------------
