@@ -62,11 +62,7 @@ pub(super) fn check(name: &str, src: &str) -> Result<()> {
                 }
                 _ => return err("{{else}}"),
             },
-            "end" => {
-                if stack.pop().is_none() {
-                    return err("{{end}}");
-                }
-            }
+            "end" if stack.pop().is_none() => return err("{{end}}"),
             _ => {}
         }
         i = end;
