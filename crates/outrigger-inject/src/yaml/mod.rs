@@ -13,10 +13,24 @@ use serde_json::Value;
 
 use crate::Result;
 
-/// Parse one YAML document into a JSON tree.
+mod gofmt;
+mod parse;
+mod resolve;
+#[cfg(test)]
+mod tests_parse;
+
+/// Parse one YAML document into a JSON tree, as sigs.k8s.io/yaml `YAMLToJSON` reads it.
+///
+/// Plain scalars follow YAML 1.1 (go-yaml v2): `yes`/`on`/`y` are `true`, `010` is 8, `0x1F`,
+/// `0b101`, `1_000` are ints, `1.5`/`1e3` are floats (kept as f64 even when integral), `~`/`null`/
+/// empty are null; quoted and block scalars are strings; explicit core tags (`!!str`, `!!int`,
+/// ...) force the type. Anchors, aliases and merge keys (`<<`) are expanded. Keys keep document
+/// order; non-string keys become their string form (`1`, `true`). Duplicate keys, `.inf`/`.nan`
+/// values (not representable in JSON), more than one non-empty document and syntax errors are
+/// [`crate::Error::Yaml`] errors of the form `yaml: line L: message (column C)`.
+/// Empty, whitespace-only or comment-only input is `Value::Null`.
 pub fn from_str(text: &str) -> Result<Value> {
-    let _ = text;
-    todo!("yaml: from_str")
+    parse::from_str(text)
 }
 
 /// Split a multi-document YAML stream into the raw text of its documents.

@@ -1,0 +1,128 @@
+//! Go's `strconv.FormatFloat(f, 'g', -1, bits)`: shortest round-trip digits, `%e` form (two-digit
+//! exponent at least) when the decimal exponent is below -4 or at least 6.
+
+/// Format `f` as Go's `strconv.FormatFloat(f, 'g', -1, 64)`.
+#[allow(dead_code)] // used by the emitter
+pub(crate) fn format_g64(f: f64) -> String {
+    if let Some(s) = special(f) {
+        return s.to_string();
+    }
+    format_g(&format!("{f:e}"))
+}
+
+/// Format `f` as Go's `strconv.FormatFloat(float64(f), 'g', -1, 32)` (shortest float32 digits).
+pub(crate) fn format_g32(f: f64) -> String {
+    if let Some(s) = special(f) {
+        return s.to_string();
+    }
+    // Narrowing is the point: Go formats with float32 precision here.
+    #[allow(clippy::cast_possible_truncation)]
+    let narrow = f as f32;
+    if narrow.is_infinite() {
+        return if narrow > 0.0 { "+Inf" } else { "-Inf" }.to_string();
+    }
+    format_g(&format!("{narrow:e}"))
+}
+
+/// Go's spelling of the non-finite values.
+fn special(f: f64) -> Option<&'static str> {
+    if f.is_nan() {
+        Some("NaN")
+    } else if f == f64::INFINITY {
+        Some("+Inf")
+    } else if f == f64::NEG_INFINITY {
+        Some("-Inf")
+    } else {
+        None
+    }
+}
+
+/// Turn Rust's shortest `{:e}` output (`-1.25e-7`) into Go's `'g'` layout.
+fn format_g(sci: &str) -> String {
+    let (neg, sci) = match sci.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, sci),
+    };
+    let (mant, exp) = sci.split_once('e').unwrap_or((sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let digits: String = mant.chars().filter(char::is_ascii_digit).collect();
+    let mut out = String::new();
+    if neg {
+        out.push('-');
+    }
+    // Shortest formatting uses `%e` when the exponent is below -4 or at least 6.
+    let nd = i32::try_from(digits.len()).unwrap_or(i32::MAX);
+    if !(-4..6).contains(&exp) {
+        out.push_str(&digits[..1]);
+        if digits.len() > 1 {
+            out.push('.');
+            out.push_str(&digits[1..]);
+        }
+        out.push('e');
+        out.push(if exp < 0 { '-' } else { '+' });
+        let a = exp.unsigned_abs();
+        if a < 10 {
+            out.push('0');
+        }
+        out.push_str(&a.to_string());
+        return out;
+    }
+    let dp = exp + 1;
+    if dp <= 0 {
+        out.push_str("0.");
+        for _ in 0..(-dp) {
+            out.push('0');
+        }
+        out.push_str(&digits);
+    } else if dp >= nd {
+        out.push_str(&digits);
+        for _ in 0..(dp - nd) {
+            out.push('0');
+        }
+    } else {
+        let split = usize::try_from(dp).unwrap_or(0);
+        out.push_str(&digits[..split]);
+        out.push('.');
+        out.push_str(&digits[split..]);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn g64() {
+        let cases: &[(f64, &str)] = &[
+            (0.0, "0"),
+            (-0.0, "-0"),
+            (1.0, "1"),
+            (1.5, "1.5"),
+            (100000.0, "100000"),
+            (1000000.0, "1e+06"),
+            (1234567.5, "1.2345675e+06"),
+            (123456.5, "123456.5"),
+            (0.0001, "0.0001"),
+            (0.00001, "1e-05"),
+            (1e21, "1e+21"),
+            (1e100, "1e+100"),
+            (-2.5e-7, "-2.5e-07"),
+            (0.1, "0.1"),
+        ];
+        for &(f, s) in cases {
+            assert_eq!(format_g64(f), s, "{f}");
+        }
+        assert_eq!(format_g64(f64::INFINITY), "+Inf");
+        assert_eq!(format_g64(f64::NAN), "NaN");
+    }
+
+    #[test]
+    fn g32() {
+        assert_eq!(format_g32(0.1), "0.1");
+        assert_eq!(format_g32(1.0), "1");
+        assert_eq!(format_g32(1234567.0), "1.234567e+06");
+        assert_eq!(format_g32(1.234_567_89), "1.2345679");
+        assert_eq!(format_g32(1e39), "+Inf");
+    }
+}

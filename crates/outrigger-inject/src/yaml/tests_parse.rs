@@ -1,0 +1,211 @@
+//! Unit tests of [`super::from_str`].
+
+use serde_json::{json, Value};
+
+use super::from_str;
+
+fn ok(text: &str) -> Value {
+    match from_str(text) {
+        Ok(v) => v,
+        Err(e) => panic!("parse failed for {text:?}: {e}"),
+    }
+}
+
+fn err(text: &str) -> String {
+    match from_str(text) {
+        Ok(v) => panic!("expected an error for {text:?}, got {v}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn empty_inputs_are_null() {
+    for t in [
+        "",
+        "   \n\n",
+        "# only a comment\n",
+        "---\n",
+        "--- # c\n...\n",
+    ] {
+        assert_eq!(ok(t), Value::Null, "{t:?}");
+    }
+}
+
+#[test]
+fn yaml11_scalars() {
+    let v = ok(
+        "a: yes\nb: 010\nc: 08\nd: 1e3\ne: 0x1F\nf: 2024-01-01\ng: 1_000\nh: 0b101\n\
+                i: -0b11\nj: .5\nk: 1.0\nl: 0o17\nm: ~\nnn: On\no: n\np: NULL\nq:\nr: +12\n",
+    );
+    let want = json!({"a":true,"b":8,"c":8.0,"d":1000.0,"e":31,"f":"2024-01-01","g":1000,"h":5,
+        "i":-3,"j":0.5,"k":1.0,"l":15,"m":null,"nn":true,"o":false,"p":null,"q":null,"r":12});
+    assert_eq!(v, want);
+    // Integral floats stay floats, ints stay ints.
+    assert!(v["k"].is_f64());
+    assert!(v["d"].is_f64());
+    assert!(v["b"].is_i64());
+    assert!(ok("x: 18446744073709551615")["x"].is_u64());
+}
+
+#[test]
+fn quoted_and_block_scalars_are_strings() {
+    let v = ok("a: \"yes\"\nb: '010'\nc: |\n  on\nd: >-\n  folded\n  text\ne: \"\"\nf: ''\n");
+    assert_eq!(
+        v,
+        json!({"a":"yes","b":"010","c":"on\n","d":"folded text","e":"","f":""})
+    );
+}
+
+#[test]
+fn explicit_tags() {
+    let v = ok(
+        "a: !!str 10\nb: !!int \"12\"\nc: !!float 3\nd: !!bool yes\ne: !!null ''\n\
+                f: !custom 5\ng: !!binary aGVsbG8=\nh: !!str true\n",
+    );
+    assert_eq!(
+        v,
+        json!({"a":"10","b":12,"c":3.0,"d":true,"e":null,"f":"5","g":"hello","h":"true"})
+    );
+    assert!(v["c"].is_f64());
+    let e = err("a: !!int foo\n");
+    assert!(e.contains("cannot decode !!str `foo` as a !!int"), "{e}");
+    assert!(e.starts_with("yaml: line 1:"), "{e}");
+}
+
+#[test]
+fn non_string_keys_are_stringified() {
+    let v = ok("1: a\ntrue: b\n1.5: c\n0x10: d\nno: e\n");
+    assert_eq!(
+        v,
+        json!({"1":"a","true":"b","1.5":"c","16":"d","false":"e"})
+    );
+    let keys: Vec<&String> = v
+        .as_object()
+        .map(|m| m.keys().collect())
+        .unwrap_or_default();
+    assert_eq!(keys, ["1", "true", "1.5", "16", "false"]);
+    assert!(err("~: a\n").contains("unsupported map key"));
+    assert!(err("[a]: b\n").contains("unsupported map key"));
+}
+
+#[test]
+fn key_order_is_document_order() {
+    let v = ok("z: 1\na: 2\nm: 3\n");
+    let keys: Vec<&String> = v
+        .as_object()
+        .map(|m| m.keys().collect())
+        .unwrap_or_default();
+    assert_eq!(keys, ["z", "a", "m"]);
+}
+
+#[test]
+fn duplicate_keys_are_errors() {
+    let e = err("a: 1\nb: 2\na: 3\n");
+    assert!(e.starts_with("yaml: line 3:"), "{e}");
+    assert!(e.contains("key \"a\" already set in map"), "{e}");
+    // Collisions after stringification too.
+    assert!(err("1: a\n\"1\": b\n").contains("already set"));
+    // Nested mapping.
+    assert!(err("x:\n  y: 1\n  y: 2\n").starts_with("yaml: line 3:"));
+}
+
+#[test]
+fn anchors_aliases_and_merge() {
+    let v = ok(
+        "base: &b\n  x: 1\n  w: 2\nref: *b\nmerged:\n  <<: *b\n  w: 3\nlist: &l [1, 2]\nl2: *l\n",
+    );
+    assert_eq!(v["ref"], json!({"x":1,"w":2}));
+    assert_eq!(v["merged"], json!({"x":1,"w":3}));
+    assert_eq!(v["l2"], json!([1, 2]));
+    // Sequence of maps: earlier maps take precedence.
+    let v = ok("a: &a {k: 1, a: 1}\nb: &b {k: 2, b: 2}\nc:\n  <<: [*a, *b]\n");
+    assert_eq!(v["c"], json!({"k":1,"b":2,"a":1}));
+    let keys: Vec<&String> = v["c"]
+        .as_object()
+        .map(|m| m.keys().collect())
+        .unwrap_or_default();
+    assert_eq!(keys, ["k", "b", "a"]);
+    assert_eq!(v["c"]["k"], json!(1));
+    // Merge overwrites earlier explicit keys (go-yaml v2 processes keys in order).
+    assert_eq!(
+        ok("a: &a {k: 1}\nb:\n  k: 0\n  <<: *a\n")["b"],
+        json!({"k":1})
+    );
+    assert!(err("a: 1\nb:\n  <<: 5\n").contains("map merge requires map"));
+    assert!(err("a: *nope\n").contains("line 1"));
+}
+
+#[test]
+fn alias_bomb_is_rejected() {
+    let mut doc = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+    for i in 1..10 {
+        let p = i - 1;
+        doc.push_str(&format!(
+            "a{i}: &a{i} [*a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}]\n"
+        ));
+    }
+    assert!(err(&doc).contains("excessive aliasing"));
+}
+
+#[test]
+fn flow_collections() {
+    let v = ok("a: {b: 1, c: [x, 'y', \"z\",], d: {}}\ne: []\n");
+    assert_eq!(v, json!({"a":{"b":1,"c":["x","y","z"],"d":{}},"e":[]}));
+}
+
+#[test]
+fn top_level_shapes() {
+    assert_eq!(ok("- a\n- 1\n"), json!(["a", 1]));
+    assert_eq!(ok("hello\n"), json!("hello"));
+    assert_eq!(ok("'010'"), json!("010"));
+    assert_eq!(ok("---\na: 1\n...\n"), json!({"a":1}));
+    assert_eq!(ok("a: 1\n---\n"), json!({"a":1}));
+}
+
+#[test]
+fn multiple_documents_are_an_error() {
+    let e = err("a: 1\n---\nb: 2\n");
+    assert!(e.contains("line 2"), "{e}");
+    assert!(e.contains("single document"), "{e}");
+}
+
+#[test]
+fn non_finite_floats_are_errors() {
+    assert!(err("a: .inf\n").contains("unsupported value: +Inf"));
+    assert!(err("a: -.Inf\n").contains("unsupported value: -Inf"));
+    assert!(err("a: .nan\n").contains("unsupported value: NaN"));
+}
+
+#[test]
+fn syntax_errors_carry_line_and_column() {
+    let e = err("a: 1\nb: [1, 2\n");
+    assert!(e.starts_with("yaml: line "), "{e}");
+    assert!(e.contains("column"), "{e}");
+    let e = err("a:\n  b: 1\n c: 2\n");
+    assert!(e.starts_with("yaml: line 3:"), "{e}");
+}
+
+#[test]
+fn deep_nesting_is_an_error_not_a_crash() {
+    let doc = "[".repeat(5000) + &"]".repeat(5000);
+    let e = err(&doc);
+    assert!(e.contains("depth") || e.contains("recursion limit"), "{e}");
+    let doc = "- ".repeat(3000) + "x\n";
+    let e = err(&doc);
+    assert!(e.contains("depth") || e.contains("recursion limit"), "{e}");
+}
+
+#[test]
+fn kubernetes_manifest() {
+    let v = ok(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p # comment\n  annotations:\n    \
+                a: \"true\"\nspec:\n  containers:\n  - name: c\n    image: i:1\n    ports:\n    \
+                - containerPort: 80\n    env:\n    - name: X\n      value: yes\n",
+    );
+    assert_eq!(
+        v,
+        json!({"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","annotations":{"a":"true"}},
+            "spec":{"containers":[{"name":"c","image":"i:1","ports":[{"containerPort":80}],
+            "env":[{"name":"X","value":true}]}]}})
+    );
+}
