@@ -1,0 +1,131 @@
+//! Istio mesh and proxy configuration as canonical proto-JSON trees.
+//!
+//! Canonical form: JSON object with proto JSON names (camelCase), enums as names, Durations as
+//! jsonpb strings (`"45s"`), wrappers as bare values, int64 as JSON numbers, maps as objects,
+//! oneof members as their own key, `Struct`/`Value` as plain JSON; unset (proto3 zero) fields
+//! absent; keys in proto declaration order. CONTRACT (owned by the mesh/validation work stream):
+//! defaults, `ApplyMeshConfig`, `ApplyProxyConfig` merge semantics, legacy-jsonpb `protoToJSON`.
+
+mod decode;
+mod defaults;
+pub mod duration;
+mod encode;
+mod merge;
+mod validate_pc;
+
+use serde_json::Value;
+
+use crate::schema::{MESH_CONFIG, PROXY_CONFIG};
+use crate::{Error, Result};
+
+pub use decode::Unknown;
+pub use validate_pc::{
+    go_atoi, proxy_config_errors, validate_proxy_address, validate_proxy_config,
+};
+
+/// `mesh.DefaultMeshConfig()` in canonical form.
+pub fn default_mesh_config() -> Value {
+    to_canonical(MESH_CONFIG, &defaults::mesh_config())
+        .expect("built-in default MeshConfig is valid")
+}
+
+/// `mesh.DefaultProxyConfig()` in canonical form.
+pub fn default_proxy_config() -> Value {
+    to_canonical(PROXY_CONFIG, &defaults::proxy_config())
+        .expect("built-in default ProxyConfig is valid")
+}
+
+/// Decode a JSON tree (e.g. parsed YAML) as message `msg` (fully qualified) and normalise it to
+/// the canonical form. Unknown fields are errors (`unknown field "x" in <msg>`); type errors name
+/// the field path.
+pub fn to_canonical(msg: &str, json: &Value) -> Result<Value> {
+    decode_canonical(msg, json, Unknown::Reject)
+}
+
+/// Like [`to_canonical`], choosing how unknown fields are treated.
+pub fn decode_canonical(msg: &str, json: &Value, unknown: Unknown) -> Result<Value> {
+    let mut v = decode::decode_message(msg, json, "", unknown)?;
+    decode::normalize(msg, &mut v);
+    Ok(v)
+}
+
+/// Apply mesh config YAML (the `istio` ConfigMap's `mesh` key) over `base`.
+pub fn apply_mesh_config(yaml: &str, base: &Value) -> Result<Value> {
+    let tree = crate::yaml::from_str(yaml)?;
+    apply_mesh_config_value(&tree, base)
+}
+
+/// [`apply_mesh_config`] on an already parsed tree (Istio's `ApplyMeshConfig`): top-level fields
+/// replace; `defaultConfig` merges per field over the base's (proxyMetadata unioned);
+/// `defaultProviders` merges per field; `extensionProviders` merge by name;
+/// `trustDomainAliases` become the sorted union.
+pub fn apply_mesh_config_value(overlay: &Value, base: &Value) -> Result<Value> {
+    merge::apply_mesh(overlay, base)
+}
+
+/// Apply a `proxy.istio.io/config` annotation (YAML ProxyConfig) onto `mesh.defaultConfig`,
+/// returning the new mesh config.
+pub fn apply_proxy_config(yaml: &str, mesh: &Value) -> Result<Value> {
+    let tree = crate::yaml::from_str(yaml)
+        .map_err(|e| Error::ProxyConfig(format!("could not parse proxy config: {e}")))?;
+    apply_proxy_config_value(&tree, mesh)
+}
+
+/// [`apply_proxy_config`] on an already parsed tree.
+pub fn apply_proxy_config_value(overlay: &Value, mesh: &Value) -> Result<Value> {
+    let mut out = mesh.clone();
+    let base = mesh.get("defaultConfig").cloned().unwrap_or_else(empty);
+    let pc = merge_proxy_config(overlay, &base)?;
+    if let Value::Object(m) = &mut out {
+        m.insert("defaultConfig".into(), pc);
+        merge::order_fields(MESH_CONFIG, m);
+    }
+    Ok(out)
+}
+
+/// Istio's `MergeProxyConfig`: apply `overlay` onto `base` with protobuf-JSON merge semantics
+/// (present fields replace, `proxyMetadata` merged key by key, unset `proxyHeaders` sub-fields
+/// restored, `null` a no-op). Errors read `could not parse proxy config: <err>`.
+pub fn merge_proxy_config(overlay: &Value, base: &Value) -> Result<Value> {
+    merge::merge_proxy_config(overlay, base)
+        .map_err(|e| Error::ProxyConfig(format!("could not parse proxy config: {e}")))
+}
+
+/// Istio's `protomarshal.ApplyYAML(annotation, DefaultProxyConfig())` as used by annotation
+/// validation: the decoded fields replace the built-in defaults (no mesh config involved).
+pub fn apply_onto_default_proxy_config(overlay: &Value) -> Result<Value> {
+    let mut out = default_proxy_config();
+    if overlay.is_null() {
+        return Ok(out);
+    }
+    let decoded = merge::decode_lenient(PROXY_CONFIG, overlay)?;
+    if let (Value::Object(base), Value::Object(over)) = (&mut out, &decoded) {
+        merge::replace_fields(PROXY_CONFIG, base, over);
+    }
+    decode::normalize(PROXY_CONFIG, &mut out);
+    Ok(out)
+}
+
+/// Legacy jsonpb encoding of message `msg` (fully qualified); `ProxyConfig` is pruned of defaults.
+/// A value that does not fit the message yields `{}`, as Istio's `protoToJSON` does on error.
+pub fn proto_to_json(msg: &str, v: &Value) -> String {
+    encode::proto_to_json(msg, v)
+}
+
+/// `InboundTrafficPolicyMode` template field: `localhost` when the mesh's
+/// `inboundTrafficPolicy.mode` is `LOCALHOST`, else `passthrough`.
+pub fn inbound_traffic_policy_mode(mesh: &Value) -> &'static str {
+    let mode = mesh.pointer("/inboundTrafficPolicy/mode");
+    if mode.and_then(Value::as_str) == Some("LOCALHOST") {
+        "localhost"
+    } else {
+        "passthrough"
+    }
+}
+
+fn empty() -> Value {
+    Value::Object(serde_json::Map::new())
+}
+
+#[cfg(test)]
+pub(crate) mod tests;
