@@ -42,7 +42,9 @@ pub struct InjectArgs {
 fn read_input(path: &PathBuf) -> Result<String> {
     if path.as_os_str() == "-" {
         let mut s = String::new();
-        std::io::stdin().read_to_string(&mut s).context("reading standard input")?;
+        std::io::stdin()
+            .read_to_string(&mut s)
+            .context("reading standard input")?;
         Ok(s)
     } else {
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
@@ -57,7 +59,11 @@ pub fn run(args: &InjectArgs) -> Result<()> {
         args.mesh_config_file.as_deref(),
     )?;
     let input = read_input(&args.filename)?;
-    let revision = if args.revision == "default" { "" } else { args.revision.as_str() };
+    let revision = if args.revision == "default" {
+        ""
+    } else {
+        args.revision.as_str()
+    };
     let compliance = std::env::var("COMPLIANCE_POLICY").unwrap_or_default();
     let opts = KubeInjectOptions {
         snapshot: &snapshot,
@@ -74,10 +80,17 @@ pub fn run(args: &InjectArgs) -> Result<()> {
             let _ = writeln!(err, "{w}");
         }
     }
-    let text = if args.diff { render_diff(&out) } else { out.text };
+    let text = if args.diff {
+        render_diff(&out)
+    } else {
+        out.text
+    };
     match &args.output {
         Some(p) => std::fs::write(p, text).with_context(|| format!("writing {}", p.display()))?,
-        None => std::io::stdout().lock().write_all(text.as_bytes()).context("writing standard output")?,
+        None => std::io::stdout()
+            .lock()
+            .write_all(text.as_bytes())
+            .context("writing standard output")?,
     }
     Ok(())
 }
@@ -86,7 +99,9 @@ pub fn run(args: &InjectArgs) -> Result<()> {
 fn render_diff(out: &workload::KubeInjectOutput) -> String {
     let mut s = String::new();
     for c in &out.changes {
-        let Some((before, after)) = &c.before_after else { continue };
+        let Some((before, after)) = &c.before_after else {
+            continue;
+        };
         let (a, b) = (yaml::to_string(before), yaml::to_string(after));
         if a == b {
             continue;

@@ -1,9 +1,10 @@
 //! outrigger: a fast, Istio-compatible Kubernetes sidecar injector.
 //!
 //! Subcommands: `inject` (offline manifest injection, flag-compatible with
-//! `istioctl kube-inject`).
+//! `istioctl kube-inject`) and `serve` (the HTTPS admission webhook).
 
 mod inject_cmd;
+mod serve;
 mod settings;
 
 use clap::{Parser, Subcommand};
@@ -20,12 +21,15 @@ struct Cli {
 enum Command {
     /// Inject sidecars into Kubernetes manifests (like `istioctl kube-inject`).
     Inject(inject_cmd::InjectArgs),
+    /// Run the HTTPS mutating admission webhook (like istiod's `/inject`).
+    Serve(Box<serve::ServeArgs>),
 }
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Inject(args) => inject_cmd::run(&args),
+        Command::Serve(args) => serve::run(&args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
