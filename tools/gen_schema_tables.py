@@ -39,6 +39,10 @@ for name, s in sorted(k["structs"].items()):
             o["patch_merge_key"] = tags["patchMergeKey"]
         fields.append(o)
     structs[name] = {"go_name": s["go_name"], "fields": fields}
+# OpenShift's DeploymentConfig (kube-inject supports it) is not in the Kubernetes facts: merge the
+# hand-transcribed supplement.
+extra = json.load(open(os.path.join(here, "openshift-types.json")))
+structs.update(extra["structs"])
 named = {n: {"kind": v["kind"], "underlying": v.get("underlying_canonical", v.get("underlying"))}
          for n, v in sorted(k["named_types"].items())}
 json.dump({"structs": structs, "named_types": named}, open(os.path.join(out, "k8s-types.json"), "w"),

@@ -81,7 +81,11 @@ impl Snapshot {
     }
 
     /// Build a snapshot around an already parsed injector config.
-    pub fn with_config(config: InjectorConfig, values: &str, mesh_text: Option<&str>) -> Result<Snapshot> {
+    pub fn with_config(
+        config: InjectorConfig,
+        values: &str,
+        mesh_text: Option<&str>,
+    ) -> Result<Snapshot> {
         let values = parse_values(values)?;
         let values_facts = ValuesFacts::from_values(&values);
         let base = mesh::default_mesh_config();
@@ -90,7 +94,12 @@ impl Snapshot {
                 .map_err(|e| Error::Config(format!("failed to read mesh config: {e}")))?,
             None => base,
         };
-        Ok(Snapshot { config, values, values_facts, mesh })
+        Ok(Snapshot {
+            config,
+            values,
+            values_facts,
+            mesh,
+        })
     }
 }
 
@@ -197,7 +206,10 @@ impl ValuesFacts {
                 v,
                 &["global", "proxy", "holdApplicationUntilProxyStarts"],
             ),
-            rewrite_app_http_probe: lookup_bool(v, &["sidecarInjectorWebhook", "rewriteAppHTTPProbe"]),
+            rewrite_app_http_probe: lookup_bool(
+                v,
+                &["sidecarInjectorWebhook", "rewriteAppHTTPProbe"],
+            ),
         }
     }
 }
@@ -251,7 +263,11 @@ fn string_map(v: Option<&Value>, what: &str) -> Result<BTreeMap<String, String>>
     }
 }
 
-fn selectors(v: Option<&Value>, what: &str, warnings: &mut Vec<String>) -> Result<Vec<LabelSelector>> {
+fn selectors(
+    v: Option<&Value>,
+    what: &str,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<LabelSelector>> {
     let items = match v {
         None | Some(Value::Null) => return Ok(Vec::new()),
         Some(Value::Array(a)) => a,
@@ -293,7 +309,8 @@ impl InjectorConfig {
             None | Some(Value::Null) => Policy::parse(""),
             Some(other) => Policy::parse(&other.to_string()),
         };
-        let mut default_templates = string_list(get_ci(&m, "defaultTemplates"), "defaultTemplates")?;
+        let mut default_templates =
+            string_list(get_ci(&m, "defaultTemplates"), "defaultTemplates")?;
         if default_templates.is_empty() {
             default_templates.push(DEFAULT_TEMPLATE.to_string());
         }
@@ -317,11 +334,18 @@ impl InjectorConfig {
                 )))
             }
         }
-        let never_inject_selector =
-            selectors(get_ci(&m, "neverInjectSelector"), "NeverInjectSelector", &mut warnings)?;
-        let always_inject_selector =
-            selectors(get_ci(&m, "alwaysInjectSelector"), "AlwaysInjectSelector", &mut warnings)?;
-        let injected_annotations = string_map(get_ci(&m, "injectedAnnotations"), "injectedAnnotations")?;
+        let never_inject_selector = selectors(
+            get_ci(&m, "neverInjectSelector"),
+            "NeverInjectSelector",
+            &mut warnings,
+        )?;
+        let always_inject_selector = selectors(
+            get_ci(&m, "alwaysInjectSelector"),
+            "AlwaysInjectSelector",
+            &mut warnings,
+        )?;
+        let injected_annotations =
+            string_map(get_ci(&m, "injectedAnnotations"), "injectedAnnotations")?;
         Ok(InjectorConfig {
             policy,
             default_templates,

@@ -702,6 +702,19 @@ mod tests {
     }
 
     #[test]
+    fn odd_pod_shapes_fall_back_to_policy() {
+        for p in [
+            json!(null),
+            json!([]),
+            json!({"metadata": {"labels": "x", "annotations": [1]}, "spec": {"hostNetwork": "true"}}),
+            json!({"metadata": {"namespace": 3, "labels": {"sidecar.istio.io/inject": null}}}),
+        ] {
+            let d = inject_required(&p, &Policy::Enabled, &[], &[]);
+            assert!(d.inject, "{p}");
+        }
+    }
+
+    #[test]
     fn policy_outcomes() {
         let p = pod(json!({}), json!({}));
         let d = inject_required(&p, &Policy::Enabled, &[], &[]);
@@ -847,5 +860,41 @@ mod tests {
         assert!(warnings[0].ends_with("(\"Bogus\" is not a valid label selector operator)"));
         let (_, w) = parse_selectors(&entries, true);
         assert!(w[0].starts_with("Invalid selector for AlwaysInjectSelector: "));
+    }
+
+    /// Every corpus input pod: injected iff its golden carries a status annotation (policy
+    /// `enabled`, no selectors, as in all corpus settings).
+    #[test]
+    fn corpus_decisions_match_goldens() {
+        use crate::postprocess::tests::corpus::load_pods;
+        let root = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../../shared/conformance/istio"
+        );
+        let Ok(index) = std::fs::read_to_string(format!("{root}/cases.json")) else {
+            eprintln!("corpus not found at {root}; skipping");
+            return;
+        };
+        let cases: Vec<Value> = serde_json::from_str(&index).expect("cases.json");
+        let (mut injected, mut skipped) = (0, 0);
+        for c in &cases {
+            let (Some(input), Some(expected)) = (c["input"].as_str(), c["expected"].as_str())
+            else {
+                continue;
+            };
+            let golden = std::fs::read_to_string(format!("{root}/{expected}")).expect("golden");
+            let want = golden.contains("sidecar.istio.io/status:");
+            for pod in load_pods(&format!("{root}/{input}")).expect("input pods") {
+                let d = inject_required(&pod, &Policy::Enabled, &[], &[]);
+                assert_eq!(d.inject, want, "{}: {d:?}", c["name"]);
+                if want {
+                    injected += 1;
+                } else {
+                    skipped += 1;
+                }
+            }
+        }
+        eprintln!("corpus decisions: {injected} injected, {skipped} skipped");
+        assert!(injected > 50 && skipped >= 3);
     }
 }

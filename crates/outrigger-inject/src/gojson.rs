@@ -148,7 +148,10 @@ mod tests {
 
     #[test]
     fn escapes_like_go() {
-        assert_eq!(to_string(&json!("a<b>&\"\n\u{1}")), r#""a\u003cb\u003e\u0026\"\n\u0001""#);
+        assert_eq!(
+            to_string(&json!("a<b>&\"\n\u{1}")),
+            r#""a\u003cb\u003e\u0026\"\n\u0001""#
+        );
     }
 
     #[test]

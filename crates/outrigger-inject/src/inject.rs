@@ -113,7 +113,10 @@ impl Status {
         for key in ["volumes", "imagePullSecrets"] {
             names(m.get(key))?;
         }
-        if !matches!(m.get("revision"), None | Some(Value::Null) | Some(Value::String(_))) {
+        if !matches!(
+            m.get("revision"),
+            None | Some(Value::Null) | Some(Value::String(_))
+        ) {
             return None;
         }
         Some(Status {
@@ -124,14 +127,18 @@ impl Status {
 
     /// Lenient parse (reapplyOverwrittenContainers): wrong shapes become empty lists.
     fn parse_lenient(pod: &Value) -> Status {
-        let parsed = annotation(pod, STATUS_ANNOTATION).and_then(|t| serde_json::from_str::<Value>(t).ok());
+        let parsed =
+            annotation(pod, STATUS_ANNOTATION).and_then(|t| serde_json::from_str::<Value>(t).ok());
         let field = |k: &str| {
             parsed
                 .as_ref()
                 .and_then(|v| names(v.get(k)))
                 .unwrap_or_default()
         };
-        Status { init_containers: field("initContainers"), containers: field("containers") }
+        Status {
+            init_containers: field("initContainers"),
+            containers: field("containers"),
+        }
     }
 }
 
@@ -146,7 +153,10 @@ pub fn label<'a>(pod: &'a Value, name: &str) -> Option<&'a str> {
 }
 
 fn meta_str<'a>(pod: &'a Value, field: &str) -> &'a str {
-    pod.get("metadata").and_then(|m| m.get(field)).and_then(Value::as_str).unwrap_or("")
+    pod.get("metadata")
+        .and_then(|m| m.get(field))
+        .and_then(Value::as_str)
+        .unwrap_or("")
 }
 
 fn object_mut<'a>(v: &'a mut Value, key: &str) -> &'a mut Map<String, Value> {
@@ -157,7 +167,9 @@ fn object_mut<'a>(v: &'a mut Value, key: &str) -> &'a mut Map<String, Value> {
 }
 
 fn map_object<'a>(m: &'a mut Map<String, Value>, key: &str) -> &'a mut Map<String, Value> {
-    let e = m.entry(key.to_string()).or_insert_with(|| Value::Object(Map::new()));
+    let e = m
+        .entry(key.to_string())
+        .or_insert_with(|| Value::Object(Map::new()));
     if !e.is_object() {
         *e = Value::Object(Map::new());
     }
@@ -178,7 +190,9 @@ fn containers<'a>(pod: &'a Value, list: &str) -> &'a [Value] {
 
 fn containers_mut<'a>(pod: &'a mut Value, list: &str) -> &'a mut Vec<Value> {
     let spec = object_mut(pod, "spec");
-    let e = spec.entry(list.to_string()).or_insert_with(|| Value::Array(Vec::new()));
+    let e = spec
+        .entry(list.to_string())
+        .or_insert_with(|| Value::Array(Vec::new()));
     if !e.is_array() {
         *e = Value::Array(Vec::new());
     }
@@ -190,7 +204,9 @@ fn container_name(c: &Value) -> &str {
 }
 
 fn find_container<'a>(pod: &'a Value, list: &str, name: &str) -> Option<&'a Value> {
-    containers(pod, list).iter().find(|c| container_name(c) == name)
+    containers(pod, list)
+        .iter()
+        .find(|c| container_name(c) == name)
 }
 
 /// `.TypeMeta`/`.DeploymentMeta` of a pod from its owner references (spec §4.2).
@@ -208,22 +224,35 @@ pub fn workload_from_pod(pod: &Value) -> WorkloadMeta {
         .get("metadata")
         .and_then(|m| m.get("ownerReferences"))
         .and_then(Value::as_array)
-        .and_then(|refs| refs.iter().find(|r| r.get("controller").and_then(Value::as_bool) == Some(true)));
+        .and_then(|refs| {
+            refs.iter()
+                .find(|r| r.get("controller").and_then(Value::as_bool) == Some(true))
+        });
     if let Some(r) = owner {
         let s = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or("").to_string();
         w.kind = s("kind");
         w.api_version = s("apiVersion");
         w.name = s("name");
         let label_of = |k: &str| label(pod, k).filter(|v| !v.is_empty());
-        if w.kind == "ReplicaSet" && label_of("pod-template-hash").is_some_and(|h| w.name.ends_with(h)) {
+        if w.kind == "ReplicaSet"
+            && label_of("pod-template-hash").is_some_and(|h| w.name.ends_with(h))
+        {
             let hash = label_of("pod-template-hash").unwrap_or_default();
-            w.name = w.name.strip_suffix(&format!("-{hash}")).unwrap_or(&w.name).to_string();
+            w.name = w
+                .name
+                .strip_suffix(&format!("-{hash}"))
+                .unwrap_or(&w.name)
+                .to_string();
             w.kind = "Deployment".into();
         } else if w.kind == "ReplicaSet"
             && label_of("rollouts-pod-template-hash").is_some_and(|h| w.name.ends_with(h))
         {
             let hash = label_of("rollouts-pod-template-hash").unwrap_or_default();
-            w.name = w.name.strip_suffix(&format!("-{hash}")).unwrap_or(&w.name).to_string();
+            w.name = w
+                .name
+                .strip_suffix(&format!("-{hash}"))
+                .unwrap_or(&w.name)
+                .to_string();
             w.kind = "Rollout".into();
             w.api_version = "v1alpha1".into();
         } else if w.kind == "ReplicationController" && label_of("deploymentconfig").is_some() {
@@ -270,7 +299,9 @@ fn adjust_tag(tag: &str, image_type: &str) -> String {
 fn images(snapshot: &Snapshot, proxy_config: &Value, pod: &Value) -> (String, String) {
     let f = &snapshot.values_facts;
     let annotated = annotation(pod, "sidecar.istio.io/proxyImageType");
-    let pc_type = proxy_config.get("image").map(|i| i.get("imageType").and_then(Value::as_str).unwrap_or(""));
+    let pc_type = proxy_config
+        .get("image")
+        .map(|i| i.get("imageType").and_then(Value::as_str).unwrap_or(""));
     let pick = |pc: Option<&str>| -> String {
         let mut t = pc.unwrap_or("").to_string();
         if t.is_empty() {
@@ -281,9 +312,25 @@ fn images(snapshot: &Snapshot, proxy_config: &Value, pod: &Value) -> (String, St
         }
         t
     };
-    let name = |n: &str| if n.is_empty() { "proxyv2".to_string() } else { n.to_string() };
-    let proxy = format!("{}/{}:{}", f.hub, name(&f.proxy_image), adjust_tag(&f.tag, &pick(pc_type)));
-    let init = format!("{}/{}:{}", f.hub, name(&f.proxy_init_image), adjust_tag(&f.tag, &pick(None)));
+    let name = |n: &str| {
+        if n.is_empty() {
+            "proxyv2".to_string()
+        } else {
+            n.to_string()
+        }
+    };
+    let proxy = format!(
+        "{}/{}:{}",
+        f.hub,
+        name(&f.proxy_image),
+        adjust_tag(&f.tag, &pick(pc_type))
+    );
+    let init = format!(
+        "{}/{}:{}",
+        f.hub,
+        name(&f.proxy_init_image),
+        adjust_tag(&f.tag, &pick(None))
+    );
     (proxy, init)
 }
 
@@ -307,9 +354,14 @@ pub fn select_templates(snapshot: &Snapshot, pod: &Value) -> Vec<String> {
 fn strip_pod(pod: &Value, status_port: i64) -> Result<Value> {
     let mut stripped = pod.clone();
     if let Some(status) = Status::parse_strict(pod) {
-        containers_mut(&mut stripped, "containers").retain(|c| !status.containers.iter().any(|n| n == container_name(c)));
-        containers_mut(&mut stripped, "initContainers")
-            .retain(|c| !status.init_containers.iter().any(|n| n == container_name(c)));
+        containers_mut(&mut stripped, "containers")
+            .retain(|c| !status.containers.iter().any(|n| n == container_name(c)));
+        containers_mut(&mut stripped, "initContainers").retain(|c| {
+            !status
+                .init_containers
+                .iter()
+                .any(|n| n == container_name(c))
+        });
         let ann = annotations_mut(&mut stripped);
         postprocess::strip_prometheus_annotations(ann, status_port);
         ann.remove(STATUS_ANNOTATION);
@@ -318,7 +370,9 @@ fn strip_pod(pod: &Value, status_port: i64) -> Result<Value> {
     let overrides = parse_overrides(pod)?;
     for (list, items) in [("containers", overrides.0), ("initContainers", overrides.1)] {
         for c in items {
-            let exists = containers(&stripped, list).iter().any(|x| container_name(x) == container_name(&c));
+            let exists = containers(&stripped, list)
+                .iter()
+                .any(|x| container_name(x) == container_name(&c));
             if !exists {
                 containers_mut(&mut stripped, list).push(c);
             }
@@ -330,12 +384,20 @@ fn strip_pod(pod: &Value, status_port: i64) -> Result<Value> {
 /// Drop empty container lists and annotation maps created while stripping, as Go's omitempty would.
 fn tidy_lists(pod: &mut Value) {
     if let Some(spec) = pod.get_mut("spec").and_then(Value::as_object_mut) {
-        if spec.get("initContainers").and_then(Value::as_array).is_some_and(Vec::is_empty) {
+        if spec
+            .get("initContainers")
+            .and_then(Value::as_array)
+            .is_some_and(Vec::is_empty)
+        {
             spec.remove("initContainers");
         }
     }
     if let Some(meta) = pod.get_mut("metadata").and_then(Value::as_object_mut) {
-        if meta.get("annotations").and_then(Value::as_object).is_some_and(Map::is_empty) {
+        if meta
+            .get("annotations")
+            .and_then(Value::as_object)
+            .is_some_and(Map::is_empty)
+        {
             meta.remove("annotations");
         }
     }
@@ -367,7 +429,9 @@ fn int_of(v: Option<&Value>) -> Option<i64> {
 /// Parse a rendered template into a pod-shaped patch (spec §7.4 step 2).
 fn rendered_patch(name: &str, text: &str) -> Result<Value> {
     let v = yaml::from_str(text).map_err(|e| {
-        Error::Merge(format!("strategic merge: invalid JSON document: template {name:?} rendered invalid YAML: {e}"))
+        Error::Merge(format!(
+            "strategic merge: invalid JSON document: template {name:?} rendered invalid YAML: {e}"
+        ))
     })?;
     match v {
         Value::Null => Ok(Value::Object(Map::new())),
@@ -388,9 +452,7 @@ fn mesh_for_pod(snapshot: &Snapshot, pod: &Value, mode: Mode) -> Result<Value> {
     match annotation(pod, PROXY_CONFIG_ANNOTATION) {
         Some(text) => match mesh::apply_proxy_config(text, &snapshot.mesh) {
             Ok(m) => Ok(m),
-            Err(e) if mode == Mode::KubeInject => {
-                Err(Error::ProxyConfig(format!("could not parse proxy config: {e}")))
-            }
+            Err(e) if mode == Mode::KubeInject => Err(e),
             Err(_) => Ok(snapshot.mesh.clone()),
         },
         None => Ok(snapshot.mesh.clone()),
@@ -405,7 +467,11 @@ pub fn inject_pod(pod: &Value, p: &InjectParams<'_>) -> Result<Injected> {
     let mut original = pod.clone();
     k8s::normalize(POD_TYPE, &mut original).map_err(|e| e.context("could not decode pod"))?;
 
-    if let Some(dns) = original.get("spec").and_then(|s| s.get("dnsPolicy")).and_then(Value::as_str) {
+    if let Some(dns) = original
+        .get("spec")
+        .and_then(|s| s.get("dnsPolicy"))
+        .and_then(Value::as_str)
+    {
         if !dns.is_empty() && dns != "ClusterFirst" {
             warnings.push(format!(
                 "\"{}/{}\"'s DNSPolicy is not \"ClusterFirst\". The Envoy sidecar may not able to connect to Istio Pilot",
@@ -416,23 +482,37 @@ pub fn inject_pod(pod: &Value, p: &InjectParams<'_>) -> Result<Injected> {
     }
 
     let mesh_eff = mesh_for_pod(snapshot, &original, p.mode)?;
-    let proxy_config = mesh_eff.get("defaultConfig").cloned().unwrap_or_else(|| json!({}));
+    let proxy_config = mesh_eff
+        .get("defaultConfig")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
     let mut proxy_envs = p.proxy_envs.clone();
-    let (merged, template_pod) = run_templates(&original, p, &mesh_eff, &proxy_config, &mut proxy_envs)
-        .map_err(|e| e.context("failed to run injection template"))?;
+    let (merged, template_pod) =
+        run_templates(&original, p, &mesh_eff, &proxy_config, &mut proxy_envs)
+            .map_err(|e| e.context("failed to run injection template"))?;
     let mut merged = merged;
-    reapply_overwritten_containers(&mut merged, &original, &template_pod, &proxy_config, &mut warnings)
-        .map_err(|e| e.context("failed to re apply container"))?;
+    reapply_overwritten_containers(
+        &mut merged,
+        &original,
+        &template_pod,
+        &proxy_config,
+        &mut warnings,
+    )
+    .map_err(|e| e.context("failed to re apply container"))?;
 
     let annotation_mesh = match annotation(&original, PROXY_CONFIG_ANNOTATION) {
         Some(text) => Some(
             mesh::apply_proxy_config(text, &snapshot.mesh)
-                .map_err(|e| Error::ProxyConfig(format!("failed to process pod: could not parse proxy config: {e}")))?,
+                .map_err(|e| e.context("failed to process pod"))?,
         ),
         None => None,
     };
     let pp = PostProcess {
-        mesh: if p.mode == Mode::KubeInject { &mesh_eff } else { &snapshot.mesh },
+        mesh: if p.mode == Mode::KubeInject {
+            &mesh_eff
+        } else {
+            &snapshot.mesh
+        },
         values: &snapshot.values,
         proxy_envs: &proxy_envs,
         revision: p.revision,
@@ -441,10 +521,15 @@ pub fn inject_pod(pod: &Value, p: &InjectParams<'_>) -> Result<Injected> {
         original_pod: &original,
         proxy_config_annotation_mesh: annotation_mesh.as_ref(),
     };
-    postprocess::post_process(&mut merged, &pp).map_err(|e| e.context("failed to process pod"))?;
-    k8s::normalize(POD_TYPE, &mut merged).map_err(|e| e.context("failed to process pod"))?;
+    let pp_warnings = postprocess::post_process_with_warnings(&mut merged, &pp)
+        .map_err(|e| e.context("failed to process pod"))?;
+    warnings.extend(pp_warnings);
     let patch = patch::create(&original, &merged);
-    Ok(Injected { pod: merged, patch, warnings })
+    Ok(Injected {
+        pod: merged,
+        patch,
+        warnings,
+    })
 }
 
 fn potential_name(pod: &Value) -> String {
@@ -479,11 +564,17 @@ fn run_templates(
 
     // Cluster and network (spec §4.3), written back into the proxy environment.
     let mut cluster = snapshot.values_facts.cluster_name.clone();
-    if let Some(c) = proxy_envs.get("ISTIO_META_CLUSTER_ID").filter(|c| !c.is_empty()) {
+    if let Some(c) = proxy_envs
+        .get("ISTIO_META_CLUSTER_ID")
+        .filter(|c| !c.is_empty())
+    {
         cluster = c.clone();
     }
     let mut network = snapshot.values_facts.network.clone();
-    if let Some(n) = proxy_envs.get("ISTIO_META_NETWORK").filter(|n| !n.is_empty()) {
+    if let Some(n) = proxy_envs
+        .get("ISTIO_META_NETWORK")
+        .filter(|n| !n.is_empty())
+    {
         network = n.clone();
     }
     if let Some(n) = label(pod, "topology.istio.io/network") {
@@ -496,11 +587,23 @@ fn run_templates(
         proxy_envs.insert("ISTIO_META_NETWORK".into(), network);
     }
 
-    let status_port = int_of(snapshot.mesh.get("defaultConfig").and_then(|d| d.get("statusPort"))).unwrap_or(0);
+    let status_port = int_of(
+        snapshot
+            .mesh
+            .get("defaultConfig")
+            .and_then(|d| d.get("statusPort")),
+    )
+    .unwrap_or(0);
     let stripped = strip_pod(pod, status_port)?;
-    let (uid, gid) = p.proxy_uid_gid.unwrap_or((DEFAULT_PROXY_ID, DEFAULT_PROXY_ID));
+    let (uid, gid) = p
+        .proxy_uid_gid
+        .unwrap_or((DEFAULT_PROXY_ID, DEFAULT_PROXY_ID));
     let (proxy_image, proxy_init_image) = images(snapshot, proxy_config, &stripped);
-    let inbound = match mesh_eff.get("inboundTrafficPolicy").and_then(|i| i.get("mode")).and_then(Value::as_str) {
+    let inbound = match mesh_eff
+        .get("inboundTrafficPolicy")
+        .and_then(|i| i.get("mode"))
+        .and_then(Value::as_str)
+    {
         Some("LOCALHOST") => "localhost",
         _ => "passthrough",
     };
@@ -529,7 +632,12 @@ fn run_templates(
     let mut template_pod = json!({});
     for name in select_templates(snapshot, pod) {
         let Some(tmpl) = snapshot.config.templates.get(&name) else {
-            let have: Vec<&str> = snapshot.config.templates.keys().map(String::as_str).collect();
+            let have: Vec<&str> = snapshot
+                .config
+                .templates
+                .keys()
+                .map(String::as_str)
+                .collect();
             return Err(Error::Template(format!(
                 "requested template {name:?} not found; have {}",
                 have.join(", ")
@@ -537,7 +645,8 @@ fn run_templates(
         };
         let text = tmpl.render(&data)?;
         let overlay = rendered_patch(&name, &text)?;
-        merge_pod(&mut template_pod, &overlay).map_err(|e| e.context("failed applying injection overlay"))?;
+        merge_pod(&mut template_pod, &overlay)
+            .map_err(|e| e.context("failed applying injection overlay"))?;
         move_native_proxy(&mut merged, &template_pod, p.native_sidecars);
         merge_pod(&mut merged, &overlay).map_err(|e| {
             e.context("failed parsing generated injected YAML (check Istio sidecar injector configuration)")
@@ -558,7 +667,10 @@ fn move_native_proxy(merged: &mut Value, template_pod: &Value, global: bool) {
         return;
     }
     let list = containers_mut(merged, "containers");
-    if let Some(i) = list.iter().position(|c| container_name(c) == PROXY_CONTAINER) {
+    if let Some(i) = list
+        .iter()
+        .position(|c| container_name(c) == PROXY_CONTAINER)
+    {
         let c = list.remove(i);
         containers_mut(merged, "initContainers").push(c);
     }
@@ -574,8 +686,13 @@ fn reapply_overwritten_containers(
 ) -> Result<()> {
     let (over_containers, over_init) = parse_overrides(original)?;
     let already_injected = annotation(original, STATUS_ANNOTATION).is_some();
-    let injected = if already_injected { Status::parse_lenient(original) } else { Status::default() };
-    let by_name = |list: &[Value], name: &str| list.iter().find(|c| container_name(c) == name).cloned();
+    let injected = if already_injected {
+        Status::parse_lenient(original)
+    } else {
+        Status::default()
+    };
+    let by_name =
+        |list: &[Value], name: &str| list.iter().find(|c| container_name(c) == name).cloned();
 
     let mut recorded: (Vec<Value>, Vec<Value>) = (Vec::new(), Vec::new());
     for (list, skip, overrides) in [
@@ -590,7 +707,9 @@ fn reapply_overwritten_containers(
             let found = by_name(overrides, name).or_else(|| {
                 find_container(original, "containers", name)
                     .or_else(|| {
-                        (list == "initContainers").then(|| find_container(original, "initContainers", name)).flatten()
+                        (list == "initContainers")
+                            .then(|| find_container(original, "initContainers", name))
+                            .flatten()
                     })
                     .cloned()
             });
@@ -606,7 +725,11 @@ fn reapply_overwritten_containers(
             } else {
                 json!({"spec": {"containers": [], "initContainers": [overlay.clone()]}})
             };
-            let what = if list == "containers" { "sidecar container" } else { "sidecar init container" };
+            let what = if list == "containers" {
+                "sidecar container"
+            } else {
+                "sidecar init container"
+            };
             merge_pod(merged, &patch).map_err(|e| e.context(&format!("failed to apply {what}")))?;
             if list == "containers" {
                 recorded.0.push(overlay);
@@ -631,13 +754,20 @@ fn reapply_overwritten_containers(
 }
 
 /// adjustInitContainerUser (spec §7.5 step 6).
-fn adjust_init_container_user(merged: &mut Value, original: &Value, proxy_config: &Value, warnings: &mut Vec<String>) {
+fn adjust_init_container_user(
+    merged: &mut Value,
+    original: &Value,
+    proxy_config: &Value,
+    warnings: &mut Vec<String>,
+) {
     let Some(user_proxy) = find_container(original, "containers", PROXY_CONTAINER)
         .or_else(|| find_container(original, "initContainers", PROXY_CONTAINER))
     else {
         return;
     };
-    let Some(sc) = user_proxy.get("securityContext") else { return };
+    let Some(sc) = user_proxy.get("securityContext") else {
+        return;
+    };
     let run_as_user = int_of(sc.get("runAsUser"));
     let run_as_group = int_of(sc.get("runAsGroup"));
     if run_as_user.is_none() && run_as_group.is_none() {
@@ -706,10 +836,16 @@ mod tests {
             "labels": {"pod-template-hash": "7d4f9"},
             "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "hello-7d4f9", "controller": true}]}});
         let w = workload_from_pod(&pod);
-        assert_eq!((w.kind.as_str(), w.api_version.as_str(), w.name.as_str()), ("Deployment", "apps/v1", "hello"));
+        assert_eq!(
+            (w.kind.as_str(), w.api_version.as_str(), w.name.as_str()),
+            ("Deployment", "apps/v1", "hello")
+        );
         let pod = json!({"metadata": {"name": "foo"}});
         let w = workload_from_pod(&pod);
-        assert_eq!((w.kind.as_str(), w.api_version.as_str(), w.name.as_str()), ("Pod", "v1", "foo"));
+        assert_eq!(
+            (w.kind.as_str(), w.api_version.as_str(), w.name.as_str()),
+            ("Pod", "v1", "foo")
+        );
         let pod = json!({"metadata": {"generateName": "x-", "ownerReferences": [
             {"apiVersion": "batch/v1", "kind": "Job", "name": "backup-28001234", "controller": true}]}});
         let w = workload_from_pod(&pod);
@@ -721,7 +857,10 @@ mod tests {
         assert_eq!(adjust_tag("1.12", "distroless"), "1.12-distroless");
         assert_eq!(adjust_tag("1.12-debug", "distroless"), "1.12-distroless");
         assert_eq!(adjust_tag("x-distroless", "default"), "x");
-        assert_eq!(adjust_tag("1.12-this-is-unusual-tag", "distroless"), "1.12-this-is-unusual-tag-distroless");
+        assert_eq!(
+            adjust_tag("1.12-this-is-unusual-tag", "distroless"),
+            "1.12-this-is-unusual-tag-distroless"
+        );
         assert_eq!(adjust_tag("11", ""), "11");
     }
 

@@ -3,13 +3,1078 @@
 //! CONTRACT (owned by the k8s/merge work stream): [`strategic_merge`] applies `patch` (a JSON
 //! tree shaped like Go type `ty`) onto `target` in place with the patch strategies and merge keys
 //! of the schema, `$patch` directives, null deletion and Kubernetes' list re-ordering.
+//!
+//! This is a port of `k8s.io/apimachinery/pkg/util/strategicpatch` `mergeMap` with the options
+//! Istio uses (parallel list processing, ignore unmatched nulls). Like Go, the result may still
+//! hold `null`s inside appended list elements and other values a typed decode would drop: run
+//! [`crate::k8s::normalize`] on the result to obtain what Go's typed round-trip yields. Keys the
+//! schema does not know merge as plain maps (lists under them are replaced).
 
-use serde_json::Value;
+use std::collections::HashMap;
 
-use crate::Result;
+use serde_json::{Map, Value};
+
+use crate::k8s::gofmt::sprint;
+use crate::k8s::index::{self, StructIndex};
+use crate::{Error, Result};
+
+const DIRECTIVE: &str = "$patch";
+const RETAIN_KEYS: &str = "$retainKeys";
+const SET_ORDER_PREFIX: &str = "$setElementOrder/";
+const DELETE_PRIMITIVE_PREFIX: &str = "$deleteFromPrimitiveList/";
 
 /// Apply `patch` onto `target` (both of Go type `ty`, usually `corev1.Pod`).
 pub fn strategic_merge(ty: &str, target: &mut Value, patch: &Value) -> Result<()> {
-    let _ = (ty, target, patch);
-    todo!("merge: strategic_merge")
+    let idx =
+        index::get(ty).ok_or_else(|| Error::Merge(format!("unknown Kubernetes type {ty:?}")))?;
+    let Value::Object(patch) = patch else {
+        return Err(Error::Merge(
+            "strategic merge: invalid JSON document".into(),
+        ));
+    };
+    let original = match std::mem::take(target) {
+        Value::Object(m) => m,
+        Value::Null => Map::new(),
+        other => {
+            *target = other;
+            return Err(Error::Merge(format!(
+                "strategic merge: target of type {ty} is not an object"
+            )));
+        }
+    };
+    let merged = merge_map(original, patch.clone(), Schema::Struct(idx))?;
+    *target = Value::Object(merged);
+    Ok(())
+}
+
+/// Patch metadata context of a JSON object.
+#[derive(Clone, Copy)]
+enum Schema {
+    /// A known Go struct.
+    Struct(&'static StructIndex),
+    /// A Go map whose values are (optionally) structs.
+    Map(Option<&'static StructIndex>),
+    /// Unknown to the schema: plain map semantics.
+    Unknown,
+}
+
+/// Patch metadata of field `key`: (sub-schema, strategy, merge key).
+struct FieldMeta {
+    sub: Schema,
+    strategy: String,
+    merge_key: String,
+    name: String,
+}
+
+fn lookup(schema: Schema, key: &str) -> Result<FieldMeta> {
+    let unknown = || FieldMeta {
+        sub: Schema::Unknown,
+        strategy: String::new(),
+        merge_key: String::new(),
+        name: key.to_string(),
+    };
+    let f = match schema {
+        Schema::Struct(idx) => match idx.exact(key) {
+            Some(f) => f,
+            None => return Ok(unknown()),
+        },
+        Schema::Map(elem) => {
+            let sub = elem.map_or(Schema::Unknown, Schema::Struct);
+            return Ok(FieldMeta { sub, ..unknown() });
+        }
+        Schema::Unknown => return Ok(unknown()),
+    };
+    let elem_struct = || {
+        (f.elem_kind.as_deref() == Some("struct"))
+            .then(|| f.elem.as_deref().and_then(index::get))
+            .flatten()
+    };
+    let sub = match f.kind.as_str() {
+        "struct" | "pointer-to-struct" => f
+            .type_ref
+            .as_deref()
+            .or(f.elem.as_deref())
+            .and_then(index::get)
+            .map_or(Schema::Unknown, Schema::Struct),
+        "slice" => elem_struct().map_or(Schema::Unknown, Schema::Struct),
+        "map" => Schema::Map(elem_struct()),
+        _ => Schema::Unknown,
+    };
+    let strategy = extract_strategy(f.patch_strategy.as_deref().unwrap_or(""))?;
+    Ok(FieldMeta {
+        sub,
+        strategy,
+        merge_key: f.patch_merge_key.clone().unwrap_or_default(),
+        name: key.to_string(),
+    })
+}
+
+/// `extractRetainKeysPatchStrategy`: the strategy besides `retainKeys`.
+fn extract_strategy(s: &str) -> Result<String> {
+    let parts: Vec<&str> = if s.is_empty() {
+        Vec::new()
+    } else {
+        s.split(',').collect()
+    };
+    match parts.as_slice() {
+        [] | ["retainKeys"] => Ok(String::new()),
+        [one] => Ok((*one).to_string()),
+        ["retainKeys", other] | [other, "retainKeys"] => Ok((*other).to_string()),
+        _ => Err(Error::Merge(format!(
+            "unexpected patch strategy: [{}]",
+            parts.join(" ")
+        ))),
+    }
+}
+
+fn no_merge_key(m: &Value, key: &str) -> Error {
+    Error::Merge(format!(
+        "map: {} does not contain declared merge key: {key}",
+        sprint(m)
+    ))
+}
+
+fn bad_patch_type(directive: &Value, m: &Map<String, Value>) -> Error {
+    Error::Merge(format!(
+        "unknown patch type: {} in map: {}",
+        sprint(directive),
+        sprint(&Value::Object(m.clone()))
+    ))
+}
+
+/// Go's `reflect.TypeOf` identity of decoded JSON values.
+fn same_type(a: &Value, b: &Value) -> bool {
+    std::mem::discriminant(a) == std::mem::discriminant(b)
+}
+
+/// Recursively drop `null`-valued keys inside maps (list elements themselves are kept).
+fn discard_nulls(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            m.retain(|_, x| !x.is_null());
+            m.values_mut().for_each(discard_nulls);
+        }
+        Value::Array(a) => a.iter_mut().for_each(discard_nulls),
+        _ => {}
+    }
+}
+
+/// `mergeMap`.
+fn merge_map(
+    mut original: Map<String, Value>,
+    mut patch: Map<String, Value>,
+    schema: Schema,
+) -> Result<Map<String, Value>> {
+    if let Some(d) = patch.get(DIRECTIVE) {
+        return match d.as_str() {
+            Some("replace") => {
+                patch.shift_remove(DIRECTIVE);
+                Ok(patch)
+            }
+            Some("delete") => Ok(Map::new()),
+            _ => Err(bad_patch_type(d, &patch)),
+        };
+    }
+    apply_retain_keys(&mut original, &mut patch)?;
+    merge_set_element_order(&mut original, &mut patch, schema)?;
+    for (key, patch_v) in patch {
+        if key.starts_with(SET_ORDER_PREFIX) {
+            // Go copies the directive into the result; the typed decode then drops it.
+            continue;
+        }
+        let (key, is_delete_list) = match key.strip_prefix(DELETE_PRIMITIVE_PREFIX) {
+            Some(k) => (k.to_string(), true),
+            None => (key, false),
+        };
+        if patch_v.is_null() {
+            original.shift_remove(&key);
+            continue;
+        }
+        let Some(orig_v) = original.get_mut(&key) else {
+            if !is_delete_list {
+                let mut v = patch_v;
+                discard_nulls(&mut v);
+                original.insert(key, v);
+            }
+            continue;
+        };
+        if !same_type(orig_v, &patch_v) {
+            if !is_delete_list {
+                let mut v = patch_v;
+                discard_nulls(&mut v);
+                *orig_v = v;
+            }
+            continue;
+        }
+        match (std::mem::take(orig_v), patch_v) {
+            (Value::Object(o), Value::Object(p)) => {
+                let meta = lookup(schema, &key)?;
+                *orig_v = Value::Object(if meta.strategy == "replace" {
+                    p
+                } else {
+                    merge_map(o, p, meta.sub)?
+                });
+            }
+            (Value::Array(o), Value::Array(p)) => {
+                let meta = lookup(schema, &key)?;
+                *orig_v = Value::Array(merge_slice_handler(o, p, &meta, is_delete_list)?);
+            }
+            (_, p) => *orig_v = p,
+        }
+    }
+    Ok(original)
+}
+
+/// `applyRetainKeysDirective` (parallel-list mode).
+fn apply_retain_keys(
+    original: &mut Map<String, Value>,
+    patch: &mut Map<String, Value>,
+) -> Result<()> {
+    let Some(retain) = patch.shift_remove(RETAIN_KEYS) else {
+        return Ok(());
+    };
+    let bad = || Error::Merge("invalid patch format of retainKeys".into());
+    let Value::Array(list) = retain else {
+        return Err(bad());
+    };
+    let keep = |k: &str| list.iter().any(|v| v.as_str() == Some(k));
+    for (k, v) in patch.iter() {
+        if v.is_null() || k.starts_with(DELETE_PRIMITIVE_PREFIX) || k.starts_with(SET_ORDER_PREFIX)
+        {
+            continue;
+        }
+        if !keep(k) {
+            return Err(bad());
+        }
+    }
+    original.retain(|k, _| keep(k));
+    Ok(())
+}
+
+/// `mergePatchIntoOriginal`: merge lists named by `$setElementOrder/<field>` and impose that order.
+fn merge_set_element_order(
+    original: &mut Map<String, Value>,
+    patch: &mut Map<String, Value>,
+    schema: Schema,
+) -> Result<()> {
+    let directives: Vec<String> = patch
+        .keys()
+        .filter(|k| k.starts_with(SET_ORDER_PREFIX))
+        .cloned()
+        .collect();
+    for dkey in directives {
+        let field = dkey[SET_ORDER_PREFIX.len()..].to_string();
+        let Some(Value::Array(order)) = patch.get(&dkey).cloned() else {
+            return Err(Error::Merge(format!(
+                "invalid patch format of setElementOrder list for {field}"
+            )));
+        };
+        let orig_list = match original.get(&field) {
+            None => None,
+            Some(Value::Array(a)) => Some(a.clone()),
+            Some(other) => {
+                return Err(Error::Merge(format!(
+                    "expected a slice, but received {}",
+                    sprint(other)
+                )))
+            }
+        };
+        let patch_list = match patch.get(&field) {
+            None => None,
+            Some(Value::Array(a)) => Some(a.clone()),
+            Some(other) => {
+                return Err(Error::Merge(format!(
+                    "expected a slice, but received {}",
+                    sprint(other)
+                )))
+            }
+        };
+        let meta = lookup(schema, &field)?;
+        validate_patch_with_set_order(
+            patch_list.as_deref().unwrap_or(&[]),
+            &order,
+            &meta.merge_key,
+        )?;
+        let merged = match (&orig_list, &patch_list) {
+            (Some(o), None) => o.clone(),
+            (None, Some(p)) => p.iter().filter(|e| !has_directive(e)).cloned().collect(),
+            (Some(o), Some(p)) => merge_slice_handler(o.clone(), p.clone(), &meta, false)?,
+            (None, None) => continue,
+        };
+        let o = orig_list.unwrap_or_default();
+        let p = patch_list.unwrap_or_default();
+        let is_map = element_kind_is_map(&o, &p)?;
+        let key = meta.merge_key.as_str();
+        let (order_pos, server_pos) = (positions(&order, key, is_map), positions(&o, key, is_map));
+        let (patch_items, server_only) = partition(merged, &order_pos, key, is_map)?;
+        if is_map {
+            // `normalizeSliceOrder` validates the reference lists too.
+            if let Some(v) = order.iter().chain(&o).find(|v| v.get(key).is_none()) {
+                return Err(no_merge_key(v, key));
+            }
+        }
+        let both = interleave(
+            patch_items,
+            server_only,
+            &order_pos,
+            &server_pos,
+            key,
+            is_map,
+        );
+        original.insert(field.clone(), Value::Array(both));
+        patch.shift_remove(&field);
+    }
+    Ok(())
+}
+
+fn has_directive(v: &Value) -> bool {
+    v.as_object().is_some_and(|m| m.contains_key(DIRECTIVE))
+}
+
+/// `validatePatchWithSetOrderList`.
+fn validate_patch_with_set_order(patch: &[Value], order: &[Value], merge_key: &str) -> Result<()> {
+    if order.is_empty() || patch.is_empty() {
+        return Ok(());
+    }
+    let items: Vec<&Value> = patch
+        .iter()
+        .filter(|e| {
+            merge_key.is_empty() || e.get(DIRECTIVE).and_then(Value::as_str) != Some("delete")
+        })
+        .collect();
+    let (mut pi, mut oi) = (0, 0);
+    while pi < items.len() && oi < order.len() {
+        if has_directive(items[pi]) {
+            pi += 1;
+            continue;
+        }
+        let equal = if merge_key.is_empty() {
+            items[pi] == &order[oi]
+        } else {
+            let a = items[pi]
+                .get(merge_key)
+                .ok_or_else(|| no_merge_key(items[pi], merge_key))?;
+            let b = order[oi]
+                .get(merge_key)
+                .ok_or_else(|| no_merge_key(&order[oi], merge_key))?;
+            key_of(a).is_some() && key_of(a) == key_of(b)
+        };
+        if equal {
+            pi += 1;
+        }
+        oi += 1;
+    }
+    if pi < items.len() && oi >= order.len() {
+        return Err(Error::Merge(format!(
+            "The order in patch list:\n{}\n doesn't match {SET_ORDER_PREFIX} list:\n{}\n",
+            sprint(&Value::Array(patch.to_vec())),
+            sprint(&Value::Array(order.to_vec()))
+        )));
+    }
+    Ok(())
+}
+
+/// `mergeSliceHandler`.
+fn merge_slice_handler(
+    original: Vec<Value>,
+    patch: Vec<Value>,
+    meta: &FieldMeta,
+    is_delete: bool,
+) -> Result<Vec<Value>> {
+    if meta.strategy == "merge" {
+        merge_slice(original, patch, meta, is_delete)
+    } else {
+        Ok(patch)
+    }
+}
+
+/// Comparable identity of a merge-key value or primitive element (Go `==` on interfaces);
+/// `None` for maps/lists, which never compare equal.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Key {
+    Null,
+    Bool(bool),
+    Num(u64),
+    Str(String),
+}
+
+fn key_of(v: &Value) -> Option<Key> {
+    Some(match v {
+        Value::Null => Key::Null,
+        Value::Bool(b) => Key::Bool(*b),
+        Value::Number(n) => {
+            let x = n.as_f64().unwrap_or(0.0);
+            Key::Num(if x == 0.0 { 0 } else { x.to_bits() })
+        }
+        Value::String(s) => Key::Str(s.clone()),
+        _ => return None,
+    })
+}
+
+/// Identity of a list element: its merge-key value for maps, itself for primitives.
+fn elem_key(v: &Value, merge_key: &str, is_map: bool) -> Option<Key> {
+    if is_map {
+        v.get(merge_key).and_then(key_of)
+    } else {
+        key_of(v)
+    }
+}
+
+/// First index of every identity in `list` (Go's linear `index`, precomputed).
+fn positions(list: &[Value], merge_key: &str, is_map: bool) -> HashMap<Key, usize> {
+    let mut m = HashMap::with_capacity(list.len());
+    for (i, v) in list.iter().enumerate() {
+        if let Some(k) = elem_key(v, merge_key, is_map) {
+            m.entry(k).or_insert(i);
+        }
+    }
+    m
+}
+
+/// `sliceElementType`: whether the elements are maps (errors on mixed or nested lists).
+fn element_kind_is_map(original: &[Value], patch: &[Value]) -> Result<bool> {
+    let mut first: Option<&Value> = None;
+    for v in original.iter().chain(patch) {
+        match first {
+            None => {
+                if v.is_array() {
+                    return Err(Error::Merge("lists of lists are not supported".into()));
+                }
+                first = Some(v);
+            }
+            Some(f) if !same_type(f, v) => {
+                return Err(Error::Merge(format!(
+                    "list element types are not identical: [{} {}]",
+                    sprint(&Value::Array(original.to_vec())),
+                    sprint(&Value::Array(patch.to_vec()))
+                )));
+            }
+            Some(_) => {}
+        }
+    }
+    match first {
+        Some(f) => Ok(f.is_object()),
+        None => Err(Error::Merge(
+            "no elements in any of the given slices".into(),
+        )),
+    }
+}
+
+/// `mergeSlice`.
+fn merge_slice(
+    original: Vec<Value>,
+    patch: Vec<Value>,
+    meta: &FieldMeta,
+    is_delete: bool,
+) -> Result<Vec<Value>> {
+    if original.is_empty() && patch.is_empty() {
+        return Ok(original);
+    }
+    let is_map = element_kind_is_map(&original, &patch)?;
+    let key = meta.merge_key.as_str();
+    let (server_pos, patch_pos, merged) = if is_map {
+        if key.is_empty() {
+            return Err(Error::Merge(format!(
+                "cannot merge lists without merge key for {}",
+                meta.name
+            )));
+        }
+        let (original, patch) = apply_special_elements(original, patch, key)?;
+        // Positions in the original list (Go's `serverOrder`), taken before merging in place.
+        let server_pos = positions(&original, key, true);
+        let patch_pos = positions(&patch, key, true);
+        let merged = merge_maps_by_key(original, patch, key, meta.sub)?;
+        (server_pos, patch_pos, merged)
+    } else {
+        if is_delete {
+            return Ok(delete_from_slice(original, &patch));
+        }
+        let server_pos = positions(&original, key, false);
+        let patch_pos = positions(&patch, key, false);
+        let mut both = original;
+        both.extend(patch);
+        (server_pos, patch_pos, deduplicate_scalars(both))
+    };
+    // `partition` checks every merged element (originals included) carries the merge key.
+    let (patch_items, server_only) = partition(merged, &patch_pos, key, is_map)?;
+    Ok(interleave(
+        patch_items,
+        server_only,
+        &patch_pos,
+        &server_pos,
+        key,
+        is_map,
+    ))
+}
+
+/// `mergeSliceWithSpecialElements`: `$patch: delete|replace` list elements.
+fn apply_special_elements(
+    mut original: Vec<Value>,
+    patch: Vec<Value>,
+    key: &str,
+) -> Result<(Vec<Value>, Vec<Value>)> {
+    let mut plain = Vec::with_capacity(patch.len());
+    let mut replace = false;
+    for v in patch {
+        let Some(d) = v.get(DIRECTIVE) else {
+            plain.push(v);
+            continue;
+        };
+        match d.as_str() {
+            Some("delete") => {
+                let target = v.get(key).ok_or_else(|| no_merge_key(&v, key))?;
+                let target = key_of(target);
+                original.retain(|o| {
+                    let k = o.get(key).and_then(key_of);
+                    k.is_none() || k != target
+                });
+            }
+            Some("replace") => replace = true,
+            Some("merge") => {
+                return Err(Error::Merge(
+                    "merging lists cannot yet be specified in the patch".into(),
+                ));
+            }
+            _ => {
+                let m = v.as_object().cloned().unwrap_or_default();
+                return Err(bad_patch_type(d, &m));
+            }
+        }
+    }
+    if replace {
+        Ok((plain, Vec::new()))
+    } else {
+        Ok((original, plain))
+    }
+}
+
+/// `mergeSliceWithoutSpecialElements`: merge by key in place, append the rest.
+fn merge_maps_by_key(
+    mut original: Vec<Value>,
+    patch: Vec<Value>,
+    key: &str,
+    sub: Schema,
+) -> Result<Vec<Value>> {
+    let mut pos = positions(&original, key, true);
+    for p in patch {
+        let Some(kv) = p.get(key) else {
+            return Err(no_merge_key(&p, key));
+        };
+        let k = key_of(kv);
+        match k.as_ref().and_then(|k| pos.get(k).copied()) {
+            Some(i) => {
+                let o = match std::mem::take(&mut original[i]) {
+                    Value::Object(m) => m,
+                    _ => Map::new(),
+                };
+                let pm = match p {
+                    Value::Object(m) => m,
+                    _ => Map::new(),
+                };
+                original[i] = Value::Object(merge_map(o, pm, sub)?);
+            }
+            None => {
+                if let Some(k) = k {
+                    pos.entry(k).or_insert(original.len());
+                }
+                original.push(p);
+            }
+        }
+    }
+    Ok(original)
+}
+
+/// `deleteFromSlice`.
+fn delete_from_slice(current: Vec<Value>, to_delete: &[Value]) -> Vec<Value> {
+    let del: Vec<Option<Key>> = to_delete.iter().map(key_of).collect();
+    current
+        .into_iter()
+        .filter(|v| {
+            let k = key_of(v);
+            k.is_none() || !del.contains(&k)
+        })
+        .collect()
+}
+
+/// `deduplicateScalars` (Go's swap-with-last algorithm, order included).
+fn deduplicate_scalars(mut s: Vec<Value>) -> Vec<Value> {
+    if s.is_empty() {
+        return s;
+    }
+    let mut length = s.len() - 1;
+    let mut i = 0;
+    while i < length {
+        let mut j = i + 1;
+        while j <= length {
+            let eq = key_of(&s[i]).is_some() && key_of(&s[i]) == key_of(&s[j]);
+            if eq {
+                s.swap(j, length);
+                s.truncate(length);
+                length -= 1;
+            } else {
+                j += 1;
+            }
+        }
+        i += 1;
+    }
+    s
+}
+
+/// `partitionMapsByPresentInList` / `partitionPrimitivesByPresentInList`.
+fn partition(
+    merged: Vec<Value>,
+    present: &HashMap<Key, usize>,
+    key: &str,
+    is_map: bool,
+) -> Result<(Vec<Value>, Vec<Value>)> {
+    let mut patch_items = Vec::new();
+    let mut server_only = Vec::new();
+    for v in merged {
+        if is_map && v.get(key).is_none() {
+            return Err(no_merge_key(&v, key));
+        }
+        let found = elem_key(&v, key, is_map).is_some_and(|k| present.contains_key(&k));
+        if found {
+            patch_items.push(v);
+        } else {
+            server_only.push(v);
+        }
+    }
+    Ok((patch_items, server_only))
+}
+
+/// `normalizeElementOrder` with precomputed reference positions: sort the patch items by their
+/// position in the patch (or `$setElementOrder`) list and the server-only items by their
+/// position in the original list, then interleave (`mergeSortedSlice`): the server-only head
+/// goes first only when both heads are in the original list and it comes earlier there.
+fn interleave(
+    mut patch_items: Vec<Value>,
+    mut server_only: Vec<Value>,
+    patch_pos: &HashMap<Key, usize>,
+    server_pos: &HashMap<Key, usize>,
+    key: &str,
+    is_map: bool,
+) -> Vec<Value> {
+    let idx = |m: &HashMap<Key, usize>, v: &Value| {
+        elem_key(v, key, is_map).and_then(|k| m.get(&k).copied())
+    };
+    sort_by_index(&mut patch_items, |v| idx(patch_pos, v));
+    sort_by_index(&mut server_only, |v| idx(server_pos, v));
+    let mut out = Vec::with_capacity(patch_items.len() + server_only.len());
+    let mut left = server_only.into_iter().peekable();
+    let mut right = patch_items.into_iter().peekable();
+    loop {
+        let take_left = match (left.peek(), right.peek()) {
+            (None, None) => break,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (Some(l), Some(r)) => {
+                matches!((idx(server_pos, l), idx(server_pos, r)), (Some(li), Some(ri)) if li < ri)
+            }
+        };
+        let next = if take_left { left.next() } else { right.next() };
+        out.extend(next);
+    }
+    out
+}
+
+/// Stable sort by position in a reference list (elements are always found there).
+fn sort_by_index(items: &mut [Value], pos: impl Fn(&Value) -> Option<usize>) {
+    items.sort_by_key(|v| pos(v).unwrap_or(usize::MAX));
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{json, Value};
+
+    use super::strategic_merge;
+    use crate::k8s::normalize;
+
+    fn smp(target: Value, patch: Value) -> Value {
+        let mut t = target;
+        strategic_merge("corev1.Pod", &mut t, &patch).unwrap();
+        t
+    }
+
+    fn smp_err(target: Value, patch: Value) -> String {
+        let mut t = target;
+        strategic_merge("corev1.Pod", &mut t, &patch)
+            .unwrap_err()
+            .to_string()
+    }
+
+    fn names(v: &Value) -> Vec<&str> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["name"].as_str().unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn template_containers_come_first() {
+        let r = smp(
+            json!({"spec": {"containers": [{"name": "app", "image": "app:1"}]}}),
+            json!({"spec": {"containers": [{"name": "istio-proxy", "image": "proxy"}]}}),
+        );
+        assert_eq!(names(&r["spec"]["containers"]), ["istio-proxy", "app"]);
+        assert_eq!(r["spec"]["containers"][1]["image"], "app:1");
+    }
+
+    #[test]
+    fn merge_by_key_keeps_relative_order_of_shared_elements() {
+        let r = smp(
+            json!({"spec": {"containers": [{"name": "c", "env": [
+                {"name": "A", "value": "1"}, {"name": "B", "value": "2"}]}]}}),
+            json!({"spec": {"containers": [{"name": "c", "env": [
+                {"name": "B", "value": "3"}, {"name": "C", "value": "4"}]}]}}),
+        );
+        assert_eq!(
+            r["spec"]["containers"][0]["env"],
+            json!([{"name": "A", "value": "1"}, {"name": "B", "value": "3"}, {"name": "C", "value": "4"}])
+        );
+        let r = smp(
+            json!({"spec": {"volumes": [{"name": "A"}, {"name": "B"}]}}),
+            json!({"spec": {"volumes": [{"name": "C"}, {"name": "A", "emptyDir": {}}]}}),
+        );
+        assert_eq!(
+            r["spec"]["volumes"],
+            json!([{"name": "C"}, {"name": "A", "emptyDir": {}}, {"name": "B"}])
+        );
+    }
+
+    #[test]
+    fn ports_and_mounts_merge_by_their_keys() {
+        let mut r = smp(
+            json!({"spec": {"containers": [{"name": "c",
+                "ports": [{"containerPort": 80, "name": "http"}],
+                "volumeMounts": [{"mountPath": "/a", "name": "x"}]}]}}),
+            json!({"spec": {"containers": [{"name": "c",
+                "ports": [{"containerPort": 80.0, "protocol": "TCP"}, {"containerPort": 15090}],
+                "volumeMounts": [{"mountPath": "/a", "readOnly": true}]}]}}),
+        );
+        normalize("corev1.Pod", &mut r).unwrap();
+        let c = &r["spec"]["containers"][0];
+        assert_eq!(
+            c["ports"],
+            json!([{"containerPort": 80, "name": "http", "protocol": "TCP"}, {"containerPort": 15090}])
+        );
+        assert_eq!(
+            c["volumeMounts"],
+            json!([{"mountPath": "/a", "name": "x", "readOnly": true}])
+        );
+    }
+
+    #[test]
+    fn lists_without_strategy_are_replaced() {
+        let r = smp(
+            json!({"spec": {"containers": [{"name": "c", "args": ["a", "b"]}], "tolerations": [{"key": "k"}]}}),
+            json!({"spec": {"containers": [{"name": "c", "args": ["z"]}], "tolerations": []}}),
+        );
+        assert_eq!(r["spec"]["containers"][0]["args"], json!(["z"]));
+        assert_eq!(r["spec"]["tolerations"], json!([]));
+    }
+
+    #[test]
+    fn empty_merge_list_is_a_no_op() {
+        let r = smp(
+            json!({"spec": {"initContainers": [{"name": "i"}], "containers": [{"name": "a"}]}}),
+            json!({"spec": {"initContainers": [], "containers": [{"name": "a"}]}}),
+        );
+        assert_eq!(r["spec"]["initContainers"], json!([{"name": "i"}]));
+    }
+
+    #[test]
+    fn labels_patch_replace_from_g17() {
+        let r = smp(
+            json!({"metadata": {"labels": {"app": "x", "version": "v1"}, "annotations": {"a": "b"}}}),
+            json!({"metadata": {"labels": {"$patch": "replace", "foo": "bar"}}}),
+        );
+        assert_eq!(r["metadata"]["labels"], json!({"foo": "bar"}));
+        assert_eq!(r["metadata"]["annotations"], json!({"a": "b"}));
+        let r = smp(
+            json!({"metadata": {"labels": {"app": "x"}}}),
+            json!({"metadata": {"labels": {"$patch": "delete"}}}),
+        );
+        assert_eq!(r["metadata"]["labels"], json!({}));
+    }
+
+    #[test]
+    fn directive_maps_are_copied_verbatim_when_the_key_is_absent() {
+        // [quirk] Go's mergeMap takes an absent key's patch value as-is, directives included.
+        let r = smp(
+            json!({"metadata": {}}),
+            json!({"metadata": {"labels": {"$patch": "replace", "foo": "bar"}}}),
+        );
+        assert_eq!(
+            r["metadata"]["labels"],
+            json!({"$patch": "replace", "foo": "bar"})
+        );
+    }
+
+    #[test]
+    fn mixed_element_types_are_errors() {
+        let e = smp_err(
+            json!({"metadata": {"finalizers": ["a"]}}),
+            json!({"metadata": {"finalizers": [{"x": 1}]}}),
+        );
+        assert_eq!(e, "list element types are not identical: [[a] [map[x:1]]]");
+        let e = smp_err(
+            json!({"metadata": {"finalizers": [["a"]]}}),
+            json!({"metadata": {"finalizers": ["b"]}}),
+        );
+        assert_eq!(e, "lists of lists are not supported");
+    }
+
+    #[test]
+    fn null_deletes_and_nulls_in_new_values_are_discarded() {
+        let r = smp(
+            json!({"metadata": {"annotations": {"a": "1", "b": "2"}}, "spec": {"containers": [{"name": "c"}]}}),
+            json!({"metadata": {"annotations": {"a": null, "zz": null}},
+                   "spec": {"securityContext": {"runAsUser": null, "fsGroup": 1}}}),
+        );
+        assert_eq!(r["metadata"]["annotations"], json!({"b": "2"}));
+        assert_eq!(r["spec"]["securityContext"], json!({"fsGroup": 1}));
+    }
+
+    #[test]
+    fn appended_elements_keep_nulls_until_normalize() {
+        let mut r = smp(
+            json!({"spec": {"containers": [{"name": "app"}], "volumes": [{"name": "v", "emptyDir": {}}]}}),
+            json!({"spec": {"volumes": [{"name": "workload-socket", "emptyDir": null}]}}),
+        );
+        assert_eq!(
+            r["spec"]["volumes"][0],
+            json!({"name": "workload-socket", "emptyDir": null})
+        );
+        normalize("corev1.Pod", &mut r).unwrap();
+        assert_eq!(
+            r["spec"]["volumes"],
+            json!([{"name": "workload-socket"}, {"name": "v", "emptyDir": {}}])
+        );
+    }
+
+    #[test]
+    fn type_mismatch_replaces_with_nulls_discarded() {
+        let r = smp(
+            json!({"spec": {"containers": null}}),
+            json!({"spec": {"containers": [{"name": "p", "image": null}]}}),
+        );
+        assert_eq!(r["spec"]["containers"], json!([{"name": "p"}]));
+    }
+
+    #[test]
+    fn missing_merge_key_error_text() {
+        let e = smp_err(
+            json!({"spec": {"containers": [{"name": "a"}]}}),
+            json!({"spec": {"containers": [{"image": "x"}]}}),
+        );
+        assert_eq!(
+            e,
+            "map: map[image:x] does not contain declared merge key: name"
+        );
+    }
+
+    #[test]
+    fn bad_directives_are_errors() {
+        let e = smp_err(
+            json!({"metadata": {"labels": {"a": "b"}}}),
+            json!({"metadata": {"labels": {"$patch": "merge"}}}),
+        );
+        assert_eq!(e, "unknown patch type: merge in map: map[$patch:merge]");
+        let e = smp_err(
+            json!({"spec": {"containers": [{"name": "a"}]}}),
+            json!({"spec": {"containers": [{"$patch": "merge", "name": "a"}]}}),
+        );
+        assert_eq!(e, "merging lists cannot yet be specified in the patch");
+    }
+
+    #[test]
+    fn list_element_directives() {
+        let r = smp(
+            json!({"spec": {"containers": [{"name": "a"}, {"name": "b"}]}}),
+            json!({"spec": {"containers": [{"name": "a", "$patch": "delete"}, {"name": "c"}]}}),
+        );
+        assert_eq!(names(&r["spec"]["containers"]), ["c", "b"]);
+        let r = smp(
+            json!({"spec": {"containers": [{"name": "a", "image": "1"}, {"name": "b"}]}}),
+            json!({"spec": {"containers": [{"$patch": "replace"}, {"name": "z"}, {"name": "a"}]}}),
+        );
+        assert_eq!(
+            r["spec"]["containers"],
+            json!([{"name": "z"}, {"name": "a"}])
+        );
+        let r = smp(
+            json!({"spec": {"containers": [{"name": "a", "image": "1", "args": ["x"]}]}}),
+            json!({"spec": {"containers": [{"name": "a", "image": "2", "$patch": "replace"}]}}),
+        );
+        // Go: any element carrying `$patch` is a directive, never data; `replace` empties the list.
+        assert_eq!(r["spec"]["containers"], json!([]));
+    }
+
+    #[test]
+    fn retain_keys_directive() {
+        let r = smp(
+            json!({"spec": {"volumes": [{"name": "v", "emptyDir": {}}]}}),
+            json!({"spec": {"volumes": [{"name": "v", "hostPath": {"path": "/x"}, "$retainKeys": ["name", "hostPath"]}]}}),
+        );
+        assert_eq!(
+            r["spec"]["volumes"],
+            json!([{"name": "v", "hostPath": {"path": "/x"}}])
+        );
+        let e = smp_err(
+            json!({"spec": {"volumes": [{"name": "v"}]}}),
+            json!({"spec": {"volumes": [{"name": "v", "secret": {}, "$retainKeys": ["name"]}]}}),
+        );
+        assert_eq!(e, "invalid patch format of retainKeys");
+    }
+
+    #[test]
+    fn set_element_order_directive() {
+        let r = smp(
+            json!({"spec": {"containers": [{"name": "a"}, {"name": "b"}, {"name": "c"}]}}),
+            json!({"spec": {"$setElementOrder/containers": [{"name": "c"}, {"name": "a"}, {"name": "b"}],
+                "containers": [{"name": "a", "image": "x"}]}}),
+        );
+        let c = &r["spec"]["containers"];
+        assert_eq!(names(c), ["c", "a", "b"]);
+        assert_eq!(c[1]["image"], "x");
+        assert!(r["spec"].get("$setElementOrder/containers").is_none());
+    }
+
+    #[test]
+    fn primitive_merge_and_delete_from_primitive_list() {
+        let r = smp(
+            json!({"metadata": {"finalizers": ["a", "b"]}}),
+            json!({"metadata": {"finalizers": ["c", "a"]}}),
+        );
+        assert_eq!(r["metadata"]["finalizers"], json!(["c", "a", "b"]));
+        let r = smp(
+            json!({"metadata": {"finalizers": ["a", "b", "c"]}}),
+            json!({"metadata": {"$deleteFromPrimitiveList/finalizers": ["b"]}}),
+        );
+        assert_eq!(r["metadata"]["finalizers"], json!(["a", "c"]));
+        assert!(r["metadata"]
+            .get("$deleteFromPrimitiveList/finalizers")
+            .is_none());
+    }
+
+    #[test]
+    fn unknown_fields_merge_as_plain_maps() {
+        let r = smp(
+            json!({"spec": {"future": {"a": 1, "l": [1, 2]}}}),
+            json!({"spec": {"future": {"b": 2, "l": [3]}}}),
+        );
+        assert_eq!(r["spec"]["future"], json!({"a": 1, "l": [3], "b": 2}));
+    }
+
+    #[test]
+    fn non_object_patch_is_an_error() {
+        let mut t = json!({});
+        assert!(strategic_merge("corev1.Pod", &mut t, &json!([1])).is_err());
+        assert!(strategic_merge("no.Such", &mut t, &json!({})).is_err());
+    }
+
+    #[test]
+    fn realistic_sidecar_template_onto_pod() {
+        let mut pod = json!({
+            "metadata": {"name": "hello", "labels": {"app": "hello"}, "annotations": {"a": "1"}},
+            "spec": {
+                "containers": [{"name": "hello", "image": "hello:1",
+                    "ports": [{"containerPort": 80, "name": "http"}],
+                    "volumeMounts": [{"name": "data", "mountPath": "/data"}]}],
+                "volumes": [{"name": "data", "emptyDir": {}}]
+            }
+        });
+        crate::k8s::normalize("corev1.Pod", &mut pod).unwrap();
+        let template = json!({
+            "metadata": {"labels": {"security.istio.io/tlsMode": "istio"},
+                         "annotations": {"sidecar.istio.io/status": "{}"}},
+            "spec": {
+                "initContainers": [
+                    {"name": "istio-init", "image": "proxyv2", "args": ["istio-iptables", "-p", "15001"],
+                     "resources": {"limits": {"cpu": "2000m", "memory": "1024Mi"}, "requests": {"cpu": "100m"}},
+                     "securityContext": {"privileged": false, "runAsUser": 0, "capabilities": {"add": ["NET_ADMIN"]}}},
+                    {"name": "istio-proxy", "image": "proxyv2", "restartPolicy": "Always",
+                     "ports": [{"containerPort": 15090, "protocol": "TCP", "name": "http-envoy-prom"}],
+                     "env": [{"name": "ISTIO_META_POD_PORTS", "value": "[]"}, {"name": "EMPTY", "value": null}],
+                     "volumeMounts": [{"name": "workload-socket", "mountPath": "/var/run/secrets/workload-spiffe-uds"}]}
+                ],
+                "containers": [],
+                "volumes": [{"name": "workload-socket", "emptyDir": null},
+                            {"name": "istio-envoy", "emptyDir": {"medium": "Memory"}}]
+            }
+        });
+        strategic_merge("corev1.Pod", &mut pod, &template).unwrap();
+        crate::k8s::normalize("corev1.Pod", &mut pod).unwrap();
+        assert_eq!(
+            pod["metadata"]["labels"],
+            json!({"app": "hello", "security.istio.io/tlsMode": "istio"})
+        );
+        assert_eq!(pod["metadata"]["annotations"]["a"], "1");
+        assert_eq!(names(&pod["spec"]["containers"]), ["hello"]);
+        assert_eq!(
+            names(&pod["spec"]["initContainers"]),
+            ["istio-init", "istio-proxy"]
+        );
+        assert_eq!(
+            names(&pod["spec"]["volumes"]),
+            ["workload-socket", "istio-envoy", "data"]
+        );
+        assert_eq!(
+            pod["spec"]["volumes"][0],
+            json!({"name": "workload-socket"})
+        );
+        let init = &pod["spec"]["initContainers"][0];
+        assert_eq!(
+            init["resources"]["limits"],
+            json!({"cpu": "2", "memory": "1Gi"})
+        );
+        assert_eq!(init["securityContext"]["privileged"], json!(false));
+        let proxy = &pod["spec"]["initContainers"][1];
+        assert_eq!(
+            proxy["env"],
+            json!([{"name": "ISTIO_META_POD_PORTS", "value": "[]"}, {"name": "EMPTY"}])
+        );
+        assert_eq!(proxy["resources"], json!({}));
+
+        // §7.5: the user's own istio-proxy definition is re-applied over the injected one.
+        let user = json!({"name": "istio-proxy", "image": "auto",
+            "resources": {"limits": {"cpu": "3000m"}}, "securityContext": {"runAsUser": 1234}});
+        let mut overlay = crate::k8s::to_go_value("corev1.Container", &user).unwrap();
+        overlay.as_object_mut().unwrap().shift_remove("image");
+        let patch = json!({"spec": {"containers": [], "initContainers": [overlay]}});
+        strategic_merge("corev1.Pod", &mut pod, &patch).unwrap();
+        crate::k8s::normalize("corev1.Pod", &mut pod).unwrap();
+        let proxy = &pod["spec"]["initContainers"][1];
+        assert_eq!(proxy["name"], "istio-proxy");
+        assert_eq!(proxy["image"], "proxyv2");
+        assert_eq!(proxy["resources"], json!({"limits": {"cpu": "3"}}));
+        assert_eq!(proxy["securityContext"], json!({"runAsUser": 1234}));
+        assert_eq!(
+            names(&pod["spec"]["initContainers"]),
+            ["istio-init", "istio-proxy"]
+        );
+    }
+
+    #[test]
+    fn big_env_merge_is_linear_enough() {
+        let env: Vec<_> = (0..1500)
+            .map(|i| json!({"name": format!("V{i}"), "value": "x"}))
+            .collect();
+        let penv: Vec<_> = (0..1500)
+            .rev()
+            .step_by(3)
+            .map(|i| json!({"name": format!("V{i}"), "value": "y"}))
+            .collect();
+        let t = std::time::Instant::now();
+        let r = smp(
+            json!({"spec": {"containers": [{"name": "c", "env": env}]}}),
+            json!({"spec": {"containers": [{"name": "c", "env": penv}]}}),
+        );
+        assert!(t.elapsed() < std::time::Duration::from_secs(1));
+        let e = r["spec"]["containers"][0]["env"].as_array().unwrap();
+        assert_eq!(e.len(), 1500);
+        assert_eq!(e.iter().filter(|v| v["value"] == "y").count(), 500);
+    }
 }

@@ -16,7 +16,8 @@ pub fn create(original: &Value, modified: &Value) -> Value {
 pub fn apply(doc: &mut Value, ops: &Value) -> crate::Result<()> {
     let patch: json_patch::Patch = serde_json::from_value(ops.clone())
         .map_err(|e| crate::Error::Json(format!("invalid JSON patch: {e}")))?;
-    json_patch::patch(doc, &patch).map_err(|e| crate::Error::Json(format!("applying JSON patch: {e}")))
+    json_patch::patch(doc, &patch)
+        .map_err(|e| crate::Error::Json(format!("applying JSON patch: {e}")))
 }
 
 #[cfg(test)]

@@ -33,6 +33,7 @@ const NETWORK_ENV: &str = "ISTIO_META_NETWORK";
 const SECURE_PORT_ENV: &str = "ENVOY_SECURE_MERGED_METRICS_PORT";
 
 /// Inputs of [`post_process`] besides the pod itself.
+#[derive(Debug, Clone, Copy)]
 pub struct PostProcess<'a> {
     /// Mesh config used by injection (canonical proto-JSON).
     pub mesh: &'a Value,
@@ -1166,7 +1167,16 @@ fn take_list(spec: &mut Map<String, Value>, key: &str) -> Vec<Value> {
 /// §8.6: proxy first (hold) or last in containers; init containers ordered around it.
 fn reorder_containers(pod: &mut Value, p: &PostProcess<'_>) {
     let hold = hold_application(p);
-    let Some(spec) = pod.get_mut("spec").and_then(Value::as_object_mut) else {
+    let Some(root) = pod.as_object_mut() else {
+        return;
+    };
+    let spec = root
+        .entry("spec")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if spec.is_null() {
+        *spec = Value::Object(Map::new());
+    }
+    let Some(spec) = spec.as_object_mut() else {
         return;
     };
     let containers = take_list(spec, "containers");
@@ -1193,5 +1203,1104 @@ fn reorder_containers(pod: &mut Value, p: &PostProcess<'_>) {
     }
     if had_init || !init.is_empty() {
         spec.insert("initContainers".into(), Value::Array(init));
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const CORPUS: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/conformance/istio/cases"
+    );
+
+    /// The text of a corpus golden, `None` (with a notice) when the corpus is absent.
+    fn golden(file: &str) -> Option<String> {
+        let path = format!("{CORPUS}/{file}");
+        let text = std::fs::read_to_string(&path).ok();
+        if text.is_none() {
+            eprintln!("corpus not found at {path}; skipping golden comparison");
+        }
+        text
+    }
+
+    /// Un-quote a YAML single-quoted scalar.
+    fn single_quoted(v: &str) -> String {
+        let v = v.strip_prefix('\'').and_then(|v| v.strip_suffix('\''));
+        v.expect("single-quoted value").replace("''", "'")
+    }
+
+    /// The value of env `name` in a corpus golden (the corpus must contain it when present).
+    fn golden_env(file: &str, name: &str) -> Option<String> {
+        let text = golden(file)?;
+        let mut lines = text.lines();
+        lines
+            .find(|l| l.trim() == format!("- name: {name}"))
+            .expect("env in golden");
+        let v = lines.next().and_then(|l| l.trim().strip_prefix("value: "));
+        Some(single_quoted(v.expect("env value line")))
+    }
+
+    /// The value of annotation `name` in a corpus golden.
+    fn golden_annotation(file: &str, name: &str) -> Option<String> {
+        let text = golden(file)?;
+        let prefix = format!("{name}: ");
+        let v = text.lines().find_map(|l| l.trim().strip_prefix(&prefix));
+        Some(single_quoted(v.expect("annotation in golden")))
+    }
+
+    fn mesh() -> Value {
+        json!({"defaultConfig": {"statusPort": 15020}, "enablePrometheusMerge": true})
+    }
+
+    fn values() -> Value {
+        json!({"sidecarInjectorWebhook": {"rewriteAppHTTPProbe": true}, "global": {"proxy": {}}})
+    }
+
+    fn proxy() -> Value {
+        json!({"name": "istio-proxy", "env": [
+            {"name": "ISTIO_META_CLUSTER_ID", "value": "Kubernetes"},
+            {"name": "TRUST_DOMAIN", "value": "cluster.local"}],
+            "restartPolicy": "Always"})
+    }
+
+    const VOLUMES: [&str; 9] = [
+        "workload-socket",
+        "credential-socket",
+        "workload-certs",
+        "istio-envoy",
+        "istio-data",
+        "istio-podinfo",
+        "istio-token",
+        "istiod-ca-cert",
+        "istio-ca-crl",
+    ];
+
+    /// The template pod of the chart's `sidecar` template with native sidecars.
+    fn template_pod() -> Value {
+        let volumes: Vec<Value> = VOLUMES.iter().map(|v| json!({"name": v})).collect();
+        json!({"metadata": {}, "spec": {
+            "initContainers": [{"name": "istio-init"}, {"name": "istio-proxy"}],
+            "volumes": volumes}})
+    }
+
+    /// A merged pod: the app containers plus the native sidecar and istio-init.
+    fn merged(annotations: Value, containers: Value) -> Value {
+        json!({"metadata": {"name": "hello", "annotations": annotations, "labels": {"app": "hello"}},
+               "spec": {"initContainers": [{"name": "istio-init"}, proxy()], "containers": containers}})
+    }
+
+    struct Inputs {
+        mesh: Value,
+        values: Value,
+        envs: BTreeMap<String, String>,
+        injected: BTreeMap<String, String>,
+        template: Value,
+        original: Value,
+        annotation_mesh: Option<Value>,
+        revision: String,
+    }
+
+    impl Inputs {
+        fn new() -> Inputs {
+            Inputs {
+                mesh: mesh(),
+                values: values(),
+                envs: BTreeMap::new(),
+                injected: BTreeMap::new(),
+                template: template_pod(),
+                original: json!({}),
+                annotation_mesh: None,
+                revision: String::new(),
+            }
+        }
+
+        fn run(&self, pod: &mut Value) -> Result<Vec<String>> {
+            let p = PostProcess {
+                mesh: &self.mesh,
+                values: &self.values,
+                proxy_envs: &self.envs,
+                revision: &self.revision,
+                injected_annotations: &self.injected,
+                template_pod: &self.template,
+                original_pod: &self.original,
+                proxy_config_annotation_mesh: self.annotation_mesh.as_ref(),
+            };
+            post_process_with_warnings(pod, &p)
+        }
+    }
+
+    fn sidecar_env(pod: &Value, name: &str) -> Option<String> {
+        find_sidecar(pod)?
+            .get("env")?
+            .as_array()?
+            .iter()
+            .find(|e| e["name"] == name)
+            .and_then(|e| e["value"].as_str())
+            .map(str::to_string)
+    }
+
+    fn env_names(pod: &Value) -> Vec<String> {
+        find_sidecar(pod)
+            .and_then(|s| s.get("env"))
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .map(|e| e["name"].as_str().unwrap_or("").to_string())
+            .collect()
+    }
+
+    fn names(pod: &Value, list: &str) -> Vec<String> {
+        pod["spec"][list]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|c| container_name(c).to_string())
+            .collect()
+    }
+
+    fn hello_probes_containers() -> Value {
+        json!([
+            {"name": "hello", "ports": [{"name": "http", "containerPort": 80}],
+             "livenessProbe": {"httpGet": {"port": "http"}},
+             "readinessProbe": {"httpGet": {"port": 3333}},
+             "lifecycle": {"preStop": {"httpGet": {"port": 91}}, "postStart": {"tcpSocket": {"port": 93}}}},
+            {"name": "world", "ports": [{"name": "http", "containerPort": 90}],
+             "livenessProbe": {"httpGet": {"port": "http"}},
+             "readinessProbe": {"exec": {"command": ["cat", "/tmp/healthy"]}}}
+        ])
+    }
+
+    #[test]
+    fn hello_probes_matches_golden() {
+        let mut pod = merged(json!({}), hello_probes_containers());
+        Inputs::new().run(&mut pod).expect("post-process");
+        let probers = sidecar_env(&pod, APP_PROBERS_ENV).expect("probers env");
+        assert_eq!(
+            probers,
+            r#"{"/app-health/hello/livez":{"httpGet":{"port":80}},"/app-health/hello/readyz":{"httpGet":{"port":3333}},"/app-health/world/livez":{"httpGet":{"port":90}},"/app-lifecycle/hello/poststartz":{"tcpSocket":{"port":93}},"/app-lifecycle/hello/prestopz":{"httpGet":{"port":91}}}"#
+        );
+        if let Some(g) = golden_env("hello-probes.yaml.injected", APP_PROBERS_ENV) {
+            assert_eq!(probers, g);
+        }
+        let hello = &pod["spec"]["containers"][0];
+        assert_eq!(
+            hello["livenessProbe"],
+            json!({"httpGet": {"port": 15020, "path": "/app-health/hello/livez"}})
+        );
+        assert_eq!(
+            hello["lifecycle"]["postStart"],
+            json!({"httpGet": {"path": "/app-lifecycle/hello/poststartz", "port": 15020}})
+        );
+        assert_eq!(
+            hello["lifecycle"]["preStop"]["httpGet"]["path"],
+            "/app-lifecycle/hello/prestopz"
+        );
+        let world = &pod["spec"]["containers"][1];
+        assert_eq!(
+            world["readinessProbe"],
+            json!({"exec": {"command": ["cat", "/tmp/healthy"]}})
+        );
+        assert_eq!(world["livenessProbe"]["httpGet"]["port"], 15020);
+        // status annotation and prometheus defaults
+        let ann = &pod["metadata"]["annotations"];
+        let status = ann[STATUS_ANNOTATION].as_str().expect("status");
+        assert_eq!(
+            status,
+            r#"{"initContainers":["istio-init","istio-proxy"],"containers":null,"volumes":["workload-socket","credential-socket","workload-certs","istio-envoy","istio-data","istio-podinfo","istio-token","istiod-ca-cert","istio-ca-crl"],"imagePullSecrets":null,"revision":"default"}"#
+        );
+        if let Some(g) = golden_annotation("hello-probes.yaml.injected", STATUS_ANNOTATION) {
+            assert_eq!(status, g);
+        }
+        assert_eq!(ann["prometheus.io/port"], "15020");
+        assert_eq!(ann["prometheus.io/path"], "/stats/prometheus");
+        assert_eq!(ann["prometheus.io/scrape"], "true");
+        assert_eq!(sidecar_env(&pod, PROMETHEUS_ENV), None);
+        // native sidecar order: istio-init, istio-proxy; proxy not in containers
+        assert_eq!(names(&pod, "initContainers"), ["istio-init", "istio-proxy"]);
+        assert_eq!(names(&pod, "containers"), ["hello", "world"]);
+    }
+
+    #[test]
+    fn hello_readiness_keeps_path() {
+        let containers = json!([{"name": "hello", "ports": [{"name": "http", "containerPort": 80}],
+            "readinessProbe": {"httpGet": {"path": "/ip", "port": 8000}}}]);
+        let mut pod = merged(json!({}), containers);
+        Inputs::new().run(&mut pod).expect("post-process");
+        let probers = sidecar_env(&pod, APP_PROBERS_ENV).expect("env");
+        assert_eq!(
+            probers,
+            r#"{"/app-health/hello/readyz":{"httpGet":{"path":"/ip","port":8000}}}"#
+        );
+        if let Some(g) = golden_env("hello-readiness.yaml.injected", APP_PROBERS_ENV) {
+            assert_eq!(probers, g);
+        }
+        assert_eq!(
+            pod["spec"]["containers"][0]["readinessProbe"]["httpGet"],
+            json!({"path": "/app-health/hello/readyz", "port": 15020})
+        );
+    }
+
+    #[test]
+    fn tcp_probes_and_timeouts() {
+        let containers = json!([{"name": "hello",
+            "livenessProbe": {"tcpSocket": {"port": 80}, "timeoutSeconds": 5, "periodSeconds": 3},
+            "readinessProbe": {"tcpSocket": {"port": 3333, "host": "h"}}}]);
+        let mut pod = merged(json!({}), containers);
+        Inputs::new().run(&mut pod).expect("post-process");
+        assert_eq!(
+            sidecar_env(&pod, APP_PROBERS_ENV).expect("env"),
+            r#"{"/app-health/hello/livez":{"tcpSocket":{"port":80},"timeoutSeconds":5},"/app-health/hello/readyz":{"tcpSocket":{"port":3333,"host":"h"}}}"#
+        );
+        let live = &pod["spec"]["containers"][0]["livenessProbe"];
+        assert_eq!(live.get("tcpSocket"), None);
+        assert_eq!(
+            live["httpGet"],
+            json!({"path": "/app-health/hello/livez", "port": 15020})
+        );
+        assert_eq!(live["timeoutSeconds"], 5);
+        assert_eq!(live["periodSeconds"], 3);
+    }
+
+    #[test]
+    fn http_fields_order_and_https_downgrade() {
+        let containers = json!([{"name": "c", "startupProbe": {"httpGet": {
+            "httpHeaders": [{"value": "v", "name": "X-A"}], "scheme": "HTTPS", "host": "h<", "port": 8443, "path": "/p"}}}]);
+        let mut pod = merged(json!({}), containers);
+        Inputs::new().run(&mut pod).expect("post-process");
+        assert_eq!(
+            sidecar_env(&pod, APP_PROBERS_ENV).expect("env"),
+            r#"{"/app-health/c/startupz":{"httpGet":{"path":"/p","port":8443,"host":"h\u003c","scheme":"HTTPS","httpHeaders":[{"name":"X-A","value":"v"}]}}}"#
+        );
+        let h = &pod["spec"]["containers"][0]["startupProbe"]["httpGet"];
+        assert_eq!(h["scheme"], "HTTP");
+        assert_eq!(h["host"], "h<");
+        assert_eq!(h["port"], 15020);
+        assert_eq!(h["path"], "/app-health/c/startupz");
+    }
+
+    #[test]
+    fn grpc_probes_are_kept_and_rewritten() {
+        let containers = json!([{"name": "g",
+            "readinessProbe": {"grpc": {"port": 15020}},
+            "livenessProbe": {"grpc": {"port": 9000, "service": "svc"}, "timeoutSeconds": 2}}]);
+        let mut pod = merged(json!({}), containers);
+        Inputs::new().run(&mut pod).expect("post-process");
+        // gRPC probers are kept even when the port equals the status port.
+        assert_eq!(
+            sidecar_env(&pod, APP_PROBERS_ENV).expect("env"),
+            r#"{"/app-health/g/livez":{"grpc":{"port":9000,"service":"svc"},"timeoutSeconds":2},"/app-health/g/readyz":{"grpc":{"port":15020,"service":null}}}"#
+        );
+        let c = &pod["spec"]["containers"][0];
+        assert_eq!(
+            c["readinessProbe"],
+            json!({"httpGet": {"path": "/app-health/g/readyz", "port": 15020}})
+        );
+        assert_eq!(c["livenessProbe"]["timeoutSeconds"], 2);
+        assert_eq!(c["livenessProbe"].get("grpc"), None);
+    }
+
+    #[test]
+    fn unresolved_and_already_rewritten_ports_are_dropped_but_rewritten() {
+        let containers = json!([{"name": "c", "ports": [{"containerPort": 81}],
+            "readinessProbe": {"httpGet": {"port": "missing"}},
+            "livenessProbe": {"httpGet": {"port": 15020, "path": "/app-health/c/livez"}}}]);
+        let mut pod = merged(json!({}), containers);
+        Inputs::new().run(&mut pod).expect("post-process");
+        assert_eq!(sidecar_env(&pod, APP_PROBERS_ENV), None);
+        // [quirk] the unresolved probe is still rewritten
+        assert_eq!(
+            pod["spec"]["containers"][0]["readinessProbe"]["httpGet"]["port"],
+            15020
+        );
+    }
+
+    #[test]
+    fn probe_rewrite_switches() {
+        // values off → nothing
+        let mut inputs = Inputs::new();
+        inputs.values = json!({"sidecarInjectorWebhook": {"rewriteAppHTTPProbe": false}});
+        let mut pod = merged(json!({}), hello_probes_containers());
+        inputs.run(&mut pod).expect("post-process");
+        assert_eq!(sidecar_env(&pod, APP_PROBERS_ENV), None);
+        assert_eq!(
+            pod["spec"]["containers"][0]["readinessProbe"]["httpGet"]["port"],
+            3333
+        );
+        // annotation turns it on
+        let mut pod = merged(
+            json!({"sidecar.istio.io/rewriteAppHTTPProbers": "true"}),
+            hello_probes_containers(),
+        );
+        inputs.run(&mut pod).expect("post-process");
+        assert!(sidecar_env(&pod, APP_PROBERS_ENV).is_some());
+        // annotation "false" wins over values true
+        let mut pod = merged(
+            json!({"sidecar.istio.io/rewriteAppHTTPProbers": "f"}),
+            hello_probes_containers(),
+        );
+        Inputs::new().run(&mut pod).expect("post-process");
+        assert_eq!(sidecar_env(&pod, APP_PROBERS_ENV), None);
+        // invalid annotation falls back to values (true)
+        let mut pod = merged(
+            json!({"sidecar.istio.io/rewriteAppHTTPProbers": "nope"}),
+            hello_probes_containers(),
+        );
+        Inputs::new().run(&mut pod).expect("post-process");
+        assert!(sidecar_env(&pod, APP_PROBERS_ENV).is_some());
+        // no sidecar → nothing is rewritten
+        let mut pod = json!({"metadata": {}, "spec": {"containers": hello_probes_containers()}});
+        Inputs::new().run(&mut pod).expect("post-process");
+        assert_eq!(
+            pod["spec"]["containers"][0]["readinessProbe"]["httpGet"]["port"],
+            3333
+        );
+    }
+
+    #[test]
+    fn status_port_annotation_sets_rewritten_port() {
+        let mut pod = merged(
+            json!({"status.sidecar.istio.io/port": "123"}),
+            hello_probes_containers(),
+        );
+        Inputs::new().run(&mut pod).expect("post-process");
+        assert_eq!(
+            pod["spec"]["containers"][0]["readinessProbe"]["httpGet"]["port"],
+            123
+        );
+        let mut pod = merged(
+            json!({"status.sidecar.istio.io/port": "x"}),
+            hello_probes_containers(),
+        );
+        let w = Inputs::new().run(&mut pod).expect("post-process");
+        assert_eq!(
+            pod["spec"]["containers"][0]["readinessProbe"]["httpGet"]["port"],
+            0
+        );
+        assert!(w
+            .iter()
+            .any(|w| w.starts_with("Invalid annotation status.sidecar.istio.io/port=x")));
+    }
+
+    #[test]
+    fn reinjection_merges_old_probers() {
+        let old = r#"{"/app-health/hello/livez":{"httpGet":{"port":80}},"/app-health/hello/readyz":{"httpGet":{"port":3333}},"/app-health/world/livez":{"httpGet":{"port":90}}}"#;
+        let status = r#"{"initContainers":["istio-init"],"containers":["istio-proxy"],"volumes":[],"imagePullSecrets":null,"revision":"default"}"#;
+        // Already-rewritten app probes plus a new container `new`.
+        let containers = json!([
+            {"name": "istio-proxy", "env": [{"name": "TRUST_DOMAIN", "value": "cluster.local"},
+                                            {"name": APP_PROBERS_ENV, "value": old}]},
+            {"name": "hello", "ports": [{"name": "http", "containerPort": 80}],
+             "livenessProbe": {"httpGet": {"path": "/app-health/hello/livez", "port": 15020}},
+             "readinessProbe": {"httpGet": {"path": "/app-health/hello/readyz", "port": 15020}}},
+            {"name": "world", "ports": [{"name": "http", "containerPort": 90}],
+             "livenessProbe": {"httpGet": {"path": "/app-health/world/livez", "port": 15020}}},
+            {"name": "new", "ports": [{"name": "http", "containerPort": 8008}],
+             "livenessProbe": {"httpGet": {"path": "/testLive", "port": 8008}}}
+        ]);
+        let mut pod = json!({"metadata": {"annotations": {STATUS_ANNOTATION: status}},
+                             "spec": {"initContainers": [{"name": "istio-init"}], "containers": containers}});
+        Inputs::new().run(&mut pod).expect("post-process");
+        let merged = sidecar_env(&pod, APP_PROBERS_ENV).expect("env");
+        assert_eq!(
+            merged,
+            r#"{"/app-health/hello/livez":{"httpGet":{"port":80}},"/app-health/hello/readyz":{"httpGet":{"port":3333}},"/app-health/new/livez":{"httpGet":{"path":"/testLive","port":8008}},"/app-health/world/livez":{"httpGet":{"port":90}}}"#
+        );
+        if let Some(g) = golden_env("merge-probers.yaml.injected", APP_PROBERS_ENV) {
+            assert_eq!(merged, g);
+        }
+        // replaced in place, not appended
+        assert_eq!(env_names(&pod), ["TRUST_DOMAIN", APP_PROBERS_ENV]);
+        // proxy moves last in containers (no hold)
+        assert_eq!(
+            names(&pod, "containers"),
+            ["hello", "world", "new", "istio-proxy"]
+        );
+    }
+
+    #[test]
+    fn merge_probers_old_wins_and_errors_are_reported() {
+        let old = r#"{"/a":{"httpGet":{"port":1}}}"#;
+        let new = r#"{"/a":{"httpGet":{"port":2}},"/b":{"tcpSocket":{"port":3}}}"#;
+        assert_eq!(
+            merge_probers(old, new).expect("merge"),
+            r#"{"/a":{"httpGet":{"port":1}},"/b":{"tcpSocket":{"port":3}}}"#
+        );
+        let err = merge_probers("{", new).expect_err("bad old");
+        assert!(
+            err.starts_with("failed to unmarshal existing kubeAppProbers"),
+            "{err}"
+        );
+        let err = merge_probers(r#"{"/a":{"httpGet":{"port":true}}}"#, new).expect_err("bad type");
+        assert!(
+            err.starts_with("failed to unmarshal existing kubeAppProbers"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn reinjection_with_invalid_old_probers_leaves_env() {
+        let mut pod = merged(json!({STATUS_ANNOTATION: "{}"}), hello_probes_containers());
+        pod["spec"]["initContainers"][1]["env"] =
+            json!([{"name": APP_PROBERS_ENV, "value": "not json"}]);
+        let w = Inputs::new().run(&mut pod).expect("post-process");
+        assert_eq!(
+            sidecar_env(&pod, APP_PROBERS_ENV).as_deref(),
+            Some("not json")
+        );
+        assert!(w
+            .iter()
+            .any(|w| w.starts_with("failed to unmarshal existing kubeAppProbers")));
+        // probes are rewritten regardless
+        assert_eq!(
+            pod["spec"]["containers"][0]["readinessProbe"]["httpGet"]["port"],
+            15020
+        );
+    }
+
+    #[test]
+    fn prometheus_scrape_false_keeps_annotation() {
+        for name in ["prometheus.io/scrape", "prometheus.io.scrape"] {
+            let mut pod = merged(json!({name: "false"}), json!([{"name": "hello"}]));
+            Inputs::new().run(&mut pod).expect("post-process");
+            let ann = pod["metadata"]["annotations"]
+                .as_object()
+                .expect("annotations");
+            assert_eq!(ann[name], "false");
+            assert!(!ann.contains_key("prometheus.io/port"));
+            assert_eq!(sidecar_env(&pod, PROMETHEUS_ENV), None);
+        }
+        if let Some(text) = golden("prometheus-scrape.yaml.injected") {
+            assert!(text.contains("prometheus.io/scrape: \"false\""));
+            assert!(!text.contains(PROMETHEUS_ENV));
+        }
+    }
+
+    #[test]
+    fn prometheus_multiport_targets_match_golden() {
+        let mut pod = merged(
+            json!({"prometheus.io/scrape": "true", "prometheus.istio.io/scrape-targets": "8080:/metrics,9100:/custom-metrics"}),
+            json!([{"name": "hello"}]),
+        );
+        Inputs::new().run(&mut pod).expect("post-process");
+        let v = sidecar_env(&pod, PROMETHEUS_ENV).expect("env");
+        assert_eq!(
+            v,
+            r#"{"scrape":"true","path":"/metrics","port":"8080","targets":[{"port":"8080","path":"/metrics"},{"port":"9100","path":"/custom-metrics"}]}"#
+        );
+        if let Some(g) = golden_env("hello-multiport-metrics.yaml.injected", PROMETHEUS_ENV) {
+            assert_eq!(v, g);
+        }
+        let ann = pod["metadata"]["annotations"]
+            .as_object()
+            .expect("annotations");
+        assert!(!ann.contains_key("prometheus.istio.io/scrape-targets"));
+        assert_eq!(ann["prometheus.io/port"], "15020");
+    }
+
+    #[test]
+    fn prometheus_port_only_and_env_order() {
+        let mut inputs = Inputs::new();
+        inputs
+            .envs
+            .insert("ISTIO_META_NETWORK".into(), "network1".into());
+        inputs
+            .envs
+            .insert("ISTIO_META_CLUSTER_ID".into(), "c1".into());
+        let mut pod = merged(
+            json!({"prometheus-io/port": "8080"}),
+            json!([{"name": "hello"}]),
+        );
+        inputs.run(&mut pod).expect("post-process");
+        assert_eq!(
+            sidecar_env(&pod, PROMETHEUS_ENV).as_deref(),
+            Some(r#"{"scrape":"","path":"","port":"8080"}"#)
+        );
+        assert_eq!(
+            env_names(&pod),
+            [
+                "TRUST_DOMAIN",
+                "ISTIO_META_CLUSTER_ID",
+                "ISTIO_META_NETWORK",
+                PROMETHEUS_ENV
+            ]
+        );
+        assert_eq!(
+            sidecar_env(&pod, "ISTIO_META_CLUSTER_ID").as_deref(),
+            Some("c1")
+        );
+        assert_eq!(
+            pod["metadata"]["labels"]["topology.istio.io/network"],
+            "network1"
+        );
+        let ann = pod["metadata"]["annotations"]
+            .as_object()
+            .expect("annotations");
+        assert!(!ann.contains_key("prometheus-io/port"));
+    }
+
+    #[test]
+    fn prometheus_already_merged_is_untouched() {
+        let mut pod = merged(
+            json!({"prometheus.io/port": "15020", "prometheus.io/path": "/custom"}),
+            json!([{"name": "hello"}]),
+        );
+        Inputs::new().run(&mut pod).expect("post-process");
+        assert_eq!(
+            pod["metadata"]["annotations"]["prometheus.io/path"],
+            "/custom"
+        );
+        assert_eq!(sidecar_env(&pod, PROMETHEUS_ENV), None);
+    }
+
+    #[test]
+    fn prometheus_merge_disabled() {
+        let mut pod = merged(
+            json!({"prometheus.istio.io/merge-metrics": "false"}),
+            json!([{"name": "a"}]),
+        );
+        Inputs::new().run(&mut pod).expect("post-process");
+        assert!(pod["metadata"]["annotations"]
+            .get("prometheus.io/port")
+            .is_none());
+        let mut inputs = Inputs::new();
+        inputs.mesh["enablePrometheusMerge"] = json!(false);
+        let mut pod = merged(json!({}), json!([{"name": "a"}]));
+        inputs.run(&mut pod).expect("post-process");
+        assert!(pod["metadata"]["annotations"]
+            .get("prometheus.io/port")
+            .is_none());
+        // invalid annotation: warning, falls back to mesh (false here)
+        let mut pod = merged(
+            json!({"prometheus.istio.io/merge-metrics": "maybe"}),
+            json!([{"name": "a"}]),
+        );
+        let w = inputs.run(&mut pod).expect("post-process");
+        assert!(
+            w.contains(&"invalid annotation prometheus.istio.io/merge-metrics=false".to_string())
+        );
+        assert!(pod["metadata"]["annotations"]
+            .get("prometheus.io/port")
+            .is_none());
+        // annotation true beats mesh false
+        let mut pod = merged(
+            json!({"prometheus.istio.io/merge-metrics": "true"}),
+            json!([{"name": "a"}]),
+        );
+        inputs.run(&mut pod).expect("post-process");
+        assert_eq!(
+            pod["metadata"]["annotations"]["prometheus.io/port"],
+            "15020"
+        );
+    }
+
+    fn prom_err(annotations: Value) -> String {
+        let mut pod = merged(annotations, json!([{"name": "a"}]));
+        Inputs::new()
+            .run(&mut pod)
+            .expect_err("should fail")
+            .to_string()
+    }
+
+    #[test]
+    fn prometheus_validation_errors() {
+        assert_eq!(
+            prom_err(json!({"prometheus.io/port": "15090"})),
+            "invalid prometheus scrape configuration: port 15090 is reserved for Istio (Envoy Prometheus (already merged)) and cannot be scraped"
+        );
+        assert_eq!(
+            prom_err(json!({"prometheus.io/port": "abc"})),
+            "invalid prometheus scrape configuration: invalid port \"abc\""
+        );
+        assert_eq!(
+            prom_err(json!({"prometheus.io/port": "70000"})),
+            "invalid prometheus scrape configuration: invalid port \"70000\""
+        );
+        assert_eq!(
+            prom_err(json!({"prometheus.io/port": "+15020"})),
+            "invalid prometheus scrape configuration: port 15020 conflicts with agent port"
+        );
+        assert_eq!(
+            prom_err(json!({"prometheus.istio.io/scrape-targets": "8080, x:/m"})),
+            "invalid prometheus scrape targets: invalid target port \"x\""
+        );
+        assert_eq!(
+            prom_err(json!({"prometheus.istio.io/scrape-targets": "15020"})),
+            "invalid prometheus scrape targets: target port 15020 conflicts with agent port"
+        );
+        assert_eq!(
+            prom_err(json!({"prometheus.istio.io/scrape-targets": "9000,15021:/x"})),
+            "invalid prometheus scrape targets: target port 15021 is reserved for Istio (Envoy health) and cannot be scraped"
+        );
+    }
+
+    #[test]
+    fn scrape_targets_parsing() {
+        let mut w = Vec::new();
+        let t = parse_scrape_targets("k", " 8080 , ,9100: /m ,", &mut w);
+        assert_eq!(
+            t,
+            vec![
+                ScrapeTarget {
+                    port: "8080".into(),
+                    path: "/metrics".into()
+                },
+                ScrapeTarget {
+                    port: "9100".into(),
+                    path: "/m".into()
+                }
+            ]
+        );
+        assert!(w.is_empty());
+        let t = parse_scrape_targets("k", "8080,:/x", &mut w);
+        assert!(t.is_empty());
+        assert_eq!(
+            w,
+            vec!["failed to parse k annotation: empty port in scrape target \":/x\""]
+        );
+    }
+
+    #[test]
+    fn sanitize_and_strip() {
+        assert_eq!(
+            sanitize_label_name("prometheus.io/scrape"),
+            "prometheus_io_scrape"
+        );
+        assert_eq!(sanitize_label_name("prometheus-io/é"), "prometheus_io__");
+        let mut ann: Map<String, Value> = serde_json::from_value(json!({
+            "prometheus.io/port": "15020", "prometheus_io/path": "/x", "prometheus.io.scrape": "true",
+            "prometheus.istio.io/scrape-targets": "1", "other": "y"}))
+        .expect("map");
+        let mut kept = ann.clone();
+        strip_prometheus_annotations(&mut kept, 15021);
+        assert_eq!(kept, ann);
+        strip_prometheus_annotations(&mut ann, 15020);
+        assert_eq!(ann.keys().collect::<Vec<_>>(), ["other"]);
+    }
+
+    #[test]
+    fn secure_port_annotation() {
+        let mut pod = merged(json!({}), json!([{"name": "a"}]));
+        pod["spec"]["initContainers"][1]["env"] = json!([
+            {"name": "ENVOY_SECURE_MERGED_METRICS_PORT", "value": "15091"}]);
+        Inputs::new().run(&mut pod).expect("post-process");
+        assert_eq!(
+            pod["metadata"]["annotations"]["prometheus.istio.io/secure-port"],
+            "15091"
+        );
+        for (ann, value) in [
+            (json!({}), "0"),
+            (json!({"prometheus.istio.io.secure-port": "1"}), "15091"),
+        ] {
+            let mut pod = merged(ann, json!([{"name": "a"}]));
+            pod["spec"]["initContainers"][1]["env"] = json!([
+                {"name": "ENVOY_SECURE_MERGED_METRICS_PORT", "value": value}]);
+            Inputs::new().run(&mut pod).expect("post-process");
+            assert!(pod["metadata"]["annotations"]
+                .get("prometheus.istio.io/secure-port")
+                .is_none());
+        }
+    }
+
+    #[test]
+    fn metadata_status_revision_and_injected_annotations() {
+        let mut inputs = Inputs::new();
+        inputs.revision = "canary".into();
+        inputs.template = json!({"spec": {"containers": [{"name": "istio-proxy"}],
+            "initContainers": [{"name": "istio-init"}], "imagePullSecrets": [{"name": "s"}]}});
+        inputs.injected.insert("a/b".into(), "c".into());
+        let mut pod = json!({"spec": {"containers": [{"name": "app"}, {"name": "istio-proxy"}]}});
+        inputs.run(&mut pod).expect("post-process");
+        assert_eq!(
+            pod["metadata"]["annotations"][STATUS_ANNOTATION],
+            r#"{"initContainers":["istio-init"],"containers":["istio-proxy"],"volumes":null,"imagePullSecrets":["s"],"revision":"canary"}"#
+        );
+        assert_eq!(pod["metadata"]["annotations"]["a/b"], "c");
+        assert_eq!(pod["metadata"]["labels"], json!({}));
+        // injected annotations may even overwrite the status annotation
+        inputs.injected.insert(STATUS_ANNOTATION.into(), "x".into());
+        inputs.run(&mut pod).expect("post-process");
+        assert_eq!(pod["metadata"]["annotations"][STATUS_ANNOTATION], "x");
+    }
+
+    #[test]
+    fn metadata_maps_must_be_objects() {
+        let mut pod = json!({"metadata": {"annotations": "x"}, "spec": {}});
+        let err = Inputs::new().run(&mut pod).expect_err("bad annotations");
+        assert!(err.to_string().contains("metadata.annotations"));
+        let mut pod = json!([]);
+        assert!(Inputs::new().run(&mut pod).is_err());
+        let mut pod = json!({"metadata": {"annotations": null, "labels": null}});
+        Inputs::new().run(&mut pod).expect("nulls are replaced");
+        assert_eq!(pod["spec"]["containers"], json!([]));
+    }
+
+    #[test]
+    fn odd_shapes_do_not_panic() {
+        let odd = [
+            json!({"metadata": {"annotations": {"prometheus.io/port": 8080, "x": null}}, "spec": {
+                "containers": [1, "s", null, {"name": 5},
+                    {"name": "istio-proxy", "env": "nope"},
+                    {"name": "a", "ports": "p", "readinessProbe": {"httpGet": "x"},
+                     "livenessProbe": {"tcpSocket": {"port": true}}, "startupProbe": [],
+                     "lifecycle": {"preStop": {"httpGet": {"port": "missing"}}, "postStart": 3}}],
+                "initContainers": {"not": "a list"}}}),
+            json!({"spec": {"containers": null, "initContainers": [{"name": "istio-proxy", "env": [1, {"name": 2}]}]}}),
+            json!({"metadata": {"annotations": {"prometheus.istio.io/scrape-targets": ",,,"}}, "spec": "x"}),
+            json!({"metadata": {"annotations": {"status.sidecar.istio.io/port": "99999999999999999999",
+                "sidecar.istio.io/status": "[]"}},
+                "spec": {"containers": [{"name": "istio-proxy", "env": [{"name": APP_PROBERS_ENV, "value": "[1]"}]},
+                    {"name": "a", "readinessProbe": {"grpc": {"port": "x"}}}]}}),
+        ];
+        for mut pod in odd {
+            let _ = Inputs::new().run(&mut pod);
+        }
+        let p = json!({"spec": {"containers": [{"name": "a", "readinessProbe": {"httpGet": {"port": 1.5}}}]}});
+        assert_eq!(dump_app_probers(&p, 15020), "");
+    }
+
+    #[test]
+    fn hold_application_moves_proxy_first() {
+        let containers = json!([{"name": "a"}, {"name": "istio-proxy"}, {"name": "b"}]);
+        let run = |inputs: &Inputs| {
+            let mut pod = json!({"spec": {"containers": containers.clone()}});
+            inputs.run(&mut pod).expect("post-process");
+            names(&pod, "containers")
+        };
+        let mut inputs = Inputs::new();
+        assert_eq!(run(&inputs), ["a", "b", "istio-proxy"]);
+        inputs.values["global"]["proxy"]["holdApplicationUntilProxyStarts"] = json!(true);
+        assert_eq!(run(&inputs), ["istio-proxy", "a", "b"]);
+        let mut inputs = Inputs::new();
+        inputs.mesh["defaultConfig"]["holdApplicationUntilProxyStarts"] = json!(true);
+        assert_eq!(run(&inputs), ["istio-proxy", "a", "b"]);
+        // the proxy.istio.io/config mesh replaces the mesh for this decision
+        inputs.annotation_mesh =
+            Some(json!({"defaultConfig": {"holdApplicationUntilProxyStarts": false}}));
+        assert_eq!(run(&inputs), ["a", "b", "istio-proxy"]);
+        let mut inputs = Inputs::new();
+        inputs.annotation_mesh =
+            Some(json!({"defaultConfig": {"holdApplicationUntilProxyStarts": true}}));
+        assert_eq!(run(&inputs), ["istio-proxy", "a", "b"]);
+    }
+
+    #[test]
+    fn init_container_order() {
+        let run = |init: Value| {
+            let mut pod =
+                json!({"spec": {"containers": [{"name": "app"}], "initContainers": init}});
+            Inputs::new().run(&mut pod).expect("post-process");
+            names(&pod, "initContainers")
+        };
+        assert_eq!(
+            run(
+                json!([{"name": "u1"}, {"name": "enable-core-dump"}, {"name": "istio-proxy"},
+                       {"name": "u2"}, {"name": "istio-init"}])
+            ),
+            ["istio-init", "istio-proxy", "enable-core-dump", "u1", "u2"]
+        );
+        assert_eq!(
+            run(json!([{"name": "u1"}, {"name": "istio-proxy"}, {"name": "istio-validation"}])),
+            ["istio-validation", "istio-proxy", "u1"]
+        );
+        assert_eq!(
+            run(
+                json!([{"name": "istio-init"}, {"name": "enable-core-dump"}, {"name": "u1"},
+                       {"name": "istio-validation"}, {"name": "u2"}])
+            ),
+            [
+                "istio-validation",
+                "u1",
+                "u2",
+                "istio-init",
+                "enable-core-dump"
+            ]
+        );
+    }
+
+    #[test]
+    fn move_collapses_duplicates_keeping_the_last() {
+        let list = vec![
+            json!({"name": "x", "n": 1}),
+            json!({"name": "a"}),
+            json!({"name": "x", "n": 2}),
+        ];
+        let out = move_container(list.clone(), "x", End::Front);
+        assert_eq!(
+            out,
+            vec![json!({"name": "x", "n": 2}), json!({"name": "a"})]
+        );
+        let out = move_container(list, "x", End::Back);
+        assert_eq!(
+            out,
+            vec![json!({"name": "a"}), json!({"name": "x", "n": 2})]
+        );
+        assert_eq!(
+            move_container(vec![json!({"name": "a"})], "x", End::Back),
+            vec![json!({"name": "a"})]
+        );
+    }
+
+    #[test]
+    fn cluster_envs_replace_and_sort() {
+        let mut inputs = Inputs::new();
+        inputs.envs.insert("ZED".into(), "z".into());
+        inputs.envs.insert("CUSTOM_ENV".into(), "c".into());
+        inputs
+            .envs
+            .insert("ISTIO_META_CLUSTER_ID".into(), "k".into());
+        let mut pod = merged(json!({}), json!([{"name": "a"}]));
+        inputs.run(&mut pod).expect("post-process");
+        assert_eq!(
+            env_names(&pod),
+            ["TRUST_DOMAIN", "CUSTOM_ENV", "ISTIO_META_CLUSTER_ID", "ZED"]
+        );
+        assert!(pod["metadata"]["labels"]
+            .get("topology.istio.io/network")
+            .is_none());
+    }
+
+    #[test]
+    fn dump_app_probers_empty_and_init_containers() {
+        let pod = json!({"spec": {"containers": [{"name": "a", "readinessProbe": {"exec": {}}}]}});
+        assert_eq!(dump_app_probers(&pod, 15020), "");
+        let pod = json!({"spec": {"initContainers": [{"name": "side", "restartPolicy": "Always",
+            "ports": [{"name": "p", "containerPort": 3333}], "readinessProbe": {"httpGet": {"port": "p"}}}],
+            "containers": [{"name": "istio-proxy", "readinessProbe": {"httpGet": {"port": 15021}}}]}});
+        assert_eq!(
+            dump_app_probers(&pod, 15020),
+            r#"{"/app-health/side/readyz":{"httpGet":{"port":3333}}}"#
+        );
+    }
+
+    /// Corpus sweep: inputs and goldens read with yaml-rust2 (the YAML module is another
+    /// stream's), pods found as objects whose `spec` has `containers`.
+    pub(crate) mod corpus {
+        use super::*;
+        use yaml_rust2::{Yaml, YamlLoader};
+
+        fn to_json(y: &Yaml) -> Value {
+            match y {
+                Yaml::Integer(i) => Value::from(*i),
+                Yaml::Real(r) => r.parse::<f64>().map_or(Value::Null, Value::from),
+                Yaml::String(s) => Value::String(s.clone()),
+                Yaml::Boolean(b) => Value::Bool(*b),
+                Yaml::Array(a) => Value::Array(a.iter().map(to_json).collect()),
+                Yaml::Hash(h) => Value::Object(
+                    h.iter()
+                        .filter_map(|(k, v)| {
+                            let k = match k {
+                                Yaml::String(s) => s.clone(),
+                                Yaml::Integer(i) => i.to_string(),
+                                Yaml::Boolean(b) => b.to_string(),
+                                _ => return None,
+                            };
+                            Some((k, to_json(v)))
+                        })
+                        .collect(),
+                ),
+                _ => Value::Null,
+            }
+        }
+
+        fn pods_in(v: &Value, out: &mut Vec<Value>) {
+            match v {
+                Value::Object(m) => {
+                    if m.get("spec").and_then(|s| s.get("containers")).is_some() {
+                        out.push(v.clone());
+                        return;
+                    }
+                    m.values().for_each(|x| pods_in(x, out));
+                }
+                Value::Array(a) => a.iter().for_each(|x| pods_in(x, out)),
+                _ => {}
+            }
+        }
+
+        pub(crate) fn load_pods(path: &str) -> Option<Vec<Value>> {
+            let text = std::fs::read_to_string(path).ok()?;
+            let docs = YamlLoader::load_from_str(&text).ok()?;
+            let mut pods = Vec::new();
+            docs.iter().for_each(|d| pods_in(&to_json(d), &mut pods));
+            Some(pods)
+        }
+
+        /// (input pod, golden pod) pairs of every kube-inject case with a golden.
+        fn case_pairs() -> Option<Vec<(String, Value, Value)>> {
+            let root = concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../../shared/conformance/istio"
+            );
+            let Ok(index) = std::fs::read_to_string(format!("{root}/cases.json")) else {
+                eprintln!("corpus not found at {root}; skipping corpus sweep");
+                return None;
+            };
+            let cases: Vec<Value> = serde_json::from_str(&index).expect("cases.json");
+            let mut pairs = Vec::new();
+            for c in &cases {
+                let (Some(input), Some(expected)) = (c["input"].as_str(), c["expected"].as_str())
+                else {
+                    continue;
+                };
+                let name = c["name"].as_str().unwrap_or("").to_string();
+                let (Some(ins), Some(outs)) = (
+                    load_pods(&format!("{root}/{input}")),
+                    load_pods(&format!("{root}/{expected}")),
+                ) else {
+                    continue;
+                };
+                if ins.len() != outs.len() {
+                    continue;
+                }
+                for (i, o) in ins.into_iter().zip(outs) {
+                    pairs.push((name.clone(), i, o));
+                }
+            }
+            assert!(pairs.len() > 50, "too few corpus pods: {}", pairs.len());
+            Some(pairs)
+        }
+
+        fn reinjected(pod: &Value) -> bool {
+            annotations(pod).is_some_and(|a| a.contains_key(STATUS_ANNOTATION))
+        }
+
+        fn app_container<'p>(pod: &'p Value, name: &str) -> Option<&'p Value> {
+            app_containers(pod).find(|c| container_name(c) == name)
+        }
+
+        #[test]
+        fn app_probers_and_probe_rewrites_match_goldens() {
+            let Some(pairs) = case_pairs() else {
+                return;
+            };
+            let mut checked = 0;
+            for (name, input, golden) in pairs {
+                if reinjected(&input) {
+                    continue;
+                }
+                let Some(expected) = find_sidecar(&golden)
+                    .and_then(|s| s.get("env"))
+                    .and_then(Value::as_array)
+                    .and_then(|env| env.iter().find(|e| e["name"] == APP_PROBERS_ENV))
+                    .and_then(|e| e["value"].as_str())
+                else {
+                    continue;
+                };
+                assert_eq!(dump_app_probers(&input, 15020), expected, "{name}");
+                let mut rewritten = input.clone();
+                let port = annotation(&input, STATUS_PORT_ANNOTATION)
+                    .and_then(parse_go_int)
+                    .unwrap_or(15020);
+                rewrite_probes(&mut rewritten, port);
+                for c in app_containers(&rewritten) {
+                    let g = app_container(&golden, container_name(c)).expect("container");
+                    for kind in PROBE_KINDS {
+                        assert_eq!(
+                            kind.get(c),
+                            kind.get(g),
+                            "{name} {}",
+                            kind.url(container_name(c))
+                        );
+                    }
+                }
+                checked += 1;
+            }
+            eprintln!("app probers checked on {checked} corpus pods");
+            assert!(checked >= 10, "only {checked} pods with probers checked");
+        }
+
+        fn prometheus_view(pod: &Value) -> (BTreeMap<String, String>, Option<String>) {
+            let ann = annotations(pod)
+                .into_iter()
+                .flatten()
+                .filter(|(k, _)| {
+                    matches!(
+                        sanitize_label_name(k).as_str(),
+                        SCRAPE | PORT | PATH | TARGETS | SECURE_PORT
+                    )
+                })
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_string()))
+                .collect();
+            let env = find_sidecar(pod)
+                .and_then(|s| s.get("env"))
+                .and_then(Value::as_array)
+                .and_then(|env| env.iter().find(|e| e["name"] == PROMETHEUS_ENV))
+                .and_then(|e| e["value"].as_str())
+                .map(str::to_string);
+            (ann, env)
+        }
+
+        #[test]
+        fn prometheus_merge_matches_goldens() {
+            let Some(pairs) = case_pairs() else {
+                return;
+            };
+            let mesh = mesh();
+            let mut checked = 0;
+            for (name, mut input, golden) in pairs {
+                // CronJob goldens carry the pod metadata on the job template (Istio quirk).
+                if find_sidecar(&golden).is_none() || !reinjected(&golden) {
+                    continue;
+                }
+                ensure_metadata_maps(&mut input).expect("maps");
+                if find_sidecar(&input).is_none() {
+                    let spec = input["spec"].as_object_mut().expect("spec");
+                    let cs = spec.entry("containers").or_insert_with(|| json!([]));
+                    if let Some(cs) = cs.as_array_mut() {
+                        cs.push(json!({"name": PROXY_CONTAINER, "env": []}));
+                    }
+                }
+                let mut w = Vec::new();
+                apply_prometheus_merge(&mut input, &mesh, &mut w).expect(&name);
+                assert_eq!(prometheus_view(&input), prometheus_view(&golden), "{name}");
+                checked += 1;
+            }
+            eprintln!("prometheus merge checked on {checked} corpus pods");
+            assert!(checked > 50, "only {checked} pods checked");
+        }
+
+        #[test]
+        fn container_order_of_goldens_is_stable() {
+            let Some(pairs) = case_pairs() else {
+                return;
+            };
+            let mut checked = 0;
+            for (name, _, golden) in pairs {
+                if find_sidecar(&golden).is_none() || !reinjected(&golden) {
+                    continue;
+                }
+                let hold = names(&golden, "containers").first().map(String::as_str)
+                    == Some(PROXY_CONTAINER);
+                let mut inputs = Inputs::new();
+                inputs.values["global"]["proxy"]["holdApplicationUntilProxyStarts"] = json!(hold);
+                let p = PostProcess {
+                    mesh: &inputs.mesh,
+                    values: &inputs.values,
+                    proxy_envs: &inputs.envs,
+                    revision: "",
+                    injected_annotations: &inputs.injected,
+                    template_pod: &inputs.template,
+                    original_pod: &inputs.original,
+                    proxy_config_annotation_mesh: None,
+                };
+                let mut pod = golden.clone();
+                reorder_containers(&mut pod, &p);
+                assert_eq!(
+                    names(&pod, "containers"),
+                    names(&golden, "containers"),
+                    "{name}"
+                );
+                assert_eq!(
+                    names(&pod, "initContainers"),
+                    names(&golden, "initContainers"),
+                    "{name}"
+                );
+                checked += 1;
+            }
+            eprintln!("container order checked on {checked} corpus pods");
+            assert!(checked > 50, "only {checked} pods checked");
+        }
     }
 }

@@ -222,11 +222,17 @@ pub struct ProtoEnum {
 impl ProtoEnum {
     /// Name of the value with `number`.
     pub fn name_of(&self, number: i32) -> Option<&str> {
-        self.values.iter().find(|v| v.number == number).map(|v| v.name.as_str())
+        self.values
+            .iter()
+            .find(|v| v.number == number)
+            .map(|v| v.name.as_str())
     }
     /// Number of the value named `name`.
     pub fn number_of(&self, name: &str) -> Option<i32> {
-        self.values.iter().find(|v| v.name == name).map(|v| v.number)
+        self.values
+            .iter()
+            .find(|v| v.name == name)
+            .map(|v| v.number)
     }
 }
 

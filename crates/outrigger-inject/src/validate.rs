@@ -214,62 +214,157 @@ pub fn parse_prefix(s: &str) -> std::result::Result<(), String> {
     Ok(())
 }
 
-/// Go `netip.ParseAddr`; `Ok(true)` for IPv6. IPv4 errors are Go's; IPv6 errors are generic.
+/// Go `netip.ParseAddr` (validity and error texts); `Ok(true)` for IPv6.
 fn parse_addr(s: &str) -> std::result::Result<bool, String> {
-    let err = |msg: &str| format!("ParseAddr({}): {msg}", go_quote(s));
     for c in s.bytes() {
         match c {
-            b'.' => return parse_ipv4(s).map(|_| false),
-            b':' => {
-                let addr = s.split('%').next().unwrap_or("");
-                let zone_ok = s.find('%').map_or(true, |z| z + 1 < s.len());
-                return match (addr.parse::<std::net::Ipv6Addr>(), zone_ok) {
-                    (Ok(_), true) => Ok(true),
-                    (Ok(_), false) => Err(err("zone must be a non-empty string")),
-                    (Err(_), _) => Err(err("unable to parse IP")),
-                };
-            }
-            b'%' => return Err(err("missing IPv6 address")),
+            b'.' => return parse_ipv4_fields(s, 0, s.len()).map(|_| false),
+            b':' => return parse_ipv6(s).map(|_| true),
+            b'%' => return Err(addr_err(s, "missing IPv6 address", None)),
             _ => {}
         }
     }
-    Err(err("unable to parse IP"))
+    Err(addr_err(s, "unable to parse IP", None))
 }
 
-/// Go `parseIPv4` error texts.
-fn parse_ipv4(s: &str) -> std::result::Result<(), String> {
-    let err = |msg: &str| format!("ParseAddr({}): {msg}", go_quote(s));
-    let at = |msg: &str, rest: &str| format!("{} (at {})", err(msg), go_quote(rest));
+/// Go's `parseAddrError` text.
+fn addr_err(input: &str, msg: &str, at: Option<&str>) -> String {
+    match at {
+        Some(at) if !at.is_empty() => format!(
+            "ParseAddr({}): {msg} (at {})",
+            go_quote(input),
+            go_quote(at)
+        ),
+        _ => format!("ParseAddr({}): {msg}", go_quote(input)),
+    }
+}
+
+/// Go `parseIPv4Fields` over `input[off..end]`.
+fn parse_ipv4_fields(input: &str, off: usize, end: usize) -> std::result::Result<(), String> {
+    let s = &input[off..end];
     let b = s.as_bytes();
     let (mut val, mut pos, mut dig_len) = (0u32, 0, 0);
     for i in 0..b.len() {
         match b[i] {
             c @ b'0'..=b'9' => {
                 if dig_len == 1 && val == 0 {
-                    return Err(err("IPv4 field has octet with leading zero"));
+                    return Err(addr_err(
+                        input,
+                        "IPv4 field has octet with leading zero",
+                        None,
+                    ));
                 }
                 val = val * 10 + u32::from(c - b'0');
                 dig_len += 1;
                 if val > 255 {
-                    return Err(err("IPv4 field has value >255"));
+                    return Err(addr_err(input, "IPv4 field has value >255", None));
                 }
             }
             b'.' => {
                 if i == 0 || i == b.len() - 1 || b[i - 1] == b'.' {
-                    return Err(at("IPv4 field must have at least one digit", &s[i..]));
+                    let msg = "IPv4 field must have at least one digit";
+                    return Err(addr_err(input, msg, Some(&s[i..])));
                 }
                 if pos == 3 {
-                    return Err(err("IPv4 address too long"));
+                    return Err(addr_err(input, "IPv4 address too long", None));
                 }
                 pos += 1;
                 val = 0;
                 dig_len = 0;
             }
-            _ => return Err(at("unexpected character", &s[i..])),
+            _ => return Err(addr_err(input, "unexpected character", Some(&s[i..]))),
         }
     }
     if pos < 3 {
-        return Err(err("IPv4 address too short"));
+        return Err(addr_err(input, "IPv4 address too short", None));
+    }
+    Ok(())
+}
+
+/// Go `parseIPv6` (netip), validity and error texts.
+fn parse_ipv6(input: &str) -> std::result::Result<(), String> {
+    let err = |msg: &str, at: &str| Err(addr_err(input, msg, Some(at)));
+    let (mut s, zone) = match input.find('%') {
+        Some(i) if i + 1 == input.len() => {
+            return Err(addr_err(input, "zone must be a non-empty string", None))
+        }
+        Some(i) => (&input[..i], &input[i + 1..]),
+        None => (input, ""),
+    };
+    let mut ellipsis: Option<usize> = None;
+    if s.starts_with("::") {
+        ellipsis = Some(0);
+        s = &s[2..];
+        if s.is_empty() {
+            return Ok(());
+        }
+    }
+    let mut i = 0;
+    while i < 16 {
+        let b = s.as_bytes();
+        let mut off = 0;
+        let mut acc: u32 = 0;
+        while off < b.len() {
+            let Some(d) = (b[off] as char).to_digit(16) else {
+                break;
+            };
+            acc = (acc << 4) + d;
+            if off > 3 {
+                return err("each group must have 4 or less digits", s);
+            }
+            if acc > 0xffff {
+                return err("IPv6 field has value >=2^16", s);
+            }
+            off += 1;
+        }
+        if off == 0 {
+            return err("each colon-separated field must have at least one digit", s);
+        }
+        if off < b.len() && b[off] == b'.' {
+            if ellipsis.is_none() && i != 12 {
+                let msg = "embedded IPv4 address must replace the final 2 fields of the address";
+                return err(msg, s);
+            }
+            if i + 4 > 16 {
+                let msg = "too many hex fields to fit an embedded IPv4 at the end of the address";
+                return err(msg, s);
+            }
+            let end = input.len() - if zone.is_empty() { 0 } else { zone.len() + 1 };
+            parse_ipv4_fields(input, end - s.len(), end)?;
+            s = "";
+            i += 4;
+            break;
+        }
+        i += 2;
+        s = &s[off..];
+        if s.is_empty() {
+            break;
+        }
+        if !s.starts_with(':') {
+            return err("unexpected character, want colon", s);
+        } else if s.len() == 1 {
+            return err("colon must be followed by more characters", s);
+        }
+        s = &s[1..];
+        if s.starts_with(':') {
+            if ellipsis.is_some() {
+                return err("multiple :: in address", s);
+            }
+            ellipsis = Some(i);
+            s = &s[1..];
+            if s.is_empty() {
+                break;
+            }
+        }
+    }
+    if !s.is_empty() {
+        return err("trailing garbage after address", s);
+    }
+    if i < 16 && ellipsis.is_none() {
+        return Err(addr_err(input, "address string too short", None));
+    }
+    if i >= 16 && ellipsis.is_some() {
+        return err("the :: must expand to at least one field of zeros", s);
     }
     Ok(())
 }

@@ -46,19 +46,19 @@ pub struct DocumentChange {
 }
 
 /// Kinds whose pod template is injected, with their schema type.
-const KINDS: [(&str, Option<&str>); 9] = [
-    ("Pod", Some("corev1.Pod")),
-    ("ReplicationController", Some("corev1.ReplicationController")),
-    ("Deployment", Some("appsv1.Deployment")),
-    ("DaemonSet", Some("appsv1.DaemonSet")),
-    ("ReplicaSet", Some("appsv1.ReplicaSet")),
-    ("StatefulSet", Some("appsv1.StatefulSet")),
-    ("Job", Some("batchv1.Job")),
-    ("CronJob", Some("batchv1.CronJob")),
-    ("DeploymentConfig", None),
+const KINDS: [(&str, &str); 9] = [
+    ("Pod", "corev1.Pod"),
+    ("ReplicationController", "corev1.ReplicationController"),
+    ("Deployment", "appsv1.Deployment"),
+    ("DaemonSet", "appsv1.DaemonSet"),
+    ("ReplicaSet", "appsv1.ReplicaSet"),
+    ("StatefulSet", "appsv1.StatefulSet"),
+    ("Job", "batchv1.Job"),
+    ("CronJob", "batchv1.CronJob"),
+    ("DeploymentConfig", "appsopenshiftv1.DeploymentConfig"),
 ];
 
-fn schema_type(kind: &str) -> Option<Option<&'static str>> {
+fn schema_type(kind: &str) -> Option<&'static str> {
     KINDS.iter().find(|(k, _)| *k == kind).map(|(_, t)| *t)
 }
 
@@ -99,13 +99,23 @@ pub fn inject_manifests(input: &str, opts: &KubeInjectOptions<'_>) -> Result<Kub
                 out.text.push('\n');
             }
             out.text.push_str("---\n");
-            out.changes.push(DocumentChange { index, kind, name, before_after: None });
+            out.changes.push(DocumentChange {
+                index,
+                kind,
+                name,
+                before_after: None,
+            });
             continue;
         }
         let (before, after) = inject_document(doc, opts, &mut out.warnings).map_err(at)?;
         out.text.push_str(&yaml::to_string(&after));
         out.text.push_str("---\n");
-        out.changes.push(DocumentChange { index, kind, name, before_after: Some((before, after)) });
+        out.changes.push(DocumentChange {
+            index,
+            kind,
+            name,
+            before_after: Some((before, after)),
+        });
     }
     Ok(out)
 }
@@ -125,7 +135,11 @@ pub fn inject_document(
     opts: &KubeInjectOptions<'_>,
     warnings: &mut Vec<String>,
 ) -> Result<(Value, Value)> {
-    let kind = doc.get("kind").and_then(Value::as_str).unwrap_or("").to_string();
+    let kind = doc
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
     if kind == "List" {
         let before = doc.clone();
         if let Some(items) = doc.get_mut("items").and_then(Value::as_array_mut) {
@@ -140,7 +154,8 @@ pub fn inject_document(
         }
         return Ok((before, doc));
     }
-    let ty = schema_type(&kind).ok_or_else(|| Error::Workload(format!("unsupported kind {kind:?}")))?;
+    let ty =
+        schema_type(&kind).ok_or_else(|| Error::Workload(format!("unsupported kind {kind:?}")))?;
     normalize_workload(ty, &mut doc)?;
     let before = doc.clone();
     inject_workload(&mut doc, &kind, opts, warnings)?;
@@ -148,27 +163,26 @@ pub fn inject_document(
     Ok((before, doc))
 }
 
-fn normalize_workload(ty: Option<&str>, doc: &mut Value) -> Result<()> {
-    match ty {
-        Some(t) => k8s::normalize(t, doc),
-        None => match doc.pointer_mut("/spec/template") {
-            Some(t) => k8s::normalize("corev1.PodTemplateSpec", t),
-            None => Ok(()),
-        },
-    }
+fn normalize_workload(ty: &str, doc: &mut Value) -> Result<()> {
+    k8s::normalize(ty, doc)
 }
 
 /// JSON pointers of (pod metadata, pod spec) inside a workload of `kind`.
 fn template_pointers(kind: &str) -> (&'static str, &'static str) {
     match kind {
         "Pod" => ("/metadata", "/spec"),
-        "CronJob" => ("/spec/jobTemplate/metadata", "/spec/jobTemplate/spec/template/spec"),
+        "CronJob" => (
+            "/spec/jobTemplate/metadata",
+            "/spec/jobTemplate/spec/template/spec",
+        ),
         _ => ("/spec/template/metadata", "/spec/template/spec"),
     }
 }
 
 fn meta_field<'a>(v: Option<&'a Value>, f: &str) -> &'a str {
-    v.and_then(|m| m.get(f)).and_then(Value::as_str).unwrap_or("")
+    v.and_then(|m| m.get(f))
+        .and_then(Value::as_str)
+        .unwrap_or("")
 }
 
 fn inject_workload(
@@ -177,26 +191,45 @@ fn inject_workload(
     opts: &KubeInjectOptions<'_>,
     warnings: &mut Vec<String>,
 ) -> Result<()> {
-    if matches!(kind, "ReplicationController" | "DeploymentConfig") && doc.pointer("/spec/template").is_none() {
+    if matches!(kind, "ReplicationController" | "DeploymentConfig")
+        && doc.pointer("/spec/template").is_none()
+    {
         return Err(Error::Workload("spec.template is required value".into()));
     }
     let (meta_ptr, spec_ptr) = template_pointers(kind);
     let metadata = doc.pointer(meta_ptr).cloned().unwrap_or_else(|| json!({}));
     let spec = doc.pointer(spec_ptr).cloned().unwrap_or_else(|| json!({}));
     let workload_meta = doc.get("metadata");
-    let (w_name, w_ns) = (meta_field(workload_meta, "name"), meta_field(workload_meta, "namespace"));
-    let name = Some(meta_field(Some(&metadata), "name")).filter(|n| !n.is_empty()).unwrap_or(w_name);
-    let full_name = if w_ns.is_empty() { name.to_string() } else { format!("{w_ns}/{name}") };
-    let subject = if kind.is_empty() { format!("{full_name:?}") } else { format!("{kind} {full_name:?}") };
+    let (w_name, w_ns) = (
+        meta_field(workload_meta, "name"),
+        meta_field(workload_meta, "namespace"),
+    );
+    let name = Some(meta_field(Some(&metadata), "name"))
+        .filter(|n| !n.is_empty())
+        .unwrap_or(w_name);
+    let full_name = if w_ns.is_empty() {
+        name.to_string()
+    } else {
+        format!("{w_ns}/{name}")
+    };
+    let subject = if kind.is_empty() {
+        format!("{full_name:?}")
+    } else {
+        format!("{kind} {full_name:?}")
+    };
 
     let pod = json!({"metadata": metadata, "spec": spec});
     if pod.pointer("/spec/hostNetwork").and_then(Value::as_bool) == Some(true) {
-        warnings.push(format!("===> Skipping injection because {subject} has host networking enabled\n"));
+        warnings.push(format!(
+            "===> Skipping injection because {subject} has host networking enabled\n"
+        ));
         return Ok(());
     }
     let d = decision::inject_required(&pod, &Policy::Enabled, &[], &[]);
     if !d.inject {
-        warnings.push(format!("===> Skipping injection because {subject} has sidecar injection disabled\n"));
+        warnings.push(format!(
+            "===> Skipping injection because {subject} has sidecar injection disabled\n"
+        ));
         return Ok(());
     }
     let workload = if kind == "Pod" {
@@ -204,7 +237,11 @@ fn inject_workload(
     } else {
         WorkloadMeta {
             kind: kind.to_string(),
-            api_version: doc.get("apiVersion").and_then(Value::as_str).unwrap_or("").to_string(),
+            api_version: doc
+                .get("apiVersion")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
             name: w_name.to_string(),
             namespace: w_ns.to_string(),
         }
@@ -222,8 +259,14 @@ fn inject_workload(
     let injected = inject::inject_pod(&pod, &params)?;
     warnings.extend(injected.warnings.into_iter().map(|w| format!("{w}\n")));
     let mut pod = injected.pod;
-    let new_meta = pod.get_mut("metadata").map(Value::take).unwrap_or_else(|| json!({}));
-    let new_spec = pod.get_mut("spec").map(Value::take).unwrap_or_else(|| json!({}));
+    let new_meta = pod
+        .get_mut("metadata")
+        .map(Value::take)
+        .unwrap_or_else(|| json!({}));
+    let new_spec = pod
+        .get_mut("spec")
+        .map(Value::take)
+        .unwrap_or_else(|| json!({}));
     set_pointer(doc, meta_ptr, new_meta);
     set_pointer(doc, spec_ptr, new_spec);
     Ok(())
@@ -242,7 +285,9 @@ fn set_pointer(doc: &mut Value, ptr: &str, value: Value) {
             m.insert((*p).to_string(), value);
             return;
         }
-        cur = m.entry((*p).to_string()).or_insert_with(|| Value::Object(Map::new()));
+        cur = m
+            .entry((*p).to_string())
+            .or_insert_with(|| Value::Object(Map::new()));
     }
 }
 
@@ -259,7 +304,14 @@ mod tests {
 
     #[test]
     fn supported_kinds_match_istioctl() {
-        for k in ["Pod", "Deployment", "CronJob", "DeploymentConfig", "List", "Job"] {
+        for k in [
+            "Pod",
+            "Deployment",
+            "CronJob",
+            "DeploymentConfig",
+            "List",
+            "Job",
+        ] {
             assert!(is_supported_kind(k), "{k}");
         }
         assert!(!is_supported_kind("Service"));

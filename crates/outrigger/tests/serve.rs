@@ -539,7 +539,7 @@ async fn config_broken_then_fixed_while_requests_flow() {
     let server = Server::start(&refs, &[]);
     let ca = std::fs::read(dir.join("ca.pem")).unwrap();
     let c = H2::connect(server.addr, &ca).await.unwrap();
-    let load = Load::start(&[c.clone()], 4);
+    let load = Load::start(std::slice::from_ref(&c), 4);
     tokio::time::sleep(Duration::from_millis(200)).await;
     // Broken YAML: rejected, counted, old config keeps serving (policy disabled).
     write_volume(
@@ -656,7 +656,7 @@ async fn certificate_rotated_while_requests_flow() {
 
     // Requests over long-lived connections and over fresh connections (new handshakes).
     let c = H2::connect_with(server.addr, both.clone()).await.unwrap();
-    let load = Load::start(&[c.clone()], 2);
+    let load = Load::start(std::slice::from_ref(&c), 2);
     let stop = Arc::new(AtomicBool::new(false));
     let fresh_failures = Arc::new(Mutex::new(Vec::<String>::new()));
     let fresh = {

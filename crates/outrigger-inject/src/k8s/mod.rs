@@ -7,21 +7,571 @@
 //!   fields the schema does not know.
 //! - [`to_go_value`]: the value Go's `json.Marshal` of the typed object would produce: known
 //!   fields only, Go field order, omitempty rules (used for `structToJSON`, the overrides annotation).
+//!
+//! Like Go's encoder, [`normalize`] also materialises what a typed round-trip always emits:
+//! non-pointer structs (`"resources":{}`), non-omitempty scalars at their zero value
+//! (`"containerPort":0`, `"name":""`) and non-omitempty nil slices/maps/pointers as `null`
+//! (`"containers":null`). Key order of existing keys is kept; added keys go last.
 
+pub mod gofmt;
+pub mod index;
 pub mod quantity;
+pub mod time;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
-use crate::Result;
+use crate::schema::K8sField;
+use crate::{Error, Result};
+use index::StructIndex;
 
 /// Normalise `v` (of Go type `ty`, e.g. `corev1.Pod`) in place as a typed round-trip would.
+///
+/// `ty` is a struct of the schema; the leaf types `resource.Quantity`, `intstr.IntOrString`,
+/// `metav1.Time` and quantity maps such as `corev1.ResourceList` are accepted too.
 pub fn normalize(ty: &str, v: &mut Value) -> Result<()> {
-    let _ = (ty, v);
-    todo!("k8s: normalize")
+    if index::get(ty).is_none() {
+        if let Some(r) = normalize_leaf(ty, v) {
+            return r;
+        }
+    }
+    let idx = root_index(ty)?;
+    match v {
+        Value::Object(m) => {
+            let mut path = Vec::new();
+            norm_struct(idx, m, &mut path)
+        }
+        Value::Null => {
+            *v = zero_struct(idx, 0);
+            Ok(())
+        }
+        other => Err(Error::Type(format!(
+            "json: cannot unmarshal {} into Go value of type {}",
+            json_kind(other),
+            index::short_type(idx.name)
+        ))),
+    }
 }
 
 /// The JSON Go would marshal for `v` decoded as Go type `ty`, keys in Go field order.
 pub fn to_go_value(ty: &str, v: &Value) -> Result<Value> {
-    let _ = (ty, v);
-    todo!("k8s: to_go_value")
+    if index::get(ty).is_none() {
+        let mut copy = v.clone();
+        if let Some(r) = normalize_leaf(ty, &mut copy) {
+            r?;
+            if let Value::Object(m) = copy {
+                let mut entries: Vec<(String, Value)> = m.into_iter().collect();
+                entries.sort_by(|a, b| a.0.cmp(&b.0));
+                return Ok(Value::Object(entries.into_iter().collect()));
+            }
+            return Ok(copy);
+        }
+    }
+    let idx = root_index(ty)?;
+    let mut copy = v.clone();
+    normalize(ty, &mut copy)?;
+    Ok(match copy {
+        Value::Object(m) => Value::Object(order_struct(idx, m)),
+        other => other,
+    })
 }
+
+/// Top-level values of non-struct types; `None` when `ty` is not one of them.
+fn normalize_leaf(ty: &str, v: &mut Value) -> Option<Result<()>> {
+    let err = |v: &Value, t: &str| {
+        Error::Type(format!(
+            "json: cannot unmarshal {} into Go value of type {t}",
+            json_kind(v)
+        ))
+    };
+    let quantity_map = crate::schema::k8s().named_types.get(ty).is_some_and(|n| {
+        n.kind == "map"
+            && n.underlying
+                .as_deref()
+                .is_some_and(|u| u.ends_with("resource.Quantity"))
+    });
+    Some(match (ty, &mut *v) {
+        ("resource.Quantity", Value::Null) => {
+            *v = Value::from("0");
+            Ok(())
+        }
+        ("resource.Quantity", _) => norm_quantity(v),
+        ("intstr.IntOrString", Value::String(_)) => Ok(()),
+        ("intstr.IntOrString", Value::Null) => {
+            *v = Value::from(0);
+            Ok(())
+        }
+        ("intstr.IntOrString", Value::Number(n)) => match n.as_f64() {
+            Some(x) if x.fract() == 0.0 && x >= f64::from(i32::MIN) && x <= f64::from(i32::MAX) => {
+                *v = Value::from(x as i64);
+                Ok(())
+            }
+            _ => Err(Error::Type(format!(
+                "json: cannot unmarshal number {} into Go value of type int32",
+                gofmt::number_text(n)
+            ))),
+        },
+        ("intstr.IntOrString", other) => Err(err(other, "int32")),
+        ("metav1.Time", Value::String(s)) => time::canonicalize(s).map(|c| {
+            *v = if c == time::ZERO {
+                Value::Null
+            } else {
+                Value::from(c)
+            };
+        }),
+        ("metav1.Time", Value::Null) => Ok(()),
+        ("metav1.Time", other) => Err(err(other, "string")),
+        (_, Value::Object(m)) if quantity_map => m.values_mut().try_for_each(|q| {
+            if q.is_null() {
+                *q = Value::from("0");
+                Ok(())
+            } else {
+                norm_quantity(q)
+            }
+        }),
+        (_, Value::Null) if quantity_map => Ok(()),
+        (_, other) if quantity_map => Err(err(other, &index::short_type(ty))),
+        _ => return None,
+    })
+}
+
+fn root_index(ty: &str) -> Result<&'static StructIndex> {
+    index::get(ty).ok_or_else(|| Error::Type(format!("unknown Kubernetes type {ty:?}")))
+}
+
+/// Go's name for the JSON kind of a value in unmarshal errors.
+fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// Where a value sits, for Go-shaped error messages.
+struct Ctx<'a> {
+    owner: &'static str,
+    path: &'a [&'static str],
+}
+
+impl Ctx<'_> {
+    fn type_error(&self, what: &str, ty: &str) -> Error {
+        Error::Type(format!(
+            "json: cannot unmarshal {what} into Go struct field {}.{} of type {ty}",
+            self.owner,
+            self.path.join(".")
+        ))
+    }
+}
+
+fn norm_struct(
+    idx: &'static StructIndex,
+    obj: &mut Map<String, Value>,
+    path: &mut Vec<&'static str>,
+) -> Result<()> {
+    let mut err: Option<Error> = None;
+    let mut renamed = false;
+    obj.retain(|k, v| {
+        if err.is_some() {
+            return true;
+        }
+        let Some(i) = idx.lookup(k) else {
+            return true;
+        };
+        let json = idx.json_name(i);
+        renamed |= json != k.as_str();
+        path.push(json);
+        let r = norm_field(idx, idx.fields[i], v, path);
+        path.pop();
+        r.unwrap_or_else(|e| {
+            err = Some(e);
+            true
+        })
+    });
+    if let Some(e) = err {
+        return Err(e);
+    }
+    if renamed {
+        rename_folded_keys(idx, obj);
+    }
+    complete_struct(idx, obj);
+    Ok(())
+}
+
+/// Move case-insensitively matched keys to their canonical JSON name (later keys win, as in Go).
+fn rename_folded_keys(idx: &StructIndex, obj: &mut Map<String, Value>) {
+    let old = std::mem::take(obj);
+    for (k, v) in old {
+        match idx.lookup(&k) {
+            Some(i) if idx.json_name(i) != k => {
+                obj.insert(idx.json_name(i).to_string(), v);
+            }
+            _ => {
+                obj.insert(k, v);
+            }
+        }
+    }
+}
+
+/// Add the fields Go always emits that are absent.
+fn complete_struct(idx: &StructIndex, obj: &mut Map<String, Value>) {
+    for &i in &idx.emitted {
+        let json = idx.json_name(i);
+        if obj.contains_key(json) {
+            continue;
+        }
+        if let Some(z) = zero_field(idx.fields[i], 0) {
+            obj.insert(json.to_string(), z);
+        }
+    }
+}
+
+/// The value Go emits for an unset field, or `None` when the field is omitted.
+fn zero_field(f: &K8sField, depth: usize) -> Option<Value> {
+    match f.kind.as_str() {
+        "struct" => {
+            let r = f.type_ref.as_deref().and_then(index::get)?;
+            Some(zero_struct(r, depth + 1))
+        }
+        "intorstring" => Some(Value::from(0)),
+        "quantity" => Some(Value::from("0")),
+        "time" if f.omitzero => None,
+        "time" => Some(Value::Null),
+        _ if f.omitempty => None,
+        "string" | "named-string" => Some(Value::from("")),
+        "bool" => Some(Value::Bool(false)),
+        "int" | "uint" | "float" => Some(Value::from(0)),
+        _ => Some(Value::Null),
+    }
+}
+
+/// A zero value of struct `idx` as Go marshals it.
+fn zero_struct(idx: &StructIndex, depth: usize) -> Value {
+    let mut m = Map::new();
+    if depth < 16 {
+        for (i, f) in idx.fields.iter().enumerate() {
+            if let Some(z) = zero_field(f, depth) {
+                m.insert(idx.json_name(i).to_string(), z);
+            }
+        }
+    }
+    Value::Object(m)
+}
+
+/// Normalise one known field value; `Ok(false)` removes the key.
+fn norm_field(
+    owner: &'static StructIndex,
+    f: &'static K8sField,
+    v: &mut Value,
+    path: &mut Vec<&'static str>,
+) -> Result<bool> {
+    let nil_keep = !f.omitempty;
+    match f.kind.as_str() {
+        "struct" => match v {
+            Value::Null => Ok(false),
+            _ => {
+                norm_struct_value(owner, f, f.type_ref.as_deref(), v, path)?;
+                Ok(true)
+            }
+        },
+        "pointer-to-struct" => match v {
+            Value::Null => Ok(nil_keep),
+            _ => {
+                norm_struct_value(
+                    owner,
+                    f,
+                    f.type_ref.as_deref().or(f.elem.as_deref()),
+                    v,
+                    path,
+                )?;
+                Ok(true)
+            }
+        },
+        "pointer-to-scalar" => match v {
+            Value::Null => Ok(nil_keep),
+            _ => {
+                let kind = f.elem_kind.as_deref().unwrap_or("raw");
+                norm_scalar(kind, owner, f, v, path)?;
+                Ok(true)
+            }
+        },
+        "slice" => norm_slice(owner, f, v, path),
+        "map" => norm_map(owner, f, v, path),
+        kind => {
+            if v.is_null() {
+                // Go leaves the zero value; completion re-adds it when it is emitted.
+                return Ok(false);
+            }
+            norm_scalar(kind, owner, f, v, path)?;
+            Ok(!(f.omitempty && is_scalar_zero(kind, v, f.omitzero)))
+        }
+    }
+}
+
+fn is_scalar_zero(kind: &str, v: &Value, omitzero: bool) -> bool {
+    match kind {
+        "string" | "named-string" => v.as_str() == Some(""),
+        "bool" => v.as_bool() == Some(false),
+        "int" | "uint" | "float" => v.as_f64() == Some(0.0),
+        "time" => omitzero && v.is_null(),
+        _ => false,
+    }
+}
+
+fn norm_struct_value(
+    owner: &'static StructIndex,
+    f: &K8sField,
+    ty: Option<&str>,
+    v: &mut Value,
+    path: &mut Vec<&'static str>,
+) -> Result<()> {
+    let Some(idx) = ty.and_then(index::get) else {
+        return Ok(());
+    };
+    match v {
+        Value::Object(m) => norm_struct(idx, m, path),
+        other => {
+            let ctx = Ctx {
+                owner: owner.go_name,
+                path,
+            };
+            Err(ctx.type_error(json_kind(other), &index::field_type(owner.go_name, f)))
+        }
+    }
+}
+
+fn norm_slice(
+    owner: &'static StructIndex,
+    f: &'static K8sField,
+    v: &mut Value,
+    path: &mut Vec<&'static str>,
+) -> Result<bool> {
+    match v {
+        Value::Null => Ok(!f.omitempty),
+        Value::Array(items) => {
+            for item in items.iter_mut() {
+                norm_element(owner, f, item, path)?;
+            }
+            Ok(!(f.omitempty && items.is_empty()))
+        }
+        other => {
+            let ctx = Ctx {
+                owner: owner.go_name,
+                path,
+            };
+            Err(ctx.type_error(json_kind(other), &index::field_type(owner.go_name, f)))
+        }
+    }
+}
+
+fn norm_map(
+    owner: &'static StructIndex,
+    f: &'static K8sField,
+    v: &mut Value,
+    path: &mut Vec<&'static str>,
+) -> Result<bool> {
+    match v {
+        Value::Null => Ok(!f.omitempty),
+        Value::Object(m) => {
+            for item in m.values_mut() {
+                norm_element(owner, f, item, path)?;
+            }
+            Ok(!(f.omitempty && m.is_empty()))
+        }
+        other => {
+            let ctx = Ctx {
+                owner: owner.go_name,
+                path,
+            };
+            Err(ctx.type_error(json_kind(other), &index::field_type(owner.go_name, f)))
+        }
+    }
+}
+
+/// Normalise a slice element or map value of field `f`.
+fn norm_element(
+    owner: &'static StructIndex,
+    f: &'static K8sField,
+    item: &mut Value,
+    path: &mut Vec<&'static str>,
+) -> Result<()> {
+    let kind = f.elem_kind.as_deref().unwrap_or("raw");
+    if kind == "struct" {
+        if item.is_null() {
+            // A null element decodes to the zero struct.
+            if let Some(idx) = f.elem.as_deref().and_then(index::get) {
+                *item = zero_struct(idx, 0);
+            }
+            return Ok(());
+        }
+        return norm_struct_value(owner, f, f.elem.as_deref(), item, path);
+    }
+    if item.is_null() {
+        *item = match kind {
+            "string" | "named-string" => Value::from(""),
+            "int" | "uint" => Value::from(0),
+            "bool" => Value::Bool(false),
+            "quantity" => Value::from("0"),
+            _ => Value::Null,
+        };
+        return Ok(());
+    }
+    norm_scalar(kind, owner, f, item, path)
+}
+
+/// Check/convert a non-null scalar of `kind` in place.
+fn norm_scalar(
+    kind: &str,
+    owner: &'static StructIndex,
+    f: &K8sField,
+    v: &mut Value,
+    path: &[&'static str],
+) -> Result<()> {
+    let ctx = Ctx {
+        owner: owner.go_name,
+        path,
+    };
+    let elem_type = || match f.kind.as_str() {
+        "slice" | "map" | "pointer-to-scalar" => {
+            f.elem.as_deref().map(index::short_type).unwrap_or_default()
+        }
+        _ => index::field_type(owner.go_name, f),
+    };
+    match kind {
+        "string" | "named-string" => match v {
+            Value::String(_) => Ok(()),
+            Value::Bool(b) => {
+                *v = Value::from(if *b { "true" } else { "false" });
+                Ok(())
+            }
+            Value::Number(n) => {
+                *v = Value::from(gofmt::number_as_string(n));
+                Ok(())
+            }
+            other => Err(ctx.type_error(json_kind(other), &elem_type())),
+        },
+        "bool" => match v {
+            Value::Bool(_) => Ok(()),
+            other => Err(ctx.type_error(json_kind(other), "bool")),
+        },
+        "int" | "uint" => norm_int(v, index::int_type(owner.go_name, f), &ctx),
+        "intorstring" => match v {
+            Value::String(_) => Ok(()),
+            _ => norm_int(v, "int32", &ctx),
+        },
+        "quantity" => norm_quantity(v),
+        "time" => match v {
+            Value::String(s) => {
+                let c = time::canonicalize(s)?;
+                // The zero time marshals as `null`.
+                *v = if c == time::ZERO {
+                    Value::Null
+                } else {
+                    Value::from(c)
+                };
+                Ok(())
+            }
+            other => Err(ctx.type_error(json_kind(other), "string")),
+        },
+        _ => Ok(()),
+    }
+}
+
+fn norm_int(v: &mut Value, ty: &str, ctx: &Ctx<'_>) -> Result<()> {
+    let Value::Number(n) = v else {
+        return Err(ctx.type_error(json_kind(v), ty));
+    };
+    let (lo, hi) = match ty {
+        "int64" => (i64::MIN as f64, i64::MAX as f64),
+        _ => (f64::from(i32::MIN), f64::from(i32::MAX)),
+    };
+    if let Some(i) = n.as_i64() {
+        if (i as f64) < lo || (i as f64) > hi {
+            return Err(ctx.type_error(&format!("number {i}"), ty));
+        }
+        return Ok(());
+    }
+    let x = n.as_f64().unwrap_or(f64::NAN);
+    if x.fract() != 0.0 || !x.is_finite() || x < lo || x > hi {
+        return Err(ctx.type_error(&format!("number {}", gofmt::number_text(n)), ty));
+    }
+    *v = Value::from(x as i64);
+    Ok(())
+}
+
+/// Parse and canonicalise a quantity value (string or number, as `Quantity.UnmarshalJSON`).
+fn norm_quantity(v: &mut Value) -> Result<()> {
+    let text = match &*v {
+        Value::String(s) => s.trim().to_string(),
+        Value::Number(n) => gofmt::number_text(n),
+        Value::Bool(b) => b.to_string(),
+        other => other.to_string(),
+    };
+    *v = Value::from(quantity::canonicalize(&text)?);
+    Ok(())
+}
+
+/// Rebuild a normalised struct object with known fields only, in Go field order.
+fn order_struct(idx: &StructIndex, mut obj: Map<String, Value>) -> Map<String, Value> {
+    let mut out = Map::with_capacity(obj.len());
+    for (i, f) in idx.fields.iter().enumerate() {
+        let json = idx.json_name(i);
+        if let Some(v) = obj.remove(json) {
+            out.insert(json.to_string(), order_field(f, v));
+        }
+    }
+    out
+}
+
+fn order_field(f: &K8sField, v: Value) -> Value {
+    let elem_struct = || {
+        (f.elem_kind.as_deref() == Some("struct"))
+            .then(|| f.elem.as_deref().and_then(index::get))
+            .flatten()
+    };
+    match (f.kind.as_str(), v) {
+        ("struct" | "pointer-to-struct", Value::Object(m)) => {
+            match f
+                .type_ref
+                .as_deref()
+                .or(f.elem.as_deref())
+                .and_then(index::get)
+            {
+                Some(idx) => Value::Object(order_struct(idx, m)),
+                None => Value::Object(m),
+            }
+        }
+        ("slice", Value::Array(items)) => match elem_struct() {
+            Some(idx) => Value::Array(
+                items
+                    .into_iter()
+                    .map(|e| match e {
+                        Value::Object(m) => Value::Object(order_struct(idx, m)),
+                        other => other,
+                    })
+                    .collect(),
+            ),
+            None => Value::Array(items),
+        },
+        ("map", Value::Object(m)) => {
+            let st = elem_struct();
+            let mut entries: Vec<(String, Value)> = m.into_iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            Value::Object(
+                entries
+                    .into_iter()
+                    .map(|(k, v)| match (st, v) {
+                        (Some(idx), Value::Object(m)) => (k, Value::Object(order_struct(idx, m))),
+                        (_, v) => (k, v),
+                    })
+                    .collect(),
+            )
+        }
+        (_, v) => v,
+    }
+}
+
+#[cfg(test)]
+mod tests;

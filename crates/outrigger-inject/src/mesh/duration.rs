@@ -133,7 +133,9 @@ fn parse_component<'a>(rest: &'a str, whole: &str) -> Result<(u128, &'a str), St
     // Fraction: Go accumulates digits while they fit, then scales (truncating).
     let mut frac_val: u128 = 0;
     let mut frac_scale: u128 = 1;
-    for d in frac_part.bytes().take(30) {
+    // 18 digits keep `frac_val * scale` (scale ≤ 3.6e12) far inside u128; further digits
+    // cannot change the nanosecond result.
+    for d in frac_part.bytes().take(18) {
         frac_val = frac_val * 10 + u128::from(d - b'0');
         frac_scale *= 10;
     }
@@ -190,6 +192,11 @@ mod tests {
         assert_eq!(p("0"), "0s");
         assert_eq!(p("0s"), "0s");
         assert_eq!(p(".5s"), "0.500s");
+        assert_eq!(
+            p("1.123456789123456789123456789123456789h"),
+            "4044.444440844s"
+        );
+        assert_eq!(p("1.5h2m"), "5520s");
     }
 
     #[test]

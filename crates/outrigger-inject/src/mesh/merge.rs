@@ -130,8 +130,9 @@ fn restore_proxy_headers(out: &mut Map<String, Value>, orig: Option<Value>) {
 pub fn apply_mesh(overlay: &Value, base: &Value) -> Result<Value> {
     let prev = as_object(base, "mesh config")?;
     let raw = as_object(overlay, "mesh config")?;
-    let decoded = decode_lenient(MESH_CONFIG, overlay)
-        .map_err(|e| e.context("failed to convert to proto."))?;
+    let empty = Value::Object(Map::new());
+    let overlay = if overlay.is_null() { &empty } else { overlay };
+    let decoded = decode_lenient(MESH_CONFIG, overlay).map_err(proto_prefix)?;
     let over = as_object(&decoded, "mesh config")?;
     let mut out = prev.clone();
     for key in [
@@ -173,16 +174,19 @@ pub fn apply_mesh(overlay: &Value, base: &Value) -> Result<Value> {
     order_fields(MESH_CONFIG, &mut out);
     let mut v = Value::Object(out);
     decode::normalize(MESH_CONFIG, &mut v);
+    super::validate_mesh_config(&v)?;
     Ok(v)
 }
 
-/// A top-level field of the raw overlay by JSON or proto name, when present and not null.
+/// Go's `multierror.Prefix(err, "failed to convert to proto.")` (prefix, space, error).
+fn proto_prefix(e: Error) -> Error {
+    Error::ProxyConfig(format!("failed to convert to proto. {e}"))
+}
+
+/// A top-level field of the raw overlay, when present and not null. Istio's
+/// `extractYamlField` looks up the JSON name only, so `default_config:` is dropped [quirk].
 fn raw_field<'a>(raw: &'a Map<String, Value>, json: &str) -> Option<&'a Value> {
-    let desc = decode::message(MESH_CONFIG).ok()?;
-    let f = desc.field_by_json(json)?;
-    raw.get(json)
-        .or_else(|| raw.get(&f.proto))
-        .filter(|v| !v.is_null())
+    raw.get(json).filter(|v| !v.is_null())
 }
 
 fn set_or_remove(out: &mut Map<String, Value>, key: &str, v: Value) {
@@ -195,8 +199,7 @@ fn set_or_remove(out: &mut Map<String, Value>, key: &str, v: Value) {
 
 fn apply_default_providers(raw: &Value, prev: &Value) -> Result<Value> {
     let mut out = as_object(prev, "defaultProviders")?;
-    let decoded = decode_lenient(DEFAULT_PROVIDERS, raw)
-        .map_err(|e| e.context("failed to convert to proto."))?;
+    let decoded = decode_lenient(DEFAULT_PROVIDERS, raw).map_err(proto_prefix)?;
     let over = as_object(&decoded, "defaultProviders")?;
     replace_fields(DEFAULT_PROVIDERS, &mut out, &over);
     Ok(Value::Object(out))

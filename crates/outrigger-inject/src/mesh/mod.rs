@@ -20,7 +20,8 @@ use crate::{Error, Result};
 
 pub use decode::Unknown;
 pub use validate_pc::{
-    go_atoi, proxy_config_errors, validate_proxy_address, validate_proxy_config,
+    go_atoi, mesh_config_errors, proxy_config_errors, validate_mesh_config, validate_proxy_address,
+    validate_proxy_config,
 };
 
 /// `mesh.DefaultMeshConfig()` in canonical form.
@@ -81,6 +82,37 @@ pub fn apply_proxy_config_value(overlay: &Value, mesh: &Value) -> Result<Value> 
         merge::order_fields(MESH_CONFIG, m);
     }
     Ok(out)
+}
+
+/// Webhook path (§4.4, `EffectiveProxyConfig` without ProxyConfig resources): the built-in
+/// default ProxyConfig, then `mesh.defaultConfig`, then the pod's `proxy.istio.io/config`
+/// annotation, each layer decoded on its own so its zero values cannot override. An annotation
+/// that does not parse is ignored (annotation validation rejects the pod separately).
+pub fn effective_proxy_config(mesh: &Value, annotation: Option<&str>) -> Value {
+    let tree = annotation.and_then(|a| crate::yaml::from_str(a).ok());
+    effective_proxy_config_value(mesh, tree.as_ref())
+}
+
+/// [`effective_proxy_config`] with the annotation already parsed.
+pub fn effective_proxy_config_value(mesh: &Value, annotation: Option<&Value>) -> Value {
+    let layer = |overlay: &Value, base: &Value| {
+        decode_canonical(PROXY_CONFIG, overlay, Unknown::Ignore)
+            .and_then(|o| merge::merge_proxy_config(&o, base))
+            .ok()
+    };
+    let default = default_proxy_config();
+    let mut pc = default.clone();
+    if let Some(mesh_pc) = mesh.get("defaultConfig").filter(|v| v.is_object()) {
+        pc = layer(mesh_pc, &default).unwrap_or(pc);
+    }
+    if let Some(a) = annotation {
+        let annotation_pc = decode::decode_message(PROXY_CONFIG, a, "", Unknown::Reject)
+            .or_else(|_| decode::decode_message(PROXY_CONFIG, a, "", Unknown::Ignore));
+        if let Ok(a) = annotation_pc {
+            pc = layer(&a, &pc).unwrap_or(pc);
+        }
+    }
+    pc
 }
 
 /// Istio's `MergeProxyConfig`: apply `overlay` onto `base` with protobuf-JSON merge semantics

@@ -66,8 +66,12 @@ fn read(p: &Path) -> String {
 }
 
 fn apply_file(p: &Path) -> Value {
-    apply_mesh_config_value(&yaml(&read(p)), &default_mesh_config())
-        .unwrap_or_else(|e| panic!("apply {}: {e}", p.display()))
+    let via_test_yaml = apply_mesh_config_value(&yaml(&read(p)), &default_mesh_config())
+        .unwrap_or_else(|e| panic!("apply {}: {e}", p.display()));
+    let via_crate_yaml = apply_mesh_config(&read(p), &default_mesh_config())
+        .unwrap_or_else(|e| panic!("apply {} via crate::yaml: {e}", p.display()));
+    assert_eq!(via_test_yaml, via_crate_yaml, "{}", p.display());
+    via_crate_yaml
 }
 
 fn canonical_file(p: &Path) -> Value {
@@ -179,7 +183,7 @@ fn proto_to_json_matches_corpus_proxy_config_env() {
             .iter()
             .for_each(|d| proxy_config_annotations(d, &mut annotations));
         for a in annotations.iter().take(1) {
-            mesh = apply_proxy_config_value(&yaml(a), &mesh).expect("annotation applies");
+            mesh = apply_proxy_config(a, &mesh).expect("annotation applies");
         }
         let got = proto_to_json(PROXY_CONFIG, &mesh["defaultConfig"]);
         for want in golden_proxy_configs(&read(&root.join(expected))) {
@@ -404,10 +408,162 @@ fn mesh_merge_special_fields() {
     assert_eq!(out["defaultConfig"]["drainDuration"], "45s");
     assert_eq!(inbound_traffic_policy_mode(&out), "localhost");
     assert_eq!(inbound_traffic_policy_mode(&base), "passthrough");
+    assert_eq!(
+        apply_mesh_config_value(&Value::Null, &base).expect("null is a no-op"),
+        base
+    );
     let err = apply_mesh_config_value(&json!({"proxyListenPort": "x"}), &base).unwrap_err();
     assert!(
         err.to_string()
-            .starts_with("failed to convert to proto.: proxyListenPort"),
+            .starts_with("failed to convert to proto. proxyListenPort"),
         "{err}"
     );
+}
+
+#[test]
+fn effective_proxy_config_layers_without_zero_overrides() {
+    let mesh = default_mesh_config();
+    assert_eq!(
+        effective_proxy_config_value(&mesh, None),
+        default_proxy_config()
+    );
+    // A mesh defaultConfig that cleared statNameLength: the webhook layering restores the default.
+    let cleared = apply_mesh_config_value(&json!({"defaultConfig": {"statNameLength": 0}}), &mesh)
+        .expect("applies");
+    assert!(cleared["defaultConfig"].get("statNameLength").is_none());
+    let eff = effective_proxy_config_value(&cleared, None);
+    assert_eq!(eff["statNameLength"], json!(189));
+    // Annotation zero values do not override in the webhook path; they do in kube-inject.
+    let ann = json!({"statusPort": 0, "concurrency": 0, "proxyMetadata": {"X": "1"}});
+    let eff = effective_proxy_config_value(&mesh, Some(&ann));
+    assert_eq!(eff["statusPort"], json!(15020));
+    assert_eq!(eff["concurrency"], json!(0));
+    assert_eq!(eff["proxyMetadata"], json!({"X": "1"}));
+    let kube = apply_proxy_config_value(&ann, &mesh).expect("applies");
+    assert!(kube["defaultConfig"].get("statusPort").is_none());
+    // A broken annotation is ignored.
+    let eff = effective_proxy_config_value(&mesh, Some(&json!({"statusPort": "x"})));
+    assert_eq!(eff, default_proxy_config());
+}
+
+#[test]
+fn apply_proxy_config_yaml_errors() {
+    let mesh = default_mesh_config();
+    let err = apply_proxy_config("concurrency: [1", &mesh)
+        .unwrap_err()
+        .to_string();
+    assert!(err.starts_with("could not parse proxy config: "), "{err}");
+    let err = apply_proxy_config("drainDuration: 5", &mesh)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("drainDuration"), "{err}");
+    let out = apply_proxy_config("holdApplicationUntilProxyStarts: true", &mesh).expect("applies");
+    assert_eq!(
+        out["defaultConfig"]["holdApplicationUntilProxyStarts"],
+        json!(true)
+    );
+    assert_eq!(
+        effective_proxy_config(&mesh, Some("concurrency: 2"))["concurrency"],
+        json!(2)
+    );
+}
+
+#[test]
+fn held_out_override_proxy_config_env() {
+    let Some(root) = corpus() else { return };
+    let dir = root.join("mesh-overrides");
+    let pc = |f: &str| proto_to_json(PROXY_CONFIG, &apply_file(&dir.join(f))["defaultConfig"]);
+    assert_eq!(pc("tracing-empty.yaml"), r#"{"tracing":{}}"#);
+    assert_eq!(
+        pc("proxy-metadata-tls-client-key.yaml"),
+        r#"{"proxyMetadata":{"ISTIO_META_TLS_CLIENT_KEY":"/etc/identity/client/keys/client-key.pem"}}"#
+    );
+    assert_eq!(pc("inbound-localhost.yaml"), "{}");
+    assert_eq!(
+        inbound_traffic_policy_mode(&apply_file(&dir.join("inbound-localhost.yaml"))),
+        "localhost"
+    );
+}
+
+/// Deterministic pseudo-random JSON values for the no-panic sweep.
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        self.0 >> 33
+    }
+
+    fn value(&mut self, depth: u32, msg: Option<&str>) -> Value {
+        const STRS: [&str; 12] = [
+            "",
+            "x",
+            "45s",
+            "1.5s",
+            "-1ms",
+            "MUTUAL_TLS",
+            "REDIRECT",
+            "1e400",
+            "é:80",
+            "[::1]:15012",
+            "99999999999999999999h",
+            "Infinity",
+        ];
+        match self.next() % if depth > 3 { 6 } else { 8 } {
+            0 => Value::Null,
+            1 => Value::Bool(self.next() % 2 == 0),
+            2 => json!(self.next() as i64 - (1 << 30)),
+            3 => json!(f64::from(self.next() as u32) / 7.0),
+            4 | 5 => json!(STRS[(self.next() % 12) as usize]),
+            6 => Value::Array(
+                (0..self.next() % 3)
+                    .map(|_| self.value(depth + 1, None))
+                    .collect(),
+            ),
+            _ => self.object(depth + 1, msg),
+        }
+    }
+
+    fn object(&mut self, depth: u32, msg: Option<&str>) -> Value {
+        let desc = msg.and_then(|m| crate::schema::proto().message(m));
+        let mut m = serde_json::Map::new();
+        for _ in 0..self.next() % 6 {
+            match desc.filter(|d| !d.fields.is_empty()) {
+                Some(d) => {
+                    let f = &d.fields[(self.next() % d.fields.len() as u64) as usize];
+                    let sub = (f.type_kind == "message").then_some(f.ty.as_str());
+                    m.insert(f.json.clone(), self.value(depth, sub));
+                }
+                None => {
+                    let k = format!("k{}", self.next() % 5);
+                    m.insert(k, self.value(depth, None));
+                }
+            }
+        }
+        Value::Object(m)
+    }
+}
+
+#[test]
+fn no_panics_on_random_inputs() {
+    let mut rng = Lcg(7);
+    let mesh = default_mesh_config();
+    for _ in 0..3000 {
+        let pc = rng.object(0, Some(PROXY_CONFIG));
+        if let Ok(c) = to_canonical(PROXY_CONFIG, &pc) {
+            let _ = proto_to_json(PROXY_CONFIG, &c);
+            let _ = proxy_config_errors(&c);
+        }
+        let _ = apply_proxy_config_value(&pc, &mesh);
+        let _ = effective_proxy_config_value(&mesh, Some(&pc));
+        let _ = proto_to_json(PROXY_CONFIG, &pc);
+        let mc = rng.object(0, Some(MESH_CONFIG));
+        if let Ok(m) = apply_mesh_config_value(&mc, &mesh) {
+            let _ = proto_to_json(MESH_CONFIG, &m);
+        }
+        let _ = to_canonical(MESH_CONFIG, &mc);
+    }
 }

@@ -20,6 +20,58 @@ pub fn validate_proxy_config(pc: &Value) -> Result<()> {
     }
 }
 
+/// Validate a canonical MeshConfig as `ApplyMeshConfig` does (subset of Istio's
+/// `ValidateMeshConfig`: listen port, connect and protocol detection timeouts, default proxy
+/// config); the error carries Istio's multierror text.
+pub fn validate_mesh_config(mesh: &Value) -> Result<()> {
+    let errs = mesh_config_errors(mesh);
+    if errs.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::Config(crate::validate::format_multierror(&errs)))
+    }
+}
+
+/// The implemented `ValidateMeshConfig` errors, in Istio's order.
+pub fn mesh_config_errors(mesh: &Value) -> Vec<String> {
+    let mut errs = Vec::new();
+    if let Err(e) = validate_port(int_at(mesh, "/proxyListenPort")) {
+        errs.push(format!("invalid proxy listen port: {e}"));
+    }
+    let nanos = |key: &str| {
+        mesh.get(key)
+            .and_then(Value::as_str)
+            .and_then(|s| parse_go_duration(s).ok())
+            .map_or(0, |d| d.nanos)
+    };
+    if let Err(e) = validate_duration(nanos("connectTimeout")) {
+        errs.push(format!("invalid connect timeout: {e}"));
+    }
+    let pdt = nanos("protocolDetectionTimeout");
+    if pdt != 0 && pdt % 1_000_000 != 0 {
+        errs.push(
+            "invalid protocol detection timeout: only durations to ms precision are supported"
+                .to_string(),
+        );
+    }
+    match mesh.get("defaultConfig") {
+        Some(pc) => errs.extend(proxy_config_errors(pc)),
+        None => errs.push("missing default config".to_string()),
+    }
+    errs
+}
+
+/// Istio's `ValidateDuration` on a nanosecond count.
+fn validate_duration(nanos: i128) -> std::result::Result<(), String> {
+    if nanos < 1_000_000 {
+        Err("duration must be greater than 1ms".to_string())
+    } else if nanos % 1_000_000 != 0 {
+        Err("only durations to ms precision are supported".to_string())
+    } else {
+        Ok(())
+    }
+}
+
 fn str_at<'a>(v: &'a Value, ptr: &str) -> &'a str {
     v.pointer(ptr).and_then(Value::as_str).unwrap_or("")
 }
@@ -93,13 +145,8 @@ fn drain_duration_errors(d: Option<&Value>) -> Vec<String> {
         .and_then(Value::as_str)
         .and_then(|s| parse_go_duration(s).ok())
         .map_or(0, |d| d.nanos);
-    if nanos < 1_000_000 {
-        return vec!["invalid drain duration: duration must be greater than 1ms".to_string()];
-    }
-    if nanos % 1_000_000 != 0 {
-        return vec![
-            "invalid drain duration: only durations to ms precision are supported".to_string(),
-        ];
+    if let Err(e) = validate_duration(nanos) {
+        return vec![format!("invalid drain duration: {e}")];
     }
     if nanos % 1_000_000_000 != 0 {
         return vec!["drain time only supports durations to seconds precision".to_string()];
@@ -410,6 +457,28 @@ mod tests {
             validate_proxy_address("1.2.3.999:80"),
             Err("\"1.2.3.999\" is not a valid hostname or an IP address".into())
         );
+    }
+
+    #[test]
+    fn mesh_config_checks() {
+        let mesh = crate::mesh::default_mesh_config();
+        assert_eq!(mesh_config_errors(&mesh), Vec::<String>::new());
+        let mut bad = mesh.clone();
+        bad["proxyListenPort"] = 0.into();
+        bad["connectTimeout"] = "1.0005s".into();
+        bad["protocolDetectionTimeout"] = "1us".into();
+        bad["defaultConfig"]["statusPort"] = 70000.into();
+        assert_eq!(
+            mesh_config_errors(&bad),
+            [
+                "invalid proxy listen port: port number 0 must be in the range 1..65535",
+                "invalid connect timeout: only durations to ms precision are supported",
+                "invalid protocol detection timeout: only durations to ms precision are supported",
+                "invalid status port: port number 70000 must be in the range 1..65535",
+            ]
+        );
+        bad.as_object_mut().expect("object").remove("defaultConfig");
+        assert!(mesh_config_errors(&bad).contains(&"missing default config".to_string()));
     }
 
     #[test]

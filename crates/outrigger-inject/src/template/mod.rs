@@ -11,9 +11,22 @@
 //! - [`Template::render`] executes it with [`TemplateData`]; errors are Go-shaped
 //!   (`template: inject:LINE:COL: executing "inject" at <...>: ...`).
 
+use std::collections::HashMap;
+
+use gotmpl::parse::{Expr, ListNode, Node, Parser, PipeNode};
 use serde_json::Value;
 
-use crate::Result;
+use crate::{Error, Result};
+
+mod exec;
+mod funcs;
+mod gofmt;
+mod printf;
+mod sprig;
+mod value;
+
+#[cfg(test)]
+mod tests;
 
 /// The template root object (Istio's `SidecarTemplateData`), in Go field order.
 ///
@@ -64,13 +77,36 @@ pub struct TemplateData<'a> {
 #[derive(Debug)]
 pub struct Template {
     name: String,
+    /// Source after the comment-trim workaround (same length and line structure as the input).
+    source: String,
+    /// The main body.
+    root: ListNode,
+    /// `define`d templates by name.
+    defines: HashMap<String, ListNode>,
 }
 
 impl Template {
     /// Parse `text` as the template called `name`.
+    ///
+    /// Errors are `template: NAME:LINE: ...`; a function name that is neither a Go builtin, a
+    /// Sprig v3 function nor an Istio function is a parse error, as in Go.
     pub fn parse(name: &str, text: &str) -> Result<Template> {
-        let _ = text;
-        todo!("template engine: parse {name}")
+        let source = fix_comment_trim(text);
+        let parser =
+            Parser::with_name(Some(name), &source, "{{", "}}").map_err(|e| parse_error(name, e))?;
+        let (root, defs) = parser.parse().map_err(|e| parse_error(name, e))?;
+        let mut defines = HashMap::new();
+        for d in defs {
+            check_list(name, &d.body)?;
+            defines.insert(d.name.to_string(), d.body);
+        }
+        check_list(name, &root)?;
+        Ok(Template {
+            name: name.to_string(),
+            source,
+            root,
+            defines,
+        })
     }
 
     /// The template's name.
@@ -79,8 +115,110 @@ impl Template {
     }
 
     /// Execute the template with `data`, returning the rendered text.
+    ///
+    /// Execution errors are Go-shaped: `template: inject:LINE:COL: executing "inject" at <...>: ...`.
     pub fn render(&self, data: &TemplateData<'_>) -> Result<String> {
-        let _ = data;
-        todo!("template engine: render")
+        exec::Exec::run(self, data).map_err(Error::Template)
+    }
+}
+
+fn parse_error(name: &str, e: gotmpl::TemplateError) -> Error {
+    match e {
+        gotmpl::TemplateError::Parse { line, message, .. }
+        | gotmpl::TemplateError::Lex { line, message, .. } => {
+            Error::Template(format!("template: {name}:{line}: {message}"))
+        }
+        other => Error::Template(format!("template: {name}: {other}")),
+    }
+}
+
+/// Work around gotmpl 0.6.1 trimming the text after `{{- /* ... */}}` (Go trims only before):
+/// such a comment is rewritten into the equivalent empty action `{{- ""   }}`, padded so that
+/// byte offsets and line numbers are unchanged.
+fn fix_comment_trim(src: &str) -> String {
+    let b = src.as_bytes();
+    let mut out = String::with_capacity(src.len());
+    let mut i = 0;
+    let mut copied = 0;
+    while let Some(off) = src[i..].find("{{-") {
+        let open = i + off;
+        let mut j = open + 3;
+        i = open + 2;
+        if !b
+            .get(j)
+            .is_some_and(|c| matches!(c, b' ' | b'\t' | b'\r' | b'\n'))
+        {
+            continue;
+        }
+        while b
+            .get(j)
+            .is_some_and(|c| matches!(c, b' ' | b'\t' | b'\r' | b'\n'))
+        {
+            j += 1;
+        }
+        if !src[j..].starts_with("/*") {
+            continue;
+        }
+        let Some(end) = src[j + 2..].find("*/").map(|e| j + 2 + e + 2) else {
+            break;
+        };
+        let mut k = end;
+        while b
+            .get(k)
+            .is_some_and(|c| matches!(c, b' ' | b'\t' | b'\r' | b'\n'))
+        {
+            k += 1;
+        }
+        let close_trim = k > end && src[k..].starts_with("-}}");
+        if !close_trim && src[k..].starts_with("}}") {
+            out.push_str(&src[copied..j]);
+            out.push_str("\"\"");
+            for &c in &b[j + 2..end] {
+                out.push(if c == b'\n' { '\n' } else { ' ' });
+            }
+            copied = end;
+        }
+        i = end;
+    }
+    out.push_str(&src[copied..]);
+    out
+}
+
+fn check_list(name: &str, list: &ListNode) -> Result<()> {
+    list.nodes.iter().try_for_each(|n| check_node(name, n))
+}
+
+fn check_node(name: &str, n: &Node) -> Result<()> {
+    match n {
+        Node::List(l) => check_list(name, l),
+        Node::Text(_) | Node::Break(_) | Node::Continue(_) => Ok(()),
+        Node::Action(a) => check_pipe(name, &a.pipe),
+        Node::If(b) | Node::With(b) | Node::Range(b) => {
+            check_pipe(name, &b.pipe)?;
+            check_list(name, &b.body)?;
+            b.else_body.as_ref().map_or(Ok(()), |e| check_list(name, e))
+        }
+        Node::Template(t) => t.pipe.as_ref().map_or(Ok(()), |p| check_pipe(name, p)),
+        Node::Define(d) => check_list(name, &d.body),
+    }
+}
+
+fn check_pipe(name: &str, p: &PipeNode) -> Result<()> {
+    p.commands
+        .iter()
+        .flat_map(|c| c.args.iter())
+        .try_for_each(|e| check_expr(name, e))
+}
+
+fn check_expr(name: &str, e: &Expr) -> Result<()> {
+    match e {
+        Expr::Identifier(pos, f) if !funcs::is_defined(f) => Err(Error::Template(format!(
+            "template: {name}:{}: function {:?} not defined",
+            pos.line,
+            f.as_str()
+        ))),
+        Expr::Pipe(_, p) => check_pipe(name, p),
+        Expr::Chain(_, inner, _) => check_expr(name, inner),
+        _ => Ok(()),
     }
 }

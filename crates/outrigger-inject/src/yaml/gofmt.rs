@@ -2,7 +2,6 @@
 //! exponent at least) when the decimal exponent is below -4 or at least 6.
 
 /// Format `f` as Go's `strconv.FormatFloat(f, 'g', -1, 64)`.
-#[allow(dead_code)] // used by the emitter
 pub(crate) fn format_g64(f: f64) -> String {
     if let Some(s) = special(f) {
         return s.to_string();

@@ -13,9 +13,13 @@ use serde_json::Value;
 
 use crate::Result;
 
+mod emit;
 mod gofmt;
 mod parse;
 mod resolve;
+mod split;
+#[cfg(test)]
+mod tests_emit;
 #[cfg(test)]
 mod tests_parse;
 
@@ -33,14 +37,29 @@ pub fn from_str(text: &str) -> Result<Value> {
     parse::from_str(text)
 }
 
-/// Split a multi-document YAML stream into the raw text of its documents.
+/// Split a multi-document YAML stream into the raw text of its documents, as kube-inject reads
+/// its input (apimachinery `YAMLReader`).
+///
+/// A separator is a line starting with `---` whose remainder is empty or a `#` comment (anything
+/// else is the error `invalid Yaml document separator: <rest>`); the separator line itself is not
+/// part of any document. Each returned document is the exact original text (CRLF, comments and
+/// `...` end markers kept) for verbatim pass-through. Documents with no content (empty, blank,
+/// comment-only, `...`-only) are skipped.
 pub fn split_documents(text: &str) -> Result<Vec<&str>> {
-    let _ = text;
-    todo!("yaml: split_documents")
+    split::split_documents(text)
 }
 
-/// Emit `v` as go-yaml v2 would (sorted keys); the result ends with a newline.
+/// Emit `v` as YAML the way sigs.k8s.io/yaml `JSONToYAML` (go-yaml v2) does; ends with `\n`.
+///
+/// Block style with 2-space indentation; mapping keys in go-yaml's order (numeric runs compare
+/// as numbers, non-letters before letters); sequences not indented under their key (`key:\n- a`);
+/// `{}`, `[]`, `null`; integral numbers as integers, other floats in Go's shortest `%g` form
+/// (`1.5`, `1e+06`); strings plain when they would read back as the same string, double-quoted
+/// when YAML 1.1 would read them as something else (`"true"`, `"yes"`, `"15020"`, `""`,
+/// `"2024-01-01"`, `"1:20"`), single-quoted when they start with an indicator (`'*'`, `'{"a":1}'`)
+/// or have leading/trailing spaces or `: `/` #` inside, double-quoted with escapes when they hold
+/// non-printable characters; multi-line strings as `|`/`|-`/`|+` literal blocks (`|2-` when the
+/// text starts with a space). Long plain and quoted lines are folded at column 80 as go-yaml does.
 pub fn to_string(v: &Value) -> String {
-    let _ = v;
-    todo!("yaml: to_string")
+    emit::to_string(v)
 }

@@ -53,6 +53,8 @@ struct Loader<'a> {
     parser: Parser<Chars<'a>>,
     /// Completed anchored nodes and their node counts.
     anchors: HashMap<usize, (Value, usize)>,
+    /// Present when the text lacks a final newline (see [`EofFix`]).
+    eof_fix: Option<EofFix>,
     /// Nodes decoded so far, alias expansions included.
     decoded: usize,
     /// Nodes decoded through aliases.
@@ -64,6 +66,7 @@ impl<'a> Loader<'a> {
         Loader {
             parser: Parser::new_from_str(text),
             anchors: HashMap::new(),
+            eof_fix: EofFix::new(text),
             decoded: 0,
             aliased: 0,
         }
@@ -116,7 +119,13 @@ impl<'a> Loader<'a> {
         let start = self.decoded;
         self.count(mark, 1, false)?;
         let (value, anchor) = match ev {
-            Event::Scalar(text, style, anchor, tag) => {
+            Event::Scalar(mut text, style, anchor, tag) => {
+                if matches!(style, TScalarStyle::Literal | TScalarStyle::Folded)
+                    && self.eof_fix.as_ref().is_some_and(|f| f.reaches_eof(mark))
+                    && text.ends_with('\n')
+                {
+                    text.pop();
+                }
                 (scalar(&text, style, tag.as_ref(), mark)?, anchor)
             }
             Event::SequenceStart(anchor, _) => (self.sequence(depth)?, anchor),
@@ -210,6 +219,47 @@ impl<'a> Loader<'a> {
         key_string(&value)
             .map(Key::Name)
             .map_err(|m| self.err(mark, &m))
+    }
+}
+
+/// yaml-rust2 adds a line break to a block scalar that runs to the end of a text lacking a final
+/// newline; libyaml does not (`a: |\n  x` is `"x"`). yaml-rust2 marks a block scalar event at its
+/// first content line, after the content indentation; the scalar runs to the end of the text when
+/// no later non-blank line is indented less.
+struct EofFix {
+    /// Minimum indentation of the non-blank lines from each (0-based) line to the end.
+    suffix_min: Vec<usize>,
+}
+
+impl EofFix {
+    fn new(text: &str) -> Option<Self> {
+        if text.is_empty() || text.ends_with('\n') {
+            return None;
+        }
+        let mut indents: Vec<Option<usize>> = text
+            .split('\n')
+            .map(|l| {
+                let l = l.strip_suffix('\r').unwrap_or(l);
+                let n = l.len() - l.trim_start_matches(' ').len();
+                (!l.trim().is_empty()).then_some(n)
+            })
+            .collect();
+        // The unterminated last line counts even when blank: its spaces decide whether it is
+        // part of the scalar.
+        if let (Some(last), Some(line)) = (indents.last_mut(), text.rsplit('\n').next()) {
+            *last = Some(line.len() - line.trim_start_matches(' ').len());
+        }
+        let mut suffix_min = vec![usize::MAX; indents.len() + 1];
+        for i in (0..indents.len()).rev() {
+            suffix_min[i] = suffix_min[i + 1].min(indents[i].unwrap_or(usize::MAX));
+        }
+        Some(EofFix { suffix_min })
+    }
+
+    /// Whether the block scalar marked at `mark` runs to the end of the text.
+    fn reaches_eof(&self, mark: Marker) -> bool {
+        let line = mark.line().saturating_sub(1);
+        self.suffix_min.get(line).is_some_and(|&m| m >= mark.col())
     }
 }
 
@@ -334,7 +384,6 @@ fn short_tag_of(r: &Resolved) -> &'static str {
         Resolved::Bool(_) => "!!bool",
         Resolved::Int(_) | Resolved::Uint(_) => "!!int",
         Resolved::Float(_) => "!!float",
-        Resolved::Merge => "!!merge",
         Resolved::Timestamp => "!!timestamp",
         Resolved::Str => "!!str",
     }
@@ -348,7 +397,7 @@ fn resolved_value(r: Resolved, text: &str, mark: Marker) -> Result<Value> {
         Resolved::Int(i) => Value::from(i),
         Resolved::Uint(u) => Value::from(u),
         Resolved::Float(f) => return float_value(f, mark),
-        Resolved::Merge | Resolved::Timestamp | Resolved::Str => Value::String(text.to_string()),
+        Resolved::Timestamp | Resolved::Str => Value::String(text.to_string()),
     })
 }
 

@@ -209,3 +209,17 @@ fn kubernetes_manifest() {
             "env":[{"name":"X","value":true}]}]}})
     );
 }
+
+#[test]
+fn block_scalar_at_end_of_text_without_newline() {
+    // libyaml keeps no line break that the text does not have.
+    assert_eq!(ok("a: |\n  x"), json!({"a":"x"}));
+    assert_eq!(ok("a: |+\n  x"), json!({"a":"x"}));
+    assert_eq!(ok("a: >\n  x\n  y"), json!({"a":"x y"}));
+    assert_eq!(ok("a: |\n  x\n  "), json!({"a":"x\n"}));
+    assert_eq!(ok("a: |\n  x\n "), json!({"a":"x\n"}));
+    assert_eq!(ok("a: |\n  x\n# c"), json!({"a":"x\n"}));
+    assert_eq!(ok("a: |\n  x\nb: |\n  y"), json!({"a":"x\n","b":"y"}));
+    assert_eq!(ok("a: |\r\n  x\r\n  y"), json!({"a":"x\ny"}));
+    assert_eq!(ok("a: |\n  x\n"), json!({"a":"x\n"}));
+}

@@ -1,0 +1,106 @@
+//! Injection speed: the hello pod with Istio's default settings, a large pod (1,500 env vars and
+//! 200 KB of managedFields), and how the cost grows with pod size.
+//!
+//! Uses the corpus' default settings from `../shared/conformance/istio/settings/default` when
+//! present, else the embedded default (the bench prints which).
+
+use std::path::Path;
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use outrigger_inject::config::{InjectorConfig, Snapshot};
+use outrigger_inject::inject::{self, InjectParams, Mode};
+use serde_json::{json, Value};
+
+fn snapshot() -> Snapshot {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/conformance/istio/settings/default");
+    if dir.join("config.yaml").exists() {
+        eprintln!(
+            "bench settings: Istio chart defaults from {}",
+            dir.display()
+        );
+        let read = |f: &str| std::fs::read_to_string(dir.join(f)).expect("read settings");
+        let config = InjectorConfig::parse(&read("config.yaml")).expect("config");
+        Snapshot::with_config(config, &read("values.json"), Some(&read("mesh.yaml")))
+            .expect("snapshot")
+    } else {
+        eprintln!("bench settings: embedded default (corpus not found)");
+        outrigger_inject::defaults::snapshot().expect("embedded default")
+    }
+}
+
+fn hello_pod(containers: usize, env_vars: usize, managed_fields_bytes: usize) -> Value {
+    let env: Vec<Value> = (0..env_vars)
+        .map(|i| json!({"name": format!("VAR_{i}"), "value": format!("value-{i}")}))
+        .collect();
+    let containers: Vec<Value> = (0..containers)
+        .map(|i| {
+            json!({"name": format!("hello-{i}"), "image": "fake.docker.io/google-samples/hello-go-gke:1.0",
+                   "ports": [{"name": "http", "containerPort": 80 + i, "protocol": "TCP"}],
+                   "env": env, "readinessProbe": {"httpGet": {"path": "/ready", "port": 80 + i}}})
+        })
+        .collect();
+    let mut managed = Vec::new();
+    let mut size = 0;
+    while size < managed_fields_bytes {
+        let entry = json!({"manager": "kubectl", "operation": "Update", "apiVersion": "v1",
+            "fieldsType": "FieldsV1", "fieldsV1": {"f:metadata": {"f:labels": {(format!("f:label-{size}")): {}}},
+            "f:spec": {"f:containers": {(format!("k:{{\"name\":\"c-{size}\"}}")): {".": {}, "f:image": {}, "f:name": {}}}}}});
+        size += entry.to_string().len();
+        managed.push(entry);
+    }
+    json!({"metadata": {"name": "hello", "namespace": "default", "labels": {"app": "hello"},
+                        "managedFields": managed},
+           "spec": {"containers": containers}})
+}
+
+fn params(s: &Snapshot) -> InjectParams<'_> {
+    InjectParams {
+        snapshot: s,
+        mode: Mode::Webhook,
+        workload: inject::WorkloadMeta {
+            kind: "Deployment".into(),
+            api_version: "apps/v1".into(),
+            name: "hello".into(),
+            namespace: "default".into(),
+        },
+        revision: "default",
+        native_sidecars: true,
+        proxy_envs: Default::default(),
+        proxy_uid_gid: None,
+        compliance_policy: "",
+    }
+}
+
+fn bench(c: &mut Criterion) {
+    let s = snapshot();
+    let p = params(&s);
+    let hello = hello_pod(1, 0, 0);
+    c.bench_function("inject/hello", |b| {
+        b.iter(|| inject::inject_pod(&hello, &p).expect("inject"))
+    });
+    let large = hello_pod(1, 1500, 200 * 1024);
+    c.bench_function("inject/1500-env-200KB-managedFields", |b| {
+        b.iter(|| inject::inject_pod(&large, &p).expect("inject"))
+    });
+    let mut g = c.benchmark_group("inject/scaling-env-vars");
+    for n in [10usize, 100, 400, 1600] {
+        let pod = hello_pod(1, n, 0);
+        g.throughput(Throughput::Elements(n as u64));
+        g.bench_with_input(BenchmarkId::from_parameter(n), &pod, |b, pod| {
+            b.iter(|| inject::inject_pod(pod, &p).expect("inject"))
+        });
+    }
+    g.finish();
+    let mut g = c.benchmark_group("inject/scaling-containers");
+    for n in [1usize, 4, 16] {
+        let pod = hello_pod(n, 10, 0);
+        g.bench_with_input(BenchmarkId::from_parameter(n), &pod, |b, pod| {
+            b.iter(|| inject::inject_pod(pod, &p).expect("inject"))
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -1,0 +1,1007 @@
+//! Function library: Go builtins, Istio's template functions and Sprig v3.
+
+use std::collections::{BTreeMap, HashMap};
+use std::rc::Rc;
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+use super::gofmt::{format_duration, quote as go_quote};
+use super::value::{duration_parts, IntTy, V};
+use super::{printf, sprig};
+
+type R<T> = Result<T, String>;
+
+/// A function implementation.
+pub type Func = for<'a> fn(Vec<V<'a>>) -> R<V<'a>>;
+
+/// Go parameter types, driving argument conversion (spec §6.4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum P {
+    /// `reflect.Value`: passed through as-is (missing stays missing).
+    Raw,
+    /// `interface{}`: missing becomes nil.
+    Any,
+    /// `string`.
+    Str,
+    /// `int`.
+    Int,
+    /// `bool`.
+    Bool,
+    /// `map[string]string`.
+    StrMap,
+    /// `map[string]interface{}`.
+    Map,
+    /// `metav1.ObjectMeta`.
+    Meta,
+    /// `[]corev1.Container`.
+    Containers,
+    /// A protobuf message pointer (`proto.Message`, `*MeshConfig`, `*Duration`).
+    Proto,
+}
+
+impl P {
+    /// Can the Go type hold nil?
+    pub fn can_be_nil(self) -> bool {
+        matches!(
+            self,
+            P::Raw | P::Any | P::StrMap | P::Map | P::Containers | P::Proto
+        )
+    }
+
+    /// Go type name for messages.
+    pub fn go_name(self) -> &'static str {
+        match self {
+            P::Raw => "reflect.Value",
+            P::Any => "interface {}",
+            P::Str => "string",
+            P::Int => "int",
+            P::Bool => "bool",
+            P::StrMap => "map[string]string",
+            P::Map => "map[string]interface {}",
+            P::Meta => "v1.ObjectMeta",
+            P::Containers => "[]v1.Container",
+            P::Proto => "proto.Message",
+        }
+    }
+}
+
+/// A registered function.
+pub struct FuncDef {
+    /// Fixed parameter types.
+    pub params: &'static [P],
+    /// Element type of the variadic parameter.
+    pub variadic: Option<P>,
+    /// Implementation.
+    pub f: Func,
+}
+
+/// Convert an evaluated argument to parameter type `p`.
+pub fn convert(v: V<'_>, p: P) -> R<V<'_>> {
+    let wrong = |v: &V<'_>| {
+        format!(
+            "wrong type for value; expected {}; got {}",
+            p.go_name(),
+            v.type_name()
+        )
+    };
+    if v.is_missing() {
+        return if p == P::Raw {
+            Ok(V::Missing)
+        } else if p.can_be_nil() {
+            Ok(V::Nil)
+        } else {
+            Err(format!("invalid value; expected {}", p.go_name()))
+        };
+    }
+    if let (V::Ptr(inner), P::Str | P::Int | P::Bool) = (&v, p) {
+        // One level of pointer indirection is attempted, as in Go.
+        return convert((**inner).clone(), p);
+    }
+    match p {
+        P::Raw | P::Any => Ok(v),
+        P::Str => match v {
+            V::Str(_) => Ok(v),
+            _ => Err(wrong(&v)),
+        },
+        P::Int => match v {
+            V::Int(..) | V::Uint(_) => Ok(v),
+            _ => Err(wrong(&v)),
+        },
+        P::Bool => match v {
+            V::Bool(_) => Ok(v),
+            _ => Err(wrong(&v)),
+        },
+        P::StrMap => match v {
+            V::StrMapJ(_) | V::StrMap(_) | V::Nil => Ok(v),
+            _ => Err(wrong(&v)),
+        },
+        P::Map => match v {
+            V::Json(Value::Object(_)) | V::Map(_) | V::Nil => Ok(v),
+            _ => Err(wrong(&v)),
+        },
+        P::Meta => match v {
+            V::K8s {
+                ty: "metav1.ObjectMeta",
+                ..
+            } => Ok(v),
+            _ => Err(wrong(&v)),
+        },
+        P::Containers => match v {
+            V::K8sSlice(f, _) if f.elem.as_deref() == Some("corev1.Container") => Ok(v),
+            V::Nil => Ok(v),
+            _ => Err(wrong(&v)),
+        },
+        P::Proto => match v {
+            V::Proto { .. } | V::Nil => Ok(v),
+            _ => Err(wrong(&v)),
+        },
+    }
+}
+
+/// Look a function up by name.
+pub fn lookup(name: &str) -> Option<&'static FuncDef> {
+    table().get(name)
+}
+
+/// Is `name` a known function name (builtin, Sprig or Istio)?
+pub fn is_defined(name: &str) -> bool {
+    name == "and" || name == "or" || table().contains_key(name)
+}
+
+/// FNV-1a: function names are short and trusted, SipHash is needlessly slow here.
+#[derive(Default, Clone, Copy)]
+pub struct Fnv(u64);
+
+impl std::hash::Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
+        for b in bytes {
+            h ^= u64::from(*b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = h;
+    }
+}
+
+/// The function table type.
+pub type Table = HashMap<&'static str, FuncDef, std::hash::BuildHasherDefault<Fnv>>;
+
+fn table() -> &'static Table {
+    static T: OnceLock<Table> = OnceLock::new();
+    T.get_or_init(build)
+}
+
+fn def(m: &mut Table, name: &'static str, params: &'static [P], variadic: Option<P>, f: Func) {
+    m.insert(
+        name,
+        FuncDef {
+            params,
+            variadic,
+            f,
+        },
+    );
+}
+
+fn build() -> Table {
+    let mut m = Table::default();
+    // Sprig first (every name parses; unimplemented ones fail at execution).
+    for name in sprig::SPRIG_NAMES {
+        def(&mut m, name, &[], Some(P::Any), not_implemented_stub);
+    }
+    sprig::register_all(&mut m);
+    builtins(&mut m);
+    istio(&mut m);
+    m
+}
+
+/// Register a function (used by the Sprig module).
+pub fn register(
+    m: &mut Table,
+    name: &'static str,
+    params: &'static [P],
+    variadic: Option<P>,
+    f: Func,
+) {
+    def(m, name, params, variadic, f);
+}
+
+fn not_implemented_stub<'a>(_: Vec<V<'a>>) -> R<V<'a>> {
+    Err("not implemented by outrigger".into())
+}
+
+// ---------------------------------------------------------------- Go builtins
+
+fn builtins(m: &mut Table) {
+    use P::*;
+    def(m, "not", &[Raw], None, |a| Ok(V::Bool(!a[0].truth())));
+    def(m, "eq", &[Raw], Some(Raw), f_eq);
+    def(m, "ne", &[Raw, Raw], None, |a| {
+        f_eq(a).map(|v| V::Bool(!v.truth()))
+    });
+    def(m, "lt", &[Raw, Raw], None, |a| {
+        cmp(&a[0], &a[1]).map(|o| V::Bool(o.is_lt()))
+    });
+    def(m, "le", &[Raw, Raw], None, |a| {
+        cmp(&a[0], &a[1]).map(|o| V::Bool(o.is_le()))
+    });
+    def(m, "gt", &[Raw, Raw], None, |a| {
+        cmp(&a[0], &a[1]).map(|o| V::Bool(o.is_gt()))
+    });
+    def(m, "ge", &[Raw, Raw], None, |a| {
+        cmp(&a[0], &a[1]).map(|o| V::Bool(o.is_ge()))
+    });
+    def(m, "len", &[Raw], None, |a| match a[0].len() {
+        Some(n) => Ok(V::Int(n as i64, IntTy::Int)),
+        None => match a[0] {
+            V::Missing | V::Nil => Err("reflect: call of reflect.Value.Type on zero Value".into()),
+            V::NilPtr(_) | V::Proto { json: None, .. } => Err("len of nil pointer".into()),
+            _ => Err(format!("len of type {}", a[0].type_name())),
+        },
+    });
+    def(m, "index", &[Raw], Some(Raw), f_index);
+    def(m, "slice", &[Raw], Some(Raw), f_slice);
+    def(m, "print", &[], Some(Any), |a| Ok(V::string(go_sprint(&a))));
+    def(m, "println", &[], Some(Any), |a| {
+        let s: Vec<String> = a.iter().map(V::sprint).collect();
+        Ok(V::string(s.join(" ") + "\n"))
+    });
+    def(m, "printf", &[Str], Some(Any), |a| {
+        let fmt = str_of(&a[0]).to_string();
+        Ok(V::string(printf::sprintf(&fmt, &a[1..])))
+    });
+    def(m, "html", &[], Some(Any), |a| {
+        Ok(V::string(html_escape(&go_sprint(&a))))
+    });
+    def(m, "js", &[], Some(Any), |a| {
+        Ok(V::string(js_escape(&go_sprint(&a))))
+    });
+    def(m, "urlquery", &[], Some(Any), |a| {
+        Ok(V::string(query_escape(&go_sprint(&a))))
+    });
+    def(m, "call", &[Raw], Some(Raw), |_| {
+        Err("call of non-function".into())
+    });
+}
+
+/// Go `fmt.Sprint`: spaces between operands when neither is a string.
+pub fn go_sprint(a: &[V<'_>]) -> String {
+    let mut out = String::new();
+    for (i, v) in a.iter().enumerate() {
+        if i > 0 && !matches!(v, V::Str(_)) && !matches!(a[i - 1], V::Str(_)) {
+            out.push(' ');
+        }
+        v.write_sprint(&mut out, true);
+    }
+    out
+}
+
+#[derive(PartialEq, Clone, Copy, Debug)]
+enum Kind {
+    Invalid,
+    Bool,
+    Int,
+    Uint,
+    Float,
+    Str,
+    Other,
+}
+
+fn basic_kind(v: &V<'_>) -> Kind {
+    match v {
+        V::Missing | V::Nil => Kind::Invalid,
+        V::Bool(_) => Kind::Bool,
+        V::Int(..) | V::Enum(..) => Kind::Int,
+        V::Uint(_) => Kind::Uint,
+        V::Float(_) => Kind::Float,
+        V::Str(_) => Kind::Str,
+        _ => Kind::Other,
+    }
+}
+
+fn as_i(v: &V<'_>) -> i128 {
+    match v {
+        V::Int(i, _) | V::Enum(_, i) => i128::from(*i),
+        V::Uint(u) => i128::from(*u),
+        _ => 0,
+    }
+}
+
+fn f_eq<'a>(a: Vec<V<'a>>) -> R<V<'a>> {
+    let a1 = &a[0];
+    if a.len() < 2 {
+        return Err("missing argument for comparison".into());
+    }
+    let k1 = basic_kind(a1);
+    for b in &a[1..] {
+        let k2 = basic_kind(b);
+        let truth = if k1 != k2 {
+            match (k1, k2) {
+                (Kind::Int, Kind::Uint) | (Kind::Uint, Kind::Int) => as_i(a1) == as_i(b),
+                _ if k1 != Kind::Invalid && k2 != Kind::Invalid => {
+                    return Err("incompatible types for comparison".into())
+                }
+                _ => false,
+            }
+        } else {
+            match k1 {
+                Kind::Bool => a1.truth() == b.truth(),
+                Kind::Int | Kind::Uint => as_i(a1) == as_i(b),
+                Kind::Float => matches!((a1, b), (V::Float(x), V::Float(y)) if x == y),
+                Kind::Str => str_of(a1) == str_of(b),
+                Kind::Invalid => true,
+                Kind::Other => {
+                    let nil1 =
+                        !a1.truth() && matches!(a1, V::NilPtr(_) | V::Proto { json: None, .. });
+                    let nil2 =
+                        !b.truth() && matches!(b, V::NilPtr(_) | V::Proto { json: None, .. });
+                    if nil1 || nil2 {
+                        nil1 == nil2
+                    } else if a1.len().is_some() {
+                        return Err(format!(
+                            "non-comparable type {}: {}",
+                            a1.sprint(),
+                            a1.type_name()
+                        ));
+                    } else {
+                        a1.to_json() == b.to_json() && a1.type_name() == b.type_name()
+                    }
+                }
+            }
+        };
+        if truth {
+            return Ok(V::Bool(true));
+        }
+    }
+    Ok(V::Bool(false))
+}
+
+fn cmp(a: &V<'_>, b: &V<'_>) -> R<std::cmp::Ordering> {
+    let (k1, k2) = (basic_kind(a), basic_kind(b));
+    let bad = || "invalid type for comparison".to_string();
+    if matches!(k1, Kind::Invalid | Kind::Other | Kind::Bool)
+        || matches!(k2, Kind::Invalid | Kind::Other | Kind::Bool)
+    {
+        return Err(bad());
+    }
+    if k1 != k2 {
+        return match (k1, k2) {
+            (Kind::Int | Kind::Uint, Kind::Int | Kind::Uint) => Ok(as_i(a).cmp(&as_i(b))),
+            _ => Err("incompatible types for comparison".into()),
+        };
+    }
+    Ok(match (a, b) {
+        (V::Float(x), V::Float(y)) => x.partial_cmp(y).unwrap_or(std::cmp::Ordering::Equal),
+        (V::Str(x), V::Str(y)) => x.as_bytes().cmp(y.as_bytes()),
+        _ => as_i(a).cmp(&as_i(b)),
+    })
+}
+
+/// String content of a string value ("" otherwise).
+pub fn str_of<'s>(v: &'s V<'_>) -> &'s str {
+    match v {
+        V::Str(s) => s,
+        _ => "",
+    }
+}
+
+fn index_int(v: &V<'_>) -> R<i64> {
+    match v {
+        V::Int(i, _) => Ok(*i),
+        V::Uint(u) => i64::try_from(*u).map_err(|_| "index out of range".to_string()),
+        V::Missing | V::Nil => Err("cannot index slice/array with nil".into()),
+        other => Err(format!(
+            "cannot index slice/array with type {}",
+            other.type_name()
+        )),
+    }
+}
+
+fn index1<'a>(item: V<'a>, key: &V<'a>) -> R<V<'a>> {
+    let list_get = |n: usize, i: i64| -> R<usize> {
+        if i < 0 || i as usize >= n {
+            Err(format!("index out of range: {i}"))
+        } else {
+            Ok(i as usize)
+        }
+    };
+    let skey = || -> R<String> {
+        match key {
+            V::Str(s) => Ok(s.to_string()),
+            V::Missing | V::Nil => Err("value is nil; should be of type string".into()),
+            o => Err(format!(
+                "value has type {}; should be string",
+                o.type_name()
+            )),
+        }
+    };
+    match item {
+        V::Missing | V::Nil => Err("index of untyped nil".into()),
+        V::Json(Value::Array(a)) => Ok(V::json(&a[list_get(a.len(), index_int(key)?)?])),
+        V::List(l) => Ok(l[list_get(l.len(), index_int(key)?)?].clone()),
+        V::K8sSlice(f, s) => {
+            let s = s.unwrap_or(&[]);
+            Ok(super::value::k8s_elem_value(
+                f,
+                Some(&s[list_get(s.len(), index_int(key)?)?]),
+            ))
+        }
+        V::ProtoList(f, s) => {
+            let s = s.unwrap_or(&[]);
+            Ok(super::value::proto_scalar(
+                f,
+                Some(&s[list_get(s.len(), index_int(key)?)?]),
+            ))
+        }
+        V::Str(s) => {
+            let i = list_get(s.len(), index_int(key)?)?;
+            Ok(V::Uint(u64::from(s.as_bytes()[i])))
+        }
+        V::Json(Value::Object(o)) => Ok(o.get(skey()?.as_str()).map_or(V::Nil, V::json)),
+        V::Map(m) => Ok(m.get(skey()?.as_str()).cloned().unwrap_or(V::Nil)),
+        V::StrMapJ(m) => {
+            let k = skey()?;
+            Ok(V::s(
+                m.and_then(|m| m.get(k.as_str()))
+                    .and_then(Value::as_str)
+                    .unwrap_or(""),
+            ))
+        }
+        V::StrMap(m) => {
+            let k = skey()?;
+            Ok(V::string(
+                m.as_ref()
+                    .and_then(|m| m.get(k.as_str()))
+                    .cloned()
+                    .unwrap_or_default(),
+            ))
+        }
+        V::K8sMap(f, m) => {
+            let k = skey()?;
+            match m.and_then(|m| m.get(k.as_str())) {
+                Some(j) => Ok(super::value::k8s_elem_value(f, Some(j))),
+                None => Ok(super::value::k8s_elem_value(f, None)),
+            }
+        }
+        other => Err(format!("can't index item of type {}", other.type_name())),
+    }
+}
+
+fn f_index<'a>(a: Vec<V<'a>>) -> R<V<'a>> {
+    let mut it = a.into_iter();
+    let mut item = it.next().unwrap_or(V::Missing);
+    for k in it {
+        item = index1(item, &k)?;
+    }
+    Ok(item)
+}
+
+fn f_slice<'a>(a: Vec<V<'a>>) -> R<V<'a>> {
+    let idx: Vec<i64> = a[1..].iter().map(index_int).collect::<R<_>>()?;
+    match &a[0] {
+        V::Str(s) => {
+            let (i, j) = (
+                idx.first().copied().unwrap_or(0),
+                idx.get(1).copied().unwrap_or(s.len() as i64),
+            );
+            if i < 0 || j < i || j as usize > s.len() || idx.len() > 2 {
+                return Err(format!("index out of range: {j}"));
+            }
+            Ok(V::string(
+                String::from_utf8_lossy(&s.as_bytes()[i as usize..j as usize]).into_owned(),
+            ))
+        }
+        v => {
+            let items = sprig::to_list(v)
+                .ok_or_else(|| format!("can't slice item of type {}", v.type_name()))?;
+            let (i, j) = (
+                idx.first().copied().unwrap_or(0),
+                idx.get(1).copied().unwrap_or(items.len() as i64),
+            );
+            if i < 0 || j < i || j as usize > items.len() {
+                return Err(format!("index out of range: {j}"));
+            }
+            Ok(V::List(Rc::new(items[i as usize..j as usize].to_vec())))
+        }
+    }
+}
+
+fn html_escape(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '"' => o.push_str("&#34;"),
+            '\'' => o.push_str("&#39;"),
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '\0' => o.push('\u{FFFD}'),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+fn js_escape(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\\' => o.push_str("\\\\"),
+            '\'' => o.push_str("\\'"),
+            '"' => o.push_str("\\\""),
+            '<' => o.push_str("\\u003C"),
+            '>' => o.push_str("\\u003E"),
+            '&' => o.push_str("\\u0026"),
+            '=' => o.push_str("\\u003D"),
+            '\n' => o.push_str("\\n"),
+            '\r' => o.push_str("\\r"),
+            '\t' => o.push_str("\\t"),
+            c if (c as u32) < 0x20 => o.push_str(&format!("\\u{:04X}", c as u32)),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+fn query_escape(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for b in s.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                o.push(b as char)
+            }
+            b' ' => o.push('+'),
+            b => o.push_str(&format!("%{b:02X}")),
+        }
+    }
+    o
+}
+
+// ---------------------------------------------------------------- Istio
+
+fn istio(m: &mut Table) {
+    use P::*;
+    def(m, "formatDuration", &[Proto], None, |a| {
+        let (s, n) = match &a[0] {
+            V::Proto { json: Some(j), .. } => duration_parts(j),
+            _ => (0, 0),
+        };
+        Ok(V::string(format_duration(
+            i128::from(s) * 1_000_000_000 + i128::from(n),
+        )))
+    });
+    def(m, "isset", &[StrMap, Str], None, |a| {
+        Ok(V::Bool(strmap_get(&a[0], str_of(&a[1])).is_some()))
+    });
+    def(m, "excludeInboundPort", &[Any, Str], None, |a| {
+        Ok(V::string(exclude_inbound_port(
+            &a[0].sprint(),
+            str_of(&a[1]),
+        )))
+    });
+    def(m, "includeInboundPorts", &[Containers], None, |a| {
+        Ok(V::string(container_ports(&a[0], false)))
+    });
+    def(m, "applicationPorts", &[Containers], None, |a| {
+        Ok(V::string(container_ports(&a[0], true)))
+    });
+    def(m, "kubevirtInterfaces", &[Str], None, |mut a| {
+        Ok(a.remove(0))
+    });
+    def(
+        m,
+        "excludeInterfaces",
+        &[Str],
+        None,
+        |mut a| Ok(a.remove(0)),
+    );
+    def(m, "annotation", &[Meta, Str, Any], None, |a| {
+        let ann = match &a[0] {
+            V::K8s { json, .. } => json
+                .and_then(|j| j.get("annotations"))
+                .and_then(|x| x.get(str_of(&a[1]))),
+            _ => None,
+        };
+        Ok(match ann {
+            Some(v) => V::string(v.as_str().unwrap_or("").to_string()),
+            None => V::string(a[2].sprint()),
+        })
+    });
+    def(m, "valueOrDefault", &[Any, Any], None, |mut a| {
+        let d = a.pop().unwrap_or(V::Nil);
+        let v = a.pop().unwrap_or(V::Nil);
+        Ok(match &v {
+            V::Nil => d,
+            V::Str(s) if s.is_empty() => d,
+            _ => v,
+        })
+    });
+    def(m, "toJSON", &[StrMap], None, |a| {
+        Ok(V::string(strmap_json(&a[0]).unwrap_or_else(|| "{}".into())))
+    });
+    def(m, "fromJSON", &[Str], None, |a| {
+        Ok(match serde_json::from_str::<Value>(str_of(&a[0])) {
+            Ok(v) => sprig::owned(v),
+            Err(_) => V::s("{}"),
+        })
+    });
+    def(m, "structToJSON", &[Any], None, |a| {
+        Ok(V::string(struct_to_json(&a[0])))
+    });
+    def(m, "protoToJSON", &[Proto], None, |a| {
+        Ok(V::string(match &a[0] {
+            V::Proto {
+                name,
+                json: Some(j),
+                ..
+            } => crate::mesh::proto_to_json(name, j),
+            _ => "{}".into(),
+        }))
+    });
+    def(m, "toYaml", &[Any], None, |a| Ok(V::string(to_yaml(&a[0]))));
+    def(m, "indent", &[Int, Str], None, |a| {
+        let n = as_i(&a[0]);
+        let pad = " ".repeat(n.unsigned_abs().min(1 << 20) as usize);
+        Ok(V::string(str_of(&a[1]).replace('\n', &format!("\n{pad}"))))
+    });
+    def(m, "directory", &[Str], None, |a| {
+        let s = str_of(&a[0]);
+        Ok(V::string(
+            s.rfind('/').map_or(String::new(), |i| s[..=i].to_string()),
+        ))
+    });
+    def(m, "contains", &[Str, Str], None, |a| {
+        Ok(V::Bool(str_of(&a[1]).contains(str_of(&a[0]))))
+    });
+    def(m, "toLower", &[Str], None, |a| {
+        Ok(V::string(str_of(&a[0]).to_lowercase()))
+    });
+    def(m, "appendMultusNetwork", &[Str, Str], None, |a| {
+        Ok(V::string(append_multus_network(
+            str_of(&a[0]),
+            str_of(&a[1]),
+        )))
+    });
+    def(m, "env", &[Str, Str], None, |a| {
+        Ok(V::string(match std::env::var(str_of(&a[0])) {
+            Ok(v) if !v.is_empty() => v,
+            _ => str_of(&a[1]).to_string(),
+        }))
+    });
+    def(m, "omit", &[StrMap], Some(Str), |a| {
+        let mut out = strmap_owned(&a[0]);
+        for k in &a[1..] {
+            out.remove(str_of(k));
+        }
+        Ok(V::StrMap(Some(Rc::new(out))))
+    });
+    def(m, "strdict", &[], Some(Str), |a| {
+        let mut out = BTreeMap::new();
+        for pair in a.chunks(2) {
+            let v = pair.get(1).map_or("", str_of);
+            out.insert(str_of(&pair[0]).to_string(), v.to_string());
+        }
+        Ok(V::StrMap(Some(Rc::new(out))))
+    });
+    def(m, "toJsonMap", &[], Some(StrMap), |a| {
+        if a.is_empty() {
+            return Ok(V::s("null"));
+        }
+        let mut out = BTreeMap::new();
+        for x in &a {
+            out.extend(strmap_owned(x));
+        }
+        Ok(V::string(
+            strmap_json(&V::StrMap(Some(Rc::new(out)))).unwrap_or_default(),
+        ))
+    });
+    def(m, "mergeMaps", &[], Some(StrMap), |a| {
+        if a.is_empty() {
+            return Ok(V::StrMap(None));
+        }
+        let mut out = BTreeMap::new();
+        for x in &a {
+            out.extend(strmap_owned(x));
+        }
+        Ok(V::StrMap(Some(Rc::new(out))))
+    });
+    def(m, "omitNil", &[Any], None, |a| {
+        Ok(omit_nil(&a[0]).unwrap_or(V::Nil))
+    });
+    def(
+        m,
+        "otelResourceAttributes",
+        &[Proto, StrMap, StrMap, Str, Containers],
+        None,
+        |a| Ok(V::string(otel_resource_attributes(&a))),
+    );
+}
+
+fn strmap_get<'s>(m: &'s V<'_>, key: &str) -> Option<&'s str> {
+    match m {
+        V::StrMapJ(Some(m)) => m.get(key).map(|v| v.as_str().unwrap_or("")),
+        V::StrMap(Some(m)) => m.get(key).map(String::as_str),
+        _ => None,
+    }
+}
+
+fn strmap_owned(m: &V<'_>) -> BTreeMap<String, String> {
+    match m {
+        V::StrMapJ(Some(m)) => m
+            .iter()
+            .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_string()))
+            .collect(),
+        V::StrMap(Some(m)) => (**m).clone(),
+        _ => BTreeMap::new(),
+    }
+}
+
+fn strmap_json(m: &V<'_>) -> Option<String> {
+    let is_nil = matches!(m, V::StrMapJ(None) | V::StrMap(None) | V::Nil);
+    if is_nil {
+        return None;
+    }
+    let obj: serde_json::Map<String, Value> = strmap_owned(m)
+        .into_iter()
+        .map(|(k, v)| (k, Value::String(v)))
+        .collect();
+    Some(crate::gojson::to_string_sorted(&Value::Object(obj)))
+}
+
+fn struct_to_json(v: &V<'_>) -> String {
+    match v {
+        V::Nil | V::Missing => "{}".into(),
+        V::NilPtr(_) | V::Proto { json: None, .. } => "null".into(),
+        V::K8s { ty, json, .. } => {
+            let j = json
+                .cloned()
+                .unwrap_or_else(|| Value::Object(Default::default()));
+            match crate::k8s::to_go_value(ty, &j) {
+                Ok(g) => crate::gojson::to_string(&g),
+                Err(_) => "{}".into(),
+            }
+        }
+        V::K8sSlice(f, s) => {
+            let ty = f.elem.as_deref().unwrap_or("");
+            match s {
+                None => "null".into(),
+                Some(items) => {
+                    let mut out = Vec::new();
+                    for j in items.iter() {
+                        match crate::k8s::to_go_value(ty, j) {
+                            Ok(g) => out.push(g),
+                            Err(_) => return "{}".into(),
+                        }
+                    }
+                    crate::gojson::to_string(&Value::Array(out))
+                }
+            }
+        }
+        other => sprig::to_json_go(other),
+    }
+}
+
+fn to_yaml(v: &V<'_>) -> String {
+    let j = match v {
+        V::K8s { ty, json, .. } => {
+            let j = json
+                .cloned()
+                .unwrap_or_else(|| Value::Object(Default::default()));
+            match crate::k8s::to_go_value(ty, &j) {
+                Ok(g) => g,
+                Err(_) => return String::new(),
+            }
+        }
+        other => other.to_json(),
+    };
+    crate::yaml::to_string(&j)
+}
+
+/// Istio's `excludeInboundPort`.
+pub fn exclude_inbound_port(port: &str, excluded: &str) -> String {
+    let p = port.trim();
+    if p.is_empty() || p == "0" {
+        return excluded.to_string();
+    }
+    let mut out: Vec<&str> = Vec::new();
+    for piece in excluded.split(',') {
+        if piece == p {
+            return excluded.to_string();
+        }
+        let t = piece.trim();
+        if !t.is_empty() {
+            out.push(t);
+        }
+    }
+    out.push(p);
+    out.join(",")
+}
+
+fn containers_json<'s>(v: &V<'s>) -> &'s [Value] {
+    match v {
+        V::K8sSlice(_, Some(s)) => s,
+        _ => &[],
+    }
+}
+
+fn container_ports(v: &V<'_>, skip_proxy: bool) -> String {
+    let mut out = Vec::new();
+    for c in containers_json(v) {
+        if skip_proxy && c.get("name").and_then(Value::as_str) == Some("istio-proxy") {
+            continue;
+        }
+        for p in c
+            .get("ports")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let proto = p.get("protocol").and_then(Value::as_str).unwrap_or("");
+            if proto == "UDP" || proto == "SCTP" {
+                continue;
+            }
+            out.push(
+                p.get("containerPort")
+                    .and_then(Value::as_i64)
+                    .unwrap_or(0)
+                    .to_string(),
+            );
+        }
+    }
+    out.join(",")
+}
+
+/// Istio's `appendMultusNetwork`.
+pub fn append_multus_network(existing: &str, network: &str) -> String {
+    if existing.is_empty() {
+        return network.to_string();
+    }
+    if existing.contains(']') {
+        let Ok(Value::Array(items)) = serde_json::from_str::<Value>(existing) else {
+            return existing.to_string();
+        };
+        let (ns, name) = network.split_once('/').unwrap_or(("", network));
+        let found = items.iter().any(|it| {
+            it.get("name").and_then(Value::as_str) == Some(name)
+                && it.get("namespace").and_then(Value::as_str).unwrap_or("") == ns
+        });
+        if found {
+            return existing.to_string();
+        }
+        let ins = if ns.is_empty() {
+            format!(", {{\"name\": \"{name}\"}}")
+        } else {
+            format!(", {{\"name\": \"{name}\", \"namespace\": \"{ns}\"}}")
+        };
+        let i = existing.rfind(']').unwrap_or(existing.len());
+        return format!("{}{}{}", &existing[..i], ins, &existing[i..]);
+    }
+    if existing.split(',').any(|p| p.trim() == network) {
+        return existing.to_string();
+    }
+    format!("{existing}, {network}")
+}
+
+fn omit_nil<'a>(v: &V<'a>) -> Option<V<'a>> {
+    match v {
+        V::Nil | V::Missing => None,
+        V::Json(Value::Object(_)) | V::Map(_) => {
+            let entries: Vec<(String, V<'a>)> = match v {
+                V::Json(Value::Object(o)) => {
+                    o.iter().map(|(k, x)| (k.clone(), V::json(x))).collect()
+                }
+                V::Map(m) => m.iter().map(|(k, x)| (k.clone(), x.clone())).collect(),
+                _ => Vec::new(),
+            };
+            let n = entries.len();
+            let out: BTreeMap<String, V<'a>> = entries
+                .into_iter()
+                .filter_map(|(k, x)| omit_nil(&x).map(|x| (k, x)))
+                .collect();
+            if out.is_empty() && n > 0 {
+                None
+            } else {
+                Some(V::Map(Rc::new(out)))
+            }
+        }
+        V::Json(Value::Array(_)) | V::List(_) => {
+            let items = sprig::to_list(v).unwrap_or_default();
+            let n = items.len();
+            let out: Vec<V<'a>> = items.iter().filter_map(omit_nil).collect();
+            if out.is_empty() && n > 0 {
+                None
+            } else {
+                Some(V::List(Rc::new(out)))
+            }
+        }
+        other => Some(other.clone()),
+    }
+}
+
+fn otel_resource_attributes(a: &[V<'_>]) -> String {
+    let mesh = match &a[0] {
+        V::Proto { json: Some(j), .. } => *j,
+        _ => return String::new(),
+    };
+    let enabled = mesh
+        .get("extensionProviders")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|p| p.get("opentelemetry"))
+        .any(|o| {
+            o.get("serviceAttributeEnrichment").and_then(Value::as_str)
+                == Some("OTEL_SEMANTIC_CONVENTIONS")
+                || o.get("serviceAttributeEnrichment").and_then(Value::as_i64) == Some(1)
+        });
+    if !enabled {
+        return String::new();
+    }
+    let ann = |k: &str| strmap_get(&a[1], k).filter(|s| !s.is_empty());
+    let label = |k: &str| strmap_get(&a[2], k).filter(|s| !s.is_empty());
+    let namespace = str_of(&a[3]);
+    let containers = containers_json(&a[4]);
+    let mut items = Vec::new();
+    if let Some(ns) = ann("resource.opentelemetry.io/service.namespace")
+        .or(Some(namespace).filter(|s| !s.is_empty()))
+    {
+        items.push(format!("service.namespace={ns}"));
+    }
+    let version = ann("resource.opentelemetry.io/service.version")
+        .map(str::to_string)
+        .or_else(|| label("app.kubernetes.io/version").map(str::to_string))
+        .or_else(|| {
+            if containers.len() != 1 {
+                return None;
+            }
+            let image = containers[0]
+                .get("image")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            image_version(image)
+        });
+    if let Some(v) = version {
+        items.push(format!("service.version={v}"));
+    }
+    let inst = ann("resource.opentelemetry.io/service.instance.id")
+        .map(str::to_string)
+        .or_else(|| {
+            containers.first().map(|c| {
+                format!(
+                    "{namespace}.$(POD_NAME).{}",
+                    c.get("name").and_then(Value::as_str).unwrap_or("")
+                )
+            })
+        });
+    if let Some(i) = inst {
+        items.push(format!("service.instance.id={i}"));
+    }
+    items.join(",")
+}
+
+fn image_version(image: &str) -> Option<String> {
+    let (before, digest) = match image.split_once('@') {
+        Some((b, d)) => (b, d),
+        None => (image, ""),
+    };
+    let after_slash = before.rfind('/').map_or(before, |i| &before[i + 1..]);
+    let tag = after_slash.rfind(':').map_or("", |i| &after_slash[i + 1..]);
+    match (tag.is_empty(), digest.is_empty()) {
+        (false, false) => Some(format!("{tag}@{digest}")),
+        (true, false) => Some(digest.to_string()),
+        (false, true) => Some(tag.to_string()),
+        (true, true) => None,
+    }
+}
+
+/// `%q` of a string (used by Sprig's `quote`).
+pub fn quote_str(s: &str) -> String {
+    go_quote(s)
+}

@@ -1,0 +1,1160 @@
+//! Tests of the template engine: §6.8 worked examples, Istio functions, printing, truthiness,
+//! scoping, errors and the Istio corpus.
+
+use serde_json::{json, Value};
+
+use super::*;
+
+/// Owned inputs of a [`TemplateData`].
+struct Fx {
+    meta: Value,
+    spec: Value,
+    pc: Value,
+    mesh: Value,
+    values: Value,
+    native: bool,
+    uid: i64,
+}
+
+impl Fx {
+    fn new(values: Value) -> Fx {
+        Fx {
+            meta: json!({"name": "hello", "namespace": "default"}),
+            spec: json!({"containers": [{"name": "hello", "image": "fake.docker.io/google-samples/hello-go-gke:1.0",
+                "ports": [{"name": "http", "containerPort": 80}]}]}),
+            pc: json!({}),
+            mesh: json!({}),
+            values,
+            native: false,
+            uid: 1337,
+        }
+    }
+
+    fn data(&self) -> TemplateData<'_> {
+        TemplateData {
+            kind: "Deployment",
+            api_version: "apps/v1",
+            deployment_name: "hello",
+            deployment_namespace: "default",
+            object_meta: &self.meta,
+            spec: &self.spec,
+            proxy_config: &self.pc,
+            mesh_config: &self.mesh,
+            values: &self.values,
+            revision: "default",
+            native_sidecars: self.native,
+            proxy_image: "docker.io/istio/proxyv2:latest",
+            proxy_init_image: "docker.io/istio/proxyv2:latest",
+            proxy_uid: self.uid,
+            proxy_gid: self.uid,
+            inbound_traffic_policy_mode: "passthrough",
+            compliance_policy: "",
+        }
+    }
+
+    fn render(&self, src: &str) -> Result<String> {
+        Template::parse("inject", src)?.render(&self.data())
+    }
+
+    fn ok(&self, src: &str) -> String {
+        match self.render(src) {
+            Ok(s) => s,
+            Err(e) => panic!("render of {src:?} failed: {e}"),
+        }
+    }
+
+    fn err(&self, src: &str) -> String {
+        match self.render(src) {
+            Ok(s) => panic!("render of {src:?} unexpectedly succeeded: {s:?}"),
+            Err(e) => e.to_string(),
+        }
+    }
+}
+
+fn values() -> Value {
+    json!({
+        "revision": null,
+        "global": {
+            "proxy": {"excludeInboundPorts": "", "statusPort": 15020, "startupProbe": {"enabled": true, "failureThreshold": 600}},
+            "caName": "",
+            "big": 2000000,
+        },
+        "pilot": {"env": {"ENABLE_CLUSTER_TRUST_BUNDLE_API": "true"}, "cni": {"enabled": false}},
+        "list": ["b", "a", "c"],
+        "nullProbe": {"startupProbe": null},
+        "x": 2000000,
+    })
+}
+
+// ------------------------------------------------------------ §6.8 worked examples
+
+#[test]
+fn missing_values_print_no_value_and_quote_to_empty() {
+    let fx = Fx::new(values());
+    assert_eq!(fx.ok("{{ .Values.global.sds.token.aud }}"), "<no value>");
+    assert_eq!(fx.ok("{{ .Values.global.sds.token.aud | quote }}"), "");
+}
+
+#[test]
+fn annotation_with_missing_default_is_nil_text() {
+    let fx = Fx::new(values());
+    let src = "{{ annotation .ObjectMeta `sidecar.istio.io/capNetBindService` .Values.global.proxy.capNetBindService }}";
+    assert_eq!(fx.ok(src), "<nil>");
+    let src2 =
+        "{{ eq (annotation .ObjectMeta `x` .Values.global.proxy.capNetBindService) \"true\" }}";
+    assert_eq!(fx.ok(src2), "false");
+}
+
+#[test]
+fn ne_missing_empty_is_true() {
+    let fx = Fx::new(values());
+    assert_eq!(
+        fx.ok("{{ ne .Values.global.proxy.excludeOutboundPorts \"\" }}"),
+        "true"
+    );
+    assert_eq!(
+        fx.ok("{{ if ne .Values.global.proxy.excludeOutboundPorts \"\" }}x: \"{{ annotation .ObjectMeta `x` .Values.global.proxy.excludeOutboundPorts }}\"{{end}}"),
+        "x: \"<nil>\""
+    );
+}
+
+#[test]
+fn revision_absent_prints_no_value() {
+    let mut fx = Fx::new(values());
+    fx.values = json!({});
+    let src = "istiod{{ if not (eq .Values.revision \"\") }}-{{ .Values.revision }}{{ end }}";
+    assert_eq!(fx.ok(src), "istiod-<no value>");
+}
+
+#[test]
+fn index_on_nil_annotations_defaults() {
+    let mut fx = Fx::new(values());
+    fx.meta = json!({"name": "x"});
+    assert_eq!(
+        fx.ok("{{ index .ObjectMeta.Annotations \"x\" | default \"istio\" }}"),
+        "istio"
+    );
+    assert_eq!(fx.ok("{{ .ObjectMeta.Annotations }}"), "map[]");
+    assert_eq!(fx.ok("{{ isset .ObjectMeta.Annotations \"x\" }}"), "false");
+    assert_eq!(
+        fx.ok("{{ range .ObjectMeta.Annotations }}x{{else}}none{{end}}"),
+        "none"
+    );
+}
+
+#[test]
+fn int64_default_quote() {
+    let mut fx = Fx::new(values());
+    fx.uid = 1000689999;
+    assert_eq!(
+        fx.ok("{{ .ProxyUID | default \"1337\" | quote }}"),
+        "\"1000689999\""
+    );
+    assert_eq!(
+        fx.ok("{{ .MeshConfig.ProxyListenPort | default \"15001\" | quote }}"),
+        "\"15001\""
+    );
+}
+
+#[test]
+fn printf_bool() {
+    let mut fx = Fx::new(values());
+    assert_eq!(fx.ok("{{ printf \"%t\" .NativeSidecars }}"), "false");
+    fx.native = true;
+    assert_eq!(fx.ok("{{ printf \"%t\" .NativeSidecars }}"), "true");
+}
+
+#[test]
+fn floats_print_go_style() {
+    let fx = Fx::new(values());
+    assert_eq!(
+        fx.ok("{{ .Values.global.proxy.startupProbe.failureThreshold }}"),
+        "600"
+    );
+    assert_eq!(fx.ok("{{ .Values.x }}"), "2e+06");
+    assert_eq!(fx.ok("{{ .Values.global.proxy.statusPort }}"), "15020");
+}
+
+#[test]
+fn eq_string_vs_bool_is_error() {
+    let fx = Fx::new(values());
+    let e = fx.err("{{ eq (.Values.pilot.env).ENABLE_CLUSTER_TRUST_BUNDLE_API true }}");
+    assert!(
+        e.contains("error calling eq: incompatible types for comparison"),
+        "{e}"
+    );
+    assert!(e.starts_with("template: inject:1:"), "{e}");
+    // Missing key: false, no error.
+    assert_eq!(fx.ok("{{ eq (.Values.pilot.env).MISSING true }}"), "false");
+}
+
+#[test]
+fn null_then_field_is_nil_pointer_error() {
+    let fx = Fx::new(values());
+    let e = fx.err("{{ .Values.nullProbe.startupProbe.enabled }}");
+    assert!(
+        e.contains("nil pointer evaluating interface {}.enabled"),
+        "{e}"
+    );
+    assert!(
+        e.contains("executing \"inject\" at <.Values.nullProbe.startupProbe.enabled>"),
+        "{e}"
+    );
+    // Printing the null itself gives <no value>.
+    assert_eq!(fx.ok("{{ .Values.nullProbe.startupProbe }}"), "<no value>");
+}
+
+#[test]
+fn range_over_fromjson_error() {
+    let fx = Fx::new(values());
+    let e = fx.err("{{ range $k, $v := fromJSON \"not json\" }}{{ $k }}{{ end }}");
+    assert!(e.contains("range can't iterate over {}"), "{e}");
+}
+
+// ------------------------------------------------------------ printing / truthiness
+
+#[test]
+fn printing_rules() {
+    let fx = Fx::new(values());
+    assert_eq!(fx.ok("{{ .Values.list }}"), "[b a c]");
+    assert_eq!(
+        fx.ok("{{ .Values.pilot.env }}"),
+        "map[ENABLE_CLUSTER_TRUST_BUNDLE_API:true]"
+    );
+    assert_eq!(
+        fx.ok("{{ .Values.pilot }}"),
+        "map[cni:map[enabled:false] env:map[ENABLE_CLUSTER_TRUST_BUNDLE_API:true]]"
+    );
+    assert_eq!(fx.ok("{{ .ProxyConfig.InterceptionMode }}"), "REDIRECT");
+    assert_eq!(
+        fx.ok("{{ .ProxyConfig.InterceptionMode.String }}"),
+        "REDIRECT"
+    );
+    assert_eq!(
+        fx.ok(
+            "{{ .Spec.ServiceAccountName }}|{{ .TypeMeta.APIVersion }}|{{ .DeploymentMeta.Name }}"
+        ),
+        "|apps/v1|hello"
+    );
+    assert_eq!(fx.ok("{{ .Spec.SecurityContext }}"), "<nil>");
+    assert_eq!(fx.ok("{{ (index .Spec.Containers 0).Name }}"), "hello");
+    assert_eq!(fx.ok("{{ .ProxyConfig.ProxyMetadata }}"), "map[]");
+    assert_eq!(fx.ok("{{ list 1 \"a\" true nil }}"), "[1 a true <nil>]");
+}
+
+#[test]
+fn enum_compares_as_integer() {
+    let mut fx = Fx::new(values());
+    fx.pc = json!({"interceptionMode": "TPROXY"});
+    assert_eq!(fx.ok("{{ .ProxyConfig.InterceptionMode }}"), "TPROXY");
+    assert!(fx
+        .err("{{ eq .ProxyConfig.InterceptionMode \"TPROXY\" }}")
+        .contains("incompatible types"));
+    assert_eq!(fx.ok("{{ eq .ProxyConfig.InterceptionMode 1 }}"), "true");
+    assert_eq!(
+        fx.ok("{{ eq (annotation .ObjectMeta `x` .ProxyConfig.InterceptionMode) \"TPROXY\" }}"),
+        "true"
+    );
+}
+
+#[test]
+fn truthiness() {
+    let mut fx = Fx::new(values());
+    let t = |fx: &Fx, e: &str| fx.ok(&format!("{{{{ if {e} }}}}T{{{{ else }}}}F{{{{ end }}}}"));
+    assert_eq!(t(&fx, ".Values.missing"), "F");
+    assert_eq!(t(&fx, ".Values.revision"), "F");
+    assert_eq!(t(&fx, ".Values.global.caName"), "F");
+    assert_eq!(t(&fx, ".Values.list"), "T");
+    assert_eq!(t(&fx, ".Values.global.proxy.statusPort"), "T");
+    assert_eq!(
+        t(&fx, ".Spec.Resources"),
+        "F".replace('F', &t(&fx, ".Spec.DNSConfig"))
+    );
+    assert_eq!(t(&fx, ".ObjectMeta"), "T");
+    assert_eq!(t(&fx, ".ProxyConfig.HoldApplicationUntilProxyStarts"), "F");
+    assert_eq!(
+        t(&fx, ".ProxyConfig.HoldApplicationUntilProxyStarts.GetValue"),
+        "F"
+    );
+    fx.pc = json!({"holdApplicationUntilProxyStarts": false});
+    // A non-nil wrapper pointer is true even when it holds false.
+    assert_eq!(t(&fx, ".ProxyConfig.HoldApplicationUntilProxyStarts"), "T");
+    assert_eq!(
+        t(&fx, ".ProxyConfig.HoldApplicationUntilProxyStarts.GetValue"),
+        "F"
+    );
+    fx.pc = json!({"holdApplicationUntilProxyStarts": true});
+    assert_eq!(
+        t(&fx, ".ProxyConfig.HoldApplicationUntilProxyStarts.GetValue"),
+        "T"
+    );
+}
+
+#[test]
+fn scalar_pointers() {
+    let mut fx = Fx::new(values());
+    fx.spec = json!({"automountServiceAccountToken": false, "terminationGracePeriodSeconds": 30});
+    assert_eq!(
+        fx.ok("{{ if .Spec.AutomountServiceAccountToken }}T{{ else }}F{{ end }}"),
+        "T"
+    );
+    assert_eq!(fx.ok("{{ .Spec.AutomountServiceAccountToken }}"), "false");
+    assert_eq!(fx.ok("{{ .Spec.TerminationGracePeriodSeconds }}"), "30");
+    assert_eq!(fx.ok("{{ .Spec.ActiveDeadlineSeconds }}"), "<nil>");
+    assert_eq!(
+        fx.ok("{{ if .Spec.ActiveDeadlineSeconds }}T{{ else }}F{{ end }}"),
+        "F"
+    );
+}
+
+#[test]
+fn method_calls_on_nil_messages() {
+    let mut fx = Fx::new(values());
+    assert_eq!(
+        fx.ok("{{ if .ProxyConfig.GetTracing.GetTlsSettings }}T{{ else }}F{{ end }}"),
+        "F"
+    );
+    assert_eq!(
+        fx.ok("[{{ .ProxyConfig.GetTracing.GetTlsSettings.GetCaCertificates }}]"),
+        "[]"
+    );
+    fx.pc = json!({"tracing": {"tlsSettings": {"caCertificates": "/etc/certs/root.pem"}}});
+    assert_eq!(
+        fx.ok("{{ directory .ProxyConfig.GetTracing.GetTlsSettings.GetCaCertificates }}"),
+        "/etc/certs/"
+    );
+    let e = fx.err("{{ .MeshConfig.DefaultConfig.Tracing.Zipkin }}");
+    assert!(e.contains("nil pointer evaluating"), "{e}");
+    let e = fx.err("{{ .ObjectMeta.NoSuchField }}");
+    assert!(
+        e.contains("can't evaluate field NoSuchField in type v1.ObjectMeta"),
+        "{e}"
+    );
+}
+
+#[test]
+fn struct_zero_values() {
+    let mut fx = Fx::new(values());
+    fx.meta = Value::Null;
+    assert_eq!(
+        fx.ok("[{{ .ObjectMeta.Name }}]{{ .ObjectMeta.Generation }}{{ .ObjectMeta.Labels }}"),
+        "[]0map[]"
+    );
+    assert_eq!(
+        fx.ok("{{ (index .Spec.Containers 0).Ports }}"),
+        "[{http 0 80  }]".replace(
+            "{http 0 80  }",
+            &fx.ok("{{ index (index .Spec.Containers 0).Ports 0 }}")
+        )
+    );
+    assert_eq!(
+        fx.ok("{{ (index (index .Spec.Containers 0).Ports 0).ContainerPort }}"),
+        "80"
+    );
+    assert_eq!(
+        fx.ok("{{ .MeshConfig.TrustDomain }}|{{ .MeshConfig.ProxyListenPort }}"),
+        "|0"
+    );
+}
+
+// ------------------------------------------------------------ variables / control flow
+
+#[test]
+fn variables_and_scoping() {
+    let fx = Fx::new(values());
+    assert_eq!(
+        fx.ok("{{ $x := 1 }}{{ if true }}{{ $x := 2 }}{{ $x }}{{ end }}{{ $x }}"),
+        "21"
+    );
+    assert_eq!(
+        fx.ok("{{ $x := 1 }}{{ if true }}{{ $x = 2 }}{{ end }}{{ $x }}"),
+        "2"
+    );
+    assert_eq!(
+        fx.ok("{{ $c := list }}{{ range .Values.list }}{{ $c = append $c . }}{{ end }}{{ $c }}"),
+        "[b a c]"
+    );
+    assert_eq!(
+        fx.ok("{{ range $i, $v := .Values.list }}{{ $i }}={{ $v }};{{ end }}"),
+        "0=b;1=a;2=c;"
+    );
+    assert_eq!(
+        fx.ok("{{ with .Values.global.caName }}x{{ else }}empty{{ end }}"),
+        "empty"
+    );
+    assert_eq!(
+        fx.ok("{{ with .Values.pilot }}{{ .cni.enabled }}{{ end }}"),
+        "false"
+    );
+    assert_eq!(
+        fx.ok("{{ range $.Values.list }}{{ $.Revision }}{{ end }}"),
+        "defaultdefaultdefault"
+    );
+    assert!(fx
+        .err("{{ if true }}{{ $y := 1 }}{{ end }}{{ $y }}")
+        .contains("undefined variable"));
+}
+
+#[test]
+fn range_order_and_control() {
+    let fx = Fx::new(json!({"m": {"b": 2, "a": 1, "c": 3}, "l": [1, 2, 3, 4]}));
+    assert_eq!(
+        fx.ok("{{ range $k, $v := .Values.m }}{{ $k }}{{ $v }}{{ end }}"),
+        "a1b2c3"
+    );
+    assert_eq!(
+        fx.ok("{{ range .Values.l }}{{ if eq . 3.0 }}{{ break }}{{ end }}{{ . }}{{ end }}"),
+        "12"
+    );
+    assert_eq!(
+        fx.ok("{{ range .Values.l }}{{ if eq . 2.0 }}{{ continue }}{{ end }}{{ . }}{{ end }}"),
+        "134"
+    );
+    assert_eq!(fx.ok("{{ range 3 }}{{ . }}{{ end }}"), "012");
+    assert_eq!(
+        fx.ok("{{ range .Values.none }}x{{ else }}empty{{ end }}"),
+        "empty"
+    );
+    assert!(fx
+        .err("{{ range \"abc\" }}{{ end }}")
+        .contains("range can't iterate over abc"));
+}
+
+#[test]
+fn define_and_template() {
+    let fx = Fx::new(values());
+    let src =
+        "{{- define \"r\" }}[{{ . }}]{{ end }}a{{ template \"r\" .Revision }}b{{ template \"r\" }}";
+    assert_eq!(fx.ok(src), "a[default]b[<no value>]");
+    assert!(fx
+        .err("{{ template \"nope\" }}")
+        .contains("template \"nope\" not defined"));
+    let src = "{{ define \"v\" }}{{ $.Revision }}{{ end }}{{ template \"v\" . }}";
+    assert_eq!(fx.ok(src), "default");
+}
+
+#[test]
+fn pipelines_and_chains() {
+    let fx = Fx::new(values());
+    assert_eq!(fx.ok("{{ \"a\" | printf \"%s-%s\" \"b\" }}"), "b-a");
+    assert_eq!(
+        fx.ok("{{ (.Values.pilot.env).ENABLE_CLUSTER_TRUST_BUNDLE_API }}"),
+        "true"
+    );
+    assert_eq!(fx.ok("{{ (fromJSON `{\"a\":{\"b\":5}}`).a.b }}"), "5");
+    assert_eq!(
+        fx.ok("{{ or \"\" \"x\" }}|{{ and 1 0 }}|{{ or false .Values.missing }}"),
+        "x|0|<no value>"
+    );
+    assert_eq!(
+        fx.ok("{{ and .Values.missing (index .Values.missing 1) }}"),
+        "<no value>"
+    );
+}
+
+#[test]
+fn comment_trimming_follows_go() {
+    let fx = Fx::new(values());
+    assert_eq!(fx.ok("a  {{- /* c */}}  b"), "a  b");
+    assert_eq!(fx.ok("a  {{- /* c */ -}}  b"), "ab");
+    assert_eq!(fx.ok("a  {{/* c */ -}}  b"), "a  b");
+    assert_eq!(fx.ok("a\n{{- /* multi\nline */}}\nb"), "a\nb");
+    assert_eq!(fx.ok("x\n  {{- /* c */}}\n  y: 1"), "x\n  y: 1");
+    // Line numbers after a rewritten comment are preserved.
+    let e = fx.err("{{- /* one\ntwo */}}\n{{ .Values.nullProbe.startupProbe.enabled }}");
+    assert!(e.starts_with("template: inject:3:"), "{e}");
+}
+
+#[test]
+fn argument_conversion() {
+    let fx = Fx::new(values());
+    assert_eq!(
+        fx.ok("{{ valueOrDefault .Values.missing \"\" | quote }}"),
+        "\"\""
+    );
+    assert_eq!(
+        fx.ok("{{ valueOrDefault .Values.global.caName \"d\" }}"),
+        "d"
+    );
+    assert_eq!(
+        fx.ok("{{ valueOrDefault .Values.global.proxy.statusPort \"d\" }}"),
+        "15020"
+    );
+    let e = fx.err("{{ contains \"/\" .Values.missing }}");
+    assert!(
+        e.contains("at <.Values.missing>: invalid value; expected string"),
+        "{e}"
+    );
+    assert_eq!(fx.ok("{{ isset .Values.missing \"k\" }}"), "false");
+    let e = fx.err("{{ isset .Values.pilot \"k\" }}");
+    assert!(
+        e.contains("wrong type for value; expected map[string]string; got map[string]interface {}"),
+        "{e}"
+    );
+}
+
+#[test]
+fn parse_errors_name_template_and_line() {
+    let e = Template::parse("sidecar", "a\n{{ nosuchfunc 1 }}")
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        e,
+        "template: sidecar:2: function \"nosuchfunc\" not defined"
+    );
+    let e = Template::parse("sidecar", "a\n\n{{ if }}")
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("template: sidecar:3:"), "{e}");
+    // Unimplemented Sprig names parse and fail at execution.
+    let fx = Fx::new(values());
+    let e = fx.err("{{ uuidv4 }}");
+    assert!(
+        e.contains("error calling uuidv4: not implemented by outrigger"),
+        "{e}"
+    );
+}
+
+// ------------------------------------------------------------ Istio functions
+
+#[test]
+fn istio_exclude_inbound_port() {
+    use super::funcs::exclude_inbound_port as f;
+    assert_eq!(f("15020", ""), "15020");
+    assert_eq!(f("15020", "8080, 9090"), "8080,9090,15020");
+    assert_eq!(f("15020", "8080, 15020"), "8080,15020,15020");
+    assert_eq!(f("15020", "8080,15020"), "8080,15020");
+    assert_eq!(f("0", "1"), "1");
+    let fx = Fx::new(values());
+    assert_eq!(fx.ok("{{ excludeInboundPort .Values.global.proxy.statusPort .Values.global.proxy.excludeInboundPorts }}"), "15020");
+}
+
+#[test]
+fn istio_format_duration_and_strings() {
+    let mut fx = Fx::new(values());
+    fx.pc = json!({"drainDuration": "45s", "terminationDrainDuration": "1.500s"});
+    assert_eq!(
+        fx.ok("{{ formatDuration .ProxyConfig.DrainDuration }}"),
+        "45s"
+    );
+    assert_eq!(
+        fx.ok("{{ formatDuration .ProxyConfig.TerminationDrainDuration }}"),
+        "1.5s"
+    );
+    assert_eq!(
+        fx.ok("{{ formatDuration .ProxyConfig.FileFlushInterval }}"),
+        "0s"
+    );
+    assert_eq!(fx.ok("{{ indent 2 \"a\\nb\\n\" }}"), "a\n  b\n  ");
+    assert_eq!(fx.ok("{{ nindent 2 \"a\\nb\" }}"), "\n  a\n  b");
+    assert_eq!(
+        fx.ok("{{ directory \"/a/b/c.pem\" }}|{{ directory \"c.pem\" }}|{{ directory \"/a/b/\" }}"),
+        "/a/b/||/a/b/"
+    );
+    assert_eq!(
+        fx.ok("{{ contains \"/\" \"a/b\" }}{{ toLower \"AbC\" }}"),
+        "trueabc"
+    );
+    assert_eq!(
+        fx.ok("{{ kubevirtInterfaces \"x\" }}{{ excludeInterfaces \"y\" }}"),
+        "xy"
+    );
+    assert_eq!(
+        fx.ok("{{ includeInboundPorts .Spec.Containers }}|{{ applicationPorts .Spec.Containers }}"),
+        "80|80"
+    );
+}
+
+#[test]
+fn istio_maps_and_json() {
+    let mut fx = Fx::new(values());
+    fx.meta = json!({"annotations": {"b": "2", "a": "<1>", "empty": ""}, "labels": {"app": "x"}});
+    assert_eq!(
+        fx.ok("{{ toJSON .ObjectMeta.Annotations }}"),
+        r#"{"a":"\u003c1\u003e","b":"2","empty":""}"#
+    );
+    assert!(fx
+        .err("{{ toJSON .ObjectMeta.OwnerReferences }}")
+        .contains("expected map[string]string"));
+    assert_eq!(
+        fx.ok("{{ toJSON .ObjectMeta.Labels }}|{{ toJSON .Values.missing }}"),
+        r#"{"app":"x"}|{}"#
+    );
+    assert_eq!(
+        fx.ok("{{ isset .ObjectMeta.Annotations \"empty\" }}"),
+        "true"
+    );
+    assert_eq!(fx.ok("{{ annotation .ObjectMeta \"empty\" \"d\" }}|{{ annotation .ObjectMeta \"zz\" 15020 }}"), "|15020");
+    assert_eq!(
+        fx.ok("{{ omit .ObjectMeta.Annotations \"a\" \"b\" }}"),
+        "map[empty:]"
+    );
+    assert_eq!(fx.ok("{{ strdict \"k\" \"v\" \"t\" }}"), "map[k:v t:]");
+    assert_eq!(
+        fx.ok("{{ toJsonMap (strdict \"k\" \"v\") (strdict \"k\" \"w\" \"a\" \"b\") }}"),
+        r#"{"a":"b","k":"w"}"#
+    );
+    assert_eq!(fx.ok("{{ toJsonMap }}"), "null");
+    assert_eq!(
+        fx.ok("{{ mergeMaps .ObjectMeta.Labels (strdict \"z\" \"1\") }}"),
+        "map[app:x z:1]"
+    );
+    assert_eq!(fx.ok("{{ (fromJSON `[1,2]`) }}"), "[1 2]");
+    assert_eq!(fx.ok("{{ fromJSON `bad` }}"), "{}");
+    assert_eq!(fx.ok("{{ structToJSON .Values.missing }}"), "{}");
+    assert_eq!(fx.ok("{{ protoToJSON .Values.missing }}"), "{}");
+}
+
+#[test]
+fn istio_value_or_default_and_omit_nil() {
+    let fx = Fx::new(
+        json!({"r": {"requests": {"cpu": "100m", "memory": null}, "limits": {"cpu": null}, "empty": {}}}),
+    );
+    assert_eq!(
+        fx.ok("{{ omitNil .Values.r }}"),
+        "map[empty:map[] requests:map[cpu:100m]]"
+    );
+    assert_eq!(
+        fx.ok("{{ valueOrDefault 0.0 5 }}|{{ valueOrDefault false 5 }}"),
+        "0|false"
+    );
+    assert_eq!(fx.ok("{{ omitNil .Values.missing }}"), "<no value>");
+}
+
+#[test]
+fn istio_multus() {
+    use super::funcs::append_multus_network as f;
+    assert_eq!(f("", "default/istio-cni"), "default/istio-cni");
+    assert_eq!(f("a, b", "default/istio-cni"), "a, b, default/istio-cni");
+    assert_eq!(
+        f("a, default/istio-cni", "default/istio-cni"),
+        "a, default/istio-cni"
+    );
+    assert_eq!(
+        f(r#"[{"name": "x"}]"#, "default/istio-cni"),
+        r#"[{"name": "x"}, {"name": "istio-cni", "namespace": "default"}]"#
+    );
+    assert_eq!(
+        f(
+            r#"[{"name": "istio-cni", "namespace": "default"}]"#,
+            "default/istio-cni"
+        ),
+        r#"[{"name": "istio-cni", "namespace": "default"}]"#
+    );
+    assert_eq!(f("[bad]", "default/istio-cni"), "[bad]");
+    assert_eq!(f("[bad", "default/istio-cni"), "[bad, default/istio-cni");
+}
+
+#[test]
+fn istio_otel_attributes() {
+    let mut fx = Fx::new(values());
+    let src = "{{ otelResourceAttributes .MeshConfig .ObjectMeta.Annotations .ObjectMeta.Labels .DeploymentMeta.Namespace .Spec.Containers }}";
+    assert_eq!(fx.ok(src), "");
+    fx.mesh = json!({"extensionProviders": [{"name": "otel", "opentelemetry": {"serviceAttributeEnrichment": "OTEL_SEMANTIC_CONVENTIONS"}}]});
+    assert_eq!(fx.ok(src), "service.namespace=default,service.version=1.0,service.instance.id=default.$(POD_NAME).hello");
+    fx.meta = json!({"labels": {"app.kubernetes.io/version": "v2"}, "annotations": {"resource.opentelemetry.io/service.namespace": "ns2"}});
+    assert_eq!(
+        fx.ok(src),
+        "service.namespace=ns2,service.version=v2,service.instance.id=default.$(POD_NAME).hello"
+    );
+}
+
+#[test]
+fn istio_env() {
+    let fx = Fx::new(values());
+    assert_eq!(
+        fx.ok("{{ env \"OUTRIGGER_SURELY_UNSET_VAR\" \"dflt\" }}"),
+        "dflt"
+    );
+}
+
+// ------------------------------------------------------------ Sprig
+
+#[test]
+fn sprig_common() {
+    let fx = Fx::new(values());
+    assert_eq!(
+        fx.ok("{{ \"x\" | default \"d\" }}{{ \"\" | default \"d\" }}{{ 0 | default 5 }}"),
+        "xd5"
+    );
+    assert_eq!(
+        fx.ok("{{ .Spec.SecurityContext | default \"d\" }}{{ .ObjectMeta | empty }}"),
+        "dfalse"
+    );
+    assert_eq!(
+        fx.ok("{{ quote \"a\" 1 .Values.missing }}|{{ squote \"a\" }}"),
+        "\"a\" \"1\"|'a'"
+    );
+    assert_eq!(
+        fx.ok("{{ join \",\" .Values.list }}|{{ join \"-\" (list 1 nil 2) }}"),
+        "b,a,c|1-2"
+    );
+    assert_eq!(
+        fx.ok("{{ trunc 3 \"abcdef\" }}|{{ trunc -2 \"abcdef\" }}|{{ trunc 10 \"ab\" }}"),
+        "abc|ef|ab"
+    );
+    assert_eq!(fx.ok("{{ trimAll \"$\" \"$5.00$\" }}"), "5.00");
+    assert!(fx
+        .err("{{ append \"s\" 1 }}")
+        .contains("error calling append: Cannot push on type string"));
+    assert_eq!(
+        fx.ok("{{ upper \"a\" }}{{ lower \"B\" }}{{ title \"hello world\" }}"),
+        "AbHello World"
+    );
+    assert_eq!(fx.ok("{{ replace \"a\" \"b\" \"aaa\" }}{{ hasPrefix \"a\" \"abc\" }}{{ hasSuffix \"c\" \"abc\" }}"), "bbbtruetrue");
+    assert_eq!(
+        fx.ok("{{ splitList \",\" \"a,b\" }}{{ (split \",\" \"a,b\")._1 }}"),
+        "[a b]b"
+    );
+    assert_eq!(
+        fx.ok("{{ first .Values.list }}{{ last .Values.list }}{{ sortAlpha .Values.list }}"),
+        "bc[a b c]"
+    );
+    assert_eq!(fx.ok("{{ $d := dict \"a\" 1 \"b\" \"x\" }}{{ hasKey $d \"a\" }}{{ get $d \"b\" }}{{ keys $d }}"), "truex[a b]");
+    assert_eq!(
+        fx.ok("{{ toJson .Values.pilot }}"),
+        r#"{"cni":{"enabled":false},"env":{"ENABLE_CLUSTER_TRUST_BUNDLE_API":"true"}}"#
+    );
+    assert_eq!(fx.ok("{{ (fromJson `{\"a\":1}`).a }}"), "1");
+    assert_eq!(
+        fx.ok("{{ b64enc \"hello\" }}|{{ b64dec \"aGVsbG8=\" }}"),
+        "aGVsbG8=|hello"
+    );
+    assert_eq!(fx.ok("{{ add 1 2 3 }}{{ sub 5 2 }}{{ mul 2 3 }}{{ div 7 2 }}{{ mod 7 2 }}{{ max 1 5 }}{{ min 4 2 }}"), "6363152");
+    assert_eq!(
+        fx.ok("{{ int \"12\" }}{{ int64 3.9 }}{{ float64 \"1.5\" }}{{ atoi \"7\" }}"),
+        "1231.57"
+    );
+    assert_eq!(
+        fx.ok("{{ ternary \"y\" \"n\" true }}{{ coalesce \"\" .Values.missing \"c\" }}"),
+        "yc"
+    );
+    assert_eq!(fx.ok("{{ regexMatch \"^a+$\" \"aaa\" }}{{ regexReplaceAll \"a(x*)b\" \"-ab-axxb-\" \"${1}W\" }}"), "true-W-xxW-");
+    assert_eq!(
+        fx.ok("{{ uniq (list 1 1 2) }}{{ without (list 1 2 3) 2 }}{{ has 2 (list 1 2) }}"),
+        "[1 2][1 3]true"
+    );
+    assert_eq!(
+        fx.ok("{{ kindIs \"map\" .Values.pilot }}{{ typeOf .Values.x }}{{ kindOf .Values.list }}"),
+        "truefloat64slice"
+    );
+    assert_eq!(
+        fx.ok("{{ repeat 3 \"ab\" }}{{ toString 5 }}{{ cat \"a\" 1 }}"),
+        "ababab5a 1"
+    );
+    assert_eq!(
+        fx.ok("{{ merge (dict \"a\" 1) (dict \"a\" 2 \"b\" 3) }}"),
+        "map[a:1 b:3]"
+    );
+    assert_eq!(
+        fx.ok("{{ toPrettyJson (dict \"a\" \"<\") }}"),
+        "{\n  \"a\": \"\\u003c\"\n}"
+    );
+}
+
+#[test]
+fn builtins_go_semantics() {
+    let fx = Fx::new(values());
+    assert_eq!(
+        fx.ok("{{ len .Values.list }}{{ len \"abc\" }}{{ len .ObjectMeta.Annotations }}"),
+        "330"
+    );
+    assert!(fx
+        .err("{{ len .Values.missing }}")
+        .contains("error calling len"));
+    assert_eq!(fx.ok("{{ index .Values.list 1 }}"), "a");
+    assert!(fx
+        .err("{{ index .Values.list 5 }}")
+        .contains("index out of range: 5"));
+    assert!(fx
+        .err("{{ index .Values.missing 1 }}")
+        .contains("index of untyped nil"));
+    assert_eq!(fx.ok("{{ index .Values.pilot \"nope\" }}"), "<no value>");
+    assert_eq!(
+        fx.ok("{{ lt 1 2 }}{{ ge 2.0 .Values.global.proxy.statusPort }}{{ gt \"b\" \"a\" }}"),
+        "truefalsetrue"
+    );
+    assert!(fx
+        .err("{{ lt .Values.missing 2 }}")
+        .contains("error calling lt"));
+    assert_eq!(
+        fx.ok("{{ print 1 2 \"a\" 3 }}{{ println \"x\" }}"),
+        "1 2a3x\n"
+    );
+    assert_eq!(
+        fx.ok("{{ html \"<a&b>\" }}{{ urlquery \"a b&\" }}{{ js \"'\" }}"),
+        "&lt;a&amp;b&gt;a+b%26\\'"
+    );
+    assert_eq!(
+        fx.ok("{{ slice \"abcd\" 1 3 }}{{ slice .Values.list 1 }}"),
+        "bc[a c]"
+    );
+    assert_eq!(
+        fx.ok("{{ not .Values.missing }}{{ eq 1 2 1 }}{{ eq \"a\" \"a\" }}"),
+        "truetruetrue"
+    );
+}
+
+#[test]
+fn error_positions_are_go_shaped() {
+    let fx = Fx::new(values());
+    let e = fx.err("line1\n  {{ .Values.nullProbe.startupProbe.enabled }}");
+    assert_eq!(
+        e,
+        "template: inject:2:12: executing \"inject\" at <.Values.nullProbe.startupProbe.enabled>: nil pointer evaluating interface {}.enabled"
+    );
+    let e = fx.err("{{ define \"d\" }}{{ contains 1 }}{{ end }}{{ template \"d\" . }}");
+    assert!(e.contains("executing \"d\""), "{e}");
+}
+
+// ------------------------------------------------------------ corpus
+
+fn corpus() -> Option<std::path::PathBuf> {
+    let p = std::path::PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/conformance/istio"
+    ));
+    if p.is_dir() {
+        Some(p)
+    } else {
+        eprintln!("conformance corpus not found at {}: skipping", p.display());
+        None
+    }
+}
+
+/// Tiny reader for the `templates:` map of an injector config (block literals, 4-space body).
+fn extract_templates(config: &str) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    let mut in_templates = false;
+    let mut cur: Option<(String, String)> = None;
+    for line in config.lines() {
+        if !line.starts_with(' ') && !line.is_empty() {
+            if let Some(c) = cur.take() {
+                out.push(c);
+            }
+            in_templates = line.starts_with("templates:");
+            continue;
+        }
+        if !in_templates {
+            continue;
+        }
+        let name_line = line.strip_prefix("  ").filter(|l| !l.starts_with(' '));
+        if let Some(l) = name_line {
+            if let Some(c) = cur.take() {
+                out.push(c);
+            }
+            if let Some((name, _)) = l.split_once(':') {
+                cur = Some((name.trim().to_string(), String::new()));
+            }
+            continue;
+        }
+        if let Some((_, body)) = cur.as_mut() {
+            body.push_str(line.strip_prefix("    ").unwrap_or(""));
+            body.push('\n');
+        }
+    }
+    if let Some(c) = cur.take() {
+        out.push(c);
+    }
+    // Block literals drop trailing blank lines (clip chomping keeps one newline).
+    for (_, b) in out.iter_mut() {
+        while b.ends_with("\n\n") {
+            b.pop();
+        }
+    }
+    out
+}
+
+#[test]
+fn corpus_templates_all_parse() {
+    let Some(root) = corpus() else { return };
+    let mut count = 0;
+    let Ok(dirs) = std::fs::read_dir(root.join("settings")) else {
+        return;
+    };
+    for d in dirs.flatten() {
+        let Ok(cfg) = std::fs::read_to_string(d.path().join("config.yaml")) else {
+            continue;
+        };
+        let templates = extract_templates(&cfg);
+        assert!(
+            !templates.is_empty(),
+            "no templates in {}",
+            d.path().display()
+        );
+        for (name, body) in templates {
+            if let Err(e) = Template::parse(&name, &body) {
+                panic!(
+                    "{}: template {name} failed to parse: {e}",
+                    d.path().display()
+                );
+            }
+            count += 1;
+        }
+    }
+    assert!(count >= 8, "parsed only {count} templates");
+}
+
+/// Top-level scalars and the `defaultConfig` block of a (simple) merged mesh config, as proto-JSON.
+fn read_mesh(text: &str) -> Value {
+    fn scalar(v: &str) -> Value {
+        let v = v.trim();
+        if let Ok(i) = v.parse::<i64>() {
+            return Value::from(i);
+        }
+        match v {
+            "true" => Value::Bool(true),
+            "false" => Value::Bool(false),
+            _ => Value::String(v.trim_matches('\'').to_string()),
+        }
+    }
+    let mut mesh = serde_json::Map::new();
+    let mut pc = serde_json::Map::new();
+    let mut in_pc = false;
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        if let Some(inner) = line.strip_prefix("  ") {
+            if in_pc && !inner.starts_with(' ') {
+                if let Some((k, v)) = inner.split_once(": ") {
+                    pc.insert(k.to_string(), scalar(v));
+                }
+            }
+            continue;
+        }
+        in_pc = line.starts_with("defaultConfig:");
+        if let Some((k, v)) = line.split_once(": ") {
+            if !v.trim().is_empty() && !v.starts_with('[') && !v.starts_with('{') {
+                mesh.insert(k.to_string(), scalar(v));
+            }
+        }
+    }
+    let pc = Value::Object(pc);
+    mesh.insert("defaultConfig".into(), pc);
+    Value::Object(mesh)
+}
+
+/// Template data inputs for the corpus hello pod with the default settings.
+fn hello_fixture(root: &std::path::Path) -> Fx {
+    let values: Value = serde_json::from_str(
+        &std::fs::read_to_string(root.join("settings/default/values.json")).unwrap_or_default(),
+    )
+    .unwrap_or(Value::Null);
+    let mesh = read_mesh(
+        &std::fs::read_to_string(root.join("settings/default/mesh-merged.yaml"))
+            .unwrap_or_default(),
+    );
+    let mut fx = Fx::new(values);
+    fx.pc = mesh["defaultConfig"].clone();
+    fx.mesh = mesh;
+    fx.native = true;
+    fx.meta = json!({"labels": {"app": "hello", "tier": "backend", "track": "stable"}});
+    fx
+}
+
+fn hello_data(fx: &Fx) -> TemplateData<'_> {
+    let mut d = fx.data();
+    d.proxy_image = "registry.istio.io/testing/proxyv2:latest";
+    d.proxy_init_image = "registry.istio.io/testing/proxyv2:latest";
+    d
+}
+
+/// The hello pod of the corpus rendered with the `sidecar` template of the default settings.
+fn render_hello_sidecar(root: &std::path::Path, body: &str) -> Result<String> {
+    let fx = hello_fixture(root);
+    Template::parse("sidecar", body)?.render(&hello_data(&fx))
+}
+
+fn sidecar_body(root: &std::path::Path) -> Option<String> {
+    let cfg = std::fs::read_to_string(root.join("settings/default/config.yaml")).ok()?;
+    extract_templates(&cfg)
+        .into_iter()
+        .find(|(n, _)| n == "sidecar")
+        .map(|(_, b)| b)
+}
+
+/// A YAML line without quotes and with collapsed whitespace (template and golden quote differently).
+fn norm(line: &str) -> String {
+    line.replace(['"', '\''], "")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The `- item` lines of the block list following the first line equal to `header` (trimmed).
+fn golden_list(golden: &str, header: &str) -> Vec<String> {
+    let mut lines = golden.lines().skip_while(|l| l.trim() != header);
+    let Some(h) = lines.next() else { return vec![] };
+    let indent = h.len() - h.trim_start().len();
+    lines
+        .take_while(|l| {
+            l.len() - l.trim_start().len() >= indent && l.trim_start().starts_with("- ")
+        })
+        .map(norm)
+        .collect()
+}
+
+/// Check that `want` lines appear in order among the normalised lines of `out`.
+fn assert_in_order(out: &[String], want: &[String], what: &str, raw: &str) {
+    let mut at = 0;
+    for w in want {
+        match out[at..].iter().position(|l| l == w) {
+            Some(i) => at += i + 1,
+            None => panic!("{what}: {w:?} missing (in order) from rendered sidecar:\n{raw}"),
+        }
+    }
+}
+
+/// Compare the rendered sidecar with fragments of `cases/hello.yaml.injected` that come
+/// straight from the template: init-container args, proxy env names (order), probes.
+fn check_hello_fragments(out: &str, golden: &str) {
+    let lines: Vec<String> = out.lines().map(norm).collect();
+    // istio-init args: the golden's first `- args:` list.
+    let args = golden_list(golden, "- args:");
+    assert!(args.len() >= 18, "golden init args not found");
+    assert_in_order(&lines, &args, "init arg", out);
+    // Proxy env: every `- name:` of the golden env list, in order.
+    let env: Vec<String> = golden
+        .lines()
+        .skip_while(|l| l.trim() != "env:")
+        .filter(|l| l.starts_with("        - name: "))
+        .map(norm)
+        .collect();
+    assert!(env.len() >= 19, "golden env not found");
+    assert_in_order(&lines, &env, "env", out);
+    for frag in [
+        "value: istiod.istio-system.svc:15012",
+        "value: kubernetes://apis/apps/v1/namespaces/default/deployments/hello",
+        "value: hello",
+        "value: cluster.local",
+        "value: Kubernetes",
+        "value: REDIRECT",
+        "{name:http,containerPort:80}",
+        "restartPolicy: Always",
+        "audience: istio-ca",
+        "image: registry.istio.io/testing/proxyv2:latest",
+    ] {
+        assert!(
+            lines.iter().any(|l| l == frag),
+            "fragment {frag:?} missing from rendered sidecar:\n{out}"
+        );
+    }
+    // Probes: startup then readiness, with the golden's values.
+    let probe = |name: &str| -> Vec<String> {
+        let mut it = golden.lines().skip_while(|l| l.trim() != name);
+        let Some(h) = it.next() else { return vec![] };
+        let indent = h.len() - h.trim_start().len();
+        it.take_while(|l| l.len() - l.trim_start().len() > indent)
+            .map(norm)
+            .collect()
+    };
+    for p in ["readinessProbe:", "startupProbe:"] {
+        let want = probe(p);
+        assert!(!want.is_empty(), "golden {p} not found");
+        let start = lines
+            .iter()
+            .position(|l| l == p)
+            .unwrap_or_else(|| panic!("{p} missing:\n{out}"));
+        let got: Vec<String> = lines[start + 1..].iter().take(8).cloned().collect();
+        for w in want {
+            assert!(got.contains(&w), "{p}: {w:?} missing from {got:?}");
+        }
+    }
+    assert!(
+        !out.contains("<no value>"),
+        "unexpected <no value> in rendered sidecar:\n{out}"
+    );
+}
+
+#[test]
+fn corpus_hello_sidecar_renders() {
+    let Some(root) = corpus() else { return };
+    let Some(body) = sidecar_body(&root) else {
+        panic!("no sidecar template in default config")
+    };
+    let golden =
+        std::fs::read_to_string(root.join("cases/hello.yaml.injected")).unwrap_or_default();
+    let real = std::panic::catch_unwind(|| render_hello_sidecar(&root, &body));
+    match real {
+        Ok(r) => match r {
+            Ok(out) => check_hello_fragments(&out, &golden),
+            Err(e) => panic!("sidecar render failed: {e}"),
+        },
+        Err(_) => {
+            // Cross-stream encoders (yaml/k8s/mesh) are still `todo!()` on this branch: check
+            // the engine itself with Sprig's JSON encoders standing in (JSON is valid YAML).
+            eprintln!("yaml/k8s/mesh encoders not available yet: rendering with stand-ins");
+            let body = body
+                .replace("toYaml", "toJson")
+                .replace("structToJSON", "toRawJson")
+                .replace("protoToJSON .ProxyConfig", "toRawJson (dict)");
+            match render_hello_sidecar(&root, &body) {
+                Ok(out) => check_hello_fragments(&out, &golden),
+                Err(e) => panic!("sidecar render failed: {e}"),
+            }
+        }
+    }
+}
+
+#[test]
+fn sidecar_render_is_fast() {
+    let Some(root) = corpus() else { return };
+    let Some(body) = sidecar_body(&root) else {
+        return;
+    };
+    let body = body
+        .replace("toYaml", "toJson")
+        .replace("structToJSON", "toRawJson")
+        .replace("protoToJSON .ProxyConfig", "toRawJson (dict)");
+    let fx = hello_fixture(&root);
+    let data = hello_data(&fx);
+    let t = Template::parse("sidecar", &body).expect("sidecar parses");
+    let n = 500;
+    let start = std::time::Instant::now();
+    for _ in 0..n {
+        assert!(t.render(&data).is_ok());
+    }
+    let per = start.elapsed() / n;
+    eprintln!("sidecar render: {per:?} per render");
+}
+
+/// Replace cross-stream encoders by Sprig JSON stand-ins (JSON is valid YAML) while the
+/// yaml/k8s/mesh streams have not landed.
+fn with_standins(body: &str) -> String {
+    body.replace("toYaml", "toJson")
+        .replace("structToJSON", "toRawJson")
+        .replace("protoToJSON .ProxyConfig", "toRawJson (dict)")
+}
+
+#[test]
+fn corpus_injector_templates_render_for_every_settings_variant() {
+    let Some(root) = corpus() else { return };
+    let Ok(dirs) = std::fs::read_dir(root.join("settings")) else {
+        return;
+    };
+    let mut rendered = 0;
+    for d in dirs.flatten() {
+        let Ok(cfg) = std::fs::read_to_string(d.path().join("config.yaml")) else {
+            continue;
+        };
+        let Ok(vals) = std::fs::read_to_string(d.path().join("values.json")) else {
+            continue;
+        };
+        let values: Value = serde_json::from_str(&vals).unwrap_or(Value::Null);
+        let mut fx = hello_fixture(&root);
+        fx.values = values;
+        for (name, body) in extract_templates(&cfg) {
+            if !matches!(
+                name.as_str(),
+                "sidecar" | "gateway" | "grpc-simple" | "grpc-agent"
+            ) {
+                continue;
+            }
+            let t = Template::parse(&name, &with_standins(&body)).expect("corpus template parses");
+            match t.render(&hello_data(&fx)) {
+                Ok(out) => assert!(!out.is_empty()),
+                Err(e) => panic!("{}: {name}: {e}", d.path().display()),
+            }
+            rendered += 1;
+        }
+    }
+    assert!(rendered >= 4);
+}

@@ -1,0 +1,638 @@
+//! The template value model: Go's distinctions between missing, nil and zero values, typed
+//! Kubernetes structs and protobuf messages viewed lazily over JSON.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use serde_json::{Map, Value};
+
+use super::gofmt::format_float_v;
+use super::TemplateData;
+use crate::schema::{self, K8sField, K8sStruct, ProtoEnum, ProtoField, ProtoMessage};
+
+/// A Go integer type (matters for messages and `typeOf`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IntTy {
+    /// `int`.
+    Int,
+    /// `int32`.
+    I32,
+    /// `int64`.
+    I64,
+}
+
+/// A template value.
+#[derive(Debug, Clone)]
+pub enum V<'a> {
+    /// Invalid reflect value (absent map key): prints `<no value>`.
+    Missing,
+    /// Nil interface (JSON `null` in generic maps, untyped `nil`).
+    Nil,
+    /// A bool.
+    Bool(bool),
+    /// A signed integer.
+    Int(i64, IntTy),
+    /// An unsigned integer.
+    Uint(u64),
+    /// A float64.
+    Float(f64),
+    /// A string.
+    Str(Cow<'a, str>),
+    /// Generic JSON object or array (`map[string]any` / `[]any`).
+    Json(&'a Value),
+    /// Generic list built by functions.
+    List(Rc<Vec<V<'a>>>),
+    /// Generic map built by functions.
+    Map(Rc<BTreeMap<String, V<'a>>>),
+    /// Typed `map[string]string` over JSON (`None` = nil map).
+    StrMapJ(Option<&'a Map<String, Value>>),
+    /// Typed `map[string]string` built by functions (`None` = nil map).
+    StrMap(Option<Rc<BTreeMap<String, String>>>),
+    /// A Kubernetes struct (`json` None = zero value); `ptr` when reached through a pointer.
+    K8s {
+        /// Canonical type name.
+        ty: &'static str,
+        /// Type facts.
+        st: &'static K8sStruct,
+        /// JSON object.
+        json: Option<&'a Value>,
+        /// Reached through a non-nil pointer.
+        ptr: bool,
+    },
+    /// A non-nil pointer to a scalar (`*bool`, `*int64`): always true, prints its target.
+    Ptr(Rc<V<'a>>),
+    /// A typed nil pointer (`*v1.Probe`, `*int64`).
+    NilPtr(&'static str),
+    /// A Kubernetes slice field (elements typed by the field's elem).
+    K8sSlice(&'static K8sField, Option<&'a [Value]>),
+    /// A Kubernetes map field other than `map[string]string`.
+    K8sMap(&'static K8sField, Option<&'a Map<String, Value>>),
+    /// A leaf printed through `String()` (Quantity, IntOrString, Time).
+    Leaf(&'static str, &'a Value),
+    /// A protobuf message pointer (`json` None = nil pointer).
+    Proto {
+        /// Fully qualified message name.
+        name: &'static str,
+        /// Message facts.
+        m: &'static ProtoMessage,
+        /// Canonical proto-JSON of the message.
+        json: Option<&'a Value>,
+    },
+    /// A repeated protobuf field.
+    ProtoList(&'static ProtoField, Option<&'a [Value]>),
+    /// A protobuf enum value.
+    Enum(&'static ProtoEnum, i64),
+    /// The root object.
+    Root(&'a TemplateData<'a>),
+    /// `TypeMeta` (Kind, APIVersion) or `DeploymentMeta` (Namespace, Name).
+    Pair(PairKind, &'a str, &'a str),
+}
+
+/// Which two-string struct a [`V::Pair`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PairKind {
+    /// `v1.TypeMeta{Kind, APIVersion}`.
+    TypeMeta,
+    /// `types.NamespacedName{Namespace, Name}`.
+    DeploymentMeta,
+}
+
+/// Go-ish short type name of a canonical k8s name (`corev1.Container` → `v1.Container`).
+pub fn k8s_go_name(ty: &str) -> String {
+    match ty.split_once('.') {
+        Some((pkg, n)) if pkg.ends_with("v1") => format!("v1.{n}"),
+        Some((pkg, n)) => format!("{pkg}.{n}"),
+        None => ty.to_string(),
+    }
+}
+
+/// Go-ish name of a protobuf message type (`istio.mesh.v1alpha1.ProxyConfig` → `v1alpha1.ProxyConfig`).
+pub fn proto_go_name(name: &str) -> String {
+    let parts: Vec<&str> = name.split('.').collect();
+    if name.starts_with("google.protobuf.") {
+        return format!("wrapperspb.{}", parts.last().copied().unwrap_or(""));
+    }
+    match parts
+        .iter()
+        .position(|p| p.starts_with('v') && p[1..].starts_with(|c: char| c.is_ascii_digit()))
+    {
+        Some(i) if i + 1 < parts.len() => format!("{}.{}", parts[i], parts[i + 1..].join("_")),
+        _ => name.to_string(),
+    }
+}
+
+impl<'a> V<'a> {
+    /// A borrowed string value.
+    pub fn s(s: &'a str) -> V<'a> {
+        V::Str(Cow::Borrowed(s))
+    }
+
+    /// An owned string value.
+    pub fn string(s: String) -> V<'a> {
+        V::Str(Cow::Owned(s))
+    }
+
+    /// A generic JSON value (`.Values` semantics).
+    pub fn json(v: &'a Value) -> V<'a> {
+        match v {
+            Value::Null => V::Nil,
+            Value::Bool(b) => V::Bool(*b),
+            Value::Number(n) => V::Float(n.as_f64().unwrap_or(0.0)),
+            Value::String(s) => V::s(s),
+            _ => V::Json(v),
+        }
+    }
+
+    /// Is this the missing value?
+    pub fn is_missing(&self) -> bool {
+        matches!(self, V::Missing)
+    }
+
+    /// Go type name, as used in error messages.
+    pub fn type_name(&self) -> String {
+        match self {
+            V::Missing => "<invalid>".into(),
+            V::Nil => "interface {}".into(),
+            V::Bool(_) => "bool".into(),
+            V::Int(_, IntTy::Int) => "int".into(),
+            V::Int(_, IntTy::I32) => "int32".into(),
+            V::Int(_, IntTy::I64) => "int64".into(),
+            V::Uint(_) => "uint32".into(),
+            V::Float(_) => "float64".into(),
+            V::Str(_) => "string".into(),
+            V::Json(Value::Array(_)) | V::List(_) => "[]interface {}".into(),
+            V::Json(_) | V::Map(_) => "map[string]interface {}".into(),
+            V::StrMapJ(_) | V::StrMap(_) => "map[string]string".into(),
+            V::K8s { ty, ptr, .. } => {
+                format!("{}{}", if *ptr { "*" } else { "" }, k8s_go_name(ty))
+            }
+            V::NilPtr(t) => format!("*{}", k8s_go_name(t)),
+            V::Ptr(v) => format!("*{}", v.type_name()),
+            V::K8sSlice(f, _) => format!("[]{}", k8s_go_name(f.elem.as_deref().unwrap_or("?"))),
+            V::K8sMap(f, _) => f
+                .named_type
+                .as_deref()
+                .map(k8s_go_name)
+                .unwrap_or_else(|| "map[string]interface {}".into()),
+            V::Leaf(t, _) => k8s_go_name(t),
+            V::Proto { name, .. } => format!("*{}", proto_go_name(name)),
+            V::ProtoList(f, _) => format!("[]{}", f.ty),
+            V::Enum(e, _) => e.go_type.clone().unwrap_or_else(|| "int32".into()),
+            V::Root(_) => "*inject.SidecarTemplateData".into(),
+            V::Pair(PairKind::TypeMeta, ..) => "v1.TypeMeta".into(),
+            V::Pair(PairKind::DeploymentMeta, ..) => "types.NamespacedName".into(),
+        }
+    }
+
+    /// Go truthiness (`if`, `with`, `and`, `or`, `not`).
+    pub fn truth(&self) -> bool {
+        match self {
+            V::Missing | V::Nil | V::NilPtr(_) => false,
+            V::Bool(b) => *b,
+            V::Int(i, _) => *i != 0,
+            V::Uint(u) => *u != 0,
+            V::Float(f) => *f != 0.0,
+            V::Str(s) => !s.is_empty(),
+            V::Json(Value::Array(a)) => !a.is_empty(),
+            V::Json(Value::Object(o)) => !o.is_empty(),
+            V::Json(_) => true,
+            V::List(l) => !l.is_empty(),
+            V::Map(m) => !m.is_empty(),
+            V::StrMapJ(m) => m.is_some_and(|m| !m.is_empty()),
+            V::StrMap(m) => m.as_ref().is_some_and(|m| !m.is_empty()),
+            V::K8sSlice(_, s) => s.is_some_and(|s| !s.is_empty()),
+            V::K8sMap(_, m) => m.is_some_and(|m| !m.is_empty()),
+            V::ProtoList(_, s) => s.is_some_and(|s| !s.is_empty()),
+            V::Proto { json, .. } => json.is_some(),
+            V::Enum(_, n) => *n != 0,
+            V::K8s { .. } | V::Leaf(..) | V::Root(_) | V::Pair(..) | V::Ptr(_) => true,
+        }
+    }
+
+    /// Sprig's `empty` (Go zero/empty; structs never empty).
+    pub fn is_empty(&self) -> bool {
+        !self.truth()
+    }
+
+    /// Length for `len` (None: not a container).
+    pub fn len(&self) -> Option<usize> {
+        Some(match self {
+            V::Str(s) => s.len(),
+            V::Json(Value::Array(a)) => a.len(),
+            V::Json(Value::Object(o)) => o.len(),
+            V::List(l) => l.len(),
+            V::Map(m) => m.len(),
+            V::StrMapJ(m) => m.map_or(0, |m| m.len()),
+            V::StrMap(m) => m.as_ref().map_or(0, |m| m.len()),
+            V::K8sSlice(_, s) | V::ProtoList(_, s) => s.map_or(0, |s| s.len()),
+            V::K8sMap(_, m) => m.map_or(0, |m| m.len()),
+            _ => return None,
+        })
+    }
+
+    /// Go `fmt.Sprint` of the value.
+    pub fn sprint(&self) -> String {
+        let mut out = String::new();
+        self.write_sprint(&mut out, true);
+        out
+    }
+
+    /// Append `fmt.Sprint` output; `top` marks the outermost value (pointers print as `&{}`).
+    pub fn write_sprint(&self, out: &mut String, top: bool) {
+        match self {
+            V::Missing => out.push_str("<no value>"),
+            V::Nil | V::NilPtr(_) => out.push_str("<nil>"),
+            V::Ptr(v) if top => v.write_sprint(out, false),
+            V::Ptr(_) => out.push_str("0xc000000000"),
+            V::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+            V::Int(i, _) => out.push_str(&i.to_string()),
+            V::Uint(u) => out.push_str(&u.to_string()),
+            V::Float(f) => out.push_str(&format_float_v(*f)),
+            V::Str(s) => out.push_str(s),
+            V::Json(Value::Array(a)) => write_seq(out, a.iter().map(V::json)),
+            V::Json(Value::Object(o)) => {
+                write_map(out, sorted(o.iter().map(|(k, v)| (k.as_str(), V::json(v)))))
+            }
+            V::Json(v) => V::json(v).write_sprint(out, top),
+            V::List(l) => write_seq(out, l.iter().cloned()),
+            V::Map(m) => write_map(
+                out,
+                m.iter().map(|(k, v)| (k.as_str(), v.clone())).collect(),
+            ),
+            V::StrMapJ(m) => write_map(
+                out,
+                sorted(
+                    m.iter()
+                        .flat_map(|m| m.iter())
+                        .map(|(k, v)| (k.as_str(), str_of(v))),
+                ),
+            ),
+            V::StrMap(m) => write_map(
+                out,
+                m.iter()
+                    .flat_map(|m| m.iter())
+                    .map(|(k, v)| (k.as_str(), V::s(v)))
+                    .collect(),
+            ),
+            V::K8s { st, json, ptr, .. } => {
+                if *ptr && top {
+                    out.push('&');
+                }
+                out.push('{');
+                for (i, f) in st.fields.iter().enumerate() {
+                    if i > 0 {
+                        out.push(' ');
+                    }
+                    let fv = k8s_field_value(f, *json);
+                    match fv {
+                        V::K8s { ptr: true, .. } => out.push_str("0xc000000000"),
+                        fv => fv.write_sprint(out, false),
+                    }
+                }
+                out.push('}');
+            }
+            V::K8sSlice(f, s) => write_seq(
+                out,
+                s.iter()
+                    .flat_map(|s| s.iter())
+                    .map(|j| k8s_elem_value(f, Some(j))),
+            ),
+            V::K8sMap(f, m) => write_map(
+                out,
+                sorted(
+                    m.iter()
+                        .flat_map(|m| m.iter())
+                        .map(|(k, j)| (k.as_str(), k8s_elem_value(f, Some(j)))),
+                ),
+            ),
+            V::Leaf(_, j) => match j {
+                Value::String(s) => out.push_str(s),
+                Value::Number(n) => out.push_str(&n.to_string()),
+                Value::Null => out.push('0'),
+                other => out.push_str(&other.to_string()),
+            },
+            V::Proto { json, .. } => match json {
+                None => out.push_str("<nil>"),
+                Some(j) => out.push_str(&j.to_string()),
+            },
+            V::ProtoList(f, s) => write_seq(
+                out,
+                s.iter()
+                    .flat_map(|s| s.iter())
+                    .map(|j| proto_scalar(f, Some(j))),
+            ),
+            V::Enum(e, n) => match i32::try_from(*n).ok().and_then(|n| e.name_of(n)) {
+                Some(name) => out.push_str(name),
+                None => out.push_str(&n.to_string()),
+            },
+            V::Root(_) => out.push_str("&{...}"),
+            V::Pair(_, a, b) => {
+                out.push('{');
+                out.push_str(a);
+                out.push(' ');
+                out.push_str(b);
+                out.push('}');
+            }
+        }
+    }
+
+    /// Convert to a generic `serde_json::Value` (Go JSON encoding of the value, map order kept).
+    pub fn to_json(&self) -> Value {
+        match self {
+            V::Missing | V::Nil | V::NilPtr(_) => Value::Null,
+            V::Bool(b) => Value::Bool(*b),
+            V::Int(i, _) => Value::from(*i),
+            V::Uint(u) => Value::from(*u),
+            V::Float(f) => serde_json::Number::from_f64(*f).map_or(Value::Null, Value::Number),
+            V::Str(s) => Value::String(s.to_string()),
+            V::Json(v) => (*v).clone(),
+            V::List(l) => Value::Array(l.iter().map(V::to_json).collect()),
+            V::Map(m) => Value::Object(m.iter().map(|(k, v)| (k.clone(), v.to_json())).collect()),
+            V::StrMapJ(m) => m.map_or(Value::Null, |m| Value::Object(m.clone())),
+            V::StrMap(m) => m.as_ref().map_or(Value::Null, |m| {
+                Value::Object(
+                    m.iter()
+                        .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+                        .collect(),
+                )
+            }),
+            V::K8s { json, .. } => json.cloned().unwrap_or_else(|| Value::Object(Map::new())),
+            V::K8sSlice(_, s) | V::ProtoList(_, s) => {
+                s.map_or(Value::Null, |s| Value::Array(s.to_vec()))
+            }
+            V::K8sMap(_, m) => m.map_or(Value::Null, |m| Value::Object(m.clone())),
+            V::Leaf(_, j) => (*j).clone(),
+            V::Proto { json, .. } => json.cloned().unwrap_or(Value::Null),
+            V::Enum(..) => Value::String(self.sprint()),
+            V::Root(_) | V::Pair(..) => Value::Object(Map::new()),
+            V::Ptr(v) => v.to_json(),
+        }
+    }
+}
+
+fn str_of(v: &Value) -> V<'_> {
+    match v {
+        Value::String(s) => V::s(s),
+        other => V::json(other),
+    }
+}
+
+fn sorted<'a>(it: impl Iterator<Item = (&'a str, V<'a>)>) -> Vec<(&'a str, V<'a>)> {
+    let mut v: Vec<_> = it.collect();
+    v.sort_by(|a, b| a.0.cmp(b.0));
+    v
+}
+
+fn write_seq<'a>(out: &mut String, it: impl Iterator<Item = V<'a>>) {
+    out.push('[');
+    for (i, v) in it.enumerate() {
+        if i > 0 {
+            out.push(' ');
+        }
+        v.write_sprint(out, false);
+    }
+    out.push(']');
+}
+
+fn write_map(out: &mut String, entries: Vec<(&str, V<'_>)>) {
+    out.push_str("map[");
+    for (i, (k, v)) in entries.iter().enumerate() {
+        if i > 0 {
+            out.push(' ');
+        }
+        out.push_str(k);
+        out.push(':');
+        v.write_sprint(out, false);
+    }
+    out.push(']');
+}
+
+/// The Go value of a scalar or struct of `kind` (k8s kinds) over optional JSON.
+fn k8s_kind_value<'a>(
+    kind: &str,
+    ty: Option<&'static str>,
+    field: &'static K8sField,
+    j: Option<&'a Value>,
+) -> V<'a> {
+    let j = j.filter(|j| !j.is_null());
+    match kind {
+        "string" | "named-string" => V::s(j.and_then(Value::as_str).unwrap_or("")),
+        "bool" => V::Bool(j.and_then(Value::as_bool).unwrap_or(false)),
+        "int" => V::Int(j.and_then(Value::as_i64).unwrap_or(0), IntTy::I32),
+        "uint" => V::Uint(j.and_then(Value::as_u64).unwrap_or(0)),
+        "float" => V::Float(j.and_then(Value::as_f64).unwrap_or(0.0)),
+        "struct" => match ty.and_then(|t| schema::k8s().structs.get_key_value(t)) {
+            Some((name, st)) => V::K8s {
+                ty: name.as_str(),
+                st,
+                json: j,
+                ptr: false,
+            },
+            None => V::Nil,
+        },
+        "intorstring" => V::Leaf("intstr.IntOrString", j.unwrap_or(&Value::Null)),
+        "quantity" => match j {
+            Some(j) => V::Leaf("resource.Quantity", j),
+            None => V::s("0"),
+        },
+        "time" => V::Leaf("v1.Time", j.unwrap_or(&Value::Null)),
+        "slice" => V::K8sSlice(field, j.and_then(Value::as_array).map(Vec::as_slice)),
+        "map" => {
+            if field.elem_kind.as_deref() == Some("string") && field.named_type.is_none() {
+                V::StrMapJ(j.and_then(Value::as_object))
+            } else {
+                V::K8sMap(field, j.and_then(Value::as_object))
+            }
+        }
+        _ => j.map_or(V::Nil, V::json),
+    }
+}
+
+fn static_str(s: &'static Option<String>) -> Option<&'static str> {
+    // Schema tables are 'static; this re-borrows their strings.
+    s.as_deref()
+}
+
+/// The value of struct field `f` of a k8s struct over its JSON object.
+pub fn k8s_field_value<'a>(f: &'static K8sField, obj: Option<&'a Value>) -> V<'a> {
+    let j = match f.json.as_deref() {
+        Some("") => obj, // inline struct: same JSON object
+        Some(name) => obj.and_then(|o| o.get(name)),
+        None => None,
+    };
+    match f.kind.as_str() {
+        "pointer-to-struct" => {
+            let ty = static_str(&f.type_ref)
+                .or(static_str(&f.elem))
+                .unwrap_or("?");
+            match (
+                j.filter(|j| !j.is_null()),
+                schema::k8s().structs.get_key_value(ty),
+            ) {
+                (Some(j), Some((name, st))) => V::K8s {
+                    ty: name.as_str(),
+                    st,
+                    json: Some(j),
+                    ptr: true,
+                },
+                _ => V::NilPtr(ty),
+            }
+        }
+        "pointer-to-scalar" => match j.filter(|j| !j.is_null()) {
+            Some(j) => {
+                let kind = f.elem_kind.as_deref().unwrap_or("string");
+                let v = k8s_kind_value(kind, static_str(&f.elem), f, Some(j));
+                let v = match (f.elem.as_deref(), v) {
+                    (Some("int64"), V::Int(i, _)) => V::Int(i, IntTy::I64),
+                    (_, v) => v,
+                };
+                match kind {
+                    "time" | "intorstring" | "quantity" | "raw" => v,
+                    _ => V::Ptr(Rc::new(v)),
+                }
+            }
+            None => V::NilPtr(static_str(&f.elem).unwrap_or("?")),
+        },
+        kind => k8s_kind_value(kind, static_str(&f.type_ref), f, j),
+    }
+}
+
+/// The value of one element of slice/map field `f`.
+pub fn k8s_elem_value<'a>(f: &'static K8sField, j: Option<&'a Value>) -> V<'a> {
+    let kind = f.elem_kind.as_deref().unwrap_or("string");
+    k8s_kind_value(kind, static_str(&f.elem), f, j)
+}
+
+/// Find field `name` in a k8s struct, following embedded structs.
+pub fn k8s_lookup<'a>(
+    st: &'static K8sStruct,
+    json: Option<&'a Value>,
+    name: &str,
+) -> Option<V<'a>> {
+    if let Some(f) = st.field_by_go(name) {
+        return Some(k8s_field_value(f, json));
+    }
+    for f in st.fields.iter().filter(|f| f.embedded) {
+        if let V::K8s {
+            st: inner,
+            json: ij,
+            ..
+        } = k8s_field_value(f, json)
+        {
+            if let Some(v) = k8s_lookup(inner, ij, name) {
+                return Some(v);
+            }
+        }
+    }
+    None
+}
+
+/// A scalar proto value (or enum/message) of field `f` over JSON.
+pub fn proto_scalar<'a>(f: &'static ProtoField, j: Option<&'a Value>) -> V<'a> {
+    let j = j.filter(|j| !j.is_null());
+    match f.type_kind.as_str() {
+        "enum" => {
+            let e = schema::proto().enumeration(&f.ty);
+            let n = match j {
+                Some(Value::String(s)) => e.and_then(|e| e.number_of(s)).map_or(0, i64::from),
+                Some(Value::Number(n)) => n.as_i64().unwrap_or(0),
+                _ => 0,
+            };
+            match e {
+                Some(e) => V::Enum(e, n),
+                None => V::Int(n, IntTy::I32),
+            }
+        }
+        "message" => match schema::proto().messages.get_key_value(f.ty.as_str()) {
+            Some((name, m)) => V::Proto {
+                name: name.as_str(),
+                m,
+                json: j,
+            },
+            None => V::Nil,
+        },
+        _ => proto_plain(&f.ty, j),
+    }
+}
+
+/// A proto scalar of type `ty`.
+pub fn proto_plain<'a>(ty: &str, j: Option<&'a Value>) -> V<'a> {
+    let num = |j: Option<&Value>| -> f64 {
+        match j {
+            Some(Value::Number(n)) => n.as_f64().unwrap_or(0.0),
+            Some(Value::String(s)) => s.parse().unwrap_or(0.0),
+            _ => 0.0,
+        }
+    };
+    let int = |j: Option<&Value>| -> i64 {
+        match j {
+            Some(Value::Number(n)) => n.as_i64().unwrap_or(0),
+            Some(Value::String(s)) => s.parse().unwrap_or(0),
+            _ => 0,
+        }
+    };
+    match ty {
+        "string" | "bytes" => V::s(j.and_then(Value::as_str).unwrap_or("")),
+        "bool" => V::Bool(j.and_then(Value::as_bool).unwrap_or(false)),
+        "int32" | "sint32" | "sfixed32" => V::Int(int(j), IntTy::I32),
+        "int64" | "sint64" | "sfixed64" => V::Int(int(j), IntTy::I64),
+        "uint32" | "fixed32" | "uint64" | "fixed64" => V::Uint(int(j).max(0) as u64),
+        "double" | "float" => V::Float(num(j)),
+        _ => j.map_or(V::Nil, V::json),
+    }
+}
+
+/// Value of a proto field (Go struct field or getter result).
+pub fn proto_field_value<'a>(f: &'static ProtoField, msg: Option<&'a Value>) -> V<'a> {
+    let j = msg.and_then(|m| m.get(&f.json).or_else(|| m.get(&f.proto)));
+    if f.type_kind == "map" {
+        let obj = j.and_then(Value::as_object);
+        return if f.map_value.as_deref() == Some("string") {
+            V::StrMapJ(obj)
+        } else {
+            j.filter(|j| j.is_object())
+                .map_or(V::StrMapJ(None), V::Json)
+        };
+    }
+    if f.repeated {
+        return V::ProtoList(f, j.and_then(Value::as_array).map(Vec::as_slice));
+    }
+    proto_scalar(f, j)
+}
+
+/// Is `name` a wrapper message (`google.protobuf.BoolValue`, ...)?
+pub fn is_wrapper(name: &str) -> bool {
+    name.starts_with("google.protobuf.")
+        && name.ends_with("Value")
+        && name != "google.protobuf.Value"
+}
+
+/// Seconds and nanos of a proto-JSON Duration (`"1.5s"`).
+pub fn duration_parts(j: &Value) -> (i64, i64) {
+    let s = match j {
+        Value::String(s) => s.trim_end_matches('s'),
+        Value::Object(o) => {
+            let g = |k: &str| {
+                o.get(k)
+                    .and_then(|v| v.as_i64().or_else(|| v.as_str()?.parse().ok()))
+                    .unwrap_or(0)
+            };
+            return (g("seconds"), g("nanos"));
+        }
+        _ => return (0, 0),
+    };
+    let neg = s.starts_with('-');
+    let s = s.trim_start_matches('-');
+    let (int, frac) = s.split_once('.').unwrap_or((s, ""));
+    let secs: i64 = int.parse().unwrap_or(0);
+    let mut nanos: i64 = 0;
+    for (i, c) in frac.chars().take(9).enumerate() {
+        nanos += i64::from(c.to_digit(10).unwrap_or(0)) * 10i64.pow(8 - i as u32);
+    }
+    if neg {
+        (-secs, -nanos)
+    } else {
+        (secs, nanos)
+    }
+}

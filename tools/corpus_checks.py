@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""Checks on every injected output of Istio's conformance corpus (kube-inject cases):
+
+1. the output validates with `kubernetes-validate --strict` (kinds without a schema, such as
+   OpenShift's DeploymentConfig, are reported and skipped by the validator);
+2. injecting the output again changes nothing (idempotency), compared as YAML trees with the
+   status annotation's version blanked.
+
+Usage: tools/corpus_checks.py OUTRIGGER_BINARY CORPUS_DIR
+Last line: "N passed, M failed"; exit 1 on any failure.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import yaml
+
+
+def run(binary, corpus, case, input_path):
+    settings = os.path.join(corpus, case["settings"])
+    mesh = os.path.join(corpus, case["mesh_override"]) if case.get("mesh_override") else os.path.join(settings, "mesh.yaml")
+    env = dict(os.environ)
+    env.update(case.get("env") or {})
+    cmd = [binary, "inject", "--injectConfigFile", os.path.join(settings, "config.yaml"),
+           "--valuesFile", os.path.join(settings, "values.json"), "--meshConfigFile", mesh,
+           "--native-sidecars", "true" if case.get("native_sidecars") else "false", "-f", input_path]
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
+
+
+def docs(text):
+    return [d for d in yaml.safe_load_all(text) if d is not None]
+
+
+def main():
+    binary, corpus = sys.argv[1], sys.argv[2]
+    cases = json.load(open(os.path.join(corpus, "cases.json")))
+    passed = failed = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for c in cases:
+            if not c["kube_inject"] or c.get("expected_error"):
+                continue
+            name = c["name"].replace("/", "_")
+            first = run(binary, corpus, c, os.path.join(corpus, c["input"]))
+            problems = []
+            if first.returncode != 0:
+                problems.append("injection failed: " + first.stderr.strip().splitlines()[-1:][0] if first.stderr.strip() else "injection failed")
+            else:
+                out = os.path.join(tmp, name + ".yaml")
+                with open(out, "w") as f:
+                    f.write(first.stdout)
+                v = subprocess.run(["kubernetes-validate", "--strict", "--quiet", "--no-warn", out],
+                                   capture_output=True, text=True)
+                if v.returncode != 0:
+                    problems.append("kubernetes-validate: " + (v.stdout + v.stderr).strip()[:300])
+                second = run(binary, corpus, c, out)
+                if second.returncode != 0:
+                    problems.append("re-injection failed: " + second.stderr.strip()[:200])
+                elif docs(second.stdout) != docs(first.stdout):
+                    problems.append("re-injection changed the output")
+            if problems:
+                failed += 1
+                print("FAIL  %s: %s" % (c["name"], "; ".join(problems)))
+            else:
+                passed += 1
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
