@@ -81,8 +81,9 @@ pub struct Context<'a> {
     pub nodes: Option<&'a [Node]>,
     /// `PLATFORM=openshift`.
     pub openshift: bool,
-    /// Annotations of the pod's Namespace object, when the caller could fetch it (OpenShift).
-    pub namespace_annotations: Option<&'a Map<String, Value>>,
+    /// Annotations of the Namespace objects the caller knows, by namespace name (OpenShift
+    /// UID/GID, spec §4.7); `None` when it has no namespace source.
+    pub namespaces: Option<&'a BTreeMap<String, Map<String, Value>>>,
     /// `COMPLIANCE_POLICY` of the process.
     pub compliance_policy: &'a str,
 }
@@ -219,6 +220,7 @@ pub fn review(body: &[u8], path: &str, ctx: &Context<'_>) -> Reviewed {
         }
     };
     prepare_pod(&mut pod, &req.namespace);
+    let received = pod.clone();
     out.namespace = meta_str(&pod, "namespace").to_string();
     out.pod_name = potential_name(&pod);
 
@@ -246,7 +248,14 @@ pub fn review(body: &[u8], path: &str, ctx: &Context<'_>) -> Reviewed {
     warnings.extend(env_warnings);
     let uid_gid = if ctx.openshift {
         reset_openshift_proxy_user(&mut pod, &mut warnings);
-        ctx.namespace_annotations.map(proxy_uid_gid)
+        let annotations = ctx.namespaces.and_then(|n| n.get(meta_str(&pod, "namespace")));
+        if annotations.is_none() {
+            warnings.push(format!(
+                "unable to fetch namespace, failed to get client for {:?}",
+                inject::DEFAULT_CLUSTER_ID
+            ));
+        }
+        annotations.map(proxy_uid_gid)
     } else {
         None
     };
@@ -270,7 +279,11 @@ pub fn review(body: &[u8], path: &str, ctx: &Context<'_>) -> Reviewed {
     match result {
         Ok(Ok(injected)) => {
             out.warnings.extend(injected.warnings);
-            let patch = gojson::to_string(&injected.patch);
+            // Diff against the pod exactly as received (after managedFields removal and namespace
+            // defaulting), so the patch applies to the caller's document by construction even
+            // where our typed normalisation and the caller's serialisation differ.
+            let ops = crate::patch::create(&received, &injected.pod);
+            let patch = gojson::to_string(&ops);
             finish(
                 Some(req.version),
                 req.uid,
@@ -930,7 +943,7 @@ mod tests {
             native_mode: NativeMode::Disabled,
             nodes: None,
             openshift: false,
-            namespace_annotations: None,
+            namespaces: None,
             compliance_policy: "",
         }
     }

@@ -1,6 +1,7 @@
 //! HTTP routing and the admission handler: limits, `Content-Type`, metrics and logs around
 //! [`outrigger_inject::admission::review`].
 
+use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -15,6 +16,7 @@ use hyper::header::{HeaderValue, CONTENT_LENGTH, CONTENT_TYPE, LOCATION};
 use hyper::{Request, Response, StatusCode};
 use outrigger_inject::admission::{self, NativeMode, Outcome};
 use outrigger_inject::config::Snapshot;
+use serde_json::{Map, Value};
 use tokio::sync::Semaphore;
 
 use super::metrics::Metrics;
@@ -42,6 +44,8 @@ pub struct InjectSettings {
     pub openshift: bool,
     /// `COMPLIANCE_POLICY`.
     pub compliance_policy: String,
+    /// Static Namespace annotations (`--namespace-annotations`), by namespace.
+    pub namespaces: Option<BTreeMap<String, Map<String, Value>>>,
 }
 
 /// Everything a request needs, shared by all connections.
@@ -261,7 +265,7 @@ fn run_review(state: &State, body: &[u8], path: &str) -> Result<admission::Revie
         native_mode: state.inject.native_mode,
         nodes: None,
         openshift: state.inject.openshift,
-        namespace_annotations: None,
+        namespaces: state.inject.namespaces.as_ref(),
         compliance_policy: &state.inject.compliance_policy,
     };
     catch_unwind(AssertUnwindSafe(|| admission::review(body, path, &ctx)))

@@ -12,6 +12,7 @@ pub mod server;
 pub mod snapshot;
 pub mod tls;
 
+use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,6 +22,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use arc_swap::ArcSwap;
 use outrigger_inject::admission::NativeMode;
+use serde_json::{Map, Value};
 use tokio::sync::{watch, Semaphore};
 
 use crate::settings;
@@ -105,6 +107,10 @@ pub struct ServeArgs {
     /// Debounce of file-change events before a reload.
     #[arg(long = "reload-debounce", default_value = "100ms", value_parser = parse_duration)]
     pub reload_debounce: Duration,
+    /// JSON file `{"<namespace>": {"<annotation>": "<value>"}}`: Namespace annotations used with
+    /// `PLATFORM=openshift` (UID/GID ranges) where the server has no Kubernetes API access.
+    #[arg(long = "namespace-annotations")]
+    pub namespace_annotations: Option<PathBuf>,
     /// Tokio worker threads (default: number of CPUs).
     #[arg(long = "worker-threads")]
     pub worker_threads: Option<usize>,
@@ -263,6 +269,7 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
             native_mode: native_mode(args.native_sidecars),
             openshift: env("PLATFORM").eq_ignore_ascii_case("openshift"),
             compliance_policy: compliance.clone(),
+            namespaces: load_namespaces(args.namespace_annotations.as_deref())?,
         },
         permits: Semaphore::new(args.max_concurrency.max(1)),
         draining: AtomicBool::new(false),
@@ -316,6 +323,15 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
     state.permits.close();
     tracing::info!("shutdown complete");
     Ok(())
+}
+
+/// Read `--namespace-annotations`.
+fn load_namespaces(path: Option<&std::path::Path>) -> Result<Option<BTreeMap<String, Map<String, Value>>>> {
+    let Some(path) = path else { return Ok(None) };
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let v: BTreeMap<String, Map<String, Value>> = serde_json::from_str(&text)
+        .with_context(|| format!("{}: expected {{\"<namespace>\": {{\"<annotation>\": \"<value>\"}}}}", path.display()))?;
+    Ok(Some(v))
 }
 
 async fn wait_for_signal() -> Result<&'static str> {
