@@ -248,7 +248,9 @@ pub fn review(body: &[u8], path: &str, ctx: &Context<'_>) -> Reviewed {
     warnings.extend(env_warnings);
     let uid_gid = if ctx.openshift {
         reset_openshift_proxy_user(&mut pod, &mut warnings);
-        let annotations = ctx.namespaces.and_then(|n| n.get(meta_str(&pod, "namespace")));
+        let annotations = ctx
+            .namespaces
+            .and_then(|n| n.get(meta_str(&pod, "namespace")));
         if annotations.is_none() {
             warnings.push(format!(
                 "unable to fetch namespace, failed to get client for {:?}",

@@ -405,7 +405,6 @@ async fn load_loop(
     stop: Arc<AtomicBool>,
     ok: Arc<AtomicU64>,
     failures: Arc<Mutex<Vec<String>>>,
-    reasons: Arc<Mutex<Vec<String>>>,
 ) {
     let mut i = 0u64;
     while !stop.load(Ordering::Relaxed) {
@@ -426,7 +425,6 @@ async fn load_loop(
             }
             Err(e) => failures.lock().unwrap().push(e),
         }
-        let _ = &reasons;
     }
 }
 
@@ -442,7 +440,6 @@ impl Load {
         let stop = Arc::new(AtomicBool::new(false));
         let ok = Arc::new(AtomicU64::new(0));
         let failures = Arc::new(Mutex::new(Vec::new()));
-        let reasons = Arc::new(Mutex::new(Vec::new()));
         let mut tasks = Vec::new();
         for c in conns {
             for _ in 0..per_conn {
@@ -451,7 +448,6 @@ impl Load {
                     stop.clone(),
                     ok.clone(),
                     failures.clone(),
-                    reasons.clone(),
                 )));
             }
         }
@@ -883,7 +879,10 @@ async fn embedded_default_injects_with_path_parameters() {
     );
     // Re-injecting the injected pod is idempotent.
     let again = c
-        .post("/inject", review(V1, "again", "default", injected.clone()))
+        .post(
+            "/inject/cluster/c1/net/n1/custom_env/foo",
+            review(V1, "again", "default", injected.clone()),
+        )
         .await
         .unwrap()
         .json();

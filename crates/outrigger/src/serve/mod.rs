@@ -326,11 +326,19 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
 }
 
 /// Read `--namespace-annotations`.
-fn load_namespaces(path: Option<&std::path::Path>) -> Result<Option<BTreeMap<String, Map<String, Value>>>> {
+fn load_namespaces(
+    path: Option<&std::path::Path>,
+) -> Result<Option<BTreeMap<String, Map<String, Value>>>> {
     let Some(path) = path else { return Ok(None) };
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let v: BTreeMap<String, Map<String, Value>> = serde_json::from_str(&text)
-        .with_context(|| format!("{}: expected {{\"<namespace>\": {{\"<annotation>\": \"<value>\"}}}}", path.display()))?;
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let v: BTreeMap<String, Map<String, Value>> =
+        serde_json::from_str(&text).with_context(|| {
+            format!(
+                "{}: expected {{\"<namespace>\": {{\"<annotation>\": \"<value>\"}}}}",
+                path.display()
+            )
+        })?;
     Ok(Some(v))
 }
 
