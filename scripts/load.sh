@@ -69,6 +69,10 @@ h2load -t "$THREADS" -c "$CLIENTS" -m "$STREAMS" -D "$DURATION" --warm-up-time 2
   --log-file "$work/h2load.log" "$url" > "$work/h2load.out"
 
 rss_kb=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status")
+# Server CPU time (user + system, clock ticks) over its whole life, for CPU cost per request:
+# the machine is shared, so throughput alone depends on what else runs.
+ticks=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+hz=$(getconf CLK_TCK)
 metrics=$(curl -sS --cacert "$work/ca.pem" "https://localhost:$PORT/metrics")
 kill -TERM "$pid"; wait "$pid" || true
 
@@ -80,7 +84,7 @@ read -r n p50 p99 < <(awk '{print $3}' "$work/h2load.log" | sort -n | awk '
   print NR, v[i50], v[i99]}')
 rps=$(grep -E '^finished in' "$work/h2load.out" | sed -E 's/.* ([0-9.]+) req\/s.*/\1/')
 errors=$(grep -E '^requests:' "$work/h2load.out" | sed -E 's/.* ([0-9]+) errored.*/\1/')
-non2xx=$(grep -E '^status codes:' "$work/h2load.out" | awk '{gsub(",","",$0); print $6+$8+$10}')
+non2xx=$(grep -E '^status codes:' "$work/h2load.out" | awk '{gsub(",","",$0); print $5+$7+$9}')
 m() { printf '%s\n' "$metrics" | awk -v s="$1" 'index($0, s" ")==1 {print $2}' | head -1; }
 echo "---- outrigger load test ($POD pod, ${CLIENTS}x${STREAMS} streams, ${DURATION}s, log level $LOG_LEVEL)"
 echo "throughput_rps=$rps"
@@ -88,4 +92,7 @@ echo "latency_p50_ms=$(awk -v x="$p50" 'BEGIN {printf "%.3f", x/1000}') latency_
 echo "errors=$errors non_2xx=$non2xx"
 echo "server_injected=$(m outrigger_injections_total) server_requests=$(m sidecar_injection_requests_total)"
 printf '%s\n' "$metrics" | grep -E '^sidecar_injection_(skip|failure)_total' || true
+reqs=$(m sidecar_injection_requests_total)
+echo "server_cpu_s=$(awk -v t="$ticks" -v hz="$hz" 'BEGIN {printf "%.2f", t/hz}') cpu_us_per_request=$(awk -v t="$ticks" -v hz="$hz" -v n="${reqs:-0}" 'BEGIN {if (n>0) printf "%.0f", t/hz*1e6/n; else print "n/a"}')"
+echo "load_average=$(cut -d' ' -f1-3 /proc/loadavg) cpus=$(nproc)"
 echo "peak_rss_mib=$(awk -v k="$rss_kb" 'BEGIN {printf "%.1f", k/1024}')"

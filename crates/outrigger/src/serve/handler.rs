@@ -76,7 +76,8 @@ where
     B: Body<Data = Bytes> + Send + 'static,
     B::Error: std::error::Error + Send + Sync + 'static,
 {
-    let raw_path = req.uri().path().to_string();
+    // Go's ServeMux routes and cleans the decoded path.
+    let raw_path = percent_decode(req.uri().path());
     if let Some(clean) = clean_path(&raw_path) {
         let mut r = text(StatusCode::MOVED_PERMANENTLY, "Moved Permanently");
         if let Ok(v) = HeaderValue::from_str(&clean) {
