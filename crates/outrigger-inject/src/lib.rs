@@ -8,6 +8,7 @@
 //! [`postprocess`] → [`patch`]. Pods stay `serde_json::Value` trees end to end, so fields unknown
 //! to our tables are never lost.
 
+pub mod admission;
 pub mod config;
 pub mod decision;
 pub mod defaults;

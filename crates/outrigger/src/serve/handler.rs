@@ -1,0 +1,385 @@
+//! HTTP routing and the admission handler: limits, `Content-Type`, metrics and logs around
+//! [`outrigger_inject::admission::review`].
+
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use arc_swap::ArcSwap;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
+use hyper::body::Body;
+use hyper::header::{HeaderValue, CONTENT_LENGTH, CONTENT_TYPE, LOCATION};
+use hyper::{Request, Response, StatusCode};
+use outrigger_inject::admission::{self, NativeMode, Outcome};
+use outrigger_inject::config::Snapshot;
+use serde_json::{Map, Value};
+use tokio::sync::Semaphore;
+
+use super::metrics::Metrics;
+use super::tls::CertStore;
+
+/// Bodies larger than this are processed on the blocking pool, so a huge pod cannot stall the
+/// I/O workers.
+const INLINE_BODY_LIMIT: usize = 128 * 1024;
+
+/// Request limits.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Maximum request body in bytes (413 beyond).
+    pub max_body: usize,
+    /// Deadline for one admission request, from arrival to response.
+    pub deadline: Duration,
+}
+
+/// Process-wide injection settings.
+#[derive(Debug, Clone)]
+pub struct InjectSettings {
+    /// Native sidecar mode.
+    pub native_mode: NativeMode,
+    /// `PLATFORM=openshift`.
+    pub openshift: bool,
+    /// `COMPLIANCE_POLICY`.
+    pub compliance_policy: String,
+    /// Static Namespace annotations (`--namespace-annotations`), by namespace.
+    pub namespaces: Option<BTreeMap<String, Map<String, Value>>>,
+}
+
+/// Everything a request needs, shared by all connections.
+#[derive(Debug)]
+pub struct State {
+    /// The configuration in force (swapped on reload).
+    pub snapshot: ArcSwap<Snapshot>,
+    /// The serving certificate.
+    pub certs: Arc<CertStore>,
+    /// Metrics.
+    pub metrics: Arc<Metrics>,
+    /// Limits.
+    pub limits: Limits,
+    /// Injection settings.
+    pub inject: InjectSettings,
+    /// Bounds the admission requests processed at once.
+    pub permits: Semaphore,
+    /// Set on SIGTERM: `/readyz` fails while requests are still served.
+    pub draining: AtomicBool,
+}
+
+/// The response type of every route.
+pub type Resp = Response<Full<Bytes>>;
+
+/// Route a request.
+pub async fn handle<B>(state: Arc<State>, req: Request<B>) -> Result<Resp, Infallible>
+where
+    B: Body<Data = Bytes> + Send + 'static,
+    B::Error: std::error::Error + Send + Sync + 'static,
+{
+    // Go's ServeMux routes and cleans the decoded path.
+    let raw_path = percent_decode(req.uri().path());
+    if let Some(clean) = clean_path(&raw_path) {
+        let mut r = text(StatusCode::MOVED_PERMANENTLY, "Moved Permanently");
+        if let Ok(v) = HeaderValue::from_str(&clean) {
+            r.headers_mut().insert(LOCATION, v);
+        }
+        return Ok(r);
+    }
+    let resp = match raw_path.as_str() {
+        "/inject" => inject(&state, req).await,
+        p if p.starts_with("/inject/") => inject(&state, req).await,
+        "/healthz" => text(StatusCode::OK, "ok"),
+        "/readyz" => readyz(&state),
+        "/metrics" => {
+            let mut r = Response::new(Full::new(Bytes::from(state.metrics.encode())));
+            r.headers_mut().insert(
+                CONTENT_TYPE,
+                HeaderValue::from_static(
+                    "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                ),
+            );
+            r
+        }
+        _ => text(StatusCode::NOT_FOUND, "404 page not found"),
+    };
+    Ok(resp)
+}
+
+fn readyz(state: &State) -> Resp {
+    if state.draining.load(Ordering::Relaxed) {
+        text(StatusCode::SERVICE_UNAVAILABLE, "shutting down")
+    } else if !state.certs.valid_now() {
+        text(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "serving certificate expired",
+        )
+    } else {
+        text(StatusCode::OK, "ok")
+    }
+}
+
+/// A plain-text response in Go's `http.Error` convention (message + newline, `nosniff`).
+pub fn text(status: StatusCode, msg: &str) -> Resp {
+    let mut r = Response::new(Full::new(Bytes::from(format!("{msg}\n"))));
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    r.headers_mut().insert(
+        "x-content-type-options",
+        HeaderValue::from_static("nosniff"),
+    );
+    r
+}
+
+/// Decrements the in-flight gauge when dropped.
+struct Inflight<'a>(&'a Metrics);
+
+impl Drop for Inflight<'_> {
+    fn drop(&mut self) {
+        self.0.inflight.dec();
+    }
+}
+
+async fn inject<B>(state: &Arc<State>, req: Request<B>) -> Resp
+where
+    B: Body<Data = Bytes> + Send + 'static,
+    B::Error: std::error::Error + Send + Sync + 'static,
+{
+    let start = Instant::now();
+    let m = &state.metrics;
+    m.requests.inc();
+    let resp =
+        match tokio::time::timeout(state.limits.deadline, inject_inner(state, req, start)).await {
+            Ok(r) => r,
+            Err(_) => {
+                m.fail("deadline_exceeded");
+                tracing::error!(deadline = ?state.limits.deadline, "request deadline exceeded");
+                text(
+                    StatusCode::GATEWAY_TIMEOUT,
+                    &format!("request deadline of {:?} exceeded", state.limits.deadline),
+                )
+            }
+        };
+    m.time.observe(start.elapsed().as_secs_f64());
+    resp
+}
+
+fn http_error(m: &Metrics, status: StatusCode, reason: &str, msg: &str) -> Resp {
+    m.fail(reason);
+    tracing::error!(reason, status = status.as_u16(), "{msg}");
+    text(status, msg)
+}
+
+async fn inject_inner<B>(state: &Arc<State>, req: Request<B>, start: Instant) -> Resp
+where
+    B: Body<Data = Bytes> + Send + 'static,
+    B::Error: std::error::Error + Send + Sync + 'static,
+{
+    let m = &state.metrics;
+    let max = state.limits.max_body;
+    let too_large = format!("Request entity too large: limit is {max}");
+    let declared = req
+        .headers()
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > max as u64) {
+        return http_error(
+            m,
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "body_too_large",
+            &too_large,
+        );
+    }
+    let path = percent_decode(req.uri().path());
+    let json_type = req
+        .headers()
+        .get(CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes() == b"application/json");
+    let content_type = req
+        .headers()
+        .get(CONTENT_TYPE)
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+    let body = match Limited::new(req.into_body(), max).collect().await {
+        Ok(c) => c.to_bytes(),
+        Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => {
+            return http_error(
+                m,
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "body_too_large",
+                &too_large,
+            )
+        }
+        Err(e) => return http_error(m, StatusCode::BAD_REQUEST, "body_read", &e.to_string()),
+    };
+    if body.is_empty() {
+        return http_error(m, StatusCode::BAD_REQUEST, "empty_body", "no body found");
+    }
+    if !json_type {
+        m.fail("content_type");
+        tracing::error!(
+            reason = "content_type",
+            "contentType={}, expect application/json",
+            content_type.unwrap_or_default()
+        );
+        return text(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "invalid Content-Type, want `application/json`",
+        );
+    }
+    let Ok(_permit) = state.permits.acquire().await else {
+        return http_error(
+            m,
+            StatusCode::SERVICE_UNAVAILABLE,
+            "shutting_down",
+            "server is shutting down",
+        );
+    };
+    m.inflight.inc();
+    let _inflight = Inflight(m);
+    let reviewed = if body.len() > INLINE_BODY_LIMIT {
+        let st = state.clone();
+        let p = path.clone();
+        match tokio::task::spawn_blocking(move || run_review(&st, &body, &p)).await {
+            Ok(r) => r,
+            Err(e) => Err(format!("admission task failed: {e}")),
+        }
+    } else {
+        run_review(state, &body, &path)
+    };
+    let reviewed = match reviewed {
+        Ok(r) => r,
+        Err(msg) => {
+            return http_error(m, StatusCode::INTERNAL_SERVER_ERROR, "internal_error", &msg)
+        }
+    };
+    respond(state, reviewed, &path, start)
+}
+
+/// Run the pure admission logic on the current snapshot; a panic becomes an error.
+fn run_review(state: &State, body: &[u8], path: &str) -> Result<admission::Reviewed, String> {
+    let snapshot = state.snapshot.load_full();
+    let ctx = admission::Context {
+        snapshot: &snapshot,
+        native_mode: state.inject.native_mode,
+        nodes: None,
+        openshift: state.inject.openshift,
+        namespaces: state.inject.namespaces.as_ref(),
+        compliance_policy: &state.inject.compliance_policy,
+    };
+    catch_unwind(AssertUnwindSafe(|| admission::review(body, path, &ctx)))
+        .map_err(|_| "internal error: admission review panicked".to_string())
+}
+
+fn respond(state: &State, r: admission::Reviewed, path: &str, start: Instant) -> Resp {
+    let m = &state.metrics;
+    for w in &r.warnings {
+        tracing::warn!(uid = %r.uid, namespace = %r.namespace, pod = %r.pod_name, "{w}");
+    }
+    let elapsed_us = u64::try_from(start.elapsed().as_micros()).unwrap_or(u64::MAX);
+    match &r.outcome {
+        Outcome::Injected => {
+            m.injected.inc();
+            tracing::info!(uid = %r.uid, namespace = %r.namespace, pod = %r.pod_name, path, decision = %r.decision,
+                outcome = "injected", elapsed_us, "sidecar injected");
+            tracing::debug!(uid = %r.uid, patch = r.patch.as_deref().unwrap_or(""), "AdmissionResponse");
+        }
+        Outcome::Skipped(reason) => {
+            m.skipped(reason.code());
+            tracing::info!(uid = %r.uid, namespace = %r.namespace, pod = %r.pod_name, path, decision = %r.decision,
+                outcome = "skipped", reason = reason.code(), elapsed_us, "Skipping due to policy check");
+        }
+        Outcome::Failed(f) => {
+            m.fail(f.reason);
+            tracing::error!(uid = %r.uid, namespace = %r.namespace, pod = %r.pod_name, path, outcome = "failed",
+                reason = f.reason, elapsed_us, "{}", f.message);
+            if f.malformed {
+                return text(
+                    StatusCode::BAD_REQUEST,
+                    &format!("malformed AdmissionReview: {}", f.message),
+                );
+            }
+        }
+    }
+    m.success.inc();
+    let mut resp = Response::new(Full::new(Bytes::from(r.response)));
+    resp.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    resp
+}
+
+/// Decode `%XX` escapes (invalid escapes are kept verbatim; invalid UTF-8 is replaced).
+pub fn percent_decode(path: &str) -> String {
+    if !path.contains('%') {
+        return path.to_string();
+    }
+    let b = path.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        if b[i] == b'%' && i + 2 < b.len() {
+            if let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2])) {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Go `ServeMux` path hygiene: `Some(cleaned)` when the path has `.`/`..` segments or repeated
+/// slashes (answered with a 301 redirect).
+pub fn clean_path(path: &str) -> Option<String> {
+    if path.is_empty() || !path.starts_with('/') {
+        return None;
+    }
+    let mut parts: Vec<&str> = Vec::new();
+    for seg in path.split('/').skip(1) {
+        match seg {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            s => parts.push(s),
+        }
+    }
+    let mut clean = format!("/{}", parts.join("/"));
+    let trailing = path.ends_with('/') || path.ends_with("/.") || path.ends_with("/..");
+    if trailing && clean != "/" {
+        clean.push('/');
+    }
+    (clean != path).then_some(clean)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn path_hygiene_matches_go_servemux() {
+        assert_eq!(clean_path("/inject"), None);
+        assert_eq!(clean_path("/inject/"), None);
+        assert_eq!(clean_path("/inject/cluster/c1/"), None);
+        assert_eq!(clean_path("//inject"), Some("/inject".into()));
+        assert_eq!(clean_path("/inject/./x"), Some("/inject/x".into()));
+        assert_eq!(clean_path("/a/../inject"), Some("/inject".into()));
+        assert_eq!(clean_path("/inject/x/.."), Some("/inject/".into()));
+    }
+
+    #[test]
+    fn percent_decoding() {
+        assert_eq!(
+            percent_decode("/inject/cluster/a%2Fb"),
+            "/inject/cluster/a/b"
+        );
+        assert_eq!(percent_decode("/x%"), "/x%");
+        assert_eq!(percent_decode("/x%4"), "/x%4");
+        assert_eq!(percent_decode("/x%zz%41"), "/x%zzA");
+    }
+}

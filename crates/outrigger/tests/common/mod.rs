@@ -1,0 +1,413 @@
+//! Shared helpers of the server integration tests: start the real binary on 127.0.0.1 and talk
+//! to it over TLS (HTTP/2 or HTTP/1.1 by ALPN) trusting only the CA the test was given.
+#![allow(dead_code)]
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full};
+use hyper::body::{Body, Frame};
+use hyper::client::conn::{http1, http2};
+use hyper::{HeaderMap, Request};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use rustls::pki_types::ServerName;
+use serde_json::{json, Value};
+
+/// A running `outrigger serve`.
+pub struct Server {
+    child: Child,
+    /// Listening address.
+    pub addr: SocketAddr,
+    /// Log lines (JSON) seen so far.
+    pub logs: Arc<Mutex<Vec<String>>>,
+}
+
+/// A fresh scratch directory for one test.
+pub fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("outrigger-it-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create scratch dir");
+    dir
+}
+
+impl Server {
+    /// Start the binary with `args` (after `serve --address 127.0.0.1 --port 0 --log-format json`)
+    /// and wait until it listens.
+    pub fn start(args: &[&str], env: &[(&str, &str)]) -> Server {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_outrigger"));
+        cmd.args([
+            "serve",
+            "--address",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--log-format",
+            "json",
+        ])
+        .args(args);
+        for var in [
+            "ENABLE_NATIVE_SIDECARS",
+            "PLATFORM",
+            "COMPLIANCE_POLICY",
+            "RUST_LOG",
+            "POD_NAMESPACE",
+        ] {
+            cmd.env_remove(var);
+        }
+        cmd.env("RUST_BACKTRACE", "0");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn outrigger");
+        let stderr = child.stderr.take().expect("stderr piped");
+        let logs = Arc::new(Mutex::new(Vec::new()));
+        let sink = logs.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                sink.lock().expect("log lock").push(line);
+            }
+        });
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let found = logs.lock().expect("log lock").iter().find_map(|l| {
+                let v: Value = serde_json::from_str(l).ok()?;
+                (v["message"]
+                    .as_str()?
+                    .starts_with("outrigger webhook listening"))
+                .then(|| v["address"].as_str().map(str::to_string))?
+            });
+            if let Some(a) = found {
+                let addr = a.parse().expect("address parses");
+                return Server { child, addr, logs };
+            }
+            if let Ok(Some(status)) = child.try_wait() {
+                panic!(
+                    "server exited early ({status}):\n{}",
+                    logs.lock().expect("log lock").join("\n")
+                );
+            }
+            assert!(
+                Instant::now() < deadline,
+                "server did not start:\n{}",
+                logs.lock().expect("log lock").join("\n")
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Send SIGTERM.
+    pub fn sigterm(&self) {
+        let ok = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(ok.success());
+    }
+
+    /// Wait for the process to exit.
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if let Ok(Some(s)) = self.child.try_wait() {
+                return Some(s);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+
+    /// All log lines joined.
+    pub fn log_text(&self) -> String {
+        self.logs.lock().expect("log lock").join("\n")
+    }
+
+    /// Wait until a log line contains `needle`.
+    pub async fn wait_log(&self, needle: &str, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if self
+                .logs
+                .lock()
+                .expect("log lock")
+                .iter()
+                .any(|l| l.contains(needle))
+            {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        false
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A request body with no known length (no `content-length` header is sent).
+pub struct Chunks(pub VecDeque<Bytes>);
+
+impl Body for Chunks {
+    type Data = Bytes;
+    type Error = Infallible;
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        Poll::Ready(self.0.pop_front().map(|b| Ok(Frame::data(b))))
+    }
+}
+
+/// The request body type of the clients.
+pub type ReqBody = BoxBody<Bytes, Infallible>;
+
+/// A body with a known length.
+pub fn full(b: impl Into<Bytes>) -> ReqBody {
+    Full::new(b.into()).boxed()
+}
+
+/// A response.
+#[derive(Debug)]
+pub struct Resp {
+    /// Status code.
+    pub status: u16,
+    /// Headers.
+    pub headers: HeaderMap,
+    /// Body.
+    pub body: Bytes,
+}
+
+impl Resp {
+    /// Body as JSON.
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("response is not JSON ({e}): {:?}", self.body))
+    }
+    /// Body as text.
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+}
+
+/// TLS client config trusting only the given PEM CAs, with the given ALPN protocols.
+pub fn client_config(cas: &[&[u8]], alpn: &[&[u8]], tls12_only: bool) -> rustls::ClientConfig {
+    let mut roots = rustls::RootCertStore::empty();
+    for pem in cas {
+        for cert in rustls_pemfile::certs(&mut &**pem) {
+            roots
+                .add(cert.expect("CA PEM parses"))
+                .expect("CA is a valid certificate");
+        }
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ClientConfig::builder_with_provider(provider);
+    let builder = if tls12_only {
+        builder.with_protocol_versions(&[&rustls::version::TLS12])
+    } else {
+        builder.with_safe_default_protocol_versions()
+    }
+    .expect("protocol versions");
+    let mut cfg = builder.with_root_certificates(roots).with_no_client_auth();
+    cfg.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    cfg
+}
+
+/// Connect with TLS; returns the stream and the negotiated ALPN protocol.
+pub async fn tls_connect(
+    addr: SocketAddr,
+    cfg: rustls::ClientConfig,
+) -> Result<
+    (
+        tokio_rustls::client::TlsStream<tokio::net::TcpStream>,
+        Option<Vec<u8>>,
+    ),
+    String,
+> {
+    let tcp = tokio::net::TcpStream::connect(addr)
+        .await
+        .map_err(|e| format!("connect: {e}"))?;
+    let _ = tcp.set_nodelay(true);
+    let name = ServerName::try_from("localhost").expect("valid name");
+    let tls = tokio_rustls::TlsConnector::from(Arc::new(cfg))
+        .connect(name, tcp)
+        .await
+        .map_err(|e| format!("tls: {e}"))?;
+    let alpn = tls.get_ref().1.alpn_protocol().map(<[u8]>::to_vec);
+    Ok((tls, alpn))
+}
+
+/// An HTTP/2 client connection (cheap to clone; requests multiplex).
+#[derive(Clone)]
+pub struct H2 {
+    send: http2::SendRequest<ReqBody>,
+}
+
+impl H2 {
+    /// Connect trusting only `ca`.
+    pub async fn connect(addr: SocketAddr, ca: &[u8]) -> Result<H2, String> {
+        H2::connect_with(addr, client_config(&[ca], &[b"h2"], false)).await
+    }
+
+    /// Connect with a given TLS config (ALPN must offer h2).
+    pub async fn connect_with(addr: SocketAddr, cfg: rustls::ClientConfig) -> Result<H2, String> {
+        let (tls, alpn) = tls_connect(addr, cfg).await?;
+        if alpn.as_deref() != Some(b"h2") {
+            return Err(format!("ALPN negotiated {alpn:?}, want h2"));
+        }
+        let (send, conn) = http2::handshake(TokioExecutor::new(), TokioIo::new(tls))
+            .await
+            .map_err(|e| format!("h2 handshake: {e}"))?;
+        tokio::spawn(conn);
+        Ok(H2 { send })
+    }
+
+    /// Send one request.
+    pub async fn request(
+        &self,
+        method: &str,
+        path: &str,
+        content_type: Option<&str>,
+        body: ReqBody,
+    ) -> Result<Resp, String> {
+        let mut b = Request::builder()
+            .method(method)
+            .uri(format!("https://localhost{path}"));
+        if let Some(ct) = content_type {
+            b = b.header("content-type", ct);
+        }
+        let req = b.body(body).map_err(|e| e.to_string())?;
+        let mut send = self.send.clone();
+        send.ready().await.map_err(|e| format!("not ready: {e}"))?;
+        let resp = send
+            .send_request(req)
+            .await
+            .map_err(|e| format!("send: {e}"))?;
+        collect(resp).await
+    }
+
+    /// POST a JSON review to `path`.
+    pub async fn post(&self, path: &str, body: Vec<u8>) -> Result<Resp, String> {
+        self.request("POST", path, Some("application/json"), full(body))
+            .await
+    }
+
+    /// GET `path`.
+    pub async fn get(&self, path: &str) -> Result<Resp, String> {
+        self.request("GET", path, None, full(Bytes::new())).await
+    }
+}
+
+async fn collect(resp: hyper::Response<hyper::body::Incoming>) -> Result<Resp, String> {
+    let status = resp.status().as_u16();
+    let headers = resp.headers().clone();
+    let body = resp
+        .into_body()
+        .collect()
+        .await
+        .map_err(|e| format!("body: {e}"))?
+        .to_bytes();
+    Ok(Resp {
+        status,
+        headers,
+        body,
+    })
+}
+
+/// One HTTP/1.1 request on a fresh connection negotiated with ALPN `http/1.1`.
+pub async fn http1_request(
+    addr: SocketAddr,
+    ca: &[u8],
+    path: &str,
+    body: Option<Vec<u8>>,
+) -> Result<Resp, String> {
+    let (tls, alpn) = tls_connect(addr, client_config(&[ca], &[b"http/1.1"], false)).await?;
+    if alpn.as_deref() != Some(b"http/1.1") {
+        return Err(format!("ALPN negotiated {alpn:?}, want http/1.1"));
+    }
+    let (mut send, conn) = http1::handshake::<_, ReqBody>(TokioIo::new(tls))
+        .await
+        .map_err(|e| e.to_string())?;
+    tokio::spawn(conn);
+    let mut b = Request::builder().uri(path).header("host", "localhost");
+    let body = match body {
+        Some(bytes) => {
+            b = b.method("POST").header("content-type", "application/json");
+            full(bytes)
+        }
+        None => full(Bytes::new()),
+    };
+    let resp = send
+        .send_request(b.body(body).map_err(|e| e.to_string())?)
+        .await
+        .map_err(|e| e.to_string())?;
+    collect(resp).await
+}
+
+/// An AdmissionReview request document.
+pub fn review(api_version: &str, uid: &str, namespace: &str, pod: Value) -> Vec<u8> {
+    serde_json::to_vec(&json!({
+        "kind": "AdmissionReview",
+        "apiVersion": api_version,
+        "request": {"uid": uid, "namespace": namespace, "operation": "CREATE",
+            "kind": {"group": "", "version": "v1", "kind": "Pod"},
+            "resource": {"group": "", "version": "v1", "resource": "pods"},
+            "object": pod}
+    }))
+    .expect("serialisable")
+}
+
+/// Value of the first metrics line starting with `series` (exact series, then a space).
+pub fn metric(text: &str, series: &str) -> Option<f64> {
+    text.lines().find_map(|l| {
+        l.strip_prefix(series)?
+            .strip_prefix(' ')?
+            .trim()
+            .parse()
+            .ok()
+    })
+}
+
+/// Read `/metrics`.
+pub async fn metrics(c: &H2) -> String {
+    c.get("/metrics").await.expect("metrics request").text()
+}
+
+/// Write a ConfigMap-style volume: `dir/..<gen>/<files>`, `dir/..data -> ..<gen>`,
+/// `dir/<file> -> ..data/<file>`; later calls swap `..data` atomically, like the kubelet.
+pub fn write_volume(dir: &Path, generation: u32, files: &[(&str, &[u8])]) {
+    use std::os::unix::fs::symlink;
+    std::fs::create_dir_all(dir).expect("volume dir");
+    let gen_dir = dir.join(format!("..gen_{generation}"));
+    std::fs::create_dir_all(&gen_dir).expect("generation dir");
+    for (name, contents) in files {
+        std::fs::write(gen_dir.join(name), contents).expect("write volume file");
+    }
+    let tmp = dir.join("..data_tmp");
+    let _ = std::fs::remove_file(&tmp);
+    symlink(format!("..gen_{generation}"), &tmp).expect("symlink ..data_tmp");
+    std::fs::rename(&tmp, dir.join("..data")).expect("swap ..data");
+    for (name, _) in files {
+        let link = dir.join(name);
+        if std::fs::symlink_metadata(&link).is_err() {
+            symlink(format!("..data/{name}"), &link).expect("symlink file");
+        }
+    }
+}

@@ -1,0 +1,873 @@
+//! Integration tests of `outrigger serve`: the real binary on 127.0.0.1, a real TLS client
+//! (rustls, HTTP/2 and HTTP/1.1 by ALPN) trusting only the generated or given CA.
+
+mod common;
+
+use std::collections::VecDeque;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use common::*;
+use http_body_util::BodyExt;
+use serde_json::{json, Value};
+
+const V1: &str = "admission.k8s.io/v1";
+const V1BETA1: &str = "admission.k8s.io/v1beta1";
+
+const SELECTORS: &str = "neverInjectSelector:\n- matchLabels: {never: \"yes\"}\nalwaysInjectSelector:\n- matchLabels: {always: \"yes\"}\n";
+
+/// Start a server whose config is `policy: <policy>` plus the selectors; returns it and its CA.
+fn server_with_policy(
+    name: &str,
+    policy: &str,
+    extra: &[&str],
+) -> (Server, Vec<u8>, std::path::PathBuf) {
+    let dir = scratch(name);
+    std::fs::write(dir.join("config"), format!("policy: {policy}\n{SELECTORS}"))
+        .expect("write config");
+    let ca = dir.join("ca.pem");
+    let mut args = vec![
+        "--injectConfig".to_string(),
+        dir.join("config").display().to_string(),
+        "--injectValues".into(),
+        dir.join("values").display().to_string(),
+        "--meshConfig".into(),
+        dir.join("mesh").display().to_string(),
+        "--caBundleFile".into(),
+        ca.display().to_string(),
+    ];
+    if !extra.contains(&"--drain-delay") {
+        args.extend(["--drain-delay".to_string(), "100ms".to_string()]);
+    }
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let server = Server::start(&refs, &[]);
+    let pem = std::fs::read(&ca).expect("CA bundle written");
+    (server, pem, dir)
+}
+
+fn pod(name: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": {"app": name}},
+           "spec": {"containers": [{"name": "app", "image": "nginx"}]}})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_alpn_routes_and_health() {
+    let (server, ca, _dir) = server_with_policy("routes", "disabled", &[]);
+    let c = H2::connect(server.addr, &ca)
+        .await
+        .expect("h2 connection trusting the generated CA");
+    let r = c.get("/healthz").await.unwrap();
+    assert_eq!((r.status, r.text().as_str()), (200, "ok\n"));
+    assert_eq!(c.get("/readyz").await.unwrap().status, 200);
+    let m = metrics(&c).await;
+    assert!(
+        m.contains("# TYPE sidecar_injection_requests counter"),
+        "{m}"
+    );
+    assert!(
+        metric(&m, "outrigger_certificate_expiry_timestamp_seconds").is_some_and(|v| v > 1.7e9),
+        "{m}"
+    );
+    assert_eq!(c.get("/injectX").await.unwrap().status, 404);
+    assert_eq!(c.get("/nope").await.unwrap().status, 404);
+    let r = c.get("//inject").await.unwrap();
+    assert_eq!(r.status, 301);
+    assert_eq!(
+        r.headers.get("location").and_then(|v| v.to_str().ok()),
+        Some("/inject")
+    );
+    assert_eq!(c.get("/inject/../inject").await.unwrap().status, 301);
+
+    // HTTP/1.1 by ALPN, on the same port.
+    let r = http1_request(server.addr, &ca, "/healthz", None)
+        .await
+        .expect("http/1.1");
+    assert_eq!(r.status, 200);
+    let r = http1_request(
+        server.addr,
+        &ca,
+        "/inject",
+        Some(review(V1, "h1", "ns", pod("p"))),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json()["response"]["uid"], "h1");
+
+    // TLS 1.2 works; a client that does not trust the CA fails the handshake.
+    let tls12 = client_config(&[&ca], &[b"h2"], true);
+    let c12 = H2::connect_with(server.addr, tls12)
+        .await
+        .expect("TLS 1.2 client");
+    assert_eq!(c12.get("/healthz").await.unwrap().status, 200);
+    let other = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let untrusting = client_config(&[other.cert.pem().as_bytes()], &[b"h2"], false);
+    let err = H2::connect_with(server.addr, untrusting)
+        .await
+        .err()
+        .expect("untrusted CA must fail");
+    assert!(err.contains("tls"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn v1_and_v1beta1_are_answered_in_their_version() {
+    let (server, ca, _dir) = server_with_policy("versions", "disabled", &[]);
+    let c = H2::connect(server.addr, &ca).await.unwrap();
+    let r = c
+        .post("/inject", review(V1, "uid-v1", "ns", pod("a")))
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200);
+    assert_eq!(
+        r.headers.get("content-type").and_then(|v| v.to_str().ok()),
+        Some("application/json")
+    );
+    assert_eq!(
+        r.text(),
+        r#"{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","response":{"uid":"uid-v1","allowed":true}}"#
+    );
+    let r = c
+        .post(
+            "/inject/cluster/c1/net/n1",
+            review(V1BETA1, "uid-b1", "ns", pod("b")),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        r.text(),
+        r#"{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1beta1","response":{"uid":"uid-b1","allowed":true}}"#
+    );
+    let m = metrics(&c).await;
+    assert_eq!(metric(&m, "sidecar_injection_requests_total"), Some(2.0));
+    assert_eq!(metric(&m, "sidecar_injection_success_total"), Some(2.0));
+    assert!(
+        server.wait_log("uid-b1", Duration::from_secs(2)).await,
+        "request UID must be logged"
+    );
+    let logs = server.log_text();
+    let line = logs.lines().find(|l| l.contains("uid-b1")).unwrap();
+    let v: Value = serde_json::from_str(line).expect("JSON log line");
+    assert_eq!(
+        (
+            v["namespace"].as_str(),
+            v["pod"].as_str(),
+            v["outcome"].as_str()
+        ),
+        (Some("ns"), Some("b"), Some("skipped"))
+    );
+    assert_eq!(v["reason"], "policy_disabled");
+    assert!(v["decision"].as_str().is_some_and(|d| !d.is_empty()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_skip_reason() {
+    let (enabled, ca, _d1) = server_with_policy("skip-enabled", "enabled", &[]);
+    let c = H2::connect(enabled.addr, &ca).await.unwrap();
+    let cases = [
+        (
+            json!({"metadata": {"name": "h"}, "spec": {"hostNetwork": true, "containers": [{"name": "a"}]}}),
+            "ns",
+            "host_network",
+        ),
+        (pod("sys"), "kube-system", "ignored_namespace"),
+        (
+            json!({"metadata": {"name": "l", "labels": {"sidecar.istio.io/inject": "false"}}}),
+            "ns",
+            "label_disabled",
+        ),
+        (
+            json!({"metadata": {"name": "a", "annotations": {"sidecar.istio.io/inject": "false"}}}),
+            "ns",
+            "annotation_disabled",
+        ),
+        (
+            json!({"metadata": {"name": "n", "labels": {"never": "yes"}}}),
+            "ns",
+            "never_inject_selector",
+        ),
+    ];
+    for (i, (p, ns, reason)) in cases.iter().enumerate() {
+        let uid = format!("skip-{i}");
+        let r = c
+            .post("/inject", review(V1, &uid, ns, p.clone()))
+            .await
+            .unwrap();
+        assert_eq!(r.status, 200, "{reason}");
+        assert_eq!(
+            r.json()["response"],
+            json!({"uid": uid, "allowed": true}),
+            "{reason}"
+        );
+    }
+    let m = metrics(&c).await;
+    for (_, _, reason) in &cases {
+        let series = format!("sidecar_injection_skip_total{{reason=\"{reason}\"}}");
+        assert_eq!(metric(&m, &series), Some(1.0), "{series} in\n{m}");
+    }
+    for (policy, want) in [("disabled", "policy_disabled"), ("bogus", "policy_invalid")] {
+        let (s, ca, _d) = server_with_policy(&format!("skip-{policy}"), policy, &[]);
+        let c = H2::connect(s.addr, &ca).await.unwrap();
+        let p = json!({"metadata": {"name": "x", "labels": {"sidecar.istio.io/inject": if policy == "bogus" { "true" } else { "" }}}});
+        let r = c.post("/inject", review(V1, "u", "ns", p)).await.unwrap();
+        assert_eq!(r.json()["response"]["allowed"], true);
+        let m = metrics(&c).await;
+        assert_eq!(
+            metric(
+                &m,
+                &format!("sidecar_injection_skip_total{{reason=\"{want}\"}}")
+            ),
+            Some(1.0),
+            "{m}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_reviews_get_http_errors_or_refusals() {
+    let (server, ca, _dir) = server_with_policy("bad", "enabled", &[]);
+    let c = H2::connect(server.addr, &ca).await.unwrap();
+    let r = c
+        .request(
+            "POST",
+            "/inject",
+            Some("application/json"),
+            full(Bytes::new()),
+        )
+        .await
+        .unwrap();
+    assert_eq!((r.status, r.text().as_str()), (400, "no body found\n"));
+    assert_eq!(
+        r.headers
+            .get("x-content-type-options")
+            .and_then(|v| v.to_str().ok()),
+        Some("nosniff")
+    );
+    let r = c
+        .request(
+            "POST",
+            "/inject",
+            Some("application/json; charset=utf-8"),
+            full("{}"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (r.status, r.text().as_str()),
+        (415, "invalid Content-Type, want `application/json`\n")
+    );
+    let r = c
+        .request("POST", "/inject", None, full("{}"))
+        .await
+        .unwrap();
+    assert_eq!(r.status, 415);
+    let r = c
+        .post("/inject", b"this is not json".to_vec())
+        .await
+        .unwrap();
+    assert_eq!(r.status, 400);
+    assert!(
+        r.text()
+            .starts_with("malformed AdmissionReview: couldn't get version/kind"),
+        "{}",
+        r.text()
+    );
+    let r = c
+        .post("/inject", serde_json::to_vec(&pod("p")).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(r.status, 400);
+    assert!(
+        r.text()
+            .contains("unsupported type :&TypeMeta{Kind:Pod,APIVersion:v1,}"),
+        "{}",
+        r.text()
+    );
+    let r = c
+        .post(
+            "/inject",
+            br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}"#.to_vec(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.status, 400);
+    assert!(r.text().contains("no request"), "{}", r.text());
+    // A decodable review with a pod of the wrong shape is refused with allowed:false.
+    let r = c
+        .post("/inject", review(V1, "bad-pod", "ns", json!("a string")))
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200);
+    let v = r.json();
+    assert_eq!(v["response"]["uid"], "bad-pod");
+    assert_eq!(v["response"]["allowed"], false);
+    assert_eq!(v["response"]["status"]["metadata"], json!({}));
+    assert!(v["response"]["status"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("cannot unmarshal string"));
+    let m = metrics(&c).await;
+    for reason in [
+        "empty_body",
+        "decode_error",
+        "unsupported_type",
+        "missing_request",
+        "pod_decode",
+    ] {
+        assert_eq!(
+            metric(
+                &m,
+                &format!("sidecar_injection_failure_total{{reason=\"{reason}\"}}")
+            ),
+            Some(1.0),
+            "{reason}\n{m}"
+        );
+    }
+    assert_eq!(
+        metric(
+            &m,
+            "sidecar_injection_failure_total{reason=\"content_type\"}"
+        ),
+        Some(2.0)
+    );
+    assert_eq!(metric(&m, "sidecar_injection_requests_total"), Some(7.0));
+    assert_eq!(
+        metric(&m, "sidecar_injection_time_seconds_count"),
+        Some(7.0)
+    );
+    // The server survived all of it.
+    assert_eq!(c.get("/healthz").await.unwrap().status, 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oversized_bodies_get_413() {
+    let (server, ca, _dir) =
+        server_with_policy("big", "disabled", &["--max-request-bytes", "65536"]);
+    let c = H2::connect(server.addr, &ca).await.unwrap();
+    let mut exact = review(V1, "exact", "ns", pod("p"));
+    exact.resize(65536, b' ');
+    let r = c.post("/inject", exact).await.unwrap();
+    assert_eq!(
+        r.status,
+        200,
+        "a body of exactly the limit is accepted: {}",
+        r.text()
+    );
+    let mut over = review(V1, "over", "ns", pod("p"));
+    over.resize(65537, b' ');
+    let r = c.post("/inject", over.clone()).await.unwrap();
+    assert_eq!(
+        (r.status, r.text().as_str()),
+        (413, "Request entity too large: limit is 65536\n")
+    );
+    // Without a content-length the limit applies while streaming.
+    let chunks: VecDeque<Bytes> = over.chunks(20_000).map(Bytes::copy_from_slice).collect();
+    let r = c
+        .request(
+            "POST",
+            "/inject",
+            Some("application/json"),
+            Chunks(chunks).boxed(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.status, 413);
+    let m = metrics(&c).await;
+    assert_eq!(
+        metric(
+            &m,
+            "sidecar_injection_failure_total{reason=\"body_too_large\"}"
+        ),
+        Some(2.0)
+    );
+    assert_eq!(c.get("/healthz").await.unwrap().status, 200);
+
+    // The default limit is 3 MiB.
+    let (server, ca, _dir) = server_with_policy("big-default", "disabled", &[]);
+    let c = H2::connect(server.addr, &ca).await.unwrap();
+    let mut body = review(V1, "three", "ns", pod("p"));
+    body.resize(3 * 1024 * 1024, b' ');
+    assert_eq!(c.post("/inject", body.clone()).await.unwrap().status, 200);
+    body.push(b' ');
+    let r = c.post("/inject", body).await.unwrap();
+    assert_eq!(
+        (r.status, r.text().as_str()),
+        (413, "Request entity too large: limit is 3145728\n")
+    );
+}
+
+/// Send reviews in a loop until `stop`; every answer must be `200` and `allowed: true`.
+async fn load_loop(
+    c: H2,
+    stop: Arc<AtomicBool>,
+    ok: Arc<AtomicU64>,
+    failures: Arc<Mutex<Vec<String>>>,
+) {
+    let mut i = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        i += 1;
+        let p = json!({"metadata": {"name": format!("p{i}"), "labels": {"never": "yes"}}, "spec": {"containers": [{"name": "a"}]}});
+        match c
+            .post("/inject", review(V1, &format!("u{i}"), "ns", p))
+            .await
+        {
+            Ok(r) if r.status == 200 && r.json()["response"]["allowed"] == true => {
+                ok.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok(r) => {
+                failures
+                    .lock()
+                    .unwrap()
+                    .push(format!("status {} body {}", r.status, r.text()))
+            }
+            Err(e) => failures.lock().unwrap().push(e),
+        }
+    }
+}
+
+struct Load {
+    stop: Arc<AtomicBool>,
+    ok: Arc<AtomicU64>,
+    failures: Arc<Mutex<Vec<String>>>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Load {
+    fn start(conns: &[H2], per_conn: usize) -> Load {
+        let stop = Arc::new(AtomicBool::new(false));
+        let ok = Arc::new(AtomicU64::new(0));
+        let failures = Arc::new(Mutex::new(Vec::new()));
+        let mut tasks = Vec::new();
+        for c in conns {
+            for _ in 0..per_conn {
+                tasks.push(tokio::spawn(load_loop(
+                    c.clone(),
+                    stop.clone(),
+                    ok.clone(),
+                    failures.clone(),
+                )));
+            }
+        }
+        Load {
+            stop,
+            ok,
+            failures,
+            tasks,
+        }
+    }
+
+    async fn finish(mut self) -> (u64, Vec<String>) {
+        self.stop.store(true, Ordering::Relaxed);
+        for t in std::mem::take(&mut self.tasks) {
+            t.await.expect("load task");
+        }
+        let failures = self.failures.lock().unwrap().clone();
+        (self.ok.load(Ordering::Relaxed), failures)
+    }
+}
+
+impl Drop for Load {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+async fn wait_metric(c: &H2, series: &str, want: f64, timeout: Duration) -> bool {
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
+        if metric(&metrics(c).await, series).is_some_and(|v| v >= want) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    false
+}
+
+/// Send a probe pod (label `app: probe`) and read the skip reason from its JSON log line.
+async fn probe_reason(server: &Server, c: &H2, uid: &str) -> String {
+    let p = json!({"metadata": {"name": uid, "labels": {"app": "probe"}}});
+    let r = c.post("/inject", review(V1, uid, "ns", p)).await.unwrap();
+    assert_eq!(r.status, 200);
+    let needle = format!("\"uid\":\"{uid}\"");
+    assert!(
+        server.wait_log(&needle, Duration::from_secs(2)).await,
+        "no log line for {uid}"
+    );
+    let logs = server.log_text();
+    let line = logs
+        .lines()
+        .find(|l| l.contains(&needle))
+        .unwrap_or_default();
+    let v: Value = serde_json::from_str(line).unwrap_or_default();
+    v["reason"].as_str().unwrap_or("").to_string()
+}
+
+fn config_args(dir: &Path) -> Vec<String> {
+    vec![
+        "--injectConfig".into(),
+        dir.join("config").display().to_string(),
+        "--injectValues".into(),
+        dir.join("values").display().to_string(),
+        "--meshConfig".into(),
+        dir.join("mesh").display().to_string(),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn config_broken_then_fixed_while_requests_flow() {
+    let dir = scratch("reload");
+    let vol = dir.join("inject");
+    let good1 = format!("policy: disabled\n{SELECTORS}");
+    let good2 = "policy: disabled\nneverInjectSelector:\n- matchLabels: {app: probe}\n- matchLabels: {never: \"yes\"}\n";
+    write_volume(&vol, 1, &[("config", good1.as_bytes()), ("values", b"{}")]);
+    let mut args = config_args(&vol);
+    args.extend([
+        "--caBundleFile".to_string(),
+        dir.join("ca.pem").display().to_string(),
+    ]);
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let server = Server::start(&refs, &[]);
+    let ca = std::fs::read(dir.join("ca.pem")).unwrap();
+    let c = H2::connect(server.addr, &ca).await.unwrap();
+    let load = Load::start(std::slice::from_ref(&c), 4);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Broken YAML: rejected, counted, old config keeps serving (policy disabled).
+    write_volume(
+        &vol,
+        2,
+        &[("config", b"policy: [unclosed\n"), ("values", b"{}")],
+    );
+    assert!(
+        wait_metric(
+            &c,
+            "outrigger_reloads_total{kind=\"config\",result=\"failure\"}",
+            1.0,
+            Duration::from_secs(5)
+        )
+        .await,
+        "broken config must be rejected:\n{}",
+        server.log_text()
+    );
+    assert_eq!(
+        metric(
+            &metrics(&c).await,
+            "outrigger_reload_last_success{kind=\"config\"}"
+        ),
+        Some(0.0)
+    );
+    assert!(server
+        .log_text()
+        .contains("keeping the last good configuration"));
+    assert_eq!(
+        probe_reason(&server, &c, "probe-1").await,
+        "policy_disabled",
+        "old config still decides"
+    );
+    // Fixed: a never selector now matches the probe.
+    write_volume(&vol, 3, &[("config", good2.as_bytes()), ("values", b"{}")]);
+    assert!(
+        wait_metric(
+            &c,
+            "outrigger_reloads_total{kind=\"config\",result=\"success\"}",
+            2.0,
+            Duration::from_secs(5)
+        )
+        .await,
+        "fixed config must load:\n{}",
+        server.log_text()
+    );
+    assert_eq!(
+        metric(
+            &metrics(&c).await,
+            "outrigger_reload_last_success{kind=\"config\"}"
+        ),
+        Some(1.0)
+    );
+    assert_eq!(
+        probe_reason(&server, &c, "probe-2").await,
+        "never_inject_selector",
+        "new config decides"
+    );
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let (ok, failures) = load.finish().await;
+    assert!(
+        failures.is_empty(),
+        "{} failed requests, first: {:?}",
+        failures.len(),
+        failures.first()
+    );
+    assert!(ok > 50, "load made only {ok} requests");
+}
+
+fn gen_ca_and_leaf(cn: &str) -> (String, String, String) {
+    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.distinguished_name.push(DnType::CommonName, cn);
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca_cert = ca.self_signed(&ca_key).unwrap();
+    let key = KeyPair::generate().unwrap();
+    let leaf = CertificateParams::new(vec!["localhost".to_string()]).unwrap();
+    let issuer = rcgen::Issuer::from_ca_cert_pem(&ca_cert.pem(), &ca_key).unwrap();
+    let cert = leaf.signed_by(&key, &issuer).unwrap();
+    (ca_cert.pem(), cert.pem(), key.serialize_pem())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn certificate_rotated_while_requests_flow() {
+    let dir = scratch("rotate");
+    std::fs::write(dir.join("config"), format!("policy: enabled\n{SELECTORS}")).unwrap();
+    let (ca_a, cert_a, key_a) = gen_ca_and_leaf("CA A");
+    let (ca_b, cert_b, key_b) = gen_ca_and_leaf("CA B");
+    let tls = dir.join("tls");
+    write_volume(
+        &tls,
+        1,
+        &[
+            ("tls.crt", cert_a.as_bytes()),
+            ("tls.key", key_a.as_bytes()),
+        ],
+    );
+    let mut args = config_args(&dir);
+    args.extend([
+        "--tlsCertFile".to_string(),
+        tls.join("tls.crt").display().to_string(),
+        "--tlsKeyFile".into(),
+        tls.join("tls.key").display().to_string(),
+    ]);
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let server = Server::start(&refs, &[]);
+    assert!(!dir.join("ca.pem").exists());
+    let both = client_config(&[ca_a.as_bytes(), ca_b.as_bytes()], &[b"h2"], false);
+    let only_b = || client_config(&[ca_b.as_bytes()], &[b"h2"], false);
+    assert!(
+        H2::connect_with(server.addr, only_b()).await.is_err(),
+        "B is not served yet"
+    );
+
+    // Requests over long-lived connections and over fresh connections (new handshakes).
+    let c = H2::connect_with(server.addr, both.clone()).await.unwrap();
+    let load = Load::start(std::slice::from_ref(&c), 2);
+    let stop = Arc::new(AtomicBool::new(false));
+    let fresh_failures = Arc::new(Mutex::new(Vec::<String>::new()));
+    let fresh = {
+        let (stop, fails, addr, cfg) = (
+            stop.clone(),
+            fresh_failures.clone(),
+            server.addr,
+            both.clone(),
+        );
+        tokio::spawn(async move {
+            let mut n = 0u32;
+            while !stop.load(Ordering::Relaxed) {
+                n += 1;
+                let res = async {
+                    let c = H2::connect_with(addr, cfg.clone()).await?;
+                    let r = c
+                        .post(
+                            "/inject",
+                            review(
+                                V1,
+                                &format!("f{n}"),
+                                "ns",
+                                json!({"metadata": {"labels": {"never": "yes"}}}),
+                            ),
+                        )
+                        .await?;
+                    if r.status == 200 {
+                        Ok(())
+                    } else {
+                        Err(format!("status {}", r.status))
+                    }
+                }
+                .await;
+                if let Err(e) = res {
+                    fails.lock().unwrap().push(e);
+                }
+            }
+            n
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    write_volume(
+        &tls,
+        2,
+        &[
+            ("tls.crt", cert_b.as_bytes()),
+            ("tls.key", key_b.as_bytes()),
+        ],
+    );
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while H2::connect_with(server.addr, only_b()).await.is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "rotated certificate not served:\n{}",
+            server.log_text()
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    // A broken rotation (key of A with cert of B) is rejected; B keeps serving.
+    write_volume(
+        &tls,
+        3,
+        &[
+            ("tls.crt", cert_b.as_bytes()),
+            ("tls.key", key_a.as_bytes()),
+        ],
+    );
+    assert!(
+        wait_metric(
+            &c,
+            "outrigger_reloads_total{kind=\"certificate\",result=\"failure\"}",
+            1.0,
+            Duration::from_secs(5)
+        )
+        .await,
+        "{}",
+        server.log_text()
+    );
+    let cb = H2::connect_with(server.addr, only_b())
+        .await
+        .expect("B still served after a broken rotation");
+    assert_eq!(cb.get("/readyz").await.unwrap().status, 200);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    stop.store(true, Ordering::Relaxed);
+    let handshakes = fresh.await.unwrap();
+    let (ok, failures) = load.finish().await;
+    assert!(failures.is_empty(), "{failures:?}");
+    let fresh_failures = fresh_failures.lock().unwrap().clone();
+    assert!(fresh_failures.is_empty(), "{fresh_failures:?}");
+    assert!(ok > 20 && handshakes > 5, "ok={ok} handshakes={handshakes}");
+    let m = metrics(&c).await;
+    assert_eq!(
+        metric(
+            &m,
+            "outrigger_reloads_total{kind=\"certificate\",result=\"success\"}"
+        ),
+        Some(2.0),
+        "{m}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_under_load_fails_no_request() {
+    let (mut server, ca, _dir) = server_with_policy(
+        "sigterm",
+        "enabled",
+        &["--drain-delay", "1500ms", "--shutdown-grace", "5s"],
+    );
+    let conns = [
+        H2::connect(server.addr, &ca).await.unwrap(),
+        H2::connect(server.addr, &ca).await.unwrap(),
+    ];
+    let load = Load::start(&conns, 4);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    server.sigterm();
+    let t0 = Instant::now();
+    // Not ready at once, while requests keep succeeding.
+    let mut not_ready = false;
+    while t0.elapsed() < Duration::from_millis(1000) {
+        if conns[0].get("/readyz").await.map(|r| r.status) == Ok(503) {
+            not_ready = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(not_ready, "readyz must fail during the drain");
+    tokio::time::sleep(Duration::from_millis(1000).saturating_sub(t0.elapsed())).await;
+    let (ok, failures) = load.finish().await;
+    assert!(
+        failures.is_empty(),
+        "{} failed requests after SIGTERM, first: {:?}",
+        failures.len(),
+        failures.first()
+    );
+    assert!(ok > 100, "only {ok} requests");
+    let status = server
+        .wait_exit(Duration::from_secs(8))
+        .expect("server exits after the drain");
+    assert!(status.success(), "exit status {status}");
+    assert!(server.log_text().contains("shutdown complete"));
+}
+
+fn apply_patch(pod: &Value, response: &Value) -> Value {
+    use base64::Engine as _;
+    let b64 = response["response"]["patch"].as_str().expect("patch");
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(b64)
+        .expect("base64 patch");
+    let patch: json_patch::Patch = serde_json::from_slice(&bytes).expect("JSON patch");
+    let mut doc = pod.clone();
+    json_patch::patch(&mut doc, &patch).expect("patch applies");
+    doc
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn embedded_default_injects_with_path_parameters() {
+    let dir = scratch("embedded");
+    let mut args = config_args(&dir);
+    args.extend([
+        "--caBundleFile".to_string(),
+        dir.join("ca.pem").display().to_string(),
+    ]);
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut cmd_args = refs.clone();
+    cmd_args.push("--native-sidecars=false");
+    let server = Server::start(&cmd_args, &[]);
+    assert!(server.log_text().contains("embedded default configuration"));
+    let ca = std::fs::read(dir.join("ca.pem")).unwrap();
+    let c = H2::connect(server.addr, &ca).await.unwrap();
+    let p = pod("hello");
+    let r = c
+        .post(
+            "/inject/cluster/c1/net/n1/custom_env/foo",
+            review(V1, "pp", "default", p.clone()),
+        )
+        .await
+        .unwrap();
+    let v = r.json();
+    assert_eq!(v["response"]["patchType"], "JSONPatch");
+    let injected = apply_patch(&p, &v);
+    let containers: Vec<Value> = ["initContainers", "containers"]
+        .iter()
+        .flat_map(|l| injected["spec"][l].as_array().cloned().unwrap_or_default())
+        .collect();
+    let proxy = containers
+        .iter()
+        .find(|c| c["name"] == "istio-proxy")
+        .expect("istio-proxy injected");
+    let env = |name: &str| {
+        proxy["env"]
+            .as_array()
+            .and_then(|e| e.iter().find(|x| x["name"] == name))
+            .map(|x| x["value"].clone())
+    };
+    assert_eq!(env("ISTIO_META_CLUSTER_ID"), Some(json!("c1")));
+    assert_eq!(env("ISTIO_META_NETWORK"), Some(json!("n1")));
+    assert_eq!(env("CUSTOM_ENV"), Some(json!("foo")));
+    assert_eq!(
+        injected["metadata"]["labels"]["topology.istio.io/network"],
+        "n1"
+    );
+    // Re-injecting the injected pod is idempotent.
+    let again = c
+        .post(
+            "/inject/cluster/c1/net/n1/custom_env/foo",
+            review(V1, "again", "default", injected.clone()),
+        )
+        .await
+        .unwrap()
+        .json();
+    let twice = if again["response"]["patch"].is_string() {
+        apply_patch(&injected, &again)
+    } else {
+        injected.clone()
+    };
+    assert_eq!(twice["spec"], injected["spec"]);
+}
