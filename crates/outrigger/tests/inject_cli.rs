@@ -356,6 +356,32 @@ fn unsupported_last_document_without_newline_is_followed_by_the_separator() {
 }
 
 #[test]
+fn awkward_annotation_keys_survive_reinjection() {
+    // Fuzz finding: the key `<<` was written unquoted and read back as a YAML merge key.
+    let input = read(&fixture("pod.yaml")).replace(
+        "team: payments",
+        "\"<<\": merge\n    \"yes\": \"no\"\n    \"~\": tilde\n    \"010\": octal",
+    );
+    let first = Inject::new().arg("-f").arg("-").stdin(&input).run();
+    let first = first.success();
+    let doc = single(first);
+    for (k, v) in [
+        ("<<", "merge"),
+        ("yes", "no"),
+        ("~", "tilde"),
+        ("010", "octal"),
+    ] {
+        assert_eq!(
+            doc["metadata"]["annotations"][k],
+            json!(v),
+            "annotation {k:?}"
+        );
+    }
+    let second = Inject::new().arg("-f").arg("-").stdin(first).run();
+    assert_eq!(second.success(), first);
+}
+
+#[test]
 fn crlf_documents_pass_through_byte_for_byte() {
     let input = "kind: ConfigMap\r\nmetadata:\r\n  name: a\r\n---\r\nkind: Secret\r\nmetadata: {name: b}\r\n";
     let out = Inject::new().arg("-f").arg("-").stdin(input).run();
