@@ -1062,7 +1062,7 @@ mod bad_input {
     }
 
     /// One bad value per §10 annotation, with a fragment of the expected reason.
-    const BAD_ANNOTATIONS: [(&str, &str, &str); 18] = [
+    const BAD_ANNOTATIONS: [(&str, &str, &str); 19] = [
         (
             "sidecar.istio.io/interceptionMode",
             "BOGUS",
@@ -1071,7 +1071,8 @@ mod bad_input {
         (
             "status.sidecar.istio.io/port",
             "99999",
-            "failed parsing port '99999'",
+            // [quirk] the status port error is labelled excludeInboundPorts.
+            "excludeInboundPorts invalid: failed parsing port '99999'",
         ),
         (
             "readiness.status.sidecar.istio.io/initialDelaySeconds",
@@ -1138,6 +1139,11 @@ mod bad_input {
         (
             "sidecar.istio.io/proxyMemory",
             "1Qi",
+            "quantities must match",
+        ),
+        (
+            "sidecar.istio.io/proxyCPULimit",
+            "1.2.3",
             "quantities must match",
         ),
         (
