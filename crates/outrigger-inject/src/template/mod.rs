@@ -23,6 +23,7 @@ mod funcs;
 mod gofmt;
 mod printf;
 mod sprig;
+mod structure;
 mod value;
 
 #[cfg(test)]
@@ -92,6 +93,7 @@ impl Template {
     /// Sprig v3 function nor an Istio function is a parse error, as in Go.
     pub fn parse(name: &str, text: &str) -> Result<Template> {
         let source = fix_comment_trim(text);
+        structure::check(name, &source)?;
         let parser =
             Parser::with_name(Some(name), &source, "{{", "}}").map_err(|e| parse_error(name, e))?;
         let (root, defs) = parser.parse().map_err(|e| parse_error(name, e))?;
