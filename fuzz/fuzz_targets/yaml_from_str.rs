@@ -21,7 +21,6 @@ fn same(a: &Value, b: &Value) -> bool {
     }
 }
 
-
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
