@@ -846,15 +846,12 @@ fn golden_outputs_of_the_embedded_default() {
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
-/// Goldens that re-injection still changes (see the ignored test below).
-const KNOWN_NOT_FIXED_POINTS: [&str; 1] = ["annotations.injected.yaml"];
+/// Goldens that re-injection still changes.
+const KNOWN_NOT_FIXED_POINTS: [&str; 0] = [];
 
-// Known gap of the embedded template: in TPROXY mode it keeps the proxy at runAsUser 1337, while
-// re-injection (§7.5 adjustInitContainerUser, as Istio) then sets it to 0, so the output is not a
-// fixed point. Istio's own template runs a TPROXY proxy as root with NET_ADMIN, which Envoy needs
-// for transparent proxying. Reported to the lead; un-ignore when the template is fixed.
+// In TPROXY mode the embedded template runs the proxy as root with NET_ADMIN (as Istio's does;
+// Envoy needs it for transparent proxying), so re-injection changes nothing.
 #[test]
-#[ignore = "embedded template: TPROXY proxy runs as 1337 (defaults/config.yaml)"]
 fn tproxy_injection_is_a_fixed_point() {
     let want = read(&fixture("annotations.injected.yaml"));
     let again = Inject::new().arg("-f").arg("-").stdin(&want).run();
