@@ -358,13 +358,14 @@ impl InjectorConfig {
         })
     }
 
-    /// The configuration `istioctl kube-inject --injectConfigFile` uses (spec §11.1): the file's
-    /// templates if it decodes as an injector config with templates, otherwise the whole file as
-    /// the single template `sidecar`; policy enabled, no selectors, no aliases, default `sidecar`.
+    /// The configuration `istioctl kube-inject --injectConfigFile` uses (spec §11.1): when the
+    /// file decodes as an injector config with templates, those templates (a template that fails
+    /// to parse is an error naming it); otherwise the whole file is the single template `sidecar`.
+    /// Policy enabled, no selectors, no aliases, default `sidecar`.
     pub fn parse_for_kube_inject(text: &str) -> Result<InjectorConfig> {
-        let templates = match InjectorConfig::parse(text) {
-            Ok(c) if !c.templates.is_empty() => c.templates,
-            _ => {
+        let templates = match config_templates(text) {
+            Some(raw) => parse_templates(&raw)?,
+            None => {
                 let mut raw = BTreeMap::new();
                 raw.insert(DEFAULT_TEMPLATE.to_string(), text.to_string());
                 parse_templates(&raw)?
@@ -386,6 +387,19 @@ impl InjectorConfig {
             warnings: Vec::new(),
         }
     }
+}
+
+/// The `templates` map of `text` if it decodes as an injector config with at least one template.
+fn config_templates(text: &str) -> Option<BTreeMap<String, String>> {
+    let Ok(Value::Object(doc)) = yaml::from_str(text) else {
+        return None;
+    };
+    let templates = get_ci(&doc, "templates")?.as_object()?;
+    let raw: Option<BTreeMap<_, _>> = templates
+        .iter()
+        .map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+        .collect();
+    raw.filter(|r| !r.is_empty())
 }
 
 /// Parse every template; any failure fails the whole load and names the template.
@@ -430,6 +444,35 @@ mod tests {
         assert_eq!(go_float_v(0.00001), "1e-05");
         assert_eq!(go_float_v(1.2), "1.2");
         assert_eq!(go_float_v(0.0), "0");
+    }
+
+    #[test]
+    fn config_templates_only_for_configs_with_templates() {
+        let t = config_templates("templates:\n  sidecar: 'a'\n  gw: b\n").expect("templates");
+        assert_eq!(t.len(), 2);
+        assert_eq!(t["sidecar"], "a");
+        assert!(
+            config_templates("Templates: {x: z}").is_some(),
+            "keys match case-insensitively"
+        );
+        assert!(config_templates("templates: {}").is_none());
+        assert!(config_templates("spec:\n  containers: []\n").is_none());
+        assert!(config_templates("templates: {a: [1]}").is_none());
+        assert!(config_templates("{{ if }}").is_none());
+    }
+
+    #[test]
+    fn kube_inject_names_the_broken_template_of_a_config() {
+        let text = "templates:\n  sidecar: 'ok'\n  gateway: |\n    a\n    {{ nosuchfunc }}\n";
+        let err = InjectorConfig::parse_for_kube_inject(text)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("\"gateway\"") && err.contains("nosuchfunc"),
+            "{err}"
+        );
+        let bare = InjectorConfig::parse_for_kube_inject("spec:\n  containers: []\n").unwrap();
+        assert_eq!(bare.templates.keys().collect::<Vec<_>>(), ["sidecar"]);
     }
 
     #[test]
