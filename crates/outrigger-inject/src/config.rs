@@ -161,32 +161,12 @@ fn lookup_bool(v: &Value, path: &[&str]) -> bool {
     }
 }
 
-/// Go `%v` of a float64: shortest round-trip digits, exponent form (`1e+06`) when the decimal
-/// exponent is < -4 or >= 6.
-pub fn go_float_v(f: f64) -> String {
-    if f.is_nan() {
-        return "NaN".to_string();
-    }
-    if f.is_infinite() {
-        return if f > 0.0 { "+Inf" } else { "-Inf" }.to_string();
-    }
-    let sci = format!("{f:e}");
-    let (mantissa, exp) = sci.split_once('e').unwrap_or((sci.as_str(), "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    if f != 0.0 && !(-4..6).contains(&exp) {
-        let sign = if exp < 0 { '-' } else { '+' };
-        format!("{mantissa}e{sign}{:02}", exp.abs())
-    } else {
-        format!("{f}")
-    }
-}
-
 impl ValuesFacts {
     /// Read the typed facts from the generic values tree (explicit `null` means absent).
     pub fn from_values(v: &Value) -> ValuesFacts {
         let tag = match lookup(v, &["global", "tag"]) {
             Some(Value::String(s)) => s.clone(),
-            Some(Value::Number(n)) => n.as_f64().map(go_float_v).unwrap_or_else(|| n.to_string()),
+            Some(Value::Number(n)) => n.as_f64().map(|f| crate::k8s::gofmt::format_g(f, false)).unwrap_or_else(|| n.to_string()),
             Some(Value::Bool(b)) => b.to_string(),
             Some(other) => other.to_string(),
             None => match v.get("global").and_then(|g| g.get("tag")) {
@@ -436,7 +416,8 @@ mod tests {
     }
 
     #[test]
-    fn go_float_formatting() {
+    fn tag_numbers_print_as_go_float64() {
+        let go_float_v = |f: f64| crate::k8s::gofmt::format_g(f, false);
         assert_eq!(go_float_v(15020.0), "15020");
         assert_eq!(go_float_v(123456.0), "123456");
         assert_eq!(go_float_v(1e6), "1e+06");
