@@ -17,6 +17,18 @@ import tempfile
 
 import yaml
 
+# Goldens that are not fixed points of injection, in Istio too, with the reason. They are still
+# run; a pass is reported so the entry can be removed.
+NOT_FIXED_POINTS = {
+    "56_merge-probers.yaml.injected":
+        "the input is a pod injected by an older istiod (proxy under containers); the first "
+        "injection keeps that stale proxy's args/env through the override step, re-injection "
+        "refreshes it from the template",
+    "69_sidecar-spire.yaml.injected":
+        "the spire template adds a second istio-proxy under containers while the native proxy is "
+        "an init container; re-injection moves it into initContainers next to the injected one",
+}
+
 
 def run(binary, corpus, case, input_path):
     settings = os.path.join(corpus, case["settings"])
@@ -59,11 +71,18 @@ def main():
                     problems.append("re-injection failed: " + second.stderr.strip()[:200])
                 elif docs(second.stdout) != docs(first.stdout):
                     problems.append("re-injection changed the output")
-            if problems:
+            exempt = NOT_FIXED_POINTS.get(c["name"])
+            only_idempotency = problems and all(p.startswith("re-injection changed") for p in problems)
+            if problems and exempt and only_idempotency:
+                passed += 1
+                print("PASS  %s (known: not a fixed point of injection: %s)" % (c["name"], exempt))
+            elif problems:
                 failed += 1
                 print("FAIL  %s: %s" % (c["name"], "; ".join(problems)))
             else:
                 passed += 1
+                if exempt:
+                    print("NOTE  %s is now a fixed point: remove it from NOT_FIXED_POINTS" % c["name"])
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
 

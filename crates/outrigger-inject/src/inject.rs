@@ -352,16 +352,8 @@ pub fn select_templates(snapshot: &Snapshot, pod: &Value) -> Vec<String> {
 
 /// Copy of the pod for the template data: previous injection removed, overrides re-inserted (§7.2).
 fn strip_pod(pod: &Value, status_port: i64) -> Result<Value> {
-    let mut stripped = pod.clone();
-    if let Some(status) = Status::parse_strict(pod) {
-        containers_mut(&mut stripped, "containers")
-            .retain(|c| !status.containers.iter().any(|n| n == container_name(c)));
-        containers_mut(&mut stripped, "initContainers").retain(|c| {
-            !status
-                .init_containers
-                .iter()
-                .any(|n| n == container_name(c))
-        });
+    let mut stripped = without_injected_containers(pod);
+    if Status::parse_strict(pod).is_some() {
         let ann = annotations_mut(&mut stripped);
         postprocess::strip_prometheus_annotations(ann, status_port);
         ann.remove(STATUS_ANNOTATION);
@@ -379,6 +371,23 @@ fn strip_pod(pod: &Value, status_port: i64) -> Result<Value> {
         }
     }
     Ok(stripped)
+}
+
+/// The pod without the containers and init containers listed in its status annotation.
+fn without_injected_containers(pod: &Value) -> Value {
+    let mut out = pod.clone();
+    if let Some(status) = Status::parse_strict(pod) {
+        containers_mut(&mut out, "containers")
+            .retain(|c| !status.containers.iter().any(|n| n == container_name(c)));
+        containers_mut(&mut out, "initContainers").retain(|c| {
+            !status
+                .init_containers
+                .iter()
+                .any(|n| n == container_name(c))
+        });
+        tidy_lists(&mut out);
+    }
+    out
 }
 
 /// Drop empty container lists and annotation maps created while stripping, as Go's omitempty would.
@@ -628,6 +637,8 @@ fn run_templates(
         compliance_policy: p.compliance_policy,
     };
 
+    // Merge onto the unstripped pod, as Istio does: on re-injection the previous sidecar keeps
+    // what post-processing merges back (e.g. `ISTIO_KUBE_APP_PROBERS` of already rewritten probes).
     let mut merged = pod.clone();
     let mut template_pod = json!({});
     for name in select_templates(snapshot, pod) {
@@ -701,10 +712,15 @@ fn reapply_overwritten_containers(
     ] {
         for c in containers(template_pod, list) {
             let name = container_name(c);
-            if skip.iter().any(|n| n == name) {
+            // Explicit overrides recorded by the first injection are re-applied on every
+            // injection, so re-injection is idempotent. A container that is only present because
+            // we injected it before is not an override: the fresh template wins (Istio skips
+            // both; keeping the user's recorded overrides is a deliberate fix).
+            let explicit = by_name(overrides, name);
+            if explicit.is_none() && skip.iter().any(|n| n == name) {
                 continue;
             }
-            let found = by_name(overrides, name).or_else(|| {
+            let found = explicit.or_else(|| {
                 find_container(original, "containers", name)
                     .or_else(|| {
                         (list == "initContainers")
@@ -749,18 +765,26 @@ fn reapply_overwritten_containers(
         let text = gojson::to_string(&Value::Object(o));
         annotations_mut(merged).insert(OVERRIDES_ANNOTATION.into(), Value::String(text));
     }
-    adjust_init_container_user(merged, original, proxy_config, warnings);
+    let recorded_proxy = over_containers
+        .iter()
+        .chain(&over_init)
+        .find(|c| container_name(c) == PROXY_CONTAINER);
+    adjust_init_container_user(merged, original, recorded_proxy, proxy_config, warnings);
     Ok(())
 }
 
 /// adjustInitContainerUser (spec §7.5 step 6).
+/// `recorded_proxy` is the user's `istio-proxy` from the overrides annotation of a previous
+/// injection: it wins over the injected proxy of the pod, whose user may have been rewritten (TPROXY).
 fn adjust_init_container_user(
     merged: &mut Value,
     original: &Value,
+    recorded_proxy: Option<&Value>,
     proxy_config: &Value,
     warnings: &mut Vec<String>,
 ) {
-    let Some(user_proxy) = find_container(original, "containers", PROXY_CONTAINER)
+    let Some(user_proxy) = recorded_proxy
+        .or_else(|| find_container(original, "containers", PROXY_CONTAINER))
         .or_else(|| find_container(original, "initContainers", PROXY_CONTAINER))
     else {
         return;

@@ -72,7 +72,7 @@ pub fn inject_manifests(input: &str, opts: &KubeInjectOptions<'_>) -> Result<Kub
     let mut out = KubeInjectOutput::default();
     for (index, raw) in yaml::split_documents(input)?.into_iter().enumerate() {
         let at = |e: Error| e.context(&format!("document {index}"));
-        let doc = yaml::from_str(raw).map_err(at)?;
+        let doc = yaml::from_str(raw).map_err(|e| at(absolute_yaml_line(e, input, raw)))?;
         let m = match &doc {
             Value::Object(m) => m,
             Value::Null => continue,
@@ -118,6 +118,27 @@ pub fn inject_manifests(input: &str, opts: &KubeInjectOptions<'_>) -> Result<Kub
         });
     }
     Ok(out)
+}
+
+/// Rewrite the document-relative `yaml: line L:` of a parse error of `doc` (a slice of `input`)
+/// into the line of the whole input, so the message points at the file line.
+fn absolute_yaml_line(e: Error, input: &str, doc: &str) -> Error {
+    let Error::Yaml(msg) = e else { return e };
+    let offset = (doc.as_ptr() as usize).wrapping_sub(input.as_ptr() as usize);
+    let Some(before) = input.get(..offset) else {
+        return Error::Yaml(msg);
+    };
+    let first_line = before.matches('\n').count();
+    let shifted = msg.strip_prefix("yaml: line ").and_then(|rest| {
+        let digits = rest.find(|c: char| !c.is_ascii_digit())?;
+        let line: usize = rest[..digits].parse().ok()?;
+        Some(format!(
+            "yaml: line {}{}",
+            line + first_line,
+            &rest[digits..]
+        ))
+    });
+    Error::Yaml(shifted.unwrap_or(msg))
 }
 
 fn short(v: &Value) -> String {
@@ -300,6 +321,20 @@ mod tests {
         let mut v = json!({"spec": {}});
         set_pointer(&mut v, "/spec/template/metadata", json!({"a": 1}));
         assert_eq!(v, json!({"spec": {"template": {"metadata": {"a": 1}}}}));
+    }
+
+    #[test]
+    fn yaml_error_lines_are_made_absolute() {
+        let input = "a: 1\n---\nb: [\n";
+        let doc = &input[9..];
+        let e = absolute_yaml_line(
+            Error::Yaml("yaml: line 2: bad (column 1)".into()),
+            input,
+            doc,
+        );
+        assert_eq!(e.to_string(), "yaml: line 4: bad (column 1)");
+        let other = absolute_yaml_line(Error::Yaml("something else".into()), input, doc);
+        assert_eq!(other.to_string(), "something else");
     }
 
     #[test]

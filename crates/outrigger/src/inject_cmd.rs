@@ -2,7 +2,7 @@
 //! `istioctl kube-inject`.
 
 use std::io::{Read, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use outrigger_inject::workload::{self, KubeInjectOptions};
@@ -51,6 +51,15 @@ fn read_input(path: &PathBuf) -> Result<String> {
     }
 }
 
+/// How messages name the input: its path, or `standard input` for `-`.
+fn input_name(path: &Path) -> String {
+    if path.as_os_str() == "-" {
+        "standard input".to_string()
+    } else {
+        path.display().to_string()
+    }
+}
+
 /// Run `outrigger inject`.
 pub fn run(args: &InjectArgs) -> Result<()> {
     let snapshot = settings::kube_inject_snapshot(
@@ -71,8 +80,14 @@ pub fn run(args: &InjectArgs) -> Result<()> {
         revision,
         compliance_policy: &compliance,
     };
-    let out = workload::inject_manifests(&input, &opts)
-        .with_context(|| format!("injecting {}", args.filename.display()))?;
+    let source = input_name(&args.filename);
+    let out =
+        workload::inject_manifests(&input, &opts).with_context(|| format!("injecting {source}"))?;
+    if out.changes.is_empty() {
+        anyhow::bail!(
+            "no Kubernetes objects in {source} (the input is empty or only has comments)"
+        );
+    }
     if !out.warnings.is_empty() {
         let mut err = std::io::stderr().lock();
         let _ = writeln!(err);

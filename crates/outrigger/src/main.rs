@@ -3,9 +3,12 @@
 //! Subcommands: `inject` (offline manifest injection, flag-compatible with
 //! `istioctl kube-inject`) and `serve` (the HTTPS admission webhook).
 
+mod check_cmd;
 mod inject_cmd;
 mod serve;
+mod kube;
 mod settings;
+mod webhook_config;
 
 use clap::{Parser, Subcommand};
 
@@ -28,6 +31,10 @@ enum Command {
     Inject(inject_cmd::InjectArgs),
     /// Run the HTTPS mutating admission webhook (like istiod's `/inject`).
     Serve(Box<serve::ServeArgs>),
+    /// Print the MutatingWebhookConfiguration that routes pods to the injector (Istio chart's).
+    WebhookConfig(webhook_config::WebhookConfigArgs),
+    /// Explain whether a pod or workload would be injected, and why.
+    Check(check_cmd::CheckArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -35,6 +42,8 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Inject(args) => inject_cmd::run(&args),
         Command::Serve(args) => serve::run(&args),
+        Command::WebhookConfig(args) => webhook_config::run(&args),
+        Command::Check(args) => check_cmd::run(&args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

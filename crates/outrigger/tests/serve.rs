@@ -614,7 +614,9 @@ fn gen_ca_and_leaf(cn: &str) -> (String, String, String) {
     let ca_cert = ca.self_signed(&ca_key).unwrap();
     let key = KeyPair::generate().unwrap();
     let leaf = CertificateParams::new(vec!["localhost".to_string()]).unwrap();
-    let cert = leaf.signed_by(&key, &ca_cert, &ca_key).unwrap();
+    let cert = leaf
+        .signed_by(&key, &rcgen::Issuer::from_params(&ca, &ca_key))
+        .unwrap();
     (ca_cert.pem(), cert.pem(), key.serialize_pem())
 }
 

@@ -632,7 +632,7 @@ impl Gen {
         let r = self.next() % if depth > 4 { 6 } else { 9 };
         match r {
             0 => serde_json::Value::Null,
-            1 => serde_json::Value::Bool(self.next() % 2 == 0),
+            1 => serde_json::Value::Bool(self.next().is_multiple_of(2)),
             2 => json!(self.next() % 70000),
             3 => json!((self.next() % 1000) as f64 / 7.0),
             4 | 5 => json!(self.pick(STRS)),

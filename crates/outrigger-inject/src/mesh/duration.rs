@@ -39,9 +39,9 @@ impl Duration {
         let frac = abs % NANOS_PER_SEC as u128;
         let frac_str = if frac == 0 {
             String::new()
-        } else if frac % 1_000_000 == 0 {
+        } else if frac.is_multiple_of(1_000_000) {
             format!(".{:03}", frac / 1_000_000)
-        } else if frac % 1_000 == 0 {
+        } else if frac.is_multiple_of(1_000) {
             format!(".{:06}", frac / 1_000)
         } else {
             format!(".{frac:09}")

@@ -514,7 +514,7 @@ impl Lcg {
         ];
         match self.next() % if depth > 3 { 6 } else { 8 } {
             0 => Value::Null,
-            1 => Value::Bool(self.next() % 2 == 0),
+            1 => Value::Bool(self.next().is_multiple_of(2)),
             2 => json!(self.next() as i64 - (1 << 30)),
             3 => json!(f64::from(self.next() as u32) / 7.0),
             4 | 5 => json!(STRS[(self.next() % 12) as usize]),

@@ -113,7 +113,7 @@ fn frac(v: u64, div: u64) -> String {
         return int.to_string();
     }
     let mut width = div.ilog10() as usize;
-    while f % 10 == 0 {
+    while f.is_multiple_of(10) {
         f /= 10;
         width -= 1;
     }

@@ -432,7 +432,8 @@ impl Emitter {
 fn string_style(s: &str) -> Style {
     if s.contains('\n') {
         Style::Literal
-    } else if resolve_plain(s) == Resolved::Str && !is_base60_float(s) {
+    } else if resolve_plain(s) == Resolved::Str && !is_base60_float(s) && s != "<<" {
+        // go-yaml resolves a plain `<<` to the merge tag, so the string is quoted.
         Style::Plain
     } else {
         Style::Double

@@ -425,7 +425,7 @@ fn decode_binary(text: &str, mark: Marker) -> Result<Value> {
         .bytes()
         .filter(|b| !matches!(b, b'\r' | b'\n'))
         .collect();
-    if clean.len() % 4 != 0 {
+    if !clean.len().is_multiple_of(4) {
         return Err(bad());
     }
     let mut out = Vec::with_capacity(clean.len() / 4 * 3);

@@ -81,7 +81,7 @@ fn string_quoting_matches_go_yaml() {
         ("\u{feff}x", "\"\\uFEFF\\x78\"\n"),
         ("a\\b", "a\\b\n"),
         ("http://x:80/y", "http://x:80/y\n"),
-        ("<<", "<<\n"),
+        ("<<", "\"<<\"\n"),
         ("=", "=\n"),
         ("a,b", "a,b\n"),
         ("1.", "\"1.\"\n"),
@@ -354,4 +354,12 @@ fn golden_documents_round_trip_byte_for_byte() {
     );
     assert!(checked > 0, "no supported documents found in {dir}");
     assert!(failures.is_empty(), "not byte-identical: {failures:?}");
+}
+
+#[test]
+fn merge_key_string_round_trips() {
+    let v = serde_json::json!({"<<": "a", "b": "<<"});
+    let text = crate::yaml::to_string(&v);
+    assert_eq!(text, "\"<<\": a\nb: \"<<\"\n");
+    assert_eq!(crate::yaml::from_str(&text).unwrap(), v);
 }

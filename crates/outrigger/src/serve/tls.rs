@@ -195,8 +195,9 @@ pub fn generate(names: &[String], days: i64) -> Result<Generated> {
     leaf.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
     leaf.not_before = now - time::Duration::hours(1);
     leaf.not_after = now + time::Duration::days(days);
+    let issuer = rcgen::Issuer::from_params(&ca, &ca_key);
     let cert = leaf
-        .signed_by(&key, &ca_cert, &ca_key)
+        .signed_by(&key, &issuer)
         .context("signing the serving certificate")?;
     Ok(Generated {
         ca_pem: ca_cert.pem(),

@@ -1,0 +1,1002 @@
+//! Serving certificate in the cluster: a CA and a serving certificate kept in one Secret, shared
+//! by every replica, and the CA bundle patched into the MutatingWebhookConfiguration.
+//!
+//! * Bootstrap is safe when several replicas start at once: the Secret is created only if absent;
+//!   a replica that loses the race (409 Conflict) reads and uses what the winner wrote. Updates
+//!   carry the `resourceVersion` read, so concurrent rotations also have exactly one winner.
+//! * Rotation never breaks trust: a new CA is first *added* to the bundle (the old CA stays, and
+//!   the serving certificate stays the one the old CA signed); only after [`ROTATION_GRACE`],
+//!   once the API server has had time to load the overlapping bundle, is the serving certificate
+//!   re-issued by the new CA; a retired CA leaves the bundle when it expires.
+//! * `--ca-bundle-managed-externally` ([`CertConfig::webhook`] `None`) never writes the webhook
+//!   configuration.
+
+use std::collections::BTreeMap;
+
+use ::kube::api::{Api, Patch, PatchParams, PostParams};
+use ::kube::Client;
+use base64::Engine;
+use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::ByteString;
+use rcgen::{
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+    KeyUsagePurpose,
+};
+use serde_json::{json, Value};
+use time::{Duration, OffsetDateTime};
+
+use crate::webhook_config::ENTRY_SUFFIX;
+
+/// Secret key of the signing CA certificate (PEM).
+pub const CA_CERT_KEY: &str = "ca.crt";
+/// Secret key of the signing CA private key (PEM).
+pub const CA_KEY_KEY: &str = "ca.key";
+/// Secret key of the trusted CA bundle (current CA first, then retired CAs still valid).
+pub const CA_BUNDLE_KEY: &str = "ca-bundle.crt";
+/// Secret key of the serving certificate (PEM).
+pub const TLS_CERT_KEY: &str = "tls.crt";
+/// Secret key of the serving private key (PEM).
+pub const TLS_KEY_KEY: &str = "tls.key";
+
+/// Lifetime of a generated CA.
+pub const CA_LIFETIME: Duration = Duration::days(3650);
+/// Lifetime of a generated serving certificate (capped by the CA's expiry).
+pub const CERT_LIFETIME: Duration = Duration::days(365);
+/// Delay between adding a new CA to the bundle and serving a certificate it signed.
+pub const ROTATION_GRACE: Duration = Duration::hours(1);
+/// Backdating of `notBefore`, for clocks slightly behind ours.
+pub const CLOCK_SKEW: Duration = Duration::minutes(5);
+/// Attempts of a read-modify-write of the Secret before giving up.
+const MAX_ATTEMPTS: usize = 5;
+
+/// Errors of certificate management.
+#[derive(Debug, thiserror::Error)]
+pub enum CertError {
+    /// The API server refused or failed a request.
+    #[error("Kubernetes API: {0}")]
+    Kube(#[from] ::kube::Error),
+    /// Key or certificate generation failed.
+    #[error("generating certificates: {0}")]
+    Generate(#[from] rcgen::Error),
+    /// A stored certificate or key is unusable.
+    #[error("invalid certificate data: {0}")]
+    Invalid(String),
+    /// The webhook configuration has no entry named `*sidecar-injector.istio.io`.
+    #[error("MutatingWebhookConfiguration {0} has no webhook entry ending with {ENTRY_SUFFIX}")]
+    NoWebhookEntry(String),
+    /// Other replicas kept changing the Secret.
+    #[error("Secret {0} kept changing under concurrent updates")]
+    Contended(String),
+}
+
+/// Result alias of this module.
+pub type Result<T, E = CertError> = std::result::Result<T, E>;
+
+/// Where the certificates live and what they serve.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CertConfig {
+    /// Namespace of the Secret (the injector's namespace).
+    pub namespace: String,
+    /// Name of the Secret.
+    pub secret: String,
+    /// DNS names of the serving certificate (see [`service_dns_names`]).
+    pub dns_names: Vec<String>,
+    /// MutatingWebhookConfiguration whose caBundle is kept in sync; `None` when the bundle is
+    /// managed externally (cert-manager's CA injector, GitOps).
+    pub webhook: Option<String>,
+}
+
+/// The DNS names the API server may use for `service` in `namespace`.
+pub fn service_dns_names(namespace: &str, service: &str) -> Vec<String> {
+    vec![
+        service.to_string(),
+        format!("{service}.{namespace}"),
+        format!("{service}.{namespace}.svc"),
+        format!("{service}.{namespace}.svc.cluster.local"),
+    ]
+}
+
+/// The certificate material shared by the replicas (all PEM).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CertBundle {
+    /// Signing CA certificate.
+    pub ca_cert_pem: String,
+    /// Signing CA key.
+    pub ca_key_pem: String,
+    /// Trusted CAs: the signing CA, then retired CAs that are still valid.
+    pub ca_bundle_pem: String,
+    /// Serving certificate.
+    pub cert_pem: String,
+    /// Serving key.
+    pub key_pem: String,
+}
+
+/// What a bundle needs at a given time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Plan {
+    /// Nothing to do.
+    Keep,
+    /// Issue a new serving certificate from the current CA.
+    ReissueServing,
+    /// Generate a new CA and add it to the bundle (serving certificate unchanged).
+    RotateCa,
+    /// Remove expired CAs from the bundle.
+    PruneBundle,
+}
+
+/// Facts read from one certificate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CertInfo {
+    /// Raw DER of the subject name.
+    pub subject: Vec<u8>,
+    /// Raw DER of the issuer name.
+    pub issuer: Vec<u8>,
+    /// Start of validity.
+    pub not_before: OffsetDateTime,
+    /// End of validity.
+    pub not_after: OffsetDateTime,
+    /// DNS subject alternative names.
+    pub dns_names: Vec<String>,
+}
+
+fn invalid(what: impl std::fmt::Display) -> CertError {
+    CertError::Invalid(what.to_string())
+}
+
+/// Parse every CERTIFICATE block of a PEM text.
+pub fn parse_certs(pem: &str) -> Result<Vec<CertInfo>> {
+    let mut out = Vec::new();
+    for (i, block) in x509_parser::pem::Pem::iter_from_buffer(pem.as_bytes()).enumerate() {
+        let block = block.map_err(|e| invalid(format!("PEM block {i}: {e}")))?;
+        if block.label != "CERTIFICATE" {
+            continue;
+        }
+        let cert = block
+            .parse_x509()
+            .map_err(|e| invalid(format!("certificate {i}: {e}")))?;
+        let time = |t: i64| {
+            OffsetDateTime::from_unix_timestamp(t)
+                .map_err(|e| invalid(format!("certificate {i}: {e}")))
+        };
+        let dns_names = match cert.subject_alternative_name() {
+            Ok(Some(san)) => san
+                .value
+                .general_names
+                .iter()
+                .filter_map(|n| match n {
+                    x509_parser::extensions::GeneralName::DNSName(d) => Some(d.to_string()),
+                    _ => None,
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        out.push(CertInfo {
+            subject: cert.subject().as_raw().to_vec(),
+            issuer: cert.issuer().as_raw().to_vec(),
+            not_before: time(cert.validity().not_before.timestamp())?,
+            not_after: time(cert.validity().not_after.timestamp())?,
+            dns_names,
+        });
+    }
+    if out.is_empty() {
+        return Err(invalid("no PEM CERTIFICATE block"));
+    }
+    Ok(out)
+}
+
+/// Split a PEM text into its CERTIFICATE blocks (re-encoded, one string each).
+fn cert_blocks(pem: &str) -> Vec<String> {
+    let mut blocks = Vec::new();
+    let mut current = String::new();
+    let mut inside = false;
+    for line in pem.lines() {
+        if line.starts_with("-----BEGIN CERTIFICATE-----") {
+            inside = true;
+            current.clear();
+        }
+        if inside {
+            current.push_str(line);
+            current.push('\n');
+        }
+        if line.starts_with("-----END CERTIFICATE-----") && inside {
+            inside = false;
+            blocks.push(std::mem::take(&mut current));
+        }
+    }
+    blocks
+}
+
+fn ca_params(now: OffsetDateTime) -> CertificateParams {
+    let mut p = CertificateParams::default();
+    p.distinguished_name.push(
+        DnType::CommonName,
+        format!("outrigger-ca-{}", now.unix_timestamp()),
+    );
+    p.distinguished_name
+        .push(DnType::OrganizationName, "outrigger");
+    p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    p.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    p.not_before = now - CLOCK_SKEW;
+    p.not_after = now + CA_LIFETIME;
+    p
+}
+
+/// A new self-signed CA: (certificate PEM, key PEM).
+fn new_ca(now: OffsetDateTime) -> Result<(String, String)> {
+    let key = KeyPair::generate()?;
+    let cert = ca_params(now).self_signed(&key)?;
+    Ok((cert.pem(), key.serialize_pem()))
+}
+
+/// A serving certificate for `dns_names` signed by the CA: (certificate PEM, key PEM).
+fn new_serving(
+    ca_cert_pem: &str,
+    ca_key_pem: &str,
+    dns_names: &[String],
+    now: OffsetDateTime,
+) -> Result<(String, String)> {
+    let ca_key = KeyPair::from_pem(ca_key_pem)?;
+    let ca_not_after = parse_certs(ca_cert_pem)?
+        .first()
+        .map(|c| c.not_after)
+        .ok_or_else(|| invalid("empty CA certificate"))?;
+    let issuer = Issuer::from_ca_cert_pem(ca_cert_pem, ca_key)?;
+    let mut p = CertificateParams::new(dns_names.to_vec())?;
+    p.distinguished_name = rcgen::DistinguishedName::new();
+    p.distinguished_name.push(
+        DnType::CommonName,
+        dns_names
+            .first()
+            .cloned()
+            .unwrap_or_else(|| "outrigger".into()),
+    );
+    p.is_ca = IsCa::ExplicitNoCa;
+    p.key_usages = vec![
+        KeyUsagePurpose::DigitalSignature,
+        KeyUsagePurpose::KeyEncipherment,
+    ];
+    p.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    p.not_before = now - CLOCK_SKEW;
+    p.not_after = (now + CERT_LIFETIME).min(ca_not_after);
+    let key = KeyPair::generate()?;
+    let cert = p.signed_by(&key, &issuer)?;
+    Ok((cert.pem(), key.serialize_pem()))
+}
+
+fn remaining_fraction(info: &CertInfo, now: OffsetDateTime) -> f64 {
+    let total = (info.not_after - info.not_before).as_seconds_f64();
+    if total <= 0.0 {
+        return 0.0;
+    }
+    (info.not_after - now).as_seconds_f64() / total
+}
+
+fn first(pem: &str) -> Result<CertInfo> {
+    parse_certs(pem)?
+        .into_iter()
+        .next()
+        .ok_or_else(|| invalid("no certificate"))
+}
+
+impl CertBundle {
+    /// A fresh CA and serving certificate.
+    pub fn generate(dns_names: &[String], now: OffsetDateTime) -> Result<CertBundle> {
+        let (ca_cert_pem, ca_key_pem) = new_ca(now)?;
+        let (cert_pem, key_pem) = new_serving(&ca_cert_pem, &ca_key_pem, dns_names, now)?;
+        Ok(CertBundle {
+            ca_bundle_pem: ca_cert_pem.clone(),
+            ca_cert_pem,
+            ca_key_pem,
+            cert_pem,
+            key_pem,
+        })
+    }
+
+    /// Read a bundle from a Secret's data, checking that every part parses.
+    pub fn from_secret(secret: &Secret) -> Result<CertBundle> {
+        let data = secret
+            .data
+            .as_ref()
+            .ok_or_else(|| invalid("Secret has no data"))?;
+        let get = |k: &str| -> Result<String> {
+            let v = data
+                .get(k)
+                .ok_or_else(|| invalid(format!("Secret has no key {k:?}")))?;
+            String::from_utf8(v.0.clone())
+                .map_err(|_| invalid(format!("Secret key {k:?} is not UTF-8")))
+        };
+        let b = CertBundle {
+            ca_cert_pem: get(CA_CERT_KEY)?,
+            ca_key_pem: get(CA_KEY_KEY)?,
+            ca_bundle_pem: get(CA_BUNDLE_KEY)?,
+            cert_pem: get(TLS_CERT_KEY)?,
+            key_pem: get(TLS_KEY_KEY)?,
+        };
+        first(&b.ca_cert_pem)?;
+        parse_certs(&b.ca_bundle_pem)?;
+        first(&b.cert_pem)?;
+        KeyPair::from_pem(&b.ca_key_pem).map_err(|e| invalid(format!("{CA_KEY_KEY}: {e}")))?;
+        KeyPair::from_pem(&b.key_pem).map_err(|e| invalid(format!("{TLS_KEY_KEY}: {e}")))?;
+        Ok(b)
+    }
+
+    /// The Secret data of this bundle.
+    pub fn secret_data(&self) -> BTreeMap<String, ByteString> {
+        [
+            (CA_CERT_KEY, &self.ca_cert_pem),
+            (CA_KEY_KEY, &self.ca_key_pem),
+            (CA_BUNDLE_KEY, &self.ca_bundle_pem),
+            (TLS_CERT_KEY, &self.cert_pem),
+            (TLS_KEY_KEY, &self.key_pem),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), ByteString(v.as_bytes().to_vec())))
+        .collect()
+    }
+
+    /// What the bundle needs at `now` for `dns_names`.
+    pub fn plan(&self, dns_names: &[String], now: OffsetDateTime) -> Result<Plan> {
+        let ca = first(&self.ca_cert_pem)?;
+        let cert = first(&self.cert_pem)?;
+        if remaining_fraction(&ca, now) < 1.0 / 3.0 {
+            return Ok(Plan::RotateCa);
+        }
+        let signed_by_current = cert.issuer == ca.subject;
+        let grace_over = now >= ca.not_before + CLOCK_SKEW + ROTATION_GRACE;
+        let cert_expiring = remaining_fraction(&cert, now) < 1.0 / 3.0;
+        let mut wanted: Vec<&String> = dns_names.iter().collect();
+        wanted.sort();
+        let mut have: Vec<&String> = cert.dns_names.iter().collect();
+        have.sort();
+        if (!signed_by_current && grace_over) || cert_expiring || wanted != have {
+            return Ok(Plan::ReissueServing);
+        }
+        if parse_certs(&self.ca_bundle_pem)?
+            .iter()
+            .any(|c| c.not_after <= now)
+        {
+            return Ok(Plan::PruneBundle);
+        }
+        Ok(Plan::Keep)
+    }
+
+    /// Carry out `plan`, returning the new bundle.
+    pub fn apply(
+        &self,
+        plan: Plan,
+        dns_names: &[String],
+        now: OffsetDateTime,
+    ) -> Result<CertBundle> {
+        let mut b = self.clone();
+        match plan {
+            Plan::Keep => {}
+            Plan::ReissueServing => {
+                let (cert, key) = new_serving(&b.ca_cert_pem, &b.ca_key_pem, dns_names, now)?;
+                b.cert_pem = cert;
+                b.key_pem = key;
+            }
+            Plan::RotateCa => {
+                let (ca_cert, ca_key) = new_ca(now)?;
+                let mut bundle = ca_cert.clone();
+                for block in cert_blocks(&self.ca_bundle_pem) {
+                    if first(&block).is_ok_and(|c| c.not_after > now) {
+                        bundle.push_str(&block);
+                    }
+                }
+                b.ca_cert_pem = ca_cert;
+                b.ca_key_pem = ca_key;
+                b.ca_bundle_pem = bundle;
+            }
+            Plan::PruneBundle => {
+                let kept: String = cert_blocks(&self.ca_bundle_pem)
+                    .into_iter()
+                    .filter(|block| first(block).is_ok_and(|c| c.not_after > now))
+                    .collect();
+                b.ca_bundle_pem = if kept.is_empty() {
+                    b.ca_cert_pem.clone()
+                } else {
+                    kept
+                };
+            }
+        }
+        Ok(b)
+    }
+
+    /// Bring the bundle up to date at `now` (possibly in several steps, e.g. prune then reissue).
+    pub fn refresh(&self, dns_names: &[String], now: OffsetDateTime) -> Result<Option<CertBundle>> {
+        let mut current = self.clone();
+        let mut changed = false;
+        // Each plan step changes something a later plan reads; four steps reach a fixed point.
+        for _ in 0..4 {
+            match current.plan(dns_names, now)? {
+                Plan::Keep => break,
+                plan => {
+                    current = current.apply(plan, dns_names, now)?;
+                    changed = true;
+                }
+            }
+        }
+        Ok(changed.then_some(current))
+    }
+}
+
+fn is_status(e: &::kube::Error, code: u16) -> bool {
+    matches!(e, ::kube::Error::Api(s) if s.code == code)
+}
+
+fn secret_object(
+    cfg: &CertConfig,
+    bundle: &CertBundle,
+    resource_version: Option<String>,
+) -> Secret {
+    Secret {
+        metadata: ObjectMeta {
+            name: Some(cfg.secret.clone()),
+            namespace: Some(cfg.namespace.clone()),
+            labels: Some(BTreeMap::from([(
+                "app.kubernetes.io/name".to_string(),
+                "outrigger".to_string(),
+            )])),
+            resource_version,
+            ..ObjectMeta::default()
+        },
+        type_: Some("Opaque".into()),
+        data: Some(bundle.secret_data()),
+        ..Secret::default()
+    }
+}
+
+/// Load the shared certificates, creating or refreshing them as needed (see the module docs).
+pub async fn bootstrap(client: Client, cfg: &CertConfig) -> Result<CertBundle> {
+    bootstrap_at(client, cfg, OffsetDateTime::now_utc()).await
+}
+
+/// [`bootstrap`] at a given time (tests, and callers with their own clock).
+pub async fn bootstrap_at(
+    client: Client,
+    cfg: &CertConfig,
+    now: OffsetDateTime,
+) -> Result<CertBundle> {
+    let api: Api<Secret> = Api::namespaced(client, &cfg.namespace);
+    for _ in 0..MAX_ATTEMPTS {
+        let Some(existing) = api.get_opt(&cfg.secret).await? else {
+            let fresh = CertBundle::generate(&cfg.dns_names, now)?;
+            match api
+                .create(&PostParams::default(), &secret_object(cfg, &fresh, None))
+                .await
+            {
+                Ok(_) => return Ok(fresh),
+                // Another replica created it first: read and use the winner's.
+                Err(e) if is_status(&e, 409) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        };
+        let rv = existing.metadata.resource_version.clone();
+        let next = match CertBundle::from_secret(&existing) {
+            Ok(current) => match current.refresh(&cfg.dns_names, now)? {
+                None => return Ok(current),
+                Some(next) => next,
+            },
+            Err(e) => {
+                tracing::warn!(secret = %cfg.secret, error = %e, "replacing unusable certificate Secret");
+                CertBundle::generate(&cfg.dns_names, now)?
+            }
+        };
+        match api
+            .replace(
+                &cfg.secret,
+                &PostParams::default(),
+                &secret_object(cfg, &next, rv),
+            )
+            .await
+        {
+            Ok(_) => return Ok(next),
+            // Another replica updated it first: start over from what it wrote.
+            Err(e) if is_status(&e, 409) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(CertError::Contended(cfg.secret.clone()))
+}
+
+/// Make every `*sidecar-injector.istio.io` entry of `webhook` carry `ca_bundle_pem`.
+/// Returns whether a patch was sent (nothing is written when all entries are current).
+pub async fn ensure_ca_bundle(client: Client, webhook: &str, ca_bundle_pem: &str) -> Result<bool> {
+    let api: Api<MutatingWebhookConfiguration> = Api::all(client);
+    let mwc = api.get(webhook).await?;
+    let wanted = ByteString(ca_bundle_pem.as_bytes().to_vec());
+    let entries: Vec<_> = mwc
+        .webhooks
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|w| w.name.ends_with(ENTRY_SUFFIX))
+        .collect();
+    if entries.is_empty() {
+        return Err(CertError::NoWebhookEntry(webhook.to_string()));
+    }
+    if entries
+        .iter()
+        .all(|w| w.client_config.ca_bundle.as_ref() == Some(&wanted))
+    {
+        return Ok(false);
+    }
+    let encoded = base64::engine::general_purpose::STANDARD.encode(ca_bundle_pem);
+    // Strategic merge: `webhooks` merges by name, so only the caBundle fields change.
+    let patch: Value = json!({
+        "webhooks": entries
+            .iter()
+            .map(|w| json!({"name": w.name, "clientConfig": {"caBundle": encoded}}))
+            .collect::<Vec<_>>()
+    });
+    api.patch(webhook, &PatchParams::default(), &Patch::Strategic(&patch))
+        .await?;
+    Ok(true)
+}
+
+/// One reconciliation: bootstrap/refresh the Secret, then (unless managed externally) sync the
+/// webhook's caBundle.
+pub async fn reconcile_at(
+    client: Client,
+    cfg: &CertConfig,
+    now: OffsetDateTime,
+) -> Result<CertBundle> {
+    let bundle = bootstrap_at(client.clone(), cfg, now).await?;
+    if let Some(webhook) = &cfg.webhook {
+        if ensure_ca_bundle(client, webhook, &bundle.ca_bundle_pem).await? {
+            tracing::info!(webhook = %webhook, "patched caBundle");
+        }
+    }
+    Ok(bundle)
+}
+
+/// Keep certificates fresh and the caBundle in sync forever: reconcile every `interval` and
+/// whenever the webhook configuration changes (so a caBundle reset by someone else is restored
+/// at once), publish each new bundle on `tx` (the TLS server reloads from it), retry failures
+/// after `retry`. With an externally managed bundle the webhook is neither watched nor written.
+pub async fn run(
+    client: Client,
+    cfg: CertConfig,
+    tx: tokio::sync::watch::Sender<CertBundle>,
+    interval: std::time::Duration,
+    retry: std::time::Duration,
+) {
+    use ::kube::runtime::WatchStreamExt;
+    use futures::StreamExt;
+    let mut changes = match &cfg.webhook {
+        Some(name) => {
+            let api: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
+            ::kube::runtime::watcher::watch_object(api, name)
+                .default_backoff()
+                .boxed()
+        }
+        None => futures::stream::pending().boxed(),
+    };
+    loop {
+        let wait = match reconcile_at(client.clone(), &cfg, OffsetDateTime::now_utc()).await {
+            Ok(bundle) => {
+                tx.send_if_modified(|cur| {
+                    let changed = *cur != bundle;
+                    if changed {
+                        *cur = bundle;
+                    }
+                    changed
+                });
+                interval
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "certificate reconciliation failed");
+                retry
+            }
+        };
+        tokio::select! {
+            _ = tokio::time::sleep(wait) => {}
+            event = changes.next() => {
+                if event.is_none() {
+                    changes = futures::stream::pending().boxed();
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kube::mock;
+    use http::Method;
+
+    fn cfg(webhook: Option<&str>) -> CertConfig {
+        CertConfig {
+            namespace: "outrigger".into(),
+            secret: "outrigger-tls".into(),
+            dns_names: service_dns_names("outrigger", "outrigger"),
+            webhook: webhook.map(str::to_string),
+        }
+    }
+
+    fn now() -> OffsetDateTime {
+        OffsetDateTime::from_unix_timestamp(1_800_000_000).expect("valid time")
+    }
+
+    const SECRET_PATH: &str = "/api/v1/namespaces/outrigger/secrets/outrigger-tls";
+    const SECRETS_PATH: &str = "/api/v1/namespaces/outrigger/secrets?";
+
+    fn secret_json(bundle: &CertBundle, rv: &str) -> Value {
+        let mut s = serde_json::to_value(secret_object(&cfg(None), bundle, Some(rv.into())))
+            .expect("serialisable");
+        s["apiVersion"] = json!("v1");
+        s["kind"] = json!("Secret");
+        s
+    }
+
+    fn bundle_of(body: &Value) -> CertBundle {
+        let secret: Secret = serde_json::from_value(body.clone()).expect("a Secret was sent");
+        CertBundle::from_secret(&secret).expect("valid bundle sent")
+    }
+
+    #[test]
+    fn generated_bundle_is_consistent() {
+        let names = service_dns_names("ns", "svc");
+        let b = CertBundle::generate(&names, now()).expect("generate");
+        let ca = first(&b.ca_cert_pem).expect("CA");
+        let cert = first(&b.cert_pem).expect("cert");
+        assert_eq!(cert.issuer, ca.subject);
+        assert_eq!(cert.dns_names, names);
+        assert_eq!(b.ca_bundle_pem, b.ca_cert_pem);
+        assert_eq!(cert.not_after, now() + CERT_LIFETIME);
+        assert_eq!(b.plan(&names, now()).expect("plan"), Plan::Keep);
+        let round =
+            CertBundle::from_secret(&secret_object(&cfg(None), &b, None)).expect("round trip");
+        assert_eq!(round, b);
+    }
+
+    #[test]
+    fn rotation_overlaps_the_bundle_before_switching_the_serving_cert() {
+        let names = service_dns_names("ns", "svc");
+        let start = now();
+        let b = CertBundle::generate(&names, start).expect("generate");
+        let old_ca = first(&b.ca_cert_pem).expect("CA");
+        // Serving certificate renewals keep the CA.
+        let t1 = start + Duration::days(300);
+        assert_eq!(b.plan(&names, t1).expect("plan"), Plan::ReissueServing);
+        let b1 = b.refresh(&names, t1).expect("refresh").expect("changed");
+        assert_eq!(b1.ca_cert_pem, b.ca_cert_pem);
+        assert_ne!(b1.cert_pem, b.cert_pem);
+        // Yearly renewals keep the serving certificate fresh until late in the CA's life.
+        let t_renew = start + Duration::days(2400);
+        assert_eq!(
+            b1.plan(&names, t_renew).expect("plan"),
+            Plan::ReissueServing
+        );
+        let b1 = b1
+            .refresh(&names, t_renew)
+            .expect("refresh")
+            .expect("changed");
+        assert_eq!(first(&b1.cert_pem).expect("cert").issuer, old_ca.subject);
+        // Past two thirds of the CA's life: a new CA joins the bundle, the old one stays,
+        // the serving certificate is unchanged.
+        let t2 = start + Duration::days(2440);
+        assert_eq!(b1.plan(&names, t2).expect("plan"), Plan::RotateCa);
+        let b2 = b1.apply(Plan::RotateCa, &names, t2).expect("rotate");
+        let new_ca = first(&b2.ca_cert_pem).expect("new CA");
+        assert_ne!(new_ca.subject, old_ca.subject);
+        let trusted: Vec<Vec<u8>> = parse_certs(&b2.ca_bundle_pem)
+            .expect("bundle")
+            .into_iter()
+            .map(|c| c.subject)
+            .collect();
+        assert_eq!(
+            trusted,
+            vec![new_ca.subject.clone(), old_ca.subject.clone()]
+        );
+        assert_eq!(
+            b2.cert_pem, b1.cert_pem,
+            "serving cert must stay on the old CA during the grace period"
+        );
+        assert_eq!(b2.plan(&names, t2).expect("plan"), Plan::Keep);
+        // After the grace period the serving certificate moves to the new CA.
+        let t3 = t2 + ROTATION_GRACE + CLOCK_SKEW;
+        assert_eq!(b2.plan(&names, t3).expect("plan"), Plan::ReissueServing);
+        let b3 = b2.refresh(&names, t3).expect("refresh").expect("changed");
+        assert_eq!(first(&b3.cert_pem).expect("cert").issuer, new_ca.subject);
+        // Once the old CA expires it leaves the bundle.
+        let t4 = start + CA_LIFETIME + Duration::days(1);
+        let b4 = b3.apply(Plan::PruneBundle, &names, t4).expect("prune");
+        let trusted: Vec<Vec<u8>> = parse_certs(&b4.ca_bundle_pem)
+            .expect("bundle")
+            .into_iter()
+            .map(|c| c.subject)
+            .collect();
+        assert_eq!(trusted, vec![new_ca.subject]);
+    }
+
+    #[test]
+    fn changed_dns_names_reissue_and_bad_data_is_rejected() {
+        let names = service_dns_names("ns", "svc");
+        let b = CertBundle::generate(&names, now()).expect("generate");
+        let other = service_dns_names("ns", "other");
+        assert_eq!(b.plan(&other, now()).expect("plan"), Plan::ReissueServing);
+        let mut broken = secret_object(&cfg(None), &b, None);
+        if let Some(d) = broken.data.as_mut() {
+            d.insert(TLS_CERT_KEY.into(), ByteString(b"garbage".to_vec()));
+        }
+        let err = CertBundle::from_secret(&broken).expect_err("garbage certificate");
+        assert!(err.to_string().contains("no PEM CERTIFICATE"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn first_replica_creates_the_secret() {
+        let (client, mut handle) = mock::client();
+        let task = tokio::spawn(async move { bootstrap_at(client, &cfg(None), now()).await });
+        let req = mock::next(&mut handle).await;
+        req.assert(Method::GET, SECRET_PATH);
+        req.respond(404, mock::not_found("secrets", "outrigger-tls"));
+        let req = mock::next(&mut handle).await;
+        req.assert(Method::POST, SECRETS_PATH);
+        let sent = bundle_of(&req.body);
+        assert_eq!(req.body["metadata"]["name"], "outrigger-tls");
+        assert!(req.body["metadata"].get("resourceVersion").is_none());
+        let echo = req.body.clone();
+        req.respond(201, echo);
+        let got = task.await.expect("task").expect("bootstrap");
+        assert_eq!(got, sent);
+    }
+
+    #[tokio::test]
+    async fn secret_race_between_two_replicas_uses_the_winners_bundle() {
+        let (client_a, mut handle_a) = mock::client();
+        let (client_b, mut handle_b) = mock::client();
+        let a = tokio::spawn(async move { bootstrap_at(client_a, &cfg(None), now()).await });
+        let b = tokio::spawn(async move { bootstrap_at(client_b, &cfg(None), now()).await });
+        // Both find no Secret.
+        let ga = mock::next(&mut handle_a).await;
+        ga.assert(Method::GET, SECRET_PATH);
+        let gb = mock::next(&mut handle_b).await;
+        gb.assert(Method::GET, SECRET_PATH);
+        ga.respond(404, mock::not_found("secrets", "outrigger-tls"));
+        gb.respond(404, mock::not_found("secrets", "outrigger-tls"));
+        // Both try to create; A wins, B gets 409 AlreadyExists.
+        let ca = mock::next(&mut handle_a).await;
+        ca.assert(Method::POST, SECRETS_PATH);
+        let cb = mock::next(&mut handle_b).await;
+        cb.assert(Method::POST, SECRETS_PATH);
+        let winner = bundle_of(&ca.body);
+        let loser_attempt = bundle_of(&cb.body);
+        assert_ne!(winner, loser_attempt, "each replica generated its own keys");
+        let stored = ca.body.clone();
+        ca.respond(201, stored.clone());
+        cb.respond(409, mock::already_exists("secrets", "outrigger-tls"));
+        // B reads the winner's Secret and uses it unchanged (no further write).
+        let rb = mock::next(&mut handle_b).await;
+        rb.assert(Method::GET, SECRET_PATH);
+        rb.respond(200, secret_json(&winner, "7"));
+        assert_eq!(a.await.expect("task").expect("A"), winner);
+        assert_eq!(b.await.expect("task").expect("B"), winner);
+        mock::assert_no_request(&mut handle_b).await;
+    }
+
+    #[tokio::test]
+    async fn rotation_writes_with_resource_version_and_retries_on_conflict() {
+        let names = cfg(None).dns_names;
+        let renewed = now() + Duration::days(2400);
+        let old = CertBundle::generate(&names, now())
+            .and_then(|b| b.apply(Plan::ReissueServing, &names, renewed))
+            .expect("generate");
+        let later = now() + Duration::days(2440);
+        let (client, mut handle) = mock::client();
+        let task = tokio::spawn(async move { bootstrap_at(client, &cfg(None), later).await });
+        let r = mock::next(&mut handle).await;
+        r.assert(Method::GET, SECRET_PATH);
+        r.respond(200, secret_json(&old, "41"));
+        let put = mock::next(&mut handle).await;
+        put.assert(Method::PUT, SECRET_PATH);
+        assert_eq!(put.body["metadata"]["resourceVersion"], "41");
+        let first_try = bundle_of(&put.body);
+        assert_eq!(
+            parse_certs(&first_try.ca_bundle_pem).expect("bundle").len(),
+            2,
+            "overlapping bundle"
+        );
+        assert_eq!(first_try.cert_pem, old.cert_pem);
+        // Another replica rotated meanwhile: conflict, re-read, and its result is current.
+        put.respond(409, mock::conflict("secrets", "outrigger-tls"));
+        let r = mock::next(&mut handle).await;
+        r.assert(Method::GET, SECRET_PATH);
+        let theirs = old.apply(Plan::RotateCa, &names, later).expect("rotate");
+        r.respond(200, secret_json(&theirs, "42"));
+        assert_eq!(task.await.expect("task").expect("bootstrap"), theirs);
+        mock::assert_no_request(&mut handle).await;
+    }
+
+    fn mwc_json(ca: Option<&str>) -> Value {
+        let cc = |ca: Option<&str>| match ca {
+            Some(c) => {
+                json!({"service": {"name": "outrigger", "namespace": "outrigger"}, "caBundle": c})
+            }
+            None => json!({"service": {"name": "outrigger", "namespace": "outrigger"}}),
+        };
+        let entry = |name: &str, ca: Option<&str>| json!({"name": name, "clientConfig": cc(ca), "sideEffects": "None", "admissionReviewVersions": ["v1"]});
+        json!({
+            "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+            "metadata": {"name": "outrigger-sidecar-injector", "resourceVersion": "5"},
+            "webhooks": [
+                entry("rev.namespace.sidecar-injector.istio.io", ca),
+                entry("namespace.sidecar-injector.istio.io", None),
+                entry("other.example.com", Some("b3RoZXI=")),
+            ]
+        })
+    }
+
+    const MWC_PATH: &str = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/outrigger-sidecar-injector";
+
+    #[tokio::test]
+    async fn ca_bundle_patch_touches_only_injector_entries() {
+        let pem = CertBundle::generate(&["x".into()], now())
+            .expect("generate")
+            .ca_bundle_pem;
+        let encoded = base64::engine::general_purpose::STANDARD.encode(&pem);
+        let (client, mut handle) = mock::client();
+        let p = pem.clone();
+        let task = tokio::spawn(async move {
+            ensure_ca_bundle(client, "outrigger-sidecar-injector", &p).await
+        });
+        let r = mock::next(&mut handle).await;
+        r.assert(Method::GET, MWC_PATH);
+        r.respond(200, mwc_json(Some(&encoded)));
+        let patch = mock::next(&mut handle).await;
+        patch.assert(Method::PATCH, &format!("{MWC_PATH}?"));
+        assert_eq!(
+            patch.content_type.as_deref(),
+            Some("application/strategic-merge-patch+json")
+        );
+        assert_eq!(
+            patch.body,
+            json!({"webhooks": [
+                {"name": "rev.namespace.sidecar-injector.istio.io", "clientConfig": {"caBundle": encoded}},
+                {"name": "namespace.sidecar-injector.istio.io", "clientConfig": {"caBundle": encoded}},
+            ]})
+        );
+        patch.respond(200, mwc_json(Some(&encoded)));
+        assert!(task.await.expect("task").expect("patched"));
+    }
+
+    #[tokio::test]
+    async fn ca_bundle_in_sync_means_no_write() {
+        let pem = "-----BEGIN CERTIFICATE-----\nAA==\n-----END CERTIFICATE-----\n";
+        let encoded = base64::engine::general_purpose::STANDARD.encode(pem);
+        let mut current = mwc_json(Some(&encoded));
+        current["webhooks"][1]["clientConfig"]["caBundle"] = json!(encoded);
+        let (client, mut handle) = mock::client();
+        let task = tokio::spawn(async move {
+            ensure_ca_bundle(client, "outrigger-sidecar-injector", pem).await
+        });
+        let r = mock::next(&mut handle).await;
+        r.assert(Method::GET, MWC_PATH);
+        r.respond(200, current);
+        assert!(!task.await.expect("task").expect("in sync"));
+        mock::assert_no_request(&mut handle).await;
+    }
+
+    #[tokio::test]
+    async fn missing_injector_entries_are_an_error() {
+        let mut mwc = mwc_json(None);
+        mwc["webhooks"] = json!([{"name": "other.example.com", "clientConfig": {}, "sideEffects": "None", "admissionReviewVersions": ["v1"]}]);
+        let (client, mut handle) = mock::client();
+        let task = tokio::spawn(async move {
+            ensure_ca_bundle(client, "outrigger-sidecar-injector", "x").await
+        });
+        let r = mock::next(&mut handle).await;
+        r.respond(200, mwc);
+        let err = task.await.expect("task").expect_err("no entry");
+        assert!(matches!(err, CertError::NoWebhookEntry(_)), "{err}");
+    }
+
+    #[tokio::test]
+    async fn externally_managed_bundle_never_touches_the_webhook() {
+        let b = CertBundle::generate(&cfg(None).dns_names, now()).expect("generate");
+        let (client, mut handle) = mock::client();
+        let task = tokio::spawn(async move { reconcile_at(client, &cfg(None), now()).await });
+        let r = mock::next(&mut handle).await;
+        r.assert(Method::GET, SECRET_PATH);
+        r.respond(200, secret_json(&b, "3"));
+        assert_eq!(task.await.expect("task").expect("reconcile"), b);
+        mock::assert_no_request(&mut handle).await;
+    }
+
+    #[tokio::test]
+    async fn managed_bundle_is_patched_after_bootstrap() {
+        let b = CertBundle::generate(&cfg(None).dns_names, now()).expect("generate");
+        let (client, mut handle) = mock::client();
+        let task = tokio::spawn(async move {
+            reconcile_at(client, &cfg(Some("outrigger-sidecar-injector")), now()).await
+        });
+        let r = mock::next(&mut handle).await;
+        r.assert(Method::GET, SECRET_PATH);
+        r.respond(200, secret_json(&b, "3"));
+        let r = mock::next(&mut handle).await;
+        r.assert(Method::GET, MWC_PATH);
+        r.respond(200, mwc_json(None));
+        let patch = mock::next(&mut handle).await;
+        patch.assert(Method::PATCH, &format!("{MWC_PATH}?"));
+        let encoded = base64::engine::general_purpose::STANDARD.encode(&b.ca_bundle_pem);
+        assert_eq!(
+            patch.body["webhooks"][0]["clientConfig"]["caBundle"],
+            json!(encoded)
+        );
+        patch.respond(200, mwc_json(Some(&encoded)));
+        assert_eq!(task.await.expect("task").expect("reconcile"), b);
+    }
+
+    #[tokio::test]
+    async fn keep_in_sync_restores_a_reset_ca_bundle() {
+        let b = CertBundle::generate(&cfg(None).dns_names, now()).expect("generate");
+        let encoded = base64::engine::general_purpose::STANDARD.encode(&b.ca_bundle_pem);
+        let mut in_sync = mwc_json(Some(&encoded));
+        in_sync["webhooks"][1]["clientConfig"]["caBundle"] = json!(encoded);
+        let reset = mwc_json(None);
+        let (client, mut handle) = mock::client();
+        let (tx, mut rx) = tokio::sync::watch::channel(
+            CertBundle::generate(&["placeholder".into()], now()).expect("generate"),
+        );
+        let hour = std::time::Duration::from_secs(3600);
+        let task = tokio::spawn(run(
+            client,
+            cfg(Some("outrigger-sidecar-injector")),
+            tx,
+            hour,
+            hour,
+        ));
+        let mut current = in_sync.clone();
+        let mut patched = None;
+        for _ in 0..30 {
+            let r = mock::next(&mut handle).await;
+            let uri = r.uri.clone();
+            match (r.method.clone(), uri.as_str()) {
+                (Method::GET, u) if u.starts_with(SECRET_PATH) => {
+                    r.respond(200, secret_json(&b, "3"))
+                }
+                (Method::GET, u) if u.starts_with(MWC_PATH) => r.respond(200, current.clone()),
+                (Method::GET, u) if u.contains("watch=true") => {
+                    // Someone resets the caBundle.
+                    let mut ev = reset.clone();
+                    ev["metadata"]["resourceVersion"] = json!("6");
+                    current = ev.clone();
+                    r.respond_raw(200, mock::watch_line("MODIFIED", &ev));
+                }
+                (Method::GET, u)
+                    if u.starts_with(
+                        "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations?",
+                    ) =>
+                {
+                    assert!(
+                        u.contains("fieldSelector=metadata.name%3Doutrigger-sidecar-injector"),
+                        "{u}"
+                    );
+                    r.respond(200, json!({"apiVersion": "admissionregistration.k8s.io/v1",
+                        "kind": "MutatingWebhookConfigurationList", "metadata": {"resourceVersion": "5"},
+                        "items": [in_sync.clone()]}));
+                }
+                (Method::PATCH, u) if u.starts_with(MWC_PATH) => {
+                    patched = Some(r.body.clone());
+                    r.respond(200, in_sync.clone());
+                    break;
+                }
+                (m, u) => panic!("unexpected request {m} {u}"),
+            }
+        }
+        let patch = patched.expect("the reset caBundle was restored");
+        assert_eq!(
+            patch["webhooks"][0]["clientConfig"]["caBundle"],
+            json!(encoded)
+        );
+        rx.changed().await.expect("bundle published");
+        assert_eq!(*rx.borrow(), b);
+        task.abort();
+    }
+}

@@ -1,0 +1,21 @@
+//! Kubernetes API integration (kube-rs over rustls): certificate bootstrap and caBundle sync,
+//! ConfigMap-driven configuration, cached node and namespace facts, Events, and the live mode
+//! of `outrigger check`.
+//!
+//! These are library-style building blocks; `serve --kube` wires them together. Every function
+//! takes a [`::kube::Client`], so tests drive them with a mock service that asserts the exact
+//! requests made.
+
+// Library-style API: `serve --kube` (another work stream) is the caller; until it is wired the
+// binary does not use every item.
+#![allow(dead_code)]
+
+pub mod certs;
+pub mod check;
+pub mod config_watch;
+pub mod events;
+#[cfg(test)]
+pub(crate) mod mock;
+pub mod namespaces;
+pub mod nodes;
+pub mod runtime;

@@ -1,0 +1,345 @@
+//! One entry point for `serve --kube`: the flags ([`KubeArgs`], to `#[command(flatten)]` into
+//! serve's flags) and [`start`], which bootstraps the certificates synchronously and spawns the
+//! background tasks (certificate rotation and caBundle sync, ConfigMap watch, node and namespace
+//! caches), handing back what the server reads per request.
+
+use ::kube::Client;
+use anyhow::{Context, Result};
+use futures::stream::BoxStream;
+use futures::StreamExt;
+use outrigger_inject::config::Snapshot;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use super::certs::{self, CertBundle, CertConfig};
+use super::config_watch::{self, ConfigEvent, ConfigMapRef};
+use super::events::EventRecorder;
+use super::namespaces::NamespaceCache;
+use super::nodes::{NativeMode, NativeSidecarDetector};
+
+/// Kubernetes flags of `outrigger serve`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct KubeArgs {
+    /// Use the Kubernetes API (certificates in a Secret, caBundle sync, cluster facts).
+    #[arg(long = "kube")]
+    pub kube: bool,
+    /// Secret (in the injector's namespace) holding the shared CA and serving certificate.
+    #[arg(long = "tls-secret", default_value = "outrigger-tls")]
+    pub tls_secret: String,
+    /// MutatingWebhookConfiguration whose caBundle is kept in sync.
+    #[arg(
+        long = "webhook-config-name",
+        default_value = "outrigger-sidecar-injector"
+    )]
+    pub webhook_config_name: String,
+    /// Never write the webhook configuration (cert-manager's CA injector or GitOps own caBundle).
+    #[arg(long = "ca-bundle-managed-externally")]
+    pub ca_bundle_managed_externally: bool,
+    /// Injector ConfigMap to watch, NAMESPACE/NAME (keys `config` and `values`).
+    #[arg(long = "injectConfigMap")]
+    pub inject_config_map: Option<String>,
+    /// Mesh ConfigMap to watch, NAMESPACE/NAME (key `mesh`).
+    #[arg(long = "meshConfigMap")]
+    pub mesh_config_map: Option<String>,
+    /// Record a Kubernetes Event on the pod's owner for every injection and skip.
+    #[arg(long = "events")]
+    pub events: bool,
+}
+
+/// Everything [`start`] needs besides the flags.
+#[derive(Debug, Clone)]
+pub struct KubeContext {
+    /// The injector's namespace (POD_NAMESPACE).
+    pub namespace: String,
+    /// The injector's Service name (certificate DNS names).
+    pub service: String,
+    /// Extra DNS names for the serving certificate.
+    pub extra_dns_names: Vec<String>,
+    /// The injector pod's name (Event reporting instance).
+    pub pod_name: Option<String>,
+    /// `ENABLE_NATIVE_SIDECARS` mode.
+    pub native_mode: NativeMode,
+    /// `PLATFORM=openshift`.
+    pub openshift: bool,
+}
+
+/// What the server uses while running.
+pub struct KubeServices {
+    /// Current certificates; changes when rotation happens (reload TLS from it).
+    pub certs: watch::Receiver<CertBundle>,
+    /// Native-sidecar decision per pod.
+    pub native: NativeSidecarDetector,
+    /// Namespace cache (OpenShift only).
+    pub namespaces: Option<NamespaceCache>,
+    /// Event recorder (with `--events`).
+    pub events: Option<EventRecorder>,
+    /// Configuration updates (with `--injectConfigMap`): swap in each `Loaded` snapshot.
+    pub config: Option<BoxStream<'static, ConfigEvent<Snapshot>>>,
+    /// Background tasks (abort them on shutdown).
+    pub tasks: Vec<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for KubeServices {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KubeServices")
+            .field("native", &self.native)
+            .field("namespaces", &self.namespaces)
+            .field("config", &self.config.is_some())
+            .field("tasks", &self.tasks.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The certificate settings from the flags.
+pub fn cert_config(args: &KubeArgs, ctx: &KubeContext) -> CertConfig {
+    let mut dns_names = certs::service_dns_names(&ctx.namespace, &ctx.service);
+    dns_names.extend(ctx.extra_dns_names.iter().cloned());
+    CertConfig {
+        namespace: ctx.namespace.clone(),
+        secret: args.tls_secret.clone(),
+        dns_names,
+        webhook: (!args.ca_bundle_managed_externally).then(|| args.webhook_config_name.clone()),
+    }
+}
+
+/// Bootstrap the certificates (and the caBundle unless managed externally), then start the
+/// background tasks. Fails when the first certificate bootstrap fails; the server should not
+/// start without a certificate.
+pub async fn start(client: Client, args: &KubeArgs, ctx: &KubeContext) -> Result<KubeServices> {
+    let cfg = cert_config(args, ctx);
+    let bundle = certs::reconcile_at(client.clone(), &cfg, time::OffsetDateTime::now_utc())
+        .await
+        .context("bootstrapping the serving certificate")?;
+    let (tx, certs_rx) = watch::channel(bundle);
+    let mut tasks = Vec::new();
+    let (interval, retry) = (
+        std::time::Duration::from_secs(600),
+        std::time::Duration::from_secs(10),
+    );
+    tasks.push(tokio::spawn(certs::run(
+        client.clone(),
+        cfg,
+        tx,
+        interval,
+        retry,
+    )));
+    let (native, node_watch) = NativeSidecarDetector::start(client.clone(), ctx.native_mode);
+    tasks.push(tokio::spawn(node_watch));
+    let namespaces = if ctx.openshift {
+        let (cache, run) = NamespaceCache::start(client.clone());
+        tasks.push(tokio::spawn(run));
+        Some(cache)
+    } else {
+        None
+    };
+    let events = args
+        .events
+        .then(|| EventRecorder::new(client.clone(), ctx.pod_name.clone()));
+    let config = match &args.inject_config_map {
+        Some(r) => {
+            let inject = ConfigMapRef::parse(r).context("--injectConfigMap")?;
+            let mesh = args
+                .mesh_config_map
+                .as_deref()
+                .map(ConfigMapRef::parse)
+                .transpose()
+                .context("--meshConfigMap")?;
+            Some(config_watch::snapshots(client, inject, mesh).boxed())
+        }
+        None => None,
+    };
+    Ok(KubeServices {
+        certs: certs_rx,
+        native,
+        namespaces,
+        events,
+        config,
+        tasks,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kube::mock;
+    use http::Method;
+    use serde_json::json;
+
+    fn ctx(native_mode: NativeMode, openshift: bool) -> KubeContext {
+        KubeContext {
+            namespace: "outrigger".into(),
+            service: "outrigger".into(),
+            extra_dns_names: vec!["injector.example".into()],
+            pod_name: Some("outrigger-0".into()),
+            native_mode,
+            openshift,
+        }
+    }
+
+    #[test]
+    fn flags_map_to_certificate_settings() {
+        let args = KubeArgs {
+            tls_secret: "s".into(),
+            webhook_config_name: "w".into(),
+            ..KubeArgs::default()
+        };
+        let c = cert_config(&args, &ctx(NativeMode::Auto, false));
+        assert_eq!(c.webhook.as_deref(), Some("w"));
+        assert!(c.dns_names.contains(&"outrigger.outrigger.svc".to_string()));
+        assert_eq!(
+            c.dns_names.last().map(String::as_str),
+            Some("injector.example")
+        );
+        let external = KubeArgs {
+            ca_bundle_managed_externally: true,
+            ..args
+        };
+        assert_eq!(
+            cert_config(&external, &ctx(NativeMode::Auto, false)).webhook,
+            None
+        );
+    }
+
+    #[tokio::test]
+    async fn minimal_start_touches_only_the_secret() {
+        let (client, mut handle) = mock::client();
+        let args = KubeArgs {
+            kube: true,
+            tls_secret: "outrigger-tls".into(),
+            ca_bundle_managed_externally: true,
+            ..KubeArgs::default()
+        };
+        let task =
+            tokio::spawn(
+                async move { start(client, &args, &ctx(NativeMode::Disabled, false)).await },
+            );
+        let r = mock::next(&mut handle).await;
+        r.assert(
+            Method::GET,
+            "/api/v1/namespaces/outrigger/secrets/outrigger-tls",
+        );
+        r.respond(404, mock::not_found("secrets", "outrigger-tls"));
+        let r = mock::next(&mut handle).await;
+        r.assert(Method::POST, "/api/v1/namespaces/outrigger/secrets?");
+        let echo = r.body.clone();
+        r.respond(201, echo);
+        let services = task.await.expect("task").expect("started");
+        assert!(
+            services.events.is_none() && services.namespaces.is_none() && services.config.is_none()
+        );
+        assert!(!services.native.detect(None), "disabled mode");
+        // The rotation loop re-reads the Secret once at start; nothing else is requested.
+        let r = mock::next(&mut handle).await;
+        r.assert(
+            Method::GET,
+            "/api/v1/namespaces/outrigger/secrets/outrigger-tls",
+        );
+        for t in services.tasks {
+            t.abort();
+        }
+    }
+
+    #[tokio::test]
+    async fn full_start_watches_nodes_namespaces_and_configmaps() {
+        let (client, mut handle) = mock::client();
+        let args = KubeArgs {
+            kube: true,
+            tls_secret: "outrigger-tls".into(),
+            webhook_config_name: "outrigger-sidecar-injector".into(),
+            inject_config_map: Some("istio-system/istio-sidecar-injector".into()),
+            events: true,
+            ..KubeArgs::default()
+        };
+        let names = cert_config(&args, &ctx(NativeMode::Auto, true)).dns_names;
+        let bundle =
+            CertBundle::generate(&names, time::OffsetDateTime::now_utc()).expect("generate");
+        let task =
+            tokio::spawn(async move { start(client, &args, &ctx(NativeMode::Auto, true)).await });
+        let mut seen: Vec<String> = Vec::new();
+        let done = |seen: &[String]| {
+            seen.iter().any(|s| s == "GET /api/v1/nodes")
+                && seen.iter().any(|s| s == "GET /api/v1/namespaces")
+        };
+        for _ in 0..40 {
+            if done(&seen) {
+                break;
+            }
+            let Ok(Some((req, send))) =
+                tokio::time::timeout(std::time::Duration::from_secs(5), handle.next_request())
+                    .await
+            else {
+                break;
+            };
+            let uri = req.uri().to_string();
+            let path = req.uri().path().to_string();
+            if uri.contains("watch=true") {
+                seen.push(format!("WATCH {path}"));
+                continue; // leave watches open (dropping the responder ends them with an error)
+            }
+            seen.push(format!("{} {path}", req.method()));
+            let body = match (req.method().clone(), path.as_str()) {
+                (Method::GET, "/api/v1/namespaces/outrigger/secrets/outrigger-tls") => {
+                    let mut s = serde_json::to_value(k8s_openapi::api::core::v1::Secret {
+                        data: Some(bundle.secret_data()),
+                        ..Default::default()
+                    })
+                    .expect("secret");
+                    s["metadata"] = json!({"name": "outrigger-tls", "resourceVersion": "1"});
+                    s
+                }
+                (Method::GET, p)
+                    if p.ends_with("mutatingwebhookconfigurations/outrigger-sidecar-injector") =>
+                {
+                    let encoded = base64::Engine::encode(
+                        &base64::engine::general_purpose::STANDARD,
+                        &bundle.ca_bundle_pem,
+                    );
+                    json!({"metadata": {"name": "outrigger-sidecar-injector"}, "webhooks": [
+                        {"name": "namespace.sidecar-injector.istio.io", "clientConfig": {"caBundle": encoded},
+                         "sideEffects": "None", "admissionReviewVersions": ["v1"]}]})
+                }
+                (Method::GET, p) => {
+                    json!({"metadata": {"resourceVersion": "1"}, "items": [], "apiVersion": "v1",
+                                           "kind": if p.contains("nodes") { "NodeList" } else { "List" }})
+                }
+                (m, p) => panic!("unexpected request {m} {p}"),
+            };
+            let bytes = serde_json::to_vec(&body).expect("encode");
+            send.send_response(
+                http::Response::builder()
+                    .status(200)
+                    .body(::kube::client::Body::from(bytes))
+                    .expect("response"),
+            );
+        }
+        assert!(done(&seen), "node and namespace caches listed: {seen:?}");
+        let services = task.await.expect("task").expect("started");
+        assert!(
+            seen.contains(&"GET /api/v1/namespaces/outrigger/secrets/outrigger-tls".to_string()),
+            "{seen:?}"
+        );
+        assert!(
+            seen.iter()
+                .any(|s| s.ends_with("mutatingwebhookconfigurations/outrigger-sidecar-injector")),
+            "caBundle checked at start: {seen:?}"
+        );
+        assert!(services.events.is_some());
+        assert!(services.namespaces.is_some());
+        assert!(
+            services.config.is_some(),
+            "config stream returned (lazy until polled)"
+        );
+        assert!(
+            !seen.iter().any(|s| s.contains("PATCH")),
+            "caBundle already current: {seen:?}"
+        );
+        assert_eq!(
+            services.tasks.len(),
+            3,
+            "rotation, node watch, namespace watch"
+        );
+        for t in services.tasks {
+            t.abort();
+        }
+    }
+}

@@ -1,0 +1,1140 @@
+//! Integration tests of `outrigger inject`, running the real binary on our own fixtures
+//! (`tests/fixtures/` at the repository root) with the embedded default configuration.
+//!
+//! Golden outputs live next to their inputs as `tests/fixtures/<name>.injected.yaml`; run with
+//! `UPDATE_GOLDEN=1` to regenerate them, otherwise they are compared semantically (document by
+//! document, as parsed YAML).
+
+mod support;
+
+use serde_json::{json, Value};
+use support::{docs, fixture, names_at, read, repo_root, Inject, TempDir};
+
+/// JSON pointers of (pod metadata, pod spec) where kube-inject writes its result, per fixture.
+const KINDS: [(&str, &str, &str); 9] = [
+    ("pod.yaml", "/metadata", "/spec"),
+    (
+        "deployment.yaml",
+        "/spec/template/metadata",
+        "/spec/template/spec",
+    ),
+    (
+        "daemonset.yaml",
+        "/spec/template/metadata",
+        "/spec/template/spec",
+    ),
+    (
+        "statefulset.yaml",
+        "/spec/template/metadata",
+        "/spec/template/spec",
+    ),
+    (
+        "replicaset.yaml",
+        "/spec/template/metadata",
+        "/spec/template/spec",
+    ),
+    (
+        "replicationcontroller.yaml",
+        "/spec/template/metadata",
+        "/spec/template/spec",
+    ),
+    ("job.yaml", "/spec/template/metadata", "/spec/template/spec"),
+    // [quirk] §11.4: a CronJob's injected metadata goes to the Job template, not the pod template.
+    (
+        "cronjob.yaml",
+        "/spec/jobTemplate/metadata",
+        "/spec/jobTemplate/spec/template/spec",
+    ),
+    (
+        "deploymentconfig.yaml",
+        "/spec/template/metadata",
+        "/spec/template/spec",
+    ),
+];
+
+fn hello() -> std::path::PathBuf {
+    repo_root().join("examples/hello.yaml")
+}
+
+fn single(text: &str) -> Value {
+    let d = docs(text);
+    assert_eq!(d.len(), 1, "expected one document:\n{text}");
+    d.into_iter().next().expect("one document")
+}
+
+/// Assert `doc` carries an injected pod at (meta, spec) and kept its own containers in order.
+fn assert_injected(doc: &Value, input: &Value, meta: &str, spec: &str, what: &str) {
+    let containers = names_at(doc, &format!("{spec}/containers"));
+    let inits = names_at(doc, &format!("{spec}/initContainers"));
+    assert!(
+        containers.iter().any(|n| n == "istio-proxy"),
+        "{what}: no istio-proxy in {containers:?}"
+    );
+    assert!(
+        inits.iter().any(|n| n == "istio-init"),
+        "{what}: no istio-init in {inits:?}"
+    );
+    let original = names_at(input, &format!("{spec}/containers"));
+    let kept: Vec<_> = containers
+        .iter()
+        .filter(|n| *n != "istio-proxy")
+        .cloned()
+        .collect();
+    assert_eq!(kept, original, "{what}: application containers changed");
+    let m = doc
+        .pointer(meta)
+        .unwrap_or_else(|| panic!("{what}: no metadata at {meta}"));
+    assert_eq!(
+        m.pointer("/labels/security.istio.io~1tlsMode"),
+        Some(&json!("istio")),
+        "{what}: tlsMode label missing at {meta}"
+    );
+    let status = m
+        .pointer("/annotations/sidecar.istio.io~1status")
+        .and_then(Value::as_str)
+        .unwrap_or_else(|| panic!("{what}: no status annotation at {meta}"));
+    let status: Value = serde_json::from_str(status).expect("status annotation is JSON");
+    assert_eq!(
+        status["containers"],
+        json!(["istio-proxy"]),
+        "{what}: status {status}"
+    );
+    for key in ["kind", "apiVersion"] {
+        assert_eq!(doc.get(key), input.get(key), "{what}: {key} changed");
+    }
+    assert_eq!(
+        doc.pointer("/metadata/name"),
+        input.pointer("/metadata/name"),
+        "{what}: name changed"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// The embedded default on examples/hello.yaml
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn hello_deployment_is_injected_and_service_passes_through_verbatim() {
+    let input = read(&hello());
+    let out = Inject::file(&hello()).run();
+    let text = out.success();
+    let d = docs(text);
+    assert_eq!(d.len(), 2, "two documents out:\n{text}");
+    let inputs = docs(&input);
+    assert_injected(
+        &d[0],
+        &inputs[0],
+        "/spec/template/metadata",
+        "/spec/template/spec",
+        "hello",
+    );
+    // The Service is written back byte for byte, followed by the separator.
+    let raw = outrigger_inject::yaml::split_documents(&input).expect("hello splits")[1];
+    assert!(raw.ends_with('\n'));
+    assert!(
+        text.ends_with(&format!("{raw}---\n")),
+        "Service not verbatim:\n{text}"
+    );
+    // The injected proxy runs as a sidecar container, not natively, by default.
+    assert!(!names_at(&d[0], "/spec/template/spec/initContainers").contains(&"istio-proxy".into()));
+}
+
+#[test]
+fn hello_reinjection_changes_nothing() {
+    let first = Inject::file(&hello()).run();
+    let first = first.success();
+    let second = Inject::new().arg("-f").arg("-").stdin(first).run();
+    assert_eq!(
+        second.success(),
+        first,
+        "re-injecting the output changed it"
+    );
+}
+
+#[test]
+fn stdin_input_matches_file_input() {
+    let from_file = Inject::file(&hello()).run();
+    let from_stdin = Inject::new()
+        .arg("-f")
+        .arg("-")
+        .stdin(&read(&hello()))
+        .run();
+    assert_eq!(from_stdin.success(), from_file.success());
+    assert!(!from_file.stdout.is_empty());
+}
+
+#[test]
+fn output_flag_writes_the_file_and_nothing_to_stdout() {
+    let dir = TempDir::new("output-flag");
+    let target = dir.path("out.yaml");
+    let to_file = Inject::file(&hello()).path_arg("-o", &target).run();
+    assert_eq!(to_file.success(), "", "stdout must stay empty with -o");
+    let to_stdout = Inject::file(&hello()).run();
+    assert_eq!(read(&target), to_stdout.success());
+}
+
+#[test]
+fn output_flag_to_an_unwritable_path_fails_cleanly() {
+    let dir = TempDir::new("output-unwritable");
+    let target = dir.path("no/such/dir/out.yaml");
+    let run = Inject::file(&hello()).path_arg("-o", &target).run();
+    let err = run.failure();
+    assert!(err.contains("out.yaml"), "{err}");
+}
+
+#[test]
+fn revision_flag_reaches_the_template() {
+    let meta = "/spec/template/metadata/annotations/istio.io~1rev";
+    let canary = single(
+        Inject::file(&fixture("deployment.yaml"))
+            .arg("--revision")
+            .arg("canary")
+            .run()
+            .success(),
+    );
+    assert_eq!(canary.pointer(meta), Some(&json!("canary")));
+    let default = single(
+        Inject::file(&fixture("deployment.yaml"))
+            .arg("--revision")
+            .arg("default")
+            .run()
+            .success(),
+    );
+    assert_eq!(default.pointer(meta), Some(&json!("default")));
+}
+
+// ---------------------------------------------------------------------------------------------
+// --diff
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn diff_shows_the_added_sidecar_lines() {
+    let out = Inject::file(&hello()).arg("--diff").run();
+    let text = out.success();
+    let added: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with('+') && !l.starts_with("+++"))
+        .collect();
+    assert!(
+        added.iter().any(|l| l.contains("name: istio-proxy")),
+        "no istio-proxy line:\n{text}"
+    );
+    assert!(
+        added.iter().any(|l| l.contains("name: istio-init")),
+        "no istio-init line:\n{text}"
+    );
+    assert!(
+        text.contains("Deployment hello"),
+        "diff header should name the workload:\n{text}"
+    );
+    // The Service is not part of the diff, and no application line is removed.
+    assert!(!text.contains("kind: Service"), "{text}");
+    assert!(
+        !text
+            .lines()
+            .any(|l| l.starts_with('-') && !l.starts_with("---") && l.contains("image:")),
+        "an image line was removed:\n{text}"
+    );
+}
+
+#[test]
+fn diff_of_pass_through_only_input_is_empty() {
+    let input = read(&hello());
+    let service = outrigger_inject::yaml::split_documents(&input).expect("hello splits")[1];
+    let out = Inject::new()
+        .arg("-f")
+        .arg("-")
+        .arg("--diff")
+        .stdin(service)
+        .run();
+    assert_eq!(out.success(), "");
+}
+
+#[test]
+fn diff_of_skipped_workloads_is_empty() {
+    for name in ["hostnetwork.yaml", "inject-disabled.yaml"] {
+        let out = Inject::file(&fixture(name)).arg("--diff").run();
+        assert_eq!(out.success(), "", "{name}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Every kind of §11.3
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn every_workload_kind_is_injected_where_kube_inject_puts_it() {
+    for (name, meta, spec) in KINDS {
+        let input = single(&read(&fixture(name)));
+        let out = Inject::file(&fixture(name)).run();
+        let doc = single(out.success());
+        assert_injected(&doc, &input, meta, spec, name);
+    }
+}
+
+#[test]
+fn cronjob_pod_template_metadata_is_left_alone() {
+    let input = single(&read(&fixture("cronjob.yaml")));
+    let doc = single(Inject::file(&fixture("cronjob.yaml")).run().success());
+    let ptr = "/spec/jobTemplate/spec/template/metadata/labels";
+    assert_eq!(
+        doc.pointer(ptr),
+        input.pointer(ptr),
+        "pod template labels changed"
+    );
+    assert_eq!(doc.pointer("/spec/schedule"), Some(&json!("30 2 * * *")));
+}
+
+#[test]
+fn deploymentconfig_keeps_fields_outside_the_pod_template() {
+    let input = single(&read(&fixture("deploymentconfig.yaml")));
+    let doc = single(
+        Inject::file(&fixture("deploymentconfig.yaml"))
+            .run()
+            .success(),
+    );
+    assert_eq!(
+        doc.pointer("/spec/triggers"),
+        input.pointer("/spec/triggers")
+    );
+    assert_eq!(doc.get("apiVersion"), Some(&json!("apps.openshift.io/v1")));
+}
+
+#[test]
+fn list_items_are_injected_or_kept() {
+    let input = single(&read(&fixture("list.yaml")));
+    let doc = single(Inject::file(&fixture("list.yaml")).run().success());
+    let items = doc["items"].as_array().expect("items");
+    assert_eq!(items.len(), 4);
+    let kinds: Vec<_> = items
+        .iter()
+        .map(|i| i["kind"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(kinds, ["ConfigMap", "Deployment", "Service", "Pod"]);
+    assert_eq!(items[0], input["items"][0], "ConfigMap item changed");
+    assert_eq!(items[2], input["items"][2], "Service item changed");
+    let (d, p) = (&input["items"][1], &input["items"][3]);
+    assert_injected(
+        &items[1],
+        d,
+        "/spec/template/metadata",
+        "/spec/template/spec",
+        "List Deployment",
+    );
+    assert_injected(&items[3], p, "/metadata", "/spec", "List Pod");
+}
+
+#[test]
+fn mixed_stream_keeps_other_kinds_verbatim_and_the_original_api_version() {
+    let input = read(&fixture("mixed-stream.yaml"));
+    let raw = outrigger_inject::yaml::split_documents(&input).expect("fixture splits");
+    let out = Inject::file(&fixture("mixed-stream.yaml")).run();
+    let text = out.success();
+    assert!(
+        text.starts_with(&format!("{}---\n{}---\n", raw[0], raw[1])),
+        "not verbatim:\n{text}"
+    );
+    let d = docs(text);
+    assert_eq!(d.len(), 3);
+    assert_eq!(d[2]["apiVersion"], json!("extensions/v1beta1"));
+    assert!(names_at(&d[2], "/spec/template/spec/containers").contains(&"istio-proxy".into()));
+    // §11.3: unquoted YAML 1.1 scalars in string fields become their string form.
+    let env = &d[2]["spec"]["template"]["spec"]["containers"][0]["env"];
+    assert_eq!(env[0], json!({"name": "FEATURE", "value": "true"}));
+    assert_eq!(env[1], json!({"name": "MODE", "value": "8"}));
+}
+
+#[test]
+fn unsupported_last_document_without_newline_is_followed_by_the_separator() {
+    // [quirk] §11.3: `---` lands on the same line as the verbatim document's last line.
+    let out = Inject::new()
+        .arg("-f")
+        .arg("-")
+        .stdin("kind: Service\nmetadata: {name: a}")
+        .run();
+    assert_eq!(out.success(), "kind: Service\nmetadata: {name: a}\n---\n");
+}
+
+#[test]
+fn crlf_documents_pass_through_byte_for_byte() {
+    let input = "kind: ConfigMap\r\nmetadata:\r\n  name: a\r\n---\r\nkind: Secret\r\nmetadata: {name: b}\r\n";
+    let out = Inject::new().arg("-f").arg("-").stdin(input).run();
+    assert_eq!(
+        out.success(),
+        "kind: ConfigMap\r\nmetadata:\r\n  name: a\r\n---\nkind: Secret\r\nmetadata: {name: b}\r\n---\n"
+    );
+}
+
+#[test]
+fn crlf_workload_is_injected() {
+    let input = read(&fixture("deployment.yaml")).replace('\n', "\r\n");
+    let crlf = Inject::new().arg("-f").arg("-").stdin(&input).run();
+    let lf = Inject::file(&fixture("deployment.yaml")).run();
+    assert_eq!(docs(crlf.success()), docs(lf.success()));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Skips: host network, injection disabled
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn host_network_workload_is_skipped_with_a_warning() {
+    let input = single(&read(&fixture("hostnetwork.yaml")));
+    let out = Inject::file(&fixture("hostnetwork.yaml")).run();
+    let doc = single(out.success());
+    assert!(
+        out.stderr.contains(
+            "===> Skipping injection because DaemonSet \"monitoring/node-exporter\" has host networking enabled"
+        ),
+        "stderr: {}",
+        out.stderr
+    );
+    let spec = "/spec/template/spec";
+    assert_eq!(names_at(&doc, &format!("{spec}/containers")), ["exporter"]);
+    assert!(doc.pointer(&format!("{spec}/initContainers")).is_none());
+    assert_eq!(
+        doc.pointer(&format!("{spec}/hostNetwork")),
+        Some(&json!(true))
+    );
+    assert_eq!(
+        doc.pointer("/spec/template/metadata/labels"),
+        input.pointer("/spec/template/metadata/labels")
+    );
+    assert!(doc.pointer("/spec/template/metadata/annotations").is_none());
+}
+
+#[test]
+fn inject_false_annotation_is_skipped_with_a_warning() {
+    let input = single(&read(&fixture("inject-disabled.yaml")));
+    let out = Inject::file(&fixture("inject-disabled.yaml")).run();
+    let doc = single(out.success());
+    assert!(
+        out.stderr.contains(
+            "===> Skipping injection because Deployment \"jobs/batch-worker\" has sidecar injection disabled"
+        ),
+        "stderr: {}",
+        out.stderr
+    );
+    assert_eq!(names_at(&doc, "/spec/template/spec/containers"), ["worker"]);
+    let ann = "/spec/template/metadata/annotations";
+    assert_eq!(doc.pointer(ann), input.pointer(ann));
+}
+
+#[test]
+fn successful_injection_prints_no_warning() {
+    let out = Inject::file(&fixture("deployment.yaml")).run();
+    out.success();
+    assert!(!out.stderr.contains("Skipping"), "{}", out.stderr);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Native sidecars
+// ---------------------------------------------------------------------------------------------
+
+/// Where istio-proxy landed: `(in initContainers with restartPolicy Always, in containers)`.
+fn proxy_placement(run: &support::Run) -> (bool, bool) {
+    let doc = single(run.success());
+    let native = doc["spec"]["initContainers"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .any(|c| c["name"] == "istio-proxy" && c["restartPolicy"] == "Always")
+        })
+        .unwrap_or(false);
+    let sidecar = names_at(&doc, "/spec/containers").contains(&"istio-proxy".into());
+    (native, sidecar)
+}
+
+#[test]
+fn native_sidecars_flag_places_the_proxy() {
+    let pod = fixture("pod.yaml");
+    let on = Inject::file(&pod)
+        .arg("--native-sidecars")
+        .arg("true")
+        .run();
+    assert_eq!(
+        proxy_placement(&on),
+        (true, false),
+        "--native-sidecars true"
+    );
+    let off = Inject::file(&pod)
+        .arg("--native-sidecars")
+        .arg("false")
+        .run();
+    assert_eq!(
+        proxy_placement(&off),
+        (false, true),
+        "--native-sidecars false"
+    );
+    let native = single(on.success());
+    let inits = names_at(&native, "/spec/initContainers");
+    assert_eq!(
+        inits,
+        ["istio-init", "istio-proxy"],
+        "native proxy follows istio-init"
+    );
+}
+
+#[test]
+fn native_sidecars_auto_follows_the_environment() {
+    let pod = fixture("pod.yaml");
+    let auto_on = Inject::file(&pod)
+        .arg("--native-sidecars")
+        .arg("auto")
+        .env("ENABLE_NATIVE_SIDECARS", "true")
+        .run();
+    assert_eq!(
+        proxy_placement(&auto_on),
+        (true, false),
+        "auto + ENABLE_NATIVE_SIDECARS=true"
+    );
+    let unset_on = Inject::file(&pod)
+        .env("ENABLE_NATIVE_SIDECARS", "true")
+        .run();
+    assert_eq!(
+        proxy_placement(&unset_on),
+        (true, false),
+        "no flag + ENABLE_NATIVE_SIDECARS=true"
+    );
+    let auto_off = Inject::file(&pod)
+        .arg("--native-sidecars")
+        .arg("auto")
+        .run();
+    assert_eq!(
+        proxy_placement(&auto_off),
+        (false, true),
+        "auto without the variable"
+    );
+    let flag_wins = Inject::file(&pod)
+        .arg("--native-sidecars")
+        .arg("false")
+        .env("ENABLE_NATIVE_SIDECARS", "true")
+        .run();
+    assert_eq!(
+        proxy_placement(&flag_wins),
+        (false, true),
+        "explicit false beats the variable"
+    );
+}
+
+#[test]
+fn native_sidecar_annotation_overrides_the_flag() {
+    let input = read(&fixture("pod.yaml"))
+        .replace("team: payments", "sidecar.istio.io/nativeSidecar: \"true\"");
+    let out = Inject::new()
+        .arg("-f")
+        .arg("-")
+        .arg("--native-sidecars")
+        .arg("false")
+        .stdin(&input)
+        .run();
+    assert_eq!(proxy_placement(&out), (true, false));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Configuration flags
+// ---------------------------------------------------------------------------------------------
+
+/// The proxy container of an injected single-pod output.
+fn proxy_of(doc: &Value) -> Value {
+    let containers = doc
+        .pointer("/spec/containers")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    containers
+        .into_iter()
+        .find(|c| c["name"] == "istio-proxy")
+        .expect("an istio-proxy container")
+}
+
+fn env_value(container: &Value, name: &str) -> Option<String> {
+    container["env"]
+        .as_array()?
+        .iter()
+        .find(|e| e["name"] == name)?["value"]
+        .as_str()
+        .map(str::to_string)
+}
+
+#[test]
+fn values_file_replaces_the_embedded_values() {
+    let dir = TempDir::new("values-file");
+    let values = read(&repo_root().join("crates/outrigger-inject/defaults/values.json")).replace(
+        "\"hub\": \"docker.io/istio\"",
+        "\"hub\": \"registry.example.com/mesh\"",
+    );
+    assert!(
+        values.contains("registry.example.com/mesh"),
+        "embedded values changed shape"
+    );
+    let file = dir.write("values.json", &values);
+    let doc = single(
+        Inject::file(&fixture("pod.yaml"))
+            .path_arg("--valuesFile", &file)
+            .run()
+            .success(),
+    );
+    let image = proxy_of(&doc)["image"].as_str().unwrap_or("").to_string();
+    assert!(
+        image.starts_with("registry.example.com/mesh/proxyv2:"),
+        "{image}"
+    );
+}
+
+#[test]
+fn mesh_config_file_reaches_the_proxy_config() {
+    let dir = TempDir::new("mesh-file");
+    let mesh = dir.write(
+        "mesh.yaml",
+        "defaultConfig:\n  discoveryAddress: istiod.mesh-x.svc:15012\n",
+    );
+    let doc = single(
+        Inject::file(&fixture("pod.yaml"))
+            .path_arg("--meshConfigFile", &mesh)
+            .run()
+            .success(),
+    );
+    let pc = env_value(&proxy_of(&doc), "PROXY_CONFIG").expect("PROXY_CONFIG env");
+    let pc: Value = serde_json::from_str(&pc).expect("PROXY_CONFIG is JSON");
+    assert_eq!(pc["discoveryAddress"], json!("istiod.mesh-x.svc:15012"));
+}
+
+#[test]
+fn inject_config_file_may_be_a_bare_template() {
+    // §11.1: a file that is not an injector config with templates is the template `sidecar`.
+    let dir = TempDir::new("bare-template");
+    let template = dir.write(
+        "template.yaml",
+        "spec:\n  containers:\n  - name: istio-proxy\n    image: example/proxy:{{ .Revision | default \"none\" }}\n",
+    );
+    let doc = single(
+        Inject::file(&fixture("pod.yaml"))
+            .path_arg("--injectConfigFile", &template)
+            .run()
+            .success(),
+    );
+    assert_eq!(proxy_of(&doc)["image"], json!("example/proxy:none"));
+    assert!(
+        names_at(&doc, "/spec/initContainers").is_empty(),
+        "only what the template adds"
+    );
+}
+
+#[test]
+fn inject_config_file_with_several_templates_uses_sidecar() {
+    let dir = TempDir::new("config-templates");
+    let config = dir.write(
+        "config.yaml",
+        "templates:\n  sidecar: |\n    spec:\n      containers:\n      - name: istio-proxy\n        image: from-sidecar\n  \
+         other: |\n    metadata:\n      labels: {other: applied}\n",
+    );
+    let doc = single(
+        Inject::file(&fixture("pod.yaml"))
+            .path_arg("--injectConfigFile", &config)
+            .run()
+            .success(),
+    );
+    assert_eq!(proxy_of(&doc)["image"], json!("from-sidecar"));
+    assert!(
+        doc.pointer("/metadata/labels/other").is_none(),
+        "kube-inject applies only `sidecar`"
+    );
+    // The pod can ask for several templates, applied in order.
+    let input = read(&fixture("pod.yaml"))
+        .replace("team: payments", "inject.istio.io/templates: sidecar,other");
+    let run = Inject::new()
+        .arg("-f")
+        .arg("-")
+        .path_arg("--injectConfigFile", &config)
+        .stdin(&input)
+        .run();
+    let doc = single(run.success());
+    assert_eq!(
+        doc.pointer("/metadata/labels/other"),
+        Some(&json!("applied"))
+    );
+}
+
+#[test]
+fn broken_second_template_is_named() {
+    let dir = TempDir::new("config-broken-other");
+    let config = dir.write(
+        "config.yaml",
+        "templates:\n  sidecar: |\n    spec: {}\n  gateway: |\n    metadata:\n      labels: {{ nosuchfunc }}\n",
+    );
+    let run = Inject::file(&hello())
+        .path_arg("--injectConfigFile", &config)
+        .run();
+    let err = run.failure();
+    assert!(
+        err.contains("template \"gateway\"") && err.contains("gateway:2"),
+        "{err}"
+    );
+}
+
+#[test]
+fn warnings_follow_an_empty_line_on_stderr() {
+    // §11.4 step 8: an empty line, then each warning.
+    let out = Inject::file(&fixture("hostnetwork.yaml")).run();
+    out.success();
+    assert!(
+        out.stderr.starts_with("\n===> Skipping injection because "),
+        "{:?}",
+        out.stderr
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Golden files for the embedded default
+// ---------------------------------------------------------------------------------------------
+
+/// Input fixtures: `tests/fixtures/*.yaml` except the golden outputs.
+fn input_fixtures() -> Vec<std::path::PathBuf> {
+    let dir = repo_root().join("tests/fixtures");
+    let mut v: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            let n = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            n.ends_with(".yaml") && !n.ends_with(".injected.yaml")
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn golden_outputs_of_the_embedded_default() {
+    let update = std::env::var_os("UPDATE_GOLDEN").is_some_and(|v| v == "1");
+    let inputs = input_fixtures();
+    assert!(inputs.len() >= 13, "fixtures missing: {inputs:?}");
+    let mut failures = Vec::new();
+    for input in &inputs {
+        let golden = input.with_extension("injected.yaml");
+        let run = Inject::file(input).run();
+        let got = run.success();
+        if update {
+            std::fs::write(&golden, got)
+                .unwrap_or_else(|e| panic!("writing {}: {e}", golden.display()));
+            continue;
+        }
+        let Ok(want) = std::fs::read_to_string(&golden) else {
+            failures.push(format!(
+                "{}: golden file missing (run with UPDATE_GOLDEN=1)",
+                golden.display()
+            ));
+            continue;
+        };
+        if docs(got) != docs(&want) {
+            failures.push(format!(
+                "{}: output differs from golden:\n{got}",
+                input.display()
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+#[test]
+fn golden_outputs_are_stable_under_reinjection() {
+    for input in input_fixtures() {
+        let golden = input.with_extension("injected.yaml");
+        let Ok(want) = std::fs::read_to_string(&golden) else {
+            continue;
+        };
+        let again = Inject::new().arg("-f").arg("-").stdin(&want).run();
+        assert_eq!(
+            docs(again.success()),
+            docs(&want),
+            "re-injecting {}",
+            golden.display()
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bad input (issue 2, item 7): non-zero exit, a message naming the cause, never a panic
+// ---------------------------------------------------------------------------------------------
+
+mod bad_input {
+    use super::*;
+
+    fn bad(name: &str) -> std::path::PathBuf {
+        fixture(&format!("bad/{name}"))
+    }
+
+    /// Assert `err` contains every piece.
+    fn says(err: &str, pieces: &[&str]) {
+        for p in pieces {
+            assert!(err.contains(p), "expected {p:?} in the error:\n{err}");
+        }
+    }
+
+    /// Whether `err` has `line N` for some number N.
+    fn has_line(err: &str) -> bool {
+        err.match_indices("line ")
+            .any(|(i, _)| err[i + 5..].starts_with(|c: char| c.is_ascii_digit()))
+    }
+
+    #[test]
+    fn malformed_yaml_names_the_document_and_line() {
+        let run = Inject::file(&bad("malformed-yaml.yaml")).run();
+        // The parser notices the unclosed flow mapping on line 11 of the file (line 6 of the
+        // document): the message gives the line of the file.
+        says(
+            run.failure(),
+            &["malformed-yaml.yaml", "document 1", "yaml: line 11:"],
+        );
+    }
+
+    #[test]
+    fn failed_run_writes_nothing() {
+        // Unlike istioctl (§11.3), nothing is written when any document fails, so a pipe into
+        // `kubectl apply` never applies half a stream.
+        let run = Inject::file(&bad("malformed-yaml.yaml")).run();
+        run.failure();
+        assert_eq!(run.stdout, "");
+        let dir = TempDir::new("failed-run-output");
+        let target = dir.path("out.yaml");
+        let run = Inject::file(&bad("malformed-yaml.yaml"))
+            .path_arg("-o", &target)
+            .run();
+        run.failure();
+        assert!(!target.exists(), "-o file written by a failed run");
+    }
+
+    #[test]
+    fn bad_document_separator_is_reported() {
+        let run = Inject::new()
+            .arg("-f")
+            .arg("-")
+            .stdin("kind: Service\n--- junk\nkind: Pod\n")
+            .run();
+        says(run.failure(), &["invalid Yaml document separator", "junk"]);
+    }
+
+    #[test]
+    fn malformed_values_json_names_the_file_and_line() {
+        let run = Inject::file(&hello())
+            .path_arg("--valuesFile", &bad("values-malformed.json"))
+            .run();
+        let err = run.failure();
+        says(err, &["values-malformed.json"]);
+        assert!(has_line(err), "no line number: {err}");
+    }
+
+    #[test]
+    fn values_that_are_not_an_object_are_rejected() {
+        let dir = TempDir::new("values-array");
+        let values = dir.write("values.json", "[1, 2, 3]\n");
+        let run = Inject::file(&hello())
+            .path_arg("--valuesFile", &values)
+            .run();
+        says(run.failure(), &["values.json"]);
+    }
+
+    #[test]
+    fn malformed_mesh_config_names_the_file() {
+        let dir = TempDir::new("mesh-bad");
+        let mesh = dir.write("mesh.yaml", "defaultConfig:\n  concurrency: [1\n");
+        let run = Inject::file(&hello())
+            .path_arg("--meshConfigFile", &mesh)
+            .run();
+        says(run.failure(), &["mesh.yaml"]);
+    }
+
+    #[test]
+    fn document_without_kind_names_the_document() {
+        let run = Inject::file(&bad("no-kind.yaml")).run();
+        says(run.failure(), &["document 1", "Kind"]);
+    }
+
+    #[test]
+    fn non_mapping_document_is_rejected() {
+        let run = Inject::file(&bad("not-a-mapping.yaml")).run();
+        says(run.failure(), &["document 0", "mapping"]);
+        let scalar = Inject::new()
+            .arg("-f")
+            .arg("-")
+            .stdin("kind: Service\n---\njust a string\n")
+            .run();
+        says(scalar.failure(), &["document 1", "mapping"]);
+    }
+
+    #[test]
+    fn containers_of_the_wrong_type_name_the_field() {
+        let run = Inject::file(&bad("containers-not-list.yaml")).run();
+        says(run.failure(), &["document 0", "containers"]);
+    }
+
+    #[test]
+    fn run_as_user_string_names_the_field() {
+        let run = Inject::file(&bad("runasuser-string.yaml")).run();
+        says(run.failure(), &["document 0", "runAsUser"]);
+    }
+
+    #[test]
+    fn template_parse_error_names_the_template_and_line() {
+        let run = Inject::file(&hello())
+            .path_arg("--injectConfigFile", &bad("template-parse-error.yaml"))
+            .run();
+        // The broken action is on line 5 of the template.
+        says(
+            run.failure(),
+            &[
+                "template-parse-error.yaml",
+                "template \"sidecar\"",
+                "sidecar:5:",
+            ],
+        );
+    }
+
+    // Known gap: gotmpl 0.6.1's parser accepts an `{{ if }}` left open at the end of the
+    // template and a stray `{{ end }}` (which silently drops the rest of the template); Go reports
+    // `unexpected EOF` / `unexpected {{end}}`. Reported to the lead; un-ignore once fixed.
+    #[test]
+    #[ignore = "gotmpl accepts unclosed actions (template stream)"]
+    fn template_with_an_unclosed_if_is_a_parse_error() {
+        let run = Inject::file(&hello())
+            .path_arg("--injectConfigFile", &bad("template-unclosed-if.yaml"))
+            .run();
+        says(run.failure(), &["template \"sidecar\""]);
+    }
+
+    #[test]
+    #[ignore = "gotmpl accepts a stray {{end}} (template stream)"]
+    fn template_with_a_stray_end_is_a_parse_error() {
+        let run = Inject::file(&hello())
+            .path_arg("--injectConfigFile", &bad("template-stray-end.yaml"))
+            .run();
+        says(run.failure(), &["template \"sidecar\"", "sidecar:3:"]);
+    }
+
+    #[test]
+    fn template_execution_error_names_the_line() {
+        let run = Inject::file(&hello())
+            .path_arg("--injectConfigFile", &bad("template-exec-error.yaml"))
+            .run();
+        let err = run.failure();
+        // The failing action is on line 4 of the template.
+        says(err, &["inject:4:", "document 0", "index out of range"]);
+    }
+
+    #[test]
+    fn unknown_template_name_is_reported() {
+        let run = Inject::file(&bad("unknown-template.yaml")).run();
+        says(
+            run.failure(),
+            &[
+                "requested template \"no-such-template\" not found",
+                "have sidecar",
+            ],
+        );
+    }
+
+    /// One bad value per §10 annotation, with a fragment of the expected reason.
+    const BAD_ANNOTATIONS: [(&str, &str, &str); 18] = [
+        (
+            "sidecar.istio.io/interceptionMode",
+            "BOGUS",
+            "interceptionMode invalid",
+        ),
+        (
+            "status.sidecar.istio.io/port",
+            "99999",
+            "failed parsing port '99999'",
+        ),
+        (
+            "readiness.status.sidecar.istio.io/initialDelaySeconds",
+            "-1",
+            "strconv.ParseUint",
+        ),
+        (
+            "readiness.status.sidecar.istio.io/periodSeconds",
+            "x",
+            "invalid syntax",
+        ),
+        (
+            "readiness.status.sidecar.istio.io/failureThreshold",
+            "99999999999",
+            "value out of range",
+        ),
+        (
+            "traffic.sidecar.istio.io/includeOutboundIPRanges",
+            "10.0.0.0",
+            "no '/'",
+        ),
+        (
+            "traffic.sidecar.istio.io/excludeOutboundIPRanges",
+            "*",
+            "excludeIPRanges invalid",
+        ),
+        (
+            "traffic.sidecar.istio.io/includeInboundPorts",
+            "80,,90",
+            "includeInboundPorts invalid",
+        ),
+        (
+            "traffic.sidecar.istio.io/excludeInboundPorts",
+            "abc",
+            "excludeInboundPorts invalid",
+        ),
+        (
+            "traffic.sidecar.istio.io/excludeOutboundPorts",
+            "70000",
+            "excludeOutboundPorts invalid",
+        ),
+        (
+            "traffic.sidecar.istio.io/excludeInterfaces",
+            "eth0,,eth1",
+            "empty interface name",
+        ),
+        (
+            "traffic.sidecar.istio.io/kubevirtInterfaces",
+            "averyveryverylongname",
+            "too long",
+        ),
+        (
+            "istio.io/reroute-virtual-interfaces",
+            "1eth",
+            "invalid characters",
+        ),
+        (
+            "prometheus.istio.io/merge-metrics",
+            "maybe",
+            "strconv.ParseBool",
+        ),
+        ("proxy.istio.io/config", "proxyAdminPort: 70000", "70000"),
+        ("sidecar.istio.io/proxyCPU", "lots", "quantities must match"),
+        (
+            "sidecar.istio.io/proxyMemory",
+            "1Qi",
+            "quantities must match",
+        ),
+        (
+            "sidecar.istio.io/proxyMemoryLimit",
+            "12\u{7}",
+            "control characters",
+        ),
+    ];
+
+    fn pod_with_annotation(name: &str, value: &str) -> String {
+        let quoted = serde_json::to_string(value).expect("string encodes");
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: annotated\n  annotations:\n    {name}: {quoted}\n\
+             spec:\n  containers:\n  - name: app\n    image: example/app:1\n"
+        )
+    }
+
+    #[test]
+    fn invalid_annotation_values_name_the_annotation() {
+        let mut failures = Vec::new();
+        for (name, value, reason) in BAD_ANNOTATIONS {
+            let run = Inject::new()
+                .arg("-f")
+                .arg("-")
+                .stdin(&pod_with_annotation(name, value))
+                .run();
+            assert!(
+                !run.stderr.contains("panicked"),
+                "{name}: panic\n{}",
+                run.stderr
+            );
+            let expected_prefix = if name == "proxy.istio.io/config" {
+                // Applied to the mesh config before validation (§11.4 step 5): any message naming it.
+                name.to_string()
+            } else {
+                format!("invalid value '{value}' for annotation '{name}'")
+            };
+            if run.ok || !run.stderr.contains(&expected_prefix) || !run.stderr.contains(reason) {
+                failures.push(format!(
+                    "{name}={value:?}: ok={} stderr={}",
+                    run.ok, run.stderr
+                ));
+            }
+        }
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
+
+    #[test]
+    fn valid_annotation_values_are_accepted() {
+        let good = [
+            ("sidecar.istio.io/interceptionMode", "TPROXY"),
+            ("status.sidecar.istio.io/port", " 15021 "),
+            ("traffic.sidecar.istio.io/includeOutboundIPRanges", "*"),
+            ("traffic.sidecar.istio.io/excludeInboundPorts", "8080, 9090"),
+            ("prometheus.istio.io/merge-metrics", "F"),
+            ("sidecar.istio.io/proxyCPU", "500m"),
+        ];
+        for (name, value) in good {
+            let run = Inject::new()
+                .arg("-f")
+                .arg("-")
+                .stdin(&pod_with_annotation(name, value))
+                .run();
+            run.success();
+        }
+    }
+
+    #[test]
+    fn missing_input_file_is_reported() {
+        let run = Inject::file(std::path::Path::new("/nonexistent/outrigger/input.yaml")).run();
+        says(run.failure(), &["/nonexistent/outrigger/input.yaml"]);
+    }
+
+    #[test]
+    fn missing_config_files_are_reported() {
+        for flag in ["--injectConfigFile", "--valuesFile", "--meshConfigFile"] {
+            let run = Inject::file(&hello())
+                .arg(flag)
+                .arg("/nonexistent/outrigger/cfg")
+                .run();
+            says(run.failure(), &["/nonexistent/outrigger/cfg"]);
+        }
+    }
+
+    #[test]
+    fn directory_as_input_is_reported() {
+        let run = Inject::file(&repo_root().join("tests/fixtures")).run();
+        says(run.failure(), &["fixtures"]);
+    }
+
+    #[test]
+    fn non_utf8_input_is_reported() {
+        let dir = TempDir::new("non-utf8");
+        let p = dir.path("latin1.yaml");
+        std::fs::write(&p, b"kind: Pod\nmetadata: {name: caf\xe9}\n").expect("writing");
+        let run = Inject::file(&p).run();
+        says(run.failure(), &["latin1.yaml"]);
+    }
+
+    #[test]
+    fn empty_input_is_an_error() {
+        let dir = TempDir::new("empty");
+        for (name, text) in [
+            ("empty.yaml", ""),
+            ("comments.yaml", "# nothing here\n---\n\n---\n"),
+        ] {
+            let p = dir.write(name, text);
+            let run = Inject::file(&p).run();
+            says(run.failure(), &[name, "no Kubernetes objects"]);
+        }
+        let stdin = Inject::new().arg("-f").arg("-").stdin("").run();
+        says(stdin.failure(), &["standard input"]);
+    }
+
+    #[test]
+    fn bad_flag_values_are_usage_errors() {
+        let run = Inject::file(&hello())
+            .arg("--native-sidecars")
+            .arg("maybe")
+            .run();
+        assert!(!run.ok);
+        assert!(run.stderr.contains("maybe"), "{}", run.stderr);
+        assert!(!run.stderr.contains("panicked"));
+        let no_file = Inject::new().run();
+        assert!(!no_file.ok);
+        assert!(no_file.stderr.contains("--filename"), "{}", no_file.stderr);
+    }
+}
