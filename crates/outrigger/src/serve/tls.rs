@@ -195,8 +195,7 @@ pub fn generate(names: &[String], days: i64) -> Result<Generated> {
     leaf.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
     leaf.not_before = now - time::Duration::hours(1);
     leaf.not_after = now + time::Duration::days(days);
-    let issuer = rcgen::Issuer::from_ca_cert_pem(&ca_cert.pem(), &ca_key)
-        .context("loading the generated CA as issuer")?;
+    let issuer = rcgen::Issuer::from_params(&ca, &ca_key);
     let cert = leaf
         .signed_by(&key, &issuer)
         .context("signing the serving certificate")?;
