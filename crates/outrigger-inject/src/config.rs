@@ -166,7 +166,10 @@ impl ValuesFacts {
     pub fn from_values(v: &Value) -> ValuesFacts {
         let tag = match lookup(v, &["global", "tag"]) {
             Some(Value::String(s)) => s.clone(),
-            Some(Value::Number(n)) => n.as_f64().map(|f| crate::k8s::gofmt::format_g(f, false)).unwrap_or_else(|| n.to_string()),
+            Some(Value::Number(n)) => n
+                .as_f64()
+                .map(|f| crate::k8s::gofmt::format_g(f, false))
+                .unwrap_or_else(|| n.to_string()),
             Some(Value::Bool(b)) => b.to_string(),
             Some(other) => other.to_string(),
             None => match v.get("global").and_then(|g| g.get("tag")) {
