@@ -5,6 +5,8 @@
 //! index, which is linear in the pod size; same operations in the same order) but build the JSON
 //! operations directly over one reusable pointer buffer, without an allocation per visited node.
 
+use std::fmt::Write;
+
 use serde_json::{Map, Value};
 
 /// The RFC 6902 operations turning `original` into `modified`, as a JSON array.
@@ -39,8 +41,8 @@ impl Diff {
         let mut shift = 0usize;
         for idx in 0..left.len().max(right.len()) {
             let len = self.pointer.len();
-            self.pointer.push('/');
-            self.pointer.push_str(&(idx - shift).to_string());
+            // Writing to a String cannot fail.
+            let _ = write!(self.pointer, "/{}", idx - shift);
             match (left.get(idx), right.get(idx)) {
                 (Some(l), Some(r)) => self.value(l, r),
                 (Some(_), None) => {
@@ -55,13 +57,28 @@ impl Diff {
     }
 
     fn object(&mut self, left: &Map<String, Value>, right: &Map<String, Value>) {
+        // Keys usually come in the same order on both sides: pair them up without hashing while
+        // they do, look them up otherwise.
+        let mut in_step = left.iter();
+        let mut aligned = left.len() == right.len();
         for (key, r) in right {
             let len = self.enter(key);
-            match left.get(key) {
+            let l = match in_step.next() {
+                Some((k, l)) if aligned && k == key => Some(l),
+                _ => {
+                    aligned = false;
+                    left.get(key)
+                }
+            };
+            match l {
                 Some(l) => self.value(l, r),
                 None => self.push("add", Some(r)),
             }
             self.pointer.truncate(len);
+        }
+        if aligned {
+            // Same length, every key of `right` paired with the same key of `left`: no removals.
+            return;
         }
         for key in left.keys().filter(|k| !right.contains_key(*k)) {
             let len = self.enter(key);
@@ -74,6 +91,10 @@ impl Diff {
     fn enter(&mut self, key: &str) -> usize {
         let len = self.pointer.len();
         self.pointer.push('/');
+        if !key.contains(['~', '/']) {
+            self.pointer.push_str(key);
+            return len;
+        }
         for c in key.chars() {
             match c {
                 '~' => self.pointer.push_str("~0"),
@@ -150,6 +171,10 @@ mod tests {
                 json!([[2], [2, 3, 4], {"~": 2}, true]),
             ),
             (json!({"x": {}}), json!({"x": []})),
+            (json!({"a": 1, "b": 2}), json!({"b": 2, "c": 3})),
+            (json!({"a": 1, "b": 2}), json!({"b": 3, "a": 1})),
+            (json!({"a": 1, "b": 2}), json!({"a": 1, "c": 2, "b": 2})),
+            (json!({"a": 1, "b": 2, "c": 3}), json!({"a": 0, "c": 3})),
         ];
         for (a, b) in &cases {
             let ops = create(a, b);
