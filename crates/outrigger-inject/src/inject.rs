@@ -3,6 +3,7 @@
 //!
 //! [`inject_pod`] is the one entry point shared by the webhook and `outrigger inject`.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde_json::{json, Map, Value};
@@ -350,10 +351,15 @@ pub fn select_templates(snapshot: &Snapshot, pod: &Value) -> Vec<String> {
     out
 }
 
-/// Copy of the pod for the template data: previous injection removed, overrides re-inserted (§7.2).
-fn strip_pod(pod: &Value, status_port: i64) -> Result<Value> {
+/// The pod for the template data: previous injection removed, overrides re-inserted (§7.2).
+/// A pod with neither a status nor an overrides annotation is used as is, without a copy.
+fn strip_pod(pod: &Value, status_port: i64) -> Result<Cow<'_, Value>> {
+    let status = Status::parse_strict(pod);
+    if status.is_none() && annotation(pod, OVERRIDES_ANNOTATION).is_none() {
+        return Ok(Cow::Borrowed(pod));
+    }
     let mut stripped = without_injected_containers(pod);
-    if Status::parse_strict(pod).is_some() {
+    if status.is_some() {
         let ann = annotations_mut(&mut stripped);
         postprocess::strip_prometheus_annotations(ann, status_port);
         ann.remove(STATUS_ANNOTATION);
@@ -370,7 +376,7 @@ fn strip_pod(pod: &Value, status_port: i64) -> Result<Value> {
             }
         }
     }
-    Ok(stripped)
+    Ok(Cow::Owned(stripped))
 }
 
 /// The pod without the containers and init containers listed in its status annotation.
@@ -457,14 +463,14 @@ fn merge_pod(target: &mut Value, patch: &Value) -> Result<()> {
 }
 
 /// Effective mesh config for this pod: the `proxy.istio.io/config` annotation applied.
-fn mesh_for_pod(snapshot: &Snapshot, pod: &Value, mode: Mode) -> Result<Value> {
+fn mesh_for_pod<'a>(snapshot: &'a Snapshot, pod: &Value, mode: Mode) -> Result<Cow<'a, Value>> {
     match annotation(pod, PROXY_CONFIG_ANNOTATION) {
         Some(text) => match mesh::apply_proxy_config(text, &snapshot.mesh) {
-            Ok(m) => Ok(m),
+            Ok(m) => Ok(Cow::Owned(m)),
             Err(e) if mode == Mode::KubeInject => Err(e),
-            Err(_) => Ok(snapshot.mesh.clone()),
+            Err(_) => Ok(Cow::Borrowed(&snapshot.mesh)),
         },
-        None => Ok(snapshot.mesh.clone()),
+        None => Ok(Cow::Borrowed(&snapshot.mesh)),
     }
 }
 
@@ -491,20 +497,18 @@ pub fn inject_pod(pod: &Value, p: &InjectParams<'_>) -> Result<Injected> {
     }
 
     let mesh_eff = mesh_for_pod(snapshot, &original, p.mode)?;
-    let proxy_config = mesh_eff
-        .get("defaultConfig")
-        .cloned()
-        .unwrap_or_else(|| json!({}));
+    let no_proxy_config = json!({});
+    let proxy_config = mesh_eff.get("defaultConfig").unwrap_or(&no_proxy_config);
     let mut proxy_envs = p.proxy_envs.clone();
     let (merged, template_pod) =
-        run_templates(&original, p, &mesh_eff, &proxy_config, &mut proxy_envs)
+        run_templates(&original, p, &mesh_eff, proxy_config, &mut proxy_envs)
             .map_err(|e| e.context("failed to run injection template"))?;
     let mut merged = merged;
     reapply_overwritten_containers(
         &mut merged,
         &original,
         &template_pod,
-        &proxy_config,
+        proxy_config,
         &mut warnings,
     )
     .map_err(|e| e.context("failed to re apply container"))?;

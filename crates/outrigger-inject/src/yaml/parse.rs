@@ -126,7 +126,7 @@ impl<'a> Loader<'a> {
                 {
                     text.pop();
                 }
-                (scalar(&text, style, tag.as_ref(), mark)?, anchor)
+                (scalar(text, style, tag.as_ref(), mark)?, anchor)
             }
             Event::SequenceStart(anchor, _) => (self.sequence(depth)?, anchor),
             Event::MappingStart(anchor, _) => (Value::Object(self.mapping(depth)?), anchor),
@@ -180,7 +180,9 @@ impl<'a> Loader<'a> {
 
     fn mapping(&mut self, depth: usize) -> Result<Map<String, Value>> {
         let mut map = Map::new();
-        let mut explicit: HashSet<String> = HashSet::new();
+        // Keys written explicitly, tracked apart from `map` only once a merge key brought others
+        // in (until then they are exactly `map`'s keys).
+        let mut explicit: Option<HashSet<String>> = None;
         loop {
             let (ev, mark) = self.next()?;
             if ev == Event::MappingEnd {
@@ -190,9 +192,16 @@ impl<'a> Loader<'a> {
             let (ev, vmark) = self.next()?;
             let value = self.node(ev, vmark, depth + 1)?;
             match key {
-                Key::Merge => merge_into(&mut map, value).map_err(|m| self.err(vmark, m))?,
+                Key::Merge => {
+                    explicit.get_or_insert_with(|| map.keys().cloned().collect());
+                    merge_into(&mut map, value).map_err(|m| self.err(vmark, m))?;
+                }
                 Key::Name(name) => {
-                    if !explicit.insert(name.clone()) {
+                    let duplicate = match explicit.as_mut() {
+                        None => map.contains_key(&name),
+                        Some(keys) => !keys.insert(name.clone()),
+                    };
+                    if duplicate {
                         return Err(
                             self.err(mark, &format!("key {} already set in map", go_quote(&name)))
                         );
@@ -216,7 +225,7 @@ impl<'a> Loader<'a> {
             }
         }
         let value = self.node(ev, mark, depth)?;
-        key_string(&value)
+        key_string(value)
             .map(Key::Name)
             .map_err(|m| self.err(mark, &m))
     }
@@ -306,9 +315,9 @@ fn merge_into(map: &mut Map<String, Value>, value: Value) -> std::result::Result
 }
 
 /// The JSON name of a decoded key, as sigs.k8s.io/yaml `convertToJSONableObject` writes it.
-fn key_string(v: &Value) -> std::result::Result<String, String> {
+fn key_string(v: Value) -> std::result::Result<String, String> {
     match v {
-        Value::String(s) => Ok(s.clone()),
+        Value::String(s) => Ok(s),
         Value::Bool(b) => Ok(b.to_string()),
         Value::Number(n) => {
             if let Some(i) = n.as_i64() {
@@ -333,22 +342,22 @@ fn full_tag(t: &Tag) -> String {
 
 /// Decode one scalar: plain untagged scalars are resolved, quoted/block ones are strings, and
 /// explicit core tags force a type.
-fn scalar(text: &str, style: TScalarStyle, tag: Option<&Tag>, mark: Marker) -> Result<Value> {
+fn scalar(text: String, style: TScalarStyle, tag: Option<&Tag>, mark: Marker) -> Result<Value> {
     let Some(tag) = tag else {
         if style == TScalarStyle::Plain {
-            return resolved_value(resolve_plain(text), text, mark);
+            return resolved_value(resolve_plain(&text), text, mark);
         }
-        return Ok(Value::String(text.to_string()));
+        return Ok(Value::String(text));
     };
     let full = full_tag(tag);
     let Some(short) = full.strip_prefix(CORE) else {
         // Unknown / local tags: go-yaml keeps the text.
-        return Ok(Value::String(text.to_string()));
+        return Ok(Value::String(text));
     };
-    let r = resolve_plain(text);
+    let r = resolve_plain(&text);
     let ok = match (short, &r) {
-        ("str", _) => return Ok(Value::String(text.to_string())),
-        ("binary", _) => return decode_binary(text, mark),
+        ("str", _) => return Ok(Value::String(text)),
+        ("binary", _) => return decode_binary(&text, mark),
         ("null", Resolved::Null)
         | ("bool", Resolved::Bool(_))
         | ("int", Resolved::Int(_) | Resolved::Uint(_))
@@ -364,7 +373,7 @@ fn scalar(text: &str, style: TScalarStyle, tag: Option<&Tag>, mark: Marker) -> R
         }
         ("null" | "bool" | "int" | "float" | "timestamp", _) => false,
         // Other core tags (`!!seq`, `!!map`, `!!merge`, ...) on scalars: keep the text.
-        _ => return Ok(Value::String(text.to_string())),
+        _ => return Ok(Value::String(text)),
     };
     if !ok {
         let msg = format!(
@@ -390,14 +399,14 @@ fn short_tag_of(r: &Resolved) -> &'static str {
 }
 
 /// The JSON value of a resolution (timestamps and merge keys in value position stay strings).
-fn resolved_value(r: Resolved, text: &str, mark: Marker) -> Result<Value> {
+fn resolved_value(r: Resolved, text: String, mark: Marker) -> Result<Value> {
     Ok(match r {
         Resolved::Null => Value::Null,
         Resolved::Bool(b) => Value::Bool(b),
         Resolved::Int(i) => Value::from(i),
         Resolved::Uint(u) => Value::from(u),
         Resolved::Float(f) => return float_value(f, mark),
-        Resolved::Timestamp | Resolved::Str => Value::String(text.to_string()),
+        Resolved::Timestamp | Resolved::Str => Value::String(text),
     })
 }
 
