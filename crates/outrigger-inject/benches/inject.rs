@@ -1,15 +1,24 @@
 //! Injection speed: the hello pod with Istio's default settings, a large pod (1,500 env vars and
 //! 200 KB of managedFields), and how the cost grows with pod size.
 //!
+//! `inject/*` measures the library pipeline (`inject::inject_pod`) alone; `webhook/*` measures
+//! a whole AdmissionReview through `admission::review` (decode, managedFields removal, decision,
+//! injection, patch, response encoding), which is what the server does per request. Both use
+//! mimalloc, the allocator the `outrigger` binary ships with.
+//!
 //! Uses the corpus' default settings from `../shared/conformance/istio/settings/default` when
 //! present, else the embedded default (the bench prints which).
 
 use std::path::Path;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use outrigger_inject::admission::{self, Context as ReviewContext, NativeMode};
 use outrigger_inject::config::{InjectorConfig, Snapshot};
 use outrigger_inject::inject::{self, InjectParams, Mode};
 use serde_json::{json, Value};
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn snapshot() -> Snapshot {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -72,9 +81,48 @@ fn params(s: &Snapshot) -> InjectParams<'_> {
     }
 }
 
+fn review_body(pod: &Value) -> Vec<u8> {
+    let mut pod = pod.clone();
+    pod["metadata"]["generateName"] = json!("hello-7d4f9-");
+    pod["metadata"]["labels"]["pod-template-hash"] = json!("7d4f9");
+    pod["metadata"]["ownerReferences"] = json!([{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "hello-7d4f9", "uid": "u1", "controller": true}]);
+    serde_json::to_vec(
+        &json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {"uid": "00000000-0000-0000-0000-000000000001", "namespace": "default",
+                    "operation": "CREATE", "object": pod}}),
+    )
+    .expect("encode review")
+}
+
 fn bench(c: &mut Criterion) {
     let s = snapshot();
     let p = params(&s);
+    let ctx = ReviewContext {
+        snapshot: &s,
+        native_mode: NativeMode::Enabled,
+        nodes: None,
+        openshift: false,
+        namespaces: None,
+        compliance_policy: "",
+    };
+    for (name, pod) in [
+        ("webhook/hello", hello_pod(1, 0, 0)),
+        (
+            "webhook/1500-env-200KB-managedFields",
+            hello_pod(1, 1500, 200 * 1024),
+        ),
+    ] {
+        let body = review_body(&pod);
+        let first = admission::review(&body, "/inject", &ctx);
+        assert!(
+            matches!(first.outcome, admission::Outcome::Injected),
+            "{name}: expected an injection, got {:?}",
+            first.outcome
+        );
+        c.bench_function(name, |b| {
+            b.iter(|| admission::review(&body, "/inject", &ctx))
+        });
+    }
     let hello = hello_pod(1, 0, 0);
     c.bench_function("inject/hello", |b| {
         b.iter(|| inject::inject_pod(&hello, &p).expect("inject"))
