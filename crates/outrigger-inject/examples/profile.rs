@@ -1,0 +1,54 @@
+//! Profiling harness: injects the corpus hello pod N times (optionally with E env vars), for
+//! instruction counts with callgrind:
+//!
+//! ```sh
+//! cargo build --release -p outrigger-inject --example profile
+//! valgrind --tool=callgrind --toggle-collect='outrigger_inject::inject::inject_pod' \
+//!     target/release/examples/profile 20 [E]
+//! ```
+//!
+//! Needs the corpus' default settings (`../shared/conformance/istio/settings/default`).
+
+use outrigger_inject::config::{InjectorConfig, Snapshot};
+use outrigger_inject::inject::{self, InjectParams, Mode};
+use serde_json::json;
+fn main() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/conformance/istio/settings/default");
+    let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap();
+    let config = InjectorConfig::parse(&read("config.yaml")).unwrap();
+    let s = Snapshot::with_config(config, &read("values.json"), Some(&read("mesh.yaml"))).unwrap();
+    let n: usize = std::env::args()
+        .nth(1)
+        .map(|x| x.parse().unwrap())
+        .unwrap_or(200);
+    let envs: usize = std::env::args()
+        .nth(2)
+        .map(|x| x.parse().unwrap())
+        .unwrap_or(0);
+    let env: Vec<_> = (0..envs)
+        .map(|i| json!({"name": format!("V{i}"), "value": "x"}))
+        .collect();
+    let pod = json!({"metadata":{"name":"hello","namespace":"default","labels":{"app":"hello"}},
+      "spec":{"containers":[{"name":"hello","image":"x","env": env, "ports":[{"name":"http","containerPort":80}]}]}});
+    let p = InjectParams {
+        snapshot: &s,
+        mode: Mode::Webhook,
+        workload: inject::WorkloadMeta {
+            kind: "Deployment".into(),
+            api_version: "apps/v1".into(),
+            name: "hello".into(),
+            namespace: "default".into(),
+        },
+        revision: "default",
+        native_sidecars: true,
+        proxy_envs: Default::default(),
+        proxy_uid_gid: None,
+        compliance_policy: "",
+    };
+    let t = std::time::Instant::now();
+    for _ in 0..n {
+        inject::inject_pod(&pod, &p).unwrap();
+    }
+    eprintln!("{:?} per injection", t.elapsed() / n as u32);
+}
