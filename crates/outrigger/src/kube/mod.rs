@@ -8,7 +8,6 @@
 
 // Library-style API: `serve --kube` (another work stream) is the caller; until it is wired the
 // binary does not use every item.
-#![allow(dead_code)]
 
 pub mod certs;
 pub mod check;
