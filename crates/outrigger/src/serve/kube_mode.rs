@@ -267,3 +267,349 @@ impl Cluster {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Mutex;
+
+    use arc_swap::ArcSwap;
+    use base64::Engine as _;
+    use bytes::Bytes;
+    use http_body_util::{BodyExt, Full};
+    use outrigger_inject::defaults;
+    use serde_json::{json, Map, Value};
+    use tokio::sync::Semaphore;
+
+    use super::*;
+    use crate::kube::events::Outcome;
+    use crate::serve::cluster::InjectionEvent;
+    use crate::serve::handler::{self, InjectSettings, Limits};
+    use crate::serve::metrics::Metrics;
+
+    /// Fake cluster: native sidecars only on `new-node`, one OpenShift namespace; records calls.
+    #[derive(Debug, Default)]
+    struct FakeFacts {
+        nodes_asked: Mutex<Vec<Option<String>>>,
+        namespaces_asked: Mutex<Vec<String>>,
+    }
+
+    impl ClusterFacts for FakeFacts {
+        fn native_sidecars(&self, node_name: Option<&str>) -> bool {
+            self.nodes_asked
+                .lock()
+                .expect("lock")
+                .push(node_name.map(str::to_string));
+            node_name == Some("new-node")
+        }
+
+        fn namespace_annotations(&self, namespace: &str) -> Option<Map<String, Value>> {
+            self.namespaces_asked
+                .lock()
+                .expect("lock")
+                .push(namespace.to_string());
+            (namespace == "team").then(|| {
+                let mut m = Map::new();
+                m.insert(
+                    "openshift.io/sa.scc.uid-range".into(),
+                    json!("1000620000/10000"),
+                );
+                m
+            })
+        }
+    }
+
+    #[derive(Debug, Default)]
+    struct FakeSink(Mutex<Vec<InjectionEvent>>);
+
+    impl EventSink for FakeSink {
+        fn record(&self, event: InjectionEvent) {
+            self.0.lock().expect("lock").push(event);
+        }
+    }
+
+    fn default_snapshot() -> Snapshot {
+        Snapshot::load(defaults::CONFIG, defaults::VALUES, Some(defaults::MESH)).expect("defaults")
+    }
+
+    fn cert() -> tls::Loaded {
+        let g = tls::generate(&["localhost".into()], 30).expect("generate");
+        tls::load_pem(g.cert_pem.as_bytes(), g.key_pem.as_bytes(), "").expect("load")
+    }
+
+    fn state(
+        native_mode: NativeMode,
+        openshift: bool,
+        cluster: Option<Arc<dyn ClusterFacts>>,
+        events: Option<Arc<dyn EventSink>>,
+    ) -> Arc<State> {
+        Arc::new(State {
+            snapshot: ArcSwap::from_pointee(default_snapshot()),
+            certs: tls::CertStore::new(cert()),
+            metrics: Metrics::new(),
+            limits: Limits {
+                max_body: 1 << 20,
+                deadline: Duration::from_secs(10),
+            },
+            inject: InjectSettings {
+                native_mode,
+                openshift,
+                compliance_policy: String::new(),
+                namespaces: None,
+            },
+            permits: Semaphore::new(4),
+            draining: AtomicBool::new(false),
+            cluster,
+            events,
+        })
+    }
+
+    fn pod(name: &str, node: Option<&str>, annotations: Value) -> Value {
+        let mut spec = json!({"containers": [{"name": "app", "image": "nginx"}]});
+        if let Some(n) = node {
+            spec["nodeName"] = json!(n);
+        }
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "annotations": annotations,
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-1",
+                                 "uid": "rs-uid", "controller": true}]},
+            "spec": spec})
+    }
+
+    /// Post one review for `pod` in `namespace`; returns the decoded JSON patch ("" if none).
+    async fn post(state: &Arc<State>, namespace: &str, pod: Value) -> String {
+        let body = serde_json::to_vec(&json!({"kind": "AdmissionReview",
+            "apiVersion": "admission.k8s.io/v1",
+            "request": {"uid": "u1", "namespace": namespace, "operation": "CREATE",
+                "kind": {"group": "", "version": "v1", "kind": "Pod"},
+                "resource": {"group": "", "version": "v1", "resource": "pods"}, "object": pod}}))
+        .expect("json");
+        let req = http::Request::builder()
+            .method("POST")
+            .uri("/inject")
+            .header("content-type", "application/json")
+            .body(Full::new(Bytes::from(body)))
+            .expect("request");
+        let resp = handler::handle(state.clone(), req)
+            .await
+            .expect("infallible");
+        assert_eq!(resp.status(), 200);
+        let bytes = resp.into_body().collect().await.expect("body").to_bytes();
+        let v: Value = serde_json::from_slice(&bytes).expect("review json");
+        match v.pointer("/response/patch").and_then(Value::as_str) {
+            Some(p) => String::from_utf8(
+                base64::engine::general_purpose::STANDARD
+                    .decode(p)
+                    .expect("base64"),
+            )
+            .expect("utf-8"),
+            None => String::new(),
+        }
+    }
+
+    const NATIVE: &str = r#""restartPolicy":"Always""#;
+
+    #[tokio::test]
+    async fn auto_mode_asks_the_cached_detector_with_the_pod_node() {
+        let facts = Arc::new(FakeFacts::default());
+        let st = state(NativeMode::Auto, false, Some(facts.clone()), None);
+        let on_new = post(&st, "team", pod("a", Some("new-node"), json!({}))).await;
+        assert!(on_new.contains("istio-proxy"), "injected: {on_new}");
+        assert!(on_new.contains(NATIVE), "native sidecar on new-node");
+        let on_old = post(&st, "team", pod("b", Some("old-node"), json!({}))).await;
+        assert!(on_old.contains("istio-proxy"), "injected: {on_old}");
+        assert!(!on_old.contains(NATIVE), "no native sidecar on old-node");
+        let unscheduled = post(&st, "team", pod("c", None, json!({}))).await;
+        assert!(!unscheduled.contains(NATIVE));
+        assert_eq!(
+            *facts.nodes_asked.lock().expect("lock"),
+            vec![
+                Some("new-node".to_string()),
+                Some("old-node".to_string()),
+                None
+            ]
+        );
+        assert!(
+            facts.namespaces_asked.lock().expect("lock").is_empty(),
+            "namespaces are only read on OpenShift"
+        );
+    }
+
+    #[tokio::test]
+    async fn fixed_native_modes_do_not_consult_the_nodes() {
+        let facts = Arc::new(FakeFacts::default());
+        let st = state(NativeMode::Enabled, false, Some(facts.clone()), None);
+        let patch = post(&st, "team", pod("a", Some("old-node"), json!({}))).await;
+        assert!(patch.contains(NATIVE));
+        assert!(facts.nodes_asked.lock().expect("lock").is_empty());
+    }
+
+    #[tokio::test]
+    async fn openshift_takes_proxy_ids_from_the_namespace_cache() {
+        let facts = Arc::new(FakeFacts::default());
+        let st = state(NativeMode::Disabled, true, Some(facts.clone()), None);
+        let patch = post(&st, "team", pod("a", None, json!({}))).await;
+        assert!(patch.contains("1000629999"), "UID from uid-range: {patch}");
+        let other = post(&st, "elsewhere", pod("b", None, json!({}))).await;
+        assert!(other.contains("istio-proxy"));
+        assert!(!other.contains("1000629999"), "unknown namespace: defaults");
+        assert_eq!(
+            *facts.namespaces_asked.lock().expect("lock"),
+            vec!["team".to_string(), "elsewhere".to_string()]
+        );
+    }
+
+    #[tokio::test]
+    async fn events_are_recorded_per_injection_skip_and_not_for_malformed_reviews() {
+        let sink = Arc::new(FakeSink::default());
+        let st = state(NativeMode::Disabled, false, None, Some(sink.clone()));
+        post(&st, "team", pod("a", None, json!({}))).await;
+        post(
+            &st,
+            "team",
+            pod("b", None, json!({"sidecar.istio.io/inject": "false"})),
+        )
+        .await;
+        let req = http::Request::builder()
+            .method("POST")
+            .uri("/inject")
+            .header("content-type", "application/json")
+            .body(Full::new(Bytes::from_static(b"{\"kind\": 1}")))
+            .expect("request");
+        let _ = handler::handle(st.clone(), req).await;
+        let events = sink.0.lock().expect("lock").clone();
+        assert_eq!(events.len(), 2, "{events:?}");
+        assert_eq!(
+            (events[0].outcome, events[0].code.as_str()),
+            (Outcome::Injected, "injected")
+        );
+        assert_eq!(events[0].namespace, "team");
+        assert_eq!(
+            events[0].pod["metadata"]["ownerReferences"][0]["name"],
+            "web-1"
+        );
+        assert_eq!(events[1].outcome, Outcome::Skipped);
+        assert_ne!(events[1].code, "injected");
+        assert!(!events[1].code.is_empty());
+        assert!(!events[1].message.is_empty(), "decision sentence");
+    }
+
+    #[test]
+    fn kube_only_flags_need_kube() {
+        assert!(reject_kube_only_flags(&KubeArgs::default()).is_ok());
+        let e = reject_kube_only_flags(&KubeArgs {
+            events: true,
+            ..KubeArgs::default()
+        })
+        .expect_err("refused");
+        assert!(e.to_string().contains("--events needs --kube"), "{e}");
+        let e = reject_kube_only_flags(&KubeArgs {
+            inject_config_map: Some("a/b".into()),
+            ..KubeArgs::default()
+        })
+        .expect_err("refused");
+        assert!(e.to_string().contains("--injectConfigMap"), "{e}");
+    }
+
+    fn series(st: &State, kind: &str, result: &str) -> f64 {
+        let text = st.metrics.encode();
+        let prefix = format!("outrigger_reloads_total{{kind=\"{kind}\",result=\"{result}\"}} ");
+        text.lines()
+            .find_map(|l| l.strip_prefix(&prefix)?.trim().parse().ok())
+            .unwrap_or(0.0)
+    }
+
+    #[tokio::test]
+    async fn configmap_snapshots_swap_and_rejections_keep_the_last_good() {
+        let st = state(NativeMode::Disabled, false, None, None);
+        let first = st.snapshot.load_full();
+        let disabled = Arc::new(
+            Snapshot::load("policy: disabled\n", defaults::VALUES, Some(defaults::MESH))
+                .expect("config"),
+        );
+        let events = vec![
+            ConfigEvent::Loaded(disabled.clone()),
+            ConfigEvent::Rejected {
+                error: "failed to read injection config from ConfigMap: bad".into(),
+                keeping_last_good: true,
+            },
+        ];
+        apply_config_events(
+            st.clone(),
+            futures::stream::iter(events),
+            "istio-system/istio-sidecar-injector".into(),
+        )
+        .await;
+        let now = st.snapshot.load_full();
+        assert!(Arc::ptr_eq(&now, &disabled), "swapped to the loaded one");
+        assert!(!Arc::ptr_eq(&now, &first));
+        assert_eq!(series(&st, "config", "success"), 1.0);
+        assert_eq!(series(&st, "config", "failure"), 1.0);
+        let patch = post(&st, "team", pod("a", None, json!({}))).await;
+        assert!(patch.is_empty(), "policy disabled is in force: {patch}");
+    }
+
+    #[tokio::test]
+    async fn first_configmap_snapshot_is_required() {
+        let snap = Arc::new(default_snapshot());
+        let mut ok = futures::stream::iter(vec![ConfigEvent::Loaded(snap.clone())]);
+        let got = first_snapshot(&mut ok, "ns/cm", Duration::from_secs(1))
+            .await
+            .expect("loaded");
+        assert!(Arc::ptr_eq(&got, &snap));
+        let mut bad = futures::stream::iter(vec![ConfigEvent::<Snapshot>::Rejected {
+            error: "failed to read injection config from ConfigMap: no ConfigMap found".into(),
+            keeping_last_good: false,
+        }]);
+        let e = first_snapshot(&mut bad, "ns/cm", Duration::from_secs(1))
+            .await
+            .expect_err("rejected");
+        assert!(
+            e.to_string().contains("ns/cm") && e.to_string().contains("no ConfigMap found"),
+            "{e}"
+        );
+        let mut pending = futures::stream::pending::<ConfigEvent<Snapshot>>();
+        let e = first_snapshot(&mut pending, "ns/cm", Duration::from_millis(20))
+            .await
+            .expect_err("timeout");
+        assert!(e.to_string().contains("no configuration read"), "{e}");
+        let mut ended = futures::stream::empty::<ConfigEvent<Snapshot>>();
+        assert!(first_snapshot(&mut ended, "ns/cm", Duration::from_secs(1))
+            .await
+            .is_err());
+    }
+
+    #[tokio::test]
+    async fn rotated_certificates_reach_the_tls_resolver() {
+        let st = state(NativeMode::Disabled, false, None, None);
+        let names = vec!["outrigger.outrigger.svc".to_string()];
+        let issued = time::OffsetDateTime::now_utc() - time::Duration::days(30);
+        let first = CertBundle::generate(&names, issued).expect("generate");
+        let (tx, rx) = watch::channel(first);
+        let task = tokio::spawn(apply_certificates(st.clone(), rx));
+        let before = st.certs.not_after();
+        let rotated = CertBundle::generate(&names, time::OffsetDateTime::now_utc()).expect("gen");
+        let want = load_bundle(&rotated, "").expect("loads").not_after;
+        assert_ne!(want, before);
+        tx.send(rotated).expect("send");
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        while st.certs.not_after() != want && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(
+            st.certs.not_after(),
+            want,
+            "resolver serves the rotated certificate"
+        );
+        assert_eq!(series(&st, "certificate", "success"), 1.0);
+        let mut broken = CertBundle::generate(&names, time::OffsetDateTime::now_utc()).expect("g");
+        broken.key_pem = "not a key".into();
+        tx.send(broken).expect("send");
+        while series(&st, "certificate", "failure") < 1.0 && tokio::time::Instant::now() < deadline
+        {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(series(&st, "certificate", "failure"), 1.0);
+        assert_eq!(st.certs.not_after(), want, "kept the working certificate");
+        task.abort();
+    }
+}
