@@ -78,16 +78,28 @@ pub fn context(args: &ServeArgs, native: NativeMode, openshift: bool) -> KubeCon
 /// Build a client (in-cluster service account, else kubeconfig) and check that the API server
 /// answers.
 pub async fn connect() -> Result<Client> {
-    let client = Client::try_default().await.map_err(|e| {
+    let config = ::kube::Config::infer().await.map_err(|e| {
         anyhow!("--kube: no usable Kubernetes configuration (in-cluster service account or KUBECONFIG): {e}")
+    })?;
+    let url = config.cluster_url.to_string();
+    let client = Client::try_from(config).map_err(|e| {
+        anyhow!(
+            "--kube: cannot build a client for {url}: {:#}",
+            anyhow::Error::new(e)
+        )
     })?;
     let version = tokio::time::timeout(START_TIMEOUT, client.apiserver_version())
         .await
         .map_err(|_| {
-            anyhow!("--kube: the Kubernetes API server did not answer within {START_TIMEOUT:?}")
+            anyhow!("--kube: the Kubernetes API server at {url} did not answer within {START_TIMEOUT:?}")
         })?
-        .map_err(|e| anyhow!("--kube: cannot reach the Kubernetes API server: {e}"))?;
-    tracing::info!(version = %version.git_version, "connected to the Kubernetes API server");
+        .map_err(|e| {
+            anyhow!(
+                "--kube: cannot reach the Kubernetes API server at {url}: {:#}",
+                anyhow::Error::new(e)
+            )
+        })?;
+    tracing::info!(server = %url, version = %version.git_version, "connected to the Kubernetes API server");
     Ok(client)
 }
 
