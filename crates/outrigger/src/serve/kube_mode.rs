@@ -505,6 +505,75 @@ mod tests {
         assert!(!events[1].message.is_empty(), "decision sentence");
     }
 
+    fn node_detector(nodes: &[(&str, &str)]) -> nodes::NativeSidecarDetector {
+        use ::kube::runtime::{reflector, watcher};
+        let (store, mut writer) = reflector::store();
+        writer.apply_watcher_event(&watcher::Event::Init);
+        for (name, version) in nodes {
+            let node = serde_json::from_value(json!({"metadata": {"name": name},
+                "status": {"nodeInfo": {"kubeletVersion": version, "architecture": "", "bootID": "",
+                    "containerRuntimeVersion": "", "kernelVersion": "", "kubeProxyVersion": "",
+                    "machineID": "", "operatingSystem": "", "osImage": "", "systemUUID": ""}}}))
+            .expect("node");
+            writer.apply_watcher_event(&watcher::Event::InitApply(node));
+        }
+        writer.apply_watcher_event(&watcher::Event::InitDone);
+        nodes::NativeSidecarDetector::with_store(nodes::NativeMode::Auto, store)
+    }
+
+    #[tokio::test]
+    async fn kube_facts_decide_native_sidecars_from_the_cached_node_versions() {
+        let facts = KubeFacts {
+            native: node_detector(&[("new-node", "v1.33.1-gke.100"), ("old-node", "v1.29.4")]),
+            namespaces: None,
+        };
+        let st = state(NativeMode::Auto, false, Some(Arc::new(facts)), None);
+        let on_new = post(&st, "team", pod("a", Some("new-node"), json!({}))).await;
+        assert!(on_new.contains(NATIVE), "kubelet 1.33 on the pod's node");
+        let on_old = post(&st, "team", pod("b", Some("old-node"), json!({}))).await;
+        assert!(on_old.contains("istio-proxy") && !on_old.contains(NATIVE));
+        let unscheduled = post(&st, "team", pod("c", None, json!({}))).await;
+        assert!(!unscheduled.contains(NATIVE), "one old node: all must pass");
+        let all_new = KubeFacts {
+            native: node_detector(&[("n1", "v1.33.0"), ("n2", "v1.34.2")]),
+            namespaces: None,
+        };
+        let st = state(NativeMode::Auto, false, Some(Arc::new(all_new)), None);
+        assert!(post(&st, "team", pod("d", None, json!({})))
+            .await
+            .contains(NATIVE));
+    }
+
+    #[tokio::test]
+    async fn kube_events_are_published_in_the_background() {
+        let (client, mut handle) = crate::kube::mock::client();
+        let sink = KubeEvents::new(crate::kube::events::EventRecorder::new(
+            client,
+            Some("outrigger-0".into()),
+        ));
+        let st = state(NativeMode::Disabled, false, None, Some(Arc::new(sink)));
+        // The admission response is complete before the API server has seen anything.
+        let patch = post(&st, "team", pod("a", None, json!({}))).await;
+        assert!(patch.contains("istio-proxy"));
+        let r = crate::kube::mock::next(&mut handle).await;
+        assert_eq!(r.method, http::Method::POST);
+        assert!(
+            r.uri
+                .starts_with("/apis/events.k8s.io/v1/namespaces/team/events"),
+            "{}",
+            r.uri
+        );
+        assert_eq!(r.body["reason"], "SidecarInjected");
+        assert_eq!(r.body["regarding"]["kind"], "ReplicaSet");
+        assert_eq!(r.body["regarding"]["name"], "web-1");
+        let note = r.body["note"].as_str().unwrap_or_default();
+        assert!(note.starts_with("injected: "), "{note}");
+        // A failing API server only costs a warning.
+        r.respond(500, json!({"kind": "Status", "code": 500}));
+        let again = post(&st, "team", pod("b", None, json!({}))).await;
+        assert!(again.contains("istio-proxy"));
+    }
+
     #[test]
     fn kube_only_flags_need_kube() {
         assert!(reject_kube_only_flags(&KubeArgs::default()).is_ok());
