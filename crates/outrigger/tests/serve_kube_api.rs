@@ -1,0 +1,250 @@
+//! `outrigger serve --kube` end to end against a small fake API server (plain HTTP on
+//! 127.0.0.1): the certificate is bootstrapped into the Secret and served, the configuration
+//! comes from the injector ConfigMap, and the requests made are exactly the expected ones.
+
+mod common;
+
+use std::convert::Infallible;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use base64::Engine as _;
+use bytes::Bytes;
+use common::*;
+use http_body_util::{BodyExt, Full};
+use hyper::service::service_fn;
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+use serde_json::{json, Value};
+
+/// What the fake API server holds and saw.
+#[derive(Default)]
+struct Api {
+    secret: Option<Value>,
+    requests: Vec<String>,
+}
+
+fn status(code: u16, reason: &str) -> Value {
+    json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+           "reason": reason, "code": code})
+}
+
+fn configmap() -> Value {
+    let config =
+        outrigger_inject::defaults::CONFIG.replacen("policy: enabled", "policy: disabled", 1);
+    assert_ne!(
+        config,
+        outrigger_inject::defaults::CONFIG,
+        "policy replaced"
+    );
+    json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "istio-sidecar-injector", "namespace": "istio-system", "resourceVersion": "7"},
+        "data": {"config": config, "values": outrigger_inject::defaults::VALUES}})
+}
+
+async fn answer(api: Arc<Mutex<Api>>, req: Request<hyper::body::Incoming>) -> (u16, Value) {
+    let method = req.method().to_string();
+    let path = req.uri().path().to_string();
+    let query = req.uri().query().unwrap_or("").to_string();
+    let body = req
+        .into_body()
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
+    api.lock()
+        .expect("lock")
+        .requests
+        .push(format!("{method} {path}"));
+    let secret = "/api/v1/namespaces/outrigger/secrets";
+    match (method.as_str(), path.as_str()) {
+        ("GET", "/version") => (
+            200,
+            json!({"major": "1", "minor": "33", "gitVersion": "v1.33.0", "gitCommit": "x",
+                   "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.24",
+                   "compiler": "gc", "platform": "linux/amd64"}),
+        ),
+        ("GET", p) if p == format!("{secret}/outrigger-tls") => {
+            match api.lock().expect("lock").secret.clone() {
+                Some(s) => (200, s),
+                None => (404, status(404, "NotFound")),
+            }
+        }
+        ("POST", p) if p == secret => {
+            let mut s: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            s["metadata"]["resourceVersion"] = json!("1");
+            api.lock().expect("lock").secret = Some(s.clone());
+            (201, s)
+        }
+        ("GET", "/api/v1/namespaces/istio-system/configmaps") if query.contains("watch=true") => {
+            // Keep the watch open: nothing changes.
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            (200, Value::Null)
+        }
+        ("GET", "/api/v1/namespaces/istio-system/configmaps") => (
+            200,
+            json!({"apiVersion": "v1", "kind": "ConfigMapList",
+                   "metadata": {"resourceVersion": "7"}, "items": [configmap()]}),
+        ),
+        _ => (404, status(404, "NotFound")),
+    }
+}
+
+/// Serve the fake API on a thread of its own; returns its port.
+fn fake_api(api: Arc<Mutex<Api>>) -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    listener.set_nonblocking(true).expect("nonblocking");
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
+            loop {
+                let Ok((tcp, _)) = listener.accept().await else {
+                    continue;
+                };
+                let api = api.clone();
+                tokio::spawn(async move {
+                    let svc = service_fn(move |req| {
+                        let api = api.clone();
+                        async move {
+                            let (code, body) = answer(api, req).await;
+                            let bytes = serde_json::to_vec(&body).unwrap_or_default();
+                            let resp = Response::builder()
+                                .status(code)
+                                .header("content-type", "application/json")
+                                .body(Full::new(Bytes::from(bytes)))
+                                .expect("response");
+                            Ok::<_, Infallible>(resp)
+                        }
+                    });
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(tcp), svc)
+                        .await;
+                });
+            }
+        });
+    });
+    port
+}
+
+fn kubeconfig(dir: &std::path::Path, port: u16) -> std::path::PathBuf {
+    let text = format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: http://127.0.0.1:{port}\nusers:\n- name: u\n  user:\n    token: t\ncontexts:\n- name: x\n  context:\n    cluster: c\n    user: u\n    namespace: outrigger\ncurrent-context: x\n"
+    );
+    let path = dir.join("kubeconfig");
+    std::fs::write(&path, text).expect("write kubeconfig");
+    path
+}
+
+fn pod(name: &str, annotations: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "annotations": annotations},
+           "spec": {"containers": [{"name": "app", "image": "nginx"}]}})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn certificate_from_the_secret_and_configuration_from_the_configmap() {
+    let api = Arc::new(Mutex::new(Api::default()));
+    let port = fake_api(api.clone());
+    let dir = scratch("kube-api");
+    let kc = kubeconfig(&dir, port);
+    let kc = kc.display().to_string();
+    let server = Server::start(
+        &[
+            "--kube",
+            "--namespace",
+            "outrigger",
+            "--dns-name",
+            "localhost",
+            "--ca-bundle-managed-externally",
+            "--injectConfigMap",
+            "istio-system/istio-sidecar-injector",
+            "--native-sidecars",
+            "false",
+            "--injectConfig",
+            &dir.join("absent").display().to_string(),
+        ],
+        &[
+            ("KUBECONFIG", kc.as_str()),
+            ("HOME", &dir.display().to_string()),
+        ],
+    );
+    // The certificate served is the one the server stored in the Secret.
+    let ca_b64 = api
+        .lock()
+        .expect("lock")
+        .secret
+        .as_ref()
+        .and_then(|s| {
+            s.pointer("/data/ca-bundle.crt")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
+        .expect("Secret created with a CA bundle");
+    let ca = base64::engine::general_purpose::STANDARD
+        .decode(ca_b64)
+        .expect("base64 CA");
+    let c = H2::connect(server.addr, &ca)
+        .await
+        .expect("TLS trusting only the Secret's CA");
+
+    // policy: disabled from the ConfigMap (the embedded default would inject this pod).
+    let plain = review("admission.k8s.io/v1", "u1", "team", pod("plain", json!({})));
+    let r = c
+        .request("POST", "/inject", Some("application/json"), full(plain))
+        .await
+        .expect("review");
+    assert_eq!(r.status, 200, "{}", r.text());
+    let v = r.json();
+    assert_eq!(v["response"]["allowed"], true);
+    assert!(v["response"].get("patch").is_none(), "not injected: {v}");
+    let opted_in = review(
+        "admission.k8s.io/v1",
+        "u2",
+        "team",
+        pod("opted", json!({"sidecar.istio.io/inject": "true"})),
+    );
+    let r = c
+        .request("POST", "/inject", Some("application/json"), full(opted_in))
+        .await
+        .expect("review");
+    assert!(
+        r.json()["response"]["patch"].is_string(),
+        "opt-in injects: {}",
+        r.text()
+    );
+    assert!(
+        server
+            .wait_log(
+                "ConfigMap istio-system/istio-sidecar-injector",
+                Duration::from_secs(1)
+            )
+            .await
+    );
+
+    let seen = api.lock().expect("lock").requests.clone();
+    assert_eq!(
+        seen.first().map(String::as_str),
+        Some("GET /version"),
+        "{seen:?}"
+    );
+    assert!(
+        seen.contains(&"POST /api/v1/namespaces/outrigger/secrets".to_string()),
+        "{seen:?}"
+    );
+    assert!(
+        !seen
+            .iter()
+            .any(|s| s.contains("mutatingwebhookconfigurations")),
+        "caBundle managed externally: {seen:?}"
+    );
+    assert!(
+        !seen
+            .iter()
+            .any(|s| s.contains("/nodes") || s.contains("/events")),
+        "no node watch with native sidecars off, no Events without --events: {seen:?}"
+    );
+}
