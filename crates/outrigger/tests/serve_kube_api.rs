@@ -22,6 +22,7 @@ use serde_json::{json, Value};
 struct Api {
     secret: Option<Value>,
     requests: Vec<String>,
+    events: Vec<Value>,
 }
 
 fn status(code: u16, reason: &str) -> Value {
@@ -76,7 +77,9 @@ async fn answer(api: Arc<Mutex<Api>>, req: Request<hyper::body::Incoming>) -> (u
             api.lock().expect("lock").secret = Some(s.clone());
             (201, s)
         }
-        ("GET", "/api/v1/namespaces/istio-system/configmaps") if query.contains("watch=true") => {
+        ("GET", "/api/v1/namespaces/istio-system/configmaps" | "/api/v1/nodes")
+            if query.contains("watch=true") =>
+        {
             // Keep the watch open: nothing changes.
             tokio::time::sleep(Duration::from_secs(3600)).await;
             (200, Value::Null)
@@ -86,6 +89,20 @@ async fn answer(api: Arc<Mutex<Api>>, req: Request<hyper::body::Incoming>) -> (u
             json!({"apiVersion": "v1", "kind": "ConfigMapList",
                    "metadata": {"resourceVersion": "7"}, "items": [configmap()]}),
         ),
+        ("GET", "/api/v1/nodes") => (
+            200,
+            json!({"apiVersion": "v1", "kind": "NodeList", "metadata": {"resourceVersion": "3"},
+                   "items": [{"metadata": {"name": "n1", "resourceVersion": "3"},
+                              "status": {"nodeInfo": {"kubeletVersion": "v1.33.2",
+                                  "architecture": "", "bootID": "", "containerRuntimeVersion": "",
+                                  "kernelVersion": "", "kubeProxyVersion": "", "machineID": "",
+                                  "operatingSystem": "", "osImage": "", "systemUUID": ""}}}]}),
+        ),
+        ("POST", "/apis/events.k8s.io/v1/namespaces/team/events") => {
+            let e: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            api.lock().expect("lock").events.push(e.clone());
+            (201, e)
+        }
         _ => (404, status(404, "NotFound")),
     }
 }
@@ -246,5 +263,118 @@ async fn certificate_from_the_secret_and_configuration_from_the_configmap() {
             .iter()
             .any(|s| s.contains("/nodes") || s.contains("/events")),
         "no node watch with native sidecars off, no Events without --events: {seen:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn native_sidecars_from_the_node_cache_and_events_for_each_outcome() {
+    let api = Arc::new(Mutex::new(Api::default()));
+    let port = fake_api(api.clone());
+    let dir = scratch("kube-api-events");
+    let kc = kubeconfig(&dir, port);
+    let kc = kc.display().to_string();
+    let server = Server::start(
+        &[
+            "--kube",
+            "--namespace",
+            "outrigger",
+            "--dns-name",
+            "localhost",
+            "--ca-bundle-managed-externally",
+            "--events",
+            "--native-sidecars",
+            "auto",
+            "--injectConfig",
+            &dir.join("absent").display().to_string(),
+        ],
+        &[
+            ("KUBECONFIG", kc.as_str()),
+            ("HOME", &dir.display().to_string()),
+            ("POD_NAME", "outrigger-0"),
+        ],
+    );
+    let ca_b64 = api
+        .lock()
+        .expect("lock")
+        .secret
+        .as_ref()
+        .and_then(|s| {
+            s.pointer("/data/ca-bundle.crt")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
+        .expect("Secret created");
+    let ca = base64::engine::general_purpose::STANDARD
+        .decode(ca_b64)
+        .expect("base64 CA");
+    let c = H2::connect(server.addr, &ca).await.expect("TLS");
+    let mut on_node = pod("web-abc", json!({}));
+    on_node["spec"]["nodeName"] = json!("n1");
+    on_node["metadata"]["ownerReferences"] = json!([{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+        "name": "web-7d9f", "uid": "rs-1", "controller": true}]);
+    let r = c
+        .request(
+            "POST",
+            "/inject",
+            Some("application/json"),
+            full(review("admission.k8s.io/v1", "u1", "team", on_node)),
+        )
+        .await
+        .expect("review");
+    let patch = r.json()["response"]["patch"]
+        .as_str()
+        .map(str::to_string)
+        .expect("injected");
+    let patch = String::from_utf8(
+        base64::engine::general_purpose::STANDARD
+            .decode(patch)
+            .expect("base64"),
+    )
+    .expect("utf-8");
+    assert!(
+        patch.contains(r#""restartPolicy":"Always""#),
+        "native sidecar (kubelet 1.33 on n1)"
+    );
+    let skipped = pod("off", json!({"sidecar.istio.io/inject": "false"}));
+    let r = c
+        .request(
+            "POST",
+            "/inject",
+            Some("application/json"),
+            full(review("admission.k8s.io/v1", "u2", "team", skipped)),
+        )
+        .await
+        .expect("review");
+    assert!(r.json()["response"].get("patch").is_none());
+
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while api.lock().expect("lock").events.len() < 2 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let events = api.lock().expect("lock").events.clone();
+    assert_eq!(events.len(), 2, "{events:?}");
+    let injected = events
+        .iter()
+        .find(|e| e["reason"] == "SidecarInjected")
+        .expect("injected Event");
+    assert_eq!(injected["regarding"]["kind"], "ReplicaSet");
+    assert_eq!(injected["regarding"]["name"], "web-7d9f");
+    assert_eq!(injected["reportingController"], "outrigger");
+    let skip = events
+        .iter()
+        .find(|e| e["reason"] == "SidecarInjectionSkipped")
+        .expect("skip Event");
+    assert_eq!(skip["regarding"]["kind"], "Pod", "no owner: the pod itself");
+    assert!(
+        skip["note"].as_str().is_some_and(|n| n.contains(':')),
+        "{skip}"
+    );
+    let seen = api.lock().expect("lock").requests.clone();
+    assert_eq!(
+        seen.iter()
+            .filter(|s| s.as_str() == "GET /api/v1/nodes")
+            .count(),
+        2,
+        "one list and one watch of nodes, none per request: {seen:?}"
     );
 }
