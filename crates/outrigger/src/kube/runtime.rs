@@ -106,9 +106,9 @@ pub fn cert_config(args: &KubeArgs, ctx: &KubeContext) -> CertConfig {
     }
 }
 
-/// Bootstrap the certificates (and the caBundle unless managed externally), then start the
-/// background tasks. Fails when the first certificate bootstrap fails; the server should not
-/// start without a certificate.
+/// With [`KubeContext::manage_certs`], bootstrap the certificates (and the caBundle unless
+/// managed externally); then start the background tasks. Fails when the first certificate
+/// bootstrap fails; the server should not start without a certificate.
 pub async fn start(client: Client, args: &KubeArgs, ctx: &KubeContext) -> Result<KubeServices> {
     let mut tasks = Vec::new();
     let certs_rx = if ctx.manage_certs {
@@ -247,6 +247,27 @@ mod tests {
         for t in services.tasks {
             t.abort();
         }
+    }
+
+    #[tokio::test]
+    async fn start_with_certificate_files_leaves_the_secret_alone() {
+        let (client, mut handle) = mock::client();
+        let args = KubeArgs {
+            kube: true,
+            ..KubeArgs::default()
+        };
+        let c = KubeContext {
+            manage_certs: false,
+            ..ctx(NativeMode::Disabled, false)
+        };
+        let services = start(client, &args, &c).await.expect("started");
+        assert!(services.certs.is_none());
+        assert_eq!(
+            services.tasks.len(),
+            1,
+            "only the (idle, mode disabled) node watch, no rotation: {services:?}"
+        );
+        mock::assert_no_request(&mut handle).await;
     }
 
     #[tokio::test]
