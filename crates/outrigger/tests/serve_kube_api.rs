@@ -169,6 +169,9 @@ async fn certificate_from_the_secret_and_configuration_from_the_configmap() {
     let dir = scratch("kube-api");
     let kc = kubeconfig(&dir, port);
     let kc = kc.display().to_string();
+    // Mounted files (policy enabled) are ignored when the configuration comes from the API.
+    let mounted = dir.join("config");
+    std::fs::write(&mounted, outrigger_inject::defaults::CONFIG).expect("write config");
     let server = Server::start(
         &[
             "--kube",
@@ -182,7 +185,7 @@ async fn certificate_from_the_secret_and_configuration_from_the_configmap() {
             "--native-sidecars",
             "false",
             "--injectConfig",
-            &dir.join("absent").display().to_string(),
+            &mounted.display().to_string(),
         ],
         &[
             ("KUBECONFIG", kc.as_str()),
@@ -240,6 +243,33 @@ async fn certificate_from_the_secret_and_configuration_from_the_configmap() {
                 Duration::from_secs(1)
             )
             .await
+    );
+    // A change of the mounted file does not override the ConfigMap configuration.
+    std::fs::write(
+        &mounted,
+        format!("{}\n", outrigger_inject::defaults::CONFIG),
+    )
+    .expect("rewrite");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let again = review(
+        "admission.k8s.io/v1",
+        "u3",
+        "team",
+        pod("plain2", json!({})),
+    );
+    let r = c
+        .request("POST", "/inject", Some("application/json"), full(again))
+        .await
+        .expect("review");
+    assert!(
+        r.json()["response"].get("patch").is_none(),
+        "still the ConfigMap's policy: {}",
+        r.text()
+    );
+    assert!(
+        !server.log_text().contains("configuration reloaded"),
+        "{}",
+        server.log_text()
     );
 
     let seen = api.lock().expect("lock").requests.clone();

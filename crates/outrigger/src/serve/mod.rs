@@ -26,6 +26,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use arc_swap::ArcSwap;
 use outrigger_inject::admission::NativeMode;
+use outrigger_inject::config::Snapshot;
 use serde_json::{Map, Value};
 use tokio::sync::{watch, Semaphore};
 
@@ -238,14 +239,9 @@ fn initial_certificate(args: &ServeArgs, compliance: &str) -> Result<tls::Loaded
     )
 }
 
-async fn run_async(args: &ServeArgs) -> Result<()> {
-    let compliance = env("COMPLIANCE_POLICY");
-    let paths = snapshot::Paths {
-        config: args.inject_config.clone(),
-        values: args.inject_values.clone(),
-        mesh: args.mesh_config.clone(),
-    };
-    let texts = snapshot::read(&paths)?;
+/// Read and parse the configuration files (or the embedded default).
+async fn file_config(paths: &snapshot::Paths) -> Result<(Snapshot, snapshot::Texts)> {
+    let texts = snapshot::read(paths)?;
     let t = texts.clone();
     let snap = tokio::task::spawn_blocking(move || snapshot::build(&t))
         .await
@@ -253,10 +249,17 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
     for w in &snap.config.warnings {
         tracing::warn!("{w}");
     }
-    tracing::info!(source = %texts.describe(&paths), "configuration loaded");
+    tracing::info!(source = %texts.describe(paths), "configuration loaded");
+    Ok((snap, texts))
+}
 
-    let metrics = metrics::Metrics::new();
-    metrics.reload("config", true);
+async fn run_async(args: &ServeArgs) -> Result<()> {
+    let compliance = env("COMPLIANCE_POLICY");
+    let paths = snapshot::Paths {
+        config: args.inject_config.clone(),
+        values: args.inject_values.clone(),
+        mesh: args.mesh_config.clone(),
+    };
     let native = native_mode(args.native_sidecars, args.kube.kube);
     let openshift = env("PLATFORM").eq_ignore_ascii_case("openshift");
     let mut cluster = match args.kube.kube {
@@ -266,7 +269,22 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
             None
         }
     };
-    let cert = match cluster.as_mut().and_then(|c| c.services.certs.as_ref()) {
+    // With --injectConfigMap the configuration comes from the API only (no file watch).
+    let from_api = match cluster.as_mut() {
+        Some(c) => c.first_config().await?,
+        None => None,
+    };
+    let (snap, file_texts) = match from_api {
+        Some(s) => (s, None),
+        None => {
+            let (s, texts) = file_config(&paths).await?;
+            (Arc::new(s), Some(texts))
+        }
+    };
+
+    let metrics = metrics::Metrics::new();
+    metrics.reload("config", true);
+    let cert = match cluster.as_ref().and_then(|c| c.services.certs.as_ref()) {
         Some(rx) => kube_mode::load_bundle(&rx.borrow(), &compliance)
             .context("loading the certificate from the Secret")?,
         None => initial_certificate(args, &compliance)?,
@@ -277,14 +295,6 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
     let tls_config = tls::server_config(certs.clone(), &compliance)?;
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls_config));
 
-    let first = match cluster.as_mut() {
-        Some(c) => c.first_config().await?,
-        None => None,
-    };
-    let snap = match first {
-        Some(s) => s,
-        None => Arc::new(snap),
-    };
     let (facts, events) = match &cluster {
         Some(c) => (Some(c.facts()), c.events()),
         None => (None, None),
@@ -321,9 +331,8 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
     };
     let _watcher = reload::spawn(
         state.clone(),
-        paths,
+        file_texts.map(|t| (paths, t)),
         cert_files,
-        texts,
         args.reload_debounce,
     )?;
 
