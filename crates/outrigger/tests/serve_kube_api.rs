@@ -17,12 +17,19 @@ use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
 
+/// Key of a fake answer whose body is sent verbatim (watch streams).
+const RAW: &str = "__raw";
+
 /// What the fake API server holds and saw.
 #[derive(Default)]
 struct Api {
     secret: Option<Value>,
     requests: Vec<String>,
     events: Vec<Value>,
+    /// ConfigMap versions the first ConfigMap watch delivers (MODIFIED events, in order).
+    updates: Vec<Value>,
+    /// The ConfigMap as currently stored (`None`: [`configmap`]).
+    current: Option<Value>,
 }
 
 fn status(code: u16, reason: &str) -> Value {
@@ -38,8 +45,12 @@ fn configmap() -> Value {
         outrigger_inject::defaults::CONFIG,
         "policy replaced"
     );
+    configmap_with(&config, "7")
+}
+
+fn configmap_with(config: &str, rv: &str) -> Value {
     json!({"apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": {"name": "istio-sidecar-injector", "namespace": "istio-system", "resourceVersion": "7"},
+        "metadata": {"name": "istio-sidecar-injector", "namespace": "istio-system", "resourceVersion": rv},
         "data": {"config": config, "values": outrigger_inject::defaults::VALUES}})
 }
 
@@ -77,9 +88,21 @@ async fn answer(api: Arc<Mutex<Api>>, req: Request<hyper::body::Incoming>) -> (u
             api.lock().expect("lock").secret = Some(s.clone());
             (201, s)
         }
-        ("GET", "/api/v1/namespaces/istio-system/configmaps" | "/api/v1/nodes")
-            if query.contains("watch=true") =>
-        {
+        ("GET", "/api/v1/namespaces/istio-system/configmaps") if query.contains("watch=true") => {
+            let updates = std::mem::take(&mut api.lock().expect("lock").updates);
+            if let Some(last) = updates.last() {
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                api.lock().expect("lock").current = Some(last.clone());
+                let lines: String = updates
+                    .iter()
+                    .map(|cm| format!("{}\n", json!({"type": "MODIFIED", "object": cm})))
+                    .collect();
+                return (200, json!({ RAW: lines }));
+            }
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            (200, Value::Null)
+        }
+        ("GET", "/api/v1/nodes") if query.contains("watch=true") => {
             // Keep the watch open: nothing changes.
             tokio::time::sleep(Duration::from_secs(3600)).await;
             (200, Value::Null)
@@ -87,7 +110,8 @@ async fn answer(api: Arc<Mutex<Api>>, req: Request<hyper::body::Incoming>) -> (u
         ("GET", "/api/v1/namespaces/istio-system/configmaps") => (
             200,
             json!({"apiVersion": "v1", "kind": "ConfigMapList",
-                   "metadata": {"resourceVersion": "7"}, "items": [configmap()]}),
+                   "metadata": {"resourceVersion": "7"},
+                   "items": [api.lock().expect("lock").current.clone().unwrap_or_else(configmap)]}),
         ),
         ("GET", "/api/v1/nodes") => (
             200,
@@ -129,7 +153,10 @@ fn fake_api(api: Arc<Mutex<Api>>) -> u16 {
                         let api = api.clone();
                         async move {
                             let (code, body) = answer(api, req).await;
-                            let bytes = serde_json::to_vec(&body).unwrap_or_default();
+                            let bytes = match body.get(RAW).and_then(Value::as_str) {
+                                Some(raw) => raw.as_bytes().to_vec(),
+                                None => serde_json::to_vec(&body).unwrap_or_default(),
+                            };
                             let resp = Response::builder()
                                 .status(code)
                                 .header("content-type", "application/json")
@@ -406,5 +433,100 @@ async fn native_sidecars_from_the_node_cache_and_events_for_each_outcome() {
             .count(),
         2,
         "one list and one watch of nodes, none per request: {seen:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn configmap_changes_swap_in_and_broken_ones_keep_the_last_good() {
+    let api = Arc::new(Mutex::new(Api::default()));
+    {
+        let mut a = api.lock().expect("lock");
+        a.updates = vec![
+            configmap_with("policy: [unclosed\n", "8"),
+            configmap_with(outrigger_inject::defaults::CONFIG, "9"),
+        ];
+    }
+    let port = fake_api(api.clone());
+    let dir = scratch("kube-api-reload");
+    let kc = kubeconfig(&dir, port);
+    let kc = kc.display().to_string();
+    let server = Server::start(
+        &[
+            "--kube",
+            "--namespace",
+            "outrigger",
+            "--dns-name",
+            "localhost",
+            "--ca-bundle-managed-externally",
+            "--injectConfigMap",
+            "istio-system/istio-sidecar-injector",
+            "--native-sidecars",
+            "false",
+        ],
+        &[
+            ("KUBECONFIG", kc.as_str()),
+            ("HOME", &dir.display().to_string()),
+        ],
+    );
+    let ca_b64 = api
+        .lock()
+        .expect("lock")
+        .secret
+        .as_ref()
+        .and_then(|s| {
+            s.pointer("/data/ca-bundle.crt")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
+        .expect("Secret created");
+    let ca = base64::engine::general_purpose::STANDARD
+        .decode(ca_b64)
+        .expect("base64 CA");
+    let c = H2::connect(server.addr, &ca).await.expect("TLS");
+    // The watch delivers a broken version (rejected) then policy: enabled (swapped in).
+    assert!(
+        server
+            .wait_log("configuration reloaded", Duration::from_secs(10))
+            .await,
+        "{}",
+        server.log_text()
+    );
+    assert!(
+        server
+            .log_text()
+            .contains("failed to read injection config from ConfigMap"),
+        "{}",
+        server.log_text()
+    );
+    let plain = review("admission.k8s.io/v1", "u1", "team", pod("plain", json!({})));
+    let r = c
+        .request("POST", "/inject", Some("application/json"), full(plain))
+        .await
+        .expect("review");
+    assert!(
+        r.json()["response"]["patch"].is_string(),
+        "policy enabled now: {}",
+        r.text()
+    );
+    let m = c
+        .request("GET", "/metrics", None, full(Bytes::new()))
+        .await
+        .expect("metrics")
+        .text();
+    assert_eq!(
+        metric(
+            &m,
+            r#"outrigger_reloads_total{kind="config",result="failure"}"#
+        ),
+        Some(1.0),
+        "{m}"
+    );
+    assert_eq!(
+        metric(
+            &m,
+            r#"outrigger_reloads_total{kind="config",result="success"}"#
+        ),
+        Some(2.0),
+        "start-up + reload: {m}"
     );
 }
