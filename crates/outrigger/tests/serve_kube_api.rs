@@ -215,6 +215,8 @@ async fn certificate_from_the_secret_and_configuration_from_the_configmap() {
             &mounted.display().to_string(),
         ],
         &[
+            ("NO_PROXY", "127.0.0.1,localhost"),
+            ("no_proxy", "127.0.0.1,localhost"),
             ("KUBECONFIG", kc.as_str()),
             ("HOME", &dir.display().to_string()),
         ],
@@ -345,6 +347,8 @@ async fn native_sidecars_from_the_node_cache_and_events_for_each_outcome() {
             &dir.join("absent").display().to_string(),
         ],
         &[
+            ("NO_PROXY", "127.0.0.1,localhost"),
+            ("no_proxy", "127.0.0.1,localhost"),
             ("KUBECONFIG", kc.as_str()),
             ("HOME", &dir.display().to_string()),
             ("POD_NAME", "outrigger-0"),
@@ -464,6 +468,8 @@ async fn configmap_changes_swap_in_and_broken_ones_keep_the_last_good() {
             "false",
         ],
         &[
+            ("NO_PROXY", "127.0.0.1,localhost"),
+            ("no_proxy", "127.0.0.1,localhost"),
             ("KUBECONFIG", kc.as_str()),
             ("HOME", &dir.display().to_string()),
         ],
