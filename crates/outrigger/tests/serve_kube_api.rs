@@ -30,6 +30,18 @@ struct Api {
     updates: Vec<Value>,
     /// The ConfigMap as currently stored (`None`: [`configmap`]).
     current: Option<Value>,
+    /// The MutatingWebhookConfiguration as stored (`None`: [`webhook_config`]).
+    webhook: Option<Value>,
+}
+
+const MWC: &str = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations";
+
+fn webhook_config() -> Value {
+    json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+        "metadata": {"name": "outrigger-sidecar-injector", "resourceVersion": "5"},
+        "webhooks": [{"name": "namespace.sidecar-injector.istio.io", "sideEffects": "None",
+            "admissionReviewVersions": ["v1"],
+            "clientConfig": {"service": {"name": "outrigger", "namespace": "outrigger"}}}]})
 }
 
 fn status(code: u16, reason: &str) -> Value {
@@ -101,6 +113,47 @@ async fn answer(api: Arc<Mutex<Api>>, req: Request<hyper::body::Incoming>) -> (u
             }
             tokio::time::sleep(Duration::from_secs(3600)).await;
             (200, Value::Null)
+        }
+        ("GET", MWC) if query.contains("watch=true") => {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            (200, Value::Null)
+        }
+        ("GET", MWC) => {
+            let mwc = api
+                .lock()
+                .expect("lock")
+                .webhook
+                .clone()
+                .unwrap_or_else(webhook_config);
+            (
+                200,
+                json!({"apiVersion": "admissionregistration.k8s.io/v1",
+                "kind": "MutatingWebhookConfigurationList",
+                "metadata": {"resourceVersion": "5"}, "items": [mwc]}),
+            )
+        }
+        ("GET", p) if p == format!("{MWC}/outrigger-sidecar-injector") => (
+            200,
+            api.lock()
+                .expect("lock")
+                .webhook
+                .clone()
+                .unwrap_or_else(webhook_config),
+        ),
+        ("PATCH", p) if p == format!("{MWC}/outrigger-sidecar-injector") => {
+            let patch: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            let mut a = api.lock().expect("lock");
+            let mut mwc = a.webhook.clone().unwrap_or_else(webhook_config);
+            for entry in patch["webhooks"].as_array().cloned().unwrap_or_default() {
+                if let Some(hooks) = mwc["webhooks"].as_array_mut() {
+                    for h in hooks.iter_mut().filter(|h| h["name"] == entry["name"]) {
+                        h["clientConfig"]["caBundle"] = entry["clientConfig"]["caBundle"].clone();
+                    }
+                }
+            }
+            mwc["metadata"]["resourceVersion"] = json!("6");
+            a.webhook = Some(mwc.clone());
+            (200, mwc)
         }
         ("GET", "/api/v1/nodes") if query.contains("watch=true") => {
             // Keep the watch open: nothing changes.
@@ -339,7 +392,6 @@ async fn native_sidecars_from_the_node_cache_and_events_for_each_outcome() {
             "outrigger",
             "--dns-name",
             "localhost",
-            "--ca-bundle-managed-externally",
             "--events",
             "--native-sidecars",
             "auto",
@@ -430,7 +482,30 @@ async fn native_sidecars_from_the_node_cache_and_events_for_each_outcome() {
         skip["note"].as_str().is_some_and(|n| n.contains(':')),
         "{skip}"
     );
+    // The caBundle of the webhook configuration carries the Secret's CA bundle (one patch).
+    let stored = api
+        .lock()
+        .expect("lock")
+        .webhook
+        .clone()
+        .expect("caBundle patched");
+    let secret_bundle = api
+        .lock()
+        .expect("lock")
+        .secret
+        .as_ref()
+        .and_then(|s| s.pointer("/data/ca-bundle.crt").cloned())
+        .expect("bundle");
+    assert_eq!(
+        stored["webhooks"][0]["clientConfig"]["caBundle"],
+        secret_bundle
+    );
     let seen = api.lock().expect("lock").requests.clone();
+    assert_eq!(
+        seen.iter().filter(|s| s.starts_with("PATCH ")).count(),
+        1,
+        "caBundle written once, then found current: {seen:?}"
+    );
     assert_eq!(
         seen.iter()
             .filter(|s| s.as_str() == "GET /api/v1/nodes")
