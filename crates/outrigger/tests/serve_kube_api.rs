@@ -155,6 +155,17 @@ async fn answer(api: Arc<Mutex<Api>>, req: Request<hyper::body::Incoming>) -> (u
             a.webhook = Some(mwc.clone());
             (200, mwc)
         }
+        ("GET", "/api/v1/namespaces") if query.contains("watch=true") => {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            (200, Value::Null)
+        }
+        ("GET", "/api/v1/namespaces") => (
+            200,
+            json!({"apiVersion": "v1", "kind": "NamespaceList", "metadata": {"resourceVersion": "4"},
+                   "items": [{"metadata": {"name": "team", "resourceVersion": "4", "annotations": {
+                       "openshift.io/sa.scc.uid-range": "1000620000/10000",
+                       "openshift.io/sa.scc.supplemental-groups": "1000620000/10000"}}}]}),
+        ),
         ("GET", "/api/v1/nodes") if query.contains("watch=true") => {
             // Keep the watch open: nothing changes.
             tokio::time::sleep(Duration::from_secs(3600)).await;
@@ -609,5 +620,89 @@ async fn configmap_changes_swap_in_and_broken_ones_keep_the_last_good() {
         ),
         Some(2.0),
         "start-up + reload: {m}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn openshift_proxy_ids_from_the_namespace_cache() {
+    let api = Arc::new(Mutex::new(Api::default()));
+    let port = fake_api(api.clone());
+    let dir = scratch("kube-api-openshift");
+    let kc = kubeconfig(&dir, port);
+    let kc = kc.display().to_string();
+    let server = Server::start(
+        &[
+            "--kube",
+            "--namespace",
+            "outrigger",
+            "--dns-name",
+            "localhost",
+            "--ca-bundle-managed-externally",
+            "--native-sidecars",
+            "false",
+        ],
+        &[
+            ("NO_PROXY", "127.0.0.1,localhost"),
+            ("no_proxy", "127.0.0.1,localhost"),
+            ("KUBECONFIG", kc.as_str()),
+            ("HOME", &dir.display().to_string()),
+            ("PLATFORM", "openshift"),
+        ],
+    );
+    let ca_b64 = api
+        .lock()
+        .expect("lock")
+        .secret
+        .as_ref()
+        .and_then(|s| {
+            s.pointer("/data/ca-bundle.crt")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
+        .expect("Secret created");
+    let ca = base64::engine::general_purpose::STANDARD
+        .decode(ca_b64)
+        .expect("base64 CA");
+    let c = H2::connect(server.addr, &ca).await.expect("TLS");
+    let mut patches = Vec::new();
+    for ns in ["team", "unknown"] {
+        let r = c
+            .request(
+                "POST",
+                "/inject",
+                Some("application/json"),
+                full(review("admission.k8s.io/v1", "u1", ns, pod("p", json!({})))),
+            )
+            .await
+            .expect("review");
+        let patch = r.json()["response"]["patch"]
+            .as_str()
+            .map(str::to_string)
+            .expect("injected");
+        patches.push(
+            String::from_utf8(
+                base64::engine::general_purpose::STANDARD
+                    .decode(patch)
+                    .expect("base64"),
+            )
+            .expect("utf-8"),
+        );
+    }
+    assert!(
+        patches[0].contains("1000629999"),
+        "UID/GID from the cached namespace: {}",
+        patches[0]
+    );
+    assert!(
+        !patches[1].contains("1000629999"),
+        "unknown namespace: defaults"
+    );
+    let seen = api.lock().expect("lock").requests.clone();
+    assert_eq!(
+        seen.iter()
+            .filter(|s| s.as_str() == "GET /api/v1/namespaces")
+            .count(),
+        2,
+        "one list and one watch, none per request: {seen:?}"
     );
 }
