@@ -51,7 +51,8 @@ pub struct ServeArgs {
     /// Address to listen on.
     #[arg(long = "address", default_value = "0.0.0.0")]
     pub address: IpAddr,
-    /// Serving certificate chain (PEM). Without it a self-signed CA and certificate are generated.
+    /// Serving certificate chain (PEM). Without it the certificate comes from the Secret (with
+    /// `--kube`) or a self-signed CA and certificate are generated.
     #[arg(long = "tlsCertFile", requires = "tls_key_file")]
     pub tls_cert_file: Option<PathBuf>,
     /// Serving private key (PEM).
