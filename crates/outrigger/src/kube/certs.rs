@@ -453,6 +453,7 @@ fn secret_object(
 }
 
 /// Load the shared certificates, creating or refreshing them as needed (see the module docs).
+#[allow(dead_code)] // API kept for callers without a webhook to reconcile; serve uses `reconcile_at`.
 pub async fn bootstrap(client: Client, cfg: &CertConfig) -> Result<CertBundle> {
     bootstrap_at(client, cfg, OffsetDateTime::now_utc()).await
 }

@@ -2,13 +2,10 @@
 //! ConfigMap-driven configuration, cached node and namespace facts, Events, and the live mode
 //! of `outrigger check`.
 //!
-//! These are library-style building blocks; `serve --kube` wires them together. Every function
-//! takes a [`::kube::Client`], so tests drive them with a mock service that asserts the exact
-//! requests made.
-
-// Library-style API: `serve --kube` (another work stream) is the caller; until it is wired the
-// binary does not use every item.
-#![allow(dead_code)]
+//! These are library-style building blocks; `serve --kube` (`crate::serve::kube_mode`) wires
+//! them together. Every function takes a [`::kube::Client`], so tests drive them with a mock
+//! service that asserts the exact requests made. The few items serve does not call carry their
+//! own `allow(dead_code)` with the reason.
 
 pub mod certs;
 pub mod check;

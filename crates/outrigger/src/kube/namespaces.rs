@@ -12,13 +12,17 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::Namespace;
 
 /// Proxy UID and GID when no namespace facts apply.
+#[allow(dead_code)] // used by `proxy_ids`; serve passes the annotations to the library instead.
 pub const DEFAULT_PROXY_ID: i64 = 1337;
 /// OpenShift annotation with the namespace's UID range.
+#[allow(dead_code)] // see DEFAULT_PROXY_ID.
 pub const UID_RANGE: &str = "openshift.io/sa.scc.uid-range";
 /// OpenShift annotation with the namespace's supplemental groups.
+#[allow(dead_code)] // see DEFAULT_PROXY_ID.
 pub const SUPPLEMENTAL_GROUPS: &str = "openshift.io/sa.scc.supplemental-groups";
 
 /// Go `fmt.Sscanf("%d")` of an unsigned 32-bit value at the start of `s`: (value, rest).
+#[allow(dead_code)] // see DEFAULT_PROXY_ID.
 fn scan_u32(s: &str) -> Result<(u32, &str), String> {
     let s = s.trim_start();
     let s = s.strip_prefix('+').unwrap_or(s);
@@ -33,6 +37,7 @@ fn scan_u32(s: &str) -> Result<(u32, &str), String> {
 }
 
 /// One `<start>/<size>` or `<start>-<end>` block: (start, end), with uint32 wrap-around.
+#[allow(dead_code)] // see DEFAULT_PROXY_ID.
 pub fn parse_block(text: &str) -> Result<(u32, u32), String> {
     let (sep, format) = if text.contains('/') {
         ('/', "<start>/<size>")
@@ -52,6 +57,7 @@ pub fn parse_block(text: &str) -> Result<(u32, u32), String> {
 }
 
 /// Spec §4.7: (UID, GID) for the proxy from the namespace's annotations.
+#[allow(dead_code)] // serve passes the cached annotations to `admission::review`, which computes the IDs (spec §4.7).
 pub fn proxy_ids(annotations: Option<&BTreeMap<String, String>>) -> (i64, i64) {
     let Some(a) = annotations else {
         return (DEFAULT_PROXY_ID, DEFAULT_PROXY_ID);
@@ -98,6 +104,7 @@ fn strip(ns: &mut Namespace) {
 
 impl NamespaceCache {
     /// A cache over an existing store (tests, or a shared reflector).
+    #[allow(dead_code)] // tests and shared reflectors.
     pub fn with_store(store: Store<Namespace>) -> Self {
         NamespaceCache { store }
     }
@@ -132,6 +139,7 @@ impl NamespaceCache {
     }
 
     /// Labels of the namespace (empty when unknown).
+    #[allow(dead_code)] // for the live mode of `check` (not wired yet).
     pub fn labels(&self, name: &str) -> BTreeMap<String, String> {
         self.get(name)
             .and_then(|n| n.metadata.labels.clone())
@@ -139,6 +147,7 @@ impl NamespaceCache {
     }
 
     /// Proxy (UID, GID) for pods of the namespace; 1337/1337 on a cache miss.
+    #[allow(dead_code)] // see the free function `proxy_ids`.
     pub fn proxy_ids(&self, name: &str) -> (i64, i64) {
         match self.get(name) {
             Some(ns) => proxy_ids(ns.metadata.annotations.as_ref()),

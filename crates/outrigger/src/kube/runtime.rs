@@ -61,12 +61,16 @@ pub struct KubeContext {
     pub native_mode: NativeMode,
     /// `PLATFORM=openshift`.
     pub openshift: bool,
+    /// Bootstrap, rotate and publish the certificates through the Secret (false when the
+    /// server has certificate files of its own).
+    pub manage_certs: bool,
 }
 
 /// What the server uses while running.
 pub struct KubeServices {
-    /// Current certificates; changes when rotation happens (reload TLS from it).
-    pub certs: watch::Receiver<CertBundle>,
+    /// Current certificates (with [`KubeContext::manage_certs`]); changes when rotation happens
+    /// (reload TLS from it).
+    pub certs: Option<watch::Receiver<CertBundle>>,
     /// Native-sidecar decision per pod.
     pub native: NativeSidecarDetector,
     /// Namespace cache (OpenShift only).
@@ -102,27 +106,32 @@ pub fn cert_config(args: &KubeArgs, ctx: &KubeContext) -> CertConfig {
     }
 }
 
-/// Bootstrap the certificates (and the caBundle unless managed externally), then start the
-/// background tasks. Fails when the first certificate bootstrap fails; the server should not
-/// start without a certificate.
+/// With [`KubeContext::manage_certs`], bootstrap the certificates (and the caBundle unless
+/// managed externally); then start the background tasks. Fails when the first certificate
+/// bootstrap fails; the server should not start without a certificate.
 pub async fn start(client: Client, args: &KubeArgs, ctx: &KubeContext) -> Result<KubeServices> {
-    let cfg = cert_config(args, ctx);
-    let bundle = certs::reconcile_at(client.clone(), &cfg, time::OffsetDateTime::now_utc())
-        .await
-        .context("bootstrapping the serving certificate")?;
-    let (tx, certs_rx) = watch::channel(bundle);
     let mut tasks = Vec::new();
-    let (interval, retry) = (
-        std::time::Duration::from_secs(600),
-        std::time::Duration::from_secs(10),
-    );
-    tasks.push(tokio::spawn(certs::run(
-        client.clone(),
-        cfg,
-        tx,
-        interval,
-        retry,
-    )));
+    let certs_rx = if ctx.manage_certs {
+        let cfg = cert_config(args, ctx);
+        let bundle = certs::reconcile_at(client.clone(), &cfg, time::OffsetDateTime::now_utc())
+            .await
+            .context("bootstrapping the serving certificate")?;
+        let (tx, certs_rx) = watch::channel(bundle);
+        let (interval, retry) = (
+            std::time::Duration::from_secs(600),
+            std::time::Duration::from_secs(10),
+        );
+        tasks.push(tokio::spawn(certs::run(
+            client.clone(),
+            cfg,
+            tx,
+            interval,
+            retry,
+        )));
+        Some(certs_rx)
+    } else {
+        None
+    };
     let (native, node_watch) = NativeSidecarDetector::start(client.clone(), ctx.native_mode);
     tasks.push(tokio::spawn(node_watch));
     let namespaces = if ctx.openshift {
@@ -173,6 +182,7 @@ mod tests {
             pod_name: Some("outrigger-0".into()),
             native_mode,
             openshift,
+            manage_certs: true,
         }
     }
 
@@ -237,6 +247,27 @@ mod tests {
         for t in services.tasks {
             t.abort();
         }
+    }
+
+    #[tokio::test]
+    async fn start_with_certificate_files_leaves_the_secret_alone() {
+        let (client, mut handle) = mock::client();
+        let args = KubeArgs {
+            kube: true,
+            ..KubeArgs::default()
+        };
+        let c = KubeContext {
+            manage_certs: false,
+            ..ctx(NativeMode::Disabled, false)
+        };
+        let services = start(client, &args, &c).await.expect("started");
+        assert!(services.certs.is_none());
+        assert_eq!(
+            services.tasks.len(),
+            1,
+            "only the (idle, mode disabled) node watch, no rotation: {services:?}"
+        );
+        mock::assert_no_request(&mut handle).await;
     }
 
     #[tokio::test]

@@ -19,8 +19,10 @@ use outrigger_inject::config::Snapshot;
 use serde_json::{Map, Value};
 use tokio::sync::Semaphore;
 
+use super::cluster::{self, ClusterFacts, EventSink, InjectionEvent, PodPeek};
 use super::metrics::Metrics;
 use super::tls::CertStore;
+use crate::kube::events::Outcome as EventOutcome;
 
 /// Bodies larger than this are processed on the blocking pool, so a huge pod cannot stall the
 /// I/O workers.
@@ -34,6 +36,9 @@ pub struct Limits {
     /// Deadline for one admission request, from arrival to response.
     pub deadline: Duration,
 }
+
+/// Annotations of Namespace objects, by namespace name.
+pub type NamespaceAnnotations = BTreeMap<String, Map<String, Value>>;
 
 /// Process-wide injection settings.
 #[derive(Debug, Clone)]
@@ -65,6 +70,10 @@ pub struct State {
     pub permits: Semaphore,
     /// Set on SIGTERM: `/readyz` fails while requests are still served.
     pub draining: AtomicBool,
+    /// Cached cluster facts (`serve --kube`).
+    pub cluster: Option<Arc<dyn ClusterFacts>>,
+    /// Event recording (`serve --kube --events`).
+    pub events: Option<Arc<dyn EventSink>>,
 }
 
 /// The response type of every route.
@@ -249,27 +258,91 @@ where
     } else {
         run_review(state, &body, &path)
     };
-    let reviewed = match reviewed {
+    let (reviewed, peeked) = match reviewed {
         Ok(r) => r,
         Err(msg) => {
             return http_error(m, StatusCode::INTERNAL_SERVER_ERROR, "internal_error", &msg)
         }
     };
+    if let (Some(sink), Some(p)) = (&state.events, peeked) {
+        if let Some(e) = injection_event(&reviewed, p) {
+            sink.record(e);
+        }
+    }
     respond(state, reviewed, &path, start)
 }
 
-/// Run the pure admission logic on the current snapshot; a panic becomes an error.
-fn run_review(state: &State, body: &[u8], path: &str) -> Result<admission::Reviewed, String> {
+/// The Event for a reviewed pod (none for malformed reviews: there is no pod to point at).
+fn injection_event(r: &admission::Reviewed, p: PodPeek) -> Option<InjectionEvent> {
+    let (outcome, code, message) = match &r.outcome {
+        Outcome::Injected => (EventOutcome::Injected, "injected", r.decision.clone()),
+        Outcome::Skipped(reason) => (EventOutcome::Skipped, reason.code(), r.decision.clone()),
+        Outcome::Failed(f) if f.malformed => return None,
+        Outcome::Failed(f) => (EventOutcome::Failed, f.reason, f.message.clone()),
+    };
+    let namespace = if r.namespace.is_empty() {
+        p.namespace
+    } else {
+        r.namespace.clone()
+    };
+    Some(InjectionEvent {
+        pod: p.pod,
+        namespace,
+        outcome,
+        code: code.to_string(),
+        message,
+    })
+}
+
+/// Per-request inputs from the cluster caches: the native-sidecar mode resolved for the pod's
+/// node (auto mode) and the pod namespace's annotations (OpenShift).
+fn cluster_inputs(
+    state: &State,
+    facts: &dyn ClusterFacts,
+    p: &PodPeek,
+) -> (NativeMode, Option<NamespaceAnnotations>) {
+    let native = match state.inject.native_mode {
+        NativeMode::Auto if facts.native_sidecars(p.node_name.as_deref()) => NativeMode::Enabled,
+        NativeMode::Auto => NativeMode::Disabled,
+        other => other,
+    };
+    let namespaces = state
+        .inject
+        .openshift
+        .then(|| facts.namespace_annotations(&p.namespace))
+        .flatten()
+        .map(|a| BTreeMap::from([(p.namespace.clone(), a)]));
+    (native, namespaces)
+}
+
+/// Run the pure admission logic on the current snapshot; a panic becomes an error. Under
+/// `serve --kube` the pod is peeked at first for the cluster lookups and the Event target.
+fn run_review(
+    state: &State,
+    body: &[u8],
+    path: &str,
+) -> Result<(admission::Reviewed, Option<PodPeek>), String> {
     let snapshot = state.snapshot.load_full();
+    let peeked = (state.cluster.is_some() || state.events.is_some())
+        .then(|| cluster::peek(body))
+        .flatten();
+    let (native_mode, namespaces) = match &state.cluster {
+        Some(facts) => {
+            let none = PodPeek::default();
+            cluster_inputs(state, facts.as_ref(), peeked.as_ref().unwrap_or(&none))
+        }
+        None => (state.inject.native_mode, None),
+    };
     let ctx = admission::Context {
         snapshot: &snapshot,
-        native_mode: state.inject.native_mode,
+        native_mode,
         nodes: None,
         openshift: state.inject.openshift,
-        namespaces: state.inject.namespaces.as_ref(),
+        namespaces: namespaces.as_ref().or(state.inject.namespaces.as_ref()),
         compliance_policy: &state.inject.compliance_policy,
     };
     catch_unwind(AssertUnwindSafe(|| admission::review(body, path, &ctx)))
+        .map(|r| (r, peeked))
         .map_err(|_| "internal error: admission review panicked".to_string())
 }
 

@@ -3,9 +3,13 @@
 //! HTTPS (rustls, TLS 1.2/1.3, ALPN h2 + http/1.1) on `--port` (default 9443) with routes
 //! `/inject`, `/inject/...`, `/healthz`, `/readyz`, `/metrics`. Configuration comes from Istio's
 //! mounted layout or the embedded default and is hot-reloaded; certificates are loaded from
-//! `--tlsCertFile`/`--tlsKeyFile` (hot-reloaded) or generated at start-up.
+//! `--tlsCertFile`/`--tlsKeyFile` (hot-reloaded) or generated at start-up. With `--kube`
+//! ([`kube_mode`]), certificates come from a Secret, configuration from ConfigMaps, and cluster
+//! facts and Events from the Kubernetes API.
 
+pub mod cluster;
 pub mod handler;
+pub mod kube_mode;
 pub mod metrics;
 pub mod reload;
 pub mod server;
@@ -22,6 +26,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use arc_swap::ArcSwap;
 use outrigger_inject::admission::NativeMode;
+use outrigger_inject::config::Snapshot;
 use serde_json::{Map, Value};
 use tokio::sync::{watch, Semaphore};
 
@@ -46,7 +51,8 @@ pub struct ServeArgs {
     /// Address to listen on.
     #[arg(long = "address", default_value = "0.0.0.0")]
     pub address: IpAddr,
-    /// Serving certificate chain (PEM). Without it a self-signed CA and certificate are generated.
+    /// Serving certificate chain (PEM). Without it the certificate comes from the Secret (with
+    /// `--kube`) or a self-signed CA and certificate are generated.
     #[arg(long = "tlsCertFile", requires = "tls_key_file")]
     pub tls_cert_file: Option<PathBuf>,
     /// Serving private key (PEM).
@@ -114,6 +120,9 @@ pub struct ServeArgs {
     /// Tokio worker threads (default: number of CPUs).
     #[arg(long = "worker-threads")]
     pub worker_threads: Option<usize>,
+    /// Kubernetes API integration (`--kube` and its flags).
+    #[command(flatten)]
+    pub kube: crate::kube::runtime::KubeArgs,
 }
 
 /// Parse `500ms`, `8s`, `2m` or a bare number of seconds.
@@ -170,8 +179,8 @@ fn env(name: &str) -> String {
 }
 
 /// The native-sidecar mode from the flag or `ENABLE_NATIVE_SIDECARS`. Without a Kubernetes node
-/// client, `auto` cannot inspect kubelets and means "not native" (logged once here).
-fn native_mode(flag: Option<settings::NativeMode>) -> NativeMode {
+/// client (`--kube`), `auto` cannot inspect kubelets and means "not native" (logged once here).
+fn native_mode(flag: Option<settings::NativeMode>, kube: bool) -> NativeMode {
     let mode = match flag {
         Some(settings::NativeMode::True) => NativeMode::Enabled,
         Some(settings::NativeMode::False) => NativeMode::Disabled,
@@ -185,7 +194,7 @@ fn native_mode(flag: Option<settings::NativeMode>) -> NativeMode {
             mode
         }
     };
-    if mode == NativeMode::Auto {
+    if mode == NativeMode::Auto && !kube {
         tracing::warn!("native sidecars: auto detection needs a Kubernetes node client, which this server does not have; native sidecars are off (use --native-sidecars true to enable)");
         return NativeMode::Disabled;
     }
@@ -231,14 +240,9 @@ fn initial_certificate(args: &ServeArgs, compliance: &str) -> Result<tls::Loaded
     )
 }
 
-async fn run_async(args: &ServeArgs) -> Result<()> {
-    let compliance = env("COMPLIANCE_POLICY");
-    let paths = snapshot::Paths {
-        config: args.inject_config.clone(),
-        values: args.inject_values.clone(),
-        mesh: args.mesh_config.clone(),
-    };
-    let texts = snapshot::read(&paths)?;
+/// Read and parse the configuration files (or the embedded default).
+async fn file_config(paths: &snapshot::Paths) -> Result<(Snapshot, snapshot::Texts)> {
+    let texts = snapshot::read(paths)?;
     let t = texts.clone();
     let snap = tokio::task::spawn_blocking(move || snapshot::build(&t))
         .await
@@ -246,19 +250,58 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
     for w in &snap.config.warnings {
         tracing::warn!("{w}");
     }
-    tracing::info!(source = %texts.describe(&paths), "configuration loaded");
+    tracing::info!(source = %texts.describe(paths), "configuration loaded");
+    Ok((snap, texts))
+}
+
+async fn run_async(args: &ServeArgs) -> Result<()> {
+    let compliance = env("COMPLIANCE_POLICY");
+    let paths = snapshot::Paths {
+        config: args.inject_config.clone(),
+        values: args.inject_values.clone(),
+        mesh: args.mesh_config.clone(),
+    };
+    let native = native_mode(args.native_sidecars, args.kube.kube);
+    let openshift = env("PLATFORM").eq_ignore_ascii_case("openshift");
+    let mut cluster = match args.kube.kube {
+        true => Some(kube_mode::start(args, native, openshift).await?),
+        false => {
+            kube_mode::reject_kube_only_flags(&args.kube)?;
+            None
+        }
+    };
+    // With --injectConfigMap the configuration comes from the API only (no file watch).
+    let from_api = match cluster.as_mut() {
+        Some(c) => c.first_config().await?,
+        None => None,
+    };
+    let (snap, file_texts) = match from_api {
+        Some(s) => (s, None),
+        None => {
+            let (s, texts) = file_config(&paths).await?;
+            (Arc::new(s), Some(texts))
+        }
+    };
 
     let metrics = metrics::Metrics::new();
     metrics.reload("config", true);
-    let cert = initial_certificate(args, &compliance)?;
+    let cert = match cluster.as_ref().and_then(|c| c.services.certs.as_ref()) {
+        Some(rx) => kube_mode::load_bundle(&rx.borrow(), &compliance)
+            .context("loading the certificate from the Secret")?,
+        None => initial_certificate(args, &compliance)?,
+    };
     metrics.cert_expiry.set(cert.not_after);
     metrics.reload("certificate", true);
     let certs = tls::CertStore::new(cert);
     let tls_config = tls::server_config(certs.clone(), &compliance)?;
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls_config));
 
+    let (facts, events) = match &cluster {
+        Some(c) => (Some(c.facts()), c.events()),
+        None => (None, None),
+    };
     let state = Arc::new(State {
-        snapshot: ArcSwap::from_pointee(snap),
+        snapshot: ArcSwap::new(snap),
         certs,
         metrics,
         limits: Limits {
@@ -266,14 +309,19 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
             deadline: args.request_timeout,
         },
         inject: InjectSettings {
-            native_mode: native_mode(args.native_sidecars),
-            openshift: env("PLATFORM").eq_ignore_ascii_case("openshift"),
+            native_mode: native,
+            openshift,
             compliance_policy: compliance.clone(),
             namespaces: load_namespaces(args.namespace_annotations.as_deref())?,
         },
         permits: Semaphore::new(args.max_concurrency.max(1)),
         draining: AtomicBool::new(false),
+        cluster: facts,
+        events,
     });
+    if let Some(c) = cluster.as_mut() {
+        c.spawn_updates(state.clone());
+    }
 
     let cert_files = match (&args.tls_cert_file, &args.tls_key_file) {
         (Some(cert), Some(key)) => Some(reload::CertFiles {
@@ -284,9 +332,8 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
     };
     let _watcher = reload::spawn(
         state.clone(),
-        paths,
+        file_texts.map(|t| (paths, t)),
         cert_files,
-        texts,
         args.reload_debounce,
     )?;
 
@@ -321,6 +368,9 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
         bail!("server task failed: {e}");
     }
     state.permits.close();
+    if let Some(c) = cluster {
+        c.abort();
+    }
     tracing::info!("shutdown complete");
     Ok(())
 }

@@ -27,18 +27,19 @@ pub struct CertFiles {
 /// Reload bookkeeping: what was last attempted, so unrelated events cause no work.
 struct Reloader {
     state: Arc<State>,
-    paths: Paths,
+    /// Configuration files and what was last read from them (`None`: the configuration comes
+    /// from elsewhere, e.g. a ConfigMap under `serve --kube`).
+    config: Option<(Paths, Texts)>,
     certs: Option<CertFiles>,
-    last_config: Texts,
     last_cert: Option<(Vec<u8>, Vec<u8>)>,
 }
 
-/// Start watching. The returned watcher must be kept alive.
+/// Start watching the configuration files (`config`: their paths and the documents loaded at
+/// start-up) and the certificate files. The returned watcher must be kept alive.
 pub fn spawn(
     state: Arc<State>,
-    paths: Paths,
+    config: Option<(Paths, Texts)>,
     certs: Option<CertFiles>,
-    loaded: Texts,
     debounce: Duration,
 ) -> Result<RecommendedWatcher> {
     let (tx, rx) = mpsc::unbounded_channel();
@@ -46,7 +47,10 @@ pub fn spawn(
         let _ = tx.send(ev);
     })
     .context("creating the file watcher")?;
-    let mut files: Vec<&Path> = vec![&paths.config, &paths.values, &paths.mesh];
+    let mut files: Vec<&Path> = match &config {
+        Some((paths, _)) => vec![&paths.config, &paths.values, &paths.mesh],
+        None => Vec::new(),
+    };
     if let Some(c) = &certs {
         files.push(&c.cert);
         files.push(&c.key);
@@ -67,9 +71,8 @@ pub fn spawn(
         .and_then(|c| Some((std::fs::read(&c.cert).ok()?, std::fs::read(&c.key).ok()?)));
     let reloader = Reloader {
         state,
-        paths,
+        config,
         certs,
-        last_config: loaded,
         last_cert,
     };
     tokio::spawn(reloader.run(rx, debounce));
@@ -108,19 +111,23 @@ impl Reloader {
     }
 
     async fn reload_config(&mut self) {
-        let texts = match snapshot::read(&self.paths) {
+        let Some((paths, last_config)) = &mut self.config else {
+            return;
+        };
+        let texts = match snapshot::read(paths) {
             Ok(t) => t,
             Err(e) => return self.config_failed(&format!("{e:#}")),
         };
-        if texts == self.last_config {
+        if texts == *last_config {
             return;
         }
-        let was_files = !self.last_config.embedded;
-        self.last_config = texts.clone();
+        let was_files = !last_config.embedded;
+        *last_config = texts.clone();
         if texts.embedded && was_files {
-            let msg = format!("{} disappeared", self.paths.config.display());
+            let msg = format!("{} disappeared", paths.config.display());
             return self.config_failed(&msg);
         }
+        let source = texts.describe(paths);
         let built = tokio::task::spawn_blocking(move || snapshot::build(&texts)).await;
         match built {
             Ok(Ok(snap)) => {
@@ -129,7 +136,7 @@ impl Reloader {
                 }
                 self.state.snapshot.store(Arc::new(snap));
                 self.state.metrics.reload("config", true);
-                tracing::info!(source = %self.last_config.describe(&self.paths), "configuration reloaded");
+                tracing::info!(source = %source, "configuration reloaded");
             }
             Ok(Err(e)) => self.config_failed(&format!("{e:#}")),
             Err(e) => self.config_failed(&format!("reload task failed: {e}")),

@@ -1,0 +1,696 @@
+//! `serve --kube`: connect to the API server, start the kube-rs services
+//! ([`crate::kube::runtime::start`]) and feed what they produce into the running server:
+//! certificate rotations into the TLS resolver, ConfigMap snapshots into the configuration swap,
+//! the node and namespace caches and the Event recorder into the admission handler.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ::kube::Client;
+use anyhow::{anyhow, bail, Context, Result};
+use futures::{Stream, StreamExt};
+use outrigger_inject::admission::NativeMode;
+use outrigger_inject::config::Snapshot;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use super::cluster::{ClusterFacts, EventSink, KubeEvents, KubeFacts};
+use super::handler::State;
+use super::{tls, ServeArgs};
+use crate::kube::certs::CertBundle;
+use crate::kube::config_watch::ConfigEvent;
+use crate::kube::nodes;
+use crate::kube::runtime::{self, KubeArgs, KubeContext, KubeServices};
+
+/// How long start-up waits for the API server (version check, certificate bootstrap, first
+/// ConfigMap read) before giving up.
+pub const START_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The running Kubernetes integration.
+#[derive(Debug)]
+pub struct Cluster {
+    /// What [`runtime::start`] returned (the config stream is taken by [`Cluster::first_config`]).
+    pub services: KubeServices,
+    /// `--injectConfigMap` (for log lines).
+    source: String,
+    /// Tasks spawned here (certificate and configuration updates).
+    tasks: Vec<JoinHandle<()>>,
+}
+
+/// Flags that only make sense with `--kube` are refused without it (instead of being ignored).
+pub fn reject_kube_only_flags(k: &KubeArgs) -> Result<()> {
+    let set = [
+        ("--injectConfigMap", k.inject_config_map.is_some()),
+        ("--meshConfigMap", k.mesh_config_map.is_some()),
+        ("--events", k.events),
+        (
+            "--ca-bundle-managed-externally",
+            k.ca_bundle_managed_externally,
+        ),
+    ];
+    match set.iter().find(|(_, on)| *on) {
+        Some((flag, _)) => bail!("{flag} needs --kube (it uses the Kubernetes API)"),
+        None => Ok(()),
+    }
+}
+
+fn detector_mode(mode: NativeMode) -> nodes::NativeMode {
+    match mode {
+        NativeMode::Enabled => nodes::NativeMode::Enabled,
+        NativeMode::Disabled => nodes::NativeMode::Disabled,
+        NativeMode::Auto => nodes::NativeMode::Auto,
+    }
+}
+
+/// The start-up context from the serve flags and the environment.
+pub fn context(args: &ServeArgs, native: NativeMode, openshift: bool) -> KubeContext {
+    KubeContext {
+        namespace: args.namespace.clone(),
+        service: args.service.clone(),
+        extra_dns_names: args.dns_names.clone(),
+        pod_name: std::env::var("POD_NAME").ok().filter(|s| !s.is_empty()),
+        native_mode: detector_mode(native),
+        openshift,
+        manage_certs: args.tls_cert_file.is_none(),
+    }
+}
+
+/// Build a client (in-cluster service account, else kubeconfig) and check that the API server
+/// answers.
+pub async fn connect() -> Result<Client> {
+    let config = ::kube::Config::infer().await.map_err(|e| {
+        anyhow!("--kube: no usable Kubernetes configuration (in-cluster service account or KUBECONFIG): {e}")
+    })?;
+    let url = config.cluster_url.to_string();
+    let client = Client::try_from(config).map_err(|e| {
+        anyhow!(
+            "--kube: cannot build a client for {url}: {:#}",
+            anyhow::Error::new(e)
+        )
+    })?;
+    let version = tokio::time::timeout(START_TIMEOUT, client.apiserver_version())
+        .await
+        .map_err(|_| {
+            anyhow!("--kube: the Kubernetes API server at {url} did not answer within {START_TIMEOUT:?}")
+        })?
+        .map_err(|e| {
+            anyhow!(
+                "--kube: cannot reach the Kubernetes API server at {url}: {:#}",
+                anyhow::Error::new(e)
+            )
+        })?;
+    tracing::info!(server = %url, version = %version.git_version, "connected to the Kubernetes API server");
+    Ok(client)
+}
+
+/// Connect and start the services; fails with a clear message when the cluster is unreachable
+/// or the certificate bootstrap fails.
+pub async fn start(args: &ServeArgs, native: NativeMode, openshift: bool) -> Result<Cluster> {
+    let k = &args.kube;
+    if k.mesh_config_map.is_some() && k.inject_config_map.is_none() {
+        bail!("--meshConfigMap needs --injectConfigMap (the mesh ConfigMap is read together with the injector ConfigMap)");
+    }
+    let client = connect().await?;
+    let ctx = context(args, native, openshift);
+    let services = tokio::time::timeout(START_TIMEOUT, runtime::start(client, k, &ctx))
+        .await
+        .map_err(|_| anyhow!("--kube: start-up did not finish within {START_TIMEOUT:?}"))?
+        .context("--kube: starting the Kubernetes integration")?;
+    wait_for_caches(&services).await?;
+    if ctx.manage_certs {
+        tracing::info!(secret = %format!("{}/{}", ctx.namespace, k.tls_secret),
+            ca_bundle_managed_externally = k.ca_bundle_managed_externally,
+            "serving certificate from the Secret");
+    }
+    Ok(Cluster {
+        services,
+        source: k.inject_config_map.clone().unwrap_or_default(),
+        tasks: Vec::new(),
+    })
+}
+
+/// Wait for the first full list of nodes (auto mode) and namespaces (OpenShift): until then an
+/// empty cache would answer wrongly (an empty node list passes the native-sidecar check).
+async fn wait_for_caches(services: &KubeServices) -> Result<()> {
+    let caches = async {
+        services.native.wait_until_ready().await;
+        if let Some(ns) = &services.namespaces {
+            ns.wait_until_ready().await;
+        }
+    };
+    tokio::time::timeout(START_TIMEOUT, caches)
+        .await
+        .map_err(|_| anyhow!("--kube: the node and namespace caches were not filled within {START_TIMEOUT:?} (check the RBAC for listing and watching nodes and namespaces)"))
+}
+
+/// Load the serving certificate of a bundle.
+pub fn load_bundle(bundle: &CertBundle, compliance: &str) -> Result<tls::Loaded> {
+    tls::load_pem(
+        bundle.cert_pem.as_bytes(),
+        bundle.key_pem.as_bytes(),
+        compliance,
+    )
+}
+
+/// The first configuration of a ConfigMap stream: start-up fails when it is rejected or does
+/// not arrive in time (the server does not serve a configuration it was not given).
+pub async fn first_snapshot<S>(
+    stream: &mut S,
+    source: &str,
+    wait: Duration,
+) -> Result<Arc<Snapshot>>
+where
+    S: Stream<Item = ConfigEvent<Snapshot>> + Unpin,
+{
+    match tokio::time::timeout(wait, stream.next()).await {
+        Ok(Some(ConfigEvent::Loaded(snap))) => {
+            for w in &snap.config.warnings {
+                tracing::warn!("{w}");
+            }
+            tracing::info!(source = %format!("ConfigMap {source}"), "configuration loaded");
+            Ok(snap)
+        }
+        Ok(Some(ConfigEvent::Rejected { error, .. })) => {
+            bail!("--injectConfigMap {source}: {error}")
+        }
+        Ok(None) => bail!("--injectConfigMap {source}: the ConfigMap watch ended"),
+        Err(_) => bail!("--injectConfigMap {source}: no configuration read within {wait:?}"),
+    }
+}
+
+/// Swap in every configuration of the stream (keep-last-good: a rejected one only counts a
+/// failed reload), with the same metric and log lines as a file reload.
+pub async fn apply_config_events<S>(state: Arc<State>, mut stream: S, source: String)
+where
+    S: Stream<Item = ConfigEvent<Snapshot>> + Unpin,
+{
+    while let Some(event) = stream.next().await {
+        match event {
+            ConfigEvent::Loaded(snap) => {
+                for w in &snap.config.warnings {
+                    tracing::warn!("{w}");
+                }
+                state.snapshot.store(snap);
+                state.metrics.reload("config", true);
+                tracing::info!(source = %format!("ConfigMap {source}"), "configuration reloaded");
+            }
+            ConfigEvent::Rejected {
+                error,
+                keeping_last_good,
+            } => {
+                state.metrics.reload("config", false);
+                let kept = if keeping_last_good {
+                    "the last good configuration"
+                } else {
+                    "the start-up configuration"
+                };
+                tracing::error!("update error: {error}; keeping {kept}");
+            }
+        }
+    }
+}
+
+/// Swap in every certificate the rotation task publishes; new handshakes use it at once.
+pub async fn apply_certificates(state: Arc<State>, mut rx: watch::Receiver<CertBundle>) {
+    while rx.changed().await.is_ok() {
+        let bundle = rx.borrow_and_update().clone();
+        match load_bundle(&bundle, &state.inject.compliance_policy) {
+            Ok(loaded) => {
+                let not_after = loaded.not_after;
+                state.certs.swap(loaded);
+                state.metrics.cert_expiry.set(not_after);
+                state.metrics.reload("certificate", true);
+                tracing::info!(not_after, "serving certificate rotated (from the Secret)");
+            }
+            Err(e) => {
+                state.metrics.reload("certificate", false);
+                tracing::error!(
+                    "certificate rotation failed: {e:#}; keeping the current certificate"
+                );
+            }
+        }
+    }
+}
+
+impl Cluster {
+    /// With `--injectConfigMap`, wait for the first configuration from the API.
+    pub async fn first_config(&mut self) -> Result<Option<Arc<Snapshot>>> {
+        match self.services.config.as_mut() {
+            Some(stream) => first_snapshot(stream, &self.source, START_TIMEOUT)
+                .await
+                .map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// The per-request cluster facts for the handler.
+    pub fn facts(&self) -> Arc<dyn ClusterFacts> {
+        Arc::new(KubeFacts {
+            native: self.services.native.clone(),
+            namespaces: self.services.namespaces.clone(),
+        })
+    }
+
+    /// The Event sink (with `--events`).
+    pub fn events(&self) -> Option<Arc<dyn EventSink>> {
+        self.services
+            .events
+            .clone()
+            .map(|r| Arc::new(KubeEvents::new(r)) as Arc<dyn EventSink>)
+    }
+
+    /// Start feeding certificate rotations and ConfigMap changes into `state`.
+    pub fn spawn_updates(&mut self, state: Arc<State>) {
+        if let Some(rx) = self.services.certs.clone() {
+            self.tasks
+                .push(tokio::spawn(apply_certificates(state.clone(), rx)));
+        }
+        if let Some(stream) = self.services.config.take() {
+            let source = self.source.clone();
+            self.tasks
+                .push(tokio::spawn(apply_config_events(state, stream, source)));
+        }
+    }
+
+    /// Stop every background task.
+    pub fn abort(self) {
+        for t in self.tasks.iter().chain(&self.services.tasks) {
+            t.abort();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Mutex;
+
+    use arc_swap::ArcSwap;
+    use base64::Engine as _;
+    use bytes::Bytes;
+    use http_body_util::{BodyExt, Full};
+    use outrigger_inject::defaults;
+    use serde_json::{json, Map, Value};
+    use tokio::sync::Semaphore;
+
+    use super::*;
+    use crate::kube::events::Outcome;
+    use crate::serve::cluster::InjectionEvent;
+    use crate::serve::handler::{self, InjectSettings, Limits};
+    use crate::serve::metrics::Metrics;
+
+    /// Fake cluster: native sidecars only on `new-node`, one OpenShift namespace; records calls.
+    #[derive(Debug, Default)]
+    struct FakeFacts {
+        nodes_asked: Mutex<Vec<Option<String>>>,
+        namespaces_asked: Mutex<Vec<String>>,
+    }
+
+    impl ClusterFacts for FakeFacts {
+        fn native_sidecars(&self, node_name: Option<&str>) -> bool {
+            self.nodes_asked
+                .lock()
+                .expect("lock")
+                .push(node_name.map(str::to_string));
+            node_name == Some("new-node")
+        }
+
+        fn namespace_annotations(&self, namespace: &str) -> Option<Map<String, Value>> {
+            self.namespaces_asked
+                .lock()
+                .expect("lock")
+                .push(namespace.to_string());
+            (namespace == "team").then(|| {
+                let mut m = Map::new();
+                m.insert(
+                    "openshift.io/sa.scc.uid-range".into(),
+                    json!("1000620000/10000"),
+                );
+                m
+            })
+        }
+    }
+
+    #[derive(Debug, Default)]
+    struct FakeSink(Mutex<Vec<InjectionEvent>>);
+
+    impl EventSink for FakeSink {
+        fn record(&self, event: InjectionEvent) {
+            self.0.lock().expect("lock").push(event);
+        }
+    }
+
+    fn default_snapshot() -> Snapshot {
+        Snapshot::load(defaults::CONFIG, defaults::VALUES, Some(defaults::MESH)).expect("defaults")
+    }
+
+    fn cert() -> tls::Loaded {
+        let g = tls::generate(&["localhost".into()], 30).expect("generate");
+        tls::load_pem(g.cert_pem.as_bytes(), g.key_pem.as_bytes(), "").expect("load")
+    }
+
+    fn state(
+        native_mode: NativeMode,
+        openshift: bool,
+        cluster: Option<Arc<dyn ClusterFacts>>,
+        events: Option<Arc<dyn EventSink>>,
+    ) -> Arc<State> {
+        Arc::new(State {
+            snapshot: ArcSwap::from_pointee(default_snapshot()),
+            certs: tls::CertStore::new(cert()),
+            metrics: Metrics::new(),
+            limits: Limits {
+                max_body: 1 << 20,
+                deadline: Duration::from_secs(10),
+            },
+            inject: InjectSettings {
+                native_mode,
+                openshift,
+                compliance_policy: String::new(),
+                namespaces: None,
+            },
+            permits: Semaphore::new(4),
+            draining: AtomicBool::new(false),
+            cluster,
+            events,
+        })
+    }
+
+    fn pod(name: &str, node: Option<&str>, annotations: Value) -> Value {
+        let mut spec = json!({"containers": [{"name": "app", "image": "nginx"}]});
+        if let Some(n) = node {
+            spec["nodeName"] = json!(n);
+        }
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "annotations": annotations,
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-1",
+                                 "uid": "rs-uid", "controller": true}]},
+            "spec": spec})
+    }
+
+    /// Post one review for `pod` in `namespace`; returns the decoded JSON patch ("" if none).
+    async fn post(state: &Arc<State>, namespace: &str, pod: Value) -> String {
+        let body = serde_json::to_vec(&json!({"kind": "AdmissionReview",
+            "apiVersion": "admission.k8s.io/v1",
+            "request": {"uid": "u1", "namespace": namespace, "operation": "CREATE",
+                "kind": {"group": "", "version": "v1", "kind": "Pod"},
+                "resource": {"group": "", "version": "v1", "resource": "pods"}, "object": pod}}))
+        .expect("json");
+        let req = http::Request::builder()
+            .method("POST")
+            .uri("/inject")
+            .header("content-type", "application/json")
+            .body(Full::new(Bytes::from(body)))
+            .expect("request");
+        let resp = handler::handle(state.clone(), req)
+            .await
+            .expect("infallible");
+        assert_eq!(resp.status(), 200);
+        let bytes = resp.into_body().collect().await.expect("body").to_bytes();
+        let v: Value = serde_json::from_slice(&bytes).expect("review json");
+        match v.pointer("/response/patch").and_then(Value::as_str) {
+            Some(p) => String::from_utf8(
+                base64::engine::general_purpose::STANDARD
+                    .decode(p)
+                    .expect("base64"),
+            )
+            .expect("utf-8"),
+            None => String::new(),
+        }
+    }
+
+    const NATIVE: &str = r#""restartPolicy":"Always""#;
+
+    #[tokio::test]
+    async fn auto_mode_asks_the_cached_detector_with_the_pod_node() {
+        let facts = Arc::new(FakeFacts::default());
+        let st = state(NativeMode::Auto, false, Some(facts.clone()), None);
+        let on_new = post(&st, "team", pod("a", Some("new-node"), json!({}))).await;
+        assert!(on_new.contains("istio-proxy"), "injected: {on_new}");
+        assert!(on_new.contains(NATIVE), "native sidecar on new-node");
+        let on_old = post(&st, "team", pod("b", Some("old-node"), json!({}))).await;
+        assert!(on_old.contains("istio-proxy"), "injected: {on_old}");
+        assert!(!on_old.contains(NATIVE), "no native sidecar on old-node");
+        let unscheduled = post(&st, "team", pod("c", None, json!({}))).await;
+        assert!(!unscheduled.contains(NATIVE));
+        assert_eq!(
+            *facts.nodes_asked.lock().expect("lock"),
+            vec![
+                Some("new-node".to_string()),
+                Some("old-node".to_string()),
+                None
+            ]
+        );
+        assert!(
+            facts.namespaces_asked.lock().expect("lock").is_empty(),
+            "namespaces are only read on OpenShift"
+        );
+    }
+
+    #[tokio::test]
+    async fn fixed_native_modes_do_not_consult_the_nodes() {
+        let facts = Arc::new(FakeFacts::default());
+        let st = state(NativeMode::Enabled, false, Some(facts.clone()), None);
+        let patch = post(&st, "team", pod("a", Some("old-node"), json!({}))).await;
+        assert!(patch.contains(NATIVE));
+        assert!(facts.nodes_asked.lock().expect("lock").is_empty());
+    }
+
+    #[tokio::test]
+    async fn openshift_takes_proxy_ids_from_the_namespace_cache() {
+        let facts = Arc::new(FakeFacts::default());
+        let st = state(NativeMode::Disabled, true, Some(facts.clone()), None);
+        let patch = post(&st, "team", pod("a", None, json!({}))).await;
+        assert!(patch.contains("1000629999"), "UID from uid-range: {patch}");
+        let other = post(&st, "elsewhere", pod("b", None, json!({}))).await;
+        assert!(other.contains("istio-proxy"));
+        assert!(!other.contains("1000629999"), "unknown namespace: defaults");
+        assert_eq!(
+            *facts.namespaces_asked.lock().expect("lock"),
+            vec!["team".to_string(), "elsewhere".to_string()]
+        );
+    }
+
+    #[tokio::test]
+    async fn events_are_recorded_per_injection_skip_and_not_for_malformed_reviews() {
+        let sink = Arc::new(FakeSink::default());
+        let st = state(NativeMode::Disabled, false, None, Some(sink.clone()));
+        post(&st, "team", pod("a", None, json!({}))).await;
+        post(
+            &st,
+            "team",
+            pod("b", None, json!({"sidecar.istio.io/inject": "false"})),
+        )
+        .await;
+        let req = http::Request::builder()
+            .method("POST")
+            .uri("/inject")
+            .header("content-type", "application/json")
+            .body(Full::new(Bytes::from_static(b"{\"kind\": 1}")))
+            .expect("request");
+        let _ = handler::handle(st.clone(), req).await;
+        let events = sink.0.lock().expect("lock").clone();
+        assert_eq!(events.len(), 2, "{events:?}");
+        assert_eq!(
+            (events[0].outcome, events[0].code.as_str()),
+            (Outcome::Injected, "injected")
+        );
+        assert_eq!(events[0].namespace, "team");
+        assert_eq!(
+            events[0].pod["metadata"]["ownerReferences"][0]["name"],
+            "web-1"
+        );
+        assert_eq!(events[1].outcome, Outcome::Skipped);
+        assert_ne!(events[1].code, "injected");
+        assert!(!events[1].code.is_empty());
+        assert!(!events[1].message.is_empty(), "decision sentence");
+    }
+
+    fn node_detector(nodes: &[(&str, &str)]) -> nodes::NativeSidecarDetector {
+        use ::kube::runtime::{reflector, watcher};
+        let (store, mut writer) = reflector::store();
+        writer.apply_watcher_event(&watcher::Event::Init);
+        for (name, version) in nodes {
+            let node = serde_json::from_value(json!({"metadata": {"name": name},
+                "status": {"nodeInfo": {"kubeletVersion": version, "architecture": "", "bootID": "",
+                    "containerRuntimeVersion": "", "kernelVersion": "", "kubeProxyVersion": "",
+                    "machineID": "", "operatingSystem": "", "osImage": "", "systemUUID": ""}}}))
+            .expect("node");
+            writer.apply_watcher_event(&watcher::Event::InitApply(node));
+        }
+        writer.apply_watcher_event(&watcher::Event::InitDone);
+        nodes::NativeSidecarDetector::with_store(nodes::NativeMode::Auto, store)
+    }
+
+    #[tokio::test]
+    async fn kube_facts_decide_native_sidecars_from_the_cached_node_versions() {
+        let facts = KubeFacts {
+            native: node_detector(&[("new-node", "v1.33.1-gke.100"), ("old-node", "v1.29.4")]),
+            namespaces: None,
+        };
+        let st = state(NativeMode::Auto, false, Some(Arc::new(facts)), None);
+        let on_new = post(&st, "team", pod("a", Some("new-node"), json!({}))).await;
+        assert!(on_new.contains(NATIVE), "kubelet 1.33 on the pod's node");
+        let on_old = post(&st, "team", pod("b", Some("old-node"), json!({}))).await;
+        assert!(on_old.contains("istio-proxy") && !on_old.contains(NATIVE));
+        let unscheduled = post(&st, "team", pod("c", None, json!({}))).await;
+        assert!(!unscheduled.contains(NATIVE), "one old node: all must pass");
+        let all_new = KubeFacts {
+            native: node_detector(&[("n1", "v1.33.0"), ("n2", "v1.34.2")]),
+            namespaces: None,
+        };
+        let st = state(NativeMode::Auto, false, Some(Arc::new(all_new)), None);
+        assert!(post(&st, "team", pod("d", None, json!({})))
+            .await
+            .contains(NATIVE));
+    }
+
+    #[tokio::test]
+    async fn kube_events_are_published_in_the_background() {
+        let (client, mut handle) = crate::kube::mock::client();
+        let sink = KubeEvents::new(crate::kube::events::EventRecorder::new(
+            client,
+            Some("outrigger-0".into()),
+        ));
+        let st = state(NativeMode::Disabled, false, None, Some(Arc::new(sink)));
+        // The admission response is complete before the API server has seen anything.
+        let patch = post(&st, "team", pod("a", None, json!({}))).await;
+        assert!(patch.contains("istio-proxy"));
+        let r = crate::kube::mock::next(&mut handle).await;
+        assert_eq!(r.method, http::Method::POST);
+        assert!(
+            r.uri
+                .starts_with("/apis/events.k8s.io/v1/namespaces/team/events"),
+            "{}",
+            r.uri
+        );
+        assert_eq!(r.body["reason"], "SidecarInjected");
+        assert_eq!(r.body["regarding"]["kind"], "ReplicaSet");
+        assert_eq!(r.body["regarding"]["name"], "web-1");
+        let note = r.body["note"].as_str().unwrap_or_default();
+        assert!(note.starts_with("injected: "), "{note}");
+        // A failing API server only costs a warning.
+        r.respond(500, json!({"kind": "Status", "code": 500}));
+        let again = post(&st, "team", pod("b", None, json!({}))).await;
+        assert!(again.contains("istio-proxy"));
+    }
+
+    #[test]
+    fn kube_only_flags_need_kube() {
+        assert!(reject_kube_only_flags(&KubeArgs::default()).is_ok());
+        let e = reject_kube_only_flags(&KubeArgs {
+            events: true,
+            ..KubeArgs::default()
+        })
+        .expect_err("refused");
+        assert!(e.to_string().contains("--events needs --kube"), "{e}");
+        let e = reject_kube_only_flags(&KubeArgs {
+            inject_config_map: Some("a/b".into()),
+            ..KubeArgs::default()
+        })
+        .expect_err("refused");
+        assert!(e.to_string().contains("--injectConfigMap"), "{e}");
+    }
+
+    fn series(st: &State, kind: &str, result: &str) -> f64 {
+        let text = st.metrics.encode();
+        let prefix = format!("outrigger_reloads_total{{kind=\"{kind}\",result=\"{result}\"}} ");
+        text.lines()
+            .find_map(|l| l.strip_prefix(&prefix)?.trim().parse().ok())
+            .unwrap_or(0.0)
+    }
+
+    #[tokio::test]
+    async fn configmap_snapshots_swap_and_rejections_keep_the_last_good() {
+        let st = state(NativeMode::Disabled, false, None, None);
+        let first = st.snapshot.load_full();
+        let disabled = Arc::new(
+            Snapshot::load("policy: disabled\n", defaults::VALUES, Some(defaults::MESH))
+                .expect("config"),
+        );
+        let events = vec![
+            ConfigEvent::Loaded(disabled.clone()),
+            ConfigEvent::Rejected {
+                error: "failed to read injection config from ConfigMap: bad".into(),
+                keeping_last_good: true,
+            },
+        ];
+        apply_config_events(
+            st.clone(),
+            futures::stream::iter(events),
+            "istio-system/istio-sidecar-injector".into(),
+        )
+        .await;
+        let now = st.snapshot.load_full();
+        assert!(Arc::ptr_eq(&now, &disabled), "swapped to the loaded one");
+        assert!(!Arc::ptr_eq(&now, &first));
+        assert_eq!(series(&st, "config", "success"), 1.0);
+        assert_eq!(series(&st, "config", "failure"), 1.0);
+        let patch = post(&st, "team", pod("a", None, json!({}))).await;
+        assert!(patch.is_empty(), "policy disabled is in force: {patch}");
+    }
+
+    #[tokio::test]
+    async fn first_configmap_snapshot_is_required() {
+        let snap = Arc::new(default_snapshot());
+        let mut ok = futures::stream::iter(vec![ConfigEvent::Loaded(snap.clone())]);
+        let got = first_snapshot(&mut ok, "ns/cm", Duration::from_secs(1))
+            .await
+            .expect("loaded");
+        assert!(Arc::ptr_eq(&got, &snap));
+        let mut bad = futures::stream::iter(vec![ConfigEvent::<Snapshot>::Rejected {
+            error: "failed to read injection config from ConfigMap: no ConfigMap found".into(),
+            keeping_last_good: false,
+        }]);
+        let e = first_snapshot(&mut bad, "ns/cm", Duration::from_secs(1))
+            .await
+            .expect_err("rejected");
+        assert!(
+            e.to_string().contains("ns/cm") && e.to_string().contains("no ConfigMap found"),
+            "{e}"
+        );
+        let mut pending = futures::stream::pending::<ConfigEvent<Snapshot>>();
+        let e = first_snapshot(&mut pending, "ns/cm", Duration::from_millis(20))
+            .await
+            .expect_err("timeout");
+        assert!(e.to_string().contains("no configuration read"), "{e}");
+        let mut ended = futures::stream::empty::<ConfigEvent<Snapshot>>();
+        assert!(first_snapshot(&mut ended, "ns/cm", Duration::from_secs(1))
+            .await
+            .is_err());
+    }
+
+    #[tokio::test]
+    async fn rotated_certificates_reach_the_tls_resolver() {
+        let st = state(NativeMode::Disabled, false, None, None);
+        let names = vec!["outrigger.outrigger.svc".to_string()];
+        let issued = time::OffsetDateTime::now_utc() - time::Duration::days(30);
+        let first = CertBundle::generate(&names, issued).expect("generate");
+        let (tx, rx) = watch::channel(first);
+        let task = tokio::spawn(apply_certificates(st.clone(), rx));
+        let before = st.certs.not_after();
+        let rotated = CertBundle::generate(&names, time::OffsetDateTime::now_utc()).expect("gen");
+        let want = load_bundle(&rotated, "").expect("loads").not_after;
+        assert_ne!(want, before);
+        tx.send(rotated).expect("send");
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        while st.certs.not_after() != want && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(
+            st.certs.not_after(),
+            want,
+            "resolver serves the rotated certificate"
+        );
+        assert_eq!(series(&st, "certificate", "success"), 1.0);
+        let mut broken = CertBundle::generate(&names, time::OffsetDateTime::now_utc()).expect("g");
+        broken.key_pem = "not a key".into();
+        tx.send(broken).expect("send");
+        while series(&st, "certificate", "failure") < 1.0 && tokio::time::Instant::now() < deadline
+        {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(series(&st, "certificate", "failure"), 1.0);
+        assert_eq!(st.certs.not_after(), want, "kept the working certificate");
+        task.abort();
+    }
+}

@@ -1,0 +1,708 @@
+//! `outrigger serve --kube` end to end against a small fake API server (plain HTTP on
+//! 127.0.0.1): the certificate is bootstrapped into the Secret and served, the configuration
+//! comes from the injector ConfigMap, and the requests made are exactly the expected ones.
+
+mod common;
+
+use std::convert::Infallible;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use base64::Engine as _;
+use bytes::Bytes;
+use common::*;
+use http_body_util::{BodyExt, Full};
+use hyper::service::service_fn;
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+use serde_json::{json, Value};
+
+/// Key of a fake answer whose body is sent verbatim (watch streams).
+const RAW: &str = "__raw";
+
+/// What the fake API server holds and saw.
+#[derive(Default)]
+struct Api {
+    secret: Option<Value>,
+    requests: Vec<String>,
+    events: Vec<Value>,
+    /// ConfigMap versions the first ConfigMap watch delivers (MODIFIED events, in order).
+    updates: Vec<Value>,
+    /// The ConfigMap as currently stored (`None`: [`configmap`]).
+    current: Option<Value>,
+    /// The MutatingWebhookConfiguration as stored (`None`: [`webhook_config`]).
+    webhook: Option<Value>,
+}
+
+const MWC: &str = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations";
+
+fn webhook_config() -> Value {
+    json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+        "metadata": {"name": "outrigger-sidecar-injector", "resourceVersion": "5"},
+        "webhooks": [{"name": "namespace.sidecar-injector.istio.io", "sideEffects": "None",
+            "admissionReviewVersions": ["v1"],
+            "clientConfig": {"service": {"name": "outrigger", "namespace": "outrigger"}}}]})
+}
+
+fn status(code: u16, reason: &str) -> Value {
+    json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+           "reason": reason, "code": code})
+}
+
+fn configmap() -> Value {
+    let config =
+        outrigger_inject::defaults::CONFIG.replacen("policy: enabled", "policy: disabled", 1);
+    assert_ne!(
+        config,
+        outrigger_inject::defaults::CONFIG,
+        "policy replaced"
+    );
+    configmap_with(&config, "7")
+}
+
+fn configmap_with(config: &str, rv: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "istio-sidecar-injector", "namespace": "istio-system", "resourceVersion": rv},
+        "data": {"config": config, "values": outrigger_inject::defaults::VALUES}})
+}
+
+async fn answer(api: Arc<Mutex<Api>>, req: Request<hyper::body::Incoming>) -> (u16, Value) {
+    let method = req.method().to_string();
+    let path = req.uri().path().to_string();
+    let query = req.uri().query().unwrap_or("").to_string();
+    let body = req
+        .into_body()
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
+    api.lock()
+        .expect("lock")
+        .requests
+        .push(format!("{method} {path}"));
+    let secret = "/api/v1/namespaces/outrigger/secrets";
+    match (method.as_str(), path.as_str()) {
+        ("GET", "/version") => (
+            200,
+            json!({"major": "1", "minor": "33", "gitVersion": "v1.33.0", "gitCommit": "x",
+                   "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.24",
+                   "compiler": "gc", "platform": "linux/amd64"}),
+        ),
+        ("GET", p) if p == format!("{secret}/outrigger-tls") => {
+            match api.lock().expect("lock").secret.clone() {
+                Some(s) => (200, s),
+                None => (404, status(404, "NotFound")),
+            }
+        }
+        ("POST", p) if p == secret => {
+            let mut s: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            s["metadata"]["resourceVersion"] = json!("1");
+            api.lock().expect("lock").secret = Some(s.clone());
+            (201, s)
+        }
+        ("GET", "/api/v1/namespaces/istio-system/configmaps") if query.contains("watch=true") => {
+            let updates = std::mem::take(&mut api.lock().expect("lock").updates);
+            if let Some(last) = updates.last() {
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                api.lock().expect("lock").current = Some(last.clone());
+                let lines: String = updates
+                    .iter()
+                    .map(|cm| format!("{}\n", json!({"type": "MODIFIED", "object": cm})))
+                    .collect();
+                return (200, json!({ RAW: lines }));
+            }
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            (200, Value::Null)
+        }
+        ("GET", MWC) if query.contains("watch=true") => {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            (200, Value::Null)
+        }
+        ("GET", MWC) => {
+            let mwc = api
+                .lock()
+                .expect("lock")
+                .webhook
+                .clone()
+                .unwrap_or_else(webhook_config);
+            (
+                200,
+                json!({"apiVersion": "admissionregistration.k8s.io/v1",
+                "kind": "MutatingWebhookConfigurationList",
+                "metadata": {"resourceVersion": "5"}, "items": [mwc]}),
+            )
+        }
+        ("GET", p) if p == format!("{MWC}/outrigger-sidecar-injector") => (
+            200,
+            api.lock()
+                .expect("lock")
+                .webhook
+                .clone()
+                .unwrap_or_else(webhook_config),
+        ),
+        ("PATCH", p) if p == format!("{MWC}/outrigger-sidecar-injector") => {
+            let patch: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            let mut a = api.lock().expect("lock");
+            let mut mwc = a.webhook.clone().unwrap_or_else(webhook_config);
+            for entry in patch["webhooks"].as_array().cloned().unwrap_or_default() {
+                if let Some(hooks) = mwc["webhooks"].as_array_mut() {
+                    for h in hooks.iter_mut().filter(|h| h["name"] == entry["name"]) {
+                        h["clientConfig"]["caBundle"] = entry["clientConfig"]["caBundle"].clone();
+                    }
+                }
+            }
+            mwc["metadata"]["resourceVersion"] = json!("6");
+            a.webhook = Some(mwc.clone());
+            (200, mwc)
+        }
+        ("GET", "/api/v1/namespaces") if query.contains("watch=true") => {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            (200, Value::Null)
+        }
+        ("GET", "/api/v1/namespaces") => (
+            200,
+            json!({"apiVersion": "v1", "kind": "NamespaceList", "metadata": {"resourceVersion": "4"},
+                   "items": [{"metadata": {"name": "team", "resourceVersion": "4", "annotations": {
+                       "openshift.io/sa.scc.uid-range": "1000620000/10000",
+                       "openshift.io/sa.scc.supplemental-groups": "1000620000/10000"}}}]}),
+        ),
+        ("GET", "/api/v1/nodes") if query.contains("watch=true") => {
+            // Keep the watch open: nothing changes.
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            (200, Value::Null)
+        }
+        ("GET", "/api/v1/namespaces/istio-system/configmaps") => (
+            200,
+            json!({"apiVersion": "v1", "kind": "ConfigMapList",
+                   "metadata": {"resourceVersion": "7"},
+                   "items": [api.lock().expect("lock").current.clone().unwrap_or_else(configmap)]}),
+        ),
+        ("GET", "/api/v1/nodes") => (
+            200,
+            json!({"apiVersion": "v1", "kind": "NodeList", "metadata": {"resourceVersion": "3"},
+                   "items": [{"metadata": {"name": "n1", "resourceVersion": "3"},
+                              "status": {"nodeInfo": {"kubeletVersion": "v1.33.2",
+                                  "architecture": "", "bootID": "", "containerRuntimeVersion": "",
+                                  "kernelVersion": "", "kubeProxyVersion": "", "machineID": "",
+                                  "operatingSystem": "", "osImage": "", "systemUUID": ""}}}]}),
+        ),
+        ("POST", "/apis/events.k8s.io/v1/namespaces/team/events") => {
+            let e: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            api.lock().expect("lock").events.push(e.clone());
+            (201, e)
+        }
+        _ => (404, status(404, "NotFound")),
+    }
+}
+
+/// Serve the fake API on a thread of its own; returns its port.
+fn fake_api(api: Arc<Mutex<Api>>) -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    listener.set_nonblocking(true).expect("nonblocking");
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
+            loop {
+                let Ok((tcp, _)) = listener.accept().await else {
+                    continue;
+                };
+                let api = api.clone();
+                tokio::spawn(async move {
+                    let svc = service_fn(move |req| {
+                        let api = api.clone();
+                        async move {
+                            let (code, body) = answer(api, req).await;
+                            let bytes = match body.get(RAW).and_then(Value::as_str) {
+                                Some(raw) => raw.as_bytes().to_vec(),
+                                None => serde_json::to_vec(&body).unwrap_or_default(),
+                            };
+                            let resp = Response::builder()
+                                .status(code)
+                                .header("content-type", "application/json")
+                                .body(Full::new(Bytes::from(bytes)))
+                                .expect("response");
+                            Ok::<_, Infallible>(resp)
+                        }
+                    });
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(tcp), svc)
+                        .await;
+                });
+            }
+        });
+    });
+    port
+}
+
+fn kubeconfig(dir: &std::path::Path, port: u16) -> std::path::PathBuf {
+    let text = format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: http://127.0.0.1:{port}\nusers:\n- name: u\n  user:\n    token: t\ncontexts:\n- name: x\n  context:\n    cluster: c\n    user: u\n    namespace: outrigger\ncurrent-context: x\n"
+    );
+    let path = dir.join("kubeconfig");
+    std::fs::write(&path, text).expect("write kubeconfig");
+    path
+}
+
+fn pod(name: &str, annotations: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "annotations": annotations},
+           "spec": {"containers": [{"name": "app", "image": "nginx"}]}})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn certificate_from_the_secret_and_configuration_from_the_configmap() {
+    let api = Arc::new(Mutex::new(Api::default()));
+    let port = fake_api(api.clone());
+    let dir = scratch("kube-api");
+    let kc = kubeconfig(&dir, port);
+    let kc = kc.display().to_string();
+    // Mounted files (policy enabled) are ignored when the configuration comes from the API.
+    let mounted = dir.join("config");
+    std::fs::write(&mounted, outrigger_inject::defaults::CONFIG).expect("write config");
+    let server = Server::start(
+        &[
+            "--kube",
+            "--namespace",
+            "outrigger",
+            "--dns-name",
+            "localhost",
+            "--ca-bundle-managed-externally",
+            "--injectConfigMap",
+            "istio-system/istio-sidecar-injector",
+            "--native-sidecars",
+            "false",
+            "--injectConfig",
+            &mounted.display().to_string(),
+        ],
+        &[
+            ("NO_PROXY", "127.0.0.1,localhost"),
+            ("no_proxy", "127.0.0.1,localhost"),
+            ("KUBECONFIG", kc.as_str()),
+            ("HOME", &dir.display().to_string()),
+        ],
+    );
+    // The certificate served is the one the server stored in the Secret.
+    let ca_b64 = api
+        .lock()
+        .expect("lock")
+        .secret
+        .as_ref()
+        .and_then(|s| {
+            s.pointer("/data/ca-bundle.crt")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
+        .expect("Secret created with a CA bundle");
+    let ca = base64::engine::general_purpose::STANDARD
+        .decode(ca_b64)
+        .expect("base64 CA");
+    let c = H2::connect(server.addr, &ca)
+        .await
+        .expect("TLS trusting only the Secret's CA");
+
+    // policy: disabled from the ConfigMap (the embedded default would inject this pod).
+    let plain = review("admission.k8s.io/v1", "u1", "team", pod("plain", json!({})));
+    let r = c
+        .request("POST", "/inject", Some("application/json"), full(plain))
+        .await
+        .expect("review");
+    assert_eq!(r.status, 200, "{}", r.text());
+    let v = r.json();
+    assert_eq!(v["response"]["allowed"], true);
+    assert!(v["response"].get("patch").is_none(), "not injected: {v}");
+    let opted_in = review(
+        "admission.k8s.io/v1",
+        "u2",
+        "team",
+        pod("opted", json!({"sidecar.istio.io/inject": "true"})),
+    );
+    let r = c
+        .request("POST", "/inject", Some("application/json"), full(opted_in))
+        .await
+        .expect("review");
+    assert!(
+        r.json()["response"]["patch"].is_string(),
+        "opt-in injects: {}",
+        r.text()
+    );
+    assert!(
+        server
+            .wait_log(
+                "ConfigMap istio-system/istio-sidecar-injector",
+                Duration::from_secs(1)
+            )
+            .await
+    );
+    // A change of the mounted file does not override the ConfigMap configuration.
+    std::fs::write(
+        &mounted,
+        format!("{}\n", outrigger_inject::defaults::CONFIG),
+    )
+    .expect("rewrite");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let again = review(
+        "admission.k8s.io/v1",
+        "u3",
+        "team",
+        pod("plain2", json!({})),
+    );
+    let r = c
+        .request("POST", "/inject", Some("application/json"), full(again))
+        .await
+        .expect("review");
+    assert!(
+        r.json()["response"].get("patch").is_none(),
+        "still the ConfigMap's policy: {}",
+        r.text()
+    );
+    assert!(
+        !server.log_text().contains("configuration reloaded"),
+        "{}",
+        server.log_text()
+    );
+
+    let seen = api.lock().expect("lock").requests.clone();
+    assert_eq!(
+        seen.first().map(String::as_str),
+        Some("GET /version"),
+        "{seen:?}"
+    );
+    assert!(
+        seen.contains(&"POST /api/v1/namespaces/outrigger/secrets".to_string()),
+        "{seen:?}"
+    );
+    assert!(
+        !seen
+            .iter()
+            .any(|s| s.contains("mutatingwebhookconfigurations")),
+        "caBundle managed externally: {seen:?}"
+    );
+    assert!(
+        !seen
+            .iter()
+            .any(|s| s.contains("/nodes") || s.contains("/events")),
+        "no node watch with native sidecars off, no Events without --events: {seen:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn native_sidecars_from_the_node_cache_and_events_for_each_outcome() {
+    let api = Arc::new(Mutex::new(Api::default()));
+    let port = fake_api(api.clone());
+    let dir = scratch("kube-api-events");
+    let kc = kubeconfig(&dir, port);
+    let kc = kc.display().to_string();
+    let server = Server::start(
+        &[
+            "--kube",
+            "--namespace",
+            "outrigger",
+            "--dns-name",
+            "localhost",
+            "--events",
+            "--native-sidecars",
+            "auto",
+            "--injectConfig",
+            &dir.join("absent").display().to_string(),
+        ],
+        &[
+            ("NO_PROXY", "127.0.0.1,localhost"),
+            ("no_proxy", "127.0.0.1,localhost"),
+            ("KUBECONFIG", kc.as_str()),
+            ("HOME", &dir.display().to_string()),
+            ("POD_NAME", "outrigger-0"),
+        ],
+    );
+    let ca_b64 = api
+        .lock()
+        .expect("lock")
+        .secret
+        .as_ref()
+        .and_then(|s| {
+            s.pointer("/data/ca-bundle.crt")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
+        .expect("Secret created");
+    let ca = base64::engine::general_purpose::STANDARD
+        .decode(ca_b64)
+        .expect("base64 CA");
+    let c = H2::connect(server.addr, &ca).await.expect("TLS");
+    let mut on_node = pod("web-abc", json!({}));
+    on_node["spec"]["nodeName"] = json!("n1");
+    on_node["metadata"]["ownerReferences"] = json!([{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+        "name": "web-7d9f", "uid": "rs-1", "controller": true}]);
+    let r = c
+        .request(
+            "POST",
+            "/inject",
+            Some("application/json"),
+            full(review("admission.k8s.io/v1", "u1", "team", on_node)),
+        )
+        .await
+        .expect("review");
+    let patch = r.json()["response"]["patch"]
+        .as_str()
+        .map(str::to_string)
+        .expect("injected");
+    let patch = String::from_utf8(
+        base64::engine::general_purpose::STANDARD
+            .decode(patch)
+            .expect("base64"),
+    )
+    .expect("utf-8");
+    assert!(
+        patch.contains(r#""restartPolicy":"Always""#),
+        "native sidecar (kubelet 1.33 on n1)"
+    );
+    let skipped = pod("off", json!({"sidecar.istio.io/inject": "false"}));
+    let r = c
+        .request(
+            "POST",
+            "/inject",
+            Some("application/json"),
+            full(review("admission.k8s.io/v1", "u2", "team", skipped)),
+        )
+        .await
+        .expect("review");
+    assert!(r.json()["response"].get("patch").is_none());
+
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while api.lock().expect("lock").events.len() < 2 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let events = api.lock().expect("lock").events.clone();
+    assert_eq!(events.len(), 2, "{events:?}");
+    let injected = events
+        .iter()
+        .find(|e| e["reason"] == "SidecarInjected")
+        .expect("injected Event");
+    assert_eq!(injected["regarding"]["kind"], "ReplicaSet");
+    assert_eq!(injected["regarding"]["name"], "web-7d9f");
+    assert_eq!(injected["reportingController"], "outrigger");
+    let skip = events
+        .iter()
+        .find(|e| e["reason"] == "SidecarInjectionSkipped")
+        .expect("skip Event");
+    assert_eq!(skip["regarding"]["kind"], "Pod", "no owner: the pod itself");
+    assert!(
+        skip["note"].as_str().is_some_and(|n| n.contains(':')),
+        "{skip}"
+    );
+    // The caBundle of the webhook configuration carries the Secret's CA bundle (one patch).
+    let stored = api
+        .lock()
+        .expect("lock")
+        .webhook
+        .clone()
+        .expect("caBundle patched");
+    let secret_bundle = api
+        .lock()
+        .expect("lock")
+        .secret
+        .as_ref()
+        .and_then(|s| s.pointer("/data/ca-bundle.crt").cloned())
+        .expect("bundle");
+    assert_eq!(
+        stored["webhooks"][0]["clientConfig"]["caBundle"],
+        secret_bundle
+    );
+    let seen = api.lock().expect("lock").requests.clone();
+    assert_eq!(
+        seen.iter().filter(|s| s.starts_with("PATCH ")).count(),
+        1,
+        "caBundle written once, then found current: {seen:?}"
+    );
+    assert_eq!(
+        seen.iter()
+            .filter(|s| s.as_str() == "GET /api/v1/nodes")
+            .count(),
+        2,
+        "one list and one watch of nodes, none per request: {seen:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn configmap_changes_swap_in_and_broken_ones_keep_the_last_good() {
+    let api = Arc::new(Mutex::new(Api::default()));
+    {
+        let mut a = api.lock().expect("lock");
+        a.updates = vec![
+            configmap_with("policy: [unclosed\n", "8"),
+            configmap_with(outrigger_inject::defaults::CONFIG, "9"),
+        ];
+    }
+    let port = fake_api(api.clone());
+    let dir = scratch("kube-api-reload");
+    let kc = kubeconfig(&dir, port);
+    let kc = kc.display().to_string();
+    let server = Server::start(
+        &[
+            "--kube",
+            "--namespace",
+            "outrigger",
+            "--dns-name",
+            "localhost",
+            "--ca-bundle-managed-externally",
+            "--injectConfigMap",
+            "istio-system/istio-sidecar-injector",
+            "--native-sidecars",
+            "false",
+        ],
+        &[
+            ("NO_PROXY", "127.0.0.1,localhost"),
+            ("no_proxy", "127.0.0.1,localhost"),
+            ("KUBECONFIG", kc.as_str()),
+            ("HOME", &dir.display().to_string()),
+        ],
+    );
+    let ca_b64 = api
+        .lock()
+        .expect("lock")
+        .secret
+        .as_ref()
+        .and_then(|s| {
+            s.pointer("/data/ca-bundle.crt")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
+        .expect("Secret created");
+    let ca = base64::engine::general_purpose::STANDARD
+        .decode(ca_b64)
+        .expect("base64 CA");
+    let c = H2::connect(server.addr, &ca).await.expect("TLS");
+    // The watch delivers a broken version (rejected) then policy: enabled (swapped in).
+    assert!(
+        server
+            .wait_log("configuration reloaded", Duration::from_secs(10))
+            .await,
+        "{}",
+        server.log_text()
+    );
+    assert!(
+        server
+            .log_text()
+            .contains("failed to read injection config from ConfigMap"),
+        "{}",
+        server.log_text()
+    );
+    let plain = review("admission.k8s.io/v1", "u1", "team", pod("plain", json!({})));
+    let r = c
+        .request("POST", "/inject", Some("application/json"), full(plain))
+        .await
+        .expect("review");
+    assert!(
+        r.json()["response"]["patch"].is_string(),
+        "policy enabled now: {}",
+        r.text()
+    );
+    let m = c
+        .request("GET", "/metrics", None, full(Bytes::new()))
+        .await
+        .expect("metrics")
+        .text();
+    assert_eq!(
+        metric(
+            &m,
+            r#"outrigger_reloads_total{kind="config",result="failure"}"#
+        ),
+        Some(1.0),
+        "{m}"
+    );
+    assert_eq!(
+        metric(
+            &m,
+            r#"outrigger_reloads_total{kind="config",result="success"}"#
+        ),
+        Some(2.0),
+        "start-up + reload: {m}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn openshift_proxy_ids_from_the_namespace_cache() {
+    let api = Arc::new(Mutex::new(Api::default()));
+    let port = fake_api(api.clone());
+    let dir = scratch("kube-api-openshift");
+    let kc = kubeconfig(&dir, port);
+    let kc = kc.display().to_string();
+    let server = Server::start(
+        &[
+            "--kube",
+            "--namespace",
+            "outrigger",
+            "--dns-name",
+            "localhost",
+            "--ca-bundle-managed-externally",
+            "--native-sidecars",
+            "false",
+        ],
+        &[
+            ("NO_PROXY", "127.0.0.1,localhost"),
+            ("no_proxy", "127.0.0.1,localhost"),
+            ("KUBECONFIG", kc.as_str()),
+            ("HOME", &dir.display().to_string()),
+            ("PLATFORM", "openshift"),
+        ],
+    );
+    let ca_b64 = api
+        .lock()
+        .expect("lock")
+        .secret
+        .as_ref()
+        .and_then(|s| {
+            s.pointer("/data/ca-bundle.crt")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
+        .expect("Secret created");
+    let ca = base64::engine::general_purpose::STANDARD
+        .decode(ca_b64)
+        .expect("base64 CA");
+    let c = H2::connect(server.addr, &ca).await.expect("TLS");
+    let mut patches = Vec::new();
+    for ns in ["team", "unknown"] {
+        let r = c
+            .request(
+                "POST",
+                "/inject",
+                Some("application/json"),
+                full(review("admission.k8s.io/v1", "u1", ns, pod("p", json!({})))),
+            )
+            .await
+            .expect("review");
+        let patch = r.json()["response"]["patch"]
+            .as_str()
+            .map(str::to_string)
+            .expect("injected");
+        patches.push(
+            String::from_utf8(
+                base64::engine::general_purpose::STANDARD
+                    .decode(patch)
+                    .expect("base64"),
+            )
+            .expect("utf-8"),
+        );
+    }
+    assert!(
+        patches[0].contains("1000629999"),
+        "UID/GID from the cached namespace: {}",
+        patches[0]
+    );
+    assert!(
+        !patches[1].contains("1000629999"),
+        "unknown namespace: defaults"
+    );
+    let seen = api.lock().expect("lock").requests.clone();
+    assert_eq!(
+        seen.iter()
+            .filter(|s| s.as_str() == "GET /api/v1/namespaces")
+            .count(),
+        2,
+        "one list and one watch, none per request: {seen:?}"
+    );
+}
