@@ -22,6 +22,7 @@ use outrigger_inject::inject;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::settings::ConfigFiles;
 use crate::webhook_config::{self, WebhookOptions};
 
 /// Label the API server sets on every namespace with its name.
@@ -50,15 +51,9 @@ pub struct CheckArgs {
     /// Labels of the namespace, comma-separated k=v (offline; kubernetes.io/metadata.name is implied).
     #[arg(long = "namespace-labels", value_delimiter = ',')]
     pub namespace_labels: Vec<String>,
-    /// Injector config file (the `config` key of the istio-sidecar-injector ConfigMap).
-    #[arg(long = "injectConfigFile")]
-    pub inject_config_file: Option<PathBuf>,
-    /// Injector values file (the `values` key of the istio-sidecar-injector ConfigMap).
-    #[arg(long = "valuesFile")]
-    pub values_file: Option<PathBuf>,
-    /// Mesh config file (the `mesh` key of the istio ConfigMap).
-    #[arg(long = "meshConfigFile")]
-    pub mesh_config_file: Option<PathBuf>,
+    /// Istio's configuration files.
+    #[command(flatten)]
+    pub files: ConfigFiles,
     /// Control plane revision of the webhook configuration to evaluate.
     #[arg(long = "revision", default_value = "")]
     pub revision: String,
@@ -526,16 +521,21 @@ fn read(path: &std::path::Path) -> Result<String> {
 
 /// The injector configuration as the webhook uses it: the files when given, else the embedded default.
 pub fn load_snapshot(args: &CheckArgs) -> Result<Snapshot> {
-    let Some(cfg) = &args.inject_config_file else {
+    let Some(cfg) = &args.files.inject_config_file else {
         return outrigger_inject::defaults::snapshot()
             .context("loading the embedded default configuration");
     };
     let config = read(cfg)?;
-    let values = match &args.values_file {
+    let values = match &args.files.values_file {
         Some(p) => read(p)?,
         None => String::new(),
     };
-    let mesh = args.mesh_config_file.as_deref().map(read).transpose()?;
+    let mesh = args
+        .files
+        .mesh_config_file
+        .as_deref()
+        .map(read)
+        .transpose()?;
     Snapshot::load(&config, &values, mesh.as_deref())
         .with_context(|| format!("loading injector config {}", cfg.display()))
 }

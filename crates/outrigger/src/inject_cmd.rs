@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use outrigger_inject::workload::{self, KubeInjectOptions};
 use outrigger_inject::yaml;
 
-use crate::settings::{self, NativeMode};
+use crate::settings::{self, ConfigFiles, NativeMode};
 
 /// Flags of `outrigger inject`.
 #[derive(Debug, clap::Args)]
@@ -19,15 +19,9 @@ pub struct InjectArgs {
     /// Write the result here instead of standard output.
     #[arg(short = 'o', long = "output")]
     pub output: Option<PathBuf>,
-    /// Injector config file (the `config` key of the istio-sidecar-injector ConfigMap).
-    #[arg(long = "injectConfigFile")]
-    pub inject_config_file: Option<PathBuf>,
-    /// Injector values file (the `values` key of the istio-sidecar-injector ConfigMap).
-    #[arg(long = "valuesFile")]
-    pub values_file: Option<PathBuf>,
-    /// Mesh config file (the `mesh` key of the istio ConfigMap).
-    #[arg(long = "meshConfigFile")]
-    pub mesh_config_file: Option<PathBuf>,
+    /// Istio's configuration files.
+    #[command(flatten)]
+    pub files: ConfigFiles,
     /// Native sidecars: true, false, or auto (offline: follows ENABLE_NATIVE_SIDECARS).
     #[arg(long = "native-sidecars", value_enum)]
     pub native_sidecars: Option<NativeMode>,
@@ -63,9 +57,9 @@ fn input_name(path: &Path) -> String {
 /// Run `outrigger inject`.
 pub fn run(args: &InjectArgs) -> Result<()> {
     let snapshot = settings::kube_inject_snapshot(
-        args.inject_config_file.as_deref(),
-        args.values_file.as_deref(),
-        args.mesh_config_file.as_deref(),
+        args.files.inject_config_file.as_deref(),
+        args.files.values_file.as_deref(),
+        args.files.mesh_config_file.as_deref(),
     )?;
     let input = read_input(&args.filename)?;
     let revision = if args.revision == "default" {

@@ -7,6 +7,20 @@ use anyhow::{Context, Result};
 use outrigger_inject::config::{self, InjectorConfig, Snapshot};
 use outrigger_inject::defaults;
 
+/// Istio's configuration files, as `istioctl kube-inject` names its flags.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ConfigFiles {
+    /// Injector config file (the `config` key of the istio-sidecar-injector ConfigMap).
+    #[arg(long = "injectConfigFile")]
+    pub inject_config_file: Option<std::path::PathBuf>,
+    /// Injector values file (the `values` key of the istio-sidecar-injector ConfigMap).
+    #[arg(long = "valuesFile")]
+    pub values_file: Option<std::path::PathBuf>,
+    /// Mesh config file (the `mesh` key of the istio ConfigMap).
+    #[arg(long = "meshConfigFile")]
+    pub mesh_config_file: Option<std::path::PathBuf>,
+}
+
 /// Native-sidecar mode as Istio's `ENABLE_NATIVE_SIDECARS` / `--native-sidecars` understand it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum NativeMode {

@@ -99,6 +99,7 @@ pub async fn explain_live(client: Client, args: &CheckArgs) -> Result<Vec<Report
             )
             .await?;
             let mesh = args
+                .files
                 .mesh_config_file
                 .as_deref()
                 .map(std::fs::read_to_string)
