@@ -513,13 +513,9 @@ pub fn inject_pod(pod: &Value, p: &InjectParams<'_>) -> Result<Injected> {
     )
     .map_err(|e| e.context("failed to re apply container"))?;
 
-    let annotation_mesh = match annotation(&original, PROXY_CONFIG_ANNOTATION) {
-        Some(text) => Some(
-            mesh::apply_proxy_config(text, &snapshot.mesh)
-                .map_err(|e| e.context("failed to process pod"))?,
-        ),
-        None => None,
-    };
+    // The container order step reads the mesh config with the pod's own proxy.istio.io/config
+    // applied: that is `mesh_eff` (an invalid annotation has failed validation by now).
+    let annotation_mesh = annotation(&original, PROXY_CONFIG_ANNOTATION).map(|_| mesh_eff.as_ref());
     let pp = PostProcess {
         mesh: if p.mode == Mode::KubeInject {
             &mesh_eff
@@ -532,7 +528,7 @@ pub fn inject_pod(pod: &Value, p: &InjectParams<'_>) -> Result<Injected> {
         injected_annotations: &snapshot.config.injected_annotations,
         template_pod: &template_pod,
         original_pod: &original,
-        proxy_config_annotation_mesh: annotation_mesh.as_ref(),
+        proxy_config_annotation_mesh: annotation_mesh,
     };
     let pp_warnings = postprocess::post_process_with_warnings(&mut merged, &pp)
         .map_err(|e| e.context("failed to process pod"))?;

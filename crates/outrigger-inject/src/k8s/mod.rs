@@ -332,14 +332,17 @@ fn norm_struct_value(
     };
     match v {
         Value::Object(m) => norm_struct(idx, m, path),
-        other => {
-            let ctx = Ctx {
-                owner: owner.go_name,
-                path,
-            };
-            Err(ctx.type_error(json_kind(other), &index::field_type(owner.go_name, f)))
-        }
+        other => Err(mismatch(owner, f, other, path)),
     }
+}
+
+/// Go's unmarshal error for a value whose JSON kind does not fit field `f`.
+fn mismatch(owner: &'static StructIndex, f: &K8sField, v: &Value, path: &[&'static str]) -> Error {
+    let ctx = Ctx {
+        owner: owner.go_name,
+        path,
+    };
+    ctx.type_error(json_kind(v), &index::field_type(owner.go_name, f))
 }
 
 fn norm_slice(
@@ -356,13 +359,7 @@ fn norm_slice(
             }
             Ok(!(f.omitempty && items.is_empty()))
         }
-        other => {
-            let ctx = Ctx {
-                owner: owner.go_name,
-                path,
-            };
-            Err(ctx.type_error(json_kind(other), &index::field_type(owner.go_name, f)))
-        }
+        other => Err(mismatch(owner, f, other, path)),
     }
 }
 
@@ -380,13 +377,7 @@ fn norm_map(
             }
             Ok(!(f.omitempty && m.is_empty()))
         }
-        other => {
-            let ctx = Ctx {
-                owner: owner.go_name,
-                path,
-            };
-            Err(ctx.type_error(json_kind(other), &index::field_type(owner.go_name, f)))
-        }
+        other => Err(mismatch(owner, f, other, path)),
     }
 }
 
