@@ -126,7 +126,7 @@ impl<'a> Loader<'a> {
                 {
                     text.pop();
                 }
-                (scalar(&text, style, tag.as_ref(), mark)?, anchor)
+                (scalar(text, style, tag.as_ref(), mark)?, anchor)
             }
             Event::SequenceStart(anchor, _) => (self.sequence(depth)?, anchor),
             Event::MappingStart(anchor, _) => (Value::Object(self.mapping(depth)?), anchor),
@@ -178,9 +178,12 @@ impl<'a> Loader<'a> {
         }
     }
 
+    /// A mapping. Explicit keys may not repeat; a merge (`<<`) sets keys in document order (go-yaml
+    /// v2), and a key whose value came from a merge may be set explicitly afterwards.
     fn mapping(&mut self, depth: usize) -> Result<Map<String, Value>> {
         let mut map = Map::new();
-        let mut explicit: HashSet<String> = HashSet::new();
+        // Keys whose current value came from a merge (allocates only when merges add keys).
+        let mut merged: HashSet<String> = HashSet::new();
         loop {
             let (ev, mark) = self.next()?;
             if ev == Event::MappingEnd {
@@ -190,9 +193,11 @@ impl<'a> Loader<'a> {
             let (ev, vmark) = self.next()?;
             let value = self.node(ev, vmark, depth + 1)?;
             match key {
-                Key::Merge => merge_into(&mut map, value).map_err(|m| self.err(vmark, m))?,
+                Key::Merge => {
+                    merge_into(&mut map, &mut merged, value).map_err(|m| self.err(vmark, m))?
+                }
                 Key::Name(name) => {
-                    if !explicit.insert(name.clone()) {
+                    if map.contains_key(&name) && !merged.remove(&name) {
                         return Err(
                             self.err(mark, &format!("key {} already set in map", go_quote(&name)))
                         );
@@ -216,7 +221,7 @@ impl<'a> Loader<'a> {
             }
         }
         let value = self.node(ev, mark, depth)?;
-        key_string(&value)
+        key_string(value)
             .map(Key::Name)
             .map_err(|m| self.err(mark, &m))
     }
@@ -278,14 +283,25 @@ fn allowed_alias_ratio(decoded: usize) -> f64 {
 }
 
 /// go-yaml v2 merge: a mapping, or a sequence of mappings applied last-to-first; merged keys
-/// overwrite keys already present (v2 processes keys in document order).
-fn merge_into(map: &mut Map<String, Value>, value: Value) -> std::result::Result<(), &'static str> {
+/// overwrite keys already present (v2 processes keys in document order). Keys new to `map` are
+/// recorded in `merged`.
+fn merge_into(
+    map: &mut Map<String, Value>,
+    merged: &mut HashSet<String>,
+    value: Value,
+) -> std::result::Result<(), &'static str> {
     const WANT_MAP: &str = "map merge requires map or sequence of maps as the value";
+    let mut apply = |m: Map<String, Value>| {
+        for (k, v) in m {
+            if !map.contains_key(&k) {
+                merged.insert(k.clone());
+            }
+            map.insert(k, v);
+        }
+    };
     match value {
         Value::Object(m) => {
-            for (k, v) in m {
-                map.insert(k, v);
-            }
+            apply(m);
             Ok(())
         }
         Value::Array(items) => {
@@ -294,9 +310,7 @@ fn merge_into(map: &mut Map<String, Value>, value: Value) -> std::result::Result
             }
             for item in items.into_iter().rev() {
                 if let Value::Object(m) = item {
-                    for (k, v) in m {
-                        map.insert(k, v);
-                    }
+                    apply(m);
                 }
             }
             Ok(())
@@ -306,9 +320,9 @@ fn merge_into(map: &mut Map<String, Value>, value: Value) -> std::result::Result
 }
 
 /// The JSON name of a decoded key, as sigs.k8s.io/yaml `convertToJSONableObject` writes it.
-fn key_string(v: &Value) -> std::result::Result<String, String> {
+fn key_string(v: Value) -> std::result::Result<String, String> {
     match v {
-        Value::String(s) => Ok(s.clone()),
+        Value::String(s) => Ok(s),
         Value::Bool(b) => Ok(b.to_string()),
         Value::Number(n) => {
             if let Some(i) = n.as_i64() {
@@ -333,22 +347,22 @@ fn full_tag(t: &Tag) -> String {
 
 /// Decode one scalar: plain untagged scalars are resolved, quoted/block ones are strings, and
 /// explicit core tags force a type.
-fn scalar(text: &str, style: TScalarStyle, tag: Option<&Tag>, mark: Marker) -> Result<Value> {
+fn scalar(text: String, style: TScalarStyle, tag: Option<&Tag>, mark: Marker) -> Result<Value> {
     let Some(tag) = tag else {
         if style == TScalarStyle::Plain {
-            return resolved_value(resolve_plain(text), text, mark);
+            return resolved_value(resolve_plain(&text), text, mark);
         }
-        return Ok(Value::String(text.to_string()));
+        return Ok(Value::String(text));
     };
     let full = full_tag(tag);
     let Some(short) = full.strip_prefix(CORE) else {
         // Unknown / local tags: go-yaml keeps the text.
-        return Ok(Value::String(text.to_string()));
+        return Ok(Value::String(text));
     };
-    let r = resolve_plain(text);
+    let r = resolve_plain(&text);
     let ok = match (short, &r) {
-        ("str", _) => return Ok(Value::String(text.to_string())),
-        ("binary", _) => return decode_binary(text, mark),
+        ("str", _) => return Ok(Value::String(text)),
+        ("binary", _) => return decode_binary(&text, mark),
         ("null", Resolved::Null)
         | ("bool", Resolved::Bool(_))
         | ("int", Resolved::Int(_) | Resolved::Uint(_))
@@ -364,7 +378,7 @@ fn scalar(text: &str, style: TScalarStyle, tag: Option<&Tag>, mark: Marker) -> R
         }
         ("null" | "bool" | "int" | "float" | "timestamp", _) => false,
         // Other core tags (`!!seq`, `!!map`, `!!merge`, ...) on scalars: keep the text.
-        _ => return Ok(Value::String(text.to_string())),
+        _ => return Ok(Value::String(text)),
     };
     if !ok {
         let msg = format!(
@@ -389,15 +403,16 @@ fn short_tag_of(r: &Resolved) -> &'static str {
     }
 }
 
-/// The JSON value of a resolution (timestamps and merge keys in value position stay strings).
-fn resolved_value(r: Resolved, text: &str, mark: Marker) -> Result<Value> {
+/// The JSON value of a resolution (timestamps stay strings, as go-yaml keeps them in generic
+/// values).
+fn resolved_value(r: Resolved, text: String, mark: Marker) -> Result<Value> {
     Ok(match r {
         Resolved::Null => Value::Null,
         Resolved::Bool(b) => Value::Bool(b),
         Resolved::Int(i) => Value::from(i),
         Resolved::Uint(u) => Value::from(u),
         Resolved::Float(f) => return float_value(f, mark),
-        Resolved::Timestamp | Resolved::Str => Value::String(text.to_string()),
+        Resolved::Timestamp | Resolved::Str => Value::String(text),
     })
 }
 
