@@ -22,6 +22,8 @@ const CORE: &str = "tag:yaml.org,2002:";
 
 /// Parse one YAML document into JSON; see [`crate::yaml::from_str`].
 pub(crate) fn from_str(text: &str) -> Result<Value> {
+    // A byte order mark at the start is not content (libyaml's reader drops it).
+    let text = text.strip_prefix('\u{FEFF}').unwrap_or(text);
     let mut l = Loader::new(text);
     let (ev, mark) = l.next()?;
     if ev != Event::StreamStart {
