@@ -256,3 +256,13 @@ fn leading_byte_order_mark_is_ignored() {
     assert_eq!(ok("\u{FEFF}a: 1\n"), json!({"a":1}));
     assert_eq!(ok("\u{FEFF}"), Value::Null);
 }
+
+#[test]
+fn tab_after_colon_is_a_separator() {
+    assert_eq!(
+        ok("a:\t1\nb:\t\tx\nc: \"q:\tw\"\n"),
+        json!({"a":1,"b":"x","c":"q:\tw"})
+    );
+    assert_eq!(ok("a: x\ty\n"), json!({"a":"x\ty"}));
+    assert!(err("a:\n\t- x\n").starts_with("yaml: line 2:"));
+}
