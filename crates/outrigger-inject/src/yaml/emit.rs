@@ -3,6 +3,7 @@
 //! style, 2-space indent, width 80, quoting analysis). Only what JSON values need is ported: no
 //! anchors, tags or flow collections other than `{}` and `[]`.
 
+use std::borrow::Cow;
 #[cfg(test)]
 use std::cmp::Ordering;
 
@@ -166,7 +167,10 @@ impl Emitter {
             Value::Null => self.scalar("null", Style::Plain, ctx),
             Value::Bool(b) => self.scalar(if *b { "true" } else { "false" }, Style::Plain, ctx),
             Value::Number(n) => self.scalar(&number_text(n), Style::Plain, ctx),
-            Value::String(s) => self.scalar(s, string_style(s), ctx),
+            Value::String(s) => {
+                let s = fold_next_lines(s);
+                self.scalar(&s, string_style(&s), ctx);
+            }
             Value::Array(items) if items.is_empty() => self.empty_flow("[", "]"),
             Value::Object(map) if map.is_empty() => self.empty_flow("{", "}"),
             Value::Array(items) => self.block_sequence(items, ctx),
@@ -196,6 +200,7 @@ impl Emitter {
     fn block_mapping(&mut self, map: &Map<String, Value>) {
         self.increase_indent(false, false);
         for (k, v) in sorted_entries(map) {
+            let k = k.as_ref();
             self.write_indent();
             let style = string_style(k);
             let a = analyze(k);
@@ -660,8 +665,9 @@ fn number_text(n: &Number) -> String {
 /// That order is not always transitive (`0o7`, `1_000`, `010~` form a cycle); Go then depends
 /// on its random map iteration order, so any result is as good. A hand-written merge sort is
 /// used because the standard sorts may panic on such comparators.
-fn sorted_entries(map: &Map<String, Value>) -> Vec<(&String, &Value)> {
-    let entries: Vec<(&String, &Value)> = map.iter().collect();
+fn sorted_entries(map: &Map<String, Value>) -> Vec<(Cow<'_, str>, &Value)> {
+    let entries: Vec<(Cow<'_, str>, &Value)> =
+        map.iter().map(|(k, v)| (fold_next_lines(k), v)).collect();
     let mut order: Vec<usize> = (0..entries.len()).collect();
     if entries.iter().all(|(k, _)| k.is_ascii()) {
         // Byte positions are character positions: compare the bytes in place.
@@ -671,7 +677,35 @@ fn sorted_entries(map: &Map<String, Value>) -> Vec<(&String, &Value)> {
         let keys: Vec<Vec<char>> = entries.iter().map(|(k, _)| k.chars().collect()).collect();
         merge_sort(&mut order, &|a, b| key_less(&keys[a], &keys[b]));
     }
-    order.into_iter().map(|i| entries[i]).collect()
+    let mut slots: Vec<Option<(Cow<'_, str>, &Value)>> = entries.into_iter().map(Some).collect();
+    order.into_iter().filter_map(|i| slots[i].take()).collect()
+}
+
+/// Go's JSON encoder leaves U+0085 (NEL) unescaped, and go-yaml, re-reading that JSON text as
+/// a double-quoted YAML scalar, takes it for a line break and folds it: the spaces around a run
+/// of NELs go, one NEL becomes a space, `n` NELs become `n - 1` newlines.
+fn fold_next_lines(s: &str) -> Cow<'_, str> {
+    if !s.contains('\u{85}') {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(pos) = rest.find('\u{85}') {
+        out.push_str(rest[..pos].trim_end_matches(' '));
+        let after = &rest[pos..];
+        let run_end = after
+            .find(|c| c != '\u{85}' && c != ' ')
+            .unwrap_or(after.len());
+        let breaks = after[..run_end].matches('\u{85}').count();
+        if breaks == 1 {
+            out.push(' ');
+        } else {
+            out.extend(std::iter::repeat_n('\n', breaks - 1));
+        }
+        rest = &after[run_end..];
+    }
+    out.push_str(rest);
+    Cow::Owned(out)
 }
 
 /// Stable merge sort (insertion sort for short runs) that tolerates inconsistent comparators.
