@@ -3,6 +3,7 @@
 //! style, 2-space indent, width 80, quoting analysis). Only what JSON values need is ported: no
 //! anchors, tags or flow collections other than `{}` and `[]`.
 
+use std::borrow::Cow;
 #[cfg(test)]
 use std::cmp::Ordering;
 
@@ -166,7 +167,10 @@ impl Emitter {
             Value::Null => self.scalar("null", Style::Plain, ctx),
             Value::Bool(b) => self.scalar(if *b { "true" } else { "false" }, Style::Plain, ctx),
             Value::Number(n) => self.scalar(&number_text(n), Style::Plain, ctx),
-            Value::String(s) => self.scalar(s, string_style(s), ctx),
+            Value::String(s) => {
+                let s = fold_next_lines(s);
+                self.scalar(&s, string_style(&s), ctx);
+            }
             Value::Array(items) if items.is_empty() => self.empty_flow("[", "]"),
             Value::Object(map) if map.is_empty() => self.empty_flow("{", "}"),
             Value::Array(items) => self.block_sequence(items, ctx),
@@ -196,14 +200,17 @@ impl Emitter {
     fn block_mapping(&mut self, map: &Map<String, Value>) {
         self.increase_indent(false, false);
         for (k, v) in sorted_entries(map) {
+            let k = k.as_ref();
             self.write_indent();
             let style = string_style(k);
-            if is_simple_key(k) {
-                self.scalar(k, style, Ctx::SIMPLE_KEY);
+            let a = analyze(k);
+            // `yaml_emitter_check_simple_key`.
+            if !a.multiline && k.len() <= MAX_SIMPLE_KEY {
+                self.scalar_analyzed(k, &a, style, Ctx::SIMPLE_KEY);
                 self.write_indicator(":", false, false, false);
             } else {
                 self.write_indicator("?", true, false, true);
-                self.scalar(k, style, Ctx::MAPPING_VALUE);
+                self.scalar_analyzed(k, &a, style, Ctx::MAPPING_VALUE);
                 self.write_indent();
                 self.write_indicator(":", true, false, true);
             }
@@ -214,8 +221,12 @@ impl Emitter {
 
     /// `yaml_emitter_emit_scalar`: choose the final style, then write at an increased indent.
     fn scalar(&mut self, value: &str, requested: Style, ctx: Ctx) {
-        let a = analyze(value);
-        let style = select_style(requested, &a, value.is_empty(), ctx.simple_key);
+        self.scalar_analyzed(value, &analyze(value), requested, ctx);
+    }
+
+    /// [`Emitter::scalar`] with the analysis of `value` already done.
+    fn scalar_analyzed(&mut self, value: &str, a: &Analysis, requested: Style, ctx: Ctx) {
+        let style = select_style(requested, a, value.is_empty(), ctx.simple_key);
         self.increase_indent(true, false);
         let allow_breaks = !ctx.simple_key;
         match style {
@@ -229,16 +240,49 @@ impl Emitter {
 
     // ----- scalar writers -----
 
+    /// Fast path of the scalar writers: when no character of `value` needs special treatment
+    /// (`special`) and no space can be reached past column 80 (so no folding), copy it as is.
+    fn push_unfoldable(
+        &mut self,
+        value: &str,
+        allow_breaks: bool,
+        special: impl Fn(char) -> bool,
+    ) -> bool {
+        let (ascii, len) = if value.is_ascii() {
+            (true, value.len())
+        } else {
+            (false, value.chars().count())
+        };
+        let may_fold = allow_breaks && self.column + len > BEST_WIDTH && value.contains(' ');
+        let has_special = if ascii {
+            value.bytes().any(|b| special(char::from(b)))
+        } else {
+            value.chars().any(&special)
+        };
+        if may_fold || has_special {
+            return false;
+        }
+        self.out.push_str(value);
+        self.column += len;
+        true
+    }
+
     fn write_plain(&mut self, value: &str, allow_breaks: bool) {
         if !self.whitespace {
             self.put(' ');
         }
-        let chars: Vec<char> = value.chars().collect();
+        // Plain scalars have no line breaks; without a space past column 80 nothing folds.
+        if self.push_unfoldable(value, allow_breaks, |_| false) {
+            self.whitespace = false;
+            self.indention = false;
+            return;
+        }
         let mut spaces = false;
         let mut breaks = false;
-        for (i, &c) in chars.iter().enumerate() {
+        let mut chars = value.chars().peekable();
+        while let Some(c) = chars.next() {
             if c == ' ' {
-                let next_space = chars.get(i + 1) == Some(&' ');
+                let next_space = chars.peek() == Some(&' ');
                 if allow_breaks && !spaces && self.column > BEST_WIDTH && !next_space {
                     self.write_indent();
                 } else {
@@ -268,18 +312,25 @@ impl Emitter {
 
     fn write_single(&mut self, value: &str, allow_breaks: bool) {
         self.write_indicator("'", true, false, false);
-        let chars: Vec<char> = value.chars().collect();
+        if self.push_unfoldable(value, allow_breaks, |c| c == '\'' || is_break(c)) {
+            self.write_indicator("'", false, false, false);
+            self.whitespace = false;
+            self.indention = false;
+            return;
+        }
         let mut spaces = false;
         let mut breaks = false;
-        for (i, &c) in chars.iter().enumerate() {
+        let mut chars = value.chars().peekable();
+        let mut first = true;
+        while let Some(c) = chars.next() {
+            let (is_first, next) = (first, chars.peek().copied());
+            first = false;
             if c == ' ' {
-                let next_space = chars.get(i + 1) == Some(&' ');
                 if allow_breaks
                     && !spaces
                     && self.column > BEST_WIDTH
-                    && i > 0
-                    && i + 1 < chars.len()
-                    && !next_space
+                    && !is_first
+                    && next.is_some_and(|n| n != ' ')
                 {
                     self.write_indent();
                 } else {
@@ -314,9 +365,19 @@ impl Emitter {
     fn write_double(&mut self, value: &str, allow_breaks: bool) {
         self.write_indicator("\"", true, false, false);
         let starts_with_bom = value.starts_with('\u{FEFF}');
-        let chars: Vec<char> = value.chars().collect();
+        let needs_escape = |c: char| !is_printable(c) || is_break(c) || c == '"' || c == '\\';
+        if !starts_with_bom && self.push_unfoldable(value, allow_breaks, needs_escape) {
+            self.write_indicator("\"", false, false, false);
+            self.whitespace = false;
+            self.indention = false;
+            return;
+        }
         let mut spaces = false;
-        for (i, &c) in chars.iter().enumerate() {
+        let mut chars = value.chars().peekable();
+        let mut first = true;
+        while let Some(c) = chars.next() {
+            let (is_first, next) = (first, chars.peek().copied());
+            first = false;
             if !is_printable(c) || starts_with_bom || is_break(c) || c == '"' || c == '\\' {
                 self.put('\\');
                 self.write_escape(c);
@@ -325,11 +386,11 @@ impl Emitter {
                 if allow_breaks
                     && !spaces
                     && self.column > BEST_WIDTH
-                    && i > 0
-                    && i + 1 < chars.len()
+                    && !is_first
+                    && next.is_some()
                 {
                     self.write_indent();
-                    if chars.get(i + 1) == Some(&' ') {
+                    if next == Some(' ') {
                         self.put('\\');
                     }
                 } else {
@@ -392,18 +453,29 @@ impl Emitter {
         self.indention = true;
         self.whitespace = true;
         let mut breaks = true;
-        for c in value.chars() {
+        let mut rest = value;
+        while let Some(c) = rest.chars().next() {
             if is_break(c) {
                 self.write_break(c);
                 self.indention = true;
                 breaks = true;
+                rest = &rest[c.len_utf8()..];
             } else {
                 if breaks {
                     self.write_indent();
                 }
-                self.put(c);
+                // Copy the run of characters up to the next break at once.
+                let end = rest.find(is_break).unwrap_or(rest.len());
+                let run = &rest[..end];
+                self.out.push_str(run);
+                self.column += if run.is_ascii() {
+                    run.len()
+                } else {
+                    run.chars().count()
+                };
                 self.indention = false;
                 breaks = false;
+                rest = &rest[end..];
             }
         }
     }
@@ -458,11 +530,6 @@ fn select_style(requested: Style, a: &Analysis, empty: bool, simple_key: bool) -
     style
 }
 
-/// `yaml_emitter_check_simple_key` for a string key.
-fn is_simple_key(k: &str) -> bool {
-    !analyze(k).multiline && k.len() <= MAX_SIMPLE_KEY
-}
-
 /// libyaml's line break characters.
 fn is_break(c: char) -> bool {
     matches!(c, '\r' | '\n' | '\u{85}' | '\u{2028}' | '\u{2029}')
@@ -479,6 +546,20 @@ fn is_printable(c: char) -> bool {
 
 /// `yaml_emitter_analyze_scalar` (block-context fields only).
 fn analyze(value: &str) -> Analysis {
+    // Fast path: starting with a letter or digit, then only visible ASCII (no space), not
+    // ending with `:`: nothing to flag in block context.
+    let b = value.as_bytes();
+    if b.first().is_some_and(u8::is_ascii_alphanumeric)
+        && b.iter().all(u8::is_ascii_graphic)
+        && b.last() != Some(&b':')
+    {
+        return Analysis {
+            multiline: false,
+            block_plain_allowed: true,
+            single_quoted_allowed: true,
+            block_allowed: true,
+        };
+    }
     if value.is_empty() {
         return Analysis {
             multiline: false,
@@ -495,10 +576,12 @@ fn analyze(value: &str) -> Analysis {
     let (mut break_space, mut space_break) = (false, false);
     let (mut previous_space, mut previous_break) = (false, false);
     let mut preceded_by_whitespace = true;
-    let chars: Vec<char> = value.chars().collect();
-    let n = chars.len();
-    for (i, &c) in chars.iter().enumerate() {
-        let followed_by_whitespace = i + 1 >= n || matches!(chars[i + 1], ' ' | '\t');
+    let mut chars = value.chars().peekable();
+    let mut i = 0;
+    while let Some(c) = chars.next() {
+        let next = chars.peek().copied();
+        let is_last = next.is_none();
+        let followed_by_whitespace = matches!(next, None | Some(' ' | '\t'));
         if i == 0 {
             match c {
                 '#' | ',' | '[' | ']' | '{' | '}' | '&' | '*' | '!' | '|' | '>' | '\'' | '"'
@@ -518,14 +601,14 @@ fn analyze(value: &str) -> Analysis {
         }
         if c == ' ' {
             leading_space |= i == 0;
-            trailing_space |= i + 1 == n;
+            trailing_space |= is_last;
             break_space |= previous_break;
             previous_space = true;
             previous_break = false;
         } else if is_break(c) {
             line_breaks = true;
             leading_break |= i == 0;
-            trailing_break |= i + 1 == n;
+            trailing_break |= is_last;
             space_break |= previous_space;
             previous_space = false;
             previous_break = true;
@@ -534,6 +617,7 @@ fn analyze(value: &str) -> Analysis {
             previous_break = false;
         }
         preceded_by_whitespace = matches!(c, ' ' | '\t' | '\0') || is_break(c);
+        i += 1;
     }
     let mut a = Analysis {
         multiline: line_breaks,
@@ -582,12 +666,47 @@ fn number_text(n: &Number) -> String {
 /// That order is not always transitive (`0o7`, `1_000`, `010~` form a cycle); Go then depends
 /// on its random map iteration order, so any result is as good. A hand-written merge sort is
 /// used because the standard sorts may panic on such comparators.
-fn sorted_entries(map: &Map<String, Value>) -> Vec<(&String, &Value)> {
-    let entries: Vec<(&String, &Value)> = map.iter().collect();
-    let keys: Vec<Vec<char>> = entries.iter().map(|(k, _)| k.chars().collect()).collect();
+fn sorted_entries(map: &Map<String, Value>) -> Vec<(Cow<'_, str>, &Value)> {
+    let entries: Vec<(Cow<'_, str>, &Value)> =
+        map.iter().map(|(k, v)| (fold_next_lines(k), v)).collect();
     let mut order: Vec<usize> = (0..entries.len()).collect();
-    merge_sort(&mut order, &|a, b| key_less(&keys[a], &keys[b]));
-    order.into_iter().map(|i| entries[i]).collect()
+    if entries.iter().all(|(k, _)| k.is_ascii()) {
+        // Byte positions are character positions: compare the bytes in place.
+        let keys: Vec<&[u8]> = entries.iter().map(|(k, _)| k.as_bytes()).collect();
+        merge_sort(&mut order, &|a, b| key_less(keys[a], keys[b]));
+    } else {
+        let keys: Vec<Vec<char>> = entries.iter().map(|(k, _)| k.chars().collect()).collect();
+        merge_sort(&mut order, &|a, b| key_less(&keys[a], &keys[b]));
+    }
+    let mut slots: Vec<Option<(Cow<'_, str>, &Value)>> = entries.into_iter().map(Some).collect();
+    order.into_iter().filter_map(|i| slots[i].take()).collect()
+}
+
+/// Go's JSON encoder leaves U+0085 (NEL) unescaped, and go-yaml, re-reading that JSON text as
+/// a double-quoted YAML scalar, takes it for a line break and folds it: the spaces around a run
+/// of NELs go, one NEL becomes a space, `n` NELs become `n - 1` newlines.
+fn fold_next_lines(s: &str) -> Cow<'_, str> {
+    if !s.contains('\u{85}') {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(pos) = rest.find('\u{85}') {
+        out.push_str(rest[..pos].trim_end_matches(' '));
+        let after = &rest[pos..];
+        let run_end = after
+            .find(|c| c != '\u{85}' && c != ' ')
+            .unwrap_or(after.len());
+        let breaks = after[..run_end].matches('\u{85}').count();
+        if breaks == 1 {
+            out.push(' ');
+        } else {
+            out.extend(std::iter::repeat_n('\n', breaks - 1));
+        }
+        rest = &after[run_end..];
+    }
+    out.push_str(rest);
+    Cow::Owned(out)
 }
 
 /// Stable merge sort (insertion sort for short runs) that tolerates inconsistent comparators.
@@ -634,26 +753,28 @@ pub(crate) fn key_order(a: &str, b: &str) -> Ordering {
     }
 }
 
-fn key_less(ar: &[char], br: &[char]) -> bool {
+fn key_less<T: Copy + Into<char>>(ar: &[T], br: &[T]) -> bool {
     for i in 0..ar.len().min(br.len()) {
-        if ar[i] == br[i] {
+        let (ac, bc): (char, char) = (ar[i].into(), br[i].into());
+        if ac == bc {
             continue;
         }
-        let al = ar[i].is_alphabetic();
-        let bl = br[i].is_alphabetic();
+        let al = ac.is_alphabetic();
+        let bl = bc.is_alphabetic();
         if al && bl {
-            return ar[i] < br[i];
+            return ac < bc;
         }
         if al || bl {
             return bl;
         }
         let (mut an, mut bn): (i64, i64) = (0, 0);
-        if ar[i] == '0' || br[i] == '0' {
+        if ac == '0' || bc == '0' {
             for j in (0..i).rev() {
-                if !ar[j].is_numeric() {
+                let cj: char = ar[j].into();
+                if !cj.is_numeric() {
                     break;
                 }
-                if ar[j] != '0' {
+                if cj != '0' {
                     an = 1;
                     bn = 1;
                     break;
@@ -668,16 +789,16 @@ fn key_less(ar: &[char], br: &[char]) -> bool {
         if ai != bi {
             return ai < bi;
         }
-        return ar[i] < br[i];
+        return ac < bc;
     }
     ar.len() < br.len()
 }
 
 /// Accumulate the digit run starting at `i` into `n` (wrapping like Go); return its end.
-fn digit_run(s: &[char], i: usize, n: &mut i64) -> usize {
+fn digit_run<T: Copy + Into<char>>(s: &[T], i: usize, n: &mut i64) -> usize {
     let mut k = i;
-    while k < s.len() && s[k].is_numeric() {
-        let d = i64::from(u32::from(s[k])) - i64::from(u32::from('0'));
+    while k < s.len() && s[k].into().is_numeric() {
+        let d = i64::from(u32::from(s[k].into())) - i64::from(u32::from('0'));
         *n = n.wrapping_mul(10).wrapping_add(d);
         k += 1;
     }

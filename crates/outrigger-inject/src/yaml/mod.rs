@@ -8,6 +8,15 @@
 //!   text of each document (for verbatim pass-through).
 //! - [`to_string`]: go-yaml v2 style emission (sorted keys, 2-space indent, sequences not indented
 //!   under their key, quoting of ambiguous strings, `|`/`|-` literal blocks), ends with `\n`.
+//!
+//! Layout: `resolve` (YAML 1.1 plain-scalar resolution shared by both directions), `parse`
+//! (events of yaml-rust2 → JSON), `split`, `emit` (port of go-yaml v2's encoder and libyaml's
+//! emitter), `gofmt` (Go's `%g` float formatting).
+//!
+//! Known differences from Go: a raw U+0085/U+2028/U+2029 in YAML input is content here, a line
+//! break for libyaml; key sets on which go-yaml's own key order is cyclic (`08`, `1:20`, `0x1F`)
+//! come out in some order (Go's varies from run to run); duplicate keys are always an error
+//! (go-yaml's strict mode) while a key set by a merge `<<` may still be overridden once.
 
 use serde_json::Value;
 

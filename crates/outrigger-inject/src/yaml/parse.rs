@@ -20,24 +20,54 @@ const MAX_NODES: usize = 20_000_000;
 /// The YAML core tag prefix that `!!` stands for.
 const CORE: &str = "tag:yaml.org,2002:";
 
+/// Retries allowed for tabs after `:` (see [`from_str`]).
+const MAX_TAB_FIXES: usize = 100;
+/// yaml-rust2's message for a tab separating `:` from a value.
+const TAB_AFTER_COLON: &str = "':' must be followed by a valid YAML whitespace";
+
 /// Parse one YAML document into JSON; see [`crate::yaml::from_str`].
+///
+/// libyaml accepts a tab between `:` and a value (`a:\t1`); yaml-rust2 rejects it. When that is
+/// the failure, the tabs at the reported spot are turned into spaces (same meaning) and the
+/// text is parsed again.
 pub(crate) fn from_str(text: &str) -> Result<Value> {
-    let mut l = Loader::new(text);
-    let (ev, mark) = l.next()?;
-    if ev != Event::StreamStart {
-        return Err(l.err(mark, "did not find expected <stream-start>"));
+    // A byte order mark at the start is not content (libyaml's reader drops it).
+    let text = text.strip_prefix('\u{FEFF}').unwrap_or(text);
+    let mut fixed: Option<String> = None;
+    for _ in 0..MAX_TAB_FIXES {
+        let current = fixed.as_deref().unwrap_or(text);
+        let mut l = Loader::new(current);
+        let result = l.document();
+        match (result, l.tab_after_colon) {
+            (Err(e), Some(mark)) => match untab_after_colon(current, mark) {
+                Some(next) => fixed = Some(next),
+                None => return Err(e),
+            },
+            (result, _) => return result,
+        }
     }
-    let (ev, mark) = l.next()?;
-    match ev {
-        Event::StreamEnd => return Ok(Value::Null),
-        Event::DocumentStart => {}
-        _ => return Err(l.err(mark, "did not find expected <document-start>")),
+    Err(Error::Yaml(
+        "yaml: too many tabs after ':' to repair".to_string(),
+    ))
+}
+
+/// Replace the tabs between a `:` and the position `mark` (just after them) by spaces.
+fn untab_after_colon(text: &str, mark: Marker) -> Option<String> {
+    let at = text
+        .char_indices()
+        .nth(mark.index())
+        .map_or(text.len(), |(i, _)| i);
+    let before = &text[..at];
+    let run = before.len() - before.trim_end_matches([' ', '\t']).len();
+    let start = at - run;
+    if run == 0 || !before[..start].ends_with(':') || !before[start..].contains('\t') {
+        return None;
     }
-    let (ev, mark) = l.next()?;
-    let value = l.node(ev, mark, 0)?;
-    l.expect_document_end()?;
-    l.expect_no_more_documents()?;
-    Ok(value)
+    let mut out = String::with_capacity(text.len());
+    out.push_str(&text[..start]);
+    out.push_str(&" ".repeat(run));
+    out.push_str(&text[at..]);
+    Some(out)
 }
 
 /// A mapping key after resolution.
@@ -55,6 +85,8 @@ struct Loader<'a> {
     anchors: HashMap<usize, (Value, usize)>,
     /// Present when the text lacks a final newline (see [`EofFix`]).
     eof_fix: Option<EofFix>,
+    /// Where yaml-rust2 stopped on a tab after `:` (see [`from_str`]).
+    tab_after_colon: Option<Marker>,
     /// Nodes decoded so far, alias expansions included.
     decoded: usize,
     /// Nodes decoded through aliases.
@@ -67,13 +99,38 @@ impl<'a> Loader<'a> {
             parser: Parser::new_from_str(text),
             anchors: HashMap::new(),
             eof_fix: EofFix::new(text),
+            tab_after_colon: None,
             decoded: 0,
             aliased: 0,
         }
     }
 
+    /// The whole stream: nothing, or one document (plus empty ones).
+    fn document(&mut self) -> Result<Value> {
+        let (ev, mark) = self.next()?;
+        if ev != Event::StreamStart {
+            return Err(self.err(mark, "did not find expected <stream-start>"));
+        }
+        let (ev, mark) = self.next()?;
+        match ev {
+            Event::StreamEnd => return Ok(Value::Null),
+            Event::DocumentStart => {}
+            _ => return Err(self.err(mark, "did not find expected <document-start>")),
+        }
+        let (ev, mark) = self.next()?;
+        let value = self.node(ev, mark, 0)?;
+        self.expect_document_end()?;
+        self.expect_no_more_documents()?;
+        Ok(value)
+    }
+
     fn next(&mut self) -> Result<(Event, Marker)> {
-        self.parser.next_token().map_err(scan_error)
+        self.parser.next_token().map_err(|e| {
+            if e.info() == TAB_AFTER_COLON {
+                self.tab_after_colon = Some(*e.marker());
+            }
+            scan_error(e)
+        })
     }
 
     fn err(&self, mark: Marker, msg: &str) -> Error {
@@ -178,11 +235,12 @@ impl<'a> Loader<'a> {
         }
     }
 
+    /// A mapping. Explicit keys may not repeat; a merge (`<<`) sets keys in document order (go-yaml
+    /// v2), and a key whose value came from a merge may be set explicitly afterwards.
     fn mapping(&mut self, depth: usize) -> Result<Map<String, Value>> {
         let mut map = Map::new();
-        // Keys written explicitly, tracked apart from `map` only once a merge key brought others
-        // in (until then they are exactly `map`'s keys).
-        let mut explicit: Option<HashSet<String>> = None;
+        // Keys whose current value came from a merge (allocates only when merges add keys).
+        let mut merged: HashSet<String> = HashSet::new();
         loop {
             let (ev, mark) = self.next()?;
             if ev == Event::MappingEnd {
@@ -193,15 +251,10 @@ impl<'a> Loader<'a> {
             let value = self.node(ev, vmark, depth + 1)?;
             match key {
                 Key::Merge => {
-                    explicit.get_or_insert_with(|| map.keys().cloned().collect());
-                    merge_into(&mut map, value).map_err(|m| self.err(vmark, m))?;
+                    merge_into(&mut map, &mut merged, value).map_err(|m| self.err(vmark, m))?
                 }
                 Key::Name(name) => {
-                    let duplicate = match explicit.as_mut() {
-                        None => map.contains_key(&name),
-                        Some(keys) => !keys.insert(name.clone()),
-                    };
-                    if duplicate {
+                    if map.contains_key(&name) && !merged.remove(&name) {
                         return Err(
                             self.err(mark, &format!("key {} already set in map", go_quote(&name)))
                         );
@@ -287,14 +340,25 @@ fn allowed_alias_ratio(decoded: usize) -> f64 {
 }
 
 /// go-yaml v2 merge: a mapping, or a sequence of mappings applied last-to-first; merged keys
-/// overwrite keys already present (v2 processes keys in document order).
-fn merge_into(map: &mut Map<String, Value>, value: Value) -> std::result::Result<(), &'static str> {
+/// overwrite keys already present (v2 processes keys in document order). Keys new to `map` are
+/// recorded in `merged`.
+fn merge_into(
+    map: &mut Map<String, Value>,
+    merged: &mut HashSet<String>,
+    value: Value,
+) -> std::result::Result<(), &'static str> {
     const WANT_MAP: &str = "map merge requires map or sequence of maps as the value";
+    let mut apply = |m: Map<String, Value>| {
+        for (k, v) in m {
+            if !map.contains_key(&k) {
+                merged.insert(k.clone());
+            }
+            map.insert(k, v);
+        }
+    };
     match value {
         Value::Object(m) => {
-            for (k, v) in m {
-                map.insert(k, v);
-            }
+            apply(m);
             Ok(())
         }
         Value::Array(items) => {
@@ -303,9 +367,7 @@ fn merge_into(map: &mut Map<String, Value>, value: Value) -> std::result::Result
             }
             for item in items.into_iter().rev() {
                 if let Value::Object(m) = item {
-                    for (k, v) in m {
-                        map.insert(k, v);
-                    }
+                    apply(m);
                 }
             }
             Ok(())

@@ -76,7 +76,11 @@ fn resolve_number(s: &str) -> Resolved {
     if is_timestamp(s) {
         return Resolved::Timestamp;
     }
-    let plain: String = s.chars().filter(|&c| c != '_').collect();
+    let plain: std::borrow::Cow<'_, str> = if s.contains('_') {
+        s.replace('_', "").into()
+    } else {
+        s.into()
+    };
     if let Some(i) = go_parse_int(&plain) {
         return Resolved::Int(i);
     }

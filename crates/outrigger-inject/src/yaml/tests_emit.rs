@@ -97,7 +97,6 @@ fn string_quoting_matches_go_yaml() {
             "--log_output_level=default:info\n",
         ),
         ("'{\"a\":1}'", "'''{\"a\":1}'''\n"),
-        ("\u{85}", "\"\\N\"\n"),
         ("\u{2028}x", "'\u{2028}  x'\n"),
         ("a\u{d}b", "\"a\\rb\"\n"),
         ("\u{0}", "\"\\0\"\n"),
@@ -362,4 +361,25 @@ fn merge_key_string_round_trips() {
     let text = crate::yaml::to_string(&v);
     assert_eq!(text, "\"<<\": a\nb: \"<<\"\n");
     assert_eq!(crate::yaml::from_str(&text).unwrap(), v);
+}
+
+#[test]
+fn next_line_characters_fold_as_after_go_json() {
+    // Go's JSON leaves U+0085 raw and go-yaml folds it when re-reading the JSON text.
+    let cases: &[(&str, &str)] = &[
+        ("\u{85}", "' '\n"),
+        ("a\u{85}b", "a b\n"),
+        ("a \u{85}  b", "a b\n"),
+        ("a\u{85}\u{85}b", "|-\n  a\n  b\n"),
+        ("a\u{85} \u{85}b", "|-\n  a\n  b\n"),
+        ("\u{85}a", "' a'\n"),
+        ("a\u{85}", "'a '\n"),
+        ("x\u{85}\u{85}", "|\n  x\n"),
+        ("a\tb\u{85}c", "\"a\\tb c\"\n"),
+        (" \u{85} ", "' '\n"),
+    ];
+    for &(s, want) in cases {
+        assert_eq!(emit_value(json!(s)), want, "string {s:?}");
+    }
+    assert_eq!(to_string(&json!({"a\u{85}b": 1})), "a b: 1\n");
 }

@@ -223,3 +223,46 @@ fn block_scalar_at_end_of_text_without_newline() {
     assert_eq!(ok("a: |\r\n  x\r\n  y"), json!({"a":"x\ny"}));
     assert_eq!(ok("a: |\n  x\n"), json!({"a":"x\n"}));
 }
+
+#[test]
+fn merged_keys_may_be_overridden_once() {
+    // A key set by a merge may be set explicitly afterwards (the usual override pattern)...
+    let v = ok("b: &b {p: 1, q: 2}\nm:\n  <<: *b\n  q: 3\n");
+    assert_eq!(v["m"], json!({"p":1,"q":3}));
+    // ...but an explicit key still may not repeat, merge or not.
+    assert!(err("b: &b {p: 1}\nm:\n  <<: *b\n  p: 2\n  p: 3\n").contains("already set"));
+    assert!(err("b: &b {p: 1}\nm:\n  p: 2\n  <<: *b\n  p: 3\n").contains("already set"));
+    // A merge key written with the explicit tag.
+    assert_eq!(
+        ok("b: &b {p: 1}\nm:\n  !!merge <<: *b\n")["m"],
+        json!({"p":1})
+    );
+    // A quoted `<<` is an ordinary key.
+    assert_eq!(ok("m:\n  '<<': 1\n")["m"], json!({"<<":1}));
+}
+
+#[test]
+fn keys_from_other_scalars() {
+    // go-yaml formats float keys with float32 precision.
+    assert_eq!(ok("0.1: a\n1e3: b\n")["0.1"], json!("a"));
+    assert_eq!(ok("0.1: a\n1e3: b\n")["1000"], json!("b"));
+    assert!(err("18446744073709551615: a\n").contains("unsupported map key"));
+    // An alias as a key.
+    assert_eq!(ok("a: &k x\n*k : z\n"), json!({"a":"x","x":"z"}));
+}
+
+#[test]
+fn leading_byte_order_mark_is_ignored() {
+    assert_eq!(ok("\u{FEFF}a: 1\n"), json!({"a":1}));
+    assert_eq!(ok("\u{FEFF}"), Value::Null);
+}
+
+#[test]
+fn tab_after_colon_is_a_separator() {
+    assert_eq!(
+        ok("a:\t1\nb:\t\tx\nc: \"q:\tw\"\n"),
+        json!({"a":1,"b":"x","c":"q:\tw"})
+    );
+    assert_eq!(ok("a: x\ty\n"), json!({"a":"x\ty"}));
+    assert!(err("a:\n\t- x\n").starts_with("yaml: line 2:"));
+}
