@@ -542,7 +542,15 @@ pub fn field<'a>(v: &V<'a>, name: &str) -> Result<V<'a>, String> {
             (PairKind::DeploymentMeta, "String") => Ok(V::string(format!("{a}/{b}"))),
             _ => Err(cant(v, name)),
         },
-        V::K8s { st, json, .. } => k8s_lookup(st, *json, name).ok_or_else(|| cant(v, name)),
+        V::K8s { ty, st, json, .. } => k8s_lookup(st, *json, name)
+            .or_else(|| {
+                // metav1.Object accessors (GetName, GetAnnotations, ...) on ObjectMeta.
+                let f = name
+                    .strip_prefix("Get")
+                    .filter(|_| *ty == "metav1.ObjectMeta")?;
+                k8s_lookup(st, *json, f)
+            })
+            .ok_or_else(|| cant(v, name)),
         V::NilPtr(t) => Err(format!(
             "nil pointer evaluating *{}.{name}",
             super::value::k8s_go_name(t)

@@ -192,12 +192,14 @@ fn def(m: &mut Table, name: &'static str, params: &'static [P], variadic: Option
 
 fn build() -> Table {
     let mut m = Table::default();
-    // Sprig first (every name parses; unimplemented ones fail at execution).
+    // Go consults the template's FuncMap before its builtins, so Sprig's `slice` wins; Istio's
+    // map is merged last (`indent`, `contains`, `env`, `omit` override Sprig's).
+    builtins(&mut m);
+    // Every Sprig name parses; unimplemented ones fail at execution.
     for name in sprig::SPRIG_NAMES {
         def(&mut m, name, &[], Some(P::Any), not_implemented_stub);
     }
     sprig::register_all(&mut m);
-    builtins(&mut m);
     istio(&mut m);
     m
 }

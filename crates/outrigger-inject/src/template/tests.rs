@@ -291,6 +291,20 @@ fn truthiness() {
 }
 
 #[test]
+fn template_is_send_and_sync() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Template>();
+}
+
+#[test]
+fn object_meta_accessors() {
+    let mut fx = Fx::new(values());
+    fx.meta = json!({"name": "p", "annotations": {"a": "b"}});
+    assert_eq!(fx.ok("{{ .ObjectMeta.GetName }}|{{ .ObjectMeta.GetAnnotations }}|{{ .ObjectMeta.GetLabels }}"), "p|map[a:b]|map[]");
+    assert_eq!(fx.ok("{{ .DeploymentMeta.String }}"), "default/hello");
+}
+
+#[test]
 fn scalar_pointers() {
     let mut fx = Fx::new(values());
     fx.spec = json!({"automountServiceAccountToken": false, "terminationGracePeriodSeconds": 30});
@@ -750,6 +764,14 @@ fn sprig_common() {
         fx.ok("{{ toPrettyJson (dict \"a\" \"<\") }}"),
         "{\n  \"a\": \"\\u003c\"\n}"
     );
+    assert_eq!(
+        fx.ok("{{ snakecase \"FooBar baz\" }}|{{ kebabcase \"fooBar\" }}|{{ camelcase \"foo_bar\" }}|{{ swapcase \"aB\" }}"),
+        "foo_bar_baz|foo-bar|FooBar|Ab"
+    );
+    assert_eq!(
+        fx.ok("{{ abbrev 5 \"hello world\" }}|{{ dir \"/a/b\" }}|{{ initials \"a b\" }}"),
+        "he...|/a|ab"
+    );
 }
 
 #[test]
@@ -785,10 +807,14 @@ fn builtins_go_semantics() {
         fx.ok("{{ html \"<a&b>\" }}{{ urlquery \"a b&\" }}{{ js \"'\" }}"),
         "&lt;a&amp;b&gt;a+b%26\\'"
     );
+    // Sprig's `slice` overrides the builtin (Go consults the FuncMap first): lists only.
     assert_eq!(
-        fx.ok("{{ slice \"abcd\" 1 3 }}{{ slice .Values.list 1 }}"),
-        "bc[a c]"
+        fx.ok("{{ slice .Values.list 1 }}{{ slice .Values.list 0 2 }}"),
+        "[a c][b a]"
     );
+    assert!(fx
+        .err("{{ slice \"abcd\" 1 3 }}")
+        .contains("error calling slice: list should be type of slice or array but string"));
     assert_eq!(
         fx.ok("{{ not .Values.missing }}{{ eq 1 2 1 }}{{ eq \"a\" \"a\" }}"),
         "truetruetrue"
