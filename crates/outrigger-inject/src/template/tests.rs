@@ -1133,7 +1133,10 @@ fn sidecar_render_is_fast() {
     let fx = hello_fixture(&root);
     let data = hello_data(&fx);
     let t = Template::parse("sidecar", &body).expect("sidecar parses");
-    let n = 500;
+    let n: u32 = std::env::var("OUTRIGGER_RENDER_N")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(500);
     let start = std::time::Instant::now();
     for _ in 0..n {
         assert!(t.render(&data).is_ok());
