@@ -7,9 +7,20 @@
 //!
 //! CONTRACT (owned by the template-engine work stream):
 //! - [`Template::parse`] parses a template source; errors name the template and line
-//!   (`template: NAME:LINE: ...`). Unknown function names are parse errors, as in Go.
+//!   (`template: NAME:LINE: ...`). Unknown function names and undeclared variables are parse
+//!   errors, as in Go.
 //! - [`Template::render`] executes it with [`TemplateData`]; errors are Go-shaped
 //!   (`template: inject:LINE:COL: executing "inject" at <...>: ...`).
+//!
+//! Layout: `value` (the value model: lazy views over the pod/proto JSON), `exec` (the
+//! executor), `funcs` (argument conversion against Go parameter types, Go builtins, Istio
+//! functions), `sprig` (Sprig v3: every name parses, the common ones are implemented, the rest
+//! fail with `error calling X: not implemented by outrigger`), `printf` (`fmt.Sprintf`), `gofmt`
+//! (float `%v`, `strconv.Quote`, `time.Duration`).
+//!
+//! gotmpl 0.6.1 trims the text *after* `{{- /* ... */}}` (Go trims only before): such comments
+//! are rewritten before parsing into the equivalent empty action `{{- ""   }}`, padded so that
+//! byte offsets and line numbers stay those of the original source.
 
 use std::collections::HashMap;
 

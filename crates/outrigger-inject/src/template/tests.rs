@@ -1098,25 +1098,9 @@ fn corpus_hello_sidecar_renders() {
     };
     let golden =
         std::fs::read_to_string(root.join("cases/hello.yaml.injected")).unwrap_or_default();
-    let real = std::panic::catch_unwind(|| render_hello_sidecar(&root, &body));
-    match real {
-        Ok(r) => match r {
-            Ok(out) => check_hello_fragments(&out, &golden),
-            Err(e) => panic!("sidecar render failed: {e}"),
-        },
-        Err(_) => {
-            // Cross-stream encoders (yaml/k8s/mesh) are still `todo!()` on this branch: check
-            // the engine itself with Sprig's JSON encoders standing in (JSON is valid YAML).
-            eprintln!("yaml/k8s/mesh encoders not available yet: rendering with stand-ins");
-            let body = body
-                .replace("toYaml", "toJson")
-                .replace("structToJSON", "toRawJson")
-                .replace("protoToJSON .ProxyConfig", "toRawJson (dict)");
-            match render_hello_sidecar(&root, &body) {
-                Ok(out) => check_hello_fragments(&out, &golden),
-                Err(e) => panic!("sidecar render failed: {e}"),
-            }
-        }
+    match render_hello_sidecar(&root, &body) {
+        Ok(out) => check_hello_fragments(&out, &golden),
+        Err(e) => panic!("sidecar render failed: {e}"),
     }
 }
 
@@ -1126,10 +1110,6 @@ fn sidecar_render_is_fast() {
     let Some(body) = sidecar_body(&root) else {
         return;
     };
-    let body = body
-        .replace("toYaml", "toJson")
-        .replace("structToJSON", "toRawJson")
-        .replace("protoToJSON .ProxyConfig", "toRawJson (dict)");
     let fx = hello_fixture(&root);
     let data = hello_data(&fx);
     let t = Template::parse("sidecar", &body).expect("sidecar parses");
@@ -1143,14 +1123,6 @@ fn sidecar_render_is_fast() {
     }
     let per = start.elapsed() / n;
     eprintln!("sidecar render: {per:?} per render");
-}
-
-/// Replace cross-stream encoders by Sprig JSON stand-ins (JSON is valid YAML) while the
-/// yaml/k8s/mesh streams have not landed.
-fn with_standins(body: &str) -> String {
-    body.replace("toYaml", "toJson")
-        .replace("structToJSON", "toRawJson")
-        .replace("protoToJSON .ProxyConfig", "toRawJson (dict)")
 }
 
 #[test]
@@ -1177,7 +1149,7 @@ fn corpus_injector_templates_render_for_every_settings_variant() {
             ) {
                 continue;
             }
-            let t = Template::parse(&name, &with_standins(&body)).expect("corpus template parses");
+            let t = Template::parse(&name, &body).expect("corpus template parses");
             match t.render(&hello_data(&fx)) {
                 Ok(out) => assert!(!out.is_empty()),
                 Err(e) => panic!("{}: {name}: {e}", d.path().display()),
