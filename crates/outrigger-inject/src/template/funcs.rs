@@ -542,9 +542,6 @@ fn js_escape(s: &str) -> String {
             '>' => o.push_str("\\u003E"),
             '&' => o.push_str("\\u0026"),
             '=' => o.push_str("\\u003D"),
-            '\n' => o.push_str("\\n"),
-            '\r' => o.push_str("\\r"),
-            '\t' => o.push_str("\\t"),
             c if (c as u32) < 0x20 => o.push_str(&format!("\\u{:04X}", c as u32)),
             c => o.push(c),
         }

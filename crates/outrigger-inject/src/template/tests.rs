@@ -1159,3 +1159,45 @@ fn corpus_injector_templates_render_for_every_settings_variant() {
     }
     assert!(rendered >= 4);
 }
+
+/// Outputs produced by Go's own text/template (Debian golang-go) for the same `.Values` data.
+#[test]
+fn outputs_verified_against_go() {
+    let mut v = values();
+    v["m"] = json!({"b": 2, "a": 1});
+    let fx = Fx::new(v);
+    let cases = [
+        ("{{-3}}|{{ 1e6 }}|{{ 1.5e-7 }}|{{ 100000.5 }}", "-3|1e+06|1.5e-07|100000.5"),
+        ("{{ printf \"%v %v %g\" 1e6 0.1 123456789.0 }}", "1e+06 0.1 1.23456789e+08"),
+        ("{{ printf \"%5.1f|%x|%X|%o|%c|%08.3f\" 3.14159 255 255 8 65 3.14159 }}", "  3.1|ff|FF|10|A|0003.142"),
+        ("{{ range $i, $e := .Values.list }}{{ if eq $i 1 }}{{ break }}{{ end }}{{ $e }}{{ end }}", "b"),
+        ("{{ \"a\\tb\\u00e9\\u0001\" | printf \"%q\" }}", "\"a\\tbé\\x01\""),
+        ("{{ print nil }}|{{ println 1 2 }}|{{ print \"a\" \"b\" 1 2 \"c\" }}", "<nil>|1 2\n|ab1 2c"),
+        ("{{ len .Values.pilot }}|{{ index .Values.pilot.env \"X\" }}|{{ index .Values.pilot.env \"ENABLE_CLUSTER_TRUST_BUNDLE_API\" }}", "2|<no value>|true"),
+        ("{{ printf \"%d\" .Values.x }}|{{ printf \"%s\" .Values.list }}|{{ printf \"%v\" .Values.m }}", "%!d(float64=2e+06)|[b a c]|map[a:1 b:2]"),
+        ("{{ printf \"%t\" 1 }}|{{ printf \"%d\" true }}|{{ printf \"%q\" 65 }}", "%!t(int=1)|%!d(bool=true)|'A'"),
+        ("a\n  {{- /* x */}}\nb\n{{- /* y */ -}}\n  c {{/* z */ -}}   d", "a\nbc d"),
+        ("{{ $x := .Values.list }}{{ $x }}{{ with $y := .Values.m }}{{ $y.a }}{{ end }}", "[b a c]1"),
+        ("{{ if and .Values.list (eq (len .Values.list) 3) }}yes{{ end }}", "yes"),
+        ("{{ or .Values.missing .Values.revision \"\" }}|{{ and .Values.list .Values.revision }}", "|<no value>"),
+        ("{{ eq \"a\" \"b\" \"a\" }}|{{ ne 1 2 }}|{{ lt 1.5 2.5 }}|{{ le \"a\" \"a\" }}", "true|true|true|true"),
+        ("{{ not 0 }}{{ not \"\" }}{{ not .Values.list }}", "truetruefalse"),
+        ("{{ .Values.global.proxy }}", "map[excludeInboundPorts: startupProbe:map[enabled:true failureThreshold:600] statusPort:15020]"),
+    ];
+    for (src, want) in cases {
+        assert_eq!(fx.ok(src), want, "{src}");
+    }
+    assert_eq!(fx.ok("{{ js \"a\\nb=c\" }}"), "a\\u000Ab\\u003Dc");
+    let e = fx.err("{{ eq .Values.x 2000000 }}");
+    assert!(
+        e.ends_with(
+            "at <eq .Values.x 2000000>: error calling eq: incompatible types for comparison"
+        ),
+        "{e}"
+    );
+    let e = fx.err("{{ len .Values.missing }}");
+    assert!(
+        e.ends_with("error calling len: reflect: call of reflect.Value.Type on zero Value"),
+        "{e}"
+    );
+}
