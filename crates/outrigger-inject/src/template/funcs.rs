@@ -646,9 +646,11 @@ fn istio(m: &mut Table) {
     });
     def(m, "toYaml", &[Any], None, |a| Ok(V::string(to_yaml(&a[0]))));
     def(m, "indent", &[Int, Str], None, |a| {
-        let n = as_i(&a[0]);
-        let pad = " ".repeat(n.unsigned_abs().min(1 << 20) as usize);
-        Ok(V::string(str_of(&a[1]).replace('\n', &format!("\n{pad}"))))
+        let n = usize::try_from(as_i(&a[0]).unsigned_abs()).unwrap_or(usize::MAX);
+        let s = str_of(&a[1]);
+        check_size(s.len(), s.matches('\n').count(), n)?;
+        let pad = " ".repeat(n);
+        Ok(V::string(s.replace('\n', &format!("\n{pad}"))))
     });
     def(m, "directory", &[Str], None, |a| {
         let s = str_of(&a[0]);
@@ -997,6 +999,17 @@ fn image_version(image: &str) -> Option<String> {
         (true, false) => Some(digest.to_string()),
         (false, true) => Some(tag.to_string()),
         (true, true) => None,
+    }
+}
+
+/// Largest string a function may build (a guard against memory exhaustion; Go has none).
+pub const MAX_OUTPUT: usize = 64 << 20;
+
+/// Fail when `base + copies * each` bytes would exceed [`MAX_OUTPUT`].
+pub fn check_size(base: usize, copies: usize, each: usize) -> R<()> {
+    match copies.checked_mul(each).and_then(|x| x.checked_add(base)) {
+        Some(n) if n <= MAX_OUTPUT => Ok(()),
+        _ => Err(format!("result exceeds {MAX_OUTPUT} bytes")),
     }
 }
 

@@ -33,7 +33,12 @@ pub fn sprintf(format: &str, args: &[V<'_>]) -> String {
         let mut width: Option<usize> = None;
         while let Some(&(_, d)) = chars.peek() {
             if let Some(n) = d.to_digit(10) {
-                width = Some(width.unwrap_or(0) * 10 + n as usize);
+                width = Some(
+                    width
+                        .unwrap_or(0)
+                        .saturating_mul(10)
+                        .saturating_add(n as usize),
+                );
                 chars.next();
             } else {
                 break;
@@ -45,12 +50,25 @@ pub fn sprintf(format: &str, args: &[V<'_>]) -> String {
             prec = Some(0);
             while let Some(&(_, d)) = chars.peek() {
                 if let Some(n) = d.to_digit(10) {
-                    prec = Some(prec.unwrap_or(0) * 10 + n as usize);
+                    prec = Some(
+                        prec.unwrap_or(0)
+                            .saturating_mul(10)
+                            .saturating_add(n as usize),
+                    );
                     chars.next();
                 } else {
                     break;
                 }
             }
+        }
+        // Go rejects literal widths above 1e6 (and formats without one); a precision above
+        // 1e6 becomes 0.
+        if width.is_some_and(|w| w > 1_000_000) {
+            out.push_str("%!(BADWIDTH)");
+            width = None;
+        }
+        if prec.is_some_and(|p| p > 1_000_000) {
+            prec = Some(0);
         }
         let Some((_, verb)) = chars.next() else {
             out.push_str("%!(NOVERB)");

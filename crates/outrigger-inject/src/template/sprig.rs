@@ -518,16 +518,19 @@ fn register_strings(m: &mut Table) {
         Ok(V::string(q.join(" ")))
     });
     register(m, "nindent", &[Int, Str], None, |a| {
-        let pad = " ".repeat(to_i64(&a[0]).clamp(0, 1 << 20) as usize);
+        let n = usize::try_from(to_i64(&a[0]).max(0)).unwrap_or(usize::MAX);
+        let s = str_of(&a[1]);
+        super::funcs::check_size(s.len() + 1, s.matches('\n').count() + 1, n)?;
+        let pad = " ".repeat(n);
         Ok(V::string(format!(
             "\n{pad}{}",
             str_of(&a[1]).replace('\n', &format!("\n{pad}"))
         )))
     });
     register(m, "repeat", &[Int, Str], None, |a| {
-        Ok(V::string(
-            str_of(&a[1]).repeat(to_i64(&a[0]).clamp(0, 1 << 20) as usize),
-        ))
+        let n = usize::try_from(to_i64(&a[0]).max(0)).unwrap_or(usize::MAX);
+        super::funcs::check_size(0, n, str_of(&a[1]).len())?;
+        Ok(V::string(str_of(&a[1]).repeat(n)))
     });
     register(m, "substr", &[Int, Int, Str], None, |a| {
         let s = str_of(&a[2]).as_bytes();

@@ -291,6 +291,24 @@ fn truthiness() {
 }
 
 #[test]
+fn resource_guards() {
+    let fx = Fx::new(values());
+    assert!(fx
+        .err("{{ repeat 100000000 \"abcdefgh\" }}")
+        .contains("error calling repeat: result exceeds"));
+    assert!(fx
+        .err("{{ nindent 100000000 \"a\\nb\" }}")
+        .contains("error calling nindent: result exceeds"));
+    assert_eq!(fx.ok("{{ printf \"%99999999d\" 1 }}"), "%!(BADWIDTH)1");
+    assert_eq!(
+        fx.ok("{{ range 100000000000 }}{{ if eq . 2 }}{{ break }}{{ end }}{{ . }}{{ end }}"),
+        "01"
+    );
+    let e = fx.err("{{ define \"r\" }}{{ template \"r\" . }}{{ end }}{{ template \"r\" . }}");
+    assert!(e.contains("exceeded maximum template depth"), "{e}");
+}
+
+#[test]
 fn template_is_send_and_sync() {
     fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<Template>();
