@@ -30,6 +30,7 @@ pub fn sprintf(format: &str, args: &[V<'_>]) -> String {
             }
             chars.next();
         }
+        let mut overflow = false;
         let mut width: Option<usize> = None;
         while let Some(&(_, d)) = chars.peek() {
             if let Some(n) = d.to_digit(10) {
@@ -61,14 +62,10 @@ pub fn sprintf(format: &str, args: &[V<'_>]) -> String {
                 }
             }
         }
-        // Go rejects literal widths above 1e6 (and formats without one); a precision above
-        // 1e6 becomes 0.
-        if width.is_some_and(|w| w > 1_000_000) {
-            out.push_str("%!(BADWIDTH)");
-            width = None;
-        }
-        if prec.is_some_and(|p| p > 1_000_000) {
-            prec = Some(0);
+        // Go's parsenum gives up on numbers above 1e6 and skips to the end of the format.
+        if overflow {
+            out.push_str("%!(NOVERB)");
+            break;
         }
         let Some((_, verb)) = chars.next() else {
             out.push_str("%!(NOVERB)");

@@ -299,7 +299,15 @@ fn resource_guards() {
     assert!(fx
         .err("{{ nindent 100000000 \"a\\nb\" }}")
         .contains("error calling nindent: result exceeds"));
-    assert_eq!(fx.ok("{{ printf \"%99999999d\" 1 }}"), "%!(BADWIDTH)1");
+    // Go: `%!(NOVERB)%!(EXTRA int=1)` (checked with Go's fmt).
+    assert_eq!(
+        fx.ok("{{ printf \"%99999999d\" 1 }}"),
+        "%!(NOVERB)%!(EXTRA int=1)"
+    );
+    assert_eq!(
+        fx.ok("{{ printf \"%.99999999f\" 1.5 }}"),
+        "%!(NOVERB)%!(EXTRA float64=1.5)"
+    );
     assert_eq!(
         fx.ok("{{ range 100000000000 }}{{ if eq . 2 }}{{ break }}{{ end }}{{ . }}{{ end }}"),
         "01"
