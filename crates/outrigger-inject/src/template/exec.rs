@@ -14,8 +14,9 @@ use super::value::{
 use super::{Template, TemplateData};
 use crate::schema;
 
-/// Maximum `template` call depth (Go uses 100000; ours is enough for real templates).
-const MAX_DEPTH: usize = 1000;
+/// Maximum `template` call depth (Go uses 100000 on growable stacks; ours keeps the native
+/// stack safe and is far above what real templates use).
+const MAX_DEPTH: usize = 200;
 
 /// Control flow out of a list: `break` / `continue`.
 enum Ctl {
@@ -158,7 +159,37 @@ impl<'t> Exec<'t> {
         let mark = self.vars.len();
         // Evaluate without binding the declared loop variables.
         let v = self.eval_pipe_raw(&b.pipe, dot)?;
-        let items: Vec<(V<'t>, V<'t>)> = match self.range_items(&v) {
+        let r = match v {
+            // Integers iterate lazily (no item list for `range 1000000000`).
+            V::Int(n, _) if n > 0 => {
+                let mut res = Ok(None);
+                for i in 0..n {
+                    let x = V::Int(i, IntTy::Int);
+                    match self.range_iteration(b, x.clone(), x, mark) {
+                        Ok(true) => {}
+                        Ok(false) => break,
+                        Err(e) => {
+                            res = Err(e);
+                            break;
+                        }
+                    }
+                }
+                res
+            }
+            v => self.range_list(b, &v, dot, mark),
+        };
+        self.vars.truncate(mark);
+        r
+    }
+
+    fn range_list(
+        &mut self,
+        b: &'t BranchNode,
+        v: &V<'t>,
+        dot: &V<'t>,
+        mark: usize,
+    ) -> R<Option<Ctl>> {
+        let items: Vec<(V<'t>, V<'t>)> = match self.range_items(v) {
             Ok(items) => items,
             Err(m) => {
                 // Go reports the last node evaluated by the pipeline.
@@ -169,31 +200,33 @@ impl<'t> Exec<'t> {
                 });
             }
         };
-        let r = if items.is_empty() {
-            match &b.else_body {
+        if items.is_empty() {
+            return match &b.else_body {
                 Some(e) => self.walk_list(e, dot),
                 None => Ok(None),
+            };
+        }
+        for (k, elem) in items {
+            if !self.range_iteration(b, k, elem, mark)? {
+                break;
             }
-        } else {
-            let mut res = Ok(None);
-            for (k, elem) in items {
-                let inner = self.vars.len();
-                self.bind_range_vars(&b.pipe, k, elem.clone());
-                let r = self.walk_list(&b.body, &elem);
-                self.vars.truncate(inner.max(mark));
-                match r {
-                    Ok(Some(Ctl::Break)) => break,
-                    Ok(_) => {}
-                    Err(e) => {
-                        res = Err(e);
-                        break;
-                    }
-                }
-            }
-            res
-        };
-        self.vars.truncate(mark);
-        r
+        }
+        Ok(None)
+    }
+
+    /// One iteration of a range body; false when the loop must stop (`break`).
+    fn range_iteration(
+        &mut self,
+        b: &'t BranchNode,
+        k: V<'t>,
+        elem: V<'t>,
+        mark: usize,
+    ) -> R<bool> {
+        let inner = self.vars.len().max(mark);
+        self.bind_range_vars(&b.pipe, k, elem.clone());
+        let r = self.walk_list(&b.body, &elem);
+        self.vars.truncate(inner);
+        Ok(!matches!(r?, Some(Ctl::Break)))
     }
 
     fn bind_range_vars(&mut self, pipe: &'t PipeNode, k: V<'t>, elem: V<'t>) {
@@ -266,9 +299,7 @@ impl<'t> Exec<'t> {
                 .enumerate()
                 .map(|(i, j)| (idx(i), super::value::proto_scalar(f, Some(j))))
                 .collect(),
-            V::Int(n, _) => (0..(*n).max(0))
-                .map(|i| (V::Int(i, IntTy::Int), V::Int(i, IntTy::Int)))
-                .collect(),
+            V::Int(..) => vec![],
             other => return Err(format!("range can't iterate over {}", other.sprint())),
         })
     }
@@ -542,7 +573,15 @@ pub fn field<'a>(v: &V<'a>, name: &str) -> Result<V<'a>, String> {
             (PairKind::DeploymentMeta, "String") => Ok(V::string(format!("{a}/{b}"))),
             _ => Err(cant(v, name)),
         },
-        V::K8s { st, json, .. } => k8s_lookup(st, *json, name).ok_or_else(|| cant(v, name)),
+        V::K8s { ty, st, json, .. } => k8s_lookup(st, *json, name)
+            .or_else(|| {
+                // metav1.Object accessors (GetName, GetAnnotations, ...) on ObjectMeta.
+                let f = name
+                    .strip_prefix("Get")
+                    .filter(|_| *ty == "metav1.ObjectMeta")?;
+                k8s_lookup(st, *json, f)
+            })
+            .ok_or_else(|| cant(v, name)),
         V::NilPtr(t) => Err(format!(
             "nil pointer evaluating *{}.{name}",
             super::value::k8s_go_name(t)

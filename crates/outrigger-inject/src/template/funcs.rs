@@ -192,12 +192,14 @@ fn def(m: &mut Table, name: &'static str, params: &'static [P], variadic: Option
 
 fn build() -> Table {
     let mut m = Table::default();
-    // Sprig first (every name parses; unimplemented ones fail at execution).
+    // Go consults the template's FuncMap before its builtins, so Sprig's `slice` wins; Istio's
+    // map is merged last (`indent`, `contains`, `env`, `omit` override Sprig's).
+    builtins(&mut m);
+    // Every Sprig name parses; unimplemented ones fail at execution.
     for name in sprig::SPRIG_NAMES {
         def(&mut m, name, &[], Some(P::Any), not_implemented_stub);
     }
     sprig::register_all(&mut m);
-    builtins(&mut m);
     istio(&mut m);
     m
 }
@@ -540,9 +542,6 @@ fn js_escape(s: &str) -> String {
             '>' => o.push_str("\\u003E"),
             '&' => o.push_str("\\u0026"),
             '=' => o.push_str("\\u003D"),
-            '\n' => o.push_str("\\n"),
-            '\r' => o.push_str("\\r"),
-            '\t' => o.push_str("\\t"),
             c if (c as u32) < 0x20 => o.push_str(&format!("\\u{:04X}", c as u32)),
             c => o.push(c),
         }
@@ -647,9 +646,11 @@ fn istio(m: &mut Table) {
     });
     def(m, "toYaml", &[Any], None, |a| Ok(V::string(to_yaml(&a[0]))));
     def(m, "indent", &[Int, Str], None, |a| {
-        let n = as_i(&a[0]);
-        let pad = " ".repeat(n.unsigned_abs().min(1 << 20) as usize);
-        Ok(V::string(str_of(&a[1]).replace('\n', &format!("\n{pad}"))))
+        let n = usize::try_from(as_i(&a[0]).unsigned_abs()).unwrap_or(usize::MAX);
+        let s = str_of(&a[1]);
+        check_size(s.len(), s.matches('\n').count(), n)?;
+        let pad = " ".repeat(n);
+        Ok(V::string(s.replace('\n', &format!("\n{pad}"))))
     });
     def(m, "directory", &[Str], None, |a| {
         let s = str_of(&a[0]);
@@ -998,6 +999,17 @@ fn image_version(image: &str) -> Option<String> {
         (true, false) => Some(digest.to_string()),
         (false, true) => Some(tag.to_string()),
         (true, true) => None,
+    }
+}
+
+/// Largest string a function may build (a guard against memory exhaustion; Go has none).
+pub const MAX_OUTPUT: usize = 64 << 20;
+
+/// Fail when `base + copies * each` bytes would exceed [`MAX_OUTPUT`].
+pub fn check_size(base: usize, copies: usize, each: usize) -> R<()> {
+    match copies.checked_mul(each).and_then(|x| x.checked_add(base)) {
+        Some(n) if n <= MAX_OUTPUT => Ok(()),
+        _ => Err(format!("result exceeds {MAX_OUTPUT} bytes")),
     }
 }
 

@@ -7,9 +7,20 @@
 //!
 //! CONTRACT (owned by the template-engine work stream):
 //! - [`Template::parse`] parses a template source; errors name the template and line
-//!   (`template: NAME:LINE: ...`). Unknown function names are parse errors, as in Go.
+//!   (`template: NAME:LINE: ...`). Unknown function names and undeclared variables are parse
+//!   errors, as in Go.
 //! - [`Template::render`] executes it with [`TemplateData`]; errors are Go-shaped
 //!   (`template: inject:LINE:COL: executing "inject" at <...>: ...`).
+//!
+//! Layout: `value` (the value model: lazy views over the pod/proto JSON), `exec` (the
+//! executor), `funcs` (argument conversion against Go parameter types, Go builtins, Istio
+//! functions), `sprig` (Sprig v3: every name parses, the common ones are implemented, the rest
+//! fail with `error calling X: not implemented by outrigger`), `printf` (`fmt.Sprintf`), `gofmt`
+//! (float `%v`, `strconv.Quote`, `time.Duration`).
+//!
+//! gotmpl 0.6.1 trims the text *after* `{{- /* ... */}}` (Go trims only before): such comments
+//! are rewritten before parsing into the equivalent empty action `{{- ""   }}`, padded so that
+//! byte offsets and line numbers stay those of the original source.
 
 use std::collections::HashMap;
 
@@ -186,41 +197,88 @@ fn fix_comment_trim(src: &str) -> String {
     out
 }
 
+/// Parse-time checks Go performs that gotmpl does not: every function must be defined and every
+/// variable declared in scope (`template: NAME:LINE: undefined variable "$x"`).
+struct Checker<'n> {
+    name: &'n str,
+    vars: Vec<String>,
+}
+
 fn check_list(name: &str, list: &ListNode) -> Result<()> {
-    list.nodes.iter().try_for_each(|n| check_node(name, n))
-}
-
-fn check_node(name: &str, n: &Node) -> Result<()> {
-    match n {
-        Node::List(l) => check_list(name, l),
-        Node::Text(_) | Node::Break(_) | Node::Continue(_) => Ok(()),
-        Node::Action(a) => check_pipe(name, &a.pipe),
-        Node::If(b) | Node::With(b) | Node::Range(b) => {
-            check_pipe(name, &b.pipe)?;
-            check_list(name, &b.body)?;
-            b.else_body.as_ref().map_or(Ok(()), |e| check_list(name, e))
-        }
-        Node::Template(t) => t.pipe.as_ref().map_or(Ok(()), |p| check_pipe(name, p)),
-        Node::Define(d) => check_list(name, &d.body),
+    Checker {
+        name,
+        vars: vec!["$".into()],
     }
+    .list(list)
 }
 
-fn check_pipe(name: &str, p: &PipeNode) -> Result<()> {
-    p.commands
-        .iter()
-        .flat_map(|c| c.args.iter())
-        .try_for_each(|e| check_expr(name, e))
-}
+impl Checker<'_> {
+    fn err(&self, line: usize, msg: String) -> Error {
+        Error::Template(format!("template: {}:{line}: {msg}", self.name))
+    }
 
-fn check_expr(name: &str, e: &Expr) -> Result<()> {
-    match e {
-        Expr::Identifier(pos, f) if !funcs::is_defined(f) => Err(Error::Template(format!(
-            "template: {name}:{}: function {:?} not defined",
-            pos.line,
-            f.as_str()
-        ))),
-        Expr::Pipe(_, p) => check_pipe(name, p),
-        Expr::Chain(_, inner, _) => check_expr(name, inner),
-        _ => Ok(()),
+    fn list(&mut self, list: &ListNode) -> Result<()> {
+        list.nodes.iter().try_for_each(|n| self.node(n))
+    }
+
+    fn node(&mut self, n: &Node) -> Result<()> {
+        match n {
+            Node::List(l) => self.list(l),
+            Node::Text(_) | Node::Break(_) | Node::Continue(_) => Ok(()),
+            Node::Action(a) => self.pipe(&a.pipe),
+            Node::If(b) | Node::With(b) | Node::Range(b) => {
+                let mark = self.vars.len();
+                self.pipe(&b.pipe)?;
+                self.list(&b.body)?;
+                if let Some(e) = &b.else_body {
+                    self.list(e)?;
+                }
+                self.vars.truncate(mark);
+                Ok(())
+            }
+            Node::Template(t) => t.pipe.as_ref().map_or(Ok(()), |p| self.pipe(p)),
+            Node::Define(d) => {
+                let saved = std::mem::replace(&mut self.vars, vec!["$".into()]);
+                let r = self.list(&d.body);
+                self.vars = saved;
+                r
+            }
+        }
+    }
+
+    fn pipe(&mut self, p: &PipeNode) -> Result<()> {
+        if p.is_assign {
+            if let Some(v) = p
+                .decl
+                .iter()
+                .find(|v| !self.vars.iter().any(|x| x == v.as_str()))
+            {
+                return Err(self.err(p.pos.line, format!("undefined variable {:?}", v.as_str())));
+            }
+        }
+        for e in p.commands.iter().flat_map(|c| c.args.iter()) {
+            self.expr(e)?;
+        }
+        if !p.is_assign {
+            self.vars.extend(p.decl.iter().map(|v| v.to_string()));
+        }
+        Ok(())
+    }
+
+    fn expr(&mut self, e: &Expr) -> Result<()> {
+        match e {
+            Expr::Identifier(pos, f) if !funcs::is_defined(f) => {
+                Err(self.err(pos.line, format!("function {:?} not defined", f.as_str())))
+            }
+            Expr::Variable(pos, v, _) if !self.vars.iter().any(|x| x == v.as_str()) => {
+                Err(self.err(pos.line, format!("undefined variable {:?}", v.as_str())))
+            }
+            Expr::Pipe(_, p) => {
+                // Declarations inside a parenthesised pipeline stay visible, as in Go.
+                self.pipe(p)
+            }
+            Expr::Chain(_, inner, _) => self.expr(inner),
+            _ => Ok(()),
+        }
     }
 }

@@ -30,27 +30,19 @@ pub fn sprintf(format: &str, args: &[V<'_>]) -> String {
             }
             chars.next();
         }
-        let mut width: Option<usize> = None;
-        while let Some(&(_, d)) = chars.peek() {
-            if let Some(n) = d.to_digit(10) {
-                width = Some(width.unwrap_or(0) * 10 + n as usize);
+        let mut overflow = false;
+        let width = parse_num(&mut chars, &mut overflow);
+        let mut prec: Option<usize> = None;
+        if !overflow {
+            if let Some(&(_, '.')) = chars.peek() {
                 chars.next();
-            } else {
-                break;
+                prec = Some(parse_num(&mut chars, &mut overflow).unwrap_or(0));
             }
         }
-        let mut prec: Option<usize> = None;
-        if let Some(&(_, '.')) = chars.peek() {
-            chars.next();
-            prec = Some(0);
-            while let Some(&(_, d)) = chars.peek() {
-                if let Some(n) = d.to_digit(10) {
-                    prec = Some(prec.unwrap_or(0) * 10 + n as usize);
-                    chars.next();
-                } else {
-                    break;
-                }
-            }
+        // Go's parsenum gives up on numbers above 1e6 and skips to the end of the format.
+        if overflow {
+            out.push_str("%!(NOVERB)");
+            break;
         }
         let Some((_, verb)) = chars.next() else {
             out.push_str("%!(NOVERB)");
@@ -105,6 +97,24 @@ pub fn sprintf(format: &str, args: &[V<'_>]) -> String {
         out.push(')');
     }
     out
+}
+
+/// Go's `parsenum`: digits up to a value of 1e6; a longer number sets `overflow`.
+fn parse_num(
+    chars: &mut std::iter::Peekable<std::str::CharIndices<'_>>,
+    overflow: &mut bool,
+) -> Option<usize> {
+    let mut num: Option<usize> = None;
+    while let Some(&(_, d)) = chars.peek() {
+        let Some(n) = d.to_digit(10) else { break };
+        if num.is_some_and(|x| x > 1_000_000) {
+            *overflow = true;
+            return None;
+        }
+        num = Some(num.unwrap_or(0) * 10 + n as usize);
+        chars.next();
+    }
+    num
 }
 
 fn type_of(v: &V<'_>) -> String {

@@ -429,6 +429,7 @@ fn pretty_json(v: &Value) -> String {
 /// Register Sprig's implemented functions.
 pub fn register_all(m: &mut Table) {
     register_strings(m);
+    register_case(m);
     register_lists(m);
     register_dicts(m);
     register_misc(m);
@@ -517,16 +518,19 @@ fn register_strings(m: &mut Table) {
         Ok(V::string(q.join(" ")))
     });
     register(m, "nindent", &[Int, Str], None, |a| {
-        let pad = " ".repeat(to_i64(&a[0]).clamp(0, 1 << 20) as usize);
+        let n = usize::try_from(to_i64(&a[0]).max(0)).unwrap_or(usize::MAX);
+        let s = str_of(&a[1]);
+        super::funcs::check_size(s.len() + 1, s.matches('\n').count() + 1, n)?;
+        let pad = " ".repeat(n);
         Ok(V::string(format!(
             "\n{pad}{}",
             str_of(&a[1]).replace('\n', &format!("\n{pad}"))
         )))
     });
     register(m, "repeat", &[Int, Str], None, |a| {
-        Ok(V::string(
-            str_of(&a[1]).repeat(to_i64(&a[0]).clamp(0, 1 << 20) as usize),
-        ))
+        let n = usize::try_from(to_i64(&a[0]).max(0)).unwrap_or(usize::MAX);
+        super::funcs::check_size(0, n, str_of(&a[1]).len())?;
+        Ok(V::string(str_of(&a[1]).repeat(n)))
     });
     register(m, "substr", &[Int, Int, Str], None, |a| {
         let s = str_of(&a[2]).as_bytes();
@@ -679,6 +683,128 @@ fn register_strings(m: &mut Table) {
     });
 }
 
+fn words(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut prev_lower = false;
+    for c in s.chars() {
+        if !c.is_alphanumeric() {
+            if !cur.is_empty() {
+                out.push(std::mem::take(&mut cur));
+            }
+            prev_lower = false;
+            continue;
+        }
+        if c.is_uppercase() && prev_lower && !cur.is_empty() {
+            out.push(std::mem::take(&mut cur));
+        }
+        prev_lower = c.is_lowercase() || c.is_ascii_digit();
+        cur.push(c);
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+fn register_case(m: &mut Table) {
+    use P::*;
+    register(m, "snakecase", &[Str], None, |a| {
+        Ok(V::string(
+            words(str_of(&a[0]))
+                .iter()
+                .map(|w| w.to_lowercase())
+                .collect::<Vec<_>>()
+                .join("_"),
+        ))
+    });
+    register(m, "kebabcase", &[Str], None, |a| {
+        Ok(V::string(
+            words(str_of(&a[0]))
+                .iter()
+                .map(|w| w.to_lowercase())
+                .collect::<Vec<_>>()
+                .join("-"),
+        ))
+    });
+    register(m, "camelcase", &[Str], None, |a| {
+        Ok(V::string(
+            str_of(&a[0])
+                .split('_')
+                .map(|w| title(&w.to_lowercase()))
+                .collect::<Vec<_>>()
+                .join(""),
+        ))
+    });
+    register(m, "untitle", &[Str], None, |a| {
+        let mut out = String::new();
+        let mut start = true;
+        for c in str_of(&a[0]).chars() {
+            if start && c.is_alphabetic() {
+                out.extend(c.to_lowercase());
+            } else {
+                out.push(c);
+            }
+            start = c.is_whitespace();
+        }
+        Ok(V::string(out))
+    });
+    register(m, "swapcase", &[Str], None, |a| {
+        Ok(V::string(
+            str_of(&a[0])
+                .chars()
+                .flat_map(|c| {
+                    if c.is_uppercase() {
+                        c.to_lowercase().collect::<Vec<_>>()
+                    } else {
+                        c.to_uppercase().collect()
+                    }
+                })
+                .collect(),
+        ))
+    });
+    register(m, "initials", &[Str], None, |a| {
+        Ok(V::string(
+            str_of(&a[0])
+                .split_whitespace()
+                .filter_map(|w| w.chars().next())
+                .collect(),
+        ))
+    });
+    register(m, "abbrev", &[Int, Str], None, |a| {
+        let (n, s) = (to_i64(&a[0]), str_of(&a[1]));
+        Ok(V::string(if n < 4 || s.chars().count() as i64 <= n {
+            s.to_string()
+        } else {
+            s.chars().take((n - 3) as usize).collect::<String>() + "..."
+        }))
+    });
+    register(m, "splitn", &[Str, Int, Str], None, |a| {
+        let mut out = BTreeMap::new();
+        let n = to_i64(&a[1]);
+        let parts: Vec<&str> = if n < 0 {
+            str_of(&a[2]).split(str_of(&a[0])).collect()
+        } else {
+            str_of(&a[2]).splitn(n as usize, str_of(&a[0])).collect()
+        };
+        for (i, p) in parts.into_iter().enumerate() {
+            out.insert(format!("_{i}"), V::string(p.to_string()));
+        }
+        Ok(V::Map(Rc::new(out)))
+    });
+    register(m, "dir", &[Str], None, |a| {
+        let s = str_of(&a[0]);
+        Ok(V::string(match s.rfind('/') {
+            Some(0) => "/".into(),
+            Some(i) => s[..i].to_string(),
+            None => ".".into(),
+        }))
+    });
+    register(m, "isAbs", &[Str], None, |a| {
+        Ok(V::Bool(str_of(&a[0]).starts_with('/')))
+    });
+}
+
 fn register_lists(m: &mut Table) {
     use P::*;
     let list_f: super::funcs::Func = |a| Ok(list(a));
@@ -699,6 +825,16 @@ fn register_lists(m: &mut Table) {
             to_list(&a[0]).ok_or_else(|| format!("Cannot prepend on type {}", go_kind(&a[0])))?;
         l.insert(0, a[1].clone());
         Ok(list(l))
+    });
+    register(m, "mustFirst", &[Any], None, |a| {
+        Ok(to_list(&a[0])
+            .and_then(|l| l.first().cloned())
+            .unwrap_or(V::Nil))
+    });
+    register(m, "mustLast", &[Any], None, |a| {
+        Ok(to_list(&a[0])
+            .and_then(|l| l.last().cloned())
+            .unwrap_or(V::Nil))
     });
     register(m, "first", &[Any], None, |a| {
         Ok(to_list(&a[0])
@@ -761,6 +897,25 @@ fn register_lists(m: &mut Table) {
                 .collect(),
         ))
     });
+    let slice: super::funcs::Func = |a| {
+        let Some(l) = to_list(&a[0]) else {
+            return Err(format!(
+                "list should be type of slice or array but {}",
+                go_kind(&a[0])
+            ));
+        };
+        if l.is_empty() {
+            return Ok(V::Nil);
+        }
+        let start = a.get(1).map_or(0, to_i64);
+        let end = a.get(2).map_or(l.len() as i64, to_i64);
+        if start < 0 || end < start || end as usize > l.len() {
+            return Err(format!("reflect: slice index out of range [{start}:{end}]"));
+        }
+        Ok(list(l[start as usize..end as usize].to_vec()))
+    };
+    register(m, "slice", &[Any], Some(Any), slice);
+    register(m, "mustSlice", &[Any], Some(Any), slice);
     register(m, "until", &[Int], None, |a| {
         Ok(list(
             (0..to_i64(&a[0]).clamp(0, 1 << 20))
