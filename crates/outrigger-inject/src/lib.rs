@@ -15,6 +15,7 @@ pub mod defaults;
 pub mod error;
 pub mod gojson;
 pub mod inject;
+pub mod jsonmap;
 pub mod k8s;
 pub mod merge;
 pub mod mesh;

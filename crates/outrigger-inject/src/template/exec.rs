@@ -12,7 +12,7 @@ use super::value::{
     PairKind, V,
 };
 use super::{Template, TemplateData};
-use crate::schema;
+use crate::{jsonmap, schema};
 
 /// Maximum `template` call depth (Go uses 100000 on growable stacks; ours keeps the native
 /// stack safe and is far above what real templates use).
@@ -554,17 +554,17 @@ pub fn field<'a>(v: &V<'a>, name: &str) -> Result<V<'a>, String> {
     match v {
         V::Missing => Ok(V::Missing),
         V::Nil => Err(format!("nil pointer evaluating interface {{}}.{name}")),
-        V::Json(Value::Object(o)) => Ok(o.get(name).map_or(V::Missing, V::json)),
+        V::Json(Value::Object(o)) => Ok(jsonmap::get(o, name).map_or(V::Missing, V::json)),
         V::Map(m) => Ok(m.get(name).cloned().unwrap_or(V::Missing)),
         V::StrMapJ(m) => Ok(m
-            .and_then(|m| m.get(name))
+            .and_then(|m| jsonmap::get(m, name))
             .map_or(V::Missing, |s| V::s(s.as_str().unwrap_or("")))),
         V::StrMap(m) => Ok(m
             .as_ref()
             .and_then(|m| m.get(name))
             .map_or(V::Missing, |s| V::string(s.clone()))),
         V::K8sMap(f, m) => Ok(m
-            .and_then(|m| m.get(name))
+            .and_then(|m| jsonmap::get(m, name))
             .map_or(V::Missing, |j| k8s_elem_value(f, Some(j)))),
         V::Root(d) => root_field(d, name).ok_or_else(|| cant(v, name)),
         V::Pair(kind, a, b) => match (kind, name) {
@@ -617,26 +617,20 @@ fn cant(v: &V<'_>, name: &str) -> String {
 }
 
 fn root_field<'a>(d: &'a TemplateData<'a>, name: &str) -> Option<V<'a>> {
-    let k8s = |ty: &'static str, j: &'a Value| {
-        schema::k8s()
-            .structs
-            .get_key_value(ty)
-            .map(|(n, st)| V::K8s {
-                ty: n.as_str(),
-                st,
-                json: Some(j).filter(|j| !j.is_null()),
-                ptr: false,
-            })
+    let k8s = |ty: Option<(&'static str, &'static schema::K8sStruct)>, j: &'a Value| {
+        ty.map(|(n, st)| V::K8s {
+            ty: n,
+            st,
+            json: Some(j).filter(|j| !j.is_null()),
+            ptr: false,
+        })
     };
-    let proto = |ty: &'static str, j: &'a Value| {
-        schema::proto()
-            .messages
-            .get_key_value(ty)
-            .map(|(n, m)| V::Proto {
-                name: n.as_str(),
-                m,
-                json: Some(j),
-            })
+    let proto = |ty: Option<(&'static str, &'static schema::ProtoMessage)>, j: &'a Value| {
+        ty.map(|(n, m)| V::Proto {
+            name: n,
+            m,
+            json: Some(j),
+        })
     };
     Some(match name {
         "TypeMeta" => V::Pair(PairKind::TypeMeta, d.kind, d.api_version),
@@ -645,10 +639,10 @@ fn root_field<'a>(d: &'a TemplateData<'a>, name: &str) -> Option<V<'a>> {
             d.deployment_namespace,
             d.deployment_name,
         ),
-        "ObjectMeta" => k8s("metav1.ObjectMeta", d.object_meta)?,
-        "Spec" => k8s("corev1.PodSpec", d.spec)?,
-        "ProxyConfig" => proto(schema::PROXY_CONFIG, d.proxy_config)?,
-        "MeshConfig" => proto(schema::MESH_CONFIG, d.mesh_config)?,
+        "ObjectMeta" => k8s(root_types().object_meta, d.object_meta)?,
+        "Spec" => k8s(root_types().pod_spec, d.spec)?,
+        "ProxyConfig" => proto(root_types().proxy_config, d.proxy_config)?,
+        "MeshConfig" => proto(root_types().mesh_config, d.mesh_config)?,
         "Values" => match d.values {
             Value::Object(_) => V::Json(d.values),
             _ => V::Map(Rc::new(BTreeMap::new())),
@@ -662,6 +656,38 @@ fn root_field<'a>(d: &'a TemplateData<'a>, name: &str) -> Option<V<'a>> {
         "InboundTrafficPolicyMode" => V::s(d.inbound_traffic_policy_mode),
         "CompliancePolicy" => V::s(d.compliance_policy),
         _ => return None,
+    })
+}
+
+/// Schema entries of the root's typed fields, looked up once.
+struct RootTypes {
+    object_meta: Option<(&'static str, &'static schema::K8sStruct)>,
+    pod_spec: Option<(&'static str, &'static schema::K8sStruct)>,
+    proxy_config: Option<(&'static str, &'static schema::ProtoMessage)>,
+    mesh_config: Option<(&'static str, &'static schema::ProtoMessage)>,
+}
+
+fn root_types() -> &'static RootTypes {
+    static TYPES: std::sync::OnceLock<RootTypes> = std::sync::OnceLock::new();
+    TYPES.get_or_init(|| {
+        let k8s = |ty: &str| {
+            schema::k8s()
+                .structs
+                .get_key_value(ty)
+                .map(|(n, st)| (n.as_str(), st))
+        };
+        let proto = |ty: &str| {
+            schema::proto()
+                .messages
+                .get_key_value(ty)
+                .map(|(n, m)| (n.as_str(), m))
+        };
+        RootTypes {
+            object_meta: k8s("metav1.ObjectMeta"),
+            pod_spec: k8s("corev1.PodSpec"),
+            proxy_config: proto(schema::PROXY_CONFIG),
+            mesh_config: proto(schema::MESH_CONFIG),
+        }
     })
 }
 

@@ -9,6 +9,7 @@ use serde_json::Value;
 use super::gofmt::{format_duration, quote as go_quote};
 use super::value::{duration_parts, IntTy, V};
 use super::{printf, sprig};
+use crate::jsonmap;
 
 type R<T> = Result<T, String>;
 
@@ -446,12 +447,12 @@ fn index1<'a>(item: V<'a>, key: &V<'a>) -> R<V<'a>> {
             let i = list_get(s.len(), index_int(key)?)?;
             Ok(V::Uint(u64::from(s.as_bytes()[i])))
         }
-        V::Json(Value::Object(o)) => Ok(o.get(skey()?.as_str()).map_or(V::Nil, V::json)),
+        V::Json(Value::Object(o)) => Ok(jsonmap::get(o, skey()?.as_str()).map_or(V::Nil, V::json)),
         V::Map(m) => Ok(m.get(skey()?.as_str()).cloned().unwrap_or(V::Nil)),
         V::StrMapJ(m) => {
             let k = skey()?;
             Ok(V::s(
-                m.and_then(|m| m.get(k.as_str()))
+                m.and_then(|m| jsonmap::get(m, k.as_str()))
                     .and_then(Value::as_str)
                     .unwrap_or(""),
             ))
@@ -467,7 +468,7 @@ fn index1<'a>(item: V<'a>, key: &V<'a>) -> R<V<'a>> {
         }
         V::K8sMap(f, m) => {
             let k = skey()?;
-            match m.and_then(|m| m.get(k.as_str())) {
+            match m.and_then(|m| jsonmap::get(m, k.as_str())) {
                 Some(j) => Ok(super::value::k8s_elem_value(f, Some(j))),
                 None => Ok(super::value::k8s_elem_value(f, None)),
             }
@@ -604,8 +605,8 @@ fn istio(m: &mut Table) {
     def(m, "annotation", &[Meta, Str, Any], None, |a| {
         let ann = match &a[0] {
             V::K8s { json, .. } => json
-                .and_then(|j| j.get("annotations"))
-                .and_then(|x| x.get(str_of(&a[1]))),
+                .and_then(|j| jsonmap::field(j, "annotations"))
+                .and_then(|x| jsonmap::field(x, str_of(&a[1]))),
             _ => None,
         };
         Ok(match ann {
@@ -727,7 +728,7 @@ fn istio(m: &mut Table) {
 
 fn strmap_get<'s>(m: &'s V<'_>, key: &str) -> Option<&'s str> {
     match m {
-        V::StrMapJ(Some(m)) => m.get(key).map(|v| v.as_str().unwrap_or("")),
+        V::StrMapJ(Some(m)) => jsonmap::get(m, key).map(|v| v.as_str().unwrap_or("")),
         V::StrMap(Some(m)) => m.get(key).map(String::as_str),
         _ => None,
     }

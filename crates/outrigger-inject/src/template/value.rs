@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 
 use super::gofmt::format_float_v;
 use super::TemplateData;
+use crate::jsonmap;
 use crate::schema::{self, K8sField, K8sStruct, ProtoEnum, ProtoField, ProtoMessage};
 
 /// A Go integer type (matters for messages and `typeOf`).
@@ -458,7 +459,7 @@ fn static_str(s: &'static Option<String>) -> Option<&'static str> {
 pub fn k8s_field_value<'a>(f: &'static K8sField, obj: Option<&'a Value>) -> V<'a> {
     let j = match f.json.as_deref() {
         Some("") => obj, // inline struct: same JSON object
-        Some(name) => obj.and_then(|o| o.get(name)),
+        Some(name) => obj.and_then(|o| jsonmap::field(o, name)),
         None => None,
     };
     match f.kind.as_str() {
@@ -585,7 +586,7 @@ pub fn proto_plain<'a>(ty: &str, j: Option<&'a Value>) -> V<'a> {
 
 /// Value of a proto field (Go struct field or getter result).
 pub fn proto_field_value<'a>(f: &'static ProtoField, msg: Option<&'a Value>) -> V<'a> {
-    let j = msg.and_then(|m| m.get(&f.json).or_else(|| m.get(&f.proto)));
+    let j = msg.and_then(|m| jsonmap::field(m, &f.json).or_else(|| jsonmap::field(m, &f.proto)));
     if f.type_kind == "map" {
         let obj = j.and_then(Value::as_object);
         return if f.map_value.as_deref() == Some("string") {

@@ -1,0 +1,49 @@
+//! Lookups in JSON objects without hashing when they are small.
+//!
+//! serde_json's `Map` (with `preserve_order`) hashes every key with SipHash. Most objects the
+//! pipeline reads (containers, ports, env entries, metadata, template data) have a handful of
+//! keys, where comparing the keys in order is several times cheaper than hashing the key.
+
+use serde_json::{Map, Value};
+
+/// Objects with at most this many entries are scanned instead of hashed.
+const SCAN_MAX: usize = 12;
+
+/// `m.get(key)`, scanning small objects instead of hashing the key.
+#[inline]
+pub fn get<'a>(m: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
+    if m.len() <= SCAN_MAX {
+        m.iter().find(|(k, _)| k.as_str() == key).map(|(_, v)| v)
+    } else {
+        m.get(key)
+    }
+}
+
+/// `v.get(key)` for a JSON value (`None` unless `v` is an object holding `key`).
+#[inline]
+pub fn field<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
+    match v {
+        Value::Object(m) => get(m, key),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn small_and_large_objects_agree_with_map_get() {
+        for n in [0usize, 1, 5, SCAN_MAX, SCAN_MAX + 1, 40] {
+            let m: Map<String, Value> = (0..n).map(|i| (format!("k{i}"), json!(i))).collect();
+            for i in 0..n + 2 {
+                let key = format!("k{i}");
+                assert_eq!(get(&m, &key), m.get(&key), "n={n} key={key}");
+            }
+            assert_eq!(get(&m, ""), None);
+        }
+        assert_eq!(field(&json!({"a": 1}), "a"), Some(&json!(1)));
+        assert_eq!(field(&json!([1]), "a"), None);
+    }
+}
