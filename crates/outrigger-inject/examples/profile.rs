@@ -96,12 +96,20 @@ fn render_only(s: &Snapshot, pod: &serde_json::Value, n: usize) {
     let text = t.render(&data).unwrap();
     let start = std::time::Instant::now();
     render_loop(t, &data, n);
-    eprintln!("{} bytes, {:?} per render", text.len(), start.elapsed() / n as u32);
+    eprintln!(
+        "{} bytes, {:?} per render",
+        text.len(),
+        start.elapsed() / n as u32
+    );
 }
 
 /// The measured render loop.
 #[inline(never)]
-fn render_loop(t: &outrigger_inject::template::Template, data: &outrigger_inject::template::TemplateData<'_>, n: usize) {
+fn render_loop(
+    t: &outrigger_inject::template::Template,
+    data: &outrigger_inject::template::TemplateData<'_>,
+    n: usize,
+) {
     for _ in 0..n {
         std::hint::black_box(t.render(data).unwrap());
     }

@@ -284,8 +284,7 @@ pub fn review(body: &[u8], path: &str, ctx: &Context<'_>) -> Reviewed {
             // Diff against the pod exactly as received (after managedFields removal and namespace
             // defaulting), so the patch applies to the caller's document by construction even
             // where our typed normalisation and the caller's serialisation differ.
-            let ops = crate::patch::create(&received, &injected.pod);
-            let patch = gojson::to_string(&ops);
+            let patch = crate::patch::create_json(&received, &injected.pod);
             finish(
                 Some(req.version),
                 req.uid,

@@ -11,7 +11,7 @@ use serde_json::{json, Map, Value};
 use crate::config::Snapshot;
 use crate::postprocess::{self, PostProcess};
 use crate::template::TemplateData;
-use crate::{gojson, k8s, merge, mesh, patch, validate, yaml, Error, Result};
+use crate::{gojson, k8s, merge, mesh, validate, yaml, Error, Result};
 
 /// Name of the proxy container.
 pub const PROXY_CONTAINER: &str = "istio-proxy";
@@ -82,10 +82,10 @@ pub struct InjectParams<'a> {
 /// The outcome of an injection.
 #[derive(Debug, Clone)]
 pub struct Injected {
-    /// The injected pod.
+    /// The injected pod. The JSON Patch for a webhook answer is
+    /// [`crate::patch::create`] from the pod as received to this one (computed by the caller,
+    /// which knows which form of the original its client holds).
     pub pod: Value,
-    /// RFC 6902 operations from the (normalised) original pod to [`Injected::pod`].
-    pub patch: Value,
     /// Non-fatal warnings.
     pub warnings: Vec<String>,
 }
@@ -533,10 +533,8 @@ pub fn inject_pod(pod: &Value, p: &InjectParams<'_>) -> Result<Injected> {
     let pp_warnings = postprocess::post_process_with_warnings(&mut merged, &pp)
         .map_err(|e| e.context("failed to process pod"))?;
     warnings.extend(pp_warnings);
-    let patch = patch::create(&original, &merged);
     Ok(Injected {
         pod: merged,
-        patch,
         warnings,
     })
 }
@@ -656,12 +654,22 @@ fn run_templates(
         };
         let text = tmpl.render(&data)?;
         let overlay = rendered_patch(&name, &text)?;
-        merge_pod(&mut template_pod, &overlay)
+        // The template-only pod is read for its container, volume and pull-secret names only,
+        // which typed normalisation leaves alone: it is merged but not normalised (Istio
+        // normalises it; its errors are reproduced below when the real merge fails).
+        merge::strategic_merge(POD_TYPE, &mut template_pod, &overlay)
             .map_err(|e| e.context("failed applying injection overlay"))?;
         move_native_proxy(&mut merged, &template_pod, p.native_sidecars);
-        merge_pod(&mut merged, &overlay).map_err(|e| {
-            e.context("failed parsing generated injected YAML (check Istio sidecar injector configuration)")
-        })?;
+        if let Err(e) = merge_pod(&mut merged, &overlay) {
+            let mut typed = template_pod;
+            k8s::normalize(POD_TYPE, &mut typed).map_err(|e| {
+                e.context("unmarshal patched pod")
+                    .context("failed applying injection overlay")
+            })?;
+            return Err(e.context(
+                "failed parsing generated injected YAML (check Istio sidecar injector configuration)",
+            ));
+        }
     }
     Ok((merged, template_pod))
 }

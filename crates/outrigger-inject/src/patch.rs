@@ -9,26 +9,81 @@ use std::fmt::Write;
 
 use serde_json::{Map, Value};
 
-/// The RFC 6902 operations turning `original` into `modified`, as a JSON array.
-pub fn create(original: &Value, modified: &Value) -> Value {
+use crate::gojson;
+
+/// One RFC 6902 operation, borrowing its value from the modified document.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Op<'a> {
+    /// `add`, `remove` or `replace`.
+    pub op: &'static str,
+    /// RFC 6901 pointer (escaped).
+    pub path: String,
+    /// The new value (`None` for `remove`).
+    pub value: Option<&'a Value>,
+}
+
+/// The RFC 6902 operations turning `original` into `modified`, borrowing from `modified`.
+pub fn ops<'a>(original: &Value, modified: &'a Value) -> Vec<Op<'a>> {
     let mut diff = Diff {
         pointer: String::new(),
         ops: Vec::new(),
     };
     diff.value(original, modified);
-    Value::Array(diff.ops)
+    diff.ops
+}
+
+/// The RFC 6902 operations turning `original` into `modified`, as a JSON array.
+pub fn create(original: &Value, modified: &Value) -> Value {
+    Value::Array(
+        ops(original, modified)
+            .into_iter()
+            .map(|o| {
+                let mut m = Map::new();
+                m.insert("op".into(), Value::from(o.op));
+                m.insert("path".into(), Value::String(o.path));
+                if let Some(v) = o.value {
+                    m.insert("value".into(), v.clone());
+                }
+                Value::Object(m)
+            })
+            .collect(),
+    )
+}
+
+/// The operations of [`create`] encoded as Go's `json.Marshal` would (the webhook's patch),
+/// written straight from the documents without building the operation values.
+pub fn create_json(original: &Value, modified: &Value) -> String {
+    let ops = ops(original, modified);
+    let mut out = String::with_capacity(256);
+    out.push('[');
+    for (i, o) in ops.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str("{\"op\":");
+        gojson::write_str(&mut out, o.op);
+        out.push_str(",\"path\":");
+        gojson::write_str(&mut out, &o.path);
+        if let Some(v) = o.value {
+            out.push_str(",\"value\":");
+            gojson::write_value(&mut out, v);
+        }
+        out.push('}');
+    }
+    out.push(']');
+    out
 }
 
 /// Diff state: the JSON Pointer of the node being compared and the operations so far.
-struct Diff {
+struct Diff<'a> {
     /// RFC 6901 pointer (escaped) to the current node.
     pointer: String,
     /// Operations, in `json_patch::diff` order.
-    ops: Vec<Value>,
+    ops: Vec<Op<'a>>,
 }
 
-impl Diff {
-    fn value(&mut self, left: &Value, right: &Value) {
+impl<'a> Diff<'a> {
+    fn value(&mut self, left: &Value, right: &'a Value) {
         match (left, right) {
             (Value::Object(l), Value::Object(r)) => self.object(l, r),
             (Value::Array(l), Value::Array(r)) => self.array(l, r),
@@ -37,7 +92,7 @@ impl Diff {
         }
     }
 
-    fn array(&mut self, left: &[Value], right: &[Value]) {
+    fn array(&mut self, left: &[Value], right: &'a [Value]) {
         let mut shift = 0usize;
         for idx in 0..left.len().max(right.len()) {
             let len = self.pointer.len();
@@ -56,7 +111,7 @@ impl Diff {
         }
     }
 
-    fn object(&mut self, left: &Map<String, Value>, right: &Map<String, Value>) {
+    fn object(&mut self, left: &Map<String, Value>, right: &'a Map<String, Value>) {
         // Keys usually come in the same order on both sides: pair them up without hashing while
         // they do, look them up otherwise.
         let mut in_step = left.iter();
@@ -105,14 +160,12 @@ impl Diff {
         len
     }
 
-    fn push(&mut self, op: &str, value: Option<&Value>) {
-        let mut m = Map::new();
-        m.insert("op".into(), Value::from(op));
-        m.insert("path".into(), Value::String(self.pointer.clone()));
-        if let Some(v) = value {
-            m.insert("value".into(), v.clone());
-        }
-        self.ops.push(Value::Object(m));
+    fn push(&mut self, op: &'static str, value: Option<&'a Value>) {
+        self.ops.push(Op {
+            op,
+            path: self.pointer.clone(),
+            value,
+        });
     }
 }
 
@@ -179,6 +232,7 @@ mod tests {
         for (a, b) in &cases {
             let ops = create(a, b);
             assert_eq!(ops, reference(a, b), "diff of {a} -> {b}");
+            assert_eq!(create_json(a, b), gojson::to_string(&ops), "{a} -> {b}");
             let mut c = a.clone();
             apply(&mut c, &ops).unwrap();
             assert_eq!(&c, b, "applying the patch of {a} -> {b}");
@@ -217,6 +271,12 @@ mod tests {
             let input = golden.with_extension("");
             for (a, b) in documents(&input).iter().zip(&documents(&golden)) {
                 assert_eq!(create(a, b), reference(a, b), "{}", golden.display());
+                assert_eq!(
+                    create_json(a, b),
+                    gojson::to_string(&reference(a, b)),
+                    "{}",
+                    golden.display()
+                );
                 assert_eq!(create(b, a), reference(b, a), "{}", golden.display());
                 checked += 1;
             }
