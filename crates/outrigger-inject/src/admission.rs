@@ -16,7 +16,7 @@ use serde_json::{Map, Value};
 use crate::config::Snapshot;
 use crate::decision::{inject_required, Reason};
 use crate::inject::{self, InjectParams, Mode};
-use crate::{gojson, Error};
+use crate::{gojson, jsonmap, Error};
 
 /// `apiVersion` of the v1 AdmissionReview.
 pub const ADMISSION_V1: &str = "admission.k8s.io/v1";
@@ -261,8 +261,7 @@ pub fn review(body: &[u8], path: &str, ctx: &Context<'_>) -> Reviewed {
     } else {
         None
     };
-    let node_name = pod
-        .pointer("/spec/nodeName")
+    let node_name = jsonmap::path(&pod, &["spec", "nodeName"])
         .and_then(Value::as_str)
         .unwrap_or("");
     let native = detect_native_sidecars(ctx.native_mode, ctx.nodes, node_name, &mut warnings);
@@ -609,7 +608,8 @@ fn check_shape(pod: &Value) -> Result<(), String> {
             true,
         )?;
         if let Some(m) = pod
-            .pointer(&format!("/metadata/{map}"))
+            .get("metadata")
+            .and_then(|m| m.get(map))
             .and_then(Value::as_object)
         {
             if let Some((k, v)) = m

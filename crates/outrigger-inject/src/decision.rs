@@ -6,6 +6,8 @@
 
 use serde_json::{Map, Value};
 
+use crate::jsonmap;
+
 /// Namespaces whose pods are never injected (spec §0.4).
 pub const IGNORED_NAMESPACES: [&str; 4] = [
     "kube-system",
@@ -382,7 +384,7 @@ pub fn inject_required(
     always: &[LabelSelector],
 ) -> Decision {
     let mut warnings = Vec::new();
-    if pod.pointer("/spec/hostNetwork") == Some(&Value::Bool(true)) {
+    if jsonmap::path(pod, &["spec", "hostNetwork"]) == Some(&Value::Bool(true)) {
         return decided(
             false,
             Reason::HostNetwork,
@@ -390,8 +392,7 @@ pub fn inject_required(
             warnings,
         );
     }
-    let namespace = pod
-        .pointer("/metadata/namespace")
+    let namespace = jsonmap::path(pod, &["metadata", "namespace"])
         .and_then(Value::as_str)
         .unwrap_or("");
     if IGNORED_NAMESPACES.contains(&namespace) {
@@ -399,8 +400,7 @@ pub fn inject_required(
         return decided(false, Reason::IgnoredNamespace, msg, warnings);
     }
     let empty = Map::new();
-    let labels = pod
-        .pointer("/metadata/labels")
+    let labels = jsonmap::path(pod, &["metadata", "labels"])
         .and_then(Value::as_object)
         .unwrap_or(&empty);
     let explicit = object_selector(pod, labels, &mut warnings)
@@ -424,9 +424,8 @@ fn object_selector(
     labels: &Map<String, Value>,
     warnings: &mut Vec<String>,
 ) -> Option<Explicit> {
-    let annotation = pod
-        .pointer("/metadata/annotations")
-        .and_then(|a| a.get(INJECT_KEY));
+    let annotation =
+        jsonmap::path(pod, &["metadata", "annotations"]).and_then(|a| a.get(INJECT_KEY));
     let (value, source) = match labels.get(INJECT_KEY) {
         Some(v) => (label_text(v), "label"),
         None => (annotation.map(label_text).unwrap_or_default(), "annotation"),

@@ -28,6 +28,21 @@ pub fn field<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
     }
 }
 
+/// The value at `keys` below `v` (object keys only), like `v.pointer("/k1/k2")` for keys that
+/// need no escaping, without allocating.
+#[inline]
+pub fn path<'a>(v: &'a Value, keys: &[&str]) -> Option<&'a Value> {
+    keys.iter().try_fold(v, |v, k| field(v, k))
+}
+
+/// Mutable [`path`].
+pub fn path_mut<'a>(v: &'a mut Value, keys: &[&str]) -> Option<&'a mut Value> {
+    keys.iter().try_fold(v, |v, k| match v {
+        Value::Object(m) => m.get_mut(*k),
+        _ => None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -45,5 +60,23 @@ mod tests {
         }
         assert_eq!(field(&json!({"a": 1}), "a"), Some(&json!(1)));
         assert_eq!(field(&json!([1]), "a"), None);
+    }
+
+    #[test]
+    fn paths_agree_with_json_pointers() {
+        let mut v = json!({"a": {"b": {"c": 1}, "l": [1]}, "x": null});
+        for keys in [
+            &["a", "b", "c"][..],
+            &["a", "b"],
+            &["a", "l", "0"],
+            &["x", "y"],
+            &[],
+            &["q"],
+        ] {
+            let ptr: String = keys.iter().map(|k| format!("/{k}")).collect();
+            let want = v.pointer(&ptr).filter(|_| keys != ["a", "l", "0"]).cloned();
+            assert_eq!(path(&v, keys).cloned(), want, "{ptr}");
+            assert_eq!(path_mut(&mut v, keys).map(|x| x.clone()), want, "{ptr}");
+        }
     }
 }

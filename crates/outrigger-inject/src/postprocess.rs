@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-use crate::{gojson, Error, Result};
+use crate::{gojson, jsonmap, Error, Result};
 
 /// Name of the injected proxy container.
 pub const PROXY_CONTAINER: &str = "istio-proxy";
@@ -102,13 +102,11 @@ fn object_entry<'m>(
 }
 
 fn annotations(pod: &Value) -> Option<&Map<String, Value>> {
-    pod.pointer("/metadata/annotations")
-        .and_then(Value::as_object)
+    jsonmap::path(pod, &["metadata", "annotations"]).and_then(Value::as_object)
 }
 
 fn annotations_mut(pod: &mut Value) -> Option<&mut Map<String, Value>> {
-    pod.pointer_mut("/metadata/annotations")
-        .and_then(Value::as_object_mut)
+    jsonmap::path_mut(pod, &["metadata", "annotations"]).and_then(Value::as_object_mut)
 }
 
 fn annotation<'v>(pod: &'v Value, name: &str) -> Option<&'v str> {
@@ -187,7 +185,7 @@ fn parse_go_int(s: &str) -> Option<i64> {
 
 /// Mesh `defaultConfig.statusPort` (0 when unset).
 fn mesh_status_port(mesh: &Value) -> i64 {
-    mesh.pointer("/defaultConfig/statusPort")
+    jsonmap::path(mesh, &["defaultConfig", "statusPort"])
         .and_then(json_int)
         .unwrap_or(0)
 }
@@ -248,11 +246,27 @@ pub fn sanitize_label_name(name: &str) -> String {
         .collect()
 }
 
+/// Does `name` sanitise (as [`sanitize_label_name`]) to `target`? Compares without allocating.
+fn sanitizes_to(name: &str, target: &str) -> bool {
+    let mut want = target.chars();
+    for c in name.chars() {
+        let c = if c.is_ascii_alphanumeric() || c == '_' {
+            c
+        } else {
+            '_'
+        };
+        if want.next() != Some(c) {
+            return false;
+        }
+    }
+    want.next().is_none()
+}
+
 /// Values of the annotations whose sanitised name is `sanitized`, in annotation-name order.
 fn sanitized_values<'m>(annotations: &'m Map<String, Value>, sanitized: &str) -> Vec<&'m str> {
     let mut found: Vec<(&String, &str)> = annotations
         .iter()
-        .filter(|(k, _)| sanitize_label_name(k) == sanitized)
+        .filter(|(k, _)| sanitizes_to(k, sanitized))
         .filter_map(|(k, v)| v.as_str().map(|s| (k, s)))
         .collect();
     found.sort_by(|a, b| a.0.cmp(b.0));
@@ -399,7 +413,7 @@ fn scrape_configuration(
     };
     let mut target_keys: Vec<&String> = annotations
         .keys()
-        .filter(|k| sanitize_label_name(k) == TARGETS)
+        .filter(|k| sanitizes_to(k, TARGETS))
         .collect();
     target_keys.sort();
     if let Some(key) = target_keys.first() {
@@ -492,7 +506,7 @@ fn apply_secure_port(pod: &mut Value) {
     let Some(ann) = annotations(pod) else {
         return;
     };
-    if ann.keys().any(|k| sanitize_label_name(k) == SECURE_PORT) {
+    if ann.keys().any(|k| sanitizes_to(k, SECURE_PORT)) {
         return;
     }
     let port = find_sidecar(pod)
@@ -953,8 +967,7 @@ fn should_rewrite(pod: &Value, values: &Value) -> bool {
     annotation(pod, REWRITE_PROBERS)
         .and_then(parse_go_bool)
         .or_else(|| {
-            values
-                .pointer("/sidecarInjectorWebhook/rewriteAppHTTPProbe")
+            jsonmap::path(values, &["sidecarInjectorWebhook", "rewriteAppHTTPProbe"])
                 .and_then(json_bool)
         })
         .unwrap_or(false)
@@ -1091,9 +1104,8 @@ pub fn injection_status(template_pod: &Value, revision: &str) -> String {
 /// §8.5: network label, status annotation, injected annotations.
 fn apply_metadata(pod: &mut Value, p: &PostProcess<'_>) {
     if let Some(network) = p.proxy_envs.get(NETWORK_ENV) {
-        if let Some(labels) = pod
-            .pointer_mut("/metadata/labels")
-            .and_then(Value::as_object_mut)
+        if let Some(labels) =
+            jsonmap::path_mut(pod, &["metadata", "labels"]).and_then(Value::as_object_mut)
         {
             labels.insert(NETWORK_LABEL.into(), Value::String(network.clone()));
         }
@@ -1145,15 +1157,15 @@ fn move_container(list: Vec<Value>, name: &str, end: End) -> Vec<Value> {
 /// §8.6 step 2: hold the application until the proxy starts?
 fn hold_application(p: &PostProcess<'_>) -> bool {
     let mesh = p.proxy_config_annotation_mesh.unwrap_or(p.mesh);
-    let from_mesh = mesh
-        .pointer("/defaultConfig/holdApplicationUntilProxyStarts")
+    let from_mesh = jsonmap::path(mesh, &["defaultConfig", "holdApplicationUntilProxyStarts"])
         .and_then(json_bool)
         .unwrap_or(false);
-    let from_values = p
-        .values
-        .pointer("/global/proxy/holdApplicationUntilProxyStarts")
-        .and_then(json_bool)
-        .unwrap_or(false);
+    let from_values = jsonmap::path(
+        p.values,
+        &["global", "proxy", "holdApplicationUntilProxyStarts"],
+    )
+    .and_then(json_bool)
+    .unwrap_or(false);
     from_mesh || from_values
 }
 
@@ -1869,6 +1881,20 @@ pub(crate) mod tests {
             "prometheus_io_scrape"
         );
         assert_eq!(sanitize_label_name("prometheus-io/é"), "prometheus_io__");
+        for (name, target) in [
+            ("prometheus-io/é", "prometheus_io__"),
+            ("prometheus.io/port", "prometheus_io_port"),
+            ("prometheus.io/port", "prometheus_io_por"),
+            ("prometheus.io/por", "prometheus_io_port"),
+            ("", ""),
+            ("é", "_"),
+        ] {
+            assert_eq!(
+                sanitizes_to(name, target),
+                sanitize_label_name(name) == target,
+                "{name:?} vs {target:?}"
+            );
+        }
         let mut ann: Map<String, Value> = serde_json::from_value(json!({
             "prometheus.io/port": "15020", "prometheus_io/path": "/x", "prometheus.io.scrape": "true",
             "prometheus.istio.io/scrape-targets": "1", "other": "y"}))

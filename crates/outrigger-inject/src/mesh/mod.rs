@@ -147,7 +147,7 @@ pub fn proto_to_json(msg: &str, v: &Value) -> String {
 /// `InboundTrafficPolicyMode` template field: `localhost` when the mesh's
 /// `inboundTrafficPolicy.mode` is `LOCALHOST`, else `passthrough`.
 pub fn inbound_traffic_policy_mode(mesh: &Value) -> &'static str {
-    let mode = mesh.pointer("/inboundTrafficPolicy/mode");
+    let mode = crate::jsonmap::path(mesh, &["inboundTrafficPolicy", "mode"]);
     if mode.and_then(Value::as_str) == Some("LOCALHOST") {
         "localhost"
     } else {
