@@ -1072,33 +1072,38 @@ fn rewrite_probe(probe: &mut Map<String, Value>, url: &str, status_port: i64, al
 
 /// `sidecar.istio.io/status` computed from the template pod.
 pub fn injection_status(template_pod: &Value, revision: &str) -> String {
-    let names = |list: &str| -> Value {
-        let names: Vec<Value> = template_pod
-            .get("spec")
-            .and_then(|s| s.get(list))
+    let mut out = String::with_capacity(160);
+    out.push('{');
+    for list in ["initContainers", "containers", "volumes", "imagePullSecrets"] {
+        gojson::write_str(&mut out, list);
+        out.push(':');
+        let items = jsonmap::path(template_pod, &["spec", list])
             .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .map(|x| Value::String(container_name(x).to_string()))
-            .collect();
-        if names.is_empty() {
-            Value::Null
-        } else {
-            Value::Array(names)
+            .filter(|a| !a.is_empty());
+        match items {
+            None => out.push_str("null"),
+            Some(items) => {
+                out.push('[');
+                for (i, x) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    gojson::write_str(&mut out, container_name(x));
+                }
+                out.push(']');
+            }
         }
-    };
-    let mut m = Map::new();
-    m.insert("initContainers".into(), names("initContainers"));
-    m.insert("containers".into(), names("containers"));
-    m.insert("volumes".into(), names("volumes"));
-    m.insert("imagePullSecrets".into(), names("imagePullSecrets"));
+        out.push(',');
+    }
     let revision = if revision.is_empty() {
         "default"
     } else {
         revision
     };
-    m.insert("revision".into(), Value::String(revision.into()));
-    gojson::to_string(&Value::Object(m))
+    out.push_str("\"revision\":");
+    gojson::write_str(&mut out, revision);
+    out.push('}');
+    out
 }
 
 /// §8.5: network label, status annotation, injected annotations.
