@@ -6,8 +6,9 @@
 
 use serde_json::{Map, Value};
 
-/// Objects with at most this many entries are scanned instead of hashed.
-const SCAN_MAX: usize = 12;
+/// Objects with at most this many entries are scanned instead of hashed (measured on the Istio
+/// template: 64 beats 32 and 12, as `.Values.global` has ~50 keys).
+const SCAN_MAX: usize = 64;
 
 /// `m.get(key)`, scanning small objects instead of hashing the key.
 #[inline]
