@@ -41,6 +41,8 @@ pub(crate) fn from_str(text: &str) -> Option<Value> {
         b: text.as_bytes(),
         pos: 0,
         line_start: 0,
+        entries: Vec::new(),
+        items: Vec::new(),
     }
     .document()
 }
@@ -48,18 +50,33 @@ pub(crate) fn from_str(text: &str) -> Option<Value> {
 /// No control character other than LF (so byte 0 can mark the end of the text), no DEL, no C1
 /// control (U+0080..U+009F, U+0085 included), no U+2028/U+2029, no BOM and no U+FFFE/U+FFFF.
 fn chars_ok(b: &[u8]) -> bool {
+    let mut high = 0u8;
+    for chunk in b.chunks(128) {
+        // Branch-free over the chunk so that it vectorises.
+        let mut bad = 0u8;
+        for &c in chunk {
+            bad |= u8::from(c < 0x20 && c != b'\n') | u8::from(c == 0x7f);
+            high |= c;
+        }
+        if bad != 0 {
+            return false;
+        }
+    }
+    high < 0x80 || non_ascii_ok(b)
+}
+
+/// The non-ASCII part of [`chars_ok`].
+fn non_ascii_ok(b: &[u8]) -> bool {
     let mut i = 0;
     while let Some(&c) = b.get(i) {
         let bad = match c {
-            b'\n' | 0x20..=0x7e => false,
             0xc2 => b.get(i + 1).is_some_and(|&n| n < 0xa0),
             0xe2 => b.get(i + 1) == Some(&0x80) && matches!(b.get(i + 2), Some(0xa8 | 0xa9)),
             0xef => matches!(
                 (b.get(i + 1), b.get(i + 2)),
                 (Some(0xbb), Some(0xbf)) | (Some(0xbf), Some(0xbe | 0xbf))
             ),
-            0x80.. => false,
-            _ => true,
+            _ => false,
         };
         if bad {
             return false;
@@ -87,6 +104,10 @@ struct Loader<'a> {
     b: &'a [u8],
     pos: usize,
     line_start: usize,
+    /// Entries of the mappings being read (innermost last), moved into maps of the exact size.
+    entries: Vec<(String, Value)>,
+    /// Items of the sequences being read (innermost last), moved into vectors of the exact size.
+    items: Vec<Value>,
 }
 
 impl<'a> Loader<'a> {
@@ -118,9 +139,7 @@ impl<'a> Loader<'a> {
     }
 
     fn skip_spaces(&mut self) {
-        while self.peek() == b' ' {
-            self.pos += 1;
-        }
+        self.pos = skip_spaces(self.b, self.pos);
     }
 
     /// Move to just after the next line break (or to the end of the text).
@@ -156,9 +175,11 @@ impl<'a> Loader<'a> {
 
     /// `None` when the content at `pos` starts a line with a document marker (`---`, `...`).
     fn no_marker(&self) -> Option<()> {
+        if self.col() != 0 {
+            return Some(());
+        }
         let rest = self.b.get(self.pos..).unwrap_or_default();
-        let marker = rest.starts_with(b"---") || rest.starts_with(b"...");
-        (self.col() != 0 || !marker).then_some(())
+        (!rest.starts_with(b"---") && !rest.starts_with(b"...")).then_some(())
     }
 
     /// The rest of a line after a node: spaces, then a comment (after a space) or the line end.
@@ -239,10 +260,11 @@ impl<'a> Loader<'a> {
         if depth > MAX_DEPTH {
             return None;
         }
-        let mut items = Vec::new();
+        let base = self.items.len();
         loop {
             self.pos += 1;
-            items.push(self.entry(indent, depth + 1)?);
+            let item = self.entry(indent, depth + 1)?;
+            self.items.push(item);
             if self.eof() || self.col() < indent {
                 break;
             }
@@ -253,7 +275,7 @@ impl<'a> Loader<'a> {
                 break;
             }
         }
-        Some(Value::Array(items))
+        Some(self.take_items(base))
     }
 
     /// The node of a sequence entry; `pos` is just after its `-`.
@@ -324,13 +346,11 @@ impl<'a> Loader<'a> {
         if depth > MAX_DEPTH {
             return None;
         }
-        let mut map = Map::new();
+        let base = self.entries.len();
         let mut key = first;
         loop {
             let v = self.map_value(indent, depth + 1)?;
-            if map.insert(key, v).is_some() {
-                return None;
-            }
+            self.entries.push((key, v));
             if self.eof() || self.col() < indent {
                 break;
             }
@@ -339,7 +359,7 @@ impl<'a> Loader<'a> {
             }
             key = self.key()?;
         }
-        Some(Value::Object(map))
+        self.take_entries(base)
     }
 
     /// A mapping key and its `:`; `pos` ends just after the `:`.
@@ -389,6 +409,22 @@ impl<'a> Loader<'a> {
         }
     }
 
+    /// The items pushed since `base`, as an array.
+    fn take_items(&mut self, base: usize) -> Value {
+        Value::Array(self.items.split_off(base))
+    }
+
+    /// The entries pushed since `base`, as an object; `None` on a duplicate key.
+    fn take_entries(&mut self, base: usize) -> Option<Value> {
+        let mut map = Map::with_capacity(self.entries.len().saturating_sub(base));
+        for (k, v) in self.entries.drain(base..) {
+            if map.insert(k, v).is_some() {
+                return None;
+            }
+        }
+        Some(Value::Object(map))
+    }
+
     /// A single-line plain scalar in block context, from `pos`. Returns its text and whether it
     /// ends at a `:` followed by a blank (a key; `pos` at the `:`), else `pos` ends after the text.
     fn plain_block(&mut self) -> Option<(&'a str, bool)> {
@@ -396,21 +432,27 @@ impl<'a> Loader<'a> {
         if !plain_start(self.peek(), self.at(start + 1)) {
             return None;
         }
-        let (mut p, mut end) = (start, start);
-        let colon = loop {
-            match self.at(p) {
-                0 | b'\n' => break false,
-                b':' if self.blank_at(p + 1) => break true,
-                b' ' if self.at(p + 1) == b'#' => break false,
-                b' ' => {}
-                _ => end = p + 1,
+        let rest = self.b.get(start..)?;
+        let mut i = 0;
+        let (stop, colon) = loop {
+            let j = find_stop(rest, i);
+            match rest.get(j) {
+                Some(b':') if matches!(rest.get(j + 1), None | Some(b' ' | b'\n')) => {
+                    break (j, true)
+                }
+                Some(b'#') if j > 0 && rest.get(j - 1) == Some(&b' ') => break (j, false),
+                Some(b'\n') | None => break (j, false),
+                _ => i = j + 1,
             }
-            p += 1;
         };
-        if colon && end != p {
+        let mut end = start + stop;
+        while end > start && self.at(end - 1) == b' ' {
+            end -= 1;
+        }
+        if colon && end != start + stop {
             return None;
         }
-        self.pos = p;
+        self.pos = if colon { start + stop } else { end };
         Some((self.src.get(start..end)?, colon))
     }
 
@@ -629,13 +671,14 @@ impl<'a> Loader<'a> {
     }
 
     fn flow_sequence(&mut self, parent: isize, depth: usize) -> Option<Value> {
-        let mut items = Vec::new();
+        let base = self.items.len();
         loop {
             self.flow_skip(parent)?;
             if self.peek() == b']' {
                 break;
             }
-            items.push(self.flow_node(parent, depth + 1)?);
+            let item = self.flow_node(parent, depth + 1)?;
+            self.items.push(item);
             self.flow_skip(parent)?;
             match self.peek() {
                 b',' => self.pos += 1,
@@ -644,11 +687,11 @@ impl<'a> Loader<'a> {
             }
         }
         self.pos += 1;
-        Some(Value::Array(items))
+        Some(self.take_items(base))
     }
 
     fn flow_mapping(&mut self, parent: isize, depth: usize) -> Option<Value> {
-        let mut map = Map::new();
+        let base = self.entries.len();
         loop {
             self.flow_skip(parent)?;
             if self.peek() == b'}' {
@@ -657,9 +700,7 @@ impl<'a> Loader<'a> {
             let key = self.flow_key()?;
             self.flow_skip(parent)?;
             let v = self.flow_node(parent, depth + 1)?;
-            if map.insert(key, v).is_some() {
-                return None;
-            }
+            self.entries.push((key, v));
             self.flow_skip(parent)?;
             match self.peek() {
                 b',' => self.pos += 1,
@@ -668,7 +709,7 @@ impl<'a> Loader<'a> {
             }
         }
         self.pos += 1;
-        Some(Value::Object(map))
+        self.take_entries(base)
     }
 
     /// A key in a flow mapping and its `:` (followed by a space or line break).
@@ -764,6 +805,48 @@ impl<'a> Loader<'a> {
         };
         ok.then_some(())
     }
+}
+
+/// The index of the first byte other than a space in `b` from `from` on (`b.len()` if none).
+fn skip_spaces(b: &[u8], from: usize) -> usize {
+    let mut i = from;
+    while let Some(word) = b.get(i..i + 8).and_then(|w| <[u8; 8]>::try_from(w).ok()) {
+        let other = u64::from_le_bytes(word) ^ 0x2020_2020_2020_2020;
+        if other != 0 {
+            return i + (other.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while b.get(i) == Some(&b' ') {
+        i += 1;
+    }
+    i
+}
+
+/// The index of the first `:`, `#` or line break in `b` from `from` on (`b.len()` if none).
+fn find_stop(b: &[u8], from: usize) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    /// High bit of each byte of `x` equal to `c` (exact for the lowest one).
+    fn eq(x: u64, c: u8) -> u64 {
+        let y = x ^ (ONES * u64::from(c));
+        y.wrapping_sub(ONES) & !y & (ONES << 7)
+    }
+    let mut i = from;
+    while let Some(word) = b.get(i..i + 8).and_then(|w| <[u8; 8]>::try_from(w).ok()) {
+        let x = u64::from_le_bytes(word);
+        let hits = eq(x, b':') | eq(x, b'#') | eq(x, b'\n');
+        if hits != 0 {
+            return i + (hits.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while let Some(&c) = b.get(i) {
+        if matches!(c, b':' | b'#' | b'\n') {
+            return i;
+        }
+        i += 1;
+    }
+    b.len()
 }
 
 /// Whether a plain scalar may start with `c` followed by `next` (block context rules; flow
