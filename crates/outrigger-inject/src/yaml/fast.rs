@@ -43,6 +43,7 @@ pub(crate) fn from_str(text: &str) -> Option<Value> {
         line_start: 0,
         entries: Vec::new(),
         items: Vec::new(),
+        flow_plain: false,
     }
     .document()
 }
@@ -108,6 +109,10 @@ struct Loader<'a> {
     entries: Vec<(String, Value)>,
     /// Items of the sequences being read (innermost last), moved into vectors of the exact size.
     items: Vec<Value>,
+    /// Whether the flow collection being read (outermost) holds a plain scalar so far: until then
+    /// yaml-rust2 keeps the one-column indentation it adds after `key:` and `- `, and a closing
+    /// bracket at the parent's column is an error.
+    flow_plain: bool,
 }
 
 impl<'a> Loader<'a> {
@@ -228,7 +233,7 @@ impl<'a> Loader<'a> {
         match self.peek() {
             b'-' if self.at_entry() => self.sequence(col, depth),
             b'[' | b'{' => {
-                let v = self.flow(parent, depth)?;
+                let v = self.block_flow(parent, depth)?;
                 self.end_node()?;
                 Some(v)
             }
@@ -298,7 +303,7 @@ impl<'a> Loader<'a> {
             b'-' if self.at_entry() => self.sequence(col, depth),
             b'|' => self.literal(parent),
             b'[' | b'{' => {
-                let v = self.flow(parent as isize, depth)?;
+                let v = self.block_flow(parent as isize, depth)?;
                 self.end_node()?;
                 Some(v)
             }
@@ -389,7 +394,7 @@ impl<'a> Loader<'a> {
             }
             b'|' => self.literal(indent),
             b'[' | b'{' => {
-                let v = self.flow(indent as isize, depth)?;
+                let v = self.block_flow(indent as isize, depth)?;
                 self.end_node()?;
                 Some(v)
             }
@@ -656,6 +661,12 @@ impl<'a> Loader<'a> {
         }
     }
 
+    /// A flow collection in block context, in the block collection at `parent`.
+    fn block_flow(&mut self, parent: isize, depth: usize) -> Option<Value> {
+        self.flow_plain = false;
+        self.flow(parent, depth)
+    }
+
     /// A flow collection in the block collection at `parent`; `pos` is at its `[` or `{`.
     fn flow(&mut self, parent: isize, depth: usize) -> Option<Value> {
         if depth > MAX_DEPTH {
@@ -748,6 +759,7 @@ impl<'a> Loader<'a> {
         if !ok {
             return None;
         }
+        self.flow_plain = true;
         let (mut p, mut end) = (start, start);
         loop {
             match self.at(p) {
@@ -800,7 +812,7 @@ impl<'a> Loader<'a> {
         let col = self.col() as isize;
         let ok = match self.peek() {
             b'\n' | b'#' | 0 => true,
-            b']' | b'}' => col >= parent,
+            b']' | b'}' => col > parent || (col == parent && self.flow_plain),
             _ => col > parent,
         };
         ok.then_some(())
