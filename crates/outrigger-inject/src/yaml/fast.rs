@@ -24,7 +24,7 @@ use super::parse::{key_string, resolved_json};
 use super::resolve::{resolve_plain, Resolved};
 
 /// Deepest nesting handled here (the full loader's limit is 256).
-const MAX_DEPTH: usize = 200;
+const MAX_DEPTH: usize = 100;
 /// Longest key handled here (yaml-rust2 caps implicit keys at 1024 characters).
 const MAX_KEY_LEN: usize = 1000;
 /// Longest text handled here (the full loader caps the number of nodes).

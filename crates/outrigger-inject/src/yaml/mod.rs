@@ -9,7 +9,9 @@
 //! - [`to_string`]: go-yaml v2 style emission (sorted keys, 2-space indent, sequences not indented
 //!   under their key, quoting of ambiguous strings, `|`/`|-` literal blocks), ends with `\n`.
 //!
-//! Layout: `resolve` (YAML 1.1 plain-scalar resolution shared by both directions), `parse`
+//! Layout: `resolve` (YAML 1.1 plain-scalar resolution shared by both directions), `fast` (a
+//! single-pass loader for the block-YAML subset of rendered templates, tried first; it gives up
+//! on anything else and on every error, and `parse` runs on the original text), `parse`
 //! (events of yaml-rust2 → JSON), `split`, `emit` (port of go-yaml v2's encoder and libyaml's
 //! emitter), `gofmt` (Go's `%g` float formatting).
 //!

@@ -200,7 +200,7 @@ fn deep_nesting_gives_up() {
     let doc = "[".repeat(300) + &"]".repeat(300);
     assert!(fast::from_str(&doc).is_none());
     let mut doc = String::new();
-    for i in 0..150 {
+    for i in 0..90 {
         doc.push_str(&" ".repeat(i));
         doc.push_str("k:\n");
     }
