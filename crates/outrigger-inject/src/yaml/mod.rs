@@ -9,7 +9,9 @@
 //! - [`to_string`]: go-yaml v2 style emission (sorted keys, 2-space indent, sequences not indented
 //!   under their key, quoting of ambiguous strings, `|`/`|-` literal blocks), ends with `\n`.
 //!
-//! Layout: `resolve` (YAML 1.1 plain-scalar resolution shared by both directions), `parse`
+//! Layout: `resolve` (YAML 1.1 plain-scalar resolution shared by both directions), `fast` (a
+//! single-pass loader for the block-YAML subset of rendered templates, tried first; it gives up
+//! on anything else and on every error, and `parse` runs on the original text), `parse`
 //! (events of yaml-rust2 → JSON), `split`, `emit` (port of go-yaml v2's encoder and libyaml's
 //! emitter), `gofmt` (Go's `%g` float formatting).
 //!
@@ -23,12 +25,15 @@ use serde_json::Value;
 use crate::Result;
 
 mod emit;
+mod fast;
 mod gofmt;
 mod parse;
 mod resolve;
 mod split;
 #[cfg(test)]
 mod tests_emit;
+#[cfg(test)]
+mod tests_fast;
 #[cfg(test)]
 mod tests_parse;
 
@@ -43,7 +48,32 @@ mod tests_parse;
 /// [`crate::Error::Yaml`] errors of the form `yaml: line L: message (column C)`.
 /// Empty, whitespace-only or comment-only input is `Value::Null`.
 pub fn from_str(text: &str) -> Result<Value> {
+    trace::record(text);
+    match fast::from_str(text) {
+        Some(v) => Ok(v),
+        None => parse::from_str(text),
+    }
+}
+
+/// The fast path of [`from_str`] alone: `Some` tree when the text is in the subset that the
+/// single-pass loader reads (then equal to [`slow_from_str`]'s result), `None` when it gives up.
+/// For tests and fuzzing.
+#[doc(hidden)]
+pub fn fast_from_str(text: &str) -> Option<Value> {
+    fast::from_str(text)
+}
+
+/// The full loader of [`from_str`] (yaml-rust2), without the fast path. For tests and fuzzing.
+#[doc(hidden)]
+pub fn slow_from_str(text: &str) -> Result<Value> {
     parse::from_str(text)
+}
+
+/// Run `f` and return, with its result, every text that [`from_str`] read on this thread
+/// meanwhile (lets tests check the fast path on the texts that real injections parse).
+#[doc(hidden)]
+pub fn traced<R>(f: impl FnOnce() -> R) -> (R, Vec<String>) {
+    trace::traced(f)
 }
 
 /// Split a multi-document YAML stream into the raw text of its documents, as kube-inject reads
@@ -71,4 +101,33 @@ pub fn split_documents(text: &str) -> Result<Vec<&str>> {
 /// text starts with a space). Long plain and quoted lines are folded at column 80 as go-yaml does.
 pub fn to_string(v: &Value) -> String {
     emit::to_string(v)
+}
+
+/// Recording of [`from_str`] inputs for [`traced`].
+mod trace {
+    use std::cell::{Cell, RefCell};
+
+    thread_local! {
+        static ON: Cell<bool> = const { Cell::new(false) };
+        static TEXTS: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
+    }
+
+    /// Keep `text` when tracing is on for this thread.
+    pub(super) fn record(text: &str) {
+        if ON.with(Cell::get) {
+            TEXTS.with(|t| t.borrow_mut().push(text.to_owned()));
+        }
+    }
+
+    pub(super) fn traced<R>(f: impl FnOnce() -> R) -> (R, Vec<String>) {
+        let was = ON.with(|on| on.replace(true));
+        let r = f();
+        ON.with(|on| on.set(was));
+        let texts = if was {
+            TEXTS.with(|t| t.borrow().clone())
+        } else {
+            TEXTS.with(|t| std::mem::take(&mut *t.borrow_mut()))
+        };
+        (r, texts)
+    }
 }

@@ -377,7 +377,7 @@ fn merge_into(
 }
 
 /// The JSON name of a decoded key, as sigs.k8s.io/yaml `convertToJSONableObject` writes it.
-fn key_string(v: Value) -> std::result::Result<String, String> {
+pub(super) fn key_string(v: Value) -> std::result::Result<String, String> {
     match v {
         Value::String(s) => Ok(s),
         Value::Bool(b) => Ok(b.to_string()),
@@ -462,13 +462,22 @@ fn short_tag_of(r: &Resolved) -> &'static str {
 
 /// The JSON value of a resolution (timestamps and merge keys in value position stay strings).
 fn resolved_value(r: Resolved, text: String, mark: Marker) -> Result<Value> {
+    resolved_json(r, text).or_else(|f| float_value(f, mark))
+}
+
+/// The JSON value of a resolution, or `Err` with the float when it is NaN or infinite (not
+/// representable in JSON). `text` becomes the string of timestamps and strings.
+pub(super) fn resolved_json(
+    r: Resolved,
+    text: impl Into<String>,
+) -> std::result::Result<Value, f64> {
     Ok(match r {
         Resolved::Null => Value::Null,
         Resolved::Bool(b) => Value::Bool(b),
         Resolved::Int(i) => Value::from(i),
         Resolved::Uint(u) => Value::from(u),
-        Resolved::Float(f) => return float_value(f, mark),
-        Resolved::Timestamp | Resolved::Str => Value::String(text),
+        Resolved::Float(f) => return Number::from_f64(f).map(Value::Number).ok_or(f),
+        Resolved::Timestamp | Resolved::Str => Value::String(text.into()),
     })
 }
 

@@ -44,6 +44,10 @@ pub(crate) fn resolve_plain(s: &str) -> Resolved {
 
 /// The fixed words of go-yaml's resolve map.
 fn resolve_word(s: &str) -> Option<Resolved> {
+    // The longest word has five bytes; most keys and strings are longer.
+    if s.len() > 5 {
+        return None;
+    }
     Some(match s {
         "y" | "Y" | "yes" | "Yes" | "YES" | "true" | "True" | "TRUE" | "on" | "On" | "ON" => {
             Resolved::Bool(true)

@@ -4,7 +4,22 @@
 use serde_json::{json, Value};
 
 use super::emit::key_order;
-use super::{from_str, split_documents, to_string};
+use super::split_documents;
+use super::tests_fast::check;
+
+/// [`super::to_string`], with its output also read by the fast path and the full loader (which
+/// must agree when the fast path answers).
+fn to_string(v: &Value) -> String {
+    let out = super::to_string(v);
+    check(&out);
+    out
+}
+
+/// [`super::from_str`], with the fast path checked against the full loader on `text`.
+fn from_str(text: &str) -> crate::Result<Value> {
+    check(text);
+    super::from_str(text)
+}
 
 /// Emit `{"k": v}` and strip the `k:` prefix (and the space after it), as the tables are written.
 fn emit_value(v: Value) -> String {
@@ -358,9 +373,9 @@ fn golden_documents_round_trip_byte_for_byte() {
 #[test]
 fn merge_key_string_round_trips() {
     let v = serde_json::json!({"<<": "a", "b": "<<"});
-    let text = crate::yaml::to_string(&v);
+    let text = to_string(&v);
     assert_eq!(text, "\"<<\": a\nb: \"<<\"\n");
-    assert_eq!(crate::yaml::from_str(&text).unwrap(), v);
+    assert_eq!(from_str(&text).unwrap(), v);
 }
 
 #[test]

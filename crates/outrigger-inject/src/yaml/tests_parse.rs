@@ -2,7 +2,13 @@
 
 use serde_json::{json, Value};
 
-use super::from_str;
+use super::tests_fast::check;
+
+/// [`super::from_str`], with the fast path checked against the full loader on `text`.
+fn from_str(text: &str) -> crate::Result<Value> {
+    check(text);
+    super::from_str(text)
+}
 
 fn ok(text: &str) -> Value {
     match from_str(text) {

@@ -1,0 +1,889 @@
+//! Fast path of [`super::from_str`]: a single-pass loader for the block-YAML subset that rendered
+//! sidecar templates are written in.
+//!
+//! It produces exactly the tree that [`super::parse`] (yaml-rust2's event parser) produces, or
+//! gives up with `None`, after which the caller runs the full loader on the original text. It never
+//! reports errors: anything it does not recognise, and every error, is a `None`.
+//!
+//! Covered: block mappings with plain or quoted single-line keys; block sequences, including
+//! compact `- key: v` mappings, nested `- - x` and a sequence at the indentation of its parent key;
+//! single-line plain scalars (resolved by [`resolve_plain`]), single- and double-quoted scalars
+//! (the escapes of yaml-rust2); literal block scalars `|`, `|-`, `|+` with auto-detected
+//! indentation; flow sequences and mappings of those scalars, nested, over several lines; comments,
+//! blank lines, a leading BOM and a leading `---`.
+//!
+//! Gives up on: tabs, CR and other control characters anywhere, U+0085/U+2028/U+2029/U+FEFF in
+//! the text, anchors, aliases, tags, `?` keys, `<<` merge keys, folded scalars, block indentation
+//! indicators, multi-line plain or quoted scalars, a scalar on the line after its key, directives,
+//! `...` and further documents, duplicate keys, keys that are null or too long, NaN/infinite
+//! numbers, empty flow entries and values, nesting deeper than [`MAX_DEPTH`].
+
+use serde_json::{Map, Value};
+
+use super::parse::{key_string, resolved_json};
+use super::resolve::{resolve_plain, Resolved};
+
+/// Deepest nesting handled here (the full loader's limit is 256).
+const MAX_DEPTH: usize = 100;
+/// Longest key handled here (yaml-rust2 caps implicit keys at 1024 characters).
+const MAX_KEY_LEN: usize = 1000;
+/// Longest text handled here (the full loader caps the number of nodes).
+const MAX_LEN: usize = 16 << 20;
+
+/// Load `text` if it is in the subset; `None` otherwise (and on any error).
+pub(crate) fn from_str(text: &str) -> Option<Value> {
+    let text = text.strip_prefix('\u{FEFF}').unwrap_or(text);
+    if text.len() > MAX_LEN || !chars_ok(text.as_bytes()) {
+        return None;
+    }
+    Loader {
+        src: text,
+        b: text.as_bytes(),
+        pos: 0,
+        line_start: 0,
+        entries: Vec::new(),
+        items: Vec::new(),
+        flow_plain: false,
+    }
+    .document()
+}
+
+/// No control character other than LF (so byte 0 can mark the end of the text), no DEL, no C1
+/// control (U+0080..U+009F, U+0085 included), no U+2028/U+2029, no BOM and no U+FFFE/U+FFFF.
+fn chars_ok(b: &[u8]) -> bool {
+    let mut high = 0u8;
+    for chunk in b.chunks(128) {
+        // Branch-free over the chunk so that it vectorises.
+        let mut bad = 0u8;
+        for &c in chunk {
+            bad |= u8::from(c < 0x20 && c != b'\n') | u8::from(c == 0x7f);
+            high |= c;
+        }
+        if bad != 0 {
+            return false;
+        }
+    }
+    high < 0x80 || non_ascii_ok(b)
+}
+
+/// The non-ASCII part of [`chars_ok`].
+fn non_ascii_ok(b: &[u8]) -> bool {
+    let mut i = 0;
+    while let Some(&c) = b.get(i) {
+        let bad = match c {
+            0xc2 => b.get(i + 1).is_some_and(|&n| n < 0xa0),
+            0xe2 => b.get(i + 1) == Some(&0x80) && matches!(b.get(i + 2), Some(0xa8 | 0xa9)),
+            0xef => matches!(
+                (b.get(i + 1), b.get(i + 2)),
+                (Some(0xbb), Some(0xbf)) | (Some(0xbf), Some(0xbe | 0xbf))
+            ),
+            _ => false,
+        };
+        if bad {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// Chomping indicator of a literal block scalar.
+#[derive(Clone, Copy, PartialEq)]
+enum Chomp {
+    /// `|`: one final line break.
+    Clip,
+    /// `|-`: no final line break.
+    Strip,
+    /// `|+`: all final line breaks.
+    Keep,
+}
+
+/// The loader's cursor. Invariant between nodes: `pos` is at the first content byte of the next
+/// content line (or at the end of the text), `line_start` at the start of that line.
+struct Loader<'a> {
+    src: &'a str,
+    b: &'a [u8],
+    pos: usize,
+    line_start: usize,
+    /// Entries of the mappings being read (innermost last), moved into maps of the exact size.
+    entries: Vec<(String, Value)>,
+    /// Items of the sequences being read (innermost last), moved into vectors of the exact size.
+    items: Vec<Value>,
+    /// Whether the flow collection being read (outermost) holds a plain scalar so far: until then
+    /// yaml-rust2 keeps the one-column indentation it adds after `key:` and `- `, and a closing
+    /// bracket at the parent's column is an error.
+    flow_plain: bool,
+}
+
+impl<'a> Loader<'a> {
+    /// The byte at `i`, 0 past the end (the text holds no NUL).
+    fn at(&self, i: usize) -> u8 {
+        self.b.get(i).copied().unwrap_or(0)
+    }
+
+    fn peek(&self) -> u8 {
+        self.at(self.pos)
+    }
+
+    fn col(&self) -> usize {
+        self.pos - self.line_start
+    }
+
+    fn eof(&self) -> bool {
+        self.pos >= self.b.len()
+    }
+
+    /// Space, line break or end of text at `i`.
+    fn blank_at(&self, i: usize) -> bool {
+        matches!(self.at(i), b' ' | b'\n' | 0)
+    }
+
+    /// A block sequence entry indicator (`-` then a blank) at `pos`.
+    fn at_entry(&self) -> bool {
+        self.peek() == b'-' && self.blank_at(self.pos + 1)
+    }
+
+    fn skip_spaces(&mut self) {
+        self.pos = skip_spaces(self.b, self.pos);
+    }
+
+    /// Move to just after the next line break (or to the end of the text).
+    fn next_line(&mut self) {
+        self.pos = match self
+            .b
+            .get(self.pos..)
+            .and_then(|r| r.iter().position(|&c| c == b'\n'))
+        {
+            Some(n) => self.pos + n + 1,
+            None => self.b.len(),
+        };
+        self.line_start = self.pos;
+    }
+
+    /// From a line start, skip blank and comment lines; `pos` ends at the first content byte.
+    fn skip_ignorable(&mut self) {
+        loop {
+            self.line_start = self.pos;
+            self.skip_spaces();
+            match self.peek() {
+                b'\n' | b'#' => self.next_line(),
+                _ => return,
+            }
+        }
+    }
+
+    /// [`Self::skip_ignorable`], giving up on a document marker (`---`, `...`) line.
+    fn skip_to_content(&mut self) -> Option<()> {
+        self.skip_ignorable();
+        self.no_marker()
+    }
+
+    /// `None` when the content at `pos` starts a line with a document marker (`---`, `...`).
+    fn no_marker(&self) -> Option<()> {
+        if self.col() != 0 {
+            return Some(());
+        }
+        let rest = self.b.get(self.pos..).unwrap_or_default();
+        (!rest.starts_with(b"---") && !rest.starts_with(b"...")).then_some(())
+    }
+
+    /// The rest of a line after a node: spaces, then a comment (after a space) or the line end.
+    fn finish_line(&mut self) -> Option<()> {
+        self.skip_spaces();
+        match self.peek() {
+            0 => Some(()),
+            b'\n' => {
+                self.pos += 1;
+                self.line_start = self.pos;
+                Some(())
+            }
+            b'#' if self.at(self.pos.wrapping_sub(1)) == b' ' => {
+                self.next_line();
+                Some(())
+            }
+            _ => None,
+        }
+    }
+
+    /// [`Self::finish_line`] then [`Self::skip_to_content`].
+    fn end_node(&mut self) -> Option<()> {
+        self.finish_line()?;
+        self.skip_to_content()
+    }
+
+    /// The whole text: nothing (null), or one block or flow collection.
+    fn document(mut self) -> Option<Value> {
+        self.skip_ignorable();
+        let rest = self.b.get(self.pos..).unwrap_or_default();
+        if self.col() == 0 && rest.starts_with(b"---") && self.blank_at(self.pos + 3) {
+            self.pos += 3;
+            self.end_node()?;
+        } else {
+            self.no_marker()?;
+        }
+        if self.eof() {
+            return Some(Value::Null);
+        }
+        let v = self.block_node(self.col(), -1, 0)?;
+        self.eof().then_some(v)
+    }
+
+    /// A collection starting a line at column `col`, in a block collection at `parent`.
+    fn block_node(&mut self, col: usize, parent: isize, depth: usize) -> Option<Value> {
+        match self.peek() {
+            b'-' if self.at_entry() => self.sequence(col, depth),
+            b'[' | b'{' => {
+                let v = self.block_flow(parent, depth)?;
+                self.end_node()?;
+                Some(v)
+            }
+            _ => {
+                let key = self.key()?;
+                self.mapping(col, key, depth)
+            }
+        }
+    }
+
+    /// The value of a key or entry with nothing after it on its line: a block collection on the
+    /// following lines, or null. `same_col_seq`: a sequence at `indent` belongs to the key.
+    fn after_empty(&mut self, indent: usize, same_col_seq: bool, depth: usize) -> Option<Value> {
+        if self.eof() {
+            return Some(Value::Null);
+        }
+        let col = self.col();
+        if col > indent {
+            return self.block_node(col, indent as isize, depth);
+        }
+        if col == indent && same_col_seq && self.at_entry() {
+            return self.sequence(col, depth);
+        }
+        Some(Value::Null)
+    }
+
+    /// A block sequence whose entries start at column `indent`; `pos` is at the first `-`.
+    fn sequence(&mut self, indent: usize, depth: usize) -> Option<Value> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        let base = self.items.len();
+        loop {
+            self.pos += 1;
+            let item = self.entry(indent, depth + 1)?;
+            self.items.push(item);
+            if self.eof() || self.col() < indent {
+                break;
+            }
+            if self.col() > indent {
+                return None;
+            }
+            if !self.at_entry() {
+                break;
+            }
+        }
+        Some(self.take_items(base))
+    }
+
+    /// The node of a sequence entry; `pos` is just after its `-`.
+    fn entry(&mut self, indent: usize, depth: usize) -> Option<Value> {
+        self.skip_spaces();
+        match self.peek() {
+            0 | b'\n' | b'#' => {
+                self.end_node()?;
+                self.after_empty(indent, false, depth)
+            }
+            _ => self.inline_node(indent, depth),
+        }
+    }
+
+    /// A node starting after `- ` on the line of its entry, in the sequence at `parent`: a
+    /// compact sequence or mapping, a literal block, a flow collection or a scalar.
+    fn inline_node(&mut self, parent: usize, depth: usize) -> Option<Value> {
+        let (start, col) = (self.pos, self.col());
+        match self.peek() {
+            b'-' if self.at_entry() => self.sequence(col, depth),
+            b'|' => self.literal(parent),
+            b'[' | b'{' => {
+                let v = self.block_flow(parent as isize, depth)?;
+                self.end_node()?;
+                Some(v)
+            }
+            b'"' | b'\'' => {
+                let s = self.quoted()?;
+                if self.peek() == b':' && self.blank_at(self.pos + 1) {
+                    self.compact_mapping(start, col, s, depth)
+                } else {
+                    self.end_node()?;
+                    Some(Value::String(s))
+                }
+            }
+            _ => {
+                let (text, colon) = self.plain_block()?;
+                if colon {
+                    let key = plain_key(text)?;
+                    self.compact_mapping(start, col, key, depth)
+                } else {
+                    let v = plain_value(text)?;
+                    self.end_node()?;
+                    Some(v)
+                }
+            }
+        }
+    }
+
+    /// A mapping whose first key (read from `start`) sits on the line of a sequence entry; `pos`
+    /// is at the `:` after the key.
+    fn compact_mapping(
+        &mut self,
+        start: usize,
+        col: usize,
+        key: String,
+        depth: usize,
+    ) -> Option<Value> {
+        if self.pos - start > MAX_KEY_LEN {
+            return None;
+        }
+        self.pos += 1;
+        self.mapping(col, key, depth)
+    }
+
+    /// A block mapping at column `indent` whose first key was read; `pos` is just after its `:`.
+    fn mapping(&mut self, indent: usize, first: String, depth: usize) -> Option<Value> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        let base = self.entries.len();
+        let mut key = first;
+        loop {
+            let v = self.map_value(indent, depth + 1)?;
+            self.entries.push((key, v));
+            if self.eof() || self.col() < indent {
+                break;
+            }
+            if self.col() > indent {
+                return None;
+            }
+            key = self.key()?;
+        }
+        self.take_entries(base)
+    }
+
+    /// A mapping key and its `:`; `pos` ends just after the `:`.
+    fn key(&mut self) -> Option<String> {
+        let start = self.pos;
+        let key = match self.peek() {
+            b'"' | b'\'' => self.quoted()?,
+            _ => match self.plain_block()? {
+                (text, true) => plain_key(text)?,
+                (_, false) => return None,
+            },
+        };
+        if self.pos - start > MAX_KEY_LEN || self.peek() != b':' || !self.blank_at(self.pos + 1) {
+            return None;
+        }
+        self.pos += 1;
+        Some(key)
+    }
+
+    /// The value after `key:` in the block mapping at `indent`.
+    fn map_value(&mut self, indent: usize, depth: usize) -> Option<Value> {
+        self.skip_spaces();
+        match self.peek() {
+            0 | b'\n' | b'#' => {
+                self.end_node()?;
+                self.after_empty(indent, true, depth)
+            }
+            b'|' => self.literal(indent),
+            b'[' | b'{' => {
+                let v = self.block_flow(indent as isize, depth)?;
+                self.end_node()?;
+                Some(v)
+            }
+            b'"' | b'\'' => {
+                let s = self.quoted()?;
+                self.end_node()?;
+                Some(Value::String(s))
+            }
+            _ => match self.plain_block()? {
+                (_, true) => None,
+                (text, false) => {
+                    let v = plain_value(text)?;
+                    self.end_node()?;
+                    Some(v)
+                }
+            },
+        }
+    }
+
+    /// The items pushed since `base`, as an array.
+    fn take_items(&mut self, base: usize) -> Value {
+        Value::Array(self.items.split_off(base))
+    }
+
+    /// The entries pushed since `base`, as an object; `None` on a duplicate key.
+    fn take_entries(&mut self, base: usize) -> Option<Value> {
+        let mut map = Map::with_capacity(self.entries.len().saturating_sub(base));
+        for (k, v) in self.entries.drain(base..) {
+            if map.insert(k, v).is_some() {
+                return None;
+            }
+        }
+        Some(Value::Object(map))
+    }
+
+    /// A single-line plain scalar in block context, from `pos`. Returns its text and whether it
+    /// ends at a `:` followed by a blank (a key; `pos` at the `:`), else `pos` ends after the text.
+    fn plain_block(&mut self) -> Option<(&'a str, bool)> {
+        let start = self.pos;
+        if !plain_start(self.peek(), self.at(start + 1)) {
+            return None;
+        }
+        let rest = self.b.get(start..)?;
+        let mut i = 0;
+        let (stop, colon) = loop {
+            let j = find_stop(rest, i);
+            match rest.get(j) {
+                Some(b':') if matches!(rest.get(j + 1), None | Some(b' ' | b'\n')) => {
+                    break (j, true)
+                }
+                Some(b'#') if j > 0 && rest.get(j - 1) == Some(&b' ') => break (j, false),
+                Some(b'\n') | None => break (j, false),
+                _ => i = j + 1,
+            }
+        };
+        let mut end = start + stop;
+        while end > start && self.at(end - 1) == b' ' {
+            end -= 1;
+        }
+        if colon && end != start + stop {
+            return None;
+        }
+        self.pos = if colon { start + stop } else { end };
+        Some((self.src.get(start..end)?, colon))
+    }
+
+    /// A quoted scalar on one line; `pos` ends just after the closing quote.
+    fn quoted(&mut self) -> Option<String> {
+        let q = self.peek();
+        self.pos += 1;
+        if q == b'\'' {
+            self.single_quoted()
+        } else {
+            self.double_quoted()
+        }
+    }
+
+    fn single_quoted(&mut self) -> Option<String> {
+        let mut out = String::new();
+        loop {
+            let start = self.pos;
+            let end = start
+                + self
+                    .b
+                    .get(start..)?
+                    .iter()
+                    .position(|&c| c == b'\'' || c == b'\n')?;
+            if self.at(end) != b'\'' {
+                return None;
+            }
+            out.push_str(self.src.get(start..end)?);
+            if self.at(end + 1) == b'\'' {
+                out.push('\'');
+                self.pos = end + 2;
+            } else {
+                self.pos = end + 1;
+                return Some(out);
+            }
+        }
+    }
+
+    fn double_quoted(&mut self) -> Option<String> {
+        let mut out = String::new();
+        loop {
+            let start = self.pos;
+            let end = start
+                + self
+                    .b
+                    .get(start..)?
+                    .iter()
+                    .position(|&c| matches!(c, b'"' | b'\\' | b'\n'))?;
+            out.push_str(self.src.get(start..end)?);
+            self.pos = end + 1;
+            match self.at(end) {
+                b'"' => return Some(out),
+                b'\\' => out.push(self.escape()?),
+                _ => return None,
+            }
+        }
+    }
+
+    /// The character of the escape sequence after a `\` (yaml-rust2's set).
+    fn escape(&mut self) -> Option<char> {
+        let c = self.peek();
+        self.pos += 1;
+        Some(match c {
+            b'0' => '\0',
+            b'a' => '\x07',
+            b'b' => '\x08',
+            b't' => '\t',
+            b'n' => '\n',
+            b'v' => '\x0b',
+            b'f' => '\x0c',
+            b'r' => '\r',
+            b'e' => '\x1b',
+            b' ' => ' ',
+            b'"' => '"',
+            b'/' => '/',
+            b'\\' => '\\',
+            b'N' => '\u{85}',
+            b'_' => '\u{a0}',
+            b'L' => '\u{2028}',
+            b'P' => '\u{2029}',
+            b'x' => self.hex(2)?,
+            b'u' => self.hex(4)?,
+            b'U' => self.hex(8)?,
+            _ => return None,
+        })
+    }
+
+    /// `n` hexadecimal digits as a character.
+    fn hex(&mut self, n: usize) -> Option<char> {
+        let digits = self.src.get(self.pos..self.pos + n)?;
+        if !digits.bytes().all(|c| c.is_ascii_hexdigit()) {
+            return None;
+        }
+        self.pos += n;
+        char::from_u32(u32::from_str_radix(digits, 16).ok()?)
+    }
+
+    /// A literal block scalar (`|`, `|-`, `|+`) in the block collection at `parent`; `pos` is at
+    /// the `|`.
+    fn literal(&mut self, parent: usize) -> Option<Value> {
+        self.pos += 1;
+        let chomp = match self.peek() {
+            b'-' => Chomp::Strip,
+            b'+' => Chomp::Keep,
+            _ => Chomp::Clip,
+        };
+        if chomp != Chomp::Clip {
+            self.pos += 1;
+        }
+        self.finish_line()?;
+        let (indent, leading) = self.literal_indent(parent)?;
+        let mut out = "\n".repeat(leading);
+        let at_eof = self.literal_lines(indent, chomp, &mut out)?;
+        if !at_eof {
+            self.skip_to_content()?;
+        }
+        Some(Value::String(out))
+    }
+
+    /// Skip the empty lines before the first content line of a literal block and return its
+    /// indentation and the number of lines skipped; `pos` ends at the content line's start.
+    fn literal_indent(&mut self, parent: usize) -> Option<(usize, usize)> {
+        let (mut leading, mut widest) = (0, 0);
+        loop {
+            let start = self.pos;
+            self.skip_spaces();
+            let n = self.pos - start;
+            match self.peek() {
+                0 => return None,
+                b'\n' => {
+                    widest = widest.max(n);
+                    leading += 1;
+                    self.pos += 1;
+                }
+                _ => {
+                    self.pos = start;
+                    return (n > parent && widest <= n).then_some((n, leading));
+                }
+            }
+        }
+    }
+
+    /// The lines of a literal block at `indent`, chomped into `out`; `pos` starts at the first
+    /// content line and ends at the start of the first line after the block. Returns whether the
+    /// block ended at the end of a text without a final line break.
+    fn literal_lines(&mut self, indent: usize, chomp: Chomp, out: &mut String) -> Option<bool> {
+        let mut first = true;
+        loop {
+            let start = self.pos + indent;
+            let end = match self.b.get(start..)?.iter().position(|&c| c == b'\n') {
+                Some(n) => start + n,
+                None => self.b.len(),
+            };
+            if !first {
+                out.push('\n');
+            }
+            first = false;
+            out.push_str(self.src.get(start..end)?);
+            if end == self.b.len() {
+                // libyaml adds no line break that the text lacks (see `EofFix` in parse.rs).
+                self.pos = end;
+                self.line_start = end;
+                return Some(true);
+            }
+            self.pos = end + 1;
+            let empty = self.literal_empty_lines(indent)?;
+            let more = !self.eof() && self.pos - self.line_start >= indent;
+            if more {
+                out.extend(std::iter::repeat_n('\n', empty));
+                self.pos = self.line_start;
+                continue;
+            }
+            self.pos = self.line_start;
+            match chomp {
+                Chomp::Strip => {}
+                Chomp::Clip => out.push('\n'),
+                Chomp::Keep => out.extend(std::iter::repeat_n('\n', empty + 1)),
+            }
+            return Some(false);
+        }
+    }
+
+    /// Skip the empty lines after a literal block's content line; `line_start` ends at the next
+    /// non-empty line (or the end of the text), `pos` after its leading spaces. Gives up on
+    /// whitespace-only lines longer than the indentation and on trailing spaces at the end.
+    fn literal_empty_lines(&mut self, indent: usize) -> Option<usize> {
+        let mut empty = 0;
+        loop {
+            self.line_start = self.pos;
+            self.skip_spaces();
+            let n = self.pos - self.line_start;
+            match self.peek() {
+                b'\n' if n <= indent => {
+                    empty += 1;
+                    self.pos += 1;
+                }
+                b'\n' => return None,
+                0 if n > 0 => return None,
+                _ => return Some(empty),
+            }
+        }
+    }
+
+    /// A flow collection in block context, in the block collection at `parent`.
+    fn block_flow(&mut self, parent: isize, depth: usize) -> Option<Value> {
+        self.flow_plain = false;
+        self.flow(parent, depth)
+    }
+
+    /// A flow collection in the block collection at `parent`; `pos` is at its `[` or `{`.
+    fn flow(&mut self, parent: isize, depth: usize) -> Option<Value> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        let open = self.peek();
+        self.pos += 1;
+        if open == b'[' {
+            self.flow_sequence(parent, depth)
+        } else {
+            self.flow_mapping(parent, depth)
+        }
+    }
+
+    fn flow_sequence(&mut self, parent: isize, depth: usize) -> Option<Value> {
+        let base = self.items.len();
+        loop {
+            self.flow_skip(parent)?;
+            if self.peek() == b']' {
+                break;
+            }
+            let item = self.flow_node(parent, depth + 1)?;
+            self.items.push(item);
+            self.flow_skip(parent)?;
+            match self.peek() {
+                b',' => self.pos += 1,
+                b']' => break,
+                _ => return None,
+            }
+        }
+        self.pos += 1;
+        Some(self.take_items(base))
+    }
+
+    fn flow_mapping(&mut self, parent: isize, depth: usize) -> Option<Value> {
+        let base = self.entries.len();
+        loop {
+            self.flow_skip(parent)?;
+            if self.peek() == b'}' {
+                break;
+            }
+            let key = self.flow_key()?;
+            self.flow_skip(parent)?;
+            let v = self.flow_node(parent, depth + 1)?;
+            self.entries.push((key, v));
+            self.flow_skip(parent)?;
+            match self.peek() {
+                b',' => self.pos += 1,
+                b'}' => break,
+                _ => return None,
+            }
+        }
+        self.pos += 1;
+        self.take_entries(base)
+    }
+
+    /// A key in a flow mapping and its `:` (followed by a space or line break).
+    fn flow_key(&mut self) -> Option<String> {
+        let start = self.pos;
+        let key = match self.peek() {
+            b'"' | b'\'' => self.quoted()?,
+            _ => plain_key(self.plain_flow()?)?,
+        };
+        let after = self.at(self.pos + 1);
+        if self.pos - start > MAX_KEY_LEN || self.peek() != b':' || !matches!(after, b' ' | b'\n') {
+            return None;
+        }
+        self.pos += 1;
+        Some(key)
+    }
+
+    /// A node inside a flow collection: a nested collection or a scalar.
+    fn flow_node(&mut self, parent: isize, depth: usize) -> Option<Value> {
+        match self.peek() {
+            b'[' | b'{' => self.flow(parent, depth),
+            b'"' | b'\'' => self.quoted().map(Value::String),
+            _ => plain_value(self.plain_flow()?),
+        }
+    }
+
+    /// A single-line plain scalar in flow context; `pos` ends after its text.
+    fn plain_flow(&mut self) -> Option<&'a str> {
+        let start = self.pos;
+        let first = self.peek();
+        let ok = match first {
+            b'-' => self.at(start + 1).is_ascii_alphanumeric(),
+            b'?' | b':' => false,
+            _ => plain_start(first, self.at(start + 1)),
+        };
+        if !ok {
+            return None;
+        }
+        self.flow_plain = true;
+        let (mut p, mut end) = (start, start);
+        loop {
+            match self.at(p) {
+                0 | b'\n' | b',' | b'[' | b']' | b'{' | b'}' => break,
+                b':' if matches!(
+                    self.at(p + 1),
+                    0 | b' ' | b'\n' | b',' | b'[' | b']' | b'{' | b'}'
+                ) =>
+                {
+                    break
+                }
+                b' ' if self.at(p + 1) == b'#' => break,
+                b' ' => {}
+                _ => end = p + 1,
+            }
+            p += 1;
+        }
+        self.pos = end;
+        self.src.get(start..end)
+    }
+
+    /// Skip spaces, comments and line breaks between flow tokens. A token starting a line must be
+    /// indented past `parent` (a closing bracket may sit at `parent`); gives up at the end of the
+    /// text and on document markers.
+    fn flow_skip(&mut self, parent: isize) -> Option<()> {
+        loop {
+            match self.peek() {
+                b' ' => self.pos += 1,
+                b'#' if matches!(self.at(self.pos.wrapping_sub(1)), b' ' | b'\n') => {
+                    while !matches!(self.peek(), b'\n' | 0) {
+                        self.pos += 1;
+                    }
+                }
+                b'\n' => self.flow_line(parent)?,
+                0 | b'#' => return None,
+                _ => return Some(()),
+            }
+        }
+    }
+
+    /// Move past a line break inside a flow collection and check the next line's indentation.
+    fn flow_line(&mut self, parent: isize) -> Option<()> {
+        self.pos += 1;
+        self.line_start = self.pos;
+        let rest = self.b.get(self.pos..).unwrap_or_default();
+        if rest.starts_with(b"---") || rest.starts_with(b"...") {
+            return None;
+        }
+        self.skip_spaces();
+        let col = self.col() as isize;
+        let ok = match self.peek() {
+            b'\n' | b'#' | 0 => true,
+            b']' | b'}' => col > parent || (col == parent && self.flow_plain),
+            _ => col > parent,
+        };
+        ok.then_some(())
+    }
+}
+
+/// The index of the first byte other than a space in `b` from `from` on (`b.len()` if none).
+fn skip_spaces(b: &[u8], from: usize) -> usize {
+    let mut i = from;
+    while let Some(word) = b.get(i..i + 8).and_then(|w| <[u8; 8]>::try_from(w).ok()) {
+        let other = u64::from_le_bytes(word) ^ 0x2020_2020_2020_2020;
+        if other != 0 {
+            return i + (other.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while b.get(i) == Some(&b' ') {
+        i += 1;
+    }
+    i
+}
+
+/// The index of the first `:`, `#` or line break in `b` from `from` on (`b.len()` if none).
+fn find_stop(b: &[u8], from: usize) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    /// High bit of each byte of `x` equal to `c` (exact for the lowest one).
+    fn eq(x: u64, c: u8) -> u64 {
+        let y = x ^ (ONES * u64::from(c));
+        y.wrapping_sub(ONES) & !y & (ONES << 7)
+    }
+    let mut i = from;
+    while let Some(word) = b.get(i..i + 8).and_then(|w| <[u8; 8]>::try_from(w).ok()) {
+        let x = u64::from_le_bytes(word);
+        let hits = eq(x, b':') | eq(x, b'#') | eq(x, b'\n');
+        if hits != 0 {
+            return i + (hits.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while let Some(&c) = b.get(i) {
+        if matches!(c, b':' | b'#' | b'\n') {
+            return i;
+        }
+        i += 1;
+    }
+    b.len()
+}
+
+/// Whether a plain scalar may start with `c` followed by `next` (block context rules; flow
+/// indicators excluded as well).
+fn plain_start(c: u8, next: u8) -> bool {
+    match c {
+        b'-' | b'?' | b':' => !matches!(next, b' ' | b'\n' | 0),
+        b',' | b'[' | b']' | b'{' | b'}' | b'#' | b'&' | b'*' | b'!' | b'|' | b'>' | b'\''
+        | b'"' | b'%' | b'@' | b'`' | b' ' | b'\n' | 0 => false,
+        _ => true,
+    }
+}
+
+/// The value of a plain scalar; `None` for NaN and infinities.
+fn plain_value(text: &str) -> Option<Value> {
+    resolved_json(resolve_plain(text), text).ok()
+}
+
+/// The JSON name of a plain key; `None` for merge keys, null keys and keys JSON cannot name.
+fn plain_key(text: &str) -> Option<String> {
+    if text == "<<" || text.len() > MAX_KEY_LEN {
+        return None;
+    }
+    match resolve_plain(text) {
+        Resolved::Str | Resolved::Timestamp => Some(text.to_owned()),
+        r => key_string(resolved_json(r, text).ok()?).ok(),
+    }
+}

@@ -1,0 +1,312 @@
+//! Differential tests of the YAML fast path (`yaml::fast_from_str`) against the full loader
+//! (`yaml::slow_from_str`): whenever the fast path answers, both trees must be identical (key
+//! order and number kinds included). Inputs: every file of the Istio conformance corpus (read in
+//! place from `../shared/conformance/istio`, skipped with a notice when absent), the corpus
+//! documents re-emitted with `yaml::to_string`, every text that real injections parse (rendered
+//! sidecar templates included), and seeded random mutations of template-like snippets.
+
+use std::path::{Path, PathBuf};
+
+use outrigger_inject::config::{InjectorConfig, Snapshot};
+use outrigger_inject::inject::{self, InjectParams, Mode};
+use outrigger_inject::workload::{self, KubeInjectOptions};
+use outrigger_inject::yaml;
+use serde_json::{json, Value};
+
+fn corpus() -> Option<PathBuf> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/conformance/istio");
+    p.join("cases.json").exists().then_some(p)
+}
+
+/// Assert that the fast path agrees with the full loader when it answers; return whether it did.
+fn check(text: &str, origin: &str) -> bool {
+    let Some(fast) = yaml::fast_from_str(text) else {
+        return false;
+    };
+    match yaml::slow_from_str(text) {
+        // serde_json's map equality ignores key order: compare the serialised forms.
+        Ok(slow) => assert_eq!(
+            serde_json::to_string(&fast).ok(),
+            serde_json::to_string(&slow).ok(),
+            "{origin}: fast path differs on {text:?}"
+        ),
+        Err(e) => panic!("{origin}: fast path accepted {text:?}, full loader: {e}"),
+    }
+    true
+}
+
+/// Tally of texts checked and texts the fast path read.
+#[derive(Default)]
+struct Tally {
+    seen: usize,
+    taken: usize,
+}
+
+impl Tally {
+    fn add(&mut self, text: &str, origin: &str) -> bool {
+        let taken = check(text, origin);
+        self.seen += 1;
+        self.taken += usize::from(taken);
+        taken
+    }
+}
+
+fn files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            files(&p, out);
+        } else {
+            out.push(p);
+        }
+    }
+}
+
+/// (b) and (c): every corpus file, split into documents, and every parsed document re-emitted.
+#[test]
+fn corpus_files_and_their_emitted_trees() {
+    let Some(root) = corpus() else {
+        eprintln!(
+            "NOTICE: ../shared/conformance/istio not found; corpus differential test skipped"
+        );
+        return;
+    };
+    let mut paths = Vec::new();
+    files(&root, &mut paths);
+    paths.sort();
+    let (mut read, mut emitted) = (Tally::default(), Tally::default());
+    for path in &paths {
+        let Ok(text) = std::fs::read_to_string(path) else {
+            continue;
+        };
+        let origin = path.display().to_string();
+        read.add(&text, &origin);
+        let Ok(docs) = yaml::split_documents(&text) else {
+            continue;
+        };
+        for doc in docs {
+            read.add(doc, &origin);
+            if let Ok(v) = yaml::slow_from_str(doc) {
+                let out = yaml::to_string(&v);
+                emitted.add(&out, &format!("{origin} (emitted)"));
+            }
+        }
+    }
+    eprintln!(
+        "corpus: fast path read {} of {} texts; {} of {} emitted documents",
+        read.taken, read.seen, emitted.taken, emitted.seen
+    );
+    assert!(
+        read.taken * 2 > read.seen,
+        "fast path gave up on most corpus texts"
+    );
+    assert!(
+        emitted.taken * 10 > emitted.seen * 9,
+        "fast path gave up on more than a tenth of the emitted documents"
+    );
+}
+
+fn snapshot(settings: &Path, mesh: &Path, kube_inject: bool) -> Option<Snapshot> {
+    let read = |p: &Path| std::fs::read_to_string(p).ok();
+    let text = read(&settings.join("config.yaml"))?;
+    let config = if kube_inject {
+        InjectorConfig::parse_for_kube_inject(&text).ok()?
+    } else {
+        InjectorConfig::parse(&text).ok()?
+    };
+    Snapshot::with_config(
+        config,
+        &read(&settings.join("values.json"))?,
+        Some(&read(mesh)?),
+    )
+    .ok()
+}
+
+/// (c): the texts that webhook injection of a plain pod parses (the rendered sidecar template)
+/// are all read by the fast path, identically.
+#[test]
+fn rendered_templates_take_the_fast_path() {
+    let Some(root) = corpus() else {
+        eprintln!("NOTICE: ../shared/conformance/istio not found; rendered template test skipped");
+        return;
+    };
+    let settings = root.join("settings/default");
+    let s = snapshot(&settings, &settings.join("mesh.yaml"), false).expect("default settings");
+    let pod = json!({"metadata":{"name":"hello","namespace":"default","labels":{"app":"hello"},
+        "annotations":{"sidecar.istio.io/proxyCPU":"200m"}},
+      "spec":{"containers":[{"name":"hello","image":"x","env":[{"name":"A","value":"1"}],
+        "ports":[{"name":"http","containerPort":80}]}]}});
+    for native in [false, true] {
+        let p = InjectParams {
+            snapshot: &s,
+            mode: Mode::Webhook,
+            workload: inject::WorkloadMeta {
+                kind: "Deployment".into(),
+                api_version: "apps/v1".into(),
+                name: "hello".into(),
+                namespace: "default".into(),
+            },
+            revision: "default",
+            native_sidecars: native,
+            proxy_envs: Default::default(),
+            proxy_uid_gid: None,
+            compliance_policy: "",
+        };
+        let (result, texts) = yaml::traced(|| inject::inject_pod(&pod, &p).map(|_| ()));
+        result.expect("injection");
+        assert!(!texts.is_empty(), "injection parsed no YAML");
+        for t in &texts {
+            assert!(check(t, "rendered template"), "fast path gave up on:\n{t}");
+        }
+    }
+}
+
+/// (c): every text parsed while running the corpus' kube-inject cases (inputs, configs, meshes,
+/// rendered templates, annotations).
+#[test]
+fn corpus_injections() {
+    let Some(root) = corpus() else {
+        eprintln!("NOTICE: ../shared/conformance/istio not found; corpus injection test skipped");
+        return;
+    };
+    let cases: Vec<Value> =
+        serde_json::from_str(&std::fs::read_to_string(root.join("cases.json")).expect("cases"))
+            .expect("cases.json");
+    let mut tally = Tally::default();
+    for c in &cases {
+        if c.get("kube_inject").and_then(Value::as_bool) != Some(true) {
+            continue;
+        }
+        let s = |k: &str| c.get(k).and_then(Value::as_str).unwrap_or("");
+        let settings = root.join(s("settings"));
+        let mesh = match c.get("mesh_override").and_then(Value::as_str) {
+            Some(m) => root.join(m),
+            None => settings.join("mesh.yaml"),
+        };
+        let Ok(input) = std::fs::read_to_string(root.join(s("input"))) else {
+            continue;
+        };
+        let (_, texts) = yaml::traced(|| {
+            let Some(snapshot) = snapshot(&settings, &mesh, true) else {
+                return;
+            };
+            let opts = KubeInjectOptions {
+                snapshot: &snapshot,
+                native_sidecars: c.get("native_sidecars").and_then(Value::as_bool) == Some(true),
+                revision: "",
+                compliance_policy: "",
+            };
+            let _ = workload::inject_manifests(&input, &opts);
+        });
+        for t in &texts {
+            tally.add(t, s("name"));
+        }
+    }
+    eprintln!(
+        "corpus injections: fast path read {} of {} texts",
+        tally.taken, tally.seen
+    );
+    assert!(tally.seen > 0);
+    assert!(
+        tally.taken * 10 > tally.seen * 8,
+        "fast path gave up on too many texts"
+    );
+}
+
+/// A small fixed-seed PRNG (xorshift64*), so that failures reproduce.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+/// Template-like seeds for the mutations.
+const SEEDS: &[&str] = &[
+    "metadata:\n  labels:\n    app: \"hello\"\n    v: 1\n  annotations: {\n    a: \"x\",\n    b: y,\n  }\nspec:\n  containers:\n  - name: c\n    image: \"i:1\"\n    args:\n    - a\n    -  \"b\" \n    - --x=y:z\n    ports:\n    - containerPort: 80\n      protocol: TCP\n    env:\n    - name: X\n      value: |\n        {}\n    - name: Y\n      value: |-\n        [\n          {\"a\":1}\n        ]\n    # comment\n    - name: Z\n      valueFrom:\n        fieldRef:\n          fieldPath: status.podIP\n  volumes:\n  - emptyDir:\n    name: v\n  - emptyDir: {}\n    name: w\n",
+    "a: 1\nb: yes\nc: 0x1F\nd: 1.5\ne: ~\nf: 'q''s'\ng: \"e\\n\\t\"\nh: [1, 'two', {t: 3}]\ni:\n- - x\n  - y\n- k: v\n  l: |+\n    keep\n\n",
+    "key:\n- a\n- b: c\n  d:\n  - e\nz: url://h:80/p # c\n",
+];
+
+/// One random edit: delete, duplicate or re-indent a line, or substitute, insert or delete a
+/// character (drawn from YAML's syntax characters most of the time).
+fn mutate(text: &str, rng: &mut Rng) -> String {
+    const CHARS: &[u8] = b" \n:-#'\"|>+[]{},&*!?%@`\\\t\r0aZ.~";
+    let mut lines: Vec<String> = text.split('\n').map(str::to_string).collect();
+    let i = rng.below(lines.len());
+    match rng.below(6) {
+        0 => {
+            lines.remove(i);
+        }
+        1 => {
+            let l = lines[i].clone();
+            lines.insert(i, l);
+        }
+        2 => {
+            let n = rng.below(4);
+            lines[i] = format!("{}{}", " ".repeat(n), lines[i].trim_start());
+        }
+        3 => {
+            let n = rng.below(3) + 1;
+            lines[i] = format!("{}{}", " ".repeat(n), lines[i]);
+        }
+        _ => {
+            let mut bytes: Vec<char> = lines[i].chars().collect();
+            let at = rng.below(bytes.len() + 1);
+            let c = if rng.below(10) == 0 {
+                'é'
+            } else {
+                char::from(CHARS[rng.below(CHARS.len())])
+            };
+            match rng.below(3) {
+                0 if at < bytes.len() => bytes[at] = c,
+                1 if at < bytes.len() => {
+                    bytes.remove(at);
+                }
+                _ => bytes.insert(at, c),
+            }
+            lines[i] = bytes.into_iter().collect();
+        }
+    }
+    lines.join("\n")
+}
+
+/// Randomised differential test: thousands of mutated template-like texts; the fast path either
+/// gives up or agrees with the full loader.
+#[test]
+fn random_mutations_agree_or_give_up() {
+    // `YAML_FAST_MUTATIONS=N` runs N mutations per seed (a longer local soak).
+    let per_seed: usize = std::env::var("YAML_FAST_MUTATIONS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(3000);
+    let mut rng = Rng(0x5EED_CAFE_F00D_1234);
+    let (mut seen, mut taken) = (0, 0);
+    for seed in SEEDS {
+        assert!(check(seed, "seed"), "fast path gave up on a seed:\n{seed}");
+        for _ in 0..per_seed {
+            let mut text = seed.to_string();
+            for _ in 0..=rng.below(4) {
+                text = mutate(&text, &mut rng);
+            }
+            seen += 1;
+            taken += usize::from(check(&text, "mutation"));
+        }
+    }
+    eprintln!("mutations: fast path read {taken} of {seen}");
+    assert!(
+        taken > seen / 10,
+        "fast path gave up on almost every mutation"
+    );
+}
