@@ -106,6 +106,8 @@ pub struct FieldInfo {
     pub merge_key: &'static str,
     /// The schema entry (for error messages).
     pub def: &'static K8sField,
+    /// [`head`] of the JSON name (linear key search compares it first).
+    head: u64,
     /// Table index of the referenced struct: the value (`struct`, `pointer-to-struct`) or the
     /// element (`slice`, `map` of structs).
     target: Option<u32>,
@@ -136,17 +138,29 @@ pub struct StructIndex {
 impl StructIndex {
     /// Field index for a JSON key: exact match first, then ASCII case-insensitive (Go rules).
     pub fn lookup(&self, key: &str) -> Option<usize> {
-        self.exact_index(key).or_else(|| {
-            self.fields
-                .iter()
-                .position(|f| f.json.eq_ignore_ascii_case(key))
-        })
+        self.lookup_exactness(key).map(|(i, _)| i)
+    }
+
+    /// [`StructIndex::lookup`], also telling whether the key matched exactly (is the JSON name).
+    pub fn lookup_exactness(&self, key: &str) -> Option<(usize, bool)> {
+        if let Some(i) = self.exact_index(key) {
+            return Some((i, true));
+        }
+        self.fields
+            .iter()
+            .position(|f| f.json.eq_ignore_ascii_case(key))
+            .map(|i| (i, false))
     }
 
     /// Field index for an exact JSON key (the first field of that name).
     fn exact_index(&self, key: &str) -> Option<usize> {
         if self.fields.len() <= LINEAR_MAX {
-            self.fields.iter().position(|f| f.json == key)
+            let (len, head) = (key.len(), head(key));
+            self.fields.iter().position(|f| {
+                f.json.len() == len
+                    && f.head == head
+                    && (len <= 8 || f.json.as_bytes()[8..] == key.as_bytes()[8..])
+            })
         } else {
             self.by_json.get(key).map(|&i| usize::from(i))
         }
@@ -166,6 +180,14 @@ impl StructIndex {
     pub fn json_name(&self, i: usize) -> &'static str {
         self.fields[i].json
     }
+}
+
+/// The first (up to) 8 bytes of `s` as a little-endian integer, zero-padded.
+fn head(s: &str) -> u64 {
+    s.bytes()
+        .take(8)
+        .enumerate()
+        .fold(0, |h, (i, b)| h | u64::from(b) << (8 * i))
 }
 
 /// All struct indexes; fields refer to each other by position in `structs`.
@@ -252,6 +274,7 @@ fn field_info(
     .and_then(|t| ids.get(t).copied());
     FieldInfo {
         json: f.json.as_deref().unwrap_or(""),
+        head: head(f.json.as_deref().unwrap_or("")),
         kind,
         elem_kind,
         omitempty: f.omitempty,

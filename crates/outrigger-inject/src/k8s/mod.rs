@@ -18,6 +18,9 @@ pub mod index;
 pub mod quantity;
 pub mod time;
 
+use std::cell::RefCell;
+
+use rustc_hash::FxHashMap;
 use serde_json::{Map, Value};
 
 use crate::{Error, Result};
@@ -170,41 +173,50 @@ fn norm_struct(
     obj: &mut Map<String, Value>,
     path: &mut Vec<&'static str>,
 ) -> Result<()> {
-    let mut err: Option<Error> = None;
     let mut renamed = false;
     // Bit `i`: field `i` is present after this pass (keys matched case-insensitively included).
     let mut present: u64 = 0;
-    obj.retain(|k, v| {
-        if err.is_some() {
-            return true;
-        }
-        let Some(i) = idx.lookup(k) else {
-            return true;
+    // Positions of the entries to remove (zero-valued omitempty fields, `null`s).
+    let mut dropped: Vec<usize> = Vec::new();
+    let mut result = Ok(());
+    for (pos, (k, v)) in obj.iter_mut().enumerate() {
+        let Some((i, exact)) = idx.lookup_exactness(k) else {
+            continue;
         };
         let f = &idx.fields[i];
-        renamed |= f.json != k.as_str();
+        renamed |= !exact;
         path.push(f.json);
         let r = norm_field(idx, f, v, path);
         path.pop();
         match r {
-            Ok(keep) => {
-                present |= u64::from(keep) << (i % 64);
-                keep
-            }
+            Ok(true) => present |= 1 << (i % 64),
+            Ok(false) => dropped.push(pos),
             Err(e) => {
-                err = Some(e);
-                true
+                result = Err(e);
+                break;
             }
         }
-    });
-    if let Some(e) = err {
-        return Err(e);
     }
+    if !dropped.is_empty() {
+        remove_positions(obj, &dropped);
+    }
+    result?;
     if renamed {
         rename_folded_keys(idx, obj);
     }
     complete_struct(idx, obj, present);
     Ok(())
+}
+
+/// Remove the entries at `positions` (ascending), keeping the order of the others.
+fn remove_positions(obj: &mut Map<String, Value>, positions: &[usize]) {
+    let mut pos = 0;
+    let mut next = positions.iter().copied().peekable();
+    obj.retain(|_, _| {
+        let drop = next.next_if_eq(&pos).is_some();
+        pos += 1;
+        !drop
+    });
 }
 
 /// Move case-insensitively matched keys to their canonical JSON name (later keys win, as in Go).
@@ -284,6 +296,10 @@ fn norm_field(
 ) -> Result<bool> {
     let nil_keep = !f.omitempty;
     match f.kind {
+        // The most common case, decided here: a string is kept unless it is an omitted "".
+        Kind::String | Kind::NamedString if v.is_string() => {
+            Ok(!(f.omitempty && v.as_str() == Some("")))
+        }
         Kind::Struct => match v {
             Value::Null => Ok(false),
             _ => {
@@ -397,6 +413,9 @@ fn norm_element(
     path: &mut Vec<&'static str>,
 ) -> Result<()> {
     let kind = f.elem_kind;
+    if matches!(kind, Kind::String | Kind::NamedString) && item.is_string() {
+        return Ok(());
+    }
     if kind == Kind::Struct {
         if item.is_null() {
             // A null element decodes to the zero struct.
@@ -505,13 +524,45 @@ fn norm_int(v: &mut Value, ty: &str, ctx: &Ctx<'_>) -> Result<()> {
 
 /// Parse and canonicalise a quantity value (string or number, as `Quantity.UnmarshalJSON`).
 fn norm_quantity(v: &mut Value) -> Result<()> {
+    if let Value::String(s) = v {
+        return canonicalize_quantity_string(s);
+    }
     let text = match &*v {
-        Value::String(s) => s.trim().to_string(),
         Value::Number(n) => gofmt::number_text(n),
         Value::Bool(b) => b.to_string(),
         other => other.to_string(),
     };
     *v = Value::from(quantity::canonicalize(&text)?);
+    Ok(())
+}
+
+/// Quantity strings remembered per thread (the same few recur in every pod and template).
+const QUANTITY_MEMO_MAX: usize = 256;
+
+thread_local! {
+    /// Trimmed quantity text → canonical form ([`quantity::canonicalize`] is pure).
+    static QUANTITY_MEMO: RefCell<FxHashMap<String, String>> = RefCell::default();
+}
+
+/// Replace quantity string `s` by its canonical form (surrounding whitespace ignored).
+fn canonicalize_quantity_string(s: &mut String) -> Result<()> {
+    let known =
+        QUANTITY_MEMO.with_borrow(|memo| memo.get(s.trim()).map(|c| (c != s).then(|| c.clone())));
+    match known {
+        Some(Some(c)) => *s = c,
+        Some(None) => {}
+        None => {
+            let text = s.trim();
+            let c = quantity::canonicalize(text)?;
+            QUANTITY_MEMO.with_borrow_mut(|memo| {
+                if memo.len() >= QUANTITY_MEMO_MAX {
+                    memo.clear();
+                }
+                memo.insert(text.to_string(), c.clone());
+            });
+            *s = c;
+        }
+    }
     Ok(())
 }
 
