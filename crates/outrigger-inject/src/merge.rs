@@ -766,20 +766,30 @@ fn sort_by_index(items: &mut [Value], pos: impl Fn(&Value) -> Option<usize>) {
 mod tests {
     use serde_json::{json, Value};
 
-    use super::strategic_merge;
+    use super::{strategic_merge, strategic_merge_owned};
     use crate::k8s::normalize;
 
+    /// Merge with both the borrowed and the owned entry point; they must agree (key order too).
     fn smp(target: Value, patch: Value) -> Value {
-        let mut t = target;
+        let mut t = target.clone();
         strategic_merge("corev1.Pod", &mut t, &patch).unwrap();
+        let mut owned = target;
+        strategic_merge_owned("corev1.Pod", &mut owned, patch).unwrap();
+        assert_eq!(owned.to_string(), t.to_string());
         t
     }
 
     fn smp_err(target: Value, patch: Value) -> String {
-        let mut t = target;
-        strategic_merge("corev1.Pod", &mut t, &patch)
+        let mut t = target.clone();
+        let e = strategic_merge("corev1.Pod", &mut t, &patch)
             .unwrap_err()
-            .to_string()
+            .to_string();
+        let mut owned = target;
+        let e2 = strategic_merge_owned("corev1.Pod", &mut owned, patch)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(e, e2);
+        e
     }
 
     fn names(v: &Value) -> Vec<&str> {
@@ -1052,6 +1062,11 @@ mod tests {
         let mut t = json!({});
         assert!(strategic_merge("corev1.Pod", &mut t, &json!([1])).is_err());
         assert!(strategic_merge("no.Such", &mut t, &json!({})).is_err());
+        assert!(strategic_merge_owned("corev1.Pod", &mut t, json!([1])).is_err());
+        assert!(strategic_merge_owned("no.Such", &mut t, json!({})).is_err());
+        let mut s = json!("x");
+        assert!(strategic_merge_owned("corev1.Pod", &mut s, json!({})).is_err());
+        assert_eq!(s, json!("x"));
     }
 
     #[test]
