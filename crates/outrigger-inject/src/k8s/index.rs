@@ -106,7 +106,7 @@ pub struct FieldInfo {
     pub merge_key: &'static str,
     /// The schema entry (for error messages).
     pub def: &'static K8sField,
-    /// [`head`] of the JSON name (linear key search compares it first).
+    /// [`head`] of the JSON name (linear key search compares it with the length first).
     head: u64,
     /// Table index of the referenced struct: the value (`struct`, `pointer-to-struct`) or the
     /// element (`slice`, `map` of structs).
@@ -182,12 +182,21 @@ impl StructIndex {
     }
 }
 
-/// The first (up to) 8 bytes of `s` as a little-endian integer, zero-padded.
+/// A summary of `s` that, together with its length, identifies strings of at most 8 bytes:
+/// the first 8 bytes; or the first and last 4 (overlapping); or the first, middle and last byte.
 fn head(s: &str) -> u64 {
-    s.bytes()
-        .take(8)
-        .enumerate()
-        .fold(0, |h, (i, b)| h | u64::from(b) << (8 * i))
+    let b = s.as_bytes();
+    let word = |at: usize| {
+        let mut w = [0u8; 4];
+        w.copy_from_slice(&b[at..at + 4]);
+        u64::from(u32::from_le_bytes(w))
+    };
+    match b.len() {
+        0 => 0,
+        1..=3 => u64::from(b[0]) | u64::from(b[b.len() / 2]) << 8 | u64::from(b[b.len() - 1]) << 16,
+        4..=7 => word(0) | word(b.len() - 4) << 32,
+        _ => word(0) | word(4) << 32,
+    }
 }
 
 /// All struct indexes; fields refer to each other by position in `structs`.
@@ -429,6 +438,40 @@ mod tests {
         );
         assert_eq!(p.lookup("HTTPGET"), Some(1));
         assert!(p.lookup("nope").is_none());
+    }
+
+    #[test]
+    fn heads_with_lengths_identify_short_strings() {
+        let words = [
+            "",
+            "a",
+            "b",
+            "ab",
+            "ba",
+            "abc",
+            "acb",
+            "cba",
+            "name",
+            "nam3",
+            "value",
+            "valeu",
+            "vaule",
+            "valueFrom",
+            "valueFroM",
+            "12345678",
+            "12345687",
+            "port",
+            "host",
+            "hostIP",
+        ];
+        for a in words {
+            for b in words {
+                let same = a.len() == b.len()
+                    && head(a) == head(b)
+                    && (a.len() <= 8 || a.as_bytes()[8..] == b.as_bytes()[8..]);
+                assert_eq!(same, a == b, "{a:?} {b:?}");
+            }
+        }
     }
 
     #[test]
