@@ -9,9 +9,6 @@ use rustc_hash::FxHashMap;
 
 use crate::schema::{self, K8sField};
 
-/// Structs with at most this many fields are searched linearly (faster than hashing).
-const LINEAR_MAX: usize = 8;
-
 /// Kind of a field or element value: [`K8sField::kind`] / [`K8sField::elem_kind`] as an enum.
 ///
 /// Kinds the schema does not name behave as [`Kind::Raw`] (kept as they are).
@@ -106,8 +103,6 @@ pub struct FieldInfo {
     pub merge_key: &'static str,
     /// The schema entry (for error messages).
     pub def: &'static K8sField,
-    /// [`head`] of the JSON name (linear key search compares it with the length first).
-    head: u64,
     /// Table index of the referenced struct: the value (`struct`, `pointer-to-struct`) or the
     /// element (`slice`, `map` of structs).
     target: Option<u32>,
@@ -132,7 +127,11 @@ pub struct StructIndex {
     /// Fields Go emits even when unset (structs, non-omitempty fields): the field index and the
     /// index [`StructIndex::lookup`] gives for its JSON name (they differ only for duplicates).
     pub emitted: Vec<(u16, u16)>,
-    by_json: FxHashMap<&'static str, u16>,
+    /// Field indices grouped by JSON name length: `by_len[from..to]` with `(from, to) =
+    /// len_ranges[n]` are the fields with names of `n` bytes, in field order, each with the
+    /// [`head`] of its name.
+    by_len: Vec<(u64, u16)>,
+    len_ranges: Vec<(u16, u16)>,
 }
 
 impl StructIndex {
@@ -142,6 +141,7 @@ impl StructIndex {
     }
 
     /// [`StructIndex::lookup`], also telling whether the key matched exactly (is the JSON name).
+    #[inline]
     pub fn lookup_exactness(&self, key: &str) -> Option<(usize, bool)> {
         if let Some(i) = self.exact_index(key) {
             return Some((i, true));
@@ -153,17 +153,21 @@ impl StructIndex {
     }
 
     /// Field index for an exact JSON key (the first field of that name).
+    #[inline]
     fn exact_index(&self, key: &str) -> Option<usize> {
-        if self.fields.len() <= LINEAR_MAX {
-            let (len, head) = (key.len(), head(key));
-            self.fields.iter().position(|f| {
-                f.json.len() == len
-                    && f.head == head
-                    && (len <= 8 || f.json.as_bytes()[8..] == key.as_bytes()[8..])
-            })
-        } else {
-            self.by_json.get(key).map(|&i| usize::from(i))
-        }
+        let len = key.len();
+        let &(from, to) = self.len_ranges.get(len)?;
+        let h = head(key);
+        let (_, i) = self
+            .by_len
+            .get(usize::from(from)..usize::from(to))?
+            .iter()
+            .find(|&&(fh, i)| {
+                fh == h
+                    && (len <= 8
+                        || self.fields[usize::from(i)].json.as_bytes()[8..] == key.as_bytes()[8..])
+            })?;
+        Some(usize::from(*i))
     }
 
     /// Field for an exact JSON key (strategic-merge lookups are exact).
@@ -245,17 +249,14 @@ fn build_struct(
     let mut defs = Vec::new();
     flatten(name, &mut defs, 0);
     let fields: Vec<FieldInfo> = defs.iter().map(|f| field_info(go_name, f, ids)).collect();
-    let mut by_json = FxHashMap::default();
-    by_json.reserve(fields.len());
-    for (i, f) in fields.iter().enumerate() {
-        by_json.entry(f.json).or_insert(i as u16);
-    }
+    let (by_len, len_ranges) = length_groups(&fields);
     let mut idx = StructIndex {
         name,
         go_name,
         fields,
         emitted: Vec::new(),
-        by_json,
+        by_len,
+        len_ranges,
     };
     idx.emitted = (0..idx.fields.len())
         .filter(|&i| emitted_when_unset(&idx.fields[i]))
@@ -265,6 +266,27 @@ fn build_struct(
         })
         .collect();
     idx
+}
+
+/// The `by_len` and `len_ranges` tables of [`StructIndex`].
+fn length_groups(fields: &[FieldInfo]) -> (Vec<(u64, u16)>, Vec<(u16, u16)>) {
+    let mut order: Vec<usize> = (0..fields.len()).collect();
+    // Stable: fields of equal length stay in field order, so the first of a name is found first.
+    order.sort_by_key(|&i| fields[i].json.len());
+    let max = fields.iter().map(|f| f.json.len()).max().unwrap_or(0);
+    let mut ranges = vec![(0u16, 0u16); max + 1];
+    for (at, &i) in order.iter().enumerate() {
+        let r = &mut ranges[fields[i].json.len()];
+        if r.0 == r.1 {
+            r.0 = at as u16;
+        }
+        r.1 = at as u16 + 1;
+    }
+    let by_len = order
+        .iter()
+        .map(|&i| (head(fields[i].json), i as u16))
+        .collect();
+    (by_len, ranges)
 }
 
 /// Resolve one schema field of struct `owner_go`.
@@ -283,7 +305,6 @@ fn field_info(
     .and_then(|t| ids.get(t).copied());
     FieldInfo {
         json: f.json.as_deref().unwrap_or(""),
-        head: head(f.json.as_deref().unwrap_or("")),
         kind,
         elem_kind,
         omitempty: f.omitempty,
@@ -477,11 +498,9 @@ mod tests {
     #[test]
     fn small_and_large_structs_match_keys_alike() {
         let ep = get("corev1.EnvVar").unwrap();
-        assert!(ep.fields.len() <= LINEAR_MAX);
         assert_eq!(ep.lookup("value"), Some(1));
         assert_eq!(ep.lookup("VALUE"), Some(1));
         let c = get("corev1.Container").unwrap();
-        assert!(c.fields.len() > LINEAR_MAX);
         assert_eq!(c.lookup("image"), Some(1));
         assert_eq!(c.lookup("Image"), Some(1));
         assert_eq!(c.field("image").unwrap().kind, Kind::String);
