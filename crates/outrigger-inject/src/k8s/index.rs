@@ -130,8 +130,8 @@ pub struct StructIndex {
     /// Field indices grouped by JSON name length: `by_len[from..to]` with `(from, to) =
     /// len_ranges[n]` are the fields with names of `n` bytes, in field order, each with the
     /// [`head`] of its name.
-    by_len: Vec<(u64, u16)>,
-    len_ranges: Vec<(u16, u16)>,
+    by_len: ByLen,
+    len_ranges: LenRanges,
 }
 
 impl StructIndex {
@@ -268,8 +268,13 @@ fn build_struct(
     idx
 }
 
+/// `(head, field index)`, grouped by JSON name length.
+type ByLen = Vec<(u64, u16)>;
+/// `by_len[from..to]` for each JSON name length.
+type LenRanges = Vec<(u16, u16)>;
+
 /// The `by_len` and `len_ranges` tables of [`StructIndex`].
-fn length_groups(fields: &[FieldInfo]) -> (Vec<(u64, u16)>, Vec<(u16, u16)>) {
+fn length_groups(fields: &[FieldInfo]) -> (ByLen, LenRanges) {
     let mut order: Vec<usize> = (0..fields.len()).collect();
     // Stable: fields of equal length stay in field order, so the first of a name is found first.
     order.sort_by_key(|&i| fields[i].json.len());
