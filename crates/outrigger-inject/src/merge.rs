@@ -10,8 +10,7 @@
 //! [`crate::k8s::normalize`] on the result to obtain what Go's typed round-trip yields. Keys the
 //! schema does not know merge as plain maps (lists under them are replaced).
 
-use std::collections::HashMap;
-
+use rustc_hash::FxHashMap;
 use serde_json::{Map, Value};
 
 use crate::k8s::gofmt::sprint;
@@ -500,8 +499,8 @@ fn elem_key(v: &Value, merge_key: &str, is_map: bool) -> Option<Key> {
 }
 
 /// First index of every identity in `list` (Go's linear `index`, precomputed).
-fn positions(list: &[Value], merge_key: &str, is_map: bool) -> HashMap<Key, usize> {
-    let mut m = HashMap::with_capacity(list.len());
+fn positions(list: &[Value], merge_key: &str, is_map: bool) -> FxHashMap<Key, usize> {
+    let mut m = FxHashMap::with_capacity_and_hasher(list.len(), Default::default());
     for (i, v) in list.iter().enumerate() {
         if let Some(k) = elem_key(v, merge_key, is_map) {
             m.entry(k).or_insert(i);
@@ -702,7 +701,7 @@ fn deduplicate_scalars(mut s: Vec<Value>) -> Vec<Value> {
 /// `partitionMapsByPresentInList` / `partitionPrimitivesByPresentInList`.
 fn partition(
     merged: Vec<Value>,
-    present: &HashMap<Key, usize>,
+    present: &FxHashMap<Key, usize>,
     key: &str,
     is_map: bool,
 ) -> Result<(Vec<Value>, Vec<Value>)> {
@@ -729,12 +728,12 @@ fn partition(
 fn interleave(
     mut patch_items: Vec<Value>,
     mut server_only: Vec<Value>,
-    patch_pos: &HashMap<Key, usize>,
-    server_pos: &HashMap<Key, usize>,
+    patch_pos: &FxHashMap<Key, usize>,
+    server_pos: &FxHashMap<Key, usize>,
     key: &str,
     is_map: bool,
 ) -> Vec<Value> {
-    let idx = |m: &HashMap<Key, usize>, v: &Value| {
+    let idx = |m: &FxHashMap<Key, usize>, v: &Value| {
         elem_key(v, key, is_map).and_then(|k| m.get(&k).copied())
     };
     sort_by_index(&mut patch_items, |v| idx(patch_pos, v));

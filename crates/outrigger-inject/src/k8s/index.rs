@@ -170,6 +170,11 @@ impl StructIndex {
         Some(usize::from(*i))
     }
 
+    /// Index of the (first) field whose JSON name is exactly `key`.
+    pub fn field_index(&self, key: &str) -> Option<usize> {
+        self.exact_index(key)
+    }
+
     /// Field for an exact JSON key (strategic-merge lookups are exact).
     pub fn field(&self, key: &str) -> Option<&FieldInfo> {
         self.exact_index(key).map(|i| &self.fields[i])

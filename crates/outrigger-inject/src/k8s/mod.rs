@@ -567,12 +567,17 @@ fn canonicalize_quantity_string(s: &mut String) -> Result<()> {
 }
 
 /// Rebuild a normalised struct object with known fields only, in Go field order.
-fn order_struct(idx: &StructIndex, mut obj: Map<String, Value>) -> Map<String, Value> {
-    let mut out = Map::with_capacity(obj.len());
-    for f in &idx.fields {
-        if let Some(v) = obj.remove(f.json) {
-            out.insert(f.json.to_string(), order_field(f, v));
-        }
+///
+/// A key is placed at the first field of its JSON name; keys naming no field are dropped.
+fn order_struct(idx: &StructIndex, obj: Map<String, Value>) -> Map<String, Value> {
+    let mut known: Vec<(usize, String, Value)> = obj
+        .into_iter()
+        .filter_map(|(k, v)| Some((idx.field_index(&k)?, k, v)))
+        .collect();
+    known.sort_unstable_by_key(|e| e.0);
+    let mut out = Map::with_capacity(known.len());
+    for (i, k, v) in known {
+        out.insert(k, order_field(&idx.fields[i], v));
     }
     out
 }
