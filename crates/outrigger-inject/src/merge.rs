@@ -10,12 +10,11 @@
 //! [`crate::k8s::normalize`] on the result to obtain what Go's typed round-trip yields. Keys the
 //! schema does not know merge as plain maps (lists under them are replaced).
 
-use std::collections::HashMap;
-
+use rustc_hash::FxHashMap;
 use serde_json::{Map, Value};
 
 use crate::k8s::gofmt::sprint;
-use crate::k8s::index::{self, StructIndex};
+use crate::k8s::index::{self, Kind, Strategy, StructIndex};
 use crate::{Error, Result};
 
 const DIRECTIVE: &str = "$patch";
@@ -24,27 +23,56 @@ const SET_ORDER_PREFIX: &str = "$setElementOrder/";
 const DELETE_PRIMITIVE_PREFIX: &str = "$deleteFromPrimitiveList/";
 
 /// Apply `patch` onto `target` (both of Go type `ty`, usually `corev1.Pod`).
+///
+/// Only the parts of `patch` that end up in `target` are copied; when the caller has no further
+/// use for `patch`, [`strategic_merge_owned`] moves them instead.
 pub fn strategic_merge(ty: &str, target: &mut Value, patch: &Value) -> Result<()> {
-    let idx =
-        index::get(ty).ok_or_else(|| Error::Merge(format!("unknown Kubernetes type {ty:?}")))?;
-    let Value::Object(patch) = patch else {
-        return Err(Error::Merge(
-            "strategic merge: invalid JSON document".into(),
-        ));
-    };
-    let original = match std::mem::take(target) {
-        Value::Object(m) => m,
-        Value::Null => Map::new(),
-        other => {
-            *target = other;
-            return Err(Error::Merge(format!(
-                "strategic merge: target of type {ty} is not an object"
-            )));
-        }
-    };
-    let merged = merge_map(original, patch.clone(), Schema::Struct(idx))?;
+    let idx = root_index(ty)?;
+    let patch = patch_object(patch)?;
+    let original = take_target(ty, target)?;
+    let merged = merge_map_ref(original, patch, Schema::Struct(idx))?;
     *target = Value::Object(merged);
     Ok(())
+}
+
+/// [`strategic_merge`] consuming `patch`: its values move into `target` instead of being copied.
+pub fn strategic_merge_owned(ty: &str, target: &mut Value, patch: Value) -> Result<()> {
+    let idx = root_index(ty)?;
+    patch_object(&patch)?;
+    let Value::Object(patch) = patch else {
+        return Ok(());
+    };
+    let original = take_target(ty, target)?;
+    let merged = merge_map(original, patch, Schema::Struct(idx))?;
+    *target = Value::Object(merged);
+    Ok(())
+}
+
+fn root_index(ty: &str) -> Result<&'static StructIndex> {
+    index::get(ty).ok_or_else(|| Error::Merge(format!("unknown Kubernetes type {ty:?}")))
+}
+
+fn patch_object(patch: &Value) -> Result<&Map<String, Value>> {
+    match patch {
+        Value::Object(m) => Ok(m),
+        _ => Err(Error::Merge(
+            "strategic merge: invalid JSON document".into(),
+        )),
+    }
+}
+
+/// Take the object out of `target` (`null` counts as empty); other values are errors.
+fn take_target(ty: &str, target: &mut Value) -> Result<Map<String, Value>> {
+    match std::mem::take(target) {
+        Value::Object(m) => Ok(m),
+        Value::Null => Ok(Map::new()),
+        other => {
+            *target = other;
+            Err(Error::Merge(format!(
+                "strategic merge: target of type {ty} is not an object"
+            )))
+        }
+    }
 }
 
 /// Patch metadata context of a JSON object.
@@ -58,73 +86,55 @@ enum Schema {
     Unknown,
 }
 
-/// Patch metadata of field `key`: (sub-schema, strategy, merge key).
-struct FieldMeta {
+/// Patch metadata of field `name`: sub-schema, strategy, merge key.
+struct FieldMeta<'a> {
     sub: Schema,
-    strategy: String,
-    merge_key: String,
-    name: String,
+    strategy: Strategy,
+    merge_key: &'static str,
+    name: &'a str,
 }
 
-fn lookup(schema: Schema, key: &str) -> Result<FieldMeta> {
-    let unknown = || FieldMeta {
-        sub: Schema::Unknown,
-        strategy: String::new(),
-        merge_key: String::new(),
-        name: key.to_string(),
+fn lookup(schema: Schema, key: &str) -> Result<FieldMeta<'_>> {
+    let unknown = |sub| FieldMeta {
+        sub,
+        strategy: Strategy::Default,
+        merge_key: "",
+        name: key,
     };
     let f = match schema {
-        Schema::Struct(idx) => match idx.exact(key) {
+        Schema::Struct(idx) => match idx.field(key) {
             Some(f) => f,
-            None => return Ok(unknown()),
+            None => return Ok(unknown(Schema::Unknown)),
         },
-        Schema::Map(elem) => {
-            let sub = elem.map_or(Schema::Unknown, Schema::Struct);
-            return Ok(FieldMeta { sub, ..unknown() });
+        Schema::Map(elem) => return Ok(unknown(elem.map_or(Schema::Unknown, Schema::Struct))),
+        Schema::Unknown => return Ok(unknown(Schema::Unknown)),
+    };
+    let sub = match f.kind {
+        Kind::Struct | Kind::PointerToStruct | Kind::Slice => {
+            f.target().map_or(Schema::Unknown, Schema::Struct)
         }
-        Schema::Unknown => return Ok(unknown()),
-    };
-    let elem_struct = || {
-        (f.elem_kind.as_deref() == Some("struct"))
-            .then(|| f.elem.as_deref().and_then(index::get))
-            .flatten()
-    };
-    let sub = match f.kind.as_str() {
-        "struct" | "pointer-to-struct" => f
-            .type_ref
-            .as_deref()
-            .or(f.elem.as_deref())
-            .and_then(index::get)
-            .map_or(Schema::Unknown, Schema::Struct),
-        "slice" => elem_struct().map_or(Schema::Unknown, Schema::Struct),
-        "map" => Schema::Map(elem_struct()),
+        Kind::Map => Schema::Map(f.target()),
         _ => Schema::Unknown,
     };
-    let strategy = extract_strategy(f.patch_strategy.as_deref().unwrap_or(""))?;
+    if f.strategy == Strategy::Invalid {
+        return Err(strategy_error(
+            f.def.patch_strategy.as_deref().unwrap_or(""),
+        ));
+    }
     Ok(FieldMeta {
         sub,
-        strategy,
-        merge_key: f.patch_merge_key.clone().unwrap_or_default(),
-        name: key.to_string(),
+        strategy: f.strategy,
+        merge_key: f.merge_key,
+        name: key,
     })
 }
 
-/// `extractRetainKeysPatchStrategy`: the strategy besides `retainKeys`.
-fn extract_strategy(s: &str) -> Result<String> {
-    let parts: Vec<&str> = if s.is_empty() {
-        Vec::new()
-    } else {
-        s.split(',').collect()
-    };
-    match parts.as_slice() {
-        [] | ["retainKeys"] => Ok(String::new()),
-        [one] => Ok((*one).to_string()),
-        ["retainKeys", other] | [other, "retainKeys"] => Ok((*other).to_string()),
-        _ => Err(Error::Merge(format!(
-            "unexpected patch strategy: [{}]",
-            parts.join(" ")
-        ))),
-    }
+/// `extractRetainKeysPatchStrategy`'s error for a malformed strategy list.
+fn strategy_error(s: &str) -> Error {
+    Error::Merge(format!(
+        "unexpected patch strategy: [{}]",
+        s.split(',').collect::<Vec<_>>().join(" ")
+    ))
 }
 
 fn no_merge_key(m: &Value, key: &str) -> Error {
@@ -150,13 +160,81 @@ fn same_type(a: &Value, b: &Value) -> bool {
 /// Recursively drop `null`-valued keys inside maps (list elements themselves are kept).
 fn discard_nulls(v: &mut Value) {
     match v {
-        Value::Object(m) => {
-            m.retain(|_, x| !x.is_null());
-            m.values_mut().for_each(discard_nulls);
-        }
+        Value::Object(m) => discard_nulls_in_map(m),
         Value::Array(a) => a.iter_mut().for_each(discard_nulls),
         _ => {}
     }
+}
+
+fn discard_nulls_in_map(m: &mut Map<String, Value>) {
+    let mut has_null = false;
+    for x in m.values_mut() {
+        match x {
+            Value::Null => has_null = true,
+            Value::Object(_) | Value::Array(_) => discard_nulls(x),
+            _ => {}
+        }
+    }
+    if has_null {
+        m.retain(|_, x| !x.is_null());
+    }
+}
+
+/// A copy of `v` with [`discard_nulls`] applied.
+fn clone_without_nulls(v: &Value) -> Value {
+    let mut copy = v.clone();
+    discard_nulls(&mut copy);
+    copy
+}
+
+/// Whether `patch` holds a directive (`$patch`, `$retainKeys`, `$setElementOrder/...`,
+/// `$deleteFromPrimitiveList/...`): none of them fits a key of a Go struct or label map.
+fn has_directive_keys(patch: &Map<String, Value>) -> bool {
+    patch.keys().any(|k| k.starts_with('$'))
+}
+
+/// `mergeMap` over a borrowed patch: copies only what lands in the result.
+///
+/// Patches with directives take the owned path ([`merge_map`]); without them `mergeMap` is the
+/// plain per-key loop below.
+fn merge_map_ref(
+    mut original: Map<String, Value>,
+    patch: &Map<String, Value>,
+    schema: Schema,
+) -> Result<Map<String, Value>> {
+    if has_directive_keys(patch) {
+        return merge_map(original, patch.clone(), schema);
+    }
+    for (key, patch_v) in patch {
+        if patch_v.is_null() {
+            original.shift_remove(key);
+            continue;
+        }
+        let Some(orig_v) = original.get_mut(key) else {
+            original.insert(key.clone(), clone_without_nulls(patch_v));
+            continue;
+        };
+        if !same_type(orig_v, patch_v) {
+            *orig_v = clone_without_nulls(patch_v);
+            continue;
+        }
+        match (orig_v, patch_v) {
+            (Value::Object(o), Value::Object(p)) => {
+                let meta = lookup(schema, key)?;
+                *o = if meta.strategy == Strategy::Replace {
+                    p.clone()
+                } else {
+                    merge_map_ref(std::mem::take(o), p, meta.sub)?
+                };
+            }
+            (Value::Array(o), Value::Array(p)) => {
+                let meta = lookup(schema, key)?;
+                *o = merge_slice_handler(std::mem::take(o), p.clone(), &meta, false)?;
+            }
+            (o, p) => *o = p.clone(),
+        }
+    }
+    Ok(original)
 }
 
 /// `mergeMap`.
@@ -209,7 +287,7 @@ fn merge_map(
         match (std::mem::take(orig_v), patch_v) {
             (Value::Object(o), Value::Object(p)) => {
                 let meta = lookup(schema, &key)?;
-                *orig_v = Value::Object(if meta.strategy == "replace" {
+                *orig_v = Value::Object(if meta.strategy == Strategy::Replace {
                     p
                 } else {
                     merge_map(o, p, meta.sub)?
@@ -293,7 +371,7 @@ fn merge_set_element_order(
         validate_patch_with_set_order(
             patch_list.as_deref().unwrap_or(&[]),
             &order,
-            &meta.merge_key,
+            meta.merge_key,
         )?;
         let merged = match (&orig_list, &patch_list) {
             (Some(o), None) => o.clone(),
@@ -304,7 +382,7 @@ fn merge_set_element_order(
         let o = orig_list.unwrap_or_default();
         let p = patch_list.unwrap_or_default();
         let is_map = element_kind_is_map(&o, &p)?;
-        let key = meta.merge_key.as_str();
+        let key = meta.merge_key;
         let (order_pos, server_pos) = (positions(&order, key, is_map), positions(&o, key, is_map));
         let (patch_items, server_only) = partition(merged, &order_pos, key, is_map)?;
         if is_map {
@@ -381,7 +459,7 @@ fn merge_slice_handler(
     meta: &FieldMeta,
     is_delete: bool,
 ) -> Result<Vec<Value>> {
-    if meta.strategy == "merge" {
+    if meta.strategy == Strategy::Merge {
         merge_slice(original, patch, meta, is_delete)
     } else {
         Ok(patch)
@@ -421,8 +499,8 @@ fn elem_key(v: &Value, merge_key: &str, is_map: bool) -> Option<Key> {
 }
 
 /// First index of every identity in `list` (Go's linear `index`, precomputed).
-fn positions(list: &[Value], merge_key: &str, is_map: bool) -> HashMap<Key, usize> {
-    let mut m = HashMap::with_capacity(list.len());
+fn positions(list: &[Value], merge_key: &str, is_map: bool) -> FxHashMap<Key, usize> {
+    let mut m = FxHashMap::with_capacity_and_hasher(list.len(), Default::default());
     for (i, v) in list.iter().enumerate() {
         if let Some(k) = elem_key(v, merge_key, is_map) {
             m.entry(k).or_insert(i);
@@ -471,7 +549,7 @@ fn merge_slice(
         return Ok(original);
     }
     let is_map = element_kind_is_map(&original, &patch)?;
-    let key = meta.merge_key.as_str();
+    let key = meta.merge_key;
     let (server_pos, patch_pos, merged) = if is_map {
         if key.is_empty() {
             return Err(Error::Merge(format!(
@@ -623,7 +701,7 @@ fn deduplicate_scalars(mut s: Vec<Value>) -> Vec<Value> {
 /// `partitionMapsByPresentInList` / `partitionPrimitivesByPresentInList`.
 fn partition(
     merged: Vec<Value>,
-    present: &HashMap<Key, usize>,
+    present: &FxHashMap<Key, usize>,
     key: &str,
     is_map: bool,
 ) -> Result<(Vec<Value>, Vec<Value>)> {
@@ -650,12 +728,12 @@ fn partition(
 fn interleave(
     mut patch_items: Vec<Value>,
     mut server_only: Vec<Value>,
-    patch_pos: &HashMap<Key, usize>,
-    server_pos: &HashMap<Key, usize>,
+    patch_pos: &FxHashMap<Key, usize>,
+    server_pos: &FxHashMap<Key, usize>,
     key: &str,
     is_map: bool,
 ) -> Vec<Value> {
-    let idx = |m: &HashMap<Key, usize>, v: &Value| {
+    let idx = |m: &FxHashMap<Key, usize>, v: &Value| {
         elem_key(v, key, is_map).and_then(|k| m.get(&k).copied())
     };
     sort_by_index(&mut patch_items, |v| idx(patch_pos, v));
@@ -687,20 +765,30 @@ fn sort_by_index(items: &mut [Value], pos: impl Fn(&Value) -> Option<usize>) {
 mod tests {
     use serde_json::{json, Value};
 
-    use super::strategic_merge;
+    use super::{strategic_merge, strategic_merge_owned};
     use crate::k8s::normalize;
 
+    /// Merge with both the borrowed and the owned entry point; they must agree (key order too).
     fn smp(target: Value, patch: Value) -> Value {
-        let mut t = target;
+        let mut t = target.clone();
         strategic_merge("corev1.Pod", &mut t, &patch).unwrap();
+        let mut owned = target;
+        strategic_merge_owned("corev1.Pod", &mut owned, patch).unwrap();
+        assert_eq!(owned.to_string(), t.to_string());
         t
     }
 
     fn smp_err(target: Value, patch: Value) -> String {
-        let mut t = target;
-        strategic_merge("corev1.Pod", &mut t, &patch)
+        let mut t = target.clone();
+        let e = strategic_merge("corev1.Pod", &mut t, &patch)
             .unwrap_err()
-            .to_string()
+            .to_string();
+        let mut owned = target;
+        let e2 = strategic_merge_owned("corev1.Pod", &mut owned, patch)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(e, e2);
+        e
     }
 
     fn names(v: &Value) -> Vec<&str> {
@@ -973,6 +1061,11 @@ mod tests {
         let mut t = json!({});
         assert!(strategic_merge("corev1.Pod", &mut t, &json!([1])).is_err());
         assert!(strategic_merge("no.Such", &mut t, &json!({})).is_err());
+        assert!(strategic_merge_owned("corev1.Pod", &mut t, json!([1])).is_err());
+        assert!(strategic_merge_owned("no.Such", &mut t, json!({})).is_err());
+        let mut s = json!("x");
+        assert!(strategic_merge_owned("corev1.Pod", &mut s, json!({})).is_err());
+        assert_eq!(s, json!("x"));
     }
 
     #[test]

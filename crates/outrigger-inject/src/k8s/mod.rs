@@ -18,11 +18,13 @@ pub mod index;
 pub mod quantity;
 pub mod time;
 
+use std::cell::RefCell;
+
+use rustc_hash::FxHashMap;
 use serde_json::{Map, Value};
 
-use crate::schema::K8sField;
 use crate::{Error, Result};
-use index::StructIndex;
+use index::{FieldInfo, Kind, StructIndex};
 
 /// Normalise `v` (of Go type `ty`, e.g. `corev1.Pod`) in place as a typed round-trip would.
 ///
@@ -171,33 +173,50 @@ fn norm_struct(
     obj: &mut Map<String, Value>,
     path: &mut Vec<&'static str>,
 ) -> Result<()> {
-    let mut err: Option<Error> = None;
     let mut renamed = false;
-    obj.retain(|k, v| {
-        if err.is_some() {
-            return true;
-        }
-        let Some(i) = idx.lookup(k) else {
-            return true;
+    // Bit `i`: field `i` is present after this pass (keys matched case-insensitively included).
+    let mut present: u64 = 0;
+    // Positions of the entries to remove (zero-valued omitempty fields, `null`s).
+    let mut dropped: Vec<usize> = Vec::new();
+    let mut result = Ok(());
+    for (pos, (k, v)) in obj.iter_mut().enumerate() {
+        let Some((i, exact)) = idx.lookup_exactness(k) else {
+            continue;
         };
-        let json = idx.json_name(i);
-        renamed |= json != k.as_str();
-        path.push(json);
-        let r = norm_field(idx, idx.fields[i], v, path);
+        let f = &idx.fields[i];
+        renamed |= !exact;
+        path.push(f.json);
+        let r = norm_field(idx, f, v, path);
         path.pop();
-        r.unwrap_or_else(|e| {
-            err = Some(e);
-            true
-        })
-    });
-    if let Some(e) = err {
-        return Err(e);
+        match r {
+            Ok(true) => present |= 1 << (i % 64),
+            Ok(false) => dropped.push(pos),
+            Err(e) => {
+                result = Err(e);
+                break;
+            }
+        }
     }
+    if !dropped.is_empty() {
+        remove_positions(obj, &dropped);
+    }
+    result?;
     if renamed {
         rename_folded_keys(idx, obj);
     }
-    complete_struct(idx, obj);
+    complete_struct(idx, obj, present);
     Ok(())
+}
+
+/// Remove the entries at `positions` (ascending), keeping the order of the others.
+fn remove_positions(obj: &mut Map<String, Value>, positions: &[usize]) {
+    let mut pos = 0;
+    let mut next = positions.iter().copied().peekable();
+    obj.retain(|_, _| {
+        let drop = next.next_if_eq(&pos).is_some();
+        pos += 1;
+        !drop
+    });
 }
 
 /// Move case-insensitively matched keys to their canonical JSON name (later keys win, as in Go).
@@ -215,34 +234,42 @@ fn rename_folded_keys(idx: &StructIndex, obj: &mut Map<String, Value>) {
     }
 }
 
-/// Add the fields Go always emits that are absent.
-fn complete_struct(idx: &StructIndex, obj: &mut Map<String, Value>) {
-    for &i in &idx.emitted {
-        let json = idx.json_name(i);
-        if obj.contains_key(json) {
+/// Add the fields Go always emits that are absent; bit `i` of `present` marks field `i` present.
+///
+/// Each key left in `obj` is either unknown or the JSON name of the field [`StructIndex::lookup`]
+/// gives for it, so the bits stand for `obj.contains_key` without hashing.
+fn complete_struct(idx: &StructIndex, obj: &mut Map<String, Value>, mut present: u64) {
+    let exact = idx.fields.len() <= 64;
+    for &(i, canonical) in &idx.emitted {
+        let f = &idx.fields[usize::from(i)];
+        let bit = 1u64 << (canonical % 64);
+        let absent = if exact {
+            present & bit == 0
+        } else {
+            !obj.contains_key(f.json)
+        };
+        if !absent {
             continue;
         }
-        if let Some(z) = zero_field(idx.fields[i], 0) {
-            obj.insert(json.to_string(), z);
+        if let Some(z) = zero_field(f, 0) {
+            obj.insert(f.json.to_string(), z);
+            present |= bit;
         }
     }
 }
 
 /// The value Go emits for an unset field, or `None` when the field is omitted.
-fn zero_field(f: &K8sField, depth: usize) -> Option<Value> {
-    match f.kind.as_str() {
-        "struct" => {
-            let r = f.type_ref.as_deref().and_then(index::get)?;
-            Some(zero_struct(r, depth + 1))
-        }
-        "intorstring" => Some(Value::from(0)),
-        "quantity" => Some(Value::from("0")),
-        "time" if f.omitzero => None,
-        "time" => Some(Value::Null),
+fn zero_field(f: &FieldInfo, depth: usize) -> Option<Value> {
+    match f.kind {
+        Kind::Struct => Some(zero_struct(f.target()?, depth + 1)),
+        Kind::IntOrString => Some(Value::from(0)),
+        Kind::Quantity => Some(Value::from("0")),
+        Kind::Time if f.omitzero => None,
+        Kind::Time => Some(Value::Null),
         _ if f.omitempty => None,
-        "string" | "named-string" => Some(Value::from("")),
-        "bool" => Some(Value::Bool(false)),
-        "int" | "uint" | "float" => Some(Value::from(0)),
+        Kind::String | Kind::NamedString => Some(Value::from("")),
+        Kind::Bool => Some(Value::Bool(false)),
+        Kind::Int | Kind::Uint | Kind::Float => Some(Value::from(0)),
         _ => Some(Value::Null),
     }
 }
@@ -251,9 +278,9 @@ fn zero_field(f: &K8sField, depth: usize) -> Option<Value> {
 fn zero_struct(idx: &StructIndex, depth: usize) -> Value {
     let mut m = Map::new();
     if depth < 16 {
-        for (i, f) in idx.fields.iter().enumerate() {
+        for f in &idx.fields {
             if let Some(z) = zero_field(f, depth) {
-                m.insert(idx.json_name(i).to_string(), z);
+                m.insert(f.json.to_string(), z);
             }
         }
     }
@@ -263,42 +290,39 @@ fn zero_struct(idx: &StructIndex, depth: usize) -> Value {
 /// Normalise one known field value; `Ok(false)` removes the key.
 fn norm_field(
     owner: &'static StructIndex,
-    f: &'static K8sField,
+    f: &'static FieldInfo,
     v: &mut Value,
     path: &mut Vec<&'static str>,
 ) -> Result<bool> {
     let nil_keep = !f.omitempty;
-    match f.kind.as_str() {
-        "struct" => match v {
+    match f.kind {
+        // The most common case, decided here: a string is kept unless it is an omitted "".
+        Kind::String | Kind::NamedString if v.is_string() => {
+            Ok(!(f.omitempty && v.as_str() == Some("")))
+        }
+        Kind::Struct => match v {
             Value::Null => Ok(false),
             _ => {
-                norm_struct_value(owner, f, f.type_ref.as_deref(), v, path)?;
+                norm_struct_value(owner, f, v, path)?;
                 Ok(true)
             }
         },
-        "pointer-to-struct" => match v {
+        Kind::PointerToStruct => match v {
             Value::Null => Ok(nil_keep),
             _ => {
-                norm_struct_value(
-                    owner,
-                    f,
-                    f.type_ref.as_deref().or(f.elem.as_deref()),
-                    v,
-                    path,
-                )?;
+                norm_struct_value(owner, f, v, path)?;
                 Ok(true)
             }
         },
-        "pointer-to-scalar" => match v {
+        Kind::PointerToScalar => match v {
             Value::Null => Ok(nil_keep),
             _ => {
-                let kind = f.elem_kind.as_deref().unwrap_or("raw");
-                norm_scalar(kind, owner, f, v, path)?;
+                norm_scalar(f.elem_kind, owner, f, v, path)?;
                 Ok(true)
             }
         },
-        "slice" => norm_slice(owner, f, v, path),
-        "map" => norm_map(owner, f, v, path),
+        Kind::Slice => norm_slice(owner, f, v, path),
+        Kind::Map => norm_map(owner, f, v, path),
         kind => {
             if v.is_null() {
                 // Go leaves the zero value; completion re-adds it when it is emitted.
@@ -310,24 +334,24 @@ fn norm_field(
     }
 }
 
-fn is_scalar_zero(kind: &str, v: &Value, omitzero: bool) -> bool {
+fn is_scalar_zero(kind: Kind, v: &Value, omitzero: bool) -> bool {
     match kind {
-        "string" | "named-string" => v.as_str() == Some(""),
-        "bool" => v.as_bool() == Some(false),
-        "int" | "uint" | "float" => v.as_f64() == Some(0.0),
-        "time" => omitzero && v.is_null(),
+        Kind::String | Kind::NamedString => v.as_str() == Some(""),
+        Kind::Bool => v.as_bool() == Some(false),
+        Kind::Int | Kind::Uint | Kind::Float => v.as_f64() == Some(0.0),
+        Kind::Time => omitzero && v.is_null(),
         _ => false,
     }
 }
 
+/// Normalise a struct value (or element) of field `f`; values of unknown structs are kept.
 fn norm_struct_value(
     owner: &'static StructIndex,
-    f: &K8sField,
-    ty: Option<&str>,
+    f: &FieldInfo,
     v: &mut Value,
     path: &mut Vec<&'static str>,
 ) -> Result<()> {
-    let Some(idx) = ty.and_then(index::get) else {
+    let Some(idx) = f.target() else {
         return Ok(());
     };
     match v {
@@ -337,17 +361,17 @@ fn norm_struct_value(
 }
 
 /// Go's unmarshal error for a value whose JSON kind does not fit field `f`.
-fn mismatch(owner: &'static StructIndex, f: &K8sField, v: &Value, path: &[&'static str]) -> Error {
+fn mismatch(owner: &'static StructIndex, f: &FieldInfo, v: &Value, path: &[&'static str]) -> Error {
     let ctx = Ctx {
         owner: owner.go_name,
         path,
     };
-    ctx.type_error(json_kind(v), &index::field_type(owner.go_name, f))
+    ctx.type_error(json_kind(v), &index::field_type(owner.go_name, f.def))
 }
 
 fn norm_slice(
     owner: &'static StructIndex,
-    f: &'static K8sField,
+    f: &'static FieldInfo,
     v: &mut Value,
     path: &mut Vec<&'static str>,
 ) -> Result<bool> {
@@ -365,7 +389,7 @@ fn norm_slice(
 
 fn norm_map(
     owner: &'static StructIndex,
-    f: &'static K8sField,
+    f: &'static FieldInfo,
     v: &mut Value,
     path: &mut Vec<&'static str>,
 ) -> Result<bool> {
@@ -384,27 +408,30 @@ fn norm_map(
 /// Normalise a slice element or map value of field `f`.
 fn norm_element(
     owner: &'static StructIndex,
-    f: &'static K8sField,
+    f: &'static FieldInfo,
     item: &mut Value,
     path: &mut Vec<&'static str>,
 ) -> Result<()> {
-    let kind = f.elem_kind.as_deref().unwrap_or("raw");
-    if kind == "struct" {
+    let kind = f.elem_kind;
+    if matches!(kind, Kind::String | Kind::NamedString) && item.is_string() {
+        return Ok(());
+    }
+    if kind == Kind::Struct {
         if item.is_null() {
             // A null element decodes to the zero struct.
-            if let Some(idx) = f.elem.as_deref().and_then(index::get) {
+            if let Some(idx) = f.target() {
                 *item = zero_struct(idx, 0);
             }
             return Ok(());
         }
-        return norm_struct_value(owner, f, f.elem.as_deref(), item, path);
+        return norm_struct_value(owner, f, item, path);
     }
     if item.is_null() {
         *item = match kind {
-            "string" | "named-string" => Value::from(""),
-            "int" | "uint" => Value::from(0),
-            "bool" => Value::Bool(false),
-            "quantity" => Value::from("0"),
+            Kind::String | Kind::NamedString => Value::from(""),
+            Kind::Int | Kind::Uint => Value::from(0),
+            Kind::Bool => Value::Bool(false),
+            Kind::Quantity => Value::from("0"),
             _ => Value::Null,
         };
         return Ok(());
@@ -414,9 +441,9 @@ fn norm_element(
 
 /// Check/convert a non-null scalar of `kind` in place.
 fn norm_scalar(
-    kind: &str,
+    kind: Kind,
     owner: &'static StructIndex,
-    f: &K8sField,
+    f: &FieldInfo,
     v: &mut Value,
     path: &[&'static str],
 ) -> Result<()> {
@@ -424,14 +451,17 @@ fn norm_scalar(
         owner: owner.go_name,
         path,
     };
-    let elem_type = || match f.kind.as_str() {
-        "slice" | "map" | "pointer-to-scalar" => {
-            f.elem.as_deref().map(index::short_type).unwrap_or_default()
-        }
-        _ => index::field_type(owner.go_name, f),
+    let elem_type = || match f.kind {
+        Kind::Slice | Kind::Map | Kind::PointerToScalar => f
+            .def
+            .elem
+            .as_deref()
+            .map(index::short_type)
+            .unwrap_or_default(),
+        _ => index::field_type(owner.go_name, f.def),
     };
     match kind {
-        "string" | "named-string" => match v {
+        Kind::String | Kind::NamedString => match v {
             Value::String(_) => Ok(()),
             Value::Bool(b) => {
                 *v = Value::from(if *b { "true" } else { "false" });
@@ -443,17 +473,17 @@ fn norm_scalar(
             }
             other => Err(ctx.type_error(json_kind(other), &elem_type())),
         },
-        "bool" => match v {
+        Kind::Bool => match v {
             Value::Bool(_) => Ok(()),
             other => Err(ctx.type_error(json_kind(other), "bool")),
         },
-        "int" | "uint" => norm_int(v, index::int_type(owner.go_name, f), &ctx),
-        "intorstring" => match v {
+        Kind::Int | Kind::Uint => norm_int(v, f.int_type, &ctx),
+        Kind::IntOrString => match v {
             Value::String(_) => Ok(()),
             _ => norm_int(v, "int32", &ctx),
         },
-        "quantity" => norm_quantity(v),
-        "time" => match v {
+        Kind::Quantity => norm_quantity(v),
+        Kind::Time => match v {
             Value::String(s) => {
                 let c = time::canonicalize(s)?;
                 // The zero time marshals as `null`.
@@ -494,8 +524,10 @@ fn norm_int(v: &mut Value, ty: &str, ctx: &Ctx<'_>) -> Result<()> {
 
 /// Parse and canonicalise a quantity value (string or number, as `Quantity.UnmarshalJSON`).
 fn norm_quantity(v: &mut Value) -> Result<()> {
+    if let Value::String(s) = v {
+        return canonicalize_quantity_string(s);
+    }
     let text = match &*v {
-        Value::String(s) => s.trim().to_string(),
         Value::Number(n) => gofmt::number_text(n),
         Value::Bool(b) => b.to_string(),
         other => other.to_string(),
@@ -504,37 +536,60 @@ fn norm_quantity(v: &mut Value) -> Result<()> {
     Ok(())
 }
 
-/// Rebuild a normalised struct object with known fields only, in Go field order.
-fn order_struct(idx: &StructIndex, mut obj: Map<String, Value>) -> Map<String, Value> {
-    let mut out = Map::with_capacity(obj.len());
-    for (i, f) in idx.fields.iter().enumerate() {
-        let json = idx.json_name(i);
-        if let Some(v) = obj.remove(json) {
-            out.insert(json.to_string(), order_field(f, v));
+/// Quantity strings remembered per thread (the same few recur in every pod and template).
+const QUANTITY_MEMO_MAX: usize = 256;
+
+thread_local! {
+    /// Trimmed quantity text → canonical form ([`quantity::canonicalize`] is pure).
+    static QUANTITY_MEMO: RefCell<FxHashMap<String, String>> = RefCell::default();
+}
+
+/// Replace quantity string `s` by its canonical form (surrounding whitespace ignored).
+fn canonicalize_quantity_string(s: &mut String) -> Result<()> {
+    let known =
+        QUANTITY_MEMO.with_borrow(|memo| memo.get(s.trim()).map(|c| (c != s).then(|| c.clone())));
+    match known {
+        Some(Some(c)) => *s = c,
+        Some(None) => {}
+        None => {
+            let text = s.trim();
+            let c = quantity::canonicalize(text)?;
+            QUANTITY_MEMO.with_borrow_mut(|memo| {
+                if memo.len() >= QUANTITY_MEMO_MAX {
+                    memo.clear();
+                }
+                memo.insert(text.to_string(), c.clone());
+            });
+            *s = c;
         }
+    }
+    Ok(())
+}
+
+/// Rebuild a normalised struct object with known fields only, in Go field order.
+///
+/// A key is placed at the first field of its JSON name; keys naming no field are dropped.
+fn order_struct(idx: &StructIndex, obj: Map<String, Value>) -> Map<String, Value> {
+    let mut known: Vec<(usize, String, Value)> = obj
+        .into_iter()
+        .filter_map(|(k, v)| Some((idx.field_index(&k)?, k, v)))
+        .collect();
+    known.sort_unstable_by_key(|e| e.0);
+    let mut out = Map::with_capacity(known.len());
+    for (i, k, v) in known {
+        out.insert(k, order_field(&idx.fields[i], v));
     }
     out
 }
 
-fn order_field(f: &K8sField, v: Value) -> Value {
-    let elem_struct = || {
-        (f.elem_kind.as_deref() == Some("struct"))
-            .then(|| f.elem.as_deref().and_then(index::get))
-            .flatten()
-    };
-    match (f.kind.as_str(), v) {
-        ("struct" | "pointer-to-struct", Value::Object(m)) => {
-            match f
-                .type_ref
-                .as_deref()
-                .or(f.elem.as_deref())
-                .and_then(index::get)
-            {
-                Some(idx) => Value::Object(order_struct(idx, m)),
-                None => Value::Object(m),
-            }
-        }
-        ("slice", Value::Array(items)) => match elem_struct() {
+fn order_field(f: &FieldInfo, v: Value) -> Value {
+    let elem_struct = || (f.elem_kind == Kind::Struct).then(|| f.target()).flatten();
+    match (f.kind, v) {
+        (Kind::Struct | Kind::PointerToStruct, Value::Object(m)) => match f.target() {
+            Some(idx) => Value::Object(order_struct(idx, m)),
+            None => Value::Object(m),
+        },
+        (Kind::Slice, Value::Array(items)) => match elem_struct() {
             Some(idx) => Value::Array(
                 items
                     .into_iter()
@@ -546,7 +601,7 @@ fn order_field(f: &K8sField, v: Value) -> Value {
             ),
             None => Value::Array(items),
         },
-        ("map", Value::Object(m)) => {
+        (Kind::Map, Value::Object(m)) => {
             let st = elem_struct();
             let mut entries: Vec<(String, Value)> = m.into_iter().collect();
             entries.sort_by(|a, b| a.0.cmp(&b.0));

@@ -678,3 +678,52 @@ fn random_trees_never_panic() {
     }
     assert!(ok > 100, "{ok}");
 }
+
+fn keys(v: &serde_json::Value) -> Vec<&str> {
+    v.as_object().unwrap().keys().map(String::as_str).collect()
+}
+
+#[test]
+fn removed_fields_keep_the_order_of_the_rest_and_emitted_ones_go_last() {
+    let v = norm(
+        "corev1.Volume",
+        json!({"zz": 1, "emptyDir": null, "hostPath": null, "secret": {"secretName": ""}, "y": 2}),
+    );
+    assert_eq!(keys(&v), ["zz", "secret", "y", "name"]);
+    let v = norm(
+        "corev1.Container",
+        json!({"x": 1, "name": null, "image": "", "args": [], "resources": {}}),
+    );
+    // `name` is re-added at the end: Go leaves the zero value and always writes it.
+    assert_eq!(keys(&v), ["x", "resources", "name"]);
+}
+
+#[test]
+fn folded_keys_count_as_present_fields() {
+    let v = norm("corev1.EnvVar", json!({"NAME": "a", "Value": "b"}));
+    assert_eq!(keys(&v), ["name", "value"]);
+    let v = norm("corev1.Container", json!({"Name": "c", "NAME": "d"}));
+    assert_eq!(keys(&v), ["name", "resources"]);
+    assert_eq!(v["name"], "d");
+    let v = norm("corev1.Container", json!({"Name": "", "Resources": null}));
+    assert_eq!(keys(&v), ["name", "resources"]);
+}
+
+#[test]
+fn repeated_quantities_stay_canonical() {
+    for _ in 0..3 {
+        let v = norm(
+            "corev1.ResourceRequirements",
+            json!({"limits": {"cpu": " 2000m ", "memory": "1Gi"}, "requests": {"cpu": "2"}}),
+        );
+        assert_eq!(v["limits"], json!({"cpu": "2", "memory": "1Gi"}));
+        assert_eq!(v["requests"], json!({"cpu": "2"}));
+    }
+    for _ in 0..2 {
+        let e = norm_err(
+            "corev1.ResourceRequirements",
+            json!({"limits": {"cpu": "2x"}}),
+        );
+        assert!(e.contains("quantities must match"), "{e}");
+    }
+}
