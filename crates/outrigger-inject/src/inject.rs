@@ -639,6 +639,7 @@ fn run_templates(
     // what post-processing merges back (e.g. `ISTIO_KUBE_APP_PROBERS` of already rewritten probes).
     let mut merged = pod.clone();
     let mut template_pod = json!({});
+    let mut rendered: Vec<(String, String)> = Vec::new();
     for name in select_templates(snapshot, pod) {
         let Some(tmpl) = snapshot.config.templates.get(&name) else {
             let have: Vec<&str> = snapshot
@@ -655,23 +656,94 @@ fn run_templates(
         let text = tmpl.render(&data)?;
         let overlay = rendered_patch(&name, &text)?;
         // The template-only pod is read for its container, volume and pull-secret names only,
-        // which typed normalisation leaves alone: it is merged but not normalised (Istio
-        // normalises it; its errors are reproduced below when the real merge fails).
-        merge::strategic_merge(POD_TYPE, &mut template_pod, &overlay)
-            .map_err(|e| e.context("failed applying injection overlay"))?;
+        // which typed normalisation leaves alone: it is merged from the names alone (the whole
+        // overlay when it holds patch directives) and not normalised. Istio normalises it; its
+        // errors are reproduced below when the real merge fails.
+        let names = names_overlay(&overlay);
+        merge::strategic_merge(
+            POD_TYPE,
+            &mut template_pod,
+            names.as_ref().unwrap_or(&overlay),
+        )
+        .map_err(|e| e.context("failed applying injection overlay"))?;
         move_native_proxy(&mut merged, &template_pod, p.native_sidecars);
-        if let Err(e) = merge_pod(&mut merged, &overlay) {
-            let mut typed = template_pod;
-            k8s::normalize(POD_TYPE, &mut typed).map_err(|e| {
-                e.context("unmarshal patched pod")
-                    .context("failed applying injection overlay")
-            })?;
+        rendered.push((name, text));
+        let result = merge::strategic_merge_owned(POD_TYPE, &mut merged, overlay).and_then(|()| {
+            k8s::normalize(POD_TYPE, &mut merged).map_err(|e| e.context("unmarshal patched pod"))
+        });
+        if let Err(e) = result {
+            typed_template_pod(&rendered)
+                .map_err(|e| e.context("failed applying injection overlay"))?;
             return Err(e.context(
                 "failed parsing generated injected YAML (check Istio sidecar injector configuration)",
             ));
         }
     }
     Ok((merged, template_pod))
+}
+
+/// The lists of the template-only pod whose element names injection reads.
+const NAMED_LISTS: [&str; 4] = [
+    "initContainers",
+    "containers",
+    "volumes",
+    "imagePullSecrets",
+];
+
+/// The part of a template overlay that decides the template-only pod's names: `spec`'s named
+/// lists with each element reduced to its `name`. `None` (merge the whole overlay) when the
+/// overlay is shaped otherwise, has a nameless element or holds patch directives (`$patch`,
+/// `$setElementOrder/...`), where the reduction could change names or error messages.
+fn names_overlay(overlay: &Value) -> Option<Value> {
+    let directive = |m: &Map<String, Value>| m.keys().any(|k| k.starts_with('$'));
+    let top = overlay.as_object()?;
+    if directive(top) {
+        return None;
+    }
+    let mut spec_out = Map::new();
+    match top.get("spec") {
+        None => {}
+        Some(Value::Object(spec)) => {
+            if directive(spec) {
+                return None;
+            }
+            for list in NAMED_LISTS {
+                let reduced = match spec.get(list) {
+                    None => continue,
+                    Some(Value::Null) => Value::Null,
+                    Some(Value::Array(items)) => {
+                        let mut out = Vec::with_capacity(items.len());
+                        for item in items {
+                            let m = item.as_object().filter(|m| !directive(m))?;
+                            // A nameless element fails the merge with its content in the
+                            // message: merged whole, the message stays Istio's.
+                            let mut e = Map::new();
+                            e.insert("name".into(), m.get("name")?.clone());
+                            out.push(Value::Object(e));
+                        }
+                        Value::Array(out)
+                    }
+                    Some(_) => return None,
+                };
+                spec_out.insert(list.into(), reduced);
+            }
+        }
+        Some(_) => return None,
+    }
+    let mut out = Map::new();
+    out.insert("spec".into(), Value::Object(spec_out));
+    Some(Value::Object(out))
+}
+
+/// The template-only pod as Istio builds it (every rendered overlay merged onto an empty pod,
+/// normalised after each): only its errors matter, on the error path.
+fn typed_template_pod(rendered: &[(String, String)]) -> Result<()> {
+    let mut pod = json!({});
+    for (name, text) in rendered {
+        let overlay = rendered_patch(name, text)?;
+        merge_pod(&mut pod, &overlay)?;
+    }
+    Ok(())
 }
 
 /// Native-sidecar move (spec §7.3 step 5.4): a user `istio-proxy` written under `containers`
@@ -901,5 +973,92 @@ mod tests {
         assert_eq!(cronjob_base("a-b-12345678"), Some("a-b"));
         assert_eq!(cronjob_base("a-1234567"), None);
         assert_eq!(cronjob_base("-12345678"), None);
+    }
+}
+
+#[cfg(test)]
+mod template_pod_tests {
+    use super::*;
+
+    fn names_of(pod: &Value) -> Vec<(String, Vec<String>)> {
+        NAMED_LISTS
+            .iter()
+            .map(|l| {
+                let names = containers(pod, l)
+                    .iter()
+                    .map(|c| container_name(c).to_string())
+                    .collect();
+                (l.to_string(), names)
+            })
+            .collect()
+    }
+
+    /// Merging the reduced overlays gives the same names as merging the whole ones.
+    #[test]
+    fn names_overlay_keeps_the_names_of_a_full_merge() {
+        let overlays = [
+            json!({"metadata": {"labels": {"a": "b"}}, "spec": {
+                "initContainers": [{"name": "istio-init", "image": "x"}],
+                "containers": [{"name": "istio-proxy", "args": ["a"]}],
+                "volumes": [{"name": "v1", "emptyDir": {}}, {"name": "v2"}],
+                "imagePullSecrets": [{"name": "s"}], "hostname": "h"}}),
+            json!({"spec": {"containers": [{"name": "second"}, {"name": "istio-proxy", "image": "y"}],
+                "volumes": null}}),
+        ];
+        let (mut full, mut reduced) = (json!({}), json!({}));
+        for o in &overlays {
+            let r = names_overlay(o).expect("plain overlay is reduced");
+            merge::strategic_merge(POD_TYPE, &mut full, o).unwrap();
+            merge::strategic_merge(POD_TYPE, &mut reduced, &r).unwrap();
+            assert_eq!(names_of(&full), names_of(&reduced), "after {o}");
+        }
+        assert!(names_of(&full).iter().any(|(_, n)| n.len() == 2));
+    }
+
+    #[test]
+    fn directives_and_odd_shapes_are_merged_whole() {
+        for o in [
+            json!({"$patch": "replace"}),
+            json!({"spec": {"$setElementOrder/containers": [{"name": "a"}]}}),
+            json!({"spec": {"containers": [{"name": "a", "$patch": "delete"}]}}),
+            json!({"spec": {"containers": {"name": "a"}}}),
+            json!({"spec": {"containers": ["a"]}}),
+            json!({"spec": {"containers": [{"image": "nameless"}]}}),
+            json!({"spec": null}),
+            json!([]),
+        ] {
+            assert!(names_overlay(&o).is_none(), "{o}");
+        }
+    }
+
+    /// A template whose output does not fit the Pod type fails with Istio's first context
+    /// (the template-only pod), not the later one.
+    #[test]
+    fn typed_errors_of_the_overlay_name_the_template_pod_step() {
+        let config = crate::config::InjectorConfig::parse(
+            "policy: enabled\ntemplates:\n  sidecar: |\n    spec:\n      containers:\n      - name: istio-proxy\n        ports:\n        - containerPort: not-a-number\n",
+        )
+        .unwrap();
+        let s = Snapshot::with_config(config, "{}", None).unwrap();
+        let p = InjectParams {
+            snapshot: &s,
+            mode: Mode::Webhook,
+            workload: WorkloadMeta {
+                kind: "Pod".into(),
+                api_version: "v1".into(),
+                name: "p".into(),
+                namespace: "default".into(),
+            },
+            revision: "default",
+            native_sidecars: false,
+            proxy_envs: Default::default(),
+            proxy_uid_gid: None,
+            compliance_policy: "",
+        };
+        let pod = json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "app"}]}});
+        let e = inject_pod(&pod, &p).unwrap_err().to_string();
+        assert!(e.contains("failed applying injection overlay"), "{e}");
+        assert!(e.contains("unmarshal patched pod"), "{e}");
+        assert!(!e.contains("failed parsing generated injected YAML"), "{e}");
     }
 }

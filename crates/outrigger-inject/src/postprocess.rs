@@ -1074,7 +1074,12 @@ fn rewrite_probe(probe: &mut Map<String, Value>, url: &str, status_port: i64, al
 pub fn injection_status(template_pod: &Value, revision: &str) -> String {
     let mut out = String::with_capacity(160);
     out.push('{');
-    for list in ["initContainers", "containers", "volumes", "imagePullSecrets"] {
+    for list in [
+        "initContainers",
+        "containers",
+        "volumes",
+        "imagePullSecrets",
+    ] {
         gojson::write_str(&mut out, list);
         out.push(':');
         let items = jsonmap::path(template_pod, &["spec", list])
