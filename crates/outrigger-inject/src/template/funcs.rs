@@ -1,6 +1,6 @@
 //! Function library: Go builtins, Istio's template functions and Sprig v3.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::sync::OnceLock;
 
@@ -150,30 +150,8 @@ pub fn is_defined(name: &str) -> bool {
     name == "and" || name == "or" || table().contains_key(name)
 }
 
-/// FNV-1a: function names are short and trusted, SipHash is needlessly slow here.
-#[derive(Default, Clone, Copy)]
-pub struct Fnv(u64);
-
-impl std::hash::Hasher for Fnv {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        let mut h = if self.0 == 0 {
-            0xcbf2_9ce4_8422_2325
-        } else {
-            self.0
-        };
-        for b in bytes {
-            h ^= u64::from(*b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-        self.0 = h;
-    }
-}
-
 /// The function table type.
-pub type Table = HashMap<&'static str, FuncDef, std::hash::BuildHasherDefault<Fnv>>;
+pub type Table = rustc_hash::FxHashMap<&'static str, FuncDef>;
 
 fn table() -> &'static Table {
     static T: OnceLock<Table> = OnceLock::new();
