@@ -777,6 +777,11 @@ impl<'a> Loader<'a> {
             }
             p += 1;
         }
+        // yaml-rust2 rejects a word starting with `-` right before a flow indicator (`a -,`).
+        let flow_stop = matches!(self.at(p), b',' | b'[' | b']' | b'{' | b'}');
+        if flow_stop && self.at(p - 1) == b'-' {
+            return None;
+        }
         self.pos = end;
         self.src.get(start..end)
     }

@@ -113,6 +113,13 @@ fn resolve_number(s: &str) -> Resolved {
 
 /// go-yaml's `yamlStyleFloat` regular expression.
 fn yaml_style_float(s: &str) -> bool {
+    // Only these characters can match; most texts reaching here (`100m`, `128Mi`) have others.
+    if !s
+        .bytes()
+        .all(|c| matches!(c, b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-'))
+    {
+        return false;
+    }
     static RE: OnceLock<Regex> = OnceLock::new();
     RE.get_or_init(|| {
         Regex::new(r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$").expect("valid regex")
