@@ -3,6 +3,8 @@
 //! CONTRACT (owned by the k8s/merge work stream): [`strategic_merge`] applies `patch` (a JSON
 //! tree shaped like Go type `ty`) onto `target` in place with the patch strategies and merge keys
 //! of the schema, `$patch` directives, null deletion and Kubernetes' list re-ordering.
+//! [`strategic_merge_owned`] does the same with a patch the caller no longer needs: its values
+//! move into the target instead of being copied (same result, errors included).
 //!
 //! This is a port of `k8s.io/apimachinery/pkg/util/strategicpatch` `mergeMap` with the options
 //! Istio uses (parallel list processing, ignore unmatched nulls). Like Go, the result may still

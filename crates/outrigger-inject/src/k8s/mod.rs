@@ -378,8 +378,17 @@ fn norm_slice(
     match v {
         Value::Null => Ok(!f.omitempty),
         Value::Array(items) => {
-            for item in items.iter_mut() {
-                norm_element(owner, f, item, path)?;
+            match struct_elements(f) {
+                Some(idx) => {
+                    for item in items.iter_mut() {
+                        norm_struct_element(owner, f, idx, item, path)?;
+                    }
+                }
+                None => {
+                    for item in items.iter_mut() {
+                        norm_element(owner, f, item, path)?;
+                    }
+                }
             }
             Ok(!(f.omitempty && items.is_empty()))
         }
@@ -401,6 +410,30 @@ fn norm_map(
             }
             Ok(!(f.omitempty && m.is_empty()))
         }
+        other => Err(mismatch(owner, f, other, path)),
+    }
+}
+
+/// The struct the elements of slice or map field `f` are, when the schema has it.
+fn struct_elements(f: &FieldInfo) -> Option<&'static StructIndex> {
+    (f.elem_kind == Kind::Struct).then(|| f.target()).flatten()
+}
+
+/// [`norm_element`] for elements of the known struct `idx` (resolved once per list).
+fn norm_struct_element(
+    owner: &'static StructIndex,
+    f: &FieldInfo,
+    idx: &'static StructIndex,
+    item: &mut Value,
+    path: &mut Vec<&'static str>,
+) -> Result<()> {
+    match item {
+        // A null element decodes to the zero struct.
+        Value::Null => {
+            *item = zero_struct(idx, 0);
+            Ok(())
+        }
+        Value::Object(m) => norm_struct(idx, m, path),
         other => Err(mismatch(owner, f, other, path)),
     }
 }
