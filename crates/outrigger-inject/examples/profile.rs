@@ -51,9 +51,10 @@ fn main() {
         proxy_uid_gid: None,
         compliance_policy: "",
     };
-    if std::env::args().nth(3).as_deref() == Some("render") {
-        render_only(&s, &pod, n);
-        return;
+    match std::env::args().nth(3).as_deref() {
+        Some("render") => return render_only(&s, &pod, n),
+        Some("webhook") => return webhook(&s, &pod, n),
+        _ => {}
     }
     // One injection outside the measured loop builds the lazily initialised tables.
     inject::inject_pod(&pod, &p).unwrap();
@@ -112,5 +113,39 @@ fn render_loop(
 ) {
     for _ in 0..n {
         std::hint::black_box(t.render(data).unwrap());
+    }
+}
+
+/// Third argument `webhook`: whole AdmissionReviews (`--toggle-collect=profile::review_loop`).
+fn webhook(s: &Snapshot, pod: &serde_json::Value, n: usize) {
+    use outrigger_inject::admission::{self, Context, NativeMode};
+    let mut pod = pod.clone();
+    pod["metadata"]["generateName"] = json!("hello-7d4f9-");
+    pod["metadata"]["ownerReferences"] = json!([{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+        "name": "hello-7d4f9", "uid": "u1", "controller": true}]);
+    let body = serde_json::to_vec(&json!({"apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview", "request": {"uid": "u", "namespace": "default",
+        "operation": "CREATE", "object": pod}}))
+    .unwrap();
+    let ctx = Context {
+        snapshot: s,
+        native_mode: NativeMode::Enabled,
+        nodes: None,
+        openshift: false,
+        namespaces: None,
+        compliance_policy: "",
+    };
+    let first = admission::review(&body, "/inject", &ctx);
+    assert!(matches!(first.outcome, admission::Outcome::Injected));
+    let start = std::time::Instant::now();
+    review_loop(&body, &ctx, n);
+    eprintln!("{:?} per review", start.elapsed() / n as u32);
+}
+
+/// The measured review loop.
+#[inline(never)]
+fn review_loop(body: &[u8], ctx: &outrigger_inject::admission::Context<'_>, n: usize) {
+    for _ in 0..n {
+        std::hint::black_box(outrigger_inject::admission::review(body, "/inject", ctx));
     }
 }

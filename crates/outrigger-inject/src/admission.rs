@@ -572,7 +572,7 @@ fn decode_pod(object: Option<Value>) -> Result<Value, String> {
 fn check_shape(pod: &Value) -> Result<(), String> {
     let field =
         |ptr: &str, go_field: &str, go_type: &str, want_object: bool| -> Result<(), String> {
-            match pod.pointer(ptr) {
+            match jsonmap::pointer(pod, ptr) {
                 None | Some(Value::Null) => Ok(()),
                 Some(Value::Object(_)) if want_object => Ok(()),
                 Some(Value::Bool(_)) if go_type == "bool" => Ok(()),

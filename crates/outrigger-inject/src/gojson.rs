@@ -6,6 +6,8 @@
 //! Object keys are written in the order the [`serde_json::Value`] holds them (the crate is built
 //! with `preserve_order`), so callers decide between struct order and sorted map order.
 
+use std::borrow::Cow;
+
 use serde_json::Value;
 
 /// Encode `v` compactly as Go's `json.Marshal` would, keeping object key order.
@@ -112,39 +114,118 @@ pub fn format_float(f: f64) -> String {
 /// Append `s` as a Go JSON string literal (HTML-safe escaping).
 pub fn write_str(out: &mut String, s: &str) {
     out.push('"');
+    let bytes = s.as_bytes();
     let mut start = 0;
-    for (i, c) in s.char_indices() {
-        let esc: Option<&str> = match c {
-            '"' => Some("\\\""),
-            '\\' => Some("\\\\"),
-            '\n' => Some("\\n"),
-            '\r' => Some("\\r"),
-            '\t' => Some("\\t"),
-            '\u{8}' => Some("\\b"),
-            '\u{c}' => Some("\\f"),
-            '<' => Some("\\u003c"),
-            '>' => Some("\\u003e"),
-            '&' => Some("\\u0026"),
-            '\u{2028}' => Some("\\u2028"),
-            '\u{2029}' => Some("\\u2029"),
-            c if (c as u32) < 0x20 => None,
-            _ => continue,
-        };
-        out.push_str(&s[start..i]);
-        match esc {
-            Some(e) => out.push_str(e),
-            None => out.push_str(&format!("\\u{:04x}", c as u32)),
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if !NEEDS_CHECK[usize::from(b)] {
+            i += 1;
+            continue;
         }
-        start = i + c.len_utf8();
+        let (esc, len): (Cow<'static, str>, usize) = match b {
+            b'"' => ("\\\"".into(), 1),
+            b'\\' => ("\\\\".into(), 1),
+            b'\n' => ("\\n".into(), 1),
+            b'\r' => ("\\r".into(), 1),
+            b'\t' => ("\\t".into(), 1),
+            0x08 => ("\\b".into(), 1),
+            0x0c => ("\\f".into(), 1),
+            b'<' => ("\\u003c".into(), 1),
+            b'>' => ("\\u003e".into(), 1),
+            b'&' => ("\\u0026".into(), 1),
+            0x00..=0x1f => (format!("\\u{b:04x}").into(), 1),
+            // U+2028 and U+2029 are E2 80 A8 / E2 80 A9 in UTF-8.
+            _ => match bytes.get(i + 1..i + 3) {
+                Some([0x80, 0xa8]) => ("\\u2028".into(), 3),
+                Some([0x80, 0xa9]) => ("\\u2029".into(), 3),
+                _ => {
+                    i += 1;
+                    continue;
+                }
+            },
+        };
+        // `i` is at an ASCII byte or a UTF-8 lead byte: a character boundary.
+        out.push_str(&s[start..i]);
+        out.push_str(&esc);
+        i += len;
+        start = i;
     }
     out.push_str(&s[start..]);
     out.push('"');
 }
 
+/// Bytes that may need escaping: ASCII controls, `"`, `\\`, `<`, `>`, `&`, and 0xE2 (the lead byte
+/// of U+2028/U+2029).
+const NEEDS_CHECK: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        t[b] = true;
+        b += 1;
+    }
+    t[b'"' as usize] = true;
+    t[b'\\' as usize] = true;
+    t[b'<' as usize] = true;
+    t[b'>' as usize] = true;
+    t[b'&' as usize] = true;
+    t[0xe2] = true;
+    t
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// Go's `encoding/json` string escaping written character by character (the reference).
+    fn reference(s: &str) -> String {
+        let mut out = String::from('"');
+        for c in s.chars() {
+            match c {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                '\t' => out.push_str("\\t"),
+                '\u{8}' => out.push_str("\\b"),
+                '\u{c}' => out.push_str("\\f"),
+                '<' => out.push_str("\\u003c"),
+                '>' => out.push_str("\\u003e"),
+                '&' => out.push_str("\\u0026"),
+                '\u{2028}' => out.push_str("\\u2028"),
+                '\u{2029}' => out.push_str("\\u2029"),
+                c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+                c => out.push(c),
+            }
+        }
+        out.push('"');
+        out
+    }
+
+    #[test]
+    fn byte_scanning_escapes_as_the_reference() {
+        let cases = [
+            "",
+            "plain",
+            "a\"b\\c",
+            "<a href=\"x\">&amp;</a>",
+            "\u{0}\u{1}\u{1f}\u{7f}",
+            "tab\tnl\ncr\r\u{8}\u{c}",
+            "\u{2028}x\u{2029}",
+            "\u{2027}\u{202a}\u{20ac}€",
+            "é日本語🚀",
+            "\u{e2}",
+            "end\u{2028}",
+            "\u{2029}start",
+            "mixed <\u{2028}> \"é\"",
+        ];
+        for c in cases {
+            let mut got = String::new();
+            write_str(&mut got, c);
+            assert_eq!(got, reference(c), "{c:?}");
+        }
+    }
 
     #[test]
     fn escapes_like_go() {

@@ -36,6 +36,28 @@ pub fn path<'a>(v: &'a Value, keys: &[&str]) -> Option<&'a Value> {
     keys.iter().try_fold(v, |v, k| field(v, k))
 }
 
+/// `v.pointer(ptr)` without allocating for pointers with no `~` escapes (object keys and array
+/// indices as serde_json reads them).
+pub fn pointer<'a>(v: &'a Value, ptr: &str) -> Option<&'a Value> {
+    if ptr.contains('~') {
+        return v.pointer(ptr);
+    }
+    let rest = match ptr {
+        "" => return Some(v),
+        p => p.strip_prefix('/')?,
+    };
+    rest.split('/').try_fold(v, |v, k| match v {
+        Value::Object(m) => get(m, k),
+        Value::Array(a) => {
+            if k.starts_with('+') || (k.len() > 1 && k.starts_with('0')) {
+                return None;
+            }
+            a.get(k.parse::<usize>().ok()?)
+        }
+        _ => None,
+    })
+}
+
 /// Mutable [`path`].
 pub fn path_mut<'a>(v: &'a mut Value, keys: &[&str]) -> Option<&'a mut Value> {
     keys.iter().try_fold(v, |v, k| match v {
@@ -61,6 +83,32 @@ mod tests {
         }
         assert_eq!(field(&json!({"a": 1}), "a"), Some(&json!(1)));
         assert_eq!(field(&json!([1]), "a"), None);
+    }
+
+    #[test]
+    fn pointers_agree_with_serde_json() {
+        let v = json!({"a": {"b": [10, {"c": 1}], "": 2, "x~y": 3, "p/q": 4}, "01": 5});
+        for ptr in [
+            "",
+            "/",
+            "/a",
+            "/a/b",
+            "/a/b/0",
+            "/a/b/1/c",
+            "/a/b/2",
+            "/a/b/01",
+            "/a/b/+1",
+            "/a/b/-1",
+            "/a/",
+            "/a/x~0y",
+            "/a/p~1q",
+            "/01",
+            "a",
+            "/a/b/1/c/d",
+            "/zz",
+        ] {
+            assert_eq!(pointer(&v, ptr), v.pointer(ptr), "{ptr:?}");
+        }
     }
 
     #[test]
