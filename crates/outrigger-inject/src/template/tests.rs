@@ -1139,16 +1139,12 @@ fn sidecar_render_is_fast() {
     let fx = hello_fixture(&root);
     let data = hello_data(&fx);
     let t = Template::parse("sidecar", &body).expect("sidecar parses");
-    let n: u32 = std::env::var("OUTRIGGER_RENDER_N")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(500);
-    let start = std::time::Instant::now();
-    for _ in 0..n {
-        assert!(t.render(&data).is_ok());
+    // Speed lives in the benches (`cargo bench -p outrigger-inject`); here: repeated renders
+    // of one parsed template give the same text.
+    let first = t.render(&data).expect("sidecar renders");
+    for _ in 0..3 {
+        assert_eq!(t.render(&data).expect("sidecar renders"), first);
     }
-    let per = start.elapsed() / n;
-    eprintln!("sidecar render: {per:?} per render");
 }
 
 #[test]
