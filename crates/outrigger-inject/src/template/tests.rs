@@ -1131,7 +1131,7 @@ fn corpus_hello_sidecar_renders() {
 }
 
 #[test]
-fn sidecar_render_is_fast() {
+fn sidecar_render_is_repeatable() {
     let Some(root) = corpus() else { return };
     let Some(body) = sidecar_body(&root) else {
         return;
