@@ -168,7 +168,7 @@ impl ValuesFacts {
             Some(Value::String(s)) => s.clone(),
             Some(Value::Number(n)) => n
                 .as_f64()
-                .map(|f| crate::k8s::gofmt::format_g(f, false))
+                .map(crate::gofloat::format_g64)
                 .unwrap_or_else(|| n.to_string()),
             Some(Value::Bool(b)) => b.to_string(),
             Some(other) => other.to_string(),
@@ -420,7 +420,7 @@ mod tests {
 
     #[test]
     fn tag_numbers_print_as_go_float64() {
-        let go_float_v = |f: f64| crate::k8s::gofmt::format_g(f, false);
+        let go_float_v = |f: f64| crate::gofloat::format_g64(f);
         assert_eq!(go_float_v(15020.0), "15020");
         assert_eq!(go_float_v(123456.0), "123456");
         assert_eq!(go_float_v(1e6), "1e+06");

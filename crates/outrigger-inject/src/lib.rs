@@ -13,6 +13,7 @@ pub mod config;
 pub mod decision;
 pub mod defaults;
 pub mod error;
+pub mod gofloat;
 pub mod gojson;
 pub mod inject;
 pub mod jsonmap;

@@ -773,7 +773,7 @@ pub fn expr_str(e: &Expr) -> String {
         Expr::String(_, s) => format!("{s:?}"),
         Expr::Number(_, Number::Int(i)) => i.to_string(),
         Expr::Number(_, Number::Uint(u)) => u.to_string(),
-        Expr::Number(_, Number::Float(f)) => super::gofmt::format_float_v(*f),
+        Expr::Number(_, Number::Float(f)) => crate::gofloat::format_g64(*f),
         Expr::Bool(_, b) => b.to_string(),
         Expr::Nil(_) => "nil".into(),
         Expr::Pipe(_, p) => format!("({})", pipe_str(p)),

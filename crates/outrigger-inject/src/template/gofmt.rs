@@ -1,39 +1,4 @@
-//! Go formatting helpers: float `%v`, `strconv.Quote`, duration `String()`.
-
-/// Go `%v` / `strconv.FormatFloat(f, 'g', -1, 64)` formatting of a float64.
-pub fn format_float_v(f: f64) -> String {
-    if f.is_nan() {
-        return "NaN".into();
-    }
-    if f.is_infinite() {
-        return if f > 0.0 {
-            "+Inf".into()
-        } else {
-            "-Inf".into()
-        };
-    }
-    if f == 0.0 {
-        return if f.is_sign_negative() {
-            "-0".into()
-        } else {
-            "0".into()
-        };
-    }
-    if f.fract() == 0.0 && f.abs() < 1e6 {
-        return (f as i64).to_string();
-    }
-    let e = format!("{f:e}");
-    let (mant, exp) = match e.split_once('e') {
-        Some((m, x)) => (m.to_string(), x.parse::<i32>().unwrap_or(0)),
-        None => return e,
-    };
-    if !(-4..6).contains(&exp) {
-        let sign = if exp < 0 { '-' } else { '+' };
-        format!("{mant}e{sign}{:02}", exp.abs())
-    } else {
-        format!("{f}")
-    }
-}
+//! Go formatting helpers: `strconv.Quote`, duration `String()` (floats: [`crate::gofloat`]).
 
 /// Go `strconv.Quote`.
 pub fn quote(s: &str) -> String {
@@ -123,26 +88,6 @@ fn frac(v: u64, div: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn floats_print_like_go() {
-        let cases = [
-            (15020.0, "15020"),
-            (600.0, "600"),
-            (123456.0, "123456"),
-            (1000000.0, "1e+06"),
-            (1234567.0, "1.234567e+06"),
-            (2000000.0, "2e+06"),
-            (0.5, "0.5"),
-            (0.00001, "1e-05"),
-            (0.0001, "0.0001"),
-            (1.2, "1.2"),
-            (-3.0, "-3"),
-        ];
-        for (f, want) in cases {
-            assert_eq!(format_float_v(f), want, "{f}");
-        }
-    }
 
     #[test]
     fn quote_like_go() {

@@ -1,8 +1,9 @@
 //! A Go `fmt.Sprintf` subset: verbs `%v %s %d %t %q %f %g %e %x %X %o %b %c %%`, flags, width,
 //! precision; wrong verb/type pairs render as `%!d(string=x)`, like Go.
 
-use super::gofmt::{format_float_v, quote};
+use super::gofmt::quote;
 use super::value::V;
+use crate::gofloat::format_g64;
 
 /// Go `fmt.Sprintf(format, args...)`.
 pub fn sprintf(format: &str, args: &[V<'_>]) -> String {
@@ -183,7 +184,7 @@ fn format_one(
         ('c', V::Int(i, _)) => char::from_u32(u32::try_from(*i).ok()?).map(String::from),
         ('f' | 'F', V::Float(f)) => Some(sign(format!("{:.*}", prec.unwrap_or(6), f), *f < 0.0)),
         ('e', V::Float(f)) => Some(sign(go_exp(*f, prec.unwrap_or(6)), *f < 0.0)),
-        ('g', V::Float(f)) => Some(sign(format_float_v(*f), *f < 0.0)),
+        ('g', V::Float(f)) => Some(sign(format_g64(*f), *f < 0.0)),
         _ => None,
     }
 }

@@ -7,8 +7,8 @@ use std::rc::Rc;
 
 use serde_json::{Map, Value};
 
-use super::gofmt::format_float_v;
 use super::TemplateData;
+use crate::gofloat::format_g64;
 use crate::jsonmap;
 use crate::schema::{self, K8sField, K8sStruct, ProtoEnum, ProtoField, ProtoMessage};
 
@@ -249,7 +249,7 @@ impl<'a> V<'a> {
             V::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
             V::Int(i, _) => out.push_str(&i.to_string()),
             V::Uint(u) => out.push_str(&u.to_string()),
-            V::Float(f) => out.push_str(&format_float_v(*f)),
+            V::Float(f) => out.push_str(&format_g64(*f)),
             V::Str(s) => out.push_str(s),
             V::Json(Value::Array(a)) => write_seq(out, a.iter().map(V::json)),
             V::Json(Value::Object(o)) => {

@@ -9,8 +9,8 @@ use std::cmp::Ordering;
 
 use serde_json::{Map, Number, Value};
 
-use super::gofmt::format_g64;
 use super::resolve::{is_base60_float, resolve_plain, Resolved};
+use crate::gofloat::format_g64;
 use crate::gojson;
 
 /// go-yaml's default preferred line width.

@@ -26,7 +26,6 @@ use crate::Result;
 
 mod emit;
 mod fast;
-mod gofmt;
 mod parse;
 mod resolve;
 mod split;

@@ -8,8 +8,8 @@ use serde_json::{Map, Number, Value};
 use yaml_rust2::parser::{Event, Parser, Tag};
 use yaml_rust2::scanner::{Marker, ScanError, TScalarStyle};
 
-use super::gofmt::format_g32;
 use super::resolve::{resolve_plain, Resolved};
+use crate::gofloat::format_g32;
 use crate::{Error, Result};
 
 /// Deepest nesting accepted (yaml-rust2 also stops flow collections at this depth); keeps the

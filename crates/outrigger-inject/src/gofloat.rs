@@ -1,8 +1,9 @@
-//! Go's `strconv.FormatFloat(f, 'g', -1, bits)`: shortest round-trip digits, `%e` form (two-digit
-//! exponent at least) when the decimal exponent is below -4 or at least 6.
+//! Go's `strconv.FormatFloat(f, 'g', -1, bits)` (also `fmt`'s `%v` of a float64): shortest
+//! round-trip digits, `%e` form (two-digit exponent at least) when the decimal exponent is below
+//! -4 or at least 6. One implementation for YAML, typed normalisation and templates.
 
 /// Format `f` as Go's `strconv.FormatFloat(f, 'g', -1, 64)`.
-pub(crate) fn format_g64(f: f64) -> String {
+pub fn format_g64(f: f64) -> String {
     if let Some(s) = special(f) {
         return s.to_string();
     }
@@ -10,7 +11,7 @@ pub(crate) fn format_g64(f: f64) -> String {
 }
 
 /// Format `f` as Go's `strconv.FormatFloat(float64(f), 'g', -1, 32)` (shortest float32 digits).
-pub(crate) fn format_g32(f: f64) -> String {
+pub fn format_g32(f: f64) -> String {
     if let Some(s) = special(f) {
         return s.to_string();
     }
@@ -123,5 +124,30 @@ mod tests {
         assert_eq!(format_g32(1234567.0), "1.234567e+06");
         assert_eq!(format_g32(1.234_567_89), "1.2345679");
         assert_eq!(format_g32(1e39), "+Inf");
+    }
+
+    #[test]
+    fn cases_from_normalisation_and_templates() {
+        for (f, want) in [
+            (8.0, "8"),
+            (15020.0, "15020"),
+            (600.0, "600"),
+            (123456.0, "123456"),
+            (2000000.0, "2e+06"),
+            (0.5, "0.5"),
+            (1.2, "1.2"),
+            (-3.0, "-3"),
+            (-2.5, "-2.5"),
+        ] {
+            assert_eq!(format_g64(f), want, "{f}");
+        }
+        for (f, want) in [
+            (1.5, "1.5"),
+            (8.0, "8"),
+            (100000.0, "100000"),
+            (1000000.0, "1e+06"),
+        ] {
+            assert_eq!(format_g32(f), want, "{f}");
+        }
     }
 }
