@@ -68,6 +68,7 @@ impl P {
 }
 
 /// A registered function.
+#[derive(Clone, Copy)]
 pub struct FuncDef {
     /// Fixed parameter types.
     pub params: &'static [P],
@@ -174,11 +175,27 @@ fn build() -> Table {
     // Go consults the template's FuncMap before its builtins, so Sprig's `slice` wins; Istio's
     // map is merged last (`indent`, `contains`, `env`, `omit` override Sprig's).
     builtins(&mut m);
-    // Every Sprig name parses; unimplemented ones fail at execution.
-    for name in sprig::SPRIG_NAMES {
-        def(&mut m, name, &[], Some(P::Any), not_implemented_stub);
-    }
     sprig::register_all(&mut m);
+    // Sprig's `mustX` differs from `X` only by returning its error instead of panicking, and a
+    // panicking function fails the template execution in Go as an error does here.
+    for name in sprig::SPRIG_NAMES {
+        if m.contains_key(name) {
+            continue;
+        }
+        let base = name.strip_prefix("must").and_then(|rest| {
+            let mut c = rest.chars();
+            let first = c.next()?.to_ascii_lowercase();
+            let base: String = std::iter::once(first).chain(c).collect();
+            m.get(base.as_str()).copied()
+        });
+        match base {
+            Some(d) => {
+                m.insert(name, d);
+            }
+            // Every other Sprig name parses; unimplemented ones fail at execution.
+            None => def(&mut m, name, &[], Some(P::Any), not_implemented_stub),
+        }
+    }
     istio(&mut m);
     m
 }

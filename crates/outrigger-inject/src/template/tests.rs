@@ -1223,3 +1223,19 @@ fn outputs_verified_against_go() {
         "{e}"
     );
 }
+
+#[test]
+fn sprig_must_variants_behave_as_their_base_functions() {
+    let fx = Fx::new(values());
+    assert_eq!(
+        fx.ok("{{ mustRest (list 1 2 3) }}"),
+        fx.ok("{{ rest (list 1 2 3) }}")
+    );
+    assert_eq!(fx.ok("{{ mustRest (list 1 2 3) }}"), "[2 3]");
+    assert_eq!(fx.ok("{{ mustRegexFind \"a+\" \"baaac\" }}"), "aaa");
+    assert_eq!(fx.ok("{{ mustUniq (list 1 1 2) }}"), "[1 2]");
+    // Functions outrigger does not implement still parse and fail when executed.
+    assert!(fx
+        .err("{{ sha256sum \"x\" }}")
+        .contains("not implemented by outrigger"));
+}
