@@ -7,7 +7,21 @@ pub fn format_g64(f: f64) -> String {
     if let Some(s) = special(f) {
         return s.to_string();
     }
+    if let Some(s) = small_integer(f) {
+        return s;
+    }
     format_g(&format!("{f:e}"))
+}
+
+/// Integral values below 1e6 (the common case: ports, counts) print as plain integers in the
+/// `'g'` layout; they skip the digit generation. Zero keeps its sign (`-0`).
+fn small_integer(f: f64) -> Option<String> {
+    if f == 0.0 {
+        return Some(if f.is_sign_negative() { "-0" } else { "0" }.to_string());
+    }
+    // The guard makes the conversion exact.
+    #[allow(clippy::cast_possible_truncation)]
+    (f.fract() == 0.0 && f.abs() < 1e6).then(|| (f as i64).to_string())
 }
 
 /// Format `f` as Go's `strconv.FormatFloat(float64(f), 'g', -1, 32)` (shortest float32 digits).
@@ -20,6 +34,9 @@ pub fn format_g32(f: f64) -> String {
     let narrow = f as f32;
     if narrow.is_infinite() {
         return if narrow > 0.0 { "+Inf" } else { "-Inf" }.to_string();
+    }
+    if let Some(s) = small_integer(f64::from(narrow)) {
+        return s;
     }
     format_g(&format!("{narrow:e}"))
 }
@@ -124,6 +141,19 @@ mod tests {
         assert_eq!(format_g32(1234567.0), "1.234567e+06");
         assert_eq!(format_g32(1.234_567_89), "1.2345679");
         assert_eq!(format_g32(1e39), "+Inf");
+    }
+
+    #[test]
+    fn small_integers_take_the_short_path_with_the_same_text() {
+        for f in [
+            0.0, -0.0, 1.0, -1.0, 15020.0, 999_999.0, -999_999.0, 1e6, 123.5, 1e-7,
+        ] {
+            assert_eq!(format_g64(f), format_g(&format!("{f:e}")), "{f}");
+        }
+        for f in [0.0, 8.0, 999_999.0, 16_777_217.0] {
+            let narrow = f as f32;
+            assert_eq!(format_g32(f), format_g(&format!("{narrow:e}")), "{f}");
+        }
     }
 
     #[test]
