@@ -29,9 +29,11 @@ use serde_json::Value;
 
 use crate::{Error, Result};
 
+mod digest;
 mod exec;
 mod funcs;
 mod gofmt;
+mod gopath;
 mod printf;
 mod sprig;
 mod structure;

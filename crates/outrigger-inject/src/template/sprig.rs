@@ -428,6 +428,8 @@ fn pretty_json(v: &Value) -> String {
 
 /// Register Sprig's implemented functions.
 pub fn register_all(m: &mut Table) {
+    register_paths(m);
+    register_digests(m);
     register_strings(m);
     register_case(m);
     register_lists(m);
@@ -654,26 +656,6 @@ fn register_strings(m: &mut Table) {
     register(m, "regexQuoteMeta", &[Str], None, |a| {
         Ok(V::string(regex::escape(str_of(&a[0]))))
     });
-    register(m, "base", &[Str], None, |a| {
-        let s = str_of(&a[0]).trim_end_matches('/');
-        Ok(V::string(if s.is_empty() {
-            if str_of(&a[0]).is_empty() {
-                ".".into()
-            } else {
-                "/".into()
-            }
-        } else {
-            s.rsplit('/').next().unwrap_or(s).to_string()
-        }))
-    });
-    register(m, "ext", &[Str], None, |a| {
-        let s = str_of(&a[0]);
-        let base = s.rsplit('/').next().unwrap_or(s);
-        Ok(V::string(
-            base.rfind('.')
-                .map_or(String::new(), |i| base[i..].to_string()),
-        ))
-    });
     register(m, "plural", &[Str, Str, Int], None, |a| {
         Ok(if to_i64(&a[2]) == 1 {
             a[0].clone()
@@ -792,16 +774,65 @@ fn register_case(m: &mut Table) {
         }
         Ok(V::Map(Rc::new(out)))
     });
+}
+
+/// Go's `path` functions; on Linux the `os*` (`path/filepath`) variants are the same.
+fn register_paths(m: &mut Table) {
+    use super::gopath;
+    use P::*;
+    register(m, "base", &[Str], None, |a| {
+        Ok(V::string(gopath::base(str_of(&a[0]))))
+    });
+    register(m, "osBase", &[Str], None, |a| {
+        Ok(V::string(gopath::base(str_of(&a[0]))))
+    });
     register(m, "dir", &[Str], None, |a| {
-        let s = str_of(&a[0]);
-        Ok(V::string(match s.rfind('/') {
-            Some(0) => "/".into(),
-            Some(i) => s[..i].to_string(),
-            None => ".".into(),
-        }))
+        Ok(V::string(gopath::dir(str_of(&a[0]))))
+    });
+    register(m, "osDir", &[Str], None, |a| {
+        Ok(V::string(gopath::dir(str_of(&a[0]))))
+    });
+    register(m, "ext", &[Str], None, |a| {
+        Ok(V::string(gopath::ext(str_of(&a[0]))))
+    });
+    register(m, "osExt", &[Str], None, |a| {
+        Ok(V::string(gopath::ext(str_of(&a[0]))))
+    });
+    register(m, "clean", &[Str], None, |a| {
+        Ok(V::string(gopath::clean(str_of(&a[0]))))
+    });
+    register(m, "osClean", &[Str], None, |a| {
+        Ok(V::string(gopath::clean(str_of(&a[0]))))
     });
     register(m, "isAbs", &[Str], None, |a| {
-        Ok(V::Bool(str_of(&a[0]).starts_with('/')))
+        Ok(V::Bool(gopath::is_abs(str_of(&a[0]))))
+    });
+    register(m, "osIsAbs", &[Str], None, |a| {
+        Ok(V::Bool(gopath::is_abs(str_of(&a[0]))))
+    });
+}
+
+/// Digests and base32.
+fn register_digests(m: &mut Table) {
+    use super::digest;
+    use P::*;
+    register(m, "sha1sum", &[Str], None, |a| {
+        Ok(V::string(digest::sha1sum(str_of(&a[0]))))
+    });
+    register(m, "sha256sum", &[Str], None, |a| {
+        Ok(V::string(digest::sha256sum(str_of(&a[0]))))
+    });
+    register(m, "sha512sum", &[Str], None, |a| {
+        Ok(V::string(digest::sha512sum(str_of(&a[0]))))
+    });
+    register(m, "adler32sum", &[Str], None, |a| {
+        Ok(V::string(digest::adler32sum(str_of(&a[0]))))
+    });
+    register(m, "b32enc", &[Str], None, |a| {
+        Ok(V::string(digest::b32enc(str_of(&a[0]))))
+    });
+    register(m, "b32dec", &[Str], None, |a| {
+        Ok(V::string(digest::b32dec(str_of(&a[0]))))
     });
 }
 

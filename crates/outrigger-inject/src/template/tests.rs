@@ -1236,6 +1236,23 @@ fn sprig_must_variants_behave_as_their_base_functions() {
     assert_eq!(fx.ok("{{ mustUniq (list 1 1 2) }}"), "[1 2]");
     // Functions outrigger does not implement still parse and fail when executed.
     assert!(fx
-        .err("{{ sha256sum \"x\" }}")
+        .err("{{ uuidv4 }}")
         .contains("not implemented by outrigger"));
+}
+
+#[test]
+fn sprig_digests_and_paths_through_templates() {
+    let fx = Fx::new(values());
+    assert_eq!(
+        fx.ok("{{ \"hello\" | sha1sum }}"),
+        "aaf4c61ddcc5e8a2dabede0f3b482cd9aea9434d"
+    );
+    assert_eq!(
+        fx.ok("{{ adler32sum \"hello\" }} {{ b32enc \"hi\" }}"),
+        "103547413 NBUQ===="
+    );
+    assert_eq!(
+        fx.ok("{{ clean \"a/b/../../../c\" }} {{ dir \"/a/../b\" }} {{ osBase \"//a//b//\" }}"),
+        "../c / b"
+    );
 }
