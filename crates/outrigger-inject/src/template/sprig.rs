@@ -313,6 +313,36 @@ fn to_f64(v: &V<'_>) -> f64 {
     }
 }
 
+/// Go's `math.Max` (NaN wins; +0 beats -0).
+fn go_max(x: f64, y: f64) -> f64 {
+    if x.is_nan() || y.is_nan() {
+        f64::NAN
+    } else if x == 0.0 && y == 0.0 {
+        if x.is_sign_negative() {
+            y
+        } else {
+            x
+        }
+    } else {
+        x.max(y)
+    }
+}
+
+/// Go's `math.Min` (NaN wins; -0 beats +0).
+fn go_min(x: f64, y: f64) -> f64 {
+    if x.is_nan() || y.is_nan() {
+        f64::NAN
+    } else if x == 0.0 && y == 0.0 {
+        if x.is_sign_negative() {
+            x
+        } else {
+            y
+        }
+    } else {
+        x.min(y)
+    }
+}
+
 fn go_kind(v: &V<'_>) -> &'static str {
     match v {
         V::Missing | V::Nil => "invalid",
@@ -954,6 +984,43 @@ fn register_lists(m: &mut Table) {
                 .collect(),
         ))
     });
+    register(m, "untilStep", &[Int, Int, Int], None, |a| {
+        until_step(to_i64(&a[0]), to_i64(&a[1]), to_i64(&a[2])).map(list)
+    });
+    let chunk_f: super::funcs::Func = |a| {
+        let size = to_i64(&a[0]);
+        let items =
+            to_list(&a[1]).ok_or_else(|| format!("Cannot chunk type {}", go_kind(&a[1])))?;
+        if size <= 0 {
+            return Err(format!("Cannot chunk into size {size}"));
+        }
+        let size = usize::try_from(size).unwrap_or(usize::MAX);
+        Ok(list(items.chunks(size).map(|c| list(c.to_vec())).collect()))
+    };
+    register(m, "chunk", &[Int, Any], None, chunk_f);
+    register(m, "mustChunk", &[Int, Any], None, chunk_f);
+}
+
+/// Sprig's `untilStep`: from `start` towards `stop` (exclusive) by `step`; empty when `step` does
+/// not lead there. Capped like `until` (2^20 items).
+fn until_step<'a>(start: i64, stop: i64, step: i64) -> Result<Vec<V<'a>>, String> {
+    let mut out = Vec::new();
+    let mut i = start;
+    let going = |i: i64| if stop < start { i > stop } else { i < stop };
+    if (stop < start && step >= 0) || (stop >= start && step <= 0) {
+        return Ok(out);
+    }
+    while going(i) {
+        if out.len() >= 1 << 20 {
+            return Err("untilStep: more than 1048576 items".into());
+        }
+        out.push(V::Int(i, IntTy::Int));
+        match i.checked_add(step) {
+            Some(n) => i = n,
+            None => break,
+        }
+    }
+    Ok(out)
 }
 
 fn register_dicts(m: &mut Table) {
@@ -1139,6 +1206,21 @@ fn register_misc(m: &mut Table) {
     });
     register(m, "min", &[Any], Some(Any), |a| {
         Ok(i64v(a.iter().map(to_i64).min().unwrap_or(0)))
+    });
+    register(m, "maxf", &[Any], Some(Any), |a| {
+        Ok(V::Float(
+            a[1..].iter().map(to_f64).fold(to_f64(&a[0]), go_max),
+        ))
+    });
+    register(m, "minf", &[Any], Some(Any), |a| {
+        Ok(V::Float(
+            a[1..].iter().map(to_f64).fold(to_f64(&a[0]), go_min),
+        ))
+    });
+    register(m, "toDecimal", &[Any], None, |a| {
+        // strconv.ParseInt(fmt.Sprint(v), 8, 64), 0 on error (same sign and digit rules).
+        let parsed = i64::from_str_radix(&a[0].sprint(), 8).unwrap_or(0);
+        Ok(i64v(parsed))
     });
     register(m, "addf", &[], Some(Any), |a| {
         Ok(V::Float(a.iter().map(to_f64).sum()))

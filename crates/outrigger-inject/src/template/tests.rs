@@ -1256,3 +1256,21 @@ fn sprig_digests_and_paths_through_templates() {
         "../c / b"
     );
 }
+
+#[test]
+fn sprig_numeric_helpers_follow_sprig() {
+    let fx = Fx::new(values());
+    assert_eq!(fx.ok("{{ untilStep 3 10 3 }}"), "[3 6 9]");
+    assert_eq!(fx.ok("{{ untilStep 10 3 -3 }}"), "[10 7 4]");
+    assert_eq!(fx.ok("{{ untilStep 3 10 -1 }}"), "[]");
+    assert_eq!(fx.ok("{{ chunk 2 (list 1 2 3 4 5) }}"), "[[1 2] [3 4] [5]]");
+    assert_eq!(fx.ok("{{ chunk 2 (list) }}"), "[]");
+    assert_eq!(
+        fx.ok("{{ maxf 1 2.5 0.5 }} {{ minf 1 2.5 0.5 }}"),
+        "2.5 0.5"
+    );
+    assert_eq!(
+        fx.ok("{{ toDecimal \"0777\" }} {{ toDecimal 777 }} {{ toDecimal \"9\" }}"),
+        "511 511 0"
+    );
+}
