@@ -1,5 +1,6 @@
-//! Sprig's digest and base32 functions: `sha1sum`, `sha256sum`, `sha512sum`, `adler32sum`,
-//! `b32enc`, `b32dec` (Go's `crypto/*`, `hash/adler32` and `encoding/base32` StdEncoding).
+//! Sprig's digest and encoding functions: `sha1sum`, `sha256sum`, `sha512sum`, `adler32sum`,
+//! `b64enc`, `b64dec`, `b32enc`, `b32dec` (Go's `crypto/*`, `hash/adler32`, and the StdEncoding
+//! of `encoding/base64` and `encoding/base32`).
 
 use std::fmt::Write;
 
@@ -35,6 +36,32 @@ pub fn adler32sum(s: &str) -> String {
     let mut a = adler2::Adler32::new();
     a.write_slice(s.as_bytes());
     a.checksum().to_string()
+}
+
+/// Go's `base64.StdEncoding`: padded, and lenient about non-zero trailing bits.
+const GO_BASE64: base64::engine::GeneralPurpose = base64::engine::GeneralPurpose::new(
+    &base64::alphabet::STANDARD,
+    base64::engine::GeneralPurposeConfig::new().with_decode_allow_trailing_bits(true),
+);
+
+/// `b64enc`.
+pub fn b64enc(s: &str) -> String {
+    use base64::Engine;
+    GO_BASE64.encode(s.as_bytes())
+}
+
+/// `b64dec`: the decoded text, or Go's error text as the value (Sprig returns `err.Error()`).
+/// Go skips `\r` and `\n` in the input.
+pub fn b64dec(s: &str) -> String {
+    use base64::Engine;
+    let clean: Vec<u8> = s.bytes().filter(|b| !matches!(b, b'\r' | b'\n')).collect();
+    match GO_BASE64.decode(&clean) {
+        Ok(b) => String::from_utf8_lossy(&b).into_owned(),
+        Err(
+            base64::DecodeError::InvalidByte(at, _) | base64::DecodeError::InvalidLastSymbol(at, _),
+        ) => format!("illegal base64 data at input byte {at}"),
+        Err(_) => "illegal base64 data".into(),
+    }
 }
 
 /// `b32enc`: base32 with padding (`base32.StdEncoding`).
@@ -75,5 +102,10 @@ mod tests {
         assert_eq!(b32enc("hi"), "NBUQ====");
         assert_eq!(b32dec("NBUQ===="), "hi");
         assert_eq!(b32dec("not base32!"), "illegal base32 data");
+        assert_eq!(b64enc("hello"), "aGVsbG8=");
+        assert_eq!(b64dec("aGVsbG8="), "hello");
+        assert_eq!(b64dec("aGVs\nbG8="), "hello");
+        assert_eq!(b64dec("aGVsbG9="), "hello");
+        assert_eq!(b64dec("a!Vs"), "illegal base64 data at input byte 1");
     }
 }

@@ -372,44 +372,6 @@ fn regex(re: &str) -> R<regex::Regex> {
     regex::Regex::new(re).map_err(|e| format!("error parsing regexp: {e}"))
 }
 
-const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-fn b64enc(s: &[u8]) -> String {
-    let mut out = String::with_capacity(s.len().div_ceil(3) * 4);
-    for c in s.chunks(3) {
-        let n = (u32::from(c[0]) << 16)
-            | (u32::from(*c.get(1).unwrap_or(&0)) << 8)
-            | u32::from(*c.get(2).unwrap_or(&0));
-        for i in 0..4 {
-            if i <= c.len() {
-                out.push(B64[((n >> (18 - 6 * i)) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
-}
-
-fn b64dec(s: &str) -> Option<Vec<u8>> {
-    let mut out = Vec::new();
-    let mut buf = 0u32;
-    let mut bits = 0;
-    for c in s.bytes() {
-        if c == b'=' {
-            break;
-        }
-        let v = B64.iter().position(|&b| b == c)? as u32;
-        buf = (buf << 6) | v;
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((buf >> bits) as u8);
-        }
-    }
-    Some(out)
-}
-
 fn title(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     let mut prev_letter = false;
@@ -628,13 +590,10 @@ fn register_strings(m: &mut Table) {
         Ok(strs(items))
     });
     register(m, "b64enc", &[Str], None, |a| {
-        Ok(V::string(b64enc(str_of(&a[0]).as_bytes())))
+        Ok(V::string(super::digest::b64enc(str_of(&a[0]))))
     });
     register(m, "b64dec", &[Str], None, |a| {
-        Ok(V::string(match b64dec(str_of(&a[0])) {
-            Some(b) => String::from_utf8_lossy(&b).into_owned(),
-            None => "illegal base64 data".into(),
-        }))
+        Ok(V::string(super::digest::b64dec(str_of(&a[0]))))
     });
     register(m, "regexMatch", &[Str, Str], None, |a| {
         Ok(V::Bool(regex(str_of(&a[0]))?.is_match(str_of(&a[1]))))
