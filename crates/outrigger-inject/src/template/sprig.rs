@@ -589,12 +589,6 @@ fn register_strings(m: &mut Table) {
         items.sort();
         Ok(strs(items))
     });
-    register(m, "b64enc", &[Str], None, |a| {
-        Ok(V::string(super::digest::b64enc(str_of(&a[0]))))
-    });
-    register(m, "b64dec", &[Str], None, |a| {
-        Ok(V::string(super::digest::b64dec(str_of(&a[0]))))
-    });
     register(m, "regexMatch", &[Str, Str], None, |a| {
         Ok(V::Bool(regex(str_of(&a[0]))?.is_match(str_of(&a[1]))))
     });
@@ -765,64 +759,38 @@ fn register_case(m: &mut Table) {
     });
 }
 
+/// Register functions of one string argument returning a string.
+macro_rules! string_fns {
+    ($m:expr, $($name:literal => $f:path),* $(,)?) => {
+        $(register($m, $name, &[P::Str], None, |a| Ok(V::string($f(str_of(&a[0]))))));*
+    };
+}
+
 /// Go's `path` functions; on Linux the `os*` (`path/filepath`) variants are the same.
 fn register_paths(m: &mut Table) {
     use super::gopath;
-    use P::*;
-    register(m, "base", &[Str], None, |a| {
-        Ok(V::string(gopath::base(str_of(&a[0]))))
-    });
-    register(m, "osBase", &[Str], None, |a| {
-        Ok(V::string(gopath::base(str_of(&a[0]))))
-    });
-    register(m, "dir", &[Str], None, |a| {
-        Ok(V::string(gopath::dir(str_of(&a[0]))))
-    });
-    register(m, "osDir", &[Str], None, |a| {
-        Ok(V::string(gopath::dir(str_of(&a[0]))))
-    });
-    register(m, "ext", &[Str], None, |a| {
-        Ok(V::string(gopath::ext(str_of(&a[0]))))
-    });
-    register(m, "osExt", &[Str], None, |a| {
-        Ok(V::string(gopath::ext(str_of(&a[0]))))
-    });
-    register(m, "clean", &[Str], None, |a| {
-        Ok(V::string(gopath::clean(str_of(&a[0]))))
-    });
-    register(m, "osClean", &[Str], None, |a| {
-        Ok(V::string(gopath::clean(str_of(&a[0]))))
-    });
-    register(m, "isAbs", &[Str], None, |a| {
-        Ok(V::Bool(gopath::is_abs(str_of(&a[0]))))
-    });
-    register(m, "osIsAbs", &[Str], None, |a| {
-        Ok(V::Bool(gopath::is_abs(str_of(&a[0]))))
-    });
+    string_fns!(m,
+        "base" => gopath::base, "osBase" => gopath::base,
+        "dir" => gopath::dir, "osDir" => gopath::dir,
+        "ext" => gopath::ext, "osExt" => gopath::ext,
+        "clean" => gopath::clean, "osClean" => gopath::clean,
+    );
+    for name in ["isAbs", "osIsAbs"] {
+        register(m, name, &[P::Str], None, |a| {
+            Ok(V::Bool(gopath::is_abs(str_of(&a[0]))))
+        });
+    }
 }
 
-/// Digests and base32.
+/// Digests and base32/base64.
 fn register_digests(m: &mut Table) {
     use super::digest;
-    use P::*;
-    register(m, "sha1sum", &[Str], None, |a| {
-        Ok(V::string(digest::sha1sum(str_of(&a[0]))))
-    });
-    register(m, "sha256sum", &[Str], None, |a| {
-        Ok(V::string(digest::sha256sum(str_of(&a[0]))))
-    });
-    register(m, "sha512sum", &[Str], None, |a| {
-        Ok(V::string(digest::sha512sum(str_of(&a[0]))))
-    });
-    register(m, "adler32sum", &[Str], None, |a| {
-        Ok(V::string(digest::adler32sum(str_of(&a[0]))))
-    });
-    register(m, "b32enc", &[Str], None, |a| {
-        Ok(V::string(digest::b32enc(str_of(&a[0]))))
-    });
-    register(m, "b32dec", &[Str], None, |a| {
-        Ok(V::string(digest::b32dec(str_of(&a[0]))))
-    });
+    string_fns!(m,
+        "sha1sum" => digest::sha1sum, "sha256sum" => digest::sha256sum,
+        "sha512sum" => digest::sha512sum, "adler32sum" => digest::adler32sum,
+        "b32enc" => digest::b32enc, "b32dec" => digest::b32dec,
+        "b64enc" => digest::b64enc, "b64dec" => digest::b64dec,
+    );
 }
 
 fn register_lists(m: &mut Table) {
