@@ -9,77 +9,17 @@
 //! Uses the corpus' default settings from `../shared/conformance/istio/settings/default` when
 //! present, else the embedded default (the bench prints which).
 
-use std::path::Path;
-
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use outrigger_inject::admission::{self, Context as ReviewContext, NativeMode};
-use outrigger_inject::config::{InjectorConfig, Snapshot};
-use outrigger_inject::inject::{self, InjectParams, Mode};
+use outrigger_inject::inject;
 use serde_json::{json, Value};
+
+mod support;
+
+use support::{hello_pod, params, snapshot};
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-fn snapshot() -> Snapshot {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/conformance/istio/settings/default");
-    if dir.join("config.yaml").exists() {
-        eprintln!(
-            "bench settings: Istio chart defaults from {}",
-            dir.display()
-        );
-        let read = |f: &str| std::fs::read_to_string(dir.join(f)).expect("read settings");
-        let config = InjectorConfig::parse(&read("config.yaml")).expect("config");
-        Snapshot::with_config(config, &read("values.json"), Some(&read("mesh.yaml")))
-            .expect("snapshot")
-    } else {
-        eprintln!("bench settings: embedded default (corpus not found)");
-        outrigger_inject::defaults::snapshot().expect("embedded default")
-    }
-}
-
-fn hello_pod(containers: usize, env_vars: usize, managed_fields_bytes: usize) -> Value {
-    let env: Vec<Value> = (0..env_vars)
-        .map(|i| json!({"name": format!("VAR_{i}"), "value": format!("value-{i}")}))
-        .collect();
-    let containers: Vec<Value> = (0..containers)
-        .map(|i| {
-            json!({"name": format!("hello-{i}"), "image": "fake.docker.io/google-samples/hello-go-gke:1.0",
-                   "ports": [{"name": "http", "containerPort": 80 + i, "protocol": "TCP"}],
-                   "env": env, "readinessProbe": {"httpGet": {"path": "/ready", "port": 80 + i}}})
-        })
-        .collect();
-    let mut managed = Vec::new();
-    let mut size = 0;
-    while size < managed_fields_bytes {
-        let entry = json!({"manager": "kubectl", "operation": "Update", "apiVersion": "v1",
-            "fieldsType": "FieldsV1", "fieldsV1": {"f:metadata": {"f:labels": {(format!("f:label-{size}")): {}}},
-            "f:spec": {"f:containers": {(format!("k:{{\"name\":\"c-{size}\"}}")): {".": {}, "f:image": {}, "f:name": {}}}}}});
-        size += entry.to_string().len();
-        managed.push(entry);
-    }
-    json!({"metadata": {"name": "hello", "namespace": "default", "labels": {"app": "hello"},
-                        "managedFields": managed},
-           "spec": {"containers": containers}})
-}
-
-fn params(s: &Snapshot) -> InjectParams<'_> {
-    InjectParams {
-        snapshot: s,
-        mode: Mode::Webhook,
-        workload: inject::WorkloadMeta {
-            kind: "Deployment".into(),
-            api_version: "apps/v1".into(),
-            name: "hello".into(),
-            namespace: "default".into(),
-        },
-        revision: "default",
-        native_sidecars: true,
-        proxy_envs: Default::default(),
-        proxy_uid_gid: None,
-        compliance_policy: "",
-    }
-}
 
 fn review_body(pod: &Value) -> Vec<u8> {
     let mut pod = pod.clone();

@@ -7,22 +7,24 @@
 //!     target/release/examples/profile 20 [E]
 //! ```
 //!
-//! Needs the corpus' default settings (`../shared/conformance/istio/settings/default`).
+//! Same pod and settings as the criterion benches (`benches/support`): Istio's chart defaults
+//! from the corpus when present, else the embedded default.
 
-use outrigger_inject::config::{InjectorConfig, Snapshot};
-use outrigger_inject::inject::{self, InjectParams, Mode};
+use outrigger_inject::config::Snapshot;
+use outrigger_inject::inject::{self, InjectParams};
 use serde_json::json;
+
+#[path = "../benches/support/mod.rs"]
+mod support;
+
+use support::{hello_pod, params, snapshot};
 
 /// The allocator the `outrigger` binary ships with, so profiles match the server.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/conformance/istio/settings/default");
-    let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap();
-    let config = InjectorConfig::parse(&read("config.yaml")).unwrap();
-    let s = Snapshot::with_config(config, &read("values.json"), Some(&read("mesh.yaml"))).unwrap();
+    let s = snapshot();
     let n: usize = std::env::args()
         .nth(1)
         .map(|x| x.parse().unwrap())
@@ -31,26 +33,8 @@ fn main() {
         .nth(2)
         .map(|x| x.parse().unwrap())
         .unwrap_or(0);
-    let env: Vec<_> = (0..envs)
-        .map(|i| json!({"name": format!("V{i}"), "value": "x"}))
-        .collect();
-    let pod = json!({"metadata":{"name":"hello","namespace":"default","labels":{"app":"hello"}},
-      "spec":{"containers":[{"name":"hello","image":"x","env": env, "ports":[{"name":"http","containerPort":80}]}]}});
-    let p = InjectParams {
-        snapshot: &s,
-        mode: Mode::Webhook,
-        workload: inject::WorkloadMeta {
-            kind: "Deployment".into(),
-            api_version: "apps/v1".into(),
-            name: "hello".into(),
-            namespace: "default".into(),
-        },
-        revision: "default",
-        native_sidecars: true,
-        proxy_envs: Default::default(),
-        proxy_uid_gid: None,
-        compliance_policy: "",
-    };
+    let pod = hello_pod(1, envs, 0);
+    let p = params(&s);
     match std::env::args().nth(3).as_deref() {
         Some("render") => return render_only(&s, &pod, n),
         Some("webhook") => return webhook(&s, &pod, n),
