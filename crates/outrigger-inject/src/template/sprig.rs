@@ -313,31 +313,18 @@ fn to_f64(v: &V<'_>) -> f64 {
     }
 }
 
-/// Go's `math.Max` (NaN wins; +0 beats -0).
-fn go_max(x: f64, y: f64) -> f64 {
+/// Go's `math.Max` (`max`) or `math.Min`: NaN wins; between zeros +0 is the max, -0 the min.
+fn go_extreme(x: f64, y: f64, max: bool) -> f64 {
     if x.is_nan() || y.is_nan() {
         f64::NAN
     } else if x == 0.0 && y == 0.0 {
-        if x.is_sign_negative() {
+        if x.is_sign_negative() == max {
             y
         } else {
             x
         }
-    } else {
+    } else if max {
         x.max(y)
-    }
-}
-
-/// Go's `math.Min` (NaN wins; -0 beats +0).
-fn go_min(x: f64, y: f64) -> f64 {
-    if x.is_nan() || y.is_nan() {
-        f64::NAN
-    } else if x == 0.0 && y == 0.0 {
-        if x.is_sign_negative() {
-            x
-        } else {
-            y
-        }
     } else {
         x.min(y)
     }
@@ -1136,12 +1123,18 @@ fn register_misc(m: &mut Table) {
     });
     register(m, "maxf", &[Any], Some(Any), |a| {
         Ok(V::Float(
-            a[1..].iter().map(to_f64).fold(to_f64(&a[0]), go_max),
+            a[1..]
+                .iter()
+                .map(to_f64)
+                .fold(to_f64(&a[0]), |x, y| go_extreme(x, y, true)),
         ))
     });
     register(m, "minf", &[Any], Some(Any), |a| {
         Ok(V::Float(
-            a[1..].iter().map(to_f64).fold(to_f64(&a[0]), go_min),
+            a[1..]
+                .iter()
+                .map(to_f64)
+                .fold(to_f64(&a[0]), |x, y| go_extreme(x, y, false)),
         ))
     });
     register(m, "toDecimal", &[Any], None, |a| {

@@ -462,6 +462,11 @@ impl<'a> Loader<'a> {
     }
 
     /// A quoted scalar on one line; `pos` ends just after the closing quote.
+    /// Index of the first byte at or after `start` matching `stop`.
+    fn find_from(&self, start: usize, stop: impl Fn(u8) -> bool) -> Option<usize> {
+        Some(start + self.b.get(start..)?.iter().position(|&c| stop(c))?)
+    }
+
     fn quoted(&mut self) -> Option<String> {
         let q = self.peek();
         self.pos += 1;
@@ -476,12 +481,7 @@ impl<'a> Loader<'a> {
         let mut out = String::new();
         loop {
             let start = self.pos;
-            let end = start
-                + self
-                    .b
-                    .get(start..)?
-                    .iter()
-                    .position(|&c| c == b'\'' || c == b'\n')?;
+            let end = self.find_from(start, |c| c == b'\'' || c == b'\n')?;
             if self.at(end) != b'\'' {
                 return None;
             }
@@ -500,12 +500,7 @@ impl<'a> Loader<'a> {
         let mut out = String::new();
         loop {
             let start = self.pos;
-            let end = start
-                + self
-                    .b
-                    .get(start..)?
-                    .iter()
-                    .position(|&c| matches!(c, b'"' | b'\\' | b'\n'))?;
+            let end = self.find_from(start, |c| matches!(c, b'"' | b'\\' | b'\n'))?;
             out.push_str(self.src.get(start..end)?);
             self.pos = end + 1;
             match self.at(end) {
