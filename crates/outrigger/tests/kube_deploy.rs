@@ -5,29 +5,12 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+mod support_validate;
+
+use support_validate::{kubernetes_validate as validate, tool_available};
+
 fn deploy_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy")
-}
-
-fn tool_available(cmd: &str, arg: &str) -> bool {
-    Command::new(cmd)
-        .arg(arg)
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
-fn validate(paths: &[PathBuf]) -> (bool, String) {
-    let out = Command::new("kubernetes-validate")
-        .args(["--strict", "--quiet"])
-        .args(paths)
-        .output()
-        .expect("kubernetes-validate runs");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success() && !text.contains("ERROR"), text)
 }
 
 /// The base's resource files (everything but kustomization.yaml).

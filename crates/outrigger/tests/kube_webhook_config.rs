@@ -1,8 +1,12 @@
 //! `outrigger webhook-config` end to end: every flag combination yields a manifest that
 //! `kubernetes-validate --strict` accepts (skipped with a notice when the tool is absent).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
+
+mod support_validate;
+
+use support_validate::{kubernetes_validate, tool_available};
 
 fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_outrigger")
@@ -12,28 +16,6 @@ fn tmp_dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("outrigger-kube-wh-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&d).expect("temp dir");
     d
-}
-
-/// Whether `kubernetes-validate` can run here.
-fn validator_available() -> bool {
-    Command::new("kubernetes-validate")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
-fn validate(path: &Path) -> (bool, String) {
-    let out = Command::new("kubernetes-validate")
-        .args(["--strict", "--quiet"])
-        .arg(path)
-        .output()
-        .expect("kubernetes-validate runs");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success() && !text.contains("ERROR"), text)
 }
 
 fn generate(args: &[&str]) -> String {
@@ -55,7 +37,7 @@ const CA_PEM: &str =
 
 #[test]
 fn every_variant_validates_strictly() {
-    if !validator_available() {
+    if !tool_available("kubernetes-validate", "--version") {
         eprintln!(
             "NOTICE: kubernetes-validate not found; strict validation of webhook-config skipped"
         );
@@ -93,14 +75,14 @@ fn every_variant_validates_strictly() {
         let text = generate(args);
         let path = dir.join(format!("wh-{i}.yaml"));
         std::fs::write(&path, &text).expect("write manifest");
-        let (ok, report) = validate(&path);
+        let (ok, report) = kubernetes_validate(&[&path]);
         assert!(ok, "variant {args:?} does not validate:\n{report}\n{text}");
     }
 }
 
 #[test]
 fn the_validator_rejects_a_broken_configuration() {
-    if !validator_available() {
+    if !tool_available("kubernetes-validate", "--version") {
         eprintln!("NOTICE: kubernetes-validate not found; negative validation check skipped");
         return;
     }
@@ -109,7 +91,7 @@ fn the_validator_rejects_a_broken_configuration() {
     let path = tmp_dir("broken").join("wh.yaml");
     std::fs::write(&path, text).expect("write manifest");
     assert!(
-        !validate(&path).0,
+        !kubernetes_validate(&[&path]).0,
         "strict validation accepted an unknown field"
     );
 }
