@@ -606,14 +606,7 @@ fn run_templates(
         .proxy_uid_gid
         .unwrap_or((DEFAULT_PROXY_ID, DEFAULT_PROXY_ID));
     let (proxy_image, proxy_init_image) = images(snapshot, proxy_config, &stripped);
-    let inbound = match mesh_eff
-        .get("inboundTrafficPolicy")
-        .and_then(|i| i.get("mode"))
-        .and_then(Value::as_str)
-    {
-        Some("LOCALHOST") => "localhost",
-        _ => "passthrough",
-    };
+    let inbound = mesh::inbound_traffic_policy_mode(mesh_eff);
     let null = Value::Null;
     let data = TemplateData {
         kind: &p.workload.kind,
