@@ -337,36 +337,19 @@ mod tests {
                 }
             }
             let w = inject_watch.expect("the injector ConfigMap is watched");
-            let mut body = Vec::new();
-            // A resync with the same resourceVersion, a broken change, then a good one.
-            body.extend(mock::watch_line(
-                "MODIFIED",
-                &cm(
-                    "istio-sidecar-injector",
-                    "1",
-                    json!({"config": "v1", "values": "{}"}),
-                ),
-            ));
-            body.extend(mock::watch_line(
-                "MODIFIED",
-                &cm(
-                    "istio-sidecar-injector",
-                    "3",
-                    json!({"config": "broken", "values": "{}"}),
-                ),
-            ));
-            body.extend(mock::watch_line(
-                "MODIFIED",
-                &cm(
-                    "istio-sidecar-injector",
-                    "4",
-                    json!({"config": "v2", "values": "{}"}),
-                ),
-            ));
-            body.extend(mock::watch_line(
-                "MODIFIED",
-                &cm("istio-sidecar-injector", "5", json!({"values": "{}"})),
-            ));
+            // A resync with the same resourceVersion, a broken change, then a good one, then one
+            // without `config`.
+            let body: Vec<u8> = [
+                ("1", json!({"config": "v1", "values": "{}"})),
+                ("3", json!({"config": "broken", "values": "{}"})),
+                ("4", json!({"config": "v2", "values": "{}"})),
+                ("5", json!({"values": "{}"})),
+            ]
+            .into_iter()
+            .flat_map(|(version, data)| {
+                mock::watch_line("MODIFIED", &cm("istio-sidecar-injector", version, data))
+            })
+            .collect();
             w.respond_raw(200, body);
             handle
         });
