@@ -1,0 +1,345 @@
+// Command go-oracle answers questions about Go's own YAML, JSON and text/template behaviour, so
+// that outrigger's Rust re-implementations can be tested against the libraries Kubernetes and
+// istiod actually use (differential tests in crates/outrigger-inject/tests/go_oracle.rs).
+//
+// It is built in GOPATH mode from Debian's packaged sources only (golang-go,
+// golang-k8s-sigs-yaml-dev, golang-gopkg-yaml.v2-dev, golang-github-masterminds-sprig-dev); see
+// tests/go-oracle/build.sh.
+//
+// Protocol: one JSON request per line on standard input, one JSON answer per line on standard
+// output, in order. A request is {"mode": M, "input": S, ...}; an answer is {"ok": S} or
+// {"err": S} where S is the result text (JSON, YAML or rendered template text) or Go's error
+// text, exactly as the Go library returned it.
+//
+// Modes:
+//   - yaml2json         sigs.k8s.io/yaml.YAMLToJSON(input)
+//   - yaml2json_strict  sigs.k8s.io/yaml.YAMLToJSONStrict(input)
+//   - json2yaml         sigs.k8s.io/yaml.JSONToYAML(input)
+//   - gojson            encoding/json: Unmarshal(input) into interface{}, then Marshal
+//   - typed             sigs.k8s.io/yaml.Unmarshal(input) into a workload whose Go types mirror
+//     the Kubernetes fields kube-inject decodes (string targets convert YAML
+//     numbers and booleans), then encoding/json.Marshal of the typed object
+//   - template          text/template with Sprig's TxtFuncMap and Istio's overrides: parse
+//     "input" as template "name" (default "t") and execute it over "data"
+//     (any JSON value)
+//
+// Version note: istiod pins sigs.k8s.io/yaml v1.6.0 on go.yaml.in/yaml/v2 v2.4.4; Debian ships
+// sigs.k8s.io/yaml 1.3.0 on gopkg.in/yaml.v2 2.4.0. The YAMLToJSON/JSONToYAML code paths used
+// here are the same in both (v2.4.x only forked the module path); where a test depends on a
+// difference it says so.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"text/template"
+
+	"github.com/Masterminds/sprig"
+	"sigs.k8s.io/yaml"
+)
+
+type request struct {
+	Mode  string          `json:"mode"`
+	Input string          `json:"input"`
+	Name  string          `json:"name,omitempty"`
+	Data  json.RawMessage `json:"data,omitempty"`
+}
+
+type answer struct {
+	Ok  *string `json:"ok,omitempty"`
+	Err *string `json:"err,omitempty"`
+}
+
+func main() {
+	in := bufio.NewReaderSize(os.Stdin, 1<<20)
+	out := bufio.NewWriter(os.Stdout)
+	enc := json.NewEncoder(out)
+	enc.SetEscapeHTML(false)
+	for {
+		line, err := in.ReadBytes('\n')
+		if len(bytes.TrimSpace(line)) > 0 {
+			var req request
+			var a answer
+			if jerr := json.Unmarshal(line, &req); jerr != nil {
+				s := "oracle: bad request: " + jerr.Error()
+				a.Err = &s
+			} else {
+				a = run(req)
+			}
+			if eerr := enc.Encode(a); eerr != nil {
+				fmt.Fprintln(os.Stderr, "oracle:", eerr)
+				os.Exit(2)
+			}
+			out.Flush()
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func run(req request) (a answer) {
+	defer func() {
+		if r := recover(); r != nil {
+			s := fmt.Sprintf("panic: %v", r)
+			a = answer{Err: &s}
+		}
+	}()
+	var out []byte
+	var err error
+	switch req.Mode {
+	case "yaml2json":
+		out, err = yaml.YAMLToJSON([]byte(req.Input))
+	case "yaml2json_strict":
+		out, err = yaml.YAMLToJSONStrict([]byte(req.Input))
+	case "json2yaml":
+		out, err = yaml.JSONToYAML([]byte(req.Input))
+	case "gojson":
+		var v interface{}
+		if err = json.Unmarshal([]byte(req.Input), &v); err == nil {
+			out, err = json.Marshal(v)
+		}
+	case "typed":
+		var w Workload
+		if err = yaml.Unmarshal([]byte(req.Input), &w); err == nil {
+			out, err = json.Marshal(w)
+		}
+	case "template":
+		out, err = render(req)
+	default:
+		err = fmt.Errorf("oracle: unknown mode %q", req.Mode)
+	}
+	if err != nil {
+		s := err.Error()
+		return answer{Err: &s}
+	}
+	s := string(out)
+	return answer{Ok: &s}
+}
+
+func render(req request) ([]byte, error) {
+	name := req.Name
+	if name == "" {
+		name = "t"
+	}
+	var data interface{}
+	if len(req.Data) > 0 {
+		if err := json.Unmarshal(req.Data, &data); err != nil {
+			return nil, err
+		}
+	}
+	t, err := template.New(name).Funcs(funcMap()).Parse(req.Input)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if err := t.Execute(&buf, data); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// funcMap is Sprig's text function map with Istio's overrides (pkg/kube/inject/template.go),
+// re-created here where they are simple.
+func funcMap() template.FuncMap {
+	f := sprig.TxtFuncMap()
+	f["indent"] = indent
+	f["contains"] = func(needle, haystack string) bool { return strings.Contains(haystack, needle) }
+	f["omit"] = func(m map[string]string, keys ...string) map[string]string {
+		out := make(map[string]string, len(m))
+		for k, v := range m {
+			out[k] = v
+		}
+		for _, k := range keys {
+			delete(out, k)
+		}
+		return out
+	}
+	f["toYaml"] = func(v interface{}) string {
+		j, err := json.Marshal(v)
+		if err != nil {
+			return ""
+		}
+		y, err := yaml.JSONToYAML(j)
+		if err != nil {
+			return ""
+		}
+		return string(y)
+	}
+	f["env"] = func(key, def string) string {
+		if v := os.Getenv(key); v != "" {
+			return v
+		}
+		return def
+	}
+	f["toJSON"] = func(m map[string]string) string {
+		if m == nil {
+			return "{}"
+		}
+		b, err := json.Marshal(m)
+		if err != nil {
+			return "{}"
+		}
+		return string(b)
+	}
+	f["fromJSON"] = func(s string) interface{} {
+		var v interface{}
+		if err := json.Unmarshal([]byte(s), &v); err != nil {
+			return "{}"
+		}
+		return v
+	}
+	f["valueOrDefault"] = func(v, def interface{}) interface{} {
+		if v == nil {
+			return def
+		}
+		if s, ok := v.(string); ok && s == "" {
+			return def
+		}
+		return v
+	}
+	f["strdict"] = func(kv ...string) map[string]string {
+		m := map[string]string{}
+		for i := 0; i < len(kv); i += 2 {
+			if i+1 < len(kv) {
+				m[kv[i]] = kv[i+1]
+			} else {
+				m[kv[i]] = ""
+			}
+		}
+		return m
+	}
+	f["toJsonMap"] = func(maps ...map[string]string) string {
+		m := mergeMaps(maps...)
+		b, err := json.Marshal(m)
+		if err != nil {
+			return ""
+		}
+		return string(b)
+	}
+	f["mergeMaps"] = mergeMaps
+	f["isset"] = func(m map[string]string, key string) bool { _, ok := m[key]; return ok }
+	f["directory"] = func(p string) string {
+		i := strings.LastIndex(p, "/")
+		return p[:i+1]
+	}
+	f["toLower"] = strings.ToLower
+	f["kubevirtInterfaces"] = func(s string) string { return s }
+	f["excludeInterfaces"] = func(s string) string { return s }
+	f["excludeInboundPort"] = func(port interface{}, excluded string) string {
+		p := strings.TrimSpace(fmt.Sprint(port))
+		if p == "" || p == "0" {
+			return excluded
+		}
+		var out []string
+		for _, piece := range strings.Split(excluded, ",") {
+			if piece == p {
+				return excluded
+			}
+			if t := strings.TrimSpace(piece); t != "" {
+				out = append(out, t)
+			}
+		}
+		return strings.Join(append(out, p), ",")
+	}
+	return f
+}
+
+// indent is Istio's: every line but the first is prefixed by fmt's padding of "" to the width
+// (a negative width left-justifies, so it pads too).
+func indent(spaces int, source string) string {
+	res := strings.Split(source, "\n")
+	for i, line := range res {
+		if i > 0 {
+			res[i] = fmt.Sprintf(fmt.Sprintf("%% %ds%%s", spaces), "", line)
+		}
+	}
+	return strings.Join(res, "\n")
+}
+
+func mergeMaps(maps ...map[string]string) map[string]string {
+	if len(maps) == 0 {
+		return nil
+	}
+	res := map[string]string{}
+	keys := []string{}
+	for _, m := range maps {
+		for k, v := range m {
+			if _, ok := res[k]; !ok {
+				keys = append(keys, k)
+			}
+			res[k] = v
+		}
+	}
+	sort.Strings(keys)
+	return res
+}
+
+// Workload mirrors the parts of Kubernetes' typed workload objects (apps/v1 Deployment and
+// core/v1 Pod) whose Go types decide how kube-inject's typed decoding treats a YAML scalar:
+// string fields convert numbers and booleans to their string form, and JSON then refuses a
+// value of the wrong kind with an error naming the Go struct field. Field names, JSON tags and
+// Go types are Kubernetes'.
+type Workload struct {
+	APIVersion string `json:"apiVersion,omitempty"`
+	Kind       string `json:"kind,omitempty"`
+	ObjectMeta `json:"metadata,omitempty"`
+	Spec       *WorkloadSpec `json:"spec,omitempty"`
+}
+
+// ObjectMeta is metav1.ObjectMeta's string-typed subset.
+type ObjectMeta struct {
+	Name         string            `json:"name,omitempty"`
+	GenerateName string            `json:"generateName,omitempty"`
+	Namespace    string            `json:"namespace,omitempty"`
+	Labels       map[string]string `json:"labels,omitempty"`
+	Annotations  map[string]string `json:"annotations,omitempty"`
+}
+
+// WorkloadSpec holds both a Deployment's template and a Pod's own fields.
+type WorkloadSpec struct {
+	Replicas   *int32           `json:"replicas,omitempty"`
+	Template   *PodTemplateSpec `json:"template,omitempty"`
+	Containers []Container      `json:"containers,omitempty"`
+}
+
+// PodTemplateSpec is core/v1 PodTemplateSpec.
+type PodTemplateSpec struct {
+	ObjectMeta `json:"metadata,omitempty"`
+	Spec       PodSpec `json:"spec,omitempty"`
+}
+
+// PodSpec is core/v1 PodSpec's subset.
+type PodSpec struct {
+	Containers     []Container `json:"containers"`
+	InitContainers []Container `json:"initContainers,omitempty"`
+	HostNetwork    bool        `json:"hostNetwork,omitempty"`
+}
+
+// Container is core/v1 Container's subset.
+type Container struct {
+	Name    string          `json:"name"`
+	Image   string          `json:"image,omitempty"`
+	Command []string        `json:"command,omitempty"`
+	Args    []string        `json:"args,omitempty"`
+	Env     []EnvVar        `json:"env,omitempty"`
+	Ports   []ContainerPort `json:"ports,omitempty"`
+}
+
+// EnvVar is core/v1 EnvVar's subset.
+type EnvVar struct {
+	Name  string `json:"name"`
+	Value string `json:"value,omitempty"`
+}
+
+// ContainerPort is core/v1 ContainerPort's subset.
+type ContainerPort struct {
+	Name          string `json:"name,omitempty"`
+	ContainerPort int32  `json:"containerPort"`
+	Protocol      string `json:"protocol,omitempty"`
+}
