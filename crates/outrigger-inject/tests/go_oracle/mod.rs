@@ -1,0 +1,169 @@
+//! Client of the Go oracle (`tests/go-oracle`): Go's own sigs.k8s.io/yaml, encoding/json and
+//! text/template + Sprig, asked over a line protocol (one JSON request per line in, one JSON
+//! answer per line out).
+//!
+//! The oracle binary is found at `$OUTRIGGER_GO_ORACLE`, else at `target/go-oracle/go-oracle`;
+//! when it is missing and `go` is on the PATH it is built once with `tests/go-oracle/build.sh`.
+//! Without it the differential tests print a notice and return, unless
+//! `OUTRIGGER_REQUIRE_GO_ORACLE=1` (set by CI), in which case they fail.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+use serde_json::{json, Value};
+
+/// What the oracle answered: the result text (`Ok`) or Go's error text (`Err`).
+pub type Answer = Result<String, String>;
+
+/// A running oracle process.
+pub struct Oracle {
+    child: Child,
+    stdin: Option<BufWriter<ChildStdin>>,
+    stdout: BufReader<ChildStdout>,
+}
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn required() -> bool {
+    std::env::var("OUTRIGGER_REQUIRE_GO_ORACLE").is_ok_and(|v| v == "1")
+}
+
+fn binary() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("OUTRIGGER_GO_ORACLE") {
+        return Some(PathBuf::from(p));
+    }
+    let root = workspace_root();
+    let bin = root.join("target/go-oracle/go-oracle");
+    let src = root.join("tests/go-oracle/main.go");
+    let stale = match (bin.metadata(), src.metadata()) {
+        (Ok(b), Ok(s)) => match (b.modified(), s.modified()) {
+            (Ok(b), Ok(s)) => b < s,
+            _ => false,
+        },
+        (Err(_), _) => true,
+        _ => false,
+    };
+    if stale {
+        let built = Command::new("bash")
+            .arg(root.join("tests/go-oracle/build.sh"))
+            .arg(&bin)
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .status();
+        if !matches!(built, Ok(s) if s.success()) {
+            return None;
+        }
+    }
+    bin.exists().then_some(bin)
+}
+
+impl Oracle {
+    fn spawn() -> Option<Oracle> {
+        let bin = binary()?;
+        let mut child = Command::new(&bin)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .ok()?;
+        let stdin = BufWriter::new(child.stdin.take()?);
+        let stdout = BufReader::new(child.stdout.take()?);
+        Some(Oracle {
+            child,
+            stdin: Some(stdin),
+            stdout,
+        })
+    }
+
+    /// The oracle shared by the tests of this binary, or `None` (after a visible notice) when
+    /// it cannot be had. Panics when CI requires it (`OUTRIGGER_REQUIRE_GO_ORACLE=1`).
+    pub fn get(test: &str) -> Option<MutexGuard<'static, Oracle>> {
+        static ORACLE: OnceLock<Option<Mutex<Oracle>>> = OnceLock::new();
+        let o = ORACLE.get_or_init(|| Oracle::spawn().map(Mutex::new));
+        match o {
+            Some(m) => Some(m.lock().unwrap_or_else(|e| e.into_inner())),
+            None => {
+                assert!(
+                    !required(),
+                    "{test}: the Go oracle is required (OUTRIGGER_REQUIRE_GO_ORACLE=1) but could \
+                     not be built or started: install golang-go golang-k8s-sigs-yaml-dev \
+                     golang-gopkg-yaml.v2-dev golang-github-masterminds-sprig-dev"
+                );
+                eprintln!(
+                    "NOTICE: {test} skipped: no Go oracle (install golang-go and the Debian Go \
+                     packages listed in tests/go-oracle/build.sh)"
+                );
+                None
+            }
+        }
+    }
+
+    /// Ask many questions at once (pipelined: a writer thread sends while this thread reads).
+    pub fn ask_many(&mut self, requests: &[Value]) -> Vec<Answer> {
+        let mut lines = Vec::with_capacity(requests.len());
+        for r in requests {
+            lines.push(serde_json::to_string(r).expect("request serialises"));
+        }
+        let mut stdin = self.stdin.take().expect("oracle stdin");
+        let writer = std::thread::spawn(move || {
+            for l in &lines {
+                stdin.write_all(l.as_bytes()).expect("write to oracle");
+                stdin.write_all(b"\n").expect("write to oracle");
+            }
+            stdin.flush().expect("flush to oracle");
+            stdin
+        });
+        let mut out = Vec::with_capacity(requests.len());
+        let mut line = String::new();
+        for _ in requests {
+            line.clear();
+            let n = self.stdout.read_line(&mut line).expect("read from oracle");
+            assert!(n > 0, "the Go oracle exited early");
+            let v: Value = serde_json::from_str(&line).expect("oracle answers JSON");
+            out.push(match (v.get("ok"), v.get("err")) {
+                (Some(Value::String(s)), _) => Ok(s.clone()),
+                (_, Some(Value::String(s))) => Err(s.clone()),
+                _ => panic!("malformed oracle answer {line}"),
+            });
+        }
+        self.stdin = Some(writer.join().expect("oracle writer thread"));
+        out
+    }
+
+    /// One question.
+    pub fn ask(&mut self, mode: &str, input: &str) -> Answer {
+        self.ask_many(&[json!({"mode": mode, "input": input})])
+            .pop()
+            .expect("one answer")
+    }
+
+    /// sigs.k8s.io/yaml.YAMLToJSON of one document: the JSON text, or Go's error text.
+    pub fn yaml_to_json(&mut self, input: &str) -> Answer {
+        self.ask("yaml2json", input)
+    }
+
+    /// sigs.k8s.io/yaml.JSONToYAML: the YAML text, or Go's error text.
+    pub fn json_to_yaml(&mut self, input: &str) -> Answer {
+        self.ask("json2yaml", input)
+    }
+
+    /// Execute `template` (named `name`) over `data` with Sprig and Istio's overrides.
+    pub fn render(&mut self, name: &str, template: &str, data: &Value) -> Answer {
+        self.ask_many(&[json!({"mode": "template", "name": name, "input": template, "data": data})])
+            .pop()
+            .expect("one answer")
+    }
+}
+
+impl Drop for Oracle {
+    fn drop(&mut self) {
+        drop(self.stdin.take());
+        let _ = self.child.wait();
+    }
+}
