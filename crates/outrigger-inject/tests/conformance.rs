@@ -1,11 +1,15 @@
 //! Istio's own golden injection cases, run in process.
 //!
-//! Reads the corpus in place from `../shared/conformance/istio` (never copied into the repo) and
-//! skips with a visible notice when it is absent. Comparison follows the corpus' `check.py`:
+//! Reads the corpus in place from `../shared/conformance/istio` (never copied into the repo). Each
+//! case is its own test (libtest-mimic harness), so `cargo test` reports them one by one; when the
+//! corpus is absent a single ignored test says so in the summary (`1 ignored`), and with
+//! `OUTRIGGER_REQUIRE_CORPUS=1` (set by CI) that test fails instead. Comparison follows the corpus' `check.py`:
 //! both sides parsed as multi-document YAML, the status annotation's `version` blanked and the
 //! annotation compared as parsed JSON, keys whose value is null, `{}` or `[]` deleted recursively.
 
 use std::path::{Path, PathBuf};
+
+use libtest_mimic::{Arguments, Failed, Trial};
 
 use outrigger_inject::config::{InjectorConfig, Snapshot};
 use outrigger_inject::workload::{self, KubeInjectOptions};
@@ -189,51 +193,57 @@ fn run_case(root: &Path, c: &Value) -> Result<(), String> {
     Ok(())
 }
 
-#[test]
-fn istio_golden_cases() {
-    let Some(root) = corpus() else {
-        eprintln!("NOTICE: ../shared/conformance/istio not found; Istio conformance cases skipped");
-        return;
+fn main() {
+    let args = Arguments::from_args();
+    let trials = match corpus() {
+        Some(root) => trials(&root),
+        None => {
+            let required = std::env::var("OUTRIGGER_REQUIRE_CORPUS").is_ok_and(|v| v == "1");
+            let name = "istio_golden_cases::corpus_absent_see_README";
+            if required {
+                vec![Trial::test(name, || {
+                    Err(Failed::from(
+                        "../shared/conformance/istio is required (OUTRIGGER_REQUIRE_CORPUS=1) \
+                         but absent",
+                    ))
+                })]
+            } else {
+                eprintln!(
+                    "NOTICE: ../shared/conformance/istio not found; Istio conformance cases \
+                     not run (shown as 1 ignored test)"
+                );
+                vec![Trial::test(name, || Ok(())).with_ignored_flag(true)]
+            }
+        }
     };
+    libtest_mimic::run(&args, trials).exit();
+}
+
+/// One trial per kube-inject case of the corpus; cases listed in [`KNOWN_FAILURES`] are ignored
+/// with their reason in the name.
+fn trials(root: &Path) -> Vec<Trial> {
     let cases: Vec<Value> = serde_json::from_str(
         &std::fs::read_to_string(root.join("cases.json")).expect("cases.json"),
     )
     .expect("cases.json");
-    let only = std::env::var("CONFORMANCE_ONLY").ok();
-    let (mut passed, mut failed, mut unexpected) = (0, 0, Vec::new());
-    for c in &cases {
-        let name = c.get("name").and_then(Value::as_str).unwrap_or("?");
-        if c.get("kube_inject").and_then(Value::as_bool) != Some(true) {
-            continue;
-        }
-        if only.as_deref().is_some_and(|o| !name.contains(o)) {
-            continue;
-        }
-        let known = KNOWN_FAILURES.iter().find(|(n, _)| *n == name);
-        match run_case(&root, c) {
-            Ok(()) => {
-                passed += 1;
-                if known.is_some() {
-                    eprintln!(
-                        "PASS  {name} (listed as a known failure: remove it from KNOWN_FAILURES)"
-                    );
-                }
+    cases
+        .into_iter()
+        .filter(|c| c.get("kube_inject").and_then(Value::as_bool) == Some(true))
+        .map(|c| {
+            let name = c
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or("?")
+                .to_owned();
+            let known = KNOWN_FAILURES.iter().find(|(n, _)| *n == name);
+            let root = root.to_path_buf();
+            let trial = Trial::test(format!("istio_golden_cases::{name}"), move || {
+                run_case(&root, &c).map_err(Failed::from)
+            });
+            match known {
+                Some((_, why)) => trial.with_ignored_flag(true).with_kind(*why),
+                None => trial,
             }
-            Err(e) => {
-                failed += 1;
-                eprintln!("FAIL  {name}: {e}");
-                if known.is_none() {
-                    unexpected.push(name.to_string());
-                }
-            }
-        }
-    }
-    eprintln!(
-        "conformance: {passed} passed, {failed} failed ({} known failures listed)",
-        KNOWN_FAILURES.len()
-    );
-    assert!(
-        unexpected.is_empty(),
-        "unexpected conformance failures: {unexpected:?}"
-    );
+        })
+        .collect()
 }
