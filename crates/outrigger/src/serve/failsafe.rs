@@ -80,11 +80,11 @@ pub fn initial(
 
 /// Count and log a refused configuration change; the configuration in force stays.
 pub fn refuse(state: &State, source: &str, why: &str) {
-    state.metrics.reload("config", false);
     tracing::error!(
         source,
         "update error: {why}; keeping the last good configuration"
     );
+    state.metrics.reload("config", false);
 }
 
 /// Offer a new configuration read from `source`: swapped in when the guard allows it (returns
