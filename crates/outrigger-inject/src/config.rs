@@ -103,7 +103,9 @@ impl Snapshot {
     }
 }
 
-/// Parse the `values` document (JSON or YAML) into the generic tree. Empty → empty map.
+/// Parse the `values` document (JSON or YAML) into the generic tree. Empty → empty map. The
+/// document must fit Istio's typed values model ([`crate::values`]): a wrong type is an error
+/// naming the field, as istiod's typed decoding refuses it.
 pub fn parse_values(text: &str) -> Result<Value> {
     if text.trim().is_empty() {
         return Ok(Value::Object(Map::new()));
@@ -117,7 +119,11 @@ pub fn parse_values(text: &str) -> Result<Value> {
         })?,
     };
     match v {
-        Value::Object(_) => Ok(v),
+        Value::Object(_) => {
+            crate::values::check(&v)
+                .map_err(|e| Error::Config(format!("could not parse configuration values: {e}")))?;
+            Ok(v)
+        }
         Value::Null => Ok(Value::Object(Map::new())),
         other => Err(Error::Config(format!(
             "could not parse configuration values: expected a map, got {}",
@@ -464,5 +470,17 @@ mod tests {
         assert!(parse_values("").unwrap().as_object().unwrap().is_empty());
         let e = parse_values("[1]").unwrap_err().to_string();
         assert!(e.contains("expected a map"), "{e}");
+        let e = parse_values("global: 42\n").unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "could not parse configuration values: global: expected a map, got 42"
+        );
+        let e = parse_values("{\"global\": {\"proxy\": {\"resources\": \"x\"}}}")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "could not parse configuration values: global.proxy.resources: expected a map, got \"x\""
+        );
     }
 }

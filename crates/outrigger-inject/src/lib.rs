@@ -15,6 +15,7 @@ pub mod defaults;
 pub mod error;
 pub mod gofloat;
 pub mod gojson;
+pub mod guard;
 pub mod inject;
 pub mod jsonmap;
 pub mod k8s;
@@ -25,6 +26,7 @@ pub mod postprocess;
 pub mod schema;
 pub mod template;
 pub mod validate;
+pub mod values;
 pub mod workload;
 pub mod yaml;
 

@@ -83,6 +83,10 @@ fn kustomize_builds_base_and_ha_overlay_and_output_validates() {
         ] {
             assert!(text.contains(kind), "{overlay} lacks {kind:?}");
         }
+        assert!(
+            text.contains("unhealthyPodEvictionPolicy: AlwaysAllow"),
+            "{overlay}: the PDB must let unready replicas be evicted"
+        );
         if overlay == "overlays/ha" {
             assert!(
                 text.contains("replicas: 3"),

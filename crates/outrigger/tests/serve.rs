@@ -38,6 +38,8 @@ fn server_with_policy(
         dir.join("mesh").display().to_string(),
         "--caBundleFile".into(),
         ca.display().to_string(),
+        // These configs have selectors and no templates: serve them as ready.
+        "--allow-empty-config".into(),
     ];
     if !extra.contains(&"--drain-delay") {
         args.extend(["--drain-delay".to_string(), "100ms".to_string()]);
@@ -641,6 +643,7 @@ async fn certificate_rotated_while_requests_flow() {
         tls.join("tls.crt").display().to_string(),
         "--tlsKeyFile".into(),
         tls.join("tls.key").display().to_string(),
+        "--allow-empty-config".into(),
     ]);
     let refs: Vec<&str> = args.iter().map(String::as_str).collect();
     let server = Server::start(&refs, &[]);

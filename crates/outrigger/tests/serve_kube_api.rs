@@ -32,6 +32,19 @@ struct Api {
     current: Option<Value>,
     /// The MutatingWebhookConfiguration as stored (`None`: [`webhook_config`]).
     webhook: Option<Value>,
+    /// The mesh ConfigMap `istio-system/istio` (`None`: absent).
+    mesh: Option<Value>,
+    /// Delete the mesh ConfigMap through its first watch (a DELETED event).
+    delete_mesh: bool,
+    /// Delete the injector ConfigMap through its first watch (after `updates`).
+    delete_inject: bool,
+}
+
+/// Whether a ConfigMap list or watch selects the mesh ConfigMap `istio`.
+fn selects_mesh(query: &str) -> bool {
+    query
+        .split('&')
+        .any(|kv| kv == "fieldSelector=metadata.name%3Distio")
 }
 
 const MWC: &str = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations";
@@ -99,6 +112,43 @@ async fn answer(api: Arc<Mutex<Api>>, req: Request<hyper::body::Incoming>) -> (u
             s["metadata"]["resourceVersion"] = json!("1");
             api.lock().expect("lock").secret = Some(s.clone());
             (201, s)
+        }
+        ("GET", "/api/v1/namespaces/istio-system/configmaps")
+            if query.contains("watch=true") && selects_mesh(&query) =>
+        {
+            let deleted = {
+                let mut a = api.lock().expect("lock");
+                match (std::mem::take(&mut a.delete_mesh), a.mesh.clone()) {
+                    (true, Some(mesh)) => Some(mesh),
+                    _ => None,
+                }
+            };
+            if let Some(mesh) = deleted {
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                api.lock().expect("lock").mesh = None;
+                let line = format!("{}\n", json!({"type": "DELETED", "object": mesh}));
+                return (200, json!({ RAW: line }));
+            }
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            (200, Value::Null)
+        }
+        ("GET", "/api/v1/namespaces/istio-system/configmaps") if selects_mesh(&query) => (
+            200,
+            json!({"apiVersion": "v1", "kind": "ConfigMapList",
+                   "metadata": {"resourceVersion": "7"},
+                   "items": api.lock().expect("lock").mesh.clone().into_iter().collect::<Vec<_>>()}),
+        ),
+        ("GET", "/api/v1/namespaces/istio-system/configmaps")
+            if query.contains("watch=true") && api.lock().expect("lock").delete_inject =>
+        {
+            let current = {
+                let mut a = api.lock().expect("lock");
+                a.delete_inject = false;
+                a.current.clone().unwrap_or_else(configmap)
+            };
+            tokio::time::sleep(Duration::from_millis(600)).await;
+            let line = format!("{}\n", json!({"type": "DELETED", "object": current}));
+            (200, json!({ RAW: line }))
         }
         ("GET", "/api/v1/namespaces/istio-system/configmaps") if query.contains("watch=true") => {
             let updates = std::mem::take(&mut api.lock().expect("lock").updates);
@@ -705,4 +755,119 @@ async fn openshift_proxy_ids_from_the_namespace_cache() {
         2,
         "one list and one watch, none per request: {seen:?}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleted_configmaps_keep_the_last_good_configuration() {
+    const MESH: &str = "defaultConfig:\n  proxyMetadata:\n    FAILSAFE_MARK: kept\n";
+    let api = Arc::new(Mutex::new(Api::default()));
+    {
+        let mut a = api.lock().expect("lock");
+        a.current = Some(configmap_with(outrigger_inject::defaults::CONFIG, "7"));
+        a.mesh = Some(json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "istio", "namespace": "istio-system", "resourceVersion": "3"},
+            "data": {"mesh": MESH}}));
+        a.delete_mesh = true;
+        a.delete_inject = true;
+    }
+    let port = fake_api(api.clone());
+    let dir = scratch("kube-api-deleted");
+    let kc = kubeconfig(&dir, port);
+    let kc = kc.display().to_string();
+    let server = Server::start(
+        &[
+            "--kube",
+            "--namespace",
+            "outrigger",
+            "--dns-name",
+            "localhost",
+            "--ca-bundle-managed-externally",
+            "--injectConfigMap",
+            "istio-system/istio-sidecar-injector",
+            "--meshConfigMap",
+            "istio-system/istio",
+            "--native-sidecars",
+            "false",
+        ],
+        &[
+            ("NO_PROXY", "127.0.0.1,localhost"),
+            ("no_proxy", "127.0.0.1,localhost"),
+            ("KUBECONFIG", kc.as_str()),
+            ("HOME", &dir.display().to_string()),
+        ],
+    );
+    let ca_b64 = api
+        .lock()
+        .expect("lock")
+        .secret
+        .as_ref()
+        .and_then(|s| {
+            s.pointer("/data/ca-bundle.crt")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
+        .expect("Secret created");
+    let ca = base64::engine::general_purpose::STANDARD
+        .decode(ca_b64)
+        .expect("base64 CA");
+    let c = H2::connect(server.addr, &ca).await.expect("TLS");
+    // Both ConfigMaps are deleted through their watches: each is a failed reload, logged at
+    // error level, and the configuration read at start-up (with its mesh) stays in force.
+    for needle in [
+        "update error: failed to read injection config from ConfigMap: no mesh ConfigMap found; keeping the last good configuration",
+        "update error: failed to read injection config from ConfigMap: no ConfigMap found; keeping the last good configuration",
+    ] {
+        assert!(
+            server.wait_log(needle, Duration::from_secs(10)).await,
+            "{needle}:\n{}",
+            server.log_text()
+        );
+    }
+    assert!(api.lock().expect("lock").mesh.is_none(), "mesh deleted");
+    let m = c
+        .request("GET", "/metrics", None, full(Bytes::new()))
+        .await
+        .expect("metrics")
+        .text();
+    assert_eq!(
+        metric(
+            &m,
+            r#"outrigger_reloads_total{kind="config",result="failure"}"#
+        ),
+        Some(2.0),
+        "{m}"
+    );
+    let r = c
+        .request(
+            "POST",
+            "/inject",
+            Some("application/json"),
+            full(review(
+                "admission.k8s.io/v1",
+                "u1",
+                "team",
+                pod("p", json!({})),
+            )),
+        )
+        .await
+        .expect("review");
+    let patch = r.json()["response"]["patch"]
+        .as_str()
+        .map(str::to_string)
+        .unwrap_or_else(|| panic!("injected: {}", r.text()));
+    let patch = String::from_utf8(
+        base64::engine::general_purpose::STANDARD
+            .decode(patch)
+            .expect("base64"),
+    )
+    .expect("utf-8");
+    assert!(
+        patch.contains("FAILSAFE_MARK"),
+        "the deleted mesh ConfigMap's settings stay in force: {patch}"
+    );
+    let r = c
+        .request("GET", "/readyz", None, full(Bytes::new()))
+        .await
+        .expect("readyz");
+    assert_eq!(r.status, 200);
 }

@@ -341,12 +341,15 @@ impl CertBundle {
     }
 
     /// What the bundle needs at `now` for `dns_names`.
+    ///
+    /// The serving certificate is only ever signed by a CA that has been in the bundle for
+    /// [`ROTATION_GRACE`]: when it falls due together with the CA (the yearly certificate and
+    /// the ten-year CA both renew at two thirds of their lives, so they do), it is renewed from
+    /// the outgoing CA *before* the rotation, and moves to the new CA once the grace is over.
+    /// A certificate due during the grace period itself (new DNS names) waits for its end.
     pub fn plan(&self, dns_names: &[String], now: OffsetDateTime) -> Result<Plan> {
         let ca = first(&self.ca_cert_pem)?;
         let cert = first(&self.cert_pem)?;
-        if remaining_fraction(&ca, now) < 1.0 / 3.0 {
-            return Ok(Plan::RotateCa);
-        }
         let signed_by_current = cert.issuer == ca.subject;
         let grace_over = now >= ca.not_before + CLOCK_SKEW + ROTATION_GRACE;
         let cert_expiring = remaining_fraction(&cert, now) < 1.0 / 3.0;
@@ -354,8 +357,22 @@ impl CertBundle {
         wanted.sort();
         let mut have: Vec<&String> = cert.dns_names.iter().collect();
         have.sort();
-        if (!signed_by_current && grace_over) || cert_expiring || wanted != have {
+        let cert_due = cert_expiring || wanted != have;
+        let ca_due = remaining_fraction(&ca, now) < 1.0 / 3.0;
+        if signed_by_current {
+            // The current CA is the published one the certificate chains to: renew from it
+            // first (while it is still valid), rotate after.
+            if cert_due && now < ca.not_after {
+                return Ok(Plan::ReissueServing);
+            }
+            if ca_due {
+                return Ok(Plan::RotateCa);
+            }
+        } else if grace_over {
+            // The new CA has been published long enough: move the certificate to it.
             return Ok(Plan::ReissueServing);
+        } else if ca_due {
+            return Ok(Plan::RotateCa);
         }
         if parse_certs(&self.ca_bundle_pem)?
             .iter()
@@ -715,6 +732,131 @@ mod tests {
             .map(|c| c.subject)
             .collect();
         assert_eq!(trusted, vec![new_ca.subject]);
+    }
+
+    /// Run the reconciliation's pure part ([`CertBundle::refresh`]) with a fake clock stepping by
+    /// `step` for `years`, checking at every step that the serving certificate in use is valid
+    /// and chains to a CA of the published bundle, and that every CA after the first was
+    /// published at least [`ROTATION_GRACE`] before it first signed the serving certificate.
+    /// Returns (CA rotations, rotations at a step where the serving certificate was due too).
+    fn run_clock(step: Duration, years: i64) -> (usize, usize) {
+        let names = service_dns_names("ns", "svc");
+        let start = now();
+        let end = start + Duration::days(365 * years);
+        let mut b = CertBundle::generate(&names, start).expect("generate");
+        // CA subject -> first time it was in the published bundle / signed the serving cert.
+        let mut published: Vec<(Vec<u8>, OffsetDateTime)> = Vec::new();
+        let mut first_use: Vec<(Vec<u8>, OffsetDateTime)> = Vec::new();
+        let (mut rotations, mut coinciding) = (0, 0);
+        // Parsed forms of the bundle and serving certificate, refreshed when they change.
+        let mut bundle: Vec<CertInfo> = parse_certs(&b.ca_bundle_pem).expect("bundle");
+        let mut cert = first(&b.cert_pem).expect("serving cert");
+        let mut t = start;
+        while t <= end {
+            let serving_due = remaining_fraction(&cert, t) < 1.0 / 3.0;
+            if let Some(next) = b.refresh(&names, t).expect("refresh") {
+                if next.ca_cert_pem != b.ca_cert_pem {
+                    rotations += 1;
+                    coinciding += usize::from(serving_due);
+                }
+                if next.ca_bundle_pem != b.ca_bundle_pem {
+                    bundle = parse_certs(&next.ca_bundle_pem).expect("bundle");
+                }
+                if next.cert_pem != b.cert_pem {
+                    cert = first(&next.cert_pem).expect("serving cert");
+                }
+                b = next;
+            }
+            for ca in &bundle {
+                if !published.iter().any(|(s, _)| *s == ca.subject) {
+                    published.push((ca.subject.clone(), t));
+                }
+            }
+            assert!(
+                cert.not_before <= t && t < cert.not_after,
+                "at {t}: serving certificate not valid ({} .. {})",
+                cert.not_before,
+                cert.not_after
+            );
+            let issuer = bundle
+                .iter()
+                .find(|ca| ca.subject == cert.issuer)
+                .unwrap_or_else(|| panic!("at {t}: serving certificate's CA is not in the bundle"));
+            assert!(
+                issuer.not_before <= t && t < issuer.not_after,
+                "at {t}: the issuing CA is not valid"
+            );
+            if !first_use.iter().any(|(s, _)| *s == cert.issuer) {
+                first_use.push((cert.issuer.clone(), t));
+            }
+            t += step;
+        }
+        for (i, (subject, used)) in first_use.iter().enumerate().skip(1) {
+            let (_, at) = published
+                .iter()
+                .find(|(s, _)| s == subject)
+                .expect("published before use");
+            assert!(
+                *used - *at >= ROTATION_GRACE,
+                "CA #{i} signed the serving certificate {} after it was published (grace {})",
+                *used - *at,
+                ROTATION_GRACE
+            );
+        }
+        assert_eq!(first_use.len(), rotations + 1, "every new CA came into use");
+        (rotations, coinciding)
+    }
+
+    #[test]
+    fn ten_years_of_hourly_reconciliation_keep_the_grace_period() {
+        // Hourly steps: the yearly serving certificate (renewed at 2/3 of 365 days) and the CA
+        // (rotated at 2/3 of 3650 days) fall due at the same step.
+        let (rotations, coinciding) = run_clock(Duration::hours(1), 10);
+        assert_eq!(rotations, 1, "one CA rotation in ten years");
+        assert_eq!(
+            coinciding, 1,
+            "the CA and the serving certificate fell due together"
+        );
+    }
+
+    #[test]
+    fn long_runs_with_other_clock_steps_keep_the_grace_period() {
+        for (step, years) in [(Duration::hours(7), 10), (Duration::days(1), 30)] {
+            let (rotations, _) = run_clock(step, years);
+            assert!(rotations >= 1, "step {step}: the CA rotated");
+        }
+    }
+
+    #[test]
+    fn a_certificate_due_with_the_ca_is_renewed_from_the_outgoing_ca() {
+        let names = service_dns_names("ns", "svc");
+        let start = now();
+        let b = CertBundle::generate(&names, start).expect("generate");
+        let old_ca = first(&b.ca_cert_pem).expect("CA");
+        // Both due: the CA past two thirds of its life, the certificate (issued at the start)
+        // long expired.
+        let t = start + Duration::days(2500);
+        assert_eq!(b.plan(&names, t).expect("plan"), Plan::ReissueServing);
+        let b1 = b.refresh(&names, t).expect("refresh").expect("changed");
+        let cert = first(&b1.cert_pem).expect("cert");
+        assert_eq!(cert.issuer, old_ca.subject, "renewed from the published CA");
+        assert!(cert.not_after > t + Duration::days(300));
+        let new_ca = first(&b1.ca_cert_pem).expect("new CA");
+        assert_ne!(new_ca.subject, old_ca.subject, "and the CA rotated after");
+        assert_eq!(parse_certs(&b1.ca_bundle_pem).expect("bundle").len(), 2);
+        // New DNS names during the grace period wait for its end (the new CA is not trusted
+        // everywhere yet, the old CA's key is gone).
+        let other = service_dns_names("ns", "other");
+        let during = t + Duration::minutes(30);
+        assert_eq!(b1.plan(&other, during).expect("plan"), Plan::Keep);
+        let after = t + ROTATION_GRACE + CLOCK_SKEW;
+        let b2 = b1
+            .refresh(&other, after)
+            .expect("refresh")
+            .expect("changed");
+        let cert = first(&b2.cert_pem).expect("cert");
+        assert_eq!(cert.issuer, new_ca.subject);
+        assert_eq!(cert.dns_names, other);
     }
 
     #[test]

@@ -13,6 +13,7 @@ use ::kube::{Api, Client};
 use futures::{stream, Stream, StreamExt};
 use k8s_openapi::api::core::v1::ConfigMap;
 use outrigger_inject::config::Snapshot;
+use outrigger_inject::guard;
 
 /// Key of the injector config in the injector ConfigMap.
 pub const CONFIG_KEY: &str = "config";
@@ -112,9 +113,16 @@ fn watch_one(
     watch_object(api, &r.name).default_backoff()
 }
 
+/// A watch error that is part of normal operation: `410 Gone` (the resourceVersion expired),
+/// after which the watcher lists again.
+fn routine(e: &watcher::Error) -> bool {
+    matches!(e, watcher::Error::WatchError(s) if s.code == 410)
+}
+
 /// Watch the ConfigMaps; yield the raw configuration after every effective change (updates
-/// whose resourceVersion did not change are ignored), or the reason it cannot be assembled.
-/// Nothing is yielded until every watched ConfigMap has been read once.
+/// whose resourceVersion did not change are ignored), or the reason it cannot be assembled or
+/// read (watch errors other than [`routine`] ones, once a configuration was read). Nothing is
+/// yielded until every watched ConfigMap has been read once.
 pub fn watch_configmaps(
     client: Client,
     inject: ConfigMapRef,
@@ -133,7 +141,15 @@ pub fn watch_configmaps(
             let out = match item {
                 Err(e) => {
                     tracing::warn!(error = %e, "ConfigMap watch failed");
-                    Some(None)
+                    // Once a configuration is in force, an unreadable ConfigMap is a failed
+                    // reload (counted and logged; the watch retries with backoff). Before, the
+                    // start-up wait reports it.
+                    let ready = state.0.is_some() && (!watching_mesh || state.1.is_some());
+                    if ready && !routine(&e) {
+                        Some(Some(Err(format!("ConfigMap watch failed: {e}"))))
+                    } else {
+                        Some(None)
+                    }
                 }
                 Ok(update) => {
                     let slot = match &update {
@@ -161,18 +177,50 @@ pub fn watch_configmaps(
         .filter_map(futures::future::ready)
 }
 
+/// Whether each document may change from the last good raw configuration to `new`
+/// ([`guard::document_change`]): a mesh ConfigMap deleted after it was read, or a document
+/// emptied, keeps the last good configuration instead of silently meaning "defaults".
+fn documents_allowed(good: Option<&RawConfig>, new: &RawConfig) -> Result<(), String> {
+    let Some(good) = good else { return Ok(()) };
+    let pairs = [
+        (
+            "config",
+            Some(good.config.as_str()),
+            Some(new.config.as_str()),
+        ),
+        (
+            "values",
+            Some(good.values.as_str()),
+            Some(new.values.as_str()),
+        ),
+        ("mesh", good.mesh.as_deref(), new.mesh.as_deref()),
+    ];
+    for (name, current, next) in pairs {
+        guard::document_change(name, current, next).map_err(|refusal| match refusal {
+            guard::Refusal::Disappeared("mesh") => "no mesh ConfigMap found".to_string(),
+            other => other.to_string(),
+        })?;
+    }
+    Ok(())
+}
+
 /// Parse every raw configuration with `parse`; a failure keeps the last good one and is
-/// reported (and logged) with Istio's wording.
+/// reported (and logged) with Istio's wording. A mesh ConfigMap that disappears, or a key that
+/// becomes empty, after a good configuration was read is a failure too.
 pub fn keep_last_good<T, S, F>(raw: S, parse: F) -> impl Stream<Item = ConfigEvent<T>> + Send
 where
     T: Send + Sync + 'static,
     S: Stream<Item = Result<RawConfig, String>> + Send,
     F: Fn(&RawConfig) -> Result<T, String> + Send + 'static,
 {
-    raw.scan(false, move |have_good, item| {
-        let event = match item.and_then(|r| parse(&r)) {
-            Ok(v) => {
-                *have_good = true;
+    raw.scan(None::<RawConfig>, move |good, item| {
+        let parsed = item.and_then(|r| {
+            documents_allowed(good.as_ref(), &r)?;
+            parse(&r).map(|v| (r, v))
+        });
+        let event = match parsed {
+            Ok((r, v)) => {
+                *good = Some(r);
                 ConfigEvent::Loaded(Arc::new(v))
             }
             Err(e) => {
@@ -180,7 +228,7 @@ where
                 tracing::warn!("{error}");
                 ConfigEvent::Rejected {
                     error,
-                    keeping_last_good: *have_good,
+                    keeping_last_good: good.is_some(),
                 }
             }
         };
@@ -298,6 +346,7 @@ mod tests {
         ));
         let driver = tokio::spawn(async move {
             let mut inject_watch = None;
+            let mut mesh_watch = None;
             // Two lists (any order), then two watches.
             for _ in 0..4 {
                 let r = mock::next(&mut handle).await;
@@ -333,7 +382,7 @@ mod tests {
                         list(vec![cm("istio", "2", json!({"mesh": "m1"}))], "2"),
                     ),
                     (true, true) => inject_watch = Some(r),
-                    (true, false) => drop(r), // the mesh watch stays silent
+                    (true, false) => mesh_watch = Some(r), // the mesh watch stays silent
                 }
             }
             let w = inject_watch.expect("the injector ConfigMap is watched");
@@ -351,7 +400,7 @@ mod tests {
             })
             .collect();
             w.respond_raw(200, body);
-            handle
+            (handle, mesh_watch)
         });
         let first = loaded(next_event(&mut events).await);
         assert_eq!(
@@ -381,6 +430,66 @@ mod tests {
             other => panic!("expected a rejection, got {other:?}"),
         }
         let _handle = driver.await.expect("driver");
+    }
+
+    #[tokio::test]
+    async fn deleted_mesh_emptied_keys_and_unreadable_configmaps_keep_the_last_good() {
+        let raw = |config: &str, values: &str, mesh: Option<&str>| RawConfig {
+            config: config.into(),
+            values: values.into(),
+            mesh: mesh.map(str::to_string),
+        };
+        let good = raw("v1", "{\"global\": {}}", Some("m1"));
+        let items: Vec<Result<RawConfig, String>> = vec![
+            Ok(good.clone()),
+            // The mesh ConfigMap was deleted: not "defaults".
+            Ok(raw("v1", "{\"global\": {}}", None)),
+            // Emptied keys (a truncated edit).
+            Ok(raw("v1", "", Some("m1"))),
+            Ok(raw("", "{\"global\": {}}", Some("m1"))),
+            Ok(raw("v1", "{\"global\": {}}", Some(" "))),
+            // The API server stopped answering (RBAC revoked, ...).
+            Err("ConfigMap watch failed: forbidden".into()),
+            // Recreated: taken.
+            Ok(raw("v2", "{\"global\": {}}", Some("m2"))),
+        ];
+        let events: Vec<ConfigEvent<RawConfig>> =
+            keep_last_good(futures::stream::iter(items), stub_parse)
+                .collect()
+                .await;
+        assert_eq!(*loaded(events[0].clone()), good);
+        let rejections: Vec<String> = events[1..6]
+            .iter()
+            .map(|e| match e {
+                ConfigEvent::Rejected {
+                    error,
+                    keeping_last_good: true,
+                } => error.clone(),
+                other => panic!("expected a rejection keeping the last good, got {other:?}"),
+            })
+            .collect();
+        let prefix = "failed to read injection config from ConfigMap: ";
+        assert_eq!(
+            rejections,
+            [
+                "no mesh ConfigMap found".to_string(),
+                "the values document is empty (truncated?); the configuration in force had content"
+                    .into(),
+                "the config document is empty (truncated?); the configuration in force had content"
+                    .into(),
+                "the mesh document is empty (truncated?); the configuration in force had content"
+                    .into(),
+                "ConfigMap watch failed: forbidden".into(),
+            ]
+            .map(|e| format!("{prefix}{e}"))
+        );
+        assert_eq!(loaded(events[6].clone()).config, "v2");
+        // Without a mesh ConfigMap from the start, defaults apply (as in istiod).
+        let items = vec![Ok(raw("v1", "{}", None)), Ok(raw("v2", "{}", None))];
+        let events: Vec<_> = keep_last_good(futures::stream::iter(items), stub_parse)
+            .collect()
+            .await;
+        assert_eq!(loaded(events[1].clone()).config, "v2");
     }
 
     #[tokio::test]

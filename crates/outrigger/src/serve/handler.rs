@@ -74,6 +74,8 @@ pub struct State {
     pub cluster: Option<Arc<dyn ClusterFacts>>,
     /// Event recording (`serve --kube --events`).
     pub events: Option<Arc<dyn EventSink>>,
+    /// Whether the configuration in force can inject pods (readiness, reload guard).
+    pub config_health: super::failsafe::ConfigHealth,
 }
 
 /// The response type of every route.
@@ -122,6 +124,8 @@ fn readyz(state: &State) -> Resp {
             StatusCode::SERVICE_UNAVAILABLE,
             "serving certificate expired",
         )
+    } else if let Some(why) = state.config_health.not_ready() {
+        text(StatusCode::SERVICE_UNAVAILABLE, &why)
     } else {
         text(StatusCode::OK, "ok")
     }

@@ -187,12 +187,7 @@ where
     while let Some(event) = stream.next().await {
         match event {
             ConfigEvent::Loaded(snap) => {
-                for w in &snap.config.warnings {
-                    tracing::warn!("{w}");
-                }
-                state.snapshot.store(snap);
-                state.metrics.reload("config", true);
-                tracing::info!(source = %format!("ConfigMap {source}"), "configuration reloaded");
+                super::failsafe::offer(&state, snap, &format!("ConfigMap {source}"));
             }
             ConfigEvent::Rejected {
                 error,
@@ -373,6 +368,7 @@ mod tests {
             draining: AtomicBool::new(false),
             cluster,
             events,
+            config_health: crate::serve::failsafe::ConfigHealth::new(false, Ok(())),
         })
     }
 
@@ -603,16 +599,20 @@ mod tests {
     async fn configmap_snapshots_swap_and_rejections_keep_the_last_good() {
         let st = state(NativeMode::Disabled, false, None, None);
         let first = st.snapshot.load_full();
+        let config = defaults::CONFIG.replacen("policy: enabled", "policy: disabled", 1);
         let disabled = Arc::new(
-            Snapshot::load("policy: disabled\n", defaults::VALUES, Some(defaults::MESH))
-                .expect("config"),
+            Snapshot::load(&config, defaults::VALUES, Some(defaults::MESH)).expect("config"),
         );
+        // An emptied `config` key parses (no templates, no policy) but cannot inject pods.
+        let empty =
+            Arc::new(Snapshot::load("", defaults::VALUES, Some(defaults::MESH)).expect("parses"));
         let events = vec![
             ConfigEvent::Loaded(disabled.clone()),
             ConfigEvent::Rejected {
                 error: "failed to read injection config from ConfigMap: bad".into(),
                 keeping_last_good: true,
             },
+            ConfigEvent::Loaded(empty),
         ];
         apply_config_events(
             st.clone(),
@@ -624,9 +624,17 @@ mod tests {
         assert!(Arc::ptr_eq(&now, &disabled), "swapped to the loaded one");
         assert!(!Arc::ptr_eq(&now, &first));
         assert_eq!(series(&st, "config", "success"), 1.0);
-        assert_eq!(series(&st, "config", "failure"), 1.0);
+        assert_eq!(series(&st, "config", "failure"), 2.0, "bad, then unusable");
+        assert!(st.config_health.not_ready().is_none());
         let patch = post(&st, "team", pod("a", None, json!({}))).await;
         assert!(patch.is_empty(), "policy disabled is in force: {patch}");
+        let opted_in = post(
+            &st,
+            "team",
+            pod("b", None, json!({"sidecar.istio.io/inject": "true"})),
+        )
+        .await;
+        assert!(opted_in.contains("istio-proxy"), "templates still in force");
     }
 
     #[tokio::test]

@@ -61,6 +61,8 @@ pub struct Metrics {
     pub cert_expiry: Gauge,
     /// `outrigger_inflight_requests`.
     pub inflight: Gauge,
+    /// `outrigger_config_usable`: 1 when the configuration in force can inject pods.
+    pub config_usable: Gauge,
 }
 
 impl Metrics {
@@ -78,6 +80,7 @@ impl Metrics {
         let reload_time = Family::<KindLabel, Gauge<f64, AtomicU64>>::default();
         let cert_expiry = Gauge::default();
         let inflight = Gauge::default();
+        let config_usable = Gauge::default();
         registry.register(
             "sidecar_injection_requests",
             "Total number of sidecar injection requests",
@@ -133,6 +136,11 @@ impl Metrics {
             "Admission requests being processed",
             inflight.clone(),
         );
+        registry.register(
+            "outrigger_config_usable",
+            "1 when the configuration in force renders an istio-proxy container for a plain pod",
+            config_usable.clone(),
+        );
         Arc::new(Metrics {
             registry,
             requests,
@@ -146,6 +154,7 @@ impl Metrics {
             reload_time,
             cert_expiry,
             inflight,
+            config_usable,
         })
     }
 

@@ -8,6 +8,7 @@
 //! facts and Events from the Kubernetes API.
 
 pub mod cluster;
+pub mod failsafe;
 pub mod handler;
 pub mod kube_mode;
 pub mod metrics;
@@ -110,6 +111,11 @@ pub struct ServeArgs {
     /// After closing the listener, time allowed for in-flight requests.
     #[arg(long = "shutdown-grace", default_value = "20s", value_parser = parse_duration)]
     pub shutdown_grace: Duration,
+    /// Serve, and report ready with, a configuration that cannot inject pods (no templates, or
+    /// default templates that render no istio-proxy container). Without it such a configuration
+    /// keeps `/readyz` failing, and a reload never replaces a usable configuration with one.
+    #[arg(long = "allow-empty-config")]
+    pub allow_empty_config: bool,
     /// Debounce of file-change events before a reload.
     #[arg(long = "reload-debounce", default_value = "100ms", value_parser = parse_duration)]
     pub reload_debounce: Duration,
@@ -283,8 +289,12 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
         }
     };
 
+    let health = failsafe::initial(&snap, native, args.allow_empty_config, "start-up");
     let metrics = metrics::Metrics::new();
     metrics.reload("config", true);
+    metrics
+        .config_usable
+        .set(i64::from(health.verdict().is_ok()));
     let cert = match cluster.as_ref().and_then(|c| c.services.certs.as_ref()) {
         Some(rx) => kube_mode::load_bundle(&rx.borrow(), &compliance)
             .context("loading the certificate from the Secret")?,
@@ -318,6 +328,7 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
         draining: AtomicBool::new(false),
         cluster: facts,
         events,
+        config_health: health,
     });
     if let Some(c) = cluster.as_mut() {
         c.spawn_updates(state.clone());

@@ -11,6 +11,9 @@ use anyhow::{Context, Result};
 use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 use tokio::sync::mpsc;
 
+use outrigger_inject::guard;
+
+use super::failsafe;
 use super::handler::State;
 use super::snapshot::{self, Paths, Texts};
 use super::tls;
@@ -24,14 +27,28 @@ pub struct CertFiles {
     pub key: PathBuf,
 }
 
-/// Reload bookkeeping: what was last attempted, so unrelated events cause no work.
+/// Rounds of [`settled_read`] before the last read is taken as it is.
+const MAX_SETTLE_ROUNDS: usize = 20;
+
+/// The configuration files and what the reloader knows of them.
+struct FileConfig {
+    paths: Paths,
+    /// What was last read (so unrelated events cause no work and a refusal is logged once).
+    attempted: Texts,
+    /// What the configuration in force was built from.
+    good: Texts,
+}
+
+/// Reload bookkeeping.
 struct Reloader {
     state: Arc<State>,
-    /// Configuration files and what was last read from them (`None`: the configuration comes
-    /// from elsewhere, e.g. a ConfigMap under `serve --kube`).
-    config: Option<(Paths, Texts)>,
+    /// Configuration files (`None`: the configuration comes from elsewhere, e.g. a ConfigMap
+    /// under `serve --kube`).
+    config: Option<FileConfig>,
     certs: Option<CertFiles>,
     last_cert: Option<(Vec<u8>, Vec<u8>)>,
+    /// Pause between the reads of [`settled_read`].
+    settle: Duration,
 }
 
 /// Start watching the configuration files (`config`: their paths and the documents loaded at
@@ -47,8 +64,13 @@ pub fn spawn(
         let _ = tx.send(ev);
     })
     .context("creating the file watcher")?;
+    let config = config.map(|(paths, texts)| FileConfig {
+        paths,
+        attempted: texts.clone(),
+        good: texts,
+    });
     let mut files: Vec<&Path> = match &config {
-        Some((paths, _)) => vec![&paths.config, &paths.values, &paths.mesh],
+        Some(c) => vec![&c.paths.config, &c.paths.values, &c.paths.mesh],
         None => Vec::new(),
     };
     if let Some(c) = &certs {
@@ -74,6 +96,7 @@ pub fn spawn(
         config,
         certs,
         last_cert,
+        settle: debounce.max(Duration::from_millis(10)),
     };
     tokio::spawn(reloader.run(rx, debounce));
     Ok(watcher)
@@ -85,6 +108,21 @@ fn parent_dir(file: &Path) -> Option<PathBuf> {
         _ => PathBuf::from("."),
     };
     dir.is_dir().then_some(dir)
+}
+
+/// Read the files until two reads `settle` apart agree (a writer still at work, e.g. a `cp`
+/// that truncated the file and has not written all of it, changes them in between).
+async fn settled_read(paths: &Paths, settle: Duration) -> Result<Texts> {
+    let mut texts = snapshot::read(paths)?;
+    for _ in 0..MAX_SETTLE_ROUNDS {
+        tokio::time::sleep(settle).await;
+        let again = snapshot::read(paths)?;
+        if again == texts {
+            break;
+        }
+        texts = again;
+    }
+    Ok(texts)
 }
 
 impl Reloader {
@@ -110,42 +148,51 @@ impl Reloader {
         }
     }
 
+    /// Re-read the files and offer the configuration they make (see [`failsafe::offer`]).
+    /// Keep-last-good holds for every breakage: a read or parse error, a config file, values or
+    /// mesh file that disappeared or became empty, and a configuration that cannot inject pods
+    /// where the one in force can (an empty or truncated config file).
     async fn reload_config(&mut self) {
-        let Some((paths, last_config)) = &mut self.config else {
+        let settle = self.settle;
+        let Some(fc) = &mut self.config else {
             return;
         };
-        let texts = match snapshot::read(paths) {
+        let texts = match settled_read(&fc.paths, settle).await {
             Ok(t) => t,
-            Err(e) => return self.config_failed(&format!("{e:#}")),
+            Err(e) => {
+                let source = fc.paths.config.display().to_string();
+                return failsafe::refuse(&self.state, &source, &format!("{e:#}"));
+            }
         };
-        if texts == *last_config {
+        if texts == fc.attempted {
             return;
         }
-        let was_files = !last_config.embedded;
-        *last_config = texts.clone();
-        if texts.embedded && was_files {
-            let msg = format!("{} disappeared", paths.config.display());
-            return self.config_failed(&msg);
+        fc.attempted = texts.clone();
+        let source = texts.describe(&fc.paths);
+        if texts.embedded && !fc.good.embedded {
+            let msg = format!("{} disappeared", fc.paths.config.display());
+            return failsafe::refuse(&self.state, &source, &msg);
         }
-        let source = texts.describe(paths);
-        let built = tokio::task::spawn_blocking(move || snapshot::build(&texts)).await;
+        if !texts.embedded && !fc.good.embedded {
+            for ((name, current), (_, new)) in
+                fc.good.documents().into_iter().zip(texts.documents())
+            {
+                if let Err(refusal) = guard::document_change(name, current, new) {
+                    return failsafe::refuse(&self.state, &source, &refusal.to_string());
+                }
+            }
+        }
+        let t = texts.clone();
+        let built = tokio::task::spawn_blocking(move || snapshot::build(&t)).await;
         match built {
             Ok(Ok(snap)) => {
-                for w in &snap.config.warnings {
-                    tracing::warn!("{w}");
+                if failsafe::offer(&self.state, Arc::new(snap), &source) {
+                    fc.good = texts;
                 }
-                self.state.snapshot.store(Arc::new(snap));
-                self.state.metrics.reload("config", true);
-                tracing::info!(source = %source, "configuration reloaded");
             }
-            Ok(Err(e)) => self.config_failed(&format!("{e:#}")),
-            Err(e) => self.config_failed(&format!("reload task failed: {e}")),
+            Ok(Err(e)) => failsafe::refuse(&self.state, &source, &format!("{e:#}")),
+            Err(e) => failsafe::refuse(&self.state, &source, &format!("reload task failed: {e}")),
         }
-    }
-
-    fn config_failed(&self, msg: &str) {
-        self.state.metrics.reload("config", false);
-        tracing::error!("update error: {msg}; keeping the last good configuration");
     }
 
     fn reload_cert(&mut self) {

@@ -26,6 +26,8 @@ pub struct Texts {
     pub config: String,
     /// Values (empty when the file is absent).
     pub values: String,
+    /// Whether the values file exists (the embedded default: always).
+    pub values_present: bool,
     /// Mesh config (`None`: Istio's defaults).
     pub mesh: Option<String>,
     /// Whether these are the embedded defaults.
@@ -33,6 +35,18 @@ pub struct Texts {
 }
 
 impl Texts {
+    /// The documents by name as the guard rules see them (`None`: the file is absent).
+    pub fn documents(&self) -> [(&'static str, Option<&str>); 3] {
+        [
+            ("config", Some(self.config.as_str())),
+            (
+                "values",
+                self.values_present.then_some(self.values.as_str()),
+            ),
+            ("mesh", self.mesh.as_deref()),
+        ]
+    }
+
     /// A short description for logs.
     pub fn describe(&self, paths: &Paths) -> String {
         if self.embedded {
@@ -61,15 +75,20 @@ fn read_optional(path: &Path) -> Result<Option<String>> {
 pub fn read(paths: &Paths) -> Result<Texts> {
     let mesh = read_optional(&paths.mesh)?;
     match read_optional(&paths.config)? {
-        Some(config) => Ok(Texts {
-            config,
-            values: read_optional(&paths.values)?.unwrap_or_default(),
-            mesh,
-            embedded: false,
-        }),
+        Some(config) => {
+            let values = read_optional(&paths.values)?;
+            Ok(Texts {
+                config,
+                values_present: values.is_some(),
+                values: values.unwrap_or_default(),
+                mesh,
+                embedded: false,
+            })
+        }
         None => Ok(Texts {
             config: defaults::CONFIG.to_string(),
             values: defaults::VALUES.to_string(),
+            values_present: true,
             mesh: mesh.or_else(|| Some(defaults::MESH.to_string())),
             embedded: true,
         }),
@@ -119,6 +138,11 @@ mod tests {
             (t.config.as_str(), t.values.as_str(), t.mesh.as_deref()),
             ("policy: disabled\n", "", None)
         );
+        assert!(!t.values_present);
+        assert_eq!(t.documents()[1], ("values", None));
+        std::fs::write(dir.join("values"), "").unwrap();
+        let t = read(&paths).unwrap();
+        assert_eq!(t.documents()[1], ("values", Some("")));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

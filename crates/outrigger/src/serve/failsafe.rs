@@ -1,0 +1,119 @@
+//! Keep-last-good for every configuration change, mounted files and ConfigMaps alike: a new
+//! configuration replaces the one in force only when the library's guard rules
+//! ([`outrigger_inject::guard`]) allow it, and a server whose configuration cannot inject pods
+//! reports itself not ready (unless `--allow-empty-config`).
+
+use std::sync::{Arc, Mutex};
+
+use outrigger_inject::admission::NativeMode;
+use outrigger_inject::config::Snapshot;
+use outrigger_inject::guard::{self, Unusable};
+
+use super::handler::State;
+
+/// What the server knows about the usability of the configuration in force.
+#[derive(Debug)]
+pub struct ConfigHealth {
+    /// `--allow-empty-config`: serve (and be ready with) a configuration that cannot inject.
+    allow_unusable: bool,
+    /// Verdict of [`guard::assess`] on the configuration in force.
+    verdict: Mutex<Result<(), Unusable>>,
+}
+
+impl ConfigHealth {
+    /// Health of a first configuration assessed `verdict`.
+    pub fn new(allow_unusable: bool, verdict: Result<(), Unusable>) -> ConfigHealth {
+        ConfigHealth {
+            allow_unusable,
+            verdict: Mutex::new(verdict),
+        }
+    }
+
+    /// The verdict on the configuration in force.
+    pub fn verdict(&self) -> Result<(), Unusable> {
+        self.verdict
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    fn set(&self, verdict: Result<(), Unusable>) {
+        *self.verdict.lock().unwrap_or_else(|e| e.into_inner()) = verdict;
+    }
+
+    /// Why the server is not ready because of its configuration (`None`: it is).
+    pub fn not_ready(&self) -> Option<String> {
+        match (self.allow_unusable, self.verdict()) {
+            (false, Err(why)) => Some(format!(
+                "configuration cannot inject pods: {why} (--allow-empty-config serves it anyway)"
+            )),
+            _ => None,
+        }
+    }
+}
+
+/// Whether the probe injection renders native sidecars (`auto` probes the non-native form).
+pub fn probe_native(mode: NativeMode) -> bool {
+    mode == NativeMode::Enabled
+}
+
+/// Assess the configuration the server starts with; log when it cannot inject pods.
+pub fn initial(
+    snapshot: &Snapshot,
+    native: NativeMode,
+    allow_unusable: bool,
+    source: &str,
+) -> ConfigHealth {
+    let verdict = guard::assess(snapshot, probe_native(native));
+    if let Err(why) = &verdict {
+        if allow_unusable {
+            tracing::warn!(
+                source,
+                "configuration cannot inject pods: {why}; serving it (--allow-empty-config)"
+            );
+        } else {
+            tracing::error!(source, "configuration cannot inject pods: {why}; not ready until a usable configuration is loaded (or start with --allow-empty-config)");
+        }
+    }
+    ConfigHealth::new(allow_unusable, verdict)
+}
+
+/// Count and log a refused configuration change; the configuration in force stays.
+pub fn refuse(state: &State, source: &str, why: &str) {
+    tracing::error!(
+        source,
+        "update error: {why}; keeping the last good configuration"
+    );
+    state.metrics.reload("config", false);
+}
+
+/// Offer a new configuration read from `source`: swapped in when the guard allows it (returns
+/// `true`), else refused with a log line and the failure metric (returns `false`).
+pub fn offer(state: &State, snapshot: Arc<Snapshot>, source: &str) -> bool {
+    let verdict = guard::assess(&snapshot, probe_native(state.inject.native_mode));
+    if let Err(refusal) = guard::replacement(&state.config_health.verdict(), &verdict) {
+        refuse(state, source, &refusal.to_string());
+        return false;
+    }
+    for w in &snapshot.config.warnings {
+        tracing::warn!("{w}");
+    }
+    state.snapshot.store(snapshot);
+    state.metrics.reload("config", true);
+    match &verdict {
+        Ok(()) => tracing::info!(source, "configuration reloaded"),
+        Err(why) => match state.config_health.allow_unusable {
+            true => tracing::warn!(
+                source,
+                "configuration reloaded; it cannot inject pods: {why} (--allow-empty-config)"
+            ),
+            false => tracing::error!(
+                source,
+                "configuration reloaded; it cannot inject pods: {why}; not ready"
+            ),
+        },
+    }
+    state.metrics.config_usable.set(i64::from(verdict.is_ok()));
+    state.config_health.set(verdict);
+    true
+}

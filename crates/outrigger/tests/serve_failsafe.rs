@@ -1,0 +1,478 @@
+//! Fault tests of `outrigger serve`: the real binary with Istio's mounted layout, reviews sent
+//! continuously while the test breaks the configuration the way operators do (a wrong-typed
+//! values file, a config file truncated then rewritten by `cp`, a deleted mesh file). Every
+//! review must be answered `allowed: true` with an `istio-proxy` patch, and the rejection must
+//! show in the log and in `outrigger_reloads_total{kind="config",result="failure"}`.
+
+mod common;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use common::*;
+use outrigger_inject::defaults;
+use serde_json::{json, Value};
+
+const V1: &str = "admission.k8s.io/v1";
+const FAILURES: &str = r#"outrigger_reloads_total{kind="config",result="failure"}"#;
+const SUCCESSES: &str = r#"outrigger_reloads_total{kind="config",result="success"}"#;
+
+/// A mesh config whose effect is visible in every patch (an extra proxy environment variable).
+const MESH: &str = "defaultConfig:\n  proxyMetadata:\n    FAILSAFE_MARK: kept\n";
+
+/// Files of one test: `dir/config`, `dir/values`, `dir/mesh` (plain files, written in place).
+struct Files {
+    dir: PathBuf,
+}
+
+impl Files {
+    fn new(name: &str) -> Files {
+        let dir = scratch(name);
+        let files = Files { dir };
+        files.write("config", defaults::CONFIG);
+        files.write("values", defaults::VALUES);
+        files.write("mesh", MESH);
+        files
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+
+    fn write(&self, name: &str, text: &str) {
+        std::fs::write(self.path(name), text).expect("write");
+    }
+
+    fn args(&self) -> Vec<String> {
+        let p = |n: &str| self.path(n).display().to_string();
+        vec![
+            "--injectConfig".into(),
+            p("config"),
+            "--injectValues".into(),
+            p("values"),
+            "--meshConfig".into(),
+            p("mesh"),
+            "--caBundleFile".into(),
+            p("ca.pem"),
+            "--native-sidecars".into(),
+            "false".into(),
+        ]
+    }
+
+    fn start(&self, extra: &[&str]) -> (Server, H2Fut) {
+        let mut args = self.args();
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let server = Server::start(&refs, &[]);
+        let ca = std::fs::read(self.path("ca.pem")).expect("CA bundle written");
+        let addr = server.addr;
+        (server, H2Fut { addr, ca })
+    }
+}
+
+/// What is needed to open connections to a started server.
+struct H2Fut {
+    addr: std::net::SocketAddr,
+    ca: Vec<u8>,
+}
+
+impl H2Fut {
+    async fn connect(&self) -> H2 {
+        H2::connect(self.addr, &self.ca).await.expect("connect")
+    }
+}
+
+/// Counters of a load run.
+#[derive(Default)]
+struct Counts {
+    injected: AtomicU64,
+    /// Answered `allowed: true` without an istio-proxy patch.
+    uninjected: AtomicU64,
+    /// Transport errors, HTTP errors and `allowed: false`.
+    failed: AtomicU64,
+    /// The first few problems, for the assertion message.
+    problems: Mutex<Vec<String>>,
+    /// Injections whose patch lacks the mesh config's FAILSAFE_MARK.
+    mesh_lost: AtomicU64,
+}
+
+impl Counts {
+    fn problem(&self, what: String) {
+        let mut p = self.problems.lock().expect("lock");
+        if p.len() < 5 {
+            p.push(what);
+        }
+    }
+}
+
+/// Reviews of plain pods (the embedded default injects them) until `stop`.
+async fn load_loop(c: H2, stop: Arc<AtomicBool>, counts: Arc<Counts>, worker: usize) {
+    let mut i = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        i += 1;
+        let name = format!("w{worker}-{i}");
+        let pod = json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "labels": {"app": "web"}},
+            "spec": {"containers": [{"name": "app", "image": "nginx"}]}});
+        match c.post("/inject", review(V1, &name, "team", pod)).await {
+            Ok(r) if r.status == 200 => {
+                let v = r.json();
+                let resp = &v["response"];
+                if resp["allowed"] != true {
+                    counts.failed.fetch_add(1, Ordering::Relaxed);
+                    counts.problem(format!("refused: {resp}"));
+                    continue;
+                }
+                let patch = resp["patch"]
+                    .as_str()
+                    .and_then(|p| base64::engine::general_purpose::STANDARD.decode(p).ok())
+                    .map(|b| String::from_utf8_lossy(&b).into_owned())
+                    .unwrap_or_default();
+                if patch.contains("\"istio-proxy\"") {
+                    counts.injected.fetch_add(1, Ordering::Relaxed);
+                    if !patch.contains("FAILSAFE_MARK") {
+                        counts.mesh_lost.fetch_add(1, Ordering::Relaxed);
+                    }
+                } else {
+                    counts.uninjected.fetch_add(1, Ordering::Relaxed);
+                    counts.problem(format!("admitted without a sidecar: {resp}"));
+                }
+            }
+            Ok(r) => {
+                counts.failed.fetch_add(1, Ordering::Relaxed);
+                counts.problem(format!("status {}: {}", r.status, r.text()));
+            }
+            Err(e) => {
+                counts.failed.fetch_add(1, Ordering::Relaxed);
+                counts.problem(e);
+            }
+        }
+    }
+}
+
+/// Reviews flowing on two connections, two streams each.
+struct Load {
+    stop: Arc<AtomicBool>,
+    counts: Arc<Counts>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Load {
+    async fn start(target: &H2Fut) -> Load {
+        let stop = Arc::new(AtomicBool::new(false));
+        let counts = Arc::new(Counts::default());
+        let mut tasks = Vec::new();
+        for conn in 0..2 {
+            let c = target.connect().await;
+            for s in 0..2 {
+                tasks.push(tokio::spawn(load_loop(
+                    c.clone(),
+                    stop.clone(),
+                    counts.clone(),
+                    conn * 2 + s,
+                )));
+            }
+        }
+        Load {
+            stop,
+            counts,
+            tasks,
+        }
+    }
+
+    /// Injections so far.
+    fn injected(&self) -> u64 {
+        self.counts.injected.load(Ordering::Relaxed)
+    }
+
+    /// Wait until `more` further injections have been answered (the load is flowing).
+    async fn flowing(&self, more: u64) {
+        let target = self.injected() + more;
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while self.injected() < target {
+            assert!(Instant::now() < deadline, "load stalled");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    /// Stop and return (injected, uninjected, failed, mesh lost, first problems).
+    async fn finish(mut self, scenario: &str) -> (u64, u64, u64, u64, Vec<String>) {
+        self.stop.store(true, Ordering::Relaxed);
+        for t in std::mem::take(&mut self.tasks) {
+            t.await.expect("load task");
+        }
+        let c = &self.counts;
+        let out = (
+            c.injected.load(Ordering::Relaxed),
+            c.uninjected.load(Ordering::Relaxed),
+            c.failed.load(Ordering::Relaxed),
+            c.mesh_lost.load(Ordering::Relaxed),
+            c.problems.lock().expect("lock").clone(),
+        );
+        eprintln!(
+            "{scenario}: {} injected, {} uninjected, {} failed, {} without the mesh setting",
+            out.0, out.1, out.2, out.3
+        );
+        out
+    }
+}
+
+impl Drop for Load {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+async fn metric_value(c: &H2, series: &str) -> f64 {
+    metric(&metrics(c).await, series).unwrap_or(0.0)
+}
+
+/// Poll `/metrics` until `series` reaches `want` (deadline 10 s).
+async fn wait_metric(c: &H2, series: &str, want: f64, server: &Server) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let got = metric_value(c, series).await;
+        if got >= want {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{series} stayed at {got}, want {want}:\n{}",
+            server.log_text()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Wait (deadline 10 s) for an error log line mentioning `needle`; return all such lines.
+async fn wait_error(server: &Server, needle: &str) -> Vec<Value> {
+    wait_errors(server, needle, 1).await
+}
+
+/// Wait (deadline 10 s) for `n` error log lines mentioning `needle`; return all such lines.
+async fn wait_errors(server: &Server, needle: &str, n: usize) -> Vec<Value> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let lines = error_lines(server, needle);
+        if lines.len() >= n || Instant::now() >= deadline {
+            return lines;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The error log lines that mention `needle`.
+fn error_lines(server: &Server, needle: &str) -> Vec<Value> {
+    server
+        .log_text()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["level"] == "ERROR")
+        .filter(|v| v.to_string().contains(needle))
+        .collect()
+}
+
+fn assert_clean(result: (u64, u64, u64, u64, Vec<String>), min: u64) {
+    let (injected, uninjected, failed, mesh_lost, problems) = result;
+    assert_eq!(
+        (uninjected, failed, mesh_lost),
+        (0, 0, 0),
+        "every pod must be injected with the last good configuration: {problems:?}"
+    );
+    assert!(injected >= min, "only {injected} injections");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wrong_typed_values_are_refused_while_requests_flow() {
+    let files = Files::new("failsafe-values");
+    let (server, target) = files.start(&[]);
+    let c = target.connect().await;
+    let load = Load::start(&target).await;
+    load.flowing(50).await;
+    let failures = metric_value(&c, FAILURES).await;
+    files.write("values", "global: 42\n");
+    wait_metric(&c, FAILURES, failures + 1.0, &server).await;
+    load.flowing(100).await;
+    let lines = wait_error(&server, "global: expected a map, got 42").await;
+    assert_eq!(lines.len(), 1, "{}", server.log_text());
+    let msg = lines[0]["message"].as_str().unwrap_or_default();
+    assert!(
+        msg.contains("could not parse configuration values: global: expected a map, got 42")
+            && msg.contains("keeping the last good configuration"),
+        "{msg}"
+    );
+    assert!(
+        lines[0]["source"]
+            .as_str()
+            .is_some_and(|s| s.contains(&files.path("values").display().to_string())),
+        "the log names the files: {}",
+        lines[0]
+    );
+    // A nested wrong type, then a deleted values file: refused the same way.
+    let mut nested: Value = serde_json::from_str(defaults::VALUES).expect("JSON");
+    nested["global"]["proxy"]["resources"] = json!("x");
+    files.write("values", &nested.to_string());
+    wait_metric(&c, FAILURES, failures + 2.0, &server).await;
+    assert_eq!(
+        wait_error(
+            &server,
+            "global.proxy.resources: expected a map, got \\\"x\\\""
+        )
+        .await
+        .len(),
+        1,
+        "{}",
+        server.log_text()
+    );
+    std::fs::remove_file(files.path("values")).expect("remove values");
+    wait_metric(&c, FAILURES, failures + 3.0, &server).await;
+    assert_eq!(
+        wait_error(&server, "values document disappeared")
+            .await
+            .len(),
+        1
+    );
+    load.flowing(100).await;
+    // Fixed: loaded again.
+    let successes = metric_value(&c, SUCCESSES).await;
+    files.write("values", defaults::VALUES);
+    wait_metric(&c, SUCCESSES, successes + 1.0, &server).await;
+    load.flowing(50).await;
+    assert_eq!(metric_value(&c, "outrigger_config_usable").await, 1.0);
+    assert_clean(load.finish("wrong-typed values").await, 300);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn truncated_then_rewritten_config_admits_no_pod_uninjected() {
+    let files = Files::new("failsafe-truncate");
+    let (server, target) = files.start(&[]);
+    let c = target.connect().await;
+    let load = Load::start(&target).await;
+    load.flowing(50).await;
+    let failures = metric_value(&c, FAILURES).await;
+    let successes = metric_value(&c, SUCCESSES).await;
+    // `cp` opens the destination with O_TRUNC, then writes: a reader in between sees an empty
+    // file, then a partial one. Hold each state long enough for a reload to read it.
+    let path = files.path("config");
+    let f = std::fs::File::create(&path).expect("truncate");
+    wait_metric(&c, FAILURES, failures + 1.0, &server).await;
+    load.flowing(100).await;
+    // The first lines (valid YAML, no templates yet), then a cut inside the sidecar template.
+    let first_line = defaults::CONFIG.find('\n').expect("lines") + 1;
+    std::fs::write(&path, &defaults::CONFIG[..first_line]).expect("partial write");
+    wait_metric(&c, FAILURES, failures + 2.0, &server).await;
+    load.flowing(100).await;
+    let cut = defaults::CONFIG.len() * 2 / 5;
+    std::fs::write(&path, &defaults::CONFIG[..cut]).expect("partial write");
+    wait_metric(&c, FAILURES, failures + 3.0, &server).await;
+    load.flowing(100).await;
+    std::fs::write(&path, defaults::CONFIG).expect("complete write");
+    drop(f);
+    wait_metric(&c, SUCCESSES, successes + 1.0, &server).await;
+    load.flowing(50).await;
+    for needle in [
+        "the config document is empty (truncated?)",
+        "the injector config defines no templates; the configuration in force injects pods",
+        "failed to parse template",
+    ] {
+        assert_eq!(
+            wait_error(&server, needle).await.len(),
+            1,
+            "{needle}:\n{}",
+            server.log_text()
+        );
+    }
+    assert_eq!(
+        wait_errors(&server, "keeping the last good configuration", 3)
+            .await
+            .len(),
+        3
+    );
+    assert_clean(load.finish("truncate then rewrite").await, 300);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleted_or_emptied_mesh_file_keeps_the_mesh_in_force() {
+    let files = Files::new("failsafe-mesh");
+    let (server, target) = files.start(&[]);
+    let c = target.connect().await;
+    let load = Load::start(&target).await;
+    load.flowing(50).await;
+    let failures = metric_value(&c, FAILURES).await;
+    std::fs::remove_file(files.path("mesh")).expect("delete mesh");
+    wait_metric(&c, FAILURES, failures + 1.0, &server).await;
+    load.flowing(100).await;
+    assert_eq!(
+        wait_error(&server, "the mesh document disappeared")
+            .await
+            .len(),
+        1,
+        "{}",
+        server.log_text()
+    );
+    files.write("mesh", "");
+    wait_metric(&c, FAILURES, failures + 2.0, &server).await;
+    assert_eq!(
+        wait_error(&server, "the mesh document is empty")
+            .await
+            .len(),
+        1
+    );
+    load.flowing(100).await;
+    let successes = metric_value(&c, SUCCESSES).await;
+    files.write("mesh", MESH);
+    wait_metric(&c, SUCCESSES, successes + 1.0, &server).await;
+    assert_clean(load.finish("deleted mesh").await, 250);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unusable_config_at_start_up_is_not_ready_until_fixed() {
+    let files = Files::new("failsafe-startup");
+    files.write("config", "");
+    let (server, target) = files.start(&[]);
+    let c = target.connect().await;
+    let r = c.get("/readyz").await.expect("readyz");
+    assert_eq!(r.status, 503);
+    assert_eq!(
+        r.text(),
+        "configuration cannot inject pods: the injector config defines no templates (--allow-empty-config serves it anyway)\n"
+    );
+    assert_eq!(metric_value(&c, "outrigger_config_usable").await, 0.0);
+    assert_eq!(
+        wait_error(&server, "configuration cannot inject pods")
+            .await
+            .len(),
+        1,
+        "{}",
+        server.log_text()
+    );
+    // A usable configuration replaces it and the server becomes ready.
+    let successes = metric_value(&c, SUCCESSES).await;
+    files.write("config", defaults::CONFIG);
+    wait_metric(&c, SUCCESSES, successes + 1.0, &server).await;
+    let r = c.get("/readyz").await.expect("readyz");
+    assert_eq!((r.status, r.text().as_str()), (200, "ok\n"));
+    assert_eq!(metric_value(&c, "outrigger_config_usable").await, 1.0);
+    drop(server);
+
+    // --allow-empty-config: ready with it.
+    files.write("config", "policy: disabled\n");
+    let (_server, target) = files.start(&["--allow-empty-config"]);
+    let c = target.connect().await;
+    let r = c.get("/readyz").await.expect("readyz");
+    assert_eq!((r.status, r.text().as_str()), (200, "ok\n"));
+    assert_eq!(metric_value(&c, "outrigger_config_usable").await, 0.0);
+}
+
+/// The scratch directory is removed with the test's files (best effort).
+impl Drop for Files {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
