@@ -129,6 +129,21 @@ fn webhook_manifest_is_the_generated_one() {
         "deploy/base/mutatingwebhook.yaml drifted from `outrigger webhook-config` (regenerate it, see kustomization.yaml)"
     );
     assert!(checked_in.contains("- outrigger\n") && checked_in.contains("- kube-system\n"));
+    assert!(
+        !checked_in.contains("istio.io/rev: "),
+        "the installed object must not carry istio.io/rev (istiod would patch its caBundle)"
+    );
+    let dep =
+        std::fs::read_to_string(deploy_dir().join("base/deployment.yaml")).expect("deployment");
+    assert!(checked_in.contains("  name: outrigger-sidecar-injector\n"));
+    let synced = dep
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("- --webhook-config-name="))
+        .unwrap_or("outrigger-sidecar-injector");
+    assert_eq!(
+        synced, "outrigger-sidecar-injector",
+        "the Deployment must sync the caBundle of the object the base installs"
+    );
 }
 
 #[test]

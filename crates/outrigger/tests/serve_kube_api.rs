@@ -706,3 +706,39 @@ async fn openshift_proxy_ids_from_the_namespace_cache() {
         "one list and one watch, none per request: {seen:?}"
     );
 }
+
+#[test]
+fn a_webhook_configuration_name_mismatch_fails_start_up_naming_it() {
+    let api = Arc::new(Mutex::new(Api::default()));
+    let port = fake_api(api.clone());
+    let dir = scratch("kube-api-mismatch");
+    let kc = kubeconfig(&dir, port);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_outrigger"))
+        .args([
+            "serve",
+            "--kube",
+            "--namespace",
+            "outrigger",
+            "--port",
+            "0",
+            "--native-sidecars",
+            "false",
+            "--webhook-config-name",
+            "istio-sidecar-injector",
+        ])
+        .env("KUBECONFIG", &kc)
+        .env("HOME", &dir)
+        .env("NO_PROXY", "127.0.0.1,localhost")
+        .env("no_proxy", "127.0.0.1,localhost")
+        .output()
+        .expect("run outrigger");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(
+            "MutatingWebhookConfiguration \"istio-sidecar-injector\" not found: generate it with \
+             `outrigger webhook-config --name istio-sidecar-injector` or pass --webhook-config-name"
+        ),
+        "{err}"
+    );
+}

@@ -66,6 +66,21 @@ pub enum CertError {
     /// The webhook configuration has no entry named `*sidecar-injector.istio.io`.
     #[error("MutatingWebhookConfiguration {0} has no webhook entry ending with {ENTRY_SUFFIX}")]
     NoWebhookEntry(String),
+    /// The webhook configuration to keep in sync does not exist (names out of step).
+    #[error("MutatingWebhookConfiguration {0:?} not found: generate it with `outrigger webhook-config --name {0}` or pass --webhook-config-name")]
+    WebhookNotFound(String),
+    /// The API server refused a request for lack of permission (RBAC).
+    #[error("forbidden to {verb} {resource} {name:?}: check the RBAC rules (deploy/base/rbac.yaml): {message}")]
+    Forbidden {
+        /// The verb refused (`get`, `patch`, `update`, `create`, `watch`).
+        verb: &'static str,
+        /// The resource, e.g. `secrets` or `mutatingwebhookconfigurations`.
+        resource: &'static str,
+        /// The object's name.
+        name: String,
+        /// The API server's message.
+        message: String,
+    },
     /// Other replicas kept changing the Secret.
     #[error("Secret {0} kept changing under concurrent updates")]
     Contended(String),
@@ -430,6 +445,41 @@ fn is_status(e: &::kube::Error, code: u16) -> bool {
     matches!(e, ::kube::Error::Api(s) if s.code == code)
 }
 
+/// Name a 403 by verb, resource and object; other errors pass through.
+fn named(e: ::kube::Error, verb: &'static str, resource: &'static str, name: &str) -> CertError {
+    match e {
+        ::kube::Error::Api(s) if s.code == 403 => CertError::Forbidden {
+            verb,
+            resource,
+            name: name.to_string(),
+            message: s.message,
+        },
+        e => CertError::Kube(e),
+    }
+}
+
+/// Warn (once per process) when the synced webhook configuration carries `istio.io/rev`:
+/// a default-revision istiod patches the caBundle of such objects to its own CA.
+fn warn_if_istio_labelled(mwc: &MutatingWebhookConfiguration) {
+    static WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    let rev = mwc
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(crate::webhook_config::REV_LABEL));
+    if let Some(rev) = rev {
+        if !WARNED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            tracing::warn!(
+                webhook = ?mwc.metadata.name,
+                revision = %rev,
+                "the webhook configuration carries istio.io/rev (Istio replacement mode): istiod's \
+                 own injector must be off, or istiod's webhook patcher of that revision and \
+                 outrigger will overwrite each other's caBundle"
+            );
+        }
+    }
+}
+
 fn secret_object(
     cfg: &CertConfig,
     bundle: &CertBundle,
@@ -510,7 +560,12 @@ pub async fn bootstrap_at(
 /// Returns whether a patch was sent (nothing is written when all entries are current).
 pub async fn ensure_ca_bundle(client: Client, webhook: &str, ca_bundle_pem: &str) -> Result<bool> {
     let api: Api<MutatingWebhookConfiguration> = Api::all(client);
-    let mwc = api.get(webhook).await?;
+    let mwc = match api.get_opt(webhook).await {
+        Ok(Some(mwc)) => mwc,
+        Ok(None) => return Err(CertError::WebhookNotFound(webhook.to_string())),
+        Err(e) => return Err(named(e, "get", "mutatingwebhookconfigurations", webhook)),
+    };
+    warn_if_istio_labelled(&mwc);
     let wanted = ByteString(ca_bundle_pem.as_bytes().to_vec());
     let entries: Vec<_> = mwc
         .webhooks
@@ -536,7 +591,8 @@ pub async fn ensure_ca_bundle(client: Client, webhook: &str, ca_bundle_pem: &str
             .collect::<Vec<_>>()
     });
     api.patch(webhook, &PatchParams::default(), &Patch::Strategic(&patch))
-        .await?;
+        .await
+        .map_err(|e| named(e, "patch", "mutatingwebhookconfigurations", webhook))?;
     Ok(true)
 }
 
@@ -896,6 +952,56 @@ mod tests {
         r.respond(200, mwc);
         let err = task.await.expect("task").expect_err("no entry");
         assert!(matches!(err, CertError::NoWebhookEntry(_)), "{err}");
+    }
+
+    #[tokio::test]
+    async fn a_missing_webhook_configuration_names_the_mismatch() {
+        let (client, mut handle) = mock::client();
+        let task =
+            tokio::spawn(
+                async move { ensure_ca_bundle(client, "istio-sidecar-injector", "x").await },
+            );
+        let r = mock::next(&mut handle).await;
+        r.assert(
+            Method::GET,
+            "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/istio-sidecar-injector",
+        );
+        r.respond(
+            404,
+            mock::not_found("mutatingwebhookconfigurations", "istio-sidecar-injector"),
+        );
+        let err = task.await.expect("task").expect_err("not found");
+        assert_eq!(
+            err.to_string(),
+            "MutatingWebhookConfiguration \"istio-sidecar-injector\" not found: generate it with \
+             `outrigger webhook-config --name istio-sidecar-injector` or pass --webhook-config-name"
+        );
+    }
+
+    #[tokio::test]
+    async fn rbac_denial_on_the_webhook_is_named() {
+        let (client, mut handle) = mock::client();
+        let task = tokio::spawn(async move {
+            ensure_ca_bundle(client, "outrigger-sidecar-injector", "x").await
+        });
+        let r = mock::next(&mut handle).await;
+        r.respond(
+            403,
+            mock::forbidden(
+                "get",
+                "mutatingwebhookconfigurations",
+                "outrigger-sidecar-injector",
+                None,
+            ),
+        );
+        let err = task.await.expect("task").expect_err("forbidden");
+        let msg = err.to_string();
+        assert!(
+            msg.starts_with(
+                "forbidden to get mutatingwebhookconfigurations \"outrigger-sidecar-injector\""
+            ),
+            "{msg}"
+        );
     }
 
     #[tokio::test]

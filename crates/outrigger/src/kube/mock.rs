@@ -148,3 +148,24 @@ pub fn watch_line(kind: &str, object: &Value) -> Vec<u8> {
     line.push(b'\n');
     line
 }
+
+/// A 403 Forbidden Status body, worded as the API server's RBAC denial.
+pub fn forbidden(verb: &str, resource: &str, name: &str, namespace: Option<&str>) -> Value {
+    let scope = match namespace {
+        Some(ns) => format!(" in the namespace {ns:?}"),
+        None => " at the cluster scope".to_string(),
+    };
+    let group = if resource == "secrets" || resource == "configmaps" {
+        ""
+    } else {
+        "admissionregistration.k8s.io"
+    };
+    status(
+        403,
+        "Forbidden",
+        format!(
+            "{resource} {name:?} is forbidden: User \"system:serviceaccount:outrigger:outrigger\" \
+             cannot {verb} resource {resource:?} in API group {group:?}{scope}"
+        ),
+    )
+}
