@@ -37,6 +37,11 @@ fn kustomize(dir: &str) -> String {
         "kubectl kustomize {dir}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !stderr.contains("deprecated"),
+        "kubectl kustomize {dir} warns about deprecated fields: {stderr}"
+    );
     String::from_utf8(out.stdout).expect("UTF-8")
 }
 
@@ -80,6 +85,7 @@ fn kustomize_builds_base_and_ha_overlay_and_output_validates() {
             "kind: Deployment",
             "kind: PodDisruptionBudget",
             "kind: MutatingWebhookConfiguration",
+            "kind: ResourceQuota",
         ] {
             assert!(text.contains(kind), "{overlay} lacks {kind:?}");
         }
@@ -92,11 +98,18 @@ fn kustomize_builds_base_and_ha_overlay_and_output_validates() {
                 text.contains("podAntiAffinity"),
                 "HA overlay must spread replicas on nodes"
             );
-            assert!(text.contains("minAvailable: 2"));
+            assert!(
+                !text.contains("minAvailable"),
+                "the PDB keeps the base's maxUnavailable"
+            );
         } else {
             assert!(text.contains("replicas: 2"));
             assert!(text.contains("topologySpreadConstraints"));
         }
+        assert!(
+            !text.contains("\nbases:") && text.contains("maxUnavailable: 1"),
+            "{overlay}"
+        );
         if validator {
             let path = dir.join(format!("{}.yaml", overlay.replace('/', "-")));
             std::fs::write(&path, &text).expect("write");
@@ -170,4 +183,50 @@ fn deployment_probes_resources_and_service_port() {
             && docker.contains("distroless/cc")
             && docker.contains("nonroot")
     );
+}
+
+#[test]
+fn critical_priority_class_is_covered_by_a_resource_quota() {
+    // Where critical priority classes are quota-limited, a system-cluster-critical pod outside
+    // kube-system is refused unless a ResourceQuota of its namespace covers that class.
+    if !tool_available("kubectl", "version") && !tool_available("kubectl", "--help") {
+        eprintln!("NOTICE: kubectl not found; ResourceQuota check skipped");
+        return;
+    }
+    for overlay in ["base", "overlays/ha"] {
+        let docs: Vec<serde_json::Value> =
+            outrigger_inject::yaml::split_documents(&kustomize(overlay))
+                .expect("documents")
+                .into_iter()
+                .map(|d| outrigger_inject::yaml::from_str(d).expect("YAML"))
+                .collect();
+        let dep = docs
+            .iter()
+            .find(|d| d["kind"] == "Deployment")
+            .expect("Deployment");
+        let class = dep["spec"]["template"]["spec"]["priorityClassName"]
+            .as_str()
+            .expect("priorityClassName");
+        let ns = &dep["metadata"]["namespace"];
+        let covered = docs.iter().any(|d| {
+            d["kind"] == "ResourceQuota"
+                && &d["metadata"]["namespace"] == ns
+                && d["spec"]["hard"]["pods"].is_string()
+                && d["spec"]["scopeSelector"]["matchExpressions"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|e| {
+                        e["scopeName"] == "PriorityClass"
+                            && e["operator"] == "In"
+                            && e["values"]
+                                .as_array()
+                                .is_some_and(|v| v.iter().any(|x| x == class))
+                    })
+        });
+        assert!(
+            covered,
+            "{overlay}: no ResourceQuota covers priorityClassName {class}"
+        );
+    }
 }

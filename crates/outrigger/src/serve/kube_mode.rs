@@ -26,6 +26,13 @@ use crate::kube::runtime::{self, KubeArgs, KubeContext, KubeServices};
 /// ConfigMap read) before giving up.
 pub const START_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// Start-up phases that run before the listener opens, each bounded by [`START_TIMEOUT`]: the
+/// API server's version check ([`connect`]), the certificate bootstrap and caBundle patch
+/// ([`runtime::start`]), the node and namespace caches, and the first ConfigMap read. The
+/// Deployment's startupProbe must allow all of them (checked by a test against deploy/).
+#[allow(dead_code)] // documentation of the start-up sequence; read by the probe test.
+pub const START_PHASES: u32 = 4;
+
 /// The running Kubernetes integration.
 #[derive(Debug)]
 pub struct Cluster {
@@ -277,6 +284,38 @@ impl Cluster {
         for t in self.tasks.iter().chain(&self.services.tasks) {
             t.abort();
         }
+    }
+}
+
+#[cfg(test)]
+mod probe_tests {
+    use super::{START_PHASES, START_TIMEOUT};
+    use serde_json::Value;
+
+    fn container() -> Value {
+        let text = include_str!("../../../../deploy/base/deployment.yaml");
+        let dep = outrigger_inject::yaml::from_str(text).expect("deployment.yaml parses");
+        dep["spec"]["template"]["spec"]["containers"][0].clone()
+    }
+
+    fn seconds(probe: &Value, field: &str, default: u64) -> u64 {
+        probe[field].as_u64().unwrap_or(default)
+    }
+
+    #[test]
+    fn startup_probe_outlasts_every_start_up_phase() {
+        let c = container();
+        let startup = &c["startupProbe"];
+        assert_eq!(startup["httpGet"]["path"], "/healthz", "{startup}");
+        let budget = seconds(startup, "initialDelaySeconds", 0)
+            + seconds(startup, "periodSeconds", 10) * seconds(startup, "failureThreshold", 3);
+        let phases = u64::from(START_PHASES) * START_TIMEOUT.as_secs();
+        assert!(
+            budget >= phases + 15,
+            "startupProbe allows {budget} s, start-up may take {phases} s"
+        );
+        // Liveness only runs after the startup probe passed: no start-up delay of its own.
+        assert!(c["livenessProbe"].get("initialDelaySeconds").is_none());
     }
 }
 
