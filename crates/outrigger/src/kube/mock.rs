@@ -169,3 +169,23 @@ pub fn forbidden(verb: &str, resource: &str, name: &str, namespace: Option<&str>
         ),
     )
 }
+
+/// A 422 Invalid Status body (a field the API server refuses to change).
+pub fn invalid(resource: &str, name: &str, field: &str, detail: &str) -> Value {
+    status(
+        422,
+        "Invalid",
+        format!(
+            "{resource} {name:?} is invalid: {field}: Invalid value: {detail}: field is immutable"
+        ),
+    )
+}
+
+/// A 410 Gone Status body (a watch's resourceVersion is too old).
+pub fn gone() -> Value {
+    status(
+        410,
+        "Expired",
+        "too old resource version: 1 (2)".to_string(),
+    )
+}

@@ -100,6 +100,9 @@ pub fn cert_config(args: &KubeArgs, ctx: &KubeContext) -> CertConfig {
         secret: args.tls_secret.clone(),
         dns_names,
         webhook: (!args.ca_bundle_managed_externally).then(|| args.webhook_config_name.clone()),
+        observe: args
+            .ca_bundle_managed_externally
+            .then(|| args.webhook_config_name.clone()),
     }
 }
 
@@ -114,8 +117,10 @@ pub async fn start(client: Client, args: &KubeArgs, ctx: &KubeContext) -> Result
             .await
             .context("bootstrapping the serving certificate")?;
         let (tx, certs_rx) = watch::channel(bundle);
+        // The Secret and the webhook configuration are watched; the timer only drives
+        // time-based renewal (a rotation step is due at most once per hour).
         let (interval, retry) = (
-            std::time::Duration::from_secs(600),
+            std::time::Duration::from_secs(3600),
             std::time::Duration::from_secs(10),
         );
         tasks.push(tokio::spawn(certs::run(
