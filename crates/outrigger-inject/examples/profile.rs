@@ -115,6 +115,7 @@ fn webhook(s: &Snapshot, pod: &serde_json::Value, n: usize) {
         snapshot: s,
         native_mode: NativeMode::Enabled,
         nodes: None,
+        native_sidecars: None,
         openshift: false,
         namespaces: None,
         compliance_policy: "",

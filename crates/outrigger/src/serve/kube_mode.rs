@@ -495,6 +495,23 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn skipped_pods_never_ask_the_node_cache() {
+        let facts = Arc::new(FakeFacts::default());
+        let st = state(NativeMode::Auto, false, Some(facts.clone()), None);
+        let skipped = post(
+            &st,
+            "team",
+            pod("a", None, json!({"sidecar.istio.io/inject": "false"})),
+        )
+        .await;
+        assert!(skipped.is_empty(), "not injected: {skipped}");
+        assert!(
+            facts.nodes_asked.lock().expect("lock").is_empty(),
+            "the native-sidecar decision is only made for pods to inject"
+        );
+    }
+
+    #[tokio::test]
     async fn openshift_takes_proxy_ids_from_the_namespace_cache() {
         let facts = Arc::new(FakeFacts::default());
         let st = state(NativeMode::Disabled, true, Some(facts.clone()), None);
@@ -545,19 +562,18 @@ mod tests {
     }
 
     fn node_detector(nodes: &[(&str, &str)]) -> nodes::NativeSidecarDetector {
-        use ::kube::runtime::{reflector, watcher};
-        let (store, mut writer) = reflector::store();
-        writer.apply_watcher_event(&watcher::Event::Init);
+        use ::kube::runtime::watcher;
+        let mut events = vec![watcher::Event::Init];
         for (name, version) in nodes {
             let node = serde_json::from_value(json!({"metadata": {"name": name},
                 "status": {"nodeInfo": {"kubeletVersion": version, "architecture": "", "bootID": "",
                     "containerRuntimeVersion": "", "kernelVersion": "", "kubeProxyVersion": "",
                     "machineID": "", "operatingSystem": "", "osImage": "", "systemUUID": ""}}}))
             .expect("node");
-            writer.apply_watcher_event(&watcher::Event::InitApply(node));
+            events.push(watcher::Event::InitApply(node));
         }
-        writer.apply_watcher_event(&watcher::Event::InitDone);
-        nodes::NativeSidecarDetector::with_store(nodes::NativeMode::Auto, store)
+        events.push(watcher::Event::InitDone);
+        nodes::fed(events).0
     }
 
     #[tokio::test]
