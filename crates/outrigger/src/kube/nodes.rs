@@ -90,7 +90,7 @@ fn node_passes(node: &Node) -> bool {
 }
 
 /// Remove what detection never reads, to keep the cache small.
-fn strip(node: &mut Node) {
+pub(crate) fn strip(node: &mut Node) {
     node.metadata.annotations = None;
     node.metadata.owner_references = None;
     node.metadata.managed_fields = None;
