@@ -2,7 +2,7 @@
 //! instruction counts with callgrind:
 //!
 //! ```sh
-//! cargo build --release -p outrigger-inject --example profile
+//! cargo build --profile bench -p outrigger-inject --example profile   # release + debug info
 //! valgrind --tool=callgrind --toggle-collect='profile::measured' \
 //!     target/release/examples/profile 20 [E]
 //! ```

@@ -230,3 +230,90 @@ fn critical_priority_class_is_covered_by_a_resource_quota() {
         );
     }
 }
+
+/// The `[profile.NAME]` section of the workspace manifest, as `key = value` lines.
+fn cargo_profile(name: &str) -> Vec<(String, String)> {
+    let manifest = std::fs::read_to_string(deploy_dir().join("../Cargo.toml")).expect("Cargo.toml");
+    let header = format!("[profile.{name}]");
+    manifest
+        .lines()
+        .skip_while(|l| l.trim() != header)
+        .skip(1)
+        .take_while(|l| !l.trim_start().starts_with('['))
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.trim().to_string(), v.trim().trim_matches('"').to_string()))
+        .collect()
+}
+
+#[test]
+fn the_shipped_binary_has_no_debug_info_and_benches_keep_it() {
+    let release = cargo_profile("release");
+    let get = |p: &[(String, String)], k: &str| {
+        p.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone())
+    };
+    assert!(
+        matches!(
+            get(&release, "debug").as_deref(),
+            None | Some("false" | "0" | "none")
+        ),
+        "[profile.release] must not carry debug info: {release:?}"
+    );
+    assert_eq!(
+        get(&release, "strip").as_deref(),
+        Some("symbols"),
+        "{release:?}"
+    );
+    let bench = cargo_profile("bench");
+    assert!(
+        matches!(
+            get(&bench, "debug").as_deref(),
+            Some("1" | "true" | "2" | "line-tables-only" | "limited" | "full")
+        ),
+        "benches keep debug info: {bench:?}"
+    );
+    assert_eq!(
+        get(&bench, "strip").as_deref(),
+        Some("none"),
+        "benches keep symbols: {bench:?}"
+    );
+}
+
+#[test]
+fn docker_build_context_excludes_target() {
+    let ignore = std::fs::read_to_string(deploy_dir().join("../.dockerignore"))
+        .expect(".dockerignore at the repository root (the build context of deploy/Dockerfile)");
+    let lines: Vec<&str> = ignore.lines().map(str::trim).collect();
+    for needed in ["target/", ".git/"] {
+        assert!(
+            lines.contains(&needed),
+            ".dockerignore lacks {needed}: {ignore}"
+        );
+    }
+    let docker = std::fs::read_to_string(deploy_dir().join("Dockerfile")).expect("Dockerfile");
+    for line in docker.lines().filter(|l| l.starts_with("FROM ")) {
+        let image = line.split_whitespace().nth(1).unwrap_or("");
+        assert!(
+            image.contains("@sha256:") || docker.contains("TODO(pin)"),
+            "{image}: pin by digest, or say why not with TODO(pin)"
+        );
+    }
+}
+
+#[test]
+fn deployment_image_tag_is_the_crate_version() {
+    let dep =
+        std::fs::read_to_string(deploy_dir().join("base/deployment.yaml")).expect("deployment");
+    let images: Vec<&str> = dep
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("image: "))
+        .collect();
+    assert!(!images.is_empty());
+    for image in images {
+        let tag = image.rsplit_once(':').map(|(_, t)| t).unwrap_or("");
+        assert_eq!(
+            tag,
+            env!("CARGO_PKG_VERSION"),
+            "{image}: deploy/ must run the released version, not a moving tag"
+        );
+    }
+}
