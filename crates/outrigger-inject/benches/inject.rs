@@ -41,6 +41,7 @@ fn bench(c: &mut Criterion) {
         snapshot: &s,
         native_mode: NativeMode::Enabled,
         nodes: None,
+        native_sidecars: None,
         openshift: false,
         namespaces: None,
         compliance_policy: "",

@@ -2,7 +2,7 @@
 //! instruction counts with callgrind:
 //!
 //! ```sh
-//! cargo build --release -p outrigger-inject --example profile
+//! cargo build --profile bench -p outrigger-inject --example profile   # release + debug info
 //! valgrind --tool=callgrind --toggle-collect='profile::measured' \
 //!     target/release/examples/profile 20 [E]
 //! ```
@@ -115,6 +115,7 @@ fn webhook(s: &Snapshot, pod: &serde_json::Value, n: usize) {
         snapshot: s,
         native_mode: NativeMode::Enabled,
         nodes: None,
+        native_sidecars: None,
         openshift: false,
         namespaces: None,
         compliance_policy: "",

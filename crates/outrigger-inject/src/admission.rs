@@ -79,6 +79,10 @@ pub struct Context<'a> {
     pub native_mode: NativeMode,
     /// Nodes of the pod's cluster; `None` when the caller has no node client (spec §4.5).
     pub nodes: Option<&'a [Node]>,
+    /// Auto mode backed by a node cache: answers "native sidecars for a pod on this node?"
+    /// (`spec.nodeName`, empty when unset) in place of [`Context::nodes`]. Consulted only once
+    /// the decision says inject, so skipped pods never pay for it.
+    pub native_sidecars: Option<NativeOracle<'a>>,
     /// `PLATFORM=openshift`.
     pub openshift: bool,
     /// Annotations of the Namespace objects the caller knows, by namespace name (OpenShift
@@ -86,6 +90,16 @@ pub struct Context<'a> {
     pub namespaces: Option<&'a BTreeMap<String, Map<String, Value>>>,
     /// `COMPLIANCE_POLICY` of the process.
     pub compliance_policy: &'a str,
+}
+
+/// A node-cache answer to "native sidecars for a pod on this node?" ([`Context::native_sidecars`]).
+#[derive(Clone, Copy)]
+pub struct NativeOracle<'a>(pub &'a (dyn Fn(&str) -> bool + Sync));
+
+impl std::fmt::Debug for NativeOracle<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("NativeOracle")
+    }
 }
 
 /// AdmissionReview versions.
@@ -264,7 +278,10 @@ pub fn review(body: &[u8], path: &str, ctx: &Context<'_>) -> Reviewed {
     let node_name = jsonmap::path(&pod, &["spec", "nodeName"])
         .and_then(Value::as_str)
         .unwrap_or("");
-    let native = detect_native_sidecars(ctx.native_mode, ctx.nodes, node_name, &mut warnings);
+    let native = match (ctx.native_mode, ctx.native_sidecars) {
+        (NativeMode::Auto, Some(oracle)) => (oracle.0)(node_name),
+        _ => detect_native_sidecars(ctx.native_mode, ctx.nodes, node_name, &mut warnings),
+    };
     let params = InjectParams {
         snapshot: snap,
         mode: Mode::Webhook,
@@ -943,6 +960,7 @@ mod tests {
             snapshot,
             native_mode: NativeMode::Disabled,
             nodes: None,
+            native_sidecars: None,
             openshift: false,
             namespaces: None,
             compliance_policy: "",
@@ -1418,6 +1436,39 @@ mod tests {
         let before = pod.clone();
         reset_openshift_proxy_user(&mut pod, &mut Vec::new());
         assert_eq!(pod, before);
+    }
+
+    #[test]
+    fn the_native_sidecar_oracle_is_consulted_only_for_pods_to_inject() {
+        let asked = std::sync::Mutex::new(Vec::<String>::new());
+        let oracle = |node: &str| {
+            asked.lock().expect("lock").push(node.to_string());
+            true
+        };
+        let pod = |inject: &str| {
+            json!({"metadata": {"name": "p", "annotations": {"sidecar.istio.io/inject": inject}},
+                   "spec": {"containers": [{"name": "app", "image": "nginx"}]}})
+        };
+        let snap = snapshot(Policy::Disabled);
+        let mut c = ctx(&snap);
+        c.native_mode = NativeMode::Auto;
+        c.native_sidecars = Some(NativeOracle(&oracle));
+        let skipped = review(&body(ADMISSION_V1, "u1", "ns", pod("false")), "/inject", &c);
+        assert!(matches!(skipped.outcome, Outcome::Skipped(_)));
+        assert!(
+            asked.lock().expect("lock").is_empty(),
+            "skipped pods never ask"
+        );
+        let _ = review(&body(ADMISSION_V1, "u2", "ns", pod("true")), "/inject", &c);
+        assert_eq!(
+            *asked.lock().expect("lock"),
+            vec![String::new()],
+            "no nodeName: asked with \"\""
+        );
+        // Only auto mode consults it.
+        c.native_mode = NativeMode::Enabled;
+        let _ = review(&body(ADMISSION_V1, "u3", "ns", pod("true")), "/inject", &c);
+        assert_eq!(asked.lock().expect("lock").len(), 1);
     }
 
     #[test]

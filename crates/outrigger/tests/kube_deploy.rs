@@ -37,6 +37,11 @@ fn kustomize(dir: &str) -> String {
         "kubectl kustomize {dir}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !stderr.contains("deprecated"),
+        "kubectl kustomize {dir} warns about deprecated fields: {stderr}"
+    );
     String::from_utf8(out.stdout).expect("UTF-8")
 }
 
@@ -80,6 +85,7 @@ fn kustomize_builds_base_and_ha_overlay_and_output_validates() {
             "kind: Deployment",
             "kind: PodDisruptionBudget",
             "kind: MutatingWebhookConfiguration",
+            "kind: ResourceQuota",
         ] {
             assert!(text.contains(kind), "{overlay} lacks {kind:?}");
         }
@@ -96,11 +102,18 @@ fn kustomize_builds_base_and_ha_overlay_and_output_validates() {
                 text.contains("podAntiAffinity"),
                 "HA overlay must spread replicas on nodes"
             );
-            assert!(text.contains("minAvailable: 2"));
+            assert!(
+                !text.contains("minAvailable"),
+                "the PDB keeps the base's maxUnavailable"
+            );
         } else {
             assert!(text.contains("replicas: 2"));
             assert!(text.contains("topologySpreadConstraints"));
         }
+        assert!(
+            !text.contains("\nbases:") && text.contains("maxUnavailable: 1"),
+            "{overlay}"
+        );
         if validator {
             let path = dir.join(format!("{}.yaml", overlay.replace('/', "-")));
             std::fs::write(&path, &text).expect("write");
@@ -133,6 +146,21 @@ fn webhook_manifest_is_the_generated_one() {
         "deploy/base/mutatingwebhook.yaml drifted from `outrigger webhook-config` (regenerate it, see kustomization.yaml)"
     );
     assert!(checked_in.contains("- outrigger\n") && checked_in.contains("- kube-system\n"));
+    assert!(
+        !checked_in.contains("istio.io/rev: "),
+        "the installed object must not carry istio.io/rev (istiod would patch its caBundle)"
+    );
+    let dep =
+        std::fs::read_to_string(deploy_dir().join("base/deployment.yaml")).expect("deployment");
+    assert!(checked_in.contains("  name: outrigger-sidecar-injector\n"));
+    let synced = dep
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("- --webhook-config-name="))
+        .unwrap_or("outrigger-sidecar-injector");
+    assert_eq!(
+        synced, "outrigger-sidecar-injector",
+        "the Deployment must sync the caBundle of the object the base installs"
+    );
 }
 
 #[test]
@@ -159,4 +187,137 @@ fn deployment_probes_resources_and_service_port() {
             && docker.contains("distroless/cc")
             && docker.contains("nonroot")
     );
+}
+
+#[test]
+fn critical_priority_class_is_covered_by_a_resource_quota() {
+    // Where critical priority classes are quota-limited, a system-cluster-critical pod outside
+    // kube-system is refused unless a ResourceQuota of its namespace covers that class.
+    if !tool_available("kubectl", "version") && !tool_available("kubectl", "--help") {
+        eprintln!("NOTICE: kubectl not found; ResourceQuota check skipped");
+        return;
+    }
+    for overlay in ["base", "overlays/ha"] {
+        let docs: Vec<serde_json::Value> =
+            outrigger_inject::yaml::split_documents(&kustomize(overlay))
+                .expect("documents")
+                .into_iter()
+                .map(|d| outrigger_inject::yaml::from_str(d).expect("YAML"))
+                .collect();
+        let dep = docs
+            .iter()
+            .find(|d| d["kind"] == "Deployment")
+            .expect("Deployment");
+        let class = dep["spec"]["template"]["spec"]["priorityClassName"]
+            .as_str()
+            .expect("priorityClassName");
+        let ns = &dep["metadata"]["namespace"];
+        let covered = docs.iter().any(|d| {
+            d["kind"] == "ResourceQuota"
+                && &d["metadata"]["namespace"] == ns
+                && d["spec"]["hard"]["pods"].is_string()
+                && d["spec"]["scopeSelector"]["matchExpressions"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|e| {
+                        e["scopeName"] == "PriorityClass"
+                            && e["operator"] == "In"
+                            && e["values"]
+                                .as_array()
+                                .is_some_and(|v| v.iter().any(|x| x == class))
+                    })
+        });
+        assert!(
+            covered,
+            "{overlay}: no ResourceQuota covers priorityClassName {class}"
+        );
+    }
+}
+
+/// The `[profile.NAME]` section of the workspace manifest, as `key = value` lines.
+fn cargo_profile(name: &str) -> Vec<(String, String)> {
+    let manifest = std::fs::read_to_string(deploy_dir().join("../Cargo.toml")).expect("Cargo.toml");
+    let header = format!("[profile.{name}]");
+    manifest
+        .lines()
+        .skip_while(|l| l.trim() != header)
+        .skip(1)
+        .take_while(|l| !l.trim_start().starts_with('['))
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.trim().to_string(), v.trim().trim_matches('"').to_string()))
+        .collect()
+}
+
+#[test]
+fn the_shipped_binary_has_no_debug_info_and_benches_keep_it() {
+    let release = cargo_profile("release");
+    let get = |p: &[(String, String)], k: &str| {
+        p.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone())
+    };
+    assert!(
+        matches!(
+            get(&release, "debug").as_deref(),
+            None | Some("false" | "0" | "none")
+        ),
+        "[profile.release] must not carry debug info: {release:?}"
+    );
+    assert_eq!(
+        get(&release, "strip").as_deref(),
+        Some("symbols"),
+        "{release:?}"
+    );
+    let bench = cargo_profile("bench");
+    assert!(
+        matches!(
+            get(&bench, "debug").as_deref(),
+            Some("1" | "true" | "2" | "line-tables-only" | "limited" | "full")
+        ),
+        "benches keep debug info: {bench:?}"
+    );
+    assert_eq!(
+        get(&bench, "strip").as_deref(),
+        Some("none"),
+        "benches keep symbols: {bench:?}"
+    );
+}
+
+#[test]
+fn docker_build_context_excludes_target() {
+    let ignore = std::fs::read_to_string(deploy_dir().join("../.dockerignore"))
+        .expect(".dockerignore at the repository root (the build context of deploy/Dockerfile)");
+    let lines: Vec<&str> = ignore.lines().map(str::trim).collect();
+    for needed in ["target/", ".git/"] {
+        assert!(
+            lines.contains(&needed),
+            ".dockerignore lacks {needed}: {ignore}"
+        );
+    }
+    let docker = std::fs::read_to_string(deploy_dir().join("Dockerfile")).expect("Dockerfile");
+    for line in docker.lines().filter(|l| l.starts_with("FROM ")) {
+        let image = line.split_whitespace().nth(1).unwrap_or("");
+        assert!(
+            image.contains("@sha256:") || docker.contains("TODO(pin)"),
+            "{image}: pin by digest, or say why not with TODO(pin)"
+        );
+    }
+}
+
+#[test]
+fn deployment_image_tag_is_the_crate_version() {
+    let dep =
+        std::fs::read_to_string(deploy_dir().join("base/deployment.yaml")).expect("deployment");
+    let images: Vec<&str> = dep
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("image: "))
+        .collect();
+    assert!(!images.is_empty());
+    for image in images {
+        let tag = image.rsplit_once(':').map(|(_, t)| t).unwrap_or("");
+        assert_eq!(
+            tag,
+            env!("CARGO_PKG_VERSION"),
+            "{image}: deploy/ must run the released version, not a moving tag"
+        );
+    }
 }

@@ -51,6 +51,10 @@ fn every_variant_validates_strictly() {
         vec![],
         vec!["--enable-namespaces-by-default"],
         vec!["--revision", "canary"],
+        vec!["--istio", "--revision", "canary"],
+        vec!["--istio", "--revision", "1-24", "--tag", "stable"],
+        vec!["--tag", "default", "--enable-namespaces-by-default"],
+        vec!["--url", "https://injector.example.com:9443/inject"],
         vec!["-o", "json"],
         vec![
             "--service",
@@ -99,22 +103,122 @@ fn the_validator_rejects_a_broken_configuration() {
 #[test]
 fn json_and_yaml_describe_the_same_object() {
     let json: serde_json::Value =
-        serde_json::from_str(&generate(&["-o", "json", "--revision", "1-24"])).expect("JSON");
+        serde_json::from_str(&generate(&["-o", "json", "--istio", "--revision", "1-24"]))
+            .expect("JSON");
     assert_eq!(json["metadata"]["name"], "istio-sidecar-injector-1-24");
     assert_eq!(json["webhooks"].as_array().map(Vec::len), Some(2));
     assert_eq!(
         json["webhooks"][0]["clientConfig"]["service"]["name"],
         "istiod-1-24"
     );
-    let yaml = generate(&["--revision", "1-24"]);
+    let yaml = generate(&["--istio", "--revision", "1-24"]);
     assert!(
         yaml.contains("name: istio-sidecar-injector-1-24\n"),
         "{yaml}"
     );
+    let from_yaml = outrigger_inject::yaml::from_str(&yaml).expect("YAML reads back");
+    assert_eq!(from_yaml, json, "YAML and JSON outputs differ");
     assert!(
-        yaml.contains("      - \"1-24\"\n"),
-        "a value starting with a digit is quoted: {yaml}"
+        yaml.contains("  - \"false\"\n"),
+        "a string YAML reads as a boolean is quoted: {yaml}"
     );
+}
+
+fn stderr_of(args: &[&str]) -> (bool, String) {
+    let out = Command::new(bin())
+        .arg("webhook-config")
+        .args(args)
+        .output()
+        .expect("binary runs");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).to_string(),
+    )
+}
+
+#[test]
+fn standalone_output_never_carries_istios_revision_label() {
+    // A default-revision istiod patches the caBundle of every configuration labelled
+    // istio.io/rev=default to its own CA; outrigger patches it back: they would loop forever.
+    for args in [
+        vec![],
+        vec!["--revision", "canary"],
+        vec!["--tag", "stable"],
+    ] {
+        let v: serde_json::Value =
+            serde_json::from_str(&generate(&[&["-o", "json"], args.as_slice()].concat()))
+                .expect("JSON");
+        let labels = &v["metadata"]["labels"];
+        assert!(labels.get("istio.io/rev").is_none(), "{args:?}: {labels}");
+        assert!(
+            v["metadata"]["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("outrigger-")),
+            "{args:?}: {}",
+            v["metadata"]["name"]
+        );
+    }
+    let (ok, err) = stderr_of(&[]);
+    assert!(ok && err.is_empty(), "{err}");
+    let (ok, err) = stderr_of(&["--istio"]);
+    assert!(
+        ok && err.contains("istiod's own sidecar injector must be off"),
+        "{err}"
+    );
+}
+
+#[test]
+fn defaults_agree_with_serve_and_rbac() {
+    let v: serde_json::Value = serde_json::from_str(&generate(&["-o", "json"])).expect("JSON");
+    assert_eq!(v["metadata"]["name"], "outrigger-sidecar-injector");
+    assert_eq!(
+        v["webhooks"][0]["clientConfig"]["service"],
+        serde_json::json!({"name": "outrigger", "namespace": "outrigger", "path": "/inject", "port": 443})
+    );
+    assert_eq!(
+        v["webhooks"][0]["admissionReviewVersions"],
+        serde_json::json!(["v1"])
+    );
+    let help = Command::new(bin())
+        .args(["serve", "--help"])
+        .output()
+        .expect("binary runs");
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(
+        help.contains("[default: outrigger-sidecar-injector]"),
+        "serve --webhook-config-name default: {help}"
+    );
+    let rbac = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/base/rbac.yaml"),
+    )
+    .expect("rbac.yaml");
+    assert!(rbac.contains("resourceNames: [\"outrigger-sidecar-injector\"]"));
+}
+
+#[test]
+fn values_the_api_server_refuses_are_refused() {
+    for (args, needle) in [
+        (vec!["--port", "0"], "0 is not in 1..=65535"),
+        (vec!["--port", "65536"], "65536 is not in 1..=65535"),
+        (
+            vec!["--name", "Outrigger_Injector"],
+            "not a valid Kubernetes name",
+        ),
+        (vec!["--revision", "Canary"], "not a valid revision name"),
+        (vec!["--revision", "a.b"], "not a valid revision name"),
+        (vec!["--tag=-x"], "not a valid revision tag"),
+        (vec!["--url", "http://x/inject"], "https://"),
+        (vec!["--url", "https://x/inject?a=1"], "query"),
+        (vec!["--service", "Mesh/outrigger"], "DNS-1123"),
+        (
+            vec!["--url", "https://x/inject", "--service", "a/b"],
+            "cannot be used with",
+        ),
+    ] {
+        let (ok, err) = stderr_of(&args);
+        assert!(!ok, "{args:?} accepted");
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
 }
 
 #[test]

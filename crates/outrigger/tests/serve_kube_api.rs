@@ -38,6 +38,11 @@ struct Api {
     delete_mesh: bool,
     /// Delete the injector ConfigMap through its first watch (after `updates`).
     delete_inject: bool,
+    /// Secret watches answered so far (the first one ends with 410 Gone, as when the
+    /// resourceVersion it started from was compacted away: the client must relist).
+    secret_watches: usize,
+    /// `"METHOD /path"` prefixes the fake's RBAC refuses with 403.
+    forbidden: Vec<String>,
 }
 
 /// Whether a ConfigMap list or watch selects the mesh ConfigMap `istio`.
@@ -45,6 +50,40 @@ fn selects_mesh(query: &str) -> bool {
     query
         .split('&')
         .any(|kv| kv == "fieldSelector=metadata.name%3Distio")
+}
+
+/// The fake's Secret writes, checked as the API server checks them: a stale `resourceVersion`
+/// is a 409 Conflict, a change of `type` is a 422 Invalid (a Secret's type is immutable).
+fn write_secret(stored: &Value, incoming: &Value, merge: bool) -> Result<Value, (u16, Value)> {
+    let rv = &incoming["metadata"]["resourceVersion"];
+    if !rv.is_null() && rv != &stored["metadata"]["resourceVersion"] {
+        return Err((409, status(409, "Conflict")));
+    }
+    let stored_type = stored["type"].as_str().unwrap_or("Opaque");
+    if let Some(t) = incoming["type"].as_str() {
+        if t != stored_type {
+            let mut st = status(422, "Invalid");
+            st["message"] = json!(format!(
+                "Secret \"outrigger-tls\" is invalid: type: Invalid value: \"{t}\": field is immutable"
+            ));
+            return Err((422, st));
+        }
+    }
+    let mut next = if merge {
+        let mut next = stored.clone();
+        json_patch::merge(&mut next, incoming);
+        next
+    } else {
+        incoming.clone()
+    };
+    let bumped = stored["metadata"]["resourceVersion"]
+        .as_str()
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap_or(0)
+        + 1;
+    next["metadata"]["resourceVersion"] = json!(bumped.to_string());
+    next["type"] = json!(stored_type);
+    Ok(next)
 }
 
 const MWC: &str = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations";
@@ -94,6 +133,18 @@ async fn answer(api: Arc<Mutex<Api>>, req: Request<hyper::body::Incoming>) -> (u
         .requests
         .push(format!("{method} {path}"));
     let secret = "/api/v1/namespaces/outrigger/secrets";
+    let request = format!("{method} {path}");
+    if api
+        .lock()
+        .expect("lock")
+        .forbidden
+        .iter()
+        .any(|f| request.starts_with(f.as_str()))
+    {
+        let mut st = status(403, "Forbidden");
+        st["message"] = json!(format!("{request} is forbidden: User \"system:serviceaccount:outrigger:outrigger\" cannot do that"));
+        return (403, st);
+    }
     match (method.as_str(), path.as_str()) {
         ("GET", "/version") => (
             200,
@@ -109,8 +160,12 @@ async fn answer(api: Arc<Mutex<Api>>, req: Request<hyper::body::Incoming>) -> (u
         }
         ("POST", p) if p == secret => {
             let mut s: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            let mut a = api.lock().expect("lock");
+            if a.secret.is_some() {
+                return (409, status(409, "AlreadyExists"));
+            }
             s["metadata"]["resourceVersion"] = json!("1");
-            api.lock().expect("lock").secret = Some(s.clone());
+            a.secret = Some(s.clone());
             (201, s)
         }
         ("GET", "/api/v1/namespaces/istio-system/configmaps")
@@ -149,6 +204,62 @@ async fn answer(api: Arc<Mutex<Api>>, req: Request<hyper::body::Incoming>) -> (u
             tokio::time::sleep(Duration::from_millis(600)).await;
             let line = format!("{}\n", json!({"type": "DELETED", "object": current}));
             (200, json!({ RAW: line }))
+        }
+        ("PUT" | "PATCH", p) if p == format!("{secret}/outrigger-tls") => {
+            let incoming: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            let mut a = api.lock().expect("lock");
+            let Some(stored) = a.secret.clone() else {
+                return (404, status(404, "NotFound"));
+            };
+            match write_secret(&stored, &incoming, method == "PATCH") {
+                Ok(next) => {
+                    a.secret = Some(next.clone());
+                    (200, next)
+                }
+                Err(e) => e,
+            }
+        }
+        ("GET", p) if p == secret && query.contains("watch=true") => {
+            let first = {
+                let mut a = api.lock().expect("lock");
+                a.secret_watches += 1;
+                a.secret_watches == 1
+            };
+            if first {
+                let gone = json!({"type": "ERROR", "object": status(410, "Expired")});
+                return (200, json!({ RAW: format!("{gone}\n") }));
+            }
+            // Deliver the next change of the Secret, if any within the watch's lifetime.
+            let since = api.lock().expect("lock").secret.clone();
+            for _ in 0..600 {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                let now = api.lock().expect("lock").secret.clone();
+                if now != since {
+                    let ev = match now {
+                        Some(s) => json!({"type": "MODIFIED", "object": s}),
+                        None => json!({"type": "DELETED", "object": since}),
+                    };
+                    return (200, json!({ RAW: format!("{ev}\n") }));
+                }
+            }
+            (200, json!({ RAW: "" }))
+        }
+        ("GET", p) if p == secret => {
+            assert!(
+                query.contains("fieldSelector=metadata.name%3Doutrigger-tls"),
+                "only the Secret of ours is listed: {query}"
+            );
+            let a = api.lock().expect("lock");
+            let rv = a
+                .secret
+                .as_ref()
+                .map(|s| s["metadata"]["resourceVersion"].clone())
+                .unwrap_or(json!("1"));
+            (
+                200,
+                json!({"apiVersion": "v1", "kind": "SecretList", "metadata": {"resourceVersion": rv},
+                       "items": a.secret.iter().cloned().collect::<Vec<_>>()}),
+            )
         }
         ("GET", "/api/v1/namespaces/istio-system/configmaps") if query.contains("watch=true") => {
             let updates = std::mem::take(&mut api.lock().expect("lock").updates);
@@ -870,4 +981,198 @@ async fn deleted_configmaps_keep_the_last_good_configuration() {
         .await
         .expect("readyz");
     assert_eq!(r.status, 200);
+}
+
+#[test]
+fn a_webhook_configuration_name_mismatch_fails_start_up_naming_it() {
+    let api = Arc::new(Mutex::new(Api::default()));
+    let port = fake_api(api.clone());
+    let dir = scratch("kube-api-mismatch");
+    let kc = kubeconfig(&dir, port);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_outrigger"))
+        .args([
+            "serve",
+            "--kube",
+            "--namespace",
+            "outrigger",
+            "--port",
+            "0",
+            "--native-sidecars",
+            "false",
+            "--webhook-config-name",
+            "istio-sidecar-injector",
+        ])
+        .env("KUBECONFIG", &kc)
+        .env("HOME", &dir)
+        .env("NO_PROXY", "127.0.0.1,localhost")
+        .env("no_proxy", "127.0.0.1,localhost")
+        .output()
+        .expect("run outrigger");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(
+            "MutatingWebhookConfiguration \"istio-sidecar-injector\" not found: generate it with \
+             `outrigger webhook-config --name istio-sidecar-injector` or pass --webhook-config-name"
+        ),
+        "{err}"
+    );
+}
+
+/// A CA and a serving certificate for `localhost` it signed: (CA PEM, certificate PEM, key PEM).
+fn issue(ca_name: &str) -> (String, String, String) {
+    use rcgen::{
+        BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer,
+        KeyPair, KeyUsagePurpose,
+    };
+    let ca_key = KeyPair::generate().expect("key");
+    let mut ca = CertificateParams::new(Vec::<String>::new()).expect("params");
+    ca.distinguished_name.push(DnType::CommonName, ca_name);
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    let ca_pem = ca.self_signed(&ca_key).expect("CA").pem();
+    let issuer = Issuer::from_ca_cert_pem(&ca_pem, ca_key).expect("issuer");
+    let mut leaf = CertificateParams::new(vec!["localhost".to_string()]).expect("params");
+    leaf.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    let key = KeyPair::generate().expect("key");
+    let cert = leaf.signed_by(&key, &issuer).expect("leaf");
+    (ca_pem, cert.pem(), key.serialize_pem())
+}
+
+/// The Secret cert-manager writes for a Certificate: type kubernetes.io/tls, no CA key.
+fn cert_manager_secret(ca: &str, cert: &str, key: &str, rv: &str) -> Value {
+    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+    json!({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+        "metadata": {"name": "outrigger-tls", "namespace": "outrigger", "resourceVersion": rv,
+            "labels": {"controller.cert-manager.io/fao": "true"},
+            "annotations": {"cert-manager.io/certificate-name": "outrigger",
+                            "cert-manager.io/issuer-name": "ca-issuer"}},
+        "data": {"tls.crt": b64(cert), "tls.key": b64(key), "ca.crt": b64(ca)}})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cert_manager_secret_is_served_read_only_and_hot_reloaded() {
+    let (ca1, cert1, key1) = issue("issuer-ca-1");
+    let stored = cert_manager_secret(&ca1, &cert1, &key1, "10");
+    let api = Arc::new(Mutex::new(Api {
+        secret: Some(stored.clone()),
+        ..Api::default()
+    }));
+    let port = fake_api(api.clone());
+    let dir = scratch("kube-api-cert-manager");
+    let kc = kubeconfig(&dir, port).display().to_string();
+    let server = Server::start(
+        &[
+            "--kube",
+            "--namespace",
+            "outrigger",
+            "--native-sidecars",
+            "false",
+        ],
+        &[
+            ("NO_PROXY", "127.0.0.1,localhost"),
+            ("no_proxy", "127.0.0.1,localhost"),
+            ("KUBECONFIG", kc.as_str()),
+            ("HOME", &dir.display().to_string()),
+        ],
+    );
+    // The issuer's certificate is served, and its ca.crt went into the caBundle.
+    let c = H2::connect(server.addr, ca1.as_bytes())
+        .await
+        .expect("TLS trusting the issuer's CA");
+    assert_eq!(c.get("/readyz").await.expect("readyz").status, 200);
+    let bundle = api.lock().expect("lock").webhook.clone().expect("patched");
+    let encoded = base64::engine::general_purpose::STANDARD.encode(&ca1);
+    assert_eq!(
+        bundle["webhooks"][0]["clientConfig"]["caBundle"],
+        json!(encoded)
+    );
+    // The issuer renews: the Secret changes, the watch delivers it, new handshakes use it.
+    let (ca2, cert2, key2) = issue("issuer-ca-2");
+    api.lock().expect("lock").secret = Some(cert_manager_secret(&ca2, &cert2, &key2, "11"));
+    let mut reloaded = false;
+    for _ in 0..100 {
+        if H2::connect(server.addr, ca2.as_bytes()).await.is_ok() {
+            reloaded = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        reloaded,
+        "the renewed certificate is served without a restart"
+    );
+    let a = api.lock().expect("lock");
+    let writes: Vec<&String> = a
+        .requests
+        .iter()
+        .filter(|r| r.contains("/secrets") && !r.starts_with("GET "))
+        .collect();
+    assert!(
+        writes.is_empty(),
+        "the issuer's Secret was written: {writes:?}"
+    );
+    assert!(
+        a.secret_watches >= 2,
+        "the Secret is watched and relisted after 410 Gone: {} watches",
+        a.secret_watches
+    );
+    let s = a.secret.as_ref().expect("secret");
+    assert_eq!(s["type"], "kubernetes.io/tls");
+}
+
+#[test]
+fn an_rbac_denial_on_the_secret_fails_start_up_naming_it() {
+    let api = Arc::new(Mutex::new(Api {
+        forbidden: vec!["GET /api/v1/namespaces/outrigger/secrets/outrigger-tls".into()],
+        ..Api::default()
+    }));
+    let port = fake_api(api);
+    let dir = scratch("kube-api-forbidden");
+    let kc = kubeconfig(&dir, port);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_outrigger"))
+        .args(["serve", "--kube", "--namespace", "outrigger", "--port", "0"])
+        .args(["--native-sidecars", "false"])
+        .env("KUBECONFIG", &kc)
+        .env("HOME", &dir)
+        .env("NO_PROXY", "127.0.0.1,localhost")
+        .env("no_proxy", "127.0.0.1,localhost")
+        .output()
+        .expect("run outrigger");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("forbidden to get secrets \"outrigger-tls\""),
+        "{err}"
+    );
+}
+
+#[test]
+fn the_fake_refuses_type_changes_and_stale_writes_as_the_api_server() {
+    let stored = cert_manager_secret("ca", "c", "k", "10");
+    let mut opaque = stored.clone();
+    opaque["type"] = json!("Opaque");
+    let (code, body) = write_secret(&stored, &opaque, false).expect_err("type is immutable");
+    assert_eq!(code, 422);
+    assert!(body["message"]
+        .as_str()
+        .is_some_and(|m| m.contains("field is immutable")));
+    let stale = json!({"metadata": {"resourceVersion": "9"}, "data": {"x": "eA=="}});
+    assert_eq!(
+        write_secret(&stored, &stale, true).expect_err("stale").0,
+        409
+    );
+    let fresh = json!({"metadata": {"resourceVersion": "10"}, "data": {"x": "eA=="}});
+    let next = write_secret(&stored, &fresh, true).expect("merge");
+    assert_eq!(next["metadata"]["resourceVersion"], "11");
+    assert_eq!(
+        next["metadata"]["annotations"],
+        stored["metadata"]["annotations"]
+    );
+    assert_eq!(next["data"]["tls.crt"], stored["data"]["tls.crt"]);
+    assert_eq!(next["type"], "kubernetes.io/tls");
 }

@@ -9,7 +9,14 @@
 //!   once the API server has had time to load the overlapping bundle, is the serving certificate
 //!   re-issued by the new CA; a retired CA leaves the bundle when it expires.
 //! * `--ca-bundle-managed-externally` ([`CertConfig::webhook`] `None`) never writes the webhook
-//!   configuration.
+//!   configuration, and serves a certificate of a new CA only once the external owner's caBundle
+//!   (observed read-only, [`CertConfig::observe`]) contains it.
+//! * A Secret issued by another tool (cert-manager's `kubernetes.io/tls` Secrets, see
+//!   [`is_external`]) is used read-only and hot-reloaded when it changes; outrigger never writes
+//!   it. Secrets of ours are only ever changed with a JSON merge patch of their `data`, so
+//!   their type, labels and annotations (other tools') are never touched.
+//! * The Secret is watched: a deleted Secret is restored from the bundle in memory, and a fresh
+//!   CA keeps the CAs of the webhook's current caBundle trusted beside it.
 
 use std::collections::BTreeMap;
 
@@ -66,6 +73,21 @@ pub enum CertError {
     /// The webhook configuration has no entry named `*sidecar-injector.istio.io`.
     #[error("MutatingWebhookConfiguration {0} has no webhook entry ending with {ENTRY_SUFFIX}")]
     NoWebhookEntry(String),
+    /// The webhook configuration to keep in sync does not exist (names out of step).
+    #[error("MutatingWebhookConfiguration {0:?} not found: generate it with `outrigger webhook-config --name {0}` or pass --webhook-config-name")]
+    WebhookNotFound(String),
+    /// The API server refused a request for lack of permission (RBAC).
+    #[error("forbidden to {verb} {resource} {name:?}: check the RBAC rules (deploy/base/rbac.yaml): {message}")]
+    Forbidden {
+        /// The verb refused (`get`, `patch`, `update`, `create`, `watch`).
+        verb: &'static str,
+        /// The resource, e.g. `secrets` or `mutatingwebhookconfigurations`.
+        resource: &'static str,
+        /// The object's name.
+        name: String,
+        /// The API server's message.
+        message: String,
+    },
     /// Other replicas kept changing the Secret.
     #[error("Secret {0} kept changing under concurrent updates")]
     Contended(String),
@@ -86,6 +108,9 @@ pub struct CertConfig {
     /// MutatingWebhookConfiguration whose caBundle is kept in sync; `None` when the bundle is
     /// managed externally (cert-manager's CA injector, GitOps).
     pub webhook: Option<String>,
+    /// With an externally managed bundle: the configuration whose caBundle is *observed*
+    /// (read-only) before a serving certificate of a new CA is served.
+    pub observe: Option<String>,
 }
 
 /// The DNS names the API server may use for `service` in `namespace`.
@@ -447,6 +472,41 @@ fn is_status(e: &::kube::Error, code: u16) -> bool {
     matches!(e, ::kube::Error::Api(s) if s.code == code)
 }
 
+/// Name a 403 by verb, resource and object; other errors pass through.
+fn named(e: ::kube::Error, verb: &'static str, resource: &'static str, name: &str) -> CertError {
+    match e {
+        ::kube::Error::Api(s) if s.code == 403 => CertError::Forbidden {
+            verb,
+            resource,
+            name: name.to_string(),
+            message: s.message,
+        },
+        e => CertError::Kube(e),
+    }
+}
+
+/// Warn (once per process) when the synced webhook configuration carries `istio.io/rev`:
+/// a default-revision istiod patches the caBundle of such objects to its own CA.
+fn warn_if_istio_labelled(mwc: &MutatingWebhookConfiguration) {
+    static WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    let rev = mwc
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(crate::webhook_config::REV_LABEL));
+    if let Some(rev) = rev {
+        if !WARNED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            tracing::warn!(
+                webhook = ?mwc.metadata.name,
+                revision = %rev,
+                "the webhook configuration carries istio.io/rev (Istio replacement mode): istiod's \
+                 own injector must be off, or istiod's webhook patcher of that revision and \
+                 outrigger will overwrite each other's caBundle"
+            );
+        }
+    }
+}
+
 fn secret_object(
     cfg: &CertConfig,
     bundle: &CertBundle,
@@ -469,6 +529,168 @@ fn secret_object(
     }
 }
 
+/// Annotation prefix of cert-manager: a Secret it issued carries `cert-manager.io/*`.
+pub const CERT_MANAGER_PREFIX: &str = "cert-manager.io/";
+/// The type of TLS Secrets (cert-manager's, `kubectl create secret tls`).
+pub const TLS_SECRET_TYPE: &str = "kubernetes.io/tls";
+
+/// Whether `secret` was issued by another tool (cert-manager, `kubectl create secret tls`, a
+/// GitOps pipeline): it carries cert-manager annotations, or it holds no CA key of ours but a
+/// TLS pair or the TLS type. Such a Secret is used read-only: outrigger never writes it, never
+/// changes its type, and leaves rotation to its issuer.
+pub fn is_external(secret: &Secret) -> bool {
+    let has = |k: &str| secret.data.as_ref().is_some_and(|d| d.contains_key(k));
+    let cert_manager = secret
+        .metadata
+        .annotations
+        .iter()
+        .flatten()
+        .any(|(k, _)| k.starts_with(CERT_MANAGER_PREFIX));
+    cert_manager
+        || (!has(CA_KEY_KEY)
+            && (has(TLS_CERT_KEY) || secret.type_.as_deref() == Some(TLS_SECRET_TYPE)))
+}
+
+impl CertBundle {
+    /// Read an externally issued Secret (`tls.crt`, `tls.key`, optional `ca.crt`): a bundle
+    /// without a CA key ([`CertBundle::is_external`]), whose trusted bundle is `ca.crt` (empty
+    /// when absent).
+    pub fn from_external_secret(secret: &Secret) -> Result<CertBundle> {
+        let data = secret
+            .data
+            .as_ref()
+            .ok_or_else(|| invalid("Secret has no data"))?;
+        let get = |k: &str| -> Result<Option<String>> {
+            data.get(k)
+                .map(|v| {
+                    String::from_utf8(v.0.clone())
+                        .map_err(|_| invalid(format!("Secret key {k:?} is not UTF-8")))
+                })
+                .transpose()
+        };
+        let cert_pem = get(TLS_CERT_KEY)?
+            .ok_or_else(|| invalid(format!("Secret has no key {TLS_CERT_KEY:?}")))?;
+        let key_pem = get(TLS_KEY_KEY)?
+            .ok_or_else(|| invalid(format!("Secret has no key {TLS_KEY_KEY:?}")))?;
+        first(&cert_pem)?;
+        KeyPair::from_pem(&key_pem).map_err(|e| invalid(format!("{TLS_KEY_KEY}: {e}")))?;
+        let ca = get(CA_CERT_KEY)?.unwrap_or_default();
+        if !ca.is_empty() {
+            parse_certs(&ca)?;
+        }
+        Ok(CertBundle {
+            ca_cert_pem: ca.clone(),
+            ca_key_pem: String::new(),
+            ca_bundle_pem: ca,
+            cert_pem,
+            key_pem,
+        })
+    }
+
+    /// Whether this bundle comes from an externally issued Secret (it has no CA key; outrigger
+    /// neither renews nor rotates it).
+    pub fn is_external(&self) -> bool {
+        self.ca_key_pem.is_empty()
+    }
+}
+
+/// The still-valid certificates of a PEM text, re-encoded (unparsable blocks dropped).
+fn valid_blocks(pem: &str, now: OffsetDateTime) -> Vec<String> {
+    cert_blocks(pem)
+        .into_iter()
+        .filter(|b| first(b).is_ok_and(|c| c.not_after > now))
+        .collect()
+}
+
+/// Append to `bundle` the valid certificates of `extra` that it does not hold yet.
+fn add_trusted(bundle: &mut CertBundle, extra: &str, now: OffsetDateTime) {
+    let have: Vec<String> = cert_blocks(&bundle.ca_bundle_pem);
+    for block in valid_blocks(extra, now) {
+        if !have.contains(&block) {
+            bundle.ca_bundle_pem.push_str(&block);
+        }
+    }
+}
+
+/// The caBundle currently in the injector entries of `webhook` (PEM; empty when unset or
+/// unreadable). Read-only.
+async fn observed_ca_bundle(client: Client, webhook: &str) -> Result<String> {
+    let api: Api<MutatingWebhookConfiguration> = Api::all(client);
+    let mwc = match api.get_opt(webhook).await {
+        Ok(Some(m)) => m,
+        Ok(None) => return Err(CertError::WebhookNotFound(webhook.to_string())),
+        Err(e) => return Err(named(e, "get", "mutatingwebhookconfigurations", webhook)),
+    };
+    let mut pem = String::new();
+    for w in mwc.webhooks.unwrap_or_default() {
+        if let (true, Some(ca)) = (w.name.ends_with(ENTRY_SUFFIX), w.client_config.ca_bundle) {
+            pem.push_str(&String::from_utf8_lossy(&ca.0));
+            if !pem.ends_with('\n') {
+                pem.push('\n');
+            }
+        }
+    }
+    Ok(pem)
+}
+
+/// A fresh bundle that also trusts the CAs the webhook's caBundle holds now, so replicas still
+/// serving a certificate of the previous CA stay trusted until they load the new one.
+async fn fresh_bundle(
+    client: &Client,
+    cfg: &CertConfig,
+    now: OffsetDateTime,
+) -> Result<CertBundle> {
+    let mut fresh = CertBundle::generate(&cfg.dns_names, now)?;
+    if let Some(webhook) = &cfg.webhook {
+        match observed_ca_bundle(client.clone(), webhook).await {
+            Ok(pem) => add_trusted(&mut fresh, &pem, now),
+            Err(e) => {
+                tracing::debug!(error = %e, "no current caBundle to keep beside the new CA")
+            }
+        }
+    }
+    Ok(fresh)
+}
+
+/// With an externally managed caBundle, a serving certificate signed by a new CA is only
+/// served once the external owner's caBundle (observed on the webhook configuration) contains
+/// that CA; until then the current serving certificate stays. Returns the bundle to store.
+async fn gate_ca_switch(
+    client: &Client,
+    cfg: &CertConfig,
+    current: &CertBundle,
+    mut next: CertBundle,
+) -> Result<CertBundle> {
+    if cfg.webhook.is_some() {
+        return Ok(next);
+    }
+    let (cur_cert, next_cert) = (first(&current.cert_pem)?, first(&next.cert_pem)?);
+    if cur_cert.issuer == next_cert.issuer {
+        return Ok(next);
+    }
+    let observed = match &cfg.observe {
+        Some(webhook) => match observed_ca_bundle(client.clone(), webhook).await {
+            Ok(pem) => parse_certs(&pem).unwrap_or_default(),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot observe the externally managed caBundle");
+                Vec::new()
+            }
+        },
+        None => Vec::new(),
+    };
+    if observed.iter().any(|c| c.subject == next_cert.issuer) {
+        return Ok(next);
+    }
+    tracing::warn!(
+        webhook = ?cfg.observe,
+        "CA rotation waits: the externally managed caBundle does not contain the new CA yet \
+         (add ca-bundle.crt of the Secret to it); the current serving certificate stays"
+    );
+    next.cert_pem = current.cert_pem.clone();
+    next.key_pem = current.key_pem.clone();
+    Ok(next)
+}
+
 /// Load the shared certificates, creating or refreshing them as needed (see the module docs).
 #[allow(dead_code)] // API kept for callers without a webhook to reconcile; serve uses `reconcile_at`.
 pub async fn bootstrap(client: Client, cfg: &CertConfig) -> Result<CertBundle> {
@@ -481,10 +703,43 @@ pub async fn bootstrap_at(
     cfg: &CertConfig,
     now: OffsetDateTime,
 ) -> Result<CertBundle> {
-    let api: Api<Secret> = Api::namespaced(client, &cfg.namespace);
+    bootstrap_with(client, cfg, now, None).await
+}
+
+/// [`bootstrap_at`] for a replica that already serves `current`: a deleted or unusable Secret
+/// of ours is restored from `current` (so trust never changes), and a deleted external Secret
+/// keeps `current` serving until its issuer recreates it.
+///
+/// Writes never replace the object: the Secret is created when absent, and otherwise only its
+/// `data` keys of ours are changed with a JSON merge patch carrying the `resourceVersion` read
+/// (a 409 means another replica won; start over). Its type, labels, annotations and other keys
+/// are never touched. An externally issued Secret ([`is_external`]) is never written.
+pub async fn bootstrap_with(
+    client: Client,
+    cfg: &CertConfig,
+    now: OffsetDateTime,
+    current: Option<&CertBundle>,
+) -> Result<CertBundle> {
+    let api: Api<Secret> = Api::namespaced(client.clone(), &cfg.namespace);
+    let own_current = current.filter(|b| !b.is_external());
     for _ in 0..MAX_ATTEMPTS {
-        let Some(existing) = api.get_opt(&cfg.secret).await? else {
-            let fresh = CertBundle::generate(&cfg.dns_names, now)?;
+        let existing = api
+            .get_opt(&cfg.secret)
+            .await
+            .map_err(|e| named(e, "get", "secrets", &cfg.secret))?;
+        let Some(existing) = existing else {
+            if let Some(b) = current.filter(|b| b.is_external()) {
+                tracing::warn!(secret = %cfg.secret, "the externally issued Secret is gone; \
+                    serving the last certificate until its issuer recreates it");
+                return Ok(b.clone());
+            }
+            let fresh = match own_current {
+                Some(b) => {
+                    tracing::warn!(secret = %cfg.secret, "certificate Secret deleted; restoring it");
+                    b.refresh(&cfg.dns_names, now)?.unwrap_or_else(|| b.clone())
+                }
+                None => fresh_bundle(&client, cfg, now).await?,
+            };
             match api
                 .create(&PostParams::default(), &secret_object(cfg, &fresh, None))
                 .await
@@ -492,32 +747,49 @@ pub async fn bootstrap_at(
                 Ok(_) => return Ok(fresh),
                 // Another replica created it first: read and use the winner's.
                 Err(e) if is_status(&e, 409) => continue,
-                Err(e) => return Err(e.into()),
+                Err(e) => return Err(named(e, "create", "secrets", &cfg.secret)),
             }
         };
+        if is_external(&existing) {
+            return CertBundle::from_external_secret(&existing).map_err(|e| {
+                invalid(format!(
+                    "externally issued Secret {}/{} (used read-only): {e}",
+                    cfg.namespace, cfg.secret
+                ))
+            });
+        }
         let rv = existing.metadata.resource_version.clone();
         let next = match CertBundle::from_secret(&existing) {
-            Ok(current) => match current.refresh(&cfg.dns_names, now)? {
-                None => return Ok(current),
-                Some(next) => next,
+            Ok(stored) => match stored.refresh(&cfg.dns_names, now)? {
+                None => return Ok(stored),
+                Some(next) => {
+                    let next = gate_ca_switch(&client, cfg, &stored, next).await?;
+                    if next == stored {
+                        return Ok(stored);
+                    }
+                    next
+                }
             },
             Err(e) => {
-                tracing::warn!(secret = %cfg.secret, error = %e, "replacing unusable certificate Secret");
-                CertBundle::generate(&cfg.dns_names, now)?
+                tracing::warn!(secret = %cfg.secret, error = %e, "replacing unusable certificate data");
+                match own_current {
+                    Some(b) => b.refresh(&cfg.dns_names, now)?.unwrap_or_else(|| b.clone()),
+                    None => fresh_bundle(&client, cfg, now).await?,
+                }
             }
         };
+        let patch = json!({
+            "metadata": {"resourceVersion": rv},
+            "data": serde_json::to_value(next.secret_data()).map_err(invalid)?,
+        });
         match api
-            .replace(
-                &cfg.secret,
-                &PostParams::default(),
-                &secret_object(cfg, &next, rv),
-            )
+            .patch(&cfg.secret, &PatchParams::default(), &Patch::Merge(&patch))
             .await
         {
             Ok(_) => return Ok(next),
             // Another replica updated it first: start over from what it wrote.
             Err(e) if is_status(&e, 409) => continue,
-            Err(e) => return Err(e.into()),
+            Err(e) => return Err(named(e, "patch", "secrets", &cfg.secret)),
         }
     }
     Err(CertError::Contended(cfg.secret.clone()))
@@ -527,7 +799,12 @@ pub async fn bootstrap_at(
 /// Returns whether a patch was sent (nothing is written when all entries are current).
 pub async fn ensure_ca_bundle(client: Client, webhook: &str, ca_bundle_pem: &str) -> Result<bool> {
     let api: Api<MutatingWebhookConfiguration> = Api::all(client);
-    let mwc = api.get(webhook).await?;
+    let mwc = match api.get_opt(webhook).await {
+        Ok(Some(mwc)) => mwc,
+        Ok(None) => return Err(CertError::WebhookNotFound(webhook.to_string())),
+        Err(e) => return Err(named(e, "get", "mutatingwebhookconfigurations", webhook)),
+    };
+    warn_if_istio_labelled(&mwc);
     let wanted = ByteString(ca_bundle_pem.as_bytes().to_vec());
     let entries: Vec<_> = mwc
         .webhooks
@@ -553,7 +830,8 @@ pub async fn ensure_ca_bundle(client: Client, webhook: &str, ca_bundle_pem: &str
             .collect::<Vec<_>>()
     });
     api.patch(webhook, &PatchParams::default(), &Patch::Strategic(&patch))
-        .await?;
+        .await
+        .map_err(|e| named(e, "patch", "mutatingwebhookconfigurations", webhook))?;
     Ok(true)
 }
 
@@ -564,8 +842,25 @@ pub async fn reconcile_at(
     cfg: &CertConfig,
     now: OffsetDateTime,
 ) -> Result<CertBundle> {
-    let bundle = bootstrap_at(client.clone(), cfg, now).await?;
+    reconcile_with(client, cfg, now, None).await
+}
+
+/// [`reconcile_at`] for a replica serving `current` (see [`bootstrap_with`]).
+pub async fn reconcile_with(
+    client: Client,
+    cfg: &CertConfig,
+    now: OffsetDateTime,
+    current: Option<&CertBundle>,
+) -> Result<CertBundle> {
+    let bundle = bootstrap_with(client.clone(), cfg, now, current).await?;
     if let Some(webhook) = &cfg.webhook {
+        if bundle.ca_bundle_pem.is_empty() {
+            return Err(invalid(format!(
+                "the externally issued Secret {}/{} has no {CA_CERT_KEY:?} to put in the caBundle \
+                 of {webhook:?}: add it, or pass --ca-bundle-managed-externally",
+                cfg.namespace, cfg.secret
+            )));
+        }
         if ensure_ca_bundle(client, webhook, &bundle.ca_bundle_pem).await? {
             tracing::info!(webhook = %webhook, "patched caBundle");
         }
@@ -573,9 +868,11 @@ pub async fn reconcile_at(
     Ok(bundle)
 }
 
-/// Keep certificates fresh and the caBundle in sync forever: reconcile every `interval` and
-/// whenever the webhook configuration changes (so a caBundle reset by someone else is restored
-/// at once), publish each new bundle on `tx` (the TLS server reloads from it), retry failures
+/// Keep certificates fresh and the caBundle in sync forever: reconcile whenever the Secret
+/// changes (watched, so another replica's rotation, an external issuer's renewal or a deletion
+/// is seen at once; a 410 Gone watch relists), whenever the webhook configuration changes (so a
+/// caBundle reset by someone else is restored at once), and every `interval` for time-based
+/// renewal; publish each new bundle on `tx` (the TLS server reloads from it), retry failures
 /// after `retry`. With an externally managed bundle the webhook is neither watched nor written.
 pub async fn run(
     client: Client,
@@ -586,17 +883,26 @@ pub async fn run(
 ) {
     use ::kube::runtime::WatchStreamExt;
     use futures::StreamExt;
-    let mut changes = match &cfg.webhook {
+    let webhook_changes = match &cfg.webhook {
         Some(name) => {
             let api: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
             ::kube::runtime::watcher::watch_object(api, name)
                 .default_backoff()
+                .map(|_| ())
                 .boxed()
         }
         None => futures::stream::pending().boxed(),
     };
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), &cfg.namespace);
+    let secret_changes = ::kube::runtime::watcher::watch_object(secrets, &cfg.secret)
+        .default_backoff()
+        .map(|_| ())
+        .boxed();
+    let mut changes = futures::stream::select(webhook_changes, secret_changes);
     loop {
-        let wait = match reconcile_at(client.clone(), &cfg, OffsetDateTime::now_utc()).await {
+        let current = tx.borrow().clone();
+        let now = OffsetDateTime::now_utc();
+        let wait = match reconcile_with(client.clone(), &cfg, now, Some(&current)).await {
             Ok(bundle) => {
                 tx.send_if_modified(|cur| {
                     let changed = *cur != bundle;
@@ -616,7 +922,7 @@ pub async fn run(
             _ = tokio::time::sleep(wait) => {}
             event = changes.next() => {
                 if event.is_none() {
-                    changes = futures::stream::pending().boxed();
+                    tokio::time::sleep(retry).await;
                 }
             }
         }
@@ -635,6 +941,7 @@ mod tests {
             secret: "outrigger-tls".into(),
             dns_names: service_dns_names("outrigger", "outrigger"),
             webhook: webhook.map(str::to_string),
+            observe: None,
         }
     }
 
@@ -651,6 +958,15 @@ mod tests {
         s["apiVersion"] = json!("v1");
         s["kind"] = json!("Secret");
         s
+    }
+
+    /// The bundle in the `data` of a merge patch.
+    fn bundle_from_data(body: &Value) -> CertBundle {
+        let secret = Secret {
+            data: Some(serde_json::from_value(body["data"].clone()).expect("data map")),
+            ..Secret::default()
+        };
+        CertBundle::from_secret(&secret).expect("valid bundle sent")
     }
 
     fn bundle_of(body: &Value) -> CertBundle {
@@ -938,9 +1254,18 @@ mod tests {
         r.assert(Method::GET, SECRET_PATH);
         r.respond(200, secret_json(&old, "41"));
         let put = mock::next(&mut handle).await;
-        put.assert(Method::PUT, SECRET_PATH);
+        put.assert(Method::PATCH, SECRET_PATH);
+        assert_eq!(
+            put.content_type.as_deref(),
+            Some("application/merge-patch+json")
+        );
         assert_eq!(put.body["metadata"]["resourceVersion"], "41");
-        let first_try = bundle_of(&put.body);
+        assert!(
+            put.body.get("type").is_none() && put.body["metadata"].get("labels").is_none(),
+            "only data and the precondition are sent: {}",
+            put.body
+        );
+        let first_try = bundle_from_data(&put.body);
         assert_eq!(
             parse_certs(&first_try.ca_bundle_pem).expect("bundle").len(),
             2,
@@ -1040,6 +1365,371 @@ mod tests {
         assert!(matches!(err, CertError::NoWebhookEntry(_)), "{err}");
     }
 
+    /// A Secret as cert-manager writes it: type kubernetes.io/tls, its annotations, no CA key.
+    fn cert_manager_secret(b: &CertBundle, rv: &str) -> Value {
+        json!({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+            "metadata": {"name": "outrigger-tls", "namespace": "outrigger", "resourceVersion": rv,
+                "labels": {"controller.cert-manager.io/fao": "true"},
+                "annotations": {"cert-manager.io/issuer-name": "ca-issuer",
+                                "cert-manager.io/certificate-name": "outrigger"}},
+            "data": {
+                "tls.crt": base64::engine::general_purpose::STANDARD.encode(&b.cert_pem),
+                "tls.key": base64::engine::general_purpose::STANDARD.encode(&b.key_pem),
+                "ca.crt": base64::engine::general_purpose::STANDARD.encode(&b.ca_cert_pem)}})
+    }
+
+    #[test]
+    fn external_secrets_are_recognised() {
+        let b = CertBundle::generate(&cfg(None).dns_names, now()).expect("generate");
+        let cm: Secret = serde_json::from_value(cert_manager_secret(&b, "1")).expect("secret");
+        assert!(is_external(&cm));
+        let ours = secret_object(&cfg(None), &b, None);
+        assert!(!is_external(&ours));
+        let mut kubectl_tls = ours.clone();
+        kubectl_tls.type_ = Some(TLS_SECRET_TYPE.into());
+        if let Some(d) = kubectl_tls.data.as_mut() {
+            d.remove(CA_KEY_KEY);
+            d.remove(CA_BUNDLE_KEY);
+        }
+        assert!(is_external(&kubectl_tls));
+        let empty = Secret::default();
+        assert!(!is_external(&empty), "an empty Secret is filled in by us");
+        let read = CertBundle::from_external_secret(&cm).expect("usable");
+        assert!(read.is_external());
+        assert_eq!(read.cert_pem, b.cert_pem);
+        assert_eq!(read.ca_bundle_pem, b.ca_cert_pem);
+    }
+
+    #[tokio::test]
+    async fn a_cert_manager_secret_is_used_read_only() {
+        let b = CertBundle::generate(&cfg(None).dns_names, now()).expect("generate");
+        let (client, mut handle) = mock::client();
+        let task = tokio::spawn(async move {
+            reconcile_at(client, &cfg(Some("outrigger-sidecar-injector")), now()).await
+        });
+        let r = mock::next(&mut handle).await;
+        r.assert(Method::GET, SECRET_PATH);
+        r.respond(200, cert_manager_secret(&b, "12"));
+        // Never written; only the caBundle is synced from its ca.crt.
+        let r = mock::next(&mut handle).await;
+        r.assert(Method::GET, MWC_PATH);
+        r.respond(200, mwc_json(None));
+        let patch = mock::next(&mut handle).await;
+        patch.assert(Method::PATCH, &format!("{MWC_PATH}?"));
+        let encoded = base64::engine::general_purpose::STANDARD.encode(&b.ca_cert_pem);
+        assert_eq!(
+            patch.body["webhooks"][0]["clientConfig"]["caBundle"],
+            json!(encoded)
+        );
+        patch.respond(200, mwc_json(Some(&encoded)));
+        let got = task.await.expect("task").expect("reconcile");
+        assert!(got.is_external());
+        assert_eq!((got.cert_pem, got.key_pem), (b.cert_pem, b.key_pem));
+        mock::assert_no_request(&mut handle).await;
+    }
+
+    #[tokio::test]
+    async fn an_external_secret_without_ca_crt_needs_an_external_ca_bundle() {
+        let b = CertBundle::generate(&cfg(None).dns_names, now()).expect("generate");
+        let mut s = cert_manager_secret(&b, "12");
+        if let Some(d) = s["data"].as_object_mut() {
+            d.remove("ca.crt");
+        }
+        let (client, mut handle) = mock::client();
+        let task = tokio::spawn(async move {
+            reconcile_at(client, &cfg(Some("outrigger-sidecar-injector")), now()).await
+        });
+        mock::next(&mut handle).await.respond(200, s);
+        let err = task.await.expect("task").expect_err("no ca.crt");
+        assert!(
+            err.to_string().contains("--ca-bundle-managed-externally"),
+            "{err}"
+        );
+        mock::assert_no_request(&mut handle).await;
+    }
+
+    #[tokio::test]
+    async fn unusable_secret_data_is_patched_keeping_the_webhooks_ca() {
+        let old = CertBundle::generate(&["old".into()], now()).expect("generate");
+        let mut broken = secret_json(&old, "9");
+        broken["data"]["tls.crt"] = json!("Z2FyYmFnZQ==");
+        broken["metadata"]["annotations"] = json!({"argocd.argoproj.io/tracking-id": "x"});
+        let old_encoded = base64::engine::general_purpose::STANDARD.encode(&old.ca_bundle_pem);
+        let (client, mut handle) = mock::client();
+        let task = tokio::spawn(async move {
+            reconcile_at(client, &cfg(Some("outrigger-sidecar-injector")), now()).await
+        });
+        mock::next(&mut handle).await.respond(200, broken);
+        // The caBundle in use is read so its CA stays trusted beside the new one.
+        let r = mock::next(&mut handle).await;
+        r.assert(Method::GET, MWC_PATH);
+        r.respond(200, mwc_json(Some(&old_encoded)));
+        let patch = mock::next(&mut handle).await;
+        patch.assert(Method::PATCH, SECRET_PATH);
+        assert_eq!(
+            patch.content_type.as_deref(),
+            Some("application/merge-patch+json")
+        );
+        assert_eq!(
+            patch
+                .body
+                .as_object()
+                .map(|o| o.keys().cloned().collect::<Vec<_>>()),
+            Some(vec!["metadata".to_string(), "data".to_string()]),
+            "type, labels and annotations are never sent"
+        );
+        assert_eq!(patch.body["metadata"], json!({"resourceVersion": "9"}));
+        let stored = bundle_from_data(&patch.body);
+        let trusted: Vec<Vec<u8>> = parse_certs(&stored.ca_bundle_pem)
+            .expect("bundle")
+            .into_iter()
+            .map(|c| c.subject)
+            .collect();
+        let old_ca = first(&old.ca_cert_pem).expect("old CA").subject;
+        let new_ca = first(&stored.ca_cert_pem).expect("new CA").subject;
+        assert_eq!(trusted, vec![new_ca, old_ca]);
+        patch.respond(200, json!({}));
+        let r = mock::next(&mut handle).await;
+        r.assert(Method::GET, MWC_PATH);
+        r.respond(200, mwc_json(Some(&old_encoded)));
+        let r = mock::next(&mut handle).await;
+        r.assert(Method::PATCH, &format!("{MWC_PATH}?"));
+        r.respond(200, json!({}));
+        assert_eq!(task.await.expect("task").expect("reconcile"), stored);
+    }
+
+    #[tokio::test]
+    async fn a_deleted_secret_is_restored_from_memory() {
+        let b = CertBundle::generate(&cfg(None).dns_names, now()).expect("generate");
+        let (client, mut handle) = mock::client();
+        let current = b.clone();
+        let task =
+            tokio::spawn(
+                async move { bootstrap_with(client, &cfg(None), now(), Some(&current)).await },
+            );
+        let r = mock::next(&mut handle).await;
+        r.respond(404, mock::not_found("secrets", "outrigger-tls"));
+        let r = mock::next(&mut handle).await;
+        r.assert(Method::POST, SECRETS_PATH);
+        assert_eq!(
+            bundle_of(&r.body),
+            b,
+            "same CA and serving certificate: trust unchanged"
+        );
+        let echo = r.body.clone();
+        r.respond(201, echo);
+        assert_eq!(task.await.expect("task").expect("restored"), b);
+    }
+
+    #[tokio::test]
+    async fn rbac_denial_on_the_secret_is_named() {
+        let (client, mut handle) = mock::client();
+        let task = tokio::spawn(async move { bootstrap_at(client, &cfg(None), now()).await });
+        mock::next(&mut handle).await.respond(
+            403,
+            mock::forbidden("get", "secrets", "outrigger-tls", Some("outrigger")),
+        );
+        let err = task.await.expect("task").expect_err("forbidden");
+        assert!(
+            err.to_string()
+                .starts_with("forbidden to get secrets \"outrigger-tls\""),
+            "{err}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_refused_type_change_is_reported_not_retried() {
+        // The API server refuses to change a Secret's type (422); such an error is final.
+        let old = CertBundle::generate(&["old".into()], now()).expect("generate");
+        let mut broken = secret_json(&old, "9");
+        broken["data"]["tls.crt"] = json!("Z2FyYmFnZQ==");
+        let (client, mut handle) = mock::client();
+        let task = tokio::spawn(async move { bootstrap_at(client, &cfg(None), now()).await });
+        mock::next(&mut handle).await.respond(200, broken);
+        let patch = mock::next(&mut handle).await;
+        patch.respond(
+            422,
+            mock::invalid("secrets", "outrigger-tls", "type", "\"Opaque\""),
+        );
+        let err = task.await.expect("task").expect_err("422");
+        assert!(err.to_string().contains("field is immutable"), "{err}");
+        mock::assert_no_request(&mut handle).await;
+    }
+
+    /// A bundle whose CA was rotated more than the grace period ago while the serving
+    /// certificate is still the old CA's: the next plan switches the serving certificate.
+    fn rotated_bundle() -> (CertBundle, OffsetDateTime) {
+        let names = cfg(None).dns_names;
+        let renewed = now() + Duration::days(2400);
+        let at = now() + Duration::days(2440);
+        let b = CertBundle::generate(&names, now())
+            .and_then(|b| b.apply(Plan::ReissueServing, &names, renewed))
+            .and_then(|b| b.apply(Plan::RotateCa, &names, at))
+            .expect("rotated");
+        (b, at + ROTATION_GRACE + CLOCK_SKEW + Duration::minutes(1))
+    }
+
+    fn external_cfg() -> CertConfig {
+        CertConfig {
+            observe: Some("outrigger-sidecar-injector".into()),
+            ..cfg(None)
+        }
+    }
+
+    #[tokio::test]
+    async fn externally_managed_bundle_switches_ca_only_once_observed() {
+        let (b, later) = rotated_bundle();
+        assert_eq!(
+            b.plan(&cfg(None).dns_names, later).expect("plan"),
+            Plan::ReissueServing
+        );
+        let old_only = cert_blocks(&b.ca_bundle_pem)
+            .into_iter()
+            .skip(1)
+            .collect::<String>();
+        // The external owner still has only the old CA: nothing changes, nothing is written.
+        let (client, mut handle) = mock::client();
+        let task = tokio::spawn(async move { reconcile_at(client, &external_cfg(), later).await });
+        mock::next(&mut handle)
+            .await
+            .respond(200, secret_json(&b, "20"));
+        let r = mock::next(&mut handle).await;
+        r.assert(Method::GET, MWC_PATH);
+        let encoded = base64::engine::general_purpose::STANDARD.encode(&old_only);
+        r.respond(200, mwc_json(Some(&encoded)));
+        assert_eq!(task.await.expect("task").expect("waits"), b);
+        mock::assert_no_request(&mut handle).await;
+        // Once its caBundle holds the new CA, the serving certificate moves to it.
+        let (client, mut handle) = mock::client();
+        let task = tokio::spawn(async move { reconcile_at(client, &external_cfg(), later).await });
+        mock::next(&mut handle)
+            .await
+            .respond(200, secret_json(&b, "20"));
+        let encoded = base64::engine::general_purpose::STANDARD.encode(&b.ca_bundle_pem);
+        mock::next(&mut handle)
+            .await
+            .respond(200, mwc_json(Some(&encoded)));
+        let patch = mock::next(&mut handle).await;
+        patch.assert(Method::PATCH, SECRET_PATH);
+        let stored = bundle_from_data(&patch.body);
+        assert_eq!(
+            first(&stored.cert_pem).expect("cert").issuer,
+            first(&b.ca_cert_pem).expect("CA").subject
+        );
+        patch.respond(200, json!({}));
+        assert_eq!(task.await.expect("task").expect("switched"), stored);
+    }
+
+    #[tokio::test]
+    async fn the_secret_is_watched_and_a_gone_watch_relists() {
+        let b1 = CertBundle::generate(&cfg(None).dns_names, now()).expect("generate");
+        let b2 = CertBundle::generate(&cfg(None).dns_names, now()).expect("generate");
+        let (client, mut handle) = mock::client();
+        let (tx, mut rx) = tokio::sync::watch::channel(b1.clone());
+        let hour = std::time::Duration::from_secs(3600);
+        let task = tokio::spawn(run(client, cfg(None), tx, hour, hour));
+        let list = |b: &CertBundle, rv: &str| {
+            json!({"apiVersion": "v1", "kind": "SecretList", "metadata": {"resourceVersion": rv},
+                   "items": [secret_json(b, rv)]})
+        };
+        let (mut lists, mut stored, mut open) = (0, b1.clone(), Vec::new());
+        for _ in 0..20 {
+            let r = mock::next(&mut handle).await;
+            let uri = r.uri.clone();
+            if uri.starts_with(SECRET_PATH) {
+                r.respond(
+                    200,
+                    secret_json(&stored, if stored == b1 { "3" } else { "4" }),
+                );
+                if stored == b2 {
+                    break;
+                }
+            } else if uri.starts_with(SECRETS_PATH) && uri.contains("watch=true") {
+                if lists == 1 {
+                    // The resourceVersion is too old: the API server ends the watch with 410.
+                    let ev = json!({"type": "ERROR", "object": mock::gone()});
+                    let mut line = serde_json::to_vec(&ev).expect("encode");
+                    line.push(b'\n');
+                    r.respond_raw(200, line);
+                } else {
+                    open.push(r);
+                }
+            } else if uri.starts_with(SECRETS_PATH) {
+                assert!(
+                    uri.contains("fieldSelector=metadata.name%3Doutrigger-tls"),
+                    "{uri}"
+                );
+                lists += 1;
+                if lists == 2 {
+                    // Meanwhile another replica (or an issuer) changed the Secret.
+                    stored = b2.clone();
+                    r.respond(200, list(&b2, "4"));
+                } else {
+                    r.respond(200, list(&b1, "3"));
+                }
+            } else {
+                panic!("unexpected request {} {uri}", r.method);
+            }
+        }
+        assert_eq!(lists, 2, "relisted after 410 Gone");
+        tokio::time::timeout(std::time::Duration::from_secs(5), rx.changed())
+            .await
+            .expect("published in time")
+            .expect("published");
+        assert_eq!(*rx.borrow(), b2);
+        task.abort();
+    }
+
+    #[tokio::test]
+    async fn a_missing_webhook_configuration_names_the_mismatch() {
+        let (client, mut handle) = mock::client();
+        let task =
+            tokio::spawn(
+                async move { ensure_ca_bundle(client, "istio-sidecar-injector", "x").await },
+            );
+        let r = mock::next(&mut handle).await;
+        r.assert(
+            Method::GET,
+            "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/istio-sidecar-injector",
+        );
+        r.respond(
+            404,
+            mock::not_found("mutatingwebhookconfigurations", "istio-sidecar-injector"),
+        );
+        let err = task.await.expect("task").expect_err("not found");
+        assert_eq!(
+            err.to_string(),
+            "MutatingWebhookConfiguration \"istio-sidecar-injector\" not found: generate it with \
+             `outrigger webhook-config --name istio-sidecar-injector` or pass --webhook-config-name"
+        );
+    }
+
+    #[tokio::test]
+    async fn rbac_denial_on_the_webhook_is_named() {
+        let (client, mut handle) = mock::client();
+        let task = tokio::spawn(async move {
+            ensure_ca_bundle(client, "outrigger-sidecar-injector", "x").await
+        });
+        let r = mock::next(&mut handle).await;
+        r.respond(
+            403,
+            mock::forbidden(
+                "get",
+                "mutatingwebhookconfigurations",
+                "outrigger-sidecar-injector",
+                None,
+            ),
+        );
+        let err = task.await.expect("task").expect_err("forbidden");
+        let msg = err.to_string();
+        assert!(
+            msg.starts_with(
+                "forbidden to get mutatingwebhookconfigurations \"outrigger-sidecar-injector\""
+            ),
+            "{msg}"
+        );
+    }
+
     #[tokio::test]
     async fn externally_managed_bundle_never_touches_the_webhook() {
         let b = CertBundle::generate(&cfg(None).dns_names, now()).expect("generate");
@@ -1097,6 +1787,7 @@ mod tests {
         ));
         let mut current = in_sync.clone();
         let mut patched = None;
+        let mut open_watches = Vec::new();
         for _ in 0..30 {
             let r = mock::next(&mut handle).await;
             let uri = r.uri.clone();
@@ -1104,6 +1795,14 @@ mod tests {
                 (Method::GET, u) if u.starts_with(SECRET_PATH) => {
                     r.respond(200, secret_json(&b, "3"))
                 }
+                (Method::GET, u) if u.starts_with(SECRETS_PATH) && u.contains("watch=true") => {
+                    open_watches.push(r); // nothing changes on the Secret
+                }
+                (Method::GET, u) if u.starts_with(SECRETS_PATH) => r.respond(
+                    200,
+                    json!({"apiVersion": "v1", "kind": "SecretList",
+                           "metadata": {"resourceVersion": "3"}, "items": [secret_json(&b, "3")]}),
+                ),
                 (Method::GET, u) if u.starts_with(MWC_PATH) => r.respond(200, current.clone()),
                 (Method::GET, u) if u.contains("watch=true") => {
                     // Someone resets the caBundle.

@@ -174,7 +174,10 @@ mod tests {
                               "spec": {"containers": [{"name": "web", "image": "nginx"}]}}));
         let r = mock::next(&mut handle).await;
         r.assert(Method::GET, "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/outrigger-sidecar-injector");
-        let generated = webhook_config::build(&webhook_config::WebhookOptions::default());
+        let generated = serde_json::to_value(webhook_config::build(
+            &webhook_config::WebhookOptions::default(),
+        ))
+        .expect("encodes");
         r.respond(200, generated.clone());
         let r = mock::next(&mut handle).await;
         r.assert(

@@ -2,10 +2,19 @@
 //! failure, on the pod's owner (the pod does not exist yet at admission time), carrying the
 //! reason code, so `kubectl describe` on the workload answers "why was my pod not injected".
 
+use std::collections::HashMap;
+use std::sync::LazyLock;
+use std::time::Duration;
+
 use ::kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use ::kube::Client;
 use k8s_openapi::api::core::v1::ObjectReference;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
 use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
 
 /// Reporting controller name of outrigger's Events.
 pub const CONTROLLER: &str = "outrigger";
@@ -141,6 +150,237 @@ impl EventRecorder {
     }
 }
 
+/// `reason` label of the dropped-Event counter.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct DropLabel {
+    /// `queue_full`, `rate_limited` or `too_many_keys`.
+    pub reason: String,
+}
+
+/// Counters of the Event publisher (exposed as `outrigger_events_*` metrics).
+#[derive(Debug, Clone, Default)]
+pub struct EventStats {
+    /// `outrigger_events_published_total`: Events written to the API server.
+    pub published: Counter,
+    /// `outrigger_events_aggregated_total`: repeats folded into an Event already written.
+    pub aggregated: Counter,
+    /// `outrigger_events_dropped_total{reason}`: Events not recorded.
+    pub dropped: Family<DropLabel, Counter>,
+}
+
+impl EventStats {
+    fn drop(&self, reason: &str) {
+        self.dropped
+            .get_or_create(&DropLabel {
+                reason: reason.into(),
+            })
+            .inc();
+    }
+}
+
+/// The process's Event counters (registered by the server's metrics).
+pub static EVENT_STATS: LazyLock<EventStats> = LazyLock::new(EventStats::default);
+
+/// Bounds of the background Event publisher, in the spirit of client-go's event correlator.
+#[derive(Debug, Clone, Copy)]
+pub struct EventLimits {
+    /// Events waiting for the publisher; beyond, new ones are dropped (`queue_full`).
+    pub queue: usize,
+    /// Token bucket: Events written at once after a quiet period.
+    pub burst: u32,
+    /// Token bucket: sustained Events written per second.
+    pub per_second: f64,
+    /// An identical Event (same object, outcome and reason code) is written at most once per
+    /// window; repeats are folded into one series update at the end of the window.
+    pub window: Duration,
+    /// Distinct Events remembered for correlation; beyond, new ones are dropped.
+    pub max_keys: usize,
+}
+
+impl Default for EventLimits {
+    fn default() -> Self {
+        EventLimits {
+            queue: 1024,
+            burst: 25,
+            per_second: 5.0,
+            window: Duration::from_secs(60),
+            max_keys: 10_000,
+        }
+    }
+}
+
+/// One outcome waiting to be recorded.
+#[derive(Debug, Clone)]
+pub struct PendingEvent {
+    /// The pod (its metadata: name, ownerReferences).
+    pub pod: Value,
+    /// Its namespace.
+    pub namespace: String,
+    /// What happened.
+    pub outcome: Outcome,
+    /// Reason code.
+    pub code: String,
+    /// Human message.
+    pub message: String,
+}
+
+/// What makes two Events "the same" for correlation.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct EventKey {
+    namespace: String,
+    kind: Option<String>,
+    name: Option<String>,
+    uid: Option<String>,
+    outcome: &'static str,
+    code: String,
+}
+
+/// A token bucket (`burst` tokens, refilled at `per_second`).
+#[derive(Debug)]
+struct TokenBucket {
+    tokens: f64,
+    burst: f64,
+    per_second: f64,
+    at: Instant,
+}
+
+impl TokenBucket {
+    fn new(burst: u32, per_second: f64) -> Self {
+        TokenBucket {
+            tokens: f64::from(burst),
+            burst: f64::from(burst),
+            per_second,
+            at: Instant::now(),
+        }
+    }
+
+    fn take(&mut self, now: Instant) -> bool {
+        let elapsed = now.saturating_duration_since(self.at).as_secs_f64();
+        self.tokens = (self.tokens + elapsed * self.per_second).min(self.burst);
+        self.at = now;
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+/// The handler's side of the publisher: [`EventQueue::push`] never waits.
+#[derive(Debug, Clone)]
+pub struct EventQueue {
+    tx: mpsc::Sender<PendingEvent>,
+    stats: EventStats,
+}
+
+impl EventQueue {
+    /// A queue and the task that publishes through `recorder` (spawn it; it ends when every
+    /// queue handle is dropped).
+    pub fn start(
+        recorder: EventRecorder,
+        limits: EventLimits,
+        stats: EventStats,
+    ) -> (
+        EventQueue,
+        impl std::future::Future<Output = ()> + Send + 'static,
+    ) {
+        let (tx, rx) = mpsc::channel(limits.queue.max(1));
+        let worker = publish_loop(recorder, rx, limits, stats.clone());
+        (EventQueue { tx, stats }, worker)
+    }
+
+    /// Queue an Event; when the queue is full it is dropped and counted.
+    pub fn push(&self, event: PendingEvent) {
+        if self.tx.try_send(event).is_err() {
+            self.stats.drop("queue_full");
+        }
+    }
+}
+
+async fn publish_one(recorder: &EventRecorder, e: &PendingEvent, stats: &EventStats) {
+    match recorder
+        .record(&e.pod, &e.namespace, e.outcome, &e.code, &e.message)
+        .await
+    {
+        Ok(true) => {
+            stats.published.inc();
+        }
+        Ok(false) => {}
+        Err(err) => {
+            tracing::warn!(namespace = %e.namespace, reason = %e.code, "recording the injection Event failed: {err}")
+        }
+    }
+}
+
+/// The publisher: one API call at a time; an Event identical to one written within the window
+/// is folded into it (one series update when the window ends); a token bucket bounds the rate.
+async fn publish_loop(
+    recorder: EventRecorder,
+    mut rx: mpsc::Receiver<PendingEvent>,
+    limits: EventLimits,
+    stats: EventStats,
+) {
+    let mut written: HashMap<EventKey, Instant> = HashMap::new();
+    let mut repeats: HashMap<EventKey, PendingEvent> = HashMap::new();
+    let mut bucket = TokenBucket::new(limits.burst, limits.per_second);
+    let mut tick = tokio::time::interval(limits.window.max(Duration::from_millis(10)) / 4);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            received = rx.recv() => {
+                let Some(e) = received else { break };
+                let Some(target) = event_target(&e.pod, &e.namespace) else { continue };
+                let key = EventKey {
+                    namespace: e.namespace.clone(),
+                    kind: target.kind,
+                    name: target.name,
+                    uid: target.uid,
+                    outcome: e.outcome.reason(),
+                    code: e.code.clone(),
+                };
+                let now = Instant::now();
+                if written.get(&key).is_some_and(|t| now.duration_since(*t) < limits.window) {
+                    stats.aggregated.inc();
+                    repeats.insert(key, e);
+                    continue;
+                }
+                if written.len() >= limits.max_keys {
+                    written.retain(|k, t| now.duration_since(*t) < limits.window || repeats.contains_key(k));
+                    if written.len() >= limits.max_keys {
+                        stats.drop("too_many_keys");
+                        continue;
+                    }
+                }
+                if !bucket.take(now) {
+                    stats.drop("rate_limited");
+                    continue;
+                }
+                publish_one(&recorder, &e, &stats).await;
+                written.insert(key, now);
+            }
+            _ = tick.tick() => {
+                let now = Instant::now();
+                let due: Vec<EventKey> = repeats
+                    .keys()
+                    .filter(|k| written.get(*k).is_none_or(|t| now.duration_since(*t) >= limits.window))
+                    .cloned()
+                    .collect();
+                for key in due {
+                    if !bucket.take(now) {
+                        break;
+                    }
+                    if let Some(e) = repeats.remove(&key) {
+                        publish_one(&recorder, &e, &stats).await;
+                        written.insert(key, now);
+                    }
+                }
+                written.retain(|k, t| now.duration_since(*t) < limits.window || repeats.contains_key(k));
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -229,5 +469,96 @@ mod tests {
         let echo = r.body.clone();
         r.respond(201, echo);
         assert!(task.await.expect("task").expect("recorded"));
+    }
+
+    fn pending(name: &str, code: &str) -> PendingEvent {
+        PendingEvent {
+            pod: json!({"metadata": {"ownerReferences": [
+                {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": name, "uid": name, "controller": true}]}}),
+            namespace: "apps".into(),
+            outcome: Outcome::Skipped,
+            code: code.into(),
+            message: "m".into(),
+        }
+    }
+
+    fn dropped(stats: &EventStats, reason: &str) -> u64 {
+        stats
+            .dropped
+            .get_or_create(&DropLabel {
+                reason: reason.into(),
+            })
+            .get()
+    }
+
+    #[tokio::test]
+    async fn repeats_are_folded_into_one_event_and_one_series_update() {
+        let (client, mut handle) = mock::client();
+        let stats = EventStats::default();
+        let limits = EventLimits {
+            window: Duration::from_millis(300),
+            ..EventLimits::default()
+        };
+        let (q, worker) =
+            EventQueue::start(EventRecorder::new(client, None), limits, stats.clone());
+        let task = tokio::spawn(worker);
+        for _ in 0..500 {
+            q.push(pending("web-1", "annotation_disabled"));
+        }
+        let r = mock::next(&mut handle).await;
+        r.assert(
+            Method::POST,
+            "/apis/events.k8s.io/v1/namespaces/apps/events",
+        );
+        let echo = r.body.clone();
+        r.respond(201, echo.clone());
+        // At the end of the window the 499 repeats become one series update.
+        let r = mock::next(&mut handle).await;
+        assert_eq!(r.method, Method::PATCH, "{}", r.uri);
+        assert_eq!(r.body["series"]["count"], 2);
+        r.respond(200, echo);
+        mock::assert_no_request(&mut handle).await;
+        assert_eq!(stats.aggregated.get(), 499);
+        assert_eq!(stats.published.get(), 2);
+        task.abort();
+    }
+
+    #[tokio::test]
+    async fn a_full_queue_and_the_rate_limit_drop_and_count() {
+        let (client, mut handle) = mock::client();
+        let stats = EventStats::default();
+        let limits = EventLimits {
+            queue: 4,
+            burst: 2,
+            per_second: 0.001,
+            ..EventLimits::default()
+        };
+        let (q, worker) =
+            EventQueue::start(EventRecorder::new(client, None), limits, stats.clone());
+        // The worker is not running yet: 4 fit in the queue, 6 are dropped at once.
+        for i in 0..10 {
+            q.push(pending(&format!("rs-{i}"), "policy_enabled"));
+        }
+        assert_eq!(dropped(&stats, "queue_full"), 6);
+        let task = tokio::spawn(worker);
+        // Two tokens: two Events written, the other two queued ones are rate limited.
+        for _ in 0..2 {
+            let r = mock::next(&mut handle).await;
+            let echo = r.body.clone();
+            r.respond(201, echo);
+        }
+        mock::assert_no_request(&mut handle).await;
+        assert_eq!(dropped(&stats, "rate_limited"), 2);
+        assert_eq!(stats.published.get(), 2);
+        task.abort();
+    }
+
+    #[test]
+    fn the_token_bucket_refills() {
+        let mut b = TokenBucket::new(2, 10.0);
+        let t0 = b.at;
+        assert!(b.take(t0) && b.take(t0) && !b.take(t0));
+        assert!(b.take(t0 + Duration::from_millis(150)));
+        assert!(!b.take(t0 + Duration::from_millis(150)));
     }
 }

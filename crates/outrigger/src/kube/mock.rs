@@ -148,3 +148,44 @@ pub fn watch_line(kind: &str, object: &Value) -> Vec<u8> {
     line.push(b'\n');
     line
 }
+
+/// A 403 Forbidden Status body, worded as the API server's RBAC denial.
+pub fn forbidden(verb: &str, resource: &str, name: &str, namespace: Option<&str>) -> Value {
+    let scope = match namespace {
+        Some(ns) => format!(" in the namespace {ns:?}"),
+        None => " at the cluster scope".to_string(),
+    };
+    let group = if resource == "secrets" || resource == "configmaps" {
+        ""
+    } else {
+        "admissionregistration.k8s.io"
+    };
+    status(
+        403,
+        "Forbidden",
+        format!(
+            "{resource} {name:?} is forbidden: User \"system:serviceaccount:outrigger:outrigger\" \
+             cannot {verb} resource {resource:?} in API group {group:?}{scope}"
+        ),
+    )
+}
+
+/// A 422 Invalid Status body (a field the API server refuses to change).
+pub fn invalid(resource: &str, name: &str, field: &str, detail: &str) -> Value {
+    status(
+        422,
+        "Invalid",
+        format!(
+            "{resource} {name:?} is invalid: {field}: Invalid value: {detail}: field is immutable"
+        ),
+    )
+}
+
+/// A 410 Gone Status body (a watch's resourceVersion is too old).
+pub fn gone() -> Value {
+    status(
+        410,
+        "Expired",
+        "too old resource version: 1 (2)".to_string(),
+    )
+}

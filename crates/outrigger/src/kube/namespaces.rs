@@ -95,7 +95,7 @@ impl std::fmt::Debug for NamespaceCache {
     }
 }
 
-fn strip(ns: &mut Namespace) {
+pub(crate) fn strip(ns: &mut Namespace) {
     ns.metadata.managed_fields = None;
     ns.metadata.owner_references = None;
     ns.spec = None;

@@ -1,7 +1,10 @@
 //! Native-sidecar auto mode (spec §4.5): decide from the kubelet versions of the cluster's
 //! nodes, read from a cached watch of nodes (never a list per request).
 
+use std::collections::HashMap;
 use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use ::kube::runtime::reflector::{self, ObjectRef, Store};
 use ::kube::runtime::{watcher, WatchStreamExt};
@@ -87,7 +90,7 @@ fn node_passes(node: &Node) -> bool {
 }
 
 /// Remove what detection never reads, to keep the cache small.
-fn strip(node: &mut Node) {
+pub(crate) fn strip(node: &mut Node) {
     node.metadata.annotations = None;
     node.metadata.owner_references = None;
     node.metadata.managed_fields = None;
@@ -104,11 +107,78 @@ fn strip(node: &mut Node) {
     }
 }
 
+/// The node facts auto mode needs, maintained incrementally from the watch events so that a
+/// pod without `nodeName` is answered in O(1) instead of by a scan of every cached node: for each
+/// node whether its kubelet passes, and how many do not.
+#[derive(Debug, Default)]
+pub struct NodeAggregate {
+    state: Mutex<AggregateState>,
+    /// Mirror of the count of failing nodes, read without the lock.
+    failing: AtomicUsize,
+}
+
+#[derive(Debug, Default)]
+struct AggregateState {
+    passes: HashMap<String, bool>,
+    failing: usize,
+    /// The list being received during a (re)list, swapped in at `InitDone`.
+    relisting: Option<HashMap<String, bool>>,
+}
+
+impl NodeAggregate {
+    /// Fold one watch event in (the same events the reflector store receives).
+    pub fn apply(&self, event: &watcher::Event<Node>) {
+        let name = |n: &Node| n.metadata.name.clone().unwrap_or_default();
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        match event {
+            watcher::Event::Init => st.relisting = Some(HashMap::new()),
+            watcher::Event::InitApply(n) => {
+                let passes = node_passes(n);
+                if let Some(r) = st.relisting.as_mut() {
+                    r.insert(name(n), passes);
+                }
+            }
+            watcher::Event::InitDone => {
+                if let Some(r) = st.relisting.take() {
+                    st.failing = r.values().filter(|p| !**p).count();
+                    st.passes = r;
+                }
+            }
+            watcher::Event::Apply(n) => {
+                let passes = node_passes(n);
+                if st.passes.insert(name(n), passes) == Some(false) {
+                    st.failing -= 1;
+                }
+                if !passes {
+                    st.failing += 1;
+                }
+            }
+            watcher::Event::Delete(n) => {
+                if st.passes.remove(&name(n)) == Some(false) {
+                    st.failing -= 1;
+                }
+            }
+        }
+        self.failing.store(st.failing, Ordering::Release);
+    }
+
+    /// Whether every known node passes (an empty cluster passes).
+    pub fn all_pass(&self) -> bool {
+        self.failing.load(Ordering::Acquire) == 0
+    }
+
+    /// Number of nodes known.
+    pub fn node_count(&self) -> usize {
+        self.state.lock().map(|s| s.passes.len()).unwrap_or(0)
+    }
+}
+
 /// Answers "native sidecars for this pod?" from a cached view of the nodes.
 #[derive(Clone)]
 pub struct NativeSidecarDetector {
     mode: NativeMode,
     nodes: Option<Store<Node>>,
+    aggregate: Arc<NodeAggregate>,
 }
 
 impl std::fmt::Debug for NativeSidecarDetector {
@@ -116,6 +186,8 @@ impl std::fmt::Debug for NativeSidecarDetector {
         f.debug_struct("NativeSidecarDetector")
             .field("mode", &self.mode)
             .field("nodes", &self.nodes.as_ref().map(Store::len))
+            .field("aggregated", &self.aggregate.node_count())
+            .field("failing", &self.aggregate.failing.load(Ordering::Relaxed))
             .finish()
     }
 }
@@ -123,14 +195,20 @@ impl std::fmt::Debug for NativeSidecarDetector {
 impl NativeSidecarDetector {
     /// A detector without a node cache (mode Enabled or Disabled, or no cluster).
     pub fn without_nodes(mode: NativeMode) -> Self {
-        NativeSidecarDetector { mode, nodes: None }
+        NativeSidecarDetector {
+            mode,
+            nodes: None,
+            aggregate: Arc::default(),
+        }
     }
 
-    /// A detector over an existing store (fed by [`NativeSidecarDetector::start`] or by tests).
-    pub fn with_store(mode: NativeMode, nodes: Store<Node>) -> Self {
+    /// A detector over an existing store and the aggregate fed by the same events (by
+    /// [`NativeSidecarDetector::start`] or by tests).
+    pub fn with_store(mode: NativeMode, nodes: Store<Node>, aggregate: Arc<NodeAggregate>) -> Self {
         NativeSidecarDetector {
             mode,
             nodes: Some(nodes),
+            aggregate,
         }
     }
 
@@ -141,6 +219,8 @@ impl NativeSidecarDetector {
         mode: NativeMode,
     ) -> (Self, impl Future<Output = ()> + Send + 'static) {
         let (store, writer) = reflector::store();
+        let aggregate = Arc::new(NodeAggregate::default());
+        let feed = aggregate.clone();
         let active = mode != NativeMode::Disabled;
         let api: Api<Node> = Api::all(client);
         let run = async move {
@@ -149,7 +229,12 @@ impl NativeSidecarDetector {
             }
             let stream = watcher(api, watcher::Config::default())
                 .default_backoff()
-                .modify(strip);
+                .modify(strip)
+                .inspect(move |event| {
+                    if let Ok(e) = event {
+                        feed.apply(e);
+                    }
+                });
             reflector::reflector(writer, stream)
                 .for_each(|event| async move {
                     if let Err(e) = event {
@@ -159,7 +244,7 @@ impl NativeSidecarDetector {
                 .await;
         };
         let detector = if active {
-            Self::with_store(mode, store)
+            Self::with_store(mode, store, aggregate)
         } else {
             Self::without_nodes(mode)
         };
@@ -194,8 +279,29 @@ impl NativeSidecarDetector {
                 }
             }
         }
-        nodes.state().iter().all(|n| node_passes(n))
+        self.aggregate.all_pass()
     }
+}
+
+/// A detector fed with `events`, as the watch feeds it; returns the writer for more.
+#[cfg(test)]
+pub(crate) fn fed(
+    events: Vec<watcher::Event<Node>>,
+) -> (NativeSidecarDetector, impl FnMut(watcher::Event<Node>)) {
+    let (store, mut writer) = reflector::store();
+    let aggregate = Arc::new(NodeAggregate::default());
+    let agg = aggregate.clone();
+    let mut feed = move |e: watcher::Event<Node>| {
+        agg.apply(&e);
+        writer.apply_watcher_event(&e);
+    };
+    for e in events {
+        feed(e);
+    }
+    (
+        NativeSidecarDetector::with_store(NativeMode::Auto, store, aggregate),
+        feed,
+    )
 }
 
 #[cfg(test)]
@@ -219,13 +325,46 @@ mod tests {
     }
 
     fn detector(nodes: &[(&str, &str)]) -> NativeSidecarDetector {
-        let (store, mut writer) = reflector::store();
-        writer.apply_watcher_event(&watcher::Event::Init);
-        for (n, v) in nodes {
-            writer.apply_watcher_event(&watcher::Event::InitApply(node(n, v)));
-        }
-        writer.apply_watcher_event(&watcher::Event::InitDone);
-        NativeSidecarDetector::with_store(NativeMode::Auto, store)
+        let mut events = vec![watcher::Event::Init];
+        events.extend(
+            nodes
+                .iter()
+                .map(|(n, v)| watcher::Event::InitApply(node(n, v))),
+        );
+        events.push(watcher::Event::InitDone);
+        fed(events).0
+    }
+
+    #[test]
+    fn the_aggregate_follows_every_watch_event() {
+        let (d, mut feed) = fed(vec![
+            watcher::Event::Init,
+            watcher::Event::InitApply(node("a", "v1.33.0")),
+            watcher::Event::InitApply(node("b", "v1.32.0")),
+            watcher::Event::InitDone,
+        ]);
+        assert!(!d.detect(None));
+        // The old node is upgraded in place.
+        feed(watcher::Event::Apply(node("b", "v1.34.0")));
+        assert!(d.detect(None));
+        // An old node joins, then leaves.
+        feed(watcher::Event::Apply(node("c", "v1.30.0")));
+        assert!(!d.detect(None));
+        feed(watcher::Event::Apply(node("c", "v1.30.1")));
+        assert_eq!(
+            d.aggregate.failing.load(Ordering::Relaxed),
+            1,
+            "updates do not double count"
+        );
+        feed(watcher::Event::Delete(node("c", "v1.30.1")));
+        assert!(d.detect(None));
+        // A relist replaces everything at InitDone, not before.
+        feed(watcher::Event::Init);
+        feed(watcher::Event::InitApply(node("z", "v1.20.0")));
+        assert!(d.detect(None), "the old view holds during a relist");
+        feed(watcher::Event::InitDone);
+        assert!(!d.detect(None));
+        assert_eq!(d.aggregate.node_count(), 1);
     }
 
     #[test]

@@ -27,10 +27,7 @@ pub struct KubeArgs {
     #[arg(long = "tls-secret", default_value = "outrigger-tls")]
     pub tls_secret: String,
     /// MutatingWebhookConfiguration whose caBundle is kept in sync.
-    #[arg(
-        long = "webhook-config-name",
-        default_value = "outrigger-sidecar-injector"
-    )]
+    #[arg(long = "webhook-config-name", default_value = crate::webhook_config::DEFAULT_NAME)]
     pub webhook_config_name: String,
     /// Never write the webhook configuration (cert-manager's CA injector or GitOps own caBundle).
     #[arg(long = "ca-bundle-managed-externally")]
@@ -103,6 +100,9 @@ pub fn cert_config(args: &KubeArgs, ctx: &KubeContext) -> CertConfig {
         secret: args.tls_secret.clone(),
         dns_names,
         webhook: (!args.ca_bundle_managed_externally).then(|| args.webhook_config_name.clone()),
+        observe: args
+            .ca_bundle_managed_externally
+            .then(|| args.webhook_config_name.clone()),
     }
 }
 
@@ -117,8 +117,10 @@ pub async fn start(client: Client, args: &KubeArgs, ctx: &KubeContext) -> Result
             .await
             .context("bootstrapping the serving certificate")?;
         let (tx, certs_rx) = watch::channel(bundle);
+        // The Secret and the webhook configuration are watched; the timer only drives
+        // time-based renewal (a rotation step is due at most once per hour).
         let (interval, retry) = (
-            std::time::Duration::from_secs(600),
+            std::time::Duration::from_secs(3600),
             std::time::Duration::from_secs(10),
         );
         tasks.push(tokio::spawn(certs::run(

@@ -8,7 +8,9 @@ use std::fmt::Debug;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::kube::events::{EventRecorder, Outcome};
+use crate::kube::events::{
+    EventLimits, EventQueue, EventRecorder, Outcome, PendingEvent, EVENT_STATS,
+};
 use crate::kube::namespaces::NamespaceCache;
 use crate::kube::nodes::NativeSidecarDetector;
 
@@ -67,33 +69,32 @@ impl ClusterFacts for KubeFacts {
     }
 }
 
-/// [`EventSink`] publishing through kube-rs on a spawned task.
+/// [`EventSink`] publishing through kube-rs from one background task: a bounded queue,
+/// repeats folded into one Event per window, a rate limit, drops counted in
+/// `outrigger_events_dropped_total` (see [`crate::kube::events::EventQueue`]).
 #[derive(Debug, Clone)]
 pub struct KubeEvents {
-    recorder: EventRecorder,
-    runtime: tokio::runtime::Handle,
+    queue: EventQueue,
 }
 
 impl KubeEvents {
-    /// A sink spawning onto the current Tokio runtime.
+    /// A sink whose publisher runs on the current Tokio runtime (it stops with the last sink).
     pub fn new(recorder: EventRecorder) -> Self {
-        KubeEvents {
-            recorder,
-            runtime: tokio::runtime::Handle::current(),
-        }
+        let (queue, worker) =
+            EventQueue::start(recorder, EventLimits::default(), EVENT_STATS.clone());
+        tokio::spawn(worker);
+        KubeEvents { queue }
     }
 }
 
 impl EventSink for KubeEvents {
     fn record(&self, e: InjectionEvent) {
-        let recorder = self.recorder.clone();
-        self.runtime.spawn(async move {
-            let r = recorder
-                .record(&e.pod, &e.namespace, e.outcome, &e.code, &e.message)
-                .await;
-            if let Err(err) = r {
-                tracing::warn!(namespace = %e.namespace, reason = %e.code, "recording the injection Event failed: {err}");
-            }
+        self.queue.push(PendingEvent {
+            pod: e.pod,
+            namespace: e.namespace,
+            outcome: e.outcome,
+            code: e.code,
+            message: e.message,
         });
     }
 }

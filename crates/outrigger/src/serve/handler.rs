@@ -298,29 +298,23 @@ fn injection_event(r: &admission::Reviewed, p: PodPeek) -> Option<InjectionEvent
     })
 }
 
-/// Per-request inputs from the cluster caches: the native-sidecar mode resolved for the pod's
-/// node (auto mode) and the pod namespace's annotations (OpenShift).
-fn cluster_inputs(
+/// The pod namespace's annotations from the namespace cache (OpenShift).
+fn cluster_namespaces(
     state: &State,
     facts: &dyn ClusterFacts,
     p: &PodPeek,
-) -> (NativeMode, Option<NamespaceAnnotations>) {
-    let native = match state.inject.native_mode {
-        NativeMode::Auto if facts.native_sidecars(p.node_name.as_deref()) => NativeMode::Enabled,
-        NativeMode::Auto => NativeMode::Disabled,
-        other => other,
-    };
-    let namespaces = state
+) -> Option<NamespaceAnnotations> {
+    state
         .inject
         .openshift
         .then(|| facts.namespace_annotations(&p.namespace))
         .flatten()
-        .map(|a| BTreeMap::from([(p.namespace.clone(), a)]));
-    (native, namespaces)
+        .map(|a| BTreeMap::from([(p.namespace.clone(), a)]))
 }
 
 /// Run the pure admission logic on the current snapshot; a panic becomes an error. Under
-/// `serve --kube` the pod is peeked at first for the cluster lookups and the Event target.
+/// `serve --kube` the pod is peeked at first for the namespace lookup and the Event target;
+/// auto mode asks the node cache only once the decision says inject.
 fn run_review(
     state: &State,
     body: &[u8],
@@ -330,17 +324,24 @@ fn run_review(
     let peeked = (state.cluster.is_some() || state.events.is_some())
         .then(|| cluster::peek(body))
         .flatten();
-    let (native_mode, namespaces) = match &state.cluster {
-        Some(facts) => {
-            let none = PodPeek::default();
-            cluster_inputs(state, facts.as_ref(), peeked.as_ref().unwrap_or(&none))
-        }
-        None => (state.inject.native_mode, None),
+    let namespaces = state.cluster.as_ref().and_then(|facts| {
+        let none = PodPeek::default();
+        cluster_namespaces(state, facts.as_ref(), peeked.as_ref().unwrap_or(&none))
+    });
+    let oracle = |node: &str| {
+        state
+            .cluster
+            .as_ref()
+            .is_some_and(|f| f.native_sidecars(Some(node).filter(|n| !n.is_empty())))
     };
     let ctx = admission::Context {
         snapshot: &snapshot,
-        native_mode,
+        native_mode: state.inject.native_mode,
         nodes: None,
+        native_sidecars: state
+            .cluster
+            .is_some()
+            .then_some(admission::NativeOracle(&oracle)),
         openshift: state.inject.openshift,
         namespaces: namespaces.as_ref().or(state.inject.namespaces.as_ref()),
         compliance_policy: &state.inject.compliance_policy,

@@ -141,6 +141,22 @@ impl Metrics {
             "1 when the configuration in force renders an istio-proxy container for a plain pod",
             config_usable.clone(),
         );
+        let events = &crate::kube::events::EVENT_STATS;
+        registry.register(
+            "outrigger_events_published",
+            "Kubernetes Events written (--events)",
+            events.published.clone(),
+        );
+        registry.register(
+            "outrigger_events_aggregated",
+            "Repeated Events folded into one already written (--events)",
+            events.aggregated.clone(),
+        );
+        registry.register(
+            "outrigger_events_dropped",
+            "Events not recorded, by reason: queue_full, rate_limited, too_many_keys (--events)",
+            events.dropped.clone(),
+        );
         Arc::new(Metrics {
             registry,
             requests,
@@ -233,6 +249,8 @@ mod tests {
             "outrigger_reloads_total{kind=\"config\",result=\"failure\"} 1",
             "outrigger_reload_last_success{kind=\"config\"} 0",
             "outrigger_certificate_expiry_timestamp_seconds 1900000000",
+            "# TYPE outrigger_events_dropped counter",
+            "outrigger_events_published_total",
         ] {
             assert!(text.contains(want), "missing {want:?} in\n{text}");
         }
