@@ -127,6 +127,8 @@ struct Tally {
     same_error: usize,
     same_error_line: usize,
     disagreements: Vec<String>,
+    /// Inputs on which both fail with different texts (shown with `OUTRIGGER_DIFF_SHOW_ERRORS=1`).
+    other_errors: Vec<String>,
 }
 
 impl Tally {
@@ -145,6 +147,11 @@ impl Tally {
         ));
         for d in self.disagreements.iter().take(40) {
             show(&format!("  DISAGREE {d}"));
+        }
+        if std::env::var("OUTRIGGER_DIFF_SHOW_ERRORS").is_ok_and(|v| v == "1") {
+            for d in self.other_errors.iter().take(40) {
+                show(&format!("  ERROR TEXT {d}"));
+            }
         }
     }
 
@@ -176,6 +183,11 @@ fn compare(oracle: &mut Oracle, inputs: &[(String, String)], tally: &mut Tally) 
                 (Err(g), Err(m)) => {
                     tally.both_err += 1;
                     tally.same_error += usize::from(g == m);
+                    if g != m {
+                        tally
+                            .other_errors
+                            .push(format!("{label}: {text:?}\n    go:   {g}\n    ours: {m}"));
+                    }
                     tally.same_error_line += usize::from(line_part(g) == line_part(m));
                     true
                 }
@@ -412,7 +424,12 @@ const TRAPS: &[(&str, &str)] = &[
     // YAML 1.1 scalars.
     ("bools", "a: yes\nb: No\nc: on\nd: OFF\ne: y\nf: N\ng: true\nh: False\ni: yEs\n"),
     ("octal and friends", "a: 010\nb: 08\nc: 0o17\nd: 0x1F\ne: 0b101\nf: -0b11\ng: 1_000\nh: +12\ni: 0x_1F\n"),
+    // Found by the differential run: `0b` then a sign (Go's ParseInt after the prefix).
+    ("binary with a sign after the prefix", "e: 0b+101\nf: 0b-11\ng: -0b-1\nh: 0b+\n"),
     ("big numbers", "a: 9223372036854775807\nb: 9223372036854775808\nc: 18446744073709551615\nd: 18446744073709551616\ne: -9223372036854775809\n"),
+    // Found by the long differential run: shortest digits of a value halfway between two
+    // (Go rounds the last digit to even).
+    ("float halfway between shortest digits", "a: !!float 1844674473709551.15\nb: 1125899906842624.25\nc: 1125899906842624.75\n"),
     ("floats", "a: 1.5\nb: 1e3\nc: 1.\nd: .5\ne: -.5\nf: 1e21\ng: 0.000001\nh: 1e-7\ni: 1_0.5\nj: 1e400\nk: -0.0\nl: 6.02e+23\n"),
     ("dot floats with separators", "a: .5_0\nb: ._5\nc: .5e1_0\nd: .5_\ne: .e5\n"),
     ("nulls", "a: ~\nb: null\nc: Null\nd: NULL\ne:\nf: nULL\n"),
@@ -420,6 +437,8 @@ const TRAPS: &[(&str, &str)] = &[
     ("negative infinity", "a: -.Inf\n"),
     ("nan is an error", "a: .nan\n"),
     ("inf and nan keys", ".inf: 1\n-.inf: 2\n.nan: 3\n"),
+    // Found by the differential run: a finite float key beyond float32's range.
+    ("float key beyond float32", "   1e0103: 6.02e+23\n-1e39: x\n"),
     ("timestamps", "a: 2001-12-14\nb: 2001-12-14T21:59:43.10Z\nc: 2001-12-14 21:59:43.10\nd: 2001-12-14t21:59:43-05:00\ne: 2001-13-14\nf: 2024-02-29\ng: 2023-02-29\nh: 2001-1-2\n"),
     ("version-like strings", "a: 1.20\nb: 1.2.3\nc: 1:20\nd: 190:20:30\ne: 0.1\n"),
     ("quoted stay strings", "a: \"yes\"\nb: '010'\nc: \"1e3\"\nd: '~'\ne: \"\"\nf: ''\n"),
@@ -772,7 +791,325 @@ fn mutate(text: &str, rng: &mut Rng) -> String {
     lines.join("\n")
 }
 
-/// `n` mutated inputs from `seed`.
+/// Plain scalars that YAML 1.1 resolves in different ways, and plain words.
+const SCALARS: &[&str] = &[
+    "a",
+    "hello world",
+    "yes",
+    "No",
+    "on",
+    "OFF",
+    "y",
+    "n",
+    "true",
+    "False",
+    "~",
+    "null",
+    "NULL",
+    "0",
+    "-0",
+    "010",
+    "08",
+    "0o17",
+    "0x1F",
+    "0b101",
+    "-0b11",
+    "1_000",
+    "+12",
+    "1.5",
+    "1e3",
+    "1.",
+    ".5",
+    "-.5",
+    "1e400",
+    ".inf",
+    "-.Inf",
+    ".nan",
+    "2001-12-14",
+    "2001-12-14T21:59:43.10Z",
+    "2001-12-14 21:59:43.10",
+    "1:20",
+    "1.2.3",
+    "9223372036854775808",
+    "18446744073709551616",
+    "http://x:80/p",
+    "a:b",
+    "a#b",
+    "-x",
+    ":x",
+    "?x",
+    "x,y",
+    "x]y",
+    "@x",
+    "<<",
+    "=",
+    "é",
+    "😀",
+    ".5_0",
+    "0.000001",
+    "1e21",
+    "6.02e+23",
+    "100m",
+    "128Mi",
+    "--flag=v",
+];
+
+/// Tags, anchors and other node properties.
+const PROPERTIES: &[&str] = &[
+    "!!str ",
+    "!!int ",
+    "!!float ",
+    "!!bool ",
+    "!!null ",
+    "!!binary ",
+    "!!timestamp ",
+    "!!map ",
+    "!!seq ",
+    "!!merge ",
+    "! ",
+    "!local ",
+    "!<tag:yaml.org,2002:str> ",
+    "!e!x ",
+    "&a ",
+    "&b ",
+    "&a !!str ",
+    "!!str &b ",
+];
+
+/// A random YAML text built from the grammar: block and flow collections, all scalar styles,
+/// properties, aliases, merges, comments, odd indentation and document markers.
+struct Gen<'r> {
+    rng: &'r mut Rng,
+    out: String,
+    anchors: usize,
+}
+
+impl Gen<'_> {
+    fn chance(&mut self, n: usize) -> bool {
+        self.rng.below(n) == 0
+    }
+
+    fn scalar(&mut self) -> String {
+        let s = self.rng.pick(SCALARS).to_string();
+        match self.rng.below(8) {
+            0 => format!("'{}'", s.replace('\'', "''")),
+            1 => {
+                const ESC: &[&str] = &[
+                    "\\n",
+                    "\\t",
+                    "\\x41",
+                    "\\u00e9",
+                    "\\\"",
+                    "\\\\",
+                    "\\ ",
+                    "\\_",
+                    "\\N",
+                    "\\/",
+                    "\\'",
+                    "\\U0001F600",
+                    "\\0",
+                    "\\e",
+                ];
+                let esc = if self.chance(3) {
+                    self.rng.pick(ESC)
+                } else {
+                    ""
+                };
+                format!("\"{}{esc}\"", s.replace(['\\', '"'], ""))
+            }
+            2 if self.anchors > 0 => format!("*a{}", self.rng.below(self.anchors + 1)),
+            3 if self.chance(3) => format!("{}{s}", self.rng.pick(PROPERTIES)),
+            _ => s,
+        }
+    }
+
+    fn newline(&mut self, indent: usize) {
+        if self.chance(12) {
+            self.out.push_str(" # c");
+        }
+        self.out.push('\n');
+        if self.chance(15) {
+            self.out.push('\n');
+        }
+        let jitter = match self.rng.below(20) {
+            0 => indent.saturating_sub(1),
+            1 => indent + 1,
+            _ => indent,
+        };
+        self.out.push_str(&" ".repeat(jitter));
+    }
+
+    fn anchor(&mut self) {
+        if self.chance(8) {
+            self.out.push_str(&format!("&a{} ", self.anchors));
+            self.anchors += 1;
+        }
+    }
+
+    /// A node at column `indent`, written after a key or `- ` on the current line.
+    fn node(&mut self, indent: usize, depth: usize) {
+        let choice = if depth > 4 { 0 } else { self.rng.below(9) };
+        match choice {
+            3 | 4 => {
+                self.anchor();
+                let step = 1 + self.rng.below(3);
+                let inner = if self.chance(4) {
+                    indent
+                } else {
+                    indent + step
+                };
+                self.newline(inner);
+                self.mapping(inner, depth + 1);
+            }
+            5 => {
+                self.anchor();
+                let inner = if self.chance(2) { indent } else { indent + 2 };
+                self.newline(inner);
+                self.sequence(inner, depth + 1);
+            }
+            6 => self.flow(indent, depth + 1),
+            7 => self.block_scalar(indent),
+            _ => {
+                let v = self.scalar();
+                self.out.push_str(&v);
+            }
+        }
+    }
+
+    fn key(&mut self) -> String {
+        match self.rng.below(12) {
+            0 => "<<".to_string(),
+            1 => format!("? {}", self.scalar()),
+            2 => "\"k\"".to_string(),
+            3 => "dup".to_string(),
+            _ => {
+                let k = self.scalar();
+                if k.starts_with('*') || k.starts_with('!') || k.starts_with('&') {
+                    format!("{k} ")
+                } else {
+                    k
+                }
+            }
+        }
+    }
+
+    fn mapping(&mut self, indent: usize, depth: usize) {
+        for i in 0..1 + self.rng.below(4) {
+            if i > 0 {
+                self.newline(indent);
+            }
+            let k = self.key();
+            self.out.push_str(&k);
+            let sep = if k.starts_with('?') && self.chance(2) {
+                "\n: "
+            } else {
+                ": "
+            };
+            self.out.push_str(sep);
+            self.node(indent, depth);
+        }
+    }
+
+    fn sequence(&mut self, indent: usize, depth: usize) {
+        for i in 0..1 + self.rng.below(4) {
+            if i > 0 {
+                self.newline(indent);
+            }
+            self.out.push_str("- ");
+            if self.chance(4) {
+                self.mapping(indent + 2, depth + 1);
+            } else {
+                self.node(indent + 2, depth);
+            }
+        }
+    }
+
+    fn flow(&mut self, indent: usize, depth: usize) {
+        let map = self.chance(2);
+        self.out.push(if map { '{' } else { '[' });
+        let multi = self.chance(3);
+        let n = self.rng.below(4);
+        for i in 0..n {
+            if i > 0 {
+                self.out.push_str(", ");
+            }
+            if multi {
+                let col = match self.rng.below(4) {
+                    0 => 0,
+                    1 => indent,
+                    _ => indent + 2,
+                };
+                self.newline(col);
+            }
+            if depth < 6 && self.chance(5) {
+                self.flow(indent, depth + 1);
+            } else {
+                let v = self.scalar();
+                self.out.push_str(&v);
+            }
+            if map {
+                let sep = if self.chance(6) { ":" } else { ": " };
+                self.out.push_str(sep);
+                let v = self.scalar();
+                self.out.push_str(&v);
+            }
+        }
+        if self.chance(4) {
+            self.out.push(',');
+        }
+        if multi {
+            let col = match self.rng.below(3) {
+                0 => indent.saturating_sub(2),
+                1 => indent,
+                _ => indent + 2,
+            };
+            self.newline(col);
+        }
+        self.out.push(if map { '}' } else { ']' });
+    }
+
+    fn block_scalar(&mut self, indent: usize) {
+        const HEADS: &[&str] = &[
+            "|", "|-", "|+", ">", ">-", ">+", "|2", ">1-", "|+1", "| # c",
+        ];
+        let head = self.rng.pick(HEADS);
+        self.out.push_str(head);
+        let base = indent + 1 + self.rng.below(3);
+        for _ in 0..self.rng.below(4) {
+            self.out.push('\n');
+            let extra = if self.chance(4) { 2 } else { 0 };
+            if self.chance(5) {
+                continue;
+            }
+            self.out.push_str(&" ".repeat(base + extra));
+            let v = self.rng.pick(SCALARS);
+            self.out.push_str(v);
+        }
+    }
+
+    fn document(mut self) -> String {
+        match self.rng.below(12) {
+            0 => self.out.push_str("---\n"),
+            1 => self.out.push_str("%YAML 1.1\n---\n"),
+            2 => self.out.push_str("--- "),
+            _ => {}
+        }
+        match self.rng.below(6) {
+            0 => self.sequence(0, 0),
+            1 => self.node(0, 0),
+            _ => self.mapping(0, 0),
+        }
+        match self.rng.below(10) {
+            0 => self.out.push_str("\n...\nleft: over\n"),
+            1 => self.out.push_str("\n---\nsecond: doc\n"),
+            2 => {}
+            _ => self.out.push('\n'),
+        }
+        self.out
+    }
+}
+
+/// `n` inputs from `seed`: grammar-built documents and mutated traps and seeds.
 fn mutations(seed: u64, n: usize) -> Vec<(String, String)> {
     let mut rng = Rng(seed | 1);
     let bases: Vec<&str> = TRAPS
@@ -782,14 +1119,29 @@ fn mutations(seed: u64, n: usize) -> Vec<(String, String)> {
         .collect();
     let mut out = Vec::with_capacity(n);
     for k in 0..n {
-        let mut text = rng.pick(&bases).to_string();
-        if rng.below(8) == 0 {
+        let generated = rng.below(2) == 0;
+        let mut text = if generated {
+            Gen {
+                rng: &mut rng,
+                out: String::new(),
+                anchors: 0,
+            }
+            .document()
+        } else {
+            rng.pick(&bases).to_string()
+        };
+        if !generated && rng.below(8) == 0 {
             text.push_str(rng.pick(&bases));
         }
-        for _ in 0..=rng.below(4) {
+        let edits = if generated {
+            rng.below(3)
+        } else {
+            1 + rng.below(4)
+        };
+        for _ in 0..edits {
             text = mutate(&text, &mut rng);
         }
-        out.push((format!("mutation {k} of seed {seed:#x}"), text));
+        out.push((format!("input {k} of seed {seed:#x}"), text));
     }
     out
 }
@@ -801,38 +1153,53 @@ fn iterations(default: usize) -> usize {
         .unwrap_or(default)
 }
 
-fn seed() -> u64 {
+/// `OUTRIGGER_DIFF_SEED` (hexadecimal), else `default`.
+fn seed(default: u64) -> u64 {
     std::env::var("OUTRIGGER_DIFF_SEED")
         .ok()
-        .and_then(|s| {
-            let s = s.trim_start_matches("0x");
-            u64::from_str_radix(s, 16).ok()
-        })
-        .unwrap_or(0x5EED_CAFE_F00D_1234)
+        .and_then(|s| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok())
+        .unwrap_or(default)
 }
 
-/// (e) Seeded random mutations (fixed seed by default; `OUTRIGGER_DIFF_ITERATIONS=N`,
-/// `OUTRIGGER_DIFF_SEED=hex`).
-#[test]
-fn random_mutations() {
-    let Some(mut o) = Oracle::get("random_mutations") else {
-        return;
-    };
-    let n = iterations(6000);
-    let seed = seed();
+/// Compare `n` generated inputs from `seed`, in batches (memory stays flat on long runs).
+fn random_inputs(o: &mut Oracle, n: usize, seed: u64) -> Tally {
     let mut t = Tally::default();
-    // Batches keep memory flat on long runs.
     let mut done = 0;
     let mut batch_seed = seed;
     while done < n {
         let batch = (n - done).min(20_000);
-        let inputs = mutations(batch_seed, batch);
-        compare(&mut o, &inputs, &mut t);
+        compare(o, &mutations(batch_seed, batch), &mut t);
         done += batch;
         batch_seed = batch_seed
             .wrapping_mul(0x9E37_79B9_7F4A_7C15)
             .wrapping_add(1);
     }
-    t.report(&format!("(e) {n} random mutations, seed {seed:#x}"));
+    t
+}
+
+/// (e) Seeded random inputs: grammar-built documents and mutations (fixed seed by default;
+/// `OUTRIGGER_DIFF_ITERATIONS=N`, `OUTRIGGER_DIFF_SEED=hex`).
+#[test]
+fn random_mutations() {
+    let Some(mut o) = Oracle::get("random_mutations") else {
+        return;
+    };
+    let (n, seed) = (iterations(6000), seed(0x5EED_CAFE_F00D_1234));
+    let t = random_inputs(&mut o, n, seed);
+    t.report(&format!("(e) {n} random inputs, seed {seed:#x}"));
     t.assert_ok("random_mutations");
+}
+
+/// The long differential run: a million generated inputs (`OUTRIGGER_DIFF_ITERATIONS` and
+/// `OUTRIGGER_DIFF_SEED` apply). Run by `scripts/yaml-differential.sh`; see `fuzz/README.md`.
+#[test]
+#[ignore = "long run (a million inputs, a few minutes): scripts/yaml-differential.sh"]
+fn a_million_random_inputs() {
+    let Some(mut o) = Oracle::get("a_million_random_inputs") else {
+        return;
+    };
+    let (n, seed) = (iterations(1_000_000), seed(0x0DD5_EED0_1234_5678));
+    let t = random_inputs(&mut o, n, seed);
+    t.report(&format!("(e, long) {n} random inputs, seed {seed:#x}"));
+    t.assert_ok("a_million_random_inputs");
 }

@@ -756,20 +756,110 @@ fn go_sharp_v(v: &Go) -> String {
         Go::Int(i) => i.to_string(),
         Go::Uint(u) => format!("0x{u:x}"),
         Go::Float(f) => format_g64(*f),
-        Go::Str(s) => serde_json::to_string(s).unwrap_or_default(),
+        Go::Str(s) => go_quote(s),
         Go::Seq(items) => {
             let inner: Vec<String> = items.iter().map(go_sharp_v).collect();
             format!("[]interface {{}}{{{}}}", inner.join(", "))
         }
         Go::Map(m) => {
-            let inner: Vec<String> = m
-                .entries
-                .iter()
+            // fmt prints map entries sorted by key (keys of different Go types in an order of
+            // its own; nil first and strings last here).
+            let mut entries: Vec<&(GoKey, Go)> = m.entries.iter().collect();
+            entries.sort_by(|(a, _), (b, _)| key_order(a, b));
+            let inner: Vec<String> = entries
+                .into_iter()
                 .map(|(k, v)| format!("{}:{}", go_sharp_v(&key_value(k)), go_sharp_v(v)))
                 .collect();
             format!("map[interface {{}}]interface {{}}{{{}}}", inner.join(", "))
         }
     }
+}
+
+/// fmt's order of map keys for messages.
+fn key_order(a: &GoKey, b: &GoKey) -> std::cmp::Ordering {
+    fn rank(k: &GoKey) -> u8 {
+        match k {
+            GoKey::Null => 0,
+            GoKey::Bool(_) => 1,
+            GoKey::Int(_) => 2,
+            GoKey::Uint(_) => 3,
+            GoKey::Float(_) => 4,
+            GoKey::Str(_) => 5,
+        }
+    }
+    match (a, b) {
+        (GoKey::Bool(x), GoKey::Bool(y)) => x.cmp(y),
+        (GoKey::Int(x), GoKey::Int(y)) => x.cmp(y),
+        (GoKey::Uint(x), GoKey::Uint(y)) => x.cmp(y),
+        (GoKey::Float(x), GoKey::Float(y)) => x.total_cmp(y),
+        (GoKey::Str(x), GoKey::Str(y)) => x.cmp(y),
+        _ => rank(a).cmp(&rank(b)),
+    }
+}
+
+/// Go's `strconv.Quote` (as `%#v` prints strings), with an approximation of `unicode.IsPrint`
+/// for characters outside ASCII: spaces other than U+0020, format characters, private use and
+/// non-characters are escaped.
+fn go_quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\u{7}' => out.push_str("\\a"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{b}' => out.push_str("\\v"),
+            c if (c as u32) < 0x20 || c == '\u{7f}' => {
+                out.push_str(&format!("\\x{:02x}", c as u32));
+            }
+            c if !go_printable(c) => {
+                let n = c as u32;
+                if n > 0xFFFF {
+                    out.push_str(&format!("\\U{n:08x}"));
+                } else {
+                    out.push_str(&format!("\\u{n:04x}"));
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// An approximation of Go's `unicode.IsPrint` above ASCII.
+fn go_printable(c: char) -> bool {
+    let n = c as u32;
+    if n < 0x80 {
+        return true;
+    }
+    !matches!(n,
+        0x80..=0xA0
+            | 0xAD
+            | 0x034F
+            | 0x061C
+            | 0x115F..=0x1160
+            | 0x1680
+            | 0x17B4..=0x17B5
+            | 0x180B..=0x180E
+            | 0x2000..=0x200F
+            | 0x2028..=0x202F
+            | 0x205F..=0x206F
+            | 0x3000
+            | 0x3164
+            | 0xE000..=0xF8FF
+            | 0xFE00..=0xFE0F
+            | 0xFEFF
+            | 0xFFA0
+            | 0xFFF0..=0xFFFB
+            | 0xFFFE..=0xFFFF
+            | 0xE0000..=0xE0FFF
+            | 0xF0000..=0x10FFFF)
 }
 
 fn key_value(k: &GoKey) -> Go {
@@ -858,12 +948,7 @@ fn key_name(k: GoKey, v: &Go, p: &mut Problems) -> Option<String> {
     Some(match k {
         GoKey::Str(s) => s,
         GoKey::Int(i) => i.to_string(),
-        GoKey::Float(f) => match format_g32(f).as_str() {
-            "+Inf" => ".inf".to_string(),
-            "-Inf" => "-.inf".to_string(),
-            "NaN" => ".nan".to_string(),
-            s => s.to_string(),
-        },
+        GoKey::Float(f) => float_key(f),
         GoKey::Bool(b) => b.to_string(),
         GoKey::Null | GoKey::Uint(_) => {
             if p.key.is_none() {
@@ -887,6 +972,17 @@ fn key_name(k: GoKey, v: &Go, p: &mut Problems) -> Option<String> {
 // -------------------------------------------------------------------------------------------
 // Helpers shared with the fast path
 
+/// The JSON name of a float key: Go's `FormatFloat(f, 'g', -1, 32)` (float32 precision, so
+/// `1e103` overflows to an infinity) with the infinities and NaN spelled as YAML does.
+fn float_key(f: f64) -> String {
+    match format_g32(f).as_str() {
+        "+Inf" => ".inf".to_string(),
+        "-Inf" => "-.inf".to_string(),
+        "NaN" => ".nan".to_string(),
+        s => s.to_string(),
+    }
+}
+
 /// The JSON name of a decoded non-string key, as sigs.k8s.io/yaml `convertToJSONableObject`
 /// writes it.
 pub(super) fn key_string(v: Value) -> std::result::Result<String, String> {
@@ -899,7 +995,7 @@ pub(super) fn key_string(v: Value) -> std::result::Result<String, String> {
             } else if n.is_u64() {
                 Err(format!("unsupported map key of type uint64: {n}"))
             } else {
-                Ok(format_g32(n.as_f64().unwrap_or(0.0)))
+                Ok(float_key(n.as_f64().unwrap_or(0.0)))
             }
         }
         Value::Null => Err("unsupported map key: null".to_string()),

@@ -163,7 +163,8 @@ fn resolve_number(s: &str, timestamps: bool) -> Resolved {
         }
     }
     if let Some(rest) = plain.strip_prefix("0b") {
-        if let Some(i) = parse_digits(rest, 2).and_then(|u| i64::try_from(u).ok()) {
+        // `strconv.ParseInt(rest, 2, 64)`: a sign is allowed after the prefix (`0b-11` is -3).
+        if let Some(i) = parse_signed(rest, 2) {
             return Resolved::Int(i);
         }
         if let Some(u) = parse_digits(rest, 2) {
@@ -206,6 +207,21 @@ pub(crate) fn go_parse_int(s: &str) -> Option<i64> {
         _ => (false, s),
     };
     let u = go_parse_uint(body)?;
+    if neg {
+        neg_i64(u)
+    } else {
+        i64::try_from(u).ok()
+    }
+}
+
+/// Go's `strconv.ParseInt(s, radix, 64)` for an explicit radix: optional sign, then digits.
+fn parse_signed(s: &str, radix: u32) -> Option<i64> {
+    let (neg, body) = match s.as_bytes().first() {
+        Some(b'-') => (true, &s[1..]),
+        Some(b'+') => (false, &s[1..]),
+        _ => (false, s),
+    };
+    let u = parse_digits(body, radix)?;
     if neg {
         neg_i64(u)
     } else {
