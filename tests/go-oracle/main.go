@@ -14,6 +14,10 @@
 // Modes:
 //   - yaml2json         sigs.k8s.io/yaml.YAMLToJSON(input)
 //   - yaml2json_strict  sigs.k8s.io/yaml.YAMLToJSONStrict(input)
+//   - yaml2json_info    as yaml2json, and the answer also carries "ambiguous": true when Go's
+//     own answer depends on map iteration order (two keys of one mapping that
+//     differ as YAML values, e.g. 1 and "1", become the same JSON key, and
+//     which one wins is random)
 //   - json2yaml         sigs.k8s.io/yaml.JSONToYAML(input)
 //   - gojson            encoding/json: Unmarshal(input) into interface{}, then Marshal
 //   - typed             sigs.k8s.io/yaml.Unmarshal(input) into a workload whose Go types mirror
@@ -36,10 +40,12 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"text/template"
 
 	"github.com/Masterminds/sprig"
+	yamlv2 "gopkg.in/yaml.v2"
 	"sigs.k8s.io/yaml"
 )
 
@@ -51,8 +57,9 @@ type request struct {
 }
 
 type answer struct {
-	Ok  *string `json:"ok,omitempty"`
-	Err *string `json:"err,omitempty"`
+	Ok        *string `json:"ok,omitempty"`
+	Err       *string `json:"err,omitempty"`
+	Ambiguous bool    `json:"ambiguous,omitempty"`
 }
 
 func main() {
@@ -97,6 +104,9 @@ func run(req request) (a answer) {
 		out, err = yaml.YAMLToJSON([]byte(req.Input))
 	case "yaml2json_strict":
 		out, err = yaml.YAMLToJSONStrict([]byte(req.Input))
+	case "yaml2json_info":
+		out, err = yaml.YAMLToJSON([]byte(req.Input))
+		defer func() { a.Ambiguous = yamlAmbiguous(req.Input) }()
 	case "json2yaml":
 		out, err = yaml.JSONToYAML([]byte(req.Input))
 	case "gojson":
@@ -120,6 +130,71 @@ func run(req request) (a answer) {
 	}
 	s := string(out)
 	return answer{Ok: &s}
+}
+
+// yamlAmbiguous reports whether YAMLToJSON's result for input depends on Go's map iteration
+// order: some mapping holds two distinct keys (as go-yaml v2 decodes them into interface{})
+// that sigs.k8s.io/yaml's convertToJSONableObject turns into the same JSON key.
+func yamlAmbiguous(input string) bool {
+	var v interface{}
+	if yamlv2.Unmarshal([]byte(input), &v) != nil {
+		return false
+	}
+	return ambiguousValue(v)
+}
+
+func ambiguousValue(v interface{}) bool {
+	switch t := v.(type) {
+	case map[interface{}]interface{}:
+		seen := map[string]bool{}
+		for k, x := range t {
+			if s, ok := jsonKey(k); ok {
+				if seen[s] {
+					return true
+				}
+				seen[s] = true
+			}
+			if ambiguousValue(x) {
+				return true
+			}
+		}
+	case []interface{}:
+		for _, x := range t {
+			if ambiguousValue(x) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// jsonKey is the key conversion of sigs.k8s.io/yaml's convertToJSONableObject.
+func jsonKey(k interface{}) (string, bool) {
+	switch t := k.(type) {
+	case string:
+		return t, true
+	case int:
+		return strconv.Itoa(t), true
+	case int64:
+		return strconv.FormatInt(t, 10), true
+	case float64:
+		s := strconv.FormatFloat(t, 'g', -1, 32)
+		switch s {
+		case "+Inf":
+			s = ".inf"
+		case "-Inf":
+			s = "-.inf"
+		case "NaN":
+			s = ".nan"
+		}
+		return s, true
+	case bool:
+		if t {
+			return "true", true
+		}
+		return "false", true
+	}
+	return "", false
 }
 
 func render(req request) ([]byte, error) {

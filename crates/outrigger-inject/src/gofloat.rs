@@ -10,7 +10,108 @@ pub fn format_g64(f: f64) -> String {
     if let Some(s) = small_integer(f) {
         return s;
     }
-    format_g(&format!("{f:e}"))
+    format_g(&shortest_e64(f))
+}
+
+/// Go's `strconv.FormatFloat(f, 'f', -1, 64)`: shortest round-trip digits, no exponent.
+pub fn format_f64(f: f64) -> String {
+    if let Some(s) = special(f) {
+        return s.to_string();
+    }
+    if let Some(s) = small_integer(f) {
+        return s;
+    }
+    let sci = shortest_e64(f);
+    let (neg, sci) = match sci.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, sci.as_str()),
+    };
+    let (mant, exp) = sci.split_once('e').unwrap_or((sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let digits: String = mant.chars().filter(char::is_ascii_digit).collect();
+    let mut out = String::new();
+    if neg {
+        out.push('-');
+    }
+    push_fixed(&mut out, &digits, exp);
+    out
+}
+
+/// Rust's `{:e}` of `f`, with Go's choice between two shortest digit strings: Rust rounds an
+/// exact tie (the value halfway between them) up, Go to the even last digit
+/// (`1125899906842624.25` is `...624.2` in Go).
+pub fn shortest_e64(f: f64) -> String {
+    tie_to_even(
+        format!("{f:e}"),
+        |p| format!("{:.*e}", p, f.abs()),
+        |s| s.parse::<f64>().is_ok_and(|g| g == f),
+    )
+}
+
+/// [`shortest_e64`] for a float32.
+pub fn shortest_e32(f: f32) -> String {
+    tie_to_even(
+        format!("{f:e}"),
+        |p| format!("{:.*e}", p, f.abs()),
+        |s| s.parse::<f32>().is_ok_and(|g| g == f),
+    )
+}
+
+/// See [`shortest_e64`]: `sci` is Rust's shortest `{:e}`, `exact(p)` the absolute value with `p`
+/// digits after the point (exact when `p` is large enough), `same(s)` whether `s` reads back as
+/// the value.
+fn tie_to_even(
+    sci: String,
+    exact: impl Fn(usize) -> String,
+    same: impl Fn(&str) -> bool,
+) -> String {
+    let body = sci.strip_prefix('-').unwrap_or(&sci);
+    let Some((mant, exp)) = body.split_once('e') else {
+        return sci;
+    };
+    let digits: Vec<u8> = mant.bytes().filter(u8::is_ascii_digit).collect();
+    let Some(&last) = digits.last() else {
+        return sci;
+    };
+    // Rust rounds ties up: only an odd last digit can be Go's tie the other way.
+    if (last - b'0').is_multiple_of(2) {
+        return sci;
+    }
+    let n = digits.len();
+    let halfway = |text: &str| {
+        let Some((m, e)) = text.split_once('e') else {
+            return false;
+        };
+        let d: Vec<u8> = m.bytes().filter(u8::is_ascii_digit).collect();
+        e == exp
+            && d.len() > n
+            && d[..n - 1] == digits[..n - 1]
+            && d[n - 1] == last - 1
+            && d[n] == b'5'
+            && d[n + 1..].iter().all(|&c| c == b'0')
+    };
+    // A float's exact decimal expansion has at most 767 significant digits.
+    if !halfway(&exact(n + 40)) || !halfway(&exact(800)) {
+        return sci;
+    }
+    let mut down = digits.clone();
+    down[n - 1] = last - 1;
+    let mut candidate = String::new();
+    if sci.starts_with('-') {
+        candidate.push('-');
+    }
+    candidate.push(char::from(down[0]));
+    if n > 1 {
+        candidate.push('.');
+        candidate.extend(down[1..].iter().map(|&c| char::from(c)));
+    }
+    candidate.push('e');
+    candidate.push_str(exp);
+    if same(&candidate) {
+        candidate
+    } else {
+        sci
+    }
 }
 
 /// Integral values below 1e6 (the common case: ports, counts) print as plain integers in the
@@ -38,7 +139,7 @@ pub fn format_g32(f: f64) -> String {
     if let Some(s) = small_integer(f64::from(narrow)) {
         return s;
     }
-    format_g(&format!("{narrow:e}"))
+    format_g(&shortest_e32(narrow))
 }
 
 /// Go's spelling of the non-finite values.
@@ -68,7 +169,6 @@ fn format_g(sci: &str) -> String {
         out.push('-');
     }
     // Shortest formatting uses `%e` when the exponent is below -4 or at least 6.
-    let nd = i32::try_from(digits.len()).unwrap_or(i32::MAX);
     if !(-4..6).contains(&exp) {
         out.push_str(&digits[..1]);
         if digits.len() > 1 {
@@ -84,15 +184,23 @@ fn format_g(sci: &str) -> String {
         out.push_str(&a.to_string());
         return out;
     }
+    push_fixed(&mut out, &digits, exp);
+    out
+}
+
+/// Append `digits` (significant digits, the first before the point) times 10^`exp` in fixed
+/// notation.
+fn push_fixed(out: &mut String, digits: &str, exp: i32) {
+    let nd = i32::try_from(digits.len()).unwrap_or(i32::MAX);
     let dp = exp + 1;
     if dp <= 0 {
         out.push_str("0.");
         for _ in 0..(-dp) {
             out.push('0');
         }
-        out.push_str(&digits);
+        out.push_str(digits);
     } else if dp >= nd {
-        out.push_str(&digits);
+        out.push_str(digits);
         for _ in 0..(dp - nd) {
             out.push('0');
         }
@@ -102,7 +210,6 @@ fn format_g(sci: &str) -> String {
         out.push('.');
         out.push_str(&digits[split..]);
     }
-    out
 }
 
 #[cfg(test)]
@@ -132,6 +239,21 @@ mod tests {
         }
         assert_eq!(format_g64(f64::INFINITY), "+Inf");
         assert_eq!(format_g64(f64::NAN), "NaN");
+    }
+
+    #[test]
+    // The literals are exact halfway values on purpose.
+    #[allow(clippy::excessive_precision)]
+    fn shortest_digits_break_ties_to_even_as_go() {
+        // Expected texts: Go's encoding/json (the oracle's `gojson` mode).
+        assert_eq!(format_f64(1125899906842624.25), "1125899906842624.2");
+        assert_eq!(format_f64(1125899906842624.75), "1125899906842624.8");
+        assert_eq!(format_f64(1844674473709551.25), "1844674473709551.2");
+        assert_eq!(format_f64(0.3), "0.3");
+        assert_eq!(format_f64(-1125899906842625.25), "-1125899906842625.2");
+        // Go's text/template (strconv 'g') in the oracle's `template` mode.
+        assert_eq!(format_g64(1125899906842624.25), "1.1258999068426242e+15");
+        assert_eq!(format_g64(-1125899906842625.25), "-1.1258999068426252e+15");
     }
 
     #[test]

@@ -72,7 +72,12 @@ pub fn inject_manifests(input: &str, opts: &KubeInjectOptions<'_>) -> Result<Kub
     let mut out = KubeInjectOutput::default();
     for (index, raw) in yaml::split_documents(input)?.into_iter().enumerate() {
         let at = |e: Error| e.context(&format!("document {index}"));
-        let doc = yaml::from_str(raw).map_err(|e| at(absolute_yaml_line(e, input, raw)))?;
+        let read = yaml::read_document(raw).map_err(|e| at(absolute_yaml_line(e, input, raw)))?;
+        if let Some(ignored) = &read.ignored {
+            out.warnings
+                .push(ignored_warning(index, ignored, input, raw));
+        }
+        let doc = read.value;
         let m = match &doc {
             Value::Object(m) => m,
             Value::Null => continue,
@@ -118,6 +123,30 @@ pub fn inject_manifests(input: &str, opts: &KubeInjectOptions<'_>) -> Result<Kub
         });
     }
     Ok(out)
+}
+
+/// The warning for content after the end of document `index` (`raw`, a slice of `input`), which
+/// Kubernetes' YAML reader silently drops: it names the document and the line of the input.
+fn ignored_warning(index: usize, ignored: &yaml::IgnoredText, input: &str, raw: &str) -> String {
+    let line = first_line(input, raw) + ignored.line;
+    let mut w = format!(
+        "Warning: document {index}: the content from line {line} on is ignored by Kubernetes' \
+         YAML reader (it follows the end of the document)"
+    );
+    if let Some(e) = &ignored.error {
+        let e = absolute_yaml_line(Error::Yaml(e.clone()), input, raw);
+        w.push_str(&format!("; it is not valid YAML either: {e}"));
+    }
+    w.push('\n');
+    w
+}
+
+/// Number of lines of `input` before `doc` (a slice of it).
+fn first_line(input: &str, doc: &str) -> usize {
+    let offset = (doc.as_ptr() as usize).wrapping_sub(input.as_ptr() as usize);
+    input
+        .get(..offset)
+        .map_or(0, |before| before.matches('\n').count())
 }
 
 /// Rewrite the document-relative `yaml: line L:` of a parse error of `doc` (a slice of `input`)

@@ -1,14 +1,14 @@
 //! Fast path of [`super::from_str`]: a single-pass loader for the block-YAML subset that rendered
 //! sidecar templates are written in.
 //!
-//! It produces exactly the tree that [`super::parse`] (yaml-rust2's event parser) produces, or
+//! It produces exactly the tree that [`super::parse`] (the go-yaml v2 port) produces, or
 //! gives up with `None`, after which the caller runs the full loader on the original text. It never
 //! reports errors: anything it does not recognise, and every error, is a `None`.
 //!
 //! Covered: block mappings with plain or quoted single-line keys; block sequences, including
 //! compact `- key: v` mappings, nested `- - x` and a sequence at the indentation of its parent key;
 //! single-line plain scalars (resolved by [`resolve_plain`]), single- and double-quoted scalars
-//! (the escapes of yaml-rust2); literal block scalars `|`, `|-`, `|+` with auto-detected
+//! (go-yaml's escapes but `\'` and `\<TAB>`); literal block scalars `|`, `|-`, `|+` with auto-detected
 //! indentation; flow sequences and mappings of those scalars, nested, over several lines; comments,
 //! blank lines, a leading BOM and a leading `---`.
 //!
@@ -25,7 +25,8 @@ use super::resolve::{resolve_plain, Resolved};
 
 /// Deepest nesting handled here (the full loader's limit is 256).
 const MAX_DEPTH: usize = 100;
-/// Longest key handled here (yaml-rust2 caps implicit keys at 1024 characters).
+/// Longest key handled here (go-yaml stops looking for a simple key's `:` after 1024
+/// characters).
 const MAX_KEY_LEN: usize = 1000;
 /// Longest text handled here (the full loader caps the number of nodes).
 const MAX_LEN: usize = 16 << 20;
@@ -43,7 +44,6 @@ pub(crate) fn from_str(text: &str) -> Option<Value> {
         line_start: 0,
         entries: Vec::new(),
         items: Vec::new(),
-        flow_plain: false,
     }
     .document()
 }
@@ -109,10 +109,6 @@ struct Loader<'a> {
     entries: Vec<(String, Value)>,
     /// Items of the sequences being read (innermost last), moved into vectors of the exact size.
     items: Vec<Value>,
-    /// Whether the flow collection being read (outermost) holds a plain scalar so far: until then
-    /// yaml-rust2 keeps the one-column indentation it adds after `key:` and `- `, and a closing
-    /// bracket at the parent's column is an error.
-    flow_plain: bool,
 }
 
 impl<'a> Loader<'a> {
@@ -224,16 +220,16 @@ impl<'a> Loader<'a> {
         if self.eof() {
             return Some(Value::Null);
         }
-        let v = self.block_node(self.col(), -1, 0)?;
+        let v = self.block_node(self.col(), 0)?;
         self.eof().then_some(v)
     }
 
-    /// A collection starting a line at column `col`, in a block collection at `parent`.
-    fn block_node(&mut self, col: usize, parent: isize, depth: usize) -> Option<Value> {
+    /// A collection starting a line at column `col`.
+    fn block_node(&mut self, col: usize, depth: usize) -> Option<Value> {
         match self.peek() {
             b'-' if self.at_entry() => self.sequence(col, depth),
             b'[' | b'{' => {
-                let v = self.block_flow(parent, depth)?;
+                let v = self.flow(depth)?;
                 self.end_node()?;
                 Some(v)
             }
@@ -252,7 +248,7 @@ impl<'a> Loader<'a> {
         }
         let col = self.col();
         if col > indent {
-            return self.block_node(col, indent as isize, depth);
+            return self.block_node(col, depth);
         }
         if col == indent && same_col_seq && self.at_entry() {
             return self.sequence(col, depth);
@@ -303,7 +299,7 @@ impl<'a> Loader<'a> {
             b'-' if self.at_entry() => self.sequence(col, depth),
             b'|' => self.literal(parent),
             b'[' | b'{' => {
-                let v = self.block_flow(parent as isize, depth)?;
+                let v = self.flow(depth)?;
                 self.end_node()?;
                 Some(v)
             }
@@ -394,7 +390,7 @@ impl<'a> Loader<'a> {
             }
             b'|' => self.literal(indent),
             b'[' | b'{' => {
-                let v = self.block_flow(indent as isize, depth)?;
+                let v = self.flow(depth)?;
                 self.end_node()?;
                 Some(v)
             }
@@ -511,7 +507,7 @@ impl<'a> Loader<'a> {
         }
     }
 
-    /// The character of the escape sequence after a `\` (yaml-rust2's set).
+    /// The character of the escape sequence after a `\` (go-yaml's set; `\/` is not one).
     fn escape(&mut self) -> Option<char> {
         let c = self.peek();
         self.pos += 1;
@@ -527,7 +523,6 @@ impl<'a> Loader<'a> {
             b'e' => '\x1b',
             b' ' => ' ',
             b'"' => '"',
-            b'/' => '/',
             b'\\' => '\\',
             b'N' => '\u{85}',
             b'_' => '\u{a0}',
@@ -612,7 +607,7 @@ impl<'a> Loader<'a> {
             first = false;
             out.push_str(self.src.get(start..end)?);
             if end == self.b.len() {
-                // libyaml adds no line break that the text lacks (see `EofFix` in parse.rs).
+                // go-yaml adds no line break that the text lacks.
                 self.pos = end;
                 self.line_start = end;
                 return Some(true);
@@ -656,36 +651,31 @@ impl<'a> Loader<'a> {
         }
     }
 
-    /// A flow collection in block context, in the block collection at `parent`.
-    fn block_flow(&mut self, parent: isize, depth: usize) -> Option<Value> {
-        self.flow_plain = false;
-        self.flow(parent, depth)
-    }
-
-    /// A flow collection in the block collection at `parent`; `pos` is at its `[` or `{`.
-    fn flow(&mut self, parent: isize, depth: usize) -> Option<Value> {
+    /// A flow collection; `pos` is at its `[` or `{`. Indentation does not matter inside flow
+    /// collections (go-yaml checks none there).
+    fn flow(&mut self, depth: usize) -> Option<Value> {
         if depth > MAX_DEPTH {
             return None;
         }
         let open = self.peek();
         self.pos += 1;
         if open == b'[' {
-            self.flow_sequence(parent, depth)
+            self.flow_sequence(depth)
         } else {
-            self.flow_mapping(parent, depth)
+            self.flow_mapping(depth)
         }
     }
 
-    fn flow_sequence(&mut self, parent: isize, depth: usize) -> Option<Value> {
+    fn flow_sequence(&mut self, depth: usize) -> Option<Value> {
         let base = self.items.len();
         loop {
-            self.flow_skip(parent)?;
+            self.flow_skip()?;
             if self.peek() == b']' {
                 break;
             }
-            let item = self.flow_node(parent, depth + 1)?;
+            let item = self.flow_node(depth + 1)?;
             self.items.push(item);
-            self.flow_skip(parent)?;
+            self.flow_skip()?;
             match self.peek() {
                 b',' => self.pos += 1,
                 b']' => break,
@@ -696,18 +686,18 @@ impl<'a> Loader<'a> {
         Some(self.take_items(base))
     }
 
-    fn flow_mapping(&mut self, parent: isize, depth: usize) -> Option<Value> {
+    fn flow_mapping(&mut self, depth: usize) -> Option<Value> {
         let base = self.entries.len();
         loop {
-            self.flow_skip(parent)?;
+            self.flow_skip()?;
             if self.peek() == b'}' {
                 break;
             }
             let key = self.flow_key()?;
-            self.flow_skip(parent)?;
-            let v = self.flow_node(parent, depth + 1)?;
+            self.flow_skip()?;
+            let v = self.flow_node(depth + 1)?;
             self.entries.push((key, v));
-            self.flow_skip(parent)?;
+            self.flow_skip()?;
             match self.peek() {
                 b',' => self.pos += 1,
                 b'}' => break,
@@ -734,9 +724,9 @@ impl<'a> Loader<'a> {
     }
 
     /// A node inside a flow collection: a nested collection or a scalar.
-    fn flow_node(&mut self, parent: isize, depth: usize) -> Option<Value> {
+    fn flow_node(&mut self, depth: usize) -> Option<Value> {
         match self.peek() {
-            b'[' | b'{' => self.flow(parent, depth),
+            b'[' | b'{' => self.flow(depth),
             b'"' | b'\'' => self.quoted().map(Value::String),
             _ => plain_value(self.plain_flow()?),
         }
@@ -754,11 +744,12 @@ impl<'a> Loader<'a> {
         if !ok {
             return None;
         }
-        self.flow_plain = true;
         let (mut p, mut end) = (start, start);
         loop {
             match self.at(p) {
                 0 | b'\n' | b',' | b'[' | b']' | b'{' | b'}' => break,
+                // go-yaml ends the scalar there; `?` then starts a key.
+                b'?' => return None,
                 b':' if matches!(
                     self.at(p + 1),
                     0 | b' ' | b'\n' | b',' | b'[' | b']' | b'{' | b'}'
@@ -772,19 +763,13 @@ impl<'a> Loader<'a> {
             }
             p += 1;
         }
-        // yaml-rust2 rejects a word starting with `-` right before a flow indicator (`a -,`).
-        let flow_stop = matches!(self.at(p), b',' | b'[' | b']' | b'{' | b'}');
-        if flow_stop && self.at(p - 1) == b'-' {
-            return None;
-        }
         self.pos = end;
         self.src.get(start..end)
     }
 
-    /// Skip spaces, comments and line breaks between flow tokens. A token starting a line must be
-    /// indented past `parent` (a closing bracket may sit at `parent`); gives up at the end of the
-    /// text and on document markers.
-    fn flow_skip(&mut self, parent: isize) -> Option<()> {
+    /// Skip spaces, comments and line breaks between flow tokens; gives up at the end of the text
+    /// and on document markers.
+    fn flow_skip(&mut self) -> Option<()> {
         loop {
             match self.peek() {
                 b' ' => self.pos += 1,
@@ -793,15 +778,15 @@ impl<'a> Loader<'a> {
                         self.pos += 1;
                     }
                 }
-                b'\n' => self.flow_line(parent)?,
+                b'\n' => self.flow_line()?,
                 0 | b'#' => return None,
                 _ => return Some(()),
             }
         }
     }
 
-    /// Move past a line break inside a flow collection and check the next line's indentation.
-    fn flow_line(&mut self, parent: isize) -> Option<()> {
+    /// Move past a line break inside a flow collection; gives up on a document marker.
+    fn flow_line(&mut self) -> Option<()> {
         self.pos += 1;
         self.line_start = self.pos;
         let rest = self.b.get(self.pos..).unwrap_or_default();
@@ -809,13 +794,7 @@ impl<'a> Loader<'a> {
             return None;
         }
         self.skip_spaces();
-        let col = self.col() as isize;
-        let ok = match self.peek() {
-            b'\n' | b'#' | 0 => true,
-            b']' | b'}' => col > parent || (col == parent && self.flow_plain),
-            _ => col > parent,
-        };
-        ok.then_some(())
+        Some(())
     }
 }
 

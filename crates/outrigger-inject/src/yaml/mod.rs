@@ -1,33 +1,39 @@
 //! YAML as Kubernetes' Go tooling reads and writes it (sigs.k8s.io/yaml over go-yaml v2).
 //!
 //! CONTRACT (owned by the YAML work stream):
-//! - [`from_str`]: one document → JSON tree, YAML 1.1 scalar resolution (`yes`/`on` are bools,
-//!   `010` octal, `1_000`), keys in document order, non-string keys stringified, duplicate keys
-//!   an error; errors carry line/column. Empty/whitespace-only input → `Value::Null`.
+//! - [`from_str`]: exactly sigs.k8s.io/yaml `YAMLToJSON`: the first document → JSON tree, YAML 1.1
+//!   scalar resolution (`yes`/`on` are bools, `010` octal, `1_000`), keys in document order,
+//!   non-string keys stringified, a repeated key replacing the earlier value; text after the
+//!   first document is ignored (as go-yaml does; [`read_document`] reports it); errors are
+//!   go-yaml's (`yaml: line L: message`). Empty/whitespace-only input → `Value::Null`.
 //! - [`split_documents`]: kube-inject splitting on lines starting with `---`, returning the raw
 //!   text of each document (for verbatim pass-through).
 //! - [`to_string`]: go-yaml v2 style emission (sorted keys, 2-space indent, sequences not indented
 //!   under their key, quoting of ambiguous strings, `|`/`|-` literal blocks), ends with `\n`.
 //!
-//! Layout: `resolve` (YAML 1.1 plain-scalar resolution shared by both directions), `fast` (a
-//! single-pass loader for the block-YAML subset of rendered templates, tried first; it gives up
-//! on anything else and on every error, and `parse` runs on the original text), `parse`
-//! (events of yaml-rust2 → JSON), `split`, `emit` (port of go-yaml v2's encoder and libyaml's
-//! emitter), `gofmt` (Go's `%g` float formatting).
+//! Layout: `scan` and `events` (go-yaml v2's reader, scanner and parser, ported line by line:
+//! characters → tokens → events), `parse` (go-yaml's node tree and decoder, then sigs.k8s.io/yaml's
+//! key conversion), `resolve` (YAML 1.1 plain-scalar resolution shared by both directions), `fast`
+//! (a single-pass loader for the block-YAML subset of rendered templates, tried first; it gives up
+//! on anything else and on every error, and `parse` runs on the original text), `split`, `emit`
+//! (port of go-yaml v2's encoder and libyaml's emitter).
 //!
-//! Known differences from Go: a raw U+0085/U+2028/U+2029 in YAML input is content here, a line
-//! break for libyaml; key sets on which go-yaml's own key order is cyclic (`08`, `1:20`, `0x1F`)
-//! come out in some order (Go's varies from run to run); duplicate keys are always an error
-//! (go-yaml's strict mode) while a key set by a merge `<<` may still be overridden once.
+//! Known differences from Go: documents nested deeper than 512 collections are refused (go-yaml
+//! allows 10,000 flow and 10,000 indentation levels; the trees are processed recursively
+//! downstream); where Go's own answer depends on its random map iteration order (two keys of a
+//! mapping such as `1` and `"1"` becoming the same JSON key) the later key wins here; key sets on
+//! which go-yaml's emitter key order is cyclic (`08`, `1:20`, `0x1F`) come out in some order.
 
 use serde_json::Value;
 
 use crate::Result;
 
 mod emit;
+mod events;
 mod fast;
 mod parse;
 mod resolve;
+mod scan;
 mod split;
 #[cfg(test)]
 mod tests_emit;
@@ -36,22 +42,79 @@ mod tests_fast;
 #[cfg(test)]
 mod tests_parse;
 
-/// Parse one YAML document into a JSON tree, as sigs.k8s.io/yaml `YAMLToJSON` reads it.
+/// Parse YAML into a JSON tree exactly as sigs.k8s.io/yaml `YAMLToJSON` reads it.
 ///
-/// Plain scalars follow YAML 1.1 (go-yaml v2): `yes`/`on`/`y` are `true`, `010` is 8, `0x1F`,
-/// `0b101`, `1_000` are ints, `1.5`/`1e3` are floats (kept as f64 even when integral), `~`/`null`/
-/// empty are null; quoted and block scalars are strings; explicit core tags (`!!str`, `!!int`,
-/// ...) force the type. Anchors, aliases and merge keys (`<<`) are expanded. Keys keep document
-/// order; non-string keys become their string form (`1`, `true`). Duplicate keys, `.inf`/`.nan`
-/// values (not representable in JSON), more than one non-empty document and syntax errors are
-/// [`crate::Error::Yaml`] errors of the form `yaml: line L: message (column C)`.
-/// Empty, whitespace-only or comment-only input is `Value::Null`.
+/// Only the first document is read; what follows it is ignored, as go-yaml does (see
+/// [`read_document`] to learn about it). Plain scalars follow YAML 1.1 (go-yaml v2): `yes`/`on`/`y`
+/// are `true`, `010` is 8, `0x1F`, `0b101`, `1_000` are ints, `1.5`/`1e3` are floats (kept as f64
+/// even when integral), `~`/`null`/empty are null; quoted and block scalars are strings; explicit
+/// core tags (`!!str`, `!!int`, ...) force the type. Anchors, aliases and merge keys (`<<`) are
+/// expanded. Keys keep document order; non-string keys become their string form (`1`, `true`,
+/// `.inf`); a repeated key replaces the earlier value (non-strict `yaml.Unmarshal`). Syntax errors,
+/// `.inf`/`.nan` values (not representable in JSON), null keys and documents nested deeper than
+/// 512 collections are [`crate::Error::Yaml`] errors with go-yaml's message
+/// (`yaml: line L: message`). Empty, whitespace-only or comment-only input is `Value::Null`.
 pub fn from_str(text: &str) -> Result<Value> {
     trace::record(text);
     match fast::from_str(text) {
         Some(v) => Ok(v),
         None => parse::from_str(text),
     }
+}
+
+/// A document read by [`read_document`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Document {
+    /// The JSON tree of the first document (what [`from_str`] returns).
+    pub value: Value,
+    /// Content after the first document, which Kubernetes' YAML reader silently ignores.
+    pub ignored: Option<IgnoredText>,
+}
+
+/// Content after the end of the first document of a text: go-yaml (and so `kubectl`,
+/// `istioctl` and istiod) stops reading there without a word.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IgnoredText {
+    /// 1-based line of the text where the ignored content starts.
+    pub line: usize,
+    /// go-yaml's error on the ignored content, when it is not valid YAML either.
+    pub error: Option<String>,
+}
+
+impl std::fmt::Display for IgnoredText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "line {}: content after the end of the document is ignored by Kubernetes' YAML reader",
+            self.line
+        )?;
+        if let Some(e) = &self.error {
+            write!(f, " (and is not valid YAML: {e})")?;
+        }
+        Ok(())
+    }
+}
+
+/// [`from_str`], also reporting content after the first document that go-yaml ignores (a `...`
+/// end marker followed by more text, a second document, or text after a complete flow
+/// collection such as `[]: b`). Empty documents, comments and directives after the first
+/// document are not reported.
+pub fn read_document(text: &str) -> Result<Document> {
+    trace::record(text);
+    if let Some(value) = fast::from_str(text) {
+        return Ok(Document {
+            value,
+            ignored: None,
+        });
+    }
+    let loaded = parse::load(text)?;
+    Ok(Document {
+        value: loaded.value,
+        ignored: loaded.ignored.map(|i| IgnoredText {
+            line: i.line,
+            error: i.error,
+        }),
+    })
 }
 
 /// The fast path of [`from_str`] alone: `Some` tree when the text is in the subset that the
@@ -62,7 +125,8 @@ pub fn fast_from_str(text: &str) -> Option<Value> {
     fast::from_str(text)
 }
 
-/// The full loader of [`from_str`] (yaml-rust2), without the fast path. For tests and fuzzing.
+/// The full loader of [`from_str`] (the go-yaml port), without the fast path. For tests and
+/// fuzzing.
 #[doc(hidden)]
 pub fn slow_from_str(text: &str) -> Result<Value> {
     parse::from_str(text)

@@ -29,6 +29,13 @@ pub(crate) enum Resolved {
 
 /// Resolve a plain (unquoted, untagged) scalar the way go-yaml v2 does.
 pub(crate) fn resolve_plain(s: &str) -> Resolved {
+    resolve_scalar(s, true)
+}
+
+/// go-yaml v2's `resolve` for an untagged plain scalar (`timestamps`) or a scalar tagged
+/// `!!bool`, `!!int`, `!!float`, `!!null` (timestamps are tried only untagged or under
+/// `!!timestamp`).
+pub(crate) fn resolve_scalar(s: &str, timestamps: bool) -> Resolved {
     let Some(&first) = s.as_bytes().first() else {
         return Resolved::Null;
     };
@@ -37,7 +44,9 @@ pub(crate) fn resolve_plain(s: &str) -> Resolved {
             resolve_word(s).unwrap_or(Resolved::Str)
         }
         b'.' => resolve_word(s).unwrap_or_else(|| resolve_dot_float(s)),
-        b'+' | b'-' | b'0'..=b'9' => resolve_word(s).unwrap_or_else(|| resolve_number(s)),
+        b'+' | b'-' | b'0'..=b'9' => {
+            resolve_word(s).unwrap_or_else(|| resolve_number(s, timestamps))
+        }
         _ => Resolved::Str,
     }
 }
@@ -63,21 +72,78 @@ fn resolve_word(s: &str) -> Option<Resolved> {
     })
 }
 
-/// A scalar starting with `.` that is not in the word map: maybe `.5` or `.5e3`.
+/// A scalar starting with `.` that is not in the word map: go-yaml hands it to Go's
+/// `strconv.ParseFloat` as it is, which reads `.5`, `.5e3` and, with Go's digit separators,
+/// `.5_0` or `.5e1_0`.
 fn resolve_dot_float(s: &str) -> Resolved {
-    static DOT_FLOAT: OnceLock<Regex> = OnceLock::new();
-    let re =
-        DOT_FLOAT.get_or_init(|| Regex::new(r"^\.[0-9]+([eE][-+]?[0-9]+)?$").expect("valid regex"));
-    if re.is_match(s) {
-        parse_finite_float(s).map_or(Resolved::Str, Resolved::Float)
-    } else {
-        Resolved::Str
+    if !go_decimal_float_syntax(s) || !underscores_ok(s) {
+        return Resolved::Str;
     }
+    let plain: String = s.chars().filter(|&c| c != '_').collect();
+    parse_finite_float(&plain).map_or(Resolved::Str, Resolved::Float)
 }
 
-/// Scalars starting with a digit or a sign: timestamp, int, uint, float, binary int, or string.
-fn resolve_number(s: &str) -> Resolved {
-    if is_timestamp(s) {
+/// The decimal part of Go's float syntax (no sign, no hexadecimal, no `inf`/`nan`): digits
+/// and underscores with at most one `.` and at least one digit, then an optional exponent whose
+/// first character after the sign is a digit.
+fn go_decimal_float_syntax(s: &str) -> bool {
+    let b = s.as_bytes();
+    let mut i = 0;
+    let (mut dot, mut digits) = (false, false);
+    while let Some(&c) = b.get(i) {
+        match c {
+            b'0'..=b'9' => digits = true,
+            b'_' => {}
+            b'.' if !dot => dot = true,
+            _ => break,
+        }
+        i += 1;
+    }
+    if !digits {
+        return false;
+    }
+    if matches!(b.get(i), Some(b'e' | b'E')) {
+        i += 1;
+        if matches!(b.get(i), Some(b'+' | b'-')) {
+            i += 1;
+        }
+        if !b.get(i).is_some_and(u8::is_ascii_digit) {
+            return false;
+        }
+        while b.get(i).is_some_and(|c| c.is_ascii_digit() || *c == b'_') {
+            i += 1;
+        }
+    }
+    i == b.len()
+}
+
+/// Go's `underscoreOK` (decimal case): every `_` sits between two digits.
+fn underscores_ok(s: &str) -> bool {
+    let mut saw = b'^';
+    for &c in s.trim_start_matches(['+', '-']).as_bytes() {
+        if c.is_ascii_digit() {
+            saw = b'0';
+            continue;
+        }
+        if c == b'_' {
+            if saw != b'0' {
+                return false;
+            }
+            saw = b'_';
+            continue;
+        }
+        if saw == b'_' {
+            return false;
+        }
+        saw = b'!';
+    }
+    saw != b'_'
+}
+
+/// Scalars starting with a digit or a sign: timestamp (when `timestamps`), int, uint, float,
+/// binary int, or string.
+fn resolve_number(s: &str, timestamps: bool) -> Resolved {
+    if timestamps && is_timestamp(s) {
         return Resolved::Timestamp;
     }
     let plain: std::borrow::Cow<'_, str> = if s.contains('_') {
@@ -97,7 +163,8 @@ fn resolve_number(s: &str) -> Resolved {
         }
     }
     if let Some(rest) = plain.strip_prefix("0b") {
-        if let Some(i) = parse_digits(rest, 2).and_then(|u| i64::try_from(u).ok()) {
+        // `strconv.ParseInt(rest, 2, 64)`: a sign is allowed after the prefix (`0b-11` is -3).
+        if let Some(i) = parse_signed(rest, 2) {
             return Resolved::Int(i);
         }
         if let Some(u) = parse_digits(rest, 2) {
@@ -140,6 +207,21 @@ pub(crate) fn go_parse_int(s: &str) -> Option<i64> {
         _ => (false, s),
     };
     let u = go_parse_uint(body)?;
+    if neg {
+        neg_i64(u)
+    } else {
+        i64::try_from(u).ok()
+    }
+}
+
+/// Go's `strconv.ParseInt(s, radix, 64)` for an explicit radix: optional sign, then digits.
+fn parse_signed(s: &str, radix: u32) -> Option<i64> {
+    let (neg, body) = match s.as_bytes().first() {
+        Some(b'-') => (true, &s[1..]),
+        Some(b'+') => (false, &s[1..]),
+        _ => (false, s),
+    };
+    let u = parse_digits(body, radix)?;
     if neg {
         neg_i64(u)
     } else {

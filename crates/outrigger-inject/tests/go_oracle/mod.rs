@@ -106,6 +106,39 @@ impl Oracle {
 
     /// Ask many questions at once (pipelined: a writer thread sends while this thread reads).
     pub fn ask_many(&mut self, requests: &[Value]) -> Vec<Answer> {
+        self.ask_many_raw(requests)
+            .into_iter()
+            .map(|v| match (v.get("ok"), v.get("err")) {
+                (Some(Value::String(s)), _) => Ok(s.clone()),
+                (_, Some(Value::String(s))) => Err(s.clone()),
+                _ => panic!("malformed oracle answer {v}"),
+            })
+            .collect()
+    }
+
+    /// sigs.k8s.io/yaml.YAMLToJSON of many texts (mode `yaml2json_info`): each answer, and
+    /// whether Go's own answer depends on its random map iteration order.
+    pub fn yaml_to_json_info(&mut self, inputs: &[&str]) -> Vec<(Answer, bool)> {
+        let requests: Vec<Value> = inputs
+            .iter()
+            .map(|i| json!({"mode": "yaml2json_info", "input": i}))
+            .collect();
+        self.ask_many_raw(&requests)
+            .into_iter()
+            .map(|v| {
+                let ambiguous = v.get("ambiguous").and_then(Value::as_bool) == Some(true);
+                let a = match (v.get("ok"), v.get("err")) {
+                    (Some(Value::String(s)), _) => Ok(s.clone()),
+                    (_, Some(Value::String(s))) => Err(s.clone()),
+                    _ => panic!("malformed oracle answer {v}"),
+                };
+                (a, ambiguous)
+            })
+            .collect()
+    }
+
+    /// Ask many questions at once and return the raw answer objects.
+    pub fn ask_many_raw(&mut self, requests: &[Value]) -> Vec<Value> {
         let mut lines = Vec::with_capacity(requests.len());
         for r in requests {
             lines.push(serde_json::to_string(r).expect("request serialises"));
@@ -126,11 +159,7 @@ impl Oracle {
             let n = self.stdout.read_line(&mut line).expect("read from oracle");
             assert!(n > 0, "the Go oracle exited early");
             let v: Value = serde_json::from_str(&line).expect("oracle answers JSON");
-            out.push(match (v.get("ok"), v.get("err")) {
-                (Some(Value::String(s)), _) => Ok(s.clone()),
-                (_, Some(Value::String(s))) => Err(s.clone()),
-                _ => panic!("malformed oracle answer {line}"),
-            });
+            out.push(v);
         }
         self.stdin = Some(writer.join().expect("oracle writer thread"));
         out
