@@ -544,11 +544,24 @@ mod tests {
         })
     }
 
-    /// Review latency with 5,000 cached nodes and 10,000 cached namespaces stays within 5% of
-    /// the empty caches (a pod without nodeName, OpenShift namespace lookup on): the caches are
-    /// answered in O(1). Rounds alternate between the two so load on the machine hits both.
+    /// A review against 5,000 cached nodes and 10,000 cached namespaces (a pod without
+    /// nodeName, OpenShift namespace lookup on) injects exactly as against minimal caches; the
+    /// cache memory is reported. Latency is compared by [`bench_review_latency_with_big_caches`].
     #[tokio::test]
-    async fn review_latency_does_not_grow_with_the_cluster() {
+    async fn big_caches_inject_as_minimal_ones() {
+        big_caches(false).await;
+    }
+
+    /// Benchmark, run on demand (`cargo test -p outrigger --bin outrigger -- --ignored
+    /// bench_review_latency`): review latency with the big caches stays within 5% of minimal
+    /// caches (best of 20 alternating rounds). Speed lives here, not in the default test run.
+    #[tokio::test]
+    #[ignore = "benchmark: run with --ignored on a quiet machine"]
+    async fn bench_review_latency_with_big_caches() {
+        big_caches(true).await;
+    }
+
+    async fn big_caches(time_it: bool) {
         let before = resident_bytes();
         let big = facts_with(5_000, 0..10_000);
         let after = resident_bytes();
@@ -588,6 +601,9 @@ mod tests {
         let out = post(&full, "ns-04242", p(0)).await;
         assert!(out.contains(NATIVE) && out.contains("1000629999"), "{out}");
         assert_eq!(post(&empty, "ns-04242", p(0)).await, out, "same injection");
+        if !time_it {
+            return;
+        }
         // The fastest round of each side: interference from the rest of the machine only ever
         // adds time, so minima compare the work itself.
         let (mut best_empty, mut best_full) = (f64::MAX, f64::MAX);
