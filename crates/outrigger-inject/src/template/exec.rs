@@ -39,6 +39,22 @@ type R<T> = Result<T, String>;
 impl<'t> Exec<'t> {
     /// Run the template's main body with `data` as dot.
     pub fn run(tmpl: &'t Template, data: &'t TemplateData<'t>) -> R<String> {
+        Self::run_dot(tmpl, V::Root(data))
+    }
+
+    /// Run the template's main body over a generic JSON value, as Go executes a template over
+    /// the result of `json.Unmarshal` into `interface{}`: objects are `map[string]interface{}`,
+    /// arrays `[]interface{}`, numbers `float64`; a top-level `null` is the invalid value
+    /// (`reflect.ValueOf(nil)`), which prints `<no value>`.
+    pub fn run_json(tmpl: &'t Template, data: &'t Value) -> R<String> {
+        let dot = match data {
+            Value::Null => V::Missing,
+            v => V::json(v),
+        };
+        Self::run_dot(tmpl, dot)
+    }
+
+    fn run_dot(tmpl: &'t Template, dot: V<'t>) -> R<String> {
         let mut ex = Exec {
             tmpl,
             out: String::with_capacity(tmpl.source.len() * 2),
@@ -46,7 +62,6 @@ impl<'t> Exec<'t> {
             depth: 0,
             cur: "inject",
         };
-        let dot = V::Root(data);
         ex.vars.push(("$", dot.clone()));
         ex.walk_list(&tmpl.root, &dot)?;
         Ok(ex.out)

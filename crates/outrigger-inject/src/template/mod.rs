@@ -135,6 +135,15 @@ impl Template {
     pub fn render(&self, data: &TemplateData<'_>) -> Result<String> {
         exec::Exec::run(self, data).map_err(Error::Template)
     }
+
+    /// Execute the template over a generic JSON value, as Go's `text/template` executes over
+    /// the result of `json.Unmarshal` into `interface{}` (objects are `map[string]interface{}`,
+    /// arrays `[]interface{}`, numbers `float64`, `null` a nil interface). Istio's own data is
+    /// typed ([`Template::render`]); this entry point serves users' generic data and lets the
+    /// engine be compared with Go's on arbitrary values.
+    pub fn render_json(&self, data: &Value) -> Result<String> {
+        exec::Exec::run_json(self, data).map_err(Error::Template)
+    }
 }
 
 fn parse_error(name: &str, e: gotmpl::TemplateError) -> Error {
