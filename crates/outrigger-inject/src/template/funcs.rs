@@ -27,6 +27,8 @@ pub enum P {
     Str,
     /// `int`.
     Int,
+    /// `float64`.
+    Float,
     /// `bool`.
     Bool,
     /// `map[string]string`.
@@ -57,6 +59,7 @@ impl P {
             P::Any => "interface {}",
             P::Str => "string",
             P::Int => "int",
+            P::Float => "float64",
             P::Bool => "bool",
             P::StrMap => "map[string]string",
             P::Map => "map[string]interface {}",
@@ -96,7 +99,7 @@ pub fn convert(v: V<'_>, p: P) -> R<V<'_>> {
             Err(format!("invalid value; expected {}", p.go_name()))
         };
     }
-    if let (V::Ptr(inner), P::Str | P::Int | P::Bool) = (&v, p) {
+    if let (V::Ptr(inner), P::Str | P::Int | P::Float | P::Bool) = (&v, p) {
         // One level of pointer indirection is attempted, as in Go.
         return convert((**inner).clone(), p);
     }
@@ -107,7 +110,11 @@ pub fn convert(v: V<'_>, p: P) -> R<V<'_>> {
             _ => Err(wrong(&v)),
         },
         P::Int => match v {
-            V::Int(..) | V::Uint(_) => Ok(v),
+            V::Int(_, IntTy::Int) => Ok(v),
+            _ => Err(wrong(&v)),
+        },
+        P::Float => match v {
+            V::Float(_) => Ok(v),
             _ => Err(wrong(&v)),
         },
         P::Bool => match v {
@@ -225,22 +232,22 @@ fn builtins(m: &mut Table) {
         f_eq(a).map(|v| V::Bool(!v.truth()))
     });
     def(m, "lt", &[Raw, Raw], None, |a| {
-        cmp(&a[0], &a[1]).map(|o| V::Bool(o.is_lt()))
+        lt(&a[0], &a[1]).map(V::Bool)
     });
     def(m, "le", &[Raw, Raw], None, |a| {
-        cmp(&a[0], &a[1]).map(|o| V::Bool(o.is_le()))
+        le(&a[0], &a[1]).map(V::Bool)
     });
     def(m, "gt", &[Raw, Raw], None, |a| {
-        cmp(&a[0], &a[1]).map(|o| V::Bool(o.is_gt()))
+        le(&a[0], &a[1]).map(|b| V::Bool(!b))
     });
     def(m, "ge", &[Raw, Raw], None, |a| {
-        cmp(&a[0], &a[1]).map(|o| V::Bool(o.is_ge()))
+        lt(&a[0], &a[1]).map(|b| V::Bool(!b))
     });
     def(m, "len", &[Raw], None, |a| match a[0].len() {
         Some(n) => Ok(V::Int(n as i64, IntTy::Int)),
         None => match a[0] {
-            V::Missing | V::Nil => Err("reflect: call of reflect.Value.Type on zero Value".into()),
-            V::NilPtr(_) | V::Proto { json: None, .. } => Err("len of nil pointer".into()),
+            V::Missing => Err("reflect: call of reflect.Value.Type on zero Value".into()),
+            V::Nil | V::NilPtr(_) | V::Proto { json: None, .. } => Err("len of nil pointer".into()),
             _ => Err(format!("len of type {}", a[0].type_name())),
         },
     });
@@ -256,17 +263,35 @@ fn builtins(m: &mut Table) {
         Ok(V::string(printf::sprintf(&fmt, &a[1..])))
     });
     def(m, "html", &[], Some(Any), |a| {
-        Ok(V::string(html_escape(&go_sprint(&a))))
+        Ok(V::string(html_escape(&eval_args(&a))))
     });
     def(m, "js", &[], Some(Any), |a| {
-        Ok(V::string(js_escape(&go_sprint(&a))))
+        Ok(V::string(js_escape(&eval_args(&a))))
     });
     def(m, "urlquery", &[], Some(Any), |a| {
-        Ok(V::string(query_escape(&go_sprint(&a))))
+        Ok(V::string(query_escape(&eval_args(&a))))
     });
-    def(m, "call", &[Raw], Some(Raw), |_| {
-        Err("call of non-function".into())
+    def(m, "call", &[Raw], Some(Raw), |a| match &a[0] {
+        V::Missing | V::Nil => Err("call of nil".into()),
+        other => Err(format!("non-function of type {}", other.type_name())),
     });
+}
+
+/// Go's `evalArgs` for `html`, `js` and `urlquery`: one string as it is, otherwise
+/// `fmt.Sprint` of the arguments with nil shown as `<no value>` (a string operand).
+fn eval_args(a: &[V<'_>]) -> String {
+    if let [V::Str(s)] = a {
+        return s.to_string();
+    }
+    let args: Vec<V<'_>> = a
+        .iter()
+        .map(|v| match v {
+            V::Nil | V::Missing => V::s("<no value>"),
+            V::Ptr(p) => (**p).clone(),
+            other => other.clone(),
+        })
+        .collect();
+    go_sprint(&args)
 }
 
 /// Go `fmt.Sprint`: spaces between operands when neither is a string.
@@ -288,6 +313,7 @@ enum Kind {
     Int,
     Uint,
     Float,
+    Complex,
     Str,
     Other,
 }
@@ -299,6 +325,7 @@ fn basic_kind(v: &V<'_>) -> Kind {
         V::Int(..) | V::Enum(..) => Kind::Int,
         V::Uint(_) => Kind::Uint,
         V::Float(_) => Kind::Float,
+        V::Complex(..) => Kind::Complex,
         V::Str(_) => Kind::Str,
         _ => Kind::Other,
     }
@@ -333,6 +360,9 @@ fn f_eq<'a>(a: Vec<V<'a>>) -> R<V<'a>> {
                 Kind::Bool => a1.truth() == b.truth(),
                 Kind::Int | Kind::Uint => as_i(a1) == as_i(b),
                 Kind::Float => matches!((a1, b), (V::Float(x), V::Float(y)) if x == y),
+                Kind::Complex => {
+                    matches!((a1, b), (V::Complex(r1, i1), V::Complex(r2, i2)) if r1 == r2 && i1 == i2)
+                }
                 Kind::Str => str_of(a1) == str_of(b),
                 Kind::Invalid => true,
                 Kind::Other => {
@@ -361,25 +391,33 @@ fn f_eq<'a>(a: Vec<V<'a>>) -> R<V<'a>> {
     Ok(V::Bool(false))
 }
 
-fn cmp(a: &V<'_>, b: &V<'_>) -> R<std::cmp::Ordering> {
+/// Go's `lt`: basic kinds only; signed and unsigned integers compare by value.
+fn lt<'a>(a: &V<'a>, b: &V<'a>) -> R<bool> {
     let (k1, k2) = (basic_kind(a), basic_kind(b));
-    let bad = || "invalid type for comparison".to_string();
-    if matches!(k1, Kind::Invalid | Kind::Other | Kind::Bool)
-        || matches!(k2, Kind::Invalid | Kind::Other | Kind::Bool)
-    {
-        return Err(bad());
+    let bad_type = || "invalid type for comparison".to_string();
+    if matches!(k1, Kind::Invalid | Kind::Other) || matches!(k2, Kind::Invalid | Kind::Other) {
+        return Err(bad_type());
     }
     if k1 != k2 {
         return match (k1, k2) {
-            (Kind::Int | Kind::Uint, Kind::Int | Kind::Uint) => Ok(as_i(a).cmp(&as_i(b))),
+            (Kind::Int | Kind::Uint, Kind::Int | Kind::Uint) => Ok(as_i(a) < as_i(b)),
             _ => Err("incompatible types for comparison".into()),
         };
     }
-    Ok(match (a, b) {
-        (V::Float(x), V::Float(y)) => x.partial_cmp(y).unwrap_or(std::cmp::Ordering::Equal),
-        (V::Str(x), V::Str(y)) => x.as_bytes().cmp(y.as_bytes()),
-        _ => as_i(a).cmp(&as_i(b)),
-    })
+    match (a, b) {
+        (V::Bool(_), _) | (V::Complex(..), _) => Err(bad_type()),
+        (V::Float(x), V::Float(y)) => Ok(x < y),
+        (V::Str(x), V::Str(y)) => Ok(x.as_bytes() < y.as_bytes()),
+        _ => Ok(as_i(a) < as_i(b)),
+    }
+}
+
+/// Go's `le`: `lt`, then `eq`.
+fn le<'a>(a: &V<'a>, b: &V<'a>) -> R<bool> {
+    if lt(a, b)? {
+        return Ok(true);
+    }
+    f_eq(vec![a.clone(), b.clone()]).map(|v| v.truth())
 }
 
 /// String content of a string value ("" otherwise).
@@ -424,6 +462,7 @@ fn index1<'a>(item: V<'a>, key: &V<'a>) -> R<V<'a>> {
         V::Missing | V::Nil => Err("index of untyped nil".into()),
         V::Json(Value::Array(a)) => Ok(V::json(&a[list_get(a.len(), index_int(key)?)?])),
         V::List(l) => Ok(l[list_get(l.len(), index_int(key)?)?].clone()),
+        V::TList(_, l) => Ok(l[list_get(l.len(), index_int(key)?)?].clone()),
         V::K8sSlice(f, s) => {
             let s = s.unwrap_or(&[]);
             Ok(super::value::k8s_elem_value(
@@ -443,7 +482,7 @@ fn index1<'a>(item: V<'a>, key: &V<'a>) -> R<V<'a>> {
             Ok(V::Uint(u64::from(s.as_bytes()[i])))
         }
         V::Json(Value::Object(o)) => Ok(jsonmap::get(o, skey()?.as_str()).map_or(V::Nil, V::json)),
-        V::Map(m) => Ok(m.get(skey()?.as_str()).cloned().unwrap_or(V::Nil)),
+        V::Map(m) => Ok(m.borrow().get(skey()?.as_str()).cloned().unwrap_or(V::Nil)),
         V::StrMapJ(m) => {
             let k = skey()?;
             Ok(V::s(
@@ -539,6 +578,9 @@ fn js_escape(s: &str) -> String {
             '&' => o.push_str("\\u0026"),
             '=' => o.push_str("\\u003D"),
             c if (c as u32) < 0x20 => o.push_str(&format!("\\u{:04X}", c as u32)),
+            c if !c.is_ascii() && !super::gofmt::is_print(c) => {
+                o.push_str(&format!("\\u{:04X}", c as u32));
+            }
             c => o.push(c),
         }
     }
@@ -622,10 +664,7 @@ fn istio(m: &mut Table) {
         Ok(V::string(strmap_json(&a[0]).unwrap_or_else(|| "{}".into())))
     });
     def(m, "fromJSON", &[Str], None, |a| {
-        Ok(match serde_json::from_str::<Value>(str_of(&a[0])) {
-            Ok(v) => sprig::owned(v),
-            Err(_) => V::s("{}"),
-        })
+        Ok(go_unmarshal(str_of(&a[0])).unwrap_or(V::s("{}")))
     });
     def(m, "structToJSON", &[Any], None, |a| {
         Ok(V::string(struct_to_json(&a[0])))
@@ -894,7 +933,11 @@ fn omit_nil<'a>(v: &V<'a>) -> Option<V<'a>> {
                 V::Json(Value::Object(o)) => {
                     o.iter().map(|(k, x)| (k.clone(), V::json(x))).collect()
                 }
-                V::Map(m) => m.iter().map(|(k, x)| (k.clone(), x.clone())).collect(),
+                V::Map(m) => m
+                    .borrow()
+                    .iter()
+                    .map(|(k, x)| (k.clone(), x.clone()))
+                    .collect(),
                 _ => Vec::new(),
             };
             let n = entries.len();
@@ -905,7 +948,7 @@ fn omit_nil<'a>(v: &V<'a>) -> Option<V<'a>> {
             if out.is_empty() && n > 0 {
                 None
             } else {
-                Some(V::Map(Rc::new(out)))
+                Some(V::map(out))
             }
         }
         V::Json(Value::Array(_)) | V::List(_) => {
@@ -996,6 +1039,32 @@ fn image_version(image: &str) -> Option<String> {
         (false, true) => Some(tag.to_string()),
         (true, true) => None,
     }
+}
+
+/// Go's `json.Unmarshal` into `interface{}`: objects, arrays, float64 numbers.
+pub fn go_unmarshal<'a>(s: &str) -> R<V<'a>> {
+    match serde_json::from_str::<Value>(s) {
+        Ok(v) => Ok(sprig::owned(v)),
+        Err(e) => Err(go_json_error(s, &e)),
+    }
+}
+
+/// Go's `encoding/json` syntax error text for the common cases.
+fn go_json_error(s: &str, e: &serde_json::Error) -> String {
+    if s.trim().is_empty() || e.is_eof() {
+        return "unexpected end of JSON input".into();
+    }
+    let line_start: usize = s
+        .split_inclusive('\n')
+        .take(e.line().saturating_sub(1))
+        .map(str::len)
+        .sum();
+    let off = (line_start + e.column()).saturating_sub(1);
+    let c = s[off.min(s.len())..].chars().next().unwrap_or(' ');
+    format!(
+        "invalid character {} looking for beginning of value",
+        super::gofmt::quote_rune(c, false)
+    )
 }
 
 /// Largest string a function may build (a guard against memory exhaustion; Go has none).

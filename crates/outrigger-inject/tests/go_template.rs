@@ -1,0 +1,591 @@
+//! Differential test of the template engine against Go: every template of the table below and
+//! thousands of generated template/data pairs are executed by outrigger (`Template::render_json`)
+//! and by the Go oracle (`text/template` + Sprig + Istio's overrides, `tests/go-oracle`) over the
+//! same JSON data, which Go sees as `map[string]interface{}` / `[]interface{}` / `float64` /
+//! `string` / `bool` / nil.
+//!
+//! Agreement: the same output text, or both fail in the same phase (parse or execution). The
+//! test prints how many inputs agreed, how many of the failures also carry Go's exact message,
+//! and two classes that are not disagreements but are counted and shown:
+//!
+//! * **not implemented**: outrigger deliberately does not implement some Sprig functions (dates,
+//!   randomness, cryptography, network, semver); they fail at execution with
+//!   `not implemented by outrigger`.
+//! * **Go version**: Istio builds with Go 1.26 and Sprig v3.3.0 while the oracle has Debian's
+//!   Go 1.19 and Sprig v3.2.3. outrigger follows Istio's versions where they differ:
+//!   `range` over an integer (Go 1.22), `{{else with}}` (Go 1.23), Sprig's `sha512sum`
+//!   (v3.3.0). Each such case is recognised by a narrow predicate (`version_difference`).
+//!
+//! Any other difference fails the test with the template, the data and both answers.
+//! `OUTRIGGER_DIFF_ITERATIONS` sets the number of generated inputs (default 4,000, fixed seed);
+//! `OUTRIGGER_DIFF_SEED` changes the seed.
+
+mod go_oracle;
+
+use go_oracle::{Answer, Oracle};
+use outrigger_inject::template::Template;
+use serde_json::{json, Value};
+
+/// What one engine did with one input.
+#[derive(Debug, Clone, PartialEq)]
+enum Outcome {
+    Ok(String),
+    Parse(String),
+    Exec(String),
+}
+
+fn ours(src: &str, data: &Value) -> Outcome {
+    match Template::parse("inject", src) {
+        Err(e) => Outcome::Parse(e.to_string()),
+        Ok(t) => match t.render_json(data) {
+            Ok(s) => Outcome::Ok(s),
+            Err(e) => Outcome::Exec(e.to_string()),
+        },
+    }
+}
+
+fn go(a: Answer) -> Outcome {
+    match a {
+        Ok(s) => Outcome::Ok(s),
+        Err(e) => match (e.strip_prefix("parse: "), e.strip_prefix("exec: ")) {
+            (Some(m), _) => Outcome::Parse(m.to_string()),
+            (_, Some(m)) => Outcome::Exec(m.to_string()),
+            _ => panic!("oracle answer without a phase: {e}"),
+        },
+    }
+}
+
+/// Is this difference one of Go 1.19/Sprig 3.2.3 (the oracle) versus Go 1.26/Sprig 3.3.0
+/// (Istio), where outrigger follows Istio?
+fn version_difference(src: &str, ours: &Outcome, go: &Outcome) -> bool {
+    match go {
+        // Go 1.22 ranges over integers; Go 1.19 refuses.
+        Outcome::Exec(m)
+            if m.contains("range can't iterate over ")
+                && m.rsplit("range can't iterate over ")
+                    .next()
+                    .is_some_and(|n| n.parse::<i64>().is_ok()) =>
+        {
+            !matches!(ours, Outcome::Parse(_))
+        }
+        // Go 1.23 accepts `{{else with ...}}`.
+        Outcome::Parse(m) if m.contains("unexpected <with> in else") => src.contains("else with"),
+        // Sprig v3.3.0 added sha512sum.
+        Outcome::Parse(m) if m.contains("function \"sha512sum\" not defined") => true,
+        _ => false,
+    }
+}
+
+#[derive(Default)]
+struct Tally {
+    /// Data shown by name in reports.
+    table_data: Value,
+    compared: usize,
+    same_output: usize,
+    same_error_message: usize,
+    same_error_phase: usize,
+    not_implemented: usize,
+    version: usize,
+    message_differs: Vec<String>,
+    disagreements: Vec<String>,
+}
+
+impl Tally {
+    fn add(&mut self, src: &str, data: &Value, ours: Outcome, go: Outcome) {
+        self.compared += 1;
+        let show = || {
+            let d = if *data == self.table_data {
+                "(the table's data)".to_string()
+            } else {
+                data.to_string()
+            };
+            format!("template {src:?}\n  data {d}\n  ours {ours:?}\n  go   {go:?}")
+        };
+        match (&ours, &go) {
+            (Outcome::Exec(m), _) if m.contains("not implemented by outrigger") => {
+                self.not_implemented += 1
+            }
+            (a, b) if a == b => match a {
+                Outcome::Ok(_) => self.same_output += 1,
+                _ => self.same_error_message += 1,
+            },
+            (Outcome::Parse(_), Outcome::Parse(_)) | (Outcome::Exec(_), Outcome::Exec(_)) => {
+                self.same_error_phase += 1;
+                self.message_differs.push(show());
+            }
+            _ if version_difference(src, &ours, &go) => self.version += 1,
+            _ => self.disagreements.push(show()),
+        }
+    }
+
+    fn report(&self, what: &str) {
+        let errors = self.same_error_message + self.same_error_phase;
+        eprintln!(
+            "{what}: {} inputs; agree {} (same output {}, both fail in the same phase {} of which \
+             same message {}); not implemented by outrigger {}; Go version differences {}; \
+             disagreements {}",
+            self.compared,
+            self.same_output + errors,
+            self.same_output,
+            errors,
+            self.same_error_message,
+            self.not_implemented,
+            self.version,
+            self.disagreements.len()
+        );
+        let verbose = std::env::var_os("OUTRIGGER_DIFF_VERBOSE").is_some();
+        for m in self
+            .message_differs
+            .iter()
+            .take(if verbose { usize::MAX } else { 5 })
+        {
+            eprintln!("message differs: {m}");
+        }
+    }
+
+    fn check(&self, what: &str) {
+        self.report(what);
+        assert!(
+            self.disagreements.is_empty(),
+            "{what}: {} disagreements with Go:\n{}",
+            self.disagreements.len(),
+            self.disagreements
+                .iter()
+                .take(if std::env::var_os("OUTRIGGER_DIFF_VERBOSE").is_some() {
+                    usize::MAX
+                } else {
+                    40
+                })
+                .cloned()
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+    }
+}
+
+fn compare(o: &mut Oracle, cases: &[(String, Value)], tally: &mut Tally) {
+    for chunk in cases.chunks(2000) {
+        let reqs: Vec<(&str, &Value)> = chunk.iter().map(|(t, d)| (t.as_str(), d)).collect();
+        let answers = o.render_phase_many("inject", &reqs);
+        for ((t, d), a) in chunk.iter().zip(answers) {
+            tally.add(t, d, ours(t, d), go(a));
+        }
+    }
+}
+
+/// The data most table rows run over.
+fn data() -> Value {
+    json!({
+        "s": "hello", "e": "", "sp": "  padded\t", "u": "héllo wörld ✓", "ml": "a\nb\n\nc\n",
+        "html": "<a href='x'>\"&\"</a>", "num_s": "42", "yes": "yes", "path": "/a/b/c.pem",
+        "csv": "a, b,,c", "camel": "HelloWorld fooBar_baz-qux", "ws": " a  b\tc\n",
+        "i": 42, "z": 0, "neg": -7, "f": 1.5, "big": 1000000, "huge": 1e21, "small": 0.00001,
+        "i53": 9007199254740993u64, "fneg": -0.5, "pi": 3.25781, "ten": 10,
+        "t": true, "no": false, "null": null,
+        "list": ["b", "a", "c"], "nums": [3, 1, 2], "mixed": [1, "a", true, null, 2.5, [1], {"k": "v"}],
+        "empty_list": [], "empty_map": {},
+        "m": {"a": 1, "b": "two", "c": [1, 2], "d": {"e": "f"}, "n": null},
+        "sm": {"k1": "v1", "k2": "v2"},
+        "nested": {"x": {"y": {"z": "deep"}}},
+        "port": 15020, "ports": "8080, 9090",
+        "json": "{\"a\": [1, 2.5, \"x\"], \"b\": null}", "bad_json": "{",
+        "b64": "aGVsbG8=", "re": "a+b*", "ver": "1.2.3",
+    })
+}
+
+/// Table of templates over [`data`]: every builtin, every language construct, every Sprig and
+/// Istio function outrigger implements (and a few it does not). Inputs only: the expected
+/// answers come from the oracle.
+const TEMPLATES: &[&str] = &[
+    // Text, actions, comments, trimming.
+    "",
+    "plain text",
+    "{{.s}}",
+    "{{ .s }} {{ .i }} {{ .f }} {{ .t }} {{ .null }} {{ .missing }}",
+    "a  {{- .s -}}  b",
+    "a\n\n{{- .s}}\n\n{{- .s -}}\n\nb",
+    "{{/* comment */}}x",
+    "a {{- /* comment */ -}} b",
+    "a {{- /* comment */}} b",
+    "a {{/* comment */ -}} b",
+    "{{- /* multi\nline */ -}}\n x",
+    "{{ /* comment with space */ }}",
+    "{{-3}}",
+    "{{- 3}}",
+    "{{ 3 -}} 4",
+    "{{.}}",
+    "{{ . }}",
+    "{{ $ }}",
+    "{{ $.s }}",
+    "{{ .m }}",
+    "{{ .m.a }} {{ .m.b }} {{ .m.c }} {{ .m.d }} {{ .m.d.e }} {{ .m.n }} {{ .m.missing }}",
+    "{{ .m.n.x }}",
+    "{{ .missing.x.y }}",
+    "{{ .s.x }}",
+    "{{ .i.x }}",
+    "{{ .list.x }}",
+    "{{ .nested.x.y.z }}",
+    "{{ .list }} {{ .nums }} {{ .mixed }} {{ .empty_list }} {{ .empty_map }}",
+    // Numbers: literals and float formatting.
+    "{{ 1 }} {{ -1 }} {{ 1.5 }} {{ 1e3 }} {{ 1e6 }} {{ 1e21 }} {{ 0x10 }} {{ 0o17 }} {{ 017 }} {{ 0b101 }}",
+    "{{ 1_000 }} {{ 0x1p4 }} {{ 'a' }} {{ '\\n' }} {{ 1.0 }} {{ -0.0 }} {{ .5 }}",
+    "{{ 1i }}",
+    "{{ 9223372036854775807 }} {{ 9223372036854775808 }} {{ 18446744073709551615 }} {{ 18446744073709551616 }}",
+    "{{ -9223372036854775808 }} {{ 1e400 }}",
+    "{{ .i }} {{ .z }} {{ .neg }} {{ .f }} {{ .big }} {{ .huge }} {{ .small }} {{ .i53 }} {{ .fneg }} {{ .pi }}",
+    "{{ print .big .huge .small 100000 123456 1234567 0.0001 0.00001 }}",
+    "{{ printf \"%v %d %s\" .i .i .i }}",
+    // Strings.
+    "{{ \"a\\tb\\n\\\"q\\\"\\u00e9\\x41\\101\" }}",
+    "{{ `raw\\n string` }}",
+    "{{ \"unterminated }}",
+    "{{ 'ab' }}",
+    // Variables.
+    "{{ $x := 1 }}{{ $x }}",
+    "{{ $x := .s }}{{ $x = .i }}{{ $x }}",
+    "{{ $x = 1 }}",
+    "{{ $undefined }}",
+    "{{ $x := 1 }}{{ if true }}{{ $x := 2 }}{{ $x }}{{ end }}{{ $x }}",
+    "{{ $x := 1 }}{{ if true }}{{ $x = 2 }}{{ end }}{{ $x }}",
+    "{{ $x := 0 }}{{ range .nums }}{{ $x = . }}{{ end }}{{ $x }}",
+    "{{ $x, $y := 1, 2 }}",
+    "{{ with $x := .m }}{{ $x.a }}{{ end }}",
+    "{{ $x := .m }}{{ $x.d.e }} {{ $x.missing }}",
+    "{{ $ := 1 }}",
+    // if / else if / else.
+    "{{ if .t }}yes{{ end }}",
+    "{{ if .no }}yes{{ else }}no{{ end }}",
+    "{{ if .no }}a{{ else if .z }}b{{ else if .s }}c{{ else }}d{{ end }}",
+    "{{ if .missing }}a{{ else }}b{{ end }}",
+    "{{ if .null }}a{{ else }}b{{ end }}",
+    "{{ if .empty_list }}a{{ else }}b{{ end }}{{ if .empty_map }}a{{ else }}b{{ end }}{{ if .e }}a{{ else }}b{{ end }}",
+    "{{ if .z }}a{{ else }}b{{ end }}{{ if 0.0 }}a{{ else }}b{{ end }}",
+    "{{ if }}x{{ end }}",
+    "{{ if .t }}x",
+    "{{ end }}",
+    "{{ else }}",
+    "{{ if .t }}a{{ else }}b{{ else }}c{{ end }}",
+    // with.
+    "{{ with .m }}{{ .a }}{{ end }}",
+    "{{ with .missing }}a{{ else }}b{{ end }}",
+    "{{ with .s }}{{ . }}{{ else }}none{{ end }}",
+    "{{ with .z }}a{{ else with .s }}{{ . }}{{ end }}",
+    "{{ with $x := .list }}{{ len $x }}{{ end }}",
+    // range.
+    "{{ range .list }}[{{ . }}]{{ end }}",
+    "{{ range $i, $v := .list }}{{ $i }}={{ $v }};{{ end }}",
+    "{{ range $v := .nums }}{{ $v }}{{ end }}",
+    "{{ range $k, $v := .m }}{{ $k }}={{ $v }};{{ end }}",
+    "{{ range .empty_list }}x{{ else }}empty{{ end }}",
+    "{{ range .missing }}x{{ else }}none{{ end }}",
+    "{{ range .null }}x{{ else }}none{{ end }}",
+    "{{ range .s }}x{{ end }}",
+    "{{ range .i }}x{{ end }}",
+    "{{ range .t }}x{{ end }}",
+    "{{ range 3 }}{{ . }}{{ end }}",
+    "{{ range $i := 3 }}{{ $i }}{{ end }}",
+    "{{ range .list }}{{ if eq . \"a\" }}{{ break }}{{ end }}{{ . }}{{ end }}",
+    "{{ range .list }}{{ if eq . \"a\" }}{{ continue }}{{ end }}{{ . }}{{ end }}",
+    "{{ break }}",
+    "{{ range .list }}{{ $ }}{{ end }}",
+    "{{ range .mixed }}{{ . }},{{ end }}",
+    "{{ range $k, $v := .sm }}{{ $k }}{{ $v }}{{ end }}",
+    "{{ range .m.c }}{{ . }}{{ end }}",
+    "{{ range $i, $e := .empty_map }}x{{ else }}y{{ end }}",
+    // define / template / block.
+    "{{ define \"x\" }}X{{ . }}{{ end }}{{ template \"x\" .s }}",
+    "{{ define \"x\" }}X{{ end }}{{ template \"x\" }}",
+    "{{ template \"nope\" }}",
+    "{{ block \"b\" .i }}B{{ . }}{{ end }}",
+    "{{ define \"x\" }}{{ $ }}{{ end }}{{ template \"x\" .m }}",
+    "{{ define \"x\" }}{{ .a }}{{ end }}{{ range .mixed }}{{ end }}{{ template \"x\" .m }}",
+    "{{ define \"a\" }}a{{ template \"b\" }}{{ end }}{{ define \"b\" }}b{{ end }}{{ template \"a\" }}",
+    "{{ define \"x\" }}{{ end }}",
+    "text{{ define \"x\" }}x{{ end }}after",
+    "{{ define \"x\" }}1{{ end }}{{ define \"x\" }}2{{ end }}{{ template \"x\" }}",
+    "{{ if true }}{{ define \"x\" }}{{ end }}{{ end }}",
+    "{{ template \"x\" 1 2 }}",
+    // Pipelines.
+    "{{ .s | printf \"%s!\" }}",
+    "{{ .s | printf \"%s-%s\" \"a\" }}",
+    "{{ \"x\" | len }}",
+    "{{ .i | .s }}",
+    "{{ 1 | 2 }}",
+    "{{ (.m).a }}",
+    "{{ (index .m \"d\").e }}",
+    "{{ (1) }}",
+    "{{ (.s) | len }}",
+    "{{ .s | }}",
+    "{{ | .s }}",
+    "{{ ( .s }}",
+    "{{ nil }}",
+    "{{ .s nil }}",
+    "{{ .s 1 }}",
+    "{{ true }}{{ false }}",
+    "{{ $x := \"a\" | printf \"%s%s\" \"b\" }}{{ $x }}",
+    // Builtins.
+    "{{ and 1 0 }} {{ and 1 2 }} {{ and \"\" (fail \"no\") }} {{ or 0 \"\" }} {{ or 0 \"x\" }} {{ or .missing .s }}",
+    "{{ and }}",
+    "{{ not 0 }} {{ not 1 }} {{ not .missing }} {{ not .s }}",
+    "{{ not 1 2 }}",
+    "{{ eq 1 1 }} {{ eq .i 42.0 }} {{ eq .s \"hello\" }} {{ eq .s \"a\" \"hello\" }} {{ eq .t true }}",
+    "{{ eq .i 42 }}",
+    "{{ eq .s 1 }}",
+    "{{ eq .missing \"\" }} {{ eq .missing .missing }} {{ eq .null .missing }}",
+    "{{ eq .list .list }}",
+    "{{ eq .m .m }}",
+    "{{ eq 1 }}",
+    "{{ eq 1 1u }}",
+    "{{ eq 18446744073709551615 -1 }} {{ eq 1 1.0 }}",
+    "{{ ne 1 2 }} {{ ne .missing \"\" }} {{ ne .s \"hello\" }}",
+    "{{ ne .i 1 }}",
+    "{{ lt 1 2 }} {{ le 2 2 }} {{ gt 1 2 }} {{ ge 2 1 }} {{ lt \"a\" \"b\" }} {{ lt .f .pi }}",
+    "{{ lt .i 2 }}",
+    "{{ lt true false }}",
+    "{{ lt .missing 1 }}",
+    "{{ lt -1 18446744073709551615 }} {{ gt 18446744073709551615 -1 }}",
+    "{{ len .s }} {{ len .list }} {{ len .m }} {{ len .u }} {{ len .empty_map }}",
+    "{{ len .i }}",
+    "{{ len .missing }}",
+    "{{ len .null }}",
+    "{{ len nil }}",
+    "{{ index .list 1 }} {{ index .m \"b\" }} {{ index .m \"missing\" }} {{ index .nested \"x\" \"y\" \"z\" }} {{ index .s 0 }}",
+    "{{ index .list 5 }}",
+    "{{ index .list -1 }}",
+    "{{ index .list \"a\" }}",
+    "{{ index .m 1 }}",
+    "{{ index .missing 1 }}",
+    "{{ index .null \"a\" }}",
+    "{{ index .i 1 }}",
+    "{{ index .list }}",
+    "{{ index .list 1.0 }}",
+    "{{ index .mixed 6 \"k\" }}",
+    "{{ slice .list 1 }} {{ slice .list 1 2 }} {{ slice .s 1 3 }} {{ slice .list }}",
+    "{{ slice .list 2 1 }}",
+    "{{ slice .list 1 2 3 }}",
+    "{{ slice .s 1 2 3 }}",
+    "{{ slice .m 1 }}",
+    "{{ print }} {{ print 1 2 }} {{ print \"a\" \"b\" }} {{ print 1 \"a\" 2 }} {{ print .null .missing }}",
+    "{{ println 1 2 }}{{ println }}{{ println \"a\" \"b\" }}",
+    "{{ print .m .list .mixed }}",
+    "{{ printf \"%d %s %v %q %t %x %X %o %b %c %e %f %g %%\" 10 \"s\" .m \"q\" true 255 255 8 5 65 1.5 1.5 1.5 }}",
+    "{{ printf \"%5d|%-5d|%05d|%+d|% d|%x|%#x|%#o\" 42 42 42 42 42 -255 255 8 }}",
+    "{{ printf \"%.2f|%8.3f|%-8.2f|%e|%.3e|%g|%G|%.3g\" .pi .pi .pi .big .pi .huge .small .pi }}",
+    "{{ printf \"%s|%10s|%-10s|%.2s|%q|%x|% x|%X\" .s .s .s .s .u .s .s .s }}",
+    "{{ printf \"%v|%+v|%#v|%T\" .m .m .s .f }}",
+    "{{ printf \"%T %T %T %T %T %T\" .s .i .t .list .m .null }}",
+    "{{ printf \"%d\" .s }}{{ printf \"%s\" .i }}{{ printf \"%t\" 1 }}{{ printf \"%d\" .f }}",
+    "{{ printf \"%d %d\" 1 }}{{ printf \"%d\" 1 2 }}{{ printf \"%!\" }}{{ printf \"%z\" 1 }}",
+    "{{ printf \"%[2]d %[1]d\" 1 2 }}{{ printf \"%*d\" 5 1 }}",
+    "{{ printf \"%v %v\" .null .missing }}",
+    "{{ printf \"%s\" .list }}{{ printf \"%d\" .nums }}{{ printf \"%v\" .mixed }}",
+    "{{ printf \"%6.2v|%v|%.0f|%.1f\" .pi .i53 2.5 0.05 }}",
+    "{{ printf \"%c|%q|%U\" 0x1F600 0x1F600 0x1F600 }}",
+    "{{ printf }}",
+    "{{ printf 1 }}",
+    "{{ html .html }} {{ html 1 \"<\" }} {{ html .null }}",
+    "{{ js .html }} {{ js \"a\\u2028b\" }} {{ js \"\\u0001\\u007f=`\" }} {{ js .u }}",
+    "{{ urlquery .html }} {{ urlquery \"a b/c?d=e&f\" .u }}",
+    "{{ call .s }}",
+    "{{ call }}",
+    // Missing keys and nil through functions.
+    "{{ .missing | printf \"%v\" }}",
+    "{{ printf \"%v\" .missing }}",
+    "{{ .null | printf \"%v\" }}",
+    "{{ .missing | len }}",
+    "{{ .missing | default \"d\" }} {{ .null | default \"d\" }} {{ .e | default \"d\" }} {{ .z | default 5 }} {{ .s | default \"d\" }}",
+    "{{ .missing | quote }}|{{ .null | quote }}|{{ quote .s .i .t .f }}|{{ quote }}",
+    "{{ .missing | upper }}",
+    "{{ upper .i }}",
+    "{{ upper nil }}",
+    // Sprig strings.
+    "{{ upper .u }} {{ lower \"ÀB\" }} {{ title \"hello wOrld a-b c_d é\" }} {{ untitle \"Hello World\" }}",
+    "{{ trim .sp }}|{{ trimAll \"ab\" \"abxba\" }}|{{ trimall \"x\" \"xax\" }}|{{ trimPrefix \"he\" .s }}|{{ trimSuffix \"lo\" .s }}",
+    "{{ trunc 2 .s }}|{{ trunc -2 .s }}|{{ trunc 0 .s }}|{{ trunc 99 .s }}|{{ trunc -99 .s }}|{{ trunc 2 .u }}",
+    "{{ replace \"l\" \"L\" .s }}|{{ replace \"\" \"-\" \"abc\" }}",
+    "{{ hasPrefix \"he\" .s }} {{ hasSuffix \"lo\" .s }} {{ contains \"ll\" .s }} {{ contains .s \"ll\" }}",
+    "{{ squote .s .i nil }}|{{ cat .s .i .null \"x\" }}|{{ cat }}",
+    "{{ indent 2 .ml }}|{{ indent 0 .s }}|{{ indent -2 .ml }}",
+    "{{ nindent 2 .ml }}|{{ nindent 0 .s }}",
+    "{{ repeat 3 \"ab\" }}|{{ repeat 0 \"x\" }}|{{ repeat -1 \"x\" }}",
+    "{{ substr 1 3 .s }}|{{ substr 0 99 .s }}|{{ substr -1 2 .s }}|{{ substr 3 1 .s }}|{{ substr 2 -1 .s }}",
+    "{{ nospace .ws }}|{{ initials \"hello big world\" }}|{{ swapcase \"Hello World\" }}",
+    "{{ snakecase .camel }}|{{ kebabcase .camel }}|{{ camelcase \"hello_world_foo\" }}",
+    "{{ snakecase \"HTTPServer\" }}|{{ snakecase \"ID1Name2\" }}|{{ kebabcase \"AB C\" }}|{{ camelcase \"a-b c\" }}",
+    "{{ abbrev 5 \"hello world\" }}|{{ abbrev 3 \"hello\" }}|{{ abbrevboth 5 10 \"1234 5678 9123\" }}",
+    "{{ wrap 5 \"hello world foo\" }}|{{ wrapWith 5 \"\\t\" \"hello world foo\" }}",
+    "{{ plural \"one\" \"many\" 1 }} {{ plural \"one\" \"many\" 2 }}",
+    "{{ split \",\" .csv }}|{{ splitList \",\" .csv }}|{{ splitn \",\" 2 .csv }}|{{ (split \",\" .csv)._1 }}",
+    "{{ join \"-\" .list }}|{{ join \"-\" .mixed }}|{{ join \"-\" .s }}|{{ join \"-\" .nums }}|{{ join \",\" nil }}",
+    "{{ sortAlpha .list }}|{{ sortAlpha .nums }}|{{ sortAlpha .s }}",
+    "{{ toString .i }}|{{ toString .f }}|{{ toString .null }}|{{ toString .list }}|{{ toString .t }}",
+    "{{ toStrings .nums }}|{{ toStrings .mixed }}",
+    "{{ regexMatch .re \"aab\" }} {{ regexFind \"[0-9]+\" \"ab12cd34\" }} {{ regexFindAll \"[0-9]\" \"a1b2c3\" -1 }} {{ regexFindAll \"[0-9]\" \"a1b2c3\" 2 }}",
+    "{{ regexReplaceAll \"a(x*)b\" \"-ab-axxb-\" \"${1}W\" }}|{{ regexReplaceAllLiteral \"a(x*)b\" \"-ab-axxb-\" \"${1}\" }}",
+    "{{ regexSplit \"z+\" \"pizza\" -1 }}|{{ regexSplit \"z+\" \"pizza\" 1 }}|{{ regexQuoteMeta \"a.b*c\" }}",
+    "{{ regexMatch \"(\" \"x\" }}",
+    "{{ mustRegexMatch \"(\" \"x\" }}",
+    "{{ mustRegexFind \"[\" \"x\" }}",
+    // Sprig conversions and numbers.
+    "{{ atoi \"42\" }} {{ atoi \"x\" }} {{ atoi \" 4\" }} {{ int \"42\" }} {{ int .f }} {{ int .t }} {{ int \"0x1A\" }} {{ int \"010\" }} {{ int64 .i }} {{ float64 \"1.5\" }} {{ float64 .i }}",
+    "{{ int \"1e3\" }} {{ int64 \"-5\" }} {{ float64 \"x\" }} {{ int nil }} {{ int .list }}",
+    "{{ add 1 2 3 }} {{ add1 5 }} {{ sub 5 3 }} {{ mul 2 3 4 }} {{ div 7 2 }} {{ mod 7 3 }} {{ add .f 1 }} {{ add \"2\" 3 }}",
+    "{{ div 1 0 }}",
+    "{{ mod 1 0 }}",
+    "{{ max 1 5 3 }} {{ min 4 2 8 }} {{ biggest 1 9 }} {{ maxf 1.5 2.5 }} {{ minf 1.5 -2.5 }} {{ max 1 }}",
+    "{{ addf 1.5 2 }} {{ subf 5 1.5 }} {{ mulf 1.5 2 }} {{ divf 1 3 }} {{ add1f 1.5 }} {{ divf 1 0 }}",
+    "{{ floor 1.5 }} {{ ceil 1.2 }} {{ round 1.456 2 }} {{ round 2.5 0 }} {{ round -2.5 0 }}",
+    "{{ seq 3 }}|{{ seq 2 5 }}|{{ seq 5 2 }}|{{ seq 0 2 10 }}|{{ seq }}",
+    "{{ until 3 }}|{{ untilStep 0 10 3 }}|{{ untilStep 10 0 -4 }}|{{ until 0 }}",
+    "{{ toDecimal \"777\" }} {{ toDecimal 10 }} {{ toDecimal \"9\" }}",
+    // Sprig lists.
+    "{{ list 1 \"a\" .null }}|{{ tuple }}|{{ list }}",
+    "{{ append .list \"d\" }}|{{ push .nums 4 }}|{{ prepend .list \"z\" }}",
+    "{{ append .s \"d\" }}",
+    "{{ first .list }} {{ last .list }} {{ rest .list }} {{ initial .list }} {{ reverse .list }}",
+    "{{ first .empty_list }}|{{ last .empty_list }}|{{ rest .empty_list }}|{{ initial .empty_list }}",
+    "{{ first .s }}",
+    "{{ uniq (list 1 1 2 \"a\" \"a\") }}|{{ without .list \"a\" }}|{{ has \"a\" .list }}|{{ has 4 .nums }}",
+    "{{ compact (list 0 1 \"\" \"a\" .null false) }}|{{ concat .list .nums }}",
+    "{{ slice .list 1 2 }}|{{ mustSlice .nums 0 1 }}|{{ slice .empty_list }}",
+    "{{ chunk 2 .mixed }}|{{ chunk 5 .list }}",
+    "{{ chunk 0 .list }}",
+    "{{ dig \"a\" \"b\" \"def\" (dict \"a\" (dict \"b\" 1)) }}|{{ dig \"x\" \"def\" .m }}|{{ dig \"d\" \"e\" \"def\" .m }}",
+    // Sprig dicts.
+    "{{ dict \"a\" 1 \"b\" \"x\" }}|{{ dict }}|{{ dict \"a\" }}|{{ dict 1 2 }}",
+    "{{ get .m \"b\" }}|{{ get .m \"zz\" }}|{{ hasKey .m \"a\" }}|{{ hasKey .m \"zz\" }}",
+    "{{ set (dict) \"a\" 1 }}|{{ unset (dict \"a\" 1 \"b\" 2) \"a\" }}",
+    "{{ keys .m }}|{{ keys .m .sm }}|{{ values .sm }}|{{ pick .m \"a\" \"b\" }}|{{ omit .sm \"k1\" }}",
+    "{{ pluck \"a\" .m (dict \"a\" 2) }}",
+    "{{ merge (dict \"a\" 1 \"d\" (dict \"x\" 1)) .m }}|{{ mergeOverwrite (dict \"a\" 5 \"z\" 1) .m }}",
+    "{{ $d := dict \"a\" 1 }}{{ $_ := set $d \"b\" 2 }}{{ $d }}",
+    "{{ get .list \"a\" }}",
+    // Sprig defaults, flow, reflection, JSON.
+    "{{ empty .e }} {{ empty .z }} {{ empty .list }} {{ empty .empty_map }} {{ empty .missing }} {{ empty .m }} {{ empty .no }}",
+    "{{ coalesce .e .z .s }}|{{ coalesce .e .z }}|{{ all 1 \"a\" }}|{{ all 1 0 }}|{{ any 0 \"\" }}|{{ any 0 1 }}",
+    "{{ ternary \"y\" \"n\" true }}|{{ ternary \"y\" \"n\" false }}|{{ .t | ternary 1 2 }}",
+    "{{ ternary 1 2 .s }}",
+    "{{ fail \"boom\" }}",
+    "{{ toJson .m }}|{{ toJson .html }}|{{ toJson .mixed }}|{{ toJson .null }}|{{ toJson .huge }}|{{ toJson .small }}",
+    "{{ toPrettyJson .m }}|{{ toPrettyJson .empty_map }}|{{ toPrettyJson .empty_list }}",
+    "{{ toRawJson .html }}|{{ mustToRawJson .m }}|{{ mustToJson .list }}",
+    "{{ fromJson .json }}|{{ fromJson .bad_json }}|{{ (fromJson .json).a }}",
+    "{{ mustFromJson .bad_json }}",
+    "{{ deepCopy .m }}|{{ deepEqual .m .m }}|{{ deepEqual .list .nums }}",
+    "{{ typeOf .s }} {{ typeOf .i }} {{ typeOf .m }} {{ typeOf .list }} {{ typeOf .null }} {{ typeOf .t }} {{ typeOf 1 }}",
+    "{{ kindOf .s }} {{ kindOf .i }} {{ kindOf .m }} {{ kindOf .list }} {{ kindOf .null }} {{ kindOf 1 }}",
+    "{{ typeIs \"string\" .s }} {{ typeIsLike \"string\" .s }} {{ kindIs \"map\" .m }} {{ kindIs \"int\" .i }}",
+    // Sprig paths and encodings.
+    "{{ base .path }}|{{ dir .path }}|{{ ext .path }}|{{ clean \"/a/../b/./c//\" }}|{{ isAbs .path }}",
+    "{{ osBase .path }}|{{ osDir .path }}|{{ osExt .path }}|{{ osClean \"a//b\" }}|{{ osIsAbs \"x\" }}",
+    "{{ b64enc .s }}|{{ b64dec .b64 }}|{{ b32enc .s }}|{{ b32dec \"NBSWY3DP\" }}|{{ b64dec \"!!\" }}",
+    "{{ sha1sum .s }}|{{ sha256sum .s }}|{{ adler32sum .s }}",
+    "{{ sha512sum .s }}",
+    "{{ urlParse \"http://u:p@h:1/p?q=1#f\" }}|{{ urlJoin (dict \"host\" \"h\" \"scheme\" \"https\") }}",
+    "{{ semver .ver }}",
+    "{{ semverCompare \">1.0\" .ver }}",
+    // Functions outrigger does not implement.
+    "{{ now }}",
+    "{{ randAlpha 3 }}",
+    "{{ uuidv4 }}",
+    "{{ genPrivateKey \"rsa\" }}",
+    "{{ date \"2006\" 0 }}",
+    "{{ env \"OUTRIGGER_SURELY_UNSET\" }}|{{ expandenv \"$OUTRIGGER_SURELY_UNSET\" }}",
+    // Istio overrides and additions.
+    "{{ indent 4 \"a\\nb\" }}|{{ contains \"b\" \"abc\" }}|{{ env \"OUTRIGGER_SURELY_UNSET\" \"dflt\" }}",
+    "{{ toYaml .m }}|{{ toYaml .list }}|{{ toYaml .null }}|{{ toYaml .empty_map }}|{{ toYaml .s }}|{{ toYaml .yes }}",
+    "{{ toYaml . }}",
+    "{{ toJSON .sm }}|{{ toJSON nil }}",
+    "{{ toJSON .m }}",
+    "{{ fromJSON .json }}|{{ fromJSON .bad_json }}|{{ fromJSON \"1e6\" }}",
+    "{{ range fromJSON .bad_json }}x{{ end }}",
+    "{{ valueOrDefault .missing \"d\" }}|{{ valueOrDefault .e \"d\" }}|{{ valueOrDefault .z \"d\" }}|{{ valueOrDefault .no 1 }}|{{ valueOrDefault .s 1 }}",
+    "{{ strdict \"a\" \"1\" \"b\" }}|{{ strdict }}|{{ toJsonMap (strdict \"b\" \"2\") (strdict \"a\" \"1\" \"b\" \"3\") }}|{{ toJsonMap }}",
+    "{{ mergeMaps (strdict \"a\" \"1\") (strdict \"a\" \"2\" \"c\" \"3\") }}|{{ mergeMaps }}",
+    "{{ isset (strdict \"a\" \"\") \"a\" }} {{ isset (strdict) \"a\" }} {{ isset nil \"a\" }}",
+    "{{ isset .sm \"k1\" }}",
+    "{{ omit (strdict \"a\" \"1\" \"b\" \"2\") \"a\" }}",
+    "{{ directory .path }}|{{ directory \"c.pem\" }}|{{ directory \"/a/b/\" }}",
+    "{{ toLower \"ÀBC\" }}",
+    "{{ excludeInboundPort .port .ports }}|{{ excludeInboundPort \"15020\" \"\" }}|{{ excludeInboundPort 0 \"1\" }}|{{ excludeInboundPort \"9090\" \"8080, 9090\" }}|{{ excludeInboundPort .big \"x\" }}",
+    "{{ kubevirtInterfaces \"a\" }}|{{ excludeInterfaces \"b\" }}",
+    "{{ strdict 1 }}",
+    // Argument conversion.
+    "{{ upper 1 }}",
+    "{{ repeat \"x\" \"y\" }}",
+    "{{ repeat .i \"y\" }}",
+    "{{ repeat 2.0 \"y\" }}",
+    "{{ trunc .f \"abc\" }}",
+    "{{ indent .missing \"x\" }}",
+    "{{ contains \"/\" .missing }}",
+    "{{ printf .i }}",
+    "{{ upper \"a\" \"b\" }}",
+    "{{ nofunc }}",
+    "{{ .s | nofunc }}",
+    "{{ list 1 2 | len }}",
+    "{{ 3 | printf \"%d\" }}",
+    "{{ \"a\" | printf \"%s %s\" \"b\" }}",
+    "{{ nil | printf \"%v\" }}",
+];
+
+/// Rows with their own data (data that matters for the row: top-level scalars, null, arrays).
+fn data_rows() -> Vec<(&'static str, Value)> {
+    vec![
+        ("{{ . }}", json!(null)),
+        ("{{ .x }}", json!(null)),
+        ("{{ . }}", json!("str")),
+        ("{{ .x }}", json!("str")),
+        ("{{ . }}", json!(1.5)),
+        ("{{ .x }}", json!(1.5)),
+        ("{{ . }}", json!([1, 2])),
+        ("{{ .x }}", json!([1, 2])),
+        (
+            "{{ range . }}{{ .x }}{{ end }}",
+            json!([{"x": 1}, {"y": 2}, null]),
+        ),
+        ("{{ range . }}{{ .x }}{{ end }}", json!([1])),
+        ("{{ index . 0 }}", json!([[1, 2]])),
+        ("{{ len . }}", json!({"a": 1})),
+        ("{{ . }}", json!(true)),
+        ("{{ . }}", json!({})),
+        ("{{ if . }}y{{ else }}n{{ end }}", json!({})),
+        ("{{ if . }}y{{ else }}n{{ end }}", json!(0)),
+        (
+            "{{ range $k, $v := . }}{{ $k }}{{ end }}",
+            json!({"b": 1, "a": 2, "B": 3, "é": 4, "_": 5}),
+        ),
+        ("{{ . }}", json!({"b": 1, "a": 2, "B": 3, "é": 4, "_": 5})),
+        ("{{ .a }}", json!({"a": 123456789012345678u64})),
+        ("{{ .a }}", json!({"a": 0.000001})),
+        ("{{ .a }}", json!({"a": 5e-324})),
+        ("{{ .a }}", json!({"a": 1.7976931348623157e308})),
+        (
+            "{{ .a }} {{ toJson .a }}",
+            json!({"a": 100000000000000000000.0}),
+        ),
+        ("{{ .a }} {{ toJson .a }}", json!({"a": -1e-7})),
+        (
+            "{{ .a }} {{ toJson . }}",
+            json!({"a": "\u{2028}\u{2029}<>&"}),
+        ),
+    ]
+}
+
+#[test]
+fn template_table_agrees_with_go() {
+    let Some(mut o) = Oracle::get("template_table_agrees_with_go") else {
+        return;
+    };
+    let d = data();
+    let mut cases: Vec<(String, Value)> = TEMPLATES
+        .iter()
+        .map(|t| (t.to_string(), d.clone()))
+        .collect();
+    cases.extend(data_rows().into_iter().map(|(t, d)| (t.to_string(), d)));
+    let mut tally = Tally {
+        table_data: d,
+        ..Tally::default()
+    };
+    compare(&mut o, &cases, &mut tally);
+    tally.check("template table");
+}
