@@ -348,7 +348,7 @@ impl<'t> Exec<'t> {
                 .enumerate()
                 .map(|(i, x)| (idx(i), x))
                 .collect(),
-            V::NilSlice(_) => vec![],
+            V::NilOf(_) => vec![],
             V::Map(m) => m
                 .borrow()
                 .iter()
@@ -555,6 +555,7 @@ impl<'t> Exec<'t> {
                 V::Missing => return Ok(V::Missing),
                 V::Json(Value::Object(_))
                 | V::Map(_)
+                | V::NilOf(_)
                 | V::StrMapJ(_)
                 | V::StrMap(_)
                 | V::K8sMap(..) => {
@@ -759,6 +760,7 @@ pub fn field<'a>(v: &V<'a>, name: &str) -> Result<V<'a>, String> {
         V::Nil => Err(format!("nil pointer evaluating interface {{}}.{name}")),
         V::Json(Value::Object(o)) => Ok(jsonmap::get(o, name).map_or(V::Missing, V::json)),
         V::Map(m) => Ok(m.borrow().get(name).cloned().unwrap_or(V::Missing)),
+        V::NilOf(t) if t.starts_with("map[") => Ok(V::Missing),
         V::StrMapJ(m) => Ok(m
             .and_then(|m| jsonmap::get(m, name))
             .map_or(V::Missing, |s| V::s(s.as_str().unwrap_or("")))),

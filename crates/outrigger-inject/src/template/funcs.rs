@@ -122,11 +122,12 @@ pub fn convert(v: V<'_>, p: P) -> R<V<'_>> {
             _ => Err(wrong(&v)),
         },
         P::StrMap => match v {
-            V::StrMapJ(_) | V::StrMap(_) | V::Nil => Ok(v),
+            V::StrMapJ(_) | V::StrMap(_) => Ok(v),
             _ => Err(wrong(&v)),
         },
         P::Map => match v {
-            V::Json(Value::Object(_)) | V::Map(_) | V::Nil => Ok(v),
+            V::Json(Value::Object(_)) | V::Map(_) => Ok(v),
+            V::NilOf(t) if t.starts_with("map[string]interface") => Ok(V::Nil),
             _ => Err(wrong(&v)),
         },
         P::Meta => match v {
@@ -138,11 +139,10 @@ pub fn convert(v: V<'_>, p: P) -> R<V<'_>> {
         },
         P::Containers => match v {
             V::K8sSlice(f, _) if f.elem.as_deref() == Some("corev1.Container") => Ok(v),
-            V::Nil => Ok(v),
             _ => Err(wrong(&v)),
         },
         P::Proto => match v {
-            V::Proto { .. } | V::Nil => Ok(v),
+            V::Proto { .. } => Ok(v),
             _ => Err(wrong(&v)),
         },
     }
@@ -463,6 +463,11 @@ fn index1<'a>(item: V<'a>, key: &V<'a>) -> R<V<'a>> {
         V::Json(Value::Array(a)) => Ok(V::json(&a[list_get(a.len(), index_int(key)?)?])),
         V::List(l) => Ok(l[list_get(l.len(), index_int(key)?)?].clone()),
         V::TList(_, l) => Ok(l[list_get(l.len(), index_int(key)?)?].clone()),
+        V::NilOf(t) if t.starts_with("map[") => {
+            skey()?;
+            Ok(V::Nil)
+        }
+        V::NilOf(_) => Err(format!("index out of range: {}", index_int(key)?)),
         V::K8sSlice(f, s) => {
             let s = s.unwrap_or(&[]);
             Ok(super::value::k8s_elem_value(

@@ -82,13 +82,14 @@ fn kind<'v, 'a>(v: &'v V<'a>) -> Kind<'v, 'a> {
         V::Float(f) => Kind::Float(*f),
         V::Complex(re, im) => Kind::Complex(*re, *im),
         V::Str(s) => Kind::Str(s),
+        V::NilOf(t) if t.starts_with("map[") => Kind::Map(Vec::new()),
         V::Enum(..) | V::Leaf(..) => Kind::Stringer(v.sprint()),
         V::Json(serde_json::Value::Array(_))
         | V::List(_)
         | V::K8sSlice(..)
         | V::ProtoList(..)
         | V::TList(..)
-        | V::NilSlice(_) => Kind::List(super::sprig::to_list(v).unwrap_or_default()),
+        | V::NilOf(_) => Kind::List(super::sprig::to_list(v).unwrap_or_default()),
         V::Json(serde_json::Value::Object(_)) | V::Map(_) | V::StrMap(_) | V::StrMapJ(_) => {
             Kind::Map(super::sprig::map_entries(v))
         }
@@ -403,7 +404,7 @@ impl Printer {
                 }
             }
             Kind::Map(entries) => {
-                let nil_map = matches!(v, V::StrMap(None) | V::StrMapJ(None));
+                let nil_map = matches!(v, V::StrMap(None) | V::StrMapJ(None) | V::NilOf(_));
                 if self.f.sharp_v {
                     self.buf.push_str(&v.type_name());
                     if nil_map {

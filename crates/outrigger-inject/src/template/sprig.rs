@@ -244,7 +244,7 @@ pub fn to_list<'a>(v: &V<'a>) -> Option<Vec<V<'a>>> {
     Some(match v {
         V::Json(Value::Array(a)) => a.iter().map(V::json).collect(),
         V::List(l) | V::TList(_, l) => (**l).clone(),
-        V::NilSlice(_) => Vec::new(),
+        V::NilOf(t) if !t.starts_with("map[") => Vec::new(),
         V::K8sSlice(f, s) => s
             .iter()
             .flat_map(|s| s.iter())
@@ -469,10 +469,11 @@ fn go_kind(v: &V<'_>) -> &'static str {
         V::Uint(_) => "uint32",
         V::Float(_) => "float64",
         V::Str(_) => "string",
+        V::NilOf(t) if t.starts_with("map[") => "map",
         V::Json(Value::Array(_))
         | V::List(_)
         | V::TList(..)
-        | V::NilSlice(_)
+        | V::NilOf(_)
         | V::K8sSlice(..)
         | V::ProtoList(..) => "slice",
         V::Json(_) | V::Map(_) | V::StrMapJ(_) | V::StrMap(_) | V::K8sMap(..) => "map",
@@ -508,7 +509,7 @@ pub fn deep_equal(a: &V<'_>, b: &V<'_>) -> bool {
         return false;
     }
     match ka {
-        "slice" if matches!(a, V::NilSlice(_)) != matches!(b, V::NilSlice(_)) => false,
+        "slice" if matches!(a, V::NilOf(_)) != matches!(b, V::NilOf(_)) => false,
         "slice" => {
             let (la, lb) = (
                 to_list(a).unwrap_or_default(),
@@ -726,7 +727,7 @@ fn regex_split(re: &regex::Regex, s: &str, n: i64) -> Vec<String> {
     if n == 0 {
         return Vec::new();
     }
-    if re.as_str().is_empty() && s.is_empty() {
+    if !re.as_str().is_empty() && s.is_empty() {
         return vec![String::new()];
     }
     let mut matches: Vec<(usize, usize)> = Vec::new();
@@ -737,22 +738,26 @@ fn regex_split(re: &regex::Regex, s: &str, n: i64) -> Vec<String> {
         }
         matches.push((m.start(), m.end()));
         prev_end = Some(m.end());
+        if n > 0 && matches.len() as i64 >= n {
+            break;
+        }
     }
     let mut out = Vec::new();
     let mut beg = 0;
-    let mut end;
+    let mut end = 0;
     for (a, b) in matches {
         if n > 0 && out.len() as i64 == n - 1 {
             break;
         }
         end = a;
-        if b == 0 {
-            continue;
+        if b != 0 {
+            out.push(s[beg..end].to_string());
         }
-        out.push(s[beg..end].to_string());
         beg = b;
     }
-    out.push(s[beg..].to_string());
+    if end != s.len() {
+        out.push(s[beg..].to_string());
+    }
     out
 }
 
@@ -1568,7 +1573,7 @@ fn register_lists(m: &mut Table) {
     let rest: super::funcs::Func = |a| {
         let l = to_list(&a[0]).ok_or_else(|| not_list("find rest", &a[0]))?;
         if l.is_empty() {
-            return Ok(V::NilSlice("[]interface {}"));
+            return Ok(V::NilOf("[]interface {}"));
         }
         Ok(list(l[1..].to_vec()))
     };
@@ -1577,7 +1582,7 @@ fn register_lists(m: &mut Table) {
     let initial: super::funcs::Func = |a| {
         let l = to_list(&a[0]).ok_or_else(|| not_list("find initial", &a[0]))?;
         if l.is_empty() {
-            return Ok(V::NilSlice("[]interface {}"));
+            return Ok(V::NilOf("[]interface {}"));
         }
         Ok(list(l[..l.len() - 1].to_vec()))
     };
@@ -1641,7 +1646,7 @@ fn register_lists(m: &mut Table) {
             }
         }
         if out.is_empty() {
-            return Ok(V::NilSlice("[]interface {}"));
+            return Ok(V::NilOf("[]interface {}"));
         }
         Ok(list(out))
     });
@@ -1766,13 +1771,16 @@ fn register_dicts(m: &mut Table) {
             return Err("assignment to entry in nil map".into());
         }
         let d = shared_map(&a[0]);
+        if contains_map(&a[2], &d) {
+            return Err(SELF_MAP.into());
+        }
         d.borrow_mut()
             .insert(str_of(&a[1]).to_string(), a[2].clone());
         Ok(V::Map(d))
     });
     register(m, "unset", &[Map, Str], None, |a| {
         if matches!(a[0], V::Nil) {
-            return Ok(V::Nil);
+            return Ok(V::NilOf("map[string]interface {}"));
         }
         let d = shared_map(&a[0]);
         d.borrow_mut().remove(str_of(&a[1]));
@@ -1849,9 +1857,33 @@ fn register_dicts(m: &mut Table) {
     });
 }
 
+/// Go accepts making a map contain itself and then overflows its stack printing, encoding or
+/// merging it (a fatal error, not a template error); outrigger refuses at `set` / `merge`.
+const SELF_MAP: &str = "outrigger does not support a map that contains itself";
+
+/// Does `v` hold the map `m`, at any depth?
+fn contains_map<'a>(v: &V<'a>, m: &super::value::GoMap<'a>) -> bool {
+    match v {
+        V::Map(x) => {
+            Rc::ptr_eq(x, m)
+                || x.try_borrow()
+                    .map_or(true, |x| x.values().any(|y| contains_map(y, m)))
+        }
+        V::List(l) | V::TList(_, l) => l.iter().any(|y| contains_map(y, m)),
+        _ => false,
+    }
+}
+
 /// mergo 0.3.x `Merge` / `MergeWithOverwrite` of generic maps into the first (changed in place).
 fn merge_maps<'a>(a: &[V<'a>], overwrite: bool) -> R<V<'a>> {
     let dst = shared_map(&a[0]);
+    let holds_dst = |src: &V<'a>| match src {
+        V::Map(m) => m.borrow().values().any(|v| contains_map(v, &dst)),
+        _ => false,
+    };
+    if a[1..].iter().any(holds_dst) {
+        return Err(SELF_MAP.into());
+    }
     for src in &a[1..] {
         let src_entries = to_map(src);
         let mut d = dst.borrow_mut();
@@ -2270,7 +2302,10 @@ fn register_misc(m: &mut Table) {
     register(m, "mustFromJson", &[Str], None, |a| {
         super::funcs::go_unmarshal(str_of(&a[0]))
     });
-    let deep_copy: super::funcs::Func = |a| Ok(deep_copy(&a[0]));
+    let deep_copy: super::funcs::Func = |a| match &a[0] {
+        V::Nil | V::Missing => Err("reflect: call of reflect.Value.Type on zero Value".into()),
+        v => Ok(deep_copy(v)),
+    };
     register(m, "deepCopy", &[Any], None, deep_copy);
     register(m, "mustDeepCopy", &[Any], None, deep_copy);
     register(m, "typeOf", &[Any], None, |a| Ok(V::string(type_of(&a[0]))));

@@ -48,8 +48,8 @@ pub enum V<'a> {
     /// A typed slice built by functions, with its Go type (`[]string` from `splitList`,
     /// `[]int` from `until`, `[][]interface {}` from `chunk`).
     TList(&'static str, Rc<Vec<V<'a>>>),
-    /// A nil slice of the given Go type (`rest` of an empty list).
-    NilSlice(&'static str),
+    /// A nil slice or map of the given Go type (`rest` of an empty list, `unset` of a nil map).
+    NilOf(&'static str),
     /// Generic map (`map[string]interface{}`) built by functions or from owned data; shared and
     /// mutable, as Go maps are (`set`, `unset`, `merge` change it in place).
     Map(GoMap<'a>),
@@ -181,7 +181,7 @@ impl<'a> V<'a> {
             V::Complex(..) => "complex128".into(),
             V::Str(_) => "string".into(),
             V::Json(Value::Array(_)) | V::List(_) => "[]interface {}".into(),
-            V::TList(t, _) | V::NilSlice(t) => (*t).into(),
+            V::TList(t, _) | V::NilOf(t) => (*t).into(),
             V::Json(_) | V::Map(_) => "map[string]interface {}".into(),
             V::StrMapJ(_) | V::StrMap(_) => "map[string]string".into(),
             V::K8s { ty, ptr, .. } => {
@@ -220,7 +220,7 @@ impl<'a> V<'a> {
             V::Json(_) => true,
             V::List(l) => !l.is_empty(),
             V::TList(_, l) => !l.is_empty(),
-            V::NilSlice(_) => false,
+            V::NilOf(_) => false,
             V::Map(m) => !m.borrow().is_empty(),
             V::StrMapJ(m) => m.is_some_and(|m| !m.is_empty()),
             V::StrMap(m) => m.as_ref().is_some_and(|m| !m.is_empty()),
@@ -241,7 +241,7 @@ impl<'a> V<'a> {
             V::Json(Value::Object(o)) => o.len(),
             V::List(l) => l.len(),
             V::TList(_, l) => l.len(),
-            V::NilSlice(_) => 0,
+            V::NilOf(_) => 0,
             V::Map(m) => m.borrow().len(),
             V::StrMapJ(m) => m.map_or(0, |m| m.len()),
             V::StrMap(m) => m.as_ref().map_or(0, |m| m.len()),
@@ -287,7 +287,8 @@ impl<'a> V<'a> {
             V::Json(v) => V::json(v).write_sprint(out, top),
             V::List(l) => write_seq(out, l.iter().cloned()),
             V::TList(_, l) => write_seq(out, l.iter().cloned()),
-            V::NilSlice(_) => out.push_str("[]"),
+            V::NilOf(t) if t.starts_with("map[") => out.push_str("map[]"),
+            V::NilOf(_) => out.push_str("[]"),
             V::Map(m) => {
                 let m = m.borrow();
                 write_map(
@@ -384,7 +385,7 @@ impl<'a> V<'a> {
             V::Json(v) => (*v).clone(),
             V::List(l) => Value::Array(l.iter().map(V::to_json).collect()),
             V::TList(_, l) => Value::Array(l.iter().map(V::to_json).collect()),
-            V::NilSlice(_) => Value::Null,
+            V::NilOf(_) => Value::Null,
             V::Map(m) => Value::Object(
                 m.borrow()
                     .iter()
