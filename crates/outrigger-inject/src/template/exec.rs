@@ -50,7 +50,11 @@ pub struct Exec<'t> {
     tmpl: &'t Template,
     /// Rendered output.
     pub out: String,
-    vars: Vec<(&'t str, V<'t>)>,
+    /// Variables in scope: name, value, and whether Go holds the value as `interface{}` (an
+    /// element of a generic list or map bound by `range`), which Go names in some errors.
+    vars: Vec<(&'t str, V<'t>, bool)>,
+    /// Is dot an `interface{}` value (inside `range` over a generic list or map)?
+    dot_iface: bool,
     depth: usize,
     cur: &'t str,
     at: At<'t>,
@@ -86,11 +90,12 @@ impl<'t> Exec<'t> {
             tmpl,
             out: String::with_capacity(tmpl.source_len * 2),
             vars: Vec::with_capacity(16),
+            dot_iface: false,
             depth: 0,
             cur: PARSE_NAME,
             at: At::None,
         };
-        ex.vars.push(("$", dot.clone()));
+        ex.vars.push(("$", dot.clone(), false));
         let root = tmpl.root();
         ex.walk_list(root, &dot)?;
         Ok(ex.out)
@@ -168,11 +173,13 @@ impl<'t> Exec<'t> {
             Some(p) => self.eval_pipeline(dot, p)?,
             None => V::Missing,
         };
-        let saved_vars = std::mem::replace(&mut self.vars, vec![("$", newdot.clone())]);
+        let saved_vars = std::mem::replace(&mut self.vars, vec![("$", newdot.clone(), false)]);
         let saved_cur = std::mem::replace(&mut self.cur, t.name.as_str());
+        let saved_iface = std::mem::replace(&mut self.dot_iface, false);
         self.depth += 1;
         let r = self.walk_list(body, &newdot);
         self.depth -= 1;
+        self.dot_iface = saved_iface;
         self.cur = saved_cur;
         self.vars = saved_vars;
         self.at = At::Node(node);
@@ -193,7 +200,10 @@ impl<'t> Exec<'t> {
             let v = self.eval_pipeline(dot, &b.pipe)?;
             if v.truth() {
                 if with {
-                    self.walk_list(&b.body, &v)
+                    let saved = std::mem::replace(&mut self.dot_iface, false);
+                    let r = self.walk_list(&b.body, &v);
+                    self.dot_iface = saved;
+                    r
                 } else {
                     self.walk_list(&b.body, dot)
                 }
@@ -242,7 +252,10 @@ impl<'t> Exec<'t> {
                             V::Int(_, ty) => V::Int(i as i64, ty),
                             _ => V::Uint(i as u64),
                         };
-                        if !self.range_iteration(b, x.clone(), x, mark)? {
+                        let saved = std::mem::replace(&mut self.dot_iface, false);
+                        let r = self.range_iteration(b, x.clone(), x, mark, false);
+                        self.dot_iface = saved;
+                        if !r? {
                             break;
                         }
                     }
@@ -257,12 +270,21 @@ impl<'t> Exec<'t> {
                     }
                 };
                 if !items.is_empty() {
+                    let generic = matches!(v, V::Json(_) | V::List(_) | V::Map(_));
+                    let saved = std::mem::replace(&mut self.dot_iface, generic);
+                    let mut r = Ok(());
                     for (k, elem) in items {
-                        if !self.range_iteration(b, k, elem, mark)? {
-                            break;
+                        match self.range_iteration(b, k, elem, mark, generic) {
+                            Ok(true) => {}
+                            Ok(false) => break,
+                            Err(e) => {
+                                r = Err(e);
+                                break;
+                            }
                         }
                     }
-                    return Ok(());
+                    self.dot_iface = saved;
+                    return r;
                 }
             }
         }
@@ -279,25 +301,26 @@ impl<'t> Exec<'t> {
         k: V<'t>,
         elem: V<'t>,
         mark: usize,
+        iface: bool,
     ) -> R<bool> {
         let decl = &b.pipe.decl;
         if !decl.is_empty() {
             if b.pipe.is_assign {
-                let first = if decl.len() > 1 {
-                    k.clone()
+                let (first, fi) = if decl.len() > 1 {
+                    (k.clone(), false)
                 } else {
-                    elem.clone()
+                    (elem.clone(), iface)
                 };
-                self.set_var(&decl[0].1, first)?;
+                self.set_var(&decl[0].1, first, fi)?;
             } else {
-                self.set_top_var(1, elem.clone());
+                self.set_top_var(1, elem.clone(), iface);
             }
         }
         if decl.len() > 1 {
             if b.pipe.is_assign {
-                self.set_var(&decl[1].1, elem.clone())?;
+                self.set_var(&decl[1].1, elem.clone(), iface)?;
             } else {
-                self.set_top_var(2, k);
+                self.set_top_var(2, k, false);
             }
         }
         let r = self.walk_list(&b.body, &elem);
@@ -305,17 +328,19 @@ impl<'t> Exec<'t> {
         Ok(!matches!(r?, Some(Ctl::Break)))
     }
 
-    fn set_top_var(&mut self, n: usize, v: V<'t>) {
+    fn set_top_var(&mut self, n: usize, v: V<'t>, iface: bool) {
         let len = self.vars.len();
         if let Some(slot) = len.checked_sub(n).and_then(|i| self.vars.get_mut(i)) {
             slot.1 = v;
+            slot.2 = iface;
         }
     }
 
-    fn set_var(&mut self, name: &str, v: V<'t>) -> R<()> {
-        match self.vars.iter_mut().rev().find(|(n, _)| *n == name) {
+    fn set_var(&mut self, name: &str, v: V<'t>, iface: bool) -> R<()> {
+        match self.vars.iter_mut().rev().find(|(n, _, _)| *n == name) {
             Some(slot) => {
                 slot.1 = v;
+                slot.2 = iface;
                 Ok(())
             }
             None => Err(self.errorf(&format!("undefined variable: {name}"))),
@@ -389,12 +414,12 @@ impl<'t> Exec<'t> {
         })
     }
 
-    fn lookup_var(&self, name: &str) -> Option<&V<'t>> {
+    fn lookup_var(&self, name: &str) -> Option<(&V<'t>, bool)> {
         self.vars
             .iter()
             .rev()
-            .find(|(n, _)| *n == name)
-            .map(|(_, v)| v)
+            .find(|(n, _, _)| *n == name)
+            .map(|(_, v, i)| (v, *i))
     }
 
     /// Go's `evalPipeline`: commands left to right, the previous result as the final argument;
@@ -413,9 +438,9 @@ impl<'t> Exec<'t> {
         let value = value.unwrap_or(V::Missing);
         for (_, name) in &pipe.decl {
             if pipe.is_assign {
-                self.set_var(name, value.clone())?;
+                self.set_var(name, value.clone(), false)?;
             } else {
-                self.vars.push((name.as_str(), value.clone()));
+                self.vars.push((name.as_str(), value.clone(), false));
             }
         }
         Ok(value)
@@ -426,7 +451,8 @@ impl<'t> Exec<'t> {
         match first {
             Expr::Field(_, idents) => {
                 self.at = At::Expr(first);
-                return self.eval_field_chain(dot, dot.clone(), idents, &cmd.args, fin);
+                let iface = self.dot_iface;
+                return self.eval_field_chain(dot.clone(), iface, idents, &cmd.args, fin);
             }
             Expr::Chain(_, inner, idents) => {
                 return self.eval_chain_node(dot, first, inner, idents, &cmd.args, fin)
@@ -439,7 +465,7 @@ impl<'t> Exec<'t> {
                 return self.eval_pipeline(dot, p);
             }
             Expr::Variable(_, name, idents) => {
-                return self.eval_variable_node(dot, first, name, idents, &cmd.args, fin)
+                return self.eval_variable_node(first, name, idents, &cmd.args, fin)
             }
             _ => {}
         }
@@ -494,7 +520,6 @@ impl<'t> Exec<'t> {
 
     fn eval_variable_node(
         &mut self,
-        dot: &V<'t>,
         e: &'t Expr,
         name: &str,
         idents: &'t [String],
@@ -502,14 +527,14 @@ impl<'t> Exec<'t> {
         fin: Final<'t>,
     ) -> R<V<'t>> {
         self.at = At::Expr(e);
-        let Some(value) = self.lookup_var(name).cloned() else {
+        let Some((value, iface)) = self.lookup_var(name).map(|(v, i)| (v.clone(), i)) else {
             return Err(self.errorf(&format!("undefined variable: {name}")));
         };
         if idents.is_empty() {
             self.not_a_function(args, &fin)?;
             return Ok(value);
         }
-        self.eval_field_chain(dot, value, idents, args, fin)
+        self.eval_field_chain(value, iface, idents, args, fin)
     }
 
     fn eval_chain_node(
@@ -529,27 +554,31 @@ impl<'t> Exec<'t> {
             )));
         }
         let base = self.eval_arg(dot, P::Raw, inner)?;
-        self.eval_field_chain(dot, base, idents, args, fin)
+        self.eval_field_chain(base, false, idents, args, fin)
     }
 
+    /// Go's `evalFieldChain`; `iface`: the receiver is held as `interface{}`.
     fn eval_field_chain(
         &mut self,
-        _dot: &V<'t>,
         mut receiver: V<'t>,
+        mut iface: bool,
         idents: &'t [String],
         args: &'t [Expr],
         fin: Final<'t>,
     ) -> R<V<'t>> {
         let n = idents.len();
         for name in &idents[..n - 1] {
-            receiver = self.eval_field(name, false, receiver)?;
+            // A value looked up in a generic map is an `interface{}` in Go.
+            let from_generic = matches!(receiver, V::Json(_) | V::Map(_));
+            receiver = self.eval_field(name, false, receiver, iface)?;
+            iface = from_generic;
         }
         let has_args = args.len() > 1 || fin.is_some();
-        self.eval_field(&idents[n - 1], has_args, receiver)
+        self.eval_field(&idents[n - 1], has_args, receiver, iface)
     }
 
     /// Go's `evalField` on one step of a chain.
-    fn eval_field(&self, name: &str, has_args: bool, receiver: V<'t>) -> R<V<'t>> {
+    fn eval_field(&self, name: &str, has_args: bool, receiver: V<'t>, iface: bool) -> R<V<'t>> {
         if has_args {
             match &receiver {
                 V::Missing => return Ok(V::Missing),
@@ -569,7 +598,32 @@ impl<'t> Exec<'t> {
                 _ => {}
             }
         }
-        field(&receiver, name).map_err(|m| self.errorf(&m))
+        field(&receiver, name).map_err(|m| {
+            // Go names the receiver's static type: `interface {}` for values held in generic
+            // lists and maps, the dynamic type otherwise.
+            let generic = matches!(
+                receiver,
+                V::Json(_)
+                    | V::List(_)
+                    | V::TList(..)
+                    | V::Map(_)
+                    | V::Float(_)
+                    | V::Bool(_)
+                    | V::Str(_)
+                    | V::Int(..)
+                    | V::Uint(_)
+                    | V::Complex(..)
+            );
+            if generic && m.starts_with("can't evaluate field ") {
+                let ty = if iface {
+                    "interface {}".to_string()
+                } else {
+                    receiver.type_name()
+                };
+                return self.errorf(&format!("can't evaluate field {name} in type {ty}"));
+            }
+            self.errorf(&m)
+        })
     }
 
     /// Go's `evalFunction` + `evalCall`: `args` are the command's operands (the function name
@@ -632,6 +686,7 @@ impl<'t> Exec<'t> {
                 tmpl: self.tmpl,
                 out: String::new(),
                 vars: Vec::new(),
+                dot_iface: false,
                 depth: 0,
                 cur: self.cur,
                 at: call_node,
@@ -660,12 +715,18 @@ impl<'t> Exec<'t> {
                 return Err(self.errorf(&format!("cannot assign nil to {}", p.go_name())));
             }
             Expr::Field(_, idents) => {
-                let v =
-                    self.eval_field_chain(dot, dot.clone(), idents, std::slice::from_ref(a), None)?;
+                let iface = self.dot_iface;
+                let v = self.eval_field_chain(
+                    dot.clone(),
+                    iface,
+                    idents,
+                    std::slice::from_ref(a),
+                    None,
+                )?;
                 return self.validate(v, p);
             }
             Expr::Variable(_, name, idents) => {
-                let v = self.eval_variable_node(dot, a, name, idents, &[], None)?;
+                let v = self.eval_variable_node(a, name, idents, &[], None)?;
                 return self.validate(v, p);
             }
             Expr::Pipe(_, pipe) => {

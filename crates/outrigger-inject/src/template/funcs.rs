@@ -340,17 +340,22 @@ fn as_i(v: &V<'_>) -> i128 {
 }
 
 fn f_eq<'a>(a: Vec<V<'a>>) -> R<V<'a>> {
+    // Go's `basicKind`: every non-basic kind, and the invalid value, is `invalidKind`.
+    let basic = |v: &V<'_>| match basic_kind(v) {
+        Kind::Other => Kind::Invalid,
+        k => k,
+    };
     let a1 = &a[0];
     if a.len() < 2 {
         return Err("missing argument for comparison".into());
     }
-    let k1 = basic_kind(a1);
+    let k1 = basic(a1);
     for b in &a[1..] {
-        let k2 = basic_kind(b);
+        let k2 = basic(b);
         let truth = if k1 != k2 {
             match (k1, k2) {
                 (Kind::Int, Kind::Uint) | (Kind::Uint, Kind::Int) => as_i(a1) == as_i(b),
-                _ if k1 != Kind::Invalid && k2 != Kind::Invalid => {
+                _ if !is_zero(a1) && !is_zero(b) => {
                     return Err("incompatible types for comparison".into())
                 }
                 _ => false,
@@ -364,22 +369,27 @@ fn f_eq<'a>(a: Vec<V<'a>>) -> R<V<'a>> {
                     matches!((a1, b), (V::Complex(r1, i1), V::Complex(r2, i2)) if r1 == r2 && i1 == i2)
                 }
                 Kind::Str => str_of(a1) == str_of(b),
-                Kind::Invalid => true,
-                Kind::Other => {
-                    let nil1 =
-                        !a1.truth() && matches!(a1, V::NilPtr(_) | V::Proto { json: None, .. });
-                    let nil2 =
-                        !b.truth() && matches!(b, V::NilPtr(_) | V::Proto { json: None, .. });
-                    if nil1 || nil2 {
-                        nil1 == nil2
-                    } else if a1.len().is_some() {
+                _ => {
+                    let (r1, r2) = (reflect_kind(a1), reflect_kind(b));
+                    if r1 != r2 && r1 != "invalid" && r2 != "invalid" {
+                        return Err(format!(
+                            "non-comparable types {}: {}, {}: {}",
+                            printf::sprintf("%s", std::slice::from_ref(a1)),
+                            a1.type_name(),
+                            b.type_name(),
+                            printf::sprintf("%v", std::slice::from_ref(b))
+                        ));
+                    }
+                    if is_nil(a1) || is_nil(b) {
+                        is_nil(a1) == is_nil(b)
+                    } else if !comparable(b) {
                         return Err(format!(
                             "non-comparable type {}: {}",
-                            a1.sprint(),
-                            a1.type_name()
+                            printf::sprintf("%s", std::slice::from_ref(b)),
+                            b.type_name()
                         ));
                     } else {
-                        a1.to_json() == b.to_json() && a1.type_name() == b.type_name()
+                        same_value(a1, b)
                     }
                 }
             }
@@ -389,6 +399,65 @@ fn f_eq<'a>(a: Vec<V<'a>>) -> R<V<'a>> {
         }
     }
     Ok(V::Bool(false))
+}
+
+/// Go's zero `reflect.Value` (an invalid value, or a nil interface once indirected).
+fn is_zero(v: &V<'_>) -> bool {
+    matches!(v, V::Missing | V::Nil)
+}
+
+/// The `reflect.Kind` of a non-basic value.
+fn reflect_kind(v: &V<'_>) -> &'static str {
+    match v {
+        V::Missing | V::Nil => "invalid",
+        V::Json(Value::Array(_))
+        | V::List(_)
+        | V::TList(..)
+        | V::K8sSlice(..)
+        | V::ProtoList(..) => "slice",
+        V::NilOf(t) if !t.starts_with("map[") => "slice",
+        V::Json(_) | V::Map(_) | V::StrMap(_) | V::StrMapJ(_) | V::K8sMap(..) | V::NilOf(_) => {
+            "map"
+        }
+        V::NilPtr(_) | V::Proto { .. } | V::Ptr(_) | V::Root(_) | V::K8s { ptr: true, .. } => "ptr",
+        _ => "struct",
+    }
+}
+
+/// Go's `isNil` in `eq`.
+fn is_nil(v: &V<'_>) -> bool {
+    matches!(
+        v,
+        V::Missing
+            | V::Nil
+            | V::NilOf(_)
+            | V::NilPtr(_)
+            | V::StrMap(None)
+            | V::StrMapJ(None)
+            | V::K8sMap(_, None)
+            | V::K8sSlice(_, None)
+            | V::ProtoList(_, None)
+            | V::Proto { json: None, .. }
+    )
+}
+
+/// Is the Go type of `v` comparable with `==`? Maps and slices are not; neither are the
+/// Kubernetes structs (they hold slices or maps); pointers and two-string structs are.
+fn comparable(v: &V<'_>) -> bool {
+    matches!(reflect_kind(v), "ptr") || matches!(v, V::Pair(..))
+}
+
+/// `==` of two comparable non-basic values: pointer identity, or equal string pairs.
+fn same_value(a: &V<'_>, b: &V<'_>) -> bool {
+    match (a, b) {
+        (V::Pair(k1, a1, b1), V::Pair(k2, a2, b2)) => k1 == k2 && a1 == a2 && b1 == b2,
+        (V::K8s { json: Some(x), .. }, V::K8s { json: Some(y), .. })
+        | (V::Proto { json: Some(x), .. }, V::Proto { json: Some(y), .. }) => {
+            std::ptr::eq(*x, *y) && a.type_name() == b.type_name()
+        }
+        (V::Root(x), V::Root(y)) => std::ptr::eq(*x, *y),
+        _ => false,
+    }
 }
 
 /// Go's `lt`: basic kinds only; signed and unsigned integers compare by value.
@@ -441,9 +510,13 @@ fn index_int(v: &V<'_>) -> R<i64> {
 }
 
 fn index1<'a>(item: V<'a>, key: &V<'a>) -> R<V<'a>> {
+    // Go's `indexArg` lets an index equal to the length through; `reflect.Value.Index` then
+    // panics.
     let list_get = |n: usize, i: i64| -> R<usize> {
-        if i < 0 || i as usize >= n {
+        if i < 0 || i as usize > n {
             Err(format!("index out of range: {i}"))
+        } else if i as usize == n {
+            Err("reflect: slice index out of range".into())
         } else {
             Ok(i as usize)
         }
@@ -483,7 +556,8 @@ fn index1<'a>(item: V<'a>, key: &V<'a>) -> R<V<'a>> {
             ))
         }
         V::Str(s) => {
-            let i = list_get(s.len(), index_int(key)?)?;
+            let i = list_get(s.len(), index_int(key)?)
+                .map_err(|e| e.replace("reflect: slice", "reflect: string"))?;
             Ok(V::Uint(u64::from(s.as_bytes()[i])))
         }
         V::Json(Value::Object(o)) => Ok(jsonmap::get(o, skey()?.as_str()).map_or(V::Nil, V::json)),
@@ -519,6 +593,9 @@ fn index1<'a>(item: V<'a>, key: &V<'a>) -> R<V<'a>> {
 fn f_index<'a>(a: Vec<V<'a>>) -> R<V<'a>> {
     let mut it = a.into_iter();
     let mut item = it.next().unwrap_or(V::Missing);
+    if matches!(item, V::Missing | V::Nil) {
+        return Err("index of untyped nil".into());
+    }
     for k in it {
         item = index1(item, &k)?;
     }
@@ -702,7 +779,7 @@ fn istio(m: &mut Table) {
         Ok(V::Bool(str_of(&a[1]).contains(str_of(&a[0]))))
     });
     def(m, "toLower", &[Str], None, |a| {
-        Ok(V::string(str_of(&a[0]).to_lowercase()))
+        Ok(V::string(super::gostr::lower(str_of(&a[0]))))
     });
     def(m, "appendMultusNetwork", &[Str, Str], None, |a| {
         Ok(V::string(append_multus_network(

@@ -566,6 +566,14 @@ fn regex(re: &str) -> R<regex::Regex> {
     let mut in_class = false;
     while i < b.len() {
         let c = b[i];
+        if c == b'\\' && b.get(i + 1) == Some(&b'Q') {
+            // `\Q...\E`: literal text.
+            let rest = &re[i + 2..];
+            let end = rest.find("\\E").unwrap_or(rest.len());
+            out.push_str(&regex::escape(&rest[..end]));
+            i += 2 + end + if end < rest.len() { 2 } else { 0 };
+            continue;
+        }
         if c == b'\\' && i + 1 < b.len() {
             let e = b[i + 1];
             let rep = match (e, in_class) {
@@ -609,8 +617,40 @@ fn regex(re: &str) -> R<regex::Regex> {
             }
             continue;
         }
-        if c == b']' && in_class {
-            in_class = false;
+        if in_class {
+            match c {
+                b']' => in_class = false,
+                // Go's POSIX classes `[:alpha:]` stay; any other `[` is a literal in Go and a
+                // nested class in Rust.
+                b'[' if b.get(i + 1) == Some(&b':') => {
+                    if let Some(e) = re[i..].find(":]") {
+                        out.push_str(&re[i..i + e + 2]);
+                        i += e + 2;
+                        continue;
+                    }
+                    out.push_str("\\[");
+                    i += 1;
+                    continue;
+                }
+                // Rust's class set operators (`&&`, `--`, `~~`) are literals in Go.
+                b'[' | b'&' | b'~' => {
+                    out.push('\\');
+                    out.push(c as char);
+                    i += 1;
+                    continue;
+                }
+                b'-' if b.get(i + 1) == Some(&b'-') => {
+                    out.push_str("\\-");
+                    i += 1;
+                    continue;
+                }
+                _ => {}
+            }
+        } else if c == b'{' && !is_repeat(&re[i..]) {
+            // A `{` that does not start a counted repetition is a literal in Go.
+            out.push_str("\\{");
+            i += 1;
+            continue;
         }
         let ch = re[i..].chars().next().unwrap_or(' ');
         out.push(ch);
@@ -624,6 +664,14 @@ fn regex(re: &str) -> R<regex::Regex> {
             last.trim_start_matches("error: ")
         )
     })
+}
+
+/// Does `s` start with a counted repetition `{n}`, `{n,}` or `{n,m}`?
+fn is_repeat(s: &str) -> bool {
+    let Some(end) = s.find('}') else { return false };
+    let body = &s[1..end];
+    let (a, b) = body.split_once(',').unwrap_or((body, "0"));
+    !a.is_empty() && a.bytes().all(|c| c.is_ascii_digit()) && b.bytes().all(|c| c.is_ascii_digit())
 }
 
 /// Go's `regexp.ReplaceAllString` template expansion: `$name` / `${name}` (longest run of
@@ -1885,8 +1933,11 @@ fn merge_maps<'a>(a: &[V<'a>], overwrite: bool) -> R<V<'a>> {
         return Err(SELF_MAP.into());
     }
     for src in &a[1..] {
+        // Copy the source first: it may be the destination map itself.
         let src_entries = to_map(src);
-        let mut d = dst.borrow_mut();
+        let Ok(mut d) = dst.try_borrow_mut() else {
+            return Err(SELF_MAP.into());
+        };
         deep_merge(&mut d, &src_entries, overwrite);
     }
     Ok(V::Map(dst))
@@ -1896,40 +1947,49 @@ fn is_mapish(v: &V<'_>) -> bool {
     matches!(v, V::Map(_) | V::Json(Value::Object(_)))
 }
 
+/// mergo 0.3.x `deepMerge` of one `map[string]interface{}` into another, as Sprig's `merge`
+/// (`overwrite` false) and `mergeOverwrite` use it:
+/// * a nil source value is copied only when overwriting;
+/// * a map source value is merged into a map destination value (recursively, in place);
+/// * a map or slice source value never replaces a non-empty destination value, even when
+///   overwriting (`mergeOverwrite (dict "a" "x") (dict "a" (dict))` keeps `"x"`);
+/// * otherwise the source value is copied when overwriting or when the destination value is
+///   missing or empty.
 fn deep_merge<'a>(
     dst: &mut BTreeMap<String, V<'a>>,
     src: &BTreeMap<String, V<'a>>,
     overwrite: bool,
 ) {
     for (k, sv) in src {
-        let s_nil = matches!(sv, V::Nil | V::Missing) || matches!(sv, V::Json(Value::Null));
-        let s_nilish = s_nil || matches!(sv, V::StrMap(None) | V::StrMapJ(None));
-        match dst.get_mut(k) {
-            Some(dv) if is_mapish(sv) && is_mapish(dv) => {
-                let mut dm = to_map(dv);
-                deep_merge(&mut dm, &to_map(sv), overwrite);
-                match dv {
-                    V::Map(m) => *m.borrow_mut() = dm,
-                    other => *other = V::map(dm),
-                }
+        if matches!(sv, V::Nil | V::Missing | V::Json(Value::Null)) {
+            if overwrite {
+                dst.insert(k.clone(), V::Nil);
             }
-            Some(dv) => {
-                if s_nilish {
-                    if overwrite {
-                        *dv = sv.clone();
+            continue;
+        }
+        let src_map = go_kind(sv) == "map";
+        let src_coll = src_map || go_kind(sv) == "slice";
+        if src_map {
+            if let Some(dv) = dst.get_mut(k) {
+                if is_mapish(dv) && is_mapish(sv) {
+                    // Copy the source first: it may be the destination map itself.
+                    let src_entries = to_map(sv);
+                    let m = shared_map(dv);
+                    if let Ok(mut inner) = m.try_borrow_mut() {
+                        deep_merge(&mut inner, &src_entries, overwrite);
                     }
-                    continue;
-                }
-                if overwrite || empty(dv) {
-                    *dv = sv.clone();
+                    *dv = V::Map(m);
                 }
             }
-            None => {
-                if s_nilish && !overwrite {
-                    continue;
-                }
-                dst.insert(k.clone(), sv.clone());
+        }
+        let de = dst.get(k);
+        if let Some(dv) = de {
+            if !empty(dv) && src_coll {
+                continue;
             }
+        }
+        if overwrite || de.is_none_or(empty) {
+            dst.insert(k.clone(), sv.clone());
         }
     }
 }
