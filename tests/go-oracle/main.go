@@ -26,6 +26,8 @@
 //   - template          text/template with Sprig's TxtFuncMap and Istio's overrides: parse
 //     "input" as template "name" (default "t") and execute it over "data"
 //     (any JSON value)
+//   - template_phase    as template, but an error is prefixed with the phase that failed:
+//     "parse: " (template.Parse) or "exec: " (Execute)
 //
 // Version note: istiod pins sigs.k8s.io/yaml v1.6.0 on go.yaml.in/yaml/v2 v2.4.4; Debian ships
 // sigs.k8s.io/yaml 1.3.0 on gopkg.in/yaml.v2 2.4.0. The YAMLToJSON/JSONToYAML code paths used
@@ -121,6 +123,15 @@ func run(req request) (a answer) {
 		}
 	case "template":
 		out, err = render(req)
+	case "template_phase":
+		out, err = render(req)
+		if err != nil {
+			if _, isExec := err.(execError); isExec {
+				err = fmt.Errorf("exec: %w", err)
+			} else {
+				err = fmt.Errorf("parse: %w", err)
+			}
+		}
 	default:
 		err = fmt.Errorf("oracle: unknown mode %q", req.Mode)
 	}
@@ -214,10 +225,15 @@ func render(req request) ([]byte, error) {
 	}
 	var buf bytes.Buffer
 	if err := t.Execute(&buf, data); err != nil {
-		return nil, err
+		return nil, execError{err}
 	}
 	return buf.Bytes(), nil
 }
+
+// execError marks an error returned by Execute (as opposed to Parse); its text is Go's.
+type execError struct{ err error }
+
+func (e execError) Error() string { return e.err.Error() }
 
 // funcMap is Sprig's text function map with Istio's overrides (pkg/kube/inject/template.go),
 // re-created here where they are simple.

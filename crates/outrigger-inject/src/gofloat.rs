@@ -212,6 +212,231 @@ fn push_fixed(out: &mut String, digits: &str, exp: i32) {
     }
 }
 
+/// Go's `strconv.FormatFloat(f, fmt, prec, 64)` for every format: `'b'`, `'e'`/`'E'`,
+/// `'f'`/`'F'`, `'g'`/`'G'`, `'x'`/`'X'`; `prec < 0` means the shortest round-trip digits.
+/// Unknown formats give `%` followed by the format character, as in Go.
+pub fn format_float(f: f64, fmt: char, prec: i32) -> String {
+    if let Some(s) = special(f) {
+        return s.to_string();
+    }
+    match fmt {
+        'b' => return format_b(f),
+        'x' | 'X' => return format_x(f, fmt, prec),
+        'e' | 'E' | 'f' | 'F' | 'g' | 'G' => {}
+        other => return format!("%{other}"),
+    }
+    let neg = f.is_sign_negative();
+    let a = f.abs();
+    let shortest = prec < 0;
+    let mut prec = prec;
+    // The decimal digits (no leading or trailing zeros) and the decimal point position.
+    let (digits, dp) = if shortest {
+        let d = decimal_digits(&format!("{a:e}"));
+        prec = match fmt {
+            'e' | 'E' => (d.0.len() as i32 - 1).max(0),
+            'f' | 'F' => (d.0.len() as i32 - d.1).max(0),
+            _ => d.0.len() as i32,
+        };
+        d
+    } else {
+        match fmt {
+            'e' | 'E' => decimal_digits(&format!("{a:.*e}", prec as usize)),
+            'f' | 'F' => {
+                let s = format!("{a:.*}", prec as usize);
+                let mut out = String::new();
+                if neg {
+                    out.push('-');
+                }
+                out.push_str(&s);
+                return out;
+            }
+            _ => {
+                if prec == 0 {
+                    prec = 1;
+                }
+                decimal_digits(&format!("{a:.*e}", (prec - 1) as usize))
+            }
+        }
+    };
+    let nd = digits.len() as i32;
+    match fmt {
+        'e' | 'E' => fmt_e(neg, &digits, dp, prec, fmt),
+        'f' | 'F' => fmt_f(neg, &digits, dp, prec),
+        _ => {
+            let mut eprec = prec;
+            if eprec > nd && nd >= dp {
+                eprec = nd;
+            }
+            if shortest {
+                eprec = 6;
+            }
+            let exp = dp - 1;
+            if exp < -4 || exp >= eprec {
+                let p = if prec > nd { nd } else { prec };
+                let e = if fmt == 'g' { 'e' } else { 'E' };
+                return fmt_e(neg, &digits, dp, p - 1, e);
+            }
+            let p = if prec > dp { nd } else { prec };
+            fmt_f(neg, &digits, dp, (p - dp).max(0))
+        }
+    }
+}
+
+/// Digits without leading/trailing zeros and the decimal point position of a Rust `{:e}`
+/// rendering (`1.2500e-3` → `125`, -2); zero has no digits.
+fn decimal_digits(sci: &str) -> (Vec<u8>, i32) {
+    let (mant, exp) = sci.split_once('e').unwrap_or((sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let mut digits: Vec<u8> = mant.bytes().filter(u8::is_ascii_digit).collect();
+    while digits.last() == Some(&b'0') {
+        digits.pop();
+    }
+    if digits.is_empty() {
+        return (digits, 0);
+    }
+    (digits, exp + 1)
+}
+
+fn fmt_e(neg: bool, d: &[u8], dp: i32, prec: i32, e: char) -> String {
+    let mut out = String::new();
+    if neg {
+        out.push('-');
+    }
+    out.push(d.first().map_or('0', |&c| c as char));
+    if prec > 0 {
+        out.push('.');
+        for i in 1..=prec as usize {
+            out.push(d.get(i).map_or('0', |&c| c as char));
+        }
+    }
+    out.push(e);
+    let exp = if d.is_empty() { 0 } else { dp - 1 };
+    out.push(if exp < 0 { '-' } else { '+' });
+    let a = exp.unsigned_abs();
+    if a < 10 {
+        out.push('0');
+    }
+    out.push_str(&a.to_string());
+    out
+}
+
+fn fmt_f(neg: bool, d: &[u8], dp: i32, prec: i32) -> String {
+    let mut out = String::new();
+    if neg {
+        out.push('-');
+    }
+    if dp > 0 {
+        let mut m = dp.min(d.len() as i32);
+        out.extend(d[..m as usize].iter().map(|&c| c as char));
+        while m < dp {
+            out.push('0');
+            m += 1;
+        }
+    } else {
+        out.push('0');
+    }
+    if prec > 0 {
+        out.push('.');
+        for i in 1..=prec {
+            let j = dp + i - 1;
+            out.push(if j < 0 || j >= d.len() as i32 {
+                '0'
+            } else {
+                d[j as usize] as char
+            });
+        }
+    }
+    out
+}
+
+/// Go's `'b'` format: decimal mantissa, `p`, binary exponent.
+fn format_b(f: f64) -> String {
+    let bits = f.to_bits();
+    let neg = bits >> 63 != 0;
+    let mut exp = ((bits >> 52) & 0x7FF) as i64;
+    let mut mant = bits & ((1u64 << 52) - 1);
+    if exp == 0 {
+        exp += 1;
+    } else {
+        mant |= 1u64 << 52;
+    }
+    exp += -1023 - 52;
+    format!(
+        "{}{mant}p{}{exp}",
+        if neg { "-" } else { "" },
+        if exp >= 0 { "+" } else { "" }
+    )
+}
+
+/// Go's `'x'`/`'X'` format: hexadecimal mantissa and binary exponent.
+fn format_x(f: f64, fmt: char, prec: i32) -> String {
+    let bits = f.to_bits();
+    let neg = bits >> 63 != 0;
+    let mut exp = ((bits >> 52) & 0x7FF) as i64;
+    let mut mant = bits & ((1u64 << 52) - 1);
+    if exp == 0 {
+        exp += 1;
+    } else {
+        mant |= 1u64 << 52;
+    }
+    exp -= 1023;
+    if mant == 0 {
+        exp = 0;
+    }
+    mant <<= 60 - 52;
+    while mant != 0 && mant & (1 << 60) == 0 {
+        mant <<= 1;
+        exp -= 1;
+    }
+    if (0..15).contains(&prec) {
+        let shift = (prec * 4) as u32;
+        let extra = (mant << shift) & ((1 << 60) - 1);
+        mant >>= 60 - shift;
+        if extra | (mant & 1) > 1 << 59 {
+            mant += 1;
+        }
+        mant <<= 60 - shift;
+        if mant & (1 << 61) != 0 {
+            mant >>= 1;
+            exp += 1;
+        }
+    }
+    let hex: &[u8] = if fmt == 'X' {
+        b"0123456789ABCDEF"
+    } else {
+        b"0123456789abcdef"
+    };
+    let mut out = String::new();
+    if neg {
+        out.push('-');
+    }
+    out.push('0');
+    out.push(fmt);
+    out.push(if (mant >> 60) & 1 == 1 { '1' } else { '0' });
+    mant <<= 4;
+    if prec < 0 && mant != 0 {
+        out.push('.');
+        while mant != 0 {
+            out.push(hex[((mant >> 60) & 15) as usize] as char);
+            mant <<= 4;
+        }
+    } else if prec > 0 {
+        out.push('.');
+        for _ in 0..prec {
+            out.push(hex[((mant >> 60) & 15) as usize] as char);
+            mant <<= 4;
+        }
+    }
+    out.push(if fmt == 'X' { 'P' } else { 'p' });
+    out.push(if exp < 0 { '-' } else { '+' });
+    let a = exp.unsigned_abs();
+    if a < 10 {
+        out.push('0');
+    }
+    out.push_str(&a.to_string());
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

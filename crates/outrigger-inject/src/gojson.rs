@@ -54,6 +54,66 @@ fn write_sorted(out: &mut String, v: &Value) {
     }
 }
 
+/// Go's `json.MarshalIndent(v, "", indent)` (or `json.Marshal` when `indent` is `None`) with
+/// object keys sorted (Go's encoding of maps), optionally without HTML escaping (an `Encoder`
+/// with `SetEscapeHTML(false)`).
+pub fn marshal_sorted(v: &Value, escape_html: bool, indent: Option<&str>) -> String {
+    let mut out = String::with_capacity(64);
+    write_opts(&mut out, v, escape_html, indent, 0);
+    out
+}
+
+fn newline(out: &mut String, indent: Option<&str>, depth: usize) {
+    if let Some(ind) = indent {
+        out.push('\n');
+        for _ in 0..depth {
+            out.push_str(ind);
+        }
+    }
+}
+
+fn write_opts(out: &mut String, v: &Value, html: bool, indent: Option<&str>, depth: usize) {
+    match v {
+        Value::Object(m) if !m.is_empty() => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                newline(out, indent, depth + 1);
+                write_str_opts(out, k, html);
+                out.push(':');
+                if indent.is_some() {
+                    out.push(' ');
+                }
+                write_opts(out, &m[k], html, indent, depth + 1);
+            }
+            newline(out, indent, depth);
+            out.push('}');
+        }
+        Value::Array(a) if !a.is_empty() => {
+            out.push('[');
+            for (i, x) in a.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                newline(out, indent, depth + 1);
+                write_opts(out, x, html, indent, depth + 1);
+            }
+            newline(out, indent, depth);
+            out.push(']');
+        }
+        Value::String(s) => write_str_opts(out, s, html),
+        other => write_value(out, other),
+    }
+}
+
+fn write_str_opts(out: &mut String, s: &str, html: bool) {
+    write_str_impl(out, s, html);
+}
+
 /// Append the Go encoding of `v` to `out`.
 pub fn write_value(out: &mut String, v: &Value) {
     match v {
@@ -113,6 +173,10 @@ pub fn format_float(f: f64) -> String {
 
 /// Append `s` as a Go JSON string literal (HTML-safe escaping).
 pub fn write_str(out: &mut String, s: &str) {
+    write_str_impl(out, s, true);
+}
+
+fn write_str_impl(out: &mut String, s: &str, html: bool) {
     out.push('"');
     let bytes = s.as_bytes();
     let mut start = 0;
@@ -131,6 +195,10 @@ pub fn write_str(out: &mut String, s: &str) {
             b'\t' => ("\\t".into(), 1),
             0x08 => ("\\b".into(), 1),
             0x0c => ("\\f".into(), 1),
+            b'<' | b'>' | b'&' if !html => {
+                i += 1;
+                continue;
+            }
             b'<' => ("\\u003c".into(), 1),
             b'>' => ("\\u003e".into(), 1),
             b'&' => ("\\u0026".into(), 1),

@@ -1016,8 +1016,8 @@ mod bad_input {
         );
     }
 
-    // gotmpl 0.6.1's parser accepts an `{{ if }}` left open and a stray `{{ end }}`; outrigger's
-    // block-structure check reports them as Go does (`unexpected EOF` / `unexpected {{end}}`).
+    // An `{{ if }}` left open and a stray `{{ end }}` are parse errors, as in Go
+    // (`unexpected EOF` / `unexpected {{end}}`).
     #[test]
     fn template_with_an_unclosed_if_is_a_parse_error() {
         let run = Inject::file(&hello())

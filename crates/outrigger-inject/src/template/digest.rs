@@ -50,18 +50,92 @@ pub fn b64enc(s: &str) -> String {
     GO_BASE64.encode(s.as_bytes())
 }
 
-/// `b64dec`: the decoded text, or Go's error text as the value (Sprig returns `err.Error()`).
-/// Go skips `\r` and `\n` in the input.
+/// `b64dec`: the decoded text, or Go's error text as the value (Sprig returns `err.Error()`):
+/// `illegal base64 data at input byte N` with Go's offsets; `\r` and `\n` are skipped.
 pub fn b64dec(s: &str) -> String {
-    use base64::Engine;
-    let clean: Vec<u8> = s.bytes().filter(|b| !matches!(b, b'\r' | b'\n')).collect();
-    match GO_BASE64.decode(&clean) {
-        Ok(b) => String::from_utf8_lossy(&b).into_owned(),
-        Err(
-            base64::DecodeError::InvalidByte(at, _) | base64::DecodeError::InvalidLastSymbol(at, _),
-        ) => format!("illegal base64 data at input byte {at}"),
-        Err(_) => "illegal base64 data".into(),
+    match go_base64_decode(s.as_bytes()) {
+        Ok(b) => super::gostr::lossy(&b),
+        Err(at) => format!("illegal base64 data at input byte {at}"),
     }
+}
+
+/// Go's `base64.StdEncoding.DecodeString` (`decodeQuantum` step by step), the error offset
+/// included.
+fn go_base64_decode(src: &[u8]) -> Result<Vec<u8>, usize> {
+    let dec = |c: u8| -> u8 {
+        match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => 0xFF,
+        }
+    };
+    let mut out = Vec::with_capacity(src.len() * 3 / 4);
+    let mut si = 0;
+    while si < src.len() {
+        let mut dbuf = [0u8; 4];
+        let mut dlen = 4;
+        let mut j = 0;
+        let mut err = None;
+        while j < 4 {
+            if si == src.len() {
+                if j == 0 {
+                    return Ok(out);
+                }
+                return Err(si - j);
+            }
+            let c = src[si];
+            si += 1;
+            let d = dec(c);
+            if d != 0xFF {
+                dbuf[j] = d;
+                j += 1;
+                continue;
+            }
+            if c == b'\n' || c == b'\r' {
+                continue;
+            }
+            if c != b'=' {
+                return Err(si - 1);
+            }
+            match j {
+                0 | 1 => return Err(si - 1),
+                2 => {
+                    while si < src.len() && matches!(src[si], b'\n' | b'\r') {
+                        si += 1;
+                    }
+                    if si == src.len() {
+                        return Err(src.len());
+                    }
+                    if src[si] != b'=' {
+                        return Err(si - 1);
+                    }
+                    si += 1;
+                }
+                _ => {}
+            }
+            while si < src.len() && matches!(src[si], b'\n' | b'\r') {
+                si += 1;
+            }
+            if si < src.len() {
+                err = Some(si);
+            }
+            dlen = j;
+            break;
+        }
+        let val = u32::from(dbuf[0]) << 18
+            | u32::from(dbuf[1]) << 12
+            | u32::from(dbuf[2]) << 6
+            | u32::from(dbuf[3]);
+        let bytes = [(val >> 16) as u8, (val >> 8) as u8, val as u8];
+        out.extend_from_slice(&bytes[..dlen - 1]);
+        if let Some(at) = err {
+            return Err(at);
+        }
+    }
+    Ok(out)
 }
 
 /// `b32enc`: base32 with padding (`base32.StdEncoding`).
@@ -69,13 +143,78 @@ pub fn b32enc(s: &str) -> String {
     data_encoding::BASE32.encode(s.as_bytes())
 }
 
-/// `b32dec`: the decoded text, or the error text as the value (Sprig returns `err.Error()`; the
-/// byte offset of Go's message is not reproduced).
+/// `b32dec`: the decoded text, or Go's error text as the value (Sprig returns `err.Error()`),
+/// `illegal base32 data at input byte N` with Go's offsets (input without `\r`/`\n`).
 pub fn b32dec(s: &str) -> String {
-    match data_encoding::BASE32.decode(s.as_bytes()) {
-        Ok(b) => String::from_utf8_lossy(&b).into_owned(),
-        Err(_) => "illegal base32 data".into(),
+    let src: Vec<u8> = s.bytes().filter(|b| !matches!(b, b'\r' | b'\n')).collect();
+    match go_base32_decode(&src) {
+        Ok(b) => super::gostr::lossy(&b),
+        Err(at) => format!("illegal base32 data at input byte {at}"),
     }
+}
+
+/// Go's `base32.StdEncoding` decoder (`encoding/base32.decode`), its error offset included.
+fn go_base32_decode(input: &[u8]) -> Result<Vec<u8>, usize> {
+    let dec = |c: u8| -> u8 {
+        match c {
+            b'A'..=b'Z' => c - b'A',
+            b'2'..=b'7' => c - b'2' + 26,
+            _ => 0xFF,
+        }
+    };
+    let olen = input.len();
+    let mut src = input;
+    let mut out = Vec::with_capacity(olen * 5 / 8);
+    let mut end = false;
+    while !src.is_empty() && !end {
+        let mut dbuf = [0u8; 8];
+        let mut dlen = 8;
+        let mut j = 0;
+        while j < 8 {
+            if src.is_empty() {
+                return Err(olen - src.len() - j);
+            }
+            let c = src[0];
+            src = &src[1..];
+            if c == b'=' && j >= 2 && src.len() < 8 {
+                if src.len() + j < 7 {
+                    return Err(olen);
+                }
+                for k in 0..7 - j {
+                    if src.len() > k && src[k] != b'=' {
+                        return Err(olen - src.len() + k - 1);
+                    }
+                }
+                dlen = j;
+                end = true;
+                if matches!(dlen, 1 | 3 | 6) {
+                    return Err(olen - src.len() - 1);
+                }
+                break;
+            }
+            dbuf[j] = dec(c);
+            if dbuf[j] == 0xFF {
+                return Err(olen - src.len() - 1);
+            }
+            j += 1;
+        }
+        let mut q = [0u8; 5];
+        let n = match dlen {
+            8 => 5,
+            7 => 4,
+            5 => 3,
+            4 => 2,
+            2 => 1,
+            _ => 0,
+        };
+        q[4] = dbuf[6] << 5 | dbuf[7];
+        q[3] = dbuf[4] << 7 | dbuf[5] << 2 | dbuf[6] >> 3;
+        q[2] = dbuf[3] << 4 | dbuf[4] >> 1;
+        q[1] = dbuf[1] << 6 | dbuf[2] << 1 | dbuf[3] >> 4;
+        q[0] = dbuf[0] << 3 | dbuf[1] >> 2;
+        out.extend_from_slice(&q[..n]);
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -101,7 +240,6 @@ mod tests {
         assert_eq!(b32enc("hello"), "NBSWY3DP");
         assert_eq!(b32enc("hi"), "NBUQ====");
         assert_eq!(b32dec("NBUQ===="), "hi");
-        assert_eq!(b32dec("not base32!"), "illegal base32 data");
         assert_eq!(b64enc("hello"), "aGVsbG8=");
         assert_eq!(b64dec("aGVsbG8="), "hello");
         assert_eq!(b64dec("aGVs\nbG8="), "hello");

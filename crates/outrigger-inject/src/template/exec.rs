@@ -1,11 +1,15 @@
-//! Template execution: walks gotmpl's parse tree over the [`V`] value model.
+//! Template execution, following Go's `text/template/exec.go` step by step over the
+//! [`V`] value model: the same evaluation order, the same argument conversion, the same node
+//! recorded for error messages (`executing "NAME" at <NODE>: ...`).
 
 use std::collections::BTreeMap;
-use std::rc::Rc;
 
-use gotmpl::parse::{BranchNode, CommandNode, Expr, ListNode, Node, Number, PipeNode, Pos};
 use serde_json::Value;
 
+use super::ast::{
+    cmd_str, expr_str, list_str, node_str, pipe_str, BranchNode, CommandNode, Expr, ListNode, Node,
+    NumberLit, PipeNode, Pos, TemplateNode,
+};
 use super::funcs::{self, P};
 use super::value::{
     duration_parts, is_wrapper, k8s_elem_value, k8s_lookup, proto_field_value, proto_plain, IntTy,
@@ -14,9 +18,15 @@ use super::value::{
 use super::{Template, TemplateData};
 use crate::{jsonmap, schema};
 
-/// Maximum `template` call depth (Go uses 100000 on growable stacks; ours keeps the native
-/// stack safe and is far above what real templates use).
+/// Maximum `template` call depth. Go allows 100000 on its growable stacks; ours keeps the
+/// native stack safe and is far above what real templates use.
 const MAX_DEPTH: usize = 200;
+
+/// Go's limit, named in the error message.
+const GO_MAX_DEPTH: usize = 100_000;
+
+/// The name Istio parses every template under (`template.New("inject")`).
+const PARSE_NAME: &str = "inject";
 
 /// Control flow out of a list: `break` / `continue`.
 enum Ctl {
@@ -24,58 +34,102 @@ enum Ctl {
     Continue,
 }
 
+/// The node execution is at (Go's `state.node`), for error messages.
+#[derive(Clone, Copy)]
+enum At<'t> {
+    None,
+    Node(&'t Node),
+    List(&'t ListNode),
+    Pipe(&'t PipeNode),
+    Cmd(&'t CommandNode),
+    Expr(&'t Expr),
+}
+
 /// The execution state of one render.
 pub struct Exec<'t> {
     tmpl: &'t Template,
     /// Rendered output.
     pub out: String,
-    vars: Vec<(&'t str, V<'t>)>,
+    /// Variables in scope: name, value, and whether Go holds the value as `interface{}` (an
+    /// element of a generic list or map bound by `range`), which Go names in some errors.
+    vars: Vec<(&'t str, V<'t>, bool)>,
+    /// Is dot an `interface{}` value (inside `range` over a generic list or map)?
+    dot_iface: bool,
     depth: usize,
     cur: &'t str,
+    at: At<'t>,
 }
 
 type R<T> = Result<T, String>;
 
+/// Is this the pipeline's "no value yet" marker (Go's `missingVal`)?
+type Final<'t> = Option<V<'t>>;
+
 impl<'t> Exec<'t> {
     /// Run the template's main body with `data` as dot.
     pub fn run(tmpl: &'t Template, data: &'t TemplateData<'t>) -> R<String> {
+        Self::run_dot(tmpl, V::Root(data))
+    }
+
+    /// Run the template's main body over a generic JSON value, as Go executes a template over
+    /// the result of `json.Unmarshal` into `interface{}`; a top-level `null` is the invalid
+    /// value (`reflect.ValueOf(nil)`), which prints `<no value>`. `owned` turns objects and
+    /// arrays into template maps and lists first (mutable by `set`, `unset`, `merge`, as Go's
+    /// maps are); otherwise the JSON is viewed in place, as Istio's `.Values` is.
+    pub fn run_json(tmpl: &'t Template, data: &'t Value, owned: bool) -> R<String> {
+        let dot = match data {
+            Value::Null => V::Missing,
+            v if owned => super::sprig::owned(v.clone()),
+            v => V::json(v),
+        };
+        Self::run_dot(tmpl, dot)
+    }
+
+    fn run_dot(tmpl: &'t Template, dot: V<'t>) -> R<String> {
         let mut ex = Exec {
             tmpl,
-            out: String::with_capacity(tmpl.source.len() * 2),
+            out: String::with_capacity(tmpl.source_len * 2),
             vars: Vec::with_capacity(16),
+            dot_iface: false,
             depth: 0,
-            cur: "inject",
+            cur: PARSE_NAME,
+            at: At::None,
         };
-        let dot = V::Root(data);
-        ex.vars.push(("$", dot.clone()));
-        ex.walk_list(&tmpl.root, &dot)?;
+        ex.vars.push(("$", dot.clone(), false));
+        let root = tmpl.root();
+        ex.walk_list(root, &dot)?;
         Ok(ex.out)
     }
 
-    /// Format an execution error at `pos` about node text `at`.
-    fn err(&self, pos: Pos, at: &str, msg: &str) -> String {
+    fn at_pos_str(&self) -> Option<(Pos, String)> {
+        Some(match self.at {
+            At::None => return None,
+            At::Node(n) => (node_pos(n), node_str(n)),
+            At::List(l) => (l.pos, list_str(l)),
+            At::Pipe(p) => (p.pos, pipe_str(p)),
+            At::Cmd(c) => (c.pos, cmd_str(c)),
+            At::Expr(e) => (e.pos(), expr_str(e)),
+        })
+    }
+
+    /// Format an execution error at the current node.
+    fn errorf(&self, msg: &str) -> String {
+        let Some((pos, ctx)) = self.at_pos_str() else {
+            return format!("template: {}: {msg}", self.cur);
+        };
         let src = &self.tmpl.source;
         let off = pos.offset.min(src.len());
         let line_start = src[..off].rfind('\n').map_or(0, |i| i + 1);
         let line = 1 + src[..off].matches('\n').count();
         format!(
-            "template: inject:{line}:{}: executing \"{}\" at <{at}>: {msg}",
+            "template: {PARSE_NAME}:{line}:{}: executing \"{}\" at <{ctx}>: {msg}",
             off - line_start,
             self.cur
         )
     }
 
-    /// Position of the name string of a `template` action (Go reports it there).
-    fn template_name_pos(&self, pos: Pos) -> Pos {
-        let src = &self.tmpl.source;
-        let from = pos.offset.min(src.len());
-        match src[from..].find(['"', '`']) {
-            Some(i) => Pos::new(from + i, pos.line),
-            None => pos,
-        }
-    }
-
     fn walk_list(&mut self, list: &'t ListNode, dot: &V<'t>) -> R<Option<Ctl>> {
+        self.at = At::List(list);
         for n in &list.nodes {
             if let Some(c) = self.walk(n, dot)? {
                 return Ok(Some(c));
@@ -85,133 +139,159 @@ impl<'t> Exec<'t> {
     }
 
     fn walk(&mut self, node: &'t Node, dot: &V<'t>) -> R<Option<Ctl>> {
+        self.at = At::Node(node);
         match node {
             Node::Text(t) => self.out.push_str(&t.text),
             Node::Action(a) => {
-                let v = self.eval_pipe(&a.pipe, dot)?;
+                let v = self.eval_pipeline(dot, &a.pipe)?;
                 if a.pipe.decl.is_empty() {
-                    self.print(&v, a.pos, &a.pipe)?;
+                    self.at = At::Node(node);
+                    self.print(&v);
                 }
             }
-            Node::List(l) => return self.walk_list(l, dot),
-            Node::If(b) => return self.walk_if(b, dot, false),
-            Node::With(b) => return self.walk_if(b, dot, true),
-            Node::Range(b) => return self.walk_range(b, dot),
-            Node::Template(t) => {
-                let newdot = match &t.pipe {
-                    Some(p) => self.eval_pipe(p, dot)?,
-                    None => V::Missing,
-                };
-                let Some(body) = self.tmpl.defines.get(t.name.as_str()) else {
-                    return Err(self.err(
-                        self.template_name_pos(t.pos),
-                        &format!("{{{{template {:?}}}}}", t.name.as_str()),
-                        &format!("template {:?} not defined", t.name.as_str()),
-                    ));
-                };
-                if self.depth >= MAX_DEPTH {
-                    return Err(self.err(t.pos, "template", "exceeded maximum template depth"));
-                }
-                let saved_vars = std::mem::replace(&mut self.vars, vec![("$", newdot.clone())]);
-                let saved_cur = std::mem::replace(&mut self.cur, t.name.as_str());
-                self.depth += 1;
-                let r = self.walk_list(body, &newdot);
-                self.depth -= 1;
-                self.cur = saved_cur;
-                self.vars = saved_vars;
-                r?;
-            }
-            Node::Define(_) => {}
+            Node::If(b) => return self.walk_if_or_with(b, dot, false),
+            Node::With(b) => return self.walk_if_or_with(b, dot, true),
+            Node::Range(b) => return self.walk_range(node, b, dot),
+            Node::Template(t) => self.walk_template(node, t, dot)?,
             Node::Break(_) => return Ok(Some(Ctl::Break)),
             Node::Continue(_) => return Ok(Some(Ctl::Continue)),
         }
         Ok(None)
     }
 
-    fn print(&mut self, v: &V<'t>, _pos: Pos, _pipe: &PipeNode) -> R<()> {
+    fn walk_template(&mut self, node: &'t Node, t: &'t TemplateNode, dot: &V<'t>) -> R<()> {
+        let Some(body) = self.tmpl.trees.get(t.name.as_str()) else {
+            return Err(self.errorf(&format!(
+                "template {} not defined",
+                super::gofmt::quote(&t.name)
+            )));
+        };
+        if self.depth >= MAX_DEPTH {
+            return Err(self.errorf(&format!("exceeded maximum template depth ({GO_MAX_DEPTH})")));
+        }
+        let newdot = match &t.pipe {
+            Some(p) => self.eval_pipeline(dot, p)?,
+            None => V::Missing,
+        };
+        let saved_vars = std::mem::replace(&mut self.vars, vec![("$", newdot.clone(), false)]);
+        let saved_cur = std::mem::replace(&mut self.cur, t.name.as_str());
+        let saved_iface = std::mem::replace(&mut self.dot_iface, false);
+        self.depth += 1;
+        let r = self.walk_list(body, &newdot);
+        self.depth -= 1;
+        self.dot_iface = saved_iface;
+        self.cur = saved_cur;
+        self.vars = saved_vars;
+        self.at = At::Node(node);
+        r.map(|_| ())
+    }
+
+    fn print(&mut self, v: &V<'t>) {
         match v {
             V::Str(s) => self.out.push_str(s),
             V::Missing => self.out.push_str("<no value>"),
             v => v.write_sprint(&mut self.out, true),
         }
-        Ok(())
     }
 
-    fn walk_if(&mut self, b: &'t BranchNode, dot: &V<'t>, with: bool) -> R<Option<Ctl>> {
+    fn walk_if_or_with(&mut self, b: &'t BranchNode, dot: &V<'t>, with: bool) -> R<Option<Ctl>> {
         let mark = self.vars.len();
-        let v = self.eval_pipe(&b.pipe, dot)?;
-        let r = if v.truth() {
-            if with {
-                self.walk_list(&b.body, &v)
+        let r = (|| {
+            let v = self.eval_pipeline(dot, &b.pipe)?;
+            if v.truth() {
+                if with {
+                    let saved = std::mem::replace(&mut self.dot_iface, false);
+                    let r = self.walk_list(&b.body, &v);
+                    self.dot_iface = saved;
+                    r
+                } else {
+                    self.walk_list(&b.body, dot)
+                }
+            } else if let Some(e) = &b.else_body {
+                self.walk_list(e, dot)
             } else {
-                self.walk_list(&b.body, dot)
+                Ok(None)
             }
-        } else if let Some(e) = &b.else_body {
-            self.walk_list(e, dot)
-        } else {
-            Ok(None)
-        };
+        })();
         self.vars.truncate(mark);
         r
     }
 
-    fn walk_range(&mut self, b: &'t BranchNode, dot: &V<'t>) -> R<Option<Ctl>> {
+    fn walk_range(&mut self, node: &'t Node, b: &'t BranchNode, dot: &V<'t>) -> R<Option<Ctl>> {
         let mark = self.vars.len();
-        // Evaluate without binding the declared loop variables.
-        let v = self.eval_pipe_raw(&b.pipe, dot)?;
-        let r = match v {
-            // Integers iterate lazily (no item list for `range 1000000000`).
-            V::Int(n, _) if n > 0 => {
-                let mut res = Ok(None);
-                for i in 0..n {
-                    let x = V::Int(i, IntTy::Int);
-                    match self.range_iteration(b, x.clone(), x, mark) {
-                        Ok(true) => {}
-                        Ok(false) => break,
-                        Err(e) => {
-                            res = Err(e);
+        let r = self.range_inner(node, b, dot);
+        self.vars.truncate(mark);
+        // `break` and `continue` end at their range.
+        r.map(|_| None)
+    }
+
+    fn range_inner(&mut self, node: &'t Node, b: &'t BranchNode, dot: &V<'t>) -> R<()> {
+        self.at = At::Node(node);
+        let v = self.eval_pipeline(dot, &b.pipe)?;
+        let mark = self.vars.len();
+        let v = match v {
+            V::Ptr(inner) => (*inner).clone(),
+            v => v,
+        };
+        match v {
+            V::Int(..) | V::Uint(_) => {
+                if b.pipe.decl.len() > 1 {
+                    return Err(self.errorf(&format!(
+                        "can't use {} to iterate over more than one variable",
+                        v.sprint()
+                    )));
+                }
+                let n: i128 = match v {
+                    V::Int(i, _) => i128::from(i),
+                    V::Uint(u) => i128::from(u),
+                    _ => 0,
+                };
+                if n > 0 {
+                    for i in 0..n {
+                        let x = match v {
+                            V::Int(_, ty) => V::Int(i as i64, ty),
+                            _ => V::Uint(i as u64),
+                        };
+                        let saved = std::mem::replace(&mut self.dot_iface, false);
+                        let r = self.range_iteration(b, x.clone(), x, mark, false);
+                        self.dot_iface = saved;
+                        if !r? {
                             break;
                         }
                     }
+                    return Ok(());
                 }
-                res
             }
-            v => self.range_list(b, &v, dot, mark),
-        };
-        self.vars.truncate(mark);
-        r
-    }
-
-    fn range_list(
-        &mut self,
-        b: &'t BranchNode,
-        v: &V<'t>,
-        dot: &V<'t>,
-        mark: usize,
-    ) -> R<Option<Ctl>> {
-        let items: Vec<(V<'t>, V<'t>)> = match self.range_items(v) {
-            Ok(items) => items,
-            Err(m) => {
-                // Go reports the last node evaluated by the pipeline.
-                let last = b.pipe.commands.last().and_then(|c| c.args.last());
-                return Err(match last {
-                    Some(e) => self.err(expr_pos(e), &expr_str(e), &m),
-                    None => self.err(b.pos, &pipe_str(&b.pipe), &m),
-                });
-            }
-        };
-        if items.is_empty() {
-            return match &b.else_body {
-                Some(e) => self.walk_list(e, dot),
-                None => Ok(None),
-            };
-        }
-        for (k, elem) in items {
-            if !self.range_iteration(b, k, elem, mark)? {
-                break;
+            v => {
+                let items = match self.range_items(&v) {
+                    Ok(items) => items,
+                    Err(m) => {
+                        return Err(self.errorf(&m));
+                    }
+                };
+                if !items.is_empty() {
+                    let generic = matches!(v, V::Json(_) | V::List(_) | V::Map(_));
+                    let saved = std::mem::replace(&mut self.dot_iface, generic);
+                    let mut r = Ok(());
+                    for (k, elem) in items {
+                        match self.range_iteration(b, k, elem, mark, generic) {
+                            Ok(true) => {}
+                            Ok(false) => break,
+                            Err(e) => {
+                                r = Err(e);
+                                break;
+                            }
+                        }
+                    }
+                    self.dot_iface = saved;
+                    return r;
+                }
             }
         }
-        Ok(None)
+        if let Some(e) = &b.else_body {
+            self.walk_list(e, dot)?;
+        }
+        Ok(())
     }
 
     /// One iteration of a range body; false when the loop must stop (`break`).
@@ -221,26 +301,49 @@ impl<'t> Exec<'t> {
         k: V<'t>,
         elem: V<'t>,
         mark: usize,
+        iface: bool,
     ) -> R<bool> {
-        let inner = self.vars.len().max(mark);
-        self.bind_range_vars(&b.pipe, k, elem.clone());
+        let decl = &b.pipe.decl;
+        if !decl.is_empty() {
+            if b.pipe.is_assign {
+                let (first, fi) = if decl.len() > 1 {
+                    (k.clone(), false)
+                } else {
+                    (elem.clone(), iface)
+                };
+                self.set_var(&decl[0].1, first, fi)?;
+            } else {
+                self.set_top_var(1, elem.clone(), iface);
+            }
+        }
+        if decl.len() > 1 {
+            if b.pipe.is_assign {
+                self.set_var(&decl[1].1, elem.clone(), iface)?;
+            } else {
+                self.set_top_var(2, k, false);
+            }
+        }
         let r = self.walk_list(&b.body, &elem);
-        self.vars.truncate(inner);
+        self.vars.truncate(mark);
         Ok(!matches!(r?, Some(Ctl::Break)))
     }
 
-    fn bind_range_vars(&mut self, pipe: &'t PipeNode, k: V<'t>, elem: V<'t>) {
-        let vals: Vec<V<'t>> = match pipe.decl.len() {
-            0 => vec![],
-            1 => vec![elem],
-            _ => vec![k, elem],
-        };
-        for (name, val) in pipe.decl.iter().zip(vals) {
-            if pipe.is_assign {
-                self.assign(name.as_str(), val);
-            } else {
-                self.vars.push((name.as_str(), val));
+    fn set_top_var(&mut self, n: usize, v: V<'t>, iface: bool) {
+        let len = self.vars.len();
+        if let Some(slot) = len.checked_sub(n).and_then(|i| self.vars.get_mut(i)) {
+            slot.1 = v;
+            slot.2 = iface;
+        }
+    }
+
+    fn set_var(&mut self, name: &str, v: V<'t>, iface: bool) -> R<()> {
+        match self.vars.iter_mut().rev().find(|(n, _, _)| *n == name) {
+            Some(slot) => {
+                slot.1 = v;
+                slot.2 = iface;
+                Ok(())
             }
+            None => Err(self.errorf(&format!("undefined variable: {name}"))),
         }
     }
 
@@ -264,7 +367,15 @@ impl<'t> Exec<'t> {
                 .enumerate()
                 .map(|(i, x)| (idx(i), x))
                 .collect(),
+            V::TList(_, l) => l
+                .iter()
+                .cloned()
+                .enumerate()
+                .map(|(i, x)| (idx(i), x))
+                .collect(),
+            V::NilOf(_) => vec![],
             V::Map(m) => m
+                .borrow()
                 .iter()
                 .map(|(k, x)| (V::string(k.clone()), x.clone()))
                 .collect(),
@@ -299,157 +410,257 @@ impl<'t> Exec<'t> {
                 .enumerate()
                 .map(|(i, j)| (idx(i), super::value::proto_scalar(f, Some(j))))
                 .collect(),
-            V::Int(..) => vec![],
             other => return Err(format!("range can't iterate over {}", other.sprint())),
         })
     }
 
-    fn lookup_var(&self, name: &str) -> Option<&V<'t>> {
+    fn lookup_var(&self, name: &str) -> Option<(&V<'t>, bool)> {
         self.vars
             .iter()
             .rev()
-            .find(|(n, _)| *n == name)
-            .map(|(_, v)| v)
+            .find(|(n, _, _)| *n == name)
+            .map(|(_, v, i)| (v, *i))
     }
 
-    fn assign(&mut self, name: &str, v: V<'t>) {
-        if let Some(slot) = self.vars.iter_mut().rev().find(|(n, _)| *n == name) {
-            slot.1 = v;
-        }
-    }
-
-    /// Evaluate a pipeline, binding declared/assigned variables.
-    fn eval_pipe(&mut self, pipe: &'t PipeNode, dot: &V<'t>) -> R<V<'t>> {
-        let v = self.eval_pipe_raw(pipe, dot)?;
-        for name in &pipe.decl {
-            if pipe.is_assign {
-                if self.lookup_var(name).is_none() {
-                    return Err(self.err(pipe.pos, name, &format!("undefined variable: {name}")));
-                }
-                self.assign(name.as_str(), v.clone());
-            } else {
-                self.vars.push((name.as_str(), v.clone()));
-            }
-        }
-        Ok(v)
-    }
-
-    /// Evaluate the commands of a pipeline (no variable binding).
-    fn eval_pipe_raw(&mut self, pipe: &'t PipeNode, dot: &V<'t>) -> R<V<'t>> {
-        let mut final_v: Option<V<'t>> = None;
+    /// Go's `evalPipeline`: commands left to right, the previous result as the final argument;
+    /// then the declarations.
+    fn eval_pipeline(&mut self, dot: &V<'t>, pipe: &'t PipeNode) -> R<V<'t>> {
+        self.at = At::Pipe(pipe);
+        let mut value: Final<'t> = None;
         for cmd in &pipe.commands {
-            let v = self.eval_command(cmd, dot, final_v.take())?;
+            let v = self.eval_command(dot, cmd, value.take())?;
             // Go unwraps empty interfaces after each command: a nil interface becomes invalid.
-            final_v = Some(match v {
+            value = Some(match v {
                 V::Nil => V::Missing,
                 v => v,
             });
         }
-        Ok(final_v.unwrap_or(V::Missing))
-    }
-
-    fn eval_command(&mut self, cmd: &'t CommandNode, dot: &V<'t>, fin: Option<V<'t>>) -> R<V<'t>> {
-        let Some(first) = cmd.args.first() else {
-            return Err(self.err(cmd.pos, "", "empty command"));
-        };
-        match first {
-            Expr::Identifier(pos, name) => {
-                self.eval_function(*pos, name, Some(cmd), &cmd.args[1..], dot, fin)
-            }
-            Expr::Field(_, chain) => {
-                self.no_args(cmd, fin.is_some())?;
-                self.eval_chain(first, dot.clone(), chain)
-            }
-            other => {
-                self.no_args(cmd, fin.is_some())?;
-                self.eval_arg_value(other, dot)
+        let value = value.unwrap_or(V::Missing);
+        for (_, name) in &pipe.decl {
+            if pipe.is_assign {
+                self.set_var(name, value.clone(), false)?;
+            } else {
+                self.vars.push((name.as_str(), value.clone(), false));
             }
         }
+        Ok(value)
     }
 
-    fn no_args(&self, cmd: &CommandNode, has_final: bool) -> R<()> {
-        if cmd.args.len() > 1 || has_final {
-            let first = &cmd.args[0];
-            return Err(self.err(
-                first.pos(),
-                &expr_str(first),
-                &format!("can't give argument to non-function {}", expr_str(first)),
-            ));
+    fn eval_command(&mut self, dot: &V<'t>, cmd: &'t CommandNode, fin: Final<'t>) -> R<V<'t>> {
+        let first = &cmd.args[0];
+        match first {
+            Expr::Field(_, idents) => {
+                self.at = At::Expr(first);
+                let iface = self.dot_iface;
+                return self.eval_field_chain(dot.clone(), iface, idents, &cmd.args, fin);
+            }
+            Expr::Chain(_, inner, idents) => {
+                return self.eval_chain_node(dot, first, inner, idents, &cmd.args, fin)
+            }
+            Expr::Identifier(_, name) => {
+                return self.eval_function(dot, first, name, At::Cmd(cmd), Some(&cmd.args), fin)
+            }
+            Expr::Pipe(_, p) => {
+                self.not_a_function(&cmd.args, &fin)?;
+                return self.eval_pipeline(dot, p);
+            }
+            Expr::Variable(_, name, idents) => {
+                return self.eval_variable_node(first, name, idents, &cmd.args, fin)
+            }
+            _ => {}
+        }
+        self.at = At::Expr(first);
+        self.not_a_function(&cmd.args, &fin)?;
+        Ok(match first {
+            Expr::Bool(_, b) => V::Bool(*b),
+            Expr::Dot(_) => dot.clone(),
+            Expr::Nil(_) => return Err(self.errorf("nil is not a command")),
+            Expr::Number(_, n) => self.ideal_constant(first, n)?,
+            Expr::String(_, _, s) => V::s(s),
+            _ => return Err(self.errorf(&format!("can't evaluate command {}", expr_str(first)))),
+        })
+    }
+
+    fn not_a_function(&self, args: &[Expr], fin: &Final<'t>) -> R<()> {
+        if args.len() > 1 || fin.is_some() {
+            return Err(self.errorf(&format!(
+                "can't give argument to non-function {}",
+                expr_str(&args[0])
+            )));
         }
         Ok(())
     }
 
-    /// Evaluate an expression as a value (no function call semantics for identifiers).
-    fn eval_arg_value(&mut self, e: &'t Expr, dot: &V<'t>) -> R<V<'t>> {
-        Ok(match e {
-            Expr::Dot(_) => dot.clone(),
-            Expr::Nil(p) => return Err(self.err(*p, "nil", "nil is not a command")),
-            Expr::Field(_, chain) => self.eval_chain(e, dot.clone(), chain)?,
-            Expr::Variable(p, name, chain) => {
-                let Some(v) = self.lookup_var(name).cloned() else {
-                    return Err(self.err(*p, name, &format!("undefined variable: {name}")));
-                };
-                if chain.is_empty() {
-                    v
-                } else {
-                    self.eval_chain(e, v, chain)?
+    /// Go's `idealConstant`: a number with no type to convert to.
+    fn ideal_constant(&mut self, e: &'t Expr, n: &NumberLit) -> R<V<'t>> {
+        self.at = At::Expr(e);
+        if let Some((re, im)) = n.complex {
+            return Ok(V::Complex(re, im));
+        }
+        let t = &n.text;
+        let hex_int = {
+            let b = t.trim_start_matches(['+', '-']).as_bytes();
+            b.len() > 1 && b[0] == b'0' && matches!(b[1], b'x' | b'X') && !t.contains(['p', 'P'])
+        };
+        if n.float.is_some()
+            && !hex_int
+            && !t.starts_with('\'')
+            && t.contains(['.', 'e', 'E', 'p', 'P'])
+        {
+            return Ok(V::Float(n.float.unwrap_or(0.0)));
+        }
+        if let Some(i) = n.int {
+            return Ok(V::Int(i, IntTy::Int));
+        }
+        if n.uint.is_some() {
+            return Err(self.errorf(&format!("{t} overflows int")));
+        }
+        Ok(V::Missing)
+    }
+
+    fn eval_variable_node(
+        &mut self,
+        e: &'t Expr,
+        name: &str,
+        idents: &'t [String],
+        args: &'t [Expr],
+        fin: Final<'t>,
+    ) -> R<V<'t>> {
+        self.at = At::Expr(e);
+        let Some((value, iface)) = self.lookup_var(name).map(|(v, i)| (v.clone(), i)) else {
+            return Err(self.errorf(&format!("undefined variable: {name}")));
+        };
+        if idents.is_empty() {
+            self.not_a_function(args, &fin)?;
+            return Ok(value);
+        }
+        self.eval_field_chain(value, iface, idents, args, fin)
+    }
+
+    fn eval_chain_node(
+        &mut self,
+        dot: &V<'t>,
+        e: &'t Expr,
+        inner: &'t Expr,
+        idents: &'t [String],
+        args: &'t [Expr],
+        fin: Final<'t>,
+    ) -> R<V<'t>> {
+        self.at = At::Expr(e);
+        if let Expr::Nil(_) = inner {
+            return Err(self.errorf(&format!(
+                "indirection through explicit nil in {}",
+                expr_str(e)
+            )));
+        }
+        let base = self.eval_arg(dot, P::Raw, inner)?;
+        self.eval_field_chain(base, false, idents, args, fin)
+    }
+
+    /// Go's `evalFieldChain`; `iface`: the receiver is held as `interface{}`.
+    fn eval_field_chain(
+        &mut self,
+        mut receiver: V<'t>,
+        mut iface: bool,
+        idents: &'t [String],
+        args: &'t [Expr],
+        fin: Final<'t>,
+    ) -> R<V<'t>> {
+        let n = idents.len();
+        for name in &idents[..n - 1] {
+            // A value looked up in a generic map is an `interface{}` in Go.
+            let from_generic = matches!(receiver, V::Json(_) | V::Map(_));
+            receiver = self.eval_field(name, false, receiver, iface)?;
+            iface = from_generic;
+        }
+        let has_args = args.len() > 1 || fin.is_some();
+        self.eval_field(&idents[n - 1], has_args, receiver, iface)
+    }
+
+    /// Go's `evalField` on one step of a chain.
+    fn eval_field(&self, name: &str, has_args: bool, receiver: V<'t>, iface: bool) -> R<V<'t>> {
+        if has_args {
+            match &receiver {
+                V::Missing => return Ok(V::Missing),
+                V::Json(Value::Object(_))
+                | V::Map(_)
+                | V::NilOf(_)
+                | V::StrMapJ(_)
+                | V::StrMap(_)
+                | V::K8sMap(..) => {
+                    return Err(self.errorf(&format!("{name} is not a method but has arguments")))
                 }
+                V::K8s { st, json, .. } if k8s_lookup(st, *json, name).is_some() => {
+                    return Err(self.errorf(&format!(
+                        "{name} has arguments but cannot be invoked as function"
+                    )))
+                }
+                _ => {}
             }
-            Expr::Identifier(p, name) => self.eval_function(*p, name, None, &[], dot, None)?,
-            Expr::String(_, s) => V::s(s),
-            Expr::Number(_, n) => num_value(*n),
-            Expr::Bool(_, b) => V::Bool(*b),
-            Expr::Pipe(_, p) => {
-                let mark = self.vars.len();
-                let v = self.eval_pipe(p, dot);
-                self.vars.truncate(mark);
-                v?
+        }
+        field(&receiver, name).map_err(|m| {
+            // Go names the receiver's static type: `interface {}` for values held in generic
+            // lists and maps, the dynamic type otherwise.
+            let generic = matches!(
+                receiver,
+                V::Json(_)
+                    | V::List(_)
+                    | V::TList(..)
+                    | V::Map(_)
+                    | V::Float(_)
+                    | V::Bool(_)
+                    | V::Str(_)
+                    | V::Int(..)
+                    | V::Uint(_)
+                    | V::Complex(..)
+            );
+            if generic && m.starts_with("can't evaluate field ") {
+                let ty = if iface {
+                    "interface {}".to_string()
+                } else {
+                    receiver.type_name()
+                };
+                return self.errorf(&format!("can't evaluate field {name} in type {ty}"));
             }
-            Expr::Chain(_, inner, chain) => {
-                let base = self.eval_arg_value(inner, dot)?;
-                self.eval_chain(e, base, chain)?
-            }
+            self.errorf(&m)
         })
     }
 
-    fn eval_chain(&self, node: &Expr, mut v: V<'t>, chain: &[gotmpl::parse::SmolStr]) -> R<V<'t>> {
-        for name in chain {
-            v = match field(&v, name) {
-                Ok(x) => x,
-                Err(m) => return Err(self.err(expr_pos(node), &expr_str(node), &m)),
-            };
-        }
-        Ok(v)
-    }
-
+    /// Go's `evalFunction` + `evalCall`: `args` are the command's operands (the function name
+    /// first) or `None` when the function is an operand itself.
     fn eval_function(
         &mut self,
-        pos: Pos,
-        name: &str,
-        cmd: Option<&CommandNode>,
-        args: &'t [Expr],
         dot: &V<'t>,
-        fin: Option<V<'t>>,
+        ident: &'t Expr,
+        name: &str,
+        call_node: At<'t>,
+        args: Option<&'t [Expr]>,
+        fin: Final<'t>,
     ) -> R<V<'t>> {
+        self.at = At::Expr(ident);
+        let args: &'t [Expr] = args.map_or(&[], |a| &a[1..]);
         if name == "and" || name == "or" {
-            return self.eval_and_or(pos, name == "and", args, dot, fin);
+            return self.eval_and_or(dot, name == "and", args, fin);
         }
         let Some(def) = funcs::lookup(name) else {
-            return Err(self.err(pos, name, &format!("{name:?} is not a defined function")));
+            return Err(self.errorf(&format!(
+                "{} is not a defined function",
+                super::gofmt::quote(name)
+            )));
         };
         let nargs = args.len() + usize::from(fin.is_some());
         let fixed = def.params.len();
-        if nargs < fixed || (def.variadic.is_none() && nargs != fixed) {
-            let want = if def.variadic.is_some() {
-                format!("at least {fixed}")
-            } else {
-                fixed.to_string()
-            };
-            return Err(self.err(
-                pos,
-                name,
-                &format!("wrong number of args for {name}: want {want} got {nargs}"),
-            ));
+        if def.variadic.is_some() {
+            if nargs < fixed {
+                return Err(self.errorf(&format!(
+                    "wrong number of args for {name}: want at least {fixed} got {}",
+                    args.len()
+                )));
+            }
+        } else if nargs != fixed {
+            return Err(self.errorf(&format!(
+                "wrong number of args for {name}: want {fixed} got {nargs}"
+            )));
         }
         let mut argv: Vec<V<'t>> = Vec::with_capacity(nargs);
         for (i, a) in args.iter().enumerate() {
@@ -459,8 +670,7 @@ impl<'t> Exec<'t> {
                 .copied()
                 .or(def.variadic)
                 .unwrap_or(P::Any);
-            let v = self.eval_typed_arg(a, p, dot)?;
-            argv.push(v);
+            argv.push(self.eval_arg(dot, p, a)?);
         }
         if let Some(f) = fin {
             let p = def
@@ -469,66 +679,120 @@ impl<'t> Exec<'t> {
                 .copied()
                 .or(def.variadic)
                 .unwrap_or(P::Any);
-            let v = funcs::convert(f, p).map_err(|m| self.err(pos, name, &m))?;
-            argv.push(v);
+            argv.push(self.validate(f, p)?);
         }
         (def.f)(argv).map_err(|m| {
-            let at = cmd.map_or_else(|| name.to_string(), cmd_str);
-            self.err(pos, &at, &format!("error calling {name}: {m}"))
+            let mut s = Exec {
+                tmpl: self.tmpl,
+                out: String::new(),
+                vars: Vec::new(),
+                dot_iface: false,
+                depth: 0,
+                cur: self.cur,
+                at: call_node,
+            };
+            if let At::None = call_node {
+                s.at = At::Expr(ident);
+            }
+            s.errorf(&format!("error calling {name}: {m}"))
         })
     }
 
-    fn eval_typed_arg(&mut self, a: &'t Expr, p: P, dot: &V<'t>) -> R<V<'t>> {
+    /// Go's `validateType`: convert an evaluated value to parameter type `p`.
+    fn validate(&self, v: V<'t>, p: P) -> R<V<'t>> {
+        funcs::convert(v, p).map_err(|m| self.errorf(&m))
+    }
+
+    /// Go's `evalArg`: evaluate an operand for a parameter of type `p`.
+    fn eval_arg(&mut self, dot: &V<'t>, p: P, a: &'t Expr) -> R<V<'t>> {
+        self.at = At::Expr(a);
         match a {
-            Expr::Nil(pos) => {
+            Expr::Dot(_) => return self.validate(dot.clone(), p),
+            Expr::Nil(_) => {
                 if p.can_be_nil() {
-                    Ok(V::Nil)
-                } else {
-                    Err(self.err(
-                        *pos,
-                        "nil",
-                        &format!("cannot assign nil to {}", p.go_name()),
-                    ))
+                    return Ok(if p == P::Raw { V::Missing } else { V::Nil });
                 }
+                return Err(self.errorf(&format!("cannot assign nil to {}", p.go_name())));
             }
-            Expr::Number(pos, n) => {
-                let v = num_value(*n);
-                match p {
-                    P::Str | P::Bool | P::StrMap | P::Meta => Err(self.err(
-                        *pos,
-                        &expr_str(a),
-                        &format!("expected {}; found {}", p.go_name(), expr_str(a)),
-                    )),
-                    _ => Ok(v),
-                }
+            Expr::Field(_, idents) => {
+                let iface = self.dot_iface;
+                let v = self.eval_field_chain(
+                    dot.clone(),
+                    iface,
+                    idents,
+                    std::slice::from_ref(a),
+                    None,
+                )?;
+                return self.validate(v, p);
             }
-            _ => {
-                let v = self.eval_arg_value(a, dot)?;
-                funcs::convert(v, p).map_err(|m| self.err(expr_pos(a), &expr_str(a), &m))
+            Expr::Variable(_, name, idents) => {
+                let v = self.eval_variable_node(a, name, idents, &[], None)?;
+                return self.validate(v, p);
             }
+            Expr::Pipe(_, pipe) => {
+                let v = self.eval_pipeline(dot, pipe)?;
+                return self.validate(v, p);
+            }
+            Expr::Identifier(_, name) => {
+                let v = self.eval_function(dot, a, name, At::None, None, None)?;
+                return self.validate(v, p);
+            }
+            Expr::Chain(_, inner, idents) => {
+                let v = self.eval_chain_node(dot, a, inner, idents, &[], None)?;
+                return self.validate(v, p);
+            }
+            _ => {}
+        }
+        let lit = expr_str(a);
+        match p {
+            P::Bool => match a {
+                Expr::Bool(_, b) => Ok(V::Bool(*b)),
+                _ => Err(self.errorf(&format!("expected bool; found {lit}"))),
+            },
+            P::Int => match a {
+                Expr::Number(_, n) if n.int.is_some() => Ok(V::Int(n.int.unwrap_or(0), IntTy::Int)),
+                _ => Err(self.errorf(&format!("expected integer; found {lit}"))),
+            },
+            P::Float => match a {
+                Expr::Number(_, n) if n.float.is_some() => Ok(V::Float(n.float.unwrap_or(0.0))),
+                _ => Err(self.errorf(&format!("expected float; found {lit}"))),
+            },
+            P::Str => match a {
+                Expr::String(_, _, s) => Ok(V::s(s)),
+                _ => Err(self.errorf(&format!("expected string; found {lit}"))),
+            },
+            P::Any | P::Raw => match a {
+                Expr::Bool(_, b) => Ok(V::Bool(*b)),
+                Expr::Number(_, n) => self.ideal_constant(a, n),
+                Expr::String(_, _, s) => Ok(V::s(s)),
+                _ => Err(self.errorf(&format!(
+                    "can't handle assignment of {lit} to empty interface argument"
+                ))),
+            },
+            other => Err(self.errorf(&format!(
+                "can't handle {lit} for arg of type {}",
+                other.go_name()
+            ))),
         }
     }
 
     fn eval_and_or(
         &mut self,
-        pos: Pos,
+        dot: &V<'t>,
         and: bool,
         args: &'t [Expr],
-        dot: &V<'t>,
-        fin: Option<V<'t>>,
+        fin: Final<'t>,
     ) -> R<V<'t>> {
         let n = args.len() + usize::from(fin.is_some());
         if n < 1 {
             let name = if and { "and" } else { "or" };
-            return Err(self.err(
-                pos,
-                name,
-                &format!("wrong number of args for {name}: want at least 1 got 0"),
-            ));
+            return Err(self.errorf(&format!(
+                "wrong number of args for {name}: want at least 1 got 0"
+            )));
         }
         let mut last = V::Missing;
         for a in args {
-            last = self.eval_typed_arg(a, P::Raw, dot)?;
+            last = self.eval_arg(dot, P::Raw, a)?;
             if last.truth() != and {
                 return Ok(last);
             }
@@ -540,12 +804,13 @@ impl<'t> Exec<'t> {
     }
 }
 
-/// Value of a number literal when no parameter type applies.
-fn num_value(n: Number) -> V<'static> {
+fn node_pos(n: &Node) -> Pos {
     match n {
-        Number::Int(i) => V::Int(i, IntTy::Int),
-        Number::Uint(u) => V::Uint(u),
-        Number::Float(f) => V::Float(f),
+        Node::Text(t) => t.pos,
+        Node::Action(a) => a.pos,
+        Node::If(b) | Node::Range(b) | Node::With(b) => b.pos,
+        Node::Template(t) => t.pos,
+        Node::Break(p) | Node::Continue(p) => *p,
     }
 }
 
@@ -555,7 +820,8 @@ pub fn field<'a>(v: &V<'a>, name: &str) -> Result<V<'a>, String> {
         V::Missing => Ok(V::Missing),
         V::Nil => Err(format!("nil pointer evaluating interface {{}}.{name}")),
         V::Json(Value::Object(o)) => Ok(jsonmap::get(o, name).map_or(V::Missing, V::json)),
-        V::Map(m) => Ok(m.get(name).cloned().unwrap_or(V::Missing)),
+        V::Map(m) => Ok(m.borrow().get(name).cloned().unwrap_or(V::Missing)),
+        V::NilOf(t) if t.starts_with("map[") => Ok(V::Missing),
         V::StrMapJ(m) => Ok(m
             .and_then(|m| jsonmap::get(m, name))
             .map_or(V::Missing, |s| V::s(s.as_str().unwrap_or("")))),
@@ -645,7 +911,7 @@ fn root_field<'a>(d: &'a TemplateData<'a>, name: &str) -> Option<V<'a>> {
         "MeshConfig" => proto(root_types().mesh_config, d.mesh_config)?,
         "Values" => match d.values {
             Value::Object(_) => V::Json(d.values),
-            _ => V::Map(Rc::new(BTreeMap::new())),
+            _ => V::map(BTreeMap::new()),
         },
         "Revision" => V::s(d.revision),
         "NativeSidecars" => V::Bool(d.native_sidecars),
@@ -732,57 +998,4 @@ fn proto_member<'a>(
         return Ok(V::string(json.map_or(String::new(), |j| j.to_string())));
     }
     Err(cant(v, name))
-}
-
-/// Go's `String()` of a pipeline (approximate, used in `at <...>`).
-fn pipe_str(p: &PipeNode) -> String {
-    let mut s = String::new();
-    if !p.decl.is_empty() {
-        s.push_str(&p.decl.join(", "));
-        s.push_str(if p.is_assign { " = " } else { " := " });
-    }
-    let cmds: Vec<String> = p.commands.iter().map(cmd_str).collect();
-    s.push_str(&cmds.join(" | "));
-    s
-}
-
-/// Go's position of an expression node: a field chain `.A.B` is positioned at `.B`.
-fn expr_pos(e: &Expr) -> Pos {
-    match e {
-        Expr::Field(p, c) if c.len() > 1 => Pos::new(p.offset + 1 + c[0].len(), p.line),
-        Expr::Variable(p, n, c) if !c.is_empty() => Pos::new(p.offset + n.len(), p.line),
-        other => other.pos(),
-    }
-}
-
-/// Go's `String()` of a command node.
-fn cmd_str(c: &CommandNode) -> String {
-    c.args.iter().map(expr_str).collect::<Vec<_>>().join(" ")
-}
-
-/// Go's `String()` of an expression node.
-pub fn expr_str(e: &Expr) -> String {
-    match e {
-        Expr::Dot(_) => ".".into(),
-        Expr::Field(_, c) => c.iter().map(|f| format!(".{f}")).collect(),
-        Expr::Variable(_, n, c) => format!(
-            "{n}{}",
-            c.iter().map(|f| format!(".{f}")).collect::<String>()
-        ),
-        Expr::Identifier(_, n) => n.to_string(),
-        Expr::String(_, s) => format!("{s:?}"),
-        Expr::Number(_, Number::Int(i)) => i.to_string(),
-        Expr::Number(_, Number::Uint(u)) => u.to_string(),
-        Expr::Number(_, Number::Float(f)) => crate::gofloat::format_g64(*f),
-        Expr::Bool(_, b) => b.to_string(),
-        Expr::Nil(_) => "nil".into(),
-        Expr::Pipe(_, p) => format!("({})", pipe_str(p)),
-        Expr::Chain(_, inner, c) => {
-            format!(
-                "{}{}",
-                expr_str(inner),
-                c.iter().map(|f| format!(".{f}")).collect::<String>()
-            )
-        }
-    }
 }

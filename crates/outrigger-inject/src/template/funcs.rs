@@ -27,6 +27,8 @@ pub enum P {
     Str,
     /// `int`.
     Int,
+    /// `float64`.
+    Float,
     /// `bool`.
     Bool,
     /// `map[string]string`.
@@ -57,6 +59,7 @@ impl P {
             P::Any => "interface {}",
             P::Str => "string",
             P::Int => "int",
+            P::Float => "float64",
             P::Bool => "bool",
             P::StrMap => "map[string]string",
             P::Map => "map[string]interface {}",
@@ -96,7 +99,7 @@ pub fn convert(v: V<'_>, p: P) -> R<V<'_>> {
             Err(format!("invalid value; expected {}", p.go_name()))
         };
     }
-    if let (V::Ptr(inner), P::Str | P::Int | P::Bool) = (&v, p) {
+    if let (V::Ptr(inner), P::Str | P::Int | P::Float | P::Bool) = (&v, p) {
         // One level of pointer indirection is attempted, as in Go.
         return convert((**inner).clone(), p);
     }
@@ -107,7 +110,11 @@ pub fn convert(v: V<'_>, p: P) -> R<V<'_>> {
             _ => Err(wrong(&v)),
         },
         P::Int => match v {
-            V::Int(..) | V::Uint(_) => Ok(v),
+            V::Int(_, IntTy::Int) => Ok(v),
+            _ => Err(wrong(&v)),
+        },
+        P::Float => match v {
+            V::Float(_) => Ok(v),
             _ => Err(wrong(&v)),
         },
         P::Bool => match v {
@@ -115,11 +122,12 @@ pub fn convert(v: V<'_>, p: P) -> R<V<'_>> {
             _ => Err(wrong(&v)),
         },
         P::StrMap => match v {
-            V::StrMapJ(_) | V::StrMap(_) | V::Nil => Ok(v),
+            V::StrMapJ(_) | V::StrMap(_) => Ok(v),
             _ => Err(wrong(&v)),
         },
         P::Map => match v {
-            V::Json(Value::Object(_)) | V::Map(_) | V::Nil => Ok(v),
+            V::Json(Value::Object(_)) | V::Map(_) => Ok(v),
+            V::NilOf(t) if t.starts_with("map[string]interface") => Ok(V::Nil),
             _ => Err(wrong(&v)),
         },
         P::Meta => match v {
@@ -131,11 +139,10 @@ pub fn convert(v: V<'_>, p: P) -> R<V<'_>> {
         },
         P::Containers => match v {
             V::K8sSlice(f, _) if f.elem.as_deref() == Some("corev1.Container") => Ok(v),
-            V::Nil => Ok(v),
             _ => Err(wrong(&v)),
         },
         P::Proto => match v {
-            V::Proto { .. } | V::Nil => Ok(v),
+            V::Proto { .. } => Ok(v),
             _ => Err(wrong(&v)),
         },
     }
@@ -225,22 +232,22 @@ fn builtins(m: &mut Table) {
         f_eq(a).map(|v| V::Bool(!v.truth()))
     });
     def(m, "lt", &[Raw, Raw], None, |a| {
-        cmp(&a[0], &a[1]).map(|o| V::Bool(o.is_lt()))
+        lt(&a[0], &a[1]).map(V::Bool)
     });
     def(m, "le", &[Raw, Raw], None, |a| {
-        cmp(&a[0], &a[1]).map(|o| V::Bool(o.is_le()))
+        le(&a[0], &a[1]).map(V::Bool)
     });
     def(m, "gt", &[Raw, Raw], None, |a| {
-        cmp(&a[0], &a[1]).map(|o| V::Bool(o.is_gt()))
+        le(&a[0], &a[1]).map(|b| V::Bool(!b))
     });
     def(m, "ge", &[Raw, Raw], None, |a| {
-        cmp(&a[0], &a[1]).map(|o| V::Bool(o.is_ge()))
+        lt(&a[0], &a[1]).map(|b| V::Bool(!b))
     });
     def(m, "len", &[Raw], None, |a| match a[0].len() {
         Some(n) => Ok(V::Int(n as i64, IntTy::Int)),
         None => match a[0] {
-            V::Missing | V::Nil => Err("reflect: call of reflect.Value.Type on zero Value".into()),
-            V::NilPtr(_) | V::Proto { json: None, .. } => Err("len of nil pointer".into()),
+            V::Missing => Err("reflect: call of reflect.Value.Type on zero Value".into()),
+            V::Nil | V::NilPtr(_) | V::Proto { json: None, .. } => Err("len of nil pointer".into()),
             _ => Err(format!("len of type {}", a[0].type_name())),
         },
     });
@@ -256,17 +263,35 @@ fn builtins(m: &mut Table) {
         Ok(V::string(printf::sprintf(&fmt, &a[1..])))
     });
     def(m, "html", &[], Some(Any), |a| {
-        Ok(V::string(html_escape(&go_sprint(&a))))
+        Ok(V::string(html_escape(&eval_args(&a))))
     });
     def(m, "js", &[], Some(Any), |a| {
-        Ok(V::string(js_escape(&go_sprint(&a))))
+        Ok(V::string(js_escape(&eval_args(&a))))
     });
     def(m, "urlquery", &[], Some(Any), |a| {
-        Ok(V::string(query_escape(&go_sprint(&a))))
+        Ok(V::string(query_escape(&eval_args(&a))))
     });
-    def(m, "call", &[Raw], Some(Raw), |_| {
-        Err("call of non-function".into())
+    def(m, "call", &[Raw], Some(Raw), |a| match &a[0] {
+        V::Missing | V::Nil => Err("call of nil".into()),
+        other => Err(format!("non-function of type {}", other.type_name())),
     });
+}
+
+/// Go's `evalArgs` for `html`, `js` and `urlquery`: one string as it is, otherwise
+/// `fmt.Sprint` of the arguments with nil shown as `<no value>` (a string operand).
+fn eval_args(a: &[V<'_>]) -> String {
+    if let [V::Str(s)] = a {
+        return s.to_string();
+    }
+    let args: Vec<V<'_>> = a
+        .iter()
+        .map(|v| match v {
+            V::Nil | V::Missing => V::s("<no value>"),
+            V::Ptr(p) => (**p).clone(),
+            other => other.clone(),
+        })
+        .collect();
+    go_sprint(&args)
 }
 
 /// Go `fmt.Sprint`: spaces between operands when neither is a string.
@@ -288,6 +313,7 @@ enum Kind {
     Int,
     Uint,
     Float,
+    Complex,
     Str,
     Other,
 }
@@ -299,6 +325,7 @@ fn basic_kind(v: &V<'_>) -> Kind {
         V::Int(..) | V::Enum(..) => Kind::Int,
         V::Uint(_) => Kind::Uint,
         V::Float(_) => Kind::Float,
+        V::Complex(..) => Kind::Complex,
         V::Str(_) => Kind::Str,
         _ => Kind::Other,
     }
@@ -313,17 +340,22 @@ fn as_i(v: &V<'_>) -> i128 {
 }
 
 fn f_eq<'a>(a: Vec<V<'a>>) -> R<V<'a>> {
+    // Go's `basicKind`: every non-basic kind, and the invalid value, is `invalidKind`.
+    let basic = |v: &V<'_>| match basic_kind(v) {
+        Kind::Other => Kind::Invalid,
+        k => k,
+    };
     let a1 = &a[0];
     if a.len() < 2 {
         return Err("missing argument for comparison".into());
     }
-    let k1 = basic_kind(a1);
+    let k1 = basic(a1);
     for b in &a[1..] {
-        let k2 = basic_kind(b);
+        let k2 = basic(b);
         let truth = if k1 != k2 {
             match (k1, k2) {
                 (Kind::Int, Kind::Uint) | (Kind::Uint, Kind::Int) => as_i(a1) == as_i(b),
-                _ if k1 != Kind::Invalid && k2 != Kind::Invalid => {
+                _ if !is_zero(a1) && !is_zero(b) => {
                     return Err("incompatible types for comparison".into())
                 }
                 _ => false,
@@ -333,23 +365,31 @@ fn f_eq<'a>(a: Vec<V<'a>>) -> R<V<'a>> {
                 Kind::Bool => a1.truth() == b.truth(),
                 Kind::Int | Kind::Uint => as_i(a1) == as_i(b),
                 Kind::Float => matches!((a1, b), (V::Float(x), V::Float(y)) if x == y),
+                Kind::Complex => {
+                    matches!((a1, b), (V::Complex(r1, i1), V::Complex(r2, i2)) if r1 == r2 && i1 == i2)
+                }
                 Kind::Str => str_of(a1) == str_of(b),
-                Kind::Invalid => true,
-                Kind::Other => {
-                    let nil1 =
-                        !a1.truth() && matches!(a1, V::NilPtr(_) | V::Proto { json: None, .. });
-                    let nil2 =
-                        !b.truth() && matches!(b, V::NilPtr(_) | V::Proto { json: None, .. });
-                    if nil1 || nil2 {
-                        nil1 == nil2
-                    } else if a1.len().is_some() {
+                _ => {
+                    let (r1, r2) = (reflect_kind(a1), reflect_kind(b));
+                    if r1 != r2 && r1 != "invalid" && r2 != "invalid" {
+                        return Err(format!(
+                            "non-comparable types {}: {}, {}: {}",
+                            printf::sprintf("%s", std::slice::from_ref(a1)),
+                            a1.type_name(),
+                            b.type_name(),
+                            printf::sprintf("%v", std::slice::from_ref(b))
+                        ));
+                    }
+                    if is_nil(a1) || is_nil(b) {
+                        is_nil(a1) == is_nil(b)
+                    } else if !comparable(b) {
                         return Err(format!(
                             "non-comparable type {}: {}",
-                            a1.sprint(),
-                            a1.type_name()
+                            printf::sprintf("%s", std::slice::from_ref(b)),
+                            b.type_name()
                         ));
                     } else {
-                        a1.to_json() == b.to_json() && a1.type_name() == b.type_name()
+                        same_value(a1, b)
                     }
                 }
             }
@@ -361,25 +401,92 @@ fn f_eq<'a>(a: Vec<V<'a>>) -> R<V<'a>> {
     Ok(V::Bool(false))
 }
 
-fn cmp(a: &V<'_>, b: &V<'_>) -> R<std::cmp::Ordering> {
+/// Go's zero `reflect.Value` (an invalid value, or a nil interface once indirected).
+fn is_zero(v: &V<'_>) -> bool {
+    matches!(v, V::Missing | V::Nil)
+}
+
+/// The `reflect.Kind` of a non-basic value.
+fn reflect_kind(v: &V<'_>) -> &'static str {
+    match v {
+        V::Missing | V::Nil => "invalid",
+        V::Json(Value::Array(_))
+        | V::List(_)
+        | V::TList(..)
+        | V::K8sSlice(..)
+        | V::ProtoList(..) => "slice",
+        V::NilOf(t) if !t.starts_with("map[") => "slice",
+        V::Json(_) | V::Map(_) | V::StrMap(_) | V::StrMapJ(_) | V::K8sMap(..) | V::NilOf(_) => {
+            "map"
+        }
+        V::NilPtr(_) | V::Proto { .. } | V::Ptr(_) | V::Root(_) | V::K8s { ptr: true, .. } => "ptr",
+        _ => "struct",
+    }
+}
+
+/// Go's `isNil` in `eq`.
+fn is_nil(v: &V<'_>) -> bool {
+    matches!(
+        v,
+        V::Missing
+            | V::Nil
+            | V::NilOf(_)
+            | V::NilPtr(_)
+            | V::StrMap(None)
+            | V::StrMapJ(None)
+            | V::K8sMap(_, None)
+            | V::K8sSlice(_, None)
+            | V::ProtoList(_, None)
+            | V::Proto { json: None, .. }
+    )
+}
+
+/// Is the Go type of `v` comparable with `==`? Maps and slices are not; neither are the
+/// Kubernetes structs (they hold slices or maps); pointers and two-string structs are.
+fn comparable(v: &V<'_>) -> bool {
+    matches!(reflect_kind(v), "ptr") || matches!(v, V::Pair(..))
+}
+
+/// `==` of two comparable non-basic values: pointer identity, or equal string pairs.
+fn same_value(a: &V<'_>, b: &V<'_>) -> bool {
+    match (a, b) {
+        (V::Pair(k1, a1, b1), V::Pair(k2, a2, b2)) => k1 == k2 && a1 == a2 && b1 == b2,
+        (V::K8s { json: Some(x), .. }, V::K8s { json: Some(y), .. })
+        | (V::Proto { json: Some(x), .. }, V::Proto { json: Some(y), .. }) => {
+            std::ptr::eq(*x, *y) && a.type_name() == b.type_name()
+        }
+        (V::Root(x), V::Root(y)) => std::ptr::eq(*x, *y),
+        _ => false,
+    }
+}
+
+/// Go's `lt`: basic kinds only; signed and unsigned integers compare by value.
+fn lt<'a>(a: &V<'a>, b: &V<'a>) -> R<bool> {
     let (k1, k2) = (basic_kind(a), basic_kind(b));
-    let bad = || "invalid type for comparison".to_string();
-    if matches!(k1, Kind::Invalid | Kind::Other | Kind::Bool)
-        || matches!(k2, Kind::Invalid | Kind::Other | Kind::Bool)
-    {
-        return Err(bad());
+    let bad_type = || "invalid type for comparison".to_string();
+    if matches!(k1, Kind::Invalid | Kind::Other) || matches!(k2, Kind::Invalid | Kind::Other) {
+        return Err(bad_type());
     }
     if k1 != k2 {
         return match (k1, k2) {
-            (Kind::Int | Kind::Uint, Kind::Int | Kind::Uint) => Ok(as_i(a).cmp(&as_i(b))),
+            (Kind::Int | Kind::Uint, Kind::Int | Kind::Uint) => Ok(as_i(a) < as_i(b)),
             _ => Err("incompatible types for comparison".into()),
         };
     }
-    Ok(match (a, b) {
-        (V::Float(x), V::Float(y)) => x.partial_cmp(y).unwrap_or(std::cmp::Ordering::Equal),
-        (V::Str(x), V::Str(y)) => x.as_bytes().cmp(y.as_bytes()),
-        _ => as_i(a).cmp(&as_i(b)),
-    })
+    match (a, b) {
+        (V::Bool(_), _) | (V::Complex(..), _) => Err(bad_type()),
+        (V::Float(x), V::Float(y)) => Ok(x < y),
+        (V::Str(x), V::Str(y)) => Ok(x.as_bytes() < y.as_bytes()),
+        _ => Ok(as_i(a) < as_i(b)),
+    }
+}
+
+/// Go's `le`: `lt`, then `eq`.
+fn le<'a>(a: &V<'a>, b: &V<'a>) -> R<bool> {
+    if lt(a, b)? {
+        return Ok(true);
+    }
+    f_eq(vec![a.clone(), b.clone()]).map(|v| v.truth())
 }
 
 /// String content of a string value ("" otherwise).
@@ -403,9 +510,13 @@ fn index_int(v: &V<'_>) -> R<i64> {
 }
 
 fn index1<'a>(item: V<'a>, key: &V<'a>) -> R<V<'a>> {
+    // Go's `indexArg` lets an index equal to the length through; `reflect.Value.Index` then
+    // panics.
     let list_get = |n: usize, i: i64| -> R<usize> {
-        if i < 0 || i as usize >= n {
+        if i < 0 || i as usize > n {
             Err(format!("index out of range: {i}"))
+        } else if i as usize == n {
+            Err("reflect: slice index out of range".into())
         } else {
             Ok(i as usize)
         }
@@ -424,6 +535,12 @@ fn index1<'a>(item: V<'a>, key: &V<'a>) -> R<V<'a>> {
         V::Missing | V::Nil => Err("index of untyped nil".into()),
         V::Json(Value::Array(a)) => Ok(V::json(&a[list_get(a.len(), index_int(key)?)?])),
         V::List(l) => Ok(l[list_get(l.len(), index_int(key)?)?].clone()),
+        V::TList(_, l) => Ok(l[list_get(l.len(), index_int(key)?)?].clone()),
+        V::NilOf(t) if t.starts_with("map[") => {
+            skey()?;
+            Ok(V::Nil)
+        }
+        V::NilOf(_) => Err(format!("index out of range: {}", index_int(key)?)),
         V::K8sSlice(f, s) => {
             let s = s.unwrap_or(&[]);
             Ok(super::value::k8s_elem_value(
@@ -439,11 +556,12 @@ fn index1<'a>(item: V<'a>, key: &V<'a>) -> R<V<'a>> {
             ))
         }
         V::Str(s) => {
-            let i = list_get(s.len(), index_int(key)?)?;
+            let i = list_get(s.len(), index_int(key)?)
+                .map_err(|e| e.replace("reflect: slice", "reflect: string"))?;
             Ok(V::Uint(u64::from(s.as_bytes()[i])))
         }
         V::Json(Value::Object(o)) => Ok(jsonmap::get(o, skey()?.as_str()).map_or(V::Nil, V::json)),
-        V::Map(m) => Ok(m.get(skey()?.as_str()).cloned().unwrap_or(V::Nil)),
+        V::Map(m) => Ok(m.borrow().get(skey()?.as_str()).cloned().unwrap_or(V::Nil)),
         V::StrMapJ(m) => {
             let k = skey()?;
             Ok(V::s(
@@ -475,6 +593,9 @@ fn index1<'a>(item: V<'a>, key: &V<'a>) -> R<V<'a>> {
 fn f_index<'a>(a: Vec<V<'a>>) -> R<V<'a>> {
     let mut it = a.into_iter();
     let mut item = it.next().unwrap_or(V::Missing);
+    if matches!(item, V::Missing | V::Nil) {
+        return Err("index of untyped nil".into());
+    }
     for k in it {
         item = index1(item, &k)?;
     }
@@ -539,6 +660,9 @@ fn js_escape(s: &str) -> String {
             '&' => o.push_str("\\u0026"),
             '=' => o.push_str("\\u003D"),
             c if (c as u32) < 0x20 => o.push_str(&format!("\\u{:04X}", c as u32)),
+            c if !c.is_ascii() && !super::gofmt::is_print(c) => {
+                o.push_str(&format!("\\u{:04X}", c as u32));
+            }
             c => o.push(c),
         }
     }
@@ -622,10 +746,7 @@ fn istio(m: &mut Table) {
         Ok(V::string(strmap_json(&a[0]).unwrap_or_else(|| "{}".into())))
     });
     def(m, "fromJSON", &[Str], None, |a| {
-        Ok(match serde_json::from_str::<Value>(str_of(&a[0])) {
-            Ok(v) => sprig::owned(v),
-            Err(_) => V::s("{}"),
-        })
+        Ok(go_unmarshal(str_of(&a[0])).unwrap_or(V::s("{}")))
     });
     def(m, "structToJSON", &[Any], None, |a| {
         Ok(V::string(struct_to_json(&a[0])))
@@ -658,7 +779,7 @@ fn istio(m: &mut Table) {
         Ok(V::Bool(str_of(&a[1]).contains(str_of(&a[0]))))
     });
     def(m, "toLower", &[Str], None, |a| {
-        Ok(V::string(str_of(&a[0]).to_lowercase()))
+        Ok(V::string(super::gostr::lower(str_of(&a[0]))))
     });
     def(m, "appendMultusNetwork", &[Str, Str], None, |a| {
         Ok(V::string(append_multus_network(
@@ -894,7 +1015,11 @@ fn omit_nil<'a>(v: &V<'a>) -> Option<V<'a>> {
                 V::Json(Value::Object(o)) => {
                     o.iter().map(|(k, x)| (k.clone(), V::json(x))).collect()
                 }
-                V::Map(m) => m.iter().map(|(k, x)| (k.clone(), x.clone())).collect(),
+                V::Map(m) => m
+                    .borrow()
+                    .iter()
+                    .map(|(k, x)| (k.clone(), x.clone()))
+                    .collect(),
                 _ => Vec::new(),
             };
             let n = entries.len();
@@ -905,7 +1030,7 @@ fn omit_nil<'a>(v: &V<'a>) -> Option<V<'a>> {
             if out.is_empty() && n > 0 {
                 None
             } else {
-                Some(V::Map(Rc::new(out)))
+                Some(V::map(out))
             }
         }
         V::Json(Value::Array(_)) | V::List(_) => {
@@ -996,6 +1121,32 @@ fn image_version(image: &str) -> Option<String> {
         (false, true) => Some(tag.to_string()),
         (true, true) => None,
     }
+}
+
+/// Go's `json.Unmarshal` into `interface{}`: objects, arrays, float64 numbers.
+pub fn go_unmarshal<'a>(s: &str) -> R<V<'a>> {
+    match serde_json::from_str::<Value>(s) {
+        Ok(v) => Ok(sprig::owned(v)),
+        Err(e) => Err(go_json_error(s, &e)),
+    }
+}
+
+/// Go's `encoding/json` syntax error text for the common cases.
+fn go_json_error(s: &str, e: &serde_json::Error) -> String {
+    if s.trim().is_empty() || e.is_eof() {
+        return "unexpected end of JSON input".into();
+    }
+    let line_start: usize = s
+        .split_inclusive('\n')
+        .take(e.line().saturating_sub(1))
+        .map(str::len)
+        .sum();
+    let off = (line_start + e.column()).saturating_sub(1);
+    let c = s[off.min(s.len())..].chars().next().unwrap_or(' ');
+    format!(
+        "invalid character {} looking for beginning of value",
+        super::gofmt::quote_rune(c, false)
+    )
 }
 
 /// Largest string a function may build (a guard against memory exhaustion; Go has none).

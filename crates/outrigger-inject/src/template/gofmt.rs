@@ -2,34 +2,107 @@
 
 /// Go `strconv.Quote`.
 pub fn quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{b}' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                out.push_str(&format!("\\x{:02x}", c as u32));
-            }
-            c if c.is_control() || c == '\u{feff}' => {
-                if (c as u32) < 0x10000 {
-                    out.push_str(&format!("\\u{:04x}", c as u32));
-                } else {
-                    out.push_str(&format!("\\U{:08x}", c as u32));
-                }
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
+    quote_with(s, '"', false)
+}
+
+/// Go `strconv.QuoteToASCII`.
+pub fn quote_ascii(s: &str) -> String {
+    quote_with(s, '"', true)
+}
+
+/// Go `strconv.QuoteRune` (`QuoteRuneToASCII` when `ascii`).
+pub fn quote_rune(r: char, ascii: bool) -> String {
+    let mut out = String::from("'");
+    escape_rune(&mut out, r, '\'', ascii);
+    out.push('\'');
     out
+}
+
+fn quote_with(s: &str, q: char, ascii: bool) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push(q);
+    for c in s.chars() {
+        escape_rune(&mut out, c, q, ascii);
+    }
+    out.push(q);
+    out
+}
+
+/// Go's `appendEscapedRune`.
+fn escape_rune(out: &mut String, c: char, q: char, ascii: bool) {
+    if c == q || c == '\\' {
+        out.push('\\');
+        out.push(c);
+        return;
+    }
+    if ascii {
+        if c.is_ascii() && is_print(c) {
+            out.push(c);
+            return;
+        }
+    } else if is_print(c) {
+        out.push(c);
+        return;
+    }
+    match c {
+        '\u{7}' => out.push_str("\\a"),
+        '\u{8}' => out.push_str("\\b"),
+        '\u{c}' => out.push_str("\\f"),
+        '\n' => out.push_str("\\n"),
+        '\r' => out.push_str("\\r"),
+        '\t' => out.push_str("\\t"),
+        '\u{b}' => out.push_str("\\v"),
+        c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+            out.push_str(&format!("\\x{:02x}", c as u32));
+        }
+        c if (c as u32) < 0x10000 => out.push_str(&format!("\\u{:04x}", c as u32)),
+        c => out.push_str(&format!("\\U{:08x}", c as u32)),
+    }
+}
+
+/// Go's `strconv.IsPrint` / `unicode.IsPrint`: letters, marks, numbers, punctuation, symbols
+/// and the ASCII space; not controls, other spaces, line/paragraph separators, format
+/// characters, private use or noncharacters. (Unassigned code points are not tabulated.)
+pub fn is_print(c: char) -> bool {
+    let u = c as u32;
+    if u < 0x80 {
+        return (0x20..0x7f).contains(&u);
+    }
+    if c.is_control() || c.is_whitespace() {
+        return false;
+    }
+    const NOT_PRINT: &[(u32, u32)] = &[
+        (0x00A0, 0x00A0),
+        (0x00AD, 0x00AD),
+        (0x0600, 0x0605),
+        (0x061C, 0x061C),
+        (0x06DD, 0x06DD),
+        (0x070F, 0x070F),
+        (0x0890, 0x0891),
+        (0x08E2, 0x08E2),
+        (0x180E, 0x180E),
+        (0x200B, 0x200F),
+        (0x202A, 0x202E),
+        (0x2060, 0x206F),
+        (0xD800, 0xDFFF),
+        (0xE000, 0xF8FF),
+        (0xFDD0, 0xFDEF),
+        (0xFEFF, 0xFEFF),
+        (0xFFF0, 0xFFFB),
+        (0xFFFE, 0xFFFF),
+        (0x110BD, 0x110BD),
+        (0x110CD, 0x110CD),
+        (0x13430, 0x1343F),
+        (0x1BCA0, 0x1BCA3),
+        (0x1D173, 0x1D17A),
+        (0xE0001, 0xE0001),
+        (0xE0020, 0xE007F),
+        (0xF0000, 0x10FFFF),
+    ];
+    if (u & 0xFFFE) == 0xFFFE {
+        return false;
+    }
+    !NOT_PRINT.iter().any(|&(a, b)| (a..=b).contains(&u))
 }
 
 /// Go `time.Duration.String()` of a number of nanoseconds.

@@ -1,7 +1,8 @@
 //! Go `text/template` rendering with Go struct semantics and Istio's function library.
 //!
-//! Templates are parsed once (per configuration snapshot) with gotmpl's parser; execution is
-//! ours, over a value model that keeps Go's distinctions: *missing* vs nil vs zero values, typed
+//! Templates are parsed once (per configuration snapshot) by a port of Go's
+//! `text/template/parse` (`lex`, `parse`, `ast`); execution (`exec`) follows Go's `exec.go` over
+//! a value model that keeps Go's distinctions: *missing* vs nil vs zero values, typed
 //! Kubernetes structs and protobuf messages seen through their Go field names (driven by
 //! [`crate::schema`]), methods (`GetValue`, `String`, `GetX` getters), Go printing rules.
 //!
@@ -12,32 +13,32 @@
 //! - [`Template::render`] executes it with [`TemplateData`]; errors are Go-shaped
 //!   (`template: inject:LINE:COL: executing "inject" at <...>: ...`).
 //!
-//! Layout: `value` (the value model: lazy views over the pod/proto JSON), `exec` (the
-//! executor), `funcs` (argument conversion against Go parameter types, Go builtins, Istio
-//! functions), `sprig` (Sprig v3: every name parses, the common ones are implemented, the rest
+//! Layout: `lex`/`parse`/`ast` (Go's lexer, parser and parse tree, with Go's messages), `value`
+//! (the value model: lazy views over the pod/proto JSON), `exec` (the executor), `funcs`
+//! (argument conversion against Go parameter types, Go builtins, Istio functions), `sprig` (Sprig v3: every name parses, the common ones are implemented, the rest
 //! fail with `error calling X: not implemented by outrigger`), `printf` (`fmt.Sprintf`), `gofmt`
 //! (float `%v`, `strconv.Quote`, `time.Duration`).
-//!
-//! gotmpl 0.6.1 trims the text *after* `{{- /* ... */}}` (Go trims only before): such comments
-//! are rewritten before parsing into the equivalent empty action `{{- ""   }}`, padded so that
-//! byte offsets and line numbers stay those of the original source.
 
 use std::collections::HashMap;
 
-use gotmpl::parse::{Expr, ListNode, Node, Parser, PipeNode};
 use serde_json::Value;
 
 use crate::{Error, Result};
 
+mod ast;
 mod digest;
 mod exec;
 mod funcs;
 mod gofmt;
 mod gopath;
+mod gostr;
+mod lex;
+mod parse;
 mod printf;
 mod sprig;
-mod structure;
 mod value;
+
+use ast::ListNode;
 
 #[cfg(test)]
 mod tests;
@@ -91,37 +92,38 @@ pub struct TemplateData<'a> {
 #[derive(Debug)]
 pub struct Template {
     name: String,
-    /// Source after the comment-trim workaround (same length and line structure as the input).
+    /// The source text (error positions are offsets into it).
     source: String,
-    /// The main body.
-    root: ListNode,
-    /// `define`d templates by name.
-    defines: HashMap<String, ListNode>,
+    /// Capacity hint for the output.
+    source_len: usize,
+    /// The tree set: the main body under `name`, every `define`/`block` under its own name.
+    trees: HashMap<String, ListNode>,
 }
 
 impl Template {
-    /// Parse `text` as the template called `name`.
+    /// Parse `text` as the template called `name`, as Go's `text/template` does with Sprig's
+    /// and Istio's functions.
     ///
-    /// Errors are `template: NAME:LINE: ...`; a function name that is neither a Go builtin, a
-    /// Sprig v3 function nor an Istio function is a parse error, as in Go.
+    /// Errors are Go's, `template: NAME:LINE: ...`; a function name that is neither a Go
+    /// builtin, a Sprig v3 function nor an Istio function is a parse error, as in Go.
     pub fn parse(name: &str, text: &str) -> Result<Template> {
-        let source = fix_comment_trim(text);
-        structure::check(name, &source)?;
-        let parser =
-            Parser::with_name(Some(name), &source, "{{", "}}").map_err(|e| parse_error(name, e))?;
-        let (root, defs) = parser.parse().map_err(|e| parse_error(name, e))?;
-        let mut defines = HashMap::new();
-        for d in defs {
-            check_list(name, &d.body)?;
-            defines.insert(d.name.to_string(), d.body);
-        }
-        check_list(name, &root)?;
+        let trees = parse::parse(name, text, &funcs::is_defined)
+            .map_err(|parse::ParseError(m)| Error::Template(m))?;
         Ok(Template {
             name: name.to_string(),
-            source,
-            root,
-            defines,
+            source: text.to_string(),
+            source_len: text.len(),
+            trees,
         })
+    }
+
+    /// The main body.
+    fn root(&self) -> &ListNode {
+        static EMPTY: ListNode = ListNode {
+            pos: ast::Pos { offset: 0, line: 1 },
+            nodes: Vec::new(),
+        };
+        self.trees.get(&self.name).unwrap_or(&EMPTY)
     }
 
     /// The template's name.
@@ -135,152 +137,20 @@ impl Template {
     pub fn render(&self, data: &TemplateData<'_>) -> Result<String> {
         exec::Exec::run(self, data).map_err(Error::Template)
     }
-}
 
-fn parse_error(name: &str, e: gotmpl::TemplateError) -> Error {
-    match e {
-        gotmpl::TemplateError::Parse { line, message, .. }
-        | gotmpl::TemplateError::Lex { line, message, .. } => {
-            Error::Template(format!("template: {name}:{line}: {message}"))
-        }
-        other => Error::Template(format!("template: {name}: {other}")),
-    }
-}
-
-/// Work around gotmpl 0.6.1 trimming the text after `{{- /* ... */}}` (Go trims only before):
-/// such a comment is rewritten into the equivalent empty action `{{- ""   }}`, padded so that
-/// byte offsets and line numbers are unchanged.
-fn fix_comment_trim(src: &str) -> String {
-    let b = src.as_bytes();
-    let mut out = String::with_capacity(src.len());
-    let mut i = 0;
-    let mut copied = 0;
-    while let Some(off) = src[i..].find("{{-") {
-        let open = i + off;
-        let mut j = open + 3;
-        i = open + 2;
-        if !b
-            .get(j)
-            .is_some_and(|c| matches!(c, b' ' | b'\t' | b'\r' | b'\n'))
-        {
-            continue;
-        }
-        while b
-            .get(j)
-            .is_some_and(|c| matches!(c, b' ' | b'\t' | b'\r' | b'\n'))
-        {
-            j += 1;
-        }
-        if !src[j..].starts_with("/*") {
-            continue;
-        }
-        let Some(end) = src[j + 2..].find("*/").map(|e| j + 2 + e + 2) else {
-            break;
-        };
-        let mut k = end;
-        while b
-            .get(k)
-            .is_some_and(|c| matches!(c, b' ' | b'\t' | b'\r' | b'\n'))
-        {
-            k += 1;
-        }
-        let close_trim = k > end && src[k..].starts_with("-}}");
-        if !close_trim && src[k..].starts_with("}}") {
-            out.push_str(&src[copied..j]);
-            out.push_str("\"\"");
-            for &c in &b[j + 2..end] {
-                out.push(if c == b'\n' { '\n' } else { ' ' });
-            }
-            copied = end;
-        }
-        i = end;
-    }
-    out.push_str(&src[copied..]);
-    out
-}
-
-/// Parse-time checks Go performs that gotmpl does not: every function must be defined and every
-/// variable declared in scope (`template: NAME:LINE: undefined variable "$x"`).
-struct Checker<'n> {
-    name: &'n str,
-    vars: Vec<String>,
-}
-
-fn check_list(name: &str, list: &ListNode) -> Result<()> {
-    Checker {
-        name,
-        vars: vec!["$".into()],
-    }
-    .list(list)
-}
-
-impl Checker<'_> {
-    fn err(&self, line: usize, msg: String) -> Error {
-        Error::Template(format!("template: {}:{line}: {msg}", self.name))
+    /// Execute the template over a generic JSON value, as Go's `text/template` executes over
+    /// the result of `json.Unmarshal` into `interface{}` (objects are `map[string]interface{}`,
+    /// arrays `[]interface{}`, numbers `float64`, `null` a nil interface). Istio's own data is
+    /// typed ([`Template::render`]); this entry point serves users' generic data and lets the
+    /// engine be compared with Go's on arbitrary values.
+    pub fn render_json(&self, data: &Value) -> Result<String> {
+        exec::Exec::run_json(self, data, true).map_err(Error::Template)
     }
 
-    fn list(&mut self, list: &ListNode) -> Result<()> {
-        list.nodes.iter().try_for_each(|n| self.node(n))
-    }
-
-    fn node(&mut self, n: &Node) -> Result<()> {
-        match n {
-            Node::List(l) => self.list(l),
-            Node::Text(_) | Node::Break(_) | Node::Continue(_) => Ok(()),
-            Node::Action(a) => self.pipe(&a.pipe),
-            Node::If(b) | Node::With(b) | Node::Range(b) => {
-                let mark = self.vars.len();
-                self.pipe(&b.pipe)?;
-                self.list(&b.body)?;
-                if let Some(e) = &b.else_body {
-                    self.list(e)?;
-                }
-                self.vars.truncate(mark);
-                Ok(())
-            }
-            Node::Template(t) => t.pipe.as_ref().map_or(Ok(()), |p| self.pipe(p)),
-            Node::Define(d) => {
-                let saved = std::mem::replace(&mut self.vars, vec!["$".into()]);
-                let r = self.list(&d.body);
-                self.vars = saved;
-                r
-            }
-        }
-    }
-
-    fn pipe(&mut self, p: &PipeNode) -> Result<()> {
-        if p.is_assign {
-            if let Some(v) = p
-                .decl
-                .iter()
-                .find(|v| !self.vars.iter().any(|x| x == v.as_str()))
-            {
-                return Err(self.err(p.pos.line, format!("undefined variable {:?}", v.as_str())));
-            }
-        }
-        for e in p.commands.iter().flat_map(|c| c.args.iter()) {
-            self.expr(e)?;
-        }
-        if !p.is_assign {
-            self.vars.extend(p.decl.iter().map(|v| v.to_string()));
-        }
-        Ok(())
-    }
-
-    fn expr(&mut self, e: &Expr) -> Result<()> {
-        match e {
-            Expr::Identifier(pos, f) if !funcs::is_defined(f) => {
-                Err(self.err(pos.line, format!("function {:?} not defined", f.as_str())))
-            }
-            Expr::Variable(pos, v, _) if !self.vars.iter().any(|x| x == v.as_str()) => {
-                Err(self.err(pos.line, format!("undefined variable {:?}", v.as_str())))
-            }
-            Expr::Pipe(_, p) => {
-                // Declarations inside a parenthesised pipeline stay visible, as in Go.
-                self.pipe(p)
-            }
-            Expr::Chain(_, inner, _) => self.expr(inner),
-            _ => Ok(()),
-        }
+    /// Like [`Template::render_json`], but the JSON is viewed in place, as Istio's `.Values`
+    /// is during injection: the same results, except that `set`, `unset` and `merge` on a map
+    /// of the data return an updated copy instead of changing the data.
+    pub fn render_json_view(&self, data: &Value) -> Result<String> {
+        exec::Exec::run_json(self, data, false).map_err(Error::Template)
     }
 }

@@ -228,22 +228,23 @@ pub const SPRIG_NAMES: &[&str] = &[
 ];
 
 /// Convert an owned JSON value to a generic template value.
-pub fn owned(v: Value) -> V<'static> {
+pub fn owned<'a>(v: Value) -> V<'a> {
     match v {
         Value::Null => V::Nil,
         Value::Bool(b) => V::Bool(b),
         Value::Number(n) => V::Float(n.as_f64().unwrap_or(0.0)),
         Value::String(s) => V::string(s),
         Value::Array(a) => V::List(Rc::new(a.into_iter().map(owned).collect())),
-        Value::Object(o) => V::Map(Rc::new(o.into_iter().map(|(k, v)| (k, owned(v))).collect())),
+        Value::Object(o) => V::map(o.into_iter().map(|(k, v)| (k, owned(v))).collect()),
     }
 }
 
-/// Elements of a list-like value.
+/// Elements of a list-like value (`None`: not a slice).
 pub fn to_list<'a>(v: &V<'a>) -> Option<Vec<V<'a>>> {
     Some(match v {
         V::Json(Value::Array(a)) => a.iter().map(V::json).collect(),
-        V::List(l) => (**l).clone(),
+        V::List(l) | V::TList(_, l) => (**l).clone(),
+        V::NilOf(t) if !t.starts_with("map[") => Vec::new(),
         V::K8sSlice(f, s) => s
             .iter()
             .flat_map(|s| s.iter())
@@ -258,24 +259,104 @@ pub fn to_list<'a>(v: &V<'a>) -> Option<Vec<V<'a>>> {
     })
 }
 
-/// Entries of a generic map value.
+/// The capacity Go gives a slice: `json.Unmarshal` builds arrays by appending, so a JSON array
+/// of n elements has the next power of two as capacity (exact up to 512 elements); other
+/// slices have their length.
+pub fn go_cap(v: &V<'_>) -> usize {
+    match v {
+        V::Json(Value::Array(a)) if !a.is_empty() && a.len() <= 512 => a.len().next_power_of_two(),
+        other => other.len().unwrap_or(0),
+    }
+}
+
+/// Entries of any map value, sorted by key (Go's printing and ranging order).
+pub fn map_entries<'a>(v: &V<'a>) -> Vec<(String, V<'a>)> {
+    match v {
+        V::Json(Value::Object(o)) => {
+            let mut e: Vec<_> = o.iter().map(|(k, x)| (k.clone(), V::json(x))).collect();
+            e.sort_by(|a, b| a.0.cmp(&b.0));
+            e
+        }
+        V::Map(m) => m
+            .borrow()
+            .iter()
+            .map(|(k, x)| (k.clone(), x.clone()))
+            .collect(),
+        V::StrMap(m) => m
+            .iter()
+            .flat_map(|m| m.iter())
+            .map(|(k, x)| (k.clone(), V::string(x.clone())))
+            .collect(),
+        V::StrMapJ(m) => {
+            let mut e: Vec<_> = m
+                .iter()
+                .flat_map(|m| m.iter())
+                .map(|(k, x)| (k.clone(), V::string(x.as_str().unwrap_or("").to_string())))
+                .collect();
+            e.sort_by(|a, b| a.0.cmp(&b.0));
+            e
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// Entries of a generic map value (a copy).
 fn to_map<'a>(v: &V<'a>) -> BTreeMap<String, V<'a>> {
     match v {
         V::Json(Value::Object(o)) => o.iter().map(|(k, x)| (k.clone(), V::json(x))).collect(),
-        V::Map(m) => (**m).clone(),
+        V::Map(m) => m.borrow().clone(),
         _ => BTreeMap::new(),
     }
 }
 
-/// Go JSON encoding of a generic value (maps sorted).
-pub fn to_json_go(v: &V<'_>) -> String {
-    crate::gojson::to_string_sorted(&v.to_json())
+/// The shared map behind a `map[string]interface{}` argument: the same map for a template map
+/// (so `set` and `merge` change it, as in Go); a new map for JSON viewed in place or nil.
+fn shared_map<'a>(v: &V<'a>) -> super::value::GoMap<'a> {
+    match v {
+        V::Map(m) => m.clone(),
+        other => Rc::new(std::cell::RefCell::new(to_map(other))),
+    }
 }
 
-/// Sprig's `strval`.
-fn strval(v: &V<'_>) -> String {
+/// Go `encoding/json.Marshal` of a template value (maps sorted); Go's error for values JSON
+/// cannot hold.
+pub fn marshal(v: &V<'_>, html: bool, indent: Option<&str>) -> R<String> {
+    check_marshal(v)?;
+    let j = match v {
+        V::K8s { ty, json, .. } => {
+            let j = json
+                .cloned()
+                .unwrap_or_else(|| Value::Object(Default::default()));
+            crate::k8s::to_go_value(ty, &j).map_err(|e| e.to_string())?
+        }
+        other => other.to_json(),
+    };
+    Ok(crate::gojson::marshal_sorted(&j, html, indent))
+}
+
+fn check_marshal(v: &V<'_>) -> R<()> {
+    match v {
+        V::Float(f) if !f.is_finite() => Err(format!(
+            "json: unsupported value: {}",
+            crate::gofloat::format_float(*f, 'g', -1)
+        )),
+        V::Complex(..) => Err("json: unsupported type: complex128".into()),
+        V::List(l) | V::TList(_, l) => l.iter().try_for_each(check_marshal),
+        V::Map(m) => m.borrow().values().try_for_each(check_marshal),
+        _ => Ok(()),
+    }
+}
+
+/// Go JSON encoding of a generic value (maps sorted; errors give an empty string).
+pub fn to_json_go(v: &V<'_>) -> String {
+    marshal(v, true, None).unwrap_or_default()
+}
+
+/// Sprig's `strval`: strings as they are, `String()` methods, else `fmt.Sprintf("%v")`.
+pub fn strval(v: &V<'_>) -> String {
     match v {
         V::Str(s) => s.to_string(),
+        V::Missing | V::Nil => "<nil>".into(),
         other => other.sprint(),
     }
 }
@@ -284,38 +365,185 @@ fn list(items: Vec<V<'_>>) -> V<'_> {
     V::List(Rc::new(items))
 }
 
-fn strs(items: Vec<String>) -> V<'static> {
-    V::List(Rc::new(items.into_iter().map(V::string).collect()))
+fn strs<'a>(items: Vec<String>) -> V<'a> {
+    V::TList(
+        "[]string",
+        Rc::new(items.into_iter().map(V::string).collect()),
+    )
 }
 
-fn i64v(i: i64) -> V<'static> {
+fn ints<'a>(items: Vec<i64>) -> V<'a> {
+    V::TList(
+        "[]int",
+        Rc::new(items.into_iter().map(|i| V::Int(i, IntTy::Int)).collect()),
+    )
+}
+
+fn i64v<'a>(i: i64) -> V<'a> {
     V::Int(i, IntTy::I64)
 }
 
-/// `cast.ToInt64`.
+/// Go's `int64(f)` on amd64: truncation, out of range (and NaN) gives `MinInt64`.
+fn f2i(f: f64) -> i64 {
+    if f.is_nan() || !(-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&f) {
+        i64::MIN
+    } else {
+        f as i64
+    }
+}
+
+/// `cast.ToInt64E` (spf13/cast): integers, floats truncated, booleans, strings parsed by
+/// `strconv.ParseInt(s, 0, 0)` after trimming a zero decimal part (`"8.00"`); errors give 0.
 fn to_i64(v: &V<'_>) -> i64 {
     match v {
         V::Int(i, _) | V::Enum(_, i) => *i,
         V::Uint(u) => *u as i64,
-        V::Float(f) => *f as i64,
+        V::Float(f) => f2i(*f),
         V::Bool(b) => i64::from(*b),
-        V::Str(s) => s.trim().parse().unwrap_or(0),
+        V::Str(s) => super::parse::parse_int(trim_zero_decimal(s)).unwrap_or(0),
+        V::Ptr(p) => to_i64(p),
         _ => 0,
     }
 }
 
-/// `cast.ToFloat64`.
+/// cast's `trimZeroDecimal`: `"8.00"` → `"8"`.
+fn trim_zero_decimal(s: &str) -> &str {
+    let b = s.as_bytes();
+    let mut found_zero = false;
+    for i in (1..=b.len()).rev() {
+        match b[i - 1] {
+            b'.' => {
+                if found_zero {
+                    return &s[..i - 1];
+                }
+            }
+            b'0' => found_zero = true,
+            _ => return s,
+        }
+    }
+    s
+}
+
+/// `cast.ToFloat64E`: numbers, booleans, strings by `strconv.ParseFloat`; errors give 0.
 fn to_f64(v: &V<'_>) -> f64 {
     match v {
         V::Float(f) => *f,
-        V::Str(s) => s.trim().parse().unwrap_or(0.0),
-        other => to_i64(other) as f64,
+        V::Str(s) => go_parse_float(s).unwrap_or(0.0),
+        V::Int(..) | V::Uint(_) | V::Enum(..) | V::Bool(_) => to_i64(v) as f64,
+        V::Ptr(p) => to_f64(p),
+        _ => 0.0,
     }
 }
 
-/// Go's `math.Max` (`max`) or `math.Min`: NaN wins; between zeros +0 is the max, -0 the min.
+/// Go's `strconv.ParseFloat(s, 64)`: also `inf`, `infinity`, `nan` in any case and with a sign;
+/// a value out of range is an error.
+pub fn go_parse_float(s: &str) -> Option<f64> {
+    let (neg, body) = match s.as_bytes().first() {
+        Some(b'-') => (true, &s[1..]),
+        Some(b'+') => (false, &s[1..]),
+        _ => (false, s),
+    };
+    let l = body.to_ascii_lowercase();
+    if l == "inf" || l == "infinity" {
+        return Some(if neg {
+            f64::NEG_INFINITY
+        } else {
+            f64::INFINITY
+        });
+    }
+    if l == "nan" {
+        return Some(f64::NAN);
+    }
+    super::parse::parse_float(s).ok()
+}
+
+/// Go's `reflect.Kind` name of a value.
+fn go_kind(v: &V<'_>) -> &'static str {
+    match v {
+        V::Missing | V::Nil => "invalid",
+        V::Bool(_) => "bool",
+        V::Complex(..) => "complex128",
+        V::Int(_, IntTy::Int) => "int",
+        V::Int(_, IntTy::I32) | V::Enum(..) => "int32",
+        V::Int(_, IntTy::I64) => "int64",
+        V::Uint(_) => "uint32",
+        V::Float(_) => "float64",
+        V::Str(_) => "string",
+        V::NilOf(t) if t.starts_with("map[") => "map",
+        V::Json(Value::Array(_))
+        | V::List(_)
+        | V::TList(..)
+        | V::NilOf(_)
+        | V::K8sSlice(..)
+        | V::ProtoList(..) => "slice",
+        V::Json(_) | V::Map(_) | V::StrMapJ(_) | V::StrMap(_) | V::K8sMap(..) => "map",
+        V::NilPtr(_) | V::Proto { .. } | V::Root(_) | V::Ptr(_) => "ptr",
+        V::K8s { ptr: true, .. } => "ptr",
+        V::K8s { .. } | V::Leaf(..) | V::Pair(..) => "struct",
+    }
+}
+
+/// `fmt.Sprintf("%T")`.
+fn type_of(v: &V<'_>) -> String {
+    match v {
+        V::Missing | V::Nil => "<nil>".into(),
+        other => other.type_name(),
+    }
+}
+
+/// Sprig's `empty`.
+pub fn empty(v: &V<'_>) -> bool {
+    match v {
+        V::K8s { ptr: false, .. } | V::Leaf(..) | V::Pair(..) => false,
+        other => !other.truth(),
+    }
+}
+
+/// Go's `reflect.DeepEqual` of two template values.
+pub fn deep_equal(a: &V<'_>, b: &V<'_>) -> bool {
+    let (ka, kb) = (go_kind(a), go_kind(b));
+    if ka == "invalid" || kb == "invalid" {
+        return ka == kb;
+    }
+    if a.type_name() != b.type_name() {
+        return false;
+    }
+    match ka {
+        "slice" if matches!(a, V::NilOf(_)) != matches!(b, V::NilOf(_)) => false,
+        "slice" => {
+            let (la, lb) = (
+                to_list(a).unwrap_or_default(),
+                to_list(b).unwrap_or_default(),
+            );
+            la.len() == lb.len() && la.iter().zip(&lb).all(|(x, y)| deep_equal(x, y))
+        }
+        "map" => {
+            let (ma, mb) = (map_entries(a), map_entries(b));
+            ma.len() == mb.len()
+                && ma
+                    .iter()
+                    .zip(&mb)
+                    .all(|((k1, x), (k2, y))| k1 == k2 && deep_equal(x, y))
+        }
+        "float64" => matches!((a, b), (V::Float(x), V::Float(y)) if x == y),
+        "complex128" => {
+            matches!((a, b), (V::Complex(r1, i1), V::Complex(r2, i2)) if r1 == r2 && i1 == i2)
+        }
+        _ => a.to_json() == b.to_json() && a.sprint() == b.sprint(),
+    }
+}
+
+/// Go's `math.Max` (`max`) or `math.Min`: infinities win, then NaN; between zeros +0 is the
+/// max and -0 the min.
 fn go_extreme(x: f64, y: f64, max: bool) -> f64 {
-    if x.is_nan() || y.is_nan() {
+    let inf = if max {
+        f64::INFINITY
+    } else {
+        f64::NEG_INFINITY
+    };
+    if x == inf || y == inf {
+        inf
+    } else if x.is_nan() || y.is_nan() {
         f64::NAN
     } else if x == 0.0 && y == 0.0 {
         if x.is_sign_negative() == max {
@@ -330,82 +558,375 @@ fn go_extreme(x: f64, y: f64, max: bool) -> f64 {
     }
 }
 
-fn go_kind(v: &V<'_>) -> &'static str {
-    match v {
-        V::Missing | V::Nil => "invalid",
-        V::Bool(_) => "bool",
-        V::Int(_, IntTy::Int) => "int",
-        V::Int(_, IntTy::I32) | V::Enum(..) => "int32",
-        V::Int(_, IntTy::I64) => "int64",
-        V::Uint(_) => "uint32",
-        V::Float(_) => "float64",
-        V::Str(_) => "string",
-        V::Json(Value::Array(_)) | V::List(_) | V::K8sSlice(..) | V::ProtoList(..) => "slice",
-        V::Json(_) | V::Map(_) | V::StrMapJ(_) | V::StrMap(_) | V::K8sMap(..) => "map",
-        V::NilPtr(_) | V::Proto { .. } | V::Root(_) | V::Ptr(_) => "ptr",
-        V::K8s { ptr: true, .. } => "ptr",
-        V::K8s { .. } | V::Leaf(..) | V::Pair(..) => "struct",
-    }
-}
-
-fn type_of(v: &V<'_>) -> String {
-    match v {
-        V::Missing | V::Nil => "<nil>".into(),
-        other => other.type_name(),
-    }
-}
-
+/// A Go regular expression compiled for Rust's engine: Go's Perl classes are ASCII-only.
 fn regex(re: &str) -> R<regex::Regex> {
-    regex::Regex::new(re).map_err(|e| format!("error parsing regexp: {e}"))
+    let mut out = String::with_capacity(re.len() + 8);
+    let b = re.as_bytes();
+    let mut i = 0;
+    let mut in_class = false;
+    while i < b.len() {
+        let c = b[i];
+        if c == b'\\' && b.get(i + 1) == Some(&b'Q') {
+            // `\Q...\E`: literal text.
+            let rest = &re[i + 2..];
+            let end = rest.find("\\E").unwrap_or(rest.len());
+            out.push_str(&regex::escape(&rest[..end]));
+            i += 2 + end + if end < rest.len() { 2 } else { 0 };
+            continue;
+        }
+        if c == b'\\' && i + 1 < b.len() {
+            let e = b[i + 1];
+            let rep = match (e, in_class) {
+                (b'd', false) => Some("[0-9]"),
+                (b'd', true) => Some("0-9"),
+                (b'D', false) => Some("[^0-9]"),
+                (b'w', false) => Some("[0-9A-Za-z_]"),
+                (b'w', true) => Some("0-9A-Za-z_"),
+                (b'W', false) => Some("[^0-9A-Za-z_]"),
+                (b's', false) => Some("[\\t\\n\\f\\r ]"),
+                (b's', true) => Some("\\t\\n\\f\\r "),
+                (b'S', false) => Some("[^\\t\\n\\f\\r ]"),
+                (b'b', false) => Some("(?-u:\\b)"),
+                (b'B', false) => Some("(?-u:\\B)"),
+                _ => None,
+            };
+            match rep {
+                Some(r) => out.push_str(r),
+                None => {
+                    out.push('\\');
+                    let ch = re[i + 1..].chars().next().unwrap_or('\\');
+                    out.push(ch);
+                    i += 1 + ch.len_utf8();
+                    continue;
+                }
+            }
+            i += 2;
+            continue;
+        }
+        if c == b'[' && !in_class {
+            in_class = true;
+            out.push('[');
+            i += 1;
+            if b.get(i) == Some(&b'^') {
+                out.push('^');
+                i += 1;
+            }
+            if b.get(i) == Some(&b']') {
+                out.push_str("\\]");
+                i += 1;
+            }
+            continue;
+        }
+        if in_class {
+            match c {
+                b']' => in_class = false,
+                // Go's POSIX classes `[:alpha:]` stay; any other `[` is a literal in Go and a
+                // nested class in Rust.
+                b'[' if b.get(i + 1) == Some(&b':') => {
+                    if let Some(e) = re[i..].find(":]") {
+                        out.push_str(&re[i..i + e + 2]);
+                        i += e + 2;
+                        continue;
+                    }
+                    out.push_str("\\[");
+                    i += 1;
+                    continue;
+                }
+                // Rust's class set operators (`&&`, `--`, `~~`) are literals in Go.
+                b'[' | b'&' | b'~' => {
+                    out.push('\\');
+                    out.push(c as char);
+                    i += 1;
+                    continue;
+                }
+                b'-' if b.get(i + 1) == Some(&b'-') => {
+                    out.push_str("\\-");
+                    i += 1;
+                    continue;
+                }
+                _ => {}
+            }
+        } else if c == b'{' && !is_repeat(&re[i..]) {
+            // A `{` that does not start a counted repetition is a literal in Go.
+            out.push_str("\\{");
+            i += 1;
+            continue;
+        }
+        let ch = re[i..].chars().next().unwrap_or(' ');
+        out.push(ch);
+        i += ch.len_utf8();
+    }
+    regex::Regex::new(&out).map_err(|e| {
+        let m = e.to_string();
+        let last = m.lines().last().unwrap_or("").trim().to_string();
+        format!(
+            "error parsing regexp: {}: `{re}`",
+            last.trim_start_matches("error: ")
+        )
+    })
 }
 
-fn title(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut prev_letter = false;
-    for c in s.chars() {
-        if !prev_letter && c.is_alphanumeric() {
-            out.extend(c.to_uppercase());
-        } else {
-            out.push(c);
+/// Does `s` start with a counted repetition `{n}`, `{n,}` or `{n,m}`?
+fn is_repeat(s: &str) -> bool {
+    let Some(end) = s.find('}') else { return false };
+    let body = &s[1..end];
+    let (a, b) = body.split_once(',').unwrap_or((body, "0"));
+    !a.is_empty() && a.bytes().all(|c| c.is_ascii_digit()) && b.bytes().all(|c| c.is_ascii_digit())
+}
+
+/// Go's `regexp.ReplaceAllString` template expansion: `$name` / `${name}` (longest run of
+/// letters, digits and `_`), `$$` for `$`; unknown or out-of-range groups are empty.
+fn expand(caps: &regex::Captures<'_>, repl: &str, out: &mut String) {
+    let b = repl.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] != b'$' {
+            let ch = repl[i..].chars().next().unwrap_or(' ');
+            out.push(ch);
+            i += ch.len_utf8();
+            continue;
         }
-        prev_letter = c.is_alphanumeric() || c == '\'' || c == '_';
+        if b.get(i + 1) == Some(&b'$') {
+            out.push('$');
+            i += 2;
+            continue;
+        }
+        let (name, next) = if b.get(i + 1) == Some(&b'{') {
+            match repl[i + 2..].find('}') {
+                Some(e) => {
+                    let n = &repl[i + 2..i + 2 + e];
+                    if n.is_empty() || !n.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_') {
+                        out.push('$');
+                        i += 1;
+                        continue;
+                    }
+                    (n, i + 3 + e)
+                }
+                None => {
+                    out.push('$');
+                    i += 1;
+                    continue;
+                }
+            }
+        } else {
+            let start = i + 1;
+            let mut e = start;
+            while e < b.len() && (b[e].is_ascii_alphanumeric() || b[e] == b'_') {
+                e += 1;
+            }
+            if e == start {
+                out.push('$');
+                i += 1;
+                continue;
+            }
+            (&repl[start..e], e)
+        };
+        let group = match name.parse::<usize>() {
+            Ok(n) if !name.starts_with('+') => caps.get(n),
+            _ => caps.name(name),
+        };
+        if let Some(g) = group {
+            out.push_str(g.as_str());
+        }
+        i = next;
+    }
+}
+
+fn replace_all(re: &regex::Regex, s: &str, repl: &str, literal: bool) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut last = 0;
+    for caps in re.captures_iter(s) {
+        let Some(m) = caps.get(0) else { continue };
+        out.push_str(&s[last..m.start()]);
+        if literal {
+            out.push_str(repl);
+        } else {
+            expand(&caps, repl, &mut out);
+        }
+        last = m.end();
+    }
+    out.push_str(&s[last..]);
+    out
+}
+
+/// Go's `regexp.FindAllString(s, n)`: `n < 0` means all; empty matches right after a match are
+/// skipped, as Go does.
+fn find_all(re: &regex::Regex, s: &str, n: i64) -> Vec<String> {
+    let mut out = Vec::new();
+    if n == 0 {
+        return out;
+    }
+    let mut prev_end: Option<usize> = None;
+    for m in re.find_iter(s) {
+        if m.start() == m.end() && prev_end == Some(m.start()) {
+            continue;
+        }
+        out.push(m.as_str().to_string());
+        prev_end = Some(m.end());
+        if n > 0 && out.len() as i64 >= n {
+            break;
+        }
     }
     out
 }
 
-fn merge_into<'a>(
-    dst: &mut BTreeMap<String, V<'a>>,
-    src: &BTreeMap<String, V<'a>>,
-    overwrite: bool,
-) {
-    for (k, v) in src {
-        match dst.get_mut(k) {
-            Some(d) => {
-                let both_maps = matches!(d, V::Map(_) | V::Json(Value::Object(_)))
-                    && matches!(v, V::Map(_) | V::Json(Value::Object(_)));
-                if both_maps {
-                    let mut dm = to_map(d);
-                    merge_into(&mut dm, &to_map(v), overwrite);
-                    *d = V::Map(Rc::new(dm));
-                } else if overwrite || d.is_empty() {
-                    *d = v.clone();
+/// Go's `regexp.Split(s, n)`.
+fn regex_split(re: &regex::Regex, s: &str, n: i64) -> Vec<String> {
+    if n == 0 {
+        return Vec::new();
+    }
+    if !re.as_str().is_empty() && s.is_empty() {
+        return vec![String::new()];
+    }
+    let mut matches: Vec<(usize, usize)> = Vec::new();
+    let mut prev_end: Option<usize> = None;
+    for m in re.find_iter(s) {
+        if m.start() == m.end() && prev_end == Some(m.start()) {
+            continue;
+        }
+        matches.push((m.start(), m.end()));
+        prev_end = Some(m.end());
+        if n > 0 && matches.len() as i64 >= n {
+            break;
+        }
+    }
+    let mut out = Vec::new();
+    let mut beg = 0;
+    let mut end = 0;
+    for (a, b) in matches {
+        if n > 0 && out.len() as i64 == n - 1 {
+            break;
+        }
+        end = a;
+        if b != 0 {
+            out.push(s[beg..end].to_string());
+        }
+        beg = b;
+    }
+    if end != s.len() {
+        out.push(s[beg..].to_string());
+    }
+    out
+}
+
+/// Sprig's `regexMatch` etc. on a `MustCompile` (panicking) path: the panic text.
+fn must_compile(re: &str) -> R<regex::Regex> {
+    regex(re).map_err(|e| format!("regexp: Compile({}): {e}", super::gofmt::quote(re)))
+}
+
+/// goutils `AbbreviateFull` (byte offsets, as in Go).
+fn abbreviate_full(s: &str, mut offset: i64, max: i64) -> R<String> {
+    if s.is_empty() {
+        return Ok(String::new());
+    }
+    if max < 4 {
+        return Err("stringutils illegal argument: Minimum abbreviation width is 4".into());
+    }
+    let len = s.len() as i64;
+    if len <= max {
+        return Ok(s.to_string());
+    }
+    let b = s.as_bytes();
+    if offset > len {
+        offset = len;
+    }
+    if len - offset < max - 3 {
+        offset = len - (max - 3);
+    }
+    if offset <= 4 {
+        return Ok(super::gostr::lossy(&b[..(max - 3) as usize]) + "...");
+    }
+    if max < 7 {
+        return Err(
+            "stringutils illegal argument: Minimum abbreviation width with offset is 7".into(),
+        );
+    }
+    if offset + max - 3 < len {
+        let inner = abbreviate_full(&super::gostr::lossy(&b[offset as usize..]), 0, max - 3)?;
+        return Ok(format!("...{inner}"));
+    }
+    Ok(format!(
+        "...{}",
+        super::gostr::lossy(&b[(len - (max - 3)) as usize..])
+    ))
+}
+
+/// goutils `WrapCustom` (byte offsets, as in Go).
+fn wrap_custom(s: &str, wrap_len: i64, nl: &str, long_words: bool) -> String {
+    if s.is_empty() {
+        return String::new();
+    }
+    let nl = if nl.is_empty() { "\n" } else { nl };
+    let wl = wrap_len.max(1) as usize;
+    let b = s.as_bytes();
+    let len = b.len();
+    let mut offset = 0usize;
+    let mut out: Vec<u8> = Vec::with_capacity(len + 8);
+    while len - offset > wl {
+        if b[offset] == b' ' {
+            offset += 1;
+            continue;
+        }
+        let end = wl + offset + 1;
+        let space = b[offset..end].iter().rposition(|&c| c == b' ');
+        if let Some(sp) = space {
+            let at = sp + offset;
+            out.extend_from_slice(&b[offset..at]);
+            out.extend_from_slice(nl.as_bytes());
+            offset = at + 1;
+        } else if long_words {
+            let end = wl + offset;
+            out.extend_from_slice(&b[offset..end]);
+            out.extend_from_slice(nl.as_bytes());
+            offset += wl;
+        } else {
+            let end = wl + offset;
+            match b[end..].iter().position(|&c| c == b' ') {
+                None => {
+                    out.extend_from_slice(&b[offset..]);
+                    offset = len;
                 }
-            }
-            None => {
-                dst.insert(k.clone(), v.clone());
+                Some(ix) => {
+                    let at = ix + end;
+                    out.extend_from_slice(&b[offset..at]);
+                    out.extend_from_slice(nl.as_bytes());
+                    offset = at + 1;
+                }
             }
         }
     }
+    out.extend_from_slice(&b[offset..]);
+    super::gostr::lossy(&out)
 }
 
-fn pretty_json(v: &Value) -> String {
-    let s = serde_json::to_string_pretty(v).unwrap_or_default();
-    s.replace('<', "\\u003c")
-        .replace('>', "\\u003e")
-        .replace('&', "\\u0026")
+/// Go's `strings.Repeat` with its panics.
+fn go_repeat(s: &str, n: i64) -> R<String> {
+    if n < 0 {
+        return Err("strings: negative Repeat count".into());
+    }
+    let total = (s.len() as u128) * (n as u128);
+    if total > i64::MAX as u128 {
+        return Err("strings: Repeat output length overflow".into());
+    }
+    super::funcs::check_size(0, n as usize, s.len())?;
+    Ok(s.repeat(n as usize))
 }
 
-/// Register Sprig's implemented functions.
+/// The error of a Sprig list function given something that is not a slice.
+fn not_list(what: &str, v: &V<'_>) -> String {
+    match v {
+        V::Missing | V::Nil => {
+            "runtime error: invalid memory address or nil pointer dereference".into()
+        }
+        other => format!("Cannot {what} on type {}", go_kind(other)),
+    }
+}
+
+fn list_or<'a>(what: &str, v: &V<'a>) -> R<Vec<V<'a>>> {
+    to_list(v).ok_or_else(|| not_list(what, v))
+}
+
+/// Register Sprig's implemented functions (Sprig v3.2.3 semantics and Go signatures).
 pub fn register_all(m: &mut Table) {
     register_paths(m);
     register_digests(m);
@@ -413,22 +934,25 @@ pub fn register_all(m: &mut Table) {
     register_case(m);
     register_lists(m);
     register_dicts(m);
+    register_numbers(m);
     register_misc(m);
 }
 
 fn register_strings(m: &mut Table) {
+    use super::gostr;
     use P::*;
+    register(m, "hello", &[], None, |_| Ok(V::s("Hello!")));
     register(m, "upper", &[Str], None, |a| {
-        Ok(V::string(str_of(&a[0]).to_uppercase()))
+        Ok(V::string(gostr::upper(str_of(&a[0]))))
     });
     register(m, "lower", &[Str], None, |a| {
-        Ok(V::string(str_of(&a[0]).to_lowercase()))
+        Ok(V::string(gostr::lower(str_of(&a[0]))))
     });
     register(m, "title", &[Str], None, |a| {
-        Ok(V::string(title(str_of(&a[0]))))
+        Ok(V::string(gostr::title(str_of(&a[0]))))
     });
     register(m, "trim", &[Str], None, |a| {
-        Ok(V::string(str_of(&a[0]).trim().to_string()))
+        Ok(V::string(gostr::trim_space(str_of(&a[0])).to_string()))
     });
     let trim_all: super::funcs::Func = |a| {
         let cut: Vec<char> = str_of(&a[0]).chars().collect();
@@ -451,22 +975,23 @@ fn register_strings(m: &mut Table) {
         ))
     });
     register(m, "trunc", &[Int, Str], None, |a| {
-        let n = to_i64(&a[0]);
-        let s = str_of(&a[1]).as_bytes();
+        let c = to_i64(&a[0]);
+        let s = str_of(&a[1]);
         let len = s.len() as i64;
-        let out = if n >= 0 && len > n {
-            &s[..n as usize]
-        } else if n < 0 && len + n > 0 {
-            &s[(len + n) as usize..]
-        } else {
-            s
-        };
-        Ok(V::string(String::from_utf8_lossy(out).into_owned()))
+        if c < 0 && len + c > 0 {
+            return gostr::slice_bytes(s, Some(len + c), None).map(V::string);
+        }
+        if c >= 0 && len > c {
+            return gostr::slice_bytes(s, None, Some(c)).map(V::string);
+        }
+        Ok(V::string(s.to_string()))
     });
     register(m, "replace", &[Str, Str, Str], None, |a| {
-        Ok(V::string(
-            str_of(&a[2]).replace(str_of(&a[0]), str_of(&a[1])),
-        ))
+        Ok(V::string(go_replace(
+            str_of(&a[2]),
+            str_of(&a[0]),
+            str_of(&a[1]),
+        )))
     });
     register(m, "hasPrefix", &[Str, Str], None, |a| {
         Ok(V::Bool(str_of(&a[1]).starts_with(str_of(&a[0]))))
@@ -486,145 +1011,139 @@ fn register_strings(m: &mut Table) {
         let q: Vec<String> = a
             .iter()
             .filter(|v| !matches!(v, V::Nil))
-            .map(|v| format!("'{}'", strval(v)))
+            .map(|v| {
+                format!(
+                    "'{}'",
+                    super::printf::sprintf("%v", std::slice::from_ref(v))
+                )
+            })
             .collect();
         Ok(V::string(q.join(" ")))
     });
     register(m, "cat", &[], Some(Any), |a| {
-        let q: Vec<String> = a
-            .iter()
-            .filter(|v| !matches!(v, V::Nil))
-            .map(strval)
-            .collect();
-        Ok(V::string(q.join(" ")))
+        let q: Vec<V<'_>> = a.into_iter().filter(|v| !matches!(v, V::Nil)).collect();
+        let f = vec!["%v"; q.len()].join(" ");
+        Ok(V::string(super::printf::sprintf(&f, &q)))
     });
     register(m, "nindent", &[Int, Str], None, |a| {
-        let n = usize::try_from(to_i64(&a[0]).max(0)).unwrap_or(usize::MAX);
+        let n = to_i64(&a[0]);
+        let pad = go_repeat(" ", n)?;
         let s = str_of(&a[1]);
-        super::funcs::check_size(s.len() + 1, s.matches('\n').count() + 1, n)?;
-        let pad = " ".repeat(n);
+        super::funcs::check_size(s.len() + 1, s.matches('\n').count() + 1, pad.len())?;
         Ok(V::string(format!(
             "\n{pad}{}",
-            str_of(&a[1]).replace('\n', &format!("\n{pad}"))
+            s.replace('\n', &format!("\n{pad}"))
         )))
     });
     register(m, "repeat", &[Int, Str], None, |a| {
-        let n = usize::try_from(to_i64(&a[0]).max(0)).unwrap_or(usize::MAX);
-        super::funcs::check_size(0, n, str_of(&a[1]).len())?;
-        Ok(V::string(str_of(&a[1]).repeat(n)))
+        go_repeat(str_of(&a[1]), to_i64(&a[0])).map(V::string)
     });
     register(m, "substr", &[Int, Int, Str], None, |a| {
-        let s = str_of(&a[2]).as_bytes();
+        let s = str_of(&a[2]);
         let (start, end) = (to_i64(&a[0]), to_i64(&a[1]));
         let len = s.len() as i64;
-        let out = if start < 0 {
-            &s[..end.clamp(0, len) as usize]
+        let r = if start < 0 {
+            gostr::slice_bytes(s, None, Some(end))
         } else if end < 0 || end > len {
-            &s[start.min(len) as usize..]
+            gostr::slice_bytes(s, Some(start), None)
         } else {
-            &s[start.min(end) as usize..end as usize]
+            gostr::slice_bytes(s, Some(start), Some(end))
         };
-        Ok(V::string(String::from_utf8_lossy(out).into_owned()))
+        r.map(V::string)
     });
     register(m, "nospace", &[Str], None, |a| {
-        Ok(V::string(
-            str_of(&a[0])
-                .chars()
-                .filter(|c| !c.is_whitespace())
-                .collect(),
-        ))
-    });
-    register(m, "split", &[Str, Str], None, |a| {
-        let mut out = BTreeMap::new();
-        for (i, p) in str_of(&a[1]).split(str_of(&a[0])).enumerate() {
-            out.insert(format!("_{i}"), V::string(p.to_string()));
+        // goutils DeleteWhiteSpace works on bytes, each written back as a rune.
+        let s = str_of(&a[0]);
+        let kept: Vec<u8> = s
+            .bytes()
+            .filter(|&b| !gostr::is_space(char::from(b)))
+            .collect();
+        if kept.len() == s.len() {
+            return Ok(V::string(s.to_string()));
         }
-        Ok(V::Map(Rc::new(out)))
+        Ok(V::string(kept.into_iter().map(char::from).collect()))
     });
-    register(m, "splitList", &[Str, Str], None, |a| {
-        Ok(strs(
-            str_of(&a[1])
-                .split(str_of(&a[0]))
-                .map(str::to_string)
-                .collect(),
-        ))
+    register(m, "initials", &[Str], None, |a| {
+        // goutils Initials works on bytes, each written back as a rune.
+        let mut out = String::new();
+        let mut gap = true;
+        for b in str_of(&a[0]).bytes() {
+            let ch = char::from(b);
+            if gostr::is_space(ch) {
+                gap = true;
+            } else if gap {
+                out.push(ch);
+                gap = false;
+            }
+        }
+        Ok(V::string(out))
     });
-    register(m, "join", &[Str, Any], None, |a| {
-        let items: Vec<String> = match to_list(&a[1]) {
-            Some(l) => l
-                .iter()
-                .filter(|v| !matches!(v, V::Nil))
-                .map(strval)
-                .collect(),
-            None if matches!(a[1], V::Nil) => vec![],
-            None => vec![strval(&a[1])],
-        };
-        Ok(V::string(items.join(str_of(&a[0]))))
+    register(m, "untitle", &[Str], None, |a| {
+        let mut out = String::new();
+        let mut next = true;
+        for c in str_of(&a[0]).chars() {
+            if gostr::is_space(c) {
+                next = true;
+                out.push(c);
+            } else if next {
+                out.push(gostr::to_lower(c));
+                next = false;
+            } else {
+                out.push(c);
+            }
+        }
+        Ok(V::string(out))
     });
-    register(m, "toString", &[Any], None, |a| {
-        Ok(V::string(strval(&a[0])))
+    register(m, "swapcase", &[Str], None, |a| {
+        let mut out = String::new();
+        let mut ws = true;
+        for c in str_of(&a[0]).chars() {
+            if gostr::is_upper(c) || gostr::is_title(c) {
+                out.push(gostr::to_lower(c));
+                ws = false;
+            } else if gostr::is_lower(c) {
+                if ws {
+                    out.push(gostr::to_title(c));
+                    ws = false;
+                } else {
+                    out.push(gostr::to_upper(c));
+                }
+            } else {
+                out.push(c);
+                ws = gostr::is_space(c);
+            }
+        }
+        Ok(V::string(out))
     });
-    register(m, "toStrings", &[Any], None, |a| {
-        let items = to_list(&a[0]).unwrap_or_default();
-        Ok(strs(items.iter().map(strval).collect()))
+    register(m, "abbrev", &[Int, Str], None, |a| {
+        let (n, s) = (to_i64(&a[0]), str_of(&a[1]));
+        if n < 4 {
+            return Ok(V::string(s.to_string()));
+        }
+        Ok(V::string(abbreviate_full(s, 0, n).unwrap_or_default()))
     });
-    register(m, "sortAlpha", &[Any], None, |a| {
-        let mut items: Vec<String> = match to_list(&a[0]) {
-            Some(l) => l.iter().map(strval).collect(),
-            None => vec![strval(&a[0])],
-        };
-        items.sort();
-        Ok(strs(items))
+    register(m, "abbrevboth", &[Int, Int, Str], None, |a| {
+        let (l, r, s) = (to_i64(&a[0]), to_i64(&a[1]), str_of(&a[2]));
+        if r < 4 || (l > 0 && r < 7) {
+            return Ok(V::string(s.to_string()));
+        }
+        Ok(V::string(abbreviate_full(s, l, r).unwrap_or_default()))
     });
-    register(m, "regexMatch", &[Str, Str], None, |a| {
-        Ok(V::Bool(regex(str_of(&a[0]))?.is_match(str_of(&a[1]))))
+    register(m, "wrap", &[Int, Str], None, |a| {
+        Ok(V::string(wrap_custom(
+            str_of(&a[1]),
+            to_i64(&a[0]),
+            "",
+            false,
+        )))
     });
-    register(m, "mustRegexMatch", &[Str, Str], None, |a| {
-        Ok(V::Bool(regex(str_of(&a[0]))?.is_match(str_of(&a[1]))))
-    });
-    register(m, "regexReplaceAll", &[Str, Str, Str], None, |a| {
-        Ok(V::string(
-            regex(str_of(&a[0]))?
-                .replace_all(str_of(&a[1]), str_of(&a[2]))
-                .into_owned(),
-        ))
-    });
-    register(m, "regexReplaceAllLiteral", &[Str, Str, Str], None, |a| {
-        Ok(V::string(
-            regex(str_of(&a[0]))?
-                .replace_all(str_of(&a[1]), regex::NoExpand(str_of(&a[2])))
-                .into_owned(),
-        ))
-    });
-    register(m, "regexFind", &[Str, Str], None, |a| {
-        Ok(V::string(
-            regex(str_of(&a[0]))?
-                .find(str_of(&a[1]))
-                .map_or(String::new(), |x| x.as_str().to_string()),
-        ))
-    });
-    register(m, "regexFindAll", &[Str, Str, Int], None, |a| {
-        let re = regex(str_of(&a[0]))?;
-        let n = to_i64(&a[2]);
-        let all = re.find_iter(str_of(&a[1])).map(|x| x.as_str().to_string());
-        Ok(strs(if n < 0 {
-            all.collect()
-        } else {
-            all.take(n as usize).collect()
-        }))
-    });
-    register(m, "regexSplit", &[Str, Str, Int], None, |a| {
-        let re = regex(str_of(&a[0]))?;
-        let n = to_i64(&a[2]);
-        let s = str_of(&a[1]);
-        Ok(strs(if n < 0 {
-            re.split(s).map(str::to_string).collect()
-        } else {
-            re.splitn(s, n as usize).map(str::to_string).collect()
-        }))
-    });
-    register(m, "regexQuoteMeta", &[Str], None, |a| {
-        Ok(V::string(regex::escape(str_of(&a[0]))))
+    register(m, "wrapWith", &[Int, Str, Str], None, |a| {
+        Ok(V::string(wrap_custom(
+            str_of(&a[2]),
+            to_i64(&a[0]),
+            str_of(&a[1]),
+            true,
+        )))
     });
     register(m, "plural", &[Str, Str, Int], None, |a| {
         Ok(if to_i64(&a[2]) == 1 {
@@ -633,116 +1152,402 @@ fn register_strings(m: &mut Table) {
             a[1].clone()
         })
     });
+    register(m, "split", &[Str, Str], None, |a| {
+        let mut out = BTreeMap::new();
+        for (i, p) in go_split(str_of(&a[1]), str_of(&a[0]), -1)
+            .into_iter()
+            .enumerate()
+        {
+            out.insert(format!("_{i}"), p);
+        }
+        Ok(V::StrMap(Some(Rc::new(out))))
+    });
+    register(m, "splitn", &[Str, Int, Str], None, |a| {
+        let mut out = BTreeMap::new();
+        let parts = go_split(str_of(&a[2]), str_of(&a[0]), to_i64(&a[1]));
+        for (i, p) in parts.into_iter().enumerate() {
+            out.insert(format!("_{i}"), p);
+        }
+        Ok(V::StrMap(Some(Rc::new(out))))
+    });
+    register(m, "splitList", &[Str, Str], None, |a| {
+        Ok(strs(go_split(str_of(&a[1]), str_of(&a[0]), -1)))
+    });
+    register(m, "join", &[Str, Any], None, |a| {
+        Ok(V::string(strslice(&a[1]).join(str_of(&a[0]))))
+    });
+    register(m, "toString", &[Any], None, |a| {
+        Ok(V::string(strval(&a[0])))
+    });
+    register(m, "toStrings", &[Any], None, |a| Ok(strs(strslice(&a[0]))));
+    register(m, "sortAlpha", &[Any], None, |a| {
+        let mut items = match to_list(&a[0]) {
+            Some(_) => strslice(&a[0]),
+            None => vec![strval(&a[0])],
+        };
+        items.sort();
+        Ok(strs(items))
+    });
+    register(m, "regexMatch", &[Str, Str], None, |a| {
+        Ok(V::Bool(
+            regex(str_of(&a[0])).is_ok_and(|r| r.is_match(str_of(&a[1]))),
+        ))
+    });
+    register(m, "mustRegexMatch", &[Str, Str], None, |a| {
+        Ok(V::Bool(regex(str_of(&a[0]))?.is_match(str_of(&a[1]))))
+    });
+    register(m, "regexReplaceAll", &[Str, Str, Str], None, |a| {
+        let re = must_compile(str_of(&a[0]))?;
+        Ok(V::string(replace_all(
+            &re,
+            str_of(&a[1]),
+            str_of(&a[2]),
+            false,
+        )))
+    });
+    register(m, "mustRegexReplaceAll", &[Str, Str, Str], None, |a| {
+        let re = regex(str_of(&a[0]))?;
+        Ok(V::string(replace_all(
+            &re,
+            str_of(&a[1]),
+            str_of(&a[2]),
+            false,
+        )))
+    });
+    register(m, "regexReplaceAllLiteral", &[Str, Str, Str], None, |a| {
+        let re = must_compile(str_of(&a[0]))?;
+        Ok(V::string(replace_all(
+            &re,
+            str_of(&a[1]),
+            str_of(&a[2]),
+            true,
+        )))
+    });
+    register(
+        m,
+        "mustRegexReplaceAllLiteral",
+        &[Str, Str, Str],
+        None,
+        |a| {
+            let re = regex(str_of(&a[0]))?;
+            Ok(V::string(replace_all(
+                &re,
+                str_of(&a[1]),
+                str_of(&a[2]),
+                true,
+            )))
+        },
+    );
+    register(m, "regexFind", &[Str, Str], None, |a| {
+        let re = must_compile(str_of(&a[0]))?;
+        Ok(V::string(
+            re.find(str_of(&a[1]))
+                .map_or(String::new(), |x| x.as_str().to_string()),
+        ))
+    });
+    register(m, "mustRegexFind", &[Str, Str], None, |a| {
+        let re = regex(str_of(&a[0]))?;
+        Ok(V::string(
+            re.find(str_of(&a[1]))
+                .map_or(String::new(), |x| x.as_str().to_string()),
+        ))
+    });
+    register(m, "regexFindAll", &[Str, Str, Int], None, |a| {
+        let re = must_compile(str_of(&a[0]))?;
+        Ok(strs(find_all(&re, str_of(&a[1]), to_i64(&a[2]))))
+    });
+    register(m, "mustRegexFindAll", &[Str, Str, Int], None, |a| {
+        let re = regex(str_of(&a[0]))?;
+        Ok(strs(find_all(&re, str_of(&a[1]), to_i64(&a[2]))))
+    });
+    register(m, "regexSplit", &[Str, Str, Int], None, |a| {
+        let re = must_compile(str_of(&a[0]))?;
+        Ok(strs(regex_split(&re, str_of(&a[1]), to_i64(&a[2]))))
+    });
+    register(m, "mustRegexSplit", &[Str, Str, Int], None, |a| {
+        let re = regex(str_of(&a[0]))?;
+        Ok(strs(regex_split(&re, str_of(&a[1]), to_i64(&a[2]))))
+    });
+    register(m, "regexQuoteMeta", &[Str], None, |a| {
+        let mut out = String::new();
+        for c in str_of(&a[0]).chars() {
+            if "\\.+*?()|[]{}^$".contains(c) {
+                out.push('\\');
+            }
+            out.push(c);
+        }
+        Ok(V::string(out))
+    });
 }
 
-fn words(s: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut cur = String::new();
-    let mut prev_lower = false;
-    for c in s.chars() {
-        if !c.is_alphanumeric() {
-            if !cur.is_empty() {
-                out.push(std::mem::take(&mut cur));
+/// Go's `strings.Replace(s, old, new, -1)` (an empty `old` inserts between every rune).
+fn go_replace(s: &str, old: &str, new: &str) -> String {
+    if old.is_empty() {
+        let mut out = String::with_capacity(s.len() + new.len() * (s.len() + 1));
+        out.push_str(new);
+        for c in s.chars() {
+            out.push(c);
+            out.push_str(new);
+        }
+        return out;
+    }
+    s.replace(old, new)
+}
+
+/// Go's `strings.SplitN(s, sep, n)` (`n < 0`: all; an empty `sep` splits into runes).
+fn go_split(s: &str, sep: &str, n: i64) -> Vec<String> {
+    if n == 0 {
+        return Vec::new();
+    }
+    if sep.is_empty() {
+        let chars: Vec<String> = s.chars().map(String::from).collect();
+        if n < 0 || chars.len() as i64 <= n {
+            return chars;
+        }
+        let k = (n - 1) as usize;
+        let head_len: usize = s.chars().take(k).map(char::len_utf8).sum();
+        let mut out: Vec<String> = chars[..k].to_vec();
+        out.push(s[head_len..].to_string());
+        return out;
+    }
+    if n < 0 {
+        s.split(sep).map(str::to_string).collect()
+    } else {
+        s.splitn(n as usize, sep).map(str::to_string).collect()
+    }
+}
+
+/// Sprig's `strslice`: the non-nil elements of a slice as strings; a scalar as one string; nil
+/// as none.
+fn strslice(v: &V<'_>) -> Vec<String> {
+    match to_list(v) {
+        Some(items) => items
+            .iter()
+            .filter(|x| !matches!(x, V::Nil | V::Missing))
+            .map(strval)
+            .collect(),
+        None if matches!(v, V::Nil | V::Missing) => Vec::new(),
+        None => vec![strval(v)],
+    }
+}
+
+/// xstrings 1.3.3 word kinds.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Word {
+    Invalid,
+    Number,
+    Upper,
+    Alphabet,
+    Connector,
+    Punct,
+    Other,
+}
+
+fn is_connector(r: char) -> bool {
+    r == '-' || r == '_' || super::gostr::is_space(r)
+}
+
+/// xstrings' `isAlphabet`: a letter that is not a CJK ideograph.
+fn is_alphabet(r: char) -> bool {
+    super::gostr::is_letter(r)
+        && !matches!(r, '\u{4E00}'..='\u{9FCC}' | '\u{3400}'..='\u{4D85}' | '\u{20000}'..='\u{2B81D}')
+}
+
+/// xstrings 1.3.3 `nextWord`.
+fn next_word(s: &str) -> (Word, &str, &str) {
+    use super::gostr::{is_number, is_punct, is_upper};
+    if s.is_empty() {
+        return (Word::Invalid, "", "");
+    }
+    let mut chars = s.char_indices().peekable();
+    let (_, r) = chars.next().unwrap_or((0, ' '));
+    let mut offset = r.len_utf8();
+    let take_while = |offset: &mut usize, pred: &dyn Fn(char) -> bool| {
+        for c in s[*offset..].chars() {
+            if !pred(c) {
+                break;
             }
-            prev_lower = false;
+            *offset += c.len_utf8();
+        }
+    };
+    let wt = if is_connector(r) {
+        take_while(&mut offset, &is_connector);
+        Word::Connector
+    } else if is_punct(r) {
+        take_while(&mut offset, &is_punct);
+        Word::Punct
+    } else if is_upper(r) {
+        let rest = &s[offset..];
+        if let Some(r2) = rest.chars().next() {
+            if is_upper(r2) {
+                let mut prev_size = r2.len_utf8();
+                offset += r2.len_utf8();
+                let mut last = r2;
+                for c in s[offset..].chars() {
+                    last = c;
+                    if !is_upper(c) {
+                        break;
+                    }
+                    prev_size = c.len_utf8();
+                    offset += c.len_utf8();
+                }
+                if offset < s.len() && is_alphabet(last) {
+                    offset -= prev_size;
+                }
+            } else if is_alphabet(r2) {
+                offset += r2.len_utf8();
+                take_while(&mut offset, &|c| is_alphabet(c) && !is_upper(c));
+            }
+        }
+        Word::Upper
+    } else if is_alphabet(r) {
+        take_while(&mut offset, &|c| is_alphabet(c) && !is_upper(c));
+        Word::Alphabet
+    } else if is_number(r) {
+        take_while(&mut offset, &is_number);
+        Word::Number
+    } else {
+        take_while(&mut offset, &|c| {
+            !(is_connector(c) || is_alphabet(c) || is_number(c) || is_punct(c))
+        });
+        Word::Other
+    };
+    (wt, &s[..offset], &s[offset..])
+}
+
+/// xstrings 1.3.3 `toLower`.
+fn word_lower(out: &mut String, wt: Word, w: &str, connector: char) {
+    if wt != Word::Upper && wt != Word::Connector {
+        out.push_str(w);
+        return;
+    }
+    for c in w.chars() {
+        if is_connector(c) {
+            out.push(connector);
+        } else if super::gostr::is_upper(c) {
+            out.push(super::gostr::to_lower(c));
+        } else {
+            out.push(c);
+        }
+    }
+}
+
+/// xstrings 1.3.3 `camelCaseToLowerCase` (`snakecase`, `kebabcase`).
+fn camel_to_lower(s: &str, connector: char) -> String {
+    if s.is_empty() {
+        return String::new();
+    }
+    let mut out = String::with_capacity(s.len() + 4);
+    let (mut wt, mut word, mut remaining) = next_word(s);
+    while !remaining.is_empty() {
+        if wt != Word::Connector {
+            word_lower(&mut out, wt, word, connector);
+        }
+        let prev = wt;
+        let last = word;
+        (wt, word, remaining) = next_word(remaining);
+        match prev {
+            Word::Number => {
+                while wt == Word::Alphabet || wt == Word::Number {
+                    word_lower(&mut out, wt, word, connector);
+                    (wt, word, remaining) = next_word(remaining);
+                }
+                if wt != Word::Invalid && wt != Word::Punct && wt != Word::Connector {
+                    out.push(connector);
+                }
+            }
+            Word::Connector => word_lower(&mut out, prev, last, connector),
+            Word::Punct => {}
+            _ => {
+                if wt != Word::Number {
+                    if wt != Word::Connector && wt != Word::Punct {
+                        out.push(connector);
+                    }
+                    continue;
+                }
+                if remaining.is_empty() {
+                    continue;
+                }
+                let last = word;
+                (wt, word, remaining) = next_word(remaining);
+                if wt != Word::Alphabet {
+                    word_lower(&mut out, Word::Number, last, connector);
+                    if wt != Word::Connector && wt != Word::Punct {
+                        out.push(connector);
+                    }
+                    continue;
+                }
+                out.push(connector);
+                word_lower(&mut out, Word::Number, last, connector);
+                while wt == Word::Alphabet || wt == Word::Number {
+                    word_lower(&mut out, wt, word, connector);
+                    (wt, word, remaining) = next_word(remaining);
+                }
+                if wt != Word::Invalid && wt != Word::Connector && wt != Word::Punct {
+                    out.push(connector);
+                }
+            }
+        }
+    }
+    word_lower(&mut out, wt, word, connector);
+    out
+}
+
+/// xstrings 1.3.3 `ToCamelCase`.
+fn to_camel(s: &str) -> String {
+    use super::gostr::{to_lower, to_upper};
+    if s.is_empty() {
+        return String::new();
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut it = s.chars();
+    let mut r0 = ' ';
+    let mut any = false;
+    for c in it.by_ref() {
+        any = true;
+        r0 = c;
+        if !is_connector(c) {
+            r0 = to_upper(c);
+            break;
+        }
+        out.push(c);
+    }
+    let rest: Vec<char> = it.collect();
+    if rest.is_empty() {
+        // Go writes the last rune read again, even a connector (`"__"` gives `"___"`).
+        if any {
+            out.push(r0);
+        }
+        return out;
+    }
+    for c in rest {
+        let r1 = r0;
+        r0 = c;
+        if is_connector(r0) && is_connector(r1) {
+            out.push(r1);
             continue;
         }
-        if c.is_uppercase() && prev_lower && !cur.is_empty() {
-            out.push(std::mem::take(&mut cur));
+        if is_connector(r1) {
+            r0 = to_upper(r0);
+        } else {
+            r0 = to_lower(r0);
+            out.push(r1);
         }
-        prev_lower = c.is_lowercase() || c.is_ascii_digit();
-        cur.push(c);
     }
-    if !cur.is_empty() {
-        out.push(cur);
-    }
+    out.push(r0);
     out
 }
 
 fn register_case(m: &mut Table) {
     use P::*;
     register(m, "snakecase", &[Str], None, |a| {
-        Ok(V::string(
-            words(str_of(&a[0]))
-                .iter()
-                .map(|w| w.to_lowercase())
-                .collect::<Vec<_>>()
-                .join("_"),
-        ))
+        Ok(V::string(camel_to_lower(str_of(&a[0]), '_')))
     });
     register(m, "kebabcase", &[Str], None, |a| {
-        Ok(V::string(
-            words(str_of(&a[0]))
-                .iter()
-                .map(|w| w.to_lowercase())
-                .collect::<Vec<_>>()
-                .join("-"),
-        ))
+        Ok(V::string(camel_to_lower(str_of(&a[0]), '-')))
     });
     register(m, "camelcase", &[Str], None, |a| {
-        Ok(V::string(
-            str_of(&a[0])
-                .split('_')
-                .map(|w| title(&w.to_lowercase()))
-                .collect::<Vec<_>>()
-                .join(""),
-        ))
-    });
-    register(m, "untitle", &[Str], None, |a| {
-        let mut out = String::new();
-        let mut start = true;
-        for c in str_of(&a[0]).chars() {
-            if start && c.is_alphabetic() {
-                out.extend(c.to_lowercase());
-            } else {
-                out.push(c);
-            }
-            start = c.is_whitespace();
-        }
-        Ok(V::string(out))
-    });
-    register(m, "swapcase", &[Str], None, |a| {
-        Ok(V::string(
-            str_of(&a[0])
-                .chars()
-                .flat_map(|c| {
-                    if c.is_uppercase() {
-                        c.to_lowercase().collect::<Vec<_>>()
-                    } else {
-                        c.to_uppercase().collect()
-                    }
-                })
-                .collect(),
-        ))
-    });
-    register(m, "initials", &[Str], None, |a| {
-        Ok(V::string(
-            str_of(&a[0])
-                .split_whitespace()
-                .filter_map(|w| w.chars().next())
-                .collect(),
-        ))
-    });
-    register(m, "abbrev", &[Int, Str], None, |a| {
-        let (n, s) = (to_i64(&a[0]), str_of(&a[1]));
-        Ok(V::string(if n < 4 || s.chars().count() as i64 <= n {
-            s.to_string()
-        } else {
-            s.chars().take((n - 3) as usize).collect::<String>() + "..."
-        }))
-    });
-    register(m, "splitn", &[Str, Int, Str], None, |a| {
-        let mut out = BTreeMap::new();
-        let n = to_i64(&a[1]);
-        let parts: Vec<&str> = if n < 0 {
-            str_of(&a[2]).split(str_of(&a[0])).collect()
-        } else {
-            str_of(&a[2]).splitn(n as usize, str_of(&a[0])).collect()
-        };
-        for (i, p) in parts.into_iter().enumerate() {
-            out.insert(format!("_{i}"), V::string(p.to_string()));
-        }
-        Ok(V::Map(Rc::new(out)))
+        Ok(V::string(to_camel(str_of(&a[0]))))
     });
 }
 
@@ -786,8 +1591,7 @@ fn register_lists(m: &mut Table) {
     register(m, "list", &[], Some(Any), list_f);
     register(m, "tuple", &[], Some(Any), list_f);
     let push: super::funcs::Func = |a| {
-        let mut l =
-            to_list(&a[0]).ok_or_else(|| format!("Cannot push on type {}", go_kind(&a[0])))?;
+        let mut l = list_or("push", &a[0])?;
         l.push(a[1].clone());
         Ok(list(l))
     };
@@ -795,140 +1599,201 @@ fn register_lists(m: &mut Table) {
     register(m, "push", &[Any, Any], None, push);
     register(m, "mustAppend", &[Any, Any], None, push);
     register(m, "mustPush", &[Any, Any], None, push);
-    register(m, "prepend", &[Any, Any], None, |a| {
-        let mut l =
-            to_list(&a[0]).ok_or_else(|| format!("Cannot prepend on type {}", go_kind(&a[0])))?;
+    let prepend: super::funcs::Func = |a| {
+        let mut l = list_or("prepend", &a[0])?;
         l.insert(0, a[1].clone());
         Ok(list(l))
-    });
-    register(m, "mustFirst", &[Any], None, |a| {
-        Ok(to_list(&a[0])
-            .and_then(|l| l.first().cloned())
-            .unwrap_or(V::Nil))
-    });
-    register(m, "mustLast", &[Any], None, |a| {
-        Ok(to_list(&a[0])
-            .and_then(|l| l.last().cloned())
-            .unwrap_or(V::Nil))
-    });
-    register(m, "first", &[Any], None, |a| {
-        Ok(to_list(&a[0])
-            .and_then(|l| l.first().cloned())
-            .unwrap_or(V::Nil))
-    });
-    register(m, "last", &[Any], None, |a| {
-        Ok(to_list(&a[0])
-            .and_then(|l| l.last().cloned())
-            .unwrap_or(V::Nil))
-    });
-    register(m, "rest", &[Any], None, |a| {
-        Ok(to_list(&a[0]).map_or(V::Nil, |l| {
-            list(l.get(1..).map(<[_]>::to_vec).unwrap_or_default())
-        }))
-    });
-    register(m, "initial", &[Any], None, |a| {
-        Ok(to_list(&a[0]).map_or(V::Nil, |l| list(l[..l.len().saturating_sub(1)].to_vec())))
-    });
-    register(m, "reverse", &[Any], None, |a| {
-        Ok(to_list(&a[0]).map_or(V::Nil, |mut l| {
-            l.reverse();
-            list(l)
-        }))
-    });
-    register(m, "has", &[Any, Any], None, |a| {
-        let l = to_list(&a[1]).unwrap_or_default();
-        Ok(V::Bool(l.iter().any(|x| deep_eq(x, &a[0]))))
-    });
-    register(m, "uniq", &[Any], None, |a| {
+    };
+    register(m, "prepend", &[Any, Any], None, prepend);
+    register(m, "mustPrepend", &[Any, Any], None, prepend);
+    let first: super::funcs::Func = |a| {
+        let l = to_list(&a[0]).ok_or_else(|| not_list("find first", &a[0]))?;
+        Ok(l.first().cloned().unwrap_or(V::Nil))
+    };
+    register(m, "first", &[Any], None, first);
+    register(m, "mustFirst", &[Any], None, first);
+    let last: super::funcs::Func = |a| {
+        let l = to_list(&a[0]).ok_or_else(|| not_list("find last", &a[0]))?;
+        Ok(l.last().cloned().unwrap_or(V::Nil))
+    };
+    register(m, "last", &[Any], None, last);
+    register(m, "mustLast", &[Any], None, last);
+    let rest: super::funcs::Func = |a| {
+        let l = to_list(&a[0]).ok_or_else(|| not_list("find rest", &a[0]))?;
+        if l.is_empty() {
+            return Ok(V::NilOf("[]interface {}"));
+        }
+        Ok(list(l[1..].to_vec()))
+    };
+    register(m, "rest", &[Any], None, rest);
+    register(m, "mustRest", &[Any], None, rest);
+    let initial: super::funcs::Func = |a| {
+        let l = to_list(&a[0]).ok_or_else(|| not_list("find initial", &a[0]))?;
+        if l.is_empty() {
+            return Ok(V::NilOf("[]interface {}"));
+        }
+        Ok(list(l[..l.len() - 1].to_vec()))
+    };
+    register(m, "initial", &[Any], None, initial);
+    register(m, "mustInitial", &[Any], None, initial);
+    let reverse: super::funcs::Func = |a| {
+        let mut l = to_list(&a[0]).ok_or_else(|| not_list("find reverse", &a[0]))?;
+        l.reverse();
+        Ok(list(l))
+    };
+    register(m, "reverse", &[Any], None, reverse);
+    register(m, "mustReverse", &[Any], None, reverse);
+    let has: super::funcs::Func = |a| {
+        if matches!(a[1], V::Nil | V::Missing) {
+            return Ok(V::Bool(false));
+        }
+        let l = to_list(&a[1]).ok_or_else(|| not_list("find has", &a[1]))?;
+        Ok(V::Bool(l.iter().any(|x| deep_equal(&a[0], x))))
+    };
+    register(m, "has", &[Any, Any], None, has);
+    register(m, "mustHas", &[Any, Any], None, has);
+    let uniq: super::funcs::Func = |a| {
+        let l = to_list(&a[0]).ok_or_else(|| not_list("find uniq", &a[0]))?;
         let mut out: Vec<V<'_>> = Vec::new();
-        for x in to_list(&a[0]).unwrap_or_default() {
-            if !out.iter().any(|y| deep_eq(y, &x)) {
+        for x in l {
+            if !out.iter().any(|y| deep_equal(&x, y)) {
                 out.push(x);
             }
         }
         Ok(list(out))
-    });
-    register(m, "without", &[Any], Some(Any), |a| {
-        let l = to_list(&a[0]).unwrap_or_default();
+    };
+    register(m, "uniq", &[Any], None, uniq);
+    register(m, "mustUniq", &[Any], None, uniq);
+    let without: super::funcs::Func = |a| {
+        let l = to_list(&a[0]).ok_or_else(|| not_list("find without", &a[0]))?;
         Ok(list(
             l.into_iter()
-                .filter(|x| !a[1..].iter().any(|o| deep_eq(o, x)))
+                .filter(|x| !a[1..].iter().any(|o| deep_equal(x, o)))
                 .collect(),
         ))
-    });
-    register(m, "compact", &[Any], None, |a| {
-        Ok(list(
-            to_list(&a[0])
-                .unwrap_or_default()
-                .into_iter()
-                .filter(V::truth)
-                .collect(),
-        ))
-    });
+    };
+    register(m, "without", &[Any], Some(Any), without);
+    register(m, "mustWithout", &[Any], Some(Any), without);
+    let compact: super::funcs::Func = |a| {
+        let l = list_or("compact", &a[0])?;
+        Ok(list(l.into_iter().filter(|x| !empty(x)).collect()))
+    };
+    register(m, "compact", &[Any], None, compact);
+    register(m, "mustCompact", &[Any], None, compact);
     register(m, "concat", &[], Some(Any), |a| {
-        Ok(list(
-            a.iter()
-                .flat_map(|l| to_list(l).unwrap_or_default())
-                .collect(),
-        ))
+        let mut out = Vec::new();
+        for l in &a {
+            match to_list(l) {
+                Some(items) => out.extend(items),
+                None if matches!(l, V::Nil | V::Missing) => {
+                    return Err(
+                        "runtime error: invalid memory address or nil pointer dereference".into(),
+                    )
+                }
+                None => return Err(format!("Cannot concat type {} as list", go_kind(l))),
+            }
+        }
+        if out.is_empty() {
+            return Ok(V::NilOf("[]interface {}"));
+        }
+        Ok(list(out))
     });
     let slice: super::funcs::Func = |a| {
         let Some(l) = to_list(&a[0]) else {
-            return Err(format!(
-                "list should be type of slice or array but {}",
-                go_kind(&a[0])
-            ));
+            return Err(match &a[0] {
+                V::Nil | V::Missing => {
+                    "runtime error: invalid memory address or nil pointer dereference".into()
+                }
+                other => format!(
+                    "list should be type of slice or array but {}",
+                    go_kind(other)
+                ),
+            });
         };
         if l.is_empty() {
             return Ok(V::Nil);
         }
+        let cap = go_cap(&a[0]) as i64;
         let start = a.get(1).map_or(0, to_i64);
         let end = a.get(2).map_or(l.len() as i64, to_i64);
-        if start < 0 || end < start || end as usize > l.len() {
-            return Err(format!("reflect: slice index out of range [{start}:{end}]"));
+        if start < 0 || end < start || end > cap {
+            return Err("reflect.Value.Slice: slice index out of bounds".into());
         }
-        Ok(list(l[start as usize..end as usize].to_vec()))
+        let items: Vec<V<'_>> = (start..end)
+            .map(|i| l.get(i as usize).cloned().unwrap_or(V::Nil))
+            .collect();
+        Ok(match &a[0] {
+            V::TList(t, _) => V::TList(t, Rc::new(items)),
+            _ => list(items),
+        })
     };
     register(m, "slice", &[Any], Some(Any), slice);
     register(m, "mustSlice", &[Any], Some(Any), slice);
     register(m, "until", &[Int], None, |a| {
-        Ok(list(
-            (0..to_i64(&a[0]).clamp(0, 1 << 20))
-                .map(|i| V::Int(i, IntTy::Int))
-                .collect(),
-        ))
+        let n = to_i64(&a[0]);
+        until_step(0, n, if n < 0 { -1 } else { 1 }).map(ints)
     });
     register(m, "untilStep", &[Int, Int, Int], None, |a| {
-        until_step(to_i64(&a[0]), to_i64(&a[1]), to_i64(&a[2])).map(list)
+        until_step(to_i64(&a[0]), to_i64(&a[1]), to_i64(&a[2])).map(ints)
     });
     let chunk_f: super::funcs::Func = |a| {
         let size = to_i64(&a[0]);
-        let items =
-            to_list(&a[1]).ok_or_else(|| format!("Cannot chunk type {}", go_kind(&a[1])))?;
-        if size <= 0 {
-            return Err(format!("Cannot chunk into size {size}"));
+        let items = to_list(&a[1]).ok_or_else(|| match &a[1] {
+            V::Nil | V::Missing => {
+                "runtime error: invalid memory address or nil pointer dereference".to_string()
+            }
+            other => format!("Cannot chunk type {}", go_kind(other)),
+        })?;
+        if size == 0 {
+            return Err("runtime error: integer divide by zero".into());
         }
-        let size = usize::try_from(size).unwrap_or(usize::MAX);
-        Ok(list(items.chunks(size).map(|c| list(c.to_vec())).collect()))
+        let l = items.len() as i64;
+        let cs = ((l - 1) as f64 / size as f64).floor() as i64 + 1;
+        if cs < 0 {
+            return Err("runtime error: makeslice: len out of range".into());
+        }
+        let mut out = Vec::new();
+        for i in 0..cs {
+            let mut clen = size;
+            if i == cs - 1 {
+                clen = ((l as f64) % (size as f64)).floor() as i64;
+                if clen == 0 {
+                    clen = size;
+                }
+            }
+            if clen < 0 {
+                return Err("runtime error: makeslice: len out of range".into());
+            }
+            let mut c = Vec::new();
+            for j in 0..clen {
+                let ix = i * size + j;
+                match items.get(ix as usize) {
+                    Some(x) if ix >= 0 => c.push(x.clone()),
+                    _ => return Err("reflect: slice index out of range".to_string()),
+                }
+            }
+            out.push(list(c));
+        }
+        Ok(V::TList("[][]interface {}", Rc::new(out)))
     };
     register(m, "chunk", &[Int, Any], None, chunk_f);
     register(m, "mustChunk", &[Int, Any], None, chunk_f);
 }
 
 /// Sprig's `untilStep`: from `start` towards `stop` (exclusive) by `step`; empty when `step` does
-/// not lead there. Capped like `until` (2^20 items).
-fn until_step<'a>(start: i64, stop: i64, step: i64) -> Result<Vec<V<'a>>, String> {
+/// not lead there. Capped at 2^20 items (Go has no cap).
+fn until_step(start: i64, stop: i64, step: i64) -> R<Vec<i64>> {
     let mut out = Vec::new();
-    let mut i = start;
-    let going = |i: i64| if stop < start { i > stop } else { i < stop };
     if (stop < start && step >= 0) || (stop >= start && step <= 0) {
         return Ok(out);
     }
+    let mut i = start;
+    let going = |i: i64| if stop < start { i > stop } else { i < stop };
     while going(i) {
         if out.len() >= 1 << 20 {
             return Err("untilStep: more than 1048576 items".into());
         }
-        out.push(V::Int(i, IntTy::Int));
+        out.push(i);
         match i.checked_add(step) {
             Some(n) => i = n,
             None => break,
@@ -944,27 +1809,36 @@ fn register_dicts(m: &mut Table) {
         for pair in a.chunks(2) {
             out.insert(strval(&pair[0]), pair.get(1).cloned().unwrap_or(V::s("")));
         }
-        Ok(V::Map(Rc::new(out)))
+        Ok(V::map(out))
     });
     register(m, "get", &[Map, Str], None, |a| {
         Ok(to_map(&a[0]).remove(str_of(&a[1])).unwrap_or(V::s("")))
     });
     register(m, "set", &[Map, Str, Any], None, |a| {
-        let mut d = to_map(&a[0]);
-        d.insert(str_of(&a[1]).to_string(), a[2].clone());
-        Ok(V::Map(Rc::new(d)))
+        if matches!(a[0], V::Nil) {
+            return Err("assignment to entry in nil map".into());
+        }
+        let d = shared_map(&a[0]);
+        if contains_map(&a[2], &d) {
+            return Err(SELF_MAP.into());
+        }
+        d.borrow_mut()
+            .insert(str_of(&a[1]).to_string(), a[2].clone());
+        Ok(V::Map(d))
     });
     register(m, "unset", &[Map, Str], None, |a| {
-        let mut d = to_map(&a[0]);
-        d.remove(str_of(&a[1]));
-        Ok(V::Map(Rc::new(d)))
+        if matches!(a[0], V::Nil) {
+            return Ok(V::NilOf("map[string]interface {}"));
+        }
+        let d = shared_map(&a[0]);
+        d.borrow_mut().remove(str_of(&a[1]));
+        Ok(V::Map(d))
     });
     register(m, "hasKey", &[Map, Str], None, |a| {
         Ok(V::Bool(to_map(&a[0]).contains_key(str_of(&a[1]))))
     });
     register(m, "keys", &[], Some(Map), |a| {
-        let mut k: Vec<String> = a.iter().flat_map(|d| to_map(d).into_keys()).collect();
-        k.sort();
+        let k: Vec<String> = a.iter().flat_map(|d| to_map(d).into_keys()).collect();
         Ok(strs(k))
     });
     register(m, "values", &[Map], None, |a| {
@@ -973,11 +1847,11 @@ fn register_dicts(m: &mut Table) {
     register(m, "pick", &[Map], Some(Str), |a| {
         let d = to_map(&a[0]);
         let keys: Vec<&str> = a[1..].iter().map(str_of).collect();
-        Ok(V::Map(Rc::new(
+        Ok(V::map(
             d.into_iter()
                 .filter(|(k, _)| keys.contains(&k.as_str()))
                 .collect(),
-        )))
+        ))
     });
     register(m, "pluck", &[Str], Some(Map), |a| {
         let k = str_of(&a[0]);
@@ -985,103 +1859,151 @@ fn register_dicts(m: &mut Table) {
             a[1..].iter().filter_map(|d| to_map(d).remove(k)).collect(),
         ))
     });
-    register(m, "merge", &[Map], Some(Map), |a| {
-        let mut d = to_map(&a[0]);
-        for s in &a[1..] {
-            merge_into(&mut d, &to_map(s), false);
-        }
-        Ok(V::Map(Rc::new(d)))
-    });
-    register(m, "mergeOverwrite", &[Map], Some(Map), |a| {
-        let mut d = to_map(&a[0]);
-        for s in &a[1..] {
-            merge_into(&mut d, &to_map(s), true);
-        }
-        Ok(V::Map(Rc::new(d)))
-    });
+    let merge: super::funcs::Func = |a| merge_maps(&a, false);
+    register(m, "merge", &[Map], Some(Map), merge);
+    register(m, "mustMerge", &[Map], Some(Map), merge);
+    let merge_ow: super::funcs::Func = |a| merge_maps(&a, true);
+    register(m, "mergeOverwrite", &[Map], Some(Map), merge_ow);
+    register(m, "mustMergeOverwrite", &[Map], Some(Map), merge_ow);
     register(m, "dig", &[], Some(Any), |a| {
         if a.len() < 3 {
             return Err("dig needs at least three arguments".into());
         }
         let n = a.len();
+        let def = a[n - 2].clone();
         let mut cur = a[n - 1].clone();
+        let bad = |v: &V<'_>, want: &str| {
+            format!(
+                "interface conversion: interface {{}} is {}, not {want}",
+                match v {
+                    V::Nil | V::Missing => "nil".to_string(),
+                    other => other.type_name(),
+                }
+            )
+        };
+        if !matches!(cur, V::Json(Value::Object(_)) | V::Map(_)) {
+            return Err(bad(&cur, "map[string]interface {}"));
+        }
         for k in &a[..n - 2] {
+            if !matches!(k, V::Str(_)) {
+                return Err(bad(k, "string"));
+            }
+        }
+        for (i, k) in a[..n - 2].iter().enumerate() {
+            if !matches!(cur, V::Json(Value::Object(_)) | V::Map(_)) {
+                return Err(bad(&cur, "map[string]interface {}"));
+            }
             cur = match to_map(&cur).remove(str_of(k)) {
                 Some(v) => v,
-                None => return Ok(a[n - 2].clone()),
+                None => return Ok(def),
             };
+            if i == n - 3 {
+                return Ok(cur);
+            }
         }
         Ok(cur)
     });
 }
 
-fn deep_eq(a: &V<'_>, b: &V<'_>) -> bool {
-    a.type_name() == b.type_name() && a.to_json() == b.to_json()
+/// Go accepts making a map contain itself and then overflows its stack printing, encoding or
+/// merging it (a fatal error, not a template error); outrigger refuses at `set` / `merge`.
+const SELF_MAP: &str = "outrigger does not support a map that contains itself";
+
+/// Does `v` hold the map `m`, at any depth?
+fn contains_map<'a>(v: &V<'a>, m: &super::value::GoMap<'a>) -> bool {
+    match v {
+        V::Map(x) => {
+            Rc::ptr_eq(x, m)
+                || x.try_borrow()
+                    .map_or(true, |x| x.values().any(|y| contains_map(y, m)))
+        }
+        V::List(l) | V::TList(_, l) => l.iter().any(|y| contains_map(y, m)),
+        _ => false,
+    }
 }
 
-fn register_misc(m: &mut Table) {
+/// mergo 0.3.x `Merge` / `MergeWithOverwrite` of generic maps into the first (changed in place).
+fn merge_maps<'a>(a: &[V<'a>], overwrite: bool) -> R<V<'a>> {
+    let dst = shared_map(&a[0]);
+    let holds_dst = |src: &V<'a>| match src {
+        V::Map(m) => m.borrow().values().any(|v| contains_map(v, &dst)),
+        _ => false,
+    };
+    if a[1..].iter().any(holds_dst) {
+        return Err(SELF_MAP.into());
+    }
+    for src in &a[1..] {
+        // Copy the source first: it may be the destination map itself.
+        let src_entries = to_map(src);
+        let Ok(mut d) = dst.try_borrow_mut() else {
+            return Err(SELF_MAP.into());
+        };
+        deep_merge(&mut d, &src_entries, overwrite);
+    }
+    Ok(V::Map(dst))
+}
+
+fn is_mapish(v: &V<'_>) -> bool {
+    matches!(v, V::Map(_) | V::Json(Value::Object(_)))
+}
+
+/// mergo 0.3.x `deepMerge` of one `map[string]interface{}` into another, as Sprig's `merge`
+/// (`overwrite` false) and `mergeOverwrite` use it:
+/// * a nil source value is copied only when overwriting;
+/// * a map source value is merged into a map destination value (recursively, in place);
+/// * a map or slice source value never replaces a non-empty destination value, even when
+///   overwriting (`mergeOverwrite (dict "a" "x") (dict "a" (dict))` keeps `"x"`);
+/// * otherwise the source value is copied when overwriting or when the destination value is
+///   missing or empty.
+fn deep_merge<'a>(
+    dst: &mut BTreeMap<String, V<'a>>,
+    src: &BTreeMap<String, V<'a>>,
+    overwrite: bool,
+) {
+    for (k, sv) in src {
+        if matches!(sv, V::Nil | V::Missing | V::Json(Value::Null)) {
+            if overwrite {
+                dst.insert(k.clone(), V::Nil);
+            }
+            continue;
+        }
+        let src_map = go_kind(sv) == "map";
+        let src_coll = src_map || go_kind(sv) == "slice";
+        if src_map {
+            if let Some(dv) = dst.get_mut(k) {
+                if is_mapish(dv) && is_mapish(sv) {
+                    // Copy the source first: it may be the destination map itself.
+                    let src_entries = to_map(sv);
+                    let m = shared_map(dv);
+                    if let Ok(mut inner) = m.try_borrow_mut() {
+                        deep_merge(&mut inner, &src_entries, overwrite);
+                    }
+                    *dv = V::Map(m);
+                }
+            }
+        }
+        let de = dst.get(k);
+        if let Some(dv) = de {
+            if !empty(dv) && src_coll {
+                continue;
+            }
+        }
+        if overwrite || de.is_none_or(empty) {
+            dst.insert(k.clone(), sv.clone());
+        }
+    }
+}
+
+fn register_numbers(m: &mut Table) {
     use P::*;
-    register(m, "default", &[Any], Some(Any), |a| {
-        Ok(match a.get(1) {
-            Some(g) if !g.is_empty() => g.clone(),
-            _ => a[0].clone(),
-        })
-    });
-    register(m, "empty", &[Any], None, |a| Ok(V::Bool(a[0].is_empty())));
-    register(m, "coalesce", &[], Some(Any), |a| {
-        Ok(a.iter().find(|v| !v.is_empty()).cloned().unwrap_or(V::Nil))
-    });
-    register(m, "all", &[], Some(Any), |a| {
-        Ok(V::Bool(a.iter().all(|v| !v.is_empty())))
-    });
-    register(m, "any", &[], Some(Any), |a| {
-        Ok(V::Bool(a.iter().any(|v| !v.is_empty())))
-    });
-    register(m, "ternary", &[Any, Any, Bool], None, |a| {
-        Ok(if a[2].truth() {
-            a[0].clone()
-        } else {
-            a[1].clone()
-        })
-    });
-    register(m, "fail", &[Str], None, |a| Err(str_of(&a[0]).to_string()));
-    register(m, "toJson", &[Any], None, |a| {
-        Ok(V::string(to_json_any(&a[0])))
-    });
-    register(m, "mustToJson", &[Any], None, |a| {
-        Ok(V::string(to_json_any(&a[0])))
-    });
-    register(m, "toRawJson", &[Any], None, |a| {
-        Ok(V::string(
-            serde_json::to_string(&a[0].to_json()).unwrap_or_default(),
-        ))
-    });
-    register(m, "toPrettyJson", &[Any], None, |a| {
-        Ok(V::string(pretty_json(&a[0].to_json())))
-    });
-    register(m, "fromJson", &[Str], None, |a| {
-        Ok(serde_json::from_str::<Value>(str_of(&a[0])).map_or(V::Nil, owned))
-    });
-    register(m, "mustFromJson", &[Str], None, |a| {
-        serde_json::from_str::<Value>(str_of(&a[0]))
-            .map(owned)
-            .map_err(|e| e.to_string())
-    });
-    register(m, "deepCopy", &[Any], None, |a| Ok(a[0].clone()));
-    register(m, "mustDeepCopy", &[Any], None, |a| Ok(a[0].clone()));
-    register(m, "typeOf", &[Any], None, |a| Ok(V::string(type_of(&a[0]))));
-    register(m, "typeIs", &[Str, Any], None, |a| {
-        Ok(V::Bool(str_of(&a[0]) == type_of(&a[1])))
-    });
-    register(m, "kindOf", &[Any], None, |a| Ok(V::s(go_kind(&a[0]))));
-    register(m, "kindIs", &[Str, Any], None, |a| {
-        Ok(V::Bool(str_of(&a[0]) == go_kind(&a[1])))
-    });
-    register(m, "deepEqual", &[Any, Any], None, |a| {
-        Ok(V::Bool(deep_eq(&a[0], &a[1])))
-    });
     register(m, "atoi", &[Str], None, |a| {
-        Ok(V::Int(str_of(&a[0]).parse().unwrap_or(0), IntTy::Int))
+        let s = str_of(&a[0]);
+        let v = if s.starts_with(['+', '-']) && s.len() > 1 || !s.starts_with(['+', '-']) {
+            atoi(s)
+        } else {
+            0
+        };
+        Ok(V::Int(v, IntTy::Int))
     });
     register(m, "int", &[Any], None, |a| {
         Ok(V::Int(to_i64(&a[0]), IntTy::Int))
@@ -1101,23 +2023,22 @@ fn register_misc(m: &mut Table) {
         Ok(i64v(a.iter().map(to_i64).fold(1i64, i64::wrapping_mul)))
     });
     register(m, "div", &[Any, Any], None, |a| {
-        to_i64(&a[0])
-            .checked_div(to_i64(&a[1]))
-            .map(i64v)
-            .ok_or_else(|| "runtime error: integer divide by zero".into())
+        let (x, y) = (to_i64(&a[0]), to_i64(&a[1]));
+        if y == 0 {
+            return Err("runtime error: integer divide by zero".into());
+        }
+        Ok(i64v(x.wrapping_div(y)))
     });
     register(m, "mod", &[Any, Any], None, |a| {
-        to_i64(&a[0])
-            .checked_rem(to_i64(&a[1]))
-            .map(i64v)
-            .ok_or_else(|| "runtime error: integer divide by zero".into())
+        let (x, y) = (to_i64(&a[0]), to_i64(&a[1]));
+        if y == 0 {
+            return Err("runtime error: integer divide by zero".into());
+        }
+        Ok(i64v(x.wrapping_rem(y)))
     });
-    register(m, "max", &[Any], Some(Any), |a| {
-        Ok(i64v(a.iter().map(to_i64).max().unwrap_or(0)))
-    });
-    register(m, "biggest", &[Any], Some(Any), |a| {
-        Ok(i64v(a.iter().map(to_i64).max().unwrap_or(0)))
-    });
+    let max: super::funcs::Func = |a| Ok(i64v(a.iter().map(to_i64).max().unwrap_or(0)));
+    register(m, "max", &[Any], Some(Any), max);
+    register(m, "biggest", &[Any], Some(Any), max);
     register(m, "min", &[Any], Some(Any), |a| {
         Ok(i64v(a.iter().map(to_i64).min().unwrap_or(0)))
     });
@@ -1138,25 +2059,24 @@ fn register_misc(m: &mut Table) {
         ))
     });
     register(m, "toDecimal", &[Any], None, |a| {
-        // strconv.ParseInt(fmt.Sprint(v), 8, 64), 0 on error (same sign and digit rules).
-        let parsed = i64::from_str_radix(&a[0].sprint(), 8).unwrap_or(0);
+        let s = a[0].sprint();
+        let parsed = parse_int_base8(&s).unwrap_or(0);
         Ok(i64v(parsed))
     });
     register(m, "addf", &[], Some(Any), |a| {
-        Ok(V::Float(a.iter().map(to_f64).sum()))
+        decimal_op(&V::Float(0.0), &a, decimal::Op::Add)
+    });
+    register(m, "add1f", &[Any], None, |a| {
+        decimal_op(&a[0], &[V::Int(1, IntTy::Int)], decimal::Op::Add)
     });
     register(m, "subf", &[Any], Some(Any), |a| {
-        Ok(V::Float(
-            a[1..].iter().map(to_f64).fold(to_f64(&a[0]), |x, y| x - y),
-        ))
+        decimal_op(&a[0], &a[1..], decimal::Op::Sub)
     });
     register(m, "mulf", &[Any], Some(Any), |a| {
-        Ok(V::Float(a.iter().map(to_f64).product()))
+        decimal_op(&a[0], &a[1..], decimal::Op::Mul)
     });
     register(m, "divf", &[Any], Some(Any), |a| {
-        Ok(V::Float(
-            a[1..].iter().map(to_f64).fold(to_f64(&a[0]), |x, y| x / y),
-        ))
+        decimal_op(&a[0], &a[1..], decimal::Op::Div)
     });
     register(m, "floor", &[Any], None, |a| {
         Ok(V::Float(to_f64(&a[0]).floor()))
@@ -1164,34 +2084,318 @@ fn register_misc(m: &mut Table) {
     register(m, "ceil", &[Any], None, |a| {
         Ok(V::Float(to_f64(&a[0]).ceil()))
     });
+    register(m, "round", &[Any, Int], Some(Float), |a| {
+        let round_on = match a.get(2) {
+            Some(V::Float(f)) => *f,
+            _ => 0.5,
+        };
+        let val = to_f64(&a[0]);
+        let places = to_i64(&a[1]) as f64;
+        let pow = 10f64.powf(places);
+        let digit = pow * val;
+        let div = digit.fract();
+        let r = if div >= round_on {
+            digit.ceil()
+        } else {
+            digit.floor()
+        };
+        Ok(V::Float(r / pow))
+    });
     register(m, "seq", &[], Some(Int), |a| {
         let n: Vec<i64> = a.iter().map(to_i64).collect();
-        let (start, step, end) = match n.as_slice() {
-            [e] => (1, 1, *e),
-            [s, e] => (*s, if s <= e { 1 } else { -1 }, *e),
-            [s, st, e] => (*s, *st, *e),
+        let (start, end, step) = match n.as_slice() {
+            [] => return Ok(V::s("")),
+            [e] => {
+                let inc = if *e < 1 { -1 } else { 1 };
+                (1, e + inc, inc)
+            }
+            [s, e] => {
+                let st = if e < s { -1 } else { 1 };
+                (*s, e + st, st)
+            }
+            [s, st, e] => {
+                let mut inc = 1;
+                if e < s {
+                    inc = -1;
+                    if *st > 0 {
+                        return Ok(V::s(""));
+                    }
+                }
+                (*s, e + inc, *st)
+            }
             _ => return Ok(V::s("")),
         };
-        let mut out = Vec::new();
-        let mut i = start;
-        while step != 0 && ((step > 0 && i <= end) || (step < 0 && i >= end)) && out.len() < 1 << 20
-        {
-            out.push(i.to_string());
-            i += step;
-        }
-        Ok(V::string(out.join(" ")))
+        let items = until_step(start, end, step)?;
+        let s: Vec<String> = items.iter().map(i64::to_string).collect();
+        Ok(V::string(s.join(" ")))
     });
 }
 
-/// Sprig `toJson`: typed k8s structs use their Go JSON form.
-fn to_json_any(v: &V<'_>) -> String {
-    if let V::K8s { ty, json, .. } = v {
-        let j = json
-            .cloned()
-            .unwrap_or_else(|| Value::Object(Default::default()));
-        return crate::k8s::to_go_value(ty, &j)
-            .map(|g| crate::gojson::to_string(&g))
-            .unwrap_or_default();
+/// Go's `strconv.Atoi` (errors give 0 in Sprig's `atoi`).
+fn atoi(s: &str) -> i64 {
+    let (neg, body) = match s.as_bytes().first() {
+        Some(b'-') => (true, &s[1..]),
+        Some(b'+') => (false, &s[1..]),
+        _ => (false, s),
+    };
+    if body.is_empty() || !body.bytes().all(|c| c.is_ascii_digit()) {
+        return 0;
     }
-    to_json_go(v)
+    let text = if neg {
+        format!("-{body}")
+    } else {
+        body.to_string()
+    };
+    text.parse::<i64>().unwrap_or(0)
+}
+
+/// `strconv.ParseInt(s, 8, 64)`.
+fn parse_int_base8(s: &str) -> Option<i64> {
+    let (neg, body) = match s.as_bytes().first() {
+        Some(b'-') => (true, &s[1..]),
+        Some(b'+') => (false, &s[1..]),
+        _ => (false, s),
+    };
+    if body.is_empty() || !body.bytes().all(|c| (b'0'..=b'7').contains(&c)) {
+        return None;
+    }
+    let u = u64::from_str_radix(body, 8).ok()?;
+    if neg {
+        if u > 1 << 63 {
+            return None;
+        }
+        Some((u as i64).wrapping_neg())
+    } else {
+        i64::try_from(u).ok()
+    }
+}
+
+/// Sprig's `execDecimalOp`: shopspring/decimal arithmetic on the shortest decimal forms of the
+/// float64 operands, then back to float64.
+fn decimal_op<'a>(a: &V<'a>, rest: &[V<'a>], op: decimal::Op) -> R<V<'a>> {
+    let mut acc = decimal::Dec::from_f64(to_f64(a))?;
+    for x in rest {
+        let d = decimal::Dec::from_f64(to_f64(x))?;
+        acc = acc.apply(&d, op)?;
+    }
+    Ok(V::Float(acc.to_f64()))
+}
+
+mod decimal {
+    //! The subset of shopspring/decimal Sprig uses: exact `Add`, `Sub`, `Mul`, and `Div`
+    //! rounded half away from zero to 16 decimal places; float64 conversions through the
+    //! shortest decimal form. Mantissas beyond 128 bits fall back to float64 arithmetic.
+
+    /// The operation.
+    #[derive(Clone, Copy)]
+    pub enum Op {
+        Add,
+        Sub,
+        Mul,
+        Div,
+    }
+
+    /// A decimal `m × 10^e`, or a float64 when it no longer fits.
+    #[derive(Clone, Copy)]
+    pub enum Dec {
+        Exact(i128, i32),
+        Approx(f64),
+    }
+
+    impl Dec {
+        /// `decimal.NewFromFloat`.
+        pub fn from_f64(f: f64) -> Result<Dec, String> {
+            if !f.is_finite() {
+                return Err(format!(
+                    "Cannot create a Decimal from {}",
+                    crate::gofloat::format_float(f, 'g', -1)
+                ));
+            }
+            if f == 0.0 {
+                return Ok(Dec::Exact(0, 0));
+            }
+            let s = format!("{f:e}");
+            let (mant, exp) = s.split_once('e').unwrap_or((&s, "0"));
+            let exp: i32 = exp.parse().unwrap_or(0);
+            let neg = mant.starts_with('-');
+            let digits: String = mant.chars().filter(char::is_ascii_digit).collect();
+            let frac = digits.len() as i32 - 1;
+            let m: i128 = digits.parse().unwrap_or(0);
+            Ok(Dec::Exact(if neg { -m } else { m }, exp - frac))
+        }
+
+        /// `Decimal.Float64`.
+        pub fn to_f64(self) -> f64 {
+            match self {
+                Dec::Exact(m, e) => format!("{m}e{e}").parse().unwrap_or(0.0),
+                Dec::Approx(f) => f,
+            }
+        }
+
+        fn approx(self) -> f64 {
+            self.to_f64()
+        }
+
+        /// `d op x`.
+        pub fn apply(self, x: &Dec, op: Op) -> Result<Dec, String> {
+            let (Dec::Exact(a, ea), Dec::Exact(b, eb)) = (self, *x) else {
+                return Ok(Dec::Approx(float_op(self.approx(), x.approx(), op)?));
+            };
+            let r = match op {
+                Op::Add | Op::Sub => {
+                    let b = if matches!(op, Op::Sub) { -b } else { b };
+                    let e = ea.min(eb);
+                    scale(a, ea - e)
+                        .zip(scale(b, eb - e))
+                        .and_then(|(x, y)| x.checked_add(y))
+                        .map(|m| Dec::Exact(m, e))
+                }
+                Op::Mul => a.checked_mul(b).map(|m| Dec::Exact(m, ea + eb)),
+                Op::Div => {
+                    if b == 0 {
+                        return Err("decimal division by 0".into());
+                    }
+                    div_round(a, ea, b, eb)
+                }
+            };
+            match r {
+                Some(d) => Ok(d),
+                None => Ok(Dec::Approx(float_op(self.approx(), x.approx(), op)?)),
+            }
+        }
+    }
+
+    fn float_op(a: f64, b: f64, op: Op) -> Result<f64, String> {
+        Ok(match op {
+            Op::Add => a + b,
+            Op::Sub => a - b,
+            Op::Mul => a * b,
+            Op::Div => {
+                if b == 0.0 {
+                    return Err("decimal division by 0".into());
+                }
+                a / b
+            }
+        })
+    }
+
+    fn scale(m: i128, k: i32) -> Option<i128> {
+        let mut m = m;
+        for _ in 0..k {
+            m = m.checked_mul(10)?;
+        }
+        Some(m)
+    }
+
+    /// `DivRound(d2, 16)`: the quotient truncated at 10^-16, then rounded half away from zero.
+    fn div_round(a: i128, ea: i32, b: i128, eb: i32) -> Option<Dec> {
+        const PREC: i32 = 16;
+        // q = a·10^ea / (b·10^eb) at 10^-PREC: numerator a·10^(ea-eb+PREC) over b.
+        let shift = ea - eb + PREC;
+        let (num, den) = if shift >= 0 {
+            (scale(a, shift)?, b)
+        } else {
+            (a, scale(b, -shift)?)
+        };
+        let q = num / den;
+        let r = num % den;
+        let twice = r.checked_abs()?.checked_mul(2)?;
+        let q = if twice >= den.checked_abs()? {
+            if (num < 0) != (den < 0) {
+                q - 1
+            } else {
+                q + 1
+            }
+        } else {
+            q
+        };
+        Some(Dec::Exact(q, -PREC))
+    }
+}
+
+fn register_misc(m: &mut Table) {
+    use P::*;
+    register(m, "default", &[Any], Some(Any), |a| {
+        Ok(match a.get(1) {
+            Some(g) if !empty(g) => g.clone(),
+            _ => a[0].clone(),
+        })
+    });
+    register(m, "empty", &[Any], None, |a| Ok(V::Bool(empty(&a[0]))));
+    register(m, "coalesce", &[], Some(Any), |a| {
+        Ok(a.iter().find(|v| !empty(v)).cloned().unwrap_or(V::Nil))
+    });
+    register(m, "all", &[], Some(Any), |a| {
+        Ok(V::Bool(a.iter().all(|v| !empty(v))))
+    });
+    register(m, "any", &[], Some(Any), |a| {
+        Ok(V::Bool(a.iter().any(|v| !empty(v))))
+    });
+    register(m, "ternary", &[Any, Any, Bool], None, |a| {
+        Ok(if a[2].truth() {
+            a[0].clone()
+        } else {
+            a[1].clone()
+        })
+    });
+    register(m, "fail", &[Str], None, |a| Err(str_of(&a[0]).to_string()));
+    register(m, "toJson", &[Any], None, |a| {
+        Ok(V::string(marshal(&a[0], true, None).unwrap_or_default()))
+    });
+    register(m, "mustToJson", &[Any], None, |a| {
+        marshal(&a[0], true, None).map(V::string)
+    });
+    register(m, "toPrettyJson", &[Any], None, |a| {
+        Ok(V::string(
+            marshal(&a[0], true, Some("  ")).unwrap_or_default(),
+        ))
+    });
+    register(m, "mustToPrettyJson", &[Any], None, |a| {
+        marshal(&a[0], true, Some("  ")).map(V::string)
+    });
+    let raw: super::funcs::Func = |a| marshal(&a[0], false, None).map(V::string);
+    register(m, "toRawJson", &[Any], None, raw);
+    register(m, "mustToRawJson", &[Any], None, raw);
+    register(m, "fromJson", &[Str], None, |a| {
+        Ok(super::funcs::go_unmarshal(str_of(&a[0])).unwrap_or(V::Nil))
+    });
+    register(m, "mustFromJson", &[Str], None, |a| {
+        super::funcs::go_unmarshal(str_of(&a[0]))
+    });
+    let deep_copy: super::funcs::Func = |a| match &a[0] {
+        V::Nil | V::Missing => Err("reflect: call of reflect.Value.Type on zero Value".into()),
+        v => Ok(deep_copy(v)),
+    };
+    register(m, "deepCopy", &[Any], None, deep_copy);
+    register(m, "mustDeepCopy", &[Any], None, deep_copy);
+    register(m, "typeOf", &[Any], None, |a| Ok(V::string(type_of(&a[0]))));
+    register(m, "typeIs", &[Str, Any], None, |a| {
+        Ok(V::Bool(str_of(&a[0]) == type_of(&a[1])))
+    });
+    register(m, "typeIsLike", &[Str, Any], None, |a| {
+        let t = type_of(&a[1]);
+        let target = str_of(&a[0]);
+        Ok(V::Bool(target == t || format!("*{target}") == t))
+    });
+    register(m, "kindOf", &[Any], None, |a| Ok(V::s(go_kind(&a[0]))));
+    register(m, "kindIs", &[Str, Any], None, |a| {
+        Ok(V::Bool(str_of(&a[0]) == go_kind(&a[1])))
+    });
+    register(m, "deepEqual", &[Any, Any], None, |a| {
+        Ok(V::Bool(deep_equal(&a[0], &a[1])))
+    });
+}
+
+/// Sprig's `deepCopy` (copystructure): maps and lists copied deeply.
+fn deep_copy<'a>(v: &V<'a>) -> V<'a> {
+    match v {
+        V::Map(m) => V::map(
+            m.borrow()
+                .iter()
+                .map(|(k, x)| (k.clone(), deep_copy(x)))
+                .collect(),
+        ),
+        V::List(l) => list(l.iter().map(deep_copy).collect()),
+        other => other.clone(),
+    }
 }

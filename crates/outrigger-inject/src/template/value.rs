@@ -2,6 +2,7 @@
 //! Kubernetes structs and protobuf messages viewed lazily over JSON.
 
 use std::borrow::Cow;
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
@@ -42,10 +43,18 @@ pub enum V<'a> {
     Str(Cow<'a, str>),
     /// Generic JSON object or array (`map[string]any` / `[]any`).
     Json(&'a Value),
-    /// Generic list built by functions.
+    /// Generic list (`[]interface{}`) built by functions.
     List(Rc<Vec<V<'a>>>),
-    /// Generic map built by functions.
-    Map(Rc<BTreeMap<String, V<'a>>>),
+    /// A typed slice built by functions, with its Go type (`[]string` from `splitList`,
+    /// `[]int` from `until`, `[][]interface {}` from `chunk`).
+    TList(&'static str, Rc<Vec<V<'a>>>),
+    /// A nil slice or map of the given Go type (`rest` of an empty list, `unset` of a nil map).
+    NilOf(&'static str),
+    /// Generic map (`map[string]interface{}`) built by functions or from owned data; shared and
+    /// mutable, as Go maps are (`set`, `unset`, `merge` change it in place).
+    Map(GoMap<'a>),
+    /// A `complex128` (from a complex or imaginary number literal).
+    Complex(f64, f64),
     /// Typed `map[string]string` over JSON (`None` = nil map).
     StrMapJ(Option<&'a Map<String, Value>>),
     /// Typed `map[string]string` built by functions (`None` = nil map).
@@ -89,6 +98,9 @@ pub enum V<'a> {
     /// `TypeMeta` (Kind, APIVersion) or `DeploymentMeta` (Namespace, Name).
     Pair(PairKind, &'a str, &'a str),
 }
+
+/// A shared, mutable generic map.
+pub type GoMap<'a> = Rc<RefCell<BTreeMap<String, V<'a>>>>;
 
 /// Which two-string struct a [`V::Pair`] is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -134,6 +146,11 @@ impl<'a> V<'a> {
         V::Str(Cow::Owned(s))
     }
 
+    /// A new generic map value.
+    pub fn map(m: BTreeMap<String, V<'a>>) -> V<'a> {
+        V::Map(Rc::new(RefCell::new(m)))
+    }
+
     /// A generic JSON value (`.Values` semantics).
     pub fn json(v: &'a Value) -> V<'a> {
         match v {
@@ -161,8 +178,10 @@ impl<'a> V<'a> {
             V::Int(_, IntTy::I64) => "int64".into(),
             V::Uint(_) => "uint32".into(),
             V::Float(_) => "float64".into(),
+            V::Complex(..) => "complex128".into(),
             V::Str(_) => "string".into(),
             V::Json(Value::Array(_)) | V::List(_) => "[]interface {}".into(),
+            V::TList(t, _) | V::NilOf(t) => (*t).into(),
             V::Json(_) | V::Map(_) => "map[string]interface {}".into(),
             V::StrMapJ(_) | V::StrMap(_) => "map[string]string".into(),
             V::K8s { ty, ptr, .. } => {
@@ -194,12 +213,15 @@ impl<'a> V<'a> {
             V::Int(i, _) => *i != 0,
             V::Uint(u) => *u != 0,
             V::Float(f) => *f != 0.0,
+            V::Complex(re, im) => *re != 0.0 || *im != 0.0,
             V::Str(s) => !s.is_empty(),
             V::Json(Value::Array(a)) => !a.is_empty(),
             V::Json(Value::Object(o)) => !o.is_empty(),
             V::Json(_) => true,
             V::List(l) => !l.is_empty(),
-            V::Map(m) => !m.is_empty(),
+            V::TList(_, l) => !l.is_empty(),
+            V::NilOf(_) => false,
+            V::Map(m) => !m.borrow().is_empty(),
             V::StrMapJ(m) => m.is_some_and(|m| !m.is_empty()),
             V::StrMap(m) => m.as_ref().is_some_and(|m| !m.is_empty()),
             V::K8sSlice(_, s) => s.is_some_and(|s| !s.is_empty()),
@@ -211,11 +233,6 @@ impl<'a> V<'a> {
         }
     }
 
-    /// Sprig's `empty` (Go zero/empty; structs never empty).
-    pub fn is_empty(&self) -> bool {
-        !self.truth()
-    }
-
     /// Length for `len` (None: not a container).
     pub fn len(&self) -> Option<usize> {
         Some(match self {
@@ -223,7 +240,9 @@ impl<'a> V<'a> {
             V::Json(Value::Array(a)) => a.len(),
             V::Json(Value::Object(o)) => o.len(),
             V::List(l) => l.len(),
-            V::Map(m) => m.len(),
+            V::TList(_, l) => l.len(),
+            V::NilOf(_) => 0,
+            V::Map(m) => m.borrow().len(),
             V::StrMapJ(m) => m.map_or(0, |m| m.len()),
             V::StrMap(m) => m.as_ref().map_or(0, |m| m.len()),
             V::K8sSlice(_, s) | V::ProtoList(_, s) => s.map_or(0, |s| s.len()),
@@ -250,6 +269,16 @@ impl<'a> V<'a> {
             V::Int(i, _) => out.push_str(&i.to_string()),
             V::Uint(u) => out.push_str(&u.to_string()),
             V::Float(f) => out.push_str(&format_g64(*f)),
+            V::Complex(re, im) => {
+                out.push('(');
+                out.push_str(&format_g64(*re));
+                let i = format_g64(*im);
+                if !i.starts_with(['-', '+']) {
+                    out.push('+');
+                }
+                out.push_str(&i);
+                out.push_str("i)");
+            }
             V::Str(s) => out.push_str(s),
             V::Json(Value::Array(a)) => write_seq(out, a.iter().map(V::json)),
             V::Json(Value::Object(o)) => {
@@ -257,10 +286,16 @@ impl<'a> V<'a> {
             }
             V::Json(v) => V::json(v).write_sprint(out, top),
             V::List(l) => write_seq(out, l.iter().cloned()),
-            V::Map(m) => write_map(
-                out,
-                m.iter().map(|(k, v)| (k.as_str(), v.clone())).collect(),
-            ),
+            V::TList(_, l) => write_seq(out, l.iter().cloned()),
+            V::NilOf(t) if t.starts_with("map[") => out.push_str("map[]"),
+            V::NilOf(_) => out.push_str("[]"),
+            V::Map(m) => {
+                let m = m.borrow();
+                write_map(
+                    out,
+                    m.iter().map(|(k, v)| (k.as_str(), v.clone())).collect(),
+                )
+            }
             V::StrMapJ(m) => write_map(
                 out,
                 sorted(
@@ -349,7 +384,15 @@ impl<'a> V<'a> {
             V::Str(s) => Value::String(s.to_string()),
             V::Json(v) => (*v).clone(),
             V::List(l) => Value::Array(l.iter().map(V::to_json).collect()),
-            V::Map(m) => Value::Object(m.iter().map(|(k, v)| (k.clone(), v.to_json())).collect()),
+            V::TList(_, l) => Value::Array(l.iter().map(V::to_json).collect()),
+            V::NilOf(_) => Value::Null,
+            V::Map(m) => Value::Object(
+                m.borrow()
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.to_json()))
+                    .collect(),
+            ),
+            V::Complex(..) => Value::Null,
             V::StrMapJ(m) => m.map_or(Value::Null, |m| Value::Object(m.clone())),
             V::StrMap(m) => m.as_ref().map_or(Value::Null, |m| {
                 Value::Object(

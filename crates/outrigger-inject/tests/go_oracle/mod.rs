@@ -188,6 +188,16 @@ impl Oracle {
             .pop()
             .expect("one answer")
     }
+
+    /// Execute many `(template, data)` pairs (each parsed as template `name`); an error answer
+    /// starts with the phase that failed, `parse: ` or `exec: `, followed by Go's text.
+    pub fn render_phase_many(&mut self, name: &str, cases: &[(&str, &Value)]) -> Vec<Answer> {
+        let reqs: Vec<Value> = cases
+            .iter()
+            .map(|(t, d)| json!({"mode": "template_phase", "name": name, "input": t, "data": d}))
+            .collect();
+        self.ask_many(&reqs)
+    }
 }
 
 impl Drop for Oracle {

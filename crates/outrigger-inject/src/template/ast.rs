@@ -1,0 +1,318 @@
+//! The parse tree of a Go `text/template`, as Go's `text/template/parse` builds it (node kinds,
+//! positions, number literals with all their Go interpretations, and each node's `String()`,
+//! which Go prints in execution errors).
+
+use std::fmt::Write as _;
+
+/// A byte offset into the template source and the 1-based line it is on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Pos {
+    /// Byte offset from the start of the source.
+    pub offset: usize,
+    /// 1-based line number.
+    pub line: usize,
+}
+
+impl Pos {
+    /// A position.
+    pub fn new(offset: usize, line: usize) -> Pos {
+        Pos { offset, line }
+    }
+}
+
+/// A statement-level node.
+#[derive(Debug, Clone)]
+pub enum Node {
+    /// Plain text.
+    Text(TextNode),
+    /// `{{pipeline}}`.
+    Action(ActionNode),
+    /// `{{if}}`.
+    If(BranchNode),
+    /// `{{range}}`.
+    Range(BranchNode),
+    /// `{{with}}`.
+    With(BranchNode),
+    /// `{{template "name" pipeline}}` (also what `{{block}}` leaves in place).
+    Template(TemplateNode),
+    /// `{{break}}`.
+    Break(Pos),
+    /// `{{continue}}`.
+    Continue(Pos),
+}
+
+/// A sequence of nodes.
+#[derive(Debug, Clone, Default)]
+pub struct ListNode {
+    /// Position of the list.
+    pub pos: Pos,
+    /// The nodes.
+    pub nodes: Vec<Node>,
+}
+
+/// Text outside actions.
+#[derive(Debug, Clone)]
+pub struct TextNode {
+    /// Position.
+    pub pos: Pos,
+    /// The text (after trimming).
+    pub text: String,
+}
+
+/// An action that prints (or declares).
+#[derive(Debug, Clone)]
+pub struct ActionNode {
+    /// Position of the pipeline.
+    pub pos: Pos,
+    /// The pipeline.
+    pub pipe: PipeNode,
+}
+
+/// `{{if}}`, `{{range}}` or `{{with}}`.
+#[derive(Debug, Clone)]
+pub struct BranchNode {
+    /// Position (of the pipeline, as in Go).
+    pub pos: Pos,
+    /// The condition or range pipeline (with the range variables as declarations).
+    pub pipe: PipeNode,
+    /// The body.
+    pub body: ListNode,
+    /// The `{{else}}` body.
+    pub else_body: Option<ListNode>,
+}
+
+/// `{{template "name" pipeline}}`.
+#[derive(Debug, Clone)]
+pub struct TemplateNode {
+    /// Position of the name token.
+    pub pos: Pos,
+    /// Template name.
+    pub name: String,
+    /// The pipeline giving dot, if any.
+    pub pipe: Option<PipeNode>,
+}
+
+/// A pipeline: declarations and commands separated by `|`.
+#[derive(Debug, Clone)]
+pub struct PipeNode {
+    /// Position.
+    pub pos: Pos,
+    /// Declared or assigned variables (`$x`), with their positions.
+    pub decl: Vec<(Pos, String)>,
+    /// `=` rather than `:=`.
+    pub is_assign: bool,
+    /// The commands.
+    pub commands: Vec<CommandNode>,
+}
+
+/// One command: operands separated by spaces.
+#[derive(Debug, Clone)]
+pub struct CommandNode {
+    /// Position.
+    pub pos: Pos,
+    /// The operands; the first decides what the command is.
+    pub args: Vec<Expr>,
+}
+
+/// A number literal with every interpretation Go's parser found valid.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NumberLit {
+    /// The source text.
+    pub text: String,
+    /// As a signed integer.
+    pub int: Option<i64>,
+    /// As an unsigned integer.
+    pub uint: Option<u64>,
+    /// As a float.
+    pub float: Option<f64>,
+    /// As a complex number (real, imaginary).
+    pub complex: Option<(f64, f64)>,
+}
+
+/// An operand.
+#[derive(Debug, Clone)]
+pub enum Expr {
+    /// `.`.
+    Dot(Pos),
+    /// `.A.B`: field names.
+    Field(Pos, Vec<String>),
+    /// `$x.A.B`: variable name and field names.
+    Variable(Pos, String, Vec<String>),
+    /// A function name.
+    Identifier(Pos, String),
+    /// A string literal: source text (with quotes) and value.
+    String(Pos, String, String),
+    /// A number literal.
+    Number(Pos, Box<NumberLit>),
+    /// `true` / `false`.
+    Bool(Pos, bool),
+    /// `nil`.
+    Nil(Pos),
+    /// `(pipeline)`.
+    Pipe(Pos, Box<PipeNode>),
+    /// `(pipeline).A.B` or `fn.A`: the term and field names.
+    Chain(Pos, Box<Expr>, Vec<String>),
+}
+
+impl Expr {
+    /// The node's position.
+    pub fn pos(&self) -> Pos {
+        match self {
+            Expr::Dot(p)
+            | Expr::Field(p, _)
+            | Expr::Variable(p, _, _)
+            | Expr::Identifier(p, _)
+            | Expr::String(p, _, _)
+            | Expr::Number(p, _)
+            | Expr::Bool(p, _)
+            | Expr::Nil(p)
+            | Expr::Pipe(p, _)
+            | Expr::Chain(p, _, _) => *p,
+        }
+    }
+}
+
+/// Go's `String()` of an operand.
+pub fn expr_str(e: &Expr) -> String {
+    let mut s = String::new();
+    write_expr(&mut s, e);
+    s
+}
+
+fn write_expr(s: &mut String, e: &Expr) {
+    match e {
+        Expr::Dot(_) => s.push('.'),
+        Expr::Field(_, f) => {
+            for x in f {
+                s.push('.');
+                s.push_str(x);
+            }
+        }
+        Expr::Variable(_, n, f) => {
+            s.push_str(n);
+            for x in f {
+                s.push('.');
+                s.push_str(x);
+            }
+        }
+        Expr::Identifier(_, n) => s.push_str(n),
+        Expr::String(_, quoted, _) => s.push_str(quoted),
+        Expr::Number(_, n) => s.push_str(&n.text),
+        Expr::Bool(_, b) => s.push_str(if *b { "true" } else { "false" }),
+        Expr::Nil(_) => s.push_str("nil"),
+        Expr::Pipe(_, p) => write_pipe(s, p),
+        Expr::Chain(_, inner, f) => {
+            if let Expr::Pipe(_, p) = &**inner {
+                s.push('(');
+                write_pipe(s, p);
+                s.push(')');
+            } else {
+                write_expr(s, inner);
+            }
+            for x in f {
+                s.push('.');
+                s.push_str(x);
+            }
+        }
+    }
+}
+
+/// Go's `String()` of a command.
+pub fn cmd_str(c: &CommandNode) -> String {
+    let mut s = String::new();
+    write_cmd(&mut s, c);
+    s
+}
+
+fn write_cmd(s: &mut String, c: &CommandNode) {
+    for (i, a) in c.args.iter().enumerate() {
+        if i > 0 {
+            s.push(' ');
+        }
+        if let Expr::Pipe(_, p) = a {
+            s.push('(');
+            write_pipe(s, p);
+            s.push(')');
+        } else {
+            write_expr(s, a);
+        }
+    }
+}
+
+/// Go's `String()` of a pipeline.
+pub fn pipe_str(p: &PipeNode) -> String {
+    let mut s = String::new();
+    write_pipe(&mut s, p);
+    s
+}
+
+fn write_pipe(s: &mut String, p: &PipeNode) {
+    if !p.decl.is_empty() {
+        for (i, (_, v)) in p.decl.iter().enumerate() {
+            if i > 0 {
+                s.push_str(", ");
+            }
+            s.push_str(v);
+        }
+        s.push_str(if p.is_assign { " = " } else { " := " });
+    }
+    for (i, c) in p.commands.iter().enumerate() {
+        if i > 0 {
+            s.push_str(" | ");
+        }
+        write_cmd(s, c);
+    }
+}
+
+/// Go's `String()` of a list of nodes.
+pub fn list_str(l: &ListNode) -> String {
+    let mut s = String::new();
+    for n in &l.nodes {
+        write_node(&mut s, n);
+    }
+    s
+}
+
+/// Go's `String()` of a node.
+pub fn node_str(n: &Node) -> String {
+    let mut s = String::new();
+    write_node(&mut s, n);
+    s
+}
+
+fn write_node(s: &mut String, n: &Node) {
+    match n {
+        Node::Text(t) => s.push_str(&t.text),
+        Node::Action(a) => {
+            s.push_str("{{");
+            write_pipe(s, &a.pipe);
+            s.push_str("}}");
+        }
+        Node::If(b) | Node::Range(b) | Node::With(b) => {
+            let kw = match n {
+                Node::If(_) => "if",
+                Node::Range(_) => "range",
+                _ => "with",
+            };
+            let _ = write!(s, "{{{{{kw} ");
+            write_pipe(s, &b.pipe);
+            s.push_str("}}");
+            s.push_str(&list_str(&b.body));
+            if let Some(e) = &b.else_body {
+                s.push_str("{{else}}");
+                s.push_str(&list_str(e));
+            }
+            s.push_str("{{end}}");
+        }
+        Node::Template(t) => {
+            let _ = write!(s, "{{{{template {}", super::gofmt::quote(&t.name));
+            if let Some(p) = &t.pipe {
+                s.push(' ');
+                write_pipe(s, p);
+            }
+            s.push_str("}}");
+        }
+        Node::Break(_) => s.push_str("{{break}}"),
+        Node::Continue(_) => s.push_str("{{continue}}"),
+    }
+}

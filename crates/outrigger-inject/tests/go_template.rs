@@ -1,0 +1,1350 @@
+//! Differential test of the template engine against Go: every template of the table below and
+//! thousands of generated template/data pairs are executed by outrigger (`Template::render_json`)
+//! and by the Go oracle (`text/template` + Sprig + Istio's overrides, `tests/go-oracle`) over the
+//! same JSON data, which Go sees as `map[string]interface{}` / `[]interface{}` / `float64` /
+//! `string` / `bool` / nil.
+//!
+//! Agreement: the same output text, or both fail in the same phase (parse or execution). The
+//! test prints how many inputs agreed, how many of the failures also carry Go's exact message,
+//! and two classes that are not disagreements but are counted and shown:
+//!
+//! * **not implemented**: outrigger deliberately does not implement some Sprig functions (dates,
+//!   randomness, cryptography, network, semver); they fail at execution with
+//!   `not implemented by outrigger`.
+//! * **Go version**: Istio builds with Go 1.26 and Sprig v3.3.0 while the oracle has Debian's
+//!   Go 1.19 and Sprig v3.2.3. outrigger follows Istio's versions where they differ:
+//!   `range` over an integer (Go 1.22), `{{else with}}` (Go 1.23), Sprig's `sha512sum`
+//!   (v3.3.0). Each such case is recognised by a narrow predicate (`version_difference`).
+//!
+//! Any other difference fails the test with the template, the data and both answers.
+//! `OUTRIGGER_DIFF_ITERATIONS` sets the number of generated inputs (default 4,000, fixed seed);
+//! `OUTRIGGER_DIFF_SEED` changes the seed; `OUTRIGGER_DIFF_DUMP=FILE` writes each batch of
+//! generated inputs (JSON lines) before asking Go.
+
+mod go_oracle;
+
+use go_oracle::{Answer, Oracle};
+use outrigger_inject::template::Template;
+use serde_json::{json, Value};
+
+/// What one engine did with one input.
+#[derive(Debug, Clone, PartialEq)]
+enum Outcome {
+    Ok(String),
+    Parse(String),
+    Exec(String),
+}
+
+fn ours(src: &str, data: &Value) -> Outcome {
+    match Template::parse("inject", src) {
+        Err(e) => Outcome::Parse(e.to_string()),
+        Ok(t) => match t.render_json(data) {
+            Ok(s) => Outcome::Ok(s),
+            Err(e) => Outcome::Exec(e.to_string()),
+        },
+    }
+}
+
+fn go(a: Answer) -> Outcome {
+    match a {
+        Ok(s) => Outcome::Ok(s),
+        Err(e) => match (e.strip_prefix("parse: "), e.strip_prefix("exec: ")) {
+            (Some(m), _) => Outcome::Parse(m.to_string()),
+            (_, Some(m)) => Outcome::Exec(m.to_string()),
+            _ => panic!("oracle answer without a phase: {e}"),
+        },
+    }
+}
+
+/// Is this difference one of Go 1.19/Sprig 3.2.3 (the oracle) versus Go 1.26/Sprig 3.3.0
+/// (Istio), where outrigger follows Istio?
+fn version_difference(src: &str, ours: &Outcome, go: &Outcome) -> bool {
+    match go {
+        // Go 1.22 ranges over integers; Go 1.19 refuses.
+        Outcome::Exec(m)
+            if m.contains("range can't iterate over ")
+                && m.rsplit("range can't iterate over ")
+                    .next()
+                    .is_some_and(|n| n.parse::<i64>().is_ok()) =>
+        {
+            !matches!(ours, Outcome::Parse(_))
+        }
+        // Go 1.23 accepts `{{else with ...}}`.
+        Outcome::Parse(m) if m.contains("unexpected <with> in else") => src.contains("else with"),
+        // Sprig v3.3.0 added sha512sum.
+        Outcome::Parse(m) if m.contains("function \"sha512sum\" not defined") => true,
+        _ => false,
+    }
+}
+
+#[derive(Default)]
+struct Tally {
+    /// Data shown by name in reports.
+    table_data: Value,
+    compared: usize,
+    same_output: usize,
+    same_error_message: usize,
+    same_error_phase: usize,
+    not_implemented: usize,
+    version: usize,
+    message_differs: Vec<String>,
+    versions: Vec<String>,
+    disagreements: Vec<String>,
+    /// Go's error messages by their last part (shown with `OUTRIGGER_DIFF_VERBOSE`).
+    go_errors: std::collections::BTreeMap<String, usize>,
+}
+
+impl Tally {
+    fn add(&mut self, src: &str, data: &Value, ours: Outcome, go: Outcome) {
+        self.compared += 1;
+        if let Outcome::Parse(m) | Outcome::Exec(m) = &go {
+            let tail = m.rsplit(">: ").next().unwrap_or(m);
+            let key: String = tail
+                .split(['"', '(', '['])
+                .next()
+                .unwrap_or("")
+                .chars()
+                .take(60)
+                .collect();
+            *self.go_errors.entry(key).or_default() += 1;
+        }
+        let show = || {
+            let d = if *data == self.table_data {
+                "(the table's data)".to_string()
+            } else {
+                data.to_string()
+            };
+            format!("template {src:?}\n  data {d}\n  ours {ours:?}\n  go   {go:?}")
+        };
+        match (&ours, &go) {
+            (Outcome::Exec(m), _) if m.contains("not implemented by outrigger") => {
+                self.not_implemented += 1
+            }
+            (a, b) if a == b => match a {
+                Outcome::Ok(_) => self.same_output += 1,
+                _ => self.same_error_message += 1,
+            },
+            (Outcome::Parse(_), Outcome::Parse(_)) | (Outcome::Exec(_), Outcome::Exec(_)) => {
+                self.same_error_phase += 1;
+                self.message_differs.push(show());
+            }
+            _ if version_difference(src, &ours, &go) => {
+                self.version += 1;
+                self.versions.push(show());
+            }
+            _ => self.disagreements.push(show()),
+        }
+    }
+
+    fn report(&self, what: &str) {
+        let errors = self.same_error_message + self.same_error_phase;
+        eprintln!(
+            "{what}: {} inputs; agree {} (same output {}, both fail in the same phase {} of which \
+             same message {}); not implemented by outrigger {}; Go version differences {}; \
+             disagreements {}",
+            self.compared,
+            self.same_output + errors,
+            self.same_output,
+            errors,
+            self.same_error_message,
+            self.not_implemented,
+            self.version,
+            self.disagreements.len()
+        );
+        let verbose = std::env::var_os("OUTRIGGER_DIFF_VERBOSE").is_some();
+        if verbose {
+            let mut e: Vec<_> = self.go_errors.iter().collect();
+            e.sort_by(|a, b| b.1.cmp(a.1));
+            for (k, n) in e.iter().take(25) {
+                eprintln!("  go error {n:5} {k}");
+            }
+        }
+        for m in self
+            .message_differs
+            .iter()
+            .take(if verbose { usize::MAX } else { 5 })
+        {
+            eprintln!("message differs: {m}");
+        }
+    }
+
+    fn check(&self, what: &str) {
+        self.report(what);
+        assert!(
+            self.disagreements.is_empty(),
+            "{what}: {} disagreements with Go:\n{}",
+            self.disagreements.len(),
+            self.disagreements
+                .iter()
+                .take(if std::env::var_os("OUTRIGGER_DIFF_VERBOSE").is_some() {
+                    usize::MAX
+                } else {
+                    40
+                })
+                .cloned()
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+    }
+}
+
+fn compare(o: &mut Oracle, cases: &[(String, Value)], tally: &mut Tally) {
+    for chunk in cases.chunks(2000) {
+        let reqs: Vec<(&str, &Value)> = chunk.iter().map(|(t, d)| (t.as_str(), d)).collect();
+        let answers = o.render_phase_many("inject", &reqs);
+        for ((t, d), a) in chunk.iter().zip(answers) {
+            tally.add(t, d, ours(t, d), go(a));
+        }
+    }
+}
+
+/// The data most table rows run over.
+fn data() -> Value {
+    json!({
+        "s": "hello", "e": "", "sp": "  padded\t", "u": "héllo wörld ✓", "ml": "a\nb\n\nc\n",
+        "html": "<a href='x'>\"&\"</a>", "num_s": "42", "yes": "yes", "path": "/a/b/c.pem",
+        "csv": "a, b,,c", "camel": "HelloWorld fooBar_baz-qux", "ws": " a  b\tc\n",
+        "i": 42, "z": 0, "neg": -7, "f": 1.5, "big": 1000000, "huge": 1e21, "small": 0.00001,
+        "i53": 9007199254740993u64, "fneg": -0.5, "pi": 3.25781, "ten": 10,
+        "t": true, "no": false, "null": null,
+        "list": ["b", "a", "c"], "nums": [3, 1, 2], "mixed": [1, "a", true, null, 2.5, [1], {"k": "v"}],
+        "empty_list": [], "empty_map": {},
+        "m": {"a": 1, "b": "two", "c": [1, 2], "d": {"e": "f"}, "n": null},
+        "sm": {"k1": "v1", "k2": "v2"},
+        "nested": {"x": {"y": {"z": "deep"}}},
+        "port": 15020, "ports": "8080, 9090",
+        "json": "{\"a\": [1, 2.5, \"x\"], \"b\": null}", "bad_json": "{",
+        "b64": "aGVsbG8=", "re": "a+b*", "ver": "1.2.3",
+    })
+}
+
+/// Table of templates over [`data`]: every builtin, every language construct, every Sprig and
+/// Istio function outrigger implements (and a few it does not). Inputs only: the expected
+/// answers come from the oracle.
+const TEMPLATES: &[&str] = &[
+    // Text, actions, comments, trimming.
+    "",
+    "plain text",
+    "{{.s}}",
+    "{{ .s }} {{ .i }} {{ .f }} {{ .t }} {{ .null }} {{ .missing }}",
+    "a  {{- .s -}}  b",
+    "a\n\n{{- .s}}\n\n{{- .s -}}\n\nb",
+    "{{/* comment */}}x",
+    "a {{- /* comment */ -}} b",
+    "a {{- /* comment */}} b",
+    "a {{/* comment */ -}} b",
+    "{{- /* multi\nline */ -}}\n x",
+    "{{ /* comment with space */ }}",
+    "{{-3}}",
+    "{{- 3}}",
+    "{{ 3 -}} 4",
+    "{{.}}",
+    "{{ . }}",
+    "{{ $ }}",
+    "{{ $.s }}",
+    "{{ .m }}",
+    "{{ .m.a }} {{ .m.b }} {{ .m.c }} {{ .m.d }} {{ .m.d.e }} {{ .m.n }} {{ .m.missing }}",
+    "{{ .m.n.x }}",
+    "{{ .missing.x.y }}",
+    "{{ .s.x }}",
+    "{{ .i.x }}",
+    "{{ .list.x }}",
+    "{{ .nested.x.y.z }}",
+    "{{ .list }} {{ .nums }} {{ .mixed }} {{ .empty_list }} {{ .empty_map }}",
+    // Numbers: literals and float formatting.
+    "{{ 1 }} {{ -1 }} {{ 1.5 }} {{ 1e3 }} {{ 1e6 }} {{ 1e21 }} {{ 0x10 }} {{ 0o17 }} {{ 017 }} {{ 0b101 }}",
+    "{{ 1_000 }} {{ 0x1p4 }} {{ 'a' }} {{ '\\n' }} {{ 1.0 }} {{ -0.0 }} {{ .5 }}",
+    "{{ 1i }}",
+    "{{ 9223372036854775807 }} {{ 9223372036854775808 }} {{ 18446744073709551615 }} {{ 18446744073709551616 }}",
+    "{{ -9223372036854775808 }} {{ 1e400 }}",
+    "{{ .i }} {{ .z }} {{ .neg }} {{ .f }} {{ .big }} {{ .huge }} {{ .small }} {{ .i53 }} {{ .fneg }} {{ .pi }}",
+    "{{ print .big .huge .small 100000 123456 1234567 0.0001 0.00001 }}",
+    "{{ printf \"%v %d %s\" .i .i .i }}",
+    // Strings.
+    "{{ \"a\\tb\\n\\\"q\\\"\\u00e9\\x41\\101\" }}",
+    "{{ `raw\\n string` }}",
+    "{{ \"unterminated }}",
+    "{{ 'ab' }}",
+    // Variables.
+    "{{ $x := 1 }}{{ $x }}",
+    "{{ $x := .s }}{{ $x = .i }}{{ $x }}",
+    "{{ $x = 1 }}",
+    "{{ $undefined }}",
+    "{{ $x := 1 }}{{ if true }}{{ $x := 2 }}{{ $x }}{{ end }}{{ $x }}",
+    "{{ $x := 1 }}{{ if true }}{{ $x = 2 }}{{ end }}{{ $x }}",
+    "{{ $x := 0 }}{{ range .nums }}{{ $x = . }}{{ end }}{{ $x }}",
+    "{{ $x, $y := 1, 2 }}",
+    "{{ with $x := .m }}{{ $x.a }}{{ end }}",
+    "{{ $x := .m }}{{ $x.d.e }} {{ $x.missing }}",
+    "{{ $ := 1 }}",
+    // if / else if / else.
+    "{{ if .t }}yes{{ end }}",
+    "{{ if .no }}yes{{ else }}no{{ end }}",
+    "{{ if .no }}a{{ else if .z }}b{{ else if .s }}c{{ else }}d{{ end }}",
+    "{{ if .missing }}a{{ else }}b{{ end }}",
+    "{{ if .null }}a{{ else }}b{{ end }}",
+    "{{ if .empty_list }}a{{ else }}b{{ end }}{{ if .empty_map }}a{{ else }}b{{ end }}{{ if .e }}a{{ else }}b{{ end }}",
+    "{{ if .z }}a{{ else }}b{{ end }}{{ if 0.0 }}a{{ else }}b{{ end }}",
+    "{{ if }}x{{ end }}",
+    "{{ if .t }}x",
+    "{{ end }}",
+    "{{ else }}",
+    "{{ if .t }}a{{ else }}b{{ else }}c{{ end }}",
+    // with.
+    "{{ with .m }}{{ .a }}{{ end }}",
+    "{{ with .missing }}a{{ else }}b{{ end }}",
+    "{{ with .s }}{{ . }}{{ else }}none{{ end }}",
+    "{{ with .z }}a{{ else with .s }}{{ . }}{{ end }}",
+    "{{ with $x := .list }}{{ len $x }}{{ end }}",
+    // range.
+    "{{ range .list }}[{{ . }}]{{ end }}",
+    "{{ range $i, $v := .list }}{{ $i }}={{ $v }};{{ end }}",
+    "{{ range $v := .nums }}{{ $v }}{{ end }}",
+    "{{ range $k, $v := .m }}{{ $k }}={{ $v }};{{ end }}",
+    "{{ range .empty_list }}x{{ else }}empty{{ end }}",
+    "{{ range .missing }}x{{ else }}none{{ end }}",
+    "{{ range .null }}x{{ else }}none{{ end }}",
+    "{{ range .s }}x{{ end }}",
+    "{{ range .i }}x{{ end }}",
+    "{{ range .t }}x{{ end }}",
+    "{{ range 3 }}{{ . }}{{ end }}",
+    "{{ range $i := 3 }}{{ $i }}{{ end }}",
+    "{{ range .list }}{{ if eq . \"a\" }}{{ break }}{{ end }}{{ . }}{{ end }}",
+    "{{ range .list }}{{ if eq . \"a\" }}{{ continue }}{{ end }}{{ . }}{{ end }}",
+    "{{ break }}",
+    "{{ range .list }}{{ $ }}{{ end }}",
+    "{{ range .mixed }}{{ . }},{{ end }}",
+    "{{ range $k, $v := .sm }}{{ $k }}{{ $v }}{{ end }}",
+    "{{ range .m.c }}{{ . }}{{ end }}",
+    "{{ range $i, $e := .empty_map }}x{{ else }}y{{ end }}",
+    // define / template / block.
+    "{{ define \"x\" }}X{{ . }}{{ end }}{{ template \"x\" .s }}",
+    "{{ define \"x\" }}X{{ end }}{{ template \"x\" }}",
+    "{{ template \"nope\" }}",
+    "{{ block \"b\" .i }}B{{ . }}{{ end }}",
+    "{{ define \"x\" }}{{ $ }}{{ end }}{{ template \"x\" .m }}",
+    "{{ define \"x\" }}{{ .a }}{{ end }}{{ range .mixed }}{{ end }}{{ template \"x\" .m }}",
+    "{{ define \"a\" }}a{{ template \"b\" }}{{ end }}{{ define \"b\" }}b{{ end }}{{ template \"a\" }}",
+    "{{ define \"x\" }}{{ end }}",
+    "text{{ define \"x\" }}x{{ end }}after",
+    "{{ define \"x\" }}1{{ end }}{{ define \"x\" }}2{{ end }}{{ template \"x\" }}",
+    "{{ if true }}{{ define \"x\" }}{{ end }}{{ end }}",
+    "{{ template \"x\" 1 2 }}",
+    // Pipelines.
+    "{{ .s | printf \"%s!\" }}",
+    "{{ .s | printf \"%s-%s\" \"a\" }}",
+    "{{ \"x\" | len }}",
+    "{{ .i | .s }}",
+    "{{ 1 | 2 }}",
+    "{{ (.m).a }}",
+    "{{ (index .m \"d\").e }}",
+    "{{ (1) }}",
+    "{{ (.s) | len }}",
+    "{{ .s | }}",
+    "{{ | .s }}",
+    "{{ ( .s }}",
+    "{{ nil }}",
+    "{{ .s nil }}",
+    "{{ .s 1 }}",
+    "{{ true }}{{ false }}",
+    "{{ $x := \"a\" | printf \"%s%s\" \"b\" }}{{ $x }}",
+    // Builtins.
+    "{{ and 1 0 }} {{ and 1 2 }} {{ and \"\" (fail \"no\") }} {{ or 0 \"\" }} {{ or 0 \"x\" }} {{ or .missing .s }}",
+    "{{ and }}",
+    "{{ not 0 }} {{ not 1 }} {{ not .missing }} {{ not .s }}",
+    "{{ not 1 2 }}",
+    "{{ eq 1 1 }} {{ eq .i 42.0 }} {{ eq .s \"hello\" }} {{ eq .s \"a\" \"hello\" }} {{ eq .t true }}",
+    "{{ eq .i 42 }}",
+    "{{ eq .s 1 }}",
+    "{{ eq .missing \"\" }} {{ eq .missing .missing }} {{ eq .null .missing }}",
+    "{{ eq .list .list }}",
+    "{{ eq .m .m }}",
+    "{{ eq 1 }}",
+    "{{ eq 1 1u }}",
+    "{{ eq 18446744073709551615 -1 }} {{ eq 1 1.0 }}",
+    "{{ ne 1 2 }} {{ ne .missing \"\" }} {{ ne .s \"hello\" }}",
+    "{{ ne .i 1 }}",
+    "{{ lt 1 2 }} {{ le 2 2 }} {{ gt 1 2 }} {{ ge 2 1 }} {{ lt \"a\" \"b\" }} {{ lt .f .pi }}",
+    "{{ lt .i 2 }}",
+    "{{ lt true false }}",
+    "{{ lt .missing 1 }}",
+    "{{ lt -1 18446744073709551615 }} {{ gt 18446744073709551615 -1 }}",
+    "{{ len .s }} {{ len .list }} {{ len .m }} {{ len .u }} {{ len .empty_map }}",
+    "{{ len .i }}",
+    "{{ len .missing }}",
+    "{{ len .null }}",
+    "{{ len nil }}",
+    "{{ index .list 1 }} {{ index .m \"b\" }} {{ index .m \"missing\" }} {{ index .nested \"x\" \"y\" \"z\" }} {{ index .s 0 }}",
+    "{{ index .list 5 }}",
+    "{{ index .list -1 }}",
+    "{{ index .list \"a\" }}",
+    "{{ index .m 1 }}",
+    "{{ index .missing 1 }}",
+    "{{ index .null \"a\" }}",
+    "{{ index .i 1 }}",
+    "{{ index .list }}",
+    "{{ index .list 1.0 }}",
+    "{{ index .mixed 6 \"k\" }}",
+    "{{ slice .list 1 }} {{ slice .list 1 2 }} {{ slice .s 1 3 }} {{ slice .list }}",
+    "{{ slice .list 2 1 }}",
+    "{{ slice .list 1 2 3 }}",
+    "{{ slice .s 1 2 3 }}",
+    "{{ slice .m 1 }}",
+    "{{ print }} {{ print 1 2 }} {{ print \"a\" \"b\" }} {{ print 1 \"a\" 2 }} {{ print .null .missing }}",
+    "{{ println 1 2 }}{{ println }}{{ println \"a\" \"b\" }}",
+    "{{ print .m .list .mixed }}",
+    "{{ printf \"%d %s %v %q %t %x %X %o %b %c %e %f %g %%\" 10 \"s\" .m \"q\" true 255 255 8 5 65 1.5 1.5 1.5 }}",
+    "{{ printf \"%5d|%-5d|%05d|%+d|% d|%x|%#x|%#o\" 42 42 42 42 42 -255 255 8 }}",
+    "{{ printf \"%.2f|%8.3f|%-8.2f|%e|%.3e|%g|%G|%.3g\" .pi .pi .pi .big .pi .huge .small .pi }}",
+    "{{ printf \"%s|%10s|%-10s|%.2s|%q|%x|% x|%X\" .s .s .s .s .u .s .s .s }}",
+    "{{ printf \"%v|%+v|%#v|%T\" .m .m .s .f }}",
+    "{{ printf \"%T %T %T %T %T %T\" .s .i .t .list .m .null }}",
+    "{{ printf \"%d\" .s }}{{ printf \"%s\" .i }}{{ printf \"%t\" 1 }}{{ printf \"%d\" .f }}",
+    "{{ printf \"%d %d\" 1 }}{{ printf \"%d\" 1 2 }}{{ printf \"%!\" }}{{ printf \"%z\" 1 }}",
+    "{{ printf \"%[2]d %[1]d\" 1 2 }}{{ printf \"%*d\" 5 1 }}",
+    "{{ printf \"%v %v\" .null .missing }}",
+    "{{ printf \"%s\" .list }}{{ printf \"%d\" .nums }}{{ printf \"%v\" .mixed }}",
+    "{{ printf \"%6.2v|%v|%.0f|%.1f\" .pi .i53 2.5 0.05 }}",
+    "{{ printf \"%c|%q|%U\" 0x1F600 0x1F600 0x1F600 }}",
+    "{{ printf }}",
+    "{{ printf 1 }}",
+    "{{ html .html }} {{ html 1 \"<\" }} {{ html .null }}",
+    "{{ js .html }} {{ js \"a\\u2028b\" }} {{ js \"\\u0001\\u007f=`\" }} {{ js .u }}",
+    "{{ urlquery .html }} {{ urlquery \"a b/c?d=e&f\" .u }}",
+    "{{ call .s }}",
+    "{{ call }}",
+    // Missing keys and nil through functions.
+    "{{ .missing | printf \"%v\" }}",
+    "{{ printf \"%v\" .missing }}",
+    "{{ .null | printf \"%v\" }}",
+    "{{ .missing | len }}",
+    "{{ .missing | default \"d\" }} {{ .null | default \"d\" }} {{ .e | default \"d\" }} {{ .z | default 5 }} {{ .s | default \"d\" }}",
+    "{{ .missing | quote }}|{{ .null | quote }}|{{ quote .s .i .t .f }}|{{ quote }}",
+    "{{ .missing | upper }}",
+    "{{ upper .i }}",
+    "{{ upper nil }}",
+    // Sprig strings.
+    "{{ upper .u }} {{ lower \"ÀB\" }} {{ title \"hello wOrld a-b c_d é\" }} {{ untitle \"Hello World\" }}",
+    "{{ trim .sp }}|{{ trimAll \"ab\" \"abxba\" }}|{{ trimall \"x\" \"xax\" }}|{{ trimPrefix \"he\" .s }}|{{ trimSuffix \"lo\" .s }}",
+    "{{ trunc 2 .s }}|{{ trunc -2 .s }}|{{ trunc 0 .s }}|{{ trunc 99 .s }}|{{ trunc -99 .s }}|{{ trunc 2 .u }}",
+    "{{ replace \"l\" \"L\" .s }}|{{ replace \"\" \"-\" \"abc\" }}",
+    "{{ hasPrefix \"he\" .s }} {{ hasSuffix \"lo\" .s }} {{ contains \"ll\" .s }} {{ contains .s \"ll\" }}",
+    "{{ squote .s .i nil }}|{{ cat .s .i .null \"x\" }}|{{ cat }}",
+    "{{ indent 2 .ml }}|{{ indent 0 .s }}|{{ indent -2 .ml }}",
+    "{{ nindent 2 .ml }}|{{ nindent 0 .s }}",
+    "{{ repeat 3 \"ab\" }}|{{ repeat 0 \"x\" }}|{{ repeat -1 \"x\" }}",
+    "{{ substr 1 3 .s }}|{{ substr 0 99 .s }}|{{ substr -1 2 .s }}|{{ substr 3 1 .s }}|{{ substr 2 -1 .s }}",
+    "{{ nospace .ws }}|{{ initials \"hello big world\" }}|{{ swapcase \"Hello World\" }}",
+    "{{ snakecase .camel }}|{{ kebabcase .camel }}|{{ camelcase \"hello_world_foo\" }}",
+    "{{ snakecase \"HTTPServer\" }}|{{ snakecase \"ID1Name2\" }}|{{ kebabcase \"AB C\" }}|{{ camelcase \"a-b c\" }}",
+    "{{ abbrev 5 \"hello world\" }}|{{ abbrev 3 \"hello\" }}|{{ abbrevboth 5 10 \"1234 5678 9123\" }}",
+    "{{ wrap 5 \"hello world foo\" }}|{{ wrapWith 5 \"\\t\" \"hello world foo\" }}",
+    "{{ plural \"one\" \"many\" 1 }} {{ plural \"one\" \"many\" 2 }}",
+    "{{ split \",\" .csv }}|{{ splitList \",\" .csv }}|{{ splitn \",\" 2 .csv }}|{{ (split \",\" .csv)._1 }}",
+    "{{ join \"-\" .list }}|{{ join \"-\" .mixed }}|{{ join \"-\" .s }}|{{ join \"-\" .nums }}|{{ join \",\" nil }}",
+    "{{ sortAlpha .list }}|{{ sortAlpha .nums }}|{{ sortAlpha .s }}",
+    "{{ toString .i }}|{{ toString .f }}|{{ toString .null }}|{{ toString .list }}|{{ toString .t }}",
+    "{{ toStrings .nums }}|{{ toStrings .mixed }}",
+    "{{ regexMatch .re \"aab\" }} {{ regexFind \"[0-9]+\" \"ab12cd34\" }} {{ regexFindAll \"[0-9]\" \"a1b2c3\" -1 }} {{ regexFindAll \"[0-9]\" \"a1b2c3\" 2 }}",
+    "{{ regexReplaceAll \"a(x*)b\" \"-ab-axxb-\" \"${1}W\" }}|{{ regexReplaceAllLiteral \"a(x*)b\" \"-ab-axxb-\" \"${1}\" }}",
+    "{{ regexSplit \"z+\" \"pizza\" -1 }}|{{ regexSplit \"z+\" \"pizza\" 1 }}|{{ regexQuoteMeta \"a.b*c\" }}",
+    "{{ regexMatch \"(\" \"x\" }}",
+    "{{ mustRegexMatch \"(\" \"x\" }}",
+    "{{ mustRegexFind \"[\" \"x\" }}",
+    // Sprig conversions and numbers.
+    "{{ atoi \"42\" }} {{ atoi \"x\" }} {{ atoi \" 4\" }} {{ int \"42\" }} {{ int .f }} {{ int .t }} {{ int \"0x1A\" }} {{ int \"010\" }} {{ int64 .i }} {{ float64 \"1.5\" }} {{ float64 .i }}",
+    "{{ int \"1e3\" }} {{ int64 \"-5\" }} {{ float64 \"x\" }} {{ int nil }} {{ int .list }}",
+    "{{ add 1 2 3 }} {{ add1 5 }} {{ sub 5 3 }} {{ mul 2 3 4 }} {{ div 7 2 }} {{ mod 7 3 }} {{ add .f 1 }} {{ add \"2\" 3 }}",
+    "{{ div 1 0 }}",
+    "{{ mod 1 0 }}",
+    "{{ max 1 5 3 }} {{ min 4 2 8 }} {{ biggest 1 9 }} {{ maxf 1.5 2.5 }} {{ minf 1.5 -2.5 }} {{ max 1 }}",
+    "{{ addf 1.5 2 }} {{ subf 5 1.5 }} {{ mulf 1.5 2 }} {{ divf 1 3 }} {{ add1f 1.5 }} {{ divf 1 0 }}",
+    "{{ floor 1.5 }} {{ ceil 1.2 }} {{ round 1.456 2 }} {{ round 2.5 0 }} {{ round -2.5 0 }}",
+    "{{ seq 3 }}|{{ seq 2 5 }}|{{ seq 5 2 }}|{{ seq 0 2 10 }}|{{ seq }}",
+    "{{ until 3 }}|{{ untilStep 0 10 3 }}|{{ untilStep 10 0 -4 }}|{{ until 0 }}",
+    "{{ toDecimal \"777\" }} {{ toDecimal 10 }} {{ toDecimal \"9\" }}",
+    // Sprig lists.
+    "{{ list 1 \"a\" .null }}|{{ tuple }}|{{ list }}",
+    "{{ append .list \"d\" }}|{{ push .nums 4 }}|{{ prepend .list \"z\" }}",
+    "{{ append .s \"d\" }}",
+    "{{ first .list }} {{ last .list }} {{ rest .list }} {{ initial .list }} {{ reverse .list }}",
+    "{{ first .empty_list }}|{{ last .empty_list }}|{{ rest .empty_list }}|{{ initial .empty_list }}",
+    "{{ first .s }}",
+    "{{ uniq (list 1 1 2 \"a\" \"a\") }}|{{ without .list \"a\" }}|{{ has \"a\" .list }}|{{ has 4 .nums }}",
+    "{{ compact (list 0 1 \"\" \"a\" .null false) }}|{{ concat .list .nums }}",
+    "{{ slice .list 1 2 }}|{{ mustSlice .nums 0 1 }}|{{ slice .empty_list }}",
+    "{{ chunk 2 .mixed }}|{{ chunk 5 .list }}",
+    "{{ chunk 0 .list }}",
+    "{{ dig \"a\" \"b\" \"def\" (dict \"a\" (dict \"b\" 1)) }}|{{ dig \"x\" \"def\" .m }}|{{ dig \"d\" \"e\" \"def\" .m }}",
+    // Sprig dicts.
+    "{{ dict \"a\" 1 \"b\" \"x\" }}|{{ dict }}|{{ dict \"a\" }}|{{ dict 1 2 }}",
+    "{{ get .m \"b\" }}|{{ get .m \"zz\" }}|{{ hasKey .m \"a\" }}|{{ hasKey .m \"zz\" }}",
+    "{{ set (dict) \"a\" 1 }}|{{ unset (dict \"a\" 1 \"b\" 2) \"a\" }}",
+    "{{ keys .m }}|{{ keys .m .sm }}|{{ values .sm }}|{{ pick .m \"a\" \"b\" }}|{{ omit .sm \"k1\" }}",
+    "{{ pluck \"a\" .m (dict \"a\" 2) }}",
+    "{{ merge (dict \"a\" 1 \"d\" (dict \"x\" 1)) .m }}|{{ mergeOverwrite (dict \"a\" 5 \"z\" 1) .m }}",
+    "{{ $d := dict \"a\" 1 }}{{ $_ := set $d \"b\" 2 }}{{ $d }}",
+    "{{ get .list \"a\" }}",
+    // Sprig defaults, flow, reflection, JSON.
+    "{{ empty .e }} {{ empty .z }} {{ empty .list }} {{ empty .empty_map }} {{ empty .missing }} {{ empty .m }} {{ empty .no }}",
+    "{{ coalesce .e .z .s }}|{{ coalesce .e .z }}|{{ all 1 \"a\" }}|{{ all 1 0 }}|{{ any 0 \"\" }}|{{ any 0 1 }}",
+    "{{ ternary \"y\" \"n\" true }}|{{ ternary \"y\" \"n\" false }}|{{ .t | ternary 1 2 }}",
+    "{{ ternary 1 2 .s }}",
+    "{{ fail \"boom\" }}",
+    "{{ toJson .m }}|{{ toJson .html }}|{{ toJson .mixed }}|{{ toJson .null }}|{{ toJson .huge }}|{{ toJson .small }}",
+    "{{ toPrettyJson .m }}|{{ toPrettyJson .empty_map }}|{{ toPrettyJson .empty_list }}",
+    "{{ toRawJson .html }}|{{ mustToRawJson .m }}|{{ mustToJson .list }}",
+    "{{ fromJson .json }}|{{ fromJson .bad_json }}|{{ (fromJson .json).a }}",
+    "{{ mustFromJson .bad_json }}",
+    "{{ deepCopy .m }}|{{ deepEqual .m .m }}|{{ deepEqual .list .nums }}",
+    "{{ typeOf .s }} {{ typeOf .i }} {{ typeOf .m }} {{ typeOf .list }} {{ typeOf .null }} {{ typeOf .t }} {{ typeOf 1 }}",
+    "{{ kindOf .s }} {{ kindOf .i }} {{ kindOf .m }} {{ kindOf .list }} {{ kindOf .null }} {{ kindOf 1 }}",
+    "{{ typeIs \"string\" .s }} {{ typeIsLike \"string\" .s }} {{ kindIs \"map\" .m }} {{ kindIs \"int\" .i }}",
+    // Sprig paths and encodings.
+    "{{ base .path }}|{{ dir .path }}|{{ ext .path }}|{{ clean \"/a/../b/./c//\" }}|{{ isAbs .path }}",
+    "{{ osBase .path }}|{{ osDir .path }}|{{ osExt .path }}|{{ osClean \"a//b\" }}|{{ osIsAbs \"x\" }}",
+    "{{ b64enc .s }}|{{ b64dec .b64 }}|{{ b32enc .s }}|{{ b32dec \"NBSWY3DP\" }}|{{ b64dec \"!!\" }}",
+    "{{ sha1sum .s }}|{{ sha256sum .s }}|{{ adler32sum .s }}",
+    "{{ sha512sum .s }}",
+    "{{ urlParse \"http://u:p@h:1/p?q=1#f\" }}|{{ urlJoin (dict \"host\" \"h\" \"scheme\" \"https\") }}",
+    "{{ semver .ver }}",
+    "{{ semverCompare \">1.0\" .ver }}",
+    // Functions outrigger does not implement.
+    "{{ now }}",
+    "{{ randAlpha 3 }}",
+    "{{ uuidv4 }}",
+    "{{ genPrivateKey \"rsa\" }}",
+    "{{ date \"2006\" 0 }}",
+    "{{ env \"OUTRIGGER_SURELY_UNSET\" }}|{{ expandenv \"$OUTRIGGER_SURELY_UNSET\" }}",
+    // Istio overrides and additions.
+    "{{ indent 4 \"a\\nb\" }}|{{ contains \"b\" \"abc\" }}|{{ env \"OUTRIGGER_SURELY_UNSET\" \"dflt\" }}",
+    "{{ toYaml .m }}|{{ toYaml .list }}|{{ toYaml .null }}|{{ toYaml .empty_map }}|{{ toYaml .s }}|{{ toYaml .yes }}",
+    "{{ toYaml . }}",
+    "{{ toJSON .sm }}|{{ toJSON nil }}",
+    "{{ toJSON .m }}",
+    "{{ fromJSON .json }}|{{ fromJSON .bad_json }}|{{ fromJSON \"1e6\" }}",
+    "{{ range fromJSON .bad_json }}x{{ end }}",
+    "{{ valueOrDefault .missing \"d\" }}|{{ valueOrDefault .e \"d\" }}|{{ valueOrDefault .z \"d\" }}|{{ valueOrDefault .no 1 }}|{{ valueOrDefault .s 1 }}",
+    "{{ strdict \"a\" \"1\" \"b\" }}|{{ strdict }}|{{ toJsonMap (strdict \"b\" \"2\") (strdict \"a\" \"1\" \"b\" \"3\") }}|{{ toJsonMap }}",
+    "{{ mergeMaps (strdict \"a\" \"1\") (strdict \"a\" \"2\" \"c\" \"3\") }}|{{ mergeMaps }}",
+    "{{ isset (strdict \"a\" \"\") \"a\" }} {{ isset (strdict) \"a\" }} {{ isset nil \"a\" }}",
+    "{{ isset .sm \"k1\" }}",
+    "{{ omit (strdict \"a\" \"1\" \"b\" \"2\") \"a\" }}",
+    "{{ directory .path }}|{{ directory \"c.pem\" }}|{{ directory \"/a/b/\" }}",
+    "{{ toLower \"ÀBC\" }}",
+    "{{ excludeInboundPort .port .ports }}|{{ excludeInboundPort \"15020\" \"\" }}|{{ excludeInboundPort 0 \"1\" }}|{{ excludeInboundPort \"9090\" \"8080, 9090\" }}|{{ excludeInboundPort .big \"x\" }}",
+    "{{ kubevirtInterfaces \"a\" }}|{{ excludeInterfaces \"b\" }}",
+    "{{ strdict 1 }}",
+    // Argument conversion.
+    "{{ upper 1 }}",
+    "{{ repeat \"x\" \"y\" }}",
+    "{{ repeat .i \"y\" }}",
+    "{{ repeat 2.0 \"y\" }}",
+    "{{ trunc .f \"abc\" }}",
+    "{{ indent .missing \"x\" }}",
+    "{{ contains \"/\" .missing }}",
+    "{{ printf .i }}",
+    "{{ upper \"a\" \"b\" }}",
+    "{{ nofunc }}",
+    "{{ .s | nofunc }}",
+    "{{ list 1 2 | len }}",
+    "{{ 3 | printf \"%d\" }}",
+    "{{ \"a\" | printf \"%s %s\" \"b\" }}",
+    "{{ nil | printf \"%v\" }}",
+];
+
+/// Rows with their own data (data that matters for the row: top-level scalars, null, arrays).
+fn data_rows() -> Vec<(&'static str, Value)> {
+    vec![
+        ("{{ . }}", json!(null)),
+        ("{{ .x }}", json!(null)),
+        ("{{ . }}", json!("str")),
+        ("{{ .x }}", json!("str")),
+        ("{{ . }}", json!(1.5)),
+        ("{{ .x }}", json!(1.5)),
+        ("{{ . }}", json!([1, 2])),
+        ("{{ .x }}", json!([1, 2])),
+        (
+            "{{ range . }}{{ .x }}{{ end }}",
+            json!([{"x": 1}, {"y": 2}, null]),
+        ),
+        ("{{ range . }}{{ .x }}{{ end }}", json!([1])),
+        ("{{ index . 0 }}", json!([[1, 2]])),
+        ("{{ len . }}", json!({"a": 1})),
+        ("{{ . }}", json!(true)),
+        ("{{ . }}", json!({})),
+        ("{{ if . }}y{{ else }}n{{ end }}", json!({})),
+        ("{{ if . }}y{{ else }}n{{ end }}", json!(0)),
+        (
+            "{{ range $k, $v := . }}{{ $k }}{{ end }}",
+            json!({"b": 1, "a": 2, "B": 3, "é": 4, "_": 5}),
+        ),
+        ("{{ . }}", json!({"b": 1, "a": 2, "B": 3, "é": 4, "_": 5})),
+        ("{{ .a }}", json!({"a": 123456789012345678u64})),
+        ("{{ .a }}", json!({"a": 0.000001})),
+        ("{{ .a }}", json!({"a": 5e-324})),
+        ("{{ .a }}", json!({"a": 1.7976931348623157e308})),
+        (
+            "{{ .a }} {{ toJson .a }}",
+            json!({"a": 100000000000000000000.0}),
+        ),
+        ("{{ .a }} {{ toJson .a }}", json!({"a": -1e-7})),
+        (
+            "{{ .a }} {{ toJson . }}",
+            json!({"a": "\u{2028}\u{2029}<>&"}),
+        ),
+    ]
+}
+
+#[test]
+fn template_table_agrees_with_go() {
+    let Some(mut o) = Oracle::get("template_table_agrees_with_go") else {
+        return;
+    };
+    let d = data();
+    let mut cases: Vec<(String, Value)> = TEMPLATES
+        .iter()
+        .map(|t| (t.to_string(), d.clone()))
+        .collect();
+    cases.extend(data_rows().into_iter().map(|(t, d)| (t.to_string(), d)));
+    let mut tally = Tally {
+        table_data: d,
+        ..Tally::default()
+    };
+    compare(&mut o, &cases, &mut tally);
+    tally.check("template table");
+}
+
+// ---------------------------------------------------------------- generated inputs
+
+/// A small deterministic PRNG (splitmix64), so runs are reproducible from the seed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    fn chance(&mut self, percent: usize) -> bool {
+        self.below(100) < percent
+    }
+    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len())]
+    }
+}
+
+const STRINGS: &[&str] = &[
+    "",
+    "a",
+    "hello",
+    "Hello World",
+    "yes",
+    "no",
+    "true",
+    "010",
+    "1e6",
+    "42",
+    "-7",
+    "1.5",
+    " padded ",
+    "a,b,,c",
+    "x\ny\n",
+    "<a&b>",
+    "héllo",
+    "straße",
+    "İstanbul",
+    "HTTPServer",
+    "fooBar_baz-qux",
+    "ID1Name2",
+    "0x1A",
+    "/a/b/c.pem",
+    "a/../b",
+    "${x}",
+    "%d %s",
+    "{{",
+    "\"q\"",
+    "tab\there",
+    "a.b*c",
+    "aGVsbG8=",
+    "NBSWY3DP",
+    "x y  z",
+    "ǆemal",
+    "✓✓",
+    "_a_",
+    "--",
+    "1 2 3",
+    "key: value",
+    "null",
+    "~",
+    "8080, 9090",
+    "15020",
+    "9.99",
+    "0",
+    "A-B C",
+];
+
+const NUMBERS: &[f64] = &[
+    0.0,
+    1.0,
+    -1.0,
+    2.0,
+    3.0,
+    42.0,
+    1.5,
+    -0.5,
+    0.1,
+    1e6,
+    1e21,
+    1e-7,
+    123456.0,
+    1234567.0,
+    9007199254740993.0,
+    2.5,
+    100.0,
+    15020.0,
+    -0.0,
+    0.5,
+];
+
+const KEYS: &[&str] = &["a", "b", "c", "x", "y", "k1", "k2", "Z"];
+
+fn gen_scalar(r: &mut Rng) -> Value {
+    match r.below(10) {
+        0..=3 => json!(r.pick(STRINGS)),
+        4..=6 => {
+            let f = *r.pick(NUMBERS);
+            if f.fract() == 0.0 && f.abs() < 1e15 && !(f == 0.0 && f.is_sign_negative()) {
+                json!(f as i64)
+            } else {
+                json!(f)
+            }
+        }
+        7 => json!(r.chance(50)),
+        8 => Value::Null,
+        _ => json!(r.pick(KEYS)),
+    }
+}
+
+fn gen_value(r: &mut Rng, depth: usize) -> Value {
+    if depth == 0 || r.chance(60) {
+        return gen_scalar(r);
+    }
+    if r.chance(50) {
+        Value::Array((0..r.below(4)).map(|_| gen_value(r, depth - 1)).collect())
+    } else {
+        let mut m = serde_json::Map::new();
+        for _ in 0..r.below(4) {
+            m.insert(r.pick(KEYS).to_string(), gen_value(r, depth - 1));
+        }
+        Value::Object(m)
+    }
+}
+
+/// Data with a few keys of known kinds (so typed operands often fit) and random extras.
+fn gen_data(r: &mut Rng) -> Value {
+    let mut m = serde_json::Map::new();
+    m.insert("s".into(), json!(r.pick(STRINGS)));
+    m.insert("i".into(), json!([0, 1, 2, 3, 5, 42, -1][r.below(7)]));
+    m.insert("f".into(), json!(r.pick(NUMBERS)));
+    m.insert("t".into(), json!(r.chance(50)));
+    m.insert("n".into(), Value::Null);
+    let l: Vec<Value> = (0..r.below(5)).map(|_| gen_value(r, 1)).collect();
+    m.insert("l".into(), Value::Array(l));
+    let sl: Vec<Value> = (0..r.below(4)).map(|_| json!(r.pick(STRINGS))).collect();
+    m.insert("sl".into(), Value::Array(sl));
+    let mut mm = serde_json::Map::new();
+    for _ in 0..r.below(4) {
+        mm.insert(r.pick(KEYS).to_string(), gen_value(r, 2));
+    }
+    m.insert("m".into(), Value::Object(mm));
+    let mut sm = serde_json::Map::new();
+    for _ in 0..r.below(3) {
+        sm.insert(r.pick(KEYS).to_string(), json!(r.pick(STRINGS)));
+    }
+    m.insert("sm".into(), Value::Object(sm));
+    for _ in 0..r.below(3) {
+        m.insert(r.pick(KEYS).to_string(), gen_value(r, 2));
+    }
+    Value::Object(m)
+}
+
+/// Functions the generator calls, with argument kinds: `S` string, `I` int, `A` anything,
+/// `L` list, `M` map, `T` map[string]string, `B` bool, `F` format, `R` regexp, `V` a literal
+/// `D` base64/base32 input decoding to text, and `N` a map not holding the data's root (so that `set` and `merge` cannot make a map
+/// contain itself, which crashes Go); a trailing `*`
+/// repeats the last kind 0-3 times. Functions whose results depend on Go's map iteration order
+/// (`keys`, `values`) only appear under `sortAlpha`.
+const FUNCS: &[(&str, &str)] = &[
+    ("and", "A A*"),
+    ("or", "A A*"),
+    ("not", "A"),
+    ("eq", "A A A*"),
+    ("ne", "A A"),
+    ("lt", "A A"),
+    ("le", "A A"),
+    ("gt", "A A"),
+    ("ge", "A A"),
+    ("len", "A"),
+    ("index", "A A*"),
+    ("slice", "L I*"),
+    ("print", "A*"),
+    ("printf", "F A*"),
+    ("println", "A*"),
+    ("html", "A*"),
+    ("js", "A*"),
+    ("urlquery", "A*"),
+    ("call", "A"),
+    ("upper", "S"),
+    ("lower", "S"),
+    ("title", "S"),
+    ("untitle", "S"),
+    ("trim", "S"),
+    ("trimAll", "S S"),
+    ("trimPrefix", "S S"),
+    ("trimSuffix", "S S"),
+    ("trunc", "I S"),
+    ("replace", "S S S"),
+    ("hasPrefix", "S S"),
+    ("hasSuffix", "S S"),
+    ("quote", "A*"),
+    ("squote", "A*"),
+    ("cat", "A*"),
+    ("nindent", "I S"),
+    ("indent", "I S"),
+    ("repeat", "I S"),
+    ("substr", "I I S"),
+    ("nospace", "S"),
+    ("initials", "S"),
+    ("swapcase", "S"),
+    ("abbrev", "I S"),
+    ("abbrevboth", "I I S"),
+    ("wrap", "I S"),
+    ("wrapWith", "I S S"),
+    ("plural", "S S I"),
+    ("split", "S S"),
+    ("splitn", "S I S"),
+    ("splitList", "S S"),
+    ("join", "S L"),
+    ("toString", "A"),
+    ("toStrings", "L"),
+    ("sortAlpha", "L"),
+    ("regexMatch", "R S"),
+    ("mustRegexMatch", "R S"),
+    ("regexFind", "R S"),
+    ("regexFindAll", "R S I"),
+    ("regexReplaceAll", "R S S"),
+    ("regexReplaceAllLiteral", "R S S"),
+    ("regexSplit", "R S I"),
+    ("regexQuoteMeta", "S"),
+    ("snakecase", "S"),
+    ("kebabcase", "S"),
+    ("camelcase", "S"),
+    ("atoi", "S"),
+    ("int", "A"),
+    ("int64", "A"),
+    ("float64", "A"),
+    ("add", "A*"),
+    ("add1", "A"),
+    ("sub", "A A"),
+    ("mul", "A A*"),
+    ("div", "A A"),
+    ("mod", "A A"),
+    ("max", "A A*"),
+    ("min", "A A*"),
+    ("maxf", "A A*"),
+    ("minf", "A A*"),
+    ("toDecimal", "A"),
+    ("addf", "A*"),
+    ("add1f", "A"),
+    ("subf", "A A*"),
+    ("mulf", "A A*"),
+    ("divf", "A A*"),
+    ("floor", "A"),
+    ("ceil", "A"),
+    ("round", "A I"),
+    ("seq", "I*"),
+    ("until", "I"),
+    ("untilStep", "I I I"),
+    ("list", "A*"),
+    ("append", "L A"),
+    ("prepend", "L A"),
+    ("first", "L"),
+    ("last", "L"),
+    ("rest", "L"),
+    ("initial", "L"),
+    ("reverse", "L"),
+    ("uniq", "L"),
+    ("without", "L A*"),
+    ("has", "A L"),
+    ("compact", "L"),
+    ("concat", "L*"),
+    ("chunk", "I L"),
+    ("dict", "S A S A"),
+    ("get", "M S"),
+    ("set", "M S V"),
+    ("unset", "M S"),
+    ("hasKey", "M S"),
+    ("pick", "M S*"),
+    ("pluck", "S M*"),
+    ("merge", "N N*"),
+    ("mergeOverwrite", "N N*"),
+    ("dig", "S S A M"),
+    ("default", "A A"),
+    ("empty", "A"),
+    ("coalesce", "A*"),
+    ("all", "A*"),
+    ("any", "A*"),
+    ("ternary", "A A B"),
+    ("toJson", "A"),
+    ("toPrettyJson", "A"),
+    ("toRawJson", "A"),
+    ("fromJson", "S"),
+    ("mustFromJson", "S"),
+    ("deepCopy", "A"),
+    ("typeOf", "A"),
+    ("typeIs", "S A"),
+    ("kindOf", "A"),
+    ("kindIs", "S A"),
+    ("deepEqual", "A A"),
+    ("base", "S"),
+    ("dir", "S"),
+    ("clean", "S"),
+    ("ext", "S"),
+    ("isAbs", "S"),
+    ("b64enc", "S"),
+    ("b64dec", "D"),
+    ("b32enc", "S"),
+    ("b32dec", "D"),
+    ("sha1sum", "S"),
+    ("sha256sum", "S"),
+    ("adler32sum", "S"),
+    ("fail", "S"),
+    ("toYaml", "A"),
+    ("toJSON", "T"),
+    ("fromJSON", "S"),
+    ("valueOrDefault", "A A"),
+    ("strdict", "S S*"),
+    ("toJsonMap", "T*"),
+    ("mergeMaps", "T*"),
+    ("isset", "T S"),
+    ("omit", "T S*"),
+    ("directory", "S"),
+    ("toLower", "S"),
+    ("excludeInboundPort", "A S"),
+    ("contains", "S S"),
+    ("kubevirtInterfaces", "S"),
+    ("excludeInterfaces", "S"),
+    ("env", "S S"),
+];
+
+const FORMATS: &[&str] = &[
+    "%v",
+    "%s",
+    "%d",
+    "%q",
+    "%x",
+    "%5.2f",
+    "%-4v|",
+    "%05d",
+    "%t",
+    "%g",
+    "%e",
+    "%+v",
+    "%#v",
+    "%T",
+    "%c",
+    "%U",
+    "%o",
+    "%b",
+    "%8s",
+    "%.3s",
+    "%[2]v %[1]v",
+    "%*d",
+    "%% %v",
+    "%",
+    "%!",
+    "%v %v",
+    "%x %X",
+    "% d",
+    "%#x",
+    "%.0f",
+    "%6.3v",
+];
+
+const REGEXPS: &[&str] = &[
+    "a+",
+    "[0-9]+",
+    "^h",
+    "o$",
+    "\\s+",
+    "(a)(b)?",
+    "x*",
+    ".",
+    "[",
+    "\\w+",
+    "(?i)HELLO",
+    "b|c",
+    "\\d",
+    "^$",
+    "l+",
+];
+
+struct Gen<'r> {
+    r: &'r mut Rng,
+    vars: Vec<String>,
+    depth: usize,
+    ranges: usize,
+}
+
+impl Gen<'_> {
+    fn field(&mut self) -> String {
+        let roots = [
+            "s", "i", "f", "t", "n", "l", "sl", "m", "sm", "missing", "a", "x",
+        ];
+        let mut s = format!(".{}", self.r.pick(&roots));
+        if self.r.chance(25) {
+            s.push('.');
+            let k: &&str = self.r.pick(KEYS);
+            s.push_str(k);
+        }
+        if self.r.chance(10) {
+            s = format!("$.{}", &s[1..]);
+        }
+        s
+    }
+
+    fn string_lit(&mut self) -> String {
+        let s = self.r.pick(STRINGS);
+        if self.r.chance(15) && !s.contains('`') {
+            format!("`{s}`")
+        } else {
+            format!("{s:?}")
+        }
+    }
+
+    fn int_lit(&mut self) -> String {
+        [
+            "0", "1", "2", "3", "-1", "5", "-2", "10", "0x10", "1e2", "'a'", "2.0", "100",
+        ][self.r.below(13)]
+        .to_string()
+    }
+
+    fn literal(&mut self) -> String {
+        match self.r.below(6) {
+            0 | 1 => self.string_lit(),
+            2 | 3 => self.int_lit(),
+            4 => ["true", "false", "1.5", "-0.5", "1e6", "0.1"][self.r.below(6)].to_string(),
+            _ => "nil".to_string(),
+        }
+    }
+
+    fn operand(&mut self, kind: char) -> String {
+        if self.depth < 3 && !matches!(kind, 'V' | 'N') && self.r.chance(20) {
+            self.depth += 1;
+            let p = self.pipeline();
+            self.depth -= 1;
+            return format!("({p})");
+        }
+        let typed = self.r.chance(85);
+        match (kind, typed) {
+            ('S', true) => {
+                if self.r.chance(60) {
+                    self.string_lit()
+                } else {
+                    [".s", ".m.a", "$.s", "(index .sl 0)", "(toString .f)"][self.r.below(5)]
+                        .to_string()
+                }
+            }
+            ('I', true) => self.int_lit(),
+            ('B', true) => ["true", "false", ".t", "(not .t)"][self.r.below(4)].to_string(),
+            ('L', true) => [
+                ".l",
+                ".sl",
+                "(list 1 \"a\" nil)",
+                "(splitList \",\" .s)",
+                ".m",
+                "(until 3)",
+                ".missing",
+            ][self.r.below(7)]
+            .to_string(),
+            ('M', true) => [
+                ".m",
+                ".sm",
+                "(dict \"a\" 1)",
+                "$.m",
+                "(fromJson \"{\\\"a\\\":[1]}\")",
+                ".missing",
+                ".",
+            ][self.r.below(7)]
+            .to_string(),
+            ('T', true) => [
+                "(strdict \"a\" \"1\")",
+                "(strdict)",
+                "(split \",\" .s)",
+                "nil",
+                ".sm",
+            ][self.r.below(5)]
+            .to_string(),
+            ('F', true) => format!("{:?}", self.r.pick(FORMATS)),
+            ('R', true) => format!("{:?}", self.r.pick(REGEXPS)),
+            ('V', _) => self.literal(),
+            // Inputs whose decoding is text or an error: Go strings may hold any bytes, ours are
+            // UTF-8 (invalid bytes become U+FFFD), so decoded binary would differ under `len`,
+            // digests and encoders.
+            ('D', _) => [
+                "\"aGVsbG8=\"",
+                "\"NBSWY3DP\"",
+                "\"!!\"",
+                "\"a\"",
+                "\"\"",
+                "\"aGk=\"",
+                "\"NBUQ====\"",
+                ".missing",
+            ][self.r.below(8)]
+            .to_string(),
+            ('N', _) => [
+                ".m",
+                ".sm",
+                "(dict \"a\" 1 \"b\" (dict \"c\" 2))",
+                "(dict)",
+                "$.m",
+                ".missing",
+                "(dict \"m\" nil)",
+            ][self.r.below(7)]
+            .to_string(),
+            _ => match self.r.below(5) {
+                0 | 1 => self.field(),
+                2 => self.literal(),
+                3 if !self.vars.is_empty() => {
+                    let v = self.r.pick(&self.vars).clone();
+                    if self.r.chance(30) {
+                        format!("{v}.{}", self.r.pick(KEYS))
+                    } else {
+                        v
+                    }
+                }
+                _ => ".".to_string(),
+            },
+        }
+    }
+
+    fn call(&mut self, piped: bool) -> String {
+        let (mut name, mut sig) = *self.r.pick(FUNCS);
+        // A piped value is of any type: mostly pick functions taking any value last.
+        while piped && self.r.chance(70) && !(sig.ends_with('A') || sig.ends_with("A*")) {
+            (name, sig) = *self.r.pick(FUNCS);
+        }
+        // A piped value could be a map holding the target: Go crashes on such cycles.
+        while piped && matches!(name, "set" | "merge" | "mergeOverwrite") {
+            (name, sig) = *self.r.pick(FUNCS);
+        }
+        let mut kinds: Vec<char> = Vec::new();
+        for tok in sig.split(' ') {
+            let c = tok.chars().next().unwrap_or('A');
+            if tok.ends_with('*') {
+                for _ in 0..self.r.below(3) {
+                    kinds.push(c);
+                }
+            } else {
+                kinds.push(c);
+            }
+        }
+        if piped && !kinds.is_empty() {
+            kinds.pop();
+        }
+        let args: Vec<String> = kinds.into_iter().map(|k| self.operand(k)).collect();
+        let call = if args.is_empty() {
+            name.to_string()
+        } else {
+            format!("{name} {}", args.join(" "))
+        };
+        match name {
+            "keys" | "values" => format!("sortAlpha ({call})"),
+            _ => call,
+        }
+    }
+
+    fn command(&mut self, first: bool) -> String {
+        if first && self.r.chance(35) {
+            self.operand('A')
+        } else {
+            self.call(!first)
+        }
+    }
+
+    fn pipeline(&mut self) -> String {
+        let n = 1 + self.r.below(if self.depth > 1 { 2 } else { 3 });
+        (0..n)
+            .map(|i| self.command(i == 0))
+            .collect::<Vec<_>>()
+            .join(" | ")
+    }
+
+    fn action(&mut self, inner: &str) -> String {
+        let l = if self.r.chance(15) { "{{- " } else { "{{ " };
+        let r = if self.r.chance(15) { " -}}" } else { " }}" };
+        format!("{l}{inner}{r}")
+    }
+
+    fn body(&mut self, n: usize) -> String {
+        (0..n).map(|_| self.statement()).collect()
+    }
+
+    fn statement(&mut self) -> String {
+        let texts = ["", "x", " ", "\n", " | ", "a b\n"];
+        match self.r.below(if self.depth >= 2 { 4 } else { 9 }) {
+            0 => texts[self.r.below(texts.len())].to_string(),
+            1 | 2 => {
+                let p = self.pipeline();
+                self.action(&p)
+            }
+            3 => {
+                let v = format!("$v{}", self.vars.len());
+                let p = self.pipeline();
+                let s = self.action(&format!("{v} := {p}"));
+                self.vars.push(v);
+                s
+            }
+            4 | 5 => {
+                let kw = ["if", "with"][self.r.below(2)];
+                self.block(kw)
+            }
+            6 => self.block("range"),
+            7 if self.ranges > 0 => ["{{ break }}", "{{ continue }}"][self.r.below(2)].to_string(),
+            7 if !self.vars.is_empty() => {
+                let v = self.r.pick(&self.vars).clone();
+                let p = self.pipeline();
+                self.action(&format!("{v} = {p}"))
+            }
+            8 => "{{/* c */}}".to_string(),
+            _ => {
+                let p = self.pipeline();
+                self.action(&p)
+            }
+        }
+    }
+
+    fn block(&mut self, kw: &str) -> String {
+        let mark = self.vars.len();
+        self.depth += 1;
+        let mut head = self.pipeline();
+        if kw == "range" && self.r.chance(50) {
+            let (k, v) = (
+                format!("$k{}", self.vars.len()),
+                format!("$e{}", self.vars.len()),
+            );
+            head = if self.r.chance(50) {
+                self.vars.push(v.clone());
+                format!("{v} := {head}")
+            } else {
+                self.vars.push(k.clone());
+                self.vars.push(v.clone());
+                format!("{k}, {v} := {head}")
+            };
+        }
+        if kw == "range" {
+            self.ranges += 1;
+        }
+        let n = 1 + self.r.below(2);
+        let body = self.body(n);
+        if kw == "range" {
+            self.ranges -= 1;
+        }
+        let els = match self.r.below(10) {
+            0..=2 => format!("{{{{ else }}}}{}", self.body(1)),
+            3 if kw == "if" || self.r.chance(5) => {
+                let p = self.pipeline();
+                format!("{{{{ else {kw} {p} }}}}{}", self.body(1))
+            }
+            _ => String::new(),
+        };
+        self.depth -= 1;
+        self.vars.truncate(mark);
+        format!("{{{{ {kw} {head} }}}}{body}{els}{{{{ end }}}}")
+    }
+}
+
+fn gen_template(r: &mut Rng) -> String {
+    let mut g = Gen {
+        r,
+        vars: Vec::new(),
+        depth: 0,
+        ranges: 0,
+    };
+    let n = 1 + g.r.below(3);
+    let mut t = g.body(n);
+    if g.r.chance(5) {
+        t = format!(
+            "{{{{ define \"d\" }}}}{}{{{{ end }}}}{}{{{{ template \"d\" . }}}}",
+            g.body(1),
+            t
+        );
+    }
+    t
+}
+
+fn env_u64(name: &str) -> Option<u64> {
+    std::env::var(name).ok().and_then(|v| v.trim().parse().ok())
+}
+
+#[test]
+fn generated_templates_agree_with_go() {
+    let Some(mut o) = Oracle::get("generated_templates_agree_with_go") else {
+        return;
+    };
+    let iterations = env_u64("OUTRIGGER_DIFF_ITERATIONS").unwrap_or(4000) as usize;
+    let seed = env_u64("OUTRIGGER_DIFF_SEED").unwrap_or(0x5EED_0F0E_7166);
+    let mut r = Rng(seed);
+    let mut tally = Tally::default();
+    let mut view = Tally::default();
+    let mut done = 0;
+    while done < iterations {
+        let n = (iterations - done).min(2000);
+        let cases: Vec<(String, Value)> = (0..n)
+            .map(|_| {
+                let d = gen_data(&mut r);
+                (gen_template(&mut r), d)
+            })
+            .collect();
+        if let Some(path) = std::env::var_os("OUTRIGGER_DIFF_DUMP") {
+            // One JSON line per input, before Go sees it (to find an input that crashes Go).
+            let lines: String = cases
+                .iter()
+                .map(|(t, d)| format!("{}\n", json!({"template": t, "data": d})))
+                .collect();
+            std::fs::write(&path, lines).expect("write OUTRIGGER_DIFF_DUMP");
+        }
+        let reqs: Vec<(&str, &Value)> = cases.iter().map(|(t, d)| (t.as_str(), d)).collect();
+        let answers = o.render_phase_many("inject", &reqs);
+        for ((t, d), a) in cases.iter().zip(answers) {
+            let g = go(a);
+            // The same template over the data viewed in place (Istio's `.Values` path), where
+            // it does not change maps of the data.
+            if !["set ", "unset ", "merge", "mergeOverwrite"]
+                .iter()
+                .any(|m| t.contains(m))
+            {
+                let v = match Template::parse("inject", t) {
+                    Err(e) => Outcome::Parse(e.to_string()),
+                    Ok(tp) => match tp.render_json_view(d) {
+                        Ok(s) => Outcome::Ok(s),
+                        Err(e) => Outcome::Exec(e.to_string()),
+                    },
+                };
+                view.add(t, d, v, g.clone());
+            }
+            tally.add(t, d, ours(t, d), g);
+        }
+        done += n;
+    }
+    eprintln!("seed {seed:#x}");
+    view.report("generated, data viewed in place");
+    tally.check("generated");
+    view.check("generated, data viewed in place");
+}
