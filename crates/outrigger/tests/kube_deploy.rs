@@ -110,10 +110,16 @@ fn kustomize_builds_base_and_ha_overlay_and_output_validates() {
             assert!(text.contains("replicas: 2"));
             assert!(text.contains("topologySpreadConstraints"));
         }
-        assert!(
-            !text.contains("\nbases:") && text.contains("maxUnavailable: 1"),
-            "{overlay}"
-        );
+        assert!(text.contains("maxUnavailable: 1"), "{overlay}");
+        let kustomization =
+            std::fs::read_to_string(deploy_dir().join(overlay).join("kustomization.yaml"))
+                .expect("kustomization.yaml");
+        for deprecated in ["bases:", "patchesStrategicMerge:", "patchesJson6902:"] {
+            assert!(
+                !kustomization.lines().any(|l| l.starts_with(deprecated)),
+                "{overlay}/kustomization.yaml uses deprecated {deprecated}"
+            );
+        }
         if validator {
             let path = dir.join(format!("{}.yaml", overlay.replace('/', "-")));
             std::fs::write(&path, &text).expect("write");

@@ -873,7 +873,8 @@ pub async fn reconcile_with(
 /// is seen at once; a 410 Gone watch relists), whenever the webhook configuration changes (so a
 /// caBundle reset by someone else is restored at once), and every `interval` for time-based
 /// renewal; publish each new bundle on `tx` (the TLS server reloads from it), retry failures
-/// after `retry`. With an externally managed bundle the webhook is neither watched nor written.
+/// after `retry`. With an externally managed bundle the webhook is never written, only watched
+/// when [`CertConfig::observe`] names it.
 pub async fn run(
     client: Client,
     cfg: CertConfig,
@@ -883,7 +884,9 @@ pub async fn run(
 ) {
     use ::kube::runtime::WatchStreamExt;
     use futures::StreamExt;
-    let webhook_changes = match &cfg.webhook {
+    // With an externally managed caBundle the configuration is still watched (read-only) so a
+    // CA switch waiting for the external owner happens as soon as its caBundle changes.
+    let webhook_changes = match cfg.webhook.as_ref().or(cfg.observe.as_ref()) {
         Some(name) => {
             let api: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
             ::kube::runtime::watcher::watch_object(api, name)

@@ -544,9 +544,15 @@ mod tests {
         })
     }
 
+<<<<<<< HEAD
     /// A review against 5,000 cached nodes and 10,000 cached namespaces (a pod without
     /// nodeName, OpenShift namespace lookup on) injects exactly as against minimal caches; the
     /// cache memory is reported. Latency is compared by [`bench_review_latency_with_big_caches`].
+=======
+    /// Review latency with 5,000 cached nodes and 10,000 cached namespaces stays within 5% of
+    /// the empty caches (a pod without nodeName, OpenShift namespace lookup on): the caches are
+    /// answered in O(1). Single reviews alternate between the two, so load on the machine hits both.
+>>>>>>> cluster
     #[tokio::test]
     async fn big_caches_inject_as_minimal_ones() {
         big_caches(false).await;
@@ -601,31 +607,32 @@ mod tests {
         let out = post(&full, "ns-04242", p(0)).await;
         assert!(out.contains(NATIVE) && out.contains("1000629999"), "{out}");
         assert_eq!(post(&empty, "ns-04242", p(0)).await, out, "same injection");
+<<<<<<< HEAD
         if !time_it {
             return;
         }
         // The fastest round of each side: interference from the rest of the machine only ever
         // adds time, so minima compare the work itself.
+=======
+        // Single reviews, the two sides interleaved (alternating which goes first); the fastest
+        // of each side is compared: interference from the rest of the machine only ever adds
+        // time, and with 150 samples a side some run undisturbed.
+>>>>>>> cluster
         let (mut best_empty, mut best_full) = (f64::MAX, f64::MAX);
-        for round in 0..20 {
-            let time = |st: Arc<State>| async move {
-                let t = std::time::Instant::now();
-                for i in 0..4 {
-                    post(&st, "ns-04242", p(i)).await;
-                }
-                t.elapsed().as_secs_f64() / 4.0
-            };
-            if round % 2 == 0 {
-                best_empty = best_empty.min(time(empty.clone()).await);
-                best_full = best_full.min(time(full.clone()).await);
+        for i in 0..300 {
+            let st = if (i / 2 + i) % 2 == 0 { &empty } else { &full };
+            let t = std::time::Instant::now();
+            post(st, "ns-04242", p(i)).await;
+            let took = t.elapsed().as_secs_f64();
+            if Arc::ptr_eq(st, &empty) {
+                best_empty = best_empty.min(took);
             } else {
-                best_full = best_full.min(time(full.clone()).await);
-                best_empty = best_empty.min(time(empty.clone()).await);
+                best_full = best_full.min(took);
             }
         }
         let ratio = best_full / best_empty;
         eprintln!(
-            "review latency: empty caches {:.0} µs, 5,000 nodes + 10,000 namespaces {:.0} µs (x{ratio:.3}, best of 20 rounds)",
+            "review latency: empty caches {:.0} µs, 5,000 nodes + 10,000 namespaces {:.0} µs (x{ratio:.3}, fastest of 150 each)",
             best_empty * 1e6,
             best_full * 1e6
         );
