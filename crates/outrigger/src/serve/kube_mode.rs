@@ -544,15 +544,12 @@ mod tests {
         })
     }
 
-<<<<<<< HEAD
-    /// A review against 5,000 cached nodes and 10,000 cached namespaces (a pod without
-    /// nodeName, OpenShift namespace lookup on) injects exactly as against minimal caches; the
-    /// cache memory is reported. Latency is compared by [`bench_review_latency_with_big_caches`].
-=======
+        if !time_it {
+            return;
+        }
     /// Review latency with 5,000 cached nodes and 10,000 cached namespaces stays within 5% of
     /// the empty caches (a pod without nodeName, OpenShift namespace lookup on): the caches are
     /// answered in O(1). Single reviews alternate between the two, so load on the machine hits both.
->>>>>>> cluster
     #[tokio::test]
     async fn big_caches_inject_as_minimal_ones() {
         big_caches(false).await;
@@ -607,17 +604,12 @@ mod tests {
         let out = post(&full, "ns-04242", p(0)).await;
         assert!(out.contains(NATIVE) && out.contains("1000629999"), "{out}");
         assert_eq!(post(&empty, "ns-04242", p(0)).await, out, "same injection");
-<<<<<<< HEAD
         if !time_it {
             return;
         }
-        // The fastest round of each side: interference from the rest of the machine only ever
-        // adds time, so minima compare the work itself.
-=======
         // Single reviews, the two sides interleaved (alternating which goes first); the fastest
         // of each side is compared: interference from the rest of the machine only ever adds
         // time, and with 150 samples a side some run undisturbed.
->>>>>>> cluster
         let (mut best_empty, mut best_full) = (f64::MAX, f64::MAX);
         for i in 0..300 {
             let st = if (i / 2 + i) % 2 == 0 { &empty } else { &full };
