@@ -20,8 +20,12 @@ fn oracle_speaks_for_go() {
         Ok("a:\n- 1\n- 2.5\nb: \"yes\"\n")
     );
     assert_eq!(
-        o.render("t", "{{ .a | indent 2 }}", &serde_json::json!({"a": "x\ny"}))
-            .as_deref(),
+        o.render(
+            "t",
+            "{{ .a | indent 2 }}",
+            &serde_json::json!({"a": "x\ny"})
+        )
+        .as_deref(),
         Ok("x\n  y")
     );
 }

@@ -6,6 +6,7 @@ use anyhow::{Context, Result};
 
 use outrigger_inject::config::{self, InjectorConfig, Snapshot};
 use outrigger_inject::defaults;
+use outrigger_inject::workload::{self, InjectConfigShape};
 
 /// Istio's configuration files, as `istioctl kube-inject` names its flags.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -52,15 +53,26 @@ fn shown(p: Option<&Path>) -> String {
     p.map_or("(embedded)".into(), |p| p.display().to_string())
 }
 
-/// Build the snapshot for `outrigger inject` from istioctl-style flags.
+/// Build the snapshot for `outrigger inject` from istioctl-style flags. An injector config that
+/// cannot add a sidecar is refused ([`workload::load_inject_config`]); a whole ConfigMap is read
+/// through its `config` key, with a note on stderr.
 pub fn kube_inject_snapshot(
     inject_config: Option<&Path>,
     values: Option<&Path>,
     mesh: Option<&Path>,
 ) -> Result<Snapshot> {
     let config = match inject_config {
-        Some(p) => InjectorConfig::parse_for_kube_inject(&read(p)?)
-            .with_context(|| format!("loading injector config {}", p.display()))?,
+        Some(p) => {
+            let loaded = workload::load_inject_config(&read(p)?)
+                .with_context(|| format!("loading injector config {}", p.display()))?;
+            if loaded.shape == InjectConfigShape::ConfigMap {
+                eprintln!(
+                    "note: {} is a whole ConfigMap; using its data.config key",
+                    p.display()
+                );
+            }
+            loaded.config
+        }
         None => InjectorConfig::parse_for_kube_inject(defaults::CONFIG)
             .context("loading the embedded default injector config")?,
     };

@@ -224,17 +224,43 @@ fn diff_shows_the_added_sidecar_lines() {
         "no istio-init line:\n{text}"
     );
     assert!(
-        text.contains("Deployment hello"),
+        text.contains("--- Deployment demo/hello (document 0, as written)")
+            && text.contains("+++ Deployment demo/hello (document 0, injected)"),
         "diff header should name the workload:\n{text}"
     );
-    // The Service is not part of the diff, and no application line is removed.
+    // The Service is not part of the diff. The original side is the document as written, so
+    // its comment is removed and reordered keys move; the application image is still there.
     assert!(!text.contains("kind: Service"), "{text}");
-    assert!(
-        !text
-            .lines()
-            .any(|l| l.starts_with('-') && !l.starts_with("---") && l.contains("image:")),
-        "an image line was removed:\n{text}"
-    );
+    assert!(text.contains("\n-# A small Deployment"), "{text}");
+    let image = |l: &str| l[1..].trim_start_matches([' ', '-']).to_string();
+    let removed: Vec<String> = text
+        .lines()
+        .filter(|l| l.starts_with('-') && !l.starts_with("---") && l.contains("image:"))
+        .map(image)
+        .collect();
+    let added: Vec<String> = text
+        .lines()
+        .filter(|l| l.starts_with('+') && l.contains("image:"))
+        .map(image)
+        .collect();
+    for r in &removed {
+        assert!(
+            added.contains(r),
+            "{r:?} removed and not added back:\n{text}"
+        );
+    }
+}
+
+#[test]
+fn diff_of_an_output_reinjected_is_empty_and_exits_0() {
+    let first = Inject::file(&hello()).run();
+    let out = Inject::new()
+        .arg("-f")
+        .arg("-")
+        .arg("--diff")
+        .stdin(first.success())
+        .run();
+    assert_eq!(out.success(), "");
 }
 
 #[test]
@@ -796,6 +822,81 @@ fn warnings_follow_an_empty_line_on_stderr() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Large inputs: documents are streamed
+// ---------------------------------------------------------------------------------------------
+
+/// A stream of `n` Deployments, with a Service and a comment-only document every tenth.
+fn many_deployments(n: usize) -> String {
+    let mut s = String::new();
+    for i in 0..n {
+        s.push_str(&format!(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app-{i}\n  namespace: team-{}\n\
+             spec:\n  selector:\n    matchLabels: {{app: app-{i}}}\n  template:\n    metadata:\n      \
+             labels: {{app: app-{i}}}\n    spec:\n      containers:\n      - name: app\n        \
+             image: example/app:{i}\n---\n",
+            i % 7
+        ));
+        if i % 10 == 0 {
+            s.push_str(&format!(
+                "# service {i}\napiVersion: v1\nkind: Service\nmetadata: {{name: svc-{i}}}\n---\n# nothing\n---\n"
+            ));
+        }
+    }
+    s
+}
+
+#[test]
+fn large_stream_is_injected_document_by_document_in_order() {
+    let n = 1500;
+    let input = many_deployments(n);
+    let dir = TempDir::new("large-stream");
+    let path = dir.write("many.yaml", &input);
+    let run = Inject::file(&path).run();
+    let text = run.success();
+    let raw = outrigger_inject::yaml::split_documents(text).expect("output splits");
+    assert_eq!(
+        raw.len(),
+        n + n.div_ceil(10),
+        "one output document per input document"
+    );
+    let mut deployments = 0;
+    for (doc, raw) in docs(text).iter().zip(&raw) {
+        if doc["kind"] == "Service" {
+            // Services pass through byte for byte, comment included.
+            assert!(raw.starts_with("# service "), "{raw}");
+            continue;
+        }
+        let i = deployments;
+        deployments += 1;
+        assert_eq!(
+            doc.pointer("/metadata/name"),
+            Some(&json!(format!("app-{i}")))
+        );
+        assert_eq!(
+            names_at(doc, "/spec/template/spec/containers"),
+            ["app", "istio-proxy"],
+            "app-{i}"
+        );
+        assert_eq!(
+            doc.pointer("/spec/template/spec/containers/0/image"),
+            Some(&json!(format!("example/app:{i}")))
+        );
+    }
+    assert_eq!(deployments, n);
+    // The same as injecting each document alone.
+    let one = Inject::new()
+        .arg("-f")
+        .arg("-")
+        .stdin(outrigger_inject::yaml::split_documents(&input).expect("input splits")[n / 2 + 1])
+        .run();
+    assert!(
+        text.contains(one.success()),
+        "document {} differs",
+        n / 2 + 1
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
 // Golden files for the embedded default
 // ---------------------------------------------------------------------------------------------
 
@@ -914,12 +1015,18 @@ mod bad_input {
     }
 
     #[test]
-    fn failed_run_writes_nothing() {
-        // Unlike istioctl (§11.3), nothing is written when any document fails, so a pipe into
-        // `kubectl apply` never applies half a stream.
+    fn failed_run_keeps_earlier_documents_on_stdout_and_writes_no_file() {
+        // Documents are written as they are injected (memory follows the largest document), so,
+        // as with istioctl (§11.3), the documents before the failing one are on standard output
+        // and the error says so. With -o the file is only created when the whole run succeeds.
         let run = Inject::file(&bad("malformed-yaml.yaml")).run();
-        run.failure();
-        assert_eq!(run.stdout, "");
+        let err = run.failure();
+        let written = docs(&run.stdout);
+        assert_eq!(written.len(), 1, "document 0 only:\n{}", run.stdout);
+        assert!(
+            err.contains("the 1 document(s) before it were written to standard output"),
+            "{err}"
+        );
         let dir = TempDir::new("failed-run-output");
         let target = dir.path("out.yaml");
         let run = Inject::file(&bad("malformed-yaml.yaml"))
@@ -927,6 +1034,17 @@ mod bad_input {
             .run();
         run.failure();
         assert!(!target.exists(), "-o file written by a failed run");
+        let left: Vec<_> = std::fs::read_dir(dir.path("."))
+            .expect("temp dir")
+            .collect();
+        assert!(left.is_empty(), "files left behind: {left:?}");
+        // An existing file is left as it was.
+        std::fs::write(&target, "previous\n").expect("writing the old output");
+        Inject::file(&bad("malformed-yaml.yaml"))
+            .path_arg("-o", &target)
+            .run()
+            .failure();
+        assert_eq!(read(&target), "previous\n");
     }
 
     #[test]
