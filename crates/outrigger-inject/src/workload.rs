@@ -110,7 +110,11 @@ fn document_label(index: usize, kind: &str, namespace: &str, name: &str) -> Stri
     } else {
         format!("{namespace}/{name}")
     };
-    format!("document {index} ({kind} {full:?})")
+    if full.is_empty() {
+        format!("document {index} ({kind})")
+    } else {
+        format!("document {index} ({kind} {full:?})")
+    }
 }
 
 /// How kube-inject read its `--injectConfigFile` ([`load_inject_config`]).
@@ -428,9 +432,11 @@ fn process_document(
     }
     let ty =
         schema_type(&kind).ok_or_else(|| Error::Workload(format!("unsupported kind {kind:?}")))?;
+    // Before normalisation, which writes the zero pod template of kinds that embed it.
+    let has_template = doc.pointer(template_pointers(&kind).1).is_some();
     normalize_workload(ty, &mut doc)?;
     let before = keep_before.then(|| doc.clone());
-    let outcome = inject_workload(&mut doc, &kind, opts, warnings)?;
+    let outcome = inject_workload(&mut doc, &kind, has_template, opts, warnings)?;
     if outcome == Outcome::Injected {
         normalize_workload(ty, &mut doc)?;
     }
@@ -469,6 +475,7 @@ fn take_pointer(doc: &mut Value, ptr: &str) -> Option<Value> {
 fn inject_workload(
     doc: &mut Value,
     kind: &str,
+    has_template: bool,
     opts: &KubeInjectOptions<'_>,
     warnings: &mut Vec<String>,
 ) -> Result<Outcome> {
@@ -483,7 +490,7 @@ fn inject_workload(
     let metadata = take_pointer(doc, meta_ptr).unwrap_or_else(|| json!({}));
     let spec = take_pointer(doc, spec_ptr).unwrap_or_else(|| json!({}));
     let mut pod = json!({"metadata": metadata, "spec": spec});
-    let outcome = inject_template(doc, &mut pod, kind, had_spec, opts, warnings)?;
+    let outcome = inject_template(doc, &mut pod, kind, has_template, opts, warnings)?;
     let new_meta = pod
         .get_mut("metadata")
         .map(Value::take)
@@ -509,7 +516,7 @@ fn inject_template(
     doc: &Value,
     pod: &mut Value,
     kind: &str,
-    had_spec: bool,
+    has_template: bool,
     opts: &KubeInjectOptions<'_>,
     warnings: &mut Vec<String>,
 ) -> Result<Outcome> {
@@ -546,7 +553,7 @@ fn inject_template(
         ));
         return Ok(Outcome::Skipped(SkipReason::InjectionDisabled));
     }
-    check_has_containers(pod, kind, had_spec)?;
+    check_has_containers(pod, kind, has_template)?;
     let workload = if kind == "Pod" {
         inject::workload_from_pod(pod)
     } else {
@@ -571,9 +578,10 @@ fn inject_template(
         proxy_uid_gid: None,
         compliance_policy: opts.compliance_policy,
     };
-    let injected = inject::inject_pod(pod, &params)?;
+    let templates = inject::select_templates(opts.snapshot, pod);
+    let injected = inject::inject_pod_owned(pod.take(), &params)?;
     if !adds_a_container(&injected.pod) {
-        let templates = inject::select_templates(opts.snapshot, pod).join(", ");
+        let templates = templates.join(", ");
         return Err(Error::Workload(format!(
             "the injection template(s) {templates} added no container: a sidecar template must \
              add istio-proxy under spec.containers or spec.initContainers (is the injector config \
@@ -602,13 +610,14 @@ fn adds_a_container(pod: &Value) -> bool {
 
 /// A workload to inject must have a pod with at least one container: Kubernetes rejects a pod
 /// without one, and injecting would produce a pod made of the sidecar alone.
-fn check_has_containers(pod: &Value, kind: &str, had_spec: bool) -> Result<()> {
+fn check_has_containers(pod: &Value, kind: &str, has_template: bool) -> Result<()> {
     let (_, spec_ptr) = template_pointers(kind);
     let field = spec_ptr.trim_start_matches('/').replace('/', ".");
-    if !had_spec {
-        let template = field.trim_end_matches(".spec");
+    if !has_template {
+        let what = if kind == "Pod" { "spec" } else { "template" };
         return Err(Error::Workload(format!(
-            "no pod template: {field} is missing (Kubernetes requires {template} with at least one container); nothing to inject into"
+            "no pod {what}: {field} is missing (a pod needs at least one container in \
+             {field}.containers); nothing to inject into"
         )));
     }
     let has_one = pod

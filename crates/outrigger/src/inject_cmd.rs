@@ -1,11 +1,12 @@
 //! `outrigger inject`: manual sidecar injection of manifests, flag-compatible with
 //! `istioctl kube-inject`.
 
-use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::io::{BufRead, BufReader, BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use outrigger_inject::workload::{self, KubeInjectOptions, Outcome, ProcessedDocument};
+use outrigger_inject::workload::{self, KubeInjectOptions, Outcome, ProcessedDocument, SkipReason};
 use outrigger_inject::yaml;
 
 use crate::settings::{self, ConfigFiles, NativeMode};
@@ -28,9 +29,43 @@ pub struct InjectArgs {
     /// Control plane revision (`default` means none).
     #[arg(long = "revision", default_value = "")]
     pub revision: String,
-    /// Print a unified diff of what injection changes instead of the documents.
+    /// Print a unified diff of what injection changes instead of the documents; exits 1 when
+    /// something changed, 0 when nothing did (2 on error), like `diff`.
     #[arg(long = "diff")]
     pub diff: bool,
+    /// Colour the diff: auto (when standard output is a terminal and NO_COLOR is unset), always,
+    /// never.
+    #[arg(long = "color", value_enum, default_value = "auto")]
+    pub color: ColorMode,
+    /// Do not print the summary line on standard error (warnings are still printed).
+    #[arg(short = 'q', long = "quiet")]
+    pub quiet: bool,
+}
+
+/// When to colour the diff.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ColorMode {
+    /// When standard output is a terminal and `NO_COLOR` is unset or empty.
+    Auto,
+    /// Always.
+    Always,
+    /// Never.
+    Never,
+}
+
+impl ColorMode {
+    /// Whether to colour output going to `output` (`None`: standard output).
+    fn enabled(self, output: Option<&Path>) -> bool {
+        match self {
+            ColorMode::Always => true,
+            ColorMode::Never => false,
+            ColorMode::Auto => {
+                output.is_none()
+                    && std::io::stdout().is_terminal()
+                    && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+            }
+        }
+    }
 }
 
 /// Open the input for streaming: the file, or standard input for `-`.
@@ -135,8 +170,9 @@ impl Output {
 ///
 /// Documents are read, injected and written one at a time, so memory follows the largest
 /// document, not the input. Warnings are printed after the run, as istioctl does (also when it
-/// fails, before the error).
-pub fn run(args: &InjectArgs) -> Result<()> {
+/// fails, before the error), then a summary line unless `--quiet`. With `--diff` the exit status
+/// says whether anything changed.
+pub fn run(args: &InjectArgs) -> Result<ExitCode> {
     let snapshot = settings::kube_inject_snapshot(
         args.files.inject_config_file.as_deref(),
         args.files.values_file.as_deref(),
@@ -157,10 +193,13 @@ pub fn run(args: &InjectArgs) -> Result<()> {
     let source = input_name(&args.filename);
     let input = open_input(&args.filename)?;
     let mut output = Output::open(args.output.as_deref())?;
-    let mut stats = Stats::default();
+    let mut stats = Stats {
+        color: args.diff && args.color.enabled(args.output.as_deref()),
+        ..Stats::default()
+    };
     let result = stream(input, &opts, args, &mut output, &mut stats);
+    let mut err = std::io::stderr().lock();
     if !stats.warnings.is_empty() {
-        let mut err = std::io::stderr().lock();
         let _ = writeln!(err);
         for w in &stats.warnings {
             let _ = writeln!(err, "{w}");
@@ -175,7 +214,17 @@ pub fn run(args: &InjectArgs) -> Result<()> {
         Ok(())
     });
     match result {
-        Ok(()) => output.finish(),
+        Ok(()) => {
+            output.finish()?;
+            if !args.quiet {
+                let _ = writeln!(err, "{}", stats.summary());
+            }
+            Ok(if args.diff && stats.changed > 0 {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
         Err(e) => {
             let written = stats.written;
             let to_stdout = matches!(output, Output::Stdout(_));
@@ -199,7 +248,56 @@ struct Stats {
     documents: usize,
     /// Documents (or diffs) written.
     written: usize,
+    /// Documents injected.
+    injected: usize,
+    /// Documents whose injection changed them (what `--diff` shows).
+    changed: usize,
+    /// Workloads skipped, by reason, in order of first appearance.
+    skipped: Vec<(SkipReason, usize)>,
+    /// Documents passed through.
+    passed: usize,
     warnings: Vec<String>,
+    /// Colour the diff.
+    color: bool,
+}
+
+impl Stats {
+    fn count(&mut self, outcome: Outcome) {
+        self.documents += 1;
+        match outcome {
+            Outcome::Injected => self.injected += 1,
+            Outcome::PassedThrough => self.passed += 1,
+            Outcome::Skipped(reason) => match self.skipped.iter_mut().find(|(r, _)| *r == reason) {
+                Some((_, n)) => *n += 1,
+                None => self.skipped.push((reason, 1)),
+            },
+        }
+    }
+
+    /// `3 documents: 1 injected, 1 skipped (hostNetwork), 1 passed through`.
+    fn summary(&self) -> String {
+        let mut parts = Vec::new();
+        if self.injected > 0 {
+            parts.push(format!("{} injected", self.injected));
+        }
+        let skipped: usize = self.skipped.iter().map(|(_, n)| n).sum();
+        if skipped > 0 {
+            let reasons: Vec<String> = if self.skipped.len() == 1 {
+                vec![self.skipped[0].0.as_str().to_string()]
+            } else {
+                self.skipped
+                    .iter()
+                    .map(|(r, n)| format!("{n} {}", r.as_str()))
+                    .collect()
+            };
+            parts.push(format!("{skipped} skipped ({})", reasons.join(", ")));
+        }
+        if self.passed > 0 {
+            parts.push(format!("{} passed through", self.passed));
+        }
+        let plural = if self.documents == 1 { "" } else { "s" };
+        format!("{} document{plural}: {}", self.documents, parts.join(", "))
+    }
 }
 
 /// Read, inject and write every document of `input`.
@@ -214,13 +312,14 @@ fn stream(
         let raw = raw?;
         let doc = workload::inject_raw_document(index, &raw.text, raw.first_line, opts, args.diff);
         let Some(doc) = doc? else { continue };
-        stats.documents += 1;
+        stats.count(doc.outcome);
         stats.warnings.extend(doc.warnings.iter().cloned());
         if args.diff {
-            let diff = render_diff(&raw.text, &doc);
+            let diff = render_diff(&raw.text, &doc, stats.color);
             if !diff.is_empty() {
                 output.write(&diff)?;
                 stats.written += 1;
+                stats.changed += 1;
             }
         } else {
             output.write(&doc.text)?;
@@ -233,7 +332,7 @@ fn stream(
 /// Unified diff of one injected document: the document as written against the output. Empty
 /// when the document was not injected or injection changed nothing (its parsed, normalised form
 /// equals the output).
-fn render_diff(raw: &str, doc: &ProcessedDocument) -> String {
+fn render_diff(raw: &str, doc: &ProcessedDocument, color: bool) -> String {
     if doc.outcome != Outcome::Injected {
         return String::new();
     }
@@ -249,7 +348,7 @@ fn render_diff(raw: &str, doc: &ProcessedDocument) -> String {
         format!("{}/{}", doc.namespace, doc.name)
     };
     let label = format!("{} {full} (document {}", doc.kind, doc.index);
-    similar::TextDiff::configure()
+    let diff = similar::TextDiff::configure()
         .algorithm(similar::Algorithm::Patience)
         .diff_lines(raw, after)
         .unified_diff()
@@ -258,5 +357,39 @@ fn render_diff(raw: &str, doc: &ProcessedDocument) -> String {
             &format!("{label}, as written)"),
             &format!("{label}, injected)"),
         )
-        .to_string()
+        .to_string();
+    if color {
+        colorize(&diff)
+    } else {
+        diff
+    }
+}
+
+/// ANSI colours of a unified diff, as `git diff` uses them: bold headers, cyan hunk lines, red
+/// removals, green additions.
+fn colorize(diff: &str) -> String {
+    let mut out = String::with_capacity(diff.len() + diff.len() / 4);
+    for line in diff.split_inclusive('\n') {
+        let (text, nl) = match line.strip_suffix('\n') {
+            Some(t) => (t, "\n"),
+            None => (line, ""),
+        };
+        let code = if text.starts_with("--- ") || text.starts_with("+++ ") {
+            "1"
+        } else if text.starts_with("@@") {
+            "36"
+        } else if text.starts_with('-') {
+            "31"
+        } else if text.starts_with('+') {
+            "32"
+        } else {
+            ""
+        };
+        if code.is_empty() {
+            out.push_str(line);
+        } else {
+            out.push_str(&format!("\x1b[{code}m{text}\x1b[0m{nl}"));
+        }
+    }
+    out
 }

@@ -38,18 +38,21 @@ enum Command {
 }
 
 fn main() -> std::process::ExitCode {
+    use std::process::ExitCode;
     let cli = Cli::parse();
-    let result = match cli.command {
-        Command::Inject(args) => inject_cmd::run(&args),
-        Command::Serve(args) => serve::run(&args),
-        Command::WebhookConfig(args) => webhook_config::run(&args),
-        Command::Check(args) => check_cmd::run(&args),
+    // Exit status of an error: 2 where 1 has a meaning of its own (`inject --diff`: something
+    // changed; `check`: not injected), else 1.
+    let (result, error_status) = match cli.command {
+        Command::Inject(args) => (inject_cmd::run(&args), if args.diff { 2 } else { 1 }),
+        Command::Serve(args) => (serve::run(&args).map(|()| ExitCode::SUCCESS), 1),
+        Command::WebhookConfig(args) => (webhook_config::run(&args).map(|()| ExitCode::SUCCESS), 1),
+        Command::Check(args) => (check_cmd::run(&args).map(|()| ExitCode::SUCCESS), 1),
     };
     match result {
-        Ok(()) => std::process::ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(e) => {
             eprintln!("Error: {e:#}");
-            std::process::ExitCode::FAILURE
+            ExitCode::from(error_status)
         }
     }
 }

@@ -210,7 +210,9 @@ fn revision_flag_reaches_the_template() {
 #[test]
 fn diff_shows_the_added_sidecar_lines() {
     let out = Inject::file(&hello()).arg("--diff").run();
-    let text = out.success();
+    // Something changed: exit status 1, as `diff` and `kubectl diff`.
+    let text = out.exited(1);
+    assert!(!text.contains('\x1b'), "no colour when not on a terminal");
     let added: Vec<&str> = text
         .lines()
         .filter(|l| l.starts_with('+') && !l.starts_with("+++"))
@@ -261,6 +263,52 @@ fn diff_of_an_output_reinjected_is_empty_and_exits_0() {
         .stdin(first.success())
         .run();
     assert_eq!(out.success(), "");
+}
+
+#[test]
+fn diff_colour_follows_the_flag_and_no_color() {
+    let coloured = Inject::file(&hello())
+        .arg("--diff")
+        .arg("--color")
+        .arg("always")
+        .run();
+    let text = coloured.exited(1);
+    assert!(
+        text.contains("\x1b[32m+") && text.contains("\x1b[31m-") && text.contains("\x1b[36m@@"),
+        "{text}"
+    );
+    assert!(text.contains("\x1b[1m--- Deployment demo/hello"), "{text}");
+    let plain = Inject::file(&hello())
+        .arg("--diff")
+        .arg("--color")
+        .arg("never")
+        .run();
+    assert!(!plain.exited(1).contains('\x1b'));
+    // auto: never when standard output is not a terminal, whatever NO_COLOR says.
+    let auto = Inject::file(&hello())
+        .arg("--diff")
+        .env("NO_COLOR", "")
+        .run();
+    assert_eq!(auto.exited(1), plain.stdout);
+}
+
+#[test]
+fn diff_error_exits_2() {
+    let run = Inject::new()
+        .arg("-f")
+        .arg("-")
+        .arg("--diff")
+        .stdin("kind: Pod\nmetadata: {name: p}\nspec: {}\n")
+        .run();
+    run.failure();
+    assert_eq!(run.code, Some(2), "{}", run.stderr);
+    let plain = Inject::new()
+        .arg("-f")
+        .arg("-")
+        .stdin("kind: Pod\nmetadata: {name: p}\nspec: {}\n")
+        .run();
+    plain.failure();
+    assert_eq!(plain.code, Some(1));
 }
 
 #[test]
@@ -470,6 +518,54 @@ fn inject_false_annotation_is_skipped_with_a_warning() {
     assert_eq!(names_at(&doc, "/spec/template/spec/containers"), ["worker"]);
     let ann = "/spec/template/metadata/annotations";
     assert_eq!(doc.pointer(ann), input.pointer(ann));
+}
+
+#[test]
+fn summary_line_counts_what_was_done() {
+    let dir = TempDir::new("summary");
+    let input = format!(
+        "{}---\n{}",
+        read(&hello()),
+        read(&fixture("hostnetwork.yaml"))
+    );
+    let path = dir.write("mixed.yaml", &input);
+    let run = Inject::file(&path).run();
+    run.success();
+    // Istio's warnings come first, byte for byte; the summary is the last line.
+    assert!(
+        run.stderr.starts_with("\n===> Skipping injection because DaemonSet \"monitoring/node-exporter\" has host networking enabled\n\n"),
+        "{:?}",
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .ends_with("\n3 documents: 1 injected, 1 skipped (hostNetwork), 1 passed through\n"),
+        "{:?}",
+        run.stderr
+    );
+    let one = Inject::file(&fixture("deployment.yaml")).run();
+    one.success();
+    assert_eq!(one.stderr, "1 document: 1 injected\n");
+    let quiet = Inject::file(&path).arg("-q").run();
+    quiet.success();
+    assert!(!quiet.stderr.contains("documents:"), "{}", quiet.stderr);
+    assert!(quiet.stderr.contains("===> Skipping"), "warnings stay");
+    let both = Inject::new()
+        .arg("-f")
+        .arg("-")
+        .stdin(&format!(
+            "{}---\n{}",
+            read(&fixture("hostnetwork.yaml")),
+            read(&fixture("inject-disabled.yaml"))
+        ))
+        .run();
+    both.success();
+    assert!(
+        both.stderr
+            .ends_with("\n2 documents: 2 skipped (1 hostNetwork, 1 injection disabled)\n"),
+        "{}",
+        both.stderr
+    );
 }
 
 #[test]
@@ -822,6 +918,162 @@ fn warnings_follow_an_empty_line_on_stderr() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Silent traps: inputs that would inject nothing, or a pod Kubernetes refuses
+// ---------------------------------------------------------------------------------------------
+
+/// The embedded default's values, mesh config and `config`, written as files.
+fn default_files(dir: &TempDir) -> (std::path::PathBuf, std::path::PathBuf, std::path::PathBuf) {
+    (
+        dir.write("values.json", outrigger_inject::defaults::VALUES),
+        dir.write("mesh.yaml", outrigger_inject::defaults::MESH),
+        dir.write("config.yaml", outrigger_inject::defaults::CONFIG),
+    )
+}
+
+#[test]
+fn values_or_mesh_or_empty_config_as_inject_config_is_refused() {
+    let dir = TempDir::new("config-not-templates");
+    let (values, mesh, _) = default_files(&dir);
+    let empty = dir.write("empty.json", "{}\n");
+    let no_templates = dir.write("no-templates.yaml", "templates: {}\n");
+    let blank = dir.write("blank.yaml", "# nothing\n");
+    for (file, hint) in [
+        (&values, "--valuesFile"),
+        (&mesh, "--meshConfigFile"),
+        (&empty, "empty mapping"),
+        (&no_templates, "`templates` is empty"),
+        (&blank, "empty"),
+    ] {
+        let run = Inject::file(&fixture("pod.yaml"))
+            .path_arg("--injectConfigFile", file)
+            .run();
+        let err = run.failure();
+        let name = file.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        for want in [name, "not an injector config", "templates:", hint] {
+            assert!(err.contains(want), "{name}: {want:?} missing:\n{err}");
+        }
+        assert_eq!(run.stdout, "", "{name}: nothing is written");
+    }
+}
+
+#[test]
+fn template_that_adds_no_container_is_refused() {
+    let dir = TempDir::new("config-no-container");
+    let template = dir.write(
+        "labels.yaml",
+        "metadata:\n  labels:\n    injected-by: \"{{ .Revision | default \"x\" }}\"\n",
+    );
+    let run = Inject::file(&fixture("pod.yaml"))
+        .path_arg("--injectConfigFile", &template)
+        .run();
+    let err = run.failure();
+    for want in [
+        "document 0 (Pod ",
+        "sidecar added no container",
+        "istio-proxy",
+    ] {
+        assert!(err.contains(want), "{want:?} missing:\n{err}");
+    }
+}
+
+#[test]
+fn whole_configmap_as_inject_config_uses_its_config_key() {
+    let dir = TempDir::new("config-configmap");
+    let (values, _, _) = default_files(&dir);
+    let mut config = String::new();
+    for line in outrigger_inject::defaults::CONFIG.lines() {
+        config.push_str("    ");
+        config.push_str(line);
+        config.push('\n');
+    }
+    let cm = dir.write(
+        "cm.yaml",
+        &format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: istio-sidecar-injector\n  \
+             namespace: istio-system\ndata:\n  config: |\n{config}"
+        ),
+    );
+    let run = Inject::file(&fixture("pod.yaml"))
+        .path_arg("--injectConfigFile", &cm)
+        .path_arg("--valuesFile", &values)
+        .run();
+    let doc = single(run.success());
+    assert!(
+        names_at(&doc, "/spec/containers").contains(&"istio-proxy".to_string()),
+        "{doc}"
+    );
+    assert!(
+        run.stderr
+            .contains("cm.yaml is a whole ConfigMap; using its data.config key"),
+        "{}",
+        run.stderr
+    );
+    // The same as passing the `config` key itself.
+    let plain = Inject::file(&fixture("pod.yaml"))
+        .path_arg("--injectConfigFile", &dir.path("config.yaml"))
+        .path_arg("--valuesFile", &values)
+        .run();
+    assert_eq!(docs(plain.success()), [doc]);
+
+    let without = dir.write("cm-values.yaml", "kind: ConfigMap\ndata:\n  values: '{}'\n");
+    let run = Inject::file(&fixture("pod.yaml"))
+        .path_arg("--injectConfigFile", &without)
+        .run();
+    let err = run.failure();
+    for want in ["cm-values.yaml", "data.config", "jsonpath='{.data.config}'"] {
+        assert!(err.contains(want), "{want:?} missing:\n{err}");
+    }
+}
+
+#[test]
+fn workload_without_containers_or_pod_template_is_refused() {
+    let cases = [
+        (
+            "kind: Service\nmetadata: {name: s}\n---\napiVersion: apps/v1\nkind: Deployment\n\
+             metadata: {name: web, namespace: shop}\nspec:\n  template:\n    spec:\n      containers: []\n",
+            "document 1 (Deployment \"shop/web\")",
+            "spec.template.spec.containers",
+        ),
+        (
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: bare}\nspec: {replicas: 1}\n",
+            "document 0 (Deployment \"bare\")",
+            "no pod template",
+        ),
+        (
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {}\n",
+            "document 0 (Pod \"p\")",
+            "spec.containers",
+        ),
+        (
+            "apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: c}\nspec:\n  jobTemplate:\n    spec: {}\n",
+            "document 0 (CronJob \"c\")",
+            "spec.jobTemplate.spec.template.spec",
+        ),
+        (
+            "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Pod\n  metadata: {name: p}\n",
+            "items[0]",
+            "spec.containers",
+        ),
+    ];
+    for (input, who, what) in cases {
+        let run = Inject::new().arg("-f").arg("-").stdin(input).run();
+        let err = run.failure();
+        assert!(
+            err.contains(who) && err.contains(what) && err.contains("nothing to inject into"),
+            "{who}: {err}"
+        );
+    }
+    // Not injected anyway: passed on as they are.
+    let skipped = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  annotations: {sidecar.istio.io/inject: \"false\"}\nspec: {}\n";
+    Inject::new()
+        .arg("-f")
+        .arg("-")
+        .stdin(skipped)
+        .run()
+        .success();
+}
+
+// ---------------------------------------------------------------------------------------------
 // Large inputs: documents are streamed
 // ---------------------------------------------------------------------------------------------
 
@@ -847,7 +1099,7 @@ fn many_deployments(n: usize) -> String {
 
 #[test]
 fn large_stream_is_injected_document_by_document_in_order() {
-    let n = 1500;
+    let n = 1000;
     let input = many_deployments(n);
     let dir = TempDir::new("large-stream");
     let path = dir.write("many.yaml", &input);
