@@ -46,7 +46,7 @@ fn main() -> std::process::ExitCode {
         Command::Inject(args) => (inject_cmd::run(&args), if args.diff { 2 } else { 1 }),
         Command::Serve(args) => (serve::run(&args).map(|()| ExitCode::SUCCESS), 1),
         Command::WebhookConfig(args) => (webhook_config::run(&args).map(|()| ExitCode::SUCCESS), 1),
-        Command::Check(args) => (check_cmd::run(&args).map(|()| ExitCode::SUCCESS), 1),
+        Command::Check(args) => (check_cmd::run(&args), 2),
     };
     match result {
         Ok(code) => code,

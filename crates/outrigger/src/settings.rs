@@ -4,6 +4,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
+use outrigger_inject::admission;
 use outrigger_inject::config::{self, InjectorConfig, Snapshot};
 use outrigger_inject::defaults;
 use outrigger_inject::workload::{self, InjectConfigShape};
@@ -33,13 +34,23 @@ pub enum NativeMode {
     Auto,
 }
 
-/// Offline native-sidecar decision: an explicit flag wins, else `ENABLE_NATIVE_SIDECARS=true`.
+/// Offline native-sidecar decision: an explicit flag wins, else `ENABLE_NATIVE_SIDECARS=true`
+/// (`auto` means off offline). A value Istio does not know is off, with a warning on stderr
+/// naming the variable and the accepted values.
 pub fn native_sidecars_offline(flag: Option<NativeMode>) -> bool {
     match flag {
         Some(NativeMode::True) => true,
         Some(NativeMode::False) => false,
         Some(NativeMode::Auto) | None => {
-            std::env::var("ENABLE_NATIVE_SIDECARS").is_ok_and(|v| v == "true")
+            let value = std::env::var("ENABLE_NATIVE_SIDECARS").unwrap_or_default();
+            if value.is_empty() {
+                return false;
+            }
+            let (mode, warning) = admission::NativeMode::parse(&value);
+            if let Some(w) = warning {
+                eprintln!("warning: {w} (accepted values: true, false, auto)");
+            }
+            mode == admission::NativeMode::Enabled
         }
     }
 }

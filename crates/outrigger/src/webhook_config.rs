@@ -510,9 +510,25 @@ fn yaml_string(s: &str) -> String {
     }
 }
 
+/// Why `--enable-namespaces-by-default` renders nothing with these options, if it does not: the
+/// chart's `auto.` entry exists for the default revision only.
+pub fn auto_entry_dropped(o: &WebhookOptions) -> Option<String> {
+    (o.enable_namespaces_by_default && !o.is_default_revision()).then(|| {
+        format!(
+            "warning: --enable-namespaces-by-default has no effect with --revision {}: the `auto.` \
+             entry exists for the default revision only (as in Istio's chart); label namespaces \
+             istio.io/rev={} instead",
+            o.revision, o.revision
+        )
+    })
+}
+
 /// Run `outrigger webhook-config`.
 pub fn run(args: &WebhookConfigArgs) -> Result<()> {
     let opts = WebhookOptions::from_args(args)?;
+    if let Some(w) = auto_entry_dropped(&opts) {
+        eprintln!("{w}");
+    }
     let text = render(&build(&opts), args.output)?;
     std::io::stdout()
         .lock()

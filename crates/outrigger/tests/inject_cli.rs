@@ -666,6 +666,32 @@ fn native_sidecars_auto_follows_the_environment() {
 }
 
 #[test]
+fn unknown_enable_native_sidecars_value_is_warned_about() {
+    let run = Inject::file(&fixture("pod.yaml"))
+        .env("ENABLE_NATIVE_SIDECARS", "bogus")
+        .run();
+    run.success();
+    assert!(
+        run.stderr.contains(
+            "warning: Unknown value for ENABLE_NATIVE_SIDECARS: bogus, defaulting to false (accepted values: true, false, auto)"
+        ),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(proxy_placement(&run), (false, true), "off, as Istio");
+    // Known values and an explicit flag: no warning.
+    for (value, flag) in [("auto", None), ("true", None), ("bogus", Some("false"))] {
+        let mut cmd = Inject::file(&fixture("pod.yaml")).env("ENABLE_NATIVE_SIDECARS", value);
+        if let Some(f) = flag {
+            cmd = cmd.arg("--native-sidecars").arg(f);
+        }
+        let run = cmd.run();
+        run.success();
+        assert!(!run.stderr.contains("warning"), "{value}: {}", run.stderr);
+    }
+}
+
+#[test]
 fn native_sidecar_annotation_overrides_the_flag() {
     let input = read(&fixture("pod.yaml"))
         .replace("team: payments", "sidecar.istio.io/nativeSidecar: \"true\"");
