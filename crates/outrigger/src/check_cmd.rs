@@ -50,7 +50,11 @@ pub struct CheckArgs {
     #[arg(short = 'n', long = "namespace")]
     pub namespace: Option<String>,
     /// Labels of the namespace, comma-separated k=v (offline; kubernetes.io/metadata.name is implied).
-    #[arg(long = "namespace-labels", value_delimiter = ',')]
+    #[arg(
+        long = "namespace-labels",
+        visible_alias = "namespaceLabels",
+        value_delimiter = ','
+    )]
     pub namespace_labels: Vec<String>,
     /// Istio's configuration files.
     #[command(flatten)]
@@ -59,7 +63,10 @@ pub struct CheckArgs {
     #[arg(long = "revision", default_value = "")]
     pub revision: String,
     /// Evaluate the `auto.` entry too (webhook-config --enable-namespaces-by-default).
-    #[arg(long = "enable-namespaces-by-default")]
+    #[arg(
+        long = "enable-namespaces-by-default",
+        visible_alias = "enableNamespacesByDefault"
+    )]
     pub enable_namespaces_by_default: bool,
     /// Read the namespace (and the pod given with --pod) from the cluster instead of a manifest.
     #[arg(long = "kube")]
@@ -68,11 +75,11 @@ pub struct CheckArgs {
     #[arg(long = "pod")]
     pub pod: Option<String>,
     /// With --kube: read the injector config from this ConfigMap (NAMESPACE/NAME, keys config and values).
-    #[arg(long = "injectConfigMap")]
+    #[arg(long = "injectConfigMap", visible_alias = "inject-config-map")]
     pub inject_config_map: Option<String>,
     /// With --kube: evaluate the selectors of this live MutatingWebhookConfiguration instead of
     /// the generated ones.
-    #[arg(long = "webhook-config")]
+    #[arg(long = "webhook-config", visible_alias = "webhookConfig")]
     pub webhook_config: Option<String>,
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value = "table")]

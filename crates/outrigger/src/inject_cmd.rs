@@ -24,7 +24,7 @@ pub struct InjectArgs {
     #[command(flatten)]
     pub files: ConfigFiles,
     /// Native sidecars: true, false, or auto (offline: follows ENABLE_NATIVE_SIDECARS).
-    #[arg(long = "native-sidecars", value_enum)]
+    #[arg(long = "native-sidecars", visible_alias = "nativeSidecars", value_enum)]
     pub native_sidecars: Option<NativeMode>,
     /// Control plane revision (`default` means none).
     #[arg(long = "revision", default_value = "")]

@@ -13,13 +13,13 @@ use outrigger_inject::workload::{self, InjectConfigShape};
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct ConfigFiles {
     /// Injector config file (the `config` key of the istio-sidecar-injector ConfigMap).
-    #[arg(long = "injectConfigFile")]
+    #[arg(long = "injectConfigFile", visible_alias = "inject-config-file")]
     pub inject_config_file: Option<std::path::PathBuf>,
     /// Injector values file (the `values` key of the istio-sidecar-injector ConfigMap).
-    #[arg(long = "valuesFile")]
+    #[arg(long = "valuesFile", visible_alias = "values-file")]
     pub values_file: Option<std::path::PathBuf>,
     /// Mesh config file (the `mesh` key of the istio ConfigMap).
-    #[arg(long = "meshConfigFile")]
+    #[arg(long = "meshConfigFile", visible_alias = "mesh-config-file")]
     pub mesh_config_file: Option<std::path::PathBuf>,
 }
 
