@@ -174,6 +174,16 @@ fn output_flag_writes_the_file_and_nothing_to_stdout() {
 }
 
 #[test]
+fn output_flag_may_name_the_input_file() {
+    // The input is read while the output goes to a file beside it, renamed at the end.
+    let dir = TempDir::new("output-in-place");
+    let path = dir.write("app.yaml", &read(&hello()));
+    let expected = Inject::file(&hello()).run();
+    Inject::file(&path).path_arg("-o", &path).run().success();
+    assert_eq!(read(&path), expected.success());
+}
+
+#[test]
 fn output_flag_to_an_unwritable_path_fails_cleanly() {
     let dir = TempDir::new("output-unwritable");
     let target = dir.path("no/such/dir/out.yaml");
