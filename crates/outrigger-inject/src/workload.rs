@@ -135,6 +135,8 @@ pub struct LoadedInjectConfig {
     pub config: InjectorConfig,
     /// How the text was read.
     pub shape: InjectConfigShape,
+    /// A whole ConfigMap's `data.values`, when it has one (the values its templates expect).
+    pub values: Option<String>,
 }
 
 /// Read an `--injectConfigFile` as istioctl does (an injector config with `templates`, else the
@@ -142,7 +144,8 @@ pub struct LoadedInjectConfig {
 /// injecting nothing:
 ///
 /// * a whole ConfigMap (`kind: ConfigMap`) is read through its `data.config` key (shape
-///   [`InjectConfigShape::ConfigMap`]); one without that key is an error saying how to get it;
+///   [`InjectConfigShape::ConfigMap`], with its `data.values` when present); one without that
+///   key is an error saying how to get it;
 /// * a text without template actions that is empty, not a mapping, or a mapping without `spec`
 ///   cannot add a container: an error saying what was expected, and what the file looks like
 ///   (the `values` key, a mesh config, an empty `templates`).
@@ -162,9 +165,15 @@ pub fn load_inject_config(text: &str) -> Result<LoadedInjectConfig> {
             };
             let loaded =
                 load_inject_config(config).map_err(|e| e.context("the ConfigMap's data.config"))?;
+            let values = m
+                .get("data")
+                .and_then(|d| d.get("values"))
+                .and_then(Value::as_str)
+                .map(str::to_string);
             return Ok(LoadedInjectConfig {
                 config: loaded.config,
                 shape: InjectConfigShape::ConfigMap,
+                values,
             });
         }
     }
@@ -190,6 +199,7 @@ pub fn load_inject_config(text: &str) -> Result<LoadedInjectConfig> {
         } else {
             InjectConfigShape::Templates
         },
+        values: None,
     })
 }
 

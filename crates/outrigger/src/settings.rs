@@ -66,21 +66,37 @@ fn shown(p: Option<&Path>) -> String {
 
 /// Build the snapshot for `outrigger inject` from istioctl-style flags. An injector config that
 /// cannot add a sidecar is refused ([`workload::load_inject_config`]); a whole ConfigMap is read
-/// through its `config` key, with a note on stderr.
+/// through its `config` key (and its `values` key when no values file is given), with a note on
+/// stderr. Templates without values (`--injectConfigFile` alone) get a warning: Istio's templates
+/// then fail in ways that do not point at the missing file.
 pub fn kube_inject_snapshot(
     inject_config: Option<&Path>,
     values: Option<&Path>,
     mesh: Option<&Path>,
 ) -> Result<Snapshot> {
+    let mut configmap_values = None;
     let config = match inject_config {
         Some(p) => {
             let loaded = workload::load_inject_config(&read(p)?)
                 .with_context(|| format!("loading injector config {}", p.display()))?;
-            if loaded.shape == InjectConfigShape::ConfigMap {
-                eprintln!(
+            match (loaded.shape, &loaded.values, values) {
+                (InjectConfigShape::ConfigMap, Some(v), None) => {
+                    eprintln!(
+                        "note: {} is a whole ConfigMap; using its data.config and data.values keys",
+                        p.display()
+                    );
+                    configmap_values = Some(v.clone());
+                }
+                (InjectConfigShape::ConfigMap, _, _) => eprintln!(
                     "note: {} is a whole ConfigMap; using its data.config key",
                     p.display()
-                );
+                ),
+                (InjectConfigShape::Templates, _, None) => eprintln!(
+                    "warning: {} has templates but no --valuesFile was given: they render with \
+                     empty .Values (pass the `values` key of the same ConfigMap with --valuesFile)",
+                    p.display()
+                ),
+                _ => {}
             }
             loaded.config
         }
@@ -90,7 +106,7 @@ pub fn kube_inject_snapshot(
     let values_text = match values {
         Some(p) => read(p)?,
         None if inject_config.is_none() => defaults::VALUES.to_string(),
-        None => String::new(),
+        None => configmap_values.unwrap_or_default(),
     };
     // Parsed here first so that an error names the values file alone.
     config::parse_values(&values_text)

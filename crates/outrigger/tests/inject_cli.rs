@@ -1051,6 +1051,38 @@ fn whole_configmap_as_inject_config_uses_its_config_key() {
         .run();
     assert_eq!(docs(plain.success()), [doc]);
 
+    // With its `values` key and no --valuesFile, the ConfigMap's values are used too.
+    let mut values_block = String::new();
+    for line in outrigger_inject::defaults::VALUES.lines() {
+        values_block.push_str("    ");
+        values_block.push_str(line);
+        values_block.push('\n');
+    }
+    let whole = dir.write(
+        "cm-whole.yaml",
+        &format!("{}  values: |\n{values_block}", read(&cm)),
+    );
+    let run = Inject::file(&fixture("pod.yaml"))
+        .path_arg("--injectConfigFile", &whole)
+        .run();
+    assert_eq!(docs(run.success()), [docs(plain.success()).remove(0)]);
+    assert!(
+        run.stderr
+            .contains("using its data.config and data.values keys"),
+        "{}",
+        run.stderr
+    );
+    // Templates without values: a warning naming the missing flag.
+    let run = Inject::file(&fixture("pod.yaml"))
+        .path_arg("--injectConfigFile", &dir.path("config.yaml"))
+        .run();
+    assert!(
+        run.stderr
+            .contains("config.yaml has templates but no --valuesFile was given"),
+        "{}",
+        run.stderr
+    );
+
     let without = dir.write("cm-values.yaml", "kind: ConfigMap\ndata:\n  values: '{}'\n");
     let run = Inject::file(&fixture("pod.yaml"))
         .path_arg("--injectConfigFile", &without)
