@@ -681,6 +681,47 @@ mod tests {
     }
 
     #[test]
+    fn inject_config_shapes() {
+        let shape = |t: &str| load_inject_config(t).map(|l| (l.shape, l.values));
+        let templates = "templates:\n  sidecar: |\n    spec: {}\n";
+        assert_eq!(
+            shape(templates).ok(),
+            Some((InjectConfigShape::Templates, None))
+        );
+        let bare = "spec:\n  containers:\n  - name: istio-proxy\n";
+        assert_eq!(
+            shape(bare).ok(),
+            Some((InjectConfigShape::BareTemplate, None))
+        );
+        // Template actions: istioctl's fallback, judged when rendered.
+        let dynamic = "metadata:\n  labels: {a: \"{{ .Revision }}\"}\n";
+        assert_eq!(
+            shape(dynamic).ok(),
+            Some((InjectConfigShape::BareTemplate, None))
+        );
+        let cm = "kind: ConfigMap\ndata:\n  config: |\n    templates:\n      sidecar: 'spec: {}'\n  values: '{}'\n";
+        assert_eq!(
+            shape(cm).ok(),
+            Some((InjectConfigShape::ConfigMap, Some("{}".to_string())))
+        );
+        for (text, why) in [
+            ("{}", "empty mapping"),
+            ("", "empty"),
+            ("templates: {}\n", "`templates` is empty"),
+            ("global: {hub: x}\n", "--valuesFile"),
+            ("defaultConfig: {}\n", "--meshConfigFile"),
+            ("- a\n", "instead of a mapping"),
+            (
+                "kind: ConfigMap\ndata: {values: x}\n",
+                "jsonpath='{.data.config}'",
+            ),
+        ] {
+            let e = shape(text).map(|_| ()).expect_err(text).to_string();
+            assert!(e.contains(why), "{text:?}: {e}");
+        }
+    }
+
+    #[test]
     fn supported_kinds_match_istioctl() {
         for k in [
             "Pod",
