@@ -477,9 +477,15 @@ fn mesh_for_pod<'a>(snapshot: &'a Snapshot, pod: &Value, mode: Mode) -> Result<C
 /// Inject `pod` (a Kubernetes Pod JSON tree). Errors carry Istio's wrapping
 /// (`failed to run injection template: ...`).
 pub fn inject_pod(pod: &Value, p: &InjectParams<'_>) -> Result<Injected> {
+    inject_pod_owned(pod.clone(), p)
+}
+
+/// [`inject_pod`] taking the pod by value, for callers that no longer need it (one copy of the
+/// pod fewer: kube-inject of very large pods).
+pub fn inject_pod_owned(pod: Value, p: &InjectParams<'_>) -> Result<Injected> {
     let snapshot = p.snapshot;
     let mut warnings = Vec::new();
-    let mut original = pod.clone();
+    let mut original = pod;
     k8s::normalize(POD_TYPE, &mut original).map_err(|e| e.context("could not decode pod"))?;
 
     if let Some(dns) = original

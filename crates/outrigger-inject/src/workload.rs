@@ -3,7 +3,7 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::config::Snapshot;
+use crate::config::{InjectorConfig, Snapshot};
 use crate::decision::{self, Policy};
 use crate::inject::{self, InjectParams, Mode, WorkloadMeta};
 use crate::{k8s, yaml, Error, Result};
@@ -21,7 +21,7 @@ pub struct KubeInjectOptions<'a> {
     pub compliance_policy: &'a str,
 }
 
-/// Result of injecting one stream of documents.
+/// Result of injecting one stream of documents held in memory ([`inject_manifests`]).
 #[derive(Debug, Clone, Default)]
 pub struct KubeInjectOutput {
     /// The output stream: every document followed by `---`.
@@ -43,6 +43,216 @@ pub struct DocumentChange {
     pub name: String,
     /// The parsed input (normalised) and output documents; `None` for verbatim pass-through.
     pub before_after: Option<(Value, Value)>,
+}
+
+/// What kube-inject did with one document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// A sidecar was injected (into the workload, or into at least one item of a `List`).
+    Injected,
+    /// A workload of a supported kind was left without a sidecar (and re-serialised).
+    Skipped(SkipReason),
+    /// A document with nothing to inject: another kind written back byte for byte, or a `List`
+    /// without workloads.
+    PassedThrough,
+}
+
+/// Why a workload was not injected (each comes with Istio's `===> Skipping injection` warning).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SkipReason {
+    /// `spec.hostNetwork: true`.
+    HostNetwork,
+    /// Injection disabled by the workload's label or annotation (`sidecar.istio.io/inject`).
+    InjectionDisabled,
+}
+
+impl SkipReason {
+    /// Short name for summaries: `hostNetwork`, `injection disabled`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SkipReason::HostNetwork => "hostNetwork",
+            SkipReason::InjectionDisabled => "injection disabled",
+        }
+    }
+}
+
+/// One document of a kube-inject stream, processed ([`inject_raw_document`]).
+#[derive(Debug, Clone)]
+pub struct ProcessedDocument {
+    /// Index of the document in the input stream (0-based, documents without content not counted).
+    pub index: usize,
+    /// `kind` of the document.
+    pub kind: String,
+    /// `metadata.name`, empty when absent.
+    pub name: String,
+    /// `metadata.namespace`, empty when absent.
+    pub namespace: String,
+    /// What was done.
+    pub outcome: Outcome,
+    /// The document as written to the output, followed by the separator line `---\n`.
+    pub text: String,
+    /// Warnings (skips, DNS policy), each ending with a newline.
+    pub warnings: Vec<String>,
+    /// The parsed input (normalised) and output trees, when asked for and not passed through.
+    pub trees: Option<(Value, Value)>,
+}
+
+impl ProcessedDocument {
+    /// How messages name the document: `document 2 (Deployment "ns/web")`.
+    pub fn label(&self) -> String {
+        document_label(self.index, &self.kind, &self.namespace, &self.name)
+    }
+}
+
+fn document_label(index: usize, kind: &str, namespace: &str, name: &str) -> String {
+    let full = if namespace.is_empty() {
+        name.to_string()
+    } else {
+        format!("{namespace}/{name}")
+    };
+    if full.is_empty() {
+        format!("document {index} ({kind})")
+    } else {
+        format!("document {index} ({kind} {full:?})")
+    }
+}
+
+/// How kube-inject read its `--injectConfigFile` ([`load_inject_config`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InjectConfigShape {
+    /// An injector config (`templates:` with at least one template), the ConfigMap's `config` key.
+    Templates,
+    /// No `templates`: the whole file is the single template `sidecar` (istioctl's fallback).
+    BareTemplate,
+    /// A whole `istio-sidecar-injector` ConfigMap: its `data.config` was used.
+    ConfigMap,
+}
+
+/// An injector config for kube-inject, and how the file was read.
+#[derive(Debug, Clone)]
+pub struct LoadedInjectConfig {
+    /// The configuration (templates only; kube-inject ignores the other fields).
+    pub config: InjectorConfig,
+    /// How the text was read.
+    pub shape: InjectConfigShape,
+    /// A whole ConfigMap's `data.values`, when it has one (the values its templates expect).
+    pub values: Option<String>,
+}
+
+/// Read an `--injectConfigFile` as istioctl does (an injector config with `templates`, else the
+/// whole text as the template `sidecar`), refusing what cannot be a sidecar template instead of
+/// injecting nothing:
+///
+/// * a whole ConfigMap (`kind: ConfigMap`) is read through its `data.config` key (shape
+///   [`InjectConfigShape::ConfigMap`], with its `data.values` when present); one without that
+///   key is an error saying how to get it;
+/// * a text without template actions that is empty, not a mapping, or a mapping without `spec`
+///   cannot add a container: an error saying what was expected, and what the file looks like
+///   (the `values` key, a mesh config, an empty `templates`).
+pub fn load_inject_config(text: &str) -> Result<LoadedInjectConfig> {
+    let parsed = yaml::from_str(text).ok();
+    if let Some(Value::Object(m)) = &parsed {
+        if m.get("kind").and_then(Value::as_str) == Some("ConfigMap") {
+            let Some(config) = m
+                .get("data")
+                .and_then(|d| d.get("config"))
+                .and_then(Value::as_str)
+            else {
+                return Err(Error::Config(format!(
+                    "this is a whole ConfigMap without a `data.config` key; pass the `config` key of \
+                     the istio-sidecar-injector ConfigMap, e.g. {KUBECTL_CONFIG_HINT}"
+                )));
+            };
+            let loaded =
+                load_inject_config(config).map_err(|e| e.context("the ConfigMap's data.config"))?;
+            let values = m
+                .get("data")
+                .and_then(|d| d.get("values"))
+                .and_then(Value::as_str)
+                .map(str::to_string);
+            return Ok(LoadedInjectConfig {
+                config: loaded.config,
+                shape: InjectConfigShape::ConfigMap,
+                values,
+            });
+        }
+    }
+    let config = InjectorConfig::parse_for_kube_inject(text)?;
+    let bare = config.templates.len() == 1
+        && config
+            .templates
+            .contains_key(crate::config::DEFAULT_TEMPLATE)
+        && !has_templates(parsed.as_ref());
+    if bare && !text.contains("{{") {
+        if let Some(problem) = not_a_template(parsed.as_ref()) {
+            return Err(Error::Config(format!(
+                "not an injector config: expected the `config` key of the istio-sidecar-injector \
+                 ConfigMap (a mapping with `templates:`, e.g. {KUBECTL_CONFIG_HINT}) or a single \
+                 sidecar template (a pod fragment with `spec.containers`); {problem}"
+            )));
+        }
+    }
+    Ok(LoadedInjectConfig {
+        config,
+        shape: if bare {
+            InjectConfigShape::BareTemplate
+        } else {
+            InjectConfigShape::Templates
+        },
+        values: None,
+    })
+}
+
+/// The command that prints the `config` key of Istio's injector ConfigMap.
+pub const KUBECTL_CONFIG_HINT: &str =
+    "`kubectl get cm istio-sidecar-injector -n istio-system -o jsonpath='{.data.config}'`";
+
+/// Whether the parsed text has a non-empty `templates` mapping of strings.
+fn has_templates(parsed: Option<&Value>) -> bool {
+    parsed
+        .and_then(|v| v.get("templates"))
+        .and_then(Value::as_object)
+        .is_some_and(|t| !t.is_empty() && t.values().all(Value::is_string))
+}
+
+/// Why a static text (no template action) cannot be a sidecar template, if it cannot.
+fn not_a_template(parsed: Option<&Value>) -> Option<String> {
+    let m = match parsed {
+        None => return None,
+        Some(Value::Null) => return Some("the file is empty".into()),
+        Some(Value::Object(m)) => m,
+        Some(other) => {
+            return Some(format!(
+                "the file holds {} instead of a mapping",
+                short(other)
+            ))
+        }
+    };
+    if m.contains_key("spec") {
+        return None;
+    }
+    if m.is_empty() {
+        return Some("the file is an empty mapping".into());
+    }
+    let keys: Vec<&str> = m.keys().map(String::as_str).take(6).collect();
+    let looks_like = if m.contains_key("templates") {
+        " (its `templates` is empty)"
+    } else if m.contains_key("global") || m.contains_key("sidecarInjectorWebhook") {
+        " (this looks like the `values` key: pass it with --valuesFile)"
+    } else if m.contains_key("defaultConfig")
+        || m.contains_key("meshNetworks")
+        || m.contains_key("trustDomain")
+        || m.contains_key("accessLogFile")
+    {
+        " (this looks like a mesh config: pass it with --meshConfigFile)"
+    } else {
+        ""
+    };
+    Some(format!(
+        "found a mapping with keys {}{}, which adds no container{looks_like}",
+        keys.join(", "),
+        if m.len() > keys.len() { ", ..." } else { "" }
+    ))
 }
 
 /// Kinds whose pod template is injected, with their schema type.
@@ -67,97 +277,126 @@ pub fn is_supported_kind(kind: &str) -> bool {
     kind == "List" || schema_type(kind).is_some()
 }
 
-/// Inject every supported workload of a multi-document YAML stream.
+/// Inject every supported workload of a multi-document YAML stream held in memory. Stops at the
+/// first error. [`inject_raw_document`] is the streaming form (one document at a time).
 pub fn inject_manifests(input: &str, opts: &KubeInjectOptions<'_>) -> Result<KubeInjectOutput> {
     let mut out = KubeInjectOutput::default();
+    let mut first_line = 0;
+    let mut consumed = 0;
     for (index, raw) in yaml::split_documents(input)?.into_iter().enumerate() {
-        let at = |e: Error| e.context(&format!("document {index}"));
-        let read = yaml::read_document(raw).map_err(|e| at(absolute_yaml_line(e, input, raw)))?;
-        if let Some(ignored) = &read.ignored {
-            out.warnings
-                .push(ignored_warning(index, ignored, input, raw));
-        }
-        let doc = read.value;
-        let m = match &doc {
-            Value::Object(m) => m,
-            Value::Null => continue,
-            other => {
-                return Err(at(Error::Workload(format!(
-                    "expected a Kubernetes object (a mapping), got {}",
-                    short(other)
-                ))))
-            }
-        };
-        let kind = match m.get("kind") {
-            Some(Value::String(k)) if !k.is_empty() => k.clone(),
-            _ => return Err(at(Error::Workload("Object 'Kind' is missing".to_string()))),
-        };
-        let name = m
-            .get("metadata")
-            .and_then(|x| x.get("name"))
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
-        if !is_supported_kind(&kind) {
-            out.text.push_str(raw);
-            if !raw.ends_with('\n') {
-                out.text.push('\n');
-            }
-            out.text.push_str("---\n");
-            out.changes.push(DocumentChange {
-                index,
-                kind,
-                name,
-                before_after: None,
-            });
+        let offset = (raw.as_ptr() as usize).wrapping_sub(input.as_ptr() as usize);
+        first_line += input
+            .get(consumed..offset)
+            .map_or(0, |s| s.matches('\n').count());
+        consumed = offset;
+        let Some(doc) = inject_raw_document(index, raw, first_line, opts, true)? else {
             continue;
-        }
-        let (before, after) = inject_document(doc, opts, &mut out.warnings).map_err(at)?;
-        out.text.push_str(&yaml::to_string(&after));
-        out.text.push_str("---\n");
+        };
+        out.text.push_str(&doc.text);
+        out.warnings.extend(doc.warnings);
         out.changes.push(DocumentChange {
             index,
-            kind,
-            name,
-            before_after: Some((before, after)),
+            kind: doc.kind,
+            name: doc.name,
+            before_after: doc.trees,
         });
     }
     Ok(out)
 }
 
-/// The warning for content after the end of document `index` (`raw`, a slice of `input`), which
-/// Kubernetes' YAML reader silently drops: it names the document and the line of the input.
-fn ignored_warning(index: usize, ignored: &yaml::IgnoredText, input: &str, raw: &str) -> String {
-    let line = first_line(input, raw) + ignored.line;
+/// Process one document of a kube-inject stream: `raw` is its exact text (as
+/// [`yaml::split_documents`] or [`yaml::DocumentReader`] returns it), `index` its position and
+/// `first_line` the 0-based line of the stream where it starts (YAML errors give stream lines).
+///
+/// Supported kinds are injected (or skipped with Istio's warning) and re-serialised; other kinds
+/// are written back byte for byte. `None` for a document that is `null`. Errors name the document
+/// (`document 2 (Deployment "web"): ...`). With `keep_trees`, the parsed input and output are
+/// returned as well (they cost memory proportional to the document).
+pub fn inject_raw_document(
+    index: usize,
+    raw: &str,
+    first_line: usize,
+    opts: &KubeInjectOptions<'_>,
+    keep_trees: bool,
+) -> Result<Option<ProcessedDocument>> {
+    let at = |e: Error| e.context(&format!("document {index}"));
+    let read = yaml::read_document(raw).map_err(|e| at(shift_yaml_line(e, first_line)))?;
+    let ignored = read
+        .ignored
+        .as_ref()
+        .map(|ignored| ignored_warning(index, ignored, first_line));
+    let doc = read.value;
+    let m = match &doc {
+        Value::Object(m) => m,
+        Value::Null => return Ok(None),
+        other => {
+            return Err(at(Error::Workload(format!(
+                "expected a Kubernetes object (a mapping), got {}",
+                short(other)
+            ))))
+        }
+    };
+    let kind = match m.get("kind") {
+        Some(Value::String(k)) if !k.is_empty() => k.clone(),
+        _ => return Err(at(Error::Workload("Object 'Kind' is missing".to_string()))),
+    };
+    let meta = m.get("metadata");
+    let name = meta_field(meta, "name").to_string();
+    let namespace = meta_field(meta, "namespace").to_string();
+    let mut processed = ProcessedDocument {
+        index,
+        kind,
+        name,
+        namespace,
+        outcome: Outcome::PassedThrough,
+        text: String::new(),
+        warnings: ignored.into_iter().collect(),
+        trees: None,
+    };
+    if !is_supported_kind(&processed.kind) {
+        drop(doc);
+        let mut text = String::with_capacity(raw.len() + 5);
+        text.push_str(raw);
+        if !raw.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str("---\n");
+        processed.text = text;
+        return Ok(Some(processed));
+    }
+    let label = processed.label();
+    let (before, after, outcome) = process_document(doc, opts, &mut processed.warnings, keep_trees)
+        .map_err(|e| e.context(&label))?;
+    let mut text = yaml::to_string(&after);
+    text.push_str("---\n");
+    processed.text = text;
+    processed.outcome = outcome;
+    processed.trees = before.map(|b| (b, after));
+    Ok(Some(processed))
+}
+
+/// The warning for content after the end of document `index` (starting on 0-based line
+/// `first_line` of the stream), which Kubernetes' YAML reader silently drops: it names the
+/// document and the line of the input.
+fn ignored_warning(index: usize, ignored: &yaml::IgnoredText, first_line: usize) -> String {
+    let line = first_line + ignored.line;
     let mut w = format!(
         "Warning: document {index}: the content from line {line} on is ignored by Kubernetes' \
          YAML reader (it follows the end of the document)"
     );
     if let Some(e) = &ignored.error {
-        let e = absolute_yaml_line(Error::Yaml(e.clone()), input, raw);
+        let e = shift_yaml_line(Error::Yaml(e.clone()), first_line);
         w.push_str(&format!("; it is not valid YAML either: {e}"));
     }
     w.push('\n');
     w
 }
 
-/// Number of lines of `input` before `doc` (a slice of it).
-fn first_line(input: &str, doc: &str) -> usize {
-    let offset = (doc.as_ptr() as usize).wrapping_sub(input.as_ptr() as usize);
-    input
-        .get(..offset)
-        .map_or(0, |before| before.matches('\n').count())
-}
-
-/// Rewrite the document-relative `yaml: line L:` of a parse error of `doc` (a slice of `input`)
-/// into the line of the whole input, so the message points at the file line.
-fn absolute_yaml_line(e: Error, input: &str, doc: &str) -> Error {
+/// Rewrite the document-relative `yaml: line L:` of a parse error of a document starting on
+/// (0-based) line `first_line` of the stream into the line of the stream, so the message points
+/// at the file line.
+fn shift_yaml_line(e: Error, first_line: usize) -> Error {
     let Error::Yaml(msg) = e else { return e };
-    let offset = (doc.as_ptr() as usize).wrapping_sub(input.as_ptr() as usize);
-    let Some(before) = input.get(..offset) else {
-        return Error::Yaml(msg);
-    };
-    let first_line = before.matches('\n').count();
     let shifted = msg.strip_prefix("yaml: line ").and_then(|rest| {
         let digits = rest.find(|c: char| !c.is_ascii_digit())?;
         let line: usize = rest[..digits].parse().ok()?;
@@ -181,36 +420,59 @@ fn short(v: &Value) -> String {
 
 /// Inject one parsed document of a supported kind (or a `List`); returns (normalised input, output).
 pub fn inject_document(
-    mut doc: Value,
+    doc: Value,
     opts: &KubeInjectOptions<'_>,
     warnings: &mut Vec<String>,
 ) -> Result<(Value, Value)> {
+    let (before, after, _) = process_document(doc, opts, warnings, true)?;
+    Ok((before.unwrap_or(Value::Null), after))
+}
+
+/// Inject one parsed document of a supported kind (or a `List`): (normalised input when
+/// `keep_before`, output, outcome).
+fn process_document(
+    mut doc: Value,
+    opts: &KubeInjectOptions<'_>,
+    warnings: &mut Vec<String>,
+    keep_before: bool,
+) -> Result<(Option<Value>, Value, Outcome)> {
     let kind = doc
         .get("kind")
         .and_then(Value::as_str)
         .unwrap_or("")
         .to_string();
     if kind == "List" {
-        let before = doc.clone();
+        let before = keep_before.then(|| doc.clone());
+        let mut outcome = Outcome::PassedThrough;
         if let Some(items) = doc.get_mut("items").and_then(Value::as_array_mut) {
             for (i, item) in items.iter_mut().enumerate() {
                 let k = item.get("kind").and_then(Value::as_str).unwrap_or("");
                 if schema_type(k).is_some() {
-                    let (_, after) = inject_document(item.take(), opts, warnings)
-                        .map_err(|e| e.context(&format!("items[{i}]")))?;
+                    let (_, after, item_outcome) =
+                        process_document(item.take(), opts, warnings, false)
+                            .map_err(|e| e.context(&format!("items[{i}]")))?;
                     *item = after;
+                    outcome = match (outcome, item_outcome) {
+                        (Outcome::Injected, _) | (_, Outcome::Injected) => Outcome::Injected,
+                        (Outcome::Skipped(r), _) | (_, Outcome::Skipped(r)) => Outcome::Skipped(r),
+                        _ => Outcome::PassedThrough,
+                    };
                 }
             }
         }
-        return Ok((before, doc));
+        return Ok((before, doc, outcome));
     }
     let ty =
         schema_type(&kind).ok_or_else(|| Error::Workload(format!("unsupported kind {kind:?}")))?;
+    // Before normalisation, which writes the zero pod template of kinds that embed it.
+    let has_template = doc.pointer(template_pointers(&kind).1).is_some();
     normalize_workload(ty, &mut doc)?;
-    let before = doc.clone();
-    inject_workload(&mut doc, &kind, opts, warnings)?;
-    normalize_workload(ty, &mut doc)?;
-    Ok((before, doc))
+    let before = keep_before.then(|| doc.clone());
+    let outcome = inject_workload(&mut doc, &kind, has_template, opts, warnings)?;
+    if outcome == Outcome::Injected {
+        normalize_workload(ty, &mut doc)?;
+    }
+    Ok((before, doc, outcome))
 }
 
 fn normalize_workload(ty: &str, doc: &mut Value) -> Result<()> {
@@ -235,26 +497,68 @@ fn meta_field<'a>(v: Option<&'a Value>, f: &str) -> &'a str {
         .unwrap_or("")
 }
 
+/// Take the value at a JSON pointer out of `doc` (leaving `null`), if there is one.
+fn take_pointer(doc: &mut Value, ptr: &str) -> Option<Value> {
+    doc.pointer_mut(ptr).map(Value::take)
+}
+
+/// Inject the pod template of one workload in place (the pod's metadata and spec are moved out of
+/// the document, not copied, and put back unless injection fails).
 fn inject_workload(
     doc: &mut Value,
     kind: &str,
+    has_template: bool,
     opts: &KubeInjectOptions<'_>,
     warnings: &mut Vec<String>,
-) -> Result<()> {
+) -> Result<Outcome> {
     if matches!(kind, "ReplicationController" | "DeploymentConfig")
         && doc.pointer("/spec/template").is_none()
     {
         return Err(Error::Workload("spec.template is required value".into()));
     }
     let (meta_ptr, spec_ptr) = template_pointers(kind);
-    let metadata = doc.pointer(meta_ptr).cloned().unwrap_or_else(|| json!({}));
-    let spec = doc.pointer(spec_ptr).cloned().unwrap_or_else(|| json!({}));
+    let had_meta = doc.pointer(meta_ptr).is_some();
+    let had_spec = doc.pointer(spec_ptr).is_some();
+    let metadata = take_pointer(doc, meta_ptr).unwrap_or_else(|| json!({}));
+    let spec = take_pointer(doc, spec_ptr).unwrap_or_else(|| json!({}));
+    let mut pod = json!({"metadata": metadata, "spec": spec});
+    let outcome = inject_template(doc, &mut pod, kind, has_template, opts, warnings)?;
+    let new_meta = pod
+        .get_mut("metadata")
+        .map(Value::take)
+        .unwrap_or_else(|| json!({}));
+    let new_spec = pod
+        .get_mut("spec")
+        .map(Value::take)
+        .unwrap_or_else(|| json!({}));
+    let injected = outcome == Outcome::Injected;
+    // A skipped workload keeps its document as it was: no pod template where there was none.
+    if injected || had_meta {
+        set_pointer(doc, meta_ptr, new_meta);
+    }
+    if injected || had_spec {
+        set_pointer(doc, spec_ptr, new_spec);
+    }
+    Ok(outcome)
+}
+
+/// Decide and inject `pod` (the workload's pod template as `{metadata, spec}`), replacing it by the
+/// injected pod when injected.
+fn inject_template(
+    doc: &Value,
+    pod: &mut Value,
+    kind: &str,
+    has_template: bool,
+    opts: &KubeInjectOptions<'_>,
+    warnings: &mut Vec<String>,
+) -> Result<Outcome> {
+    let metadata = pod.get("metadata");
     let workload_meta = doc.get("metadata");
     let (w_name, w_ns) = (
         meta_field(workload_meta, "name"),
         meta_field(workload_meta, "namespace"),
     );
-    let name = Some(meta_field(Some(&metadata), "name"))
+    let name = Some(meta_field(metadata, "name"))
         .filter(|n| !n.is_empty())
         .unwrap_or(w_name);
     let full_name = if w_ns.is_empty() {
@@ -268,22 +572,22 @@ fn inject_workload(
         format!("{kind} {full_name:?}")
     };
 
-    let pod = json!({"metadata": metadata, "spec": spec});
     if pod.pointer("/spec/hostNetwork").and_then(Value::as_bool) == Some(true) {
         warnings.push(format!(
             "===> Skipping injection because {subject} has host networking enabled\n"
         ));
-        return Ok(());
+        return Ok(Outcome::Skipped(SkipReason::HostNetwork));
     }
-    let d = decision::inject_required(&pod, &Policy::Enabled, &[], &[]);
+    let d = decision::inject_required(pod, &Policy::Enabled, &[], &[]);
     if !d.inject {
         warnings.push(format!(
             "===> Skipping injection because {subject} has sidecar injection disabled\n"
         ));
-        return Ok(());
+        return Ok(Outcome::Skipped(SkipReason::InjectionDisabled));
     }
+    check_has_containers(pod, kind, has_template)?;
     let workload = if kind == "Pod" {
-        inject::workload_from_pod(&pod)
+        inject::workload_from_pod(pod)
     } else {
         WorkloadMeta {
             kind: kind.to_string(),
@@ -306,20 +610,58 @@ fn inject_workload(
         proxy_uid_gid: None,
         compliance_policy: opts.compliance_policy,
     };
-    let injected = inject::inject_pod(&pod, &params)?;
+    let templates = inject::select_templates(opts.snapshot, pod);
+    let injected = inject::inject_pod_owned(pod.take(), &params)?;
+    if !adds_a_container(&injected.pod) {
+        let templates = templates.join(", ");
+        return Err(Error::Workload(format!(
+            "the injection template(s) {templates} added no container: a sidecar template must \
+             add istio-proxy under spec.containers or spec.initContainers (is the injector config \
+             the `config` key of the istio-sidecar-injector ConfigMap?)"
+        )));
+    }
     warnings.extend(injected.warnings.into_iter().map(|w| format!("{w}\n")));
-    let mut pod = injected.pod;
-    let new_meta = pod
-        .get_mut("metadata")
-        .map(Value::take)
-        .unwrap_or_else(|| json!({}));
-    let new_spec = pod
-        .get_mut("spec")
-        .map(Value::take)
-        .unwrap_or_else(|| json!({}));
-    set_pointer(doc, meta_ptr, new_meta);
-    set_pointer(doc, spec_ptr, new_spec);
-    Ok(())
+    *pod = injected.pod;
+    Ok(Outcome::Injected)
+}
+
+/// Whether the status annotation of an injected pod lists a container or init container.
+fn adds_a_container(pod: &Value) -> bool {
+    let Some(status) = inject::annotation(pod, inject::STATUS_ANNOTATION)
+        .and_then(|s| serde_json::from_str::<Value>(s).ok())
+    else {
+        return true;
+    };
+    ["containers", "initContainers"].iter().any(|k| {
+        status
+            .get(k)
+            .and_then(Value::as_array)
+            .is_some_and(|a| !a.is_empty())
+    })
+}
+
+/// A workload to inject must have a pod with at least one container: Kubernetes rejects a pod
+/// without one, and injecting would produce a pod made of the sidecar alone.
+fn check_has_containers(pod: &Value, kind: &str, has_template: bool) -> Result<()> {
+    let (_, spec_ptr) = template_pointers(kind);
+    let field = spec_ptr.trim_start_matches('/').replace('/', ".");
+    if !has_template {
+        let what = if kind == "Pod" { "spec" } else { "template" };
+        return Err(Error::Workload(format!(
+            "no pod {what}: {field} is missing (a pod needs at least one container in \
+             {field}.containers); nothing to inject into"
+        )));
+    }
+    let has_one = pod
+        .pointer("/spec/containers")
+        .and_then(Value::as_array)
+        .is_some_and(|c| !c.is_empty());
+    if has_one {
+        return Ok(());
+    }
+    Err(Error::Workload(format!(
+        "no containers in {field}.containers (Kubernetes requires at least one); nothing to inject into"
+    )))
 }
 
 /// Set the value at a JSON pointer, creating intermediate objects.
@@ -354,16 +696,51 @@ mod tests {
 
     #[test]
     fn yaml_error_lines_are_made_absolute() {
-        let input = "a: 1\n---\nb: [\n";
-        let doc = &input[9..];
-        let e = absolute_yaml_line(
-            Error::Yaml("yaml: line 2: bad (column 1)".into()),
-            input,
-            doc,
-        );
+        let e = shift_yaml_line(Error::Yaml("yaml: line 2: bad (column 1)".into()), 2);
         assert_eq!(e.to_string(), "yaml: line 4: bad (column 1)");
-        let other = absolute_yaml_line(Error::Yaml("something else".into()), input, doc);
+        let other = shift_yaml_line(Error::Yaml("something else".into()), 2);
         assert_eq!(other.to_string(), "something else");
+    }
+
+    #[test]
+    fn inject_config_shapes() {
+        let shape = |t: &str| load_inject_config(t).map(|l| (l.shape, l.values));
+        let templates = "templates:\n  sidecar: |\n    spec: {}\n";
+        assert_eq!(
+            shape(templates).ok(),
+            Some((InjectConfigShape::Templates, None))
+        );
+        let bare = "spec:\n  containers:\n  - name: istio-proxy\n";
+        assert_eq!(
+            shape(bare).ok(),
+            Some((InjectConfigShape::BareTemplate, None))
+        );
+        // Template actions: istioctl's fallback, judged when rendered.
+        let dynamic = "metadata:\n  labels: {a: \"{{ .Revision }}\"}\n";
+        assert_eq!(
+            shape(dynamic).ok(),
+            Some((InjectConfigShape::BareTemplate, None))
+        );
+        let cm = "kind: ConfigMap\ndata:\n  config: |\n    templates:\n      sidecar: 'spec: {}'\n  values: '{}'\n";
+        assert_eq!(
+            shape(cm).ok(),
+            Some((InjectConfigShape::ConfigMap, Some("{}".to_string())))
+        );
+        for (text, why) in [
+            ("{}", "empty mapping"),
+            ("", "empty"),
+            ("templates: {}\n", "`templates` is empty"),
+            ("global: {hub: x}\n", "--valuesFile"),
+            ("defaultConfig: {}\n", "--meshConfigFile"),
+            ("- a\n", "instead of a mapping"),
+            (
+                "kind: ConfigMap\ndata: {values: x}\n",
+                "jsonpath='{.data.config}'",
+            ),
+        ] {
+            let e = shape(text).map(|_| ()).expect_err(text).to_string();
+            assert!(e.contains(why), "{text:?}: {e}");
+        }
     }
 
     #[test]

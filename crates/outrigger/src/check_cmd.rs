@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::{Read, Write};
 use std::path::PathBuf;
+use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 use outrigger_inject::config::{InjectorConfig, Snapshot};
@@ -49,7 +50,11 @@ pub struct CheckArgs {
     #[arg(short = 'n', long = "namespace")]
     pub namespace: Option<String>,
     /// Labels of the namespace, comma-separated k=v (offline; kubernetes.io/metadata.name is implied).
-    #[arg(long = "namespace-labels", value_delimiter = ',')]
+    #[arg(
+        long = "namespace-labels",
+        visible_alias = "namespaceLabels",
+        value_delimiter = ','
+    )]
     pub namespace_labels: Vec<String>,
     /// Istio's configuration files.
     #[command(flatten)]
@@ -58,7 +63,10 @@ pub struct CheckArgs {
     #[arg(long = "revision", default_value = "")]
     pub revision: String,
     /// Evaluate the `auto.` entry too (webhook-config --enable-namespaces-by-default).
-    #[arg(long = "enable-namespaces-by-default")]
+    #[arg(
+        long = "enable-namespaces-by-default",
+        visible_alias = "enableNamespacesByDefault"
+    )]
     pub enable_namespaces_by_default: bool,
     /// Read the namespace (and the pod given with --pod) from the cluster instead of a manifest.
     #[arg(long = "kube")]
@@ -67,11 +75,11 @@ pub struct CheckArgs {
     #[arg(long = "pod")]
     pub pod: Option<String>,
     /// With --kube: read the injector config from this ConfigMap (NAMESPACE/NAME, keys config and values).
-    #[arg(long = "injectConfigMap")]
+    #[arg(long = "injectConfigMap", visible_alias = "inject-config-map")]
     pub inject_config_map: Option<String>,
     /// With --kube: evaluate the selectors of this live MutatingWebhookConfiguration instead of
     /// the generated ones.
-    #[arg(long = "webhook-config")]
+    #[arg(long = "webhook-config", visible_alias = "webhookConfig")]
     pub webhook_config: Option<String>,
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
@@ -132,10 +140,14 @@ pub struct Report {
     pub missing_templates: Vec<String>,
     /// Warnings the injector would log while deciding.
     pub warnings: Vec<String>,
+    /// When not injected: the one change that would inject the pod (checked by evaluating the
+    /// changed pod or namespace again), or why no single change does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fix: Option<String>,
 }
 
 /// Inputs of [`explain`] besides the pod.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy)]
 pub struct CheckContext<'a> {
     /// Namespace name.
     pub namespace: &'a str,
@@ -290,8 +302,198 @@ fn with_name_label(namespace: &str, labels: &Map<String, Value>) -> Map<String, 
     l
 }
 
-/// Explain the fate of `pod` (metadata.namespace is set to the context's namespace).
+/// Explain the fate of `pod` (metadata.namespace is set to the context's namespace); when it is
+/// not injected, also find the one change that would inject it ([`Report::fix`]).
 pub fn explain(workload: &str, pod: &Value, ctx: &CheckContext<'_>) -> Report {
+    let mut report = explain_once(workload, pod, ctx);
+    if !report.injected {
+        report.fix = Some(find_fix(workload, pod, ctx, &report));
+    }
+    report
+}
+
+/// A single change to try: what to tell the user, and the pod and namespace labels after it.
+struct Candidate {
+    text: String,
+    pod: Option<Value>,
+    namespace_labels: Option<Map<String, Value>>,
+}
+
+/// The first single change (in order of preference: drop an opt-out, label the namespace, label
+/// the pod) after which the pod is injected, or why there is none.
+fn find_fix(workload: &str, pod: &Value, ctx: &CheckContext<'_>, report: &Report) -> String {
+    if decision::IGNORED_NAMESPACES.contains(&ctx.namespace) {
+        return format!(
+            "none by labels: namespace {:?} is never injected; deploy it in another namespace",
+            ctx.namespace
+        );
+    }
+    if report.reason == Reason::PolicyInvalid.code() {
+        return "fix the injector config's `policy` (enabled or disabled)".to_string();
+    }
+    let of_pod = if workload.starts_with("Pod/") {
+        "the pod"
+    } else {
+        "the pod template"
+    };
+    let mut candidates = Vec::new();
+    let with_pod = |text: String, f: &dyn Fn(&mut Value)| {
+        let mut p = pod.clone();
+        f(&mut p);
+        Candidate {
+            text,
+            pod: Some(p),
+            namespace_labels: None,
+        }
+    };
+    if pod.pointer("/spec/hostNetwork").and_then(Value::as_bool) == Some(true) {
+        candidates.push(with_pod(
+            format!(
+                "set spec.hostNetwork: false in {of_pod} (host-network pods are never injected)"
+            ),
+            &|p| {
+                if let Some(spec) = p.get_mut("spec").and_then(Value::as_object_mut) {
+                    spec.remove("hostNetwork");
+                }
+            },
+        ));
+    }
+    if let Some(v) = inject::annotation(pod, INJECT_KEY) {
+        candidates.push(with_pod(
+            format!("remove the annotation {INJECT_KEY}={v:?} from {of_pod}"),
+            &|p| {
+                if let Some(a) = p
+                    .pointer_mut("/metadata/annotations")
+                    .and_then(Value::as_object_mut)
+                {
+                    a.remove(INJECT_KEY);
+                }
+            },
+        ));
+    }
+    if let Some(v) = inject::label(pod, INJECT_KEY).filter(|v| *v != "true") {
+        candidates.push(with_pod(
+            format!("remove the label {INJECT_KEY}={v:?} from {of_pod}"),
+            &|p| {
+                if let Some(l) = p
+                    .pointer_mut("/metadata/labels")
+                    .and_then(Value::as_object_mut)
+                {
+                    l.remove(INJECT_KEY);
+                }
+            },
+        ));
+    }
+    let mut namespace_changes = Vec::new();
+    let mut pod_changes = Vec::new();
+    for w in ctx.webhooks {
+        if let Some(c) = satisfy(&w["namespaceSelector"], ctx.namespace_labels) {
+            namespace_changes.push(c);
+        }
+        let empty = Map::new();
+        let labels = pod
+            .pointer("/metadata/labels")
+            .and_then(Value::as_object)
+            .unwrap_or(&empty);
+        if let Some(c) = satisfy(&w["objectSelector"], labels) {
+            pod_changes.push(c);
+        }
+    }
+    // Fewest label changes first; among equals `istio-injection=enabled`, what Istio's docs use
+    // for the default revision.
+    let size = |text: &str| text.split(' ').count();
+    namespace_changes.sort_by_key(|(_, text)| (size(text), !text.contains("istio-injection=")));
+    pod_changes.sort_by_key(|(_, text)| size(text));
+    for (labels, text) in namespace_changes {
+        candidates.push(Candidate {
+            text: format!(
+                "kubectl label namespace {} {text} --overwrite",
+                ctx.namespace
+            ),
+            pod: None,
+            namespace_labels: Some(labels),
+        });
+    }
+    for (labels, text) in pod_changes {
+        candidates.push(with_pod(
+            format!("change the labels of {of_pod}: {text}"),
+            &|p| {
+                if let Some(meta) = p.as_object_mut() {
+                    let m = meta
+                        .entry("metadata")
+                        .or_insert_with(|| Value::Object(Map::new()));
+                    if let Some(m) = m.as_object_mut() {
+                        m.insert("labels".into(), Value::Object(labels.clone()));
+                    }
+                }
+            },
+        ));
+    }
+    for c in candidates {
+        let labels = c.namespace_labels.as_ref().unwrap_or(ctx.namespace_labels);
+        let changed = CheckContext {
+            namespace_labels: labels,
+            ..*ctx
+        };
+        if explain_once(workload, c.pod.as_ref().unwrap_or(pod), &changed).injected {
+            return c.text;
+        }
+    }
+    "no single change of labels or annotations injects it; see the steps above".to_string()
+}
+
+/// The labels after the least change that makes `selector` match them, with that change written
+/// as `kubectl label` arguments (`k=v`, `k-`); `None` when it matches already or cannot.
+fn satisfy(selector: &Value, labels: &Map<String, Value>) -> Option<(Map<String, Value>, String)> {
+    if selector_matches(selector, labels) {
+        return None;
+    }
+    let mut out = labels.clone();
+    let mut changes = Vec::new();
+    for r in selector
+        .get("matchExpressions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let key = r.get("key").and_then(Value::as_str)?;
+        let values: Vec<&str> = r
+            .get("values")
+            .and_then(Value::as_array)
+            .map(|v| v.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let current = out.get(key).and_then(Value::as_str).map(str::to_string);
+        match r.get("operator").and_then(Value::as_str)? {
+            "In" if !current.as_deref().is_some_and(|c| values.contains(&c)) => {
+                let v = values.first()?;
+                out.insert(key.to_string(), Value::String((*v).to_string()));
+                changes.push(format!("{key}={v}"));
+            }
+            "NotIn" if current.as_deref().is_some_and(|c| values.contains(&c)) => {
+                out.remove(key);
+                changes.push(format!("{key}-"));
+            }
+            "DoesNotExist" if current.is_some() => {
+                out.remove(key);
+                changes.push(format!("{key}-"));
+            }
+            "Exists" if current.is_none() => return None,
+            _ => {}
+        }
+    }
+    if let Some(m) = selector.get("matchLabels").and_then(Value::as_object) {
+        for (k, v) in m {
+            if out.get(k) != Some(v) {
+                out.insert(k.clone(), v.clone());
+                changes.push(format!("{k}={}", v.as_str().unwrap_or_default()));
+            }
+        }
+    }
+    (!changes.is_empty() && selector_matches(selector, &out)).then(|| (out, changes.join(" ")))
+}
+
+/// [`explain`] without looking for a fix.
+fn explain_once(workload: &str, pod: &Value, ctx: &CheckContext<'_>) -> Report {
     let mut pod = pod.clone();
     if let Some(meta) = pod.get_mut("metadata").and_then(Value::as_object_mut) {
         meta.insert("namespace".into(), Value::String(ctx.namespace.to_string()));
@@ -354,6 +556,7 @@ pub fn explain(workload: &str, pod: &Value, ctx: &CheckContext<'_>) -> Report {
         templates,
         missing_templates,
         warnings: d.warnings,
+        fix: None,
     }
 }
 
@@ -400,38 +603,34 @@ pub fn pods_of(doc: &Value) -> Vec<(String, Value)> {
     vec![(label, pod)]
 }
 
-/// Split a YAML stream on `---` lines (kube-inject's splitting) and parse each document.
+/// Split a YAML stream as kube-inject does ([`outrigger_inject::yaml::split_documents`]) and
+/// parse each document; errors name the line where the document starts.
 pub fn parse_documents(text: &str) -> Result<Vec<Value>> {
     let mut docs = Vec::new();
-    let mut current = String::new();
-    let mut start_line = 1;
-    let mut flush = |current: &mut String, start_line: usize| -> Result<()> {
-        let v = outrigger_inject::yaml::from_str(current)
+    let mut reader = outrigger_inject::yaml::DocumentReader::new(text.as_bytes());
+    for raw in reader.by_ref() {
+        let raw = raw.context("splitting the documents")?;
+        let start_line = raw.first_line + 1;
+        let v = outrigger_inject::yaml::from_str(&raw.text)
             .with_context(|| format!("parsing the document starting at line {start_line}"))?;
         if !v.is_null() {
             docs.push(v);
         }
-        current.clear();
-        Ok(())
-    };
-    for (i, line) in text.lines().enumerate() {
-        if line.starts_with("---") {
-            flush(&mut current, start_line)?;
-            start_line = i + 2;
-        } else {
-            current.push_str(line);
-            current.push('\n');
-        }
     }
-    flush(&mut current, start_line)?;
     Ok(docs)
 }
 
-/// Parse `k=v` pairs (`k` alone means an empty value).
+/// Parse `k=v` pairs (`k=` is an empty value; `k` alone is refused: it reads as a selector's
+/// "exists" but a label always has a value).
 pub fn parse_labels(pairs: &[String]) -> Result<Map<String, Value>> {
     let mut m = Map::new();
     for p in pairs.iter().filter(|p| !p.is_empty()) {
-        let (k, v) = p.split_once('=').unwrap_or((p.as_str(), ""));
+        let Some((k, v)) = p.split_once('=') else {
+            bail!(
+                "--namespace-labels: {p:?} has no value; write KEY=VALUE, e.g. {p}=enabled \
+                 (or {p}= for an empty value)"
+            );
+        };
         if k.is_empty() {
             bail!("--namespace-labels: {p:?} has no key");
         }
@@ -471,12 +670,32 @@ pub fn render_table(reports: &[Report]) -> String {
                 if w.selected { "yes" } else { "no" }
             );
         }
+        if r.reason == NOT_SELECTED {
+            let _ = writeln!(
+                s,
+                "  injector steps: NOT EVALUATED (no webhook sends the pod to the injector); \
+                 what the injector would decide:"
+            );
+        }
         let _ = writeln!(
             s,
             "  {:<24} {:<14} {:<22} DETAIL",
             "STEP", "OUTCOME", "CODE"
         );
+        let decided = r
+            .steps
+            .iter()
+            .find(|st| st.outcome == "decided")
+            .map_or("", |st| st.step);
         for st in &r.steps {
+            if st.outcome == "not evaluated" {
+                let _ = writeln!(
+                    s,
+                    "  {:<24} {:<14} {:<22} (not evaluated: decided at {decided})",
+                    st.step, "NOT EVALUATED", "-"
+                );
+                continue;
+            }
             let _ = writeln!(
                 s,
                 "  {:<24} {:<14} {:<22} {}",
@@ -499,8 +718,20 @@ pub fn render_table(reports: &[Report]) -> String {
         for w in &r.warnings {
             let _ = writeln!(s, "  warning: {w}");
         }
+        if let Some(fix) = &r.fix {
+            let _ = writeln!(s, "  to inject it: {fix}");
+        }
     }
     s
+}
+
+/// Exit status of `check`: 0 when every pod would be injected, 1 when any would not.
+pub fn verdict_status(reports: &[Report]) -> ExitCode {
+    if reports.iter().all(|r| r.injected) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
 }
 
 fn read_input(path: &PathBuf) -> Result<String> {
@@ -593,8 +824,9 @@ pub fn read_documents(file: &PathBuf) -> Result<Vec<Value>> {
     parse_documents(&read_input(file)?).with_context(|| format!("reading {}", file.display()))
 }
 
-/// Run `outrigger check`.
-pub fn run(args: &CheckArgs) -> Result<()> {
+/// Run `outrigger check`: exits 0 when every pod would be injected, 1 when any would not (2 on
+/// error, set by `main`).
+pub fn run(args: &CheckArgs) -> Result<ExitCode> {
     if args.kube {
         return crate::kube::check::run(args);
     }
@@ -604,7 +836,11 @@ pub fn run(args: &CheckArgs) -> Result<()> {
     let snapshot = load_snapshot(args)?;
     let docs = read_documents(file)?;
     let ns_labels = parse_labels(&args.namespace_labels)?;
-    let webhooks = webhook_config::entries(&webhook_options(args));
+    let options = webhook_options(args);
+    if let Some(w) = webhook_config::auto_entry_dropped(&options) {
+        eprintln!("{w}");
+    }
+    let webhooks = webhook_config::entries(&options);
     let reports = explain_documents(
         &docs,
         args.namespace.as_deref(),
@@ -618,7 +854,8 @@ pub fn run(args: &CheckArgs) -> Result<()> {
             file.display()
         );
     }
-    print(&reports, args.output)
+    print(&reports, args.output)?;
+    Ok(verdict_status(&reports))
 }
 
 #[cfg(test)]
@@ -912,11 +1149,13 @@ mod tests {
         assert_eq!(docs[1]["metadata"]["name"], "b");
         let err = parse_documents("kind: Pod\n---\na: [\n").expect_err("bad YAML");
         assert!(format!("{err:#}").contains("line 3"), "{err:#}");
-        let l = parse_labels(&["a=b".into(), "c".into(), "d=e=f".into()]).expect("valid");
+        let l = parse_labels(&["a=b".into(), "c=".into(), "d=e=f".into()]).expect("valid");
         assert_eq!(l["a"], "b");
         assert_eq!(l["c"], "");
         assert_eq!(l["d"], "e=f");
         assert!(parse_labels(&["=x".into()]).is_err());
+        let err = parse_labels(&["istio-injection".into()]).expect_err("no value");
+        assert!(err.to_string().contains("istio-injection=enabled"), "{err}");
     }
 
     #[test]

@@ -1,11 +1,12 @@
 //! `outrigger inject`: manual sidecar injection of manifests, flag-compatible with
 //! `istioctl kube-inject`.
 
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use outrigger_inject::workload::{self, KubeInjectOptions};
+use outrigger_inject::workload::{self, KubeInjectOptions, Outcome, ProcessedDocument, SkipReason};
 use outrigger_inject::yaml;
 
 use crate::settings::{self, ConfigFiles, NativeMode};
@@ -23,25 +24,58 @@ pub struct InjectArgs {
     #[command(flatten)]
     pub files: ConfigFiles,
     /// Native sidecars: true, false, or auto (offline: follows ENABLE_NATIVE_SIDECARS).
-    #[arg(long = "native-sidecars", value_enum)]
+    #[arg(long = "native-sidecars", visible_alias = "nativeSidecars", value_enum)]
     pub native_sidecars: Option<NativeMode>,
     /// Control plane revision (`default` means none).
     #[arg(long = "revision", default_value = "")]
     pub revision: String,
-    /// Print a unified diff of what injection changes instead of the documents.
+    /// Print a unified diff of what injection changes instead of the documents; exits 1 when
+    /// something changed, 0 when nothing did (2 on error), like `diff`.
     #[arg(long = "diff")]
     pub diff: bool,
+    /// Colour the diff: auto (when standard output is a terminal and NO_COLOR is unset), always,
+    /// never.
+    #[arg(long = "color", value_enum, default_value = "auto")]
+    pub color: ColorMode,
+    /// Do not print the summary line on standard error (warnings are still printed).
+    #[arg(short = 'q', long = "quiet")]
+    pub quiet: bool,
 }
 
-fn read_input(path: &PathBuf) -> Result<String> {
+/// When to colour the diff.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ColorMode {
+    /// When standard output is a terminal and `NO_COLOR` is unset or empty.
+    Auto,
+    /// Always.
+    Always,
+    /// Never.
+    Never,
+}
+
+impl ColorMode {
+    /// Whether to colour output going to `output` (`None`: standard output).
+    fn enabled(self, output: Option<&Path>) -> bool {
+        match self {
+            ColorMode::Always => true,
+            ColorMode::Never => false,
+            ColorMode::Auto => {
+                output.is_none()
+                    && std::io::stdout().is_terminal()
+                    && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+            }
+        }
+    }
+}
+
+/// Open the input for streaming: the file, or standard input for `-`.
+fn open_input(path: &Path) -> Result<Box<dyn BufRead>> {
     if path.as_os_str() == "-" {
-        let mut s = String::new();
-        std::io::stdin()
-            .read_to_string(&mut s)
-            .context("reading standard input")?;
-        Ok(s)
+        Ok(Box::new(std::io::stdin().lock()))
     } else {
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
+        let file =
+            std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
+        Ok(Box::new(BufReader::with_capacity(1 << 16, file)))
     }
 }
 
@@ -54,14 +88,96 @@ fn input_name(path: &Path) -> String {
     }
 }
 
+/// Where the output goes: standard output as documents come, or a file written next to the
+/// target and renamed over it only when the whole run succeeded.
+enum Output {
+    Stdout(BufWriter<std::io::StdoutLock<'static>>),
+    File {
+        target: PathBuf,
+        temp: PathBuf,
+        writer: BufWriter<std::fs::File>,
+    },
+}
+
+impl Output {
+    fn open(target: Option<&Path>) -> Result<Output> {
+        let Some(target) = target else {
+            return Ok(Output::Stdout(BufWriter::new(std::io::stdout().lock())));
+        };
+        let file_name = target
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "output".into());
+        let temp =
+            target.with_file_name(format!(".{file_name}.outrigger-{}.tmp", std::process::id()));
+        let file = std::fs::File::create(&temp)
+            .with_context(|| format!("writing {}", target.display()))?;
+        Ok(Output::File {
+            target: target.to_path_buf(),
+            temp,
+            writer: BufWriter::new(file),
+        })
+    }
+
+    fn write(&mut self, text: &str) -> Result<()> {
+        match self {
+            Output::Stdout(w) => w
+                .write_all(text.as_bytes())
+                .context("writing standard output"),
+            Output::File { target, writer, .. } => writer
+                .write_all(text.as_bytes())
+                .with_context(|| format!("writing {}", target.display())),
+        }
+    }
+
+    /// Flush and, for a file, move it into place.
+    fn finish(self) -> Result<()> {
+        match self {
+            Output::Stdout(mut w) => w.flush().context("writing standard output"),
+            Output::File {
+                target,
+                temp,
+                writer,
+            } => {
+                let written = writer
+                    .into_inner()
+                    .map_err(|e| e.into_error())
+                    .and_then(|f| f.sync_all())
+                    .and_then(|()| std::fs::rename(&temp, &target));
+                if written.is_err() {
+                    let _ = std::fs::remove_file(&temp);
+                }
+                written.with_context(|| format!("writing {}", target.display()))
+            }
+        }
+    }
+
+    /// A failed run: standard output keeps what was written (as istioctl); a file is not created.
+    fn abandon(self) {
+        match self {
+            Output::Stdout(mut w) => {
+                let _ = w.flush();
+            }
+            Output::File { temp, writer, .. } => {
+                drop(writer);
+                let _ = std::fs::remove_file(&temp);
+            }
+        }
+    }
+}
+
 /// Run `outrigger inject`.
-pub fn run(args: &InjectArgs) -> Result<()> {
+///
+/// Documents are read, injected and written one at a time, so memory follows the largest
+/// document, not the input. Warnings are printed after the run, as istioctl does (also when it
+/// fails, before the error), then a summary line unless `--quiet`. With `--diff` the exit status
+/// says whether anything changed.
+pub fn run(args: &InjectArgs) -> Result<ExitCode> {
     let snapshot = settings::kube_inject_snapshot(
         args.files.inject_config_file.as_deref(),
         args.files.values_file.as_deref(),
         args.files.mesh_config_file.as_deref(),
     )?;
-    let input = read_input(&args.filename)?;
     let revision = if args.revision == "default" {
         ""
     } else {
@@ -75,55 +191,205 @@ pub fn run(args: &InjectArgs) -> Result<()> {
         compliance_policy: &compliance,
     };
     let source = input_name(&args.filename);
-    let out =
-        workload::inject_manifests(&input, &opts).with_context(|| format!("injecting {source}"))?;
-    if out.changes.is_empty() {
-        anyhow::bail!(
-            "no Kubernetes objects in {source} (the input is empty or only has comments)"
-        );
-    }
-    if !out.warnings.is_empty() {
-        let mut err = std::io::stderr().lock();
+    let input = open_input(&args.filename)?;
+    let mut output = Output::open(args.output.as_deref())?;
+    let mut stats = Stats {
+        color: args.diff && args.color.enabled(args.output.as_deref()),
+        ..Stats::default()
+    };
+    let result = stream(input, &opts, args, &mut output, &mut stats);
+    let mut err = std::io::stderr().lock();
+    if !stats.warnings.is_empty() {
         let _ = writeln!(err);
-        for w in &out.warnings {
+        for w in &stats.warnings {
             let _ = writeln!(err, "{w}");
         }
     }
-    let text = if args.diff {
-        render_diff(&out)
-    } else {
-        out.text
-    };
-    match &args.output {
-        Some(p) => std::fs::write(p, text).with_context(|| format!("writing {}", p.display()))?,
-        None => std::io::stdout()
-            .lock()
-            .write_all(text.as_bytes())
-            .context("writing standard output")?,
+    let result = result.and_then(|()| {
+        if stats.documents == 0 {
+            anyhow::bail!(
+                "no Kubernetes objects in {source} (the input is empty or only has comments)"
+            );
+        }
+        Ok(())
+    });
+    match result {
+        Ok(()) => {
+            output.finish()?;
+            if !args.quiet {
+                let _ = writeln!(err, "{}", stats.summary());
+            }
+            Ok(if args.diff && stats.changed > 0 {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
+        Err(e) => {
+            let written = stats.written;
+            let to_stdout = matches!(output, Output::Stdout(_));
+            output.abandon();
+            let e = e.context(format!("injecting {source}"));
+            if to_stdout && written > 0 && !args.diff {
+                Err(anyhow::anyhow!(
+                    "{e:#}\n(the {written} document(s) before it were written to standard output)"
+                ))
+            } else {
+                Err(e)
+            }
+        }
+    }
+}
+
+/// Counts and warnings of one run.
+#[derive(Debug, Default)]
+struct Stats {
+    /// Documents processed.
+    documents: usize,
+    /// Documents (or diffs) written.
+    written: usize,
+    /// Documents injected.
+    injected: usize,
+    /// Documents whose injection changed them (what `--diff` shows).
+    changed: usize,
+    /// Workloads skipped, by reason, in order of first appearance.
+    skipped: Vec<(SkipReason, usize)>,
+    /// Documents passed through.
+    passed: usize,
+    warnings: Vec<String>,
+    /// Colour the diff.
+    color: bool,
+}
+
+impl Stats {
+    fn count(&mut self, outcome: Outcome) {
+        self.documents += 1;
+        match outcome {
+            Outcome::Injected => self.injected += 1,
+            Outcome::PassedThrough => self.passed += 1,
+            Outcome::Skipped(reason) => match self.skipped.iter_mut().find(|(r, _)| *r == reason) {
+                Some((_, n)) => *n += 1,
+                None => self.skipped.push((reason, 1)),
+            },
+        }
+    }
+
+    /// `3 documents: 1 injected, 1 skipped (hostNetwork), 1 passed through`.
+    fn summary(&self) -> String {
+        let mut parts = Vec::new();
+        if self.injected > 0 {
+            parts.push(format!("{} injected", self.injected));
+        }
+        let skipped: usize = self.skipped.iter().map(|(_, n)| n).sum();
+        if skipped > 0 {
+            let reasons: Vec<String> = if self.skipped.len() == 1 {
+                vec![self.skipped[0].0.as_str().to_string()]
+            } else {
+                self.skipped
+                    .iter()
+                    .map(|(r, n)| format!("{n} {}", r.as_str()))
+                    .collect()
+            };
+            parts.push(format!("{skipped} skipped ({})", reasons.join(", ")));
+        }
+        if self.passed > 0 {
+            parts.push(format!("{} passed through", self.passed));
+        }
+        let plural = if self.documents == 1 { "" } else { "s" };
+        format!("{} document{plural}: {}", self.documents, parts.join(", "))
+    }
+}
+
+/// Read, inject and write every document of `input`.
+fn stream(
+    input: impl BufRead,
+    opts: &KubeInjectOptions<'_>,
+    args: &InjectArgs,
+    output: &mut Output,
+    stats: &mut Stats,
+) -> Result<()> {
+    for (index, raw) in yaml::DocumentReader::new(input).enumerate() {
+        let raw = raw?;
+        let doc = workload::inject_raw_document(index, &raw.text, raw.first_line, opts, args.diff);
+        let Some(doc) = doc? else { continue };
+        stats.count(doc.outcome);
+        stats.warnings.extend(doc.warnings.iter().cloned());
+        if args.diff {
+            let diff = render_diff(&raw.text, &doc, stats.color);
+            if !diff.is_empty() {
+                output.write(&diff)?;
+                stats.written += 1;
+                stats.changed += 1;
+            }
+        } else {
+            output.write(&doc.text)?;
+            stats.written += 1;
+        }
     }
     Ok(())
 }
 
-/// Unified diff, per injected document, of its YAML before and after injection.
-fn render_diff(out: &workload::KubeInjectOutput) -> String {
-    let mut s = String::new();
-    for c in &out.changes {
-        let Some((before, after)) = &c.before_after else {
-            continue;
-        };
-        let (a, b) = (yaml::to_string(before), yaml::to_string(after));
-        if a == b {
-            continue;
-        }
-        let label = format!("document {} ({} {})", c.index, c.kind, c.name);
-        let diff = similar::TextDiff::from_lines(&a, &b);
-        s.push_str(
-            &diff
-                .unified_diff()
-                .context_radius(3)
-                .header(&format!("{label} original"), &format!("{label} injected"))
-                .to_string(),
-        );
+/// Unified diff of one injected document: the document as written against the output. Empty
+/// when the document was not injected or injection changed nothing (its parsed, normalised form
+/// equals the output).
+fn render_diff(raw: &str, doc: &ProcessedDocument, color: bool) -> String {
+    if doc.outcome != Outcome::Injected {
+        return String::new();
     }
-    s
+    if let Some((before, after)) = &doc.trees {
+        if before == after {
+            return String::new();
+        }
+    }
+    let after = doc.text.strip_suffix("---\n").unwrap_or(&doc.text);
+    let full = if doc.namespace.is_empty() {
+        doc.name.clone()
+    } else {
+        format!("{}/{}", doc.namespace, doc.name)
+    };
+    let label = format!("{} {full} (document {}", doc.kind, doc.index);
+    let diff = similar::TextDiff::configure()
+        .algorithm(similar::Algorithm::Patience)
+        .diff_lines(raw, after)
+        .unified_diff()
+        .context_radius(3)
+        .header(
+            &format!("{label}, as written)"),
+            &format!("{label}, injected)"),
+        )
+        .to_string();
+    if color {
+        colorize(&diff)
+    } else {
+        diff
+    }
+}
+
+/// ANSI colours of a unified diff, as `git diff` uses them: bold headers, cyan hunk lines, red
+/// removals, green additions.
+fn colorize(diff: &str) -> String {
+    let mut out = String::with_capacity(diff.len() + diff.len() / 4);
+    for line in diff.split_inclusive('\n') {
+        let (text, nl) = match line.strip_suffix('\n') {
+            Some(t) => (t, "\n"),
+            None => (line, ""),
+        };
+        let code = if text.starts_with("--- ") || text.starts_with("+++ ") {
+            "1"
+        } else if text.starts_with("@@") {
+            "36"
+        } else if text.starts_with('-') {
+            "31"
+        } else if text.starts_with('+') {
+            "32"
+        } else {
+            ""
+        };
+        if code.is_empty() {
+            out.push_str(line);
+        } else {
+            out.push_str(&format!("\x1b[{code}m{text}\x1b[0m{nl}"));
+        }
+    }
+    out
 }

@@ -4,20 +4,22 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
+use outrigger_inject::admission;
 use outrigger_inject::config::{self, InjectorConfig, Snapshot};
 use outrigger_inject::defaults;
+use outrigger_inject::workload::{self, InjectConfigShape};
 
 /// Istio's configuration files, as `istioctl kube-inject` names its flags.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct ConfigFiles {
     /// Injector config file (the `config` key of the istio-sidecar-injector ConfigMap).
-    #[arg(long = "injectConfigFile")]
+    #[arg(long = "injectConfigFile", visible_alias = "inject-config-file")]
     pub inject_config_file: Option<std::path::PathBuf>,
     /// Injector values file (the `values` key of the istio-sidecar-injector ConfigMap).
-    #[arg(long = "valuesFile")]
+    #[arg(long = "valuesFile", visible_alias = "values-file")]
     pub values_file: Option<std::path::PathBuf>,
     /// Mesh config file (the `mesh` key of the istio ConfigMap).
-    #[arg(long = "meshConfigFile")]
+    #[arg(long = "meshConfigFile", visible_alias = "mesh-config-file")]
     pub mesh_config_file: Option<std::path::PathBuf>,
 }
 
@@ -32,13 +34,23 @@ pub enum NativeMode {
     Auto,
 }
 
-/// Offline native-sidecar decision: an explicit flag wins, else `ENABLE_NATIVE_SIDECARS=true`.
+/// Offline native-sidecar decision: an explicit flag wins, else `ENABLE_NATIVE_SIDECARS=true`
+/// (`auto` means off offline). A value Istio does not know is off, with a warning on stderr
+/// naming the variable and the accepted values.
 pub fn native_sidecars_offline(flag: Option<NativeMode>) -> bool {
     match flag {
         Some(NativeMode::True) => true,
         Some(NativeMode::False) => false,
         Some(NativeMode::Auto) | None => {
-            std::env::var("ENABLE_NATIVE_SIDECARS").is_ok_and(|v| v == "true")
+            let value = std::env::var("ENABLE_NATIVE_SIDECARS").unwrap_or_default();
+            if value.is_empty() {
+                return false;
+            }
+            let (mode, warning) = admission::NativeMode::parse(&value);
+            if let Some(w) = warning {
+                eprintln!("warning: {w} (accepted values: true, false, auto)");
+            }
+            mode == admission::NativeMode::Enabled
         }
     }
 }
@@ -52,22 +64,49 @@ fn shown(p: Option<&Path>) -> String {
     p.map_or("(embedded)".into(), |p| p.display().to_string())
 }
 
-/// Build the snapshot for `outrigger inject` from istioctl-style flags.
+/// Build the snapshot for `outrigger inject` from istioctl-style flags. An injector config that
+/// cannot add a sidecar is refused ([`workload::load_inject_config`]); a whole ConfigMap is read
+/// through its `config` key (and its `values` key when no values file is given), with a note on
+/// stderr. Templates without values (`--injectConfigFile` alone) get a warning: Istio's templates
+/// then fail in ways that do not point at the missing file.
 pub fn kube_inject_snapshot(
     inject_config: Option<&Path>,
     values: Option<&Path>,
     mesh: Option<&Path>,
 ) -> Result<Snapshot> {
+    let mut configmap_values = None;
     let config = match inject_config {
-        Some(p) => InjectorConfig::parse_for_kube_inject(&read(p)?)
-            .with_context(|| format!("loading injector config {}", p.display()))?,
+        Some(p) => {
+            let loaded = workload::load_inject_config(&read(p)?)
+                .with_context(|| format!("loading injector config {}", p.display()))?;
+            match (loaded.shape, &loaded.values, values) {
+                (InjectConfigShape::ConfigMap, Some(v), None) => {
+                    eprintln!(
+                        "note: {} is a whole ConfigMap; using its data.config and data.values keys",
+                        p.display()
+                    );
+                    configmap_values = Some(v.clone());
+                }
+                (InjectConfigShape::ConfigMap, _, _) => eprintln!(
+                    "note: {} is a whole ConfigMap; using its data.config key",
+                    p.display()
+                ),
+                (InjectConfigShape::Templates, _, None) => eprintln!(
+                    "warning: {} has templates but no --valuesFile was given: they render with \
+                     empty .Values (pass the `values` key of the same ConfigMap with --valuesFile)",
+                    p.display()
+                ),
+                _ => {}
+            }
+            loaded.config
+        }
         None => InjectorConfig::parse_for_kube_inject(defaults::CONFIG)
             .context("loading the embedded default injector config")?,
     };
     let values_text = match values {
         Some(p) => read(p)?,
         None if inject_config.is_none() => defaults::VALUES.to_string(),
-        None => String::new(),
+        None => configmap_values.unwrap_or_default(),
     };
     // Parsed here first so that an error names the values file alone.
     config::parse_values(&values_text)

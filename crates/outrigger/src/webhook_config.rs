@@ -137,22 +137,39 @@ pub struct WebhookConfigArgs {
     #[arg(long = "name")]
     pub name: Option<String>,
     /// PEM file whose certificates become the `caBundle` of every entry.
-    #[arg(long = "ca-bundle-file")]
+    #[arg(long = "ca-bundle-file", visible_alias = "caBundleFile")]
     pub ca_bundle_file: Option<PathBuf>,
     /// failurePolicy of every entry.
-    #[arg(long = "failure-policy", value_enum, default_value = "Fail")]
+    #[arg(
+        long = "failure-policy",
+        visible_alias = "failurePolicy",
+        value_enum,
+        default_value = "Fail"
+    )]
     pub failure_policy: FailurePolicy,
     /// timeoutSeconds of every entry (1-30; unset: the API server's default of 10).
     #[arg(long = "timeout", value_parser = clap::value_parser!(u8).range(1..=30))]
     pub timeout: Option<u8>,
     /// reinvocationPolicy of every entry.
-    #[arg(long = "reinvocation-policy", value_enum, default_value = "Never")]
+    #[arg(
+        long = "reinvocation-policy",
+        visible_alias = "reinvocationPolicy",
+        value_enum,
+        default_value = "Never"
+    )]
     pub reinvocation_policy: ReinvocationPolicy,
     /// Also inject every pod of unlabelled namespaces (the chart's `auto.` entry; default revision only).
-    #[arg(long = "enable-namespaces-by-default")]
+    #[arg(
+        long = "enable-namespaces-by-default",
+        visible_alias = "enableNamespacesByDefault"
+    )]
     pub enable_namespaces_by_default: bool,
     /// Namespaces never sent to the injector (added to every entry's namespaceSelector), comma-separated.
-    #[arg(long = "exclude-namespaces", value_delimiter = ',')]
+    #[arg(
+        long = "exclude-namespaces",
+        visible_alias = "excludeNamespaces",
+        value_delimiter = ','
+    )]
     pub exclude_namespaces: Vec<String>,
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value = "yaml")]
@@ -613,9 +630,25 @@ pub fn render(v: &MutatingWebhookConfiguration, format: OutputFormat) -> Result<
     })
 }
 
+/// Why `--enable-namespaces-by-default` renders nothing with these options, if it does not: the
+/// chart's `auto.` entry exists for the default revision only.
+pub fn auto_entry_dropped(o: &WebhookOptions) -> Option<String> {
+    (o.enable_namespaces_by_default && !o.is_default_revision()).then(|| {
+        format!(
+            "warning: --enable-namespaces-by-default has no effect with --revision {}: the `auto.` \
+             entry exists for the default revision only (as in Istio's chart); label namespaces \
+             istio.io/rev={} instead",
+            o.revision, o.revision
+        )
+    })
+}
+
 /// Run `outrigger webhook-config`.
 pub fn run(args: &WebhookConfigArgs) -> Result<()> {
     let opts = WebhookOptions::from_args(args)?;
+    if let Some(w) = auto_entry_dropped(&opts) {
+        eprintln!("{w}");
+    }
     if opts.istio {
         eprintln!("{ISTIO_MODE_NOTE}");
     }

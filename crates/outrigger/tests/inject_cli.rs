@@ -174,6 +174,16 @@ fn output_flag_writes_the_file_and_nothing_to_stdout() {
 }
 
 #[test]
+fn output_flag_may_name_the_input_file() {
+    // The input is read while the output goes to a file beside it, renamed at the end.
+    let dir = TempDir::new("output-in-place");
+    let path = dir.write("app.yaml", &read(&hello()));
+    let expected = Inject::file(&hello()).run();
+    Inject::file(&path).path_arg("-o", &path).run().success();
+    assert_eq!(read(&path), expected.success());
+}
+
+#[test]
 fn output_flag_to_an_unwritable_path_fails_cleanly() {
     let dir = TempDir::new("output-unwritable");
     let target = dir.path("no/such/dir/out.yaml");
@@ -210,7 +220,9 @@ fn revision_flag_reaches_the_template() {
 #[test]
 fn diff_shows_the_added_sidecar_lines() {
     let out = Inject::file(&hello()).arg("--diff").run();
-    let text = out.success();
+    // Something changed: exit status 1, as `diff` and `kubectl diff`.
+    let text = out.exited(1);
+    assert!(!text.contains('\x1b'), "no colour when not on a terminal");
     let added: Vec<&str> = text
         .lines()
         .filter(|l| l.starts_with('+') && !l.starts_with("+++"))
@@ -224,17 +236,89 @@ fn diff_shows_the_added_sidecar_lines() {
         "no istio-init line:\n{text}"
     );
     assert!(
-        text.contains("Deployment hello"),
+        text.contains("--- Deployment demo/hello (document 0, as written)")
+            && text.contains("+++ Deployment demo/hello (document 0, injected)"),
         "diff header should name the workload:\n{text}"
     );
-    // The Service is not part of the diff, and no application line is removed.
+    // The Service is not part of the diff. The original side is the document as written, so
+    // its comment is removed and reordered keys move; the application image is still there.
     assert!(!text.contains("kind: Service"), "{text}");
+    assert!(text.contains("\n-# A small Deployment"), "{text}");
+    let image = |l: &str| l[1..].trim_start_matches([' ', '-']).to_string();
+    let removed: Vec<String> = text
+        .lines()
+        .filter(|l| l.starts_with('-') && !l.starts_with("---") && l.contains("image:"))
+        .map(image)
+        .collect();
+    let added: Vec<String> = text
+        .lines()
+        .filter(|l| l.starts_with('+') && l.contains("image:"))
+        .map(image)
+        .collect();
+    for r in &removed {
+        assert!(
+            added.contains(r),
+            "{r:?} removed and not added back:\n{text}"
+        );
+    }
+}
+
+#[test]
+fn diff_of_an_output_reinjected_is_empty_and_exits_0() {
+    let first = Inject::file(&hello()).run();
+    let out = Inject::new()
+        .arg("-f")
+        .arg("-")
+        .arg("--diff")
+        .stdin(first.success())
+        .run();
+    assert_eq!(out.success(), "");
+}
+
+#[test]
+fn diff_colour_follows_the_flag_and_no_color() {
+    let coloured = Inject::file(&hello())
+        .arg("--diff")
+        .arg("--color")
+        .arg("always")
+        .run();
+    let text = coloured.exited(1);
     assert!(
-        !text
-            .lines()
-            .any(|l| l.starts_with('-') && !l.starts_with("---") && l.contains("image:")),
-        "an image line was removed:\n{text}"
+        text.contains("\x1b[32m+") && text.contains("\x1b[31m-") && text.contains("\x1b[36m@@"),
+        "{text}"
     );
+    assert!(text.contains("\x1b[1m--- Deployment demo/hello"), "{text}");
+    let plain = Inject::file(&hello())
+        .arg("--diff")
+        .arg("--color")
+        .arg("never")
+        .run();
+    assert!(!plain.exited(1).contains('\x1b'));
+    // auto: never when standard output is not a terminal, whatever NO_COLOR says.
+    let auto = Inject::file(&hello())
+        .arg("--diff")
+        .env("NO_COLOR", "")
+        .run();
+    assert_eq!(auto.exited(1), plain.stdout);
+}
+
+#[test]
+fn diff_error_exits_2() {
+    let run = Inject::new()
+        .arg("-f")
+        .arg("-")
+        .arg("--diff")
+        .stdin("kind: Pod\nmetadata: {name: p}\nspec: {}\n")
+        .run();
+    run.failure();
+    assert_eq!(run.code, Some(2), "{}", run.stderr);
+    let plain = Inject::new()
+        .arg("-f")
+        .arg("-")
+        .stdin("kind: Pod\nmetadata: {name: p}\nspec: {}\n")
+        .run();
+    plain.failure();
+    assert_eq!(plain.code, Some(1));
 }
 
 #[test]
@@ -447,6 +531,54 @@ fn inject_false_annotation_is_skipped_with_a_warning() {
 }
 
 #[test]
+fn summary_line_counts_what_was_done() {
+    let dir = TempDir::new("summary");
+    let input = format!(
+        "{}---\n{}",
+        read(&hello()),
+        read(&fixture("hostnetwork.yaml"))
+    );
+    let path = dir.write("mixed.yaml", &input);
+    let run = Inject::file(&path).run();
+    run.success();
+    // Istio's warnings come first, byte for byte; the summary is the last line.
+    assert!(
+        run.stderr.starts_with("\n===> Skipping injection because DaemonSet \"monitoring/node-exporter\" has host networking enabled\n\n"),
+        "{:?}",
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .ends_with("\n3 documents: 1 injected, 1 skipped (hostNetwork), 1 passed through\n"),
+        "{:?}",
+        run.stderr
+    );
+    let one = Inject::file(&fixture("deployment.yaml")).run();
+    one.success();
+    assert_eq!(one.stderr, "1 document: 1 injected\n");
+    let quiet = Inject::file(&path).arg("-q").run();
+    quiet.success();
+    assert!(!quiet.stderr.contains("documents:"), "{}", quiet.stderr);
+    assert!(quiet.stderr.contains("===> Skipping"), "warnings stay");
+    let both = Inject::new()
+        .arg("-f")
+        .arg("-")
+        .stdin(&format!(
+            "{}---\n{}",
+            read(&fixture("hostnetwork.yaml")),
+            read(&fixture("inject-disabled.yaml"))
+        ))
+        .run();
+    both.success();
+    assert!(
+        both.stderr
+            .ends_with("\n2 documents: 2 skipped (1 hostNetwork, 1 injection disabled)\n"),
+        "{}",
+        both.stderr
+    );
+}
+
+#[test]
 fn successful_injection_prints_no_warning() {
     let out = Inject::file(&fixture("deployment.yaml")).run();
     out.success();
@@ -541,6 +673,32 @@ fn native_sidecars_auto_follows_the_environment() {
         (false, true),
         "explicit false beats the variable"
     );
+}
+
+#[test]
+fn unknown_enable_native_sidecars_value_is_warned_about() {
+    let run = Inject::file(&fixture("pod.yaml"))
+        .env("ENABLE_NATIVE_SIDECARS", "bogus")
+        .run();
+    run.success();
+    assert!(
+        run.stderr.contains(
+            "warning: Unknown value for ENABLE_NATIVE_SIDECARS: bogus, defaulting to false (accepted values: true, false, auto)"
+        ),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(proxy_placement(&run), (false, true), "off, as Istio");
+    // Known values and an explicit flag: no warning.
+    for (value, flag) in [("auto", None), ("true", None), ("bogus", Some("false"))] {
+        let mut cmd = Inject::file(&fixture("pod.yaml")).env("ENABLE_NATIVE_SIDECARS", value);
+        if let Some(f) = flag {
+            cmd = cmd.arg("--native-sidecars").arg(f);
+        }
+        let run = cmd.run();
+        run.success();
+        assert!(!run.stderr.contains("warning"), "{value}: {}", run.stderr);
+    }
 }
 
 #[test]
@@ -796,6 +954,269 @@ fn warnings_follow_an_empty_line_on_stderr() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Silent traps: inputs that would inject nothing, or a pod Kubernetes refuses
+// ---------------------------------------------------------------------------------------------
+
+/// The embedded default's values, mesh config and `config`, written as files.
+fn default_files(dir: &TempDir) -> (std::path::PathBuf, std::path::PathBuf, std::path::PathBuf) {
+    (
+        dir.write("values.json", outrigger_inject::defaults::VALUES),
+        dir.write("mesh.yaml", outrigger_inject::defaults::MESH),
+        dir.write("config.yaml", outrigger_inject::defaults::CONFIG),
+    )
+}
+
+#[test]
+fn values_or_mesh_or_empty_config_as_inject_config_is_refused() {
+    let dir = TempDir::new("config-not-templates");
+    let (values, mesh, _) = default_files(&dir);
+    let empty = dir.write("empty.json", "{}\n");
+    let no_templates = dir.write("no-templates.yaml", "templates: {}\n");
+    let blank = dir.write("blank.yaml", "# nothing\n");
+    for (file, hint) in [
+        (&values, "--valuesFile"),
+        (&mesh, "--meshConfigFile"),
+        (&empty, "empty mapping"),
+        (&no_templates, "`templates` is empty"),
+        (&blank, "empty"),
+    ] {
+        let run = Inject::file(&fixture("pod.yaml"))
+            .path_arg("--injectConfigFile", file)
+            .run();
+        let err = run.failure();
+        let name = file.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        for want in [name, "not an injector config", "templates:", hint] {
+            assert!(err.contains(want), "{name}: {want:?} missing:\n{err}");
+        }
+        assert_eq!(run.stdout, "", "{name}: nothing is written");
+    }
+}
+
+#[test]
+fn template_that_adds_no_container_is_refused() {
+    let dir = TempDir::new("config-no-container");
+    let template = dir.write(
+        "labels.yaml",
+        "metadata:\n  labels:\n    injected-by: \"{{ .Revision | default \"x\" }}\"\n",
+    );
+    let run = Inject::file(&fixture("pod.yaml"))
+        .path_arg("--injectConfigFile", &template)
+        .run();
+    let err = run.failure();
+    for want in [
+        "document 0 (Pod ",
+        "sidecar added no container",
+        "istio-proxy",
+    ] {
+        assert!(err.contains(want), "{want:?} missing:\n{err}");
+    }
+}
+
+#[test]
+fn whole_configmap_as_inject_config_uses_its_config_key() {
+    let dir = TempDir::new("config-configmap");
+    let (values, _, _) = default_files(&dir);
+    let mut config = String::new();
+    for line in outrigger_inject::defaults::CONFIG.lines() {
+        config.push_str("    ");
+        config.push_str(line);
+        config.push('\n');
+    }
+    let cm = dir.write(
+        "cm.yaml",
+        &format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: istio-sidecar-injector\n  \
+             namespace: istio-system\ndata:\n  config: |\n{config}"
+        ),
+    );
+    let run = Inject::file(&fixture("pod.yaml"))
+        .path_arg("--injectConfigFile", &cm)
+        .path_arg("--valuesFile", &values)
+        .run();
+    let doc = single(run.success());
+    assert!(
+        names_at(&doc, "/spec/containers").contains(&"istio-proxy".to_string()),
+        "{doc}"
+    );
+    assert!(
+        run.stderr
+            .contains("cm.yaml is a whole ConfigMap; using its data.config key"),
+        "{}",
+        run.stderr
+    );
+    // The same as passing the `config` key itself.
+    let plain = Inject::file(&fixture("pod.yaml"))
+        .path_arg("--injectConfigFile", &dir.path("config.yaml"))
+        .path_arg("--valuesFile", &values)
+        .run();
+    assert_eq!(docs(plain.success()), [doc]);
+
+    // With its `values` key and no --valuesFile, the ConfigMap's values are used too.
+    let mut values_block = String::new();
+    for line in outrigger_inject::defaults::VALUES.lines() {
+        values_block.push_str("    ");
+        values_block.push_str(line);
+        values_block.push('\n');
+    }
+    let whole = dir.write(
+        "cm-whole.yaml",
+        &format!("{}  values: |\n{values_block}", read(&cm)),
+    );
+    let run = Inject::file(&fixture("pod.yaml"))
+        .path_arg("--injectConfigFile", &whole)
+        .run();
+    assert_eq!(docs(run.success()), [docs(plain.success()).remove(0)]);
+    assert!(
+        run.stderr
+            .contains("using its data.config and data.values keys"),
+        "{}",
+        run.stderr
+    );
+    // Templates without values: a warning naming the missing flag.
+    let run = Inject::file(&fixture("pod.yaml"))
+        .path_arg("--injectConfigFile", &dir.path("config.yaml"))
+        .run();
+    assert!(
+        run.stderr
+            .contains("config.yaml has templates but no --valuesFile was given"),
+        "{}",
+        run.stderr
+    );
+
+    let without = dir.write("cm-values.yaml", "kind: ConfigMap\ndata:\n  values: '{}'\n");
+    let run = Inject::file(&fixture("pod.yaml"))
+        .path_arg("--injectConfigFile", &without)
+        .run();
+    let err = run.failure();
+    for want in ["cm-values.yaml", "data.config", "jsonpath='{.data.config}'"] {
+        assert!(err.contains(want), "{want:?} missing:\n{err}");
+    }
+}
+
+#[test]
+fn workload_without_containers_or_pod_template_is_refused() {
+    let cases = [
+        (
+            "kind: Service\nmetadata: {name: s}\n---\napiVersion: apps/v1\nkind: Deployment\n\
+             metadata: {name: web, namespace: shop}\nspec:\n  template:\n    spec:\n      containers: []\n",
+            "document 1 (Deployment \"shop/web\")",
+            "spec.template.spec.containers",
+        ),
+        (
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: bare}\nspec: {replicas: 1}\n",
+            "document 0 (Deployment \"bare\")",
+            "no pod template",
+        ),
+        (
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {}\n",
+            "document 0 (Pod \"p\")",
+            "spec.containers",
+        ),
+        (
+            "apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: c}\nspec:\n  jobTemplate:\n    spec: {}\n",
+            "document 0 (CronJob \"c\")",
+            "spec.jobTemplate.spec.template.spec",
+        ),
+        (
+            "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Pod\n  metadata: {name: p}\n",
+            "items[0]",
+            "spec.containers",
+        ),
+    ];
+    for (input, who, what) in cases {
+        let run = Inject::new().arg("-f").arg("-").stdin(input).run();
+        let err = run.failure();
+        assert!(
+            err.contains(who) && err.contains(what) && err.contains("nothing to inject into"),
+            "{who}: {err}"
+        );
+    }
+    // Not injected anyway: passed on as they are.
+    let skipped = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  annotations: {sidecar.istio.io/inject: \"false\"}\nspec: {}\n";
+    Inject::new()
+        .arg("-f")
+        .arg("-")
+        .stdin(skipped)
+        .run()
+        .success();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Large inputs: documents are streamed
+// ---------------------------------------------------------------------------------------------
+
+/// A stream of `n` Deployments, with a Service and a comment-only document every tenth.
+fn many_deployments(n: usize) -> String {
+    let mut s = String::new();
+    for i in 0..n {
+        s.push_str(&format!(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app-{i}\n  namespace: team-{}\n\
+             spec:\n  selector:\n    matchLabels: {{app: app-{i}}}\n  template:\n    metadata:\n      \
+             labels: {{app: app-{i}}}\n    spec:\n      containers:\n      - name: app\n        \
+             image: example/app:{i}\n---\n",
+            i % 7
+        ));
+        if i % 10 == 0 {
+            s.push_str(&format!(
+                "# service {i}\napiVersion: v1\nkind: Service\nmetadata: {{name: svc-{i}}}\n---\n# nothing\n---\n"
+            ));
+        }
+    }
+    s
+}
+
+#[test]
+fn large_stream_is_injected_document_by_document_in_order() {
+    let n = 1000;
+    let input = many_deployments(n);
+    let dir = TempDir::new("large-stream");
+    let path = dir.write("many.yaml", &input);
+    let run = Inject::file(&path).run();
+    let text = run.success();
+    let raw = outrigger_inject::yaml::split_documents(text).expect("output splits");
+    assert_eq!(
+        raw.len(),
+        n + n.div_ceil(10),
+        "one output document per input document"
+    );
+    let mut deployments = 0;
+    for (doc, raw) in docs(text).iter().zip(&raw) {
+        if doc["kind"] == "Service" {
+            // Services pass through byte for byte, comment included.
+            assert!(raw.starts_with("# service "), "{raw}");
+            continue;
+        }
+        let i = deployments;
+        deployments += 1;
+        assert_eq!(
+            doc.pointer("/metadata/name"),
+            Some(&json!(format!("app-{i}")))
+        );
+        assert_eq!(
+            names_at(doc, "/spec/template/spec/containers"),
+            ["app", "istio-proxy"],
+            "app-{i}"
+        );
+        assert_eq!(
+            doc.pointer("/spec/template/spec/containers/0/image"),
+            Some(&json!(format!("example/app:{i}")))
+        );
+    }
+    assert_eq!(deployments, n);
+    // The same as injecting each document alone.
+    let one = Inject::new()
+        .arg("-f")
+        .arg("-")
+        .stdin(outrigger_inject::yaml::split_documents(&input).expect("input splits")[n / 2 + 1])
+        .run();
+    assert!(
+        text.contains(one.success()),
+        "document {} differs",
+        n / 2 + 1
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
 // Golden files for the embedded default
 // ---------------------------------------------------------------------------------------------
 
@@ -915,12 +1336,18 @@ mod bad_input {
     }
 
     #[test]
-    fn failed_run_writes_nothing() {
-        // Unlike istioctl (§11.3), nothing is written when any document fails, so a pipe into
-        // `kubectl apply` never applies half a stream.
+    fn failed_run_keeps_earlier_documents_on_stdout_and_writes_no_file() {
+        // Documents are written as they are injected (memory follows the largest document), so,
+        // as with istioctl (§11.3), the documents before the failing one are on standard output
+        // and the error says so. With -o the file is only created when the whole run succeeds.
         let run = Inject::file(&bad("malformed-yaml.yaml")).run();
-        run.failure();
-        assert_eq!(run.stdout, "");
+        let err = run.failure();
+        let written = docs(&run.stdout);
+        assert_eq!(written.len(), 1, "document 0 only:\n{}", run.stdout);
+        assert!(
+            err.contains("the 1 document(s) before it were written to standard output"),
+            "{err}"
+        );
         let dir = TempDir::new("failed-run-output");
         let target = dir.path("out.yaml");
         let run = Inject::file(&bad("malformed-yaml.yaml"))
@@ -928,6 +1355,17 @@ mod bad_input {
             .run();
         run.failure();
         assert!(!target.exists(), "-o file written by a failed run");
+        let left: Vec<_> = std::fs::read_dir(dir.path("."))
+            .expect("temp dir")
+            .collect();
+        assert!(left.is_empty(), "files left behind: {left:?}");
+        // An existing file is left as it was.
+        std::fs::write(&target, "previous\n").expect("writing the old output");
+        Inject::file(&bad("malformed-yaml.yaml"))
+            .path_arg("-o", &target)
+            .run()
+            .failure();
+        assert_eq!(read(&target), "previous\n");
     }
 
     #[test]

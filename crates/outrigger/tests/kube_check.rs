@@ -5,10 +5,14 @@ use std::process::Command;
 
 const MANIFEST: &str = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  template:\n    metadata:\n      labels:\n        app: web\n    spec:\n      containers:\n      - name: web\n        image: nginx\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: opted-out\n  labels:\n    sidecar.istio.io/inject: \"false\"\nspec:\n  containers:\n  - name: app\n    image: app\n";
 
-fn check(args: &[&str]) -> Option<(bool, String, String)> {
+/// Run `outrigger check -f <MANIFEST> ARGS`: (exit code, stdout, stderr).
+fn check(args: &[&str]) -> Option<(i32, String, String)> {
     let dir = std::env::temp_dir().join(format!("outrigger-kube-check-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
-    let file = dir.join("m.yaml");
+    // One file per call: the tests run in parallel.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let file = dir.join(format!("m{n}.yaml"));
     std::fs::write(&file, MANIFEST).expect("write manifest");
     let out = Command::new(env!("CARGO_BIN_EXE_outrigger"))
         .arg("check")
@@ -23,7 +27,7 @@ fn check(args: &[&str]) -> Option<(bool, String, String)> {
         return None;
     }
     Some((
-        out.status.success(),
+        out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).to_string(),
         stderr,
     ))
@@ -31,7 +35,7 @@ fn check(args: &[&str]) -> Option<(bool, String, String)> {
 
 #[test]
 fn check_explains_each_workload_in_json() {
-    let Some((ok, out, err)) = check(&[
+    let Some((code, out, err)) = check(&[
         "--namespace",
         "apps",
         "--namespace-labels",
@@ -41,7 +45,8 @@ fn check_explains_each_workload_in_json() {
     ]) else {
         return;
     };
-    assert!(ok, "{err}");
+    // One of the two pods is not injected: exit status 1.
+    assert_eq!(code, 1, "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).expect("JSON array");
     assert_eq!(v[0]["workload"], "Deployment/web");
     assert_eq!(v[0]["injected"], true);
@@ -56,12 +61,184 @@ fn check_explains_each_workload_in_json() {
 
 #[test]
 fn check_table_without_namespace_labels() {
-    let Some((ok, out, err)) = check(&[]) else {
+    let Some((code, out, err)) = check(&[]) else {
         return;
     };
-    assert!(ok, "{err}");
+    assert_eq!(code, 1, "{err}");
     assert!(
         out.contains("Deployment/web in namespace default: NOT INJECTED (webhook_not_selected)"),
         "{out}"
     );
+}
+
+#[test]
+fn exit_status_is_the_verdict() {
+    let Some((code, out, err)) = check(&[
+        "-n",
+        "apps",
+        "--namespace-labels",
+        "istio-injection=enabled",
+    ]) else {
+        return;
+    };
+    assert_eq!(code, 1, "a pod is not injected: {err}");
+    assert!(
+        out.contains("Deployment/web in namespace apps: INJECTED"),
+        "{out}"
+    );
+    // Errors are 2, distinct from "not injected".
+    let Some((code, _, err)) = check(&["--injectConfigFile", "/no/such/file"]) else {
+        return;
+    };
+    assert_eq!(code, 2, "{err}");
+    // Only injected pods: 0.
+    let dir = std::env::temp_dir().join(format!("outrigger-check-ok-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let file = dir.join("web.yaml");
+    std::fs::write(&file, MANIFEST.split("---").next().expect("first document"))
+        .expect("write manifest");
+    let out = Command::new(env!("CARGO_BIN_EXE_outrigger"))
+        .args([
+            "check",
+            "-n",
+            "apps",
+            "--namespace-labels",
+            "istio-injection=enabled",
+            "-f",
+        ])
+        .arg(&file)
+        .output()
+        .expect("binary runs");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn every_not_injected_verdict_ends_with_the_change_that_injects_it() {
+    let Some((_, out, _)) = check(&["-n", "apps"]) else {
+        return;
+    };
+    // Each report's last line is the fix. In an unlabelled namespace the opted-out pod is
+    // injected by turning its label around (the `object.` entry), one change; removing it is not
+    // enough there.
+    let lines: Vec<&str> = out.lines().collect();
+    let mut ends = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        if i + 1 == lines.len() || !lines[i + 1].starts_with(' ') {
+            ends.push(*l);
+        }
+    }
+    assert_eq!(
+        ends,
+        [
+            "  to inject it: kubectl label namespace apps istio-injection=enabled --overwrite",
+            "  to inject it: change the labels of the pod: sidecar.istio.io/inject=true",
+        ],
+        "{out}"
+    );
+    // The labelled namespace: the opted-out pod needs its label removed.
+    let Some((_, json, _)) = check(&[
+        "-n",
+        "apps",
+        "--namespace-labels",
+        "istio-injection=enabled",
+        "-o",
+        "json",
+    ]) else {
+        return;
+    };
+    let v: serde_json::Value = serde_json::from_str(&json).expect("JSON array");
+    assert!(v[0].get("fix").is_none(), "injected: no fix");
+    assert_eq!(
+        v[1]["fix"],
+        "remove the label sidecar.istio.io/inject=\"false\" from the pod"
+    );
+    // A non-default revision is labelled with istio.io/rev.
+    let Some((_, json, _)) = check(&["-n", "apps", "--revision", "canary", "-o", "json"]) else {
+        return;
+    };
+    let v: serde_json::Value = serde_json::from_str(&json).expect("JSON array");
+    assert_eq!(
+        v[0]["fix"],
+        "kubectl label namespace apps istio.io/rev=canary --overwrite"
+    );
+}
+
+#[test]
+fn steps_not_evaluated_are_marked() {
+    let Some((_, out, _)) = check(&[
+        "-n",
+        "apps",
+        "--namespace-labels",
+        "istio-injection=enabled",
+    ]) else {
+        return;
+    };
+    // The opted-out pod is decided at the label: the later steps are marked, facts not shown.
+    assert!(
+        out.contains("  policy                   NOT EVALUATED  -                      (not evaluated: decided at injectLabelOrAnnotation)"),
+        "{out}"
+    );
+    let Some((_, out, _)) = check(&["-n", "apps"]) else {
+        return;
+    };
+    assert!(
+        out.contains("injector steps: NOT EVALUATED (no webhook sends the pod to the injector)"),
+        "{out}"
+    );
+}
+
+#[test]
+fn namespace_label_without_value_is_refused() {
+    let Some((code, _, err)) = check(&["--namespace-labels", "istio-injection"]) else {
+        return;
+    };
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("\"istio-injection\" has no value") && err.contains("istio-injection=enabled"),
+        "{err}"
+    );
+    // `k=` is an explicit empty value.
+    let Some((code, _, err)) = check(&["--namespace-labels", "istio-injection="]) else {
+        return;
+    };
+    assert_eq!(code, 1, "{err}");
+}
+
+#[test]
+fn auto_entry_of_a_revision_is_reported_as_dropped() {
+    for cmd in [&["webhook-config"][..], &["check", "-f", "-"][..]] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_outrigger"))
+            .args(cmd)
+            .args(["--revision", "canary", "--enable-namespaces-by-default"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("binary runs");
+        {
+            use std::io::Write;
+            let mut stdin = child.stdin.take().expect("stdin");
+            stdin.write_all(MANIFEST.as_bytes()).expect("write stdin");
+        }
+        let out = child.wait_with_output().expect("binary runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("--enable-namespaces-by-default has no effect with --revision canary"),
+            "{cmd:?}: {err}"
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(!stdout.contains("auto.sidecar-injector"), "{stdout}");
+    }
+    // The default revision renders the entry, silently.
+    let out = Command::new(env!("CARGO_BIN_EXE_outrigger"))
+        .args(["webhook-config", "--enable-namespaces-by-default"])
+        .output()
+        .expect("binary runs");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("auto.sidecar-injector"));
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
 }

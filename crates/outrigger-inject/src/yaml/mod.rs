@@ -151,6 +151,8 @@ pub fn split_documents(text: &str) -> Result<Vec<&str>> {
     split::split_documents(text)
 }
 
+pub use split::{DocumentReader, DocumentSpan, RawDocument, ReadError, Splitter};
+
 /// Emit `v` as YAML the way sigs.k8s.io/yaml `JSONToYAML` (go-yaml v2) does; ends with `\n`.
 ///
 /// Block style with 2-space indentation; mapping keys in go-yaml's order (numeric runs compare

@@ -128,7 +128,7 @@ pub async fn explain_live(client: Client, args: &CheckArgs) -> Result<Vec<Report
 }
 
 /// Run the live mode of `outrigger check`.
-pub fn run(args: &CheckArgs) -> Result<()> {
+pub fn run(args: &CheckArgs) -> Result<std::process::ExitCode> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -142,7 +142,8 @@ pub fn run(args: &CheckArgs) -> Result<()> {
     if reports.is_empty() {
         bail!("nothing to explain");
     }
-    check_cmd::print(&reports, args.output)
+    check_cmd::print(&reports, args.output)?;
+    Ok(check_cmd::verdict_status(&reports))
 }
 
 #[cfg(test)]

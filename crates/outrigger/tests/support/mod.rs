@@ -36,6 +36,8 @@ pub fn read(path: &Path) -> String {
 pub struct Run {
     /// Exit status was success.
     pub ok: bool,
+    /// Exit code (`None` when killed by a signal).
+    pub code: Option<i32>,
     /// Standard output.
     pub stdout: String,
     /// Standard error.
@@ -64,6 +66,19 @@ impl Run {
             self.stderr
         );
         &self.stderr
+    }
+
+    /// Assert the run exited with `code` without a panic, returning stdout.
+    pub fn exited(&self, code: i32) -> &str {
+        assert_eq!(
+            self.code,
+            Some(code),
+            "exit status:\nstdout:\n{}\nstderr:\n{}",
+            self.stdout,
+            self.stderr
+        );
+        self.no_panic();
+        &self.stdout
     }
 
     fn no_panic(&self) {
@@ -145,6 +160,7 @@ impl Inject {
         let out = child.wait_with_output().expect("waiting for outrigger");
         Run {
             ok: out.status.success(),
+            code: out.status.code(),
             stdout: String::from_utf8(out.stdout).expect("stdout is UTF-8"),
             stderr: String::from_utf8(out.stderr).expect("stderr is UTF-8"),
         }
