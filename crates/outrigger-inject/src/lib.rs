@@ -9,6 +9,7 @@
 //! to our tables are never lost.
 
 pub mod admission;
+pub mod compact;
 pub mod config;
 pub mod decision;
 pub mod defaults;
