@@ -370,6 +370,7 @@ mod tests {
                 namespaces: None,
             },
             permits: Semaphore::new(4),
+            budget: Default::default(),
             draining: AtomicBool::new(false),
             cluster,
             events,

@@ -61,6 +61,21 @@ pub struct Metrics {
     pub cert_expiry: Gauge,
     /// `outrigger_inflight_requests`.
     pub inflight: Gauge,
+    /// `outrigger_inflight_request_bytes`: request body bytes held by requests in flight.
+    pub inflight_bytes: Gauge,
+    /// `outrigger_inflight_request_bytes_limit` (`--max-inflight-bytes`).
+    pub inflight_bytes_limit: Gauge,
+    /// `outrigger_rejected_requests_total{reason}`: requests refused for load (`inflight_bytes`:
+    /// 429, `connection_limit`: 503 on a connection of the health reserve).
+    pub rejected: Family<ReasonLabel, Counter>,
+    /// `outrigger_open_connections`.
+    pub open_connections: Gauge,
+    /// `outrigger_connections_rejected_total`: connections closed at accept (limit and health
+    /// reserve full).
+    pub connections_rejected: Counter,
+    /// `outrigger_connections_closed_total{reason}`: connections the server closed on a timeout
+    /// (`handshake_timeout`, `header_timeout`, `idle_timeout`).
+    pub connections_closed: Family<ReasonLabel, Counter>,
 }
 
 impl Metrics {
@@ -78,6 +93,12 @@ impl Metrics {
         let reload_time = Family::<KindLabel, Gauge<f64, AtomicU64>>::default();
         let cert_expiry = Gauge::default();
         let inflight = Gauge::default();
+        let inflight_bytes = Gauge::default();
+        let inflight_bytes_limit = Gauge::default();
+        let rejected = Family::<ReasonLabel, Counter>::default();
+        let open_connections = Gauge::default();
+        let connections_rejected = Counter::default();
+        let connections_closed = Family::<ReasonLabel, Counter>::default();
         registry.register(
             "sidecar_injection_requests",
             "Total number of sidecar injection requests",
@@ -133,6 +154,36 @@ impl Metrics {
             "Admission requests being processed",
             inflight.clone(),
         );
+        registry.register(
+            "outrigger_inflight_request_bytes",
+            "Request body bytes held by requests being read or processed",
+            inflight_bytes.clone(),
+        );
+        registry.register(
+            "outrigger_inflight_request_bytes_limit",
+            "Bound on request body bytes in flight (--max-inflight-bytes)",
+            inflight_bytes_limit.clone(),
+        );
+        registry.register(
+            "outrigger_rejected_requests",
+            "Requests refused to protect the server, by reason",
+            rejected.clone(),
+        );
+        registry.register(
+            "outrigger_open_connections",
+            "Open client connections",
+            open_connections.clone(),
+        );
+        registry.register(
+            "outrigger_connections_rejected",
+            "Connections closed at accept because the connection limit and its health reserve were full",
+            connections_rejected.clone(),
+        );
+        registry.register(
+            "outrigger_connections_closed",
+            "Connections closed by the server on a timeout, by reason",
+            connections_closed.clone(),
+        );
         Arc::new(Metrics {
             registry,
             requests,
@@ -146,7 +197,31 @@ impl Metrics {
             reload_time,
             cert_expiry,
             inflight,
+            inflight_bytes,
+            inflight_bytes_limit,
+            rejected,
+            open_connections,
+            connections_rejected,
+            connections_closed,
         })
+    }
+
+    /// Count a request refused for load with its reason.
+    pub fn reject(&self, reason: &str) {
+        self.rejected
+            .get_or_create(&ReasonLabel {
+                reason: reason.to_string(),
+            })
+            .inc();
+    }
+
+    /// Count a connection closed on a timeout.
+    pub fn connection_closed(&self, reason: &str) {
+        self.connections_closed
+            .get_or_create(&ReasonLabel {
+                reason: reason.to_string(),
+            })
+            .inc();
     }
 
     /// Count a failure with its reason.
@@ -213,6 +288,9 @@ mod tests {
         m.time.observe(0.00007);
         m.reload("config", false);
         m.cert_expiry.set(1_900_000_000);
+        m.reject("inflight_bytes");
+        m.connection_closed("idle_timeout");
+        m.inflight_bytes_limit.set(1024);
         let text = m.encode();
         for want in [
             "sidecar_injection_requests_total 1",
@@ -224,6 +302,11 @@ mod tests {
             "outrigger_reloads_total{kind=\"config\",result=\"failure\"} 1",
             "outrigger_reload_last_success{kind=\"config\"} 0",
             "outrigger_certificate_expiry_timestamp_seconds 1900000000",
+            "outrigger_rejected_requests_total{reason=\"inflight_bytes\"} 1",
+            "outrigger_connections_closed_total{reason=\"idle_timeout\"} 1",
+            "outrigger_inflight_request_bytes_limit 1024",
+            "outrigger_open_connections 0",
+            "outrigger_connections_rejected_total 0",
         ] {
             assert!(text.contains(want), "missing {want:?} in\n{text}");
         }
