@@ -234,7 +234,6 @@ pub fn review(body: &[u8], path: &str, ctx: &Context<'_>) -> Reviewed {
         }
     };
     prepare_pod(&mut pod, &req.namespace);
-    let received = pod.clone();
     out.namespace = meta_str(&pod, "namespace").to_string();
     out.pod_name = potential_name(&pod);
 
@@ -260,8 +259,11 @@ pub fn review(body: &[u8], path: &str, ctx: &Context<'_>) -> Reviewed {
 
     let (proxy_envs, env_warnings) = proxy_envs(path);
     warnings.extend(env_warnings);
+    // Whether `pod` is still the pod exactly as received (after managedFields removal and
+    // namespace defaulting), which the patch is computed against.
+    let mut as_received = true;
     let uid_gid = if ctx.openshift {
-        reset_openshift_proxy_user(&mut pod, &mut warnings);
+        as_received = !reset_openshift_proxy_user(&mut pod, &mut warnings);
         let annotations = ctx
             .namespaces
             .and_then(|n| n.get(meta_str(&pod, "namespace")));
@@ -292,15 +294,13 @@ pub fn review(body: &[u8], path: &str, ctx: &Context<'_>) -> Reviewed {
         proxy_uid_gid: uid_gid,
         compliance_policy: ctx.compliance_policy,
     };
-    let result = catch_unwind(AssertUnwindSafe(|| inject::inject_pod(&pod, &params)));
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        inject_and_diff(pod, as_received, body, &req.namespace, &params)
+    }));
     out.warnings = warnings;
     match result {
-        Ok(Ok(injected)) => {
-            out.warnings.extend(injected.warnings);
-            // Diff against the pod exactly as received (after managedFields removal and namespace
-            // defaulting), so the patch applies to the caller's document by construction even
-            // where our typed normalisation and the caller's serialisation differ.
-            let patch = crate::patch::create_json(&received, &injected.pod);
+        Ok(Ok((patch, injected_warnings))) => {
+            out.warnings.extend(injected_warnings);
             finish(
                 Some(req.version),
                 req.uid,
@@ -340,6 +340,61 @@ pub fn review(body: &[u8], path: &str, ctx: &Context<'_>) -> Reviewed {
                 out,
             )
         }
+    }
+}
+
+/// Inject `pod` and diff the result against the pod as received, holding at most two pod-sized
+/// trees at a time (the webhook's memory budget).
+///
+/// The patch is computed against the pod exactly as received (after managedFields removal and
+/// namespace defaulting), so it applies to the caller's document by construction even where our
+/// typed normalisation and the caller's serialisation differ. A pod already in normal form (what
+/// the API server sends) is that pod, so it is not copied; otherwise the received pod is dropped
+/// while the pipeline runs and decoded again from `body` for the diff.
+fn inject_and_diff(
+    pod: Value,
+    as_received: bool,
+    body: &[u8],
+    request_namespace: &str,
+    params: &InjectParams<'_>,
+) -> Result<(String, Vec<String>), Error> {
+    let mut normalized = crate::compact::clone(&pod);
+    inject::normalize_pod(&mut normalized)?;
+    if as_received && identical(&normalized, &pod) {
+        drop(normalized);
+        let injected = inject::inject_normalized(&pod, params)?;
+        let patch = crate::patch::create_json(&pod, &injected.pod);
+        return Ok((patch, injected.warnings));
+    }
+    drop(pod);
+    let injected = inject::inject_normalized(&normalized, params)?;
+    drop(normalized);
+    let received = decode_review(body)
+        .ok()
+        .and_then(|r| decode_pod(r.object).ok())
+        .map(|mut p| {
+            prepare_pod(&mut p, request_namespace);
+            p
+        })
+        .ok_or_else(|| Error::Inject("internal error: the review did not decode twice".into()))?;
+    let patch = crate::patch::create_json(&received, &injected.pod);
+    Ok((patch, injected.warnings))
+}
+
+/// Equal, with object keys in the same order (serde_json's `==` ignores the order of
+/// `preserve_order` maps; the pipeline's output follows it).
+fn identical(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .zip(y.iter())
+                    .all(|((ka, va), (kb, vb))| ka == kb && identical(va, vb))
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(va, vb)| identical(va, vb))
+        }
+        _ => a == b,
     }
 }
 
@@ -415,7 +470,7 @@ pub fn encode_response(
 /// Decode the body as an AdmissionReview (JSON, or YAML as the universal deserializer allows).
 fn decode_review(body: &[u8]) -> Result<Request, Malformed> {
     let doc = parse_document(body)?;
-    let Value::Object(m) = doc else {
+    let Value::Object(mut m) = doc else {
         return Err(Malformed::new(
             "decode_error",
             format!(
@@ -448,7 +503,7 @@ fn decode_review(body: &[u8]) -> Result<Request, Malformed> {
             ))
         }
     };
-    let request = match m.get("request") {
+    let request = match m.get_mut("request") {
         None | Some(Value::Null) => {
             return Err(Malformed {
                 reason: "missing_request",
@@ -471,7 +526,7 @@ fn decode_review(body: &[u8]) -> Result<Request, Malformed> {
         version,
         uid: request_string(request, "uid", "types.UID")?,
         namespace: request_string(request, "namespace", "string")?,
-        object: request.get("object").cloned(),
+        object: request.remove("object"),
     })
 }
 
@@ -500,7 +555,7 @@ const CORE_KINDS: &[&str] = &[
 ];
 
 fn parse_document(body: &[u8]) -> Result<Value, Malformed> {
-    match serde_json::from_slice::<Value>(body) {
+    match crate::compact::from_slice(body) {
         Ok(v) => Ok(v),
         Err(json_err) => {
             let looks_json = body
@@ -801,7 +856,8 @@ pub fn parse_block(text: &str) -> Result<(u32, u32), String> {
 
 /// OpenShift (spec §1.6 step 8): clear the user `istio-proxy`'s `runAsUser`/`runAsGroup` when it
 /// equals the application's user.
-fn reset_openshift_proxy_user(pod: &mut Value, warnings: &mut Vec<String>) {
+/// Returns whether the pod was changed.
+fn reset_openshift_proxy_user(pod: &mut Value, warnings: &mut Vec<String>) -> bool {
     let run_as_user = |c: &Value| {
         c.pointer("/securityContext/runAsUser")
             .and_then(Value::as_i64)
@@ -812,7 +868,7 @@ fn reset_openshift_proxy_user(pod: &mut Value, warnings: &mut Vec<String>) {
             .flat_map(|l| {
                 pod.pointer(&format!("/spec/{l}"))
                     .and_then(Value::as_array)
-                    .cloned()
+                    .map(|items| items.iter().map(container_user_view).collect::<Vec<_>>())
                     .unwrap_or_default()
             })
             .collect()
@@ -823,10 +879,10 @@ fn reset_openshift_proxy_user(pod: &mut Value, warnings: &mut Vec<String>) {
         .iter()
         .find(|c| is_named(c, inject::PROXY_CONTAINER))
     else {
-        return;
+        return false;
     };
     if proxy.get("securityContext").is_none_or(Value::is_null) {
-        return;
+        return false;
     }
     let sidecar_user = run_as_user(proxy).unwrap_or(0);
     let app_user = containers
@@ -845,7 +901,7 @@ fn reset_openshift_proxy_user(pod: &mut Value, warnings: &mut Vec<String>) {
         .next()
         .unwrap_or(0);
     if sidecar_user != app_user {
-        return;
+        return false;
     }
     warnings.push(format!(
         "Resetting the UserID of sideCar proxy as it matches with the app container for Pod {:?}",
@@ -868,6 +924,19 @@ fn reset_openshift_proxy_user(pod: &mut Value, warnings: &mut Vec<String>) {
             }
         }
     }
+    true
+}
+
+/// The parts of a container [`reset_openshift_proxy_user`] reads (its name and security
+/// context), so that it does not copy whole containers.
+fn container_user_view(c: &Value) -> Value {
+    let mut m = Map::new();
+    for key in ["name", "securityContext"] {
+        if let Some(v) = c.get(key) {
+            m.insert(key.into(), v.clone());
+        }
+    }
+    Value::Object(m)
 }
 
 /// Native sidecar decision (spec §4.5, webhook). `nodes` is `None` without a node client.
@@ -1424,7 +1493,7 @@ mod tests {
             {"name": "app", "securityContext": {"runAsUser": 1000}},
             {"name": "istio-proxy", "securityContext": {"runAsUser": 1000, "runAsGroup": 5, "privileged": false}}]}});
         let mut w = Vec::new();
-        reset_openshift_proxy_user(&mut pod, &mut w);
+        assert!(reset_openshift_proxy_user(&mut pod, &mut w));
         assert_eq!(
             pod["spec"]["containers"][1]["securityContext"],
             json!({"privileged": false})
@@ -1434,8 +1503,66 @@ mod tests {
             {"name": "app", "securityContext": {"runAsUser": 1000}},
             {"name": "istio-proxy", "securityContext": {"runAsUser": 7}}]}});
         let before = pod.clone();
-        reset_openshift_proxy_user(&mut pod, &mut Vec::new());
+        assert!(!reset_openshift_proxy_user(&mut pod, &mut Vec::new()));
         assert_eq!(pod, before);
+    }
+
+    /// The patch is computed against the pod as received whichever way the review holds its
+    /// trees: a pod already in normal form (one copy), one that normalisation changes (decoded
+    /// again for the diff), and an OpenShift pod whose proxy user is reset before injection.
+    #[test]
+    fn patches_are_against_the_received_pod() {
+        use base64::engine::general_purpose::STANDARD;
+        let snap = crate::defaults::snapshot().expect("embedded default");
+        let raw = json!({"metadata": {"name": "p", "namespace": "ns", "labels": {"app": "p"}},
+            "spec": {"containers": [
+                {"name": "app", "image": "nginx", "resources": {"requests": {"cpu": "1000m"}},
+                 "securityContext": {"runAsUser": 1337},
+                 "env": [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}]},
+                {"name": "istio-proxy", "image": "proxy", "securityContext": {"runAsUser": 1337}}]}});
+        let mut normal = raw.clone();
+        inject::normalize_pod(&mut normal).expect("normalises");
+        assert!(
+            !identical(&normal, &raw),
+            "the raw pod must not be in normal form"
+        );
+        for (pod, openshift) in [
+            (&raw, false),
+            (&normal, false),
+            (&raw, true),
+            (&normal, true),
+        ] {
+            let mut c = ctx(&snap);
+            c.openshift = openshift;
+            let r = review(&body(ADMISSION_V1, "u", "ns", pod.clone()), "/inject", &c);
+            assert_eq!(r.outcome, Outcome::Injected, "{:?}", r.response);
+            let v: Value = serde_json::from_slice(&r.response).expect("JSON response");
+            let patch = STANDARD
+                .decode(v["response"]["patch"].as_str().expect("patch"))
+                .expect("base64");
+            let mut input = pod.clone();
+            if openshift {
+                assert!(reset_openshift_proxy_user(&mut input, &mut Vec::new()));
+            }
+            let params = InjectParams {
+                snapshot: &snap,
+                mode: Mode::Webhook,
+                workload: inject::workload_from_pod(&input),
+                revision: REVISION,
+                native_sidecars: false,
+                proxy_envs: proxy_envs("/inject").0,
+                proxy_uid_gid: None,
+                compliance_policy: "",
+            };
+            let injected = inject::inject_pod(&input, &params).expect("injects");
+            let want = crate::patch::create_json(pod, &injected.pod);
+            assert_eq!(
+                String::from_utf8(patch).expect("UTF-8 patch"),
+                want,
+                "openshift={openshift} normal={}",
+                identical(pod, &normal)
+            );
+        }
     }
 
     #[test]

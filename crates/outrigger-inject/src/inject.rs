@@ -483,10 +483,22 @@ pub fn inject_pod(pod: &Value, p: &InjectParams<'_>) -> Result<Injected> {
 /// [`inject_pod`] taking the pod by value, for callers that no longer need it (one copy of the
 /// pod fewer: kube-inject of very large pods).
 pub fn inject_pod_owned(pod: Value, p: &InjectParams<'_>) -> Result<Injected> {
+    let mut original = pod;
+    normalize_pod(&mut original)?;
+    inject_normalized(&original, p)
+}
+
+/// The typed round-trip of a pod that [`inject_pod`] starts with (Go decoding the pod into its
+/// struct: omitempty, canonical quantities), with Istio's error wrapping.
+pub fn normalize_pod(pod: &mut Value) -> Result<()> {
+    k8s::normalize(POD_TYPE, pod).map_err(|e| e.context("could not decode pod"))
+}
+
+/// [`inject_pod`] for a pod that [`normalize_pod`] has already normalised, without copying it
+/// (the webhook keeps one tree when the pod it received is already in normal form).
+pub fn inject_normalized(original: &Value, p: &InjectParams<'_>) -> Result<Injected> {
     let snapshot = p.snapshot;
     let mut warnings = Vec::new();
-    let mut original = pod;
-    k8s::normalize(POD_TYPE, &mut original).map_err(|e| e.context("could not decode pod"))?;
 
     if let Some(dns) = original
         .get("spec")
@@ -496,23 +508,23 @@ pub fn inject_pod_owned(pod: Value, p: &InjectParams<'_>) -> Result<Injected> {
         if !dns.is_empty() && dns != "ClusterFirst" {
             warnings.push(format!(
                 "\"{}/{}\"'s DNSPolicy is not \"ClusterFirst\". The Envoy sidecar may not able to connect to Istio Pilot",
-                meta_str(&original, "namespace"),
-                potential_name(&original)
+                meta_str(original, "namespace"),
+                potential_name(original)
             ));
         }
     }
 
-    let mesh_eff = mesh_for_pod(snapshot, &original, p.mode)?;
+    let mesh_eff = mesh_for_pod(snapshot, original, p.mode)?;
     let no_proxy_config = json!({});
     let proxy_config = mesh_eff.get("defaultConfig").unwrap_or(&no_proxy_config);
     let mut proxy_envs = p.proxy_envs.clone();
     let (merged, template_pod) =
-        run_templates(&original, p, &mesh_eff, proxy_config, &mut proxy_envs)
+        run_templates(original, p, &mesh_eff, proxy_config, &mut proxy_envs)
             .map_err(|e| e.context("failed to run injection template"))?;
     let mut merged = merged;
     reapply_overwritten_containers(
         &mut merged,
-        &original,
+        original,
         &template_pod,
         proxy_config,
         &mut warnings,
@@ -521,7 +533,7 @@ pub fn inject_pod_owned(pod: Value, p: &InjectParams<'_>) -> Result<Injected> {
 
     // The container order step reads the mesh config with the pod's own proxy.istio.io/config
     // applied: that is `mesh_eff` (an invalid annotation has failed validation by now).
-    let annotation_mesh = annotation(&original, PROXY_CONFIG_ANNOTATION).map(|_| mesh_eff.as_ref());
+    let annotation_mesh = annotation(original, PROXY_CONFIG_ANNOTATION).map(|_| mesh_eff.as_ref());
     let pp = PostProcess {
         mesh: if p.mode == Mode::KubeInject {
             &mesh_eff
@@ -533,7 +545,7 @@ pub fn inject_pod_owned(pod: Value, p: &InjectParams<'_>) -> Result<Injected> {
         revision: p.revision,
         injected_annotations: &snapshot.config.injected_annotations,
         template_pod: &template_pod,
-        original_pod: &original,
+        original_pod: original,
         proxy_config_annotation_mesh: annotation_mesh,
     };
     let pp_warnings = postprocess::post_process_with_warnings(&mut merged, &pp)
@@ -636,7 +648,7 @@ fn run_templates(
 
     // Merge onto the unstripped pod, as Istio does: on re-injection the previous sidecar keeps
     // what post-processing merges back (e.g. `ISTIO_KUBE_APP_PROBERS` of already rewritten probes).
-    let mut merged = pod.clone();
+    let mut merged = crate::compact::clone(pod);
     let mut template_pod = json!({});
     let mut rendered: Vec<(String, String)> = Vec::new();
     for name in select_templates(snapshot, pod) {

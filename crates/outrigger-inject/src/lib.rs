@@ -8,7 +8,10 @@
 //! [`postprocess`] → [`patch`]. Pods stay `serde_json::Value` trees end to end, so fields unknown
 //! to our tables are never lost.
 
+#![forbid(unsafe_code)]
+
 pub mod admission;
+pub mod compact;
 pub mod config;
 pub mod decision;
 pub mod defaults;

@@ -10,16 +10,18 @@ use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
+use http_body_util::Full;
 use hyper::body::Body;
-use hyper::header::{HeaderValue, CONTENT_LENGTH, CONTENT_TYPE, LOCATION};
-use hyper::{Request, Response, StatusCode};
+use hyper::header::{HeaderValue, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, LOCATION, RETRY_AFTER};
+use hyper::{Request, Response, StatusCode, Version};
 use outrigger_inject::admission::{self, NativeMode, Outcome};
 use outrigger_inject::config::Snapshot;
 use serde_json::{Map, Value};
 use tokio::sync::Semaphore;
 
+use super::body::{self, BodyError, ByteBudget};
 use super::cluster::{self, ClusterFacts, EventSink, InjectionEvent, PodPeek};
+use super::conn::Activity;
 use super::metrics::Metrics;
 use super::tls::CertStore;
 use crate::kube::events::Outcome as EventOutcome;
@@ -27,6 +29,10 @@ use crate::kube::events::Outcome as EventOutcome;
 /// Bodies larger than this are processed on the blocking pool, so a huge pod cannot stall the
 /// I/O workers.
 const INLINE_BODY_LIMIT: usize = 128 * 1024;
+
+/// After refusing a body early (413, 429), up to this many times `--max-request-bytes` of it is
+/// read and discarded so that an HTTP/1.1 client still sending it reads the answer.
+const DISCARD_FACTOR: u64 = 2;
 
 /// Request limits.
 #[derive(Debug, Clone, Copy)]
@@ -68,6 +74,8 @@ pub struct State {
     pub inject: InjectSettings,
     /// Bounds the admission requests processed at once.
     pub permits: Semaphore,
+    /// Bounds the request body bytes held at once (`--max-inflight-bytes`).
+    pub budget: ByteBudget,
     /// Set on SIGTERM: `/readyz` fails while requests are still served.
     pub draining: AtomicBool,
     /// Cached cluster facts (`serve --kube`).
@@ -87,6 +95,7 @@ where
     B: Body<Data = Bytes> + Send + 'static,
     B::Error: std::error::Error + Send + Sync + 'static,
 {
+    let version = req.version();
     // Go's ServeMux routes and cleans the decoded path.
     let raw_path = percent_decode(req.uri().path());
     if let Some(clean) = clean_path(&raw_path) {
@@ -113,6 +122,13 @@ where
         }
         _ => text(StatusCode::NOT_FOUND, "404 page not found"),
     };
+    let mut resp = resp;
+    // While draining, HTTP/1.1 clients are told to close after this response instead of
+    // finding their kept-alive connection closed when the listener goes.
+    if version < Version::HTTP_2 && state.draining.load(Ordering::Relaxed) {
+        resp.headers_mut()
+            .insert(CONNECTION, HeaderValue::from_static("close"));
+    }
     Ok(resp)
 }
 
@@ -192,20 +208,15 @@ where
 {
     let m = &state.metrics;
     let max = state.limits.max_body;
-    let too_large = format!("Request entity too large: limit is {max}");
     let declared = req
         .headers()
         .get(CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > max as u64) {
-        return http_error(
-            m,
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "body_too_large",
-            &too_large,
-        );
-    }
+    let discard_limit = DISCARD_FACTOR * max as u64;
+    let discard = body::should_discard(req.version(), req.headers(), discard_limit);
+    let h1 = req.version() < Version::HTTP_2;
+    let activity = req.extensions().get::<Arc<Activity>>().cloned();
     let path = percent_decode(req.uri().path());
     let json_type = req
         .headers()
@@ -215,18 +226,45 @@ where
         .headers()
         .get(CONTENT_TYPE)
         .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
-    let body = match Limited::new(req.into_body(), max).collect().await {
-        Ok(c) => c.to_bytes(),
-        Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => {
-            return http_error(
-                m,
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "body_too_large",
-                &too_large,
-            )
+    let mut incoming = Box::pin(req.into_body());
+    let (body, _charge) = match body::read(&mut incoming, declared, max, &state.budget).await {
+        Ok(b) => b,
+        Err(e @ (BodyError::TooLarge(_) | BodyError::OverBudget(_))) => {
+            let mut r = match &e {
+                BodyError::OverBudget(_) => {
+                    m.reject("inflight_bytes");
+                    let mut r = http_error(
+                        m,
+                        StatusCode::TOO_MANY_REQUESTS,
+                        "inflight_bytes",
+                        &e.to_string(),
+                    );
+                    r.headers_mut()
+                        .insert(RETRY_AFTER, HeaderValue::from_static("1"));
+                    r
+                }
+                _ => http_error(
+                    m,
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "body_too_large",
+                    &e.to_string(),
+                ),
+            };
+            // The client may still be sending: HTTP/1.1 reads the rest of the body (within
+            // bounds) while the answer goes out, then closes, so the client sees the answer.
+            if h1 {
+                r.headers_mut()
+                    .insert(CONNECTION, HeaderValue::from_static("close"));
+            }
+            if discard {
+                let busy = activity.as_ref().map(Activity::busy);
+                body::discard(incoming, discard_limit, state.limits.deadline, busy);
+            }
+            return r;
         }
         Err(e) => return http_error(m, StatusCode::BAD_REQUEST, "body_read", &e.to_string()),
     };
+    drop(incoming);
     if body.is_empty() {
         return http_error(m, StatusCode::BAD_REQUEST, "empty_body", "no body found");
     }

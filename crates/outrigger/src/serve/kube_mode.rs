@@ -404,6 +404,7 @@ mod tests {
                 namespaces: None,
             },
             permits: Semaphore::new(4),
+            budget: Default::default(),
             draining: AtomicBool::new(false),
             cluster,
             events,

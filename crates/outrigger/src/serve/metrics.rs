@@ -63,6 +63,21 @@ pub struct Metrics {
     pub inflight: Gauge,
     /// `outrigger_config_usable`: 1 when the configuration in force can inject pods.
     pub config_usable: Gauge,
+    /// `outrigger_inflight_request_bytes`: request body bytes held by requests in flight.
+    pub inflight_bytes: Gauge,
+    /// `outrigger_inflight_request_bytes_limit` (`--max-inflight-bytes`).
+    pub inflight_bytes_limit: Gauge,
+    /// `outrigger_rejected_requests_total{reason}`: requests refused for load (`inflight_bytes`:
+    /// 429, `connection_limit`: 503 on a connection of the health reserve).
+    pub rejected: Family<ReasonLabel, Counter>,
+    /// `outrigger_open_connections`.
+    pub open_connections: Gauge,
+    /// `outrigger_connections_rejected_total`: connections closed at accept (limit and health
+    /// reserve full).
+    pub connections_rejected: Counter,
+    /// `outrigger_connections_closed_total{reason}`: connections the server closed on a timeout
+    /// (`handshake_timeout`, `header_timeout`, `idle_timeout`).
+    pub connections_closed: Family<ReasonLabel, Counter>,
 }
 
 impl Metrics {
@@ -81,6 +96,12 @@ impl Metrics {
         let cert_expiry = Gauge::default();
         let inflight = Gauge::default();
         let config_usable = Gauge::default();
+        let inflight_bytes = Gauge::default();
+        let inflight_bytes_limit = Gauge::default();
+        let rejected = Family::<ReasonLabel, Counter>::default();
+        let open_connections = Gauge::default();
+        let connections_rejected = Counter::default();
+        let connections_closed = Family::<ReasonLabel, Counter>::default();
         registry.register(
             "sidecar_injection_requests",
             "Total number of sidecar injection requests",
@@ -157,6 +178,36 @@ impl Metrics {
             "Events not recorded, by reason: queue_full, rate_limited, too_many_keys (--events)",
             events.dropped.clone(),
         );
+        registry.register(
+            "outrigger_inflight_request_bytes",
+            "Request body bytes held by requests being read or processed",
+            inflight_bytes.clone(),
+        );
+        registry.register(
+            "outrigger_inflight_request_bytes_limit",
+            "Bound on request body bytes in flight (--max-inflight-bytes)",
+            inflight_bytes_limit.clone(),
+        );
+        registry.register(
+            "outrigger_rejected_requests",
+            "Requests refused to protect the server, by reason",
+            rejected.clone(),
+        );
+        registry.register(
+            "outrigger_open_connections",
+            "Open client connections",
+            open_connections.clone(),
+        );
+        registry.register(
+            "outrigger_connections_rejected",
+            "Connections closed at accept because the connection limit and its health reserve were full",
+            connections_rejected.clone(),
+        );
+        registry.register(
+            "outrigger_connections_closed",
+            "Connections closed by the server on a timeout, by reason",
+            connections_closed.clone(),
+        );
         Arc::new(Metrics {
             registry,
             requests,
@@ -171,7 +222,31 @@ impl Metrics {
             cert_expiry,
             inflight,
             config_usable,
+            inflight_bytes,
+            inflight_bytes_limit,
+            rejected,
+            open_connections,
+            connections_rejected,
+            connections_closed,
         })
+    }
+
+    /// Count a request refused for load with its reason.
+    pub fn reject(&self, reason: &str) {
+        self.rejected
+            .get_or_create(&ReasonLabel {
+                reason: reason.to_string(),
+            })
+            .inc();
+    }
+
+    /// Count a connection closed on a timeout.
+    pub fn connection_closed(&self, reason: &str) {
+        self.connections_closed
+            .get_or_create(&ReasonLabel {
+                reason: reason.to_string(),
+            })
+            .inc();
     }
 
     /// Count a failure with its reason.
@@ -238,6 +313,9 @@ mod tests {
         m.time.observe(0.00007);
         m.reload("config", false);
         m.cert_expiry.set(1_900_000_000);
+        m.reject("inflight_bytes");
+        m.connection_closed("idle_timeout");
+        m.inflight_bytes_limit.set(1024);
         let text = m.encode();
         for want in [
             "sidecar_injection_requests_total 1",
@@ -251,6 +329,11 @@ mod tests {
             "outrigger_certificate_expiry_timestamp_seconds 1900000000",
             "# TYPE outrigger_events_dropped counter",
             "outrigger_events_published_total",
+            "outrigger_rejected_requests_total{reason=\"inflight_bytes\"} 1",
+            "outrigger_connections_closed_total{reason=\"idle_timeout\"} 1",
+            "outrigger_inflight_request_bytes_limit 1024",
+            "outrigger_open_connections 0",
+            "outrigger_connections_rejected_total 0",
         ] {
             assert!(text.contains(want), "missing {want:?} in\n{text}");
         }

@@ -7,7 +7,10 @@
 //! ([`kube_mode`]), certificates come from a Secret, configuration from ConfigMaps, and cluster
 //! facts and Events from the Kubernetes API.
 
+pub mod alloc;
+pub mod body;
 pub mod cluster;
+pub mod conn;
 pub mod failsafe;
 pub mod handler;
 pub mod kube_mode;
@@ -102,9 +105,28 @@ pub struct ServeArgs {
     /// Admission requests processed at once; more wait (within their deadline).
     #[arg(long = "max-concurrency", default_value_t = 256)]
     pub max_concurrency: usize,
-    /// Maximum open connections.
+    /// Maximum open connections. Beyond it, a reserve of 8 more connections answers only
+    /// `/healthz` and `/readyz` (one request each); further connections are closed at once.
     #[arg(long = "max-connections", default_value_t = 4096)]
     pub max_connections: usize,
+    /// Bound on request body bytes held at once by all requests; a request that does not fit
+    /// is answered `429` with `Retry-After`. Processing a review takes about 8 times its size,
+    /// so the default (24 MiB) keeps bodies and their processing under the deployment's 256Mi
+    /// memory limit. At least --max-request-bytes.
+    #[arg(long = "max-inflight-bytes", default_value_t = 24 * 1024 * 1024)]
+    pub max_inflight_bytes: usize,
+    /// Deadline of the TLS handshake.
+    #[arg(long = "handshake-timeout", default_value = "10s", value_parser = parse_duration)]
+    pub handshake_timeout: Duration,
+    /// Time allowed for a request's headers to arrive in full (HTTP/1.1; for the first request,
+    /// counted from the handshake).
+    #[arg(long = "header-read-timeout", default_value = "10s", value_parser = parse_duration)]
+    pub header_read_timeout: Duration,
+    /// A connection with no request in flight for this long is closed (HTTP/1.1 with TLS
+    /// close_notify, HTTP/2 with GOAWAY). Keep it above the clients' keep-alive so that they
+    /// close first: the API server keeps idle connections for 90 s.
+    #[arg(long = "idle-timeout", default_value = "90s", value_parser = parse_duration)]
+    pub idle_timeout: Duration,
     /// After SIGTERM, keep serving (but report not ready) this long before closing the listener.
     #[arg(long = "drain-delay", default_value = "5s", value_parser = parse_duration)]
     pub drain_delay: Duration,
@@ -168,7 +190,9 @@ fn init_logging(args: &ServeArgs) {
 
 /// Run the webhook until SIGTERM/SIGINT.
 pub fn run(args: &ServeArgs) -> Result<()> {
+    alloc::tune();
     init_logging(args);
+    tracing::debug!(allocator = %alloc::describe(), "allocator settings");
     let threads = args
         .worker_threads
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
@@ -261,6 +285,13 @@ async fn file_config(paths: &snapshot::Paths) -> Result<(Snapshot, snapshot::Tex
 }
 
 async fn run_async(args: &ServeArgs) -> Result<()> {
+    if args.max_inflight_bytes < args.max_request_bytes {
+        bail!(
+            "--max-inflight-bytes ({}) must be at least --max-request-bytes ({})",
+            args.max_inflight_bytes,
+            args.max_request_bytes
+        );
+    }
     let compliance = env("COMPLIANCE_POLICY");
     let paths = snapshot::Paths {
         config: args.inject_config.clone(),
@@ -291,6 +322,9 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
 
     let health = failsafe::initial(&snap, native, args.allow_empty_config, "start-up");
     let metrics = metrics::Metrics::new();
+    metrics
+        .inflight_bytes_limit
+        .set(i64::try_from(args.max_inflight_bytes).unwrap_or(i64::MAX));
     metrics.reload("config", true);
     metrics
         .config_usable
@@ -310,6 +344,7 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
         Some(c) => (Some(c.facts()), c.events()),
         None => (None, None),
     };
+    let budget = body::ByteBudget::new(args.max_inflight_bytes, metrics.inflight_bytes.clone());
     let state = Arc::new(State {
         snapshot: ArcSwap::new(snap),
         certs,
@@ -325,6 +360,7 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
             namespaces: load_namespaces(args.namespace_annotations.as_deref())?,
         },
         permits: Semaphore::new(args.max_concurrency.max(1)),
+        budget,
         draining: AtomicBool::new(false),
         cluster: facts,
         events,
@@ -358,7 +394,10 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
     let (stop_tx, stop_rx) = watch::channel(false);
     let opts = server::ConnOptions {
         max_connections: args.max_connections.max(1),
-        handshake_timeout: Duration::from_secs(10),
+        health_reserve: HEALTH_RESERVE,
+        handshake_timeout: args.handshake_timeout,
+        header_read_timeout: args.header_read_timeout,
+        idle_timeout: args.idle_timeout,
         grace: args.shutdown_grace,
         max_streams: 256,
     };
@@ -372,6 +411,13 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
 
     let signal = wait_for_signal().await?;
     state.draining.store(true, Ordering::Relaxed);
+    // A second SIGTERM or SIGINT ends the process at once.
+    tokio::spawn(async {
+        if let Ok(again) = wait_for_signal().await {
+            tracing::warn!(signal = again, "second signal: exiting without draining");
+            std::process::exit(1);
+        }
+    });
     tracing::info!(signal, drain_delay = ?args.drain_delay, "shutdown requested: not ready, still serving during the drain delay");
     tokio::time::sleep(args.drain_delay).await;
     let _ = stop_tx.send(true);
@@ -385,6 +431,9 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
     tracing::info!("shutdown complete");
     Ok(())
 }
+
+/// Connections accepted beyond `--max-connections` that answer only the health endpoints.
+const HEALTH_RESERVE: usize = 8;
 
 /// Read `--namespace-annotations`.
 fn load_namespaces(

@@ -1,33 +1,20 @@
-//! The HTTPS accept loop: TLS handshake with a deadline, HTTP/1.1 or HTTP/2 by ALPN, bounded
-//! connections, graceful drain of in-flight requests on shutdown.
+//! The HTTPS accept loop: bounded connections (with a reserve that keeps the health endpoints
+//! answerable at the cap), each served by [`conn::serve`], and a graceful drain on shutdown.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use hyper_util::server::conn::auto;
-use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 use tokio::sync::{watch, Semaphore};
 use tokio_rustls::TlsAcceptor;
 
-use super::handler::{self, State};
+use super::conn;
+pub use super::conn::ConnOptions;
+use super::handler::State;
 
-/// Connection-level options.
-#[derive(Debug, Clone, Copy)]
-pub struct ConnOptions {
-    /// Maximum open connections; further connections are closed at once.
-    pub max_connections: usize,
-    /// TLS handshake deadline.
-    pub handshake_timeout: Duration,
-    /// Time allowed for in-flight requests once shutdown starts.
-    pub grace: Duration,
-    /// HTTP/2 concurrent streams per connection.
-    pub max_streams: u32,
-}
-
-/// Serve until `stop` turns true, then stop accepting and drain open connections.
+/// Serve until `stop` turns true, then stop accepting and drain open connections: HTTP/1.1
+/// connections close after the response in flight (idle ones at once, with TLS `close_notify`),
+/// HTTP/2 connections get GOAWAY; whatever is still open after `opts.grace` is dropped.
 pub async fn serve(
     listener: TcpListener,
     acceptor: TlsAcceptor,
@@ -35,17 +22,11 @@ pub async fn serve(
     mut stop: watch::Receiver<bool>,
     opts: ConnOptions,
 ) {
-    let mut builder = auto::Builder::new(TokioExecutor::new());
-    builder
-        .http1()
-        .timer(TokioTimer::new())
-        .header_read_timeout(Duration::from_secs(30));
-    builder
-        .http2()
-        .timer(TokioTimer::new())
-        .max_concurrent_streams(opts.max_streams);
-    let graceful = GracefulShutdown::new();
-    let conns = Arc::new(Semaphore::new(opts.max_connections));
+    let slots = opts.max_connections.clamp(1, u32::MAX as usize);
+    let reserve_slots = opts.health_reserve.min(u32::MAX as usize);
+    let conns = Arc::new(Semaphore::new(slots));
+    let reserve = Arc::new(Semaphore::new(reserve_slots));
+    let (close_tx, close_rx) = watch::channel(false);
     loop {
         let accepted = tokio::select! {
             _ = stop.wait_for(|s| *s) => break,
@@ -59,39 +40,40 @@ pub async fn serve(
                 continue;
             }
         };
-        let Ok(permit) = conns.clone().try_acquire_owned() else {
-            tracing::warn!(%peer, max = opts.max_connections, "connection limit reached; closing connection");
-            continue;
-        };
-        let _ = tcp.set_nodelay(true);
-        let acceptor = acceptor.clone();
-        let state = state.clone();
-        let builder = builder.clone();
-        let watcher = graceful.watcher();
-        tokio::spawn(async move {
-            let tls = match tokio::time::timeout(opts.handshake_timeout, acceptor.accept(tcp)).await
-            {
-                Ok(Ok(s)) => s,
-                Ok(Err(e)) => {
-                    tracing::debug!(%peer, "TLS handshake failed: {e}");
-                    return;
+        let (permit, in_reserve) = match conns.clone().try_acquire_owned() {
+            Ok(p) => (p, false),
+            Err(_) => match reserve.clone().try_acquire_owned() {
+                Ok(p) => {
+                    tracing::warn!(%peer, max = opts.max_connections, "connection limit reached; this connection answers health checks only");
+                    (p, true)
                 }
                 Err(_) => {
-                    tracing::debug!(%peer, "TLS handshake timed out");
-                    return;
+                    state.metrics.connections_rejected.inc();
+                    tracing::warn!(%peer, max = opts.max_connections, reserve = opts.health_reserve, "connection limit reached; closing connection");
+                    continue;
                 }
-            };
-            let svc = service_fn(move |req| handler::handle(state.clone(), req));
-            let conn = builder.serve_connection(TokioIo::new(tls), svc);
-            if let Err(e) = watcher.watch(conn).await {
-                tracing::debug!(%peer, "connection error: {e}");
-            }
+            },
+        };
+        let acceptor = acceptor.clone();
+        let state = state.clone();
+        let close = close_rx.clone();
+        tokio::spawn(async move {
+            conn::serve(tcp, peer, acceptor, state, opts, close, in_reserve).await;
             drop(permit);
         });
     }
     drop(listener);
-    tracing::info!(open = graceful.count(), grace = ?opts.grace, "stopped accepting; draining connections");
-    match tokio::time::timeout(opts.grace, graceful.shutdown()).await {
+    let open = (slots - conns.available_permits()) + (reserve_slots - reserve.available_permits());
+    tracing::info!(open, grace = ?opts.grace, "stopped accepting; draining connections");
+    let _ = close_tx.send(true);
+    // Every connection holds a slot until it ends.
+    let all_closed = async {
+        let _a = conns.acquire_many(slots as u32).await;
+        if reserve_slots > 0 {
+            let _b = reserve.acquire_many(reserve_slots as u32).await;
+        }
+    };
+    match tokio::time::timeout(opts.grace, all_closed).await {
         Ok(()) => tracing::info!("all connections drained"),
         Err(_) => tracing::warn!("grace period over; closing remaining connections"),
     }

@@ -1,0 +1,99 @@
+//! Peak heap of one webhook review: reads an AdmissionReview file, answers it with the embedded
+//! default configuration and prints the peak of live heap bytes during the review (above what
+//! was live before it), with the body size for the ratio:
+//!
+//! ```sh
+//! cargo run --release -p outrigger-inject --example review_memory -- review.json
+//! valgrind --tool=massif target/release/examples/review_memory review.json   # where it goes
+//! ```
+//!
+//! The allocator is the server's (mimalloc) behind a counting wrapper; the process's peak RSS
+//! (`VmHWM`) is printed too. `scripts/faults.sh` measures the server's RSS.
+
+// A counting global allocator needs `unsafe`: allowed in this measuring example only.
+#![allow(unsafe_code)]
+
+use std::alloc::{GlobalAlloc, Layout};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use outrigger_inject::admission::{self, Context, NativeMode};
+
+/// mimalloc, counting live bytes and their peak.
+struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: forwarded unchanged to mimalloc.
+        let p = unsafe { mimalloc::MiMalloc.alloc(layout) };
+        if !p.is_null() {
+            let now = LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
+            PEAK.fetch_max(now, Ordering::Relaxed);
+        }
+        p
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: forwarded unchanged to mimalloc.
+        unsafe { mimalloc::MiMalloc.dealloc(ptr, layout) };
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// `VmHWM` (peak resident set) of this process in KiB, 0 where `/proc` is absent.
+fn vm_hwm_kib() -> usize {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+            line.split_whitespace().nth(1)?.parse().ok()
+        })
+        .unwrap_or(0)
+}
+
+fn mib(n: usize) -> f64 {
+    n as f64 / (1024.0 * 1024.0)
+}
+
+fn main() {
+    let path = std::env::args()
+        .nth(1)
+        .expect("usage: review_memory REVIEW.json");
+    let snapshot = outrigger_inject::defaults::snapshot().expect("embedded default");
+    let ctx = Context {
+        snapshot: &snapshot,
+        native_mode: NativeMode::Disabled,
+        nodes: None,
+        openshift: false,
+        namespaces: None,
+        compliance_policy: "",
+        native_sidecars: None,
+    };
+    let body = std::fs::read(&path).expect("read the review");
+    // A small review first, so lazily built tables are not counted.
+    let warm = br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"w","namespace":"default","object":{"metadata":{"name":"w"},"spec":{"containers":[{"name":"a"}]}}}}"#;
+    drop(admission::review(warm, "/inject", &ctx));
+    let hwm_before = vm_hwm_kib();
+    let base = LIVE.load(Ordering::Relaxed);
+    PEAK.store(base, Ordering::Relaxed);
+    let reviewed = admission::review(&body, "/inject", &ctx);
+    let peak = PEAK.load(Ordering::Relaxed) - base;
+    println!(
+        "body {:.2} MiB, response {:.2} MiB, outcome {:?}, review peak {:.1} MiB above the start ({:.1}x the body)",
+        mib(body.len()),
+        mib(reviewed.response.len()),
+        reviewed.outcome,
+        mib(peak),
+        peak as f64 / body.len() as f64
+    );
+    println!(
+        "process peak RSS {:.1} MiB before the review, {:.1} MiB after",
+        hwm_before as f64 / 1024.0,
+        vm_hwm_kib() as f64 / 1024.0
+    );
+}

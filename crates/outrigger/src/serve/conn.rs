@@ -1,0 +1,434 @@
+//! One client connection: TLS handshake with a deadline, HTTP/1.1 or HTTP/2 by ALPN, and the
+//! connection's timers — the header-read timeout (a request head must arrive in full within it,
+//! the first one counted from the handshake), the idle timeout (no request in flight), and a
+//! graceful close (HTTP/1.1: after the response in flight, TLS `close_notify`; HTTP/2: GOAWAY)
+//! when the server shuts down.
+//!
+//! hyper's own HTTP/1.1 header-read timeout also runs while a keep-alive connection waits for its
+//! next request, and ends the connection with an error (no `close_notify`); it is off here and
+//! [`Activity`] tells the two waits apart instead.
+
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use hyper::body::Incoming;
+use hyper::header::{HeaderValue, CONNECTION, RETRY_AFTER};
+use hyper::service::service_fn;
+use hyper::{Request, StatusCode, Version};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use hyper_util::server::graceful::GracefulConnection;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+use tokio::sync::{watch, Notify};
+use tokio::time::Instant;
+use tokio_rustls::TlsAcceptor;
+
+use super::body;
+use super::handler::{self, State};
+use super::metrics::Metrics;
+
+/// Connection-level options.
+#[derive(Debug, Clone, Copy)]
+pub struct ConnOptions {
+    /// Maximum open connections serving every route.
+    pub max_connections: usize,
+    /// Connections accepted beyond `max_connections` that answer only `/healthz` and `/readyz`
+    /// (anything else gets `503`), one request each, so probes keep working at the cap.
+    pub health_reserve: usize,
+    /// TLS handshake deadline.
+    pub handshake_timeout: Duration,
+    /// Time allowed for a request head to arrive in full (and for the first one after the
+    /// handshake).
+    pub header_read_timeout: Duration,
+    /// A connection with no request in flight for this long is closed gracefully.
+    pub idle_timeout: Duration,
+    /// Time allowed for in-flight requests once shutdown starts.
+    pub grace: Duration,
+    /// HTTP/2 concurrent streams per connection.
+    pub max_streams: u32,
+}
+
+/// What a connection is waiting for, for its timers.
+#[derive(Debug, Clone, Copy)]
+enum Phase {
+    /// No request in flight since the instant.
+    Idle(Instant),
+    /// Bytes of a request head have arrived since the instant (HTTP/1.1).
+    Head(Instant),
+    /// Requests (or a refused body being discarded) in flight.
+    Busy(usize),
+}
+
+/// Which timer fired.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Timeout {
+    Header,
+    Idle,
+}
+
+/// The request activity of one connection, updated by its reads and its requests.
+#[derive(Debug)]
+pub struct Activity {
+    phase: Mutex<Phase>,
+    changed: Notify,
+    /// HTTP/1.1: bytes arriving on an idle connection start a request head.
+    track_heads: bool,
+    /// Health-reserve connections close once idle after their first request.
+    close_when_idle: bool,
+    served: std::sync::atomic::AtomicBool,
+}
+
+/// Marks its connection busy while it lives (a request being answered, or a refused body being
+/// discarded).
+#[derive(Debug)]
+pub struct Busy(Arc<Activity>);
+
+impl Activity {
+    fn new(track_heads: bool, close_when_idle: bool) -> Arc<Activity> {
+        let now = Instant::now();
+        Arc::new(Activity {
+            // The first request head must arrive within the header-read timeout, as the next
+            // ones do once their first byte is in.
+            phase: Mutex::new(if track_heads {
+                Phase::Head(now)
+            } else {
+                Phase::Idle(now)
+            }),
+            changed: Notify::new(),
+            track_heads,
+            close_when_idle,
+            served: std::sync::atomic::AtomicBool::new(false),
+        })
+    }
+
+    fn update(&self, f: impl FnOnce(Phase) -> Phase) {
+        let mut p = self.phase.lock().unwrap_or_else(|e| e.into_inner());
+        *p = f(*p);
+        drop(p);
+        self.changed.notify_one();
+    }
+
+    /// Mark the connection busy until the returned guard drops.
+    pub fn busy(self: &Arc<Self>) -> Busy {
+        self.update(|p| match p {
+            Phase::Busy(n) => Phase::Busy(n + 1),
+            _ => Phase::Busy(1),
+        });
+        Busy(self.clone())
+    }
+
+    fn on_read(&self) {
+        if !self.track_heads {
+            return;
+        }
+        let idle = matches!(
+            *self.phase.lock().unwrap_or_else(|e| e.into_inner()),
+            Phase::Idle(_)
+        );
+        if idle {
+            self.update(|p| match p {
+                Phase::Idle(_) => Phase::Head(Instant::now()),
+                other => other,
+            });
+        }
+    }
+
+    /// The next deadline, if the connection is waiting for one.
+    fn deadline(&self, opts: &ConnOptions) -> Option<(Instant, Timeout)> {
+        match *self.phase.lock().unwrap_or_else(|e| e.into_inner()) {
+            Phase::Busy(_) => None,
+            Phase::Head(t) => Some((t + opts.header_read_timeout, Timeout::Header)),
+            Phase::Idle(t)
+                if self.close_when_idle
+                    && self.served.load(std::sync::atomic::Ordering::Relaxed) =>
+            {
+                Some((t, Timeout::Idle))
+            }
+            Phase::Idle(t) => Some((t + opts.idle_timeout, Timeout::Idle)),
+        }
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0
+            .served
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        self.0.update(|p| match p {
+            Phase::Busy(n) if n > 1 => Phase::Busy(n - 1),
+            _ => Phase::Idle(Instant::now()),
+        });
+    }
+}
+
+/// The TLS stream, reporting reads to the connection's [`Activity`].
+struct Tracked<S> {
+    inner: S,
+    activity: Arc<Activity>,
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for Tracked<S> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let r = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if matches!(r, Poll::Ready(Ok(()))) && buf.filled().len() > before {
+            self.activity.on_read();
+        }
+        r
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for Tracked<S> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+}
+
+/// Decrements the open-connections gauge when dropped.
+struct Open(Arc<State>);
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.0.metrics.open_connections.dec();
+    }
+}
+
+/// Serve one accepted connection until it ends. `reserve`: a health-reserve connection.
+/// `close` turns true when the server shuts down.
+pub async fn serve(
+    tcp: TcpStream,
+    peer: SocketAddr,
+    acceptor: TlsAcceptor,
+    state: Arc<State>,
+    opts: ConnOptions,
+    mut close: watch::Receiver<bool>,
+    reserve: bool,
+) {
+    state.metrics.open_connections.inc();
+    let _open = Open(state.clone());
+    let metrics = state.metrics.clone();
+    let _ = tcp.set_nodelay(true);
+    let tls = match tokio::time::timeout(opts.handshake_timeout, acceptor.accept(tcp)).await {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => {
+            tracing::debug!(%peer, "TLS handshake failed: {e}");
+            return;
+        }
+        Err(_) => {
+            state.metrics.connection_closed("handshake_timeout");
+            tracing::debug!(%peer, "TLS handshake timed out");
+            return;
+        }
+    };
+    let alpn = tls.get_ref().1.alpn_protocol().map(<[u8]>::to_vec);
+    let h2 = alpn.as_deref() == Some(b"h2");
+    let activity = Activity::new(!h2, reserve);
+    let io = TokioIo::new(Tracked {
+        inner: tls,
+        activity: activity.clone(),
+    });
+    let act = activity.clone();
+    let svc = service_fn(move |mut req: Request<Incoming>| {
+        let busy = act.busy();
+        req.extensions_mut().insert(act.clone());
+        let state = state.clone();
+        async move {
+            let resp = if reserve {
+                reserved(state, req).await
+            } else {
+                handler::handle(state, req).await
+            };
+            drop(busy);
+            resp
+        }
+    });
+    match alpn.as_deref() {
+        Some(b"h2") => {
+            let mut b = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
+            b.timer(TokioTimer::new())
+                .max_concurrent_streams(opts.max_streams);
+            drive(
+                b.serve_connection(io, svc),
+                &activity,
+                &opts,
+                &mut close,
+                &metrics,
+                peer,
+            )
+            .await;
+        }
+        Some(b"http/1.1") => {
+            let mut b = hyper::server::conn::http1::Builder::new();
+            b.timer(TokioTimer::new()).header_read_timeout(None);
+            drive(
+                b.serve_connection(io, svc),
+                &activity,
+                &opts,
+                &mut close,
+                &metrics,
+                peer,
+            )
+            .await;
+        }
+        _ => {
+            // No ALPN: HTTP/1.1, or HTTP/2 with prior knowledge, told apart by the preface.
+            let mut b = auto::Builder::new(TokioExecutor::new());
+            b.http1().timer(TokioTimer::new()).header_read_timeout(None);
+            b.http2()
+                .timer(TokioTimer::new())
+                .max_concurrent_streams(opts.max_streams);
+            drive(
+                b.serve_connection(io, svc),
+                &activity,
+                &opts,
+                &mut close,
+                &metrics,
+                peer,
+            )
+            .await;
+        }
+    }
+}
+
+/// Answer a request on a health-reserve connection: `/healthz` and `/readyz` as usual, anything
+/// else `503` with `Retry-After`; HTTP/1.1 answers carry `Connection: close`.
+async fn reserved(
+    state: Arc<State>,
+    req: Request<Incoming>,
+) -> Result<handler::Resp, std::convert::Infallible> {
+    let h1 = req.version() < Version::HTTP_2;
+    let mut resp = match req.uri().path() {
+        "/healthz" | "/readyz" => handler::handle(state, req).await?,
+        _ => {
+            state.metrics.reject("connection_limit");
+            tracing::warn!(path = %req.uri().path(), "connection limit reached; refusing a request on a health-reserve connection");
+            let busy = req.extensions().get::<Arc<Activity>>().map(Activity::busy);
+            let limit = 2 * state.limits.max_body as u64;
+            if body::should_discard(req.version(), req.headers(), limit) {
+                body::discard(
+                    Box::pin(req.into_body()),
+                    limit,
+                    state.limits.deadline,
+                    busy,
+                );
+            }
+            let mut r = handler::text(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "connection limit reached; retry later",
+            );
+            r.headers_mut()
+                .insert(RETRY_AFTER, HeaderValue::from_static("1"));
+            r
+        }
+    };
+    if h1 {
+        resp.headers_mut()
+            .insert(CONNECTION, HeaderValue::from_static("close"));
+    }
+    Ok(resp)
+}
+
+/// Run a connection to its end: closed gracefully when idle too long or when the server shuts
+/// down, dropped when a request head is not in within the header-read timeout.
+async fn drive<C>(
+    conn: C,
+    activity: &Activity,
+    opts: &ConnOptions,
+    close: &mut watch::Receiver<bool>,
+    metrics: &Metrics,
+    peer: SocketAddr,
+) where
+    C: GracefulConnection,
+    C::Error: std::fmt::Display,
+{
+    let mut conn = std::pin::pin!(conn);
+    let mut closing = false;
+    let mut watch_close = true;
+    if *close.borrow_and_update() {
+        conn.as_mut().graceful_shutdown();
+        closing = true;
+    }
+    loop {
+        let deadline = if closing {
+            None
+        } else {
+            activity.deadline(opts)
+        };
+        let timer = async {
+            match deadline {
+                Some((at, _)) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            res = conn.as_mut() => {
+                if let Err(e) = res {
+                    tracing::debug!(%peer, "connection error: {e}");
+                }
+                return;
+            }
+            changed = close.changed(), if watch_close => {
+                watch_close = false;
+                if (changed.is_err() || *close.borrow()) && !closing {
+                    conn.as_mut().graceful_shutdown();
+                    closing = true;
+                }
+            }
+            () = activity.changed.notified() => {}
+            () = timer => {
+                // The phase may have moved on since the deadline was computed.
+                let Some((at, kind)) = activity.deadline(opts) else { continue };
+                if at > Instant::now() {
+                    continue;
+                }
+                match kind {
+                    Timeout::Idle => {
+                        if !activity.close_when_idle {
+                            tracing::debug!(%peer, "closing an idle connection");
+                            metrics.connection_closed("idle_timeout");
+                        }
+                        conn.as_mut().graceful_shutdown();
+                        closing = true;
+                    }
+                    Timeout::Header => {
+                        tracing::debug!(%peer, "request head not received in time; closing the connection");
+                        metrics.connection_closed("header_timeout");
+                        return;
+                    }
+                }
+            }
+        }
+    }
+}
