@@ -594,10 +594,41 @@ fn kubernetes_yaml_traps() {
     t.assert_ok("kubernetes_yaml_traps");
 }
 
-/// Nesting at the depth limit of the reader (deeper documents are refused on purpose).
+/// Nesting at the depth limit of the reader (deeper documents are refused on purpose), and
+/// control characters after the first document around go-yaml's 512-byte reader chunks (it
+/// refuses them only in the chunks its scanner reaches).
 fn deep_traps() -> Vec<(String, String)> {
     let n = 512;
-    vec![
+    let comment = |len: usize| format!("#{}\n", "c".repeat(len));
+    let mut chunks = Vec::new();
+    for (name, pad, tail) in [
+        ("control character after the end, first chunk", 100, ""),
+        ("control character after the end, second chunk", 600, ""),
+        ("control character after the end, third chunk", 1100, ""),
+        (
+            "control character after a second document, second chunk",
+            600,
+            "---\nb: 2\n",
+        ),
+    ] {
+        chunks.push((
+            name.to_string(),
+            format!("a: 1\n...\n{tail}{}\u{1}\n", comment(pad)),
+        ));
+    }
+    for at in [440, 470, 490, 500, 505, 508, 509, 510, 511, 512, 513, 520] {
+        for gap in [0, 10, 30, 700] {
+            chunks.push((
+                format!("document at byte {at}, control character {gap} bytes after its end"),
+                format!("{}a: 1\n...\n{}\u{1}\n", comment(at - 6), comment(gap)),
+            ));
+        }
+    }
+    chunks.push((
+        "multi-byte character across a chunk boundary".to_string(),
+        format!("{}a: é\n...\n{}\u{1}", comment(505), comment(600)),
+    ));
+    chunks.extend([
         (
             "flow nesting at the limit".to_string(),
             "[".repeat(n) + &"]".repeat(n),
@@ -610,7 +641,8 @@ fn deep_traps() -> Vec<(String, String)> {
             }
             s
         }),
-    ]
+    ]);
+    chunks
 }
 
 /// A small fixed-seed PRNG (xorshift64*), so that failures reproduce.

@@ -775,23 +775,30 @@ fn go_sharp_v(v: &Go) -> String {
     }
 }
 
-/// fmt's order of map keys for messages.
+/// fmt's order of map keys for messages: by value within a type (NaN first among floats); keys
+/// of different types in the order of their type descriptors, which depends on the Go build (this
+/// is the oracle's: nil, bool, float64, int, string, uint64).
 fn key_order(a: &GoKey, b: &GoKey) -> std::cmp::Ordering {
     fn rank(k: &GoKey) -> u8 {
         match k {
             GoKey::Null => 0,
             GoKey::Bool(_) => 1,
-            GoKey::Int(_) => 2,
-            GoKey::Uint(_) => 3,
-            GoKey::Float(_) => 4,
-            GoKey::Str(_) => 5,
+            GoKey::Float(_) => 2,
+            GoKey::Int(_) => 3,
+            GoKey::Str(_) => 4,
+            GoKey::Uint(_) => 5,
         }
     }
     match (a, b) {
         (GoKey::Bool(x), GoKey::Bool(y)) => x.cmp(y),
         (GoKey::Int(x), GoKey::Int(y)) => x.cmp(y),
         (GoKey::Uint(x), GoKey::Uint(y)) => x.cmp(y),
-        (GoKey::Float(x), GoKey::Float(y)) => x.total_cmp(y),
+        (GoKey::Float(x), GoKey::Float(y)) => match (x.is_nan(), y.is_nan()) {
+            (true, true) => std::cmp::Ordering::Equal,
+            (true, false) => std::cmp::Ordering::Less,
+            (false, true) => std::cmp::Ordering::Greater,
+            _ => x.partial_cmp(y).unwrap_or(std::cmp::Ordering::Equal),
+        },
         (GoKey::Str(x), GoKey::Str(y)) => x.cmp(y),
         _ => rank(a).cmp(&rank(b)),
     }
@@ -878,9 +885,12 @@ fn key_value(k: &GoKey) -> Go {
 struct Problems {
     /// sigs.k8s.io/yaml: a key it cannot turn into a string.
     key: Option<String>,
-    /// encoding/json: NaN or an infinity.
-    float: Option<String>,
+    /// encoding/json: NaN or an infinity (they are left in the tree as [`NOT_FINITE`] strings).
+    float: bool,
 }
+
+/// Marks a NaN or infinity in a converted tree that is about to be refused.
+const NOT_FINITE: &str = "\u{0}not finite:";
 
 /// `convertToJSONableObject` then `json.Marshal`, as a JSON tree.
 fn to_json(go: Go) -> Result<Value> {
@@ -888,8 +898,26 @@ fn to_json(go: Go) -> Result<Value> {
     let v = convert(go, &mut p);
     match (p.key, p.float) {
         (Some(k), _) => Err(Error::Yaml(k)),
-        (None, Some(f)) => Err(Error::Yaml(f)),
-        (None, None) => Ok(v),
+        (None, true) => {
+            // json.Marshal reports the first one in its (sorted key) order.
+            let go = first_not_finite(&v).unwrap_or("NaN");
+            Err(Error::Yaml(format!("json: unsupported value: {go}")))
+        }
+        (None, false) => Ok(v),
+    }
+}
+
+/// The first [`NOT_FINITE`] mark in `v` in Go's encoding order (object keys sorted).
+fn first_not_finite(v: &Value) -> Option<&str> {
+    match v {
+        Value::String(s) => s.strip_prefix(NOT_FINITE),
+        Value::Array(items) => items.iter().find_map(first_not_finite),
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            keys.into_iter().find_map(|k| first_not_finite(&m[k]))
+        }
+        _ => None,
     }
 }
 
@@ -924,17 +952,15 @@ fn convert_scalar(go: Go, p: &mut Problems) -> Value {
         Go::Float(f) => match Number::from_f64(f) {
             Some(n) => Value::Number(n),
             None => {
-                if p.float.is_none() {
-                    let s = if f.is_nan() {
-                        "NaN"
-                    } else if f > 0.0 {
-                        "+Inf"
-                    } else {
-                        "-Inf"
-                    };
-                    p.float = Some(format!("json: unsupported value: {s}"));
-                }
-                Value::Null
+                p.float = true;
+                let s = if f.is_nan() {
+                    "NaN"
+                } else if f > 0.0 {
+                    "+Inf"
+                } else {
+                    "-Inf"
+                };
+                Value::String(format!("{NOT_FINITE}{s}"))
             }
         },
         Go::Str(s) => Value::String(s),

@@ -16,7 +16,9 @@
 //! The port and libyaml are MIT licensed (Copyright (c) 2006 Kirill Simonov), see
 //! `LICENSE-libyaml` next to this file.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+use rustc_hash::FxHashMap;
 
 /// Size of go-yaml's raw input buffer: the reader validates input in chunks of this size.
 const RAW_BUFFER_SIZE: usize = 512;
@@ -176,7 +178,7 @@ pub(super) struct Scanner<'a> {
     indents: Vec<isize>,
     simple_key_allowed: bool,
     simple_keys: Vec<SimpleKey>,
-    simple_keys_by_tok: HashMap<usize, usize>,
+    simple_keys_by_tok: FxHashMap<usize, usize>,
 }
 
 /// Width in bytes of the UTF-8 character starting with `b` (1 for a stray continuation byte,
@@ -248,7 +250,7 @@ impl<'a> Scanner<'a> {
             indents: Vec::new(),
             simple_key_allowed: false,
             simple_keys: Vec::new(),
-            simple_keys_by_tok: HashMap::new(),
+            simple_keys_by_tok: FxHashMap::default(),
         }
     }
 
@@ -256,6 +258,7 @@ impl<'a> Scanner<'a> {
     // Reader
 
     /// The byte `k` places after the current position (0 past the input, as go-yaml pads).
+    #[inline]
     fn at(&self, k: usize) -> u8 {
         self.input.get(self.pos + k).copied().unwrap_or(0)
     }
@@ -301,6 +304,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// go-yaml's `yaml_parser_update_buffer`: make at least `length` characters available.
+    #[inline(never)]
     fn update_buffer(&mut self, length: usize) -> ScanResult<()> {
         if self.unread >= length {
             return Ok(());
@@ -319,6 +323,15 @@ impl<'a> Scanner<'a> {
             first = false;
             while self.decoded != self.raw_end {
                 let octet = self.input[self.decoded];
+                if octet < 0x80 {
+                    // ASCII: the common case, checked without decoding.
+                    if !matches!(octet, 0x09 | 0x0A | 0x0D | 0x20..=0x7E) {
+                        return Err(self.reader_error("control characters are not allowed"));
+                    }
+                    self.decoded += 1;
+                    self.unread += 1;
+                    continue;
+                }
                 let w = match octet {
                     _ if octet & 0x80 == 0 => 1,
                     _ if octet & 0xE0 == 0xC0 => 2,
@@ -357,6 +370,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// go-yaml's `cache`: at least `length` characters available.
+    #[inline]
     fn cache(&mut self, length: usize) -> ScanResult<()> {
         if self.unread >= length {
             Ok(())
@@ -1540,6 +1554,26 @@ impl<'a> Scanner<'a> {
         })
     }
 
+    /// Length of the run of ASCII characters from the current position that a plain scalar
+    /// reads one by one without any other effect: no blank, break, `:`, `#` or (in flow context)
+    /// flow indicator, leaving at least 2 decoded characters unread after it.
+    fn plain_run(&self) -> usize {
+        let limit = self.unread.saturating_sub(2);
+        let bytes = &self.input[self.pos.min(self.input.len())..];
+        let flow = self.flow_level > 0;
+        bytes
+            .iter()
+            .take(limit)
+            .take_while(|&&c| {
+                c > b' '
+                    && c < 0x7F
+                    && c != b':'
+                    && c != b'#'
+                    && !(flow && matches!(c, b',' | b'?' | b'[' | b']' | b'{' | b'}'))
+            })
+            .count()
+    }
+
     fn scan_plain_scalar(&mut self) -> ScanResult<Token> {
         let mut s = Vec::new();
         let mut leading_break = Vec::new();
@@ -1587,6 +1621,18 @@ impl<'a> Scanner<'a> {
                 self.read(&mut s);
                 end = self.mark;
                 self.cache(2)?;
+                // A run of ASCII characters that cannot end the scalar, among those already
+                // decoded (so that every `cache(2)` it skips would have done nothing), is read at
+                // once.
+                let run = self.plain_run();
+                if run > 0 {
+                    s.extend_from_slice(&self.input[self.pos..self.pos + run]);
+                    self.pos += run;
+                    self.mark.index += run;
+                    self.mark.column += run;
+                    self.unread -= run;
+                    end = self.mark;
+                }
             }
             if !(self.is_blank(0) || self.is_break(0)) {
                 break;
