@@ -108,7 +108,10 @@ pub fn inject_manifests(input: &str, opts: &KubeInjectOptions<'_>) -> Result<Kub
             continue;
         }
         let (before, after) = inject_document(doc, opts, &mut out.warnings).map_err(at)?;
-        out.text.push_str(&yaml::to_string(&after));
+        // istioctl writes the object with sigs.k8s.io/yaml `Marshal` (JSON, then `JSONToYAML`).
+        let text = yaml::json_to_yaml(&after)
+            .map_err(|e| at(e.context("error converting JSON to YAML")))?;
+        out.text.push_str(&text);
         out.text.push_str("---\n");
         out.changes.push(DocumentChange {
             index,

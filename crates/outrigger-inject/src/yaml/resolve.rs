@@ -63,13 +63,15 @@ fn resolve_word(s: &str) -> Option<Resolved> {
     })
 }
 
-/// A scalar starting with `.` that is not in the word map: maybe `.5` or `.5e3`.
+/// A scalar starting with `.` that is not in the word map: maybe `.5` or `.5e3`. go-yaml hands
+/// it to `strconv.ParseFloat` as it is, which also takes underscores between digits (`.5_5`).
 fn resolve_dot_float(s: &str) -> Resolved {
     static DOT_FLOAT: OnceLock<Regex> = OnceLock::new();
-    let re =
-        DOT_FLOAT.get_or_init(|| Regex::new(r"^\.[0-9]+([eE][-+]?[0-9]+)?$").expect("valid regex"));
+    let re = DOT_FLOAT.get_or_init(|| {
+        Regex::new(r"^\.[0-9](_?[0-9])*([eE][-+]?[0-9](_?[0-9])*)?$").expect("valid regex")
+    });
     if re.is_match(s) {
-        parse_finite_float(s).map_or(Resolved::Str, Resolved::Float)
+        parse_finite_float(&s.replace('_', "")).map_or(Resolved::Str, Resolved::Float)
     } else {
         Resolved::Str
     }
