@@ -10,7 +10,7 @@ pub fn format_g64(f: f64) -> String {
     if let Some(s) = small_integer(f) {
         return s;
     }
-    format_g(&format!("{f:e}"))
+    format_g(&shortest_sci(f))
 }
 
 /// Integral values below 1e6 (the common case: ports, counts) print as plain integers in the
@@ -38,7 +38,104 @@ pub fn format_g32(f: f64) -> String {
     if let Some(s) = small_integer(f64::from(narrow)) {
         return s;
     }
-    format_g(&format!("{narrow:e}"))
+    format_g(&shortest_sci32(narrow))
+}
+
+/// The shortest decimal that reads back as `f`, in Rust's `{:e}` layout (`-1.25e-7`), with
+/// Go's choice between two equally short candidates equally close to `f`: the even one (Go's
+/// Ryū rounds half to even; Rust's shortest formatting rounds half up). `f` finite.
+pub fn shortest_sci(f: f64) -> String {
+    let s = format!("{f:e}");
+    tie_to_even(
+        &s,
+        f.abs(),
+        |t| t.parse::<f64>().ok() == Some(f.abs()),
+        |p| format!("{:.*e}", p, f.abs()),
+    )
+    .map_or(s, |t| {
+        if f.is_sign_negative() {
+            format!("-{t}")
+        } else {
+            t
+        }
+    })
+}
+
+/// [`shortest_sci`] for a float32.
+pub fn shortest_sci32(f: f32) -> String {
+    let s = format!("{f:e}");
+    tie_to_even(
+        &s,
+        f64::from(f.abs()),
+        |t| t.parse::<f32>().ok() == Some(f.abs()),
+        |p| format!("{:.*e}", p, f.abs()),
+    )
+    .map_or(s, |t| {
+        if f.is_sign_negative() {
+            format!("-{t}")
+        } else {
+            t
+        }
+    })
+}
+
+/// When `sci` (Rust's shortest digits of `a`, maybe signed) was picked between two candidates
+/// at exactly the same distance from `a`, the even candidate if it reads back (`reads_back`);
+/// `exact(p)` formats `a` with `p` digits after the point (exactly, when `p` is large).
+fn tie_to_even(
+    sci: &str,
+    a: f64,
+    reads_back: impl Fn(&str) -> bool,
+    exact: impl Fn(usize) -> String,
+) -> Option<String> {
+    let body = sci.trim_start_matches('-');
+    let (mant, exp) = body.split_once('e')?;
+    let digits: Vec<u8> = mant.bytes().filter(u8::is_ascii_digit).collect();
+    let n = digits.len();
+    // Two shortest candidates can both read back only when the decimal step is below the
+    // binary one: from 15 significant digits on.
+    if n < 15 || a == 0.0 {
+        return None;
+    }
+    // The exact decimal expansion (a double has at most 767 significant digits).
+    let full = exact(800);
+    let (fm, fe) = full.split_once('e')?;
+    if fe != exp {
+        return None;
+    }
+    let fd: Vec<u8> = fm.bytes().filter(u8::is_ascii_digit).collect();
+    if fd.len() <= n || fd[n] != b'5' || fd[n + 1..].iter().any(|&c| c != b'0') {
+        return None;
+    }
+    // `a` is exactly halfway between the truncation and the next value up.
+    let mut even = fd[..n].to_vec();
+    if (even[n - 1] - b'0') % 2 == 1 {
+        let mut i = n;
+        loop {
+            if i == 0 {
+                return None;
+            }
+            i -= 1;
+            if even[i] == b'9' {
+                even[i] = b'0';
+            } else {
+                even[i] += 1;
+                break;
+            }
+        }
+    }
+    if even == digits {
+        return None;
+    }
+    let mut t = String::with_capacity(n + 8);
+    t.push(even[0] as char);
+    if n > 1 {
+        t.push('.');
+        t.extend(even[1..].iter().map(|&c| c as char));
+    }
+    t.push('e');
+    t.push_str(exp);
+    reads_back(&t).then_some(t)
 }
 
 /// Go's spelling of the non-finite values.
@@ -124,7 +221,7 @@ pub fn format_float(f: f64, fmt: char, prec: i32) -> String {
     let mut prec = prec;
     // The decimal digits (no leading or trailing zeros) and the decimal point position.
     let (digits, dp) = if shortest {
-        let d = decimal_digits(&format!("{a:e}"));
+        let d = decimal_digits(&shortest_sci(a));
         prec = match fmt {
             'e' | 'E' => (d.0.len() as i32 - 1).max(0),
             'f' | 'F' => (d.0.len() as i32 - d.1).max(0),

@@ -520,6 +520,8 @@ fn table_values() -> Vec<Value> {
         json!(100000000000000000000.0),
         json!(1e6),
         json!(2.5e-5),
+        json!(-1255437099447527.2),
+        json!(273134863607606.12),
     ] {
         out.push(json!({ "n": n.clone(), "l": [n] }));
     }
