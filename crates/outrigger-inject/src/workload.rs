@@ -180,7 +180,12 @@ pub fn inject_document(
     }
     let ty =
         schema_type(&kind).ok_or_else(|| Error::Workload(format!("unsupported kind {kind:?}")))?;
-    normalize_workload(ty, &mut doc)?;
+    // istioctl decodes the document with sigs.k8s.io/yaml `Unmarshal`, which wraps the JSON
+    // decoder's type errors.
+    normalize_workload(ty, &mut doc).map_err(|e| match e {
+        Error::Type(m) => Error::Type(format!("error unmarshaling JSON: while decoding JSON: {m}")),
+        other => other,
+    })?;
     let before = doc.clone();
     inject_workload(&mut doc, &kind, opts, warnings)?;
     normalize_workload(ty, &mut doc)?;

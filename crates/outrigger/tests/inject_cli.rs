@@ -393,6 +393,39 @@ fn merge_key_annotation_is_written_as_go_writes_it() {
 }
 
 #[test]
+fn numbers_in_string_annotations_become_go_strings() {
+    // istioctl's sigs.k8s.io/yaml `Unmarshal` writes a YAML number in a string field with
+    // strconv.FormatFloat(f, 'g', -1, 32): `1e6` is "1e+06", for every annotation.
+    let input = read(&fixture("deployment.yaml")).replace(
+        "  namespace: shop\n",
+        "  namespace: shop\n  annotations:\n    x: 1e6\n    o: 010\n    z: yes\n",
+    );
+    let out = Inject::new().arg("-f").arg("-").stdin(&input).run();
+    let doc = single(out.success());
+    let ann = &doc["metadata"]["annotations"];
+    assert_eq!(ann["x"], json!("1e+06"), "{ann}");
+    assert_eq!(ann["o"], json!("8"), "{ann}");
+    assert_eq!(ann["z"], json!("true"), "{ann}");
+}
+
+#[test]
+fn list_in_a_string_annotation_is_go_s_error() {
+    let input = read(&fixture("deployment.yaml")).replace(
+        "  namespace: shop\n",
+        "  namespace: shop\n  annotations:\n    x: [a, b]\n",
+    );
+    let run = Inject::new().arg("-f").arg("-").stdin(&input).run();
+    let err = run.failure();
+    assert!(
+        err.contains(
+            "error unmarshaling JSON: while decoding JSON: json: cannot unmarshal array into Go \
+             struct field ObjectMeta.metadata.annotations of type string"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
 fn key_go_yaml_cannot_read_back_fails_as_in_istioctl() {
     // istioctl writes each object with sigs.k8s.io/yaml `Marshal`: JSON, then `JSONToYAML`,
     // whose YAML reader cannot take a key of more than 1,022 JSON characters.
