@@ -23,6 +23,10 @@
 //   - typed             sigs.k8s.io/yaml.Unmarshal(input) into a workload whose Go types mirror
 //     the Kubernetes fields kube-inject decodes (string targets convert YAML
 //     numbers and booleans), then encoding/json.Marshal of the typed object
+//   - deployment        sigs.k8s.io/yaml.Unmarshal(input) into a Go mirror of apps/v1
+//     Deployment (the fields below, with Kubernetes' names, JSON tags, types and inline
+//     structs: TypeMeta, ProbeHandler, VolumeSource, LocalObjectReference), then
+//     encoding/json.Marshal
 //   - template          text/template with Sprig's TxtFuncMap and Istio's overrides: parse
 //     "input" as template "name" (default "t") and execute it over "data"
 //     (any JSON value)
@@ -49,6 +53,8 @@ import (
 	"github.com/Masterminds/sprig"
 	yamlv2 "gopkg.in/yaml.v2"
 	"sigs.k8s.io/yaml"
+
+	v1 "./k8s"
 )
 
 type request struct {
@@ -120,6 +126,11 @@ func run(req request) (a answer) {
 		var w Workload
 		if err = yaml.Unmarshal([]byte(req.Input), &w); err == nil {
 			out, err = json.Marshal(w)
+		}
+	case "deployment":
+		var d v1.Deployment
+		if err = yaml.Unmarshal([]byte(req.Input), &d); err == nil {
+			out, err = json.Marshal(d)
 		}
 	case "template":
 		out, err = render(req)

@@ -367,7 +367,9 @@ pub fn inject_raw_document(
     let label = processed.label();
     let (before, after, outcome) = process_document(doc, opts, &mut processed.warnings, keep_trees)
         .map_err(|e| e.context(&label))?;
-    let mut text = yaml::to_string(&after);
+    // istioctl writes the object with sigs.k8s.io/yaml `Marshal` (JSON, then `JSONToYAML`).
+    let mut text = yaml::json_to_yaml(&after)
+        .map_err(|e| e.context("error converting JSON to YAML").context(&label))?;
     text.push_str("---\n");
     processed.text = text;
     processed.outcome = outcome;

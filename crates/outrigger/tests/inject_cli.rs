@@ -441,20 +441,14 @@ fn unsupported_last_document_without_newline_is_followed_by_the_separator() {
 
 #[test]
 fn awkward_annotation_keys_survive_reinjection() {
-    // Fuzz finding: the key `<<` was written unquoted and read back as a YAML merge key.
     let input = read(&fixture("pod.yaml")).replace(
         "team: payments",
-        "\"<<\": merge\n    \"yes\": \"no\"\n    \"~\": tilde\n    \"010\": octal",
+        "\"yes\": \"no\"\n    \"~\": tilde\n    \"010\": octal",
     );
     let first = Inject::new().arg("-f").arg("-").stdin(&input).run();
     let first = first.success();
     let doc = single(first);
-    for (k, v) in [
-        ("<<", "merge"),
-        ("yes", "no"),
-        ("~", "tilde"),
-        ("010", "octal"),
-    ] {
+    for (k, v) in [("yes", "no"), ("~", "tilde"), ("010", "octal")] {
         assert_eq!(
             doc["metadata"]["annotations"][k],
             json!(v),
@@ -463,6 +457,71 @@ fn awkward_annotation_keys_survive_reinjection() {
     }
     let second = Inject::new().arg("-f").arg("-").stdin(first).run();
     assert_eq!(second.success(), first);
+}
+
+#[test]
+fn merge_key_annotation_is_written_as_go_writes_it() {
+    // sigs.k8s.io/yaml `JSONToYAML` writes the string key `<<` plain (`<<: merge`), and go-yaml
+    // then reads it back as a merge key: istioctl's output of such a pod cannot be injected
+    // again. outrigger writes the same bytes and fails the same way on the second pass.
+    let input = read(&fixture("pod.yaml")).replace("team: payments", "\"<<\": merge");
+    let first = Inject::new().arg("-f").arg("-").stdin(&input).run();
+    let first = first.success();
+    assert!(first.contains("\n    <<: merge\n"), "{first}");
+    let second = Inject::new().arg("-f").arg("-").stdin(first).run();
+    let err = second.failure();
+    assert!(
+        err.contains("map merge requires map or sequence of maps as the value"),
+        "{err}"
+    );
+}
+
+#[test]
+fn numbers_in_string_annotations_become_go_strings() {
+    // istioctl's sigs.k8s.io/yaml `Unmarshal` writes a YAML number in a string field with
+    // strconv.FormatFloat(f, 'g', -1, 32): `1e6` is "1e+06", for every annotation.
+    let input = read(&fixture("deployment.yaml")).replace(
+        "  namespace: shop\n",
+        "  namespace: shop\n  annotations:\n    x: 1e6\n    o: 010\n    z: yes\n",
+    );
+    let out = Inject::new().arg("-f").arg("-").stdin(&input).run();
+    let doc = single(out.success());
+    let ann = &doc["metadata"]["annotations"];
+    assert_eq!(ann["x"], json!("1e+06"), "{ann}");
+    assert_eq!(ann["o"], json!("8"), "{ann}");
+    assert_eq!(ann["z"], json!("true"), "{ann}");
+}
+
+#[test]
+fn list_in_a_string_annotation_is_go_s_error() {
+    let input = read(&fixture("deployment.yaml")).replace(
+        "  namespace: shop\n",
+        "  namespace: shop\n  annotations:\n    x: [a, b]\n",
+    );
+    let run = Inject::new().arg("-f").arg("-").stdin(&input).run();
+    let err = run.failure();
+    assert!(
+        err.contains(
+            "error unmarshaling JSON: while decoding JSON: json: cannot unmarshal array into Go \
+             struct field ObjectMeta.metadata.annotations of type string"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn key_go_yaml_cannot_read_back_fails_as_in_istioctl() {
+    // istioctl writes each object with sigs.k8s.io/yaml `Marshal`: JSON, then `JSONToYAML`,
+    // whose YAML reader cannot take a key of more than 1,022 JSON characters.
+    let key = "k".repeat(1100);
+    // An explicit `? key` reads at any length.
+    let input = read(&fixture("pod.yaml")).replace("team: payments", &format!("? {key}\n    : v"));
+    let run = Inject::new().arg("-f").arg("-").stdin(&input).run();
+    let err = run.failure();
+    assert!(
+        err.contains("error converting JSON to YAML: yaml: did not find expected ',' or '}'"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -103,6 +103,10 @@ pub struct FieldInfo {
     pub merge_key: &'static str,
     /// The schema entry (for error messages).
     pub def: &'static K8sField,
+    /// Reached through an inline (embedded) struct, such as `Probe`'s `ProbeHandler`.
+    /// sigs.k8s.io/yaml looks such a field up on the embedded struct, so it turns no YAML
+    /// number or boolean into a string anywhere below it.
+    pub via_inline: bool,
     /// Table index of the referenced struct: the value (`struct`, `pointer-to-struct`) or the
     /// element (`slice`, `map` of structs).
     target: Option<u32>,
@@ -253,7 +257,14 @@ fn build_struct(
 ) -> StructIndex {
     let mut defs = Vec::new();
     flatten(name, &mut defs, 0);
-    let fields: Vec<FieldInfo> = defs.iter().map(|f| field_info(go_name, f, ids)).collect();
+    let fields: Vec<FieldInfo> = defs
+        .iter()
+        .map(|&(f, depth)| {
+            let mut info = field_info(go_name, f, ids);
+            info.via_inline = depth > 0;
+            info
+        })
+        .collect();
     let (by_len, len_ranges) = length_groups(&fields);
     let mut idx = StructIndex {
         name,
@@ -323,6 +334,7 @@ fn field_info(
         strategy: parse_strategy(f.patch_strategy.as_deref().unwrap_or("")),
         merge_key: f.patch_merge_key.as_deref().unwrap_or(""),
         def: f,
+        via_inline: false,
         target,
     }
 }
@@ -355,8 +367,9 @@ fn emitted_when_unset(f: &FieldInfo) -> bool {
     }
 }
 
-/// Append the JSON-visible fields of struct `name`, splicing inline structs in place.
-fn flatten(name: &str, out: &mut Vec<&'static K8sField>, depth: usize) {
+/// Append the JSON-visible fields of struct `name` with their inline depth, splicing inline
+/// structs in place.
+fn flatten(name: &str, out: &mut Vec<(&'static K8sField, usize)>, depth: usize) {
     let Some(st) = schema::k8s().get(name) else {
         return;
     };
@@ -368,7 +381,7 @@ fn flatten(name: &str, out: &mut Vec<&'static K8sField>, depth: usize) {
                     flatten(r, out, depth + 1);
                 }
             }
-            Some(_) => out.push(f),
+            Some(_) => out.push((f, depth)),
         }
     }
 }

@@ -40,7 +40,7 @@ pub fn normalize(ty: &str, v: &mut Value) -> Result<()> {
     match v {
         Value::Object(m) => {
             let mut path = Vec::new();
-            norm_struct(idx, m, &mut path)
+            norm_struct(idx, m, &mut path, true)
         }
         Value::Null => {
             *v = zero_struct(idx, 0);
@@ -168,17 +168,22 @@ impl Ctx<'_> {
     }
 }
 
+/// `convert`: YAML numbers and booleans in string fields become strings (sigs.k8s.io/yaml's
+/// target-type rule), which does not apply below a field reached through an inline struct.
 fn norm_struct(
     idx: &'static StructIndex,
     obj: &mut Map<String, Value>,
     path: &mut Vec<&'static str>,
+    convert: bool,
 ) -> Result<()> {
     let mut renamed = false;
     // Bit `i`: field `i` is present after this pass (keys matched case-insensitively included).
     let mut present: u64 = 0;
     // Positions of the entries to remove (zero-valued omitempty fields, `null`s).
     let mut dropped: Vec<usize> = Vec::new();
-    let mut result = Ok(());
+    // Go decodes the JSON text sigs.k8s.io/yaml writes, keys sorted, and reports the first
+    // type error in that order: on an error, the other fields are still checked.
+    let mut first_error: Option<(String, Error)> = None;
     for (pos, (k, v)) in obj.iter_mut().enumerate() {
         let Some((i, exact)) = idx.lookup_exactness(k) else {
             continue;
@@ -186,21 +191,24 @@ fn norm_struct(
         let f = &idx.fields[i];
         renamed |= !exact;
         path.push(f.json);
-        let r = norm_field(idx, f, v, path);
+        let r = norm_field(idx, f, v, path, convert && !f.via_inline);
         path.pop();
         match r {
             Ok(true) => present |= 1 << (i % 64),
             Ok(false) => dropped.push(pos),
             Err(e) => {
-                result = Err(e);
-                break;
+                if first_error.as_ref().is_none_or(|(fk, _)| k < fk) {
+                    first_error = Some((k.clone(), e));
+                }
             }
         }
+    }
+    if let Some((_, e)) = first_error {
+        return Err(e);
     }
     if !dropped.is_empty() {
         remove_positions(obj, &dropped);
     }
-    result?;
     if renamed {
         rename_folded_keys(idx, obj);
     }
@@ -293,6 +301,7 @@ fn norm_field(
     f: &'static FieldInfo,
     v: &mut Value,
     path: &mut Vec<&'static str>,
+    convert: bool,
 ) -> Result<bool> {
     let nil_keep = !f.omitempty;
     match f.kind {
@@ -303,32 +312,32 @@ fn norm_field(
         Kind::Struct => match v {
             Value::Null => Ok(false),
             _ => {
-                norm_struct_value(owner, f, v, path)?;
+                norm_struct_value(owner, f, v, path, convert)?;
                 Ok(true)
             }
         },
         Kind::PointerToStruct => match v {
             Value::Null => Ok(nil_keep),
             _ => {
-                norm_struct_value(owner, f, v, path)?;
+                norm_struct_value(owner, f, v, path, convert)?;
                 Ok(true)
             }
         },
         Kind::PointerToScalar => match v {
             Value::Null => Ok(nil_keep),
             _ => {
-                norm_scalar(f.elem_kind, owner, f, v, path)?;
+                norm_scalar(f.elem_kind, owner, f, v, path, convert)?;
                 Ok(true)
             }
         },
-        Kind::Slice => norm_slice(owner, f, v, path),
-        Kind::Map => norm_map(owner, f, v, path),
+        Kind::Slice => norm_slice(owner, f, v, path, convert),
+        Kind::Map => norm_map(owner, f, v, path, convert),
         kind => {
             if v.is_null() {
                 // Go leaves the zero value; completion re-adds it when it is emitted.
                 return Ok(false);
             }
-            norm_scalar(kind, owner, f, v, path)?;
+            norm_scalar(kind, owner, f, v, path, convert)?;
             Ok(!(f.omitempty && is_scalar_zero(kind, v, f.omitzero)))
         }
     }
@@ -350,12 +359,13 @@ fn norm_struct_value(
     f: &FieldInfo,
     v: &mut Value,
     path: &mut Vec<&'static str>,
+    convert: bool,
 ) -> Result<()> {
     let Some(idx) = f.target() else {
         return Ok(());
     };
     match v {
-        Value::Object(m) => norm_struct(idx, m, path),
+        Value::Object(m) => norm_struct(idx, m, path, convert),
         other => Err(mismatch(owner, f, other, path)),
     }
 }
@@ -374,6 +384,7 @@ fn norm_slice(
     f: &'static FieldInfo,
     v: &mut Value,
     path: &mut Vec<&'static str>,
+    convert: bool,
 ) -> Result<bool> {
     match v {
         Value::Null => Ok(!f.omitempty),
@@ -381,12 +392,12 @@ fn norm_slice(
             match struct_elements(f) {
                 Some(idx) => {
                     for item in items.iter_mut() {
-                        norm_struct_element(owner, f, idx, item, path)?;
+                        norm_struct_element(owner, f, idx, item, path, convert)?;
                     }
                 }
                 None => {
                     for item in items.iter_mut() {
-                        norm_element(owner, f, item, path)?;
+                        norm_element(owner, f, item, path, convert)?;
                     }
                 }
             }
@@ -401,12 +412,22 @@ fn norm_map(
     f: &'static FieldInfo,
     v: &mut Value,
     path: &mut Vec<&'static str>,
+    convert: bool,
 ) -> Result<bool> {
     match v {
         Value::Null => Ok(!f.omitempty),
         Value::Object(m) => {
-            for item in m.values_mut() {
-                norm_element(owner, f, item, path)?;
+            // The first error in sorted key order, as Go meets it.
+            let mut first_error: Option<(&String, Error)> = None;
+            for (k, item) in m.iter_mut() {
+                if let Err(e) = norm_element(owner, f, item, path, convert) {
+                    if first_error.as_ref().is_none_or(|(fk, _)| k < *fk) {
+                        first_error = Some((k, e));
+                    }
+                }
+            }
+            if let Some((_, e)) = first_error {
+                return Err(e);
             }
             Ok(!(f.omitempty && m.is_empty()))
         }
@@ -426,6 +447,7 @@ fn norm_struct_element(
     idx: &'static StructIndex,
     item: &mut Value,
     path: &mut Vec<&'static str>,
+    convert: bool,
 ) -> Result<()> {
     match item {
         // A null element decodes to the zero struct.
@@ -433,7 +455,7 @@ fn norm_struct_element(
             *item = zero_struct(idx, 0);
             Ok(())
         }
-        Value::Object(m) => norm_struct(idx, m, path),
+        Value::Object(m) => norm_struct(idx, m, path, convert),
         other => Err(mismatch(owner, f, other, path)),
     }
 }
@@ -444,6 +466,7 @@ fn norm_element(
     f: &'static FieldInfo,
     item: &mut Value,
     path: &mut Vec<&'static str>,
+    convert: bool,
 ) -> Result<()> {
     let kind = f.elem_kind;
     if matches!(kind, Kind::String | Kind::NamedString) && item.is_string() {
@@ -457,7 +480,7 @@ fn norm_element(
             }
             return Ok(());
         }
-        return norm_struct_value(owner, f, item, path);
+        return norm_struct_value(owner, f, item, path, convert);
     }
     if item.is_null() {
         *item = match kind {
@@ -469,7 +492,7 @@ fn norm_element(
         };
         return Ok(());
     }
-    norm_scalar(kind, owner, f, item, path)
+    norm_scalar(kind, owner, f, item, path, convert)
 }
 
 /// Check/convert a non-null scalar of `kind` in place.
@@ -479,6 +502,7 @@ fn norm_scalar(
     f: &FieldInfo,
     v: &mut Value,
     path: &[&'static str],
+    convert: bool,
 ) -> Result<()> {
     let ctx = Ctx {
         owner: owner.go_name,
@@ -496,6 +520,9 @@ fn norm_scalar(
     match kind {
         Kind::String | Kind::NamedString => match v {
             Value::String(_) => Ok(()),
+            Value::Bool(_) | Value::Number(_) if !convert => {
+                Err(ctx.type_error(json_kind(v), &elem_type()))
+            }
             Value::Bool(b) => {
                 *v = Value::from(if *b { "true" } else { "false" });
                 Ok(())

@@ -919,7 +919,8 @@ fn to_yaml(v: &V<'_>) -> String {
         }
         other => other.to_json(),
     };
-    crate::yaml::to_string(&j)
+    // Istio's toYaml: sigs.k8s.io/yaml `Marshal`; an error gives "".
+    crate::yaml::json_to_yaml(&j).unwrap_or_default()
 }
 
 /// Istio's `excludeInboundPort`.

@@ -2214,7 +2214,7 @@ mod decimal {
             if f == 0.0 {
                 return Ok(Dec::Exact(0, 0));
             }
-            let s = format!("{f:e}");
+            let s = crate::gofloat::shortest_sci(f);
             let (mant, exp) = s.split_once('e').unwrap_or((&s, "0"));
             let exp: i32 = exp.parse().unwrap_or(0);
             let neg = mant.starts_with('-');

@@ -382,7 +382,7 @@ impl<'a> V<'a> {
             V::Uint(u) => Value::from(*u),
             V::Float(f) => serde_json::Number::from_f64(*f).map_or(Value::Null, Value::Number),
             V::Str(s) => Value::String(s.to_string()),
-            V::Json(v) => (*v).clone(),
+            V::Json(v) => as_float64s(v),
             V::List(l) => Value::Array(l.iter().map(V::to_json).collect()),
             V::TList(_, l) => Value::Array(l.iter().map(V::to_json).collect()),
             V::NilOf(_) => Value::Null,
@@ -412,6 +412,24 @@ impl<'a> V<'a> {
             V::Root(_) | V::Pair(..) => Value::Object(Map::new()),
             V::Ptr(v) => v.to_json(),
         }
+    }
+}
+
+/// A JSON tree with every number as Go's `float64` sees it (generic data is decoded by
+/// `encoding/json`): integers beyond 2^53 round to the nearest float64.
+fn as_float64s(v: &Value) -> Value {
+    match v {
+        Value::Number(n) if !n.is_f64() => match (n.as_i64(), n.as_u64()) {
+            (Some(i), _) if i.unsigned_abs() <= 1 << 53 => v.clone(),
+            (None, Some(u)) if u <= 1 << 53 => v.clone(),
+            _ => serde_json::Number::from_f64(n.as_f64().unwrap_or(0.0))
+                .map_or(Value::Null, Value::Number),
+        },
+        Value::Array(a) => Value::Array(a.iter().map(as_float64s).collect()),
+        Value::Object(o) => {
+            Value::Object(o.iter().map(|(k, x)| (k.clone(), as_float64s(x))).collect())
+        }
+        other => other.clone(),
     }
 }
 

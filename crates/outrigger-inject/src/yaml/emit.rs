@@ -20,6 +20,141 @@ const BEST_INDENT: isize = 2;
 /// Longest key (in bytes) written as a simple `key: value` pair.
 const MAX_SIMPLE_KEY: usize = 128;
 
+/// Longest mapping key, in characters of its Go JSON encoding between the quotes, that
+/// go-yaml's scanner reads back: a possible simple key is dropped once it is more than 1024
+/// characters behind.
+const MAX_JSON_KEY: usize = 1022;
+
+/// Why sigs.k8s.io/yaml `JSONToYAML` cannot read back the Go JSON encoding of `v`, if it cannot:
+/// go-yaml's reader refuses raw C1 controls, DEL and U+FFFE/U+FFFF (Go's JSON escapes only
+/// C0 controls), and its scanner cannot take a key spanning lines (a raw U+0085 is a line break
+/// to YAML) or longer than 1,022 characters. The message is go-yaml's; when both kinds occur,
+/// the one go-yaml meets first wins (its reader decodes 512-byte chunks ahead of the scanner).
+pub(crate) fn json_read_error(v: &Value) -> Option<String> {
+    if !needs_scan(v) {
+        return None;
+    }
+    let text = gojson::to_string(v);
+    let control_at = text.char_indices().find_map(|(i, c)| {
+        matches!(c, '\u{7f}'..='\u{84}' | '\u{86}'..='\u{9f}' | '\u{fffe}' | '\u{ffff}')
+            .then_some(i)
+    });
+    let key_at = key_error_at(&text);
+    let indicator_at = document_indicator_at(&text);
+    let first = match (key_at, indicator_at) {
+        (Some(k), Some(d)) => Some(k.min(d)),
+        (k, d) => k.or(d),
+    };
+    let control_wins = match (control_at, first) {
+        (Some(b), Some(p)) => chunk_start(&text, b) <= p + 4,
+        (Some(_), None) => true,
+        _ => false,
+    };
+    if control_wins {
+        return Some("yaml: control characters are not allowed".into());
+    }
+    let p = first?;
+    let line = text[..p].matches('\u{85}').count();
+    if Some(p) == indicator_at {
+        // A scanner error: go-yaml reports the 1-based line.
+        return Some(format!(
+            "yaml: line {}: found unexpected document indicator",
+            line + 1
+        ));
+    }
+    let msg = "did not find expected ',' or '}'";
+    Some(if line == 0 {
+        format!("yaml: {msg}")
+    } else {
+        format!("yaml: line {line}: {msg}")
+    })
+}
+
+/// Byte offset of the first `---` or `...` that starts a line inside a quoted scalar of JSON
+/// `text` (right after a raw U+0085) and is followed by a blank or break: go-yaml's scanner
+/// stops there (`found unexpected document indicator`).
+fn document_indicator_at(text: &str) -> Option<usize> {
+    let mut from = 0;
+    while let Some(i) = text[from..].find('\u{85}') {
+        let mut j = from + i;
+        while text[j..].starts_with('\u{85}') {
+            j += '\u{85}'.len_utf8();
+        }
+        let rest = &text[j..];
+        if (rest.starts_with("---") || rest.starts_with("..."))
+            && rest[3..]
+                .chars()
+                .next()
+                .is_none_or(|c| matches!(c, ' ' | '\t' | '\u{85}'))
+        {
+            return Some(j);
+        }
+        from = j;
+    }
+    None
+}
+
+/// Does `v` hold anything `json_read_error` must look at (a U+0085 or a character go-yaml's
+/// reader refuses anywhere, or a key long enough to matter)?
+fn needs_scan(v: &Value) -> bool {
+    let odd = |s: &str| {
+        s.chars()
+            .any(|c| matches!(c, '\u{7f}'..='\u{9f}' | '\u{fffe}' | '\u{ffff}'))
+    };
+    match v {
+        Value::String(s) => odd(s),
+        Value::Array(a) => a.iter().any(needs_scan),
+        // A JSON escape is at most 6 characters: shorter keys cannot be too long.
+        Value::Object(m) => m
+            .iter()
+            .any(|(k, x)| k.len() * 6 > MAX_JSON_KEY || odd(k) || needs_scan(x)),
+        _ => false,
+    }
+}
+
+/// Byte offset of the `:` after the first key of compact JSON `text` that go-yaml cannot take
+/// as a key (one holding U+0085, or longer than [`MAX_JSON_KEY`] characters).
+fn key_error_at(text: &str) -> Option<usize> {
+    let b = text.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] != b'"' {
+            i += 1;
+            continue;
+        }
+        let start = i + 1;
+        let mut j = start;
+        while j < b.len() && b[j] != b'"' {
+            j += if b[j] == b'\\' { 2 } else { 1 };
+        }
+        let end = j.min(b.len());
+        if b.get(end + 1) == Some(&b':') {
+            let key = &text[start..end];
+            if key.contains('\u{85}') || key.chars().count() > MAX_JSON_KEY {
+                return Some(end + 1);
+            }
+        }
+        i = end + 1;
+    }
+    None
+}
+
+/// Start of the 512-byte chunk go-yaml's reader decodes byte `at` in (a chunk ends before a
+/// character that does not fit whole; the next starts there).
+fn chunk_start(text: &str, at: usize) -> usize {
+    let mut start = 0;
+    loop {
+        let mut end = (start + 512).min(text.len());
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        if at < end || end == text.len() || end == start {
+            return start;
+        }
+        start = end;
+    }
+}
+
 /// Emit `v`; see [`crate::yaml::to_string`].
 pub(crate) fn to_string(v: &Value) -> String {
     let mut e = Emitter::new();
@@ -504,8 +639,9 @@ impl Emitter {
 fn string_style(s: &str) -> Style {
     if s.contains('\n') {
         Style::Literal
-    } else if resolve_plain(s) == Resolved::Str && !is_base60_float(s) && s != "<<" {
-        // go-yaml resolves a plain `<<` to the merge tag, so the string is quoted.
+    } else if resolve_plain(s) == Resolved::Str && !is_base60_float(s) {
+        // `<<` included: go-yaml's encoder resolves it as a string (no resolve hint for `<`)
+        // and writes it plain, although its decoder reads a plain `<<` key as a merge.
         Style::Plain
     } else {
         Style::Double

@@ -168,6 +168,20 @@ pub fn to_string(v: &Value) -> String {
     emit::to_string(v)
 }
 
+/// sigs.k8s.io/yaml `JSONToYAML` of `v`'s Go JSON encoding, including its failures on JSON it
+/// cannot read back ([`crate::Error::Yaml`] with go-yaml's message): a mapping key over 1,022
+/// characters of JSON, or holding a raw U+0085 (a YAML line break), is
+/// `yaml: [line N: ]did not find expected ',' or '}'`; a DEL, C1 control or U+FFFE/U+FFFF
+/// anywhere (Go's JSON leaves them raw) is `yaml: control characters are not allowed`.
+/// Otherwise the same text as [`to_string`]. istioctl's output and Istio's `toYaml` go
+/// through `JSONToYAML`.
+pub fn json_to_yaml(v: &Value) -> Result<String> {
+    if let Some(e) = emit::json_read_error(v) {
+        return Err(crate::Error::Yaml(e));
+    }
+    Ok(emit::to_string(v))
+}
+
 /// Recording of [`from_str`] inputs for [`traced`].
 mod trace {
     use std::cell::{Cell, RefCell};

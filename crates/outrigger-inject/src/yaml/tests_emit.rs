@@ -96,7 +96,7 @@ fn string_quoting_matches_go_yaml() {
         ("\u{feff}x", "\"\\uFEFF\\x78\"\n"),
         ("a\\b", "a\\b\n"),
         ("http://x:80/y", "http://x:80/y\n"),
-        ("<<", "\"<<\"\n"),
+        ("<<", "<<\n"),
         ("=", "=\n"),
         ("a,b", "a,b\n"),
         ("1.", "\"1.\"\n"),
@@ -371,11 +371,13 @@ fn golden_documents_round_trip_byte_for_byte() {
 }
 
 #[test]
-fn merge_key_string_round_trips() {
+fn merge_key_string_is_plain_as_in_go() {
+    // go-yaml writes the string `<<` plain (JSONToYAML gives `<<: a`), and its reader then
+    // takes that key for a merge: Go's own output does not read back. outrigger follows Go.
     let v = serde_json::json!({"<<": "a", "b": "<<"});
     let text = to_string(&v);
-    assert_eq!(text, "\"<<\": a\nb: \"<<\"\n");
-    assert_eq!(from_str(&text).unwrap(), v);
+    assert_eq!(text, "<<: a\nb: <<\n");
+    assert!(from_str(&text).is_err());
 }
 
 #[test]

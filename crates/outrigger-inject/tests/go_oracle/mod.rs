@@ -40,12 +40,13 @@ fn binary() -> Option<PathBuf> {
     }
     let root = workspace_root();
     let bin = root.join("target/go-oracle/go-oracle");
-    let src = root.join("tests/go-oracle/main.go");
-    let stale = match (bin.metadata(), src.metadata()) {
-        (Ok(b), Ok(s)) => match (b.modified(), s.modified()) {
-            (Ok(b), Ok(s)) => b < s,
-            _ => false,
-        },
+    // The newest Go source of the oracle (main.go and the k8s package).
+    let newest_src = ["tests/go-oracle/main.go", "tests/go-oracle/k8s/types.go"]
+        .iter()
+        .filter_map(|p| root.join(p).metadata().ok()?.modified().ok())
+        .max();
+    let stale = match (bin.metadata().and_then(|b| b.modified()), newest_src) {
+        (Ok(b), Some(s)) => b < s,
         (Err(_), _) => true,
         _ => false,
     };
