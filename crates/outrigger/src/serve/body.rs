@@ -30,16 +30,22 @@ pub enum BodyError {
     Read(String),
 }
 
-/// The bound on request body bytes held at once by all requests (`--max-inflight-bytes`).
+/// The webhook's memory budget: the bound on request body bytes held at once by all requests
+/// (`--max-inflight-bytes`), and the number of large reviews processed at once.
 ///
 /// Bytes are charged when a body is admitted (its declared length) or as it streams in (no
-/// `content-length`), and released when the request's response is ready. A charge that does not
+/// `content-length`), and released when the request's review is done. A charge that does not
 /// fit fails at once: the request is refused instead of waiting with its body unread.
+///
+/// Processing a review takes several times its size (pod trees), so large reviews also take one
+/// of a few processing slots (as many as worker threads: more at once would not finish sooner);
+/// the others wait holding only their body.
 #[derive(Debug)]
 pub struct ByteBudget {
     bytes: Arc<Semaphore>,
     limit: usize,
     gauge: Gauge,
+    large: Arc<Semaphore>,
 }
 
 /// Bytes charged to a [`ByteBudget`]; returned when dropped.
@@ -51,14 +57,25 @@ pub struct Charge {
 }
 
 impl ByteBudget {
-    /// A budget of `limit` bytes reporting its use to `gauge`.
-    pub fn new(limit: usize, gauge: Gauge) -> ByteBudget {
+    /// A budget of `limit` bytes reporting its use to `gauge`, with `large_slots` slots for
+    /// processing large reviews.
+    pub fn new(limit: usize, large_slots: usize, gauge: Gauge) -> ByteBudget {
         let limit = limit.clamp(1, Semaphore::MAX_PERMITS);
         ByteBudget {
             bytes: Arc::new(Semaphore::new(limit)),
             limit,
             gauge,
+            large: Arc::new(Semaphore::new(large_slots.clamp(1, Semaphore::MAX_PERMITS))),
         }
+    }
+
+    /// Wait for a slot to process a large review (held until dropped).
+    pub async fn large_slot(&self) -> OwnedSemaphorePermit {
+        self.large
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("the semaphore is never closed")
     }
 
     /// An empty charge, to be grown with [`ByteBudget::grow`].
@@ -94,7 +111,7 @@ impl ByteBudget {
 impl Default for ByteBudget {
     /// No bound (for tests and embedders that bound memory otherwise).
     fn default() -> ByteBudget {
-        ByteBudget::new(Semaphore::MAX_PERMITS, Gauge::default())
+        ByteBudget::new(Semaphore::MAX_PERMITS, 4, Gauge::default())
     }
 }
 
@@ -193,7 +210,7 @@ mod tests {
     use hyper::body::Frame;
 
     fn budget(limit: usize) -> ByteBudget {
-        ByteBudget::new(limit, Gauge::default())
+        ByteBudget::new(limit, 1, Gauge::default())
     }
 
     #[tokio::test]
@@ -213,6 +230,16 @@ mod tests {
         assert_eq!(b.gauge.get(), 0);
         let (buf, _c) = read(&mut big, Some(95), 100, &b).await.expect("fits now");
         assert_eq!(buf.len(), 95);
+    }
+
+    #[tokio::test]
+    async fn large_reviews_take_turns() {
+        let b = ByteBudget::new(100, 1, Gauge::default());
+        let first = b.large_slot().await;
+        let waiting = tokio::time::timeout(Duration::from_millis(20), b.large_slot()).await;
+        assert!(waiting.is_err(), "a second slot while the only one is held");
+        drop(first);
+        let _second = b.large_slot().await;
     }
 
     #[tokio::test]

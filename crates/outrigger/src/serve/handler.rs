@@ -227,7 +227,7 @@ where
         .get(CONTENT_TYPE)
         .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
     let mut incoming = Box::pin(req.into_body());
-    let (body, _charge) = match body::read(&mut incoming, declared, max, &state.budget).await {
+    let (body, charge) = match body::read(&mut incoming, declared, max, &state.budget).await {
         Ok(b) => b,
         Err(e @ (BodyError::TooLarge(_) | BodyError::OverBudget(_))) => {
             let mut r = match &e {
@@ -291,14 +291,23 @@ where
     m.inflight.inc();
     let _inflight = Inflight(m);
     let reviewed = if body.len() > INLINE_BODY_LIMIT {
+        let slot = state.budget.large_slot().await;
         let st = state.clone();
         let p = path.clone();
-        match tokio::task::spawn_blocking(move || run_review(&st, &body, &p)).await {
+        // The body's charge and the slot go with the work: they are released when it ends,
+        // even if the request's deadline has passed by then.
+        let review = move || {
+            let _held = (charge, slot);
+            run_review(&st, &body, &p)
+        };
+        match tokio::task::spawn_blocking(review).await {
             Ok(r) => r,
             Err(e) => Err(format!("admission task failed: {e}")),
         }
     } else {
-        run_review(state, &body, &path)
+        let r = run_review(state, &body, &path);
+        drop(charge);
+        r
     };
     let (reviewed, peeked) = match reviewed {
         Ok(r) => r,

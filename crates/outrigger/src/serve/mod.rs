@@ -110,9 +110,10 @@ pub struct ServeArgs {
     #[arg(long = "max-connections", default_value_t = 4096)]
     pub max_connections: usize,
     /// Bound on request body bytes held at once by all requests; a request that does not fit
-    /// is answered `429` with `Retry-After`. Processing a review takes about 8 times its size,
-    /// so the default (24 MiB) keeps bodies and their processing under the deployment's 256Mi
-    /// memory limit. At least --max-request-bytes.
+    /// is answered `429` with `Retry-After`. Reviews over 128 KiB are processed one per worker
+    /// thread at a time (each takes about 8 times its size while processed), so the default
+    /// (24 MiB) keeps the server well under the deployment's 256Mi memory limit. At least
+    /// --max-request-bytes.
     #[arg(long = "max-inflight-bytes", default_value_t = 24 * 1024 * 1024)]
     pub max_inflight_bytes: usize,
     /// Deadline of the TLS handshake.
@@ -344,7 +345,14 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
         Some(c) => (Some(c.facts()), c.events()),
         None => (None, None),
     };
-    let budget = body::ByteBudget::new(args.max_inflight_bytes, metrics.inflight_bytes.clone());
+    let workers = args
+        .worker_threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+    let budget = body::ByteBudget::new(
+        args.max_inflight_bytes,
+        workers,
+        metrics.inflight_bytes.clone(),
+    );
     let state = Arc::new(State {
         snapshot: ArcSwap::new(snap),
         certs,
