@@ -468,7 +468,12 @@ fn process_document(
         schema_type(&kind).ok_or_else(|| Error::Workload(format!("unsupported kind {kind:?}")))?;
     // Before normalisation, which writes the zero pod template of kinds that embed it.
     let has_template = doc.pointer(template_pointers(&kind).1).is_some();
-    normalize_workload(ty, &mut doc)?;
+    // istioctl decodes the document with sigs.k8s.io/yaml `Unmarshal`, which wraps the JSON
+    // decoder's type errors.
+    normalize_workload(ty, &mut doc).map_err(|e| match e {
+        Error::Type(m) => Error::Type(format!("error unmarshaling JSON: while decoding JSON: {m}")),
+        other => other,
+    })?;
     let before = keep_before.then(|| doc.clone());
     let outcome = inject_workload(&mut doc, &kind, has_template, opts, warnings)?;
     if outcome == Outcome::Injected {
