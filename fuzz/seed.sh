@@ -2,7 +2,7 @@
 # Seed the corpora with our own fixtures (a leading options byte for inject_manifests).
 set -eu
 cd "$(dirname "$0")"
-mkdir -p corpus/yaml_from_str corpus/yaml_fast corpus/inject_manifests
+mkdir -p corpus/yaml_from_str corpus/yaml_fast corpus/inject_manifests corpus/template_exec
 # Golden outputs are seeds too: they drive the re-injection (strip and re-apply) paths.
 for f in ../tests/fixtures/*.yaml ../tests/fixtures/bad/*.yaml ../examples/*.yaml; do
     n=$(basename "$f" .yaml)
@@ -10,4 +10,8 @@ for f in ../tests/fixtures/*.yaml ../tests/fixtures/bad/*.yaml ../examples/*.yam
     cp "$f" "corpus/yaml_fast/$n"
     { printf '\000'; cat "$f"; } > "corpus/inject_manifests/$n-0"
     { printf '\001'; cat "$f"; } > "corpus/inject_manifests/$n-1"
+done
+# Istio's injection templates and our default, as template seeds.
+for f in ../crates/outrigger-inject/defaults/*.yaml; do
+    cp "$f" "corpus/template_exec/$(basename "$f" .yaml)"
 done
