@@ -4,11 +4,12 @@
 //!
 //! ```sh
 //! cargo run --release -p outrigger-inject --example review_memory -- review.json
-//! valgrind --tool=massif target/release/examples/review_memory review.json   # where it goes
 //! ```
 //!
 //! The allocator is the server's (mimalloc) behind a counting wrapper; the process's peak RSS
-//! (`VmHWM`) is printed too. `scripts/faults.sh` measures the server's RSS.
+//! (`VmHWM`, with mimalloc's defaults) is printed too. `scripts/faults.sh` measures the server's
+//! RSS and writes such a review. To see where the bytes go, forward the wrapper to
+//! `std::alloc::System` and run it under `valgrind --tool=massif`.
 
 // A counting global allocator needs `unsafe`: allowed in this measuring example only.
 #![allow(unsafe_code)]

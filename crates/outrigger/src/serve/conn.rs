@@ -125,15 +125,11 @@ impl Activity {
         if !self.track_heads {
             return;
         }
-        let idle = matches!(
-            *self.phase.lock().unwrap_or_else(|e| e.into_inner()),
-            Phase::Idle(_)
-        );
-        if idle {
-            self.update(|p| match p {
-                Phase::Idle(_) => Phase::Head(Instant::now()),
-                other => other,
-            });
+        let mut p = self.phase.lock().unwrap_or_else(|e| e.into_inner());
+        if let Phase::Idle(_) = *p {
+            *p = Phase::Head(Instant::now());
+            drop(p);
+            self.changed.notify_one();
         }
     }
 
