@@ -4,8 +4,9 @@
 #   drain     SIGTERM with HTTP/1.1 keep-alive clients and h2load over HTTP/2: failed requests,
 #             answers carrying `Connection: close` during the drain, and whether kept-open
 #             connections end with TLS close_notify
-#   413       20 posts of 3 MiB + 1 over HTTP/1.1 (curl, no `Expect: 100-continue`): how many
-#             read the 413 instead of a connection reset
+#   413       20 posts of 3 MiB + 1 over HTTP/1.1 with curl (no `Expect: 100-continue`; it reads
+#             while sending) and 20 with a client that writes the whole body before reading: how
+#             many read the 413 instead of a connection reset
 #   timeouts  how long a TLS connection that sends nothing, one with unfinished headers and an
 #             idle keep-alive connection stay open (server defaults unless QUICK=1)
 #   memory    peak RSS (VmHWM) of the server for one 3 MiB review (25,000 env vars in one
@@ -176,7 +177,32 @@ def timeouts(wait):
     [t.start() for t in ts]; [t.join() for t in ts]
     print(json.dumps(res))
 
+def post_then_read(n, tries):
+    """A client that writes the whole request, then reads the answer (no Expect)."""
+    body = b" " * n
+    seen, errors = 0, {}
+    for _ in range(tries):
+        try:
+            s = connect()
+            s.sendall(b"POST /inject HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\n"
+                      b"content-length: %d\r\n\r\n" % n)
+            s.sendall(body)
+            got = b""
+            while b"\r\n" not in got:
+                d = s.recv(4096)
+                if not d: raise EOFError("closed before an answer")
+                got += d
+            status = int(got.split(b" ")[1])
+            if status == 413: seen += 1
+            else: errors["status %d" % status] = errors.get("status %d" % status, 0) + 1
+            s.close()
+        except Exception as e:
+            k = type(e).__name__ + ": " + str(e)[:60]
+            errors[k] = errors.get(k, 0) + 1
+    print(json.dumps({"413_seen": seen, "tries": tries, "errors": errors}))
+
 if sys.argv[1] == "drain": drain(float(sys.argv[4]))
+elif sys.argv[1] == "post": post_then_read(int(sys.argv[4]), int(sys.argv[5]))
 elif sys.argv[1] == "timeouts": timeouts(float(sys.argv[4]))
 PY
 
@@ -217,8 +243,9 @@ json.dump({"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","request"
         --data-binary @"$work/over.json" -o /dev/null -w '%{http_code}' "https://localhost:$PORT/inject" 2>>"$work/curl.err" || true)
       case "$code" in 413) seen=$((seen + 1)) ;; 000) resets=$((resets + 1)) ;; *) other=$((other + 1)) ;; esac
     done
-    echo "413 seen: $seen of 20; transport errors: $resets; other statuses: $other"
+    echo "curl: 413 seen $seen of 20; transport errors: $resets; other statuses: $other"
     sort "$work/curl.err" 2>/dev/null | uniq -c | sed 's/^/  curl: /' || true
+    echo "write-all-then-read client: $(python3 "$work/faults.py" post "$PORT" "$work/ca.pem" $((3 * 1024 * 1024 + 1)) 20)"
     stop_server
     ;;
   timeouts)
