@@ -743,34 +743,37 @@ impl<'t> Exec<'t> {
             }
             _ => {}
         }
-        let lit = expr_str(a);
+        // The literal's text is formatted only for an error.
+        let lit = || expr_str(a);
         match p {
             P::Bool => match a {
                 Expr::Bool(_, b) => Ok(V::Bool(*b)),
-                _ => Err(self.errorf(&format!("expected bool; found {lit}"))),
+                _ => Err(self.errorf(&format!("expected bool; found {}", lit()))),
             },
             P::Int => match a {
                 Expr::Number(_, n) if n.int.is_some() => Ok(V::Int(n.int.unwrap_or(0), IntTy::Int)),
-                _ => Err(self.errorf(&format!("expected integer; found {lit}"))),
+                _ => Err(self.errorf(&format!("expected integer; found {}", lit()))),
             },
             P::Float => match a {
                 Expr::Number(_, n) if n.float.is_some() => Ok(V::Float(n.float.unwrap_or(0.0))),
-                _ => Err(self.errorf(&format!("expected float; found {lit}"))),
+                _ => Err(self.errorf(&format!("expected float; found {}", lit()))),
             },
             P::Str => match a {
                 Expr::String(_, _, s) => Ok(V::s(s)),
-                _ => Err(self.errorf(&format!("expected string; found {lit}"))),
+                _ => Err(self.errorf(&format!("expected string; found {}", lit()))),
             },
             P::Any | P::Raw => match a {
                 Expr::Bool(_, b) => Ok(V::Bool(*b)),
                 Expr::Number(_, n) => self.ideal_constant(a, n),
                 Expr::String(_, _, s) => Ok(V::s(s)),
                 _ => Err(self.errorf(&format!(
-                    "can't handle assignment of {lit} to empty interface argument"
+                    "can't handle assignment of {} to empty interface argument",
+                    lit()
                 ))),
             },
             other => Err(self.errorf(&format!(
-                "can't handle {lit} for arg of type {}",
+                "can't handle {} for arg of type {}",
+                lit(),
                 other.go_name()
             ))),
         }
