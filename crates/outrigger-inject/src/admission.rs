@@ -343,14 +343,18 @@ pub fn review(body: &[u8], path: &str, ctx: &Context<'_>) -> Reviewed {
     }
 }
 
+/// Bodies below this size keep the received pod next to the normalised one instead of decoding
+/// it again for the diff: the extra tree is small, and decoding costs more than holding it.
+const REDECODE_MIN_BODY: usize = 64 * 1024;
+
 /// Inject `pod` and diff the result against the pod as received, holding at most two pod-sized
 /// trees at a time (the webhook's memory budget).
 ///
 /// The patch is computed against the pod exactly as received (after managedFields removal and
 /// namespace defaulting), so it applies to the caller's document by construction even where our
 /// typed normalisation and the caller's serialisation differ. A pod already in normal form (what
-/// the API server sends) is that pod, so it is not copied; otherwise the received pod is dropped
-/// while the pipeline runs and decoded again from `body` for the diff.
+/// the API server sends) is that pod, so it is not copied; otherwise, for a large body, the
+/// received pod is dropped while the pipeline runs and decoded again from `body` for the diff.
 fn inject_and_diff(
     pod: Value,
     as_received: bool,
@@ -363,6 +367,11 @@ fn inject_and_diff(
     if as_received && identical(&normalized, &pod) {
         drop(normalized);
         let injected = inject::inject_normalized(&pod, params)?;
+        let patch = crate::patch::create_json(&pod, &injected.pod);
+        return Ok((patch, injected.warnings));
+    }
+    if as_received && body.len() < REDECODE_MIN_BODY {
+        let injected = inject::inject_normalized(&normalized, params)?;
         let patch = crate::patch::create_json(&pod, &injected.pod);
         return Ok((patch, injected.warnings));
     }
@@ -1526,11 +1535,17 @@ mod tests {
             !identical(&normal, &raw),
             "the raw pod must not be in normal form"
         );
+        // Large enough to be decoded again for the diff instead of kept.
+        let mut large = raw.clone();
+        large["metadata"]["annotations"] =
+            json!({"example.com/large": "x".repeat(REDECODE_MIN_BODY)});
         for (pod, openshift) in [
             (&raw, false),
             (&normal, false),
             (&raw, true),
             (&normal, true),
+            (&large, false),
+            (&large, true),
         ] {
             let mut c = ctx(&snap);
             c.openshift = openshift;

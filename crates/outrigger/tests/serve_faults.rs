@@ -546,6 +546,33 @@ async fn handshake_header_and_idle_timeouts_close_connections() {
     let _send = send;
     let ended = tokio::time::timeout(Duration::from_millis(1500) + margin, conn).await;
     assert!(matches!(ended, Ok(Ok(()))), "{ended:?}");
+    // HTTP/2 without ALPN (prior knowledge): its idle frames are not request heads, so it
+    // outlives the header-read timeout.
+    let (tls, alpn) = tls_connect(addr, client_config(&[&ca], &[], false))
+        .await
+        .unwrap();
+    assert_eq!(alpn, None);
+    // The client pings while idle: frames arrive on a connection with no request in flight.
+    let (mut no_alpn, conn) =
+        hyper::client::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
+            .timer(hyper_util::rt::TokioTimer::new())
+            .keep_alive_interval(Duration::from_millis(100))
+            .keep_alive_while_idle(true)
+            .handshake::<_, ReqBody>(hyper_util::rt::TokioIo::new(tls))
+            .await
+            .unwrap();
+    tokio::spawn(conn);
+    for _ in 0..2 {
+        let req = hyper::Request::get("https://localhost/healthz")
+            .body(full(bytes::Bytes::new()))
+            .unwrap();
+        let resp = no_alpn
+            .send_request(req)
+            .await
+            .expect("HTTP/2 without ALPN");
+        assert_eq!(resp.status(), 200);
+        tokio::time::sleep(Duration::from_millis(900)).await;
+    }
     let c = H2::connect(addr, &ca).await.unwrap();
     let m = metrics(&c).await;
     for (reason, at_least) in [

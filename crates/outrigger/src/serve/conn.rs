@@ -10,6 +10,7 @@
 
 use std::net::SocketAddr;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -75,11 +76,14 @@ enum Timeout {
 pub struct Activity {
     phase: Mutex<Phase>,
     changed: Notify,
-    /// HTTP/1.1: bytes arriving on an idle connection start a request head.
-    track_heads: bool,
+    /// HTTP/1.1: bytes arriving on an idle connection start a request head. Cleared when a
+    /// connection without ALPN turns out to speak HTTP/2 (its idle reads are frames, not heads).
+    track_heads: AtomicBool,
+    /// The protocol is known (ALPN, or the first bytes seen).
+    protocol_known: AtomicBool,
     /// Health-reserve connections close once idle after their first request.
     close_when_idle: bool,
-    served: std::sync::atomic::AtomicBool,
+    served: AtomicBool,
 }
 
 /// Marks its connection busy while it lives (a request being answered, or a refused body being
@@ -88,7 +92,7 @@ pub struct Activity {
 pub struct Busy(Arc<Activity>);
 
 impl Activity {
-    fn new(track_heads: bool, close_when_idle: bool) -> Arc<Activity> {
+    fn new(track_heads: bool, protocol_known: bool, close_when_idle: bool) -> Arc<Activity> {
         let now = Instant::now();
         Arc::new(Activity {
             // The first request head must arrive within the header-read timeout, as the next
@@ -99,9 +103,10 @@ impl Activity {
                 Phase::Idle(now)
             }),
             changed: Notify::new(),
-            track_heads,
+            track_heads: AtomicBool::new(track_heads),
+            protocol_known: AtomicBool::new(protocol_known),
             close_when_idle,
-            served: std::sync::atomic::AtomicBool::new(false),
+            served: AtomicBool::new(false),
         })
     }
 
@@ -121,8 +126,18 @@ impl Activity {
         Busy(self.clone())
     }
 
-    fn on_read(&self) {
-        if !self.track_heads {
+    fn on_read(&self, data: &[u8]) {
+        if !self.protocol_known.load(Ordering::Relaxed) {
+            self.protocol_known.store(true, Ordering::Relaxed);
+            if data.starts_with(b"PRI ") {
+                self.track_heads.store(false, Ordering::Relaxed);
+                self.update(|p| match p {
+                    Phase::Head(_) => Phase::Idle(Instant::now()),
+                    other => other,
+                });
+            }
+        }
+        if !self.track_heads.load(Ordering::Relaxed) {
             return;
         }
         let mut p = self.phase.lock().unwrap_or_else(|e| e.into_inner());
@@ -138,10 +153,7 @@ impl Activity {
         match *self.phase.lock().unwrap_or_else(|e| e.into_inner()) {
             Phase::Busy(_) => None,
             Phase::Head(t) => Some((t + opts.header_read_timeout, Timeout::Header)),
-            Phase::Idle(t)
-                if self.close_when_idle
-                    && self.served.load(std::sync::atomic::Ordering::Relaxed) =>
-            {
+            Phase::Idle(t) if self.close_when_idle && self.served.load(Ordering::Relaxed) => {
                 Some((t, Timeout::Idle))
             }
             Phase::Idle(t) => Some((t + opts.idle_timeout, Timeout::Idle)),
@@ -151,9 +163,7 @@ impl Activity {
 
 impl Drop for Busy {
     fn drop(&mut self) {
-        self.0
-            .served
-            .store(true, std::sync::atomic::Ordering::Relaxed);
+        self.0.served.store(true, Ordering::Relaxed);
         self.0.update(|p| match p {
             Phase::Busy(n) if n > 1 => Phase::Busy(n - 1),
             _ => Phase::Idle(Instant::now()),
@@ -176,7 +186,7 @@ impl<S: AsyncRead + Unpin> AsyncRead for Tracked<S> {
         let before = buf.filled().len();
         let r = Pin::new(&mut self.inner).poll_read(cx, buf);
         if matches!(r, Poll::Ready(Ok(()))) && buf.filled().len() > before {
-            self.activity.on_read();
+            self.activity.on_read(&buf.filled()[before..]);
         }
         r
     }
@@ -250,7 +260,8 @@ pub async fn serve(
     };
     let alpn = tls.get_ref().1.alpn_protocol().map(<[u8]>::to_vec);
     let h2 = alpn.as_deref() == Some(b"h2");
-    let activity = Activity::new(!h2, reserve);
+    let known = matches!(alpn.as_deref(), Some(b"h2" | b"http/1.1"));
+    let activity = Activity::new(!h2, known, reserve);
     let io = TokioIo::new(Tracked {
         inner: tls,
         activity: activity.clone(),

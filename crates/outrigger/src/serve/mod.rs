@@ -417,14 +417,14 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
         opts,
     ));
 
-    let signal = wait_for_signal().await?;
+    let mut signals = Signals::install()?;
+    let signal = signals.next().await;
     state.draining.store(true, Ordering::Relaxed);
-    // A second SIGTERM or SIGINT ends the process at once.
-    tokio::spawn(async {
-        if let Ok(again) = wait_for_signal().await {
-            tracing::warn!(signal = again, "second signal: exiting without draining");
-            std::process::exit(1);
-        }
+    // A second SIGTERM or SIGINT ends the process at once (the same streams: none is missed).
+    tokio::spawn(async move {
+        let again = signals.next().await;
+        tracing::warn!(signal = again, "second signal: exiting without draining");
+        std::process::exit(1);
     });
     tracing::info!(signal, drain_delay = ?args.drain_delay, "shutdown requested: not ready, still serving during the drain delay");
     tokio::time::sleep(args.drain_delay).await;
@@ -460,14 +460,28 @@ fn load_namespaces(
     Ok(Some(v))
 }
 
-async fn wait_for_signal() -> Result<&'static str> {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
-    let mut int = signal(SignalKind::interrupt()).context("installing the SIGINT handler")?;
-    Ok(tokio::select! {
-        _ = term.recv() => "SIGTERM",
-        _ = int.recv() => "SIGINT",
-    })
+/// SIGTERM and SIGINT, received from installation on.
+struct Signals {
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn install() -> Result<Signals> {
+        use tokio::signal::unix::{signal, SignalKind};
+        Ok(Signals {
+            term: signal(SignalKind::terminate()).context("installing the SIGTERM handler")?,
+            int: signal(SignalKind::interrupt()).context("installing the SIGINT handler")?,
+        })
+    }
+
+    /// The next signal's name.
+    async fn next(&mut self) -> &'static str {
+        tokio::select! {
+            _ = self.term.recv() => "SIGTERM",
+            _ = self.int.recv() => "SIGINT",
+        }
+    }
 }
 
 #[cfg(test)]
