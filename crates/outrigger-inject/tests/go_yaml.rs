@@ -440,6 +440,9 @@ const TRAPS: &[(&str, &str)] = &[
     // Found by the differential run: a finite float key beyond float32's range.
     ("float key beyond float32", "   1e0103: 6.02e+23\n-1e39: x\n"),
     ("timestamps", "a: 2001-12-14\nb: 2001-12-14T21:59:43.10Z\nc: 2001-12-14 21:59:43.10\nd: 2001-12-14t21:59:43-05:00\ne: 2001-13-14\nf: 2024-02-29\ng: 2023-02-29\nh: 2001-1-2\n"),
+    // Found by the long differential run (seed 0xc0ffee1234): time.Parse matches the layout's
+    // space with a run of spaces.
+    ("timestamp with several spaces", "a: !!timestamp 2001-12-14  21:59:43.10\nb: !!timestamp 2001-12-14 \nc: 2001-12-14   21:59:43\n"),
     ("version-like strings", "a: 1.20\nb: 1.2.3\nc: 1:20\nd: 190:20:30\ne: 0.1\n"),
     ("quoted stay strings", "a: \"yes\"\nb: '010'\nc: \"1e3\"\nd: '~'\ne: \"\"\nf: ''\n"),
     // Keys.

@@ -302,7 +302,13 @@ pub(crate) fn is_timestamp(s: &str) -> bool {
     }
     let zone = match p.next() {
         Some(b'T' | b't') => true,
-        Some(b' ') => false,
+        Some(b' ') => {
+            // time.Parse matches a space of the layout with a run of spaces.
+            while p.b.get(p.i) == Some(&b' ') {
+                p.i += 1;
+            }
+            false
+        }
         _ => return false,
     };
     if !p.time() {
@@ -511,6 +517,7 @@ mod tests {
             "2001-12-14T21:59:43.10Z",
             "2001-12-14t21:59:43-05:00",
             "2001-12-14 21:59:43.10",
+            "2001-12-14   21:59:43.10",
         ] {
             assert_eq!(resolve_plain(s), Timestamp, "{s}");
         }
