@@ -16,7 +16,7 @@
 
 mod go_oracle;
 
-use go_oracle::{Answer, Oracle};
+use go_oracle::{Answer, Oracle, Rng};
 use outrigger_inject::gojson;
 use serde_json::{json, Number, Value};
 
@@ -263,21 +263,6 @@ fn json_encoding_agrees_with_go_on_the_table() {
     t.check("Go JSON, table");
 }
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
 fn gen(r: &mut Rng, strs: &[String], depth: usize) -> Value {
     match r.below(if depth == 0 { 5 } else { 7 }) {
         0 => {
@@ -313,14 +298,8 @@ fn json_encoding_agrees_with_go_on_generated_values() {
     let Some(mut o) = Oracle::get("json_encoding_agrees_with_go_on_generated_values") else {
         return;
     };
-    let n: usize = std::env::var("OUTRIGGER_DIFF_ITERATIONS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(5000);
-    let seed: u64 = std::env::var("OUTRIGGER_DIFF_SEED")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0x5EED_0F0E_7166);
+    let n = go_oracle::iterations(5000);
+    let seed = go_oracle::seed(0x5EED_0F0E_7166);
     let strs = strings();
     let mut r = Rng(seed);
     let inputs: Vec<String> = (0..n)

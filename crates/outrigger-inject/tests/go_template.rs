@@ -23,7 +23,7 @@
 
 mod go_oracle;
 
-use go_oracle::{Answer, Oracle};
+use go_oracle::{Answer, Oracle, Rng};
 use outrigger_inject::template::Template;
 use serde_json::{json, Value};
 
@@ -616,28 +616,6 @@ fn template_table_agrees_with_go() {
 }
 
 // ---------------------------------------------------------------- generated inputs
-
-/// A small deterministic PRNG (splitmix64), so runs are reproducible from the seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn chance(&mut self, percent: usize) -> bool {
-        self.below(100) < percent
-    }
-    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len())]
-    }
-}
 
 const STRINGS: &[&str] = &[
     "",
@@ -1289,17 +1267,13 @@ fn gen_template(r: &mut Rng) -> String {
     t
 }
 
-fn env_u64(name: &str) -> Option<u64> {
-    std::env::var(name).ok().and_then(|v| v.trim().parse().ok())
-}
-
 #[test]
 fn generated_templates_agree_with_go() {
     let Some(mut o) = Oracle::get("generated_templates_agree_with_go") else {
         return;
     };
-    let iterations = env_u64("OUTRIGGER_DIFF_ITERATIONS").unwrap_or(4000) as usize;
-    let seed = env_u64("OUTRIGGER_DIFF_SEED").unwrap_or(0x5EED_0F0E_7166);
+    let iterations = go_oracle::iterations(4000);
+    let seed = go_oracle::seed(0x5EED_0F0E_7166);
     let mut r = Rng(seed);
     let mut tally = Tally::default();
     let mut view = Tally::default();

@@ -1181,21 +1181,6 @@ fn mutations(seed: u64, n: usize) -> Vec<(String, String)> {
     out
 }
 
-fn iterations(default: usize) -> usize {
-    std::env::var("OUTRIGGER_DIFF_ITERATIONS")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(default)
-}
-
-/// `OUTRIGGER_DIFF_SEED` (hexadecimal), else `default`.
-fn seed(default: u64) -> u64 {
-    std::env::var("OUTRIGGER_DIFF_SEED")
-        .ok()
-        .and_then(|s| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok())
-        .unwrap_or(default)
-}
-
 /// Compare `n` generated inputs from `seed`, in batches (memory stays flat on long runs).
 fn random_inputs(o: &mut Oracle, n: usize, seed: u64) -> Tally {
     let mut t = Tally::default();
@@ -1213,13 +1198,16 @@ fn random_inputs(o: &mut Oracle, n: usize, seed: u64) -> Tally {
 }
 
 /// (e) Seeded random inputs: grammar-built documents and mutations (fixed seed by default;
-/// `OUTRIGGER_DIFF_ITERATIONS=N`, `OUTRIGGER_DIFF_SEED=hex`).
+/// `OUTRIGGER_DIFF_ITERATIONS=N`, `OUTRIGGER_DIFF_SEED`: decimal, or hexadecimal with `0x`).
 #[test]
 fn random_mutations() {
     let Some(mut o) = Oracle::get("random_mutations") else {
         return;
     };
-    let (n, seed) = (iterations(6000), seed(0x5EED_CAFE_F00D_1234));
+    let (n, seed) = (
+        go_oracle::iterations(6000),
+        go_oracle::seed(0x5EED_CAFE_F00D_1234),
+    );
     let t = random_inputs(&mut o, n, seed);
     t.report(&format!("(e) {n} random inputs, seed {seed:#x}"));
     t.assert_ok("random_mutations");
@@ -1233,7 +1221,10 @@ fn a_million_random_inputs() {
     let Some(mut o) = Oracle::get("a_million_random_inputs") else {
         return;
     };
-    let (n, seed) = (iterations(1_000_000), seed(0x0DD5_EED0_1234_5678));
+    let (n, seed) = (
+        go_oracle::iterations(1_000_000),
+        go_oracle::seed(0x0DD5_EED0_1234_5678),
+    );
     let t = random_inputs(&mut o, n, seed);
     t.report(&format!("(e, long) {n} random inputs, seed {seed:#x}"));
     t.assert_ok("a_million_random_inputs");

@@ -18,7 +18,7 @@ mod go_oracle;
 
 use std::path::{Path, PathBuf};
 
-use go_oracle::{Answer, Oracle};
+use go_oracle::{Answer, Oracle, Rng};
 use outrigger_inject::{gojson, yaml};
 use serde_json::{json, Value};
 
@@ -549,21 +549,6 @@ fn writer_agrees_with_go_on_special_values() {
     t.check("writer, special values");
 }
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
 /// A random string: pieces of the table joined, sometimes with spaces, breaks or lengthened.
 fn gen_string(r: &mut Rng, pool: &[String]) -> String {
     let mut s = String::new();
@@ -608,17 +593,13 @@ fn gen_value(r: &mut Rng, pool: &[String], depth: usize) -> Value {
     }
 }
 
-fn env_u64(name: &str) -> Option<u64> {
-    std::env::var(name).ok().and_then(|v| v.trim().parse().ok())
-}
-
 #[test]
 fn writer_agrees_with_go_on_generated_values() {
     let Some(mut o) = Oracle::get("writer_agrees_with_go_on_generated_values") else {
         return;
     };
-    let n = env_u64("OUTRIGGER_DIFF_ITERATIONS").unwrap_or(3000) as usize;
-    let seed = env_u64("OUTRIGGER_DIFF_SEED").unwrap_or(0x5EED_0F0E_7166);
+    let n = go_oracle::iterations(3000);
+    let seed = go_oracle::seed(0x5EED_0F0E_7166);
     let pool = special_strings();
     let mut r = Rng(seed);
     let inputs: Vec<(String, String)> = (0..n)

@@ -201,6 +201,58 @@ impl Oracle {
     }
 }
 
+/// `OUTRIGGER_DIFF_ITERATIONS` (how many generated inputs a differential test compares), else
+/// `default`.
+pub fn iterations(default: usize) -> usize {
+    std::env::var("OUTRIGGER_DIFF_ITERATIONS")
+        .ok()
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(default)
+}
+
+/// `OUTRIGGER_DIFF_SEED` (decimal, or hexadecimal with `0x`), else `default`.
+pub fn seed(default: u64) -> u64 {
+    std::env::var("OUTRIGGER_DIFF_SEED")
+        .ok()
+        .and_then(|s| {
+            let s = s.trim();
+            match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+                Some(hex) => u64::from_str_radix(hex, 16).ok(),
+                None => s.parse().ok(),
+            }
+        })
+        .unwrap_or(default)
+}
+
+/// A small deterministic PRNG (splitmix64), so generated inputs reproduce from their seed.
+pub struct Rng(pub u64);
+
+impl Rng {
+    /// The next 64 random bits.
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A number in `0..n` (0 when `n` is 0).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+
+    /// True with the given percentage.
+    pub fn chance(&mut self, percent: usize) -> bool {
+        self.below(100) < percent
+    }
+
+    /// One of `items` (which must not be empty).
+    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len())]
+    }
+}
+
 impl Drop for Oracle {
     fn drop(&mut self) {
         drop(self.stdin.take());
