@@ -86,6 +86,24 @@ fn write_secret(stored: &Value, incoming: &Value, merge: bool) -> Result<Value, 
     Ok(next)
 }
 
+/// The CA bundle the server stored in the fake's Secret (`what` names the expectation).
+fn secret_ca(api: &Arc<Mutex<Api>>, what: &str) -> Vec<u8> {
+    let b64 = api
+        .lock()
+        .expect("lock")
+        .secret
+        .as_ref()
+        .and_then(|s| {
+            s.pointer("/data/ca-bundle.crt")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
+        .expect(what);
+    base64::engine::general_purpose::STANDARD
+        .decode(b64)
+        .expect("base64 CA")
+}
+
 const MWC: &str = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations";
 
 fn webhook_config() -> Value {
@@ -463,20 +481,7 @@ async fn certificate_from_the_secret_and_configuration_from_the_configmap() {
         ],
     );
     // The certificate served is the one the server stored in the Secret.
-    let ca_b64 = api
-        .lock()
-        .expect("lock")
-        .secret
-        .as_ref()
-        .and_then(|s| {
-            s.pointer("/data/ca-bundle.crt")
-                .and_then(Value::as_str)
-                .map(str::to_string)
-        })
-        .expect("Secret created with a CA bundle");
-    let ca = base64::engine::general_purpose::STANDARD
-        .decode(ca_b64)
-        .expect("base64 CA");
+    let ca = secret_ca(&api, "Secret created with a CA bundle");
     let c = H2::connect(server.addr, &ca)
         .await
         .expect("TLS trusting only the Secret's CA");
@@ -594,20 +599,7 @@ async fn native_sidecars_from_the_node_cache_and_events_for_each_outcome() {
             ("POD_NAME", "outrigger-0"),
         ],
     );
-    let ca_b64 = api
-        .lock()
-        .expect("lock")
-        .secret
-        .as_ref()
-        .and_then(|s| {
-            s.pointer("/data/ca-bundle.crt")
-                .and_then(Value::as_str)
-                .map(str::to_string)
-        })
-        .expect("Secret created");
-    let ca = base64::engine::general_purpose::STANDARD
-        .decode(ca_b64)
-        .expect("base64 CA");
+    let ca = secret_ca(&api, "Secret created");
     let c = H2::connect(server.addr, &ca).await.expect("TLS");
     let mut on_node = pod("web-abc", json!({}));
     on_node["spec"]["nodeName"] = json!("n1");
@@ -737,20 +729,7 @@ async fn configmap_changes_swap_in_and_broken_ones_keep_the_last_good() {
             ("HOME", &dir.display().to_string()),
         ],
     );
-    let ca_b64 = api
-        .lock()
-        .expect("lock")
-        .secret
-        .as_ref()
-        .and_then(|s| {
-            s.pointer("/data/ca-bundle.crt")
-                .and_then(Value::as_str)
-                .map(str::to_string)
-        })
-        .expect("Secret created");
-    let ca = base64::engine::general_purpose::STANDARD
-        .decode(ca_b64)
-        .expect("base64 CA");
+    let ca = secret_ca(&api, "Secret created");
     let c = H2::connect(server.addr, &ca).await.expect("TLS");
     // The watch delivers a broken version (rejected) then policy: enabled (swapped in).
     assert!(
@@ -826,20 +805,7 @@ async fn openshift_proxy_ids_from_the_namespace_cache() {
             ("PLATFORM", "openshift"),
         ],
     );
-    let ca_b64 = api
-        .lock()
-        .expect("lock")
-        .secret
-        .as_ref()
-        .and_then(|s| {
-            s.pointer("/data/ca-bundle.crt")
-                .and_then(Value::as_str)
-                .map(str::to_string)
-        })
-        .expect("Secret created");
-    let ca = base64::engine::general_purpose::STANDARD
-        .decode(ca_b64)
-        .expect("base64 CA");
+    let ca = secret_ca(&api, "Secret created");
     let c = H2::connect(server.addr, &ca).await.expect("TLS");
     let mut patches = Vec::new();
     for ns in ["team", "unknown"] {
@@ -923,20 +889,7 @@ async fn deleted_configmaps_keep_the_last_good_configuration() {
             ("HOME", &dir.display().to_string()),
         ],
     );
-    let ca_b64 = api
-        .lock()
-        .expect("lock")
-        .secret
-        .as_ref()
-        .and_then(|s| {
-            s.pointer("/data/ca-bundle.crt")
-                .and_then(Value::as_str)
-                .map(str::to_string)
-        })
-        .expect("Secret created");
-    let ca = base64::engine::general_purpose::STANDARD
-        .decode(ca_b64)
-        .expect("base64 CA");
+    let ca = secret_ca(&api, "Secret created");
     let c = H2::connect(server.addr, &ca).await.expect("TLS");
     // Both ConfigMaps are deleted through their watches: each is a failed reload, logged at
     // error level, and the configuration read at start-up (with its mesh) stays in force.
