@@ -1,16 +1,23 @@
 #!/usr/bin/env python3
 """Turn the Go/protobuf type facts in ../shared/schema into the compact tables outrigger embeds.
 
-Usage: python3 tools/gen_schema_tables.py [SCHEMA_DIR]
-Writes crates/outrigger-inject/data/{k8s-types,proto-types}.json. Re-run when the schema facts change.
+Usage: python3 tools/gen_schema_tables.py [SCHEMA_DIR] [--out DIR]
+Writes crates/outrigger-inject/data/{k8s-types,proto-types}.json (or into DIR). Re-run when the
+schema facts change; the test crates/outrigger-inject/tests/schema_tables.rs checks that running it
+gives the committed tables.
 """
 import json
 import os
 import sys
 
 here = os.path.dirname(os.path.abspath(__file__))
-src = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "..", "..", "shared", "schema")
+args = sys.argv[1:]
 out = os.path.join(here, "..", "crates", "outrigger-inject", "data")
+if "--out" in args:
+    i = args.index("--out")
+    out = args[i + 1]
+    del args[i:i + 2]
+src = args[0] if args else os.path.join(here, "..", "..", "shared", "schema")
 
 k = json.load(open(os.path.join(src, "k8s-go-types.json")))
 structs = {}

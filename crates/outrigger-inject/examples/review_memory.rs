@@ -11,40 +11,11 @@
 //! RSS and writes such a review. To see where the bytes go, forward the wrapper to
 //! `std::alloc::System` and run it under `valgrind --tool=massif`.
 
-// A counting global allocator needs `unsafe`: allowed in this measuring example only.
-#![allow(unsafe_code)]
-
-use std::alloc::{GlobalAlloc, Layout};
-use std::sync::atomic::{AtomicUsize, Ordering};
-
 use outrigger_inject::admission::{self, Context, NativeMode};
 
-/// mimalloc, counting live bytes and their peak.
-struct Counting;
-
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: forwarded unchanged to mimalloc.
-        let p = unsafe { mimalloc::MiMalloc.alloc(layout) };
-        if !p.is_null() {
-            let now = LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
-            PEAK.fetch_max(now, Ordering::Relaxed);
-        }
-        p
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: forwarded unchanged to mimalloc.
-        unsafe { mimalloc::MiMalloc.dealloc(ptr, layout) };
-        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-    }
-}
-
+// mimalloc behind a counting wrapper (the unsafe forwarding lives in outrigger-alloc).
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: outrigger_alloc::Counting = outrigger_alloc::Counting;
 
 /// `VmHWM` (peak resident set) of this process in KiB, 0 where `/proc` is absent.
 fn vm_hwm_kib() -> usize {
@@ -80,10 +51,10 @@ fn main() {
     let warm = br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"w","namespace":"default","object":{"metadata":{"name":"w"},"spec":{"containers":[{"name":"a"}]}}}}"#;
     drop(admission::review(warm, "/inject", &ctx));
     let hwm_before = vm_hwm_kib();
-    let base = LIVE.load(Ordering::Relaxed);
-    PEAK.store(base, Ordering::Relaxed);
+    let base = outrigger_alloc::Counting::live();
+    outrigger_alloc::Counting::reset_peak();
     let reviewed = admission::review(&body, "/inject", &ctx);
-    let peak = PEAK.load(Ordering::Relaxed) - base;
+    let peak = outrigger_alloc::Counting::peak() - base;
     println!(
         "body {:.2} MiB, response {:.2} MiB, outcome {:?}, review peak {:.1} MiB above the start ({:.1}x the body)",
         mib(body.len()),

@@ -7,7 +7,6 @@
 //! ([`kube_mode`]), certificates come from a Secret, configuration from ConfigMaps, and cluster
 //! facts and Events from the Kubernetes API.
 
-pub mod alloc;
 pub mod body;
 pub mod cluster;
 pub mod conn;
@@ -191,9 +190,9 @@ fn init_logging(args: &ServeArgs) {
 
 /// Run the webhook until SIGTERM/SIGINT.
 pub fn run(args: &ServeArgs) -> Result<()> {
-    alloc::tune();
+    outrigger_alloc::tune();
     init_logging(args);
-    tracing::debug!(allocator = %alloc::describe(), "allocator settings");
+    tracing::debug!(allocator = %outrigger_alloc::describe(), "allocator settings");
     let threads = args
         .worker_threads
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));

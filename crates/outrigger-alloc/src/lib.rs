@@ -1,4 +1,7 @@
-//! Allocator settings of the webhook server, for a resident set that follows the live heap.
+//! # outrigger-alloc
+//!
+//! The allocator of outrigger's webhook server, for a resident set that follows the live heap,
+//! and a counting wrapper of it for memory measurements.
 //!
 //! With its defaults, mimalloc (the binary's allocator) asks for transparent huge pages and keeps
 //! freed pages committed for a second. A large review builds and drops pod-sized JSON trees of
@@ -7,11 +10,13 @@
 //! the peak down to the live heap: no huge pages for this process, and freed pages returned to
 //! the OS at once (measured on the load test: no visible CPU cost).
 //!
-//! The one module of the binary allowed `unsafe` (FFI calls with no preconditions, each with
-//! its SAFETY note).
-#![allow(unsafe_code)]
+//! This crate is the only one of the workspace with `unsafe` code (the others forbid it): the
+//! FFI calls below, which have no preconditions, and the [`GlobalAlloc`] forwarding of
+//! [`Counting`], each with its SAFETY note.
 
+use std::alloc::{GlobalAlloc, Layout};
 use std::os::raw::{c_int, c_long};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 // mimalloc's C API (linked through the `mimalloc` crate).
 extern "C" {
@@ -57,5 +62,49 @@ pub fn describe() -> String {
             if v / 10000 == 3 { "0" } else { "default" }
         ),
         None => "allocator defaults".to_string(),
+    }
+}
+
+/// mimalloc, counting live heap bytes and their peak: for measuring examples and benchmarks
+/// (`#[global_allocator] static A: outrigger_alloc::Counting = outrigger_alloc::Counting;`).
+pub struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+impl Counting {
+    /// Bytes currently allocated through [`Counting`].
+    pub fn live() -> usize {
+        LIVE.load(Ordering::Relaxed)
+    }
+
+    /// The highest [`Counting::live`] since the start or the last [`Counting::reset_peak`].
+    pub fn peak() -> usize {
+        PEAK.load(Ordering::Relaxed)
+    }
+
+    /// Start a new peak measurement from the bytes live now.
+    pub fn reset_peak() {
+        PEAK.store(LIVE.load(Ordering::Relaxed), Ordering::Relaxed);
+    }
+}
+
+// SAFETY: every call is forwarded unchanged to mimalloc, a correct allocator; the counters do
+// not touch the memory.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: the caller's contract for `alloc` is passed on to mimalloc unchanged.
+        let p = unsafe { mimalloc::MiMalloc.alloc(layout) };
+        if !p.is_null() {
+            let now = LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
+            PEAK.fetch_max(now, Ordering::Relaxed);
+        }
+        p
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` came from `alloc` above, i.e. from mimalloc, with this layout.
+        unsafe { mimalloc::MiMalloc.dealloc(ptr, layout) };
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
     }
 }
