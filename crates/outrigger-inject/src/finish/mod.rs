@@ -9,7 +9,9 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-use crate::{gojson, jsonmap, Error, Result};
+use crate::go::json as gojson;
+use crate::json::lookup as jsonmap;
+use crate::{Error, Result};
 
 /// Name of the injected proxy container.
 pub const PROXY_CONTAINER: &str = "istio-proxy";
