@@ -10,7 +10,7 @@ use serde_json::{json, Map, Value};
 
 use crate::config::Snapshot;
 use crate::decide::annotations;
-use crate::finish::{self, PostProcess};
+use crate::finish::{self, prometheus, PostProcess};
 use crate::go::json as gojson;
 use crate::kube::typed;
 use crate::merge::strategic;
@@ -365,7 +365,7 @@ fn strip_pod(pod: &Value, status_port: i64) -> Result<Cow<'_, Value>> {
     let mut stripped = without_injected_containers(pod);
     if status.is_some() {
         let ann = annotations_mut(&mut stripped);
-        finish::strip_prometheus_annotations(ann, status_port);
+        prometheus::strip_prometheus_annotations(ann, status_port);
         ann.remove(STATUS_ANNOTATION);
         tidy_lists(&mut stripped);
     }
