@@ -1,4 +1,4 @@
-//! Arbitrary bytes into `workload::inject_manifests` with the embedded default configuration,
+//! Arbitrary bytes into `kube_inject::inject_manifests` with the embedded default configuration,
 //! as `outrigger inject` runs it. Any input must give `Ok` or `Err`, never a panic; the output
 //! of a successful run must parse again (and, with `FUZZ_IDEMPOTENCE=1`, inject to itself).
 #![no_main]
@@ -7,8 +7,9 @@ use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
 use outrigger_inject::config::{InjectorConfig, Snapshot};
-use outrigger_inject::workload::{self, KubeInjectOptions};
-use outrigger_inject::{defaults, yaml};
+use outrigger_inject::kube_inject::{self, KubeInjectOptions};
+use outrigger_inject::config::defaults;
+use outrigger_inject::yaml;
 
 fn snapshot() -> &'static Snapshot {
     static SNAPSHOT: OnceLock<Snapshot> = OnceLock::new();
@@ -34,7 +35,7 @@ fuzz_target!(|data: &[u8]| {
         revision: if flags & 2 == 2 { "canary" } else { "" },
         compliance_policy: "",
     };
-    let Ok(out) = workload::inject_manifests(text, &opts) else {
+    let Ok(out) = kube_inject::inject_manifests(text, &opts) else {
         return;
     };
     for d in yaml::split_documents(&out.text).expect("output splits") {
@@ -42,7 +43,7 @@ fuzz_target!(|data: &[u8]| {
     }
     // With FUZZ_IDEMPOTENCE set, re-injecting the output must give it back unchanged.
     if std::env::var_os("FUZZ_IDEMPOTENCE").is_some() {
-        match workload::inject_manifests(&out.text, &opts) {
+        match kube_inject::inject_manifests(&out.text, &opts) {
             Ok(again) => assert_eq!(again.text, out.text, "re-injection changed the output"),
             Err(e) => panic!("re-injecting the output failed: {e}\noutput:\n{}", out.text),
         }

@@ -14,7 +14,8 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::Mutex;
 
 use libfuzzer_sys::fuzz_target;
-use outrigger_inject::{gojson, yaml};
+use outrigger_inject::go::json as gojson;
+use outrigger_inject::yaml;
 use serde_json::{json, Value};
 
 struct Oracle {

@@ -10,8 +10,8 @@
 //! present, else the embedded default (the bench prints which).
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use outrigger_inject::admission::{self, Context as ReviewContext, NativeMode};
 use outrigger_inject::inject;
+use outrigger_inject::webhook::{self, Context as ReviewContext, NativeMode};
 use serde_json::{json, Value};
 
 mod support;
@@ -54,15 +54,13 @@ fn bench(c: &mut Criterion) {
         ),
     ] {
         let body = review_body(&pod);
-        let first = admission::review(&body, "/inject", &ctx);
+        let first = webhook::review(&body, "/inject", &ctx);
         assert!(
-            matches!(first.outcome, admission::Outcome::Injected),
+            matches!(first.outcome, webhook::Outcome::Injected),
             "{name}: expected an injection, got {:?}",
             first.outcome
         );
-        c.bench_function(name, |b| {
-            b.iter(|| admission::review(&body, "/inject", &ctx))
-        });
+        c.bench_function(name, |b| b.iter(|| webhook::review(&body, "/inject", &ctx)));
     }
     let hello = hello_pod(1, 0, 0);
     c.bench_function("inject/hello", |b| {

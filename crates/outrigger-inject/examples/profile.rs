@@ -102,7 +102,7 @@ fn render_loop(
 
 /// Third argument `webhook`: whole AdmissionReviews (`--toggle-collect=profile::review_loop`).
 fn webhook(s: &Snapshot, pod: &serde_json::Value, n: usize) {
-    use outrigger_inject::admission::{self, Context, NativeMode};
+    use outrigger_inject::webhook::{self, Context, NativeMode};
     let mut pod = pod.clone();
     pod["metadata"]["generateName"] = json!("hello-7d4f9-");
     pod["metadata"]["ownerReferences"] = json!([{"apiVersion": "apps/v1", "kind": "ReplicaSet",
@@ -120,8 +120,8 @@ fn webhook(s: &Snapshot, pod: &serde_json::Value, n: usize) {
         namespaces: None,
         compliance_policy: "",
     };
-    let first = admission::review(&body, "/inject", &ctx);
-    assert!(matches!(first.outcome, admission::Outcome::Injected));
+    let first = webhook::review(&body, "/inject", &ctx);
+    assert!(matches!(first.outcome, webhook::Outcome::Injected));
     let start = std::time::Instant::now();
     review_loop(&body, &ctx, n);
     eprintln!("{:?} per review", start.elapsed() / n as u32);
@@ -129,8 +129,8 @@ fn webhook(s: &Snapshot, pod: &serde_json::Value, n: usize) {
 
 /// The measured review loop.
 #[inline(never)]
-fn review_loop(body: &[u8], ctx: &outrigger_inject::admission::Context<'_>, n: usize) {
+fn review_loop(body: &[u8], ctx: &outrigger_inject::webhook::Context<'_>, n: usize) {
     for _ in 0..n {
-        std::hint::black_box(outrigger_inject::admission::review(body, "/inject", ctx));
+        std::hint::black_box(outrigger_inject::webhook::review(body, "/inject", ctx));
     }
 }

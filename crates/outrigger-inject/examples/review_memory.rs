@@ -11,7 +11,7 @@
 //! RSS and writes such a review. To see where the bytes go, forward the wrapper to
 //! `std::alloc::System` and run it under `valgrind --tool=massif`.
 
-use outrigger_inject::admission::{self, Context, NativeMode};
+use outrigger_inject::webhook::{self, Context, NativeMode};
 
 // mimalloc behind a counting wrapper (the unsafe forwarding lives in outrigger-alloc).
 #[global_allocator]
@@ -36,7 +36,7 @@ fn main() {
     let path = std::env::args()
         .nth(1)
         .expect("usage: review_memory REVIEW.json");
-    let snapshot = outrigger_inject::defaults::snapshot().expect("embedded default");
+    let snapshot = outrigger_inject::config::defaults::snapshot().expect("embedded default");
     let ctx = Context {
         snapshot: &snapshot,
         native_mode: NativeMode::Disabled,
@@ -49,11 +49,11 @@ fn main() {
     let body = std::fs::read(&path).expect("read the review");
     // A small review first, so lazily built tables are not counted.
     let warm = br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"w","namespace":"default","object":{"metadata":{"name":"w"},"spec":{"containers":[{"name":"a"}]}}}}"#;
-    drop(admission::review(warm, "/inject", &ctx));
+    drop(webhook::review(warm, "/inject", &ctx));
     let hwm_before = vm_hwm_kib();
     let base = outrigger_alloc::Counting::live();
     outrigger_alloc::Counting::reset_peak();
-    let reviewed = admission::review(&body, "/inject", &ctx);
+    let reviewed = webhook::review(&body, "/inject", &ctx);
     let peak = outrigger_alloc::Counting::peak() - base;
     println!(
         "body {:.2} MiB, response {:.2} MiB, outcome {:?}, review peak {:.1} MiB above the start ({:.1}x the body)",

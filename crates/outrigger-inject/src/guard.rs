@@ -158,7 +158,7 @@ pub fn document_change(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::defaults;
+    use crate::config::defaults;
 
     fn snap(config: &str, values: &str) -> Snapshot {
         Snapshot::load(config, values, Some(defaults::MESH)).expect("loads")

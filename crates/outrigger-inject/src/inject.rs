@@ -9,9 +9,13 @@ use std::collections::BTreeMap;
 use serde_json::{json, Map, Value};
 
 use crate::config::Snapshot;
-use crate::postprocess::{self, PostProcess};
+use crate::decide::annotations;
+use crate::finish::{self, prometheus, PostProcess};
+use crate::go::json as gojson;
+use crate::kube::typed;
+use crate::merge::strategic;
 use crate::template::TemplateData;
-use crate::{gojson, k8s, merge, mesh, validate, yaml, Error, Result};
+use crate::{mesh, yaml, Error, Result};
 
 /// Name of the proxy container.
 pub const PROXY_CONTAINER: &str = "istio-proxy";
@@ -361,7 +365,7 @@ fn strip_pod(pod: &Value, status_port: i64) -> Result<Cow<'_, Value>> {
     let mut stripped = without_injected_containers(pod);
     if status.is_some() {
         let ann = annotations_mut(&mut stripped);
-        postprocess::strip_prometheus_annotations(ann, status_port);
+        prometheus::strip_prometheus_annotations(ann, status_port);
         ann.remove(STATUS_ANNOTATION);
         tidy_lists(&mut stripped);
     }
@@ -458,8 +462,8 @@ fn rendered_patch(name: &str, text: &str) -> Result<Value> {
 }
 
 fn merge_pod(target: &mut Value, patch: &Value) -> Result<()> {
-    merge::strategic_merge(POD_TYPE, target, patch)?;
-    k8s::normalize(POD_TYPE, target).map_err(|e| e.context("unmarshal patched pod"))
+    strategic::strategic_merge(POD_TYPE, target, patch)?;
+    typed::normalize(POD_TYPE, target).map_err(|e| e.context("unmarshal patched pod"))
 }
 
 /// Effective mesh config for this pod: the `proxy.istio.io/config` annotation applied.
@@ -491,7 +495,7 @@ pub fn inject_pod_owned(pod: Value, p: &InjectParams<'_>) -> Result<Injected> {
 /// The typed round-trip of a pod that [`inject_pod`] starts with (Go decoding the pod into its
 /// struct: omitempty, canonical quantities), with Istio's error wrapping.
 pub fn normalize_pod(pod: &mut Value) -> Result<()> {
-    k8s::normalize(POD_TYPE, pod).map_err(|e| e.context("could not decode pod"))
+    typed::normalize(POD_TYPE, pod).map_err(|e| e.context("could not decode pod"))
 }
 
 /// [`inject_pod`] for a pod that [`normalize_pod`] has already normalised, without copying it
@@ -548,7 +552,7 @@ pub fn inject_normalized(original: &Value, p: &InjectParams<'_>) -> Result<Injec
         original_pod: original,
         proxy_config_annotation_mesh: annotation_mesh,
     };
-    let pp_warnings = postprocess::post_process_with_warnings(&mut merged, &pp)
+    let pp_warnings = finish::post_process_with_warnings(&mut merged, &pp)
         .map_err(|e| e.context("failed to process pod"))?;
     warnings.extend(pp_warnings);
     Ok(Injected {
@@ -585,7 +589,7 @@ fn run_templates(
         .and_then(|m| m.get("annotations"))
         .and_then(Value::as_object)
         .unwrap_or(&empty);
-    validate::validate_annotations(annotations)?;
+    annotations::validate_annotations(annotations)?;
 
     // Cluster and network (spec §4.3), written back into the proxy environment.
     let mut cluster = snapshot.values_facts.cluster_name.clone();
@@ -648,7 +652,7 @@ fn run_templates(
 
     // Merge onto the unstripped pod, as Istio does: on re-injection the previous sidecar keeps
     // what post-processing merges back (e.g. `ISTIO_KUBE_APP_PROBERS` of already rewritten probes).
-    let mut merged = crate::compact::clone(pod);
+    let mut merged = crate::json::compact::clone(pod);
     let mut template_pod = json!({});
     let mut rendered: Vec<(String, String)> = Vec::new();
     for name in select_templates(snapshot, pod) {
@@ -671,7 +675,7 @@ fn run_templates(
         // overlay when it holds patch directives) and not normalised. Istio normalises it; its
         // errors are reproduced below when the real merge fails.
         let names = names_overlay(&overlay);
-        merge::strategic_merge(
+        strategic::strategic_merge(
             POD_TYPE,
             &mut template_pod,
             names.as_ref().unwrap_or(&overlay),
@@ -679,9 +683,11 @@ fn run_templates(
         .map_err(|e| e.context("failed applying injection overlay"))?;
         move_native_proxy(&mut merged, &template_pod, p.native_sidecars);
         rendered.push((name, text));
-        let result = merge::strategic_merge_owned(POD_TYPE, &mut merged, overlay).and_then(|()| {
-            k8s::normalize(POD_TYPE, &mut merged).map_err(|e| e.context("unmarshal patched pod"))
-        });
+        let result =
+            strategic::strategic_merge_owned(POD_TYPE, &mut merged, overlay).and_then(|()| {
+                typed::normalize(POD_TYPE, &mut merged)
+                    .map_err(|e| e.context("unmarshal patched pod"))
+            });
         if let Err(e) = result {
             typed_template_pod(&rendered)
                 .map_err(|e| e.context("failed applying injection overlay"))?;
@@ -826,7 +832,7 @@ fn reapply_overwritten_containers(
                     m.remove("image");
                 }
             }
-            let overlay = k8s::to_go_value("corev1.Container", &overlay)?;
+            let overlay = typed::to_go_value("corev1.Container", &overlay)?;
             let patch = if list == "containers" {
                 json!({"spec": {"containers": [overlay.clone()]}})
             } else {
@@ -1019,8 +1025,8 @@ mod template_pod_tests {
         let (mut full, mut reduced) = (json!({}), json!({}));
         for o in &overlays {
             let r = names_overlay(o).expect("plain overlay is reduced");
-            merge::strategic_merge(POD_TYPE, &mut full, o).unwrap();
-            merge::strategic_merge(POD_TYPE, &mut reduced, &r).unwrap();
+            strategic::strategic_merge(POD_TYPE, &mut full, o).unwrap();
+            strategic::strategic_merge(POD_TYPE, &mut reduced, &r).unwrap();
             assert_eq!(names_of(&full), names_of(&reduced), "after {o}");
         }
         assert!(names_of(&full).iter().any(|(_, n)| n.len() == 2));

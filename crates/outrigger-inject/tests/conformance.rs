@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use libtest_mimic::{Arguments, Failed, Trial};
 
 use outrigger_inject::config::{InjectorConfig, Snapshot};
-use outrigger_inject::workload::{self, KubeInjectOptions};
+use outrigger_inject::kube_inject::{self, KubeInjectOptions};
 use outrigger_inject::yaml;
 use serde_json::{Map, Value};
 
@@ -141,7 +141,7 @@ fn run_case(root: &Path, c: &Value) -> Result<(), String> {
         compliance_policy: compliance,
     };
     let input = read(&root.join(s("input")))?;
-    let result = workload::inject_manifests(&input, &opts);
+    let result = kube_inject::inject_manifests(&input, &opts);
     if let Some(expected) = c.get("expected_error").and_then(Value::as_str) {
         return match result {
             Ok(_) => Err(format!(

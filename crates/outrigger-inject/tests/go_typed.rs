@@ -15,7 +15,8 @@
 mod go_oracle;
 
 use go_oracle::Oracle;
-use outrigger_inject::{k8s, yaml};
+use outrigger_inject::kube::typed;
+use outrigger_inject::yaml;
 use serde_json::{json, Value};
 
 const PREFIX: &str = "error unmarshaling JSON: while decoding JSON: ";
@@ -149,7 +150,7 @@ fn same(a: &Value, b: &Value) -> bool {
 
 fn ours(text: &str) -> Result<Value, String> {
     let mut v = yaml::from_str(text).map_err(|e| format!("yaml: {e}"))?;
-    k8s::normalize("appsv1.Deployment", &mut v).map_err(|e| e.to_string())?;
+    typed::normalize("appsv1.Deployment", &mut v).map_err(|e| e.to_string())?;
     Ok(v)
 }
 

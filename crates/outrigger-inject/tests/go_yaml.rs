@@ -27,9 +27,9 @@ use std::path::{Path, PathBuf};
 
 use go_oracle::{Answer, Oracle};
 use outrigger_inject::config::{InjectorConfig, Snapshot};
-use outrigger_inject::gojson;
+use outrigger_inject::go::json as gojson;
 use outrigger_inject::inject::{self, InjectParams, Mode};
-use outrigger_inject::workload::{self, KubeInjectOptions};
+use outrigger_inject::kube_inject::{self, KubeInjectOptions};
 use outrigger_inject::yaml;
 use serde_json::{json, Value};
 
@@ -359,7 +359,7 @@ fn rendered_templates() {
                 revision: "",
                 compliance_policy: "",
             };
-            let _ = workload::inject_manifests(&input, &opts);
+            let _ = kube_inject::inject_manifests(&input, &opts);
         });
         for t in texts {
             inputs.push((format!("case {}", s("name")), t));

@@ -19,7 +19,8 @@ mod go_oracle;
 use std::path::{Path, PathBuf};
 
 use go_oracle::{Answer, Oracle, Rng};
-use outrigger_inject::{gojson, yaml};
+use outrigger_inject::go::json as gojson;
+use outrigger_inject::yaml;
 use serde_json::{json, Value};
 
 fn ours(json_text: &str) -> Answer {

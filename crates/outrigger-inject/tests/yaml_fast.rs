@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use outrigger_inject::config::{InjectorConfig, Snapshot};
 use outrigger_inject::inject::{self, InjectParams, Mode};
-use outrigger_inject::workload::{self, KubeInjectOptions};
+use outrigger_inject::kube_inject::{self, KubeInjectOptions};
 use outrigger_inject::yaml;
 use serde_json::{json, Value};
 
@@ -199,7 +199,7 @@ fn corpus_injections() {
                 revision: "",
                 compliance_policy: "",
             };
-            let _ = workload::inject_manifests(&input, &opts);
+            let _ = kube_inject::inject_manifests(&input, &opts);
         });
         for t in &texts {
             tally.add(t, s("name"));

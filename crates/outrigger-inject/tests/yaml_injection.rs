@@ -7,9 +7,10 @@
 
 use std::path::{Path, PathBuf};
 
+use outrigger_inject::config::defaults;
 use outrigger_inject::config::{InjectorConfig, Snapshot};
-use outrigger_inject::workload::{self, KubeInjectOptions, KubeInjectOutput};
-use outrigger_inject::{defaults, yaml};
+use outrigger_inject::kube_inject::{self, KubeInjectOptions, KubeInjectOutput};
+use outrigger_inject::yaml;
 use serde_json::Value;
 
 fn root() -> PathBuf {
@@ -47,7 +48,7 @@ fn inject(text: &str, snapshot: &Snapshot, what: &str) -> KubeInjectOutput {
         revision: "",
         compliance_policy: "",
     };
-    workload::inject_manifests(text, &opts).unwrap_or_else(|e| panic!("{what}: {e}"))
+    kube_inject::inject_manifests(text, &opts).unwrap_or_else(|e| panic!("{what}: {e}"))
 }
 
 fn documents(text: &str) -> Vec<Value> {

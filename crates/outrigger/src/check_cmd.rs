@@ -18,7 +18,7 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 use outrigger_inject::config::{InjectorConfig, Snapshot};
-use outrigger_inject::decision::{self, Decision, LabelSelector, Reason, INJECT_KEY};
+use outrigger_inject::decide::{self, Decision, LabelSelector, Reason, INJECT_KEY};
 use outrigger_inject::inject;
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -237,7 +237,7 @@ fn step_facts(pod: &Value, config: &InjectorConfig) -> [(&'static str, String); 
         .pointer("/metadata/namespace")
         .and_then(Value::as_str)
         .unwrap_or("");
-    let ignored = decision::IGNORED_NAMESPACES.contains(&ns);
+    let ignored = decide::IGNORED_NAMESPACES.contains(&ns);
     let object_value = match (labels.get(INJECT_KEY), inject::annotation(pod, INJECT_KEY)) {
         (Some(v), _) => format!(
             "label {INJECT_KEY}={}",
@@ -322,7 +322,7 @@ struct Candidate {
 /// The first single change (in order of preference: drop an opt-out, label the namespace, label
 /// the pod) after which the pod is injected, or why there is none.
 fn find_fix(workload: &str, pod: &Value, ctx: &CheckContext<'_>, report: &Report) -> String {
-    if decision::IGNORED_NAMESPACES.contains(&ctx.namespace) {
+    if decide::IGNORED_NAMESPACES.contains(&ctx.namespace) {
         return format!(
             "none by labels: namespace {:?} is never injected; deploy it in another namespace",
             ctx.namespace
@@ -511,7 +511,7 @@ fn explain_once(workload: &str, pod: &Value, ctx: &CheckContext<'_>) -> Report {
         .unwrap_or(&empty);
     let webhooks = webhook_matches(ctx.webhooks, &ns_labels, pod_labels);
     let config = &ctx.snapshot.config;
-    let d = decision::inject_required(
+    let d = decide::inject_required(
         &pod,
         &config.policy,
         &config.never_inject_selector,
@@ -753,7 +753,7 @@ fn read(path: &std::path::Path) -> Result<String> {
 /// The injector configuration as the webhook uses it: the files when given, else the embedded default.
 pub fn load_snapshot(args: &CheckArgs) -> Result<Snapshot> {
     let Some(cfg) = &args.files.inject_config_file else {
-        return outrigger_inject::defaults::snapshot()
+        return outrigger_inject::config::defaults::snapshot()
             .context("loading the embedded default configuration");
     };
     let config = read(cfg)?;
@@ -862,7 +862,7 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
 mod tests {
     use super::*;
     use outrigger_inject::config::ValuesFacts;
-    use outrigger_inject::decision::Policy;
+    use outrigger_inject::decide::Policy;
     use serde_json::json;
 
     fn snapshot(policy: &str, never: Vec<Value>, always: Vec<Value>) -> Snapshot {

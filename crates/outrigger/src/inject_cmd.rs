@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use outrigger_inject::workload::{self, KubeInjectOptions, Outcome, ProcessedDocument, SkipReason};
+use outrigger_inject::kube_inject::{
+    self, KubeInjectOptions, Outcome, ProcessedDocument, SkipReason,
+};
 use outrigger_inject::yaml;
 
 use crate::settings::{self, ConfigFiles, NativeMode};
@@ -310,7 +312,8 @@ fn stream(
 ) -> Result<()> {
     for (index, raw) in yaml::DocumentReader::new(input).enumerate() {
         let raw = raw?;
-        let doc = workload::inject_raw_document(index, &raw.text, raw.first_line, opts, args.diff);
+        let doc =
+            kube_inject::inject_raw_document(index, &raw.text, raw.first_line, opts, args.diff);
         let Some(doc) = doc? else { continue };
         stats.count(doc.outcome);
         stats.warnings.extend(doc.warnings.iter().cloned());

@@ -4,10 +4,10 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use outrigger_inject::admission;
+use outrigger_inject::config::defaults;
 use outrigger_inject::config::{self, InjectorConfig, Snapshot};
-use outrigger_inject::defaults;
-use outrigger_inject::workload::{self, InjectConfigShape};
+use outrigger_inject::kube_inject::{self, InjectConfigShape};
+use outrigger_inject::webhook;
 
 /// Istio's configuration files, as `istioctl kube-inject` names its flags.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -46,11 +46,11 @@ pub fn native_sidecars_offline(flag: Option<NativeMode>) -> bool {
             if value.is_empty() {
                 return false;
             }
-            let (mode, warning) = admission::NativeMode::parse(&value);
+            let (mode, warning) = webhook::NativeMode::parse(&value);
             if let Some(w) = warning {
                 eprintln!("warning: {w} (accepted values: true, false, auto)");
             }
-            mode == admission::NativeMode::Enabled
+            mode == webhook::NativeMode::Enabled
         }
     }
 }
@@ -77,7 +77,7 @@ pub fn kube_inject_snapshot(
     let mut configmap_values = None;
     let config = match inject_config {
         Some(p) => {
-            let loaded = workload::load_inject_config(&read(p)?)
+            let loaded = kube_inject::load_inject_config(&read(p)?)
                 .with_context(|| format!("loading injector config {}", p.display()))?;
             match (loaded.shape, &loaded.values, values) {
                 (InjectConfigShape::ConfigMap, Some(v), None) => {

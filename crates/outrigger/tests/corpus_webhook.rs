@@ -240,7 +240,7 @@ async fn run_case(c: &H2, root: &Path, case: &Value) -> Result<usize, String> {
         // The API server sends (and patches) its typed serialisation of the pod; Go's test
         // compares typed pods too.
         for p in [&mut pod, &mut want_pod] {
-            outrigger_inject::k8s::normalize("corev1.Pod", p)
+            outrigger_inject::kube::typed::normalize("corev1.Pod", p)
                 .map_err(|e| format!("[doc {i}] normalising: {e}"))?;
         }
         let ns = input["metadata"]["namespace"].as_str().unwrap_or("");

@@ -1019,9 +1019,9 @@ fn warnings_follow_an_empty_line_on_stderr() {
 /// The embedded default's values, mesh config and `config`, written as files.
 fn default_files(dir: &TempDir) -> (std::path::PathBuf, std::path::PathBuf, std::path::PathBuf) {
     (
-        dir.write("values.json", outrigger_inject::defaults::VALUES),
-        dir.write("mesh.yaml", outrigger_inject::defaults::MESH),
-        dir.write("config.yaml", outrigger_inject::defaults::CONFIG),
+        dir.write("values.json", outrigger_inject::config::defaults::VALUES),
+        dir.write("mesh.yaml", outrigger_inject::config::defaults::MESH),
+        dir.write("config.yaml", outrigger_inject::config::defaults::CONFIG),
     )
 }
 
@@ -1076,7 +1076,7 @@ fn whole_configmap_as_inject_config_uses_its_config_key() {
     let dir = TempDir::new("config-configmap");
     let (values, _, _) = default_files(&dir);
     let mut config = String::new();
-    for line in outrigger_inject::defaults::CONFIG.lines() {
+    for line in outrigger_inject::config::defaults::CONFIG.lines() {
         config.push_str("    ");
         config.push_str(line);
         config.push('\n');
@@ -1112,7 +1112,7 @@ fn whole_configmap_as_inject_config_uses_its_config_key() {
 
     // With its `values` key and no --valuesFile, the ConfigMap's values are used too.
     let mut values_block = String::new();
-    for line in outrigger_inject::defaults::VALUES.lines() {
+    for line in outrigger_inject::config::defaults::VALUES.lines() {
         values_block.push_str("    ");
         values_block.push_str(line);
         values_block.push('\n');

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use common::*;
-use outrigger_inject::defaults;
+use outrigger_inject::config::defaults;
 use serde_json::{json, Value};
 
 const V1: &str = "admission.k8s.io/v1";

@@ -120,11 +120,14 @@ fn status(code: u16, reason: &str) -> Value {
 }
 
 fn configmap() -> Value {
-    let config =
-        outrigger_inject::defaults::CONFIG.replacen("policy: enabled", "policy: disabled", 1);
+    let config = outrigger_inject::config::defaults::CONFIG.replacen(
+        "policy: enabled",
+        "policy: disabled",
+        1,
+    );
     assert_ne!(
         config,
-        outrigger_inject::defaults::CONFIG,
+        outrigger_inject::config::defaults::CONFIG,
         "policy replaced"
     );
     configmap_with(&config, "7")
@@ -133,7 +136,7 @@ fn configmap() -> Value {
 fn configmap_with(config: &str, rv: &str) -> Value {
     json!({"apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": "istio-sidecar-injector", "namespace": "istio-system", "resourceVersion": rv},
-        "data": {"config": config, "values": outrigger_inject::defaults::VALUES}})
+        "data": {"config": config, "values": outrigger_inject::config::defaults::VALUES}})
 }
 
 async fn answer(api: Arc<Mutex<Api>>, req: Request<hyper::body::Incoming>) -> (u16, Value) {
@@ -457,7 +460,7 @@ async fn certificate_from_the_secret_and_configuration_from_the_configmap() {
     let kc = kc.display().to_string();
     // Mounted files (policy enabled) are ignored when the configuration comes from the API.
     let mounted = dir.join("config");
-    std::fs::write(&mounted, outrigger_inject::defaults::CONFIG).expect("write config");
+    std::fs::write(&mounted, outrigger_inject::config::defaults::CONFIG).expect("write config");
     let server = Server::start(
         &[
             "--kube",
@@ -522,7 +525,7 @@ async fn certificate_from_the_secret_and_configuration_from_the_configmap() {
     // A change of the mounted file does not override the ConfigMap configuration.
     std::fs::write(
         &mounted,
-        format!("{}\n", outrigger_inject::defaults::CONFIG),
+        format!("{}\n", outrigger_inject::config::defaults::CONFIG),
     )
     .expect("rewrite");
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -702,7 +705,7 @@ async fn configmap_changes_swap_in_and_broken_ones_keep_the_last_good() {
         let mut a = api.lock().expect("lock");
         a.updates = vec![
             configmap_with("policy: [unclosed\n", "8"),
-            configmap_with(outrigger_inject::defaults::CONFIG, "9"),
+            configmap_with(outrigger_inject::config::defaults::CONFIG, "9"),
         ];
     }
     let port = fake_api(api.clone());
@@ -856,7 +859,10 @@ async fn deleted_configmaps_keep_the_last_good_configuration() {
     let api = Arc::new(Mutex::new(Api::default()));
     {
         let mut a = api.lock().expect("lock");
-        a.current = Some(configmap_with(outrigger_inject::defaults::CONFIG, "7"));
+        a.current = Some(configmap_with(
+            outrigger_inject::config::defaults::CONFIG,
+            "7",
+        ));
         a.mesh = Some(json!({"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": "istio", "namespace": "istio-system", "resourceVersion": "3"},
             "data": {"mesh": MESH}}));

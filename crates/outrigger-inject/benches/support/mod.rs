@@ -22,7 +22,7 @@ pub fn snapshot() -> Snapshot {
             .expect("snapshot")
     } else {
         eprintln!("bench settings: embedded default (corpus not found)");
-        outrigger_inject::defaults::snapshot().expect("embedded default")
+        outrigger_inject::config::defaults::snapshot().expect("embedded default")
     }
 }
 

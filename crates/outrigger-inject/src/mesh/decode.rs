@@ -7,8 +7,8 @@
 
 use serde_json::{Map, Number, Value};
 
-use super::duration::parse_go_duration;
-use crate::schema::{self, ProtoField, ProtoMessage};
+use crate::go::duration::parse_go_duration;
+use crate::kube::schema::{self, ProtoField, ProtoMessage};
 use crate::{Error, Result};
 
 /// How unknown fields are treated.
@@ -101,7 +101,7 @@ pub fn join(path: &str, name: &str) -> String {
 }
 
 fn type_err(path: &str, what: &str, got: &Value) -> Error {
-    let shown = crate::gojson::to_string(got);
+    let shown = crate::go::json::to_string(got);
     let shown: String = shown.chars().take(80).collect();
     Error::ProxyConfig(format!("{}{what}, got {shown}", prefix(path)))
 }

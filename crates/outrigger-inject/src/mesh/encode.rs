@@ -5,9 +5,9 @@ use serde_json::{Map, Value};
 
 use super::decode;
 use super::defaults;
-use super::duration::{parse_go_duration, Duration};
-use crate::gojson;
-use crate::schema::{self, ProtoField, PROXY_CONFIG};
+use crate::go::duration::{parse_go_duration, Duration};
+use crate::go::json as gojson;
+use crate::kube::schema::{self, ProtoField, PROXY_CONFIG};
 
 /// A value that does not fit its message type.
 struct Mismatch;

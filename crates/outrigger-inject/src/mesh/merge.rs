@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use serde_json::{Map, Value};
 
 use super::decode::{self, Unknown};
-use crate::schema::{MESH_CONFIG, PROXY_CONFIG};
+use crate::kube::schema::{MESH_CONFIG, PROXY_CONFIG};
 use crate::{Error, Result};
 
 const DEFAULT_PROVIDERS: &str = "istio.mesh.v1alpha1.MeshConfig.DefaultProviders";
@@ -66,7 +66,7 @@ fn as_object(v: &Value, what: &str) -> Result<Map<String, Value>> {
         Value::Null => Ok(Map::new()),
         other => Err(Error::ProxyConfig(format!(
             "{what}: expected an object, got {}",
-            crate::gojson::to_string(other)
+            crate::go::json::to_string(other)
         ))),
     }
 }

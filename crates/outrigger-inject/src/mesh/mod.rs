@@ -8,14 +8,13 @@
 
 mod decode;
 mod defaults;
-pub mod duration;
 mod encode;
 mod merge;
 mod validate_pc;
 
 use serde_json::Value;
 
-use crate::schema::{MESH_CONFIG, PROXY_CONFIG};
+use crate::kube::schema::{MESH_CONFIG, PROXY_CONFIG};
 use crate::{Error, Result};
 
 pub use decode::Unknown;
@@ -147,7 +146,7 @@ pub fn proto_to_json(msg: &str, v: &Value) -> String {
 /// `InboundTrafficPolicyMode` template field: `localhost` when the mesh's
 /// `inboundTrafficPolicy.mode` is `LOCALHOST`, else `passthrough`.
 pub fn inbound_traffic_policy_mode(mesh: &Value) -> &'static str {
-    let mode = crate::jsonmap::path(mesh, &["inboundTrafficPolicy", "mode"]);
+    let mode = crate::json::lookup::path(mesh, &["inboundTrafficPolicy", "mode"]);
     if mode.and_then(Value::as_str) == Some("LOCALHOST") {
         "localhost"
     } else {

@@ -528,7 +528,7 @@ impl Lcg {
     }
 
     fn object(&mut self, depth: u32, msg: Option<&str>) -> Value {
-        let desc = msg.and_then(|m| crate::schema::proto().message(m));
+        let desc = msg.and_then(|m| crate::kube::schema::proto().message(m));
         let mut m = serde_json::Map::new();
         for _ in 0..self.next() % 6 {
             match desc.filter(|d| !d.fields.is_empty()) {

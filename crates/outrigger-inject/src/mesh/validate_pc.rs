@@ -5,7 +5,7 @@ use std::net::IpAddr;
 
 use serde_json::Value;
 
-use super::duration::{go_quote, parse_go_duration};
+use crate::go::duration::{go_quote, parse_go_duration};
 use crate::{Error, Result};
 
 /// Validate a canonical ProxyConfig; on failure the error carries Istio's multierror text.
@@ -14,9 +14,9 @@ pub fn validate_proxy_config(pc: &Value) -> Result<()> {
     if errs.is_empty() {
         Ok(())
     } else {
-        Err(Error::ProxyConfig(crate::validate::format_multierror(
-            &errs,
-        )))
+        Err(Error::ProxyConfig(
+            crate::go::multierror::format_multierror(&errs),
+        ))
     }
 }
 
@@ -28,7 +28,9 @@ pub fn validate_mesh_config(mesh: &Value) -> Result<()> {
     if errs.is_empty() {
         Ok(())
     } else {
-        Err(Error::Config(crate::validate::format_multierror(&errs)))
+        Err(Error::Config(crate::go::multierror::format_multierror(
+            &errs,
+        )))
     }
 }
 

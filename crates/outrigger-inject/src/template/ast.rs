@@ -305,7 +305,7 @@ fn write_node(s: &mut String, n: &Node) {
             s.push_str("{{end}}");
         }
         Node::Template(t) => {
-            let _ = write!(s, "{{{{template {}", super::gofmt::quote(&t.name));
+            let _ = write!(s, "{{{{template {}", crate::go::quote::quote(&t.name));
             if let Some(p) = &t.pipe {
                 s.push(' ');
                 write_pipe(s, p);

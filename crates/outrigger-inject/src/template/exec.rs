@@ -16,7 +16,8 @@ use super::value::{
     PairKind, V,
 };
 use super::{Template, TemplateData};
-use crate::{jsonmap, schema};
+use crate::json::lookup as jsonmap;
+use crate::kube::schema;
 
 /// Maximum `template` call depth. Go allows 100000 on its growable stacks; ours keeps the
 /// native stack safe and is far above what real templates use.
@@ -163,7 +164,7 @@ impl<'t> Exec<'t> {
         let Some(body) = self.tmpl.trees.get(t.name.as_str()) else {
             return Err(self.errorf(&format!(
                 "template {} not defined",
-                super::gofmt::quote(&t.name)
+                crate::go::quote::quote(&t.name)
             )));
         };
         if self.depth >= MAX_DEPTH {
@@ -645,7 +646,7 @@ impl<'t> Exec<'t> {
         let Some(def) = funcs::lookup(name) else {
             return Err(self.errorf(&format!(
                 "{} is not a defined function",
-                super::gofmt::quote(name)
+                crate::go::quote::quote(name)
             )));
         };
         let nargs = args.len() + usize::from(fin.is_some());

@@ -6,10 +6,10 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 
-use super::gofmt::{format_duration, quote as go_quote};
 use super::value::{duration_parts, IntTy, V};
 use super::{printf, sprig};
-use crate::jsonmap;
+use crate::go::quote::{format_duration, quote as go_quote};
+use crate::json::lookup as jsonmap;
 
 type R<T> = Result<T, String>;
 
@@ -660,7 +660,7 @@ fn js_escape(s: &str) -> String {
             '&' => o.push_str("\\u0026"),
             '=' => o.push_str("\\u003D"),
             c if (c as u32) < 0x20 => o.push_str(&format!("\\u{:04X}", c as u32)),
-            c if !c.is_ascii() && !super::gofmt::is_print(c) => {
+            c if !c.is_ascii() && !crate::go::quote::is_print(c) => {
                 o.push_str(&format!("\\u{:04X}", c as u32));
             }
             c => o.push(c),
@@ -870,7 +870,7 @@ fn strmap_json(m: &V<'_>) -> Option<String> {
         .into_iter()
         .map(|(k, v)| (k, Value::String(v)))
         .collect();
-    Some(crate::gojson::to_string_sorted(&Value::Object(obj)))
+    Some(crate::go::json::to_string_sorted(&Value::Object(obj)))
 }
 
 fn struct_to_json(v: &V<'_>) -> String {
@@ -881,8 +881,8 @@ fn struct_to_json(v: &V<'_>) -> String {
             let j = json
                 .cloned()
                 .unwrap_or_else(|| Value::Object(Default::default()));
-            match crate::k8s::to_go_value(ty, &j) {
-                Ok(g) => crate::gojson::to_string(&g),
+            match crate::kube::typed::to_go_value(ty, &j) {
+                Ok(g) => crate::go::json::to_string(&g),
                 Err(_) => "{}".into(),
             }
         }
@@ -893,12 +893,12 @@ fn struct_to_json(v: &V<'_>) -> String {
                 Some(items) => {
                     let mut out = Vec::new();
                     for j in items.iter() {
-                        match crate::k8s::to_go_value(ty, j) {
+                        match crate::kube::typed::to_go_value(ty, j) {
                             Ok(g) => out.push(g),
                             Err(_) => return "{}".into(),
                         }
                     }
-                    crate::gojson::to_string(&Value::Array(out))
+                    crate::go::json::to_string(&Value::Array(out))
                 }
             }
         }
@@ -912,7 +912,7 @@ fn to_yaml(v: &V<'_>) -> String {
             let j = json
                 .cloned()
                 .unwrap_or_else(|| Value::Object(Default::default()));
-            match crate::k8s::to_go_value(ty, &j) {
+            match crate::kube::typed::to_go_value(ty, &j) {
                 Ok(g) => g,
                 Err(_) => return String::new(),
             }
@@ -1146,7 +1146,7 @@ fn go_json_error(s: &str, e: &serde_json::Error) -> String {
     let c = s[off.min(s.len())..].chars().next().unwrap_or(' ');
     format!(
         "invalid character {} looking for beginning of value",
-        super::gofmt::quote_rune(c, false)
+        crate::go::quote::quote_rune(c, false)
     )
 }
 

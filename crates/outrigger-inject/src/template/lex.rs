@@ -65,9 +65,9 @@ impl Item {
             t if t > Tok::Keyword => format!("<{}>", self.val),
             _ if self.val.chars().count() > 10 => {
                 let head: String = self.val.chars().take(10).collect();
-                format!("{}...", super::gofmt::quote(&head))
+                format!("{}...", crate::go::quote::quote(&head))
             }
-            _ => super::gofmt::quote(&self.val),
+            _ => crate::go::quote::quote(&self.val),
         }
     }
 }
@@ -580,12 +580,18 @@ impl<'s> Lexer<'s> {
     fn lex_number(&mut self) -> Step {
         if !self.scan_number() {
             let t = self.input[self.start..self.pos].to_string();
-            return self.errorf(format!("bad number syntax: {}", super::gofmt::quote(&t)));
+            return self.errorf(format!(
+                "bad number syntax: {}",
+                crate::go::quote::quote(&t)
+            ));
         }
         if matches!(self.peek(), Some('+' | '-')) {
             if !self.scan_number() || !self.input[..self.pos].ends_with('i') {
                 let t = self.input[self.start..self.pos].to_string();
-                return self.errorf(format!("bad number syntax: {}", super::gofmt::quote(&t)));
+                return self.errorf(format!(
+                    "bad number syntax: {}",
+                    crate::go::quote::quote(&t)
+                ));
             }
             return self.emit(Tok::Complex);
         }
@@ -657,7 +663,7 @@ impl<'s> Lexer<'s> {
 /// Go's `%#U`: `U+0041 'A'` (the character only when printable).
 pub fn go_sharp_u(c: char) -> String {
     let code = format!("U+{:04X}", c as u32);
-    if super::gofmt::is_print(c) {
+    if crate::go::quote::is_print(c) {
         format!("{code} '{c}'")
     } else {
         code

@@ -4,7 +4,7 @@
 //! `text/template/parse` (`lex`, `parse`, `ast`); execution (`exec`) follows Go's `exec.go` over
 //! a value model that keeps Go's distinctions: *missing* vs nil vs zero values, typed
 //! Kubernetes structs and protobuf messages seen through their Go field names (driven by
-//! [`crate::schema`]), methods (`GetValue`, `String`, `GetX` getters), Go printing rules.
+//! [`crate::kube::schema`]), methods (`GetValue`, `String`, `GetX` getters), Go printing rules.
 //!
 //! CONTRACT (owned by the template-engine work stream):
 //! - [`Template::parse`] parses a template source; errors name the template and line
@@ -29,7 +29,6 @@ mod ast;
 mod digest;
 mod exec;
 mod funcs;
-mod gofmt;
 mod gopath;
 mod gostr;
 mod lex;

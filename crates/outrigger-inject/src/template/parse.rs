@@ -163,7 +163,7 @@ impl<'a> Parser<'a> {
                         t,
                         format!(
                             "template: multiple definition of template {}",
-                            super::gofmt::quote(name)
+                            crate::go::quote::quote(name)
                         ),
                     ));
                 }
@@ -566,7 +566,7 @@ impl<'a> Parser<'a> {
                     t,
                     format!(
                         "unexpected . after term {}",
-                        super::gofmt::quote(&super::ast::expr_str(&node))
+                        crate::go::quote::quote(&super::ast::expr_str(&node))
                     ),
                 ))
             }
@@ -582,7 +582,7 @@ impl<'a> Parser<'a> {
                 if !(self.is_func)(&tok.val) {
                     return Err(self.errorf(
                         t,
-                        format!("function {} not defined", super::gofmt::quote(&tok.val)),
+                        format!("function {} not defined", crate::go::quote::quote(&tok.val)),
                     ));
                 }
                 Expr::Identifier(pos, tok.val)
@@ -593,7 +593,7 @@ impl<'a> Parser<'a> {
                 if !t.vars.contains(&tok.val) {
                     return Err(self.errorf(
                         t,
-                        format!("undefined variable {}", super::gofmt::quote(&tok.val)),
+                        format!("undefined variable {}", crate::go::quote::quote(&tok.val)),
                     ));
                 }
                 Expr::Variable(pos, tok.val, Vec::new())
@@ -808,7 +808,10 @@ fn new_number(text: &str, typ: Tok) -> Result<NumberLit, String> {
         n.float = Some(u as f64);
     } else if let Ok(f) = parse_float(text) {
         if !text.contains(['.', 'e', 'E', 'p', 'P']) {
-            return Err(format!("integer overflow: {}", super::gofmt::quote(text)));
+            return Err(format!(
+                "integer overflow: {}",
+                crate::go::quote::quote(text)
+            ));
         }
         n.float = Some(f);
         if f_is_int(f) {
@@ -821,7 +824,7 @@ fn new_number(text: &str, typ: Tok) -> Result<NumberLit, String> {
     if n.int.is_none() && n.uint.is_none() && n.float.is_none() {
         return Err(format!(
             "illegal number syntax: {}",
-            super::gofmt::quote(text)
+            crate::go::quote::quote(text)
         ));
     }
     Ok(n)
@@ -859,7 +862,7 @@ fn scan_complex(text: &str) -> Result<(f64, f64), String> {
     let bad = || {
         format!(
             "strconv.ParseFloat: parsing {}: invalid syntax",
-            super::gofmt::quote(text)
+            crate::go::quote::quote(text)
         )
     };
     let Some(i) = split else { return Err(bad()) };

@@ -3,9 +3,9 @@
 //! booleans, integers, floats, complex numbers, strings, slices and maps, `%T`, and Go's error
 //! forms (`%!d(string=x)`, `%!v(MISSING)`, `%!(EXTRA ...)`, `%!(NOVERB)`, `%!(BADWIDTH)`).
 
-use super::gofmt::{is_print, quote, quote_ascii, quote_rune};
 use super::value::V;
-use crate::gofloat::format_float;
+use crate::go::float::format_float;
+use crate::go::quote::{is_print, quote, quote_ascii, quote_rune};
 
 /// Go `fmt.Sprintf(format, args...)`.
 pub fn sprintf(format: &str, args: &[V<'_>]) -> String {

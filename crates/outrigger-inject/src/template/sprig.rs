@@ -327,18 +327,18 @@ pub fn marshal(v: &V<'_>, html: bool, indent: Option<&str>) -> R<String> {
             let j = json
                 .cloned()
                 .unwrap_or_else(|| Value::Object(Default::default()));
-            crate::k8s::to_go_value(ty, &j).map_err(|e| e.to_string())?
+            crate::kube::typed::to_go_value(ty, &j).map_err(|e| e.to_string())?
         }
         other => other.to_json(),
     };
-    Ok(crate::gojson::marshal_sorted(&j, html, indent))
+    Ok(crate::go::json::marshal_sorted(&j, html, indent))
 }
 
 fn check_marshal(v: &V<'_>) -> R<()> {
     match v {
         V::Float(f) if !f.is_finite() => Err(format!(
             "json: unsupported value: {}",
-            crate::gofloat::format_float(*f, 'g', -1)
+            crate::go::float::format_float(*f, 'g', -1)
         )),
         V::Complex(..) => Err("json: unsupported type: complex128".into()),
         V::List(l) | V::TList(_, l) => l.iter().try_for_each(check_marshal),
@@ -811,7 +811,7 @@ fn regex_split(re: &regex::Regex, s: &str, n: i64) -> Vec<String> {
 
 /// Sprig's `regexMatch` etc. on a `MustCompile` (panicking) path: the panic text.
 fn must_compile(re: &str) -> R<regex::Regex> {
-    regex(re).map_err(|e| format!("regexp: Compile({}): {e}", super::gofmt::quote(re)))
+    regex(re).map_err(|e| format!("regexp: Compile({}): {e}", crate::go::quote::quote(re)))
 }
 
 /// goutils `AbbreviateFull` (byte offsets, as in Go).
@@ -2208,13 +2208,13 @@ mod decimal {
             if !f.is_finite() {
                 return Err(format!(
                     "Cannot create a Decimal from {}",
-                    crate::gofloat::format_float(f, 'g', -1)
+                    crate::go::float::format_float(f, 'g', -1)
                 ));
             }
             if f == 0.0 {
                 return Ok(Dec::Exact(0, 0));
             }
-            let s = crate::gofloat::shortest_sci(f);
+            let s = crate::go::float::shortest_sci(f);
             let (mant, exp) = s.split_once('e').unwrap_or((&s, "0"));
             let exp: i32 = exp.parse().unwrap_or(0);
             let neg = mant.starts_with('-');

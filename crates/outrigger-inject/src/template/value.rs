@@ -9,9 +9,9 @@ use std::rc::Rc;
 use serde_json::{Map, Value};
 
 use super::TemplateData;
-use crate::gofloat::format_g64;
-use crate::jsonmap;
-use crate::schema::{self, K8sField, K8sStruct, ProtoEnum, ProtoField, ProtoMessage};
+use crate::go::float::format_g64;
+use crate::json::lookup as jsonmap;
+use crate::kube::schema::{self, K8sField, K8sStruct, ProtoEnum, ProtoField, ProtoMessage};
 
 /// A Go integer type (matters for messages and `typeOf`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -10,8 +10,8 @@ use std::cmp::Ordering;
 use serde_json::{Map, Number, Value};
 
 use super::resolve::{is_base60_float, resolve_plain, Resolved};
-use crate::gofloat::format_g64;
-use crate::gojson;
+use crate::go::float::format_g64;
+use crate::go::json as gojson;
 
 /// go-yaml's default preferred line width.
 const BEST_WIDTH: usize = 80;

@@ -19,7 +19,7 @@ use serde_json::{Map, Number, Value};
 use super::events::{Event, EventKind, Parser};
 use super::resolve::{resolve_scalar, Resolved};
 use super::scan::{ScalarStyle, YamlError};
-use crate::gofloat::{format_g32, format_g64};
+use crate::go::float::{format_g32, format_g64};
 use crate::{Error, Result};
 
 /// Deepest collection nesting accepted. go-yaml allows 10,000 flow levels and 10,000

@@ -1,5 +1,5 @@
 //! HTTP routing and the admission handler: limits, `Content-Type`, metrics and logs around
-//! [`outrigger_inject::admission::review`].
+//! [`outrigger_inject::webhook::review`].
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -14,8 +14,8 @@ use http_body_util::Full;
 use hyper::body::Body;
 use hyper::header::{HeaderValue, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, LOCATION, RETRY_AFTER};
 use hyper::{Request, Response, StatusCode, Version};
-use outrigger_inject::admission::{self, NativeMode, Outcome};
 use outrigger_inject::config::Snapshot;
+use outrigger_inject::webhook::{self, NativeMode, Outcome};
 use serde_json::{Map, Value};
 use tokio::sync::Semaphore;
 
@@ -324,7 +324,7 @@ where
 }
 
 /// The Event for a reviewed pod (none for malformed reviews: there is no pod to point at).
-fn injection_event(r: &admission::Reviewed, p: PodPeek) -> Option<InjectionEvent> {
+fn injection_event(r: &webhook::Reviewed, p: PodPeek) -> Option<InjectionEvent> {
     let (outcome, code, message) = match &r.outcome {
         Outcome::Injected => (EventOutcome::Injected, "injected", r.decision.clone()),
         Outcome::Skipped(reason) => (EventOutcome::Skipped, reason.code(), r.decision.clone()),
@@ -366,7 +366,7 @@ fn run_review(
     state: &State,
     body: &[u8],
     path: &str,
-) -> Result<(admission::Reviewed, Option<PodPeek>), String> {
+) -> Result<(webhook::Reviewed, Option<PodPeek>), String> {
     let snapshot = state.snapshot.load_full();
     let peeked = (state.cluster.is_some() || state.events.is_some())
         .then(|| cluster::peek(body))
@@ -381,24 +381,24 @@ fn run_review(
             .as_ref()
             .is_some_and(|f| f.native_sidecars(Some(node).filter(|n| !n.is_empty())))
     };
-    let ctx = admission::Context {
+    let ctx = webhook::Context {
         snapshot: &snapshot,
         native_mode: state.inject.native_mode,
         nodes: None,
         native_sidecars: state
             .cluster
             .is_some()
-            .then_some(admission::NativeOracle(&oracle)),
+            .then_some(webhook::NativeOracle(&oracle)),
         openshift: state.inject.openshift,
         namespaces: namespaces.as_ref().or(state.inject.namespaces.as_ref()),
         compliance_policy: &state.inject.compliance_policy,
     };
-    catch_unwind(AssertUnwindSafe(|| admission::review(body, path, &ctx)))
+    catch_unwind(AssertUnwindSafe(|| webhook::review(body, path, &ctx)))
         .map(|r| (r, peeked))
         .map_err(|_| "internal error: admission review panicked".to_string())
 }
 
-fn respond(state: &State, r: admission::Reviewed, path: &str, start: Instant) -> Resp {
+fn respond(state: &State, r: webhook::Reviewed, path: &str, start: Instant) -> Resp {
     let m = &state.metrics;
     for w in &r.warnings {
         tracing::warn!(uid = %r.uid, namespace = %r.namespace, pod = %r.pod_name, "{w}");

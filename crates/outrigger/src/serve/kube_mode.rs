@@ -9,8 +9,8 @@ use std::time::Duration;
 use ::kube::Client;
 use anyhow::{anyhow, bail, Context, Result};
 use futures::{Stream, StreamExt};
-use outrigger_inject::admission::NativeMode;
 use outrigger_inject::config::Snapshot;
+use outrigger_inject::webhook::NativeMode;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
@@ -323,7 +323,7 @@ mod tests {
     use base64::Engine as _;
     use bytes::Bytes;
     use http_body_util::{BodyExt, Full};
-    use outrigger_inject::defaults;
+    use outrigger_inject::config::defaults;
     use serde_json::{json, Map, Value};
     use tokio::sync::Semaphore;
 

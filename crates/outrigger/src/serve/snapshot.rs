@@ -5,8 +5,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, Context, Result};
+use outrigger_inject::config::defaults;
 use outrigger_inject::config::Snapshot;
-use outrigger_inject::defaults;
 
 /// Where the configuration files are.
 #[derive(Debug, Clone)]

@@ -4,9 +4,11 @@
 //! selector semantics for `neverInjectSelector` / `alwaysInjectSelector`). The decision is pure:
 //! log lines the reference would write are returned as [`Decision::warnings`] for the caller.
 
+pub mod annotations;
+
 use serde_json::{Map, Value};
 
-use crate::jsonmap;
+use crate::json::lookup as jsonmap;
 
 /// Namespaces whose pods are never injected (spec §0.4).
 pub const IGNORED_NAMESPACES: [&str; 4] = [
@@ -865,7 +867,7 @@ mod tests {
     /// `enabled`, no selectors, as in all corpus settings).
     #[test]
     fn corpus_decisions_match_goldens() {
-        use crate::postprocess::tests::corpus::load_pods;
+        use crate::testing::corpus::load_pods;
         let root = concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/../../../shared/conformance/istio"

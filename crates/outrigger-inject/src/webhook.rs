@@ -14,9 +14,11 @@ use base64::Engine as _;
 use serde_json::{Map, Value};
 
 use crate::config::Snapshot;
-use crate::decision::{inject_required, Reason};
+use crate::decide::{inject_required, Reason};
+use crate::go::json as gojson;
 use crate::inject::{self, InjectParams, Mode};
-use crate::{gojson, jsonmap, Error};
+use crate::json::lookup as jsonmap;
+use crate::Error;
 
 /// `apiVersion` of the v1 AdmissionReview.
 pub const ADMISSION_V1: &str = "admission.k8s.io/v1";
@@ -362,7 +364,7 @@ fn inject_and_diff(
     request_namespace: &str,
     params: &InjectParams<'_>,
 ) -> Result<(String, Vec<String>), Error> {
-    let mut normalized = crate::compact::clone(&pod);
+    let mut normalized = crate::json::compact::clone(&pod);
     inject::normalize_pod(&mut normalized)?;
     if as_received && identical(&normalized, &pod) {
         drop(normalized);
@@ -564,7 +566,7 @@ const CORE_KINDS: &[&str] = &[
 ];
 
 fn parse_document(body: &[u8]) -> Result<Value, Malformed> {
-    match crate::compact::from_slice(body) {
+    match crate::json::compact::from_slice(body) {
         Ok(v) => Ok(v),
         Err(json_err) => {
             let looks_json = body
@@ -1008,7 +1010,7 @@ pub fn kubelet_minor(version: &str) -> Result<u64, String> {
 mod tests {
     use super::*;
     use crate::config::{InjectorConfig, ValuesFacts};
-    use crate::decision::{LabelSelector, Policy};
+    use crate::decide::{LabelSelector, Policy};
     use serde_json::json;
 
     fn snapshot(policy: Policy) -> Snapshot {
@@ -1522,7 +1524,7 @@ mod tests {
     #[test]
     fn patches_are_against_the_received_pod() {
         use base64::engine::general_purpose::STANDARD;
-        let snap = crate::defaults::snapshot().expect("embedded default");
+        let snap = crate::config::defaults::snapshot().expect("embedded default");
         let raw = json!({"metadata": {"name": "p", "namespace": "ns", "labels": {"app": "p"}},
             "spec": {"containers": [
                 {"name": "app", "image": "nginx", "resources": {"requests": {"cpu": "1000m"}},

@@ -160,14 +160,14 @@ pub fn write_number(out: &mut String, n: &serde_json::Number) {
 pub fn format_float(f: f64) -> String {
     let a = f.abs();
     if a != 0.0 && !(1e-6..1e21).contains(&a) {
-        let s = crate::gofloat::shortest_sci(f);
+        let s = crate::go::float::shortest_sci(f);
         // Rust writes `1e21` / `1e-7`; Go writes `1e+21` / `1e-7`.
         match s.find('e') {
             Some(i) if !s[i + 1..].starts_with('-') => format!("{}e+{}", &s[..i], &s[i + 1..]),
             _ => s,
         }
     } else {
-        crate::gofloat::format_float(f, 'f', -1)
+        crate::go::float::format_float(f, 'f', -1)
     }
 }
 

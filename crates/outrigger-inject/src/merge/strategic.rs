@@ -9,14 +9,14 @@
 //! This is a port of `k8s.io/apimachinery/pkg/util/strategicpatch` `mergeMap` with the options
 //! Istio uses (parallel list processing, ignore unmatched nulls). Like Go, the result may still
 //! hold `null`s inside appended list elements and other values a typed decode would drop: run
-//! [`crate::k8s::normalize`] on the result to obtain what Go's typed round-trip yields. Keys the
+//! [`crate::kube::typed::normalize`] on the result to obtain what Go's typed round-trip yields. Keys the
 //! schema does not know merge as plain maps (lists under them are replaced).
 
 use rustc_hash::FxHashMap;
 use serde_json::{Map, Value};
 
-use crate::k8s::gofmt::sprint;
-use crate::k8s::index::{self, Kind, Strategy, StructIndex};
+use crate::go::fmt::sprint;
+use crate::kube::index::{self, Kind, Strategy, StructIndex};
 use crate::{Error, Result};
 
 const DIRECTIVE: &str = "$patch";
@@ -768,7 +768,7 @@ mod tests {
     use serde_json::{json, Value};
 
     use super::{strategic_merge, strategic_merge_owned};
-    use crate::k8s::normalize;
+    use crate::kube::typed::normalize;
 
     /// Merge with both the borrowed and the owned entry point; they must agree (key order too).
     fn smp(target: Value, patch: Value) -> Value {
@@ -1081,7 +1081,7 @@ mod tests {
                 "volumes": [{"name": "data", "emptyDir": {}}]
             }
         });
-        crate::k8s::normalize("corev1.Pod", &mut pod).unwrap();
+        crate::kube::typed::normalize("corev1.Pod", &mut pod).unwrap();
         let template = json!({
             "metadata": {"labels": {"security.istio.io/tlsMode": "istio"},
                          "annotations": {"sidecar.istio.io/status": "{}"}},
@@ -1101,7 +1101,7 @@ mod tests {
             }
         });
         strategic_merge("corev1.Pod", &mut pod, &template).unwrap();
-        crate::k8s::normalize("corev1.Pod", &mut pod).unwrap();
+        crate::kube::typed::normalize("corev1.Pod", &mut pod).unwrap();
         assert_eq!(
             pod["metadata"]["labels"],
             json!({"app": "hello", "security.istio.io/tlsMode": "istio"})
@@ -1136,11 +1136,11 @@ mod tests {
         // §7.5: the user's own istio-proxy definition is re-applied over the injected one.
         let user = json!({"name": "istio-proxy", "image": "auto",
             "resources": {"limits": {"cpu": "3000m"}}, "securityContext": {"runAsUser": 1234}});
-        let mut overlay = crate::k8s::to_go_value("corev1.Container", &user).unwrap();
+        let mut overlay = crate::kube::typed::to_go_value("corev1.Container", &user).unwrap();
         overlay.as_object_mut().unwrap().shift_remove("image");
         let patch = json!({"spec": {"containers": [], "initContainers": [overlay]}});
         strategic_merge("corev1.Pod", &mut pod, &patch).unwrap();
-        crate::k8s::normalize("corev1.Pod", &mut pod).unwrap();
+        crate::kube::typed::normalize("corev1.Pod", &mut pod).unwrap();
         let proxy = &pod["spec"]["initContainers"][1];
         assert_eq!(proxy["name"], "istio-proxy");
         assert_eq!(proxy["image"], "proxyv2");

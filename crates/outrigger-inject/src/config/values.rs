@@ -548,7 +548,7 @@ mod tests {
 
     #[test]
     fn the_embedded_default_fits_the_model() {
-        let v: Value = serde_json::from_str(crate::defaults::VALUES).expect("JSON");
+        let v: Value = serde_json::from_str(crate::config::defaults::VALUES).expect("JSON");
         assert_eq!(check(&v), Ok(()));
     }
 }

@@ -6,7 +6,8 @@
 
 use serde_json::{Map, Value};
 
-use crate::mesh::duration::go_quote;
+use crate::go::duration::go_quote;
+use crate::go::multierror::format_multierror;
 use crate::{Error, Result};
 
 /// A checker: `Err(reason)` on an invalid value.
@@ -84,17 +85,6 @@ pub fn annotation_errors(annotations: &Map<String, Value>) -> Vec<String> {
         }
     }
     errs
-}
-
-/// HashiCorp multierror text: `1 error occurred:\n\t* msg\n\n`.
-pub fn format_multierror(errs: &[String]) -> String {
-    let head = if errs.len() == 1 {
-        "1 error occurred:".to_string()
-    } else {
-        format!("{} errors occurred:", errs.len())
-    };
-    let body: String = errs.iter().map(|e| format!("\n\t* {e}")).collect();
-    format!("{head}{body}\n\n")
 }
 
 fn interception_mode(v: &str) -> std::result::Result<(), String> {
@@ -432,7 +422,7 @@ fn quantity(v: &str) -> std::result::Result<(), String> {
     if v.chars().any(char::is_control) {
         return Err("value contains control characters".to_string());
     }
-    crate::k8s::quantity::parse(v)
+    crate::kube::quantity::parse(v)
         .map(|_| ())
         .map_err(|e| e.to_string())
 }

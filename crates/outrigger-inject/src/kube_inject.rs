@@ -4,9 +4,10 @@
 use serde_json::{json, Map, Value};
 
 use crate::config::{InjectorConfig, Snapshot};
-use crate::decision::{self, Policy};
+use crate::decide::{self, Policy};
 use crate::inject::{self, InjectParams, Mode, WorkloadMeta};
-use crate::{k8s, yaml, Error, Result};
+use crate::kube::typed;
+use crate::{yaml, Error, Result};
 
 /// Options of a kube-inject run.
 #[derive(Debug, Clone)]
@@ -483,7 +484,7 @@ fn process_document(
 }
 
 fn normalize_workload(ty: &str, doc: &mut Value) -> Result<()> {
-    k8s::normalize(ty, doc)
+    typed::normalize(ty, doc)
 }
 
 /// JSON pointers of (pod metadata, pod spec) inside a workload of `kind`.
@@ -585,7 +586,7 @@ fn inject_template(
         ));
         return Ok(Outcome::Skipped(SkipReason::HostNetwork));
     }
-    let d = decision::inject_required(pod, &Policy::Enabled, &[], &[]);
+    let d = decide::inject_required(pod, &Policy::Enabled, &[], &[]);
     if !d.inject {
         warnings.push(format!(
             "===> Skipping injection because {subject} has sidecar injection disabled\n"

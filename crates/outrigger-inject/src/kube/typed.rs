@@ -1,4 +1,4 @@
-//! Kubernetes typed semantics over JSON trees, driven by [`crate::schema`].
+//! Kubernetes typed semantics over JSON trees, driven by [`crate::kube::schema`].
 //!
 //! CONTRACT (owned by the k8s/merge work stream):
 //! - [`normalize`]: make a JSON tree look like the Go typed round-trip of type `ty` (drop `null`s
@@ -13,18 +13,15 @@
 //! (`"containerPort":0`, `"name":""`) and non-omitempty nil slices/maps/pointers as `null`
 //! (`"containers":null`). Key order of existing keys is kept; added keys go last.
 
-pub mod gofmt;
-pub mod index;
-pub mod quantity;
-pub mod time;
-
 use std::cell::RefCell;
 
 use rustc_hash::FxHashMap;
 use serde_json::{Map, Value};
 
+use crate::go::{fmt as gofmt, time};
+use crate::kube::index::{self, FieldInfo, Kind, StructIndex};
+use crate::kube::quantity;
 use crate::{Error, Result};
-use index::{FieldInfo, Kind, StructIndex};
 
 /// Normalise `v` (of Go type `ty`, e.g. `corev1.Pod`) in place as a typed round-trip would.
 ///
@@ -85,12 +82,15 @@ fn normalize_leaf(ty: &str, v: &mut Value) -> Option<Result<()>> {
             json_kind(v)
         ))
     };
-    let quantity_map = crate::schema::k8s().named_types.get(ty).is_some_and(|n| {
-        n.kind == "map"
-            && n.underlying
-                .as_deref()
-                .is_some_and(|u| u.ends_with("resource.Quantity"))
-    });
+    let quantity_map = crate::kube::schema::k8s()
+        .named_types
+        .get(ty)
+        .is_some_and(|n| {
+            n.kind == "map"
+                && n.underlying
+                    .as_deref()
+                    .is_some_and(|u| u.ends_with("resource.Quantity"))
+        });
     Some(match (ty, &mut *v) {
         ("resource.Quantity", Value::Null) => {
             *v = Value::from("0");

@@ -9,7 +9,7 @@ use std::fmt::Write;
 
 use serde_json::{Map, Value};
 
-use crate::gojson;
+use crate::go::json as gojson;
 
 /// One RFC 6902 operation, borrowing its value from the modified document.
 #[derive(Debug, Clone, PartialEq)]

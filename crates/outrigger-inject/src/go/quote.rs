@@ -1,4 +1,4 @@
-//! Go formatting helpers: `strconv.Quote`, duration `String()` (floats: [`crate::gofloat`]).
+//! Go formatting helpers: `strconv.Quote`, duration `String()` (floats: [`crate::go::float`]).
 
 /// Go `strconv.Quote`.
 pub fn quote(s: &str) -> String {

@@ -1,5 +1,5 @@
 //! Go formatting of JSON scalars: the number text `encoding/json` writes and `fmt`'s `%v` of
-//! generic JSON values (used in error messages); floats via [`crate::gofloat`].
+//! generic JSON values (used in error messages); floats via [`crate::go::float`].
 
 use serde_json::Value;
 
@@ -32,7 +32,7 @@ pub fn number_as_string(n: &serde_json::Number) -> String {
     if let Some(u) = n.as_u64() {
         return u.to_string();
     }
-    crate::gofloat::format_g32(n.as_f64().unwrap_or(0.0))
+    crate::go::float::format_g32(n.as_f64().unwrap_or(0.0))
 }
 
 /// `fmt.Sprintf("%v", v)` of a generic decoded JSON value (`map[a:1 b:[x y]]`).
@@ -46,7 +46,7 @@ fn write_v(v: &Value, out: &mut String) {
     match v {
         Value::Null => out.push_str("<nil>"),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Number(n) => out.push_str(&crate::gofloat::format_g64(n.as_f64().unwrap_or(0.0))),
+        Value::Number(n) => out.push_str(&crate::go::float::format_g64(n.as_f64().unwrap_or(0.0))),
         Value::String(s) => out.push_str(s),
         Value::Array(a) => {
             out.push('[');

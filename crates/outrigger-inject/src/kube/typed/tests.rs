@@ -1,7 +1,7 @@
 use serde_json::json;
 
 use super::*;
-use crate::gojson;
+use crate::go::json as gojson;
 
 fn go(ty: &str, v: serde_json::Value) -> String {
     gojson::to_string(&to_go_value(ty, &v).unwrap())
@@ -664,7 +664,7 @@ fn random_trees_never_panic() {
             }
             let _ = to_go_value(ty, &a);
         }
-        if crate::merge::strategic_merge("corev1.Pod", &mut a, &b).is_ok() {
+        if crate::merge::strategic::strategic_merge("corev1.Pod", &mut a, &b).is_ok() {
             let _ = normalize("corev1.Pod", &mut a);
         }
     }

@@ -3,11 +3,11 @@
 //! `outrigger inject` and `outrigger serve` work on a fresh machine with no cluster.
 
 /// Injector `config` (Istio's `istio-sidecar-injector` ConfigMap format).
-pub const CONFIG: &str = include_str!("../defaults/config.yaml");
+pub const CONFIG: &str = include_str!("../../defaults/config.yaml");
 /// Injector `values` (JSON).
-pub const VALUES: &str = include_str!("../defaults/values.json");
+pub const VALUES: &str = include_str!("../../defaults/values.json");
 /// Mesh config (the `istio` ConfigMap's `mesh` key).
-pub const MESH: &str = include_str!("../defaults/mesh.yaml");
+pub const MESH: &str = include_str!("../../defaults/mesh.yaml");
 
 /// The embedded default as a snapshot.
 pub fn snapshot() -> crate::Result<crate::config::Snapshot> {

@@ -1,4 +1,4 @@
-//! Per-struct lookup tables over [`crate::schema::k8s`], built once: fields flattened through
+//! Per-struct lookup tables over [`crate::kube::schema::k8s`], built once: fields flattened through
 //! inline structs in Go declaration order, each resolved to a compact [`FieldInfo`] (enum kinds,
 //! referenced structs as table indices, patch metadata), indexed by JSON name (exact, then ASCII
 //! case-folded, as `encoding/json` matches keys), plus the Go type names used in error messages.
@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 
 use rustc_hash::FxHashMap;
 
-use crate::schema::{self, K8sField};
+use crate::kube::schema::{self, K8sField};
 
 /// Kind of a field or element value: [`K8sField::kind`] / [`K8sField::elem_kind`] as an enum.
 ///

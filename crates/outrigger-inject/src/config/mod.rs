@@ -3,12 +3,15 @@
 //!
 //! Templates are parsed when the snapshot is built, never per request.
 
+pub mod defaults;
+pub mod values;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use crate::decision::{LabelSelector, Policy};
+use crate::decide::{LabelSelector, Policy};
 use crate::template::Template;
 use crate::{mesh, yaml, Error, Result};
 
@@ -104,7 +107,7 @@ impl Snapshot {
 }
 
 /// Parse the `values` document (JSON or YAML) into the generic tree. Empty → empty map. The
-/// document must fit Istio's typed values model ([`crate::values`]): a wrong type is an error
+/// document must fit Istio's typed values model ([`crate::config::values`]): a wrong type is an error
 /// naming the field, as istiod's typed decoding refuses it.
 pub fn parse_values(text: &str) -> Result<Value> {
     if text.trim().is_empty() {
@@ -120,7 +123,7 @@ pub fn parse_values(text: &str) -> Result<Value> {
     };
     match v {
         Value::Object(_) => {
-            crate::values::check(&v)
+            crate::config::values::check(&v)
                 .map_err(|e| Error::Config(format!("could not parse configuration values: {e}")))?;
             Ok(v)
         }
@@ -174,7 +177,7 @@ impl ValuesFacts {
             Some(Value::String(s)) => s.clone(),
             Some(Value::Number(n)) => n
                 .as_f64()
-                .map(crate::gofloat::format_g64)
+                .map(crate::go::float::format_g64)
                 .unwrap_or_else(|| n.to_string()),
             Some(Value::Bool(b)) => b.to_string(),
             Some(other) => other.to_string(),
@@ -426,7 +429,7 @@ mod tests {
 
     #[test]
     fn tag_numbers_print_as_go_float64() {
-        let go_float_v = |f: f64| crate::gofloat::format_g64(f);
+        let go_float_v = |f: f64| crate::go::float::format_g64(f);
         assert_eq!(go_float_v(15020.0), "15020");
         assert_eq!(go_float_v(123456.0), "123456");
         assert_eq!(go_float_v(1e6), "1e+06");

@@ -1,0 +1,86 @@
+//! Post-processing of the merged pod (spec §8): cluster/network env, Prometheus merge, secure
+//! port, probe rewriting, status annotation, injected annotations, container order.
+//!
+//! Everything works on the pod as a JSON tree. Where the reference iterates a Go map (several
+//! spellings of one Prometheus annotation), we take annotation names in sorted order so the
+//! outcome is deterministic.
+
+mod env;
+mod order;
+pub mod probes;
+pub mod prometheus;
+pub mod status;
+mod tree;
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+
+use crate::go::json as gojson;
+use crate::json::lookup as jsonmap;
+use crate::{Error, Result};
+
+/// Name of the injected proxy container.
+pub const PROXY_CONTAINER: &str = "istio-proxy";
+/// Env var carrying the app probers for the agent.
+pub const APP_PROBERS_ENV: &str = "ISTIO_KUBE_APP_PROBERS";
+/// Env var carrying the user's Prometheus scrape configuration for the agent.
+pub const PROMETHEUS_ENV: &str = "ISTIO_PROMETHEUS_ANNOTATIONS";
+/// Status annotation written by injection.
+pub const STATUS_ANNOTATION: &str = "sidecar.istio.io/status";
+
+const SCRAPE: &str = "prometheus_io_scrape";
+const PORT: &str = "prometheus_io_port";
+const PATH: &str = "prometheus_io_path";
+const TARGETS: &str = "prometheus_istio_io_scrape_targets";
+const SECURE_PORT: &str = "prometheus_istio_io_secure_port";
+const MERGE_METRICS: &str = "prometheus.istio.io/merge-metrics";
+const REWRITE_PROBERS: &str = "sidecar.istio.io/rewriteAppHTTPProbers";
+const STATUS_PORT_ANNOTATION: &str = "status.sidecar.istio.io/port";
+const NETWORK_LABEL: &str = "topology.istio.io/network";
+const NETWORK_ENV: &str = "ISTIO_META_NETWORK";
+const SECURE_PORT_ENV: &str = "ENVOY_SECURE_MERGED_METRICS_PORT";
+
+/// Inputs of [`post_process`] besides the pod itself.
+#[derive(Debug, Clone, Copy)]
+pub struct PostProcess<'a> {
+    /// Mesh config used by injection (canonical proto-JSON).
+    pub mesh: &'a Value,
+    /// Generic values tree.
+    pub values: &'a Value,
+    /// Proxy env after the cluster/network write-back (§4.3).
+    pub proxy_envs: &'a BTreeMap<String, String>,
+    /// istiod revision; `""` is written as `default` in the status annotation.
+    pub revision: &'a str,
+    /// The config's `injectedAnnotations`.
+    pub injected_annotations: &'a BTreeMap<String, String>,
+    /// Accumulated rendering of the templates (source of the status annotation).
+    pub template_pod: &'a Value,
+    /// The pod before injection (unstripped).
+    pub original_pod: &'a Value,
+    /// Mesh with the original pod's `proxy.istio.io/config` applied (§8.6 step 1), `None` if
+    /// the pod has no such annotation.
+    pub proxy_config_annotation_mesh: Option<&'a Value>,
+}
+
+/// Spec §8: post-process the merged `pod` in place. Warnings the reference would log are
+/// discarded; use [`post_process_with_warnings`] to get them.
+pub fn post_process(pod: &mut Value, p: &PostProcess<'_>) -> Result<()> {
+    post_process_with_warnings(pod, p).map(|_| ())
+}
+
+/// Like [`post_process`], returning the warning log lines the reference would write.
+pub fn post_process_with_warnings(pod: &mut Value, p: &PostProcess<'_>) -> Result<Vec<String>> {
+    let mut warnings = Vec::new();
+    tree::ensure_metadata_maps(pod)?;
+    env::apply_cluster_envs(pod, p.proxy_envs);
+    prometheus::apply_prometheus_merge(pod, p.mesh, &mut warnings)?;
+    prometheus::apply_secure_port(pod);
+    probes::apply_probe_rewrite(pod, p, &mut warnings);
+    status::apply_metadata(pod, p);
+    order::reorder_containers(pod, p);
+    Ok(warnings)
+}
+
+#[cfg(test)]
+mod tests;

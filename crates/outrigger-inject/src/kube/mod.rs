@@ -1,0 +1,8 @@
+//! Kubernetes types over JSON trees: the embedded schema tables, per-struct indexes, the typed
+//! round-trip (normalisation as Go's decoder and encoder would), resource quantities and label
+//! selectors.
+
+pub mod index;
+pub mod quantity;
+pub mod schema;
+pub mod typed;
