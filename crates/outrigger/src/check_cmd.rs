@@ -23,7 +23,6 @@ use outrigger_inject::inject;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::settings::ConfigFiles;
 use crate::webhook_config::{self, WebhookOptions};
 
 /// Label the API server sets on every namespace with its name.
@@ -31,60 +30,7 @@ pub const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
 /// Check-only code: no webhook entry selects the pod, the injector never sees it.
 pub const NOT_SELECTED: &str = "webhook_not_selected";
 
-/// Output format of `outrigger check`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum CheckOutput {
-    /// Short human-readable table.
-    Table,
-    /// One JSON object per pod, in a JSON array.
-    Json,
-}
-
-/// Flags of `outrigger check`.
-#[derive(Debug, clap::Args)]
-pub struct CheckArgs {
-    /// Pod or workload manifest (multi-document YAML or JSON); `-` reads standard input.
-    #[arg(short = 'f', long = "filename")]
-    pub filename: Option<PathBuf>,
-    /// Namespace of the pods (manifests without one; with --kube, the namespace to read).
-    #[arg(short = 'n', long = "namespace")]
-    pub namespace: Option<String>,
-    /// Labels of the namespace, comma-separated k=v (offline; kubernetes.io/metadata.name is implied).
-    #[arg(
-        long = "namespace-labels",
-        visible_alias = "namespaceLabels",
-        value_delimiter = ','
-    )]
-    pub namespace_labels: Vec<String>,
-    /// Istio's configuration files.
-    #[command(flatten)]
-    pub files: ConfigFiles,
-    /// Control plane revision of the webhook configuration to evaluate.
-    #[arg(long = "revision", default_value = "")]
-    pub revision: String,
-    /// Evaluate the `auto.` entry too (webhook-config --enable-namespaces-by-default).
-    #[arg(
-        long = "enable-namespaces-by-default",
-        visible_alias = "enableNamespacesByDefault"
-    )]
-    pub enable_namespaces_by_default: bool,
-    /// Read the namespace (and the pod given with --pod) from the cluster instead of a manifest.
-    #[arg(long = "kube")]
-    pub kube: bool,
-    /// With --kube: the live pod to explain (default: a new pod without labels in the namespace).
-    #[arg(long = "pod")]
-    pub pod: Option<String>,
-    /// With --kube: read the injector config from this ConfigMap (NAMESPACE/NAME, keys config and values).
-    #[arg(long = "injectConfigMap", visible_alias = "inject-config-map")]
-    pub inject_config_map: Option<String>,
-    /// With --kube: evaluate the selectors of this live MutatingWebhookConfiguration instead of
-    /// the generated ones.
-    #[arg(long = "webhook-config", visible_alias = "webhookConfig")]
-    pub webhook_config: Option<String>,
-    /// Output format.
-    #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
-    pub output: CheckOutput,
-}
+pub use crate::cli::check::{CheckArgs, CheckOutput};
 
 /// Whether one webhook entry selects the pod.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -9,30 +9,7 @@ use outrigger_inject::config::{self, InjectorConfig, Snapshot};
 use outrigger_inject::defaults;
 use outrigger_inject::workload::{self, InjectConfigShape};
 
-/// Istio's configuration files, as `istioctl kube-inject` names its flags.
-#[derive(Debug, Clone, Default, clap::Args)]
-pub struct ConfigFiles {
-    /// Injector config file (the `config` key of the istio-sidecar-injector ConfigMap).
-    #[arg(long = "injectConfigFile", visible_alias = "inject-config-file")]
-    pub inject_config_file: Option<std::path::PathBuf>,
-    /// Injector values file (the `values` key of the istio-sidecar-injector ConfigMap).
-    #[arg(long = "valuesFile", visible_alias = "values-file")]
-    pub values_file: Option<std::path::PathBuf>,
-    /// Mesh config file (the `mesh` key of the istio ConfigMap).
-    #[arg(long = "meshConfigFile", visible_alias = "mesh-config-file")]
-    pub mesh_config_file: Option<std::path::PathBuf>,
-}
-
-/// Native-sidecar mode as Istio's `ENABLE_NATIVE_SIDECARS` / `--native-sidecars` understand it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum NativeMode {
-    /// Always native sidecars (init containers with `restartPolicy: Always`).
-    True,
-    /// Never native sidecars.
-    False,
-    /// Decide from the cluster; offline this follows `ENABLE_NATIVE_SIDECARS`.
-    Auto,
-}
+pub use crate::cli::common::NativeMode;
 
 /// Offline native-sidecar decision: an explicit flag wins, else `ENABLE_NATIVE_SIDECARS=true`
 /// (`auto` means off offline). A value Istio does not know is off, with a warning on stderr
