@@ -36,9 +36,40 @@ fn read(path: &Path) -> Result<String> {
     std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
 }
 
-/// Display name of an optional file (`(embedded)` when absent).
-fn shown(p: Option<&Path>) -> String {
-    p.map_or("(embedded)".into(), |p| p.display().to_string())
+/// Where one input of `outrigger inject` comes from: a file (read when needed), or text read
+/// elsewhere (a ConfigMap key) with the name messages use for it.
+#[derive(Debug, Clone, Copy)]
+pub enum Input<'a> {
+    /// A file given with a flag.
+    File(&'a Path),
+    /// Text and its name (`ConfigMap istio-system/istio key "mesh"`).
+    Text {
+        /// Name in messages.
+        name: &'a str,
+        /// The document.
+        text: &'a str,
+    },
+}
+
+impl Input<'_> {
+    fn name(&self) -> String {
+        match self {
+            Input::File(p) => p.display().to_string(),
+            Input::Text { name, .. } => name.to_string(),
+        }
+    }
+
+    fn text(&self) -> Result<String> {
+        match self {
+            Input::File(p) => read(p),
+            Input::Text { text, .. } => Ok(text.to_string()),
+        }
+    }
+}
+
+/// Display name of an optional input (`(embedded)` when absent).
+fn shown(p: Option<Input<'_>>) -> String {
+    p.map_or("(embedded)".into(), |p| p.name())
 }
 
 /// Build the snapshot for `outrigger inject` from istioctl-style flags. An injector config that
@@ -51,27 +82,42 @@ pub fn kube_inject_snapshot(
     values: Option<&Path>,
     mesh: Option<&Path>,
 ) -> Result<Snapshot> {
+    kube_inject_snapshot_from(
+        inject_config.map(Input::File),
+        values.map(Input::File),
+        mesh.map(Input::File),
+    )
+}
+
+/// [`kube_inject_snapshot`] from inputs that are files or text read from the cluster; an absent
+/// input is the embedded default (values: the whole ConfigMap's, or none, when only the injector
+/// config is given).
+pub fn kube_inject_snapshot_from(
+    inject_config: Option<Input<'_>>,
+    values: Option<Input<'_>>,
+    mesh: Option<Input<'_>>,
+) -> Result<Snapshot> {
     let mut configmap_values = None;
     let config = match inject_config {
         Some(p) => {
-            let loaded = workload::load_inject_config(&read(p)?)
-                .with_context(|| format!("loading injector config {}", p.display()))?;
+            let loaded = workload::load_inject_config(&p.text()?)
+                .with_context(|| format!("loading injector config {}", p.name()))?;
             match (loaded.shape, &loaded.values, values) {
                 (InjectConfigShape::ConfigMap, Some(v), None) => {
                     eprintln!(
                         "note: {} is a whole ConfigMap; using its data.config and data.values keys",
-                        p.display()
+                        p.name()
                     );
                     configmap_values = Some(v.clone());
                 }
                 (InjectConfigShape::ConfigMap, _, _) => eprintln!(
                     "note: {} is a whole ConfigMap; using its data.config key",
-                    p.display()
+                    p.name()
                 ),
                 (InjectConfigShape::Templates, _, None) => eprintln!(
                     "warning: {} has templates but no --valuesFile was given: they render with \
                      empty .Values (pass the `values` key of the same ConfigMap with --valuesFile)",
-                    p.display()
+                    p.name()
                 ),
                 _ => {}
             }
@@ -81,7 +127,7 @@ pub fn kube_inject_snapshot(
             .context("loading the embedded default injector config")?,
     };
     let values_text = match values {
-        Some(p) => read(p)?,
+        Some(p) => p.text()?,
         None if inject_config.is_none() => defaults::VALUES.to_string(),
         None => configmap_values.unwrap_or_default(),
     };
@@ -89,7 +135,7 @@ pub fn kube_inject_snapshot(
     config::parse_values(&values_text)
         .with_context(|| format!("loading values {}", shown(values)))?;
     let mesh_text = match mesh {
-        Some(p) => Some(read(p)?),
+        Some(p) => Some(p.text()?),
         None => Some(defaults::MESH.to_string()),
     };
     Snapshot::with_config(config, &values_text, mesh_text.as_deref())

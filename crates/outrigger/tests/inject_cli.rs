@@ -154,11 +154,7 @@ fn hello_reinjection_changes_nothing() {
 #[test]
 fn stdin_input_matches_file_input() {
     let from_file = Inject::file(&hello()).run();
-    let from_stdin = Inject::new()
-        .arg("-f")
-        .arg("-")
-        .stdin(&read(&hello()))
-        .run();
+    let from_stdin = Inject::new().args(["-f", "-"]).stdin(&read(&hello())).run();
     assert_eq!(from_stdin.success(), from_file.success());
     assert!(!from_file.stdout.is_empty());
 }
