@@ -251,3 +251,49 @@ fn man_pages_name_every_subcommand_and_their_flags() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn check_warns_about_text_kubernetes_ignores_as_inject_does() {
+    let dir = std::env::temp_dir().join(format!("outrigger-cli-ignored-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let file = dir.join("pods.yaml");
+    // The `labels` after the end marker are not part of pod b for Kubernetes.
+    std::fs::write(
+        &file,
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: a\nspec:\n  containers:\n  - name: a\n    image: a\n---\n\
+         apiVersion: v1\nkind: Pod\nmetadata:\n  name: b\nspec:\n  containers:\n  - name: b\n    image: b\n...\n  labels: {x: y}\n",
+    )
+    .expect("write manifest");
+    let path = file.to_str().expect("UTF-8 path");
+    let (code, out, err) = outrigger(&[
+        "check",
+        "-f",
+        path,
+        "--namespace-labels",
+        "istio-injection=enabled",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("Pod/b in namespace default: INJECTED"),
+        "{out}"
+    );
+    assert_eq!(
+        err,
+        format!(
+            "{path}: warning: document 1: line 19: content after the end of the document is ignored \
+             by Kubernetes' YAML reader (and is not valid YAML: yaml: line 18: did not find expected \
+             <document start>)\n"
+        )
+    );
+    // inject names the same line.
+    let out = Command::new(env!("CARGO_BIN_EXE_outrigger"))
+        .args(["inject", "-q", "-f", path])
+        .output()
+        .expect("binary runs");
+    let inject_err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        inject_err.contains("document 1: the content from line 19 on"),
+        "{inject_err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
