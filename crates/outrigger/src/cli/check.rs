@@ -47,6 +47,12 @@ pub struct CheckArgs {
     /// the generated ones.
     #[arg(long = "webhook-config")]
     pub webhook_config: Option<String>,
+    /// With --kube: the kubeconfig file (default: KUBECONFIG, ~/.kube/config, or in-cluster).
+    #[arg(long = "kubeconfig", requires = "kube")]
+    pub kubeconfig: Option<PathBuf>,
+    /// With --kube: the kubeconfig context (default: its current context).
+    #[arg(long = "context", requires = "kube")]
+    pub context: Option<String>,
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
     pub output: CheckOutput,

@@ -1,7 +1,7 @@
 //! Istio's configuration read from the cluster for `outrigger inject --kube`, as
 //! `istioctl kube-inject` reads it: the injector ConfigMap (keys `config` and `values`) and the
 //! mesh ConfigMap (key `mesh`), each with one GET, and errors that name the namespace, the
-//! ConfigMap and the key.
+//! ConfigMap and the key. [`connect`] is also the client of `outrigger check --kube`.
 
 use std::path::Path;
 
