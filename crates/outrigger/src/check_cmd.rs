@@ -23,7 +23,6 @@ use outrigger_inject::inject;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::settings::ConfigFiles;
 use crate::webhook_config::{self, WebhookOptions};
 
 /// Label the API server sets on every namespace with its name.
@@ -31,60 +30,7 @@ pub const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
 /// Check-only code: no webhook entry selects the pod, the injector never sees it.
 pub const NOT_SELECTED: &str = "webhook_not_selected";
 
-/// Output format of `outrigger check`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum CheckOutput {
-    /// Short human-readable table.
-    Table,
-    /// One JSON object per pod, in a JSON array.
-    Json,
-}
-
-/// Flags of `outrigger check`.
-#[derive(Debug, clap::Args)]
-pub struct CheckArgs {
-    /// Pod or workload manifest (multi-document YAML or JSON); `-` reads standard input.
-    #[arg(short = 'f', long = "filename")]
-    pub filename: Option<PathBuf>,
-    /// Namespace of the pods (manifests without one; with --kube, the namespace to read).
-    #[arg(short = 'n', long = "namespace")]
-    pub namespace: Option<String>,
-    /// Labels of the namespace, comma-separated k=v (offline; kubernetes.io/metadata.name is implied).
-    #[arg(
-        long = "namespace-labels",
-        visible_alias = "namespaceLabels",
-        value_delimiter = ','
-    )]
-    pub namespace_labels: Vec<String>,
-    /// Istio's configuration files.
-    #[command(flatten)]
-    pub files: ConfigFiles,
-    /// Control plane revision of the webhook configuration to evaluate.
-    #[arg(long = "revision", default_value = "")]
-    pub revision: String,
-    /// Evaluate the `auto.` entry too (webhook-config --enable-namespaces-by-default).
-    #[arg(
-        long = "enable-namespaces-by-default",
-        visible_alias = "enableNamespacesByDefault"
-    )]
-    pub enable_namespaces_by_default: bool,
-    /// Read the namespace (and the pod given with --pod) from the cluster instead of a manifest.
-    #[arg(long = "kube")]
-    pub kube: bool,
-    /// With --kube: the live pod to explain (default: a new pod without labels in the namespace).
-    #[arg(long = "pod")]
-    pub pod: Option<String>,
-    /// With --kube: read the injector config from this ConfigMap (NAMESPACE/NAME, keys config and values).
-    #[arg(long = "injectConfigMap", visible_alias = "inject-config-map")]
-    pub inject_config_map: Option<String>,
-    /// With --kube: evaluate the selectors of this live MutatingWebhookConfiguration instead of
-    /// the generated ones.
-    #[arg(long = "webhook-config", visible_alias = "webhookConfig")]
-    pub webhook_config: Option<String>,
-    /// Output format.
-    #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
-    pub output: CheckOutput,
-}
+pub use crate::cli::check::{CheckArgs, CheckOutput};
 
 /// Whether one webhook entry selects the pod.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -604,20 +550,44 @@ pub fn pods_of(doc: &Value) -> Vec<(String, Value)> {
 }
 
 /// Split a YAML stream as kube-inject does ([`outrigger_inject::yaml::split_documents`]) and
-/// parse each document; errors name the line where the document starts.
-pub fn parse_documents(text: &str) -> Result<Vec<Value>> {
+/// parse each document; errors name the line where the document starts. Also returns a warning
+/// for each document followed by text that Kubernetes' YAML reader ignores (as `inject` warns),
+/// in the library's words, with the line of the stream.
+pub fn parse_documents(text: &str) -> Result<(Vec<Value>, Vec<String>)> {
     let mut docs = Vec::new();
-    let mut reader = outrigger_inject::yaml::DocumentReader::new(text.as_bytes());
-    for raw in reader.by_ref() {
+    let mut warnings = Vec::new();
+    let reader = outrigger_inject::yaml::DocumentReader::new(text.as_bytes());
+    for (index, raw) in reader.enumerate() {
         let raw = raw.context("splitting the documents")?;
         let start_line = raw.first_line + 1;
-        let v = outrigger_inject::yaml::from_str(&raw.text)
+        let read = outrigger_inject::yaml::read_document(&raw.text)
             .with_context(|| format!("parsing the document starting at line {start_line}"))?;
-        if !v.is_null() {
-            docs.push(v);
+        if let Some(mut ignored) = read.ignored {
+            ignored.line += raw.first_line;
+            ignored.error = ignored.error.map(|e| stream_line(&e, raw.first_line));
+            warnings.push(format!("warning: document {index}: {ignored}"));
+        }
+        if !read.value.is_null() {
+            docs.push(read.value);
         }
     }
-    Ok(docs)
+    Ok((docs, warnings))
+}
+
+/// go-yaml's `yaml: line L: ...` of a document starting on 0-based line `first_line`, with the
+/// line of the stream instead. (The library does the same for `inject`'s warning in private;
+/// TODO(issue 9): one public owner.)
+fn stream_line(error: &str, first_line: usize) -> String {
+    let shifted = error.strip_prefix("yaml: line ").and_then(|rest| {
+        let digits = rest.find(|c: char| !c.is_ascii_digit())?;
+        let line: usize = rest[..digits].parse().ok()?;
+        Some(format!(
+            "yaml: line {}{}",
+            line + first_line,
+            &rest[digits..]
+        ))
+    });
+    shifted.unwrap_or_else(|| error.to_string())
 }
 
 /// Parse `k=v` pairs (`k=` is an empty value; `k` alone is refused: it reads as a selector's
@@ -819,9 +789,19 @@ pub fn explain_documents(
         .collect()
 }
 
-/// Read and parse the `-f` manifest.
+/// Read and parse the `-f` manifest; warnings about ignored text go to stderr, naming the file.
 pub fn read_documents(file: &PathBuf) -> Result<Vec<Value>> {
-    parse_documents(&read_input(file)?).with_context(|| format!("reading {}", file.display()))
+    let (docs, warnings) = parse_documents(&read_input(file)?)
+        .with_context(|| format!("reading {}", file.display()))?;
+    let source = if file.as_os_str() == "-" {
+        "standard input".to_string()
+    } else {
+        file.display().to_string()
+    };
+    for w in warnings {
+        eprintln!("{source}: {w}");
+    }
+    Ok(docs)
 }
 
 /// Run `outrigger check`: exits 0 when every pod would be injected, 1 when any would not (2 on
@@ -1141,12 +1121,28 @@ mod tests {
 
     #[test]
     fn documents_and_labels_parse() {
-        let docs = parse_documents(
+        let (docs, warnings) = parse_documents(
             "kind: Pod\nmetadata:\n  name: a\n---\n---\nkind: Pod\nmetadata:\n  name: b\n",
         )
         .expect("valid YAML");
         assert_eq!(docs.len(), 2);
+        assert!(warnings.is_empty(), "{warnings:?}");
         assert_eq!(docs[1]["metadata"]["name"], "b");
+        // Text after an end marker: ignored by Kubernetes, named with its line in the stream.
+        let (docs, warnings) = parse_documents(
+            "kind: Pod\nmetadata:\n  name: a\n---\nkind: Pod\nmetadata:\n  name: b\n...\nspec: {}\n",
+        )
+        .expect("valid YAML");
+        assert_eq!(docs.len(), 2);
+        assert_eq!(docs[1].get("spec"), None);
+        assert_eq!(
+            warnings,
+            [
+                "warning: document 1: line 9: content after the end of the document is ignored by \
+              Kubernetes' YAML reader (and is not valid YAML: yaml: line 8: did not find \
+              expected <document start>)"
+            ]
+        );
         let err = parse_documents("kind: Pod\n---\na: [\n").expect_err("bad YAML");
         assert!(format!("{err:#}").contains("line 3"), "{err:#}");
         let l = parse_labels(&["a=b".into(), "c=".into(), "d=e=f".into()]).expect("valid");

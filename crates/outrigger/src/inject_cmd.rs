@@ -6,54 +6,16 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use outrigger_inject::kube_inject::{
-    self, KubeInjectOptions, Outcome, ProcessedDocument, SkipReason,
-};
+use outrigger_inject::config::Snapshot;
+use outrigger_inject::kube_inject::{self, KubeInjectOptions, Outcome, ProcessedDocument, SkipReason};
 use outrigger_inject::yaml;
 
-use crate::settings::{self, ConfigFiles, NativeMode};
+use crate::cli::inject::{DEFAULT_INJECT_CONFIG_MAP, DEFAULT_MESH_CONFIG_MAP};
+use crate::kube::config_watch::{self, ConfigMapRef};
+use crate::kube::inject_source;
+use crate::settings::{self, Input};
 
-/// Flags of `outrigger inject`.
-#[derive(Debug, clap::Args)]
-pub struct InjectArgs {
-    /// Input manifest (multi-document YAML); `-` reads standard input.
-    #[arg(short = 'f', long = "filename")]
-    pub filename: PathBuf,
-    /// Write the result here instead of standard output.
-    #[arg(short = 'o', long = "output")]
-    pub output: Option<PathBuf>,
-    /// Istio's configuration files.
-    #[command(flatten)]
-    pub files: ConfigFiles,
-    /// Native sidecars: true, false, or auto (offline: follows ENABLE_NATIVE_SIDECARS).
-    #[arg(long = "native-sidecars", visible_alias = "nativeSidecars", value_enum)]
-    pub native_sidecars: Option<NativeMode>,
-    /// Control plane revision (`default` means none).
-    #[arg(long = "revision", default_value = "")]
-    pub revision: String,
-    /// Print a unified diff of what injection changes instead of the documents; exits 1 when
-    /// something changed, 0 when nothing did (2 on error), like `diff`.
-    #[arg(long = "diff")]
-    pub diff: bool,
-    /// Colour the diff: auto (when standard output is a terminal and NO_COLOR is unset), always,
-    /// never.
-    #[arg(long = "color", value_enum, default_value = "auto")]
-    pub color: ColorMode,
-    /// Do not print the summary line on standard error (warnings are still printed).
-    #[arg(short = 'q', long = "quiet")]
-    pub quiet: bool,
-}
-
-/// When to colour the diff.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ColorMode {
-    /// When standard output is a terminal and `NO_COLOR` is unset or empty.
-    Auto,
-    /// Always.
-    Always,
-    /// Never.
-    Never,
-}
+pub use crate::cli::inject::{ColorMode, InjectArgs};
 
 impl ColorMode {
     /// Whether to colour output going to `output` (`None`: standard output).
@@ -175,11 +137,15 @@ impl Output {
 /// fails, before the error), then a summary line unless `--quiet`. With `--diff` the exit status
 /// says whether anything changed.
 pub fn run(args: &InjectArgs) -> Result<ExitCode> {
-    let snapshot = settings::kube_inject_snapshot(
-        args.files.inject_config_file.as_deref(),
-        args.files.values_file.as_deref(),
-        args.files.mesh_config_file.as_deref(),
-    )?;
+    let snapshot = if args.cluster.kube {
+        cluster_snapshot(args)?
+    } else {
+        settings::kube_inject_snapshot(
+            args.files.inject_config_file.as_deref(),
+            args.files.values_file.as_deref(),
+            args.files.mesh_config_file.as_deref(),
+        )?
+    };
     let revision = if args.revision == "default" {
         ""
     } else {
@@ -241,6 +207,107 @@ pub fn run(args: &InjectArgs) -> Result<ExitCode> {
             }
         }
     }
+}
+
+/// The snapshot of `inject --kube`: the injector ConfigMap's `config` and `values` keys and the
+/// mesh ConfigMap's `mesh` key, as `istioctl kube-inject` reads them, except the inputs given as
+/// files. The cluster is not contacted when every input is a file.
+fn cluster_snapshot(args: &InjectArgs) -> Result<Snapshot> {
+    let (c, files) = (&args.cluster, &args.files);
+    let configmap = |name: &str, default: &str| ConfigMapRef {
+        namespace: c.istio_namespace.clone(),
+        name: inject_source::configmap_name(name, default, &args.revision),
+    };
+    let inject = configmap(&c.inject_config_map_name, DEFAULT_INJECT_CONFIG_MAP);
+    let mesh = configmap(&c.mesh_config_map_name, DEFAULT_MESH_CONFIG_MAP);
+    let mut inject_keys = Vec::new();
+    if files.inject_config_file.is_none() {
+        inject_keys.push(config_watch::CONFIG_KEY);
+    }
+    if files.values_file.is_none() {
+        inject_keys.push(config_watch::VALUES_KEY);
+    }
+    let read_mesh = files.mesh_config_file.is_none();
+    let (mut inject_values, mesh_value) = if inject_keys.is_empty() && !read_mesh {
+        (Vec::new(), None)
+    } else {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .context("starting the runtime")?;
+        rt.block_on(async {
+            let client = inject_source::connect(c.kubeconfig.as_deref(), c.context.as_deref())
+                .await
+                .context("connecting to the cluster")?;
+            let hint = |flag: &str, file_flags: &str| {
+                format!(
+                    "is Istio installed in namespace {}? choose it with --istioNamespace, {flag} \
+                     or --revision, or pass {file_flags}",
+                    c.istio_namespace
+                )
+            };
+            let inject_values = if inject_keys.is_empty() {
+                Vec::new()
+            } else {
+                inject_source::read_keys(
+                    client.clone(),
+                    &inject,
+                    &inject_keys,
+                    &hint(
+                        "--injectConfigMapName",
+                        "--injectConfigFile and --valuesFile",
+                    ),
+                )
+                .await?
+            };
+            let mesh_value = if read_mesh {
+                let mut v = inject_source::read_keys(
+                    client,
+                    &mesh,
+                    &[config_watch::MESH_KEY],
+                    &hint("--meshConfigMapName", "--meshConfigFile"),
+                )
+                .await?;
+                v.pop()
+            } else {
+                None
+            };
+            anyhow::Ok((inject_values, mesh_value))
+        })
+        .map_err(|e| e.context("--kube"))?
+    };
+    let name =
+        |r: &ConfigMapRef, key: &str| format!("ConfigMap {}/{} key {key:?}", r.namespace, r.name);
+    let config_name = name(&inject, config_watch::CONFIG_KEY);
+    let values_name = name(&inject, config_watch::VALUES_KEY);
+    let mesh_name = name(&mesh, config_watch::MESH_KEY);
+    // Taken in the order they were asked for.
+    let values_text = files
+        .values_file
+        .is_none()
+        .then(|| inject_values.pop())
+        .flatten();
+    let config_text = files
+        .inject_config_file
+        .is_none()
+        .then(|| inject_values.pop())
+        .flatten();
+    fn input<'a>(
+        file: &'a Option<PathBuf>,
+        text: &'a Option<String>,
+        name: &'a str,
+    ) -> Option<Input<'a>> {
+        match (file, text) {
+            (Some(p), _) => Some(Input::File(p)),
+            (None, Some(t)) => Some(Input::Text { name, text: t }),
+            (None, None) => None,
+        }
+    }
+    settings::kube_inject_snapshot_from(
+        input(&files.inject_config_file, &config_text, &config_name),
+        input(&files.values_file, &values_text, &values_name),
+        input(&files.mesh_config_file, &mesh_value, &mesh_name),
+    )
 }
 
 /// Counts and warnings of one run.

@@ -1,48 +1,26 @@
 //! outrigger: a fast, Istio-compatible Kubernetes sidecar injector.
 //!
 //! Subcommands: `inject` (offline manifest injection, flag-compatible with
-//! `istioctl kube-inject`), `serve` (the HTTPS admission webhook), `webhook-config` and `check`.
+//! `istioctl kube-inject`), `serve` (the HTTPS admission webhook), `webhook-config`, `check`,
+//! `version`, `completion` and `man`. The flags are defined in [`cli`].
 
 mod check_cmd;
+mod cli;
 mod inject_cmd;
 mod kube;
+mod man;
 mod serve;
 mod settings;
 mod webhook_config;
 
-use clap::{Parser, Subcommand};
+use clap::FromArgMatches;
+
+use cli::{Cli, Command};
 
 /// mimalloc: the pipeline allocates many small JSON nodes per pod; glibc malloc cost ~25% of the
 /// webhook's CPU time under load.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-/// Fast, Istio-compatible Kubernetes sidecar injector.
-#[derive(Debug, Parser)]
-#[command(name = "outrigger", version, about)]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Debug, Subcommand)]
-enum Command {
-    /// Inject sidecars into Kubernetes manifests (like `istioctl kube-inject`).
-    Inject(inject_cmd::InjectArgs),
-    /// Run the HTTPS mutating admission webhook (like istiod's `/inject`).
-    Serve(Box<serve::ServeArgs>),
-    /// Print the MutatingWebhookConfiguration that routes pods to the injector (Istio chart's).
-    WebhookConfig(webhook_config::WebhookConfigArgs),
-    /// Explain whether a pod or workload would be injected, and why.
-    Check(check_cmd::CheckArgs),
-    /// Print the version, the git commit and the Istio versions the injector was verified against.
-    Version,
-    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
-    Completion {
-        /// The shell.
-        shell: clap_complete::Shell,
-    },
-}
 
 /// What `outrigger version` says the injector was verified against.
 const VERIFIED_AGAINST: &str = "Istio's golden injection cases (pkg/kube/inject/testdata) of \
@@ -60,7 +38,10 @@ fn version_text() -> String {
 
 fn main() -> std::process::ExitCode {
     use std::process::ExitCode;
-    let cli = Cli::parse();
+    let cli = match Cli::from_arg_matches(&cli::command().get_matches()) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     // Exit status of an error: 2 where 1 has a meaning of its own (`inject --diff`: something
     // changed; `check`: not injected), else 1.
     let (result, error_status) = match cli.command {
@@ -73,10 +54,11 @@ fn main() -> std::process::ExitCode {
             (Ok(ExitCode::SUCCESS), 1)
         }
         Command::Completion { shell } => {
-            let mut cmd = <Cli as clap::CommandFactory>::command();
+            let mut cmd = cli::completion_command();
             clap_complete::generate(shell, &mut cmd, "outrigger", &mut std::io::stdout());
             (Ok(ExitCode::SUCCESS), 1)
         }
+        Command::Man(args) => (man::run(&args).map(|()| ExitCode::SUCCESS), 1),
     };
     match result {
         Ok(code) => code,

@@ -9,30 +9,7 @@ use outrigger_inject::config::{self, InjectorConfig, Snapshot};
 use outrigger_inject::kube_inject::{self, InjectConfigShape};
 use outrigger_inject::webhook;
 
-/// Istio's configuration files, as `istioctl kube-inject` names its flags.
-#[derive(Debug, Clone, Default, clap::Args)]
-pub struct ConfigFiles {
-    /// Injector config file (the `config` key of the istio-sidecar-injector ConfigMap).
-    #[arg(long = "injectConfigFile", visible_alias = "inject-config-file")]
-    pub inject_config_file: Option<std::path::PathBuf>,
-    /// Injector values file (the `values` key of the istio-sidecar-injector ConfigMap).
-    #[arg(long = "valuesFile", visible_alias = "values-file")]
-    pub values_file: Option<std::path::PathBuf>,
-    /// Mesh config file (the `mesh` key of the istio ConfigMap).
-    #[arg(long = "meshConfigFile", visible_alias = "mesh-config-file")]
-    pub mesh_config_file: Option<std::path::PathBuf>,
-}
-
-/// Native-sidecar mode as Istio's `ENABLE_NATIVE_SIDECARS` / `--native-sidecars` understand it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum NativeMode {
-    /// Always native sidecars (init containers with `restartPolicy: Always`).
-    True,
-    /// Never native sidecars.
-    False,
-    /// Decide from the cluster; offline this follows `ENABLE_NATIVE_SIDECARS`.
-    Auto,
-}
+pub use crate::cli::common::NativeMode;
 
 /// Offline native-sidecar decision: an explicit flag wins, else `ENABLE_NATIVE_SIDECARS=true`
 /// (`auto` means off offline). A value Istio does not know is off, with a warning on stderr
@@ -59,13 +36,44 @@ fn read(path: &Path) -> Result<String> {
     std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
 }
 
-/// Display name of an optional file (`(embedded)` when absent).
-fn shown(p: Option<&Path>) -> String {
-    p.map_or("(embedded)".into(), |p| p.display().to_string())
+/// Where one input of `outrigger inject` comes from: a file (read when needed), or text read
+/// elsewhere (a ConfigMap key) with the name messages use for it.
+#[derive(Debug, Clone, Copy)]
+pub enum Input<'a> {
+    /// A file given with a flag.
+    File(&'a Path),
+    /// Text and its name (`ConfigMap istio-system/istio key "mesh"`).
+    Text {
+        /// Name in messages.
+        name: &'a str,
+        /// The document.
+        text: &'a str,
+    },
+}
+
+impl Input<'_> {
+    fn name(&self) -> String {
+        match self {
+            Input::File(p) => p.display().to_string(),
+            Input::Text { name, .. } => name.to_string(),
+        }
+    }
+
+    fn text(&self) -> Result<String> {
+        match self {
+            Input::File(p) => read(p),
+            Input::Text { text, .. } => Ok(text.to_string()),
+        }
+    }
+}
+
+/// Display name of an optional input (`(embedded)` when absent).
+fn shown(p: Option<Input<'_>>) -> String {
+    p.map_or("(embedded)".into(), |p| p.name())
 }
 
 /// Build the snapshot for `outrigger inject` from istioctl-style flags. An injector config that
-/// cannot add a sidecar is refused ([`workload::load_inject_config`]); a whole ConfigMap is read
+/// cannot add a sidecar is refused ([`kube_inject::load_inject_config`]); a whole ConfigMap is read
 /// through its `config` key (and its `values` key when no values file is given), with a note on
 /// stderr. Templates without values (`--injectConfigFile` alone) get a warning: Istio's templates
 /// then fail in ways that do not point at the missing file.
@@ -74,27 +82,42 @@ pub fn kube_inject_snapshot(
     values: Option<&Path>,
     mesh: Option<&Path>,
 ) -> Result<Snapshot> {
+    kube_inject_snapshot_from(
+        inject_config.map(Input::File),
+        values.map(Input::File),
+        mesh.map(Input::File),
+    )
+}
+
+/// [`kube_inject_snapshot`] from inputs that are files or text read from the cluster; an absent
+/// input is the embedded default (values: the whole ConfigMap's, or none, when only the injector
+/// config is given).
+pub fn kube_inject_snapshot_from(
+    inject_config: Option<Input<'_>>,
+    values: Option<Input<'_>>,
+    mesh: Option<Input<'_>>,
+) -> Result<Snapshot> {
     let mut configmap_values = None;
     let config = match inject_config {
         Some(p) => {
-            let loaded = kube_inject::load_inject_config(&read(p)?)
-                .with_context(|| format!("loading injector config {}", p.display()))?;
+            let loaded = kube_inject::load_inject_config(&p.text()?)
+                .with_context(|| format!("loading injector config {}", p.name()))?;
             match (loaded.shape, &loaded.values, values) {
                 (InjectConfigShape::ConfigMap, Some(v), None) => {
                     eprintln!(
                         "note: {} is a whole ConfigMap; using its data.config and data.values keys",
-                        p.display()
+                        p.name()
                     );
                     configmap_values = Some(v.clone());
                 }
                 (InjectConfigShape::ConfigMap, _, _) => eprintln!(
                     "note: {} is a whole ConfigMap; using its data.config key",
-                    p.display()
+                    p.name()
                 ),
                 (InjectConfigShape::Templates, _, None) => eprintln!(
                     "warning: {} has templates but no --valuesFile was given: they render with \
                      empty .Values (pass the `values` key of the same ConfigMap with --valuesFile)",
-                    p.display()
+                    p.name()
                 ),
                 _ => {}
             }
@@ -104,7 +127,7 @@ pub fn kube_inject_snapshot(
             .context("loading the embedded default injector config")?,
     };
     let values_text = match values {
-        Some(p) => read(p)?,
+        Some(p) => p.text()?,
         None if inject_config.is_none() => defaults::VALUES.to_string(),
         None => configmap_values.unwrap_or_default(),
     };
@@ -112,7 +135,7 @@ pub fn kube_inject_snapshot(
     config::parse_values(&values_text)
         .with_context(|| format!("loading values {}", shown(values)))?;
     let mesh_text = match mesh {
-        Some(p) => Some(read(p)?),
+        Some(p) => Some(p.text()?),
         None => Some(defaults::MESH.to_string()),
     };
     Snapshot::with_config(config, &values_text, mesh_text.as_deref())

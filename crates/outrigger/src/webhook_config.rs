@@ -19,7 +19,6 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 use k8s_openapi::api::admissionregistration::v1::{
@@ -37,7 +36,8 @@ pub const ENTRY_SUFFIX: &str = "sidecar-injector.istio.io";
 /// The Istio namespace that the chart's naming treats as the default release namespace.
 pub const ISTIO_SYSTEM: &str = "istio-system";
 /// Default object name in standalone mode (also `serve --webhook-config-name`'s default).
-pub const DEFAULT_NAME: &str = "outrigger-sidecar-injector";
+#[cfg_attr(not(test), allow(dead_code))]
+pub const DEFAULT_NAME: &str = crate::cli::serve::DEFAULT_WEBHOOK_CONFIG_NAME;
 /// Default Service (`NAMESPACE`, `NAME`) in standalone mode: what `deploy/base` installs.
 pub const DEFAULT_SERVICE: (&str, &str) = ("outrigger", "outrigger");
 /// Istio's revision label (the label istiod's caBundle patcher selects on).
@@ -57,25 +57,9 @@ pub const ISTIO_MODE_NOTE: &str =
 istiod's own sidecar injector must be off (no default-revision istiod running its webhook \
 patcher), or istiod and outrigger will overwrite each other's caBundle forever";
 
-/// Output format of generated objects.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum OutputFormat {
-    /// YAML (sigs.k8s.io/yaml style, as `kubectl get -o yaml` prints).
-    Yaml,
-    /// Indented JSON.
-    Json,
-}
-
-/// `failurePolicy` of the webhook entries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum FailurePolicy {
-    /// Reject the pod when the injector cannot be reached (the chart's choice).
-    #[value(name = "Fail")]
-    Fail,
-    /// Admit the pod uninjected when the injector cannot be reached.
-    #[value(name = "Ignore")]
-    Ignore,
-}
+pub use crate::cli::webhook_config::{
+    FailurePolicy, OutputFormat, ReinvocationPolicy, WebhookConfigArgs,
+};
 
 impl FailurePolicy {
     fn as_str(self) -> &'static str {
@@ -86,17 +70,6 @@ impl FailurePolicy {
     }
 }
 
-/// `reinvocationPolicy` of the webhook entries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ReinvocationPolicy {
-    /// Call the injector once (the chart's default).
-    #[value(name = "Never")]
-    Never,
-    /// Call the injector again when a later webhook changed the pod.
-    #[value(name = "IfNeeded")]
-    IfNeeded,
-}
-
 impl ReinvocationPolicy {
     fn as_str(self) -> &'static str {
         match self {
@@ -104,76 +77,6 @@ impl ReinvocationPolicy {
             ReinvocationPolicy::IfNeeded => "IfNeeded",
         }
     }
-}
-
-/// Flags of `outrigger webhook-config`.
-#[derive(Debug, Clone, clap::Args)]
-pub struct WebhookConfigArgs {
-    /// Control plane revision served by this injector (empty or `default`: the default revision).
-    #[arg(long = "revision", default_value = "")]
-    pub revision: String,
-    /// Revision tag: an `istio-revision-tag-TAG` object whose selectors match `istio.io/rev=TAG`
-    /// and that routes to the revision's injector (as Istio's chart's revision tags).
-    #[arg(long = "tag")]
-    pub tag: Option<String>,
-    /// Istio replacement: Istio's object names, Service and labels (istiod's injector must be off).
-    #[arg(long = "istio")]
-    pub istio: bool,
-    /// Service in front of the injector, as NAMESPACE/NAME (default outrigger/outrigger;
-    /// istio-system/istiod[-REVISION] with --istio).
-    #[arg(long = "service", conflicts_with = "url")]
-    pub service: Option<String>,
-    /// Call the injector at this https:// URL (`clientConfig.url`) instead of a Service.
-    #[arg(long = "url")]
-    pub url: Option<String>,
-    /// Service port the API server calls (1-65535).
-    #[arg(long = "port", default_value_t = 443, value_parser = clap::value_parser!(u16).range(1..))]
-    pub port: u16,
-    /// HTTP path of the injection endpoint.
-    #[arg(long = "path", default_value = "/inject")]
-    pub path: String,
-    /// Name of the MutatingWebhookConfiguration (default outrigger-sidecar-injector[-REVISION];
-    /// Istio's chart naming with --istio).
-    #[arg(long = "name")]
-    pub name: Option<String>,
-    /// PEM file whose certificates become the `caBundle` of every entry.
-    #[arg(long = "ca-bundle-file", visible_alias = "caBundleFile")]
-    pub ca_bundle_file: Option<PathBuf>,
-    /// failurePolicy of every entry.
-    #[arg(
-        long = "failure-policy",
-        visible_alias = "failurePolicy",
-        value_enum,
-        default_value = "Fail"
-    )]
-    pub failure_policy: FailurePolicy,
-    /// timeoutSeconds of every entry (1-30; unset: the API server's default of 10).
-    #[arg(long = "timeout", value_parser = clap::value_parser!(u8).range(1..=30))]
-    pub timeout: Option<u8>,
-    /// reinvocationPolicy of every entry.
-    #[arg(
-        long = "reinvocation-policy",
-        visible_alias = "reinvocationPolicy",
-        value_enum,
-        default_value = "Never"
-    )]
-    pub reinvocation_policy: ReinvocationPolicy,
-    /// Also inject every pod of unlabelled namespaces (the chart's `auto.` entry; default revision only).
-    #[arg(
-        long = "enable-namespaces-by-default",
-        visible_alias = "enableNamespacesByDefault"
-    )]
-    pub enable_namespaces_by_default: bool,
-    /// Namespaces never sent to the injector (added to every entry's namespaceSelector), comma-separated.
-    #[arg(
-        long = "exclude-namespaces",
-        visible_alias = "excludeNamespaces",
-        value_delimiter = ','
-    )]
-    pub exclude_namespaces: Vec<String>,
-    /// Output format.
-    #[arg(short = 'o', long = "output", value_enum, default_value = "yaml")]
-    pub output: OutputFormat,
 }
 
 /// Where the API server sends admission reviews.

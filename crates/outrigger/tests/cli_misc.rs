@@ -48,6 +48,10 @@ fn completion_scripts_for_each_shell() {
             out.contains("inject-config-file"),
             "{shell}: aliases completed"
         );
+        assert!(
+            out.contains("tls-cert-file") && out.contains("tlsCertFile"),
+            "{shell}: serve's flags complete in both spellings"
+        );
     }
     let (code, _, err) = outrigger(&["completion", "tcsh"]);
     assert_eq!(code, 2, "unknown shell is a usage error: {err}");
@@ -138,4 +142,158 @@ fn webhook_config_and_check_flags_work_in_both_spellings() {
     ]);
     assert_eq!(a, b);
     assert!(a.1.contains("INJECTED"), "{}", a.1);
+}
+
+#[test]
+fn serve_flags_work_in_both_spellings() {
+    // A bad value reaches serve's own validation under either spelling of the flag: the
+    // spelling was accepted and routed to the same argument.
+    for flag in ["--max-request-bytes", "--maxRequestBytes"] {
+        let (code, _, err) = outrigger(&["serve", flag, "lots"]);
+        assert_eq!(code, 2, "{flag}: {err}");
+        assert!(
+            err.contains("invalid value 'lots' for '--max-request-bytes"),
+            "{flag}: {err}"
+        );
+    }
+    for flag in ["--tls-cert-file", "--tlsCertFile"] {
+        let (code, _, err) = outrigger(&["serve", flag, "c.pem"]);
+        assert_eq!(code, 2, "{flag}: {err}");
+        assert!(
+            err.contains("--tlsKeyFile"),
+            "{flag}: requires the key: {err}"
+        );
+    }
+}
+
+#[test]
+fn man_pages_name_every_subcommand_and_their_flags() {
+    let (code, root, err) = outrigger(&["man"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        root.starts_with(".ie") || root.contains(".TH outrigger 1"),
+        "{root}"
+    );
+    assert!(root.contains(".TH outrigger 1"), "{root}");
+    for sub in [
+        "inject",
+        "serve",
+        "webhook\\-config",
+        "check",
+        "version",
+        "completion",
+        "man",
+    ] {
+        assert!(
+            root.contains(&format!("outrigger\\-{sub}(1)")),
+            "{sub} listed: {root}"
+        );
+    }
+    for (sub, flags) in [
+        (
+            "inject",
+            &["\\-\\-injectConfigFile", "\\-\\-filename", "\\-\\-diff"][..],
+        ),
+        (
+            "serve",
+            &[
+                "\\-\\-tlsCertFile",
+                "\\-\\-max\\-inflight\\-bytes",
+                "\\-\\-kube",
+            ][..],
+        ),
+        (
+            "webhook-config",
+            &["\\-\\-ca\\-bundle\\-file", "\\-\\-revision"][..],
+        ),
+        (
+            "check",
+            &["\\-\\-namespace\\-labels", "\\-\\-injectConfigMap"][..],
+        ),
+    ] {
+        let (code, page, err) = outrigger(&["man", sub]);
+        assert_eq!(code, 0, "{sub}: {err}");
+        let title = format!(".TH outrigger-{sub} 1");
+        assert!(page.contains(&title), "{sub}: {title}: {page}");
+        for f in flags {
+            assert!(page.contains(f), "{sub}: {f}: {page}");
+        }
+        assert!(
+            page.contains("camelCase"),
+            "{sub}: the alias rule is stated"
+        );
+    }
+    let (code, _, err) = outrigger(&["man", "nosuch"]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("no man page for \"nosuch\": the subcommands are inject, serve"),
+        "{err}"
+    );
+
+    let dir = std::env::temp_dir().join(format!("outrigger-man-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let (code, out, err) = outrigger(&["man", "--dir", dir.to_str().expect("UTF-8")]);
+    assert_eq!(code, 0, "{err}");
+    let mut written: Vec<String> = std::fs::read_dir(&dir)
+        .expect("pages written")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    written.sort();
+    assert_eq!(written.len(), 8, "{written:?}");
+    assert!(
+        written.contains(&"outrigger.1".to_string())
+            && written.contains(&"outrigger-inject.1".to_string())
+    );
+    assert_eq!(out.lines().count(), 8);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("outrigger.1")).expect("page"),
+        root
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn check_warns_about_text_kubernetes_ignores_as_inject_does() {
+    let dir = std::env::temp_dir().join(format!("outrigger-cli-ignored-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let file = dir.join("pods.yaml");
+    // The `labels` after the end marker are not part of pod b for Kubernetes.
+    std::fs::write(
+        &file,
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: a\nspec:\n  containers:\n  - name: a\n    image: a\n---\n\
+         apiVersion: v1\nkind: Pod\nmetadata:\n  name: b\nspec:\n  containers:\n  - name: b\n    image: b\n...\n  labels: {x: y}\n",
+    )
+    .expect("write manifest");
+    let path = file.to_str().expect("UTF-8 path");
+    let (code, out, err) = outrigger(&[
+        "check",
+        "-f",
+        path,
+        "--namespace-labels",
+        "istio-injection=enabled",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("Pod/b in namespace default: INJECTED"),
+        "{out}"
+    );
+    assert_eq!(
+        err,
+        format!(
+            "{path}: warning: document 1: line 19: content after the end of the document is ignored \
+             by Kubernetes' YAML reader (and is not valid YAML: yaml: line 18: did not find expected \
+             <document start>)\n"
+        )
+    );
+    // inject names the same line.
+    let out = Command::new(env!("CARGO_BIN_EXE_outrigger"))
+        .args(["inject", "-q", "-f", path])
+        .output()
+        .expect("binary runs");
+    let inject_err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        inject_err.contains("document 1: the content from line 19 on"),
+        "{inject_err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -134,9 +134,10 @@ pub fn run(args: &CheckArgs) -> Result<std::process::ExitCode> {
         .build()
         .context("starting the runtime")?;
     let reports = rt.block_on(async {
-        let client = Client::try_default()
-            .await
-            .context("connecting to the cluster (kubeconfig or in-cluster)")?;
+        let client =
+            super::inject_source::connect(args.kubeconfig.as_deref(), args.context.as_deref())
+                .await
+                .context("connecting to the cluster (kubeconfig or in-cluster)")?;
         explain_live(client, args).await
     })?;
     if reports.is_empty() {

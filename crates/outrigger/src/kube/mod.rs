@@ -1,6 +1,6 @@
 //! Kubernetes API integration (kube-rs over rustls): certificate bootstrap and caBundle sync,
-//! ConfigMap-driven configuration, cached node and namespace facts, Events, and the live mode
-//! of `outrigger check`.
+//! ConfigMap-driven configuration, cached node and namespace facts, Events, the live mode
+//! of `outrigger check`, and the ConfigMaps `outrigger inject --kube` reads.
 //!
 //! These are library-style building blocks; `serve --kube` (`crate::serve::kube_mode`) wires
 //! them together. Every function takes a [`::kube::Client`], so tests drive them with a mock
@@ -11,6 +11,7 @@ pub mod certs;
 pub mod check;
 pub mod config_watch;
 pub mod events;
+pub mod inject_source;
 #[cfg(test)]
 pub(crate) mod mock;
 pub mod namespaces;

@@ -17,31 +17,7 @@ use super::events::EventRecorder;
 use super::namespaces::NamespaceCache;
 use super::nodes::{NativeMode, NativeSidecarDetector};
 
-/// Kubernetes flags of `outrigger serve`.
-#[derive(Debug, Clone, Default, clap::Args)]
-pub struct KubeArgs {
-    /// Use the Kubernetes API (certificates in a Secret, caBundle sync, cluster facts).
-    #[arg(long = "kube")]
-    pub kube: bool,
-    /// Secret (in the injector's namespace) holding the shared CA and serving certificate.
-    #[arg(long = "tls-secret", default_value = "outrigger-tls")]
-    pub tls_secret: String,
-    /// MutatingWebhookConfiguration whose caBundle is kept in sync.
-    #[arg(long = "webhook-config-name", default_value = crate::webhook_config::DEFAULT_NAME)]
-    pub webhook_config_name: String,
-    /// Never write the webhook configuration (cert-manager's CA injector or GitOps own caBundle).
-    #[arg(long = "ca-bundle-managed-externally")]
-    pub ca_bundle_managed_externally: bool,
-    /// Injector ConfigMap to watch, NAMESPACE/NAME (keys `config` and `values`).
-    #[arg(long = "injectConfigMap")]
-    pub inject_config_map: Option<String>,
-    /// Mesh ConfigMap to watch, NAMESPACE/NAME (key `mesh`).
-    #[arg(long = "meshConfigMap")]
-    pub mesh_config_map: Option<String>,
-    /// Record a Kubernetes Event on the pod's owner for every injection and skip.
-    #[arg(long = "events")]
-    pub events: bool,
-}
+pub use crate::cli::serve::KubeArgs;
 
 /// Everything [`start`] needs besides the flags.
 #[derive(Debug, Clone)]

@@ -117,6 +117,12 @@ impl Inject {
         self
     }
 
+    /// Add several arguments.
+    pub fn args<'a>(mut self, a: impl IntoIterator<Item = &'a str>) -> Inject {
+        self.args.extend(a.into_iter().map(str::to_string));
+        self
+    }
+
     /// Add a flag with a path value.
     pub fn path_arg(self, flag: &str, p: &Path) -> Inject {
         self.arg(flag)

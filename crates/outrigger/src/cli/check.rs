@@ -1,0 +1,59 @@
+//! Flags of `outrigger check`.
+
+use std::path::PathBuf;
+
+use super::common::ConfigFiles;
+
+/// Output format of `outrigger check`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CheckOutput {
+    /// Short human-readable table.
+    Table,
+    /// One JSON object per pod, in a JSON array.
+    Json,
+}
+
+/// Flags of `outrigger check`.
+#[derive(Debug, clap::Args)]
+pub struct CheckArgs {
+    /// Pod or workload manifest (multi-document YAML or JSON); `-` reads standard input.
+    #[arg(short = 'f', long = "filename")]
+    pub filename: Option<PathBuf>,
+    /// Namespace of the pods (manifests without one; with --kube, the namespace to read).
+    #[arg(short = 'n', long = "namespace")]
+    pub namespace: Option<String>,
+    /// Labels of the namespace, comma-separated k=v (offline; kubernetes.io/metadata.name is implied).
+    #[arg(long = "namespace-labels", value_delimiter = ',')]
+    pub namespace_labels: Vec<String>,
+    /// Istio's configuration files.
+    #[command(flatten)]
+    pub files: ConfigFiles,
+    /// Control plane revision of the webhook configuration to evaluate.
+    #[arg(long = "revision", default_value = "")]
+    pub revision: String,
+    /// Evaluate the `auto.` entry too (webhook-config --enable-namespaces-by-default).
+    #[arg(long = "enable-namespaces-by-default")]
+    pub enable_namespaces_by_default: bool,
+    /// Read the namespace (and the pod given with --pod) from the cluster instead of a manifest.
+    #[arg(long = "kube")]
+    pub kube: bool,
+    /// With --kube: the live pod to explain (default: a new pod without labels in the namespace).
+    #[arg(long = "pod")]
+    pub pod: Option<String>,
+    /// With --kube: read the injector config from this ConfigMap (NAMESPACE/NAME, keys config and values).
+    #[arg(long = "injectConfigMap")]
+    pub inject_config_map: Option<String>,
+    /// With --kube: evaluate the selectors of this live MutatingWebhookConfiguration instead of
+    /// the generated ones.
+    #[arg(long = "webhook-config")]
+    pub webhook_config: Option<String>,
+    /// With --kube: the kubeconfig file (default: KUBECONFIG, ~/.kube/config, or in-cluster).
+    #[arg(long = "kubeconfig", requires = "kube")]
+    pub kubeconfig: Option<PathBuf>,
+    /// With --kube: the kubeconfig context (default: its current context).
+    #[arg(long = "context", requires = "kube")]
+    pub context: Option<String>,
+    /// Output format.
+    #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
+    pub output: CheckOutput,
+}

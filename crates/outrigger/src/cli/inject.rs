@@ -1,0 +1,95 @@
+//! Flags of `outrigger inject`.
+
+use std::path::PathBuf;
+
+use super::common::{ConfigFiles, NativeMode};
+
+/// Flags of `outrigger inject`.
+#[derive(Debug, clap::Args)]
+pub struct InjectArgs {
+    /// Input manifest (multi-document YAML); `-` reads standard input.
+    #[arg(short = 'f', long = "filename")]
+    pub filename: PathBuf,
+    /// Write the result here instead of standard output.
+    #[arg(short = 'o', long = "output")]
+    pub output: Option<PathBuf>,
+    /// Istio's configuration files.
+    #[command(flatten)]
+    pub files: ConfigFiles,
+    /// Where `--kube` reads the configuration in the cluster.
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+    /// Native sidecars: true, false, or auto (offline: follows ENABLE_NATIVE_SIDECARS).
+    #[arg(long = "native-sidecars", value_enum)]
+    pub native_sidecars: Option<NativeMode>,
+    /// Control plane revision (`default` means none). With --kube, the default ConfigMap names
+    /// get `-REVISION` appended, as istioctl does.
+    #[arg(long = "revision", default_value = "")]
+    pub revision: String,
+    /// Print a unified diff of what injection changes instead of the documents; exits 1 when
+    /// something changed, 0 when nothing did (2 on error), like `diff`.
+    #[arg(long = "diff")]
+    pub diff: bool,
+    /// Colour the diff: auto (when standard output is a terminal and NO_COLOR is unset), always,
+    /// never.
+    #[arg(long = "color", value_enum, default_value = "auto")]
+    pub color: ColorMode,
+    /// Do not print the summary line on standard error (warnings are still printed).
+    #[arg(short = 'q', long = "quiet")]
+    pub quiet: bool,
+}
+
+/// Flags of `outrigger inject --kube`, as `istioctl kube-inject` names them.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ClusterArgs {
+    /// Read the injector config and values (ConfigMap --injectConfigMapName, keys `config` and
+    /// `values`) and the mesh config (ConfigMap --meshConfigMapName, key `mesh`) from the
+    /// cluster, as istioctl kube-inject does; --injectConfigFile, --valuesFile and
+    /// --meshConfigFile still override their input.
+    #[arg(long = "kube")]
+    pub kube: bool,
+    /// With --kube: the injector ConfigMap (`-REVISION` is appended to the default name).
+    #[arg(
+        long = "injectConfigMapName",
+        default_value = DEFAULT_INJECT_CONFIG_MAP,
+        requires = "kube"
+    )]
+    pub inject_config_map_name: String,
+    /// With --kube: the mesh ConfigMap (`-REVISION` is appended to the default name).
+    #[arg(
+        long = "meshConfigMapName",
+        default_value = DEFAULT_MESH_CONFIG_MAP,
+        requires = "kube"
+    )]
+    pub mesh_config_map_name: String,
+    /// With --kube: the namespace of Istio's ConfigMaps.
+    #[arg(
+        short = 'i',
+        long = "istioNamespace",
+        default_value = "istio-system",
+        requires = "kube"
+    )]
+    pub istio_namespace: String,
+    /// With --kube: the kubeconfig file (default: KUBECONFIG, ~/.kube/config, or in-cluster).
+    #[arg(long = "kubeconfig", requires = "kube")]
+    pub kubeconfig: Option<PathBuf>,
+    /// With --kube: the kubeconfig context (default: its current context).
+    #[arg(long = "context", requires = "kube")]
+    pub context: Option<String>,
+}
+
+/// istioctl's default injector ConfigMap name.
+pub const DEFAULT_INJECT_CONFIG_MAP: &str = "istio-sidecar-injector";
+/// istioctl's default mesh ConfigMap name.
+pub const DEFAULT_MESH_CONFIG_MAP: &str = "istio";
+
+/// When to colour the diff.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ColorMode {
+    /// When standard output is a terminal and `NO_COLOR` is unset or empty.
+    Auto,
+    /// Always.
+    Always,
+    /// Never.
+    Never,
+}

@@ -1,0 +1,187 @@
+//! Flags of `outrigger serve` (and its `--kube` group).
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::common::NativeMode;
+
+/// Default name of the MutatingWebhookConfiguration in standalone mode (`webhook_config`'s
+/// `DEFAULT_NAME`, defined here so that build.rs sees it).
+pub const DEFAULT_WEBHOOK_CONFIG_NAME: &str = "outrigger-sidecar-injector";
+
+/// Log output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// Flags of `outrigger serve` (Istio's names where Istio has one).
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// HTTPS port.
+    #[arg(long = "port", default_value_t = 9443)]
+    pub port: u16,
+    /// Address to listen on.
+    #[arg(long = "address", default_value = "0.0.0.0")]
+    pub address: IpAddr,
+    /// Serving certificate chain (PEM). Without it the certificate comes from the Secret (with
+    /// `--kube`) or a self-signed CA and certificate are generated.
+    #[arg(long = "tlsCertFile", requires = "tls_key_file")]
+    pub tls_cert_file: Option<PathBuf>,
+    /// Serving private key (PEM).
+    #[arg(long = "tlsKeyFile", requires = "tls_cert_file")]
+    pub tls_key_file: Option<PathBuf>,
+    /// Where the generated CA bundle is written (default: <temp dir>/outrigger/ca.pem).
+    #[arg(long = "caBundleFile")]
+    pub ca_bundle_file: Option<PathBuf>,
+    /// Service name the generated certificate covers (`<svc>.<ns>.svc` and variants).
+    #[arg(long = "service", default_value = "outrigger")]
+    pub service: String,
+    /// Namespace the generated certificate covers.
+    #[arg(
+        long = "namespace",
+        env = "POD_NAMESPACE",
+        default_value = "istio-system"
+    )]
+    pub namespace: String,
+    /// Extra DNS names or IP addresses for the generated certificate.
+    #[arg(long = "dns-name")]
+    pub dns_names: Vec<String>,
+    /// Injector config (the `config` key of the istio-sidecar-injector ConfigMap).
+    #[arg(long = "injectConfig", default_value = "/etc/istio/inject/config")]
+    pub inject_config: PathBuf,
+    /// Injector values (the `values` key).
+    #[arg(long = "injectValues", default_value = "/etc/istio/inject/values")]
+    pub inject_values: PathBuf,
+    /// Mesh config (the `mesh` key of the istio ConfigMap).
+    #[arg(long = "meshConfig", default_value = "/etc/istio/config/mesh")]
+    pub mesh_config: PathBuf,
+    /// Native sidecars: true, false or auto (default: ENABLE_NATIVE_SIDECARS, else auto).
+    #[arg(long = "native-sidecars", value_enum)]
+    pub native_sidecars: Option<NativeMode>,
+    /// Log format.
+    #[arg(long = "log-format", value_enum, default_value = "text")]
+    pub log_format: LogFormat,
+    /// Log filter (`RUST_LOG` syntax); RUST_LOG wins when set.
+    #[arg(long = "log-level", default_value = "info")]
+    pub log_level: String,
+    /// Maximum request body in bytes (413 beyond).
+    #[arg(long = "max-request-bytes", default_value_t = 3 * 1024 * 1024)]
+    pub max_request_bytes: usize,
+    /// Deadline for one admission request (keep it below the webhook's timeoutSeconds).
+    #[arg(long = "request-timeout", default_value = "8s", value_parser = parse_duration)]
+    pub request_timeout: Duration,
+    /// Admission requests processed at once; more wait (within their deadline).
+    #[arg(long = "max-concurrency", default_value_t = 256)]
+    pub max_concurrency: usize,
+    /// Maximum open connections. Beyond it, a reserve of 8 more connections answers only
+    /// `/healthz` and `/readyz` (one request each); further connections are closed at once.
+    #[arg(long = "max-connections", default_value_t = 4096)]
+    pub max_connections: usize,
+    /// Bound on request body bytes held at once by all requests; a request that does not fit
+    /// is answered `429` with `Retry-After`. Reviews over 128 KiB are processed one per worker
+    /// thread at a time (each takes about 8 times its size while processed), so the default
+    /// (24 MiB) keeps the server well under the deployment's 256Mi memory limit. At least
+    /// --max-request-bytes.
+    #[arg(long = "max-inflight-bytes", default_value_t = 24 * 1024 * 1024)]
+    pub max_inflight_bytes: usize,
+    /// Deadline of the TLS handshake.
+    #[arg(long = "handshake-timeout", default_value = "10s", value_parser = parse_duration)]
+    pub handshake_timeout: Duration,
+    /// Time allowed for a request's headers to arrive in full (HTTP/1.1; for the first request,
+    /// counted from the handshake).
+    #[arg(long = "header-read-timeout", default_value = "10s", value_parser = parse_duration)]
+    pub header_read_timeout: Duration,
+    /// A connection with no request in flight for this long is closed (HTTP/1.1 with TLS
+    /// close_notify, HTTP/2 with GOAWAY). Keep it above the clients' keep-alive so that they
+    /// close first: the API server keeps idle connections for 90 s.
+    #[arg(long = "idle-timeout", default_value = "90s", value_parser = parse_duration)]
+    pub idle_timeout: Duration,
+    /// After SIGTERM, keep serving (but report not ready) this long before closing the listener.
+    #[arg(long = "drain-delay", default_value = "5s", value_parser = parse_duration)]
+    pub drain_delay: Duration,
+    /// After closing the listener, time allowed for in-flight requests.
+    #[arg(long = "shutdown-grace", default_value = "20s", value_parser = parse_duration)]
+    pub shutdown_grace: Duration,
+    /// Serve, and report ready with, a configuration that cannot inject pods (no templates, or
+    /// default templates that render no istio-proxy container). Without it such a configuration
+    /// keeps `/readyz` failing, and a reload never replaces a usable configuration with one.
+    #[arg(long = "allow-empty-config")]
+    pub allow_empty_config: bool,
+    /// Debounce of file-change events before a reload.
+    #[arg(long = "reload-debounce", default_value = "100ms", value_parser = parse_duration)]
+    pub reload_debounce: Duration,
+    /// JSON file `{"<namespace>": {"<annotation>": "<value>"}}`: Namespace annotations used with
+    /// `PLATFORM=openshift` (UID/GID ranges) where the server has no Kubernetes API access.
+    #[arg(long = "namespace-annotations")]
+    pub namespace_annotations: Option<PathBuf>,
+    /// Tokio worker threads (default: number of CPUs).
+    #[arg(long = "worker-threads")]
+    pub worker_threads: Option<usize>,
+    /// Kubernetes API integration (`--kube` and its flags).
+    #[command(flatten)]
+    pub kube: KubeArgs,
+}
+
+/// Parse `500ms`, `8s`, `2m` or a bare number of seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let (num, unit) = match s.find(|c: char| !c.is_ascii_digit() && c != '.') {
+        Some(i) => (&s[..i], &s[i..]),
+        None => (s, "s"),
+    };
+    let n: f64 = num.parse().map_err(|_| format!("invalid duration {s:?}"))?;
+    let secs = match unit {
+        "ms" => n / 1000.0,
+        "s" => n,
+        "m" => n * 60.0,
+        _ => return Err(format!("invalid duration unit in {s:?} (use ms, s or m)")),
+    };
+    Duration::try_from_secs_f64(secs).map_err(|e| format!("invalid duration {s:?}: {e}"))
+}
+
+/// Kubernetes flags of `outrigger serve`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct KubeArgs {
+    /// Use the Kubernetes API (certificates in a Secret, caBundle sync, cluster facts).
+    #[arg(long = "kube")]
+    pub kube: bool,
+    /// Secret (in the injector's namespace) holding the shared CA and serving certificate.
+    #[arg(long = "tls-secret", default_value = "outrigger-tls")]
+    pub tls_secret: String,
+    /// MutatingWebhookConfiguration whose caBundle is kept in sync.
+    #[arg(long = "webhook-config-name", default_value = DEFAULT_WEBHOOK_CONFIG_NAME)]
+    pub webhook_config_name: String,
+    /// Never write the webhook configuration (cert-manager's CA injector or GitOps own caBundle).
+    #[arg(long = "ca-bundle-managed-externally")]
+    pub ca_bundle_managed_externally: bool,
+    /// Injector ConfigMap to watch, NAMESPACE/NAME (keys `config` and `values`).
+    #[arg(long = "injectConfigMap")]
+    pub inject_config_map: Option<String>,
+    /// Mesh ConfigMap to watch, NAMESPACE/NAME (key `mesh`).
+    #[arg(long = "meshConfigMap")]
+    pub mesh_config_map: Option<String>,
+    /// Record a Kubernetes Event on the pod's owner for every injection and skip.
+    #[arg(long = "events")]
+    pub events: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("8s"), Ok(Duration::from_secs(8)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("3"), Ok(Duration::from_secs(3)));
+        assert_eq!(parse_duration("0.5s"), Ok(Duration::from_millis(500)));
+        assert!(parse_duration("5h").is_err());
+        assert!(parse_duration("x").is_err());
+    }
+}

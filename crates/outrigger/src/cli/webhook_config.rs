@@ -1,0 +1,87 @@
+//! Flags of `outrigger webhook-config`.
+
+use std::path::PathBuf;
+
+/// Output format of generated objects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutputFormat {
+    /// YAML (sigs.k8s.io/yaml style, as `kubectl get -o yaml` prints).
+    Yaml,
+    /// Indented JSON.
+    Json,
+}
+
+/// `failurePolicy` of the webhook entries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FailurePolicy {
+    /// Reject the pod when the injector cannot be reached (the chart's choice).
+    #[value(name = "Fail")]
+    Fail,
+    /// Admit the pod uninjected when the injector cannot be reached.
+    #[value(name = "Ignore")]
+    Ignore,
+}
+
+/// `reinvocationPolicy` of the webhook entries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReinvocationPolicy {
+    /// Call the injector once (the chart's default).
+    #[value(name = "Never")]
+    Never,
+    /// Call the injector again when a later webhook changed the pod.
+    #[value(name = "IfNeeded")]
+    IfNeeded,
+}
+
+/// Flags of `outrigger webhook-config`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct WebhookConfigArgs {
+    /// Control plane revision served by this injector (empty or `default`: the default revision).
+    #[arg(long = "revision", default_value = "")]
+    pub revision: String,
+    /// Revision tag: an `istio-revision-tag-TAG` object whose selectors match `istio.io/rev=TAG`
+    /// and that routes to the revision's injector (as Istio's chart's revision tags).
+    #[arg(long = "tag")]
+    pub tag: Option<String>,
+    /// Istio replacement: Istio's object names, Service and labels (istiod's injector must be off).
+    #[arg(long = "istio")]
+    pub istio: bool,
+    /// Service in front of the injector, as NAMESPACE/NAME (default outrigger/outrigger;
+    /// istio-system/istiod[-REVISION] with --istio).
+    #[arg(long = "service", conflicts_with = "url")]
+    pub service: Option<String>,
+    /// Call the injector at this https:// URL (`clientConfig.url`) instead of a Service.
+    #[arg(long = "url")]
+    pub url: Option<String>,
+    /// Service port the API server calls (1-65535).
+    #[arg(long = "port", default_value_t = 443, value_parser = clap::value_parser!(u16).range(1..))]
+    pub port: u16,
+    /// HTTP path of the injection endpoint.
+    #[arg(long = "path", default_value = "/inject")]
+    pub path: String,
+    /// Name of the MutatingWebhookConfiguration (default outrigger-sidecar-injector[-REVISION];
+    /// Istio's chart naming with --istio).
+    #[arg(long = "name")]
+    pub name: Option<String>,
+    /// PEM file whose certificates become the `caBundle` of every entry.
+    #[arg(long = "ca-bundle-file")]
+    pub ca_bundle_file: Option<PathBuf>,
+    /// failurePolicy of every entry.
+    #[arg(long = "failure-policy", value_enum, default_value = "Fail")]
+    pub failure_policy: FailurePolicy,
+    /// timeoutSeconds of every entry (1-30; unset: the API server's default of 10).
+    #[arg(long = "timeout", value_parser = clap::value_parser!(u8).range(1..=30))]
+    pub timeout: Option<u8>,
+    /// reinvocationPolicy of every entry.
+    #[arg(long = "reinvocation-policy", value_enum, default_value = "Never")]
+    pub reinvocation_policy: ReinvocationPolicy,
+    /// Also inject every pod of unlabelled namespaces (the chart's `auto.` entry; default revision only).
+    #[arg(long = "enable-namespaces-by-default")]
+    pub enable_namespaces_by_default: bool,
+    /// Namespaces never sent to the injector (added to every entry's namespaceSelector), comma-separated.
+    #[arg(long = "exclude-namespaces", value_delimiter = ',')]
+    pub exclude_namespaces: Vec<String>,
+    /// Output format.
+    #[arg(short = 'o', long = "output", value_enum, default_value = "yaml")]
+    pub output: OutputFormat,
+}
