@@ -6,6 +6,7 @@
 mod check_cmd;
 mod inject_cmd;
 mod kube;
+mod pki;
 mod serve;
 mod settings;
 mod webhook_config;

@@ -454,8 +454,9 @@ pub fn parse_namespaced(s: &str) -> Result<(String, String)> {
 pub fn read_ca_bundle(path: &std::path::Path) -> Result<Vec<u8>> {
     let bytes =
         std::fs::read(path).with_context(|| format!("reading CA bundle {}", path.display()))?;
-    let text = String::from_utf8_lossy(&bytes);
-    if !text.contains("-----BEGIN CERTIFICATE-----") {
+    let certs =
+        crate::pki::cert_ders(&bytes).with_context(|| format!("CA bundle {}", path.display()))?;
+    if certs.is_empty() {
         bail!(
             "CA bundle {} holds no PEM CERTIFICATE block",
             path.display()

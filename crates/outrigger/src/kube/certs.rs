@@ -27,13 +27,10 @@ use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::ByteString;
-use rcgen::{
-    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
-    KeyUsagePurpose,
-};
 use serde_json::{json, Value};
 use time::{Duration, OffsetDateTime};
 
+use crate::pki::{self, cert_blocks, first, parse_certs};
 use crate::webhook_config::ENTRY_SUFFIX;
 
 /// Secret key of the signing CA certificate (PEM).
@@ -64,9 +61,9 @@ pub enum CertError {
     /// The API server refused or failed a request.
     #[error("Kubernetes API: {0}")]
     Kube(#[from] ::kube::Error),
-    /// Key or certificate generation failed.
-    #[error("generating certificates: {0}")]
-    Generate(#[from] rcgen::Error),
+    /// Key or certificate generation, or reading a certificate, failed.
+    #[error(transparent)]
+    Pki(#[from] pki::PkiError),
     /// A stored certificate or key is unusable.
     #[error("invalid certificate data: {0}")]
     Invalid(String),
@@ -151,176 +148,45 @@ pub enum Plan {
     PruneBundle,
 }
 
-/// Facts read from one certificate.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CertInfo {
-    /// Raw DER of the subject name.
-    pub subject: Vec<u8>,
-    /// Raw DER of the issuer name.
-    pub issuer: Vec<u8>,
-    /// Start of validity.
-    pub not_before: OffsetDateTime,
-    /// End of validity.
-    pub not_after: OffsetDateTime,
-    /// DNS subject alternative names.
-    pub dns_names: Vec<String>,
-}
-
 fn invalid(what: impl std::fmt::Display) -> CertError {
     CertError::Invalid(what.to_string())
 }
 
-/// Parse every CERTIFICATE block of a PEM text.
-pub fn parse_certs(pem: &str) -> Result<Vec<CertInfo>> {
-    let mut out = Vec::new();
-    for (i, block) in x509_parser::pem::Pem::iter_from_buffer(pem.as_bytes()).enumerate() {
-        let block = block.map_err(|e| invalid(format!("PEM block {i}: {e}")))?;
-        if block.label != "CERTIFICATE" {
-            continue;
-        }
-        let cert = block
-            .parse_x509()
-            .map_err(|e| invalid(format!("certificate {i}: {e}")))?;
-        let time = |t: i64| {
-            OffsetDateTime::from_unix_timestamp(t)
-                .map_err(|e| invalid(format!("certificate {i}: {e}")))
-        };
-        let dns_names = match cert.subject_alternative_name() {
-            Ok(Some(san)) => san
-                .value
-                .general_names
-                .iter()
-                .filter_map(|n| match n {
-                    x509_parser::extensions::GeneralName::DNSName(d) => Some(d.to_string()),
-                    _ => None,
-                })
-                .collect(),
-            _ => Vec::new(),
-        };
-        out.push(CertInfo {
-            subject: cert.subject().as_raw().to_vec(),
-            issuer: cert.issuer().as_raw().to_vec(),
-            not_before: time(cert.validity().not_before.timestamp())?,
-            not_after: time(cert.validity().not_after.timestamp())?,
-            dns_names,
-        });
-    }
-    if out.is_empty() {
-        return Err(invalid("no PEM CERTIFICATE block"));
-    }
-    Ok(out)
+/// A new self-signed CA at `now`: (certificate PEM, key PEM).
+fn new_ca(now: OffsetDateTime) -> Result<pki::Pair> {
+    let name = format!("outrigger-ca-{}", now.unix_timestamp());
+    Ok(pki::new_ca(&name, now - CLOCK_SKEW, now + CA_LIFETIME)?)
 }
 
-/// Split a PEM text into its CERTIFICATE blocks (re-encoded, one string each).
-fn cert_blocks(pem: &str) -> Vec<String> {
-    let mut blocks = Vec::new();
-    let mut current = String::new();
-    let mut inside = false;
-    for line in pem.lines() {
-        if line.starts_with("-----BEGIN CERTIFICATE-----") {
-            inside = true;
-            current.clear();
-        }
-        if inside {
-            current.push_str(line);
-            current.push('\n');
-        }
-        if line.starts_with("-----END CERTIFICATE-----") && inside {
-            inside = false;
-            blocks.push(std::mem::take(&mut current));
-        }
-    }
-    blocks
-}
-
-fn ca_params(now: OffsetDateTime) -> CertificateParams {
-    let mut p = CertificateParams::default();
-    p.distinguished_name.push(
-        DnType::CommonName,
-        format!("outrigger-ca-{}", now.unix_timestamp()),
-    );
-    p.distinguished_name
-        .push(DnType::OrganizationName, "outrigger");
-    p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    p.key_usages = vec![
-        KeyUsagePurpose::KeyCertSign,
-        KeyUsagePurpose::CrlSign,
-        KeyUsagePurpose::DigitalSignature,
-    ];
-    p.not_before = now - CLOCK_SKEW;
-    p.not_after = now + CA_LIFETIME;
-    p
-}
-
-/// A new self-signed CA: (certificate PEM, key PEM).
-fn new_ca(now: OffsetDateTime) -> Result<(String, String)> {
-    let key = KeyPair::generate()?;
-    let cert = ca_params(now).self_signed(&key)?;
-    Ok((cert.pem(), key.serialize_pem()))
-}
-
-/// A serving certificate for `dns_names` signed by the CA: (certificate PEM, key PEM).
-fn new_serving(
-    ca_cert_pem: &str,
-    ca_key_pem: &str,
-    dns_names: &[String],
-    now: OffsetDateTime,
-) -> Result<(String, String)> {
-    let ca_key = KeyPair::from_pem(ca_key_pem)?;
-    let ca_not_after = parse_certs(ca_cert_pem)?
-        .first()
-        .map(|c| c.not_after)
-        .ok_or_else(|| invalid("empty CA certificate"))?;
-    let issuer = Issuer::from_ca_cert_pem(ca_cert_pem, ca_key)?;
-    let mut p = CertificateParams::new(dns_names.to_vec())?;
-    p.distinguished_name = rcgen::DistinguishedName::new();
-    p.distinguished_name.push(
-        DnType::CommonName,
-        dns_names
-            .first()
-            .cloned()
-            .unwrap_or_else(|| "outrigger".into()),
-    );
-    p.is_ca = IsCa::ExplicitNoCa;
-    p.key_usages = vec![
-        KeyUsagePurpose::DigitalSignature,
-        KeyUsagePurpose::KeyEncipherment,
-    ];
-    p.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-    p.not_before = now - CLOCK_SKEW;
-    p.not_after = (now + CERT_LIFETIME).min(ca_not_after);
-    let key = KeyPair::generate()?;
-    let cert = p.signed_by(&key, &issuer)?;
-    Ok((cert.pem(), key.serialize_pem()))
-}
-
-fn remaining_fraction(info: &CertInfo, now: OffsetDateTime) -> f64 {
-    let total = (info.not_after - info.not_before).as_seconds_f64();
-    if total <= 0.0 {
-        return 0.0;
-    }
-    (info.not_after - now).as_seconds_f64() / total
-}
-
-fn first(pem: &str) -> Result<CertInfo> {
-    parse_certs(pem)?
-        .into_iter()
-        .next()
-        .ok_or_else(|| invalid("no certificate"))
+/// A serving certificate for `dns_names` signed by the bundle's CA at `now`.
+fn new_serving(b: &CertBundle, dns_names: &[String], now: OffsetDateTime) -> Result<pki::Pair> {
+    let ca = pki::Pair {
+        cert_pem: b.ca_cert_pem.clone(),
+        key_pem: b.ca_key_pem.clone(),
+    };
+    Ok(pki::new_serving(
+        &ca,
+        dns_names,
+        now - CLOCK_SKEW,
+        now + CERT_LIFETIME,
+    )?)
 }
 
 impl CertBundle {
     /// A fresh CA and serving certificate.
     pub fn generate(dns_names: &[String], now: OffsetDateTime) -> Result<CertBundle> {
-        let (ca_cert_pem, ca_key_pem) = new_ca(now)?;
-        let (cert_pem, key_pem) = new_serving(&ca_cert_pem, &ca_key_pem, dns_names, now)?;
-        Ok(CertBundle {
-            ca_bundle_pem: ca_cert_pem.clone(),
-            ca_cert_pem,
-            ca_key_pem,
-            cert_pem,
-            key_pem,
-        })
+        let ca = new_ca(now)?;
+        let mut b = CertBundle {
+            ca_bundle_pem: ca.cert_pem.clone(),
+            ca_cert_pem: ca.cert_pem,
+            ca_key_pem: ca.key_pem,
+            cert_pem: String::new(),
+            key_pem: String::new(),
+        };
+        let serving = new_serving(&b, dns_names, now)?;
+        b.cert_pem = serving.cert_pem;
+        b.key_pem = serving.key_pem;
+        Ok(b)
     }
 
     /// Read a bundle from a Secret's data, checking that every part parses.
@@ -346,8 +212,10 @@ impl CertBundle {
         first(&b.ca_cert_pem)?;
         parse_certs(&b.ca_bundle_pem)?;
         first(&b.cert_pem)?;
-        KeyPair::from_pem(&b.ca_key_pem).map_err(|e| invalid(format!("{CA_KEY_KEY}: {e}")))?;
-        KeyPair::from_pem(&b.key_pem).map_err(|e| invalid(format!("{TLS_KEY_KEY}: {e}")))?;
+        pki::key_pair(b.ca_key_pem.as_bytes())
+            .map_err(|e| invalid(format!("{CA_KEY_KEY}: {}", e.cause())))?;
+        pki::key_pair(b.key_pem.as_bytes())
+            .map_err(|e| invalid(format!("{TLS_KEY_KEY}: {}", e.cause())))?;
         Ok(b)
     }
 
@@ -377,13 +245,13 @@ impl CertBundle {
         let cert = first(&self.cert_pem)?;
         let signed_by_current = cert.issuer == ca.subject;
         let grace_over = now >= ca.not_before + CLOCK_SKEW + ROTATION_GRACE;
-        let cert_expiring = remaining_fraction(&cert, now) < 1.0 / 3.0;
+        let cert_expiring = cert.remaining_fraction(now) < 1.0 / 3.0;
         let mut wanted: Vec<&String> = dns_names.iter().collect();
         wanted.sort();
         let mut have: Vec<&String> = cert.dns_names.iter().collect();
         have.sort();
         let cert_due = cert_expiring || wanted != have;
-        let ca_due = remaining_fraction(&ca, now) < 1.0 / 3.0;
+        let ca_due = ca.remaining_fraction(now) < 1.0 / 3.0;
         if signed_by_current {
             // The current CA is the published one the certificate chains to: renew from it
             // first (while it is still valid), rotate after.
@@ -419,20 +287,20 @@ impl CertBundle {
         match plan {
             Plan::Keep => {}
             Plan::ReissueServing => {
-                let (cert, key) = new_serving(&b.ca_cert_pem, &b.ca_key_pem, dns_names, now)?;
-                b.cert_pem = cert;
-                b.key_pem = key;
+                let serving = new_serving(&b, dns_names, now)?;
+                b.cert_pem = serving.cert_pem;
+                b.key_pem = serving.key_pem;
             }
             Plan::RotateCa => {
-                let (ca_cert, ca_key) = new_ca(now)?;
-                let mut bundle = ca_cert.clone();
+                let ca = new_ca(now)?;
+                let mut bundle = ca.cert_pem.clone();
                 for block in cert_blocks(&self.ca_bundle_pem) {
                     if first(&block).is_ok_and(|c| c.not_after > now) {
                         bundle.push_str(&block);
                     }
                 }
-                b.ca_cert_pem = ca_cert;
-                b.ca_key_pem = ca_key;
+                b.ca_cert_pem = ca.cert_pem;
+                b.ca_key_pem = ca.key_pem;
                 b.ca_bundle_pem = bundle;
             }
             Plan::PruneBundle => {
@@ -573,7 +441,8 @@ impl CertBundle {
         let key_pem = get(TLS_KEY_KEY)?
             .ok_or_else(|| invalid(format!("Secret has no key {TLS_KEY_KEY:?}")))?;
         first(&cert_pem)?;
-        KeyPair::from_pem(&key_pem).map_err(|e| invalid(format!("{TLS_KEY_KEY}: {e}")))?;
+        pki::key_pair(key_pem.as_bytes())
+            .map_err(|e| invalid(format!("{TLS_KEY_KEY}: {}", e.cause())))?;
         let ca = get(CA_CERT_KEY)?.unwrap_or_default();
         if !ca.is_empty() {
             parse_certs(&ca)?;
@@ -1068,11 +937,11 @@ mod tests {
         let mut first_use: Vec<(Vec<u8>, OffsetDateTime)> = Vec::new();
         let (mut rotations, mut coinciding) = (0, 0);
         // Parsed forms of the bundle and serving certificate, refreshed when they change.
-        let mut bundle: Vec<CertInfo> = parse_certs(&b.ca_bundle_pem).expect("bundle");
+        let mut bundle: Vec<pki::CertInfo> = parse_certs(&b.ca_bundle_pem).expect("bundle");
         let mut cert = first(&b.cert_pem).expect("serving cert");
         let mut t = start;
         while t <= end {
-            let serving_due = remaining_fraction(&cert, t) < 1.0 / 3.0;
+            let serving_due = cert.remaining_fraction(t) < 1.0 / 3.0;
             if let Some(next) = b.refresh(&names, t).expect("refresh") {
                 if next.ca_cert_pem != b.ca_cert_pem {
                     rotations += 1;

@@ -256,7 +256,8 @@ fn initial_certificate(args: &ServeArgs, compliance: &str) -> Result<tls::Loaded
         return Ok(loaded);
     }
     let names = certificate_names(args);
-    let generated = tls::generate(&names, 365).context("generating a self-signed certificate")?;
+    let generated =
+        crate::pki::self_signed(&names, 365).context("generating a self-signed certificate")?;
     let bundle = args
         .ca_bundle_file
         .clone()

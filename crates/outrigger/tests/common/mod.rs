@@ -211,7 +211,8 @@ impl Resp {
 pub fn client_config(cas: &[&[u8]], alpn: &[&[u8]], tls12_only: bool) -> rustls::ClientConfig {
     let mut roots = rustls::RootCertStore::empty();
     for pem in cas {
-        for cert in rustls_pemfile::certs(&mut &**pem) {
+        use rustls::pki_types::pem::PemObject;
+        for cert in rustls::pki_types::CertificateDer::pem_slice_iter(pem) {
             roots
                 .add(cert.expect("CA PEM parses"))
                 .expect("CA is a valid certificate");
