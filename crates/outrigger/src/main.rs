@@ -9,6 +9,7 @@ mod kube;
 mod pki;
 mod serve;
 mod settings;
+mod webhook;
 mod webhook_config;
 
 use clap::{Parser, Subcommand};

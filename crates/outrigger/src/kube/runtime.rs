@@ -27,7 +27,7 @@ pub struct KubeArgs {
     #[arg(long = "tls-secret", default_value = "outrigger-tls")]
     pub tls_secret: String,
     /// MutatingWebhookConfiguration whose caBundle is kept in sync.
-    #[arg(long = "webhook-config-name", default_value = crate::webhook_config::DEFAULT_NAME)]
+    #[arg(long = "webhook-config-name", default_value = crate::webhook::DEFAULT_NAME)]
     pub webhook_config_name: String,
     /// Never write the webhook configuration (cert-manager's CA injector or GitOps own caBundle).
     #[arg(long = "ca-bundle-managed-externally")]

@@ -17,7 +17,7 @@ use time::OffsetDateTime;
 
 use super::bundle::{add_trusted, CertBundle};
 use crate::pki::{self, first, parse_certs};
-use crate::webhook_config::ENTRY_SUFFIX;
+use crate::webhook::ENTRY_SUFFIX;
 
 /// Secret key of the signing CA certificate (PEM).
 pub const CA_CERT_KEY: &str = "ca.crt";
@@ -162,7 +162,7 @@ fn warn_if_istio_labelled(mwc: &MutatingWebhookConfiguration) {
         .metadata
         .labels
         .as_ref()
-        .and_then(|l| l.get(crate::webhook_config::REV_LABEL));
+        .and_then(|l| l.get(crate::webhook::REV_LABEL));
     if let Some(rev) = rev {
         if !WARNED.swap(true, std::sync::atomic::Ordering::Relaxed) {
             tracing::warn!(
