@@ -875,3 +875,51 @@ async fn embedded_default_injects_with_path_parameters() {
     };
     assert_eq!(twice["spec"], injected["spec"]);
 }
+
+/// Duration flags use Go's `time.ParseDuration` grammar; a bad value is refused before the
+/// server starts, naming the flag and Go's reason.
+#[test]
+fn duration_flags_follow_go_and_errors_name_the_flag() {
+    let run = |flag: &str, value: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_outrigger"))
+            .args(["serve", "--port", "0", &format!("{flag}={value}")])
+            // Refused by the server right after parsing the flags: nothing starts.
+            .args(["--max-request-bytes", "2", "--max-inflight-bytes", "1"])
+            .output()
+            .expect("runs")
+    };
+    for (flag, value) in [
+        ("--request-timeout", "1.5s"),
+        ("--idle-timeout", "1h30m"),
+        ("--reload-debounce", "300ms"),
+        ("--shutdown-grace", "2h"),
+    ] {
+        let out = run(flag, value);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("--max-inflight-bytes (1) must be at least"),
+            "{flag} {value}: {err}"
+        );
+    }
+    for (flag, value, reason) in [
+        (
+            "--request-timeout",
+            "5",
+            "time: missing unit in duration \"5\"",
+        ),
+        (
+            "--drain-delay",
+            "5d",
+            "time: unknown unit \"d\" in duration \"5d\"",
+        ),
+        ("--idle-timeout", "-1s", "negative duration"),
+    ] {
+        let out = run(flag, value);
+        assert_eq!(out.status.code(), Some(2), "{flag} {value}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&format!("invalid value '{value}' for '{flag}")) && err.contains(reason),
+            "{flag} {value}: {err}"
+        );
+    }
+}
