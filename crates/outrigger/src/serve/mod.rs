@@ -241,28 +241,52 @@ fn certificate_names(args: &ServeArgs) -> Vec<String> {
     names
 }
 
-/// Load or generate the serving certificate.
-fn initial_certificate(args: &ServeArgs, compliance: &str) -> Result<tls::Loaded> {
+/// A generated CA bundle still to be written (once the port is bound).
+struct PendingCa {
+    path: PathBuf,
+    pem: String,
+    names: Vec<String>,
+}
+
+impl PendingCa {
+    /// Write the bundle (atomically) and log where.
+    fn write(self) -> Result<()> {
+        tls::write_atomic(&self.path, self.pem.as_bytes())
+            .with_context(|| format!("writing the CA bundle to {}", self.path.display()))?;
+        tracing::info!(ca_bundle = %self.path.display(), names = ?self.names, "generated a self-signed CA and serving certificate; CA bundle written");
+        Ok(())
+    }
+}
+
+/// Load or generate the serving certificate. A generated CA is returned to be written once the
+/// port is bound, so a server that cannot listen leaves no fresh CA file behind.
+fn initial_certificate(
+    args: &ServeArgs,
+    compliance: &str,
+) -> Result<(tls::Loaded, Option<PendingCa>)> {
     if let (Some(cert), Some(key)) = (&args.tls_cert_file, &args.tls_key_file) {
         let loaded = tls::load_files(cert, key, compliance)?;
         tracing::info!(cert = %cert.display(), not_after = loaded.not_after, "serving certificate loaded");
-        return Ok(loaded);
+        return Ok((loaded, None));
     }
     let names = certificate_names(args);
     let generated =
         crate::pki::self_signed(&names, 365).context("generating a self-signed certificate")?;
-    let bundle = args
+    let path = args
         .ca_bundle_file
         .clone()
         .unwrap_or_else(|| std::env::temp_dir().join("outrigger").join("ca.pem"));
-    tls::write_atomic(&bundle, generated.ca_pem.as_bytes())
-        .with_context(|| format!("writing the CA bundle to {}", bundle.display()))?;
-    tracing::info!(ca_bundle = %bundle.display(), names = ?names, "generated a self-signed CA and serving certificate; CA bundle written");
-    tls::load_pem(
+    let loaded = tls::load_pem(
         generated.cert_pem.as_bytes(),
         generated.key_pem.as_bytes(),
         compliance,
-    )
+    )?;
+    let pending = PendingCa {
+        path,
+        pem: generated.ca_pem,
+        names,
+    };
+    Ok((loaded, Some(pending)))
 }
 
 /// Read and parse the configuration files (or the embedded default).
@@ -324,9 +348,12 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
     metrics
         .config_usable
         .set(i64::from(health.verdict().is_ok()));
-    let cert = match cluster.as_ref().and_then(|c| c.services.certs.as_ref()) {
-        Some(rx) => kube_mode::load_bundle(&rx.borrow(), &compliance)
-            .context("loading the certificate from the Secret")?,
+    let (cert, pending_ca) = match cluster.as_ref().and_then(|c| c.services.certs.as_ref()) {
+        Some(rx) => (
+            kube_mode::load_bundle(&rx.borrow(), &compliance)
+                .context("loading the certificate from the Secret")?,
+            None,
+        ),
         None => initial_certificate(args, &compliance)?,
     };
     metrics.cert_expiry.set(cert.not_after);
@@ -391,6 +418,9 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
         .await
         .with_context(|| format!("listening on {addr}"))?;
     let local = listener.local_addr().unwrap_or(addr);
+    if let Some(ca) = pending_ca {
+        ca.write()?;
+    }
     tracing::info!(address = %local, "outrigger webhook listening (HTTPS, h2 + http/1.1)");
 
     let (stop_tx, stop_rx) = watch::channel(false);

@@ -314,6 +314,24 @@ impl H2 {
     pub async fn get(&self, path: &str) -> Result<Resp, String> {
         self.request("GET", path, None, full(Bytes::new())).await
     }
+
+    /// GET `path` with extra request headers.
+    pub async fn get_with(&self, path: &str, headers: &[(&str, &str)]) -> Result<Resp, String> {
+        let mut b = Request::builder()
+            .method("GET")
+            .uri(format!("https://localhost{path}"));
+        for (k, v) in headers {
+            b = b.header(*k, *v);
+        }
+        let req = b.body(full(Bytes::new())).map_err(|e| e.to_string())?;
+        let mut send = self.send.clone();
+        send.ready().await.map_err(|e| format!("not ready: {e}"))?;
+        let resp = send
+            .send_request(req)
+            .await
+            .map_err(|e| format!("send: {e}"))?;
+        collect(resp).await
+    }
 }
 
 async fn collect(resp: hyper::Response<hyper::body::Incoming>) -> Result<Resp, String> {
