@@ -461,6 +461,20 @@ impl Load {
         }
     }
 
+    /// Requests answered so far.
+    fn answered(&self) -> u64 {
+        self.ok.load(Ordering::Relaxed)
+    }
+
+    /// Wait until `n` more requests than now have been answered.
+    async fn wait_more(&self, n: u64) {
+        let target = self.answered() + n;
+        eventually(&format!("{target} answered requests"), || async {
+            self.answered() >= target
+        })
+        .await;
+    }
+
     async fn finish(mut self) -> (u64, Vec<String>) {
         self.stop.store(true, Ordering::Relaxed);
         for t in std::mem::take(&mut self.tasks) {
@@ -538,7 +552,7 @@ async fn config_broken_then_fixed_while_requests_flow() {
     let ca = std::fs::read(dir.join("ca.pem")).unwrap();
     let c = H2::connect(server.addr, &ca).await.unwrap();
     let load = Load::start(std::slice::from_ref(&c), 4);
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    load.wait_more(20).await;
     // Broken YAML: rejected, counted, old config keeps serving (policy disabled).
     write_volume(
         &vol,
@@ -596,7 +610,7 @@ async fn config_broken_then_fixed_while_requests_flow() {
         "never_inject_selector",
         "new config decides"
     );
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    load.wait_more(20).await;
     let (ok, failures) = load.finish().await;
     assert!(
         failures.is_empty(),
@@ -698,7 +712,7 @@ async fn certificate_rotated_while_requests_flow() {
             n
         })
     };
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    load.wait_more(20).await;
     write_volume(
         &tls,
         2,
@@ -740,7 +754,7 @@ async fn certificate_rotated_while_requests_flow() {
         .await
         .expect("B still served after a broken rotation");
     assert_eq!(cb.get("/readyz").await.unwrap().status, 200);
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    load.wait_more(20).await;
     stop.store(true, Ordering::Relaxed);
     let handshakes = fresh.await.unwrap();
     let (ok, failures) = load.finish().await;
@@ -771,7 +785,7 @@ async fn sigterm_under_load_fails_no_request() {
         H2::connect(server.addr, &ca).await.unwrap(),
     ];
     let load = Load::start(&conns, 4);
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    load.wait_more(20).await;
     server.sigterm();
     let t0 = Instant::now();
     // Not ready at once, while requests keep succeeding.
@@ -784,6 +798,8 @@ async fn sigterm_under_load_fails_no_request() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert!(not_ready, "readyz must fail during the drain");
+    // The load keeps running until 1 s into the 1.5 s drain delay: requests sent during the
+    // drain window must succeed. This sleep is the window under test, not a wait for an event.
     tokio::time::sleep(Duration::from_millis(1000).saturating_sub(t0.elapsed())).await;
     let (ok, failures) = load.finish().await;
     assert!(

@@ -430,3 +430,20 @@ pub fn write_volume(dir: &Path, generation: u32, files: &[(&str, &[u8])]) {
         }
     }
 }
+
+/// Deadline of [`eventually`]: generous, so a loaded machine only makes a test slower.
+pub const EVENTUALLY: Duration = Duration::from_secs(30);
+
+/// Poll `cond` every 20 ms until it holds; panics naming `what` after [`EVENTUALLY`]. Tests wait
+/// on conditions (a counter reached, a log line seen, a file event observed), not fixed sleeps.
+pub async fn eventually<F, Fut>(what: &str, mut cond: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + EVENTUALLY;
+    while !cond().await {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
