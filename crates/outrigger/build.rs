@@ -14,6 +14,13 @@ use std::process::Command;
 #[path = "src/cli/mod.rs"]
 mod cli;
 
+/// The crate-root value parser `src/cli` expects (the binary's is Go's `time.ParseDuration`
+/// from the library). Rendering man pages parses no flag value, so this one only refuses.
+#[allow(dead_code)]
+fn parse_duration_flag(s: &str) -> Result<std::time::Duration, String> {
+    Err(format!("{s:?}: durations are not parsed at build time"))
+}
+
 fn git(args: &[&str]) -> Option<String> {
     let out = Command::new("git").args(args).output().ok()?;
     if !out.status.success() {

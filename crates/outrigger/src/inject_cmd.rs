@@ -7,7 +7,9 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use outrigger_inject::config::Snapshot;
-use outrigger_inject::kube_inject::{self, KubeInjectOptions, Outcome, ProcessedDocument, SkipReason};
+use outrigger_inject::kube_inject::{
+    self, KubeInjectOptions, Outcome, ProcessedDocument, SkipReason,
+};
 use outrigger_inject::yaml;
 
 use crate::cli::inject::{DEFAULT_INJECT_CONFIG_MAP, DEFAULT_MESH_CONFIG_MAP};

@@ -9,13 +9,20 @@ mod cli;
 mod inject_cmd;
 mod kube;
 mod man;
+mod pki;
 mod serve;
 mod settings;
+mod webhook;
 mod webhook_config;
 
 use clap::FromArgMatches;
 
 use cli::{Cli, Command};
+
+/// The value parser of the duration flags in [`cli`] (which depends on clap alone, so that
+/// `build.rs` can render man pages from it): Go's `time.ParseDuration`, see
+/// [`serve::parse_duration`].
+pub(crate) use serve::parse_duration as parse_duration_flag;
 
 /// mimalloc: the pipeline allocates many small JSON nodes per pod; glibc malloc cost ~25% of the
 /// webhook's CPU time under load.

@@ -104,7 +104,7 @@ fn webhook_config_and_check_flags_work_in_both_spellings() {
     let ca = dir.join("ca.pem");
     std::fs::write(
         &ca,
-        "-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIUQ==\n-----END CERTIFICATE-----\n",
+        "-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIU\n-----END CERTIFICATE-----\n",
     )
     .expect("write CA");
     let ca = ca.to_str().expect("UTF-8 path");

@@ -33,7 +33,7 @@ fn generate(args: &[&str]) -> String {
 }
 
 const CA_PEM: &str =
-    "-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIUQ==\n-----END CERTIFICATE-----\n";
+    "-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIU\n-----END CERTIFICATE-----\n";
 
 #[test]
 fn every_variant_validates_strictly() {
@@ -265,6 +265,24 @@ fn bad_flags_name_the_cause() {
         .expect("runs");
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("no PEM CERTIFICATE"));
+    // A CERTIFICATE block that does not decode is refused too, naming the file and the cause.
+    let bad_base64 = dir.join("bad.pem");
+    std::fs::write(
+        &bad_base64,
+        "-----BEGIN CERTIFICATE-----\nMIIB!!\n-----END CERTIFICATE-----\n",
+    )
+    .expect("write");
+    let out = Command::new(bin())
+        .args(["webhook-config", "--ca-bundle-file"])
+        .arg(&bad_base64)
+        .output()
+        .expect("runs");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("CA bundle {}", bad_base64.display())) && err.contains("base64"),
+        "{err}"
+    );
     let out = Command::new(bin())
         .args(["webhook-config", "--timeout", "31"])
         .output()

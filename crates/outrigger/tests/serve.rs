@@ -67,7 +67,7 @@ async fn tls_alpn_routes_and_health() {
     assert_eq!(c.get("/readyz").await.unwrap().status, 200);
     let m = metrics(&c).await;
     assert!(
-        m.contains("# TYPE sidecar_injection_requests counter"),
+        m.contains("# TYPE sidecar_injection_requests_total counter"),
         "{m}"
     );
     assert!(
@@ -461,6 +461,20 @@ impl Load {
         }
     }
 
+    /// Requests answered so far.
+    fn answered(&self) -> u64 {
+        self.ok.load(Ordering::Relaxed)
+    }
+
+    /// Wait until `n` more requests than now have been answered.
+    async fn wait_more(&self, n: u64) {
+        let target = self.answered() + n;
+        eventually(&format!("{target} answered requests"), || async {
+            self.answered() >= target
+        })
+        .await;
+    }
+
     async fn finish(mut self) -> (u64, Vec<String>) {
         self.stop.store(true, Ordering::Relaxed);
         for t in std::mem::take(&mut self.tasks) {
@@ -538,7 +552,7 @@ async fn config_broken_then_fixed_while_requests_flow() {
     let ca = std::fs::read(dir.join("ca.pem")).unwrap();
     let c = H2::connect(server.addr, &ca).await.unwrap();
     let load = Load::start(std::slice::from_ref(&c), 4);
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    load.wait_more(20).await;
     // Broken YAML: rejected, counted, old config keeps serving (policy disabled).
     write_volume(
         &vol,
@@ -596,7 +610,7 @@ async fn config_broken_then_fixed_while_requests_flow() {
         "never_inject_selector",
         "new config decides"
     );
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    load.wait_more(20).await;
     let (ok, failures) = load.finish().await;
     assert!(
         failures.is_empty(),
@@ -698,7 +712,7 @@ async fn certificate_rotated_while_requests_flow() {
             n
         })
     };
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    load.wait_more(20).await;
     write_volume(
         &tls,
         2,
@@ -740,7 +754,7 @@ async fn certificate_rotated_while_requests_flow() {
         .await
         .expect("B still served after a broken rotation");
     assert_eq!(cb.get("/readyz").await.unwrap().status, 200);
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    load.wait_more(20).await;
     stop.store(true, Ordering::Relaxed);
     let handshakes = fresh.await.unwrap();
     let (ok, failures) = load.finish().await;
@@ -771,7 +785,7 @@ async fn sigterm_under_load_fails_no_request() {
         H2::connect(server.addr, &ca).await.unwrap(),
     ];
     let load = Load::start(&conns, 4);
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    load.wait_more(20).await;
     server.sigterm();
     let t0 = Instant::now();
     // Not ready at once, while requests keep succeeding.
@@ -784,6 +798,8 @@ async fn sigterm_under_load_fails_no_request() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert!(not_ready, "readyz must fail during the drain");
+    // The load keeps running until 1 s into the 1.5 s drain delay: requests sent during the
+    // drain window must succeed. This sleep is the window under test, not a wait for an event.
     tokio::time::sleep(Duration::from_millis(1000).saturating_sub(t0.elapsed())).await;
     let (ok, failures) = load.finish().await;
     assert!(
@@ -874,4 +890,287 @@ async fn embedded_default_injects_with_path_parameters() {
         injected.clone()
     };
     assert_eq!(twice["spec"], injected["spec"]);
+}
+
+/// Duration flags use Go's `time.ParseDuration` grammar; a bad value is refused before the
+/// server starts, naming the flag and Go's reason.
+#[test]
+fn duration_flags_follow_go_and_errors_name_the_flag() {
+    let run = |flag: &str, value: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_outrigger"))
+            .args(["serve", "--port", "0", &format!("{flag}={value}")])
+            // Refused by the server right after parsing the flags: nothing starts.
+            .args(["--max-request-bytes", "2", "--max-inflight-bytes", "1"])
+            .output()
+            .expect("runs")
+    };
+    for (flag, value) in [
+        ("--request-timeout", "1.5s"),
+        ("--idle-timeout", "1h30m"),
+        ("--reload-debounce", "300ms"),
+        ("--shutdown-grace", "2h"),
+    ] {
+        let out = run(flag, value);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("--max-inflight-bytes (1) must be at least"),
+            "{flag} {value}: {err}"
+        );
+    }
+    for (flag, value, reason) in [
+        (
+            "--request-timeout",
+            "5",
+            "time: missing unit in duration \"5\"",
+        ),
+        (
+            "--drain-delay",
+            "5d",
+            "time: unknown unit \"d\" in duration \"5d\"",
+        ),
+        ("--idle-timeout", "-1s", "negative duration"),
+    ] {
+        let out = run(flag, value);
+        assert_eq!(out.status.code(), Some(2), "{flag} {value}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&format!("invalid value '{value}' for '{flag}")) && err.contains(reason),
+            "{flag} {value}: {err}"
+        );
+    }
+}
+
+/// Client mistakes (400, 404, 413, 415) are logged at `WARN`; server faults (504) at `ERROR`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_mistakes_log_at_warn_and_server_faults_at_error() {
+    let (server, ca, _dir) = server_with_policy(
+        "loglevels",
+        "enabled",
+        &[
+            "--max-request-bytes",
+            "1000",
+            "--max-inflight-bytes",
+            "100000",
+            "--request-timeout",
+            "300ms",
+        ],
+    );
+    let c = H2::connect(server.addr, &ca).await.expect("connect");
+    let r = c
+        .request("POST", "/inject", Some("text/plain"), full("{}"))
+        .await;
+    assert_eq!(r.expect("415").status, 415);
+    assert_eq!(c.get("/no-such-route").await.expect("404").status, 404);
+    assert_eq!(
+        c.post("/inject", Vec::new()).await.expect("400").status,
+        400
+    );
+    assert_eq!(
+        c.post("/inject", b"[1]".to_vec())
+            .await
+            .expect("400")
+            .status,
+        400
+    );
+    let r = c.post("/inject", vec![b' '; 2000]).await.expect("413");
+    assert_eq!(r.status, 413);
+    // A body that never arrives in full: the request deadline passes (504, the server gives up).
+    let stalled = Stall(Some(Bytes::from_static(b"{\"kind\":")));
+    let r = c.request("POST", "/inject", Some("application/json"), stalled.boxed());
+    assert_eq!(r.await.expect("504").status, 504);
+    let field = |k: &'static str, v: &'static str| move |l: &Value| l[k] == v;
+    type Check = (&'static str, Box<dyn Fn(&Value) -> bool>, &'static str);
+    let checks: Vec<Check> = vec![
+        ("415", Box::new(field("reason", "content_type")), "WARN"),
+        ("404", Box::new(field("message", "no such route")), "WARN"),
+        (
+            "400 empty",
+            Box::new(field("message", "no body found")),
+            "WARN",
+        ),
+        (
+            "400 malformed",
+            Box::new(field("outcome", "failed")),
+            "WARN",
+        ),
+        ("413", Box::new(field("reason", "body_too_large")), "WARN"),
+        (
+            "504",
+            Box::new(field("message", "request deadline exceeded")),
+            "ERROR",
+        ),
+    ];
+    for (what, matches, level) in checks {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let lines = loop {
+            let lines: Vec<Value> = server
+                .log_text()
+                .lines()
+                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                .filter(|l| matches(l))
+                .collect();
+            if !lines.is_empty() || Instant::now() > deadline {
+                break lines;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        assert!(
+            !lines.is_empty(),
+            "{what}: no log line:\n{}",
+            server.log_text()
+        );
+        assert!(
+            lines.iter().all(|l| l["level"] == level),
+            "{what} not at {level}: {lines:?}"
+        );
+    }
+}
+
+/// A request body that sends one chunk and then never another (nor its end).
+struct Stall(Option<Bytes>);
+
+impl hyper::body::Body for Stall {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, Self::Error>>> {
+        match self.0.take() {
+            Some(b) => std::task::Poll::Ready(Some(Ok(hyper::body::Frame::data(b)))),
+            None => std::task::Poll::Pending,
+        }
+    }
+}
+
+/// A plain-HTTP request on the TLS port gets a readable `400`, not a TLS alert; TLS clients on
+/// the same port are unaffected.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plain_http_on_the_tls_port_gets_a_clear_400() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let (server, ca, _dir) = server_with_policy("plainhttp", "enabled", &[]);
+    for request in [
+        "GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n".to_string(),
+        "POST /inject HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\
+         Content-Length: 2\r\n\r\n{}"
+            .to_string(),
+    ] {
+        let mut tcp = tokio::net::TcpStream::connect(server.addr)
+            .await
+            .expect("connect");
+        tcp.write_all(request.as_bytes()).await.expect("send");
+        let mut answer = Vec::new();
+        tokio::time::timeout(Duration::from_secs(10), tcp.read_to_end(&mut answer))
+            .await
+            .expect("answered and closed in time")
+            .expect("read");
+        let answer = String::from_utf8_lossy(&answer);
+        assert!(
+            answer.starts_with("HTTP/1.1 400 Bad Request\r\n"),
+            "{answer:?}"
+        );
+        assert!(
+            answer.ends_with(
+                "\r\n\r\noutrigger serves HTTPS on this port; this was a plain HTTP request\n"
+            ),
+            "{answer:?}"
+        );
+        assert!(answer.contains("connection: close\r\n"), "{answer:?}");
+    }
+    let c = H2::connect(server.addr, &ca)
+        .await
+        .expect("TLS still served");
+    assert_eq!(c.get("/healthz").await.expect("healthz").status, 200);
+    let text = metrics(&c).await;
+    assert_eq!(
+        metric(
+            &text,
+            "outrigger_connections_closed_total{reason=\"plain_http\"}"
+        ),
+        Some(2.0),
+        "{text}"
+    );
+}
+
+/// The generated CA file is written only once the port is bound: a server that cannot listen
+/// leaves no fresh CA behind.
+#[test]
+fn the_ca_file_is_written_only_after_the_port_is_bound() {
+    let dir = scratch("cabind");
+    let ca = dir.join("ca.pem");
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = taken.local_addr().expect("addr").port().to_string();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_outrigger"))
+        .args(["serve", "--address", "127.0.0.1", "--port", &port])
+        .arg("--caBundleFile")
+        .arg(&ca)
+        .args(["--injectConfig", "/nonexistent/config"])
+        .args(["--injectValues", "/nonexistent/values"])
+        .args(["--meshConfig", "/nonexistent/mesh", "--allow-empty-config"])
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains(&format!("listening on 127.0.0.1:{port}")),
+        "{err}"
+    );
+    assert!(!ca.exists(), "a CA file was left behind: {err}");
+    drop(taken);
+}
+
+/// `/metrics` answers OpenMetrics to a scraper that asks for it (as Prometheus does) and the
+/// Prometheus text format 0.0.4 to everyone else.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_negotiate_the_format_by_accept() {
+    let (server, ca, _dir) = server_with_policy("metricsfmt", "enabled", &[]);
+    let c = H2::connect(server.addr, &ca).await.expect("connect");
+    assert_eq!(
+        c.post("/inject", review(V1, "u1", "default", pod("a")))
+            .await
+            .expect("review")
+            .status,
+        200
+    );
+    let prometheus_accept =
+        "application/openmetrics-text;version=1.0.0,application/openmetrics-text;\
+                             version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+    let om = c
+        .get_with("/metrics", &[("accept", prometheus_accept)])
+        .await
+        .expect("scrape");
+    assert_eq!(
+        om.headers["content-type"],
+        "application/openmetrics-text; version=1.0.0; charset=utf-8"
+    );
+    let om = om.text();
+    assert!(om.ends_with("# EOF\n"), "{om}");
+    assert!(
+        om.contains("# TYPE sidecar_injection_requests counter\n"),
+        "{om}"
+    );
+    assert_eq!(metric(&om, "sidecar_injection_requests_total"), Some(1.0));
+    for accept in [None, Some("*/*"), Some("text/plain;version=0.0.4")] {
+        let headers: Vec<(&str, &str)> = accept.iter().map(|a| ("accept", *a)).collect();
+        let r = c.get_with("/metrics", &headers).await.expect("scrape");
+        assert_eq!(r.status, 200);
+        assert_eq!(
+            r.headers["content-type"], "text/plain; version=0.0.4; charset=utf-8",
+            "{accept:?}"
+        );
+        let text = r.text();
+        assert!(!text.contains("# EOF"), "{text}");
+        assert!(!text.contains("# UNIT"), "{text}");
+        assert!(
+            text.contains("# TYPE sidecar_injection_requests_total counter\n"),
+            "{text}"
+        );
+        assert_eq!(metric(&text, "sidecar_injection_requests_total"), Some(1.0));
+        assert!(
+            text.contains("# TYPE sidecar_injection_time_seconds histogram\n"),
+            "{text}"
+        );
+    }
 }

@@ -301,7 +301,10 @@ async fn drain_closes_http1_keepalive_connections_cleanly() {
         })
         .collect();
     let h2 = H2::connect(addr, &ca).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    common::eventually("20 answers under load before the signal", || async {
+        ok.load(Ordering::Relaxed) >= 20
+    })
+    .await;
     server.sigterm();
     let t0 = Instant::now();
     assert!(
@@ -323,7 +326,8 @@ async fn drain_closes_http1_keepalive_connections_cleanly() {
     assert_eq!(v["response"]["uid"], "during");
     assert_eq!(r.header("connection"), Some("close"));
     assert_eq!(reused.end(Duration::from_secs(5)).await, End::CloseNotify);
-    // Stop the load before the listener closes (new connections would be refused then).
+    // Stop the load before the listener closes (new connections would be refused then). This
+    // sleep is the drain window under test (load runs until 1 s into it), not a wait for an event.
     tokio::time::sleep(Duration::from_millis(1000).saturating_sub(t0.elapsed())).await;
     stop.store(true, Ordering::Relaxed);
     for t in h1_tasks {
@@ -571,6 +575,7 @@ async fn handshake_header_and_idle_timeouts_close_connections() {
             .await
             .expect("HTTP/2 without ALPN");
         assert_eq!(resp.status(), 200);
+        // Idle (but pinging) past the header-read timeout: the time span is what is tested.
         tokio::time::sleep(Duration::from_millis(900)).await;
     }
     let c = H2::connect(addr, &ca).await.unwrap();

@@ -206,12 +206,13 @@ async fn answer(api: Arc<Mutex<Api>>, req: Request<hyper::body::Incoming>) -> (u
                 }
             };
             if let Some(mesh) = deleted {
+                // The fake API server's latency before the event (part of the scenario).
                 tokio::time::sleep(Duration::from_millis(300)).await;
                 api.lock().expect("lock").mesh = None;
                 let line = format!("{}\n", json!({"type": "DELETED", "object": mesh}));
                 return (200, json!({ RAW: line }));
             }
-            tokio::time::sleep(Duration::from_secs(3600)).await;
+            tokio::time::sleep(Duration::from_secs(3600)).await; // an open watch: no events
             (200, Value::Null)
         }
         ("GET", "/api/v1/namespaces/istio-system/configmaps") if selects_mesh(&query) => (
@@ -228,6 +229,7 @@ async fn answer(api: Arc<Mutex<Api>>, req: Request<hyper::body::Incoming>) -> (u
                 a.delete_inject = false;
                 a.current.clone().unwrap_or_else(configmap)
             };
+            // The fake API server's latency before the event (part of the scenario).
             tokio::time::sleep(Duration::from_millis(600)).await;
             let line = format!("{}\n", json!({"type": "DELETED", "object": current}));
             (200, json!({ RAW: line }))
@@ -301,6 +303,7 @@ async fn answer(api: Arc<Mutex<Api>>, req: Request<hyper::body::Incoming>) -> (u
         ("GET", "/api/v1/namespaces/istio-system/configmaps") if query.contains("watch=true") => {
             let updates = std::mem::take(&mut api.lock().expect("lock").updates);
             if let Some(last) = updates.last() {
+                // The fake API server's latency before the event (part of the scenario).
                 tokio::time::sleep(Duration::from_millis(300)).await;
                 api.lock().expect("lock").current = Some(last.clone());
                 let lines: String = updates
@@ -309,11 +312,11 @@ async fn answer(api: Arc<Mutex<Api>>, req: Request<hyper::body::Incoming>) -> (u
                     .collect();
                 return (200, json!({ RAW: lines }));
             }
-            tokio::time::sleep(Duration::from_secs(3600)).await;
+            tokio::time::sleep(Duration::from_secs(3600)).await; // an open watch: no events
             (200, Value::Null)
         }
         ("GET", MWC) if query.contains("watch=true") => {
-            tokio::time::sleep(Duration::from_secs(3600)).await;
+            tokio::time::sleep(Duration::from_secs(3600)).await; // an open watch: no events
             (200, Value::Null)
         }
         ("GET", MWC) => {
@@ -354,7 +357,7 @@ async fn answer(api: Arc<Mutex<Api>>, req: Request<hyper::body::Incoming>) -> (u
             (200, mwc)
         }
         ("GET", "/api/v1/namespaces") if query.contains("watch=true") => {
-            tokio::time::sleep(Duration::from_secs(3600)).await;
+            tokio::time::sleep(Duration::from_secs(3600)).await; // an open watch: no events
             (200, Value::Null)
         }
         ("GET", "/api/v1/namespaces") => (
@@ -366,7 +369,7 @@ async fn answer(api: Arc<Mutex<Api>>, req: Request<hyper::body::Incoming>) -> (u
         ),
         ("GET", "/api/v1/nodes") if query.contains("watch=true") => {
             // Keep the watch open: nothing changes.
-            tokio::time::sleep(Duration::from_secs(3600)).await;
+            tokio::time::sleep(Duration::from_secs(3600)).await; // an open watch: no events
             (200, Value::Null)
         }
         ("GET", "/api/v1/namespaces/istio-system/configmaps") => (
@@ -528,6 +531,8 @@ async fn certificate_from_the_secret_and_configuration_from_the_configmap() {
         format!("{}\n", outrigger_inject::config::defaults::CONFIG),
     )
     .expect("rewrite");
+    // Nothing must happen, so there is no event to wait for: give a file watch (debounce 100 ms)
+    // ample time to have reacted if it wrongly existed.
     tokio::time::sleep(Duration::from_millis(500)).await;
     let again = review(
         "admission.k8s.io/v1",
@@ -643,10 +648,10 @@ async fn native_sidecars_from_the_node_cache_and_events_for_each_outcome() {
         .expect("review");
     assert!(r.json()["response"].get("patch").is_none());
 
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while api.lock().expect("lock").events.len() < 2 && std::time::Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually("two Events recorded", || async {
+        api.lock().expect("lock").events.len() >= 2
+    })
+    .await;
     let events = api.lock().expect("lock").events.clone();
     assert_eq!(events.len(), 2, "{events:?}");
     let injected = events

@@ -73,7 +73,7 @@ pub struct ServeArgs {
     #[arg(long = "max-request-bytes", default_value_t = 3 * 1024 * 1024)]
     pub max_request_bytes: usize,
     /// Deadline for one admission request (keep it below the webhook's timeoutSeconds).
-    #[arg(long = "request-timeout", default_value = "8s", value_parser = parse_duration)]
+    #[arg(long = "request-timeout", default_value = "8s", value_parser = crate::parse_duration_flag)]
     pub request_timeout: Duration,
     /// Admission requests processed at once; more wait (within their deadline).
     #[arg(long = "max-concurrency", default_value_t = 256)]
@@ -90,22 +90,22 @@ pub struct ServeArgs {
     #[arg(long = "max-inflight-bytes", default_value_t = 24 * 1024 * 1024)]
     pub max_inflight_bytes: usize,
     /// Deadline of the TLS handshake.
-    #[arg(long = "handshake-timeout", default_value = "10s", value_parser = parse_duration)]
+    #[arg(long = "handshake-timeout", default_value = "10s", value_parser = crate::parse_duration_flag)]
     pub handshake_timeout: Duration,
     /// Time allowed for a request's headers to arrive in full (HTTP/1.1; for the first request,
     /// counted from the handshake).
-    #[arg(long = "header-read-timeout", default_value = "10s", value_parser = parse_duration)]
+    #[arg(long = "header-read-timeout", default_value = "10s", value_parser = crate::parse_duration_flag)]
     pub header_read_timeout: Duration,
     /// A connection with no request in flight for this long is closed (HTTP/1.1 with TLS
     /// close_notify, HTTP/2 with GOAWAY). Keep it above the clients' keep-alive so that they
     /// close first: the API server keeps idle connections for 90 s.
-    #[arg(long = "idle-timeout", default_value = "90s", value_parser = parse_duration)]
+    #[arg(long = "idle-timeout", default_value = "90s", value_parser = crate::parse_duration_flag)]
     pub idle_timeout: Duration,
     /// After SIGTERM, keep serving (but report not ready) this long before closing the listener.
-    #[arg(long = "drain-delay", default_value = "5s", value_parser = parse_duration)]
+    #[arg(long = "drain-delay", default_value = "5s", value_parser = crate::parse_duration_flag)]
     pub drain_delay: Duration,
     /// After closing the listener, time allowed for in-flight requests.
-    #[arg(long = "shutdown-grace", default_value = "20s", value_parser = parse_duration)]
+    #[arg(long = "shutdown-grace", default_value = "20s", value_parser = crate::parse_duration_flag)]
     pub shutdown_grace: Duration,
     /// Serve, and report ready with, a configuration that cannot inject pods (no templates, or
     /// default templates that render no istio-proxy container). Without it such a configuration
@@ -113,7 +113,7 @@ pub struct ServeArgs {
     #[arg(long = "allow-empty-config")]
     pub allow_empty_config: bool,
     /// Debounce of file-change events before a reload.
-    #[arg(long = "reload-debounce", default_value = "100ms", value_parser = parse_duration)]
+    #[arg(long = "reload-debounce", default_value = "100ms", value_parser = crate::parse_duration_flag)]
     pub reload_debounce: Duration,
     /// JSON file `{"<namespace>": {"<annotation>": "<value>"}}`: Namespace annotations used with
     /// `PLATFORM=openshift` (UID/GID ranges) where the server has no Kubernetes API access.
@@ -125,23 +125,6 @@ pub struct ServeArgs {
     /// Kubernetes API integration (`--kube` and its flags).
     #[command(flatten)]
     pub kube: KubeArgs,
-}
-
-/// Parse `500ms`, `8s`, `2m` or a bare number of seconds.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    let (num, unit) = match s.find(|c: char| !c.is_ascii_digit() && c != '.') {
-        Some(i) => (&s[..i], &s[i..]),
-        None => (s, "s"),
-    };
-    let n: f64 = num.parse().map_err(|_| format!("invalid duration {s:?}"))?;
-    let secs = match unit {
-        "ms" => n / 1000.0,
-        "s" => n,
-        "m" => n * 60.0,
-        _ => return Err(format!("invalid duration unit in {s:?} (use ms, s or m)")),
-    };
-    Duration::try_from_secs_f64(secs).map_err(|e| format!("invalid duration {s:?}: {e}"))
 }
 
 /// Kubernetes flags of `outrigger serve`.
@@ -168,20 +151,4 @@ pub struct KubeArgs {
     /// Record a Kubernetes Event on the pod's owner for every injection and skip.
     #[arg(long = "events")]
     pub events: bool,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
-        assert_eq!(parse_duration("8s"), Ok(Duration::from_secs(8)));
-        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
-        assert_eq!(parse_duration("3"), Ok(Duration::from_secs(3)));
-        assert_eq!(parse_duration("0.5s"), Ok(Duration::from_millis(500)));
-        assert!(parse_duration("5h").is_err());
-        assert!(parse_duration("x").is_err());
-    }
 }

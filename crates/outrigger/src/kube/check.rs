@@ -12,7 +12,7 @@ use serde_json::{json, Map, Value};
 
 use super::config_watch::{self, ConfigMapRef, RawConfig};
 use crate::check_cmd::{self, CheckArgs, Report};
-use crate::webhook_config;
+use crate::webhook;
 
 /// Labels of the live namespace `name`.
 pub async fn namespace_labels(client: Client, name: &str) -> Result<Map<String, Value>> {
@@ -111,7 +111,7 @@ pub async fn explain_live(client: Client, args: &CheckArgs) -> Result<Vec<Report
     };
     let webhooks = match &args.webhook_config {
         Some(name) => webhook_entries(client.clone(), name).await?,
-        None => webhook_config::entries(&check_cmd::webhook_options(args)),
+        None => webhook::entries(&check_cmd::webhook_options(args)),
     };
     let docs = match (&args.pod, &args.filename) {
         (Some(name), _) => vec![pod(client.clone(), &namespace, name).await?],
@@ -176,10 +176,8 @@ mod tests {
                               "spec": {"containers": [{"name": "web", "image": "nginx"}]}}));
         let r = mock::next(&mut handle).await;
         r.assert(Method::GET, "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/outrigger-sidecar-injector");
-        let generated = serde_json::to_value(webhook_config::build(
-            &webhook_config::WebhookOptions::default(),
-        ))
-        .expect("encodes");
+        let generated = serde_json::to_value(webhook::build(&webhook::WebhookOptions::default()))
+            .expect("encodes");
         r.respond(200, generated.clone());
         let r = mock::next(&mut handle).await;
         r.assert(

@@ -231,6 +231,64 @@ impl Drop for Open {
     }
 }
 
+/// How a connection opens, told by its first byte before the TLS handshake.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Opening {
+    /// A TLS record (a ClientHello starts with the handshake content type 0x16), or anything
+    /// else that is not plain HTTP: rustls answers it.
+    Tls,
+    /// An ASCII upper-case letter: the start of an HTTP method (`GET`, `POST`, …) sent in clear.
+    PlainHttp,
+}
+
+/// Peek (without consuming) the connection's first byte.
+async fn first_byte(tcp: &TcpStream) -> Opening {
+    let mut b = [0u8; 1];
+    match tcp.peek(&mut b).await {
+        Ok(1) if b[0].is_ascii_uppercase() => Opening::PlainHttp,
+        _ => Opening::Tls,
+    }
+}
+
+/// The answer to a plain-HTTP request on the HTTPS port (Go's net/http answers such a request
+/// with a 400 too, instead of a TLS alert the client cannot show).
+pub const PLAIN_HTTP_ANSWER: &str =
+    "outrigger serves HTTPS on this port; this was a plain HTTP request\n";
+
+/// Answer a plain-HTTP client with `400 Bad Request` and close: its request head is read first
+/// (up to 16 KiB, within `wait`) so that closing does not reset the connection before the client
+/// reads the answer.
+async fn answer_plain_http(mut tcp: TcpStream, wait: Duration) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let read_head = async {
+        let mut head = Vec::with_capacity(1024);
+        let mut buf = [0u8; 1024];
+        while head.len() < 16 * 1024 && !head.windows(4).any(|w| w == b"\r\n\r\n") {
+            match tcp.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => head.extend_from_slice(&buf[..n]),
+            }
+        }
+    };
+    let _ = tokio::time::timeout(wait, read_head).await;
+    let answer = format!(
+        "HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain; charset=utf-8\r\n\
+         x-content-type-options: nosniff\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{}",
+        PLAIN_HTTP_ANSWER.len(),
+        PLAIN_HTTP_ANSWER
+    );
+    let write = async {
+        tcp.write_all(answer.as_bytes()).await?;
+        tcp.shutdown().await
+    };
+    if tokio::time::timeout(wait, write).await.is_ok() {
+        // Let the client read the answer and close first (a body it still sends is discarded).
+        let mut sink = [0u8; 1024];
+        let drain = async { while matches!(tcp.read(&mut sink).await, Ok(n) if n > 0) {} };
+        let _ = tokio::time::timeout(Duration::from_secs(1), drain).await;
+    }
+}
+
 /// Serve one accepted connection until it ends. `reserve`: a health-reserve connection.
 /// `close` turns true when the server shuts down.
 pub async fn serve(
@@ -246,9 +304,21 @@ pub async fn serve(
     let _open = Open(state.clone());
     let metrics = state.metrics.clone();
     let _ = tcp.set_nodelay(true);
-    let tls = match tokio::time::timeout(opts.handshake_timeout, acceptor.accept(tcp)).await {
-        Ok(Ok(s)) => s,
-        Ok(Err(e)) => {
+    let handshake = async {
+        match first_byte(&tcp).await {
+            Opening::PlainHttp => Err(tcp),
+            Opening::Tls => Ok(acceptor.accept(tcp).await),
+        }
+    };
+    let tls = match tokio::time::timeout(opts.handshake_timeout, handshake).await {
+        Ok(Ok(Ok(s))) => s,
+        Ok(Err(tcp)) => {
+            state.metrics.connection_closed("plain_http");
+            tracing::warn!(%peer, status = 400, "plain HTTP request on the HTTPS port; answered 400");
+            answer_plain_http(tcp, opts.handshake_timeout).await;
+            return;
+        }
+        Ok(Ok(Err(e))) => {
             tracing::debug!(%peer, "TLS handshake failed: {e}");
             return;
         }

@@ -12,7 +12,9 @@ use arc_swap::ArcSwap;
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Body;
-use hyper::header::{HeaderValue, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, LOCATION, RETRY_AFTER};
+use hyper::header::{
+    HeaderValue, ACCEPT, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, LOCATION, RETRY_AFTER,
+};
 use hyper::{Request, Response, StatusCode, Version};
 use outrigger_inject::config::Snapshot;
 use outrigger_inject::webhook::{self, NativeMode, Outcome};
@@ -111,16 +113,19 @@ where
         "/healthz" => text(StatusCode::OK, "ok"),
         "/readyz" => readyz(&state),
         "/metrics" => {
-            let mut r = Response::new(Full::new(Bytes::from(state.metrics.encode())));
+            let format = super::metrics::Format::negotiate(req.headers().get(ACCEPT));
+            let mut r = Response::new(Full::new(Bytes::from(state.metrics.encode_as(format))));
             r.headers_mut().insert(
                 CONTENT_TYPE,
-                HeaderValue::from_static(
-                    "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                ),
+                HeaderValue::from_static(format.content_type()),
             );
             r
         }
-        _ => text(StatusCode::NOT_FOUND, "404 page not found"),
+        path => {
+            // A client mistake (a wrong URL in the webhook configuration or a probe).
+            tracing::warn!(path, method = %req.method(), status = 404, "no such route");
+            text(StatusCode::NOT_FOUND, "404 page not found")
+        }
     };
     let mut resp = resp;
     // While draining, HTTP/1.1 clients are told to close after this response instead of
@@ -195,10 +200,21 @@ where
     resp
 }
 
+/// Count and log a refused request: client mistakes (4xx: bad body, too large, wrong content
+/// type, over the in-flight budget) at `warn`, server faults (5xx) at `error`.
 fn http_error(m: &Metrics, status: StatusCode, reason: &str, msg: &str) -> Resp {
     m.fail(reason);
-    tracing::error!(reason, status = status.as_u16(), "{msg}");
+    log_refusal(status, reason, msg);
     text(status, msg)
+}
+
+/// Log a refused request at the level its status calls for (see [`http_error`]).
+fn log_refusal(status: StatusCode, reason: &str, msg: &str) {
+    if status.is_client_error() {
+        tracing::warn!(reason, status = status.as_u16(), "{msg}");
+    } else {
+        tracing::error!(reason, status = status.as_u16(), "{msg}");
+    }
 }
 
 async fn inject_inner<B>(state: &Arc<State>, req: Request<B>, start: Instant) -> Resp
@@ -270,10 +286,13 @@ where
     }
     if !json_type {
         m.fail("content_type");
-        tracing::error!(
-            reason = "content_type",
-            "contentType={}, expect application/json",
-            content_type.unwrap_or_default()
+        log_refusal(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "content_type",
+            &format!(
+                "contentType={}, expect application/json",
+                content_type.unwrap_or_default()
+            ),
         );
         return text(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -418,8 +437,14 @@ fn respond(state: &State, r: webhook::Reviewed, path: &str, start: Instant) -> R
         }
         Outcome::Failed(f) => {
             m.fail(f.reason);
-            tracing::error!(uid = %r.uid, namespace = %r.namespace, pod = %r.pod_name, path, outcome = "failed",
-                reason = f.reason, elapsed_us, "{}", f.message);
+            if f.malformed {
+                // Not an AdmissionReview: the client's mistake, answered 400.
+                tracing::warn!(uid = %r.uid, namespace = %r.namespace, pod = %r.pod_name, path, outcome = "failed",
+                    reason = f.reason, status = 400, elapsed_us, "{}", f.message);
+            } else {
+                tracing::error!(uid = %r.uid, namespace = %r.namespace, pod = %r.pod_name, path, outcome = "failed",
+                    reason = f.reason, elapsed_us, "{}", f.message);
+            }
             if f.malformed {
                 return text(
                     StatusCode::BAD_REQUEST,

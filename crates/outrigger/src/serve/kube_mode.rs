@@ -379,7 +379,7 @@ mod tests {
     }
 
     fn cert() -> tls::Loaded {
-        let g = tls::generate(&["localhost".into()], 30).expect("generate");
+        let g = crate::pki::self_signed(&["localhost".into()], 30).expect("generate");
         tls::load_pem(g.cert_pem.as_bytes(), g.key_pem.as_bytes(), "").expect("load")
     }
 

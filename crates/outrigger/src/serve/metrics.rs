@@ -289,7 +289,7 @@ impl Metrics {
         }
     }
 
-    /// Prometheus text exposition.
+    /// OpenMetrics text exposition (what prometheus-client writes).
     pub fn encode(&self) -> String {
         let mut out = String::with_capacity(4096);
         if prometheus_client::encoding::text::encode(&mut out, &self.registry).is_err() {
@@ -297,6 +297,112 @@ impl Metrics {
         }
         out
     }
+
+    /// The exposition in `format`.
+    pub fn encode_as(&self, format: Format) -> String {
+        match format {
+            Format::OpenMetrics => self.encode(),
+            Format::Prometheus => to_prometheus_text(&self.encode()),
+        }
+    }
+}
+
+/// Exposition format of `/metrics`, chosen by the scraper's `Accept` header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// OpenMetrics 1.0.0 text (`# EOF`-terminated), asked for with
+    /// `Accept: application/openmetrics-text`.
+    OpenMetrics,
+    /// Prometheus text format 0.0.4, for every other client (curl, older scrapers).
+    Prometheus,
+}
+
+impl Format {
+    /// OpenMetrics when `accept` lists `application/openmetrics-text` with a non-zero quality
+    /// (as Prometheus asks), else the Prometheus text format.
+    pub fn negotiate(accept: Option<&hyper::header::HeaderValue>) -> Format {
+        let Some(accept) = accept.and_then(|v| v.to_str().ok()) else {
+            return Format::Prometheus;
+        };
+        let wants_openmetrics = accept.split(',').any(|range| {
+            let mut params = range.split(';').map(str::trim);
+            let media = params.next().unwrap_or("");
+            media.eq_ignore_ascii_case("application/openmetrics-text")
+                && !params.any(|p| {
+                    p.strip_prefix("q=")
+                        .and_then(|q| q.trim().parse::<f64>().ok())
+                        .is_some_and(|q| q <= 0.0)
+                })
+        });
+        if wants_openmetrics {
+            Format::OpenMetrics
+        } else {
+            Format::Prometheus
+        }
+    }
+
+    /// The `Content-Type` of the format.
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Format::OpenMetrics => "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            Format::Prometheus => "text/plain; version=0.0.4; charset=utf-8",
+        }
+    }
+}
+
+/// Convert prometheus-client's OpenMetrics text to the Prometheus text format 0.0.4: counter
+/// families are named with their `_total` suffix in `# HELP`/`# TYPE` (as client_golang names
+/// them; the samples already carry it), `unknown` becomes `untyped`, and what 0.0.4 does not
+/// have is dropped: `# UNIT` lines, `_created` samples of counters, exemplars and `# EOF`.
+pub fn to_prometheus_text(openmetrics: &str) -> String {
+    let counters: Vec<&str> = openmetrics
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|rest| rest.strip_suffix(" counter"))
+        .collect();
+    let is_counter = |name: &str| counters.contains(&name);
+    let mut out = String::with_capacity(openmetrics.len());
+    for line in openmetrics.lines() {
+        if line == "# EOF" || line.starts_with("# UNIT ") {
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("# HELP ") {
+            let (name, help) = rest.split_once(' ').unwrap_or((rest, ""));
+            let suffix = if is_counter(name) { "_total" } else { "" };
+            out.push_str(&format!("# HELP {name}{suffix} {help}\n"));
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let (name, kind) = rest.split_once(' ').unwrap_or((rest, "untyped"));
+            let (suffix, kind) = match kind {
+                "counter" => ("_total", "counter"),
+                "unknown" => ("", "untyped"),
+                other => ("", other),
+            };
+            out.push_str(&format!("# TYPE {name}{suffix} {kind}\n"));
+            continue;
+        }
+        if line.starts_with('#') {
+            out.push_str(line);
+            out.push('\n');
+            continue;
+        }
+        let name_end = line.find(['{', ' ']).unwrap_or(line.len());
+        if line[..name_end]
+            .strip_suffix("_created")
+            .is_some_and(is_counter)
+        {
+            continue;
+        }
+        // An exemplar follows the value as ` # {labels} value`.
+        let sample = match line.find(" # {") {
+            Some(i) => &line[..i],
+            None => line,
+        };
+        out.push_str(sample);
+        out.push('\n');
+    }
+    out
 }
 
 #[cfg(test)]
@@ -337,5 +443,75 @@ mod tests {
         ] {
             assert!(text.contains(want), "missing {want:?} in\n{text}");
         }
+    }
+
+    #[test]
+    fn accept_negotiates_the_format() {
+        use hyper::header::HeaderValue;
+        let f = |a: &'static str| Format::negotiate(Some(&HeaderValue::from_static(a)));
+        // What Prometheus 2.x/3.x sends.
+        assert_eq!(
+            f(
+                "application/openmetrics-text;version=1.0.0,application/openmetrics-text;\
+               version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"
+            ),
+            Format::OpenMetrics
+        );
+        assert_eq!(f("application/openmetrics-text"), Format::OpenMetrics);
+        assert_eq!(f("*/*"), Format::Prometheus);
+        assert_eq!(f("text/plain;version=0.0.4"), Format::Prometheus);
+        assert_eq!(f("application/openmetrics-text;q=0"), Format::Prometheus);
+        assert_eq!(Format::negotiate(None), Format::Prometheus);
+    }
+
+    #[test]
+    fn prometheus_text_is_a_faithful_conversion() {
+        let m = Metrics::new();
+        m.requests.inc();
+        m.skipped("policy_disabled");
+        m.time.observe(0.00007);
+        m.cert_expiry.set(1_900_000_000);
+        let om = m.encode();
+        assert!(om.ends_with("# EOF\n"), "{om}");
+        assert!(
+            om.contains("# TYPE sidecar_injection_requests counter\n"),
+            "{om}"
+        );
+        let text = to_prometheus_text(&om);
+        assert!(
+            !text.contains("# EOF") && !text.contains("# UNIT"),
+            "{text}"
+        );
+        for want in [
+            "# HELP sidecar_injection_requests_total ",
+            "# TYPE sidecar_injection_requests_total counter\n",
+            "sidecar_injection_requests_total 1\n",
+            "# TYPE sidecar_injection_skip_total counter\n",
+            "sidecar_injection_skip_total{reason=\"policy_disabled\"} 1\n",
+            "# TYPE sidecar_injection_time_seconds histogram\n",
+            "sidecar_injection_time_seconds_bucket{le=\"0.0001\"} 1\n",
+            "sidecar_injection_time_seconds_count 1\n",
+            "# TYPE outrigger_certificate_expiry_timestamp_seconds gauge\n",
+            "outrigger_certificate_expiry_timestamp_seconds 1900000000\n",
+        ] {
+            assert!(text.contains(want), "missing {want:?} in\n{text}");
+        }
+        // Every sample of the OpenMetrics text is kept, in order.
+        let samples = |t: &str| -> Vec<String> {
+            t.lines()
+                .filter(|l| !l.starts_with('#'))
+                .map(str::to_string)
+                .collect()
+        };
+        assert_eq!(samples(&text), samples(&om));
+        // OpenMetrics-only syntax is dropped.
+        let extra = "# HELP x_seconds X.\n# TYPE x_seconds counter\n# UNIT x_seconds seconds\n\
+                     x_seconds_total 3 # {trace_id=\"a\"} 1.0\nx_seconds_created 1.7e9\n\
+                     # TYPE y unknown\ny 1\n# EOF\n";
+        assert_eq!(
+            to_prometheus_text(extra),
+            "# HELP x_seconds_total X.\n# TYPE x_seconds_total counter\nx_seconds_total 3\n\
+             # TYPE y untyped\ny 1\n"
+        );
     }
 }

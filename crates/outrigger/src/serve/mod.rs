@@ -21,8 +21,10 @@ pub mod tls;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use arc_swap::ArcSwap;
@@ -35,6 +37,16 @@ use crate::settings;
 use handler::{InjectSettings, Limits, State};
 
 pub use crate::cli::serve::{LogFormat, ServeArgs};
+
+/// Parse a duration flag with Go's `time.ParseDuration` grammar, as istiod's flags are parsed
+/// (`300ms`, `1.5s`, `2m`, `1h30m`, a bare `0`; units ns, us, ms, s, m, h). Negative durations
+/// are refused. clap names the flag in the error.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let d = outrigger_inject::go::duration::parse_go_duration(s)?;
+    u64::try_from(d.nanos)
+        .map(Duration::from_nanos)
+        .map_err(|_| format!("negative duration {s:?}: a time span must be positive or 0"))
+}
 
 fn init_logging(args: &ServeArgs) {
     use tracing_subscriber::EnvFilter;
@@ -113,27 +125,52 @@ fn certificate_names(args: &ServeArgs) -> Vec<String> {
     names
 }
 
-/// Load or generate the serving certificate.
-fn initial_certificate(args: &ServeArgs, compliance: &str) -> Result<tls::Loaded> {
+/// A generated CA bundle still to be written (once the port is bound).
+struct PendingCa {
+    path: PathBuf,
+    pem: String,
+    names: Vec<String>,
+}
+
+impl PendingCa {
+    /// Write the bundle (atomically) and log where.
+    fn write(self) -> Result<()> {
+        tls::write_atomic(&self.path, self.pem.as_bytes())
+            .with_context(|| format!("writing the CA bundle to {}", self.path.display()))?;
+        tracing::info!(ca_bundle = %self.path.display(), names = ?self.names, "generated a self-signed CA and serving certificate; CA bundle written");
+        Ok(())
+    }
+}
+
+/// Load or generate the serving certificate. A generated CA is returned to be written once the
+/// port is bound, so a server that cannot listen leaves no fresh CA file behind.
+fn initial_certificate(
+    args: &ServeArgs,
+    compliance: &str,
+) -> Result<(tls::Loaded, Option<PendingCa>)> {
     if let (Some(cert), Some(key)) = (&args.tls_cert_file, &args.tls_key_file) {
         let loaded = tls::load_files(cert, key, compliance)?;
         tracing::info!(cert = %cert.display(), not_after = loaded.not_after, "serving certificate loaded");
-        return Ok(loaded);
+        return Ok((loaded, None));
     }
     let names = certificate_names(args);
-    let generated = tls::generate(&names, 365).context("generating a self-signed certificate")?;
-    let bundle = args
+    let generated =
+        crate::pki::self_signed(&names, 365).context("generating a self-signed certificate")?;
+    let path = args
         .ca_bundle_file
         .clone()
         .unwrap_or_else(|| std::env::temp_dir().join("outrigger").join("ca.pem"));
-    tls::write_atomic(&bundle, generated.ca_pem.as_bytes())
-        .with_context(|| format!("writing the CA bundle to {}", bundle.display()))?;
-    tracing::info!(ca_bundle = %bundle.display(), names = ?names, "generated a self-signed CA and serving certificate; CA bundle written");
-    tls::load_pem(
+    let loaded = tls::load_pem(
         generated.cert_pem.as_bytes(),
         generated.key_pem.as_bytes(),
         compliance,
-    )
+    )?;
+    let pending = PendingCa {
+        path,
+        pem: generated.ca_pem,
+        names,
+    };
+    Ok((loaded, Some(pending)))
 }
 
 /// Read and parse the configuration files (or the embedded default).
@@ -195,9 +232,12 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
     metrics
         .config_usable
         .set(i64::from(health.verdict().is_ok()));
-    let cert = match cluster.as_ref().and_then(|c| c.services.certs.as_ref()) {
-        Some(rx) => kube_mode::load_bundle(&rx.borrow(), &compliance)
-            .context("loading the certificate from the Secret")?,
+    let (cert, pending_ca) = match cluster.as_ref().and_then(|c| c.services.certs.as_ref()) {
+        Some(rx) => (
+            kube_mode::load_bundle(&rx.borrow(), &compliance)
+                .context("loading the certificate from the Secret")?,
+            None,
+        ),
         None => initial_certificate(args, &compliance)?,
     };
     metrics.cert_expiry.set(cert.not_after);
@@ -262,6 +302,9 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
         .await
         .with_context(|| format!("listening on {addr}"))?;
     let local = listener.local_addr().unwrap_or(addr);
+    if let Some(ca) = pending_ca {
+        ca.write()?;
+    }
     tracing::info!(address = %local, "outrigger webhook listening (HTTPS, h2 + http/1.1)");
 
     let (stop_tx, stop_rx) = watch::channel(false);
@@ -346,5 +389,49 @@ impl Signals {
             _ = self.term.recv() => "SIGTERM",
             _ = self.int.recv() => "SIGINT",
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_follow_go() {
+        let ms = Duration::from_millis;
+        for (text, want) in [
+            ("500ms", ms(500)),
+            ("300ms", ms(300)),
+            ("8s", ms(8_000)),
+            ("1.5s", ms(1_500)),
+            ("0.5s", ms(500)),
+            ("2m", ms(120_000)),
+            ("2h", ms(7_200_000)),
+            ("1h30m", ms(5_400_000)),
+            ("1m0.25s", ms(60_250)),
+            ("0", Duration::ZERO),
+            ("+5s", ms(5_000)),
+            ("250us", Duration::from_micros(250)),
+            ("7ns", Duration::from_nanos(7)),
+        ] {
+            assert_eq!(parse_duration(text), Ok(want), "{text}");
+        }
+        assert_eq!(
+            parse_duration("3"),
+            Err("time: missing unit in duration \"3\"".to_string()),
+            "as Go, a bare number other than 0 has no unit"
+        );
+        assert_eq!(
+            parse_duration("5d"),
+            Err("time: unknown unit \"d\" in duration \"5d\"".to_string())
+        );
+        assert_eq!(
+            parse_duration("x"),
+            Err("time: invalid duration \"x\"".to_string())
+        );
+        assert!(parse_duration("").is_err());
+        assert!(parse_duration("-1s")
+            .unwrap_err()
+            .contains("negative duration"));
     }
 }

@@ -213,7 +213,15 @@ impl Reloader {
             return;
         }
         self.last_cert = Some((cert.clone(), key.clone()));
-        match tls::load_pem(&cert, &key, &self.state.inject.compliance_policy) {
+        let (cert_name, key_name) = (
+            files.cert.display().to_string(),
+            files.key.display().to_string(),
+        );
+        match tls::load_named(
+            (&cert_name, &cert),
+            (&key_name, &key),
+            &self.state.inject.compliance_policy,
+        ) {
             Ok(loaded) => {
                 let not_after = loaded.not_after;
                 self.state.certs.swap(loaded);

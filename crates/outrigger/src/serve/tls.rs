@@ -1,6 +1,5 @@
-//! TLS: rustls with the `ring` provider, TLS 1.2/1.3, ALPN `h2` + `http/1.1`, a hot-swappable
-//! serving certificate, and a self-signed CA + serving certificate generated at start-up when no
-//! certificate is given.
+//! TLS: rustls with the `ring` provider, TLS 1.2/1.3, ALPN `h2` + `http/1.1`, and a
+//! hot-swappable serving certificate (read and checked with [`crate::pki`]).
 
 use std::fmt;
 use std::path::Path;
@@ -10,10 +9,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use anyhow::{anyhow, bail, Context, Result};
 use arc_swap::ArcSwap;
 use rustls::crypto::CryptoProvider;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
 use rustls::{CipherSuite, ServerConfig};
+
+use crate::pki;
 
 /// The serving certificate in force, swapped atomically on rotation.
 pub struct CertStore {
@@ -112,98 +112,59 @@ pub fn server_config(store: Arc<CertStore>, compliance_policy: &str) -> Result<S
 
 /// Load a PEM chain and key; rejects unreadable, mismatched or expired material.
 pub fn load_pem(cert_pem: &[u8], key_pem: &[u8], compliance_policy: &str) -> Result<Loaded> {
-    let certs: Vec<CertificateDer<'static>> = rustls_pemfile::certs(&mut &*cert_pem)
-        .collect::<Result<_, _>>()
-        .context("reading certificate PEM")?;
-    let Some(leaf) = certs.first() else {
-        bail!("no CERTIFICATE block in the certificate file")
-    };
-    let not_after = not_after(leaf).context("reading the certificate's validity")?;
+    load_named(
+        ("the certificate", cert_pem),
+        ("the key", key_pem),
+        compliance_policy,
+    )
+}
+
+/// [`load_pem`] with the names of the two sources (file paths) in its errors: each error names
+/// the file at fault and what is wrong with it.
+pub fn load_named(
+    (cert_name, cert_pem): (&str, &[u8]),
+    (key_name, key_pem): (&str, &[u8]),
+    compliance_policy: &str,
+) -> Result<Loaded> {
+    let certs = pki::read_chain(cert_pem).map_err(|e| anyhow!("{cert_name}: {}", e.cause()))?;
+    let leaf = pki::cert_info(&certs[0]).map_err(|e| {
+        anyhow!(
+            "{cert_name}: reading the certificate's validity: {}",
+            e.cause()
+        )
+    })?;
+    let not_after = leaf.not_after.unix_timestamp();
     if not_after <= unix_now() {
-        bail!("certificate expired at {not_after} (Unix time)");
+        bail!(
+            "{cert_name}: certificate expired at {not_after} (Unix time; {})",
+            leaf.not_after
+        );
     }
-    let key: PrivateKeyDer<'static> = rustls_pemfile::private_key(&mut &*key_pem)
-        .context("reading private key PEM")?
-        .ok_or_else(|| anyhow!("no PRIVATE KEY block in the key file"))?;
+    let key = pki::read_key(key_pem).map_err(|e| anyhow!("{key_name}: {}", e.cause()))?;
     let signing = provider(compliance_policy)
         .key_provider
         .load_private_key(key)
-        .map_err(|e| anyhow!("unsupported private key: {e}"))?;
+        .map_err(|e| anyhow!("{key_name}: unsupported private key: {e}"))?;
     let ck = CertifiedKey::new(certs, signing);
-    ck.keys_match()
-        .map_err(|e| anyhow!("private key does not match the certificate: {e}"))?;
+    ck.keys_match().map_err(|e| {
+        anyhow!("{key_name}: private key does not match the certificate {cert_name}: {e}")
+    })?;
     Ok(Loaded {
         key: Arc::new(ck),
         not_after,
     })
 }
 
-/// Load `cert_file` and `key_file`.
+/// Load `cert_file` and `key_file`; errors name the file at fault.
 pub fn load_files(cert_file: &Path, key_file: &Path, compliance_policy: &str) -> Result<Loaded> {
     let cert =
         std::fs::read(cert_file).with_context(|| format!("reading {}", cert_file.display()))?;
     let key = std::fs::read(key_file).with_context(|| format!("reading {}", key_file.display()))?;
-    load_pem(&cert, &key, compliance_policy)
-        .with_context(|| format!("loading {} / {}", cert_file.display(), key_file.display()))
-}
-
-/// A generated CA and a serving certificate signed by it (PEM).
-pub struct Generated {
-    /// CA certificate PEM (the bundle clients trust).
-    pub ca_pem: String,
-    /// Serving certificate PEM (leaf only).
-    pub cert_pem: String,
-    /// Serving key PEM (PKCS#8).
-    pub key_pem: String,
-}
-
-/// Generate a self-signed CA and a serving certificate for `names` (DNS names or IP addresses),
-/// valid from one hour ago for `days`.
-pub fn generate(names: &[String], days: i64) -> Result<Generated> {
-    use rcgen::{
-        BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair,
-        KeyUsagePurpose,
-    };
-    let now = time::OffsetDateTime::now_utc();
-    let ca_key = KeyPair::generate().context("generating the CA key")?;
-    let mut ca = CertificateParams::new(Vec::<String>::new()).context("CA parameters")?;
-    ca.distinguished_name
-        .push(DnType::CommonName, "outrigger self-signed CA");
-    ca.distinguished_name
-        .push(DnType::OrganizationName, "outrigger");
-    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca.key_usages = vec![
-        KeyUsagePurpose::KeyCertSign,
-        KeyUsagePurpose::CrlSign,
-        KeyUsagePurpose::DigitalSignature,
-    ];
-    ca.not_before = now - time::Duration::hours(1);
-    ca.not_after = now + time::Duration::days(days);
-    let ca_cert = ca.self_signed(&ca_key).context("self-signing the CA")?;
-
-    let key = KeyPair::generate().context("generating the serving key")?;
-    let mut leaf = CertificateParams::new(names.to_vec()).context("serving certificate names")?;
-    leaf.distinguished_name.push(
-        DnType::CommonName,
-        names.first().map_or("outrigger", String::as_str),
-    );
-    leaf.is_ca = IsCa::NoCa;
-    leaf.key_usages = vec![
-        KeyUsagePurpose::DigitalSignature,
-        KeyUsagePurpose::KeyEncipherment,
-    ];
-    leaf.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-    leaf.not_before = now - time::Duration::hours(1);
-    leaf.not_after = now + time::Duration::days(days);
-    let issuer = rcgen::Issuer::from_params(&ca, &ca_key);
-    let cert = leaf
-        .signed_by(&key, &issuer)
-        .context("signing the serving certificate")?;
-    Ok(Generated {
-        ca_pem: ca_cert.pem(),
-        cert_pem: cert.pem(),
-        key_pem: key.serialize_pem(),
-    })
+    load_named(
+        (&cert_file.display().to_string(), &cert),
+        (&key_file.display().to_string(), &key),
+        compliance_policy,
+    )
 }
 
 /// Write `contents` to `path` atomically (temporary file + rename), creating parent directories.
@@ -217,120 +178,21 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<()> {
         .with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))
 }
 
-/// `notAfter` of a DER certificate as Unix seconds.
-pub fn not_after(cert: &[u8]) -> Result<i64> {
-    let (tag, cert_body, _) = tlv(cert)?;
-    ensure_tag(tag, 0x30, "Certificate")?;
-    let (tag, tbs, _) = tlv(cert_body)?;
-    ensure_tag(tag, 0x30, "TBSCertificate")?;
-    let mut rest = tbs;
-    let (tag, _, r) = tlv(rest)?;
-    if tag == 0xa0 {
-        rest = r; // explicit version
-    }
-    for what in ["serialNumber", "signature", "issuer"] {
-        let (_, _, r) = tlv(rest).with_context(|| format!("reading {what}"))?;
-        rest = r;
-    }
-    let (tag, validity, _) = tlv(rest)?;
-    ensure_tag(tag, 0x30, "Validity")?;
-    let (_, _, r) = tlv(validity)?;
-    let (tag, text, _) = tlv(r)?;
-    let text = std::str::from_utf8(text).context("notAfter is not text")?;
-    match tag {
-        0x17 => asn1_time(text, false),
-        0x18 => asn1_time(text, true),
-        other => bail!("notAfter has tag {other:#x}, want UTCTime or GeneralizedTime"),
-    }
-}
-
-fn ensure_tag(got: u8, want: u8, what: &str) -> Result<()> {
-    if got == want {
-        Ok(())
-    } else {
-        bail!("{what}: DER tag {got:#x}, want {want:#x}")
-    }
-}
-
-/// One DER TLV: `(tag, content, rest)`.
-fn tlv(buf: &[u8]) -> Result<(u8, &[u8], &[u8])> {
-    let (&tag, rest) = buf.split_first().ok_or_else(|| anyhow!("truncated DER"))?;
-    let (&first, rest) = rest
-        .split_first()
-        .ok_or_else(|| anyhow!("truncated DER length"))?;
-    let (len, rest) = if first < 0x80 {
-        (usize::from(first), rest)
-    } else {
-        let n = usize::from(first & 0x7f);
-        if n == 0 || n > 4 || rest.len() < n {
-            bail!("unsupported DER length");
-        }
-        let len = rest[..n]
-            .iter()
-            .fold(0usize, |acc, b| (acc << 8) | usize::from(*b));
-        (len, &rest[n..])
-    };
-    if rest.len() < len {
-        bail!("truncated DER content");
-    }
-    Ok((tag, &rest[..len], &rest[len..]))
-}
-
-/// `YYMMDDHHMMSSZ` (UTCTime) or `YYYYMMDDHHMMSSZ` (GeneralizedTime) → Unix seconds.
-fn asn1_time(text: &str, generalized: bool) -> Result<i64> {
-    let digits = text
-        .strip_suffix('Z')
-        .ok_or_else(|| anyhow!("time {text:?} is not UTC"))?;
-    let want = if generalized { 14 } else { 12 };
-    if digits.len() != want || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        bail!("malformed time {text:?}");
-    }
-    let num = |s: &str| {
-        s.parse::<i64>()
-            .map_err(|e| anyhow!("malformed time {text:?}: {e}"))
-    };
-    let (year, rest) = if generalized {
-        (num(&digits[..4])?, &digits[4..])
-    } else {
-        let yy = num(&digits[..2])?;
-        (if yy >= 50 { 1900 + yy } else { 2000 + yy }, &digits[2..])
-    };
-    let (mo, d, h, mi, s) = (
-        num(&rest[0..2])?,
-        num(&rest[2..4])?,
-        num(&rest[4..6])?,
-        num(&rest[6..8])?,
-        num(&rest[8..10])?,
-    );
-    Ok(days_from_civil(year, mo, d) * 86_400 + h * 3600 + mi * 60 + s)
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date.
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn names() -> Vec<String> {
+        vec![
+            "localhost".into(),
+            "127.0.0.1".into(),
+            "outrigger.ns.svc".into(),
+        ]
+    }
+
     #[test]
     fn generated_certificates_load_and_report_expiry() {
-        let g = generate(
-            &[
-                "localhost".into(),
-                "127.0.0.1".into(),
-                "outrigger.ns.svc".into(),
-            ],
-            30,
-        )
-        .unwrap();
+        let g = pki::self_signed(&names(), 30).unwrap();
         let loaded = load_pem(g.cert_pem.as_bytes(), g.key_pem.as_bytes(), "").unwrap();
         let expected = unix_now() + 30 * 86_400;
         assert!(
@@ -348,20 +210,84 @@ mod tests {
 
     #[test]
     fn expired_certificates_are_rejected() {
-        let g = generate(&["localhost".into()], -2).unwrap();
+        let g = pki::self_signed(&["localhost".into()], -2).unwrap();
         let e = load_pem(g.cert_pem.as_bytes(), g.key_pem.as_bytes(), "")
             .err()
             .unwrap();
         assert!(e.to_string().contains("expired"), "{e}");
     }
 
+    /// Errors of files name the file at fault and what is wrong with it.
     #[test]
-    fn asn1_times() {
-        assert_eq!(asn1_time("700101000000Z", false).unwrap(), 0);
-        assert_eq!(asn1_time("20380119031408Z", true).unwrap(), 2_147_483_648);
-        assert_eq!(asn1_time("491231235959Z", false).unwrap(), 2_524_607_999);
-        assert!(asn1_time("2038", true).is_err());
-        assert!(not_after(&[0x30, 0x05, 1]).is_err());
+    fn file_errors_name_the_file_and_the_cause() {
+        let dir = std::env::temp_dir().join(format!("outrigger-tls-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let g = pki::self_signed(&names(), 30).unwrap();
+        let expired = pki::self_signed(&names(), -2).unwrap();
+        let write = |name: &str, text: &str| {
+            let p = dir.join(name);
+            std::fs::write(&p, text).unwrap();
+            p
+        };
+        let (cert, key) = (write("tls.crt", &g.cert_pem), write("tls.key", &g.key_pem));
+        let empty = write("empty.pem", "");
+        let garbage = write("garbage.pem", "this is not PEM\n");
+        let old = write("old.crt", &expired.cert_pem);
+        let other_key = write("other.key", &expired.key_pem);
+        let err = |c: &Path, k: &Path| format!("{:#}", load_files(c, k, "").err().unwrap());
+        let d = |p: &Path| p.display().to_string();
+        assert_eq!(
+            err(&empty, &key),
+            format!("{}: no CERTIFICATE block (it is empty)", d(&empty))
+        );
+        assert_eq!(
+            err(&key, &key),
+            format!(
+                "{}: no CERTIFICATE block (it holds 1 PRIVATE KEY block)",
+                d(&key)
+            ),
+            "a key where the certificate belongs"
+        );
+        assert_eq!(
+            err(&cert, &cert),
+            format!(
+                "{}: no PRIVATE KEY block (it holds 1 CERTIFICATE block)",
+                d(&cert)
+            ),
+            "a certificate without its key"
+        );
+        assert_eq!(
+            err(&garbage, &key),
+            format!(
+                "{}: no CERTIFICATE block (it holds no PEM block (not a PEM file?))",
+                d(&garbage)
+            )
+        );
+        assert_eq!(
+            err(&cert, &garbage),
+            format!(
+                "{}: no PRIVATE KEY block (it holds no PEM block (not a PEM file?))",
+                d(&garbage)
+            )
+        );
+        let e = err(&old, &other_key);
+        assert!(
+            e.starts_with(&format!("{}: certificate expired at ", d(&old))),
+            "{e}"
+        );
+        let e = err(&cert, &other_key);
+        assert!(
+            e.starts_with(&format!(
+                "{}: private key does not match the certificate {}",
+                d(&other_key),
+                d(&cert)
+            )),
+            "{e}"
+        );
+        let missing = dir.join("missing.crt");
+        assert!(err(&missing, &key).starts_with(&format!("reading {}: ", d(&missing))));
+        assert!(load_files(&cert, &key, "").is_ok());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -211,7 +211,8 @@ impl Resp {
 pub fn client_config(cas: &[&[u8]], alpn: &[&[u8]], tls12_only: bool) -> rustls::ClientConfig {
     let mut roots = rustls::RootCertStore::empty();
     for pem in cas {
-        for cert in rustls_pemfile::certs(&mut &**pem) {
+        use rustls::pki_types::pem::PemObject;
+        for cert in rustls::pki_types::CertificateDer::pem_slice_iter(pem) {
             roots
                 .add(cert.expect("CA PEM parses"))
                 .expect("CA is a valid certificate");
@@ -313,6 +314,24 @@ impl H2 {
     pub async fn get(&self, path: &str) -> Result<Resp, String> {
         self.request("GET", path, None, full(Bytes::new())).await
     }
+
+    /// GET `path` with extra request headers.
+    pub async fn get_with(&self, path: &str, headers: &[(&str, &str)]) -> Result<Resp, String> {
+        let mut b = Request::builder()
+            .method("GET")
+            .uri(format!("https://localhost{path}"));
+        for (k, v) in headers {
+            b = b.header(*k, *v);
+        }
+        let req = b.body(full(Bytes::new())).map_err(|e| e.to_string())?;
+        let mut send = self.send.clone();
+        send.ready().await.map_err(|e| format!("not ready: {e}"))?;
+        let resp = send
+            .send_request(req)
+            .await
+            .map_err(|e| format!("send: {e}"))?;
+        collect(resp).await
+    }
 }
 
 async fn collect(resp: hyper::Response<hyper::body::Incoming>) -> Result<Resp, String> {
@@ -409,5 +428,22 @@ pub fn write_volume(dir: &Path, generation: u32, files: &[(&str, &[u8])]) {
         if std::fs::symlink_metadata(&link).is_err() {
             symlink(format!("..data/{name}"), &link).expect("symlink file");
         }
+    }
+}
+
+/// Deadline of [`eventually`]: generous, so a loaded machine only makes a test slower.
+pub const EVENTUALLY: Duration = Duration::from_secs(30);
+
+/// Poll `cond` every 20 ms until it holds; panics naming `what` after [`EVENTUALLY`]. Tests wait
+/// on conditions (a counter reached, a log line seen, a file event observed), not fixed sleeps.
+pub async fn eventually<F, Fut>(what: &str, mut cond: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + EVENTUALLY;
+    while !cond().await {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }

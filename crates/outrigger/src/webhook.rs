@@ -1,0 +1,797 @@
+//! The MutatingWebhookConfiguration that routes pods to the injector, with the entries and
+//! selectors of Istio's chart (spec §2.3), built with k8s-openapi's typed
+//! [`MutatingWebhookConfiguration`] by [`build`] from [`WebhookOptions`]; [`entries`] gives the
+//! webhook entries alone (as JSON) so `outrigger check` evaluates exactly the selectors that are
+//! installed, and the caBundle upkeep of `serve --kube` finds the injector entries by
+//! [`ENTRY_SUFFIX`].
+//!
+//! Shared by the `webhook-config` and `check` commands and the kube layer; it knows nothing of
+//! command-line flags (those are in `webhook_config`).
+//!
+//! Two naming modes:
+//!
+//! * **standalone** (the default): object `outrigger-sidecar-injector[-REV]`, Service
+//!   `outrigger/outrigger`, and *no* `istio.io/rev` label on the object. istiod's webhook
+//!   certificate patcher rewrites the caBundle of every MutatingWebhookConfiguration labelled
+//!   with its revision, so carrying that label next to a running istiod makes the two patch the
+//!   caBundle back and forth forever.
+//! * **`--istio`** (Istio replacement): Istio's object names (`istio-sidecar-injector[-REV][-NS]`,
+//!   `istio-revision-tag-TAG`), Service `istio-system/istiod[-REV]` and labels (`app:
+//!   sidecar-injector`, `istio.io/rev`), on purpose. istiod's injector must then be off.
+
+use std::collections::BTreeMap;
+
+use anyhow::{bail, Result};
+use k8s_openapi::api::admissionregistration::v1::{
+    MutatingWebhook, MutatingWebhookConfiguration, RuleWithOperations, ServiceReference,
+    WebhookClientConfig,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
+    LabelSelector, LabelSelectorRequirement, ObjectMeta,
+};
+use k8s_openapi::ByteString;
+use serde_json::Value;
+
+pub use crate::cli::webhook_config::{FailurePolicy, ReinvocationPolicy};
+
+/// Suffix shared by every injection webhook entry name (and what the CA patcher looks for).
+pub const ENTRY_SUFFIX: &str = "sidecar-injector.istio.io";
+/// The Istio namespace that the chart's naming treats as the default release namespace.
+pub const ISTIO_SYSTEM: &str = "istio-system";
+/// Default Service (`NAMESPACE`, `NAME`) in standalone mode: what `deploy/base` installs.
+pub const DEFAULT_SERVICE: (&str, &str) = ("outrigger", "outrigger");
+/// Istio's revision label (the label istiod's caBundle patcher selects on).
+pub const REV_LABEL: &str = "istio.io/rev";
+/// Istio's revision-tag label.
+pub const TAG_LABEL: &str = "istio.io/tag";
+/// Namespaces the `auto.` entry never selects (the injector's ignored namespaces, spec §0.4).
+pub const AUTO_EXCLUDED: [&str; 4] = [
+    "kube-system",
+    "kube-public",
+    "kube-node-lease",
+    "local-path-storage",
+];
+
+impl FailurePolicy {
+    fn as_str(self) -> &'static str {
+        match self {
+            FailurePolicy::Fail => "Fail",
+            FailurePolicy::Ignore => "Ignore",
+        }
+    }
+}
+
+impl ReinvocationPolicy {
+    fn as_str(self) -> &'static str {
+        match self {
+            ReinvocationPolicy::Never => "Never",
+            ReinvocationPolicy::IfNeeded => "IfNeeded",
+        }
+    }
+}
+
+/// Where the API server sends admission reviews.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Endpoint {
+    /// A Service (`clientConfig.service`).
+    Service {
+        /// Namespace of the injector's Service.
+        namespace: String,
+        /// Name of the injector's Service.
+        name: String,
+        /// Service port.
+        port: u16,
+        /// Injection path.
+        path: String,
+    },
+    /// An https:// URL (`clientConfig.url`).
+    Url(String),
+}
+
+/// Everything that shapes the generated configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebhookOptions {
+    /// Revision (`""` and `default` are the default revision).
+    pub revision: String,
+    /// Revision tag (an `istio-revision-tag-TAG` object selecting `istio.io/rev=TAG`).
+    pub tag: Option<String>,
+    /// Istio replacement mode: Istio's names and labels.
+    pub istio: bool,
+    /// Where reviews are sent.
+    pub endpoint: Endpoint,
+    /// Object name override.
+    pub name: Option<String>,
+    /// PEM CA bundle (raw text, base64-encoded into the object).
+    pub ca_bundle: Option<Vec<u8>>,
+    /// `Fail` or `Ignore`.
+    pub failure_policy: FailurePolicy,
+    /// timeoutSeconds.
+    pub timeout: Option<u8>,
+    /// `Never` or `IfNeeded`.
+    pub reinvocation_policy: ReinvocationPolicy,
+    /// Render the `auto.` entry (default revision only).
+    pub enable_namespaces_by_default: bool,
+    /// Namespaces excluded from every entry.
+    pub exclude_namespaces: Vec<String>,
+}
+
+impl Default for WebhookOptions {
+    fn default() -> Self {
+        WebhookOptions {
+            revision: String::new(),
+            tag: None,
+            istio: false,
+            endpoint: Endpoint::Service {
+                namespace: DEFAULT_SERVICE.0.into(),
+                name: DEFAULT_SERVICE.1.into(),
+                port: 443,
+                path: "/inject".into(),
+            },
+            name: None,
+            ca_bundle: None,
+            failure_policy: FailurePolicy::Fail,
+            timeout: None,
+            reinvocation_policy: ReinvocationPolicy::Never,
+            enable_namespaces_by_default: false,
+            exclude_namespaces: Vec::new(),
+        }
+    }
+}
+
+/// Whether `s` is a DNS-1123 label (`[a-z0-9]([-a-z0-9]*[a-z0-9])?`, at most 63 characters):
+/// what the API server requires of namespace and Service names, and Istio of revision names.
+pub fn is_dns1123_label(s: &str) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && b.len() <= 63
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+        && b[0] != b'-'
+        && b[b.len() - 1] != b'-'
+}
+
+/// Whether `s` is a DNS-1123 subdomain (dot-separated labels, at most 253 characters): what the
+/// API server requires of most object names.
+pub fn is_dns1123_subdomain(s: &str) -> bool {
+    s.len() <= 253 && s.split('.').all(is_dns1123_label)
+}
+
+impl WebhookOptions {
+    /// The revision as selectors see it: `default` when empty.
+    pub fn revision_label(&self) -> &str {
+        if self.revision.is_empty() {
+            "default"
+        } else {
+            &self.revision
+        }
+    }
+
+    /// What the `istio.io/rev` selectors match: the tag when one is set, else the revision.
+    pub fn selector_revision(&self) -> &str {
+        self.tag.as_deref().unwrap_or_else(|| self.revision_label())
+    }
+
+    /// Whether the default-revision entries (`namespace.`, `object.`, `auto.`) are rendered: for
+    /// the default revision, or for the tag named `default` (as the chart's revision tags).
+    pub fn is_default_revision(&self) -> bool {
+        self.selector_revision() == "default"
+    }
+
+    /// Object name: the override, else `outrigger-sidecar-injector[-REV]` /
+    /// `outrigger-revision-tag-TAG`, or with `--istio` the chart's `istio-sidecar-injector[-REV][-NS]`
+    /// / `istio-revision-tag-TAG`.
+    pub fn object_name(&self) -> String {
+        if let Some(n) = &self.name {
+            return n.clone();
+        }
+        let prefix = if self.istio { "istio" } else { "outrigger" };
+        if let Some(tag) = &self.tag {
+            return format!("{prefix}-revision-tag-{tag}");
+        }
+        let mut name = with_revision(&format!("{prefix}-sidecar-injector"), &self.revision);
+        if self.istio {
+            if let Endpoint::Service { namespace, .. } = &self.endpoint {
+                if namespace != ISTIO_SYSTEM {
+                    name.push('-');
+                    name.push_str(namespace);
+                }
+            }
+        }
+        name
+    }
+
+    /// Object labels: never `istio.io/rev` in standalone mode (see the module docs).
+    pub fn labels(&self) -> BTreeMap<String, String> {
+        let mut l = BTreeMap::from([
+            (
+                "app.kubernetes.io/name".to_string(),
+                "outrigger".to_string(),
+            ),
+            (
+                "app.kubernetes.io/component".to_string(),
+                "sidecar-injector".to_string(),
+            ),
+        ]);
+        if self.istio {
+            l.insert("app".into(), "sidecar-injector".into());
+            l.insert(REV_LABEL.into(), self.revision_label().into());
+        }
+        if let Some(tag) = &self.tag {
+            l.insert(TAG_LABEL.into(), tag.clone());
+        }
+        l
+    }
+}
+
+pub fn with_revision(base: &str, revision: &str) -> String {
+    if revision.is_empty() || revision == "default" {
+        base.to_string()
+    } else {
+        format!("{base}-{revision}")
+    }
+}
+
+/// Split `NAMESPACE/NAME`, both parts non-empty.
+pub fn parse_namespaced(s: &str) -> Result<(String, String)> {
+    match s.split_once('/') {
+        Some((ns, name)) if !ns.is_empty() && !name.is_empty() && !name.contains('/') => {
+            Ok((ns.to_string(), name.to_string()))
+        }
+        _ => bail!("expected NAMESPACE/NAME"),
+    }
+}
+
+/// A selector requirement `{key, operator, values}` (values omitted for the existence operators).
+fn req(key: &str, operator: &str, values: &[&str]) -> LabelSelectorRequirement {
+    LabelSelectorRequirement {
+        key: key.into(),
+        operator: operator.into(),
+        values: (!values.is_empty()).then(|| values.iter().map(|v| v.to_string()).collect()),
+    }
+}
+
+fn selector(reqs: Vec<LabelSelectorRequirement>) -> LabelSelector {
+    LabelSelector {
+        match_expressions: Some(reqs),
+        match_labels: None,
+    }
+}
+
+type Reqs = Vec<LabelSelectorRequirement>;
+
+/// The (prefix, namespaceSelector requirements, objectSelector requirements) of every rendered entry.
+fn selector_table(o: &WebhookOptions) -> Vec<(&'static str, Reqs, Reqs)> {
+    let rev = o.selector_revision();
+    let mut out = vec![
+        (
+            "rev.namespace.",
+            vec![
+                req(REV_LABEL, "In", &[rev]),
+                req("istio-injection", "DoesNotExist", &[]),
+            ],
+            vec![req("sidecar.istio.io/inject", "NotIn", &["false"])],
+        ),
+        (
+            "rev.object.",
+            vec![
+                req(REV_LABEL, "DoesNotExist", &[]),
+                req("istio-injection", "DoesNotExist", &[]),
+            ],
+            vec![
+                req("sidecar.istio.io/inject", "NotIn", &["false"]),
+                req(REV_LABEL, "In", &[rev]),
+            ],
+        ),
+    ];
+    if !o.is_default_revision() {
+        return out;
+    }
+    out.push((
+        "namespace.",
+        vec![req("istio-injection", "In", &["enabled"])],
+        vec![req("sidecar.istio.io/inject", "NotIn", &["false"])],
+    ));
+    out.push((
+        "object.",
+        vec![
+            req("istio-injection", "DoesNotExist", &[]),
+            req(REV_LABEL, "DoesNotExist", &[]),
+        ],
+        vec![
+            req("sidecar.istio.io/inject", "In", &["true"]),
+            req(REV_LABEL, "DoesNotExist", &[]),
+        ],
+    ));
+    if o.enable_namespaces_by_default {
+        out.push((
+            "auto.",
+            vec![
+                req("istio-injection", "DoesNotExist", &[]),
+                req(REV_LABEL, "DoesNotExist", &[]),
+                req("kubernetes.io/metadata.name", "NotIn", &AUTO_EXCLUDED),
+            ],
+            vec![
+                req("sidecar.istio.io/inject", "DoesNotExist", &[]),
+                req(REV_LABEL, "DoesNotExist", &[]),
+            ],
+        ));
+    }
+    out
+}
+
+fn client_config(o: &WebhookOptions) -> WebhookClientConfig {
+    let (service, url) = match &o.endpoint {
+        Endpoint::Service {
+            namespace,
+            name,
+            port,
+            path,
+        } => (
+            Some(ServiceReference {
+                name: name.clone(),
+                namespace: namespace.clone(),
+                path: Some(path.clone()),
+                port: Some(i32::from(*port)),
+            }),
+            None,
+        ),
+        Endpoint::Url(u) => (None, Some(u.clone())),
+    };
+    WebhookClientConfig {
+        ca_bundle: o.ca_bundle.clone().map(ByteString),
+        service,
+        url,
+    }
+}
+
+/// The typed webhook entries (spec §2.3 table), in the chart's order.
+pub fn typed_entries(o: &WebhookOptions) -> Vec<MutatingWebhook> {
+    let excluded: Vec<&str> = o.exclude_namespaces.iter().map(String::as_str).collect();
+    selector_table(o)
+        .into_iter()
+        .map(|(prefix, mut ns_reqs, obj_reqs)| {
+            if !excluded.is_empty() {
+                ns_reqs.push(req("kubernetes.io/metadata.name", "NotIn", &excluded));
+            }
+            MutatingWebhook {
+                name: format!("{prefix}{ENTRY_SUFFIX}"),
+                // v1 only, as Istio's chart since 1.23 (serve still answers v1beta1 reviews).
+                admission_review_versions: vec!["v1".into()],
+                client_config: client_config(o),
+                failure_policy: Some(o.failure_policy.as_str().into()),
+                namespace_selector: Some(selector(ns_reqs)),
+                object_selector: Some(selector(obj_reqs)),
+                reinvocation_policy: Some(o.reinvocation_policy.as_str().into()),
+                rules: Some(vec![RuleWithOperations {
+                    api_groups: Some(vec![String::new()]),
+                    api_versions: Some(vec!["v1".into()]),
+                    operations: Some(vec!["CREATE".into()]),
+                    resources: Some(vec!["pods".into()]),
+                    scope: None,
+                }]),
+                side_effects: "None".into(),
+                timeout_seconds: o.timeout.map(i32::from),
+                match_conditions: None,
+                match_policy: None,
+            }
+        })
+        .collect()
+}
+
+/// The webhook entries as JSON, as the API server returns them (what `check` evaluates).
+pub fn entries(o: &WebhookOptions) -> Vec<Value> {
+    typed_entries(o)
+        .iter()
+        .map(|w| serde_json::to_value(w).unwrap_or(Value::Null))
+        .collect()
+}
+
+/// The whole MutatingWebhookConfiguration object.
+pub fn build(o: &WebhookOptions) -> MutatingWebhookConfiguration {
+    MutatingWebhookConfiguration {
+        metadata: ObjectMeta {
+            name: Some(o.object_name()),
+            labels: Some(o.labels()),
+            ..ObjectMeta::default()
+        },
+        webhooks: Some(typed_entries(o)),
+    }
+}
+
+/// Why `--enable-namespaces-by-default` renders nothing with these options, if it does not: the
+/// chart's `auto.` entry exists for the default revision only.
+pub fn auto_entry_dropped(o: &WebhookOptions) -> Option<String> {
+    (o.enable_namespaces_by_default && !o.is_default_revision()).then(|| {
+        format!(
+            "warning: --enable-namespaces-by-default has no effect with --revision {}: the `auto.` \
+             entry exists for the default revision only (as in Istio's chart); label namespaces \
+             istio.io/rev={} instead",
+            o.revision, o.revision
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use outrigger_inject::decide::LabelSelector;
+    use serde_json::json;
+
+    fn names(o: &WebhookOptions) -> Vec<String> {
+        entries(o)
+            .iter()
+            .map(|w| w["name"].as_str().unwrap_or_default().to_string())
+            .collect()
+    }
+
+    fn matches(sel: &Value, labels: Value) -> bool {
+        let s = LabelSelector::from_json(sel).expect("generated selectors are valid");
+        s.matches(labels.as_object().expect("labels object"))
+    }
+
+    fn entry(o: &WebhookOptions, prefix: &str) -> Value {
+        entries(o)
+            .into_iter()
+            .find(|w| w["name"] == json!(format!("{prefix}{ENTRY_SUFFIX}")))
+            .expect("entry rendered")
+    }
+
+    #[test]
+    fn default_revision_renders_four_entries_in_chart_order() {
+        let o = WebhookOptions::default();
+        assert_eq!(
+            names(&o),
+            [
+                "rev.namespace.sidecar-injector.istio.io",
+                "rev.object.sidecar-injector.istio.io",
+                "namespace.sidecar-injector.istio.io",
+                "object.sidecar-injector.istio.io"
+            ]
+        );
+    }
+
+    #[test]
+    fn auto_entry_only_with_flag_and_default_revision() {
+        let mut o = WebhookOptions {
+            enable_namespaces_by_default: true,
+            ..Default::default()
+        };
+        assert_eq!(names(&o).len(), 5);
+        assert_eq!(names(&o)[4], "auto.sidecar-injector.istio.io");
+        o.revision = "canary".into();
+        assert_eq!(
+            names(&o).len(),
+            2,
+            "a non-default revision renders only rev.* entries"
+        );
+    }
+
+    #[test]
+    fn default_spelled_out_is_the_default_revision() {
+        let o = WebhookOptions {
+            revision: "default".into(),
+            ..Default::default()
+        };
+        assert_eq!(names(&o).len(), 4);
+        assert_eq!(o.object_name(), "outrigger-sidecar-injector");
+        let istio = WebhookOptions {
+            istio: true,
+            endpoint: Endpoint::Service {
+                namespace: ISTIO_SYSTEM.into(),
+                name: "istiod".into(),
+                port: 443,
+                path: "/inject".into(),
+            },
+            ..o
+        };
+        assert_eq!(istio.object_name(), "istio-sidecar-injector");
+    }
+
+    #[test]
+    fn rev_namespace_selectors_exact() {
+        let o = WebhookOptions {
+            revision: "canary".into(),
+            ..Default::default()
+        };
+        let w = entry(&o, "rev.namespace.");
+        assert_eq!(
+            w["namespaceSelector"],
+            json!({"matchExpressions": [
+                {"key": "istio.io/rev", "operator": "In", "values": ["canary"]},
+                {"key": "istio-injection", "operator": "DoesNotExist"}]})
+        );
+        assert_eq!(
+            w["objectSelector"],
+            json!({"matchExpressions": [{"key": "sidecar.istio.io/inject", "operator": "NotIn", "values": ["false"]}]})
+        );
+    }
+
+    #[test]
+    fn rev_object_selectors_exact() {
+        let w = entry(&WebhookOptions::default(), "rev.object.");
+        assert_eq!(
+            w["namespaceSelector"],
+            json!({"matchExpressions": [
+                {"key": "istio.io/rev", "operator": "DoesNotExist"},
+                {"key": "istio-injection", "operator": "DoesNotExist"}]})
+        );
+        assert_eq!(
+            w["objectSelector"],
+            json!({"matchExpressions": [
+                {"key": "sidecar.istio.io/inject", "operator": "NotIn", "values": ["false"]},
+                {"key": "istio.io/rev", "operator": "In", "values": ["default"]}]})
+        );
+    }
+
+    #[test]
+    fn namespace_object_and_auto_selectors_exact() {
+        let o = WebhookOptions {
+            enable_namespaces_by_default: true,
+            ..Default::default()
+        };
+        let ns = entry(&o, "namespace.");
+        assert_eq!(
+            ns["namespaceSelector"],
+            json!({"matchExpressions": [{"key": "istio-injection", "operator": "In", "values": ["enabled"]}]})
+        );
+        let obj = entry(&o, "object.");
+        assert_eq!(
+            obj["objectSelector"],
+            json!({"matchExpressions": [
+                {"key": "sidecar.istio.io/inject", "operator": "In", "values": ["true"]},
+                {"key": "istio.io/rev", "operator": "DoesNotExist"}]})
+        );
+        let auto = entry(&o, "auto.");
+        assert_eq!(
+            auto["namespaceSelector"]["matchExpressions"][2],
+            json!({"key": "kubernetes.io/metadata.name", "operator": "NotIn",
+                   "values": ["kube-system", "kube-public", "kube-node-lease", "local-path-storage"]})
+        );
+        assert_eq!(
+            auto["objectSelector"],
+            json!({"matchExpressions": [
+                {"key": "sidecar.istio.io/inject", "operator": "DoesNotExist"},
+                {"key": "istio.io/rev", "operator": "DoesNotExist"}]})
+        );
+    }
+
+    #[test]
+    fn legacy_label_takes_precedence_over_revision_label() {
+        let o = WebhookOptions {
+            enable_namespaces_by_default: true,
+            ..Default::default()
+        };
+        let ns_labels = json!({"istio-injection": "enabled", "istio.io/rev": "default"});
+        let matching: Vec<String> = entries(&o)
+            .iter()
+            .filter(|w| matches(&w["namespaceSelector"], ns_labels.clone()))
+            .map(|w| w["name"].as_str().unwrap_or_default().to_string())
+            .collect();
+        assert_eq!(matching, ["namespace.sidecar-injector.istio.io"]);
+        let disabled = json!({"istio-injection": "disabled", "istio.io/rev": "default"});
+        assert!(entries(&o)
+            .iter()
+            .all(|w| !matches(&w["namespaceSelector"], disabled.clone())));
+    }
+
+    #[test]
+    fn only_the_label_opt_out_is_visible_to_selectors() {
+        let w = entry(&WebhookOptions::default(), "namespace.");
+        assert!(!matches(
+            &w["objectSelector"],
+            json!({"sidecar.istio.io/inject": "false"})
+        ));
+        assert!(matches(&w["objectSelector"], json!({"app": "x"})));
+        let obj = entry(&WebhookOptions::default(), "object.");
+        assert!(matches(
+            &obj["objectSelector"],
+            json!({"sidecar.istio.io/inject": "true"})
+        ));
+        assert!(!matches(
+            &obj["objectSelector"],
+            json!({"sidecar.istio.io/inject": "true", "istio.io/rev": "x"})
+        ));
+    }
+
+    #[test]
+    fn auto_entry_skips_kube_system_by_name() {
+        let o = WebhookOptions {
+            enable_namespaces_by_default: true,
+            ..Default::default()
+        };
+        let auto = entry(&o, "auto.");
+        assert!(matches(
+            &auto["namespaceSelector"],
+            json!({"kubernetes.io/metadata.name": "apps"})
+        ));
+        assert!(!matches(
+            &auto["namespaceSelector"],
+            json!({"kubernetes.io/metadata.name": "kube-system"})
+        ));
+    }
+
+    #[test]
+    fn excluded_namespaces_are_added_to_every_entry() {
+        let o = WebhookOptions {
+            exclude_namespaces: vec!["outrigger".into(), "kube-system".into()],
+            ..Default::default()
+        };
+        for w in entries(&o) {
+            let exprs = w["namespaceSelector"]["matchExpressions"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            assert_eq!(
+                exprs.last(),
+                Some(
+                    &json!({"key": "kubernetes.io/metadata.name", "operator": "NotIn",
+                             "values": ["outrigger", "kube-system"]})
+                )
+            );
+            let labels =
+                json!({"kubernetes.io/metadata.name": "outrigger", "istio-injection": "enabled"});
+            assert!(!matches(&w["namespaceSelector"], labels));
+        }
+    }
+
+    #[test]
+    fn common_fields_and_client_config() {
+        let o = WebhookOptions {
+            endpoint: Endpoint::Service {
+                namespace: "mesh".into(),
+                name: "outrigger".into(),
+                port: 8443,
+                path: "/inject/cluster/c1".into(),
+            },
+            ca_bundle: Some(b"PEM".to_vec()),
+            failure_policy: FailurePolicy::Ignore,
+            timeout: Some(5),
+            reinvocation_policy: ReinvocationPolicy::IfNeeded,
+            ..Default::default()
+        };
+        for w in entries(&o) {
+            assert_eq!(w["sideEffects"], "None");
+            assert_eq!(w["admissionReviewVersions"], json!(["v1"]));
+            assert_eq!(w["rules"][0]["operations"], json!(["CREATE"]));
+            assert_eq!(w["rules"][0]["resources"], json!(["pods"]));
+            assert_eq!(w["rules"][0]["apiGroups"], json!([""]));
+            assert_eq!(w["failurePolicy"], "Ignore");
+            assert_eq!(w["reinvocationPolicy"], "IfNeeded");
+            assert_eq!(w["timeoutSeconds"], 5);
+            assert_eq!(
+                w["clientConfig"],
+                json!({"service": {"name": "outrigger", "namespace": "mesh", "path": "/inject/cluster/c1", "port": 8443},
+                       "caBundle": "UEVN"})
+            );
+        }
+        assert_eq!(o.object_name(), "outrigger-sidecar-injector");
+        let istio = WebhookOptions { istio: true, ..o };
+        assert_eq!(istio.object_name(), "istio-sidecar-injector-mesh");
+    }
+
+    #[test]
+    fn standalone_object_has_no_istio_revision_label() {
+        for revision in ["", "default", "canary"] {
+            let o = WebhookOptions {
+                revision: revision.into(),
+                ..Default::default()
+            };
+            let labels = o.labels();
+            assert!(
+                !labels.contains_key(REV_LABEL) && !labels.contains_key("app"),
+                "istiod's patcher selects on istio.io/rev: {labels:?}"
+            );
+        }
+        assert_eq!(
+            WebhookOptions::default().object_name(),
+            crate::cli::serve::DEFAULT_WEBHOOK_CONFIG_NAME
+        );
+        let canary = WebhookOptions {
+            revision: "canary".into(),
+            ..Default::default()
+        };
+        assert_eq!(canary.object_name(), "outrigger-sidecar-injector-canary");
+    }
+
+    #[test]
+    fn istio_mode_uses_the_charts_names_and_labels() {
+        let o = WebhookOptions {
+            revision: "1-24".into(),
+            istio: true,
+            endpoint: Endpoint::Service {
+                namespace: ISTIO_SYSTEM.into(),
+                name: "istiod-1-24".into(),
+                port: 443,
+                path: "/inject".into(),
+            },
+            ..Default::default()
+        };
+        let v = serde_json::to_value(build(&o)).expect("encodes");
+        assert_eq!(v["metadata"]["name"], "istio-sidecar-injector-1-24");
+        assert_eq!(v["metadata"]["labels"]["istio.io/rev"], "1-24");
+        assert_eq!(v["metadata"]["labels"]["app"], "sidecar-injector");
+        let d = WebhookOptions {
+            istio: true,
+            ..Default::default()
+        };
+        assert_eq!(
+            d.labels().get(REV_LABEL).map(String::as_str),
+            Some("default")
+        );
+    }
+
+    #[test]
+    fn revision_tags_select_the_tag_and_route_to_the_revision() {
+        let o = WebhookOptions {
+            revision: "1-24".into(),
+            tag: Some("stable".into()),
+            istio: true,
+            ..Default::default()
+        };
+        assert_eq!(o.object_name(), "istio-revision-tag-stable");
+        let l = o.labels();
+        assert_eq!(l.get(TAG_LABEL).map(String::as_str), Some("stable"));
+        assert_eq!(l.get(REV_LABEL).map(String::as_str), Some("1-24"));
+        assert_eq!(names(&o).len(), 2, "a non-default tag renders rev.* only");
+        let w = entry(&o, "rev.namespace.");
+        assert_eq!(
+            w["namespaceSelector"]["matchExpressions"][0],
+            json!({"key": "istio.io/rev", "operator": "In", "values": ["stable"]})
+        );
+        let w = entry(&o, "rev.object.");
+        assert_eq!(
+            w["objectSelector"]["matchExpressions"][1],
+            json!({"key": "istio.io/rev", "operator": "In", "values": ["stable"]})
+        );
+        // The tag named `default` also takes over the default revision's entries.
+        let d = WebhookOptions {
+            tag: Some("default".into()),
+            enable_namespaces_by_default: true,
+            ..o
+        };
+        assert_eq!(names(&d).len(), 5);
+        let standalone = WebhookOptions { istio: false, ..d };
+        assert_eq!(standalone.object_name(), "outrigger-revision-tag-default");
+        assert!(!standalone.labels().contains_key(REV_LABEL));
+    }
+
+    #[test]
+    fn url_mode_replaces_the_service() {
+        let o = WebhookOptions {
+            endpoint: Endpoint::Url("https://injector.example:9443/inject".into()),
+            ..Default::default()
+        };
+        for w in entries(&o) {
+            assert_eq!(
+                w["clientConfig"],
+                json!({"url": "https://injector.example:9443/inject"})
+            );
+        }
+    }
+
+    #[test]
+    fn dns1123_names() {
+        for good in ["a", "canary", "1-24", "a-b-c", &"x".repeat(63)] {
+            assert!(is_dns1123_label(good), "{good}");
+        }
+        for bad in ["", "-a", "a-", "A", "a_b", "a.b", &"x".repeat(64)] {
+            assert!(!is_dns1123_label(bad), "{bad}");
+        }
+        assert!(is_dns1123_subdomain("outrigger-sidecar-injector"));
+        assert!(is_dns1123_subdomain("a.b.c"));
+        assert!(!is_dns1123_subdomain("a..b"));
+        assert!(!is_dns1123_subdomain("Outrigger"));
+        assert!(!is_dns1123_subdomain(&"x.".repeat(127)));
+    }
+
+    #[test]
+    fn namespaced_names_parse() {
+        assert_eq!(
+            parse_namespaced("a/b").expect("valid"),
+            ("a".to_string(), "b".to_string())
+        );
+        for bad in ["a", "/b", "a/", "a/b/c", ""] {
+            assert!(parse_namespaced(bad).is_err(), "{bad}");
+        }
+    }
+}
