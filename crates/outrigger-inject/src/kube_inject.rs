@@ -5,7 +5,9 @@ use serde_json::{json, Map, Value};
 
 use crate::config::{InjectorConfig, Snapshot};
 use crate::decide::{self, Policy};
-use crate::inject::{self, InjectParams, Mode, WorkloadMeta};
+use crate::ingest::workload::WorkloadMeta;
+use crate::inject::{self, InjectParams, Mode};
+use crate::kube::names;
 use crate::kube::typed;
 use crate::{yaml, Error, Result};
 
@@ -595,7 +597,7 @@ fn inject_template(
     }
     check_has_containers(pod, kind, has_template)?;
     let workload = if kind == "Pod" {
-        inject::workload_from_pod(pod)
+        crate::ingest::workload::workload_from_pod(pod)
     } else {
         WorkloadMeta {
             kind: kind.to_string(),
@@ -618,7 +620,7 @@ fn inject_template(
         proxy_uid_gid: None,
         compliance_policy: opts.compliance_policy,
     };
-    let templates = inject::select_templates(opts.snapshot, pod);
+    let templates = crate::render::select_templates(opts.snapshot, pod);
     let injected = inject::inject_pod_owned(pod.take(), &params)?;
     if !adds_a_container(&injected.pod) {
         let templates = templates.join(", ");
@@ -635,7 +637,7 @@ fn inject_template(
 
 /// Whether the status annotation of an injected pod lists a container or init container.
 fn adds_a_container(pod: &Value) -> bool {
-    let Some(status) = inject::annotation(pod, inject::STATUS_ANNOTATION)
+    let Some(status) = crate::kube::pod::annotation(pod, names::STATUS_ANNOTATION)
         .and_then(|s| serde_json::from_str::<Value>(s).ok())
     else {
         return true;

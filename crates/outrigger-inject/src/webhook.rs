@@ -18,6 +18,8 @@ use crate::decide::{inject_required, Reason};
 use crate::go::json as gojson;
 use crate::inject::{self, InjectParams, Mode};
 use crate::json::lookup as jsonmap;
+use crate::kube::names;
+use crate::kube::pod::{meta_str, potential_name};
 use crate::Error;
 
 /// `apiVersion` of the v1 AdmissionReview.
@@ -272,7 +274,7 @@ pub fn review(body: &[u8], path: &str, ctx: &Context<'_>) -> Reviewed {
         if annotations.is_none() {
             warnings.push(format!(
                 "unable to fetch namespace, failed to get client for {:?}",
-                inject::DEFAULT_CLUSTER_ID
+                names::DEFAULT_CLUSTER_ID
             ));
         }
         annotations.map(proxy_uid_gid)
@@ -289,7 +291,7 @@ pub fn review(body: &[u8], path: &str, ctx: &Context<'_>) -> Reviewed {
     let params = InjectParams {
         snapshot: snap,
         mode: Mode::Webhook,
-        workload: inject::workload_from_pod(&pod),
+        workload: crate::ingest::workload::workload_from_pod(&pod),
         revision: REVISION,
         native_sidecars: native,
         proxy_envs,
@@ -736,27 +738,6 @@ fn prepare_pod(pod: &mut Value, request_namespace: &str) {
     }
 }
 
-fn meta_str<'a>(pod: &'a Value, field: &str) -> &'a str {
-    pod.get("metadata")
-        .and_then(|m| m.get(field))
-        .and_then(Value::as_str)
-        .unwrap_or("")
-}
-
-/// The logged pod name (spec §1.6 step 4).
-pub fn potential_name(pod: &Value) -> String {
-    let name = meta_str(pod, "name");
-    if !name.is_empty() {
-        return name.to_string();
-    }
-    let generate = meta_str(pod, "generateName");
-    if generate.is_empty() {
-        String::new()
-    } else {
-        format!("{generate}***** (actual name not yet known)")
-    }
-}
-
 /// Metrics reason code of a pipeline error.
 pub fn error_code(e: &Error) -> &'static str {
     match e {
@@ -830,7 +811,7 @@ pub fn proxy_envs(path: &str) -> (BTreeMap<String, String>, Vec<String>) {
 /// Proxy UID/GID from an OpenShift namespace's annotations (spec §4.7); defaults are 1337.
 pub fn proxy_uid_gid(namespace_annotations: &Map<String, Value>) -> (i64, i64) {
     let get = |k: &str| namespace_annotations.get(k).and_then(Value::as_str);
-    let default = inject::DEFAULT_PROXY_ID;
+    let default = names::DEFAULT_PROXY_ID;
     let uid = get(OPENSHIFT_UID_RANGE)
         .filter(|v| !v.is_empty())
         .and_then(|v| parse_block(v).ok())
@@ -888,7 +869,7 @@ fn reset_openshift_proxy_user(pod: &mut Value, warnings: &mut Vec<String>) -> bo
     let is_named = |c: &Value, n: &str| c.get("name").and_then(Value::as_str) == Some(n);
     let Some(proxy) = containers
         .iter()
-        .find(|c| is_named(c, inject::PROXY_CONTAINER))
+        .find(|c| is_named(c, names::PROXY_CONTAINER))
     else {
         return false;
     };
@@ -901,9 +882,9 @@ fn reset_openshift_proxy_user(pod: &mut Value, warnings: &mut Vec<String>) -> bo
         .rev()
         .filter(|c| {
             ![
-                inject::PROXY_CONTAINER,
-                inject::VALIDATION_CONTAINER,
-                inject::INIT_CONTAINER,
+                names::PROXY_CONTAINER,
+                names::VALIDATION_CONTAINER,
+                names::INIT_CONTAINER,
             ]
             .iter()
             .any(|n| is_named(c, n))
@@ -927,7 +908,7 @@ fn reset_openshift_proxy_user(pod: &mut Value, warnings: &mut Vec<String>) -> bo
         };
         for c in items
             .iter_mut()
-            .filter(|c| is_named(c, inject::PROXY_CONTAINER))
+            .filter(|c| is_named(c, names::PROXY_CONTAINER))
         {
             if let Some(sc) = c.get_mut("securityContext").and_then(Value::as_object_mut) {
                 sc.remove("runAsUser");
@@ -1564,7 +1545,7 @@ mod tests {
             let params = InjectParams {
                 snapshot: &snap,
                 mode: Mode::Webhook,
-                workload: inject::workload_from_pod(&input),
+                workload: crate::ingest::workload::workload_from_pod(&input),
                 revision: REVISION,
                 native_sidecars: false,
                 proxy_envs: proxy_envs("/inject").0,

@@ -19,7 +19,8 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use outrigger_inject::config::{InjectorConfig, Snapshot};
 use outrigger_inject::decide::{self, Decision, LabelSelector, Reason, INJECT_KEY};
-use outrigger_inject::inject;
+use outrigger_inject::kube::pod;
+use outrigger_inject::render;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -238,7 +239,7 @@ fn step_facts(pod: &Value, config: &InjectorConfig) -> [(&'static str, String); 
         .and_then(Value::as_str)
         .unwrap_or("");
     let ignored = decide::IGNORED_NAMESPACES.contains(&ns);
-    let object_value = match (labels.get(INJECT_KEY), inject::annotation(pod, INJECT_KEY)) {
+    let object_value = match (labels.get(INJECT_KEY), pod::annotation(pod, INJECT_KEY)) {
         (Some(v), _) => format!(
             "label {INJECT_KEY}={}",
             v.as_str()
@@ -358,7 +359,7 @@ fn find_fix(workload: &str, pod: &Value, ctx: &CheckContext<'_>, report: &Report
             },
         ));
     }
-    if let Some(v) = inject::annotation(pod, INJECT_KEY) {
+    if let Some(v) = pod::annotation(pod, INJECT_KEY) {
         candidates.push(with_pod(
             format!("remove the annotation {INJECT_KEY}={v:?} from {of_pod}"),
             &|p| {
@@ -371,7 +372,7 @@ fn find_fix(workload: &str, pod: &Value, ctx: &CheckContext<'_>, report: &Report
             },
         ));
     }
-    if let Some(v) = inject::label(pod, INJECT_KEY).filter(|v| *v != "true") {
+    if let Some(v) = pod::label(pod, INJECT_KEY).filter(|v| *v != "true") {
         candidates.push(with_pod(
             format!("remove the label {INJECT_KEY}={v:?} from {of_pod}"),
             &|p| {
@@ -534,7 +535,7 @@ fn explain_once(workload: &str, pod: &Value, ctx: &CheckContext<'_>) -> Report {
         )
     };
     let templates = if injected {
-        inject::select_templates(ctx.snapshot, &pod)
+        render::select_templates(ctx.snapshot, &pod)
     } else {
         Vec::new()
     };

@@ -3,6 +3,9 @@
 //! selectors.
 
 pub mod index;
+pub mod names;
+pub mod pod;
+pub mod prometheus;
 pub mod quantity;
 pub mod schema;
 pub mod typed;
