@@ -10,8 +10,9 @@
 //! present, else the embedded default (the bench prints which).
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use outrigger_inject::decide::native::NativeMode;
 use outrigger_inject::inject;
-use outrigger_inject::webhook::{self, Context as ReviewContext, NativeMode};
+use outrigger_inject::webhook::{self, Context as ReviewContext};
 use serde_json::{json, Value};
 
 mod support;

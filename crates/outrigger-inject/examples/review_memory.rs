@@ -17,7 +17,8 @@
 use std::alloc::{GlobalAlloc, Layout};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use outrigger_inject::webhook::{self, Context, NativeMode};
+use outrigger_inject::decide::native::NativeMode;
+use outrigger_inject::webhook::{self, Context};
 
 /// mimalloc, counting live bytes and their peak.
 struct Counting;

@@ -6,8 +6,8 @@ use anyhow::{Context, Result};
 
 use outrigger_inject::config::defaults;
 use outrigger_inject::config::{self, InjectorConfig, Snapshot};
+use outrigger_inject::decide::native::NativeMode as LibNativeMode;
 use outrigger_inject::kube_inject::{self, InjectConfigShape};
-use outrigger_inject::webhook;
 
 /// Istio's configuration files, as `istioctl kube-inject` names its flags.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -46,11 +46,11 @@ pub fn native_sidecars_offline(flag: Option<NativeMode>) -> bool {
             if value.is_empty() {
                 return false;
             }
-            let (mode, warning) = webhook::NativeMode::parse(&value);
+            let (mode, warning) = LibNativeMode::parse(&value);
             if let Some(w) = warning {
                 eprintln!("warning: {w} (accepted values: true, false, auto)");
             }
-            mode == webhook::NativeMode::Enabled
+            mode == LibNativeMode::Enabled
         }
     }
 }

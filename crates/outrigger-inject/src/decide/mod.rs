@@ -5,6 +5,8 @@
 //! log lines the reference would write are returned as [`Decision::warnings`] for the caller.
 
 pub mod annotations;
+pub mod native;
+pub mod openshift;
 
 use serde_json::{Map, Value};
 

@@ -15,7 +15,8 @@ use hyper::body::Body;
 use hyper::header::{HeaderValue, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, LOCATION, RETRY_AFTER};
 use hyper::{Request, Response, StatusCode, Version};
 use outrigger_inject::config::Snapshot;
-use outrigger_inject::webhook::{self, NativeMode, Outcome};
+use outrigger_inject::decide::native::{NativeMode, NativeOracle};
+use outrigger_inject::webhook::{self, Outcome};
 use serde_json::{Map, Value};
 use tokio::sync::Semaphore;
 
@@ -385,10 +386,7 @@ fn run_review(
         snapshot: &snapshot,
         native_mode: state.inject.native_mode,
         nodes: None,
-        native_sidecars: state
-            .cluster
-            .is_some()
-            .then_some(webhook::NativeOracle(&oracle)),
+        native_sidecars: state.cluster.is_some().then_some(NativeOracle(&oracle)),
         openshift: state.inject.openshift,
         namespaces: namespaces.as_ref().or(state.inject.namespaces.as_ref()),
         compliance_policy: &state.inject.compliance_policy,
