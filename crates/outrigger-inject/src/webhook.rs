@@ -381,8 +381,9 @@ mod tests {
 
     use super::*;
     use crate::config::{InjectorConfig, ValuesFacts};
-    use crate::decide::{LabelSelector, Policy};
+    use crate::decide::Policy;
     use crate::ingest::admission::{ADMISSION_V1, ADMISSION_V1BETA1};
+    use crate::kube::selector::LabelSelector;
     use serde_json::json;
 
     fn snapshot(policy: Policy) -> Snapshot {

@@ -18,8 +18,9 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 use outrigger_inject::config::{InjectorConfig, Snapshot};
-use outrigger_inject::decide::{self, Decision, LabelSelector, Reason, INJECT_KEY};
+use outrigger_inject::decide::{self, Decision, Reason, INJECT_KEY};
 use outrigger_inject::kube::pod;
+use outrigger_inject::kube::selector::LabelSelector;
 use outrigger_inject::render;
 use serde::Serialize;
 use serde_json::{Map, Value};

@@ -5,9 +5,9 @@ use std::path::Path;
 use anyhow::{Context, Result};
 
 use outrigger_inject::config::defaults;
+use outrigger_inject::config::inject_file::{self, InjectConfigShape};
 use outrigger_inject::config::{self, InjectorConfig, Snapshot};
 use outrigger_inject::decide::native::NativeMode as LibNativeMode;
-use outrigger_inject::kube_inject::{self, InjectConfigShape};
 
 /// Istio's configuration files, as `istioctl kube-inject` names its flags.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -77,7 +77,7 @@ pub fn kube_inject_snapshot(
     let mut configmap_values = None;
     let config = match inject_config {
         Some(p) => {
-            let loaded = kube_inject::load_inject_config(&read(p)?)
+            let loaded = inject_file::load_inject_config(&read(p)?)
                 .with_context(|| format!("loading injector config {}", p.display()))?;
             match (loaded.shape, &loaded.values, values) {
                 (InjectConfigShape::ConfigMap, Some(v), None) => {

@@ -662,7 +662,7 @@ pub fn run(args: &WebhookConfigArgs) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use outrigger_inject::decide::LabelSelector;
+    use outrigger_inject::kube::selector::LabelSelector;
     use serde_json::json;
 
     fn names(o: &WebhookOptions) -> Vec<String> {

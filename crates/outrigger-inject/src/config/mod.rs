@@ -4,6 +4,7 @@
 //! Templates are parsed when the snapshot is built, never per request.
 
 pub mod defaults;
+pub mod inject_file;
 pub mod values;
 
 use std::collections::BTreeMap;
@@ -11,7 +12,8 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use crate::decide::{LabelSelector, Policy};
+use crate::decide::Policy;
+use crate::kube::selector::LabelSelector;
 use crate::template::Template;
 use crate::{mesh, yaml, Error, Result};
 

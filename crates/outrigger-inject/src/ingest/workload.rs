@@ -1,6 +1,7 @@
-//! The workload a pod belongs to, as templates see it (`.TypeMeta`, `.DeploymentMeta`).
+//! Workloads: the kinds whose pod template is injected and where that template sits, and the
+//! workload a pod belongs to as templates see it (`.TypeMeta`, `.DeploymentMeta`).
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::kube::pod::{label, meta_str};
 
@@ -87,8 +88,89 @@ fn cronjob_base(name: &str) -> Option<&str> {
     (ok && !base.is_empty()).then_some(base)
 }
 
+/// Kinds whose pod template is injected, with their schema type.
+const KINDS: [(&str, &str); 9] = [
+    ("Pod", "corev1.Pod"),
+    ("ReplicationController", "corev1.ReplicationController"),
+    ("Deployment", "appsv1.Deployment"),
+    ("DaemonSet", "appsv1.DaemonSet"),
+    ("ReplicaSet", "appsv1.ReplicaSet"),
+    ("StatefulSet", "appsv1.StatefulSet"),
+    ("Job", "batchv1.Job"),
+    ("CronJob", "batchv1.CronJob"),
+    ("DeploymentConfig", "appsopenshiftv1.DeploymentConfig"),
+];
+
+pub fn schema_type(kind: &str) -> Option<&'static str> {
+    KINDS.iter().find(|(k, _)| *k == kind).map(|(_, t)| *t)
+}
+
+/// Whether kube-inject processes documents of this kind (`List` included).
+pub fn is_supported_kind(kind: &str) -> bool {
+    kind == "List" || schema_type(kind).is_some()
+}
+
+/// JSON pointers of (pod metadata, pod spec) inside a workload of `kind`.
+pub fn template_pointers(kind: &str) -> (&'static str, &'static str) {
+    match kind {
+        "Pod" => ("/metadata", "/spec"),
+        "CronJob" => (
+            "/spec/jobTemplate/metadata",
+            "/spec/jobTemplate/spec/template/spec",
+        ),
+        _ => ("/spec/template/metadata", "/spec/template/spec"),
+    }
+}
+
+/// Take the value at a JSON pointer out of `doc` (leaving `null`), if there is one.
+pub fn take_pointer(doc: &mut Value, ptr: &str) -> Option<Value> {
+    doc.pointer_mut(ptr).map(Value::take)
+}
+
+/// Set the value at a JSON pointer, creating intermediate objects.
+pub fn set_pointer(doc: &mut Value, ptr: &str, value: Value) {
+    let mut cur = doc;
+    let parts: Vec<&str> = ptr.split('/').skip(1).collect();
+    for (i, p) in parts.iter().enumerate() {
+        if !cur.is_object() {
+            *cur = Value::Object(Map::new());
+        }
+        let m = cur.as_object_mut().expect("just made an object");
+        if i + 1 == parts.len() {
+            m.insert((*p).to_string(), value);
+            return;
+        }
+        cur = m
+            .entry((*p).to_string())
+            .or_insert_with(|| Value::Object(Map::new()));
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn set_pointer_creates_path() {
+        let mut v = json!({"spec": {}});
+        set_pointer(&mut v, "/spec/template/metadata", json!({"a": 1}));
+        assert_eq!(v, json!({"spec": {"template": {"metadata": {"a": 1}}}}));
+    }
+
+    #[test]
+    fn supported_kinds_match_istioctl() {
+        for k in [
+            "Pod",
+            "Deployment",
+            "CronJob",
+            "DeploymentConfig",
+            "List",
+            "Job",
+        ] {
+            assert!(is_supported_kind(k), "{k}");
+        }
+        assert!(!is_supported_kind("Service"));
+        assert_eq!(template_pointers("CronJob").0, "/spec/jobTemplate/metadata");
+    }
+
     use serde_json::json;
 
     use super::*;

@@ -8,4 +8,5 @@ pub mod pod;
 pub mod prometheus;
 pub mod quantity;
 pub mod schema;
+pub mod selector;
 pub mod typed;
