@@ -1170,4 +1170,18 @@ mod tests {
         assert_eq!(e.len(), 1500);
         assert_eq!(e.iter().filter(|v| v["value"] == "y").count(), 500);
     }
+
+    /// Strategic merges of odd trees (real Pod field names, every kind of wrong value) never
+    /// panic, and the typed round-trip of any result does not either.
+    #[test]
+    fn random_merges_never_panic() {
+        let mut g = crate::testing::random::Gen(7);
+        for _ in 0..3000 {
+            let mut a = g.value(0);
+            let b = g.value(0);
+            if strategic_merge("corev1.Pod", &mut a, &b).is_ok() {
+                let _ = crate::kube::typed::normalize("corev1.Pod", &mut a);
+            }
+        }
+    }
 }
