@@ -2,7 +2,7 @@
 //! 200 KB of managedFields), and how the cost grows with pod size.
 //!
 //! `inject/*` measures the library pipeline (`inject::inject_pod`) alone; `webhook/*` measures
-//! a whole AdmissionReview through `admission::review` (decode, managedFields removal, decision,
+//! a whole AdmissionReview through `webhook::review` (decode, managedFields removal, decision,
 //! injection, patch, response encoding), which is what the server does per request. Both use
 //! mimalloc, the allocator the `outrigger` binary ships with.
 //!

@@ -3,8 +3,8 @@
 
 use serde_json::{json, Value};
 
-use crate::config::Snapshot;
-use crate::decide::{self, Policy};
+use crate::config::{Policy, Snapshot};
+use crate::decide;
 use crate::ingest::workload::{
     is_supported_kind, schema_type, set_pointer, take_pointer, template_pointers, WorkloadMeta,
 };

@@ -380,8 +380,8 @@ mod tests {
     use base64::Engine as _;
 
     use super::*;
+    use crate::config::Policy;
     use crate::config::{InjectorConfig, ValuesFacts};
-    use crate::decide::Policy;
     use crate::ingest::admission::{ADMISSION_V1, ADMISSION_V1BETA1};
     use crate::kube::selector::LabelSelector;
     use serde_json::json;

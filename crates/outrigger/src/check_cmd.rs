@@ -863,8 +863,8 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use outrigger_inject::config::Policy;
     use outrigger_inject::config::ValuesFacts;
-    use outrigger_inject::decide::Policy;
     use serde_json::json;
 
     fn snapshot(policy: &str, never: Vec<Value>, always: Vec<Value>) -> Snapshot {

@@ -65,7 +65,7 @@ fn shown(p: Option<&Path>) -> String {
 }
 
 /// Build the snapshot for `outrigger inject` from istioctl-style flags. An injector config that
-/// cannot add a sidecar is refused ([`workload::load_inject_config`]); a whole ConfigMap is read
+/// cannot add a sidecar is refused ([`inject_file::load_inject_config`]); a whole ConfigMap is read
 /// through its `config` key (and its `values` key when no values file is given), with a note on
 /// stderr. Templates without values (`--injectConfigFile` alone) get a warning: Istio's templates
 /// then fail in ways that do not point at the missing file.

@@ -10,6 +10,7 @@ pub mod openshift;
 
 use serde_json::{Map, Value};
 
+use crate::config::Policy;
 use crate::json::lookup as jsonmap;
 use crate::kube::selector::{label_text, LabelSelector};
 
@@ -23,37 +24,6 @@ pub const IGNORED_NAMESPACES: [&str; 4] = [
 
 /// Name of the label / annotation asking for (or against) injection.
 pub const INJECT_KEY: &str = "sidecar.istio.io/inject";
-
-/// The injector config's `policy`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Policy {
-    /// `enabled`: inject unless the pod opts out.
-    Enabled,
-    /// `disabled`: inject only when the pod opts in.
-    Disabled,
-    /// Any other value (including empty): never inject; carries the raw value.
-    Invalid(String),
-}
-
-impl Policy {
-    /// Parse the config value (case-sensitive).
-    pub fn parse(s: &str) -> Policy {
-        match s {
-            "enabled" => Policy::Enabled,
-            "disabled" => Policy::Disabled,
-            other => Policy::Invalid(other.to_string()),
-        }
-    }
-
-    /// The config spelling of the policy.
-    pub fn as_str(&self) -> &str {
-        match self {
-            Policy::Enabled => "enabled",
-            Policy::Disabled => "disabled",
-            Policy::Invalid(s) => s,
-        }
-    }
-}
 
 /// Why a pod is or is not injected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

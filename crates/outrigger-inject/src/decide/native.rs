@@ -41,7 +41,8 @@ pub struct Node {
     pub kubelet_version: String,
 }
 
-/// A node-cache answer to "native sidecars for a pod on this node?" ([`Context::native_sidecars`]).
+/// A node-cache answer to "native sidecars for a pod on this node?" (the webhook's
+/// `Context::native_sidecars`).
 #[derive(Clone, Copy)]
 pub struct NativeOracle<'a>(pub &'a (dyn Fn(&str) -> bool + Sync));
 

@@ -1,6 +1,6 @@
 //! Strategic merge patch (Kubernetes semantics) of a rendered template onto a pod.
 //!
-//! CONTRACT (owned by the k8s/merge work stream): [`strategic_merge`] applies `patch` (a JSON
+//! CONTRACT: [`strategic_merge`] applies `patch` (a JSON
 //! tree shaped like Go type `ty`) onto `target` in place with the patch strategies and merge keys
 //! of the schema, `$patch` directives, null deletion and Kubernetes' list re-ordering.
 //! [`strategic_merge_owned`] does the same with a patch the caller no longer needs: its values
