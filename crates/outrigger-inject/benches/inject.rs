@@ -2,7 +2,7 @@
 //! 200 KB of managedFields), and how the cost grows with pod size.
 //!
 //! `inject/*` measures the library pipeline (`inject::inject_pod`) alone; `webhook/*` measures
-//! a whole AdmissionReview through `admission::review` (decode, managedFields removal, decision,
+//! a whole AdmissionReview through `webhook::review` (decode, managedFields removal, decision,
 //! injection, patch, response encoding), which is what the server does per request. Both use
 //! mimalloc, the allocator the `outrigger` binary ships with.
 //!
@@ -10,8 +10,9 @@
 //! present, else the embedded default (the bench prints which).
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use outrigger_inject::decide::native::NativeMode;
 use outrigger_inject::inject;
-use outrigger_inject::webhook::{self, Context as ReviewContext, NativeMode};
+use outrigger_inject::webhook::{self, Context as ReviewContext};
 use serde_json::{json, Value};
 
 mod support;

@@ -102,7 +102,8 @@ fn render_loop(
 
 /// Third argument `webhook`: whole AdmissionReviews (`--toggle-collect=profile::review_loop`).
 fn webhook(s: &Snapshot, pod: &serde_json::Value, n: usize) {
-    use outrigger_inject::webhook::{self, Context, NativeMode};
+    use outrigger_inject::decide::native::NativeMode;
+    use outrigger_inject::webhook::{self, Context};
     let mut pod = pod.clone();
     pod["metadata"]["generateName"] = json!("hello-7d4f9-");
     pod["metadata"]["ownerReferences"] = json!([{"apiVersion": "apps/v1", "kind": "ReplicaSet",

@@ -11,7 +11,8 @@
 //! RSS and writes such a review. To see where the bytes go, forward the wrapper to
 //! `std::alloc::System` and run it under `valgrind --tool=massif`.
 
-use outrigger_inject::webhook::{self, Context, NativeMode};
+use outrigger_inject::decide::native::NativeMode;
+use outrigger_inject::webhook::{self, Context};
 
 // mimalloc behind a counting wrapper (the unsafe forwarding lives in outrigger-alloc).
 #[global_allocator]

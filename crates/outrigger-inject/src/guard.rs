@@ -19,7 +19,8 @@ use std::collections::BTreeMap;
 use serde_json::{json, Value};
 
 use crate::config::Snapshot;
-use crate::inject::{self, InjectParams, Mode, WorkloadMeta};
+use crate::ingest::workload::WorkloadMeta;
+use crate::inject::{self, InjectParams, Mode};
 
 /// Name of the proxy container every injection must add.
 pub const PROXY_CONTAINER: &str = "istio-proxy";
@@ -90,7 +91,7 @@ pub fn assess(snapshot: &Snapshot, native_sidecars: bool) -> Result<(), Unusable
         return Err(Unusable::NoTemplates);
     }
     let pod = probe_pod();
-    for name in inject::select_templates(snapshot, &pod) {
+    for name in crate::render::select_templates(snapshot, &pod) {
         if !config.templates.contains_key(&name) {
             let have: Vec<&str> = config.templates.keys().map(String::as_str).collect();
             return Err(Unusable::MissingTemplate {

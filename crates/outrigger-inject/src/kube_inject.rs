@@ -1,11 +1,16 @@
 //! Manual injection of manifests (`istioctl kube-inject`, spec §11.3-11.4): find the pod template
 //! of every supported workload, inject it, write it back, and re-serialise the document.
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
-use crate::config::{InjectorConfig, Snapshot};
-use crate::decide::{self, Policy};
-use crate::inject::{self, InjectParams, Mode, WorkloadMeta};
+use crate::config::{Policy, Snapshot};
+use crate::decide;
+use crate::ingest::workload::{
+    is_supported_kind, schema_type, set_pointer, take_pointer, template_pointers, WorkloadMeta,
+};
+use crate::inject::{self, InjectParams, Mode};
+use crate::json::short;
+use crate::kube::names;
 use crate::kube::typed;
 use crate::{yaml, Error, Result};
 
@@ -116,166 +121,6 @@ fn document_label(index: usize, kind: &str, namespace: &str, name: &str) -> Stri
     } else {
         format!("document {index} ({kind} {full:?})")
     }
-}
-
-/// How kube-inject read its `--injectConfigFile` ([`load_inject_config`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum InjectConfigShape {
-    /// An injector config (`templates:` with at least one template), the ConfigMap's `config` key.
-    Templates,
-    /// No `templates`: the whole file is the single template `sidecar` (istioctl's fallback).
-    BareTemplate,
-    /// A whole `istio-sidecar-injector` ConfigMap: its `data.config` was used.
-    ConfigMap,
-}
-
-/// An injector config for kube-inject, and how the file was read.
-#[derive(Debug, Clone)]
-pub struct LoadedInjectConfig {
-    /// The configuration (templates only; kube-inject ignores the other fields).
-    pub config: InjectorConfig,
-    /// How the text was read.
-    pub shape: InjectConfigShape,
-    /// A whole ConfigMap's `data.values`, when it has one (the values its templates expect).
-    pub values: Option<String>,
-}
-
-/// Read an `--injectConfigFile` as istioctl does (an injector config with `templates`, else the
-/// whole text as the template `sidecar`), refusing what cannot be a sidecar template instead of
-/// injecting nothing:
-///
-/// * a whole ConfigMap (`kind: ConfigMap`) is read through its `data.config` key (shape
-///   [`InjectConfigShape::ConfigMap`], with its `data.values` when present); one without that
-///   key is an error saying how to get it;
-/// * a text without template actions that is empty, not a mapping, or a mapping without `spec`
-///   cannot add a container: an error saying what was expected, and what the file looks like
-///   (the `values` key, a mesh config, an empty `templates`).
-pub fn load_inject_config(text: &str) -> Result<LoadedInjectConfig> {
-    let parsed = yaml::from_str(text).ok();
-    if let Some(Value::Object(m)) = &parsed {
-        if m.get("kind").and_then(Value::as_str) == Some("ConfigMap") {
-            let Some(config) = m
-                .get("data")
-                .and_then(|d| d.get("config"))
-                .and_then(Value::as_str)
-            else {
-                return Err(Error::Config(format!(
-                    "this is a whole ConfigMap without a `data.config` key; pass the `config` key of \
-                     the istio-sidecar-injector ConfigMap, e.g. {KUBECTL_CONFIG_HINT}"
-                )));
-            };
-            let loaded =
-                load_inject_config(config).map_err(|e| e.context("the ConfigMap's data.config"))?;
-            let values = m
-                .get("data")
-                .and_then(|d| d.get("values"))
-                .and_then(Value::as_str)
-                .map(str::to_string);
-            return Ok(LoadedInjectConfig {
-                config: loaded.config,
-                shape: InjectConfigShape::ConfigMap,
-                values,
-            });
-        }
-    }
-    let config = InjectorConfig::parse_for_kube_inject(text)?;
-    let bare = config.templates.len() == 1
-        && config
-            .templates
-            .contains_key(crate::config::DEFAULT_TEMPLATE)
-        && !has_templates(parsed.as_ref());
-    if bare && !text.contains("{{") {
-        if let Some(problem) = not_a_template(parsed.as_ref()) {
-            return Err(Error::Config(format!(
-                "not an injector config: expected the `config` key of the istio-sidecar-injector \
-                 ConfigMap (a mapping with `templates:`, e.g. {KUBECTL_CONFIG_HINT}) or a single \
-                 sidecar template (a pod fragment with `spec.containers`); {problem}"
-            )));
-        }
-    }
-    Ok(LoadedInjectConfig {
-        config,
-        shape: if bare {
-            InjectConfigShape::BareTemplate
-        } else {
-            InjectConfigShape::Templates
-        },
-        values: None,
-    })
-}
-
-/// The command that prints the `config` key of Istio's injector ConfigMap.
-pub const KUBECTL_CONFIG_HINT: &str =
-    "`kubectl get cm istio-sidecar-injector -n istio-system -o jsonpath='{.data.config}'`";
-
-/// Whether the parsed text has a non-empty `templates` mapping of strings.
-fn has_templates(parsed: Option<&Value>) -> bool {
-    parsed
-        .and_then(|v| v.get("templates"))
-        .and_then(Value::as_object)
-        .is_some_and(|t| !t.is_empty() && t.values().all(Value::is_string))
-}
-
-/// Why a static text (no template action) cannot be a sidecar template, if it cannot.
-fn not_a_template(parsed: Option<&Value>) -> Option<String> {
-    let m = match parsed {
-        None => return None,
-        Some(Value::Null) => return Some("the file is empty".into()),
-        Some(Value::Object(m)) => m,
-        Some(other) => {
-            return Some(format!(
-                "the file holds {} instead of a mapping",
-                short(other)
-            ))
-        }
-    };
-    if m.contains_key("spec") {
-        return None;
-    }
-    if m.is_empty() {
-        return Some("the file is an empty mapping".into());
-    }
-    let keys: Vec<&str> = m.keys().map(String::as_str).take(6).collect();
-    let looks_like = if m.contains_key("templates") {
-        " (its `templates` is empty)"
-    } else if m.contains_key("global") || m.contains_key("sidecarInjectorWebhook") {
-        " (this looks like the `values` key: pass it with --valuesFile)"
-    } else if m.contains_key("defaultConfig")
-        || m.contains_key("meshNetworks")
-        || m.contains_key("trustDomain")
-        || m.contains_key("accessLogFile")
-    {
-        " (this looks like a mesh config: pass it with --meshConfigFile)"
-    } else {
-        ""
-    };
-    Some(format!(
-        "found a mapping with keys {}{}, which adds no container{looks_like}",
-        keys.join(", "),
-        if m.len() > keys.len() { ", ..." } else { "" }
-    ))
-}
-
-/// Kinds whose pod template is injected, with their schema type.
-const KINDS: [(&str, &str); 9] = [
-    ("Pod", "corev1.Pod"),
-    ("ReplicationController", "corev1.ReplicationController"),
-    ("Deployment", "appsv1.Deployment"),
-    ("DaemonSet", "appsv1.DaemonSet"),
-    ("ReplicaSet", "appsv1.ReplicaSet"),
-    ("StatefulSet", "appsv1.StatefulSet"),
-    ("Job", "batchv1.Job"),
-    ("CronJob", "batchv1.CronJob"),
-    ("DeploymentConfig", "appsopenshiftv1.DeploymentConfig"),
-];
-
-fn schema_type(kind: &str) -> Option<&'static str> {
-    KINDS.iter().find(|(k, _)| *k == kind).map(|(_, t)| *t)
-}
-
-/// Whether kube-inject processes documents of this kind (`List` included).
-pub fn is_supported_kind(kind: &str) -> bool {
-    kind == "List" || schema_type(kind).is_some()
 }
 
 /// Inject every supported workload of a multi-document YAML stream held in memory. Stops at the
@@ -412,15 +257,6 @@ fn shift_yaml_line(e: Error, first_line: usize) -> Error {
     Error::Yaml(shifted.unwrap_or(msg))
 }
 
-fn short(v: &Value) -> String {
-    let s = v.to_string();
-    if s.chars().count() > 60 {
-        format!("{}...", s.chars().take(57).collect::<String>())
-    } else {
-        s
-    }
-}
-
 /// Inject one parsed document of a supported kind (or a `List`); returns (normalised input, output).
 pub fn inject_document(
     doc: Value,
@@ -487,27 +323,10 @@ fn normalize_workload(ty: &str, doc: &mut Value) -> Result<()> {
     typed::normalize(ty, doc)
 }
 
-/// JSON pointers of (pod metadata, pod spec) inside a workload of `kind`.
-fn template_pointers(kind: &str) -> (&'static str, &'static str) {
-    match kind {
-        "Pod" => ("/metadata", "/spec"),
-        "CronJob" => (
-            "/spec/jobTemplate/metadata",
-            "/spec/jobTemplate/spec/template/spec",
-        ),
-        _ => ("/spec/template/metadata", "/spec/template/spec"),
-    }
-}
-
 fn meta_field<'a>(v: Option<&'a Value>, f: &str) -> &'a str {
     v.and_then(|m| m.get(f))
         .and_then(Value::as_str)
         .unwrap_or("")
-}
-
-/// Take the value at a JSON pointer out of `doc` (leaving `null`), if there is one.
-fn take_pointer(doc: &mut Value, ptr: &str) -> Option<Value> {
-    doc.pointer_mut(ptr).map(Value::take)
 }
 
 /// Inject the pod template of one workload in place (the pod's metadata and spec are moved out of
@@ -595,7 +414,7 @@ fn inject_template(
     }
     check_has_containers(pod, kind, has_template)?;
     let workload = if kind == "Pod" {
-        inject::workload_from_pod(pod)
+        crate::ingest::workload::workload_from_pod(pod)
     } else {
         WorkloadMeta {
             kind: kind.to_string(),
@@ -618,7 +437,7 @@ fn inject_template(
         proxy_uid_gid: None,
         compliance_policy: opts.compliance_policy,
     };
-    let templates = inject::select_templates(opts.snapshot, pod);
+    let templates = crate::render::select_templates(opts.snapshot, pod);
     let injected = inject::inject_pod_owned(pod.take(), &params)?;
     if !adds_a_container(&injected.pod) {
         let templates = templates.join(", ");
@@ -635,7 +454,7 @@ fn inject_template(
 
 /// Whether the status annotation of an injected pod lists a container or init container.
 fn adds_a_container(pod: &Value) -> bool {
-    let Some(status) = inject::annotation(pod, inject::STATUS_ANNOTATION)
+    let Some(status) = crate::kube::pod::annotation(pod, names::STATUS_ANNOTATION)
         .and_then(|s| serde_json::from_str::<Value>(s).ok())
     else {
         return true;
@@ -672,35 +491,9 @@ fn check_has_containers(pod: &Value, kind: &str, has_template: bool) -> Result<(
     )))
 }
 
-/// Set the value at a JSON pointer, creating intermediate objects.
-fn set_pointer(doc: &mut Value, ptr: &str, value: Value) {
-    let mut cur = doc;
-    let parts: Vec<&str> = ptr.split('/').skip(1).collect();
-    for (i, p) in parts.iter().enumerate() {
-        if !cur.is_object() {
-            *cur = Value::Object(Map::new());
-        }
-        let m = cur.as_object_mut().expect("just made an object");
-        if i + 1 == parts.len() {
-            m.insert((*p).to_string(), value);
-            return;
-        }
-        cur = m
-            .entry((*p).to_string())
-            .or_insert_with(|| Value::Object(Map::new()));
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn set_pointer_creates_path() {
-        let mut v = json!({"spec": {}});
-        set_pointer(&mut v, "/spec/template/metadata", json!({"a": 1}));
-        assert_eq!(v, json!({"spec": {"template": {"metadata": {"a": 1}}}}));
-    }
 
     #[test]
     fn yaml_error_lines_are_made_absolute() {
@@ -708,62 +501,5 @@ mod tests {
         assert_eq!(e.to_string(), "yaml: line 4: bad (column 1)");
         let other = shift_yaml_line(Error::Yaml("something else".into()), 2);
         assert_eq!(other.to_string(), "something else");
-    }
-
-    #[test]
-    fn inject_config_shapes() {
-        let shape = |t: &str| load_inject_config(t).map(|l| (l.shape, l.values));
-        let templates = "templates:\n  sidecar: |\n    spec: {}\n";
-        assert_eq!(
-            shape(templates).ok(),
-            Some((InjectConfigShape::Templates, None))
-        );
-        let bare = "spec:\n  containers:\n  - name: istio-proxy\n";
-        assert_eq!(
-            shape(bare).ok(),
-            Some((InjectConfigShape::BareTemplate, None))
-        );
-        // Template actions: istioctl's fallback, judged when rendered.
-        let dynamic = "metadata:\n  labels: {a: \"{{ .Revision }}\"}\n";
-        assert_eq!(
-            shape(dynamic).ok(),
-            Some((InjectConfigShape::BareTemplate, None))
-        );
-        let cm = "kind: ConfigMap\ndata:\n  config: |\n    templates:\n      sidecar: 'spec: {}'\n  values: '{}'\n";
-        assert_eq!(
-            shape(cm).ok(),
-            Some((InjectConfigShape::ConfigMap, Some("{}".to_string())))
-        );
-        for (text, why) in [
-            ("{}", "empty mapping"),
-            ("", "empty"),
-            ("templates: {}\n", "`templates` is empty"),
-            ("global: {hub: x}\n", "--valuesFile"),
-            ("defaultConfig: {}\n", "--meshConfigFile"),
-            ("- a\n", "instead of a mapping"),
-            (
-                "kind: ConfigMap\ndata: {values: x}\n",
-                "jsonpath='{.data.config}'",
-            ),
-        ] {
-            let e = shape(text).map(|_| ()).expect_err(text).to_string();
-            assert!(e.contains(why), "{text:?}: {e}");
-        }
-    }
-
-    #[test]
-    fn supported_kinds_match_istioctl() {
-        for k in [
-            "Pod",
-            "Deployment",
-            "CronJob",
-            "DeploymentConfig",
-            "List",
-            "Job",
-        ] {
-            assert!(is_supported_kind(k), "{k}");
-        }
-        assert!(!is_supported_kind("Service"));
-        assert_eq!(template_pointers("CronJob").0, "/spec/jobTemplate/metadata");
     }
 }

@@ -4,14 +4,26 @@
 //! no I/O, no async, no global mutable state. The webhook server and `outrigger inject` both call
 //! [`inject::inject_pod`], so they cannot drift apart.
 //!
-//! Data flows one way: pod JSON → [`decide`] → [`render`] → [`merge`] → [`finish`] → [`patch`].
+//! Data flows one way through the stages, one module each:
+//! pod JSON → [`ingest`] → [`decide`] → [`render`] → [`merge`] → [`finish`] → [`patch`].
 //! Pods stay `serde_json::Value` trees end to end, so fields unknown to our tables are never lost.
+//!
+//! The orchestrators run the stages: [`inject`] one pod (render, merge, finish), [`webhook`] an
+//! AdmissionReview (ingest, decide, inject, patch), [`kube_inject`] a stream of manifests, and
+//! [`guard`] checks that a configuration can inject at all. Below the stages are their inputs
+//! ([`config`]) and the engines they use: [`template`] (Go `text/template`), [`mesh`] (mesh and
+//! proxy config), [`yaml`], [`kube`] (Kubernetes types), [`json`] and [`go`] (Go formatting).
+//!
+//! Imports go one way: an orchestrator uses the stages (and [`inject`]); a stage uses earlier
+//! stages, [`config`] and the engines; [`config`] uses the engines; each engine uses only the
+//! engines after it in the list above. No stage imports a later stage or an orchestrator, and
+//! there are no cycles.
 
 #![forbid(unsafe_code)]
 
 pub mod error;
 
-// Foundations: Go formatting, JSON helpers, Kubernetes types, YAML, templates, mesh config.
+// Engines: Go formatting, JSON helpers, Kubernetes types, YAML, mesh config, templates.
 pub mod go;
 pub mod json;
 pub mod kube;

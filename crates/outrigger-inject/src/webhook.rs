@@ -10,67 +10,25 @@
 use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use base64::Engine as _;
 use serde_json::{Map, Value};
 
 use crate::config::Snapshot;
+use crate::decide::native::{detect_native_sidecars, NativeMode, NativeOracle, Node};
+use crate::decide::openshift::{proxy_uid_gid, reset_openshift_proxy_user};
 use crate::decide::{inject_required, Reason};
-use crate::go::json as gojson;
+use crate::ingest::admission::{
+    decode_pod, decode_review, encode_response, prepare_pod, Answer, ApiVersion,
+};
+use crate::ingest::params::proxy_envs;
+use crate::ingest::workload::workload_from_pod;
 use crate::inject::{self, InjectParams, Mode};
 use crate::json::lookup as jsonmap;
+use crate::kube::names;
+use crate::kube::pod::{meta_str, potential_name};
 use crate::Error;
 
-/// `apiVersion` of the v1 AdmissionReview.
-pub const ADMISSION_V1: &str = "admission.k8s.io/v1";
-/// `apiVersion` of the v1beta1 AdmissionReview.
-pub const ADMISSION_V1BETA1: &str = "admission.k8s.io/v1beta1";
-/// `kind` of an AdmissionReview.
-pub const ADMISSION_REVIEW: &str = "AdmissionReview";
 /// Revision the webhook writes into `.Revision` and the status annotation.
 pub const REVISION: &str = "default";
-/// Namespace annotation holding an OpenShift UID range.
-pub const OPENSHIFT_UID_RANGE: &str = "openshift.io/sa.scc.uid-range";
-/// Namespace annotation holding OpenShift supplemental groups.
-pub const OPENSHIFT_SUPPLEMENTAL_GROUPS: &str = "openshift.io/sa.scc.supplemental-groups";
-/// Minimum kubelet minor version with native sidecar support (spec §0.4).
-pub const NATIVE_SIDECAR_MIN_MINOR: u64 = 33;
-
-/// The native-sidecar mode (`ENABLE_NATIVE_SIDECARS`, spec §4.5).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NativeMode {
-    /// Always native sidecars.
-    Enabled,
-    /// Never native sidecars.
-    Disabled,
-    /// Native when every relevant node's kubelet is at least 1.33.
-    Auto,
-}
-
-impl NativeMode {
-    /// Parse Istio's `ENABLE_NATIVE_SIDECARS` value; unknown values are `Disabled` with a warning.
-    pub fn parse(value: &str) -> (NativeMode, Option<String>) {
-        match value {
-            "true" => (NativeMode::Enabled, None),
-            "false" => (NativeMode::Disabled, None),
-            "auto" => (NativeMode::Auto, None),
-            other => (
-                NativeMode::Disabled,
-                Some(format!(
-                    "Unknown value for ENABLE_NATIVE_SIDECARS: {other}, defaulting to false"
-                )),
-            ),
-        }
-    }
-}
-
-/// A cluster node as the native-sidecar detection sees it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Node {
-    /// `metadata.name`.
-    pub name: String,
-    /// `status.nodeInfo.kubeletVersion`, e.g. `v1.33.1-gke.100`.
-    pub kubelet_version: String,
-}
 
 /// Per-process and per-cluster inputs of [`review`] besides the request itself.
 #[derive(Debug, Clone, Copy)]
@@ -92,35 +50,6 @@ pub struct Context<'a> {
     pub namespaces: Option<&'a BTreeMap<String, Map<String, Value>>>,
     /// `COMPLIANCE_POLICY` of the process.
     pub compliance_policy: &'a str,
-}
-
-/// A node-cache answer to "native sidecars for a pod on this node?" ([`Context::native_sidecars`]).
-#[derive(Clone, Copy)]
-pub struct NativeOracle<'a>(pub &'a (dyn Fn(&str) -> bool + Sync));
-
-impl std::fmt::Debug for NativeOracle<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("NativeOracle")
-    }
-}
-
-/// AdmissionReview versions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ApiVersion {
-    /// `admission.k8s.io/v1`.
-    V1,
-    /// `admission.k8s.io/v1beta1`.
-    V1beta1,
-}
-
-impl ApiVersion {
-    /// The `apiVersion` string.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ApiVersion::V1 => ADMISSION_V1,
-            ApiVersion::V1beta1 => ADMISSION_V1BETA1,
-        }
-    }
 }
 
 /// What happened to a review, for metrics and logs.
@@ -167,32 +96,6 @@ pub struct Reviewed {
     pub warnings: Vec<String>,
     /// The JSON Patch (uncompressed, compact JSON) when injected, for debug logs.
     pub patch: Option<String>,
-}
-
-/// A decoded review request: version, uid, namespace and the raw pod.
-struct Request {
-    version: ApiVersion,
-    uid: String,
-    namespace: String,
-    object: Option<Value>,
-}
-
-/// Why a body is not a usable review.
-struct Malformed {
-    reason: &'static str,
-    message: String,
-    /// Known when the review decoded but its `request` was missing.
-    version: Option<ApiVersion>,
-}
-
-impl Malformed {
-    fn new(reason: &'static str, message: String) -> Malformed {
-        Malformed {
-            reason,
-            message,
-            version: None,
-        }
-    }
 }
 
 /// Answer one AdmissionReview (spec §1.5-1.6). `path` is the decoded URL path (`/inject/...`).
@@ -272,7 +175,7 @@ pub fn review(body: &[u8], path: &str, ctx: &Context<'_>) -> Reviewed {
         if annotations.is_none() {
             warnings.push(format!(
                 "unable to fetch namespace, failed to get client for {:?}",
-                inject::DEFAULT_CLUSTER_ID
+                names::DEFAULT_CLUSTER_ID
             ));
         }
         annotations.map(proxy_uid_gid)
@@ -289,7 +192,7 @@ pub fn review(body: &[u8], path: &str, ctx: &Context<'_>) -> Reviewed {
     let params = InjectParams {
         snapshot: snap,
         mode: Mode::Webhook,
-        workload: inject::workload_from_pod(&pod),
+        workload: workload_from_pod(&pod),
         revision: REVISION,
         native_sidecars: native,
         proxy_envs,
@@ -433,328 +336,17 @@ fn finish(
     patch: Option<String>,
     mut out: Reviewed,
 ) -> Reviewed {
-    out.response = encode_response(version, &uid, &outcome, patch.as_deref()).into_bytes();
+    let answer = match &outcome {
+        Outcome::Failed(f) => Answer::Refuse(&f.message),
+        Outcome::Skipped(_) => Answer::Allow(None),
+        Outcome::Injected => Answer::Allow(patch.as_deref()),
+    };
+    out.response = encode_response(version, &uid, answer).into_bytes();
     out.version = version;
     out.uid = uid;
     out.outcome = outcome;
     out.patch = patch;
     out
-}
-
-/// The response document (spec §1.5): `kind`, `apiVersion` (omitted when the request was not
-/// decoded), `response{uid, allowed, status, patch, patchType}` in Go struct order.
-pub fn encode_response(
-    version: Option<ApiVersion>,
-    uid: &str,
-    outcome: &Outcome,
-    patch: Option<&str>,
-) -> String {
-    let mut s = String::with_capacity(128 + patch.map_or(0, |p| p.len() * 4 / 3 + 4));
-    s.push('{');
-    if let Some(v) = version {
-        s.push_str("\"kind\":\"AdmissionReview\",\"apiVersion\":");
-        gojson::write_str(&mut s, v.as_str());
-        s.push(',');
-    }
-    s.push_str("\"response\":{\"uid\":");
-    gojson::write_str(&mut s, uid);
-    match outcome {
-        Outcome::Failed(f) => {
-            s.push_str(",\"allowed\":false,\"status\":{\"metadata\":{},\"message\":");
-            gojson::write_str(&mut s, &f.message);
-            s.push('}');
-        }
-        Outcome::Skipped(_) => s.push_str(",\"allowed\":true"),
-        Outcome::Injected => {
-            s.push_str(",\"allowed\":true");
-            if let Some(p) = patch {
-                s.push_str(",\"patch\":\"");
-                base64::engine::general_purpose::STANDARD.encode_string(p.as_bytes(), &mut s);
-                s.push_str("\",\"patchType\":\"JSONPatch\"");
-            }
-        }
-    }
-    s.push_str("}}");
-    s
-}
-
-/// Decode the body as an AdmissionReview (JSON, or YAML as the universal deserializer allows).
-fn decode_review(body: &[u8]) -> Result<Request, Malformed> {
-    let doc = parse_document(body)?;
-    let Value::Object(mut m) = doc else {
-        return Err(Malformed::new(
-            "decode_error",
-            format!(
-                "couldn't get version/kind; json parse error: expected an object, got {}",
-                json_kind(&doc)
-            ),
-        ));
-    };
-    let api_version = string_field(&m, "apiVersion")?;
-    let kind = string_field(&m, "kind")?;
-    if kind.is_empty() {
-        return Err(Malformed::new(
-            "decode_error",
-            format!("Object 'Kind' is missing in '{}'", snippet(body)),
-        ));
-    }
-    let version = match (api_version.as_str(), kind.as_str()) {
-        (ADMISSION_V1, ADMISSION_REVIEW) => ApiVersion::V1,
-        (ADMISSION_V1BETA1, ADMISSION_REVIEW) => ApiVersion::V1beta1,
-        ("v1", k) if CORE_KINDS.contains(&k) => {
-            return Err(Malformed::new(
-                "unsupported_type",
-                format!("unsupported type :&TypeMeta{{Kind:{k},APIVersion:v1,}}"),
-            ))
-        }
-        (v, k) => {
-            return Err(Malformed::new(
-                "decode_error",
-                format!("no kind {k:?} is registered for version {v:?} in scheme \"pkg/runtime/scheme.go:100\""),
-            ))
-        }
-    };
-    let request = match m.get_mut("request") {
-        None | Some(Value::Null) => {
-            return Err(Malformed {
-                reason: "missing_request",
-                message: format!("invalid {} {ADMISSION_REVIEW}: no request section", version.as_str()),
-                version: Some(version),
-            })
-        }
-        Some(Value::Object(r)) => r,
-        Some(other) => {
-            return Err(Malformed::new(
-                "decode_error",
-                format!(
-                    "json: cannot unmarshal {} into Go struct field AdmissionReview.request of type AdmissionRequest",
-                    json_kind(other)
-                ),
-            ))
-        }
-    };
-    Ok(Request {
-        version,
-        uid: request_string(request, "uid", "types.UID")?,
-        namespace: request_string(request, "namespace", "string")?,
-        object: request.remove("object"),
-    })
-}
-
-/// Kinds of the `core/v1` group the reference's scheme knows; decoding one of them is answered
-/// with `unsupported type`.
-const CORE_KINDS: &[&str] = &[
-    "Pod",
-    "PodList",
-    "Namespace",
-    "Node",
-    "Service",
-    "ConfigMap",
-    "Secret",
-    "Endpoints",
-    "Event",
-    "ServiceAccount",
-    "PersistentVolume",
-    "PersistentVolumeClaim",
-    "ReplicationController",
-    "LimitRange",
-    "ResourceQuota",
-    "PodTemplate",
-    "Binding",
-    "Status",
-    "List",
-];
-
-fn parse_document(body: &[u8]) -> Result<Value, Malformed> {
-    match crate::json::compact::from_slice(body) {
-        Ok(v) => Ok(v),
-        Err(json_err) => {
-            let looks_json = body
-                .iter()
-                .find(|b| !b.is_ascii_whitespace())
-                .is_some_and(|b| matches!(b, b'{' | b'['));
-            let yaml = std::str::from_utf8(body)
-                .ok()
-                .filter(|_| !looks_json)
-                .map(crate::yaml::from_str);
-            match yaml {
-                Some(Ok(v @ Value::Object(_))) => Ok(v),
-                _ => Err(Malformed::new(
-                    "decode_error",
-                    format!("couldn't get version/kind; json parse error: {json_err}"),
-                )),
-            }
-        }
-    }
-}
-
-fn string_field(m: &Map<String, Value>, key: &str) -> Result<String, Malformed> {
-    match m.get(key) {
-        None | Some(Value::Null) => Ok(String::new()),
-        Some(Value::String(s)) => Ok(s.clone()),
-        Some(other) => Err(Malformed::new(
-            "decode_error",
-            format!(
-                "couldn't get version/kind; json parse error: json: cannot unmarshal {} into Go struct field .{key} of type string",
-                json_kind(other)
-            ),
-        )),
-    }
-}
-
-fn request_string(m: &Map<String, Value>, key: &str, go_type: &str) -> Result<String, Malformed> {
-    match m.get(key) {
-        None | Some(Value::Null) => Ok(String::new()),
-        Some(Value::String(s)) => Ok(s.clone()),
-        Some(other) => Err(Malformed::new(
-            "decode_error",
-            format!(
-                "json: cannot unmarshal {} into Go struct field AdmissionRequest.request.{key} of type {go_type}",
-                json_kind(other)
-            ),
-        )),
-    }
-}
-
-/// Go's name of a JSON value kind in unmarshal errors.
-fn json_kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
-}
-
-fn snippet(body: &[u8]) -> String {
-    let text = String::from_utf8_lossy(body);
-    text.chars().take(256).collect()
-}
-
-/// Step 1 of §1.6: the raw object must decode as a Pod. `null` or absent decode as an empty pod
-/// only when present as `null`; an absent object is Go's `unexpected end of JSON input`.
-fn decode_pod(object: Option<Value>) -> Result<Value, String> {
-    let pod = match object {
-        None => return Err("unexpected end of JSON input".to_string()),
-        Some(Value::Null) => Value::Object(Map::new()),
-        Some(v @ Value::Object(_)) => v,
-        Some(other) => {
-            return Err(format!(
-                "json: cannot unmarshal {} into Go value of type v1.Pod",
-                json_kind(&other)
-            ))
-        }
-    };
-    check_shape(&pod)?;
-    Ok(pod)
-}
-
-/// The parts of the pod the webhook reads before the pipeline must have their Go types.
-fn check_shape(pod: &Value) -> Result<(), String> {
-    let field =
-        |ptr: &str, go_field: &str, go_type: &str, want_object: bool| -> Result<(), String> {
-            match jsonmap::pointer(pod, ptr) {
-                None | Some(Value::Null) => Ok(()),
-                Some(Value::Object(_)) if want_object => Ok(()),
-                Some(Value::Bool(_)) if go_type == "bool" => Ok(()),
-                Some(Value::String(_)) if !want_object && go_type == "string" => Ok(()),
-                Some(other) => Err(format!(
-                    "json: cannot unmarshal {} into Go struct field {go_field} of type {go_type}",
-                    json_kind(other)
-                )),
-            }
-        };
-    field("/metadata", "Pod.metadata", "v1.ObjectMeta", true)?;
-    field("/spec", "Pod.spec", "v1.PodSpec", true)?;
-    field("/metadata/name", "Pod.metadata.name", "string", false)?;
-    field(
-        "/metadata/generateName",
-        "Pod.metadata.generateName",
-        "string",
-        false,
-    )?;
-    field(
-        "/metadata/namespace",
-        "Pod.metadata.namespace",
-        "string",
-        false,
-    )?;
-    field("/spec/nodeName", "Pod.spec.nodeName", "string", false)?;
-    field("/spec/hostNetwork", "Pod.spec.hostNetwork", "bool", false)?;
-    for map in ["labels", "annotations"] {
-        field(
-            &format!("/metadata/{map}"),
-            &format!("Pod.metadata.{map}"),
-            "map[string]string",
-            true,
-        )?;
-        if let Some(m) = pod
-            .get("metadata")
-            .and_then(|m| m.get(map))
-            .and_then(Value::as_object)
-        {
-            if let Some((k, v)) = m
-                .iter()
-                .find(|(_, v)| !matches!(v, Value::String(_) | Value::Null))
-            {
-                return Err(format!(
-                    "json: cannot unmarshal {} into Go struct field Pod.metadata.{map} of type string (key {k:?})",
-                    json_kind(v)
-                ));
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Steps 2-3 of §1.6: drop `metadata.managedFields`, default the namespace from the request.
-fn prepare_pod(pod: &mut Value, request_namespace: &str) {
-    let Some(root) = pod.as_object_mut() else {
-        return;
-    };
-    let meta = root
-        .entry("metadata")
-        .or_insert_with(|| Value::Object(Map::new()));
-    if meta.is_null() {
-        *meta = Value::Object(Map::new());
-    }
-    let Some(meta) = meta.as_object_mut() else {
-        return;
-    };
-    meta.remove("managedFields");
-    let empty = meta
-        .get("namespace")
-        .and_then(Value::as_str)
-        .is_none_or(str::is_empty);
-    if empty && !request_namespace.is_empty() {
-        meta.insert(
-            "namespace".into(),
-            Value::String(request_namespace.to_string()),
-        );
-    }
-}
-
-fn meta_str<'a>(pod: &'a Value, field: &str) -> &'a str {
-    pod.get("metadata")
-        .and_then(|m| m.get(field))
-        .and_then(Value::as_str)
-        .unwrap_or("")
-}
-
-/// The logged pod name (spec §1.6 step 4).
-pub fn potential_name(pod: &Value) -> String {
-    let name = meta_str(pod, "name");
-    if !name.is_empty() {
-        return name.to_string();
-    }
-    let generate = meta_str(pod, "generateName");
-    if generate.is_empty() {
-        String::new()
-    } else {
-        format!("{generate}***** (actual name not yet known)")
-    }
 }
 
 /// Metrics reason code of a pipeline error.
@@ -783,234 +375,15 @@ fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
     }
 }
 
-/// Path parameters → proxy environment (spec §1.4). Returns the map and warning log lines.
-pub fn proxy_envs(path: &str) -> (BTreeMap<String, String>, Vec<String>) {
-    let mut envs = BTreeMap::new();
-    let mut warnings = Vec::new();
-    let trimmed = path.strip_suffix('/').unwrap_or(path);
-    let mut parts = trimmed.splitn(3, '/');
-    let rest = match (parts.next(), parts.next(), parts.next()) {
-        (_, _, Some(rest)) => rest,
-        _ => return (envs, warnings),
-    };
-    let mut pairs: Vec<(String, String)> = Vec::new();
-    if rest.starts_with(":ENV:") {
-        for piece in rest.split(":ENV:").skip(1) {
-            if let Some((k, v)) = piece.split_once('=') {
-                if !k.is_empty() {
-                    pairs.push((k.to_string(), v.to_string()));
-                }
-            }
-        }
-    } else {
-        let tokens: Vec<&str> = rest.split('/').collect();
-        for pair in tokens.chunks(2) {
-            match pair {
-                [k, v] => pairs.push((k.to_string(), v.replace("--slash--", "/"))),
-                [k] => warnings.push(format!(
-                    "Odd number of inject env entries, ignore the last key {k}"
-                )),
-                _ => {}
-            }
-        }
-    }
-    for (k, v) in pairs {
-        let name = match k.as_str() {
-            "cluster" => "ISTIO_META_CLUSTER_ID".to_string(),
-            "net" => "ISTIO_META_NETWORK".to_string(),
-            other => other.to_uppercase(),
-        };
-        if !name.is_empty() {
-            envs.insert(name, v);
-        }
-    }
-    (envs, warnings)
-}
-
-/// Proxy UID/GID from an OpenShift namespace's annotations (spec §4.7); defaults are 1337.
-pub fn proxy_uid_gid(namespace_annotations: &Map<String, Value>) -> (i64, i64) {
-    let get = |k: &str| namespace_annotations.get(k).and_then(Value::as_str);
-    let default = inject::DEFAULT_PROXY_ID;
-    let uid = get(OPENSHIFT_UID_RANGE)
-        .filter(|v| !v.is_empty())
-        .and_then(|v| parse_block(v).ok())
-        .map_or(default, |(_, end)| i64::from(end));
-    let groups = get(OPENSHIFT_SUPPLEMENTAL_GROUPS).or_else(|| get(OPENSHIFT_UID_RANGE));
-    let gid = groups
-        .and_then(|v| {
-            let blocks: Result<Vec<(u32, u32)>, String> = v.split(',').map(parse_block).collect();
-            blocks.ok()?.first().map(|(_, end)| i64::from(*end))
-        })
-        .unwrap_or(default);
-    (uid, gid)
-}
-
-/// An OpenShift block: `<start>/<size>` (end = start + size - 1, uint32 wrap-around) or
-/// `<start>-<end>`. Returns `(start, end)`.
-pub fn parse_block(text: &str) -> Result<(u32, u32), String> {
-    let parse = |s: &str| {
-        s.parse::<u32>()
-            .ok()
-            .filter(|_| s.bytes().all(|b| b.is_ascii_digit()))
-    };
-    if text.contains('/') {
-        let err = || "block not in the format \"<start>/<size>\"".to_string();
-        let (a, b) = text.split_once('/').ok_or_else(err)?;
-        let (start, size) = (parse(a).ok_or_else(err)?, parse(b).ok_or_else(err)?);
-        Ok((start, start.wrapping_add(size).wrapping_sub(1)))
-    } else {
-        let err = || "block not in the format \"<start>-<end>\"".to_string();
-        let (a, b) = text.split_once('-').ok_or_else(err)?;
-        Ok((parse(a).ok_or_else(err)?, parse(b).ok_or_else(err)?))
-    }
-}
-
-/// OpenShift (spec §1.6 step 8): clear the user `istio-proxy`'s `runAsUser`/`runAsGroup` when it
-/// equals the application's user.
-/// Returns whether the pod was changed.
-fn reset_openshift_proxy_user(pod: &mut Value, warnings: &mut Vec<String>) -> bool {
-    let run_as_user = |c: &Value| {
-        c.pointer("/securityContext/runAsUser")
-            .and_then(Value::as_i64)
-    };
-    let all = |pod: &Value| -> Vec<Value> {
-        ["containers", "initContainers"]
-            .iter()
-            .flat_map(|l| {
-                pod.pointer(&format!("/spec/{l}"))
-                    .and_then(Value::as_array)
-                    .map(|items| items.iter().map(container_user_view).collect::<Vec<_>>())
-                    .unwrap_or_default()
-            })
-            .collect()
-    };
-    let containers = all(pod);
-    let is_named = |c: &Value, n: &str| c.get("name").and_then(Value::as_str) == Some(n);
-    let Some(proxy) = containers
-        .iter()
-        .find(|c| is_named(c, inject::PROXY_CONTAINER))
-    else {
-        return false;
-    };
-    if proxy.get("securityContext").is_none_or(Value::is_null) {
-        return false;
-    }
-    let sidecar_user = run_as_user(proxy).unwrap_or(0);
-    let app_user = containers
-        .iter()
-        .rev()
-        .filter(|c| {
-            ![
-                inject::PROXY_CONTAINER,
-                inject::VALIDATION_CONTAINER,
-                inject::INIT_CONTAINER,
-            ]
-            .iter()
-            .any(|n| is_named(c, n))
-        })
-        .filter_map(run_as_user)
-        .next()
-        .unwrap_or(0);
-    if sidecar_user != app_user {
-        return false;
-    }
-    warnings.push(format!(
-        "Resetting the UserID of sideCar proxy as it matches with the app container for Pod {:?}",
-        meta_str(pod, "name")
-    ));
-    for list in ["containers", "initContainers"] {
-        let Some(items) = pod
-            .pointer_mut(&format!("/spec/{list}"))
-            .and_then(Value::as_array_mut)
-        else {
-            continue;
-        };
-        for c in items
-            .iter_mut()
-            .filter(|c| is_named(c, inject::PROXY_CONTAINER))
-        {
-            if let Some(sc) = c.get_mut("securityContext").and_then(Value::as_object_mut) {
-                sc.remove("runAsUser");
-                sc.remove("runAsGroup");
-            }
-        }
-    }
-    true
-}
-
-/// The parts of a container [`reset_openshift_proxy_user`] reads (its name and security
-/// context), so that it does not copy whole containers.
-fn container_user_view(c: &Value) -> Value {
-    let mut m = Map::new();
-    for key in ["name", "securityContext"] {
-        if let Some(v) = c.get(key) {
-            m.insert(key.into(), v.clone());
-        }
-    }
-    Value::Object(m)
-}
-
-/// Native sidecar decision (spec §4.5, webhook). `nodes` is `None` without a node client.
-pub fn detect_native_sidecars(
-    mode: NativeMode,
-    nodes: Option<&[Node]>,
-    node_name: &str,
-    warnings: &mut Vec<String>,
-) -> bool {
-    match mode {
-        NativeMode::Enabled => return true,
-        NativeMode::Disabled => return false,
-        NativeMode::Auto => {}
-    }
-    let Some(nodes) = nodes else {
-        warnings.push(
-            "configured to auto detect native sidecar support, but couldn't find a client".into(),
-        );
-        return false;
-    };
-    if !node_name.is_empty() {
-        match nodes.iter().find(|n| n.name == node_name) {
-            Some(n) => return kubelet_supports_native(n, warnings),
-            None => warnings.push(format!(
-                "pod assigned to node {node_name:?} but node not found in cluster"
-            )),
-        }
-    }
-    nodes.iter().all(|n| kubelet_supports_native(n, warnings))
-}
-
-fn kubelet_supports_native(node: &Node, warnings: &mut Vec<String>) -> bool {
-    match kubelet_minor(&node.kubelet_version) {
-        Ok(minor) => minor >= NATIVE_SIDECAR_MIN_MINOR,
-        Err(e) => {
-            warnings.push(format!(
-                "could not read node version for {} {}: {e}",
-                node.name, node.kubelet_version
-            ));
-            false
-        }
-    }
-}
-
-/// Minor component of a semantic version such as `v1.33.1-gke.100`.
-pub fn kubelet_minor(version: &str) -> Result<u64, String> {
-    let v = version.strip_prefix('v').unwrap_or(version);
-    let core = v.split(['-', '+']).next().unwrap_or("");
-    let parts: Vec<&str> = core.split('.').collect();
-    let numeric = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    if !(2..=3).contains(&parts.len()) || !parts.iter().all(|p| numeric(p)) {
-        return Err(format!("could not parse {version:?} as version"));
-    }
-    parts[1]
-        .parse::<u64>()
-        .map_err(|e| format!("could not parse {version:?} as version: {e}"))
-}
-
 #[cfg(test)]
 mod tests {
+    use base64::Engine as _;
+
     use super::*;
+    use crate::config::Policy;
     use crate::config::{InjectorConfig, ValuesFacts};
-    use crate::decide::{LabelSelector, Policy};
+    use crate::ingest::admission::{ADMISSION_V1, ADMISSION_V1BETA1};
+    use crate::kube::selector::LabelSelector;
     use serde_json::json;
 
     fn snapshot(policy: Policy) -> Snapshot {
@@ -1055,67 +428,6 @@ mod tests {
 
     fn text(r: &Reviewed) -> &str {
         std::str::from_utf8(&r.response).expect("utf-8 response")
-    }
-
-    #[test]
-    fn path_parameters_follow_every_spec_example() {
-        let cases: &[(&str, &[(&str, &str)])] = &[
-            ("/inject", &[]),
-            ("/inject/", &[]),
-            ("/", &[]),
-            (
-                "/inject/cluster/c1/net/n1/",
-                &[
-                    ("ISTIO_META_CLUSTER_ID", "c1"),
-                    ("ISTIO_META_NETWORK", "n1"),
-                ],
-            ),
-            (
-                "/inject/cluster/a--slash--b",
-                &[("ISTIO_META_CLUSTER_ID", "a/b")],
-            ),
-            (
-                "/inject/cluster/c1/custom_env/foo",
-                &[("ISTIO_META_CLUSTER_ID", "c1"), ("CUSTOM_ENV", "foo")],
-            ),
-            (
-                "/inject/cluster/c1/network",
-                &[("ISTIO_META_CLUSTER_ID", "c1")],
-            ),
-            (
-                "/inject/:ENV:cluster=c2:ENV:rootpage=/foo/bar",
-                &[("ISTIO_META_CLUSTER_ID", "c2"), ("ROOTPAGE", "/foo/bar")],
-            ),
-            ("/inject/:ENV:a=x:ENV:=b:ENV:=", &[("A", "x")]),
-            (
-                "/inject/r1/v1/r2/:ENV:ab=cd",
-                &[("R1", "v1"), ("R2", ":ENV:ab=cd")],
-            ),
-        ];
-        for (path, want) in cases {
-            let (got, _) = proxy_envs(path);
-            let want: BTreeMap<String, String> = want
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect();
-            assert_eq!(got, want, "path {path}");
-        }
-    }
-
-    #[test]
-    fn path_parameters_warn_on_odd_count_and_overwrite_duplicates() {
-        let (envs, warnings) = proxy_envs("/inject/cluster/c1/network");
-        assert_eq!(
-            warnings,
-            vec!["Odd number of inject env entries, ignore the last key network".to_string()]
-        );
-        assert_eq!(envs.len(), 1);
-        let (envs, _) = proxy_envs("/inject/net/a/net/b/ünï/x");
-        assert_eq!(
-            envs.get("ISTIO_META_NETWORK").map(String::as_str),
-            Some("b")
-        );
-        assert_eq!(envs.get("ÜNÏ").map(String::as_str), Some("x"));
     }
 
     #[test]
@@ -1269,32 +581,6 @@ mod tests {
         assert_eq!(v["response"]["status"]["metadata"], json!({}));
         assert_eq!(v["response"]["status"]["message"], f.message.as_str());
         assert!(v["response"].get("patch").is_none());
-    }
-
-    #[test]
-    fn response_shapes_are_byte_exact() {
-        let failed = Outcome::Failed(Failure {
-            reason: "x",
-            message: "bad <a> & \"b\"".into(),
-            malformed: false,
-        });
-        assert_eq!(
-            encode_response(Some(ApiVersion::V1), "id", &failed, None),
-            r#"{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","response":{"uid":"id","allowed":false,"status":{"metadata":{},"message":"bad \u003ca\u003e \u0026 \"b\""}}}"#
-        );
-        assert_eq!(
-            encode_response(
-                Some(ApiVersion::V1beta1),
-                "id",
-                &Outcome::Injected,
-                Some(r#"[{"op":"add"}]"#)
-            ),
-            r#"{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1beta1","response":{"uid":"id","allowed":true,"patch":"W3sib3AiOiJhZGQifV0=","patchType":"JSONPatch"}}"#
-        );
-        assert_eq!(
-            encode_response(None, "", &failed, None).get(..30),
-            Some(r#"{"response":{"uid":"","allowed"#)
-        );
     }
 
     #[test]
@@ -1459,65 +745,6 @@ mod tests {
         assert_eq!(potential_name(&json!({})), "");
     }
 
-    #[test]
-    fn openshift_uid_and_gid() {
-        let ann = |v: Value| v.as_object().cloned().expect("object");
-        assert_eq!(
-            proxy_uid_gid(&ann(json!({OPENSHIFT_UID_RANGE: "1000680000/10000"}))),
-            (1000689999, 1000689999)
-        );
-        assert_eq!(
-            proxy_uid_gid(&ann(
-                json!({OPENSHIFT_UID_RANGE: "1000680000/10000", OPENSHIFT_SUPPLEMENTAL_GROUPS: "5000/10,7000/5"})
-            )),
-            (1000689999, 5009)
-        );
-        assert_eq!(
-            proxy_uid_gid(&ann(json!({OPENSHIFT_UID_RANGE: "100-200"}))),
-            (200, 200)
-        );
-        assert_eq!(
-            proxy_uid_gid(&ann(json!({OPENSHIFT_UID_RANGE: "junk"}))),
-            (1337, 1337)
-        );
-        assert_eq!(
-            proxy_uid_gid(&ann(
-                json!({OPENSHIFT_UID_RANGE: "", OPENSHIFT_SUPPLEMENTAL_GROUPS: "10/2,x"})
-            )),
-            (1337, 1337)
-        );
-        assert_eq!(proxy_uid_gid(&ann(json!({}))), (1337, 1337));
-        assert_eq!(parse_block("4294967295/2"), Ok((4294967295, 0)));
-        assert_eq!(
-            parse_block("1-x"),
-            Err("block not in the format \"<start>-<end>\"".into())
-        );
-        assert_eq!(
-            parse_block("1/"),
-            Err("block not in the format \"<start>/<size>\"".into())
-        );
-    }
-
-    #[test]
-    fn openshift_resets_a_proxy_user_equal_to_the_app_user() {
-        let mut pod = json!({"metadata": {"name": "p"}, "spec": {"containers": [
-            {"name": "app", "securityContext": {"runAsUser": 1000}},
-            {"name": "istio-proxy", "securityContext": {"runAsUser": 1000, "runAsGroup": 5, "privileged": false}}]}});
-        let mut w = Vec::new();
-        assert!(reset_openshift_proxy_user(&mut pod, &mut w));
-        assert_eq!(
-            pod["spec"]["containers"][1]["securityContext"],
-            json!({"privileged": false})
-        );
-        assert_eq!(w.len(), 1);
-        let mut pod = json!({"spec": {"containers": [
-            {"name": "app", "securityContext": {"runAsUser": 1000}},
-            {"name": "istio-proxy", "securityContext": {"runAsUser": 7}}]}});
-        let before = pod.clone();
-        assert!(!reset_openshift_proxy_user(&mut pod, &mut Vec::new()));
-        assert_eq!(pod, before);
-    }
-
     /// The patch is computed against the pod as received whichever way the review holds its
     /// trees: a pod already in normal form (one copy), one that normalisation changes (decoded
     /// again for the diff), and an OpenShift pod whose proxy user is reset before injection.
@@ -1564,7 +791,7 @@ mod tests {
             let params = InjectParams {
                 snapshot: &snap,
                 mode: Mode::Webhook,
-                workload: inject::workload_from_pod(&input),
+                workload: workload_from_pod(&input),
                 revision: REVISION,
                 native_sidecars: false,
                 proxy_envs: proxy_envs("/inject").0,
@@ -1613,81 +840,6 @@ mod tests {
         c.native_mode = NativeMode::Enabled;
         let _ = review(&body(ADMISSION_V1, "u3", "ns", pod("true")), "/inject", &c);
         assert_eq!(asked.lock().expect("lock").len(), 1);
-    }
-
-    #[test]
-    fn native_sidecar_detection() {
-        let node = |n: &str, v: &str| Node {
-            name: n.into(),
-            kubelet_version: v.into(),
-        };
-        let mut w = Vec::new();
-        assert!(detect_native_sidecars(
-            NativeMode::Enabled,
-            None,
-            "",
-            &mut w
-        ));
-        assert!(!detect_native_sidecars(
-            NativeMode::Disabled,
-            Some(&[]),
-            "",
-            &mut w
-        ));
-        assert!(!detect_native_sidecars(NativeMode::Auto, None, "", &mut w));
-        assert!(w[0].contains("couldn't find a client"));
-        let nodes = [node("a", "v1.33.0"), node("b", "v1.34.2-gke.100")];
-        assert!(detect_native_sidecars(
-            NativeMode::Auto,
-            Some(&nodes),
-            "",
-            &mut w
-        ));
-        assert!(detect_native_sidecars(
-            NativeMode::Auto,
-            Some(&[]),
-            "",
-            &mut w
-        ));
-        let mixed = [node("new", "v1.33.0"), node("old", "1.32.9")];
-        assert!(!detect_native_sidecars(
-            NativeMode::Auto,
-            Some(&mixed),
-            "",
-            &mut w
-        ));
-        assert!(detect_native_sidecars(
-            NativeMode::Auto,
-            Some(&mixed),
-            "new",
-            &mut w
-        ));
-        let mut w = Vec::new();
-        assert!(!detect_native_sidecars(
-            NativeMode::Auto,
-            Some(&mixed),
-            "gone",
-            &mut w
-        ));
-        assert_eq!(
-            w,
-            vec!["pod assigned to node \"gone\" but node not found in cluster".to_string()]
-        );
-        let mut w = Vec::new();
-        assert!(!detect_native_sidecars(
-            NativeMode::Auto,
-            Some(&[node("x", "banana")]),
-            "",
-            &mut w
-        ));
-        assert!(
-            w[0].starts_with("could not read node version for x banana"),
-            "{w:?}"
-        );
-        assert_eq!(kubelet_minor("v2.40.1+meta"), Ok(40));
-        assert!(kubelet_minor("v1").is_err());
-        assert_eq!(NativeMode::parse("auto").0, NativeMode::Auto);
-        assert!(NativeMode::parse("yes").1.is_some());
     }
 
     #[test]

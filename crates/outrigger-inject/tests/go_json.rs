@@ -1,4 +1,4 @@
-//! Differential test of outrigger's Go JSON encoding (`gojson`, `gofloat`) against Go's
+//! Differential test of outrigger's Go JSON encoding (`go::json`, `go::float`) against Go's
 //! `encoding/json`: the oracle decodes each input into `interface{}` (numbers become float64)
 //! and encodes it again; outrigger decodes the same text, turns every number into the float64
 //! Go holds, and encodes with `gojson::to_string_sorted` (Go sorts map keys). The output must be

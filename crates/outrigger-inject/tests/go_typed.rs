@@ -7,7 +7,7 @@
 //!
 //! Each input is a Deployment with one scalar placed in one field; the oracle's `deployment`
 //! mode decodes it into Go mirrors of the Kubernetes types and marshals it back. outrigger reads
-//! the same text (`yaml::from_str`) and normalises it as `appsv1.Deployment` (`k8s::normalize`,
+//! the same text (`yaml::from_str`) and normalises it as `appsv1.Deployment` (`kube::typed::normalize`,
 //! what kube-inject does). Agreement: every value Go marshals is the value outrigger has at the
 //! same path, or both fail with the same message (Go's wrapped in sigs.k8s.io/yaml's
 //! `error unmarshaling JSON: while decoding JSON: `, which kube-inject adds too).

@@ -28,6 +28,7 @@ use std::path::{Path, PathBuf};
 use go_oracle::{Answer, Oracle};
 use outrigger_inject::config::{InjectorConfig, Snapshot};
 use outrigger_inject::go::json as gojson;
+use outrigger_inject::ingest::workload::WorkloadMeta;
 use outrigger_inject::inject::{self, InjectParams, Mode};
 use outrigger_inject::kube_inject::{self, KubeInjectOptions};
 use outrigger_inject::yaml;
@@ -388,7 +389,7 @@ fn rendered_templates() {
             let p = InjectParams {
                 snapshot: &s,
                 mode: Mode::Webhook,
-                workload: inject::WorkloadMeta {
+                workload: WorkloadMeta {
                     kind: "Deployment".into(),
                     api_version: "apps/v1".into(),
                     name: "hello".into(),

@@ -8,6 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use outrigger_inject::config::{InjectorConfig, Snapshot};
+use outrigger_inject::ingest::workload::WorkloadMeta;
 use outrigger_inject::inject::{self, InjectParams, Mode};
 use outrigger_inject::kube_inject::{self, KubeInjectOptions};
 use outrigger_inject::yaml;
@@ -143,7 +144,7 @@ fn rendered_templates_take_the_fast_path() {
         let p = InjectParams {
             snapshot: &s,
             mode: Mode::Webhook,
-            workload: inject::WorkloadMeta {
+            workload: WorkloadMeta {
                 kind: "Deployment".into(),
                 api_version: "apps/v1".into(),
                 name: "hello".into(),

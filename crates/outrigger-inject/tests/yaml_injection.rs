@@ -1,5 +1,5 @@
 //! Injection of manifests whose YAML Kubernetes' reader accepts where a stricter reader would not
-//! (library level, `workload::inject_manifests`): a rendered sidecar template with a repeated
+//! (library level, `kube_inject::inject_manifests`): a rendered sidecar template with a repeated
 //! key (`sidecar.istio.io/userVolumeMount` as a JSON list), a multi-line flow sequence closed at
 //! its key's column, and text after a document end marker, which is dropped with a warning.
 //! Runs with the embedded default and, when the Istio conformance corpus is present, with

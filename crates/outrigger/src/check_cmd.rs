@@ -18,8 +18,10 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 use outrigger_inject::config::{InjectorConfig, Snapshot};
-use outrigger_inject::decide::{self, Decision, LabelSelector, Reason, INJECT_KEY};
-use outrigger_inject::inject;
+use outrigger_inject::decide::{self, Decision, Reason, INJECT_KEY};
+use outrigger_inject::kube::pod;
+use outrigger_inject::kube::selector::LabelSelector;
+use outrigger_inject::render;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -184,7 +186,7 @@ fn step_facts(pod: &Value, config: &InjectorConfig) -> [(&'static str, String); 
         .and_then(Value::as_str)
         .unwrap_or("");
     let ignored = decide::IGNORED_NAMESPACES.contains(&ns);
-    let object_value = match (labels.get(INJECT_KEY), inject::annotation(pod, INJECT_KEY)) {
+    let object_value = match (labels.get(INJECT_KEY), pod::annotation(pod, INJECT_KEY)) {
         (Some(v), _) => format!(
             "label {INJECT_KEY}={}",
             v.as_str()
@@ -304,7 +306,7 @@ fn find_fix(workload: &str, pod: &Value, ctx: &CheckContext<'_>, report: &Report
             },
         ));
     }
-    if let Some(v) = inject::annotation(pod, INJECT_KEY) {
+    if let Some(v) = pod::annotation(pod, INJECT_KEY) {
         candidates.push(with_pod(
             format!("remove the annotation {INJECT_KEY}={v:?} from {of_pod}"),
             &|p| {
@@ -317,7 +319,7 @@ fn find_fix(workload: &str, pod: &Value, ctx: &CheckContext<'_>, report: &Report
             },
         ));
     }
-    if let Some(v) = inject::label(pod, INJECT_KEY).filter(|v| *v != "true") {
+    if let Some(v) = pod::label(pod, INJECT_KEY).filter(|v| *v != "true") {
         candidates.push(with_pod(
             format!("remove the label {INJECT_KEY}={v:?} from {of_pod}"),
             &|p| {
@@ -480,7 +482,7 @@ fn explain_once(workload: &str, pod: &Value, ctx: &CheckContext<'_>) -> Report {
         )
     };
     let templates = if injected {
-        inject::select_templates(ctx.snapshot, &pod)
+        render::select_templates(ctx.snapshot, &pod)
     } else {
         Vec::new()
     };
@@ -841,8 +843,8 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use outrigger_inject::config::Policy;
     use outrigger_inject::config::ValuesFacts;
-    use outrigger_inject::decide::Policy;
     use serde_json::json;
 
     fn snapshot(policy: &str, never: Vec<Value>, always: Vec<Value>) -> Snapshot {

@@ -5,9 +5,9 @@ use std::path::Path;
 use anyhow::{Context, Result};
 
 use outrigger_inject::config::defaults;
+use outrigger_inject::config::inject_file::{self, InjectConfigShape};
 use outrigger_inject::config::{self, InjectorConfig, Snapshot};
-use outrigger_inject::kube_inject::{self, InjectConfigShape};
-use outrigger_inject::webhook;
+use outrigger_inject::decide::native::NativeMode as LibNativeMode;
 
 pub use crate::cli::common::NativeMode;
 
@@ -23,11 +23,11 @@ pub fn native_sidecars_offline(flag: Option<NativeMode>) -> bool {
             if value.is_empty() {
                 return false;
             }
-            let (mode, warning) = webhook::NativeMode::parse(&value);
+            let (mode, warning) = LibNativeMode::parse(&value);
             if let Some(w) = warning {
                 eprintln!("warning: {w} (accepted values: true, false, auto)");
             }
-            mode == webhook::NativeMode::Enabled
+            mode == LibNativeMode::Enabled
         }
     }
 }
@@ -73,7 +73,7 @@ fn shown(p: Option<Input<'_>>) -> String {
 }
 
 /// Build the snapshot for `outrigger inject` from istioctl-style flags. An injector config that
-/// cannot add a sidecar is refused ([`kube_inject::load_inject_config`]); a whole ConfigMap is read
+/// cannot add a sidecar is refused ([`inject_file::load_inject_config`]); a whole ConfigMap is read
 /// through its `config` key (and its `values` key when no values file is given), with a note on
 /// stderr. Templates without values (`--injectConfigFile` alone) get a warning: Istio's templates
 /// then fail in ways that do not point at the missing file.
@@ -100,7 +100,7 @@ pub fn kube_inject_snapshot_from(
     let mut configmap_values = None;
     let config = match inject_config {
         Some(p) => {
-            let loaded = kube_inject::load_inject_config(&p.text()?)
+            let loaded = inject_file::load_inject_config(&p.text()?)
                 .with_context(|| format!("loading injector config {}", p.name()))?;
             match (loaded.shape, &loaded.values, values) {
                 (InjectConfigShape::ConfigMap, Some(v), None) => {

@@ -414,7 +414,7 @@ pub fn auto_entry_dropped(o: &WebhookOptions) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use outrigger_inject::decide::LabelSelector;
+    use outrigger_inject::kube::selector::LabelSelector;
     use serde_json::json;
 
     fn names(o: &WebhookOptions) -> Vec<String> {

@@ -4,7 +4,8 @@
 use std::path::Path;
 
 use outrigger_inject::config::{InjectorConfig, Snapshot};
-use outrigger_inject::inject::{self, InjectParams, Mode};
+use outrigger_inject::ingest::workload::WorkloadMeta;
+use outrigger_inject::inject::{InjectParams, Mode};
 use serde_json::{json, Value};
 
 /// Istio's chart defaults from the conformance corpus when present, else the embedded default.
@@ -58,7 +59,7 @@ pub fn params(s: &Snapshot) -> InjectParams<'_> {
     InjectParams {
         snapshot: s,
         mode: Mode::Webhook,
-        workload: inject::WorkloadMeta {
+        workload: WorkloadMeta {
             kind: "Deployment".into(),
             api_version: "apps/v1".into(),
             name: "hello".into(),

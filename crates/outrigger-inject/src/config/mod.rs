@@ -4,6 +4,7 @@
 //! Templates are parsed when the snapshot is built, never per request.
 
 pub mod defaults;
+pub mod inject_file;
 pub mod values;
 
 use std::collections::BTreeMap;
@@ -11,9 +12,40 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use crate::decide::{LabelSelector, Policy};
+use crate::kube::selector::LabelSelector;
 use crate::template::Template;
 use crate::{mesh, yaml, Error, Result};
+
+/// The injector config's `policy`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Policy {
+    /// `enabled`: inject unless the pod opts out.
+    Enabled,
+    /// `disabled`: inject only when the pod opts in.
+    Disabled,
+    /// Any other value (including empty): never inject; carries the raw value.
+    Invalid(String),
+}
+
+impl Policy {
+    /// Parse the config value (case-sensitive).
+    pub fn parse(s: &str) -> Policy {
+        match s {
+            "enabled" => Policy::Enabled,
+            "disabled" => Policy::Disabled,
+            other => Policy::Invalid(other.to_string()),
+        }
+    }
+
+    /// The config spelling of the policy.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Policy::Enabled => "enabled",
+            Policy::Disabled => "disabled",
+            Policy::Invalid(s) => s,
+        }
+    }
+}
 
 /// Name of the default template.
 pub const DEFAULT_TEMPLATE: &str = "sidecar";

@@ -29,10 +29,6 @@ pub const PROMETHEUS_ENV: &str = "ISTIO_PROMETHEUS_ANNOTATIONS";
 /// Status annotation written by injection.
 pub const STATUS_ANNOTATION: &str = "sidecar.istio.io/status";
 
-const SCRAPE: &str = "prometheus_io_scrape";
-const PORT: &str = "prometheus_io_port";
-const PATH: &str = "prometheus_io_path";
-const TARGETS: &str = "prometheus_istio_io_scrape_targets";
 const SECURE_PORT: &str = "prometheus_istio_io_secure_port";
 const MERGE_METRICS: &str = "prometheus.istio.io/merge-metrics";
 const REWRITE_PROBERS: &str = "sidecar.istio.io/rewriteAppHTTPProbers";

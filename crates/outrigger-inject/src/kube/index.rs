@@ -571,7 +571,7 @@ mod tests {
         }
     }
 
-    /// The completion bit set of `k8s::norm_struct` covers every struct.
+    /// The completion bit set of `typed::norm_struct` covers every struct.
     #[test]
     fn flattened_structs_fit_the_completion_bit_set() {
         for st in &table().structs {

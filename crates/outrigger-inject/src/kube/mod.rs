@@ -3,6 +3,10 @@
 //! selectors.
 
 pub mod index;
+pub mod names;
+pub mod pod;
+pub mod prometheus;
 pub mod quantity;
 pub mod schema;
+pub mod selector;
 pub mod typed;

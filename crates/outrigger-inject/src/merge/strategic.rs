@@ -1,6 +1,6 @@
 //! Strategic merge patch (Kubernetes semantics) of a rendered template onto a pod.
 //!
-//! CONTRACT (owned by the k8s/merge work stream): [`strategic_merge`] applies `patch` (a JSON
+//! CONTRACT: [`strategic_merge`] applies `patch` (a JSON
 //! tree shaped like Go type `ty`) onto `target` in place with the patch strategies and merge keys
 //! of the schema, `$patch` directives, null deletion and Kubernetes' list re-ordering.
 //! [`strategic_merge_owned`] does the same with a patch the caller no longer needs: its values
@@ -1169,5 +1169,19 @@ mod tests {
         let e = r["spec"]["containers"][0]["env"].as_array().unwrap();
         assert_eq!(e.len(), 1500);
         assert_eq!(e.iter().filter(|v| v["value"] == "y").count(), 500);
+    }
+
+    /// Strategic merges of odd trees (real Pod field names, every kind of wrong value) never
+    /// panic, and the typed round-trip of any result does not either.
+    #[test]
+    fn random_merges_never_panic() {
+        let mut g = crate::testing::random::Gen(7);
+        for _ in 0..3000 {
+            let mut a = g.value(0);
+            let b = g.value(0);
+            if strategic_merge("corev1.Pod", &mut a, &b).is_ok() {
+                let _ = crate::kube::typed::normalize("corev1.Pod", &mut a);
+            }
+        }
     }
 }

@@ -1,1 +1,113 @@
-//! Render stage.
+//! Render stage: which templates a pod gets, the images they reference, and a rendered template
+//! read back as a pod-shaped patch. Template execution itself is [`crate::template`].
+
+use serde_json::{Map, Value};
+
+use crate::config::Snapshot;
+use crate::kube::names::TEMPLATES_ANNOTATION;
+use crate::kube::pod::annotation;
+use crate::{yaml, Error, Result};
+
+/// Strip the image-type suffix and append the requested one (spec §4.6 step 6).
+pub fn adjust_tag(tag: &str, image_type: &str) -> String {
+    if image_type.is_empty() {
+        return tag.to_string();
+    }
+    let base = tag
+        .strip_suffix("-distroless")
+        .or_else(|| tag.strip_suffix("-debug"))
+        .unwrap_or(tag);
+    if image_type == "default" {
+        base.to_string()
+    } else {
+        format!("{base}-{image_type}")
+    }
+}
+
+/// `.ProxyImage` and `.ProxyInitImage` (spec §4.6).
+pub fn images(snapshot: &Snapshot, proxy_config: &Value, pod: &Value) -> (String, String) {
+    let f = &snapshot.values_facts;
+    let annotated = annotation(pod, "sidecar.istio.io/proxyImageType");
+    let pc_type = proxy_config
+        .get("image")
+        .map(|i| i.get("imageType").and_then(Value::as_str).unwrap_or(""));
+    let pick = |pc: Option<&str>| -> String {
+        let mut t = pc.unwrap_or("").to_string();
+        if t.is_empty() {
+            t = f.variant.clone();
+        }
+        if let Some(a) = annotated {
+            t = a.to_string();
+        }
+        t
+    };
+    let name = |n: &str| {
+        if n.is_empty() {
+            "proxyv2".to_string()
+        } else {
+            n.to_string()
+        }
+    };
+    let proxy = format!(
+        "{}/{}:{}",
+        f.hub,
+        name(&f.proxy_image),
+        adjust_tag(&f.tag, &pick(pc_type))
+    );
+    let init = format!(
+        "{}/{}:{}",
+        f.hub,
+        name(&f.proxy_init_image),
+        adjust_tag(&f.tag, &pick(None))
+    );
+    (proxy, init)
+}
+
+/// Template names selected for the pod (spec §3.4).
+pub fn select_templates(snapshot: &Snapshot, pod: &Value) -> Vec<String> {
+    let requested: Vec<String> = match annotation(pod, TEMPLATES_ANNOTATION) {
+        Some(v) => v.split(',').map(|s| s.trim().to_string()).collect(),
+        None => snapshot.config.default_templates.clone(),
+    };
+    let mut out = Vec::new();
+    for name in requested {
+        match snapshot.config.aliases.get(&name) {
+            Some(expanded) => out.extend(expanded.iter().cloned()),
+            None => out.push(name),
+        }
+    }
+    out
+}
+
+/// Parse a rendered template into a pod-shaped patch (spec §7.4 step 2).
+pub fn rendered_patch(name: &str, text: &str) -> Result<Value> {
+    let v = yaml::from_str(text).map_err(|e| {
+        Error::Merge(format!(
+            "strategic merge: invalid JSON document: template {name:?} rendered invalid YAML: {e}"
+        ))
+    })?;
+    match v {
+        Value::Null => Ok(Value::Object(Map::new())),
+        Value::Object(_) => Ok(v),
+        _ => Err(Error::Merge(format!(
+            "strategic merge: invalid JSON document: template {name:?} did not render a mapping"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn image_tags_follow_variant_rules() {
+        assert_eq!(adjust_tag("1.12", "distroless"), "1.12-distroless");
+        assert_eq!(adjust_tag("1.12-debug", "distroless"), "1.12-distroless");
+        assert_eq!(adjust_tag("x-distroless", "default"), "x");
+        assert_eq!(
+            adjust_tag("1.12-this-is-unusual-tag", "distroless"),
+            "1.12-this-is-unusual-tag-distroless"
+        );
+        assert_eq!(adjust_tag("11", ""), "11");
+    }
+}

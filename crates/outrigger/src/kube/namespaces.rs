@@ -57,7 +57,7 @@ pub fn parse_block(text: &str) -> Result<(u32, u32), String> {
 }
 
 /// Spec §4.7: (UID, GID) for the proxy from the namespace's annotations.
-#[allow(dead_code)] // serve passes the cached annotations to `admission::review`, which computes the IDs (spec §4.7).
+#[allow(dead_code)] // serve passes the cached annotations to `webhook::review`, which computes the IDs (spec §4.7).
 pub fn proxy_ids(annotations: Option<&BTreeMap<String, String>>) -> (i64, i64) {
     let Some(a) = annotations else {
         return (DEFAULT_PROXY_ID, DEFAULT_PROXY_ID);

@@ -28,7 +28,7 @@ pub enum NativeMode {
 
 impl NativeMode {
     /// Parse the variable's value (unset → Auto); unknown values → Disabled plus Istio's warning.
-    #[allow(dead_code)] // serve reads ENABLE_NATIVE_SIDECARS through `admission::NativeMode::parse`.
+    #[allow(dead_code)] // serve reads ENABLE_NATIVE_SIDECARS through `decide::native::NativeMode::parse`.
     pub fn from_env_value(v: Option<&str>) -> (NativeMode, Option<String>) {
         match v {
             None | Some("auto") => (NativeMode::Auto, None),

@@ -6,8 +6,8 @@
 use std::sync::{Arc, Mutex};
 
 use outrigger_inject::config::Snapshot;
+use outrigger_inject::decide::native::NativeMode;
 use outrigger_inject::guard::{self, Unusable};
-use outrigger_inject::webhook::NativeMode;
 
 use super::handler::State;
 

@@ -17,7 +17,8 @@ use hyper::header::{
 };
 use hyper::{Request, Response, StatusCode, Version};
 use outrigger_inject::config::Snapshot;
-use outrigger_inject::webhook::{self, NativeMode, Outcome};
+use outrigger_inject::decide::native::{NativeMode, NativeOracle};
+use outrigger_inject::webhook::{self, Outcome};
 use serde_json::{Map, Value};
 use tokio::sync::Semaphore;
 
@@ -404,10 +405,7 @@ fn run_review(
         snapshot: &snapshot,
         native_mode: state.inject.native_mode,
         nodes: None,
-        native_sidecars: state
-            .cluster
-            .is_some()
-            .then_some(webhook::NativeOracle(&oracle)),
+        native_sidecars: state.cluster.is_some().then_some(NativeOracle(&oracle)),
         openshift: state.inject.openshift,
         namespaces: namespaces.as_ref().or(state.inject.namespaces.as_ref()),
         compliance_policy: &state.inject.compliance_policy,

@@ -10,7 +10,7 @@ use ::kube::Client;
 use anyhow::{anyhow, bail, Context, Result};
 use futures::{Stream, StreamExt};
 use outrigger_inject::config::Snapshot;
-use outrigger_inject::webhook::NativeMode;
+use outrigger_inject::decide::native::NativeMode;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 

@@ -29,7 +29,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use arc_swap::ArcSwap;
 use outrigger_inject::config::Snapshot;
-use outrigger_inject::webhook::NativeMode;
+use outrigger_inject::decide::native::NativeMode;
 use serde_json::{Map, Value};
 use tokio::sync::{watch, Semaphore};
 

@@ -1,0 +1,391 @@
+//! The AdmissionReview wire format (`admission.k8s.io/v1` and `v1beta1`): a request body decoded
+//! as the API server's decoder would (JSON, or YAML), the pod inside it checked for the Go types
+//! the webhook reads, and the response encoded in the request's version.
+
+use base64::Engine as _;
+use serde_json::{Map, Value};
+
+use crate::go::json as gojson;
+use crate::json::lookup as jsonmap;
+
+/// What a response says about the pod.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer<'a> {
+    /// `allowed: true`, with the JSON Patch when there is one.
+    Allow(Option<&'a str>),
+    /// `allowed: false`, with this message in `status.message`.
+    Refuse(&'a str),
+}
+
+/// `apiVersion` of the v1 AdmissionReview.
+pub const ADMISSION_V1: &str = "admission.k8s.io/v1";
+
+/// `apiVersion` of the v1beta1 AdmissionReview.
+pub const ADMISSION_V1BETA1: &str = "admission.k8s.io/v1beta1";
+
+/// `kind` of an AdmissionReview.
+pub const ADMISSION_REVIEW: &str = "AdmissionReview";
+
+/// AdmissionReview versions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApiVersion {
+    /// `admission.k8s.io/v1`.
+    V1,
+    /// `admission.k8s.io/v1beta1`.
+    V1beta1,
+}
+
+impl ApiVersion {
+    /// The `apiVersion` string.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApiVersion::V1 => ADMISSION_V1,
+            ApiVersion::V1beta1 => ADMISSION_V1BETA1,
+        }
+    }
+}
+
+/// A decoded review request: version, uid, namespace and the raw pod.
+pub(crate) struct Request {
+    pub(crate) version: ApiVersion,
+    pub(crate) uid: String,
+    pub(crate) namespace: String,
+    pub(crate) object: Option<Value>,
+}
+
+/// Why a body is not a usable review.
+pub(crate) struct Malformed {
+    pub(crate) reason: &'static str,
+    pub(crate) message: String,
+    /// Known when the review decoded but its `request` was missing.
+    pub(crate) version: Option<ApiVersion>,
+}
+
+impl Malformed {
+    fn new(reason: &'static str, message: String) -> Malformed {
+        Malformed {
+            reason,
+            message,
+            version: None,
+        }
+    }
+}
+
+/// The response document (spec §1.5): `kind`, `apiVersion` (omitted when the request was not
+/// decoded), `response{uid, allowed, status, patch, patchType}` in Go struct order.
+pub fn encode_response(version: Option<ApiVersion>, uid: &str, answer: Answer<'_>) -> String {
+    let patch = match answer {
+        Answer::Allow(patch) => patch,
+        Answer::Refuse(_) => None,
+    };
+    let mut s = String::with_capacity(128 + patch.map_or(0, |p| p.len() * 4 / 3 + 4));
+    s.push('{');
+    if let Some(v) = version {
+        s.push_str("\"kind\":\"AdmissionReview\",\"apiVersion\":");
+        gojson::write_str(&mut s, v.as_str());
+        s.push(',');
+    }
+    s.push_str("\"response\":{\"uid\":");
+    gojson::write_str(&mut s, uid);
+    match answer {
+        Answer::Refuse(message) => {
+            s.push_str(",\"allowed\":false,\"status\":{\"metadata\":{},\"message\":");
+            gojson::write_str(&mut s, message);
+            s.push('}');
+        }
+        Answer::Allow(patch) => {
+            s.push_str(",\"allowed\":true");
+            if let Some(p) = patch {
+                s.push_str(",\"patch\":\"");
+                base64::engine::general_purpose::STANDARD.encode_string(p.as_bytes(), &mut s);
+                s.push_str("\",\"patchType\":\"JSONPatch\"");
+            }
+        }
+    }
+    s.push_str("}}");
+    s
+}
+
+/// Decode the body as an AdmissionReview (JSON, or YAML as the universal deserializer allows).
+pub(crate) fn decode_review(body: &[u8]) -> Result<Request, Malformed> {
+    let doc = parse_document(body)?;
+    let Value::Object(mut m) = doc else {
+        return Err(Malformed::new(
+            "decode_error",
+            format!(
+                "couldn't get version/kind; json parse error: expected an object, got {}",
+                json_kind(&doc)
+            ),
+        ));
+    };
+    let api_version = string_field(&m, "apiVersion")?;
+    let kind = string_field(&m, "kind")?;
+    if kind.is_empty() {
+        return Err(Malformed::new(
+            "decode_error",
+            format!("Object 'Kind' is missing in '{}'", snippet(body)),
+        ));
+    }
+    let version = match (api_version.as_str(), kind.as_str()) {
+        (ADMISSION_V1, ADMISSION_REVIEW) => ApiVersion::V1,
+        (ADMISSION_V1BETA1, ADMISSION_REVIEW) => ApiVersion::V1beta1,
+        ("v1", k) if CORE_KINDS.contains(&k) => {
+            return Err(Malformed::new(
+                "unsupported_type",
+                format!("unsupported type :&TypeMeta{{Kind:{k},APIVersion:v1,}}"),
+            ))
+        }
+        (v, k) => {
+            return Err(Malformed::new(
+                "decode_error",
+                format!("no kind {k:?} is registered for version {v:?} in scheme \"pkg/runtime/scheme.go:100\""),
+            ))
+        }
+    };
+    let request = match m.get_mut("request") {
+        None | Some(Value::Null) => {
+            return Err(Malformed {
+                reason: "missing_request",
+                message: format!("invalid {} {ADMISSION_REVIEW}: no request section", version.as_str()),
+                version: Some(version),
+            })
+        }
+        Some(Value::Object(r)) => r,
+        Some(other) => {
+            return Err(Malformed::new(
+                "decode_error",
+                format!(
+                    "json: cannot unmarshal {} into Go struct field AdmissionReview.request of type AdmissionRequest",
+                    json_kind(other)
+                ),
+            ))
+        }
+    };
+    Ok(Request {
+        version,
+        uid: request_string(request, "uid", "types.UID")?,
+        namespace: request_string(request, "namespace", "string")?,
+        object: request.remove("object"),
+    })
+}
+
+/// Kinds of the `core/v1` group the reference's scheme knows; decoding one of them is answered
+/// with `unsupported type`.
+const CORE_KINDS: &[&str] = &[
+    "Pod",
+    "PodList",
+    "Namespace",
+    "Node",
+    "Service",
+    "ConfigMap",
+    "Secret",
+    "Endpoints",
+    "Event",
+    "ServiceAccount",
+    "PersistentVolume",
+    "PersistentVolumeClaim",
+    "ReplicationController",
+    "LimitRange",
+    "ResourceQuota",
+    "PodTemplate",
+    "Binding",
+    "Status",
+    "List",
+];
+
+fn parse_document(body: &[u8]) -> Result<Value, Malformed> {
+    match crate::json::compact::from_slice(body) {
+        Ok(v) => Ok(v),
+        Err(json_err) => {
+            let looks_json = body
+                .iter()
+                .find(|b| !b.is_ascii_whitespace())
+                .is_some_and(|b| matches!(b, b'{' | b'['));
+            let yaml = std::str::from_utf8(body)
+                .ok()
+                .filter(|_| !looks_json)
+                .map(crate::yaml::from_str);
+            match yaml {
+                Some(Ok(v @ Value::Object(_))) => Ok(v),
+                _ => Err(Malformed::new(
+                    "decode_error",
+                    format!("couldn't get version/kind; json parse error: {json_err}"),
+                )),
+            }
+        }
+    }
+}
+
+fn string_field(m: &Map<String, Value>, key: &str) -> Result<String, Malformed> {
+    match m.get(key) {
+        None | Some(Value::Null) => Ok(String::new()),
+        Some(Value::String(s)) => Ok(s.clone()),
+        Some(other) => Err(Malformed::new(
+            "decode_error",
+            format!(
+                "couldn't get version/kind; json parse error: json: cannot unmarshal {} into Go struct field .{key} of type string",
+                json_kind(other)
+            ),
+        )),
+    }
+}
+
+fn request_string(m: &Map<String, Value>, key: &str, go_type: &str) -> Result<String, Malformed> {
+    match m.get(key) {
+        None | Some(Value::Null) => Ok(String::new()),
+        Some(Value::String(s)) => Ok(s.clone()),
+        Some(other) => Err(Malformed::new(
+            "decode_error",
+            format!(
+                "json: cannot unmarshal {} into Go struct field AdmissionRequest.request.{key} of type {go_type}",
+                json_kind(other)
+            ),
+        )),
+    }
+}
+
+/// Go's name of a JSON value kind in unmarshal errors.
+fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+fn snippet(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(body);
+    text.chars().take(256).collect()
+}
+
+/// Step 1 of §1.6: the raw object must decode as a Pod. `null` or absent decode as an empty pod
+/// only when present as `null`; an absent object is Go's `unexpected end of JSON input`.
+pub(crate) fn decode_pod(object: Option<Value>) -> Result<Value, String> {
+    let pod = match object {
+        None => return Err("unexpected end of JSON input".to_string()),
+        Some(Value::Null) => Value::Object(Map::new()),
+        Some(v @ Value::Object(_)) => v,
+        Some(other) => {
+            return Err(format!(
+                "json: cannot unmarshal {} into Go value of type v1.Pod",
+                json_kind(&other)
+            ))
+        }
+    };
+    check_shape(&pod)?;
+    Ok(pod)
+}
+
+/// The parts of the pod the webhook reads before the pipeline must have their Go types.
+fn check_shape(pod: &Value) -> Result<(), String> {
+    let field =
+        |ptr: &str, go_field: &str, go_type: &str, want_object: bool| -> Result<(), String> {
+            match jsonmap::pointer(pod, ptr) {
+                None | Some(Value::Null) => Ok(()),
+                Some(Value::Object(_)) if want_object => Ok(()),
+                Some(Value::Bool(_)) if go_type == "bool" => Ok(()),
+                Some(Value::String(_)) if !want_object && go_type == "string" => Ok(()),
+                Some(other) => Err(format!(
+                    "json: cannot unmarshal {} into Go struct field {go_field} of type {go_type}",
+                    json_kind(other)
+                )),
+            }
+        };
+    field("/metadata", "Pod.metadata", "v1.ObjectMeta", true)?;
+    field("/spec", "Pod.spec", "v1.PodSpec", true)?;
+    field("/metadata/name", "Pod.metadata.name", "string", false)?;
+    field(
+        "/metadata/generateName",
+        "Pod.metadata.generateName",
+        "string",
+        false,
+    )?;
+    field(
+        "/metadata/namespace",
+        "Pod.metadata.namespace",
+        "string",
+        false,
+    )?;
+    field("/spec/nodeName", "Pod.spec.nodeName", "string", false)?;
+    field("/spec/hostNetwork", "Pod.spec.hostNetwork", "bool", false)?;
+    for map in ["labels", "annotations"] {
+        field(
+            &format!("/metadata/{map}"),
+            &format!("Pod.metadata.{map}"),
+            "map[string]string",
+            true,
+        )?;
+        if let Some(m) = pod
+            .get("metadata")
+            .and_then(|m| m.get(map))
+            .and_then(Value::as_object)
+        {
+            if let Some((k, v)) = m
+                .iter()
+                .find(|(_, v)| !matches!(v, Value::String(_) | Value::Null))
+            {
+                return Err(format!(
+                    "json: cannot unmarshal {} into Go struct field Pod.metadata.{map} of type string (key {k:?})",
+                    json_kind(v)
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Steps 2-3 of §1.6: drop `metadata.managedFields`, default the namespace from the request.
+pub(crate) fn prepare_pod(pod: &mut Value, request_namespace: &str) {
+    let Some(root) = pod.as_object_mut() else {
+        return;
+    };
+    let meta = root
+        .entry("metadata")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if meta.is_null() {
+        *meta = Value::Object(Map::new());
+    }
+    let Some(meta) = meta.as_object_mut() else {
+        return;
+    };
+    meta.remove("managedFields");
+    let empty = meta
+        .get("namespace")
+        .and_then(Value::as_str)
+        .is_none_or(str::is_empty);
+    if empty && !request_namespace.is_empty() {
+        meta.insert(
+            "namespace".into(),
+            Value::String(request_namespace.to_string()),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn response_shapes_are_byte_exact() {
+        let failed = Answer::Refuse("bad <a> & \"b\"");
+        assert_eq!(
+            encode_response(Some(ApiVersion::V1), "id", failed),
+            r#"{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","response":{"uid":"id","allowed":false,"status":{"metadata":{},"message":"bad \u003ca\u003e \u0026 \"b\""}}}"#
+        );
+        assert_eq!(
+            encode_response(
+                Some(ApiVersion::V1beta1),
+                "id",
+                Answer::Allow(Some(r#"[{"op":"add"}]"#))
+            ),
+            r#"{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1beta1","response":{"uid":"id","allowed":true,"patch":"W3sib3AiOiJhZGQifV0=","patchType":"JSONPatch"}}"#
+        );
+        assert_eq!(
+            encode_response(None, "", failed).get(..30),
+            Some(r#"{"response":{"uid":"","allowed"#)
+        );
+    }
+}

@@ -1,0 +1,206 @@
+//! Workloads: the kinds whose pod template is injected and where that template sits, and the
+//! workload a pod belongs to as templates see it (`.TypeMeta`, `.DeploymentMeta`).
+
+use serde_json::{Map, Value};
+
+use crate::kube::pod::{label, meta_str};
+
+/// Workload identity seen by templates as `.TypeMeta` and `.DeploymentMeta`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WorkloadMeta {
+    /// `.TypeMeta.Kind`.
+    pub kind: String,
+    /// `.TypeMeta.APIVersion`.
+    pub api_version: String,
+    /// `.DeploymentMeta.Name`.
+    pub name: String,
+    /// `.DeploymentMeta.Namespace`.
+    pub namespace: String,
+}
+
+/// `.TypeMeta`/`.DeploymentMeta` of a pod from its owner references (spec §4.2).
+pub fn workload_from_pod(pod: &Value) -> WorkloadMeta {
+    let mut w = WorkloadMeta {
+        kind: "Pod".into(),
+        api_version: "v1".into(),
+        name: meta_str(pod, "name").to_string(),
+        namespace: meta_str(pod, "namespace").to_string(),
+    };
+    if meta_str(pod, "generateName").is_empty() {
+        return w;
+    }
+    let owner = pod
+        .get("metadata")
+        .and_then(|m| m.get("ownerReferences"))
+        .and_then(Value::as_array)
+        .and_then(|refs| {
+            refs.iter()
+                .find(|r| r.get("controller").and_then(Value::as_bool) == Some(true))
+        });
+    if let Some(r) = owner {
+        let s = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+        w.kind = s("kind");
+        w.api_version = s("apiVersion");
+        w.name = s("name");
+        let label_of = |k: &str| label(pod, k).filter(|v| !v.is_empty());
+        if w.kind == "ReplicaSet"
+            && label_of("pod-template-hash").is_some_and(|h| w.name.ends_with(h))
+        {
+            let hash = label_of("pod-template-hash").unwrap_or_default();
+            w.name = w
+                .name
+                .strip_suffix(&format!("-{hash}"))
+                .unwrap_or(&w.name)
+                .to_string();
+            w.kind = "Deployment".into();
+        } else if w.kind == "ReplicaSet"
+            && label_of("rollouts-pod-template-hash").is_some_and(|h| w.name.ends_with(h))
+        {
+            let hash = label_of("rollouts-pod-template-hash").unwrap_or_default();
+            w.name = w
+                .name
+                .strip_suffix(&format!("-{hash}"))
+                .unwrap_or(&w.name)
+                .to_string();
+            w.kind = "Rollout".into();
+            w.api_version = "v1alpha1".into();
+        } else if w.kind == "ReplicationController" && label_of("deploymentconfig").is_some() {
+            w.name = label_of("deploymentconfig").unwrap_or_default().to_string();
+            w.kind = "DeploymentConfig".into();
+        } else if w.kind == "Job" {
+            if let Some(base) = cronjob_base(&w.name) {
+                w.name = base.to_string();
+                w.kind = "CronJob".into();
+                w.api_version = "batch/v1".into();
+            }
+        }
+    }
+    if w.name.is_empty() {
+        w.name = meta_str(pod, "name").to_string();
+    }
+    w
+}
+
+/// `^(.+)-\d{8,10}$` → group 1.
+fn cronjob_base(name: &str) -> Option<&str> {
+    let (base, digits) = name.rsplit_once('-')?;
+    let ok = (8..=10).contains(&digits.len()) && digits.bytes().all(|b| b.is_ascii_digit());
+    (ok && !base.is_empty()).then_some(base)
+}
+
+/// Kinds whose pod template is injected, with their schema type.
+const KINDS: [(&str, &str); 9] = [
+    ("Pod", "corev1.Pod"),
+    ("ReplicationController", "corev1.ReplicationController"),
+    ("Deployment", "appsv1.Deployment"),
+    ("DaemonSet", "appsv1.DaemonSet"),
+    ("ReplicaSet", "appsv1.ReplicaSet"),
+    ("StatefulSet", "appsv1.StatefulSet"),
+    ("Job", "batchv1.Job"),
+    ("CronJob", "batchv1.CronJob"),
+    ("DeploymentConfig", "appsopenshiftv1.DeploymentConfig"),
+];
+
+pub fn schema_type(kind: &str) -> Option<&'static str> {
+    KINDS.iter().find(|(k, _)| *k == kind).map(|(_, t)| *t)
+}
+
+/// Whether kube-inject processes documents of this kind (`List` included).
+pub fn is_supported_kind(kind: &str) -> bool {
+    kind == "List" || schema_type(kind).is_some()
+}
+
+/// JSON pointers of (pod metadata, pod spec) inside a workload of `kind`.
+pub fn template_pointers(kind: &str) -> (&'static str, &'static str) {
+    match kind {
+        "Pod" => ("/metadata", "/spec"),
+        "CronJob" => (
+            "/spec/jobTemplate/metadata",
+            "/spec/jobTemplate/spec/template/spec",
+        ),
+        _ => ("/spec/template/metadata", "/spec/template/spec"),
+    }
+}
+
+/// Take the value at a JSON pointer out of `doc` (leaving `null`), if there is one.
+pub fn take_pointer(doc: &mut Value, ptr: &str) -> Option<Value> {
+    doc.pointer_mut(ptr).map(Value::take)
+}
+
+/// Set the value at a JSON pointer, creating intermediate objects.
+pub fn set_pointer(doc: &mut Value, ptr: &str, value: Value) {
+    let mut cur = doc;
+    let parts: Vec<&str> = ptr.split('/').skip(1).collect();
+    for (i, p) in parts.iter().enumerate() {
+        if !cur.is_object() {
+            *cur = Value::Object(Map::new());
+        }
+        let m = cur.as_object_mut().expect("just made an object");
+        if i + 1 == parts.len() {
+            m.insert((*p).to_string(), value);
+            return;
+        }
+        cur = m
+            .entry((*p).to_string())
+            .or_insert_with(|| Value::Object(Map::new()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn set_pointer_creates_path() {
+        let mut v = json!({"spec": {}});
+        set_pointer(&mut v, "/spec/template/metadata", json!({"a": 1}));
+        assert_eq!(v, json!({"spec": {"template": {"metadata": {"a": 1}}}}));
+    }
+
+    #[test]
+    fn supported_kinds_match_istioctl() {
+        for k in [
+            "Pod",
+            "Deployment",
+            "CronJob",
+            "DeploymentConfig",
+            "List",
+            "Job",
+        ] {
+            assert!(is_supported_kind(k), "{k}");
+        }
+        assert!(!is_supported_kind("Service"));
+        assert_eq!(template_pointers("CronJob").0, "/spec/jobTemplate/metadata");
+    }
+
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn deploy_meta_heuristics() {
+        let pod = json!({"metadata": {"name": "", "generateName": "hello-7d4f9-", "namespace": "ns",
+            "labels": {"pod-template-hash": "7d4f9"},
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "hello-7d4f9", "controller": true}]}});
+        let w = workload_from_pod(&pod);
+        assert_eq!(
+            (w.kind.as_str(), w.api_version.as_str(), w.name.as_str()),
+            ("Deployment", "apps/v1", "hello")
+        );
+        let pod = json!({"metadata": {"name": "foo"}});
+        let w = workload_from_pod(&pod);
+        assert_eq!(
+            (w.kind.as_str(), w.api_version.as_str(), w.name.as_str()),
+            ("Pod", "v1", "foo")
+        );
+        let pod = json!({"metadata": {"generateName": "x-", "ownerReferences": [
+            {"apiVersion": "batch/v1", "kind": "Job", "name": "backup-28001234", "controller": true}]}});
+        let w = workload_from_pod(&pod);
+        assert_eq!((w.kind.as_str(), w.name.as_str()), ("CronJob", "backup"));
+    }
+
+    #[test]
+    fn cronjob_names() {
+        assert_eq!(cronjob_base("a-b-12345678"), Some("a-b"));
+        assert_eq!(cronjob_base("a-1234567"), None);
+        assert_eq!(cronjob_base("-12345678"), None);
+    }
+}

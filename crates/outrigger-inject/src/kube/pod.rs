@@ -1,0 +1,98 @@
+//! Accessors on a pod (or any object with `metadata` and `spec`) as a JSON tree.
+
+use serde_json::{Map, Value};
+
+/// Annotation value of a pod.
+pub fn annotation<'a>(pod: &'a Value, name: &str) -> Option<&'a str> {
+    pod.get("metadata")?.get("annotations")?.get(name)?.as_str()
+}
+
+/// Label value of a pod.
+pub fn label<'a>(pod: &'a Value, name: &str) -> Option<&'a str> {
+    pod.get("metadata")?.get("labels")?.get(name)?.as_str()
+}
+
+/// A string field of `metadata` (`name`, `namespace`, ...); `""` when absent or not a string.
+pub fn meta_str<'a>(pod: &'a Value, field: &str) -> &'a str {
+    pod.get("metadata")
+        .and_then(|m| m.get(field))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+/// The object under `key` of `v`, created (and `v` made an object) when missing or not an object.
+pub fn object_mut<'a>(v: &'a mut Value, key: &str) -> &'a mut Map<String, Value> {
+    if !v.is_object() {
+        *v = Value::Object(Map::new());
+    }
+    map_object(v.as_object_mut().expect("just made an object"), key)
+}
+
+/// The object under `key` of `m`, created when missing or not an object.
+pub fn map_object<'a>(m: &'a mut Map<String, Value>, key: &str) -> &'a mut Map<String, Value> {
+    let e = m
+        .entry(key.to_string())
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !e.is_object() {
+        *e = Value::Object(Map::new());
+    }
+    e.as_object_mut().expect("just made an object")
+}
+
+/// `metadata.annotations`, created when missing.
+pub fn annotations_mut(pod: &mut Value) -> &mut Map<String, Value> {
+    map_object(object_mut(pod, "metadata"), "annotations")
+}
+
+/// The container list `list` (`containers`, `initContainers`) of `spec`; empty when absent.
+pub fn containers<'a>(pod: &'a Value, list: &str) -> &'a [Value] {
+    pod.get("spec")
+        .and_then(|s| s.get(list))
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or(&[])
+}
+
+/// The container list `list` of `spec`, created when missing or not a list.
+pub fn containers_mut<'a>(pod: &'a mut Value, list: &str) -> &'a mut Vec<Value> {
+    let spec = object_mut(pod, "spec");
+    let e = spec
+        .entry(list.to_string())
+        .or_insert_with(|| Value::Array(Vec::new()));
+    if !e.is_array() {
+        *e = Value::Array(Vec::new());
+    }
+    e.as_array_mut().expect("just made an array")
+}
+
+/// `name` of a container; `""` when absent.
+pub fn container_name(c: &Value) -> &str {
+    c.get("name").and_then(Value::as_str).unwrap_or("")
+}
+
+/// The container named `name` in the list `list` of `spec`.
+pub fn find_container<'a>(pod: &'a Value, list: &str, name: &str) -> Option<&'a Value> {
+    containers(pod, list)
+        .iter()
+        .find(|c| container_name(c) == name)
+}
+
+/// The pod name for logs: `metadata.name`, or `generateName` followed by
+/// `***** (actual name not yet known)`, or `""`.
+pub fn potential_name(pod: &Value) -> String {
+    let name = meta_str(pod, "name");
+    if !name.is_empty() {
+        return name.to_string();
+    }
+    let g = meta_str(pod, "generateName");
+    if g.is_empty() {
+        String::new()
+    } else {
+        format!("{g}***** (actual name not yet known)")
+    }
+}
+
+/// An integer JSON value (a float is truncated, as Go's conversion does).
+pub fn int_of(v: Option<&Value>) -> Option<i64> {
+    v.and_then(|x| x.as_i64().or_else(|| x.as_f64().map(|f| f as i64)))
+}

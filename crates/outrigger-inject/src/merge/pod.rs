@@ -1,0 +1,158 @@
+//! Merging rendered templates onto the pod: the pod-typed merge (strategic merge, then the typed
+//! round-trip), the template-only pod's names, and the native-sidecar move of a user proxy.
+
+use serde_json::{json, Map, Value};
+
+use crate::kube::names::{NATIVE_SIDECAR_ANNOTATION, POD_TYPE, PROXY_CONTAINER};
+use crate::kube::pod::{annotation, container_name, containers_mut, find_container};
+use crate::kube::typed;
+use crate::merge::strategic;
+use crate::render::rendered_patch;
+use crate::Result;
+
+pub fn merge_pod(target: &mut Value, patch: &Value) -> Result<()> {
+    strategic::strategic_merge(POD_TYPE, target, patch)?;
+    typed::normalize(POD_TYPE, target).map_err(|e| e.context("unmarshal patched pod"))
+}
+
+/// The lists of the template-only pod whose element names injection reads.
+const NAMED_LISTS: [&str; 4] = [
+    "initContainers",
+    "containers",
+    "volumes",
+    "imagePullSecrets",
+];
+
+/// The part of a template overlay that decides the template-only pod's names: `spec`'s named
+/// lists with each element reduced to its `name`. `None` (merge the whole overlay) when the
+/// overlay is shaped otherwise, has a nameless element or holds patch directives (`$patch`,
+/// `$setElementOrder/...`), where the reduction could change names or error messages.
+pub fn names_overlay(overlay: &Value) -> Option<Value> {
+    let directive = |m: &Map<String, Value>| m.keys().any(|k| k.starts_with('$'));
+    let top = overlay.as_object()?;
+    if directive(top) {
+        return None;
+    }
+    let mut spec_out = Map::new();
+    match top.get("spec") {
+        None => {}
+        Some(Value::Object(spec)) => {
+            if directive(spec) {
+                return None;
+            }
+            for list in NAMED_LISTS {
+                let reduced = match spec.get(list) {
+                    None => continue,
+                    Some(Value::Null) => Value::Null,
+                    Some(Value::Array(items)) => {
+                        let mut out = Vec::with_capacity(items.len());
+                        for item in items {
+                            let m = item.as_object().filter(|m| !directive(m))?;
+                            // A nameless element fails the merge with its content in the
+                            // message: merged whole, the message stays Istio's.
+                            let mut e = Map::new();
+                            e.insert("name".into(), m.get("name")?.clone());
+                            out.push(Value::Object(e));
+                        }
+                        Value::Array(out)
+                    }
+                    Some(_) => return None,
+                };
+                spec_out.insert(list.into(), reduced);
+            }
+        }
+        Some(_) => return None,
+    }
+    let mut out = Map::new();
+    out.insert("spec".into(), Value::Object(spec_out));
+    Some(Value::Object(out))
+}
+
+/// The template-only pod as Istio builds it (every rendered overlay merged onto an empty pod,
+/// normalised after each): only its errors matter, on the error path.
+pub fn typed_template_pod(rendered: &[(String, String)]) -> Result<()> {
+    let mut pod = json!({});
+    for (name, text) in rendered {
+        let overlay = rendered_patch(name, text)?;
+        merge_pod(&mut pod, &overlay)?;
+    }
+    Ok(())
+}
+
+/// Native-sidecar move (spec §7.3 step 5.4): a user `istio-proxy` written under `containers`
+/// follows the template's proxy into `initContainers`.
+pub fn move_native_proxy(merged: &mut Value, template_pod: &Value, global: bool) {
+    let native = match annotation(merged, NATIVE_SIDECAR_ANNOTATION) {
+        Some("true") => true,
+        Some("false") => false,
+        _ => global,
+    };
+    if !native || find_container(template_pod, "initContainers", PROXY_CONTAINER).is_none() {
+        return;
+    }
+    let list = containers_mut(merged, "containers");
+    if let Some(i) = list
+        .iter()
+        .position(|c| container_name(c) == PROXY_CONTAINER)
+    {
+        let c = list.remove(i);
+        containers_mut(merged, "initContainers").push(c);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kube::pod::containers;
+
+    fn names_of(pod: &Value) -> Vec<(String, Vec<String>)> {
+        NAMED_LISTS
+            .iter()
+            .map(|l| {
+                let names = containers(pod, l)
+                    .iter()
+                    .map(|c| container_name(c).to_string())
+                    .collect();
+                (l.to_string(), names)
+            })
+            .collect()
+    }
+
+    /// Merging the reduced overlays gives the same names as merging the whole ones.
+    #[test]
+    fn names_overlay_keeps_the_names_of_a_full_merge() {
+        let overlays = [
+            json!({"metadata": {"labels": {"a": "b"}}, "spec": {
+                "initContainers": [{"name": "istio-init", "image": "x"}],
+                "containers": [{"name": "istio-proxy", "args": ["a"]}],
+                "volumes": [{"name": "v1", "emptyDir": {}}, {"name": "v2"}],
+                "imagePullSecrets": [{"name": "s"}], "hostname": "h"}}),
+            json!({"spec": {"containers": [{"name": "second"}, {"name": "istio-proxy", "image": "y"}],
+                "volumes": null}}),
+        ];
+        let (mut full, mut reduced) = (json!({}), json!({}));
+        for o in &overlays {
+            let r = names_overlay(o).expect("plain overlay is reduced");
+            strategic::strategic_merge(POD_TYPE, &mut full, o).unwrap();
+            strategic::strategic_merge(POD_TYPE, &mut reduced, &r).unwrap();
+            assert_eq!(names_of(&full), names_of(&reduced), "after {o}");
+        }
+        assert!(names_of(&full).iter().any(|(_, n)| n.len() == 2));
+    }
+
+    #[test]
+    fn directives_and_odd_shapes_are_merged_whole() {
+        for o in [
+            json!({"$patch": "replace"}),
+            json!({"spec": {"$setElementOrder/containers": [{"name": "a"}]}}),
+            json!({"spec": {"containers": [{"name": "a", "$patch": "delete"}]}}),
+            json!({"spec": {"containers": {"name": "a"}}}),
+            json!({"spec": {"containers": ["a"]}}),
+            json!({"spec": {"containers": [{"image": "nameless"}]}}),
+            json!({"spec": null}),
+            json!([]),
+        ] {
+            assert!(names_overlay(&o).is_none(), "{o}");
+        }
+    }
+}
