@@ -1,14 +1,22 @@
 //! The library's error type. Every message names its cause: the document, field path, template
 //! line or annotation that was wrong.
+//!
+//! Each stage has its own error type where its failures have a structure worth keeping (a YAML
+//! error's line, ...); they convert into [`Error`] with `?`. A step that fails inside a larger
+//! one is wrapped with [`Error::context`], which puts the outer step in front of the message as
+//! Istio does (`failed to run injection template: ...`) and keeps the inner error reachable
+//! ([`Error::root`]).
 
 use thiserror::Error;
+
+use crate::yaml::YamlError;
 
 /// Errors of the injection pipeline.
 #[derive(Debug, Error)]
 pub enum Error {
-    /// YAML that could not be parsed (message carries line and column).
-    #[error("{0}")]
-    Yaml(String),
+    /// YAML that could not be parsed, or a tree that cannot be written as YAML.
+    #[error(transparent)]
+    Yaml(#[from] YamlError),
     /// JSON that could not be parsed or had the wrong shape.
     #[error("{0}")]
     Json(String),
@@ -36,24 +44,32 @@ pub enum Error {
     /// A workload document could not be processed by kube-inject.
     #[error("{0}")]
     Workload(String),
+    /// An error of an inner step, with the step that failed in front: `{context}: {source}`.
+    #[error("{context}: {source}")]
+    Context {
+        /// The outer step (`failed to run injection template`, `could not decode pod`, ...).
+        context: String,
+        /// The inner error.
+        source: Box<Error>,
+    },
 }
 
 impl Error {
-    /// Prefix the message with context, keeping the variant (`failed to run injection template: ...`).
+    /// Put the step that failed in front of the message (`failed to run injection template: ...`).
     pub fn context(self, prefix: &str) -> Error {
-        let wrap = |m: String| format!("{prefix}: {m}");
-        match self {
-            Error::Yaml(m) => Error::Yaml(wrap(m)),
-            Error::Json(m) => Error::Json(wrap(m)),
-            Error::Config(m) => Error::Config(wrap(m)),
-            Error::Template(m) => Error::Template(wrap(m)),
-            Error::InvalidAnnotations(m) => Error::InvalidAnnotations(wrap(m)),
-            Error::Merge(m) => Error::Merge(wrap(m)),
-            Error::Type(m) => Error::Type(wrap(m)),
-            Error::ProxyConfig(m) => Error::ProxyConfig(wrap(m)),
-            Error::Inject(m) => Error::Inject(wrap(m)),
-            Error::Workload(m) => Error::Workload(wrap(m)),
+        Error::Context {
+            context: prefix.to_string(),
+            source: Box::new(self),
         }
+    }
+
+    /// The error under every [`Error::Context`] wrapper: what actually failed.
+    pub fn root(&self) -> &Error {
+        let mut e = self;
+        while let Error::Context { source, .. } = e {
+            e = source;
+        }
+        e
     }
 }
 

@@ -233,28 +233,20 @@ fn ignored_warning(index: usize, ignored: &yaml::IgnoredText, first_line: usize)
          YAML reader (it follows the end of the document)"
     );
     if let Some(e) = &ignored.error {
-        let e = shift_yaml_line(Error::Yaml(e.clone()), first_line);
+        let e = e.clone().shifted(first_line);
         w.push_str(&format!("; it is not valid YAML either: {e}"));
     }
     w.push('\n');
     w
 }
 
-/// Rewrite the document-relative `yaml: line L:` of a parse error of a document starting on
-/// (0-based) line `first_line` of the stream into the line of the stream, so the message points
-/// at the file line.
+/// Move the document-relative line of a YAML error of a document starting on (0-based) line
+/// `first_line` of the stream to the line of the stream, so the message points at the file line.
 fn shift_yaml_line(e: Error, first_line: usize) -> Error {
-    let Error::Yaml(msg) = e else { return e };
-    let shifted = msg.strip_prefix("yaml: line ").and_then(|rest| {
-        let digits = rest.find(|c: char| !c.is_ascii_digit())?;
-        let line: usize = rest[..digits].parse().ok()?;
-        Some(format!(
-            "yaml: line {}{}",
-            line + first_line,
-            &rest[digits..]
-        ))
-    });
-    Error::Yaml(shifted.unwrap_or(msg))
+    match e {
+        Error::Yaml(y) => Error::Yaml(y.shifted(first_line)),
+        other => other,
+    }
 }
 
 /// Inject one parsed document of a supported kind (or a `List`); returns (normalised input, output).
@@ -308,7 +300,7 @@ fn process_document(
     // istioctl decodes the document with sigs.k8s.io/yaml `Unmarshal`, which wraps the JSON
     // decoder's type errors.
     normalize_workload(ty, &mut doc).map_err(|e| match e {
-        Error::Type(m) => Error::Type(format!("error unmarshaling JSON: while decoding JSON: {m}")),
+        e @ Error::Type(_) => e.context("error unmarshaling JSON: while decoding JSON"),
         other => other,
     })?;
     let before = keep_before.then(|| doc.clone());
@@ -497,9 +489,19 @@ mod tests {
 
     #[test]
     fn yaml_error_lines_are_made_absolute() {
-        let e = shift_yaml_line(Error::Yaml("yaml: line 2: bad (column 1)".into()), 2);
+        let syntax = |line| {
+            Error::Yaml(yaml::YamlError::Syntax {
+                line,
+                problem: "bad (column 1)".into(),
+            })
+        };
+        let e = shift_yaml_line(syntax(Some(2)), 2);
         assert_eq!(e.to_string(), "yaml: line 4: bad (column 1)");
-        let other = shift_yaml_line(Error::Yaml("something else".into()), 2);
-        assert_eq!(other.to_string(), "something else");
+        let e = shift_yaml_line(syntax(None), 2);
+        assert_eq!(e.to_string(), "yaml: bad (column 1)");
+        let other = shift_yaml_line(Error::Yaml(yaml::YamlError::Decode("x".into())), 2);
+        assert_eq!(other.to_string(), "yaml: x");
+        let other = shift_yaml_line(Error::Workload("line 2: no".into()), 2);
+        assert_eq!(other.to_string(), "line 2: no");
     }
 }

@@ -352,6 +352,7 @@ fn finish(
 /// Metrics reason code of a pipeline error.
 pub fn error_code(e: &Error) -> &'static str {
     match e {
+        Error::Context { source, .. } => error_code(source),
         Error::Yaml(_) => "yaml",
         Error::Json(_) => "json",
         Error::Config(_) => "config",

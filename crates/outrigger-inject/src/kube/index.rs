@@ -7,67 +7,7 @@ use std::sync::OnceLock;
 
 use rustc_hash::FxHashMap;
 
-use crate::kube::schema::{self, K8sField};
-
-/// Kind of a field or element value: [`K8sField::kind`] / [`K8sField::elem_kind`] as an enum.
-///
-/// Kinds the schema does not name behave as [`Kind::Raw`] (kept as they are).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    /// `string`.
-    String,
-    /// A named string type (`corev1.Protocol`).
-    NamedString,
-    /// `bool`.
-    Bool,
-    /// Signed integer (`int32` or `int64`).
-    Int,
-    /// Unsigned integer.
-    Uint,
-    /// Floating point number.
-    Float,
-    /// A non-pointer struct.
-    Struct,
-    /// A pointer to a struct.
-    PointerToStruct,
-    /// A pointer to a scalar (the element kind says which).
-    PointerToScalar,
-    /// A slice (the element kind says of what).
-    Slice,
-    /// A map with string keys (the element kind says of what).
-    Map,
-    /// `intstr.IntOrString`.
-    IntOrString,
-    /// `resource.Quantity`.
-    Quantity,
-    /// `metav1.Time`.
-    Time,
-    /// Anything else (`runtime.RawExtension`, unknown kinds, absent element kinds).
-    Raw,
-}
-
-impl Kind {
-    /// The kind named `s` in the schema tables (`pointer-to-struct`, ...).
-    pub fn parse(s: &str) -> Kind {
-        match s {
-            "string" => Kind::String,
-            "named-string" => Kind::NamedString,
-            "bool" => Kind::Bool,
-            "int" => Kind::Int,
-            "uint" => Kind::Uint,
-            "float" => Kind::Float,
-            "struct" => Kind::Struct,
-            "pointer-to-struct" => Kind::PointerToStruct,
-            "pointer-to-scalar" => Kind::PointerToScalar,
-            "slice" => Kind::Slice,
-            "map" => Kind::Map,
-            "intorstring" => Kind::IntOrString,
-            "quantity" => Kind::Quantity,
-            "time" => Kind::Time,
-            _ => Kind::Raw,
-        }
-    }
-}
+use crate::kube::schema::{self, K8sField, Kind, PatchStrategy};
 
 /// Strategic-merge patch strategy of a field, `retainKeys` set aside.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -316,8 +256,8 @@ fn field_info(
     f: &'static K8sField,
     ids: &FxHashMap<&'static str, u32>,
 ) -> FieldInfo {
-    let kind = Kind::parse(&f.kind);
-    let elem_kind = f.elem_kind.as_deref().map_or(Kind::Raw, Kind::parse);
+    let kind = f.kind;
+    let elem_kind = f.elem_kind.unwrap_or(Kind::Raw);
     let target = match kind {
         Kind::Struct | Kind::PointerToStruct => f.type_ref.as_deref().or(f.elem.as_deref()),
         Kind::Slice | Kind::Map if elem_kind == Kind::Struct => f.elem.as_deref(),
@@ -331,30 +271,16 @@ fn field_info(
         omitempty: f.omitempty,
         omitzero: f.omitzero,
         int_type: int_type(owner_go, f),
-        strategy: parse_strategy(f.patch_strategy.as_deref().unwrap_or("")),
+        strategy: match f.patch_strategy {
+            PatchStrategy::Default => Strategy::Default,
+            PatchStrategy::Merge => Strategy::Merge,
+            PatchStrategy::Replace => Strategy::Replace,
+            PatchStrategy::Invalid(_) => Strategy::Invalid,
+        },
         merge_key: f.patch_merge_key.as_deref().unwrap_or(""),
         def: f,
         via_inline: false,
         target,
-    }
-}
-
-/// `extractRetainKeysPatchStrategy` as a [`Strategy`]: the strategy besides `retainKeys`.
-pub fn parse_strategy(s: &str) -> Strategy {
-    let named = |one: &str| match one {
-        "merge" => Strategy::Merge,
-        "replace" => Strategy::Replace,
-        _ => Strategy::Default,
-    };
-    if s.is_empty() {
-        return Strategy::Default;
-    }
-    let parts: Vec<&str> = s.split(',').collect();
-    match parts.as_slice() {
-        ["retainKeys"] => Strategy::Default,
-        [one] => named(one),
-        ["retainKeys", other] | [other, "retainKeys"] => named(other),
-        _ => Strategy::Invalid,
     }
 }
 
@@ -411,7 +337,7 @@ pub fn short_type(name: &str) -> String {
 
 /// Go integer type of a scalar `int` slot owned by struct `owner_go` at JSON name `json`.
 pub fn int_type(owner_go: &str, f: &K8sField) -> &'static str {
-    if f.kind == "pointer-to-scalar" || f.kind == "slice" {
+    if matches!(f.kind, Kind::PointerToScalar | Kind::Slice) {
         return match f.elem.as_deref() {
             Some("int64") => "int64",
             _ => "int32",
@@ -431,20 +357,22 @@ pub fn int_type(owner_go: &str, f: &K8sField) -> &'static str {
 /// Go type string of a whole field (`[]v1.Container`, `map[string]string`, `v1.ResourceList`).
 pub fn field_type(owner_go: &str, f: &K8sField) -> String {
     let elem = || f.elem.as_deref().map(short_type).unwrap_or_default();
-    match f.kind.as_str() {
-        "string" => "string".into(),
-        "bool" => "bool".into(),
-        "int" | "uint" => int_type(owner_go, f).into(),
-        "named-string" | "struct" => f.type_ref.as_deref().map(short_type).unwrap_or_default(),
-        "pointer-to-struct" => f
+    match f.kind {
+        Kind::String => "string".into(),
+        Kind::Bool => "bool".into(),
+        Kind::Int | Kind::Uint => int_type(owner_go, f).into(),
+        Kind::NamedString | Kind::Struct => {
+            f.type_ref.as_deref().map(short_type).unwrap_or_default()
+        }
+        Kind::PointerToStruct => f
             .type_ref
             .as_deref()
             .or(f.elem.as_deref())
             .map(short_type)
             .unwrap_or_default(),
-        "pointer-to-scalar" => elem(),
-        "slice" => format!("[]{}", elem()),
-        "map" => match f.named_type.as_deref() {
+        Kind::PointerToScalar => elem(),
+        Kind::Slice => format!("[]{}", elem()),
+        Kind::Map => match f.named_type.as_deref() {
             Some(n) => short_type(n),
             None => format!(
                 "map[{}]{}",
@@ -455,10 +383,11 @@ pub fn field_type(owner_go: &str, f: &K8sField) -> String {
                 elem()
             ),
         },
-        "intorstring" => "intstr.IntOrString".into(),
-        "quantity" => "resource.Quantity".into(),
-        "time" => "v1.Time".into(),
-        other => other.to_string(),
+        Kind::IntOrString => "intstr.IntOrString".into(),
+        Kind::Quantity => "resource.Quantity".into(),
+        Kind::Time => "v1.Time".into(),
+        Kind::Float => "float".into(),
+        Kind::Raw => "raw".into(),
     }
 }
 
@@ -552,12 +481,17 @@ mod tests {
 
     #[test]
     fn strategies_set_retain_keys_aside() {
-        assert_eq!(parse_strategy(""), Strategy::Default);
-        assert_eq!(parse_strategy("retainKeys"), Strategy::Default);
-        assert_eq!(parse_strategy("merge,retainKeys"), Strategy::Merge);
-        assert_eq!(parse_strategy("retainKeys,replace"), Strategy::Replace);
-        assert_eq!(parse_strategy("merge,replace"), Strategy::Invalid);
-        assert_eq!(parse_strategy("a,b,c"), Strategy::Invalid);
+        let parse = |s: &str| PatchStrategy::from(Some(s.to_string()));
+        assert_eq!(PatchStrategy::from(None), PatchStrategy::Default);
+        assert_eq!(parse(""), PatchStrategy::Default);
+        assert_eq!(parse("retainKeys"), PatchStrategy::Default);
+        assert_eq!(parse("merge,retainKeys"), PatchStrategy::Merge);
+        assert_eq!(parse("retainKeys,replace"), PatchStrategy::Replace);
+        assert_eq!(
+            parse("merge,replace"),
+            PatchStrategy::Invalid(vec!["merge".into(), "replace".into()])
+        );
+        assert!(matches!(parse("a,b,c"), PatchStrategy::Invalid(p) if p.len() == 3));
     }
 
     /// Normalisation resolves `struct` fields through `type_ref` alone, merge and ordering
@@ -565,7 +499,7 @@ mod tests {
     #[test]
     fn struct_fields_name_their_type() {
         for st in schema::k8s().structs.values() {
-            for f in st.fields.iter().filter(|f| f.kind == "struct") {
+            for f in st.fields.iter().filter(|f| f.kind == Kind::Struct) {
                 assert!(f.type_ref.is_some(), "{}.{}", st.go_name, f.go);
             }
         }

@@ -10,6 +10,83 @@ use std::sync::OnceLock;
 
 use serde::Deserialize;
 
+/// Kind of a field or element value in the tables (`pointer-to-struct`, `named-string`, ...).
+///
+/// Kinds the schema does not name behave as [`Kind::Raw`] (kept as they are).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Kind {
+    /// `string`.
+    String,
+    /// A named string type (`corev1.Protocol`).
+    NamedString,
+    /// `bool`.
+    Bool,
+    /// Signed integer (`int32` or `int64`).
+    Int,
+    /// Unsigned integer.
+    Uint,
+    /// Floating point number.
+    Float,
+    /// A non-pointer struct.
+    Struct,
+    /// A pointer to a struct.
+    PointerToStruct,
+    /// A pointer to a scalar (the element kind says which).
+    PointerToScalar,
+    /// A slice (the element kind says of what).
+    Slice,
+    /// A map with string keys (the element kind says of what).
+    Map,
+    /// `intstr.IntOrString`.
+    #[serde(rename = "intorstring")]
+    IntOrString,
+    /// `resource.Quantity`.
+    Quantity,
+    /// `metav1.Time`.
+    Time,
+    /// Anything else (`runtime.RawExtension`, unknown kinds, absent element kinds).
+    #[serde(other)]
+    Raw,
+}
+
+/// A field's strategic-merge patch strategy (its `patchStrategy` tag) as
+/// `extractRetainKeysPatchStrategy` reads it: `retainKeys` set aside, at most one other.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(from = "Option<String>")]
+pub enum PatchStrategy {
+    /// No strategy, or one the merge does not act on.
+    #[default]
+    Default,
+    /// `merge`: lists merge by key (or as sets of primitives).
+    Merge,
+    /// `replace`: the patch value replaces the original.
+    Replace,
+    /// A malformed strategy list (its entries); merging this field is an error.
+    Invalid(Vec<String>),
+}
+
+impl From<Option<String>> for PatchStrategy {
+    fn from(tag: Option<String>) -> PatchStrategy {
+        let s = tag.unwrap_or_default();
+        let named = |one: &str| match one {
+            "merge" => PatchStrategy::Merge,
+            "replace" => PatchStrategy::Replace,
+            _ => PatchStrategy::Default,
+        };
+        if s.is_empty() {
+            return PatchStrategy::Default;
+        }
+        let parts: Vec<&str> = s.split(',').collect();
+        match parts.as_slice() {
+            ["retainKeys"] => PatchStrategy::Default,
+            [one] => named(one),
+            ["retainKeys", other] | [other, "retainKeys"] => named(other),
+            _ => PatchStrategy::Invalid(parts.iter().map(|p| p.to_string()).collect()),
+        }
+    }
+}
+
 /// One exported field of a Kubernetes Go struct, in declaration order.
 #[derive(Debug, Clone, Deserialize)]
 pub struct K8sField {
@@ -17,14 +94,14 @@ pub struct K8sField {
     pub go: String,
     /// JSON name; empty for inline structs, `None` for `json:"-"`.
     pub json: Option<String>,
-    /// `string|bool|int|uint|float|struct|pointer-to-struct|pointer-to-scalar|slice|map|named-string|intorstring|quantity|time|raw`.
-    pub kind: String,
+    /// Kind of the field's value.
+    pub kind: Kind,
     /// Element type of slices, maps and pointers (`corev1.Container`, `string`, ...).
     #[serde(default)]
     pub elem: Option<String>,
     /// Kind of the element type.
     #[serde(default)]
-    pub elem_kind: Option<String>,
+    pub elem_kind: Option<Kind>,
     /// Referenced struct type for `struct` kinds.
     #[serde(default)]
     pub type_ref: Option<String>,
@@ -33,7 +110,7 @@ pub struct K8sField {
     pub key: Option<String>,
     /// Map key kind.
     #[serde(default)]
-    pub key_kind: Option<String>,
+    pub key_kind: Option<Kind>,
     /// Named map/slice type (`corev1.ResourceList`).
     #[serde(default)]
     pub named_type: Option<String>,
@@ -49,9 +126,9 @@ pub struct K8sField {
     /// Go anonymous (embedded) field; text/template promotes its fields.
     #[serde(default)]
     pub embedded: bool,
-    /// Strategic-merge patch strategy (`merge`, `merge,retainKeys`, `replace`).
+    /// Strategic-merge patch strategy (tag `merge`, `merge,retainKeys`, `replace`).
     #[serde(default)]
-    pub patch_strategy: Option<String>,
+    pub patch_strategy: PatchStrategy,
     /// Strategic-merge patch merge key (`name`, `containerPort`, `mountPath`, ...).
     #[serde(default)]
     pub patch_merge_key: Option<String>,
@@ -60,10 +137,10 @@ pub struct K8sField {
 impl K8sField {
     /// The type name this field's value (or element) refers to, when it is a struct type.
     pub fn struct_ref(&self) -> Option<&str> {
-        match self.kind.as_str() {
-            "struct" => self.type_ref.as_deref(),
-            "pointer-to-struct" => self.type_ref.as_deref().or(self.elem.as_deref()),
-            "slice" | "map" if self.elem_kind.as_deref() == Some("struct") => self.elem.as_deref(),
+        match self.kind {
+            Kind::Struct => self.type_ref.as_deref(),
+            Kind::PointerToStruct => self.type_ref.as_deref().or(self.elem.as_deref()),
+            Kind::Slice | Kind::Map if self.elem_kind == Some(Kind::Struct) => self.elem.as_deref(),
             _ => None,
         }
     }
@@ -93,8 +170,8 @@ impl K8sStruct {
 /// A named non-struct Kubernetes type (`corev1.Protocol`, `corev1.ResourceList`).
 #[derive(Debug, Clone, Deserialize)]
 pub struct K8sNamedType {
-    /// `named-string` or `map`.
-    pub kind: String,
+    /// [`Kind::NamedString`] or [`Kind::Map`].
+    pub kind: Kind,
     /// Underlying Go type.
     pub underlying: Option<String>,
 }
@@ -115,6 +192,20 @@ impl K8sTypes {
     }
 }
 
+/// What a protobuf field's type is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProtoKind {
+    /// A scalar (`string`, `int32`, `bool`, `bytes`, ...).
+    Scalar,
+    /// A message (well-known types included).
+    Message,
+    /// An enum.
+    Enum,
+    /// A map (key and value types in the map fields).
+    Map,
+}
+
 /// One protobuf field, in .proto declaration order.
 #[derive(Debug, Clone, Deserialize)]
 pub struct ProtoField {
@@ -129,8 +220,8 @@ pub struct ProtoField {
     /// Scalar type (`string`, `int32`, ...) or fully qualified message/enum name.
     #[serde(rename = "type")]
     pub ty: String,
-    /// `scalar`, `message`, `enum` or `map`.
-    pub type_kind: String,
+    /// What the type is.
+    pub type_kind: ProtoKind,
     /// Go getter name (`GetConfigPath`).
     pub getter: String,
     /// `repeated` field.
@@ -148,9 +239,9 @@ pub struct ProtoField {
     /// Map value type.
     #[serde(default)]
     pub map_value: Option<String>,
-    /// Map value kind (`scalar`, `message`, `enum`).
+    /// Map value kind ([`ProtoKind::Scalar`], [`ProtoKind::Message`] or [`ProtoKind::Enum`]).
     #[serde(default)]
-    pub map_value_kind: Option<String>,
+    pub map_value_kind: Option<ProtoKind>,
     /// Type is a well-known type (Duration, wrappers, Struct, ...).
     #[serde(default)]
     pub well_known: bool,

@@ -19,8 +19,9 @@ use rustc_hash::FxHashMap;
 use serde_json::{Map, Value};
 
 use crate::go::{fmt as gofmt, time};
-use crate::kube::index::{self, FieldInfo, Kind, StructIndex};
+use crate::kube::index::{self, FieldInfo, StructIndex};
 use crate::kube::quantity;
+use crate::kube::schema::Kind;
 use crate::{Error, Result};
 
 /// Normalise `v` (of Go type `ty`, e.g. `corev1.Pod`) in place as a typed round-trip would.
@@ -86,7 +87,7 @@ fn normalize_leaf(ty: &str, v: &mut Value) -> Option<Result<()>> {
         .named_types
         .get(ty)
         .is_some_and(|n| {
-            n.kind == "map"
+            n.kind == Kind::Map
                 && n.underlying
                     .as_deref()
                     .is_some_and(|u| u.ends_with("resource.Quantity"))

@@ -16,7 +16,8 @@ use rustc_hash::FxHashMap;
 use serde_json::{Map, Value};
 
 use crate::go::fmt::sprint;
-use crate::kube::index::{self, Kind, Strategy, StructIndex};
+use crate::kube::index::{self, Strategy, StructIndex};
+use crate::kube::schema::{Kind, PatchStrategy};
 use crate::{Error, Result};
 
 const DIRECTIVE: &str = "$patch";
@@ -118,10 +119,8 @@ fn lookup(schema: Schema, key: &str) -> Result<FieldMeta<'_>> {
         Kind::Map => Schema::Map(f.target()),
         _ => Schema::Unknown,
     };
-    if f.strategy == Strategy::Invalid {
-        return Err(strategy_error(
-            f.def.patch_strategy.as_deref().unwrap_or(""),
-        ));
+    if let PatchStrategy::Invalid(parts) = &f.def.patch_strategy {
+        return Err(strategy_error(parts));
     }
     Ok(FieldMeta {
         sub,
@@ -132,11 +131,8 @@ fn lookup(schema: Schema, key: &str) -> Result<FieldMeta<'_>> {
 }
 
 /// `extractRetainKeysPatchStrategy`'s error for a malformed strategy list.
-fn strategy_error(s: &str) -> Error {
-    Error::Merge(format!(
-        "unexpected patch strategy: [{}]",
-        s.split(',').collect::<Vec<_>>().join(" ")
-    ))
+fn strategy_error(parts: &[String]) -> Error {
+    Error::Merge(format!("unexpected patch strategy: [{}]", parts.join(" ")))
 }
 
 fn no_merge_key(m: &Value, key: &str) -> Error {

@@ -8,7 +8,7 @@
 use serde_json::{Map, Number, Value};
 
 use crate::go::duration::parse_go_duration;
-use crate::kube::schema::{self, ProtoField, ProtoMessage};
+use crate::kube::schema::{self, ProtoField, ProtoKind, ProtoMessage};
 use crate::{Error, Result};
 
 /// How unknown fields are treated.
@@ -114,10 +114,11 @@ fn decode_field(
     unknown: Unknown,
 ) -> Result<Option<Value>> {
     if raw.is_null() {
-        let is_value = f.ty == "google.protobuf.Value" && !f.repeated && f.type_kind != "map";
+        let is_value =
+            f.ty == "google.protobuf.Value" && !f.repeated && f.type_kind != ProtoKind::Map;
         return Ok(is_value.then_some(Value::Null));
     }
-    if f.type_kind == "map" {
+    if f.type_kind == ProtoKind::Map {
         return decode_map(f, raw, path, unknown).map(Some);
     }
     if f.repeated {
@@ -130,11 +131,11 @@ fn decode_field(
             if item.is_null() && f.ty != "google.protobuf.Value" {
                 return Err(Error::ProxyConfig(format!("{ipath}: null list element")));
             }
-            out.push(decode_single(&f.ty, &f.type_kind, item, &ipath, unknown)?);
+            out.push(decode_single(&f.ty, f.type_kind, item, &ipath, unknown)?);
         }
         return Ok(Some(Value::Array(out)));
     }
-    decode_single(&f.ty, &f.type_kind, raw, path, unknown).map(Some)
+    decode_single(&f.ty, f.type_kind, raw, path, unknown).map(Some)
 }
 
 fn decode_map(f: &ProtoField, raw: &Value, path: &str, unknown: Unknown) -> Result<Value> {
@@ -143,7 +144,7 @@ fn decode_map(f: &ProtoField, raw: &Value, path: &str, unknown: Unknown) -> Resu
     };
     let key_ty = f.map_key.as_deref().unwrap_or("string");
     let val_ty = f.map_value.as_deref().unwrap_or("string");
-    let val_kind = f.map_value_kind.as_deref().unwrap_or("scalar");
+    let val_kind = f.map_value_kind.unwrap_or(ProtoKind::Scalar);
     let mut out = Map::new();
     for (k, v) in entries {
         let kpath = format!("{path}[{k:?}]");
@@ -178,10 +179,16 @@ fn check_map_key(key_ty: &str, k: &str, path: &str) -> Result<()> {
 }
 
 /// Decode a singular value of type `ty` (`scalar`, `enum` or `message` kind).
-fn decode_single(ty: &str, kind: &str, raw: &Value, path: &str, unknown: Unknown) -> Result<Value> {
+fn decode_single(
+    ty: &str,
+    kind: ProtoKind,
+    raw: &Value,
+    path: &str,
+    unknown: Unknown,
+) -> Result<Value> {
     match kind {
-        "enum" => decode_enum(ty, raw, path),
-        "message" => decode_wkt_or_message(ty, raw, path, unknown),
+        ProtoKind::Enum => decode_enum(ty, raw, path),
+        ProtoKind::Message => decode_wkt_or_message(ty, raw, path, unknown),
         _ => decode_scalar(ty, raw, path),
     }
 }
@@ -334,15 +341,15 @@ pub fn normalize(msg: &str, v: &mut Value) {
 }
 
 fn normalize_field(f: &ProtoField, val: &mut Value) {
-    if f.type_kind == "map" {
-        if f.map_value_kind.as_deref() == Some("message") {
+    if f.type_kind == ProtoKind::Map {
+        if f.map_value_kind == Some(ProtoKind::Message) {
             if let (Some(ty), Value::Object(m)) = (f.map_value.as_deref(), val) {
                 m.values_mut().for_each(|x| normalize(ty, x));
             }
         }
         return;
     }
-    if f.type_kind != "message" || f.well_known {
+    if f.type_kind != ProtoKind::Message || f.well_known {
         return;
     }
     match val {
@@ -353,7 +360,7 @@ fn normalize_field(f: &ProtoField, val: &mut Value) {
 
 /// Whether a decoded field value counts as unset in proto3.
 pub fn is_zero(f: &ProtoField, val: &Value) -> bool {
-    if f.type_kind == "map" || f.repeated {
+    if f.type_kind == ProtoKind::Map || f.repeated {
         return match val {
             Value::Array(a) => a.is_empty(),
             Value::Object(o) => o.is_empty(),
@@ -363,14 +370,14 @@ pub fn is_zero(f: &ProtoField, val: &Value) -> bool {
     if f.oneof.is_some() {
         return false;
     }
-    match f.type_kind.as_str() {
-        "scalar" => match val {
+    match f.type_kind {
+        ProtoKind::Scalar => match val {
             Value::String(s) => s.is_empty(),
             Value::Bool(b) => !b,
             Value::Number(n) => n.as_f64() == Some(0.0),
             _ => false,
         },
-        "enum" => match val {
+        ProtoKind::Enum => match val {
             Value::String(s) => {
                 schema::proto()
                     .enumeration(&f.ty)
@@ -380,6 +387,6 @@ pub fn is_zero(f: &ProtoField, val: &Value) -> bool {
             Value::Number(n) => n.as_i64() == Some(0),
             _ => false,
         },
-        _ => false,
+        ProtoKind::Message | ProtoKind::Map => false,
     }
 }

@@ -7,7 +7,7 @@ use super::decode;
 use super::defaults;
 use crate::go::duration::{parse_go_duration, Duration};
 use crate::go::json as gojson;
-use crate::kube::schema::{self, ProtoField, PROXY_CONFIG};
+use crate::kube::schema::{self, ProtoField, ProtoKind, PROXY_CONFIG};
 
 /// A value that does not fit its message type.
 struct Mismatch;
@@ -107,10 +107,10 @@ fn write_message(out: &mut String, msg: &str, v: &Value) -> Enc<()> {
 }
 
 fn write_field(out: &mut String, f: &ProtoField, v: &Value) -> Enc<()> {
-    if f.type_kind == "map" {
+    if f.type_kind == ProtoKind::Map {
         let obj = v.as_object().ok_or(Mismatch)?;
         let ty = f.map_value.as_deref().ok_or(Mismatch)?;
-        let kind = f.map_value_kind.as_deref().unwrap_or("scalar");
+        let kind = f.map_value_kind.unwrap_or(ProtoKind::Scalar);
         let mut keys: Vec<&String> = obj.keys().collect();
         keys.sort();
         out.push('{');
@@ -132,18 +132,18 @@ fn write_field(out: &mut String, f: &ProtoField, v: &Value) -> Enc<()> {
             if i > 0 {
                 out.push(',');
             }
-            write_single(out, &f.ty, &f.type_kind, item)?;
+            write_single(out, &f.ty, f.type_kind, item)?;
         }
         out.push(']');
         return Ok(());
     }
-    write_single(out, &f.ty, &f.type_kind, v)
+    write_single(out, &f.ty, f.type_kind, v)
 }
 
-fn write_single(out: &mut String, ty: &str, kind: &str, v: &Value) -> Enc<()> {
+fn write_single(out: &mut String, ty: &str, kind: ProtoKind, v: &Value) -> Enc<()> {
     match kind {
-        "enum" => write_enum(out, ty, v),
-        "message" => write_wkt_or_message(out, ty, v),
+        ProtoKind::Enum => write_enum(out, ty, v),
+        ProtoKind::Message => write_wkt_or_message(out, ty, v),
         _ => write_scalar(out, ty, v),
     }
 }

@@ -534,7 +534,8 @@ impl Lcg {
             match desc.filter(|d| !d.fields.is_empty()) {
                 Some(d) => {
                     let f = &d.fields[(self.next() % d.fields.len() as u64) as usize];
-                    let sub = (f.type_kind == "message").then_some(f.ty.as_str());
+                    let sub = (f.type_kind == crate::kube::schema::ProtoKind::Message)
+                        .then_some(f.ty.as_str());
                     m.insert(f.json.clone(), self.value(depth, sub));
                 }
                 None => {

@@ -11,7 +11,9 @@ use serde_json::{Map, Value};
 use super::TemplateData;
 use crate::go::float::format_g64;
 use crate::json::lookup as jsonmap;
-use crate::kube::schema::{self, K8sField, K8sStruct, ProtoEnum, ProtoField, ProtoMessage};
+use crate::kube::schema::{
+    self, K8sField, K8sStruct, Kind, ProtoEnum, ProtoField, ProtoKind, ProtoMessage,
+};
 
 /// A Go integer type (matters for messages and `typeOf`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -472,19 +474,19 @@ fn write_map(out: &mut String, entries: Vec<(&str, V<'_>)>) {
 
 /// The Go value of a scalar or struct of `kind` (k8s kinds) over optional JSON.
 fn k8s_kind_value<'a>(
-    kind: &str,
+    kind: Kind,
     ty: Option<&'static str>,
     field: &'static K8sField,
     j: Option<&'a Value>,
 ) -> V<'a> {
     let j = j.filter(|j| !j.is_null());
     match kind {
-        "string" | "named-string" => V::s(j.and_then(Value::as_str).unwrap_or("")),
-        "bool" => V::Bool(j.and_then(Value::as_bool).unwrap_or(false)),
-        "int" => V::Int(j.and_then(Value::as_i64).unwrap_or(0), IntTy::I32),
-        "uint" => V::Uint(j.and_then(Value::as_u64).unwrap_or(0)),
-        "float" => V::Float(j.and_then(Value::as_f64).unwrap_or(0.0)),
-        "struct" => match ty.and_then(|t| schema::k8s().structs.get_key_value(t)) {
+        Kind::String | Kind::NamedString => V::s(j.and_then(Value::as_str).unwrap_or("")),
+        Kind::Bool => V::Bool(j.and_then(Value::as_bool).unwrap_or(false)),
+        Kind::Int => V::Int(j.and_then(Value::as_i64).unwrap_or(0), IntTy::I32),
+        Kind::Uint => V::Uint(j.and_then(Value::as_u64).unwrap_or(0)),
+        Kind::Float => V::Float(j.and_then(Value::as_f64).unwrap_or(0.0)),
+        Kind::Struct => match ty.and_then(|t| schema::k8s().structs.get_key_value(t)) {
             Some((name, st)) => V::K8s {
                 ty: name.as_str(),
                 st,
@@ -493,21 +495,21 @@ fn k8s_kind_value<'a>(
             },
             None => V::Nil,
         },
-        "intorstring" => V::Leaf("intstr.IntOrString", j.unwrap_or(&Value::Null)),
-        "quantity" => match j {
+        Kind::IntOrString => V::Leaf("intstr.IntOrString", j.unwrap_or(&Value::Null)),
+        Kind::Quantity => match j {
             Some(j) => V::Leaf("resource.Quantity", j),
             None => V::s("0"),
         },
-        "time" => V::Leaf("v1.Time", j.unwrap_or(&Value::Null)),
-        "slice" => V::K8sSlice(field, j.and_then(Value::as_array).map(Vec::as_slice)),
-        "map" => {
-            if field.elem_kind.as_deref() == Some("string") && field.named_type.is_none() {
+        Kind::Time => V::Leaf("v1.Time", j.unwrap_or(&Value::Null)),
+        Kind::Slice => V::K8sSlice(field, j.and_then(Value::as_array).map(Vec::as_slice)),
+        Kind::Map => {
+            if field.elem_kind == Some(Kind::String) && field.named_type.is_none() {
                 V::StrMapJ(j.and_then(Value::as_object))
             } else {
                 V::K8sMap(field, j.and_then(Value::as_object))
             }
         }
-        _ => j.map_or(V::Nil, V::json),
+        Kind::PointerToStruct | Kind::PointerToScalar | Kind::Raw => j.map_or(V::Nil, V::json),
     }
 }
 
@@ -523,8 +525,8 @@ pub fn k8s_field_value<'a>(f: &'static K8sField, obj: Option<&'a Value>) -> V<'a
         Some(name) => obj.and_then(|o| jsonmap::field(o, name)),
         None => None,
     };
-    match f.kind.as_str() {
-        "pointer-to-struct" => {
+    match f.kind {
+        Kind::PointerToStruct => {
             let ty = static_str(&f.type_ref)
                 .or(static_str(&f.elem))
                 .unwrap_or("?");
@@ -541,16 +543,16 @@ pub fn k8s_field_value<'a>(f: &'static K8sField, obj: Option<&'a Value>) -> V<'a
                 _ => V::NilPtr(ty),
             }
         }
-        "pointer-to-scalar" => match j.filter(|j| !j.is_null()) {
+        Kind::PointerToScalar => match j.filter(|j| !j.is_null()) {
             Some(j) => {
-                let kind = f.elem_kind.as_deref().unwrap_or("string");
+                let kind = f.elem_kind.unwrap_or(Kind::String);
                 let v = k8s_kind_value(kind, static_str(&f.elem), f, Some(j));
                 let v = match (f.elem.as_deref(), v) {
                     (Some("int64"), V::Int(i, _)) => V::Int(i, IntTy::I64),
                     (_, v) => v,
                 };
                 match kind {
-                    "time" | "intorstring" | "quantity" | "raw" => v,
+                    Kind::Time | Kind::IntOrString | Kind::Quantity | Kind::Raw => v,
                     _ => V::Ptr(Rc::new(v)),
                 }
             }
@@ -562,7 +564,7 @@ pub fn k8s_field_value<'a>(f: &'static K8sField, obj: Option<&'a Value>) -> V<'a
 
 /// The value of one element of slice/map field `f`.
 pub fn k8s_elem_value<'a>(f: &'static K8sField, j: Option<&'a Value>) -> V<'a> {
-    let kind = f.elem_kind.as_deref().unwrap_or("string");
+    let kind = f.elem_kind.unwrap_or(Kind::String);
     k8s_kind_value(kind, static_str(&f.elem), f, j)
 }
 
@@ -593,8 +595,8 @@ pub fn k8s_lookup<'a>(
 /// A scalar proto value (or enum/message) of field `f` over JSON.
 pub fn proto_scalar<'a>(f: &'static ProtoField, j: Option<&'a Value>) -> V<'a> {
     let j = j.filter(|j| !j.is_null());
-    match f.type_kind.as_str() {
-        "enum" => {
+    match f.type_kind {
+        ProtoKind::Enum => {
             let e = schema::proto().enumeration(&f.ty);
             let n = match j {
                 Some(Value::String(s)) => e.and_then(|e| e.number_of(s)).map_or(0, i64::from),
@@ -606,7 +608,7 @@ pub fn proto_scalar<'a>(f: &'static ProtoField, j: Option<&'a Value>) -> V<'a> {
                 None => V::Int(n, IntTy::I32),
             }
         }
-        "message" => match schema::proto().messages.get_key_value(f.ty.as_str()) {
+        ProtoKind::Message => match schema::proto().messages.get_key_value(f.ty.as_str()) {
             Some((name, m)) => V::Proto {
                 name: name.as_str(),
                 m,
@@ -614,7 +616,7 @@ pub fn proto_scalar<'a>(f: &'static ProtoField, j: Option<&'a Value>) -> V<'a> {
             },
             None => V::Nil,
         },
-        _ => proto_plain(&f.ty, j),
+        ProtoKind::Scalar | ProtoKind::Map => proto_plain(&f.ty, j),
     }
 }
 
@@ -648,7 +650,7 @@ pub fn proto_plain<'a>(ty: &str, j: Option<&'a Value>) -> V<'a> {
 /// Value of a proto field (Go struct field or getter result).
 pub fn proto_field_value<'a>(f: &'static ProtoField, msg: Option<&'a Value>) -> V<'a> {
     let j = msg.and_then(|m| jsonmap::field(m, &f.json).or_else(|| jsonmap::field(m, &f.proto)));
-    if f.type_kind == "map" {
+    if f.type_kind == ProtoKind::Map {
         let obj = j.and_then(Value::as_object);
         return if f.map_value.as_deref() == Some("string") {
             V::StrMapJ(obj)

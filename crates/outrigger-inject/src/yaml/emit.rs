@@ -10,6 +10,7 @@ use std::cmp::Ordering;
 use serde_json::{Map, Number, Value};
 
 use super::resolve::{is_base60_float, resolve_plain, Resolved};
+use super::YamlError;
 use crate::go::float::format_g64;
 use crate::go::json as gojson;
 
@@ -30,7 +31,7 @@ const MAX_JSON_KEY: usize = 1022;
 /// C0 controls), and its scanner cannot take a key spanning lines (a raw U+0085 is a line break
 /// to YAML) or longer than 1,022 characters. The message is go-yaml's; when both kinds occur,
 /// the one go-yaml meets first wins (its reader decodes 512-byte chunks ahead of the scanner).
-pub(crate) fn json_read_error(v: &Value) -> Option<String> {
+pub(crate) fn json_read_error(v: &Value) -> Option<YamlError> {
     if !needs_scan(v) {
         return None;
     }
@@ -51,23 +52,28 @@ pub(crate) fn json_read_error(v: &Value) -> Option<String> {
         _ => false,
     };
     if control_wins {
-        return Some("yaml: control characters are not allowed".into());
+        return Some(syntax(None, "control characters are not allowed"));
     }
     let p = first?;
     let line = text[..p].matches('\u{85}').count();
     if Some(p) == indicator_at {
         // A scanner error: go-yaml reports the 1-based line.
-        return Some(format!(
-            "yaml: line {}: found unexpected document indicator",
-            line + 1
+        return Some(syntax(
+            Some(line + 1),
+            "found unexpected document indicator",
         ));
     }
-    let msg = "did not find expected ',' or '}'";
-    Some(if line == 0 {
-        format!("yaml: {msg}")
-    } else {
-        format!("yaml: line {line}: {msg}")
-    })
+    Some(syntax(
+        (line != 0).then_some(line),
+        "did not find expected ',' or '}'",
+    ))
+}
+
+fn syntax(line: Option<usize>, problem: &str) -> YamlError {
+    YamlError::Syntax {
+        line,
+        problem: problem.to_string(),
+    }
 }
 
 /// Byte offset of the first `---` or `...` that starts a line inside a quoted scalar of JSON

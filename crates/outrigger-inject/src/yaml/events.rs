@@ -5,7 +5,7 @@
 //! The port and libyaml are MIT licensed (Copyright (c) 2006 Kirill Simonov), see
 //! `LICENSE-libyaml` next to this file.
 
-use super::scan::{ErrorKind, Mark, ScalarStyle, ScanResult, Scanner, Token, TokenKind, YamlError};
+use super::scan::{ErrorKind, Mark, ScalarStyle, ScanError, ScanResult, Scanner, Token, TokenKind};
 
 /// What an event is, with its data.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -130,8 +130,8 @@ pub(super) struct Parser<'a> {
     tag_directives: Vec<(Vec<u8>, Vec<u8>)>,
 }
 
-fn parser_error(problem: &str, problem_mark: Mark) -> YamlError {
-    YamlError {
+fn parser_error(problem: &str, problem_mark: Mark) -> ScanError {
+    ScanError {
         kind: ErrorKind::Parser,
         context_mark: Mark::default(),
         problem: problem.to_string(),
@@ -139,8 +139,8 @@ fn parser_error(problem: &str, problem_mark: Mark) -> YamlError {
     }
 }
 
-fn parser_error_context(context_mark: Mark, problem: &str, problem_mark: Mark) -> YamlError {
-    YamlError {
+fn parser_error_context(context_mark: Mark, problem: &str, problem_mark: Mark) -> ScanError {
+    ScanError {
         kind: ErrorKind::Parser,
         context_mark,
         problem: problem.to_string(),

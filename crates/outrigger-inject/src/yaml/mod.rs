@@ -62,6 +62,52 @@ pub fn from_str(text: &str) -> Result<Value> {
     }
 }
 
+/// Why a YAML text could not be read, or a tree could not be written as YAML that reads back.
+/// Each message is the one Kubernetes' Go tooling gives for the same input.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum YamlError {
+    /// go-yaml's reader: `yaml: line L: problem`, without the line when go-yaml has none.
+    #[error("yaml: {}{problem}", line_prefix(*.line))]
+    Syntax {
+        /// The line go-yaml reports (1-based, with go-yaml's own off-by-one for parser errors).
+        line: Option<usize>,
+        /// What is wrong (`mapping values are not allowed in this context`, ...).
+        problem: String,
+    },
+    /// go-yaml's decoder (`failf`): `yaml: message` (unknown anchor, excessive aliasing,
+    /// invalid map key, ...).
+    #[error("yaml: {0}")]
+    Decode(String),
+    /// sigs.k8s.io/yaml's conversion of the decoded document to JSON (a key of an unsupported
+    /// type, a NaN or infinite number).
+    #[error("{0}")]
+    ToJson(String),
+    /// kube-inject's document splitter: a `---` line followed by something other than a comment.
+    #[error("invalid Yaml document separator: {0}")]
+    Separator(String),
+}
+
+fn line_prefix(line: Option<usize>) -> String {
+    line.map(|l| format!("line {l}: ")).unwrap_or_default()
+}
+
+impl YamlError {
+    /// The same error with its line moved down by `lines` (a document that starts on line
+    /// `lines` + 1 of a stream, reported in stream lines).
+    pub fn shifted(self, lines: usize) -> YamlError {
+        match self {
+            YamlError::Syntax {
+                line: Some(l),
+                problem,
+            } => YamlError::Syntax {
+                line: Some(l + lines),
+                problem,
+            },
+            other => other,
+        }
+    }
+}
+
 /// A document read by [`read_document`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct Document {
@@ -78,7 +124,7 @@ pub struct IgnoredText {
     /// 1-based line of the text where the ignored content starts.
     pub line: usize,
     /// go-yaml's error on the ignored content, when it is not valid YAML either.
-    pub error: Option<String>,
+    pub error: Option<YamlError>,
 }
 
 impl std::fmt::Display for IgnoredText {
@@ -177,7 +223,7 @@ pub fn to_string(v: &Value) -> String {
 /// through `JSONToYAML`.
 pub fn json_to_yaml(v: &Value) -> Result<String> {
     if let Some(e) = emit::json_read_error(v) {
-        return Err(crate::Error::Yaml(e));
+        return Err(e.into());
     }
     Ok(emit::to_string(v))
 }

@@ -18,7 +18,8 @@ use serde_json::{Map, Number, Value};
 
 use super::events::{Event, EventKind, Parser};
 use super::resolve::{resolve_scalar, Resolved};
-use super::scan::{ScalarStyle, YamlError};
+use super::scan::{ScalarStyle, ScanError};
+use super::YamlError;
 use crate::go::float::{format_g32, format_g64};
 use crate::{Error, Result};
 
@@ -43,7 +44,7 @@ pub(crate) struct Ignored {
     /// 1-based line where the ignored content starts.
     pub line: usize,
     /// go-yaml's error on that text when it is not valid YAML either.
-    pub error: Option<String>,
+    pub error: Option<YamlError>,
 }
 
 /// Parse `text` into the JSON tree of its first document; see [`crate::yaml::from_str`].
@@ -66,13 +67,13 @@ pub(crate) fn load(text: &str) -> Result<Loaded> {
     Ok(Loaded { value, ignored })
 }
 
-fn yaml_error(e: &YamlError) -> Error {
-    Error::Yaml(e.message())
+fn yaml_error(e: &ScanError) -> Error {
+    e.to_error().into()
 }
 
 /// go-yaml's `failf`: `yaml: <message>`, no line.
 fn fail(msg: impl std::fmt::Display) -> Error {
-    Error::Yaml(format!("yaml: {msg}"))
+    YamlError::Decode(msg.to_string()).into()
 }
 
 // -------------------------------------------------------------------------------------------
@@ -209,7 +210,7 @@ fn rest_of_stream(parser: &mut Parser<'_>) -> Option<Ignored> {
             Err(e) => {
                 return Some(Ignored {
                     line: e.problem_mark.line.max(e.context_mark.line) + 1,
-                    error: Some(e.message()),
+                    error: Some(e.to_error()),
                 })
             }
         };
@@ -897,11 +898,11 @@ fn to_json(go: Go) -> Result<Value> {
     let mut p = Problems::default();
     let v = convert(go, &mut p);
     match (p.key, p.float) {
-        (Some(k), _) => Err(Error::Yaml(k)),
+        (Some(k), _) => Err(YamlError::ToJson(k).into()),
         (None, true) => {
             // json.Marshal reports the first one in its (sorted key) order.
             let go = first_not_finite(&v).unwrap_or("NaN");
-            Err(Error::Yaml(format!("json: unsupported value: {go}")))
+            Err(YamlError::ToJson(format!("json: unsupported value: {go}")).into())
         }
         (None, false) => Ok(v),
     }

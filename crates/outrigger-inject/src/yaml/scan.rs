@@ -92,18 +92,18 @@ pub(super) enum ErrorKind {
 
 /// go-yaml's parser error fields.
 #[derive(Clone, Debug)]
-pub(super) struct YamlError {
+pub(super) struct ScanError {
     pub kind: ErrorKind,
     pub context_mark: Mark,
     pub problem: String,
     pub problem_mark: Mark,
 }
 
-impl YamlError {
-    /// The message go-yaml's `parser.fail` builds: `yaml: line L: problem`, where L is the
+impl ScanError {
+    /// The error go-yaml's `parser.fail` builds (`yaml: line L: problem`), where L is the
     /// problem line (1-based for scanner errors, 0-based for parser errors: go-yaml's own
     /// off-by-one) or else the context line, and no line at all when both are 0.
-    pub fn message(&self) -> String {
+    pub fn to_error(&self) -> super::YamlError {
         let mut line = 0;
         if self.problem_mark.line != 0 {
             line = self.problem_mark.line;
@@ -118,16 +118,15 @@ impl YamlError {
         } else {
             &self.problem
         };
-        if line != 0 {
-            format!("yaml: line {line}: {problem}")
-        } else {
-            format!("yaml: {problem}")
+        super::YamlError::Syntax {
+            line: (line != 0).then_some(line),
+            problem: problem.to_string(),
         }
     }
 }
 
 /// Result of the scanner's steps.
-pub(super) type ScanResult<T> = Result<T, YamlError>;
+pub(super) type ScanResult<T> = Result<T, ScanError>;
 
 /// A possible simple key (go-yaml's `yaml_simple_key_t`).
 #[derive(Clone, Copy, Debug, Default)]
@@ -263,8 +262,8 @@ impl<'a> Scanner<'a> {
         self.input.get(self.pos + k).copied().unwrap_or(0)
     }
 
-    fn reader_error(&self, problem: &str) -> YamlError {
-        YamlError {
+    fn reader_error(&self, problem: &str) -> ScanError {
+        ScanError {
             kind: ErrorKind::Reader,
             context_mark: Mark::default(),
             problem: problem.to_string(),
@@ -480,8 +479,8 @@ impl<'a> Scanner<'a> {
     // ---------------------------------------------------------------------------------------
     // Token queue
 
-    fn scanner_error(&self, context_mark: Mark, problem: impl Into<String>) -> YamlError {
-        YamlError {
+    fn scanner_error(&self, context_mark: Mark, problem: impl Into<String>) -> ScanError {
+        ScanError {
             kind: ErrorKind::Scanner,
             context_mark,
             problem: problem.into(),

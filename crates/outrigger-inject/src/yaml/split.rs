@@ -3,6 +3,7 @@
 use std::io::BufRead;
 use std::ops::Range;
 
+use super::YamlError;
 use crate::{Error, Result};
 
 /// Split `text` on lines starting with `---`; see [`crate::yaml::split_documents`].
@@ -57,9 +58,7 @@ impl Splitter {
         };
         let trimmed = rest.trim();
         if !trimmed.is_empty() && !trimmed.starts_with('#') {
-            return Err(Error::Yaml(format!(
-                "invalid Yaml document separator: {trimmed}"
-            )));
+            return Err(YamlError::Separator(trimmed.to_string()).into());
         }
         let span = self.take(line_start);
         self.start = self.pos;

@@ -265,7 +265,11 @@ fn proxy_config_annotation_checks() {
         e.starts_with("failed to convert to apply proxy config: statusPort"),
         "{e}"
     );
-    let e = check_proxy_config_tree(Err(Error::Yaml("yaml: line 1: bad".into()))).unwrap_err();
+    let e = check_proxy_config_tree(Err(Error::Yaml(crate::yaml::YamlError::Syntax {
+        line: Some(1),
+        problem: "bad".into(),
+    })))
+    .unwrap_err();
     assert_eq!(
         e,
         "failed to convert to apply proxy config: yaml: line 1: bad"
