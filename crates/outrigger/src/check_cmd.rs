@@ -566,7 +566,7 @@ pub fn parse_documents(text: &str) -> Result<(Vec<Value>, Vec<String>)> {
             .with_context(|| format!("parsing the document starting at line {start_line}"))?;
         if let Some(mut ignored) = read.ignored {
             ignored.line += raw.first_line;
-            ignored.error = ignored.error.map(|e| stream_line(&e, raw.first_line));
+            ignored.error = ignored.error.map(|e| e.shifted(raw.first_line));
             warnings.push(format!("warning: document {index}: {ignored}"));
         }
         if !read.value.is_null() {
@@ -574,22 +574,6 @@ pub fn parse_documents(text: &str) -> Result<(Vec<Value>, Vec<String>)> {
         }
     }
     Ok((docs, warnings))
-}
-
-/// go-yaml's `yaml: line L: ...` of a document starting on 0-based line `first_line`, with the
-/// line of the stream instead. (The library does the same for `inject`'s warning in private;
-/// TODO(issue 9): one public owner.)
-fn stream_line(error: &str, first_line: usize) -> String {
-    let shifted = error.strip_prefix("yaml: line ").and_then(|rest| {
-        let digits = rest.find(|c: char| !c.is_ascii_digit())?;
-        let line: usize = rest[..digits].parse().ok()?;
-        Some(format!(
-            "yaml: line {}{}",
-            line + first_line,
-            &rest[digits..]
-        ))
-    });
-    shifted.unwrap_or_else(|| error.to_string())
 }
 
 /// Parse `k=v` pairs (`k=` is an empty value; `k` alone is refused: it reads as a selector's
