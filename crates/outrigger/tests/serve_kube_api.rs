@@ -746,32 +746,23 @@ async fn the_fake_answers_errors_with_status_objects_as_the_api_server() {
     let body = cm_obj.to_string();
     let (code, _, st) = ask(&api, "POST", cm, "application/json", &body);
     assert_eq!((code, &st["reason"]), (409, &json!("AlreadyExists")));
+    let injector = format!("{cm}/istio-sidecar-injector");
     let (code, _, st) = ask(
         &api,
         "PATCH",
-        &format!("{cm}/istio-sidecar-injector"),
+        &injector,
         "application/json-patch+json",
         "[]",
     );
     assert_eq!((code, &st["reason"]), (415, &json!("UnsupportedMediaType")));
-    let (code, _, st) = ask(
-        &api,
-        "PUT",
-        &format!("{cm}/istio-sidecar-injector"),
-        "application/json",
-        &body,
-    );
+    // The same replacement twice: the second carries a resourceVersion the first made stale.
+    let replace_injector = || ask(&api, "PUT", &injector, "application/json", &body);
+    let (code, _, st) = replace_injector();
     assert_eq!(
         (code, &st["metadata"]["resourceVersion"]),
         (200, &json!("8"))
     );
-    let (code, _, st) = ask(
-        &api,
-        "PUT",
-        &format!("{cm}/istio-sidecar-injector"),
-        "application/json",
-        &body,
-    );
+    let (code, _, st) = replace_injector();
     assert_eq!(
         (code, &st["reason"]),
         (409, &json!("Conflict")),
