@@ -6,12 +6,12 @@ mod common;
 #[allow(dead_code)] // the helpers of the inject tests; this file uses some
 mod support;
 
-use common::kube_api::{configmap, Cluster, FakeApi};
+use common::kube_api::{self, configmap, Cluster, FakeApi};
 use support::{docs, fixture, Inject, TempDir};
 
 /// A kubeconfig for `api` written into `dir` (contexts `fake`, current, and `dead`).
 fn kubeconfig(dir: &TempDir, api: &FakeApi) -> String {
-    dir.write("kubeconfig", &common::kube_api::kubeconfig(api.port))
+    dir.write("kubeconfig", &kube_api::kubeconfig(api.port))
         .display()
         .to_string()
 }
@@ -71,27 +71,50 @@ fn cluster_with(d: &Docs, suffix: &str) -> FakeApi {
     FakeApi::start(c)
 }
 
+/// One test's fake cluster ([`cluster_with`] `suffix`), its documents, a scratch directory and
+/// a kubeconfig in it.
+struct Setup {
+    d: Docs,
+    cluster: FakeApi,
+    dir: TempDir,
+    kc: String,
+}
+
+fn setup(test: &str, suffix: &str) -> Setup {
+    let d = docs_under_test();
+    let cluster = cluster_with(&d, suffix);
+    let dir = TempDir::new(test);
+    let kc = kubeconfig(&dir, &cluster);
+    Setup {
+        d,
+        cluster,
+        dir,
+        kc,
+    }
+}
+
+/// `outrigger inject -f pod --kube --kubeconfig kc`.
+fn inject_kube(pod: &std::path::Path, kc: &str) -> Inject {
+    Inject::file(pod).args(["--kube", "--kubeconfig", kc])
+}
+
 const INJECTOR: &str = "GET /api/v1/namespaces/istio-system/configmaps/istio-sidecar-injector";
 const MESH: &str = "GET /api/v1/namespaces/istio-system/configmaps/istio";
 
 #[test]
 fn injection_with_the_cluster_config_equals_injection_with_the_same_files() {
-    let d = docs_under_test();
-    let cluster = cluster_with(&d, "");
-    let dir = TempDir::new("kube-equal");
-    let kc = kubeconfig(&dir, &cluster);
+    let t = setup("kube-equal", "");
     let pod = fixture("deployment.yaml");
-    let live = Inject::file(&pod)
-        .arg("--kube")
-        .arg("--kubeconfig")
-        .arg(&kc)
-        .run();
+    let live = inject_kube(&pod, &t.kc).run();
     let live = live.success().to_string();
-    assert_eq!(cluster.requests(), [INJECTOR, MESH]);
+    assert_eq!(t.cluster.requests(), [INJECTOR, MESH]);
     let files = Inject::file(&pod)
-        .path_arg("--injectConfigFile", &dir.write("config.yaml", &d.config))
-        .path_arg("--valuesFile", &dir.write("values.json", &d.values))
-        .path_arg("--meshConfigFile", &dir.write("mesh.yaml", &d.mesh))
+        .path_arg(
+            "--injectConfigFile",
+            &t.dir.write("config.yaml", &t.d.config),
+        )
+        .path_arg("--valuesFile", &t.dir.write("values.json", &t.d.values))
+        .path_arg("--meshConfigFile", &t.dir.write("mesh.yaml", &t.d.mesh))
         .run();
     assert_eq!(live, files.success(), "byte-identical output");
     // Each of the three documents came from the cluster.
@@ -107,18 +130,16 @@ fn injection_with_the_cluster_config_equals_injection_with_the_same_files() {
 
 #[test]
 fn files_override_their_input_and_the_cluster_is_not_asked_for_the_rest() {
-    let d = docs_under_test();
-    let cluster = cluster_with(&d, "");
-    let dir = TempDir::new("kube-override");
-    let kc = kubeconfig(&dir, &cluster);
+    let t = setup("kube-override", "");
     let pod = fixture("pod.yaml");
-    let embedded_mesh = dir.write("mesh.yaml", outrigger_inject::config::defaults::MESH);
-    let out = Inject::file(&pod)
-        .args(["--kube", "--kubeconfig", &kc])
+    let embedded_mesh = t
+        .dir
+        .write("mesh.yaml", outrigger_inject::config::defaults::MESH);
+    let out = inject_kube(&pod, &t.kc)
         .path_arg("--mesh-config-file", &embedded_mesh)
         .run();
     let out = out.success();
-    assert_eq!(cluster.requests(), [INJECTOR], "no mesh ConfigMap read");
+    assert_eq!(t.cluster.requests(), [INJECTOR], "no mesh ConfigMap read");
     assert!(
         out.contains("registry.example/mesh/proxyv2"),
         "values from the cluster"
@@ -129,48 +150,49 @@ fn files_override_their_input_and_the_cluster_is_not_asked_for_the_rest() {
     );
     // The values file alone: the injector ConfigMap is read for its config key only, and a
     // values key it lacks is not an error.
-    cluster
+    t.cluster
         .lock()
         .get_mut("configmaps", "istio-system", "istio-sidecar-injector")
         .and_then(|cm| cm["data"].as_object_mut())
         .expect("stored")
         .remove("values");
-    let values = dir.write("values.json", outrigger_inject::config::defaults::VALUES);
-    let out = Inject::file(&pod)
-        .args(["--kube", "--kubeconfig", &kc])
+    let values = t
+        .dir
+        .write("values.json", outrigger_inject::config::defaults::VALUES);
+    let out = inject_kube(&pod, &t.kc)
         .path_arg("--valuesFile", &values)
         .run();
     assert!(out.success().contains("docker.io/istio/proxyv2"));
     // Every input a file: no request at all.
-    cluster.lock().requests.clear();
-    let out = Inject::file(&pod)
-        .args(["--kube", "--kubeconfig", &kc])
-        .path_arg("--injectConfigFile", &dir.write("c.yaml", &d.config))
+    t.cluster.lock().requests.clear();
+    let out = inject_kube(&pod, &t.kc)
+        .path_arg("--injectConfigFile", &t.dir.write("c.yaml", &t.d.config))
         .path_arg("--valuesFile", &values)
         .path_arg("--meshConfigFile", &embedded_mesh)
         .run();
     out.success();
-    assert!(cluster.requests().is_empty(), "{:?}", cluster.requests());
+    assert!(
+        t.cluster.requests().is_empty(),
+        "{:?}",
+        t.cluster.requests()
+    );
 }
 
 #[test]
 fn revision_names_the_configmaps_as_istioctl_does() {
-    let d = docs_under_test();
-    let cluster = cluster_with(&d, "-canary");
-    let dir = TempDir::new("kube-revision");
-    let kc = kubeconfig(&dir, &cluster);
+    let t = setup("kube-revision", "-canary");
     let pod = fixture("pod.yaml");
-    let out = Inject::file(&pod)
-        .args(["--kube", "--kubeconfig", &kc, "--revision", "canary"])
+    let out = inject_kube(&pod, &t.kc)
+        .args(["--revision", "canary"])
         .run();
     assert!(out.success().contains("registry.example/mesh"));
     assert_eq!(
-        cluster.requests(),
+        t.cluster.requests(),
         [format!("{INJECTOR}-canary"), format!("{MESH}-canary")]
     );
     // An explicit name is used as given; the namespace comes from -i.
     {
-        let mut c = cluster.lock();
+        let mut c = t.cluster.lock();
         c.requests.clear();
         for (from, to) in [
             ("istio-sidecar-injector-canary", "my-injector"),
@@ -189,7 +211,7 @@ fn revision_names_the_configmaps_as_istioctl_does() {
         .args([
             "--kube",
             "--kubeconfig",
-            &kc,
+            &t.kc,
             "--revision",
             "canary",
             "-i",
@@ -199,7 +221,7 @@ fn revision_names_the_configmaps_as_istioctl_does() {
         .run();
     out.success();
     assert_eq!(
-        cluster.requests(),
+        t.cluster.requests(),
         [
             "GET /api/v1/namespaces/mesh-ns/configmaps/my-injector",
             "GET /api/v1/namespaces/mesh-ns/configmaps/istio-canary"
@@ -209,14 +231,11 @@ fn revision_names_the_configmaps_as_istioctl_does() {
 
 #[test]
 fn missing_configmap_missing_key_and_rbac_denial_are_errors_naming_them() {
-    let d = docs_under_test();
-    let dir = TempDir::new("kube-errors");
+    let t = setup("kube-errors", "");
     let pod = fixture("pod.yaml");
     // No ConfigMap of the revision.
-    let cluster = cluster_with(&d, "");
-    let kc = kubeconfig(&dir, &cluster);
-    let out = Inject::file(&pod)
-        .args(["--kube", "--kubeconfig", &kc, "--revision", "stable"])
+    let out = inject_kube(&pod, &t.kc)
+        .args(["--revision", "stable"])
         .run();
     assert_eq!(out.code, Some(1));
     assert_eq!(
@@ -227,25 +246,21 @@ fn missing_configmap_missing_key_and_rbac_denial_are_errors_naming_them() {
     );
     assert!(out.stdout.is_empty());
     // The mesh ConfigMap without its key.
-    cluster.lock().put(configmap(
+    t.cluster.lock().put(configmap(
         "istio-system",
         "istio",
         "2",
         &[("meshNetworks", "{}")],
     ));
-    let out = Inject::file(&pod)
-        .args(["--kube", "--kubeconfig", &kc])
-        .run();
+    let out = inject_kube(&pod, &t.kc).run();
     assert_eq!(out.code, Some(1));
     assert_eq!(
         out.failure().trim_end(),
         "Error: --kube: ConfigMap istio-system/istio has no key \"mesh\" (its keys: meshNetworks)"
     );
     // RBAC.
-    cluster.lock().forbidden.push(INJECTOR.to_string());
-    let out = Inject::file(&pod)
-        .args(["--kube", "--kubeconfig", &kc])
-        .run();
+    t.cluster.lock().forbidden.push(INJECTOR.to_string());
+    let out = inject_kube(&pod, &t.kc).run();
     assert_eq!(out.code, Some(1));
     assert_eq!(
         out.failure().trim_end(),
@@ -254,22 +269,19 @@ fn missing_configmap_missing_key_and_rbac_denial_are_errors_naming_them() {
          \"configmaps\" in API group \"\" in the namespace \"istio-system\""
     );
     // A broken key is named as its ConfigMap key.
-    let broken = cluster_with(&d, "");
+    let broken = cluster_with(&t.d, "");
     broken.lock().put(configmap(
         "istio-system",
         "istio-sidecar-injector",
         "2",
-        &[("config", &d.config), ("values", "{\"global\": 42}")],
+        &[("config", &t.d.config), ("values", "{\"global\": 42}")],
     ));
-    let kc2 = {
-        let d2 = TempDir::new("kube-errors-broken");
-        let kc = kubeconfig(&d2, &broken);
-        let text = std::fs::read_to_string(&kc).expect("kubeconfig");
-        dir.write("kubeconfig-broken", &text).display().to_string()
-    };
-    let out = Inject::file(&pod)
-        .args(["--kube", "--kubeconfig", &kc2])
-        .run();
+    let kc2 = t
+        .dir
+        .write("kubeconfig-broken", &kube_api::kubeconfig(broken.port))
+        .display()
+        .to_string();
+    let out = inject_kube(&pod, &kc2).run();
     let err = out.failure();
     assert!(
         err.starts_with(
@@ -281,26 +293,21 @@ fn missing_configmap_missing_key_and_rbac_denial_are_errors_naming_them() {
 
 #[test]
 fn context_selects_the_cluster_and_flags_need_kube() {
-    let d = docs_under_test();
-    let cluster = cluster_with(&d, "");
-    let dir = TempDir::new("kube-context");
-    let kc = kubeconfig(&dir, &cluster);
+    let t = setup("kube-context", "");
     let pod = fixture("pod.yaml");
-    let out = Inject::file(&pod)
-        .args(["--kube", "--kubeconfig", &kc, "--context", "dead"])
-        .run();
+    let out = inject_kube(&pod, &t.kc).args(["--context", "dead"]).run();
     let err = out.failure();
     assert!(
         err.starts_with("Error: --kube: reading ConfigMap istio-system/istio-sidecar-injector: "),
         "{err}"
     );
-    assert!(cluster.requests().is_empty());
+    assert!(t.cluster.requests().is_empty());
     let out = Inject::file(&pod)
         .args(["--kube", "--context", "fake"])
-        .env("KUBECONFIG", &kc)
+        .env("KUBECONFIG", &t.kc)
         .run();
     assert_eq!(docs(out.success()).len(), 1);
-    assert_eq!(cluster.requests(), [INJECTOR, MESH]);
+    assert_eq!(t.cluster.requests(), [INJECTOR, MESH]);
     // Cluster flags without --kube are a usage error, not silently ignored.
     for flag in [
         "--injectConfigMapName",

@@ -193,28 +193,28 @@ fn config_reloads(metrics: &str, result: &str) -> Option<f64> {
     )
 }
 
+/// The flags of the tests reading the configuration from the injector ConfigMap, the caBundle
+/// managed externally, native sidecars off.
+const CONFIGMAP_SERVER: &[&str] = &[
+    "--dns-name",
+    "localhost",
+    "--ca-bundle-managed-externally",
+    "--injectConfigMap",
+    "istio-system/istio-sidecar-injector",
+    "--native-sidecars",
+    "false",
+];
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn certificate_from_the_secret_and_configuration_from_the_configmap() {
     let api = FakeApi::start(cluster());
     // Mounted files (policy enabled) are ignored when the configuration comes from the API.
     let mounted = scratch("kube-api-mounted").join("config");
     std::fs::write(&mounted, outrigger_inject::config::defaults::CONFIG).expect("write config");
-    let server = serve_against(
-        &api,
-        "kube-api",
-        &[
-            "--dns-name",
-            "localhost",
-            "--ca-bundle-managed-externally",
-            "--injectConfigMap",
-            "istio-system/istio-sidecar-injector",
-            "--native-sidecars",
-            "false",
-            "--injectConfig",
-            &mounted.display().to_string(),
-        ],
-        &[],
-    );
+    let mounted_arg = mounted.display().to_string();
+    let mut args = CONFIGMAP_SERVER.to_vec();
+    args.extend(["--injectConfig", mounted_arg.as_str()]);
+    let server = serve_against(&api, "kube-api", &args, &[]);
     // The certificate served is the one the server stored in the Secret.
     let ca = secret_ca(&api, "Secret created with a CA bundle");
     let c = H2::connect(server.addr, &ca)
@@ -364,18 +364,6 @@ async fn native_sidecars_from_the_node_cache_and_events_for_each_outcome() {
         "one list and one watch of nodes, none per request: {seen:?}"
     );
 }
-
-/// The flags of the tests reading the configuration from the injector ConfigMap, the caBundle
-/// managed externally, native sidecars off.
-const CONFIGMAP_SERVER: &[&str] = &[
-    "--dns-name",
-    "localhost",
-    "--ca-bundle-managed-externally",
-    "--injectConfigMap",
-    "istio-system/istio-sidecar-injector",
-    "--native-sidecars",
-    "false",
-];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn configmap_changes_swap_in_and_broken_ones_keep_the_last_good() {

@@ -77,23 +77,26 @@ fn key(resource: &str, ns: &str, name: &str) -> Key {
     (resource.to_string(), ns.to_string(), name.to_string())
 }
 
+/// The key an object is stored under (its kind's resource, namespace, name).
+fn key_of(object: &Value) -> Key {
+    let meta = &object["metadata"];
+    key(
+        resource_of(object["kind"].as_str().expect("object kind")),
+        meta["namespace"].as_str().unwrap_or(""),
+        meta["name"].as_str().expect("object name"),
+    )
+}
+
 impl Cluster {
     /// Store `object` as it is (its `resourceVersion` included) under its kind's resource.
     pub fn put(&mut self, object: Value) {
-        let resource = resource_of(object["kind"].as_str().expect("object kind"));
-        let meta = &object["metadata"];
-        let k = key(
-            resource,
-            meta["namespace"].as_str().unwrap_or(""),
-            meta["name"].as_str().expect("object name"),
-        );
-        if let Some(rv) = meta["resourceVersion"]
+        if let Some(rv) = object["metadata"]["resourceVersion"]
             .as_str()
             .and_then(|v| v.parse::<u64>().ok())
         {
             self.revision = self.revision.max(rv);
         }
-        self.objects.insert(k, object);
+        self.objects.insert(key_of(&object), object);
     }
 
     /// The object stored as `resource` `ns/name` (`ns` empty when cluster-scoped).
@@ -159,15 +162,8 @@ impl Cluster {
 
     /// Apply a watch event to the store.
     fn apply(&mut self, kind: &str, object: &Value) {
-        let resource = resource_of(object["kind"].as_str().unwrap_or(""));
-        let meta = &object["metadata"];
-        let k = key(
-            resource,
-            meta["namespace"].as_str().unwrap_or(""),
-            meta["name"].as_str().unwrap_or(""),
-        );
         if kind == "DELETED" {
-            self.objects.remove(&k);
+            self.objects.remove(&key_of(object));
         } else {
             self.put(object.clone());
         }

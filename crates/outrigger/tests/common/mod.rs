@@ -285,11 +285,26 @@ impl H2 {
         content_type: Option<&str>,
         body: ReqBody,
     ) -> Result<Resp, String> {
+        let headers: Vec<(&str, &str)> = content_type
+            .map(|ct| ("content-type", ct))
+            .into_iter()
+            .collect();
+        self.request_with(method, path, &headers, body).await
+    }
+
+    /// Send one request with the given request headers.
+    pub async fn request_with(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: ReqBody,
+    ) -> Result<Resp, String> {
         let mut b = Request::builder()
             .method(method)
             .uri(format!("https://localhost{path}"));
-        if let Some(ct) = content_type {
-            b = b.header("content-type", ct);
+        for (k, v) in headers {
+            b = b.header(*k, *v);
         }
         let req = b.body(body).map_err(|e| e.to_string())?;
         let mut send = self.send.clone();
@@ -314,20 +329,8 @@ impl H2 {
 
     /// GET `path` with extra request headers.
     pub async fn get_with(&self, path: &str, headers: &[(&str, &str)]) -> Result<Resp, String> {
-        let mut b = Request::builder()
-            .method("GET")
-            .uri(format!("https://localhost{path}"));
-        for (k, v) in headers {
-            b = b.header(*k, *v);
-        }
-        let req = b.body(full(Bytes::new())).map_err(|e| e.to_string())?;
-        let mut send = self.send.clone();
-        send.ready().await.map_err(|e| format!("not ready: {e}"))?;
-        let resp = send
-            .send_request(req)
+        self.request_with("GET", path, headers, full(Bytes::new()))
             .await
-            .map_err(|e| format!("send: {e}"))?;
-        collect(resp).await
     }
 }
 
