@@ -77,17 +77,7 @@ impl Tally {
             self.version,
             self.disagreements.len()
         );
-        assert!(
-            self.disagreements.is_empty(),
-            "{what}: {} disagreements with Go:\n{}",
-            self.disagreements.len(),
-            self.disagreements
-                .iter()
-                .take(30)
-                .cloned()
-                .collect::<Vec<_>>()
-                .join("\n")
-        );
+        go_oracle::assert_no_disagreements(what, &self.disagreements, 30);
     }
 }
 
@@ -298,10 +288,8 @@ fn json_encoding_agrees_with_go_on_generated_values() {
     let Some(mut o) = Oracle::get("json_encoding_agrees_with_go_on_generated_values") else {
         return;
     };
-    let n = go_oracle::iterations(5000);
-    let seed = go_oracle::seed(0x5EED_0F0E_7166);
+    let (n, _, mut r) = go_oracle::generator(5000);
     let strs = strings();
-    let mut r = Rng(seed);
     let inputs: Vec<String> = (0..n)
         .map(|_| serde_json::to_string(&gen(&mut r, &strs, 3)).expect("value encodes"))
         .collect();

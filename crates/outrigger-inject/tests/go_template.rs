@@ -170,21 +170,7 @@ impl Tally {
 
     fn check(&self, what: &str) {
         self.report(what);
-        assert!(
-            self.disagreements.is_empty(),
-            "{what}: {} disagreements with Go:\n{}",
-            self.disagreements.len(),
-            self.disagreements
-                .iter()
-                .take(if std::env::var_os("OUTRIGGER_DIFF_VERBOSE").is_some() {
-                    usize::MAX
-                } else {
-                    40
-                })
-                .cloned()
-                .collect::<Vec<_>>()
-                .join("\n")
-        );
+        go_oracle::assert_no_disagreements(what, &self.disagreements, 40);
     }
 }
 
@@ -1272,9 +1258,7 @@ fn generated_templates_agree_with_go() {
     let Some(mut o) = Oracle::get("generated_templates_agree_with_go") else {
         return;
     };
-    let iterations = go_oracle::iterations(4000);
-    let seed = go_oracle::seed(0x5EED_0F0E_7166);
-    let mut r = Rng(seed);
+    let (iterations, seed, mut r) = go_oracle::generator(4000);
     let mut tally = Tally::default();
     let mut view = Tally::default();
     let mut done = 0;

@@ -20,32 +20,22 @@
 //! disagreement.
 
 mod go_oracle;
+mod inputs;
 
 use std::collections::BTreeSet;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use go_oracle::{Answer, Oracle};
-use outrigger_inject::config::{InjectorConfig, Snapshot};
+use inputs::{corpus, hello_params, snapshot, workspace, XorShift};
 use outrigger_inject::go::json as gojson;
-use outrigger_inject::ingest::workload::WorkloadMeta;
-use outrigger_inject::inject::{self, InjectParams, Mode};
-use outrigger_inject::kube_inject::{self, KubeInjectOptions};
+use outrigger_inject::inject;
 use outrigger_inject::yaml;
-use serde_json::{json, Value};
+use serde_json::json;
 
 /// Print a line on the process' standard error even while the test harness captures output.
 fn show(line: &str) {
     let _ = writeln!(std::io::stderr(), "{line}");
-}
-
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn corpus() -> Option<PathBuf> {
-    let p = workspace().join("../shared/conformance/istio");
-    p.join("cases.json").exists().then_some(p)
 }
 
 /// Our answer in the oracle's form: the JSON text Go's `json.Marshal` would print (Go 1.19, the
@@ -306,22 +296,6 @@ fn corpus_files() {
     t.assert_ok("corpus_files");
 }
 
-fn snapshot(settings: &Path, mesh: &Path, kube_inject: bool) -> Option<Snapshot> {
-    let read = |p: &Path| std::fs::read_to_string(p).ok();
-    let text = read(&settings.join("config.yaml"))?;
-    let config = if kube_inject {
-        InjectorConfig::parse_for_kube_inject(&text).ok()?
-    } else {
-        InjectorConfig::parse(&text).ok()?
-    };
-    Snapshot::with_config(
-        config,
-        &read(&settings.join("values.json"))?,
-        Some(&read(mesh)?),
-    )
-    .ok()
-}
-
 /// (c) Every text parsed while injecting: the corpus' kube-inject cases, and a pod with a few
 /// annotations through webhook injection with every settings variant, native sidecars on and off.
 #[test]
@@ -333,39 +307,10 @@ fn rendered_templates() {
     let Some(mut o) = Oracle::get("rendered_templates") else {
         return;
     };
-    let mut inputs = Vec::new();
-    let cases: Vec<Value> =
-        serde_json::from_str(&std::fs::read_to_string(root.join("cases.json")).expect("cases"))
-            .expect("cases.json");
-    for c in &cases {
-        if c.get("kube_inject").and_then(Value::as_bool) != Some(true) {
-            continue;
-        }
-        let s = |k: &str| c.get(k).and_then(Value::as_str).unwrap_or("");
-        let settings = root.join(s("settings"));
-        let mesh = match c.get("mesh_override").and_then(Value::as_str) {
-            Some(m) => root.join(m),
-            None => settings.join("mesh.yaml"),
-        };
-        let Ok(input) = std::fs::read_to_string(root.join(s("input"))) else {
-            continue;
-        };
-        let (_, texts) = yaml::traced(|| {
-            let Some(snapshot) = snapshot(&settings, &mesh, true) else {
-                return;
-            };
-            let opts = KubeInjectOptions {
-                snapshot: &snapshot,
-                native_sidecars: c.get("native_sidecars").and_then(Value::as_bool) == Some(true),
-                revision: "",
-                compliance_policy: "",
-            };
-            let _ = kube_inject::inject_manifests(&input, &opts);
-        });
-        for t in texts {
-            inputs.push((format!("case {}", s("name")), t));
-        }
-    }
+    let mut inputs: Vec<(String, String)> = inputs::corpus_injection_texts(&root)
+        .into_iter()
+        .map(|(name, t)| (format!("case {name}"), t))
+        .collect();
     let pod = json!({"metadata":{"name":"hello","namespace":"default","labels":{"app":"hello"},
         "annotations":{"sidecar.istio.io/proxyCPU":"200m",
             "sidecar.istio.io/userVolumeMount":"[{\"name\": \"certs\", \"mountPath\": \"/etc/certs\"}]",
@@ -386,21 +331,7 @@ fn rendered_templates() {
             continue;
         };
         for native in [false, true] {
-            let p = InjectParams {
-                snapshot: &s,
-                mode: Mode::Webhook,
-                workload: WorkloadMeta {
-                    kind: "Deployment".into(),
-                    api_version: "apps/v1".into(),
-                    name: "hello".into(),
-                    namespace: "default".into(),
-                },
-                revision: "default",
-                native_sidecars: native,
-                proxy_envs: Default::default(),
-                proxy_uid_gid: None,
-                compliance_policy: "",
-            };
+            let p = hello_params(&s, native);
             let (_, texts) = yaml::traced(|| inject::inject_pod(&pod, &p).map(|_| ()));
             for t in texts {
                 inputs.push((format!("settings {}", dir.display()), t));
@@ -649,26 +580,6 @@ fn deep_traps() -> Vec<(String, String)> {
     chunks
 }
 
-/// A small fixed-seed PRNG (xorshift64*), so that failures reproduce.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-
-    fn pick<'a>(&mut self, items: &'a [&'a str]) -> &'a str {
-        items[self.below(items.len())]
-    }
-}
-
 /// Template-like seeds besides the traps.
 const SEEDS: &[&str] = &[
     "metadata:\n  labels:\n    app: \"hello\"\n    v: 1\n  annotations: {\n    a: \"x\",\n    b: y,\n  }\nspec:\n  containers:\n  - name: c\n    image: \"i:1\"\n    args:\n    - a\n    -  \"b\" \n    - --x=y:z\n    ports:\n    - containerPort: 80\n      protocol: TCP\n    env:\n    - name: X\n      value: |\n        {}\n    - name: Y\n      value: |-\n        [\n          {\"a\":1}\n        ]\n    # comment\n    - name: Z\n      valueFrom:\n        fieldRef:\n          fieldPath: status.podIP\n  volumes:\n  - emptyDir:\n    name: v\n  - emptyDir: {}\n    name: w\n",
@@ -775,7 +686,7 @@ const FRAGMENTS: &[&str] = &[
 
 /// One random edit: delete, duplicate, re-indent or join lines, or insert, substitute or delete
 /// a fragment or character.
-fn mutate(text: &str, rng: &mut Rng) -> String {
+fn mutate(text: &str, rng: &mut XorShift) -> String {
     let mut lines: Vec<String> = text.split('\n').map(str::to_string).collect();
     let i = rng.below(lines.len());
     match rng.below(10) {
@@ -915,7 +826,7 @@ const PROPERTIES: &[&str] = &[
 /// A random YAML text built from the grammar: block and flow collections, all scalar styles,
 /// properties, aliases, merges, comments, odd indentation and document markers.
 struct Gen<'r> {
-    rng: &'r mut Rng,
+    rng: &'r mut XorShift,
     out: String,
     anchors: usize,
 }
@@ -1147,7 +1058,7 @@ impl Gen<'_> {
 
 /// `n` inputs from `seed`: grammar-built documents and mutated traps and seeds.
 fn mutations(seed: u64, n: usize) -> Vec<(String, String)> {
-    let mut rng = Rng(seed | 1);
+    let mut rng = XorShift(seed | 1);
     let bases: Vec<&str> = TRAPS
         .iter()
         .map(|(_, t)| *t)

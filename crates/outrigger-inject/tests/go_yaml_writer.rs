@@ -75,17 +75,7 @@ impl Tally {
             self.same_error,
             self.disagreements.len()
         );
-        assert!(
-            self.disagreements.is_empty(),
-            "{what}: {} disagreements with Go:\n{}",
-            self.disagreements.len(),
-            self.disagreements
-                .iter()
-                .take(30)
-                .cloned()
-                .collect::<Vec<_>>()
-                .join("\n")
-        );
+        go_oracle::assert_no_disagreements(what, &self.disagreements, 30);
     }
 }
 
@@ -599,10 +589,8 @@ fn writer_agrees_with_go_on_generated_values() {
     let Some(mut o) = Oracle::get("writer_agrees_with_go_on_generated_values") else {
         return;
     };
-    let n = go_oracle::iterations(3000);
-    let seed = go_oracle::seed(0x5EED_0F0E_7166);
+    let (n, seed, mut r) = go_oracle::generator(3000);
     let pool = special_strings();
-    let mut r = Rng(seed);
     let inputs: Vec<(String, String)> = (0..n)
         .map(|i| {
             let v = gen_value(&mut r, &pool, 3);

@@ -5,19 +5,14 @@
 //! documents re-emitted with `yaml::to_string`, every text that real injections parse (rendered
 //! sidecar templates included), and seeded random mutations of template-like snippets.
 
+mod inputs;
+
 use std::path::{Path, PathBuf};
 
-use outrigger_inject::config::{InjectorConfig, Snapshot};
-use outrigger_inject::ingest::workload::WorkloadMeta;
-use outrigger_inject::inject::{self, InjectParams, Mode};
-use outrigger_inject::kube_inject::{self, KubeInjectOptions};
+use inputs::{corpus, hello_params, snapshot, XorShift};
+use outrigger_inject::inject;
 use outrigger_inject::yaml;
-use serde_json::{json, Value};
-
-fn corpus() -> Option<PathBuf> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/conformance/istio");
-    p.join("cases.json").exists().then_some(p)
-}
+use serde_json::json;
 
 /// Assert that the fast path agrees with the full loader when it answers; return whether it did.
 fn check(text: &str, origin: &str) -> bool {
@@ -110,22 +105,6 @@ fn corpus_files_and_their_emitted_trees() {
     );
 }
 
-fn snapshot(settings: &Path, mesh: &Path, kube_inject: bool) -> Option<Snapshot> {
-    let read = |p: &Path| std::fs::read_to_string(p).ok();
-    let text = read(&settings.join("config.yaml"))?;
-    let config = if kube_inject {
-        InjectorConfig::parse_for_kube_inject(&text).ok()?
-    } else {
-        InjectorConfig::parse(&text).ok()?
-    };
-    Snapshot::with_config(
-        config,
-        &read(&settings.join("values.json"))?,
-        Some(&read(mesh)?),
-    )
-    .ok()
-}
-
 /// (c): the texts that webhook injection of a plain pod parses (the rendered sidecar template)
 /// are all read by the fast path, identically.
 #[test]
@@ -141,21 +120,7 @@ fn rendered_templates_take_the_fast_path() {
       "spec":{"containers":[{"name":"hello","image":"x","env":[{"name":"A","value":"1"}],
         "ports":[{"name":"http","containerPort":80}]}]}});
     for native in [false, true] {
-        let p = InjectParams {
-            snapshot: &s,
-            mode: Mode::Webhook,
-            workload: WorkloadMeta {
-                kind: "Deployment".into(),
-                api_version: "apps/v1".into(),
-                name: "hello".into(),
-                namespace: "default".into(),
-            },
-            revision: "default",
-            native_sidecars: native,
-            proxy_envs: Default::default(),
-            proxy_uid_gid: None,
-            compliance_policy: "",
-        };
+        let p = hello_params(&s, native);
         let (result, texts) = yaml::traced(|| inject::inject_pod(&pod, &p).map(|_| ()));
         result.expect("injection");
         assert!(!texts.is_empty(), "injection parsed no YAML");
@@ -173,38 +138,9 @@ fn corpus_injections() {
         eprintln!("NOTICE: ../shared/conformance/istio not found; corpus injection test skipped");
         return;
     };
-    let cases: Vec<Value> =
-        serde_json::from_str(&std::fs::read_to_string(root.join("cases.json")).expect("cases"))
-            .expect("cases.json");
     let mut tally = Tally::default();
-    for c in &cases {
-        if c.get("kube_inject").and_then(Value::as_bool) != Some(true) {
-            continue;
-        }
-        let s = |k: &str| c.get(k).and_then(Value::as_str).unwrap_or("");
-        let settings = root.join(s("settings"));
-        let mesh = match c.get("mesh_override").and_then(Value::as_str) {
-            Some(m) => root.join(m),
-            None => settings.join("mesh.yaml"),
-        };
-        let Ok(input) = std::fs::read_to_string(root.join(s("input"))) else {
-            continue;
-        };
-        let (_, texts) = yaml::traced(|| {
-            let Some(snapshot) = snapshot(&settings, &mesh, true) else {
-                return;
-            };
-            let opts = KubeInjectOptions {
-                snapshot: &snapshot,
-                native_sidecars: c.get("native_sidecars").and_then(Value::as_bool) == Some(true),
-                revision: "",
-                compliance_policy: "",
-            };
-            let _ = kube_inject::inject_manifests(&input, &opts);
-        });
-        for t in &texts {
-            tally.add(t, s("name"));
-        }
+    for (name, t) in &inputs::corpus_injection_texts(&root) {
+        tally.add(t, name);
     }
     eprintln!(
         "corpus injections: fast path read {} of {} texts",
@@ -217,22 +153,6 @@ fn corpus_injections() {
     );
 }
 
-/// A small fixed-seed PRNG (xorshift64*), so that failures reproduce.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
-
 /// Template-like seeds for the mutations.
 const SEEDS: &[&str] = &[
     "metadata:\n  labels:\n    app: \"hello\"\n    v: 1\n  annotations: {\n    a: \"x\",\n    b: y,\n  }\nspec:\n  containers:\n  - name: c\n    image: \"i:1\"\n    args:\n    - a\n    -  \"b\" \n    - --x=y:z\n    ports:\n    - containerPort: 80\n      protocol: TCP\n    env:\n    - name: X\n      value: |\n        {}\n    - name: Y\n      value: |-\n        [\n          {\"a\":1}\n        ]\n    # comment\n    - name: Z\n      valueFrom:\n        fieldRef:\n          fieldPath: status.podIP\n  volumes:\n  - emptyDir:\n    name: v\n  - emptyDir: {}\n    name: w\n",
@@ -242,7 +162,7 @@ const SEEDS: &[&str] = &[
 
 /// One random edit: delete, duplicate or re-indent a line, or substitute, insert or delete a
 /// character (drawn from YAML's syntax characters most of the time).
-fn mutate(text: &str, rng: &mut Rng) -> String {
+fn mutate(text: &str, rng: &mut XorShift) -> String {
     const CHARS: &[u8] = b" \n:-#'\"|>+[]{},&*!?%@`\\\t\r0aZ.~";
     let mut lines: Vec<String> = text.split('\n').map(str::to_string).collect();
     let i = rng.below(lines.len());
@@ -292,7 +212,7 @@ fn random_mutations_agree_or_give_up() {
         .ok()
         .and_then(|n| n.parse().ok())
         .unwrap_or(3000);
-    let mut rng = Rng(0x5EED_CAFE_F00D_1234);
+    let mut rng = XorShift(0x5EED_CAFE_F00D_1234);
     let (mut seen, mut taken) = (0, 0);
     for seed in SEEDS {
         assert!(check(seed, "seed"), "fast path gave up on a seed:\n{seed}");

@@ -2,16 +2,12 @@
 //! builds the base and the HA overlay (each skipped with a notice when the tool is absent), and
 //! the checked-in MutatingWebhookConfiguration is exactly what `outrigger webhook-config` prints.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 mod support_validate;
 
-use support_validate::{kubernetes_validate as validate, tool_available};
-
-fn deploy_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy")
-}
+use support_validate::{deploy_dir, kubernetes_validate as validate, kustomize, tool_available};
 
 /// The base's resource files (everything but kustomization.yaml).
 fn base_manifests() -> Vec<PathBuf> {
@@ -24,25 +20,6 @@ fn base_manifests() -> Vec<PathBuf> {
         .collect();
     files.sort();
     files
-}
-
-fn kustomize(dir: &str) -> String {
-    let out = Command::new("kubectl")
-        .arg("kustomize")
-        .arg(deploy_dir().join(dir))
-        .output()
-        .expect("kubectl runs");
-    assert!(
-        out.status.success(),
-        "kubectl kustomize {dir}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !stderr.contains("deprecated"),
-        "kubectl kustomize {dir} warns about deprecated fields: {stderr}"
-    );
-    String::from_utf8(out.stdout).expect("UTF-8")
 }
 
 #[test]

@@ -19,18 +19,10 @@
 //!   `unhealthyPodEvictionPolicy: AlwaysAllow`. A drain cordons the node and evicts its pods
 //!   until none is left; it deadlocks when no eviction is allowed and nothing else moves.
 
-use std::path::Path;
-use std::process::Command;
+mod support_validate;
 
 use serde_json::Value;
-
-/// Whether `cmd arg` runs successfully here.
-fn tool_available(cmd: &str, arg: &str) -> bool {
-    Command::new(cmd)
-        .arg(arg)
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
+use support_validate::tool_available;
 
 /// What the model reads from the manifests.
 #[derive(Debug, Clone, PartialEq)]
@@ -308,21 +300,7 @@ fn kustomize(dir: &str) -> Option<String> {
         eprintln!("NOTICE: kubectl not found; rollout and drain simulation of deploy/ skipped");
         return None;
     }
-    let out = Command::new("kubectl")
-        .arg("kustomize")
-        .arg(
-            Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("../../deploy")
-                .join(dir),
-        )
-        .output()
-        .expect("kubectl runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Some(String::from_utf8(out.stdout).expect("UTF-8"))
+    Some(support_validate::kustomize(dir))
 }
 
 #[test]

@@ -494,17 +494,6 @@ impl Drop for Load {
     }
 }
 
-async fn wait_metric(c: &H2, series: &str, want: f64, timeout: Duration) -> bool {
-    let deadline = Instant::now() + timeout;
-    while Instant::now() < deadline {
-        if metric(&metrics(c).await, series).is_some_and(|v| v >= want) {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    false
-}
-
 /// Send a probe pod (label `app: probe`) and read the skip reason from its JSON log line.
 async fn probe_reason(server: &Server, c: &H2, uid: &str) -> String {
     let p = json!({"metadata": {"name": uid, "labels": {"app": "probe"}}});
@@ -560,7 +549,7 @@ async fn config_broken_then_fixed_while_requests_flow() {
         &[("config", b"policy: [unclosed\n"), ("values", b"{}")],
     );
     assert!(
-        wait_metric(
+        metric_reaches(
             &c,
             "outrigger_reloads_total{kind=\"config\",result=\"failure\"}",
             1.0,
@@ -588,7 +577,7 @@ async fn config_broken_then_fixed_while_requests_flow() {
     // Fixed: a never selector now matches the probe.
     write_volume(&vol, 3, &[("config", good2.as_bytes()), ("values", b"{}")]);
     assert!(
-        wait_metric(
+        metric_reaches(
             &c,
             "outrigger_reloads_total{kind=\"config\",result=\"success\"}",
             2.0,
@@ -721,15 +710,14 @@ async fn certificate_rotated_while_requests_flow() {
             ("tls.key", key_b.as_bytes()),
         ],
     );
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while H2::connect_with(server.addr, only_b()).await.is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "rotated certificate not served:\n{}",
-            server.log_text()
-        );
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    assert!(
+        holds_within(Duration::from_secs(5), || async {
+            H2::connect_with(server.addr, only_b()).await.is_ok()
+        })
+        .await,
+        "rotated certificate not served:\n{}",
+        server.log_text()
+    );
     // A broken rotation (key of A with cert of B) is rejected; B keeps serving.
     write_volume(
         &tls,
@@ -740,7 +728,7 @@ async fn certificate_rotated_while_requests_flow() {
         ],
     );
     assert!(
-        wait_metric(
+        metric_reaches(
             &c,
             "outrigger_reloads_total{kind=\"certificate\",result=\"failure\"}",
             1.0,
@@ -789,14 +777,10 @@ async fn sigterm_under_load_fails_no_request() {
     server.sigterm();
     let t0 = Instant::now();
     // Not ready at once, while requests keep succeeding.
-    let mut not_ready = false;
-    while t0.elapsed() < Duration::from_millis(1000) {
-        if conns[0].get("/readyz").await.map(|r| r.status) == Ok(503) {
-            not_ready = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let not_ready = holds_within(Duration::from_millis(1000), || async {
+        conns[0].get("/readyz").await.map(|r| r.status) == Ok(503)
+    })
+    .await;
     assert!(not_ready, "readyz must fail during the drain");
     // The load keeps running until 1 s into the 1.5 s drain delay: requests sent during the
     // drain window must succeed. This sleep is the window under test, not a wait for an event.
@@ -1001,19 +985,16 @@ async fn client_mistakes_log_at_warn_and_server_faults_at_error() {
         ),
     ];
     for (what, matches, level) in checks {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let lines = loop {
-            let lines: Vec<Value> = server
+        let matching = || -> Vec<Value> {
+            server
                 .log_text()
                 .lines()
                 .filter_map(|l| serde_json::from_str::<Value>(l).ok())
                 .filter(|l| matches(l))
-                .collect();
-            if !lines.is_empty() || Instant::now() > deadline {
-                break lines;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
+                .collect()
         };
+        holds_within(Duration::from_secs(10), || async { !matching().is_empty() }).await;
+        let lines = matching();
         assert!(
             !lines.is_empty(),
             "{what}: no log line:\n{}",

@@ -9,7 +9,7 @@ mod common;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use base64::Engine as _;
 use common::*;
@@ -191,11 +191,11 @@ impl Load {
     /// Wait until `more` further injections have been answered (the load is flowing).
     async fn flowing(&self, more: u64) {
         let target = self.injected() + more;
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while self.injected() < target {
-            assert!(Instant::now() < deadline, "load stalled");
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        let flowing = holds_within(Duration::from_secs(20), || async {
+            self.injected() >= target
+        })
+        .await;
+        assert!(flowing, "load stalled");
     }
 
     /// Stop and return (injected, uninjected, failed, mesh lost, first problems).
@@ -235,19 +235,13 @@ async fn metric_value(c: &H2, series: &str) -> f64 {
 
 /// Poll `/metrics` until `series` reaches `want` (deadline 10 s).
 async fn wait_metric(c: &H2, series: &str, want: f64, server: &Server) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let got = metric_value(c, series).await;
-        if got >= want {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{series} stayed at {got}, want {want}:\n{}",
-            server.log_text()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let reached = metric_reaches(c, series, want, Duration::from_secs(10)).await;
+    let got = metric_value(c, series).await;
+    assert!(
+        reached,
+        "{series} stayed at {got}, want {want}:\n{}",
+        server.log_text()
+    );
 }
 
 /// Wait (deadline 10 s) for an error log line mentioning `needle`; return all such lines.
@@ -257,14 +251,11 @@ async fn wait_error(server: &Server, needle: &str) -> Vec<Value> {
 
 /// Wait (deadline 10 s) for `n` error log lines mentioning `needle`; return all such lines.
 async fn wait_errors(server: &Server, needle: &str, n: usize) -> Vec<Value> {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let lines = error_lines(server, needle);
-        if lines.len() >= n || Instant::now() >= deadline {
-            return lines;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    holds_within(Duration::from_secs(10), || async {
+        error_lines(server, needle).len() >= n
+    })
+    .await;
+    error_lines(server, needle)
 }
 
 /// The error log lines that mention `needle`.

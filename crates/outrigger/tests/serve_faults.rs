@@ -193,22 +193,6 @@ impl RawH1 {
     }
 }
 
-/// Wait until `f` holds or `timeout` passes.
-async fn eventually<F, Fut>(timeout: Duration, mut f: F) -> bool
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = Instant::now() + timeout;
-    while Instant::now() < deadline {
-        if f().await {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    false
-}
-
 /// Requests in a loop over HTTP/1.1 keep-alive connections, reconnecting when the server says
 /// `Connection: close`, until `stop`; counts answers that carried `Connection: close`.
 async fn h1_loop(
@@ -301,14 +285,14 @@ async fn drain_closes_http1_keepalive_connections_cleanly() {
         })
         .collect();
     let h2 = H2::connect(addr, &ca).await.unwrap();
-    common::eventually("20 answers under load before the signal", || async {
+    eventually("20 answers under load before the signal", || async {
         ok.load(Ordering::Relaxed) >= 20
     })
     .await;
     server.sigterm();
     let t0 = Instant::now();
     assert!(
-        eventually(Duration::from_secs(1), || async {
+        holds_within(Duration::from_secs(1), || async {
             h2.get("/readyz").await.map(|r| r.status) == Ok(503)
         })
         .await,
@@ -359,7 +343,7 @@ async fn second_signal_exits_at_once() {
     let c = H2::connect(server.addr, &ca).await.unwrap();
     server.sigterm();
     assert!(
-        eventually(Duration::from_secs(2), || async {
+        holds_within(Duration::from_secs(2), || async {
             c.get("/readyz").await.map(|r| r.status) == Ok(503)
         })
         .await
@@ -625,7 +609,7 @@ async fn health_is_answered_at_the_connection_cap() {
     // Reserve connections close after their request; then fill the reserve: the next
     // connection is closed at once.
     assert!(
-        eventually(Duration::from_secs(5), || async {
+        holds_within(Duration::from_secs(5), || async {
             metric(&metrics(&held[0]).await, "outrigger_open_connections") == Some(2.0)
         })
         .await,
@@ -656,7 +640,7 @@ async fn health_is_answered_at_the_connection_cap() {
     // Below the cap again, everything is served.
     drop(held);
     assert!(
-        eventually(Duration::from_secs(5), || async {
+        holds_within(Duration::from_secs(5), || async {
             match H2::connect(addr, &ca).await {
                 Ok(c) => {
                     c.post("/inject", skip_review("after"))
@@ -696,7 +680,7 @@ async fn inflight_byte_budget_answers_429() {
     slow.tls.flush().await.unwrap();
     let c = H2::connect(addr, &ca).await.unwrap();
     assert!(
-        eventually(Duration::from_secs(5), || async {
+        holds_within(Duration::from_secs(5), || async {
             metric(&metrics(&c).await, "outrigger_inflight_request_bytes") == Some(60_000.0)
         })
         .await

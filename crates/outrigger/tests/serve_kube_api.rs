@@ -1,125 +1,21 @@
-//! `outrigger serve --kube` end to end against a small fake API server (plain HTTP on
-//! 127.0.0.1): the certificate is bootstrapped into the Secret and served, the configuration
-//! comes from the injector ConfigMap, and the requests made are exactly the expected ones.
+//! `outrigger serve --kube` end to end against the fake API server of the tests
+//! (`common::kube_api`, plain HTTP on 127.0.0.1): the certificate is bootstrapped into the Secret
+//! and served, the configuration comes from the injector ConfigMap, and the requests made are
+//! exactly the expected ones.
 
 mod common;
 
-use std::convert::Infallible;
-use std::sync::{Arc, Mutex};
+use std::io::{Read, Write};
 use std::time::Duration;
 
 use base64::Engine as _;
-use bytes::Bytes;
+use common::kube_api::{configmap, Cluster, FakeApi, PatchType, ScriptedWatch};
 use common::*;
-use http_body_util::{BodyExt, Full};
-use hyper::service::service_fn;
-use hyper::{Request, Response};
-use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
 
-/// Key of a fake answer whose body is sent verbatim (watch streams).
-const RAW: &str = "__raw";
-
-/// What the fake API server holds and saw.
-#[derive(Default)]
-struct Api {
-    secret: Option<Value>,
-    requests: Vec<String>,
-    events: Vec<Value>,
-    /// ConfigMap versions the first ConfigMap watch delivers (MODIFIED events, in order).
-    updates: Vec<Value>,
-    /// The ConfigMap as currently stored (`None`: [`configmap`]).
-    current: Option<Value>,
-    /// The MutatingWebhookConfiguration as stored (`None`: [`webhook_config`]).
-    webhook: Option<Value>,
-    /// The mesh ConfigMap `istio-system/istio` (`None`: absent).
-    mesh: Option<Value>,
-    /// Delete the mesh ConfigMap through its first watch (a DELETED event).
-    delete_mesh: bool,
-    /// Delete the injector ConfigMap through its first watch (after `updates`).
-    delete_inject: bool,
-    /// Secret watches answered so far (the first one ends with 410 Gone, as when the
-    /// resourceVersion it started from was compacted away: the client must relist).
-    secret_watches: usize,
-    /// `"METHOD /path"` prefixes the fake's RBAC refuses with 403.
-    forbidden: Vec<String>,
-}
-
-/// Whether a ConfigMap list or watch selects the mesh ConfigMap `istio`.
-fn selects_mesh(query: &str) -> bool {
-    query
-        .split('&')
-        .any(|kv| kv == "fieldSelector=metadata.name%3Distio")
-}
-
-/// The fake's Secret writes, checked as the API server checks them: a stale `resourceVersion`
-/// is a 409 Conflict, a change of `type` is a 422 Invalid (a Secret's type is immutable).
-fn write_secret(stored: &Value, incoming: &Value, merge: bool) -> Result<Value, (u16, Value)> {
-    let rv = &incoming["metadata"]["resourceVersion"];
-    if !rv.is_null() && rv != &stored["metadata"]["resourceVersion"] {
-        return Err((409, status(409, "Conflict")));
-    }
-    let stored_type = stored["type"].as_str().unwrap_or("Opaque");
-    if let Some(t) = incoming["type"].as_str() {
-        if t != stored_type {
-            let mut st = status(422, "Invalid");
-            st["message"] = json!(format!(
-                "Secret \"outrigger-tls\" is invalid: type: Invalid value: \"{t}\": field is immutable"
-            ));
-            return Err((422, st));
-        }
-    }
-    let mut next = if merge {
-        let mut next = stored.clone();
-        json_patch::merge(&mut next, incoming);
-        next
-    } else {
-        incoming.clone()
-    };
-    let bumped = stored["metadata"]["resourceVersion"]
-        .as_str()
-        .and_then(|v| v.parse::<u64>().ok())
-        .unwrap_or(0)
-        + 1;
-    next["metadata"]["resourceVersion"] = json!(bumped.to_string());
-    next["type"] = json!(stored_type);
-    Ok(next)
-}
-
-/// The CA bundle the server stored in the fake's Secret (`what` names the expectation).
-fn secret_ca(api: &Arc<Mutex<Api>>, what: &str) -> Vec<u8> {
-    let b64 = api
-        .lock()
-        .expect("lock")
-        .secret
-        .as_ref()
-        .and_then(|s| {
-            s.pointer("/data/ca-bundle.crt")
-                .and_then(Value::as_str)
-                .map(str::to_string)
-        })
-        .expect(what);
-    base64::engine::general_purpose::STANDARD
-        .decode(b64)
-        .expect("base64 CA")
-}
-
-const MWC: &str = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations";
-
-fn webhook_config() -> Value {
-    json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
-        "metadata": {"name": "outrigger-sidecar-injector", "resourceVersion": "5"},
-        "webhooks": [{"name": "namespace.sidecar-injector.istio.io", "sideEffects": "None",
-            "admissionReviewVersions": ["v1"],
-            "clientConfig": {"service": {"name": "outrigger", "namespace": "outrigger"}}}]})
-}
-
-fn status(code: u16, reason: &str) -> Value {
-    json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-           "reason": reason, "code": code})
-}
-
-fn configmap() -> Value {
+/// The ConfigMap of the injector as these tests store it: the embedded configuration with
+/// `policy: disabled`, so that its origin shows (the embedded default would inject).
+fn policy_disabled_configmap() -> Value {
     let config = outrigger_inject::config::defaults::CONFIG.replacen(
         "policy: enabled",
         "policy: disabled",
@@ -133,320 +29,129 @@ fn configmap() -> Value {
     configmap_with(&config, "7")
 }
 
+/// The injector ConfigMap `istio-system/istio-sidecar-injector` with `config` at version `rv`.
 fn configmap_with(config: &str, rv: &str) -> Value {
-    json!({"apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": {"name": "istio-sidecar-injector", "namespace": "istio-system", "resourceVersion": rv},
-        "data": {"config": config, "values": outrigger_inject::config::defaults::VALUES}})
+    configmap(
+        "istio-system",
+        "istio-sidecar-injector",
+        rv,
+        &[
+            ("config", config),
+            ("values", outrigger_inject::config::defaults::VALUES),
+        ],
+    )
 }
 
-async fn answer(api: Arc<Mutex<Api>>, req: Request<hyper::body::Incoming>) -> (u16, Value) {
-    let method = req.method().to_string();
-    let path = req.uri().path().to_string();
-    let query = req.uri().query().unwrap_or("").to_string();
-    let content_type = req
-        .headers()
-        .get("content-type")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_string();
-    let body = req
-        .into_body()
-        .collect()
-        .await
-        .map(|b| b.to_bytes())
-        .unwrap_or_default();
+fn webhook_config() -> Value {
+    json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+        "metadata": {"name": "outrigger-sidecar-injector", "resourceVersion": "5"},
+        "webhooks": [{"name": "namespace.sidecar-injector.istio.io", "sideEffects": "None",
+            "admissionReviewVersions": ["v1"],
+            "clientConfig": {"service": {"name": "outrigger", "namespace": "outrigger"}}}]})
+}
+
+/// The cluster of these tests: the injector ConfigMap ([`policy_disabled_configmap`]), the
+/// webhook configuration, namespace `team` (with OpenShift's UID/GID ranges), node `n1`
+/// (kubelet 1.33), no Secret; the first Secret watch ends with 410 Gone, as when the
+/// resourceVersion it started from was compacted away (the client must relist).
+fn cluster() -> Cluster {
+    let mut c = Cluster::default();
+    c.expire_first_watch.push("secrets".into());
+    c.put(policy_disabled_configmap());
+    c.put(webhook_config());
+    c.put(json!({"apiVersion": "v1", "kind": "Namespace",
+        "metadata": {"name": "team", "resourceVersion": "4", "annotations": {
+            "openshift.io/sa.scc.uid-range": "1000620000/10000",
+            "openshift.io/sa.scc.supplemental-groups": "1000620000/10000"}}}));
+    c.put(json!({"apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": "n1", "resourceVersion": "3"},
+        "status": {"nodeInfo": {"kubeletVersion": "v1.33.2",
+            "architecture": "", "bootID": "", "containerRuntimeVersion": "",
+            "kernelVersion": "", "kubeProxyVersion": "", "machineID": "",
+            "operatingSystem": "", "osImage": "", "systemUUID": ""}}}));
+    c
+}
+
+/// The Secret of the server, `outrigger/outrigger-tls`, as stored.
+fn stored_secret(api: &FakeApi) -> Option<Value> {
     api.lock()
-        .expect("lock")
-        .requests
-        .push(format!("{method} {path}"));
-    let secret = "/api/v1/namespaces/outrigger/secrets";
-    let request = format!("{method} {path}");
-    if api
-        .lock()
-        .expect("lock")
-        .forbidden
-        .iter()
-        .any(|f| request.starts_with(f.as_str()))
-    {
-        let mut st = status(403, "Forbidden");
-        st["message"] = json!(format!("{request} is forbidden: User \"system:serviceaccount:outrigger:outrigger\" cannot do that"));
-        return (403, st);
-    }
-    match (method.as_str(), path.as_str()) {
-        ("GET", "/version") => (
-            200,
-            json!({"major": "1", "minor": "33", "gitVersion": "v1.33.0", "gitCommit": "x",
-                   "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.24",
-                   "compiler": "gc", "platform": "linux/amd64"}),
-        ),
-        ("GET", p) if p == format!("{secret}/outrigger-tls") => {
-            match api.lock().expect("lock").secret.clone() {
-                Some(s) => (200, s),
-                None => (404, status(404, "NotFound")),
-            }
-        }
-        ("POST", p) if p == secret => {
-            let mut s: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-            let mut a = api.lock().expect("lock");
-            if a.secret.is_some() {
-                return (409, status(409, "AlreadyExists"));
-            }
-            s["metadata"]["resourceVersion"] = json!("1");
-            a.secret = Some(s.clone());
-            (201, s)
-        }
-        ("GET", "/api/v1/namespaces/istio-system/configmaps")
-            if query.contains("watch=true") && selects_mesh(&query) =>
-        {
-            let deleted = {
-                let mut a = api.lock().expect("lock");
-                match (std::mem::take(&mut a.delete_mesh), a.mesh.clone()) {
-                    (true, Some(mesh)) => Some(mesh),
-                    _ => None,
-                }
-            };
-            if let Some(mesh) = deleted {
-                // The fake API server's latency before the event (part of the scenario).
-                tokio::time::sleep(Duration::from_millis(300)).await;
-                api.lock().expect("lock").mesh = None;
-                let line = format!("{}\n", json!({"type": "DELETED", "object": mesh}));
-                return (200, json!({ RAW: line }));
-            }
-            tokio::time::sleep(Duration::from_secs(3600)).await; // an open watch: no events
-            (200, Value::Null)
-        }
-        ("GET", "/api/v1/namespaces/istio-system/configmaps") if selects_mesh(&query) => (
-            200,
-            json!({"apiVersion": "v1", "kind": "ConfigMapList",
-                   "metadata": {"resourceVersion": "7"},
-                   "items": api.lock().expect("lock").mesh.clone().into_iter().collect::<Vec<_>>()}),
-        ),
-        ("GET", "/api/v1/namespaces/istio-system/configmaps")
-            if query.contains("watch=true") && api.lock().expect("lock").delete_inject =>
-        {
-            let current = {
-                let mut a = api.lock().expect("lock");
-                a.delete_inject = false;
-                a.current.clone().unwrap_or_else(configmap)
-            };
-            // The fake API server's latency before the event (part of the scenario).
-            tokio::time::sleep(Duration::from_millis(600)).await;
-            let line = format!("{}\n", json!({"type": "DELETED", "object": current}));
-            (200, json!({ RAW: line }))
-        }
-        ("PUT" | "PATCH", p) if p == format!("{secret}/outrigger-tls") => {
-            // A merge of `data` is the same under both patch types the fake knows; other patch
-            // types (JSON Patch, server-side apply) are not modelled and refused.
-            if method == "PATCH"
-                && !matches!(
-                    content_type.as_str(),
-                    "application/merge-patch+json" | "application/strategic-merge-patch+json"
-                )
-            {
-                return (415, status(415, "UnsupportedMediaType"));
-            }
-            let incoming: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-            let mut a = api.lock().expect("lock");
-            let Some(stored) = a.secret.clone() else {
-                return (404, status(404, "NotFound"));
-            };
-            match write_secret(&stored, &incoming, method == "PATCH") {
-                Ok(next) => {
-                    a.secret = Some(next.clone());
-                    (200, next)
-                }
-                Err(e) => e,
-            }
-        }
-        ("GET", p) if p == secret && query.contains("watch=true") => {
-            let first = {
-                let mut a = api.lock().expect("lock");
-                a.secret_watches += 1;
-                a.secret_watches == 1
-            };
-            if first {
-                let gone = json!({"type": "ERROR", "object": status(410, "Expired")});
-                return (200, json!({ RAW: format!("{gone}\n") }));
-            }
-            // Deliver the next change of the Secret, if any within the watch's lifetime.
-            let since = api.lock().expect("lock").secret.clone();
-            for _ in 0..600 {
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                let now = api.lock().expect("lock").secret.clone();
-                if now != since {
-                    let ev = match now {
-                        Some(s) => json!({"type": "MODIFIED", "object": s}),
-                        None => json!({"type": "DELETED", "object": since}),
-                    };
-                    return (200, json!({ RAW: format!("{ev}\n") }));
-                }
-            }
-            (200, json!({ RAW: "" }))
-        }
-        ("GET", p) if p == secret => {
-            assert!(
-                query.contains("fieldSelector=metadata.name%3Doutrigger-tls"),
-                "only the Secret of ours is listed: {query}"
-            );
-            let a = api.lock().expect("lock");
-            let rv = a
-                .secret
-                .as_ref()
-                .map(|s| s["metadata"]["resourceVersion"].clone())
-                .unwrap_or(json!("1"));
-            (
-                200,
-                json!({"apiVersion": "v1", "kind": "SecretList", "metadata": {"resourceVersion": rv},
-                       "items": a.secret.iter().cloned().collect::<Vec<_>>()}),
-            )
-        }
-        ("GET", "/api/v1/namespaces/istio-system/configmaps") if query.contains("watch=true") => {
-            let updates = std::mem::take(&mut api.lock().expect("lock").updates);
-            if let Some(last) = updates.last() {
-                // The fake API server's latency before the event (part of the scenario).
-                tokio::time::sleep(Duration::from_millis(300)).await;
-                api.lock().expect("lock").current = Some(last.clone());
-                let lines: String = updates
-                    .iter()
-                    .map(|cm| format!("{}\n", json!({"type": "MODIFIED", "object": cm})))
-                    .collect();
-                return (200, json!({ RAW: lines }));
-            }
-            tokio::time::sleep(Duration::from_secs(3600)).await; // an open watch: no events
-            (200, Value::Null)
-        }
-        ("GET", MWC) if query.contains("watch=true") => {
-            tokio::time::sleep(Duration::from_secs(3600)).await; // an open watch: no events
-            (200, Value::Null)
-        }
-        ("GET", MWC) => {
-            let mwc = api
-                .lock()
-                .expect("lock")
-                .webhook
-                .clone()
-                .unwrap_or_else(webhook_config);
-            (
-                200,
-                json!({"apiVersion": "admissionregistration.k8s.io/v1",
-                "kind": "MutatingWebhookConfigurationList",
-                "metadata": {"resourceVersion": "5"}, "items": [mwc]}),
-            )
-        }
-        ("GET", p) if p == format!("{MWC}/outrigger-sidecar-injector") => (
-            200,
-            api.lock()
-                .expect("lock")
-                .webhook
-                .clone()
-                .unwrap_or_else(webhook_config),
-        ),
-        ("PATCH", p) if p == format!("{MWC}/outrigger-sidecar-injector") => {
-            let patch: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-            let mut a = api.lock().expect("lock");
-            let mut mwc = a.webhook.clone().unwrap_or_else(webhook_config);
-            for entry in patch["webhooks"].as_array().cloned().unwrap_or_default() {
-                if let Some(hooks) = mwc["webhooks"].as_array_mut() {
-                    for h in hooks.iter_mut().filter(|h| h["name"] == entry["name"]) {
-                        h["clientConfig"]["caBundle"] = entry["clientConfig"]["caBundle"].clone();
-                    }
-                }
-            }
-            mwc["metadata"]["resourceVersion"] = json!("6");
-            a.webhook = Some(mwc.clone());
-            (200, mwc)
-        }
-        ("GET", "/api/v1/namespaces") if query.contains("watch=true") => {
-            tokio::time::sleep(Duration::from_secs(3600)).await; // an open watch: no events
-            (200, Value::Null)
-        }
-        ("GET", "/api/v1/namespaces") => (
-            200,
-            json!({"apiVersion": "v1", "kind": "NamespaceList", "metadata": {"resourceVersion": "4"},
-                   "items": [{"metadata": {"name": "team", "resourceVersion": "4", "annotations": {
-                       "openshift.io/sa.scc.uid-range": "1000620000/10000",
-                       "openshift.io/sa.scc.supplemental-groups": "1000620000/10000"}}}]}),
-        ),
-        ("GET", "/api/v1/nodes") if query.contains("watch=true") => {
-            // Keep the watch open: nothing changes.
-            tokio::time::sleep(Duration::from_secs(3600)).await; // an open watch: no events
-            (200, Value::Null)
-        }
-        ("GET", "/api/v1/namespaces/istio-system/configmaps") => (
-            200,
-            json!({"apiVersion": "v1", "kind": "ConfigMapList",
-                   "metadata": {"resourceVersion": "7"},
-                   "items": [api.lock().expect("lock").current.clone().unwrap_or_else(configmap)]}),
-        ),
-        ("GET", "/api/v1/nodes") => (
-            200,
-            json!({"apiVersion": "v1", "kind": "NodeList", "metadata": {"resourceVersion": "3"},
-                   "items": [{"metadata": {"name": "n1", "resourceVersion": "3"},
-                              "status": {"nodeInfo": {"kubeletVersion": "v1.33.2",
-                                  "architecture": "", "bootID": "", "containerRuntimeVersion": "",
-                                  "kernelVersion": "", "kubeProxyVersion": "", "machineID": "",
-                                  "operatingSystem": "", "osImage": "", "systemUUID": ""}}}]}),
-        ),
-        ("POST", "/apis/events.k8s.io/v1/namespaces/team/events") => {
-            let e: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-            api.lock().expect("lock").events.push(e.clone());
-            (201, e)
-        }
-        _ => (404, status(404, "NotFound")),
-    }
+        .get("secrets", "outrigger", "outrigger-tls")
+        .cloned()
 }
 
-/// Serve the fake API on a thread of its own; returns its port.
-fn fake_api(api: Arc<Mutex<Api>>) -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    let port = listener.local_addr().expect("addr").port();
-    listener.set_nonblocking(true).expect("nonblocking");
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime");
-        rt.block_on(async move {
-            let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
-            loop {
-                let Ok((tcp, _)) = listener.accept().await else {
-                    continue;
-                };
-                let api = api.clone();
-                tokio::spawn(async move {
-                    let svc = service_fn(move |req| {
-                        let api = api.clone();
-                        async move {
-                            let (code, body) = answer(api, req).await;
-                            let bytes = match body.get(RAW).and_then(Value::as_str) {
-                                Some(raw) => raw.as_bytes().to_vec(),
-                                None => serde_json::to_vec(&body).unwrap_or_default(),
-                            };
-                            let resp = Response::builder()
-                                .status(code)
-                                .header("content-type", "application/json")
-                                .body(Full::new(Bytes::from(bytes)))
-                                .expect("response");
-                            Ok::<_, Infallible>(resp)
-                        }
-                    });
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(tcp), svc)
-                        .await;
-                });
-            }
-        });
-    });
-    port
+/// The webhook configuration `outrigger-sidecar-injector` as stored.
+fn stored_webhook(api: &FakeApi) -> Value {
+    api.lock()
+        .get(
+            "mutatingwebhookconfigurations",
+            "",
+            "outrigger-sidecar-injector",
+        )
+        .cloned()
+        .expect("webhook configuration stored")
 }
 
-fn kubeconfig(dir: &std::path::Path, port: u16) -> std::path::PathBuf {
-    let text = format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: http://127.0.0.1:{port}\nusers:\n- name: u\n  user:\n    token: t\ncontexts:\n- name: x\n  context:\n    cluster: c\n    user: u\n    namespace: outrigger\ncurrent-context: x\n"
-    );
+/// The CA bundle the server stored in the fake's Secret (`what` names the expectation).
+fn secret_ca(api: &FakeApi, what: &str) -> Vec<u8> {
+    let b64 = stored_secret(api)
+        .and_then(|s| {
+            s.pointer("/data/ca-bundle.crt")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
+        .expect(what);
+    base64::engine::general_purpose::STANDARD
+        .decode(b64)
+        .expect("base64 CA")
+}
+
+/// `outrigger serve --kube --namespace outrigger` with `args` against `api` (kubeconfig and
+/// HOME in a scratch directory named `name`, the proxy bypassed for the fake, `env` added).
+fn serve_against(api: &FakeApi, name: &str, args: &[&str], env: &[(&str, &str)]) -> Server {
+    let dir = scratch(name);
+    let kc = write_kubeconfig(&dir, api);
+    let home = dir.display().to_string();
+    let mut all_env = vec![
+        ("NO_PROXY", "127.0.0.1,localhost"),
+        ("no_proxy", "127.0.0.1,localhost"),
+        ("KUBECONFIG", kc.as_str()),
+        ("HOME", home.as_str()),
+    ];
+    all_env.extend_from_slice(env);
+    let mut all_args = vec!["--kube", "--namespace", "outrigger"];
+    all_args.extend_from_slice(args);
+    Server::start(&all_args, &all_env)
+}
+
+/// A kubeconfig for `api` in `dir`.
+fn write_kubeconfig(dir: &std::path::Path, api: &FakeApi) -> String {
     let path = dir.join("kubeconfig");
-    std::fs::write(&path, text).expect("write kubeconfig");
-    path
+    std::fs::write(&path, common::kube_api::kubeconfig(api.port)).expect("write kubeconfig");
+    path.display().to_string()
+}
+
+/// A client of `server` trusting only the CA bundle the server stored in the Secret.
+async fn connect_trusting_the_secret(server: &Server, api: &FakeApi) -> H2 {
+    let ca = secret_ca(api, "Secret created");
+    H2::connect(server.addr, &ca).await.expect("TLS")
+}
+
+/// `outrigger serve --kube --namespace outrigger --port 0` with `args` against `api`, expected to
+/// fail start-up: its stderr.
+fn serve_fails_to_start(api: &FakeApi, name: &str, args: &[&str]) -> String {
+    let dir = scratch(name);
+    let kc = write_kubeconfig(&dir, api);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_outrigger"))
+        .args(["serve", "--kube", "--namespace", "outrigger", "--port", "0"])
+        .args(args)
+        .env("KUBECONFIG", &kc)
+        .env("HOME", &dir)
+        .env("NO_PROXY", "127.0.0.1,localhost")
+        .env("no_proxy", "127.0.0.1,localhost")
+        .output()
+        .expect("run outrigger");
+    assert!(!out.status.success());
+    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 fn pod(name: &str, annotations: Value) -> Value {
@@ -454,38 +159,62 @@ fn pod(name: &str, annotations: Value) -> Value {
            "spec": {"containers": [{"name": "app", "image": "nginx"}]}})
 }
 
+/// Send an `admission.k8s.io/v1` review of `pod` in namespace `ns`.
+async fn review_pod(c: &H2, uid: &str, ns: &str, pod: Value) -> Resp {
+    c.request(
+        "POST",
+        "/inject",
+        Some("application/json"),
+        full(review("admission.k8s.io/v1", uid, ns, pod)),
+    )
+    .await
+    .expect("review")
+}
+
+/// The JSON patch of an answered review, decoded (panics when the pod was not injected).
+fn decoded_patch(r: &Resp) -> String {
+    let patch = r.json()["response"]["patch"]
+        .as_str()
+        .map(str::to_string)
+        .unwrap_or_else(|| panic!("injected: {}", r.text()));
+    String::from_utf8(
+        base64::engine::general_purpose::STANDARD
+            .decode(patch)
+            .expect("base64"),
+    )
+    .expect("utf-8")
+}
+
+/// The `outrigger_reloads_total` of configuration reloads with `result` in `metrics`.
+fn config_reloads(metrics: &str, result: &str) -> Option<f64> {
+    metric(
+        metrics,
+        &format!(r#"outrigger_reloads_total{{kind="config",result="{result}"}}"#),
+    )
+}
+
+/// The flags of the tests reading the configuration from the injector ConfigMap, the caBundle
+/// managed externally, native sidecars off.
+const CONFIGMAP_SERVER: &[&str] = &[
+    "--dns-name",
+    "localhost",
+    "--ca-bundle-managed-externally",
+    "--injectConfigMap",
+    "istio-system/istio-sidecar-injector",
+    "--native-sidecars",
+    "false",
+];
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn certificate_from_the_secret_and_configuration_from_the_configmap() {
-    let api = Arc::new(Mutex::new(Api::default()));
-    let port = fake_api(api.clone());
-    let dir = scratch("kube-api");
-    let kc = kubeconfig(&dir, port);
-    let kc = kc.display().to_string();
+    let api = FakeApi::start(cluster());
     // Mounted files (policy enabled) are ignored when the configuration comes from the API.
-    let mounted = dir.join("config");
+    let mounted = scratch("kube-api-mounted").join("config");
     std::fs::write(&mounted, outrigger_inject::config::defaults::CONFIG).expect("write config");
-    let server = Server::start(
-        &[
-            "--kube",
-            "--namespace",
-            "outrigger",
-            "--dns-name",
-            "localhost",
-            "--ca-bundle-managed-externally",
-            "--injectConfigMap",
-            "istio-system/istio-sidecar-injector",
-            "--native-sidecars",
-            "false",
-            "--injectConfig",
-            &mounted.display().to_string(),
-        ],
-        &[
-            ("NO_PROXY", "127.0.0.1,localhost"),
-            ("no_proxy", "127.0.0.1,localhost"),
-            ("KUBECONFIG", kc.as_str()),
-            ("HOME", &dir.display().to_string()),
-        ],
-    );
+    let mounted_arg = mounted.display().to_string();
+    let mut args = CONFIGMAP_SERVER.to_vec();
+    args.extend(["--injectConfig", mounted_arg.as_str()]);
+    let server = serve_against(&api, "kube-api", &args, &[]);
     // The certificate served is the one the server stored in the Secret.
     let ca = secret_ca(&api, "Secret created with a CA bundle");
     let c = H2::connect(server.addr, &ca)
@@ -493,25 +222,13 @@ async fn certificate_from_the_secret_and_configuration_from_the_configmap() {
         .expect("TLS trusting only the Secret's CA");
 
     // policy: disabled from the ConfigMap (the embedded default would inject this pod).
-    let plain = review("admission.k8s.io/v1", "u1", "team", pod("plain", json!({})));
-    let r = c
-        .request("POST", "/inject", Some("application/json"), full(plain))
-        .await
-        .expect("review");
+    let r = review_pod(&c, "u1", "team", pod("plain", json!({}))).await;
     assert_eq!(r.status, 200, "{}", r.text());
     let v = r.json();
     assert_eq!(v["response"]["allowed"], true);
     assert!(v["response"].get("patch").is_none(), "not injected: {v}");
-    let opted_in = review(
-        "admission.k8s.io/v1",
-        "u2",
-        "team",
-        pod("opted", json!({"sidecar.istio.io/inject": "true"})),
-    );
-    let r = c
-        .request("POST", "/inject", Some("application/json"), full(opted_in))
-        .await
-        .expect("review");
+    let opted_in = pod("opted", json!({"sidecar.istio.io/inject": "true"}));
+    let r = review_pod(&c, "u2", "team", opted_in).await;
     assert!(
         r.json()["response"]["patch"].is_string(),
         "opt-in injects: {}",
@@ -534,16 +251,7 @@ async fn certificate_from_the_secret_and_configuration_from_the_configmap() {
     // Nothing must happen, so there is no event to wait for: give a file watch (debounce 100 ms)
     // ample time to have reacted if it wrongly existed.
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let again = review(
-        "admission.k8s.io/v1",
-        "u3",
-        "team",
-        pod("plain2", json!({})),
-    );
-    let r = c
-        .request("POST", "/inject", Some("application/json"), full(again))
-        .await
-        .expect("review");
+    let r = review_pod(&c, "u3", "team", pod("plain2", json!({}))).await;
     assert!(
         r.json()["response"].get("patch").is_none(),
         "still the ConfigMap's policy: {}",
@@ -555,7 +263,7 @@ async fn certificate_from_the_secret_and_configuration_from_the_configmap() {
         server.log_text()
     );
 
-    let seen = api.lock().expect("lock").requests.clone();
+    let seen = api.requests();
     assert_eq!(
         seen.first().map(String::as_str),
         Some("GET /version"),
@@ -581,78 +289,41 @@ async fn certificate_from_the_secret_and_configuration_from_the_configmap() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn native_sidecars_from_the_node_cache_and_events_for_each_outcome() {
-    let api = Arc::new(Mutex::new(Api::default()));
-    let port = fake_api(api.clone());
-    let dir = scratch("kube-api-events");
-    let kc = kubeconfig(&dir, port);
-    let kc = kc.display().to_string();
-    let server = Server::start(
+    let api = FakeApi::start(cluster());
+    let absent = scratch("kube-api-events-config").join("absent");
+    let server = serve_against(
+        &api,
+        "kube-api-events",
         &[
-            "--kube",
-            "--namespace",
-            "outrigger",
             "--dns-name",
             "localhost",
             "--events",
             "--native-sidecars",
             "auto",
             "--injectConfig",
-            &dir.join("absent").display().to_string(),
+            &absent.display().to_string(),
         ],
-        &[
-            ("NO_PROXY", "127.0.0.1,localhost"),
-            ("no_proxy", "127.0.0.1,localhost"),
-            ("KUBECONFIG", kc.as_str()),
-            ("HOME", &dir.display().to_string()),
-            ("POD_NAME", "outrigger-0"),
-        ],
+        &[("POD_NAME", "outrigger-0")],
     );
-    let ca = secret_ca(&api, "Secret created");
-    let c = H2::connect(server.addr, &ca).await.expect("TLS");
+    let c = connect_trusting_the_secret(&server, &api).await;
     let mut on_node = pod("web-abc", json!({}));
     on_node["spec"]["nodeName"] = json!("n1");
     on_node["metadata"]["ownerReferences"] = json!([{"apiVersion": "apps/v1", "kind": "ReplicaSet",
         "name": "web-7d9f", "uid": "rs-1", "controller": true}]);
-    let r = c
-        .request(
-            "POST",
-            "/inject",
-            Some("application/json"),
-            full(review("admission.k8s.io/v1", "u1", "team", on_node)),
-        )
-        .await
-        .expect("review");
-    let patch = r.json()["response"]["patch"]
-        .as_str()
-        .map(str::to_string)
-        .expect("injected");
-    let patch = String::from_utf8(
-        base64::engine::general_purpose::STANDARD
-            .decode(patch)
-            .expect("base64"),
-    )
-    .expect("utf-8");
+    let patch = decoded_patch(&review_pod(&c, "u1", "team", on_node).await);
     assert!(
         patch.contains(r#""restartPolicy":"Always""#),
         "native sidecar (kubelet 1.33 on n1)"
     );
     let skipped = pod("off", json!({"sidecar.istio.io/inject": "false"}));
-    let r = c
-        .request(
-            "POST",
-            "/inject",
-            Some("application/json"),
-            full(review("admission.k8s.io/v1", "u2", "team", skipped)),
-        )
-        .await
-        .expect("review");
+    let r = review_pod(&c, "u2", "team", skipped).await;
     assert!(r.json()["response"].get("patch").is_none());
 
     eventually("two Events recorded", || async {
-        api.lock().expect("lock").events.len() >= 2
+        api.lock().all("events").len() >= 2
     })
     .await;
-    let events = api.lock().expect("lock").events.clone();
+    let events = api.lock().all("events");
     assert_eq!(events.len(), 2, "{events:?}");
     let injected = events
         .iter()
@@ -671,24 +342,15 @@ async fn native_sidecars_from_the_node_cache_and_events_for_each_outcome() {
         "{skip}"
     );
     // The caBundle of the webhook configuration carries the Secret's CA bundle (one patch).
-    let stored = api
-        .lock()
-        .expect("lock")
-        .webhook
-        .clone()
-        .expect("caBundle patched");
-    let secret_bundle = api
-        .lock()
-        .expect("lock")
-        .secret
-        .as_ref()
+    let stored = stored_webhook(&api);
+    let secret_bundle = stored_secret(&api)
         .and_then(|s| s.pointer("/data/ca-bundle.crt").cloned())
         .expect("bundle");
     assert_eq!(
         stored["webhooks"][0]["clientConfig"]["caBundle"],
         secret_bundle
     );
-    let seen = api.lock().expect("lock").requests.clone();
+    let seen = api.requests();
     assert_eq!(
         seen.iter().filter(|s| s.starts_with("PATCH ")).count(),
         1,
@@ -705,40 +367,27 @@ async fn native_sidecars_from_the_node_cache_and_events_for_each_outcome() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn configmap_changes_swap_in_and_broken_ones_keep_the_last_good() {
-    let api = Arc::new(Mutex::new(Api::default()));
-    {
-        let mut a = api.lock().expect("lock");
-        a.updates = vec![
-            configmap_with("policy: [unclosed\n", "8"),
-            configmap_with(outrigger_inject::config::defaults::CONFIG, "9"),
-        ];
-    }
-    let port = fake_api(api.clone());
-    let dir = scratch("kube-api-reload");
-    let kc = kubeconfig(&dir, port);
-    let kc = kc.display().to_string();
-    let server = Server::start(
-        &[
-            "--kube",
-            "--namespace",
-            "outrigger",
-            "--dns-name",
-            "localhost",
-            "--ca-bundle-managed-externally",
-            "--injectConfigMap",
-            "istio-system/istio-sidecar-injector",
-            "--native-sidecars",
-            "false",
-        ],
-        &[
-            ("NO_PROXY", "127.0.0.1,localhost"),
-            ("no_proxy", "127.0.0.1,localhost"),
-            ("KUBECONFIG", kc.as_str()),
-            ("HOME", &dir.display().to_string()),
-        ],
+    let mut cluster = cluster();
+    cluster.scripted.insert(
+        (
+            "configmaps".into(),
+            "istio-system".into(),
+            "istio-sidecar-injector".into(),
+        ),
+        ScriptedWatch {
+            after: Duration::from_millis(300),
+            events: vec![
+                ("MODIFIED", configmap_with("policy: [unclosed\n", "8")),
+                (
+                    "MODIFIED",
+                    configmap_with(outrigger_inject::config::defaults::CONFIG, "9"),
+                ),
+            ],
+        },
     );
-    let ca = secret_ca(&api, "Secret created");
-    let c = H2::connect(server.addr, &ca).await.expect("TLS");
+    let api = FakeApi::start(cluster);
+    let server = serve_against(&api, "kube-api-reload", CONFIGMAP_SERVER, &[]);
+    let c = connect_trusting_the_secret(&server, &api).await;
     // The watch delivers a broken version (rejected) then policy: enabled (swapped in).
     assert!(
         server
@@ -754,34 +403,16 @@ async fn configmap_changes_swap_in_and_broken_ones_keep_the_last_good() {
         "{}",
         server.log_text()
     );
-    let plain = review("admission.k8s.io/v1", "u1", "team", pod("plain", json!({})));
-    let r = c
-        .request("POST", "/inject", Some("application/json"), full(plain))
-        .await
-        .expect("review");
+    let r = review_pod(&c, "u1", "team", pod("plain", json!({}))).await;
     assert!(
         r.json()["response"]["patch"].is_string(),
         "policy enabled now: {}",
         r.text()
     );
-    let m = c
-        .request("GET", "/metrics", None, full(Bytes::new()))
-        .await
-        .expect("metrics")
-        .text();
+    let m = metrics(&c).await;
+    assert_eq!(config_reloads(&m, "failure"), Some(1.0), "{m}");
     assert_eq!(
-        metric(
-            &m,
-            r#"outrigger_reloads_total{kind="config",result="failure"}"#
-        ),
-        Some(1.0),
-        "{m}"
-    );
-    assert_eq!(
-        metric(
-            &m,
-            r#"outrigger_reloads_total{kind="config",result="success"}"#
-        ),
+        config_reloads(&m, "success"),
         Some(2.0),
         "start-up + reload: {m}"
     );
@@ -789,55 +420,24 @@ async fn configmap_changes_swap_in_and_broken_ones_keep_the_last_good() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn openshift_proxy_ids_from_the_namespace_cache() {
-    let api = Arc::new(Mutex::new(Api::default()));
-    let port = fake_api(api.clone());
-    let dir = scratch("kube-api-openshift");
-    let kc = kubeconfig(&dir, port);
-    let kc = kc.display().to_string();
-    let server = Server::start(
+    let api = FakeApi::start(cluster());
+    let server = serve_against(
+        &api,
+        "kube-api-openshift",
         &[
-            "--kube",
-            "--namespace",
-            "outrigger",
             "--dns-name",
             "localhost",
             "--ca-bundle-managed-externally",
             "--native-sidecars",
             "false",
         ],
-        &[
-            ("NO_PROXY", "127.0.0.1,localhost"),
-            ("no_proxy", "127.0.0.1,localhost"),
-            ("KUBECONFIG", kc.as_str()),
-            ("HOME", &dir.display().to_string()),
-            ("PLATFORM", "openshift"),
-        ],
+        &[("PLATFORM", "openshift")],
     );
-    let ca = secret_ca(&api, "Secret created");
-    let c = H2::connect(server.addr, &ca).await.expect("TLS");
+    let c = connect_trusting_the_secret(&server, &api).await;
     let mut patches = Vec::new();
     for ns in ["team", "unknown"] {
-        let r = c
-            .request(
-                "POST",
-                "/inject",
-                Some("application/json"),
-                full(review("admission.k8s.io/v1", "u1", ns, pod("p", json!({})))),
-            )
-            .await
-            .expect("review");
-        let patch = r.json()["response"]["patch"]
-            .as_str()
-            .map(str::to_string)
-            .expect("injected");
-        patches.push(
-            String::from_utf8(
-                base64::engine::general_purpose::STANDARD
-                    .decode(patch)
-                    .expect("base64"),
-            )
-            .expect("utf-8"),
-        );
+        let r = review_pod(&c, "u1", ns, pod("p", json!({}))).await;
+        patches.push(decoded_patch(&r));
     }
     assert!(
         patches[0].contains("1000629999"),
@@ -848,7 +448,7 @@ async fn openshift_proxy_ids_from_the_namespace_cache() {
         !patches[1].contains("1000629999"),
         "unknown namespace: defaults"
     );
-    let seen = api.lock().expect("lock").requests.clone();
+    let seen = api.requests();
     assert_eq!(
         seen.iter()
             .filter(|s| s.as_str() == "GET /api/v1/namespaces")
@@ -861,47 +461,31 @@ async fn openshift_proxy_ids_from_the_namespace_cache() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deleted_configmaps_keep_the_last_good_configuration() {
     const MESH: &str = "defaultConfig:\n  proxyMetadata:\n    FAILSAFE_MARK: kept\n";
-    let api = Arc::new(Mutex::new(Api::default()));
-    {
-        let mut a = api.lock().expect("lock");
-        a.current = Some(configmap_with(
-            outrigger_inject::config::defaults::CONFIG,
-            "7",
-        ));
-        a.mesh = Some(json!({"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": "istio", "namespace": "istio-system", "resourceVersion": "3"},
-            "data": {"mesh": MESH}}));
-        a.delete_mesh = true;
-        a.delete_inject = true;
+    let mut cluster = cluster();
+    let injector = configmap_with(outrigger_inject::config::defaults::CONFIG, "7");
+    let mesh = configmap("istio-system", "istio", "3", &[("mesh", MESH)]);
+    cluster.put(injector.clone());
+    cluster.put(mesh.clone());
+    // Both ConfigMaps are deleted through their first watch, after the fake API server's
+    // latency (part of the scenario): the mesh one first.
+    for (object, after) in [(mesh, 300), (injector, 600)] {
+        let name = object["metadata"]["name"]
+            .as_str()
+            .expect("name")
+            .to_string();
+        cluster.scripted.insert(
+            ("configmaps".into(), "istio-system".into(), name),
+            ScriptedWatch {
+                after: Duration::from_millis(after),
+                events: vec![("DELETED", object)],
+            },
+        );
     }
-    let port = fake_api(api.clone());
-    let dir = scratch("kube-api-deleted");
-    let kc = kubeconfig(&dir, port);
-    let kc = kc.display().to_string();
-    let server = Server::start(
-        &[
-            "--kube",
-            "--namespace",
-            "outrigger",
-            "--dns-name",
-            "localhost",
-            "--ca-bundle-managed-externally",
-            "--injectConfigMap",
-            "istio-system/istio-sidecar-injector",
-            "--meshConfigMap",
-            "istio-system/istio",
-            "--native-sidecars",
-            "false",
-        ],
-        &[
-            ("NO_PROXY", "127.0.0.1,localhost"),
-            ("no_proxy", "127.0.0.1,localhost"),
-            ("KUBECONFIG", kc.as_str()),
-            ("HOME", &dir.display().to_string()),
-        ],
-    );
-    let ca = secret_ca(&api, "Secret created");
-    let c = H2::connect(server.addr, &ca).await.expect("TLS");
+    let api = FakeApi::start(cluster);
+    let mut args = CONFIGMAP_SERVER.to_vec();
+    args.extend(["--meshConfigMap", "istio-system/istio"]);
+    let server = serve_against(&api, "kube-api-deleted", &args, &[]);
+    let c = connect_trusting_the_secret(&server, &api).await;
     // Both ConfigMaps are deleted through their watches: each is a failed reload, logged at
     // error level, and the configuration read at start-up (with its mesh) stays in force.
     for needle in [
@@ -914,82 +498,36 @@ async fn deleted_configmaps_keep_the_last_good_configuration() {
             server.log_text()
         );
     }
-    assert!(api.lock().expect("lock").mesh.is_none(), "mesh deleted");
-    let m = c
-        .request("GET", "/metrics", None, full(Bytes::new()))
-        .await
-        .expect("metrics")
-        .text();
-    assert_eq!(
-        metric(
-            &m,
-            r#"outrigger_reloads_total{kind="config",result="failure"}"#
-        ),
-        Some(2.0),
-        "{m}"
+    assert!(
+        api.lock()
+            .get("configmaps", "istio-system", "istio")
+            .is_none(),
+        "mesh deleted"
     );
-    let r = c
-        .request(
-            "POST",
-            "/inject",
-            Some("application/json"),
-            full(review(
-                "admission.k8s.io/v1",
-                "u1",
-                "team",
-                pod("p", json!({})),
-            )),
-        )
-        .await
-        .expect("review");
-    let patch = r.json()["response"]["patch"]
-        .as_str()
-        .map(str::to_string)
-        .unwrap_or_else(|| panic!("injected: {}", r.text()));
-    let patch = String::from_utf8(
-        base64::engine::general_purpose::STANDARD
-            .decode(patch)
-            .expect("base64"),
-    )
-    .expect("utf-8");
+    let m = metrics(&c).await;
+    assert_eq!(config_reloads(&m, "failure"), Some(2.0), "{m}");
+    let patch = decoded_patch(&review_pod(&c, "u1", "team", pod("p", json!({}))).await);
     assert!(
         patch.contains("FAILSAFE_MARK"),
         "the deleted mesh ConfigMap's settings stay in force: {patch}"
     );
-    let r = c
-        .request("GET", "/readyz", None, full(Bytes::new()))
-        .await
-        .expect("readyz");
+    let r = c.get("/readyz").await.expect("readyz");
     assert_eq!(r.status, 200);
 }
 
 #[test]
 fn a_webhook_configuration_name_mismatch_fails_start_up_naming_it() {
-    let api = Arc::new(Mutex::new(Api::default()));
-    let port = fake_api(api.clone());
-    let dir = scratch("kube-api-mismatch");
-    let kc = kubeconfig(&dir, port);
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_outrigger"))
-        .args([
-            "serve",
-            "--kube",
-            "--namespace",
-            "outrigger",
-            "--port",
-            "0",
+    let api = FakeApi::start(cluster());
+    let err = serve_fails_to_start(
+        &api,
+        "kube-api-mismatch",
+        &[
             "--native-sidecars",
             "false",
             "--webhook-config-name",
             "istio-sidecar-injector",
-        ])
-        .env("KUBECONFIG", &kc)
-        .env("HOME", &dir)
-        .env("NO_PROXY", "127.0.0.1,localhost")
-        .env("no_proxy", "127.0.0.1,localhost")
-        .output()
-        .expect("run outrigger");
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+        ],
+    );
     assert!(
         err.contains(
             "MutatingWebhookConfiguration \"istio-sidecar-injector\" not found: generate it with \
@@ -1037,35 +575,21 @@ fn cert_manager_secret(ca: &str, cert: &str, key: &str, rv: &str) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cert_manager_secret_is_served_read_only_and_hot_reloaded() {
     let (ca1, cert1, key1) = issue("issuer-ca-1");
-    let stored = cert_manager_secret(&ca1, &cert1, &key1, "10");
-    let api = Arc::new(Mutex::new(Api {
-        secret: Some(stored.clone()),
-        ..Api::default()
-    }));
-    let port = fake_api(api.clone());
-    let dir = scratch("kube-api-cert-manager");
-    let kc = kubeconfig(&dir, port).display().to_string();
-    let server = Server::start(
-        &[
-            "--kube",
-            "--namespace",
-            "outrigger",
-            "--native-sidecars",
-            "false",
-        ],
-        &[
-            ("NO_PROXY", "127.0.0.1,localhost"),
-            ("no_proxy", "127.0.0.1,localhost"),
-            ("KUBECONFIG", kc.as_str()),
-            ("HOME", &dir.display().to_string()),
-        ],
+    let mut cluster = cluster();
+    cluster.put(cert_manager_secret(&ca1, &cert1, &key1, "10"));
+    let api = FakeApi::start(cluster);
+    let server = serve_against(
+        &api,
+        "kube-api-cert-manager",
+        &["--native-sidecars", "false"],
+        &[],
     );
     // The issuer's certificate is served, and its ca.crt went into the caBundle.
     let c = H2::connect(server.addr, ca1.as_bytes())
         .await
         .expect("TLS trusting the issuer's CA");
     assert_eq!(c.get("/readyz").await.expect("readyz").status, 200);
-    let bundle = api.lock().expect("lock").webhook.clone().expect("patched");
+    let bundle = stored_webhook(&api);
     let encoded = base64::engine::general_purpose::STANDARD.encode(&ca1);
     assert_eq!(
         bundle["webhooks"][0]["clientConfig"]["caBundle"],
@@ -1073,20 +597,14 @@ async fn a_cert_manager_secret_is_served_read_only_and_hot_reloaded() {
     );
     // The issuer renews: the Secret changes, the watch delivers it, new handshakes use it.
     let (ca2, cert2, key2) = issue("issuer-ca-2");
-    api.lock().expect("lock").secret = Some(cert_manager_secret(&ca2, &cert2, &key2, "11"));
-    let mut reloaded = false;
-    for _ in 0..100 {
-        if H2::connect(server.addr, ca2.as_bytes()).await.is_ok() {
-            reloaded = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert!(
-        reloaded,
-        "the renewed certificate is served without a restart"
-    );
-    let a = api.lock().expect("lock");
+    api.lock()
+        .put(cert_manager_secret(&ca2, &cert2, &key2, "11"));
+    eventually(
+        "the renewed certificate is served without a restart",
+        || async { H2::connect(server.addr, ca2.as_bytes()).await.is_ok() },
+    )
+    .await;
+    let a = api.lock();
     let writes: Vec<&String> = a
         .requests
         .iter()
@@ -1096,35 +614,25 @@ async fn a_cert_manager_secret_is_served_read_only_and_hot_reloaded() {
         writes.is_empty(),
         "the issuer's Secret was written: {writes:?}"
     );
+    let secret_watches = a.watches.get("secrets").copied().unwrap_or(0);
     assert!(
-        a.secret_watches >= 2,
-        "the Secret is watched and relisted after 410 Gone: {} watches",
-        a.secret_watches
+        secret_watches >= 2,
+        "the Secret is watched and relisted after 410 Gone: {secret_watches} watches",
     );
-    let s = a.secret.as_ref().expect("secret");
+    let s = a
+        .get("secrets", "outrigger", "outrigger-tls")
+        .expect("secret");
     assert_eq!(s["type"], "kubernetes.io/tls");
 }
 
 #[test]
 fn an_rbac_denial_on_the_secret_fails_start_up_naming_it() {
-    let api = Arc::new(Mutex::new(Api {
-        forbidden: vec!["GET /api/v1/namespaces/outrigger/secrets/outrigger-tls".into()],
-        ..Api::default()
-    }));
-    let port = fake_api(api);
-    let dir = scratch("kube-api-forbidden");
-    let kc = kubeconfig(&dir, port);
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_outrigger"))
-        .args(["serve", "--kube", "--namespace", "outrigger", "--port", "0"])
-        .args(["--native-sidecars", "false"])
-        .env("KUBECONFIG", &kc)
-        .env("HOME", &dir)
-        .env("NO_PROXY", "127.0.0.1,localhost")
-        .env("no_proxy", "127.0.0.1,localhost")
-        .output()
-        .expect("run outrigger");
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let mut cluster = cluster();
+    cluster
+        .forbidden
+        .push("GET /api/v1/namespaces/outrigger/secrets/outrigger-tls".into());
+    let api = FakeApi::start(cluster);
+    let err = serve_fails_to_start(&api, "kube-api-forbidden", &["--native-sidecars", "false"]);
     assert!(
         err.contains("forbidden to get secrets \"outrigger-tls\""),
         "{err}"
@@ -1134,20 +642,24 @@ fn an_rbac_denial_on_the_secret_fails_start_up_naming_it() {
 #[test]
 fn the_fake_refuses_type_changes_and_stale_writes_as_the_api_server() {
     let stored = cert_manager_secret("ca", "c", "k", "10");
+    let mut c = Cluster::default();
+    c.put(stored.clone());
+    let mut write =
+        |incoming: &Value, patch| c.write("secrets", "outrigger", "outrigger-tls", incoming, patch);
     let mut opaque = stored.clone();
     opaque["type"] = json!("Opaque");
-    let (code, body) = write_secret(&stored, &opaque, false).expect_err("type is immutable");
+    let (code, body) = write(&opaque, None).expect_err("type is immutable");
     assert_eq!(code, 422);
     assert!(body["message"]
         .as_str()
         .is_some_and(|m| m.contains("field is immutable")));
     let stale = json!({"metadata": {"resourceVersion": "9"}, "data": {"x": "eA=="}});
     assert_eq!(
-        write_secret(&stored, &stale, true).expect_err("stale").0,
+        write(&stale, Some(PatchType::Merge)).expect_err("stale").0,
         409
     );
     let fresh = json!({"metadata": {"resourceVersion": "10"}, "data": {"x": "eA=="}});
-    let next = write_secret(&stored, &fresh, true).expect("merge");
+    let next = write(&fresh, Some(PatchType::Merge)).expect("merge");
     assert_eq!(next["metadata"]["resourceVersion"], "11");
     assert_eq!(
         next["metadata"]["annotations"],
@@ -1155,4 +667,131 @@ fn the_fake_refuses_type_changes_and_stale_writes_as_the_api_server() {
     );
     assert_eq!(next["data"]["tls.crt"], stored["data"]["tls.crt"]);
     assert_eq!(next["type"], "kubernetes.io/tls");
+}
+
+/// One HTTP/1.1 request to the fake: (status, content type, body as JSON).
+fn ask(
+    api: &FakeApi,
+    method: &str,
+    path: &str,
+    content_type: &str,
+    body: &str,
+) -> (u16, String, Value) {
+    let mut tcp = std::net::TcpStream::connect(("127.0.0.1", api.port)).expect("connect");
+    write!(
+        tcp,
+        "{method} {path} HTTP/1.1\r\nhost: localhost\r\nconnection: close\r\n\
+         content-type: {content_type}\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("send");
+    let mut text = String::new();
+    tcp.read_to_string(&mut text).expect("read");
+    let (head, body) = text.split_once("\r\n\r\n").expect("head and body");
+    let code = head[9..12].parse().expect("status code");
+    let content_type = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-type: "))
+        .unwrap_or("")
+        .to_string();
+    (
+        code,
+        content_type,
+        serde_json::from_str(body).unwrap_or(Value::Null),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fake_answers_errors_with_status_objects_as_the_api_server() {
+    let mut cluster = cluster();
+    cluster
+        .forbidden
+        .push("GET /api/v1/namespaces/istio-system/configmaps/istio".into());
+    let api = FakeApi::start(cluster);
+    let cm = "/api/v1/namespaces/istio-system/configmaps";
+    let (code, content_type, cm_obj) =
+        ask(&api, "GET", &format!("{cm}/istio-sidecar-injector"), "", "");
+    assert_eq!((code, content_type.as_str()), (200, "application/json"));
+    assert_eq!(cm_obj["metadata"]["resourceVersion"], "7");
+    let (code, _, st) = ask(&api, "GET", &format!("{cm}/absent"), "", "");
+    assert_eq!(code, 404);
+    assert_eq!(
+        st,
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+               "message": "configmaps \"absent\" not found", "reason": "NotFound",
+               "details": {"name": "absent", "kind": "configmaps"}, "code": 404})
+    );
+    let (code, _, st) = ask(&api, "GET", &format!("{cm}/istio"), "", "");
+    assert_eq!(
+        (code, &st["reason"], &st["code"]),
+        (403, &json!("Forbidden"), &json!(403))
+    );
+    assert_eq!(
+        st["message"],
+        "configmaps \"istio\" is forbidden: User \"system:serviceaccount:outrigger:outrigger\" \
+         cannot get resource \"configmaps\" in API group \"\" in the namespace \"istio-system\""
+    );
+    let body = cm_obj.to_string();
+    let (code, _, st) = ask(&api, "POST", cm, "application/json", &body);
+    assert_eq!((code, &st["reason"]), (409, &json!("AlreadyExists")));
+    let injector = format!("{cm}/istio-sidecar-injector");
+    let (code, _, st) = ask(
+        &api,
+        "PATCH",
+        &injector,
+        "application/json-patch+json",
+        "[]",
+    );
+    assert_eq!((code, &st["reason"]), (415, &json!("UnsupportedMediaType")));
+    // The same replacement twice: the second carries a resourceVersion the first made stale.
+    let replace_injector = || ask(&api, "PUT", &injector, "application/json", &body);
+    let (code, _, st) = replace_injector();
+    assert_eq!(
+        (code, &st["metadata"]["resourceVersion"]),
+        (200, &json!("8"))
+    );
+    let (code, _, st) = replace_injector();
+    assert_eq!(
+        (code, &st["reason"]),
+        (409, &json!("Conflict")),
+        "stale resourceVersion 7"
+    );
+    let mwc = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations";
+    let (code, _, list) = ask(&api, "GET", mwc, "", "");
+    assert_eq!(
+        (code, &list["kind"]),
+        (200, &json!("MutatingWebhookConfigurationList"))
+    );
+    let (code, _, st) = ask(&api, "GET", "/api/v1/mutatingwebhookconfigurations", "", "");
+    assert_eq!(
+        (code, &st["kind"]),
+        (404, &json!("Status")),
+        "not in the core group"
+    );
+    // The first Secret watch ends with 410 Gone; a ConfigMap watch delivers a change.
+    let (code, _, gone) = ask(
+        &api,
+        "GET",
+        "/api/v1/namespaces/outrigger/secrets?watch=true",
+        "",
+        "",
+    );
+    assert_eq!(
+        (code, &gone["type"], &gone["object"]["code"]),
+        (200, &json!("ERROR"), &json!(410))
+    );
+    let watcher = api.clone();
+    let watch = std::thread::spawn(move || {
+        ask(&watcher, "GET", "/api/v1/namespaces/istio-system/configmaps?watch=true&fieldSelector=metadata.name%3Distio-sidecar-injector", "", "")
+    });
+    eventually("the ConfigMap watch is open", || async {
+        api.lock().watches.get("configmaps") == Some(&1)
+    })
+    .await;
+    let cm_obj = api
+        .lock()
+        .remove("configmaps", "istio-system", "istio-sidecar-injector");
+    let (code, _, event) = watch.join().expect("watch");
+    assert_eq!((code, &event["type"]), (200, &json!("DELETED")));
+    assert_eq!(event["object"], cm_obj.expect("stored"));
 }

@@ -1,29 +1,27 @@
 //! Inputs shared by the criterion benches and the callgrind harness (`examples/profile.rs`), so
 //! both measure the same pod with the same settings.
 
-use std::path::Path;
+#[path = "../../tests/inputs/mod.rs"]
+mod inputs;
 
-use outrigger_inject::config::{InjectorConfig, Snapshot};
-use outrigger_inject::ingest::workload::WorkloadMeta;
-use outrigger_inject::inject::{InjectParams, Mode};
+use outrigger_inject::config::Snapshot;
+use outrigger_inject::inject::InjectParams;
 use serde_json::{json, Value};
 
 /// Istio's chart defaults from the conformance corpus when present, else the embedded default.
 pub fn snapshot() -> Snapshot {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/conformance/istio/settings/default");
-    if dir.join("config.yaml").exists() {
-        eprintln!(
-            "bench settings: Istio chart defaults from {}",
-            dir.display()
-        );
-        let read = |f: &str| std::fs::read_to_string(dir.join(f)).expect("read settings");
-        let config = InjectorConfig::parse(&read("config.yaml")).expect("config");
-        Snapshot::with_config(config, &read("values.json"), Some(&read("mesh.yaml")))
-            .expect("snapshot")
-    } else {
-        eprintln!("bench settings: embedded default (corpus not found)");
-        outrigger_inject::config::defaults::snapshot().expect("embedded default")
+    match inputs::corpus().map(|root| root.join("settings/default")) {
+        Some(dir) => {
+            eprintln!(
+                "bench settings: Istio chart defaults from {}",
+                dir.display()
+            );
+            inputs::snapshot(&dir, &dir.join("mesh.yaml"), false).expect("snapshot")
+        }
+        None => {
+            eprintln!("bench settings: embedded default (corpus not found)");
+            outrigger_inject::config::defaults::snapshot().expect("embedded default")
+        }
     }
 }
 
@@ -54,21 +52,7 @@ pub fn hello_pod(containers: usize, env_vars: usize, managed_fields_bytes: usize
            "spec": {"containers": containers}})
 }
 
-/// Webhook-mode parameters for the hello Deployment.
+/// Webhook-mode parameters for the hello Deployment, native sidecars on.
 pub fn params(s: &Snapshot) -> InjectParams<'_> {
-    InjectParams {
-        snapshot: s,
-        mode: Mode::Webhook,
-        workload: WorkloadMeta {
-            kind: "Deployment".into(),
-            api_version: "apps/v1".into(),
-            name: "hello".into(),
-            namespace: "default".into(),
-        },
-        revision: "default",
-        native_sidecars: true,
-        proxy_envs: Default::default(),
-        proxy_uid_gid: None,
-        compliance_policy: "",
-    }
+    inputs::hello_params(s, true)
 }

@@ -224,6 +224,37 @@ pub fn seed(default: u64) -> u64 {
         .unwrap_or(default)
 }
 
+/// The default seed of the generated differential tests.
+pub const DEFAULT_SEED: u64 = 0x5EED_0F0E_7166;
+
+/// How many inputs a generated differential test compares and what draws them:
+/// ([`iterations`]`(default_iterations)`, the seed ([`seed`]`(`[`DEFAULT_SEED`]`)`), its [`Rng`]).
+pub fn generator(default_iterations: usize) -> (usize, u64, Rng) {
+    let seed = seed(DEFAULT_SEED);
+    (iterations(default_iterations), seed, Rng(seed))
+}
+
+/// Fail when a differential test found `disagreements` with Go, naming `what` and listing the
+/// first `shown` of them (all of them with `OUTRIGGER_DIFF_VERBOSE`).
+pub fn assert_no_disagreements(what: &str, disagreements: &[String], shown: usize) {
+    let shown = if std::env::var_os("OUTRIGGER_DIFF_VERBOSE").is_some() {
+        usize::MAX
+    } else {
+        shown
+    };
+    assert!(
+        disagreements.is_empty(),
+        "{what}: {} disagreements with Go:\n{}",
+        disagreements.len(),
+        disagreements
+            .iter()
+            .take(shown)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}
+
 /// A small deterministic PRNG (splitmix64), so generated inputs reproduce from their seed.
 pub struct Rng(pub u64);
 

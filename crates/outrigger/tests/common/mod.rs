@@ -1,6 +1,9 @@
 //! Shared helpers of the server integration tests: start the real binary on 127.0.0.1 and talk
-//! to it over TLS (HTTP/2 or HTTP/1.1 by ALPN) trusting only the CA the test was given.
+//! to it over TLS (HTTP/2 or HTTP/1.1 by ALPN) trusting only the CA the test was given; wait on
+//! conditions ([`eventually`], [`holds_within`]); fake the Kubernetes API server ([`kube_api`]).
 #![allow(dead_code)]
+
+pub mod kube_api;
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -138,20 +141,14 @@ impl Server {
 
     /// Wait until a log line contains `needle`.
     pub async fn wait_log(&self, needle: &str, timeout: Duration) -> bool {
-        let deadline = Instant::now() + timeout;
-        while Instant::now() < deadline {
-            if self
-                .logs
+        holds_within(timeout, || async {
+            self.logs
                 .lock()
                 .expect("log lock")
                 .iter()
                 .any(|l| l.contains(needle))
-            {
-                return true;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        false
+        })
+        .await
     }
 }
 
@@ -288,11 +285,26 @@ impl H2 {
         content_type: Option<&str>,
         body: ReqBody,
     ) -> Result<Resp, String> {
+        let headers: Vec<(&str, &str)> = content_type
+            .map(|ct| ("content-type", ct))
+            .into_iter()
+            .collect();
+        self.request_with(method, path, &headers, body).await
+    }
+
+    /// Send one request with the given request headers.
+    pub async fn request_with(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: ReqBody,
+    ) -> Result<Resp, String> {
         let mut b = Request::builder()
             .method(method)
             .uri(format!("https://localhost{path}"));
-        if let Some(ct) = content_type {
-            b = b.header("content-type", ct);
+        for (k, v) in headers {
+            b = b.header(*k, *v);
         }
         let req = b.body(body).map_err(|e| e.to_string())?;
         let mut send = self.send.clone();
@@ -317,20 +329,8 @@ impl H2 {
 
     /// GET `path` with extra request headers.
     pub async fn get_with(&self, path: &str, headers: &[(&str, &str)]) -> Result<Resp, String> {
-        let mut b = Request::builder()
-            .method("GET")
-            .uri(format!("https://localhost{path}"));
-        for (k, v) in headers {
-            b = b.header(*k, *v);
-        }
-        let req = b.body(full(Bytes::new())).map_err(|e| e.to_string())?;
-        let mut send = self.send.clone();
-        send.ready().await.map_err(|e| format!("not ready: {e}"))?;
-        let resp = send
-            .send_request(req)
+        self.request_with("GET", path, headers, full(Bytes::new()))
             .await
-            .map_err(|e| format!("send: {e}"))?;
-        collect(resp).await
     }
 }
 
@@ -434,16 +434,44 @@ pub fn write_volume(dir: &Path, generation: u32, files: &[(&str, &[u8])]) {
 /// Deadline of [`eventually`]: generous, so a loaded machine only makes a test slower.
 pub const EVENTUALLY: Duration = Duration::from_secs(30);
 
-/// Poll `cond` every 20 ms until it holds; panics naming `what` after [`EVENTUALLY`]. Tests wait
-/// on conditions (a counter reached, a log line seen, a file event observed), not fixed sleeps.
-pub async fn eventually<F, Fut>(what: &str, mut cond: F)
+/// Poll `cond` every 20 ms until it holds or `timeout` passes; whether it held. The one poll loop
+/// of the tests: they wait on conditions (a counter reached, a log line seen, a file event
+/// observed), not fixed sleeps. Use it directly when the deadline is part of what is tested or
+/// the failure message needs state read after the wait; else [`eventually`].
+pub async fn holds_within<F, Fut>(timeout: Duration, mut cond: F) -> bool
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,
 {
-    let deadline = Instant::now() + EVENTUALLY;
-    while !cond().await {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+    let deadline = Instant::now() + timeout;
+    loop {
+        if cond().await {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// Wait until `cond` holds; panics naming `what` after [`EVENTUALLY`].
+pub async fn eventually<F, Fut>(what: &str, cond: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    assert!(
+        holds_within(EVENTUALLY, cond).await,
+        "timed out waiting for {what}"
+    );
+}
+
+/// Wait until the metrics series `series` reaches `want` (at least), polling `/metrics`; whether
+/// it did within `timeout`.
+pub async fn metric_reaches(c: &H2, series: &str, want: f64, timeout: Duration) -> bool {
+    holds_within(timeout, || async {
+        metric(&metrics(c).await, series).is_some_and(|v| v >= want)
+    })
+    .await
 }

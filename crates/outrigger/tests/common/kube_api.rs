@@ -1,0 +1,694 @@
+//! A fake Kubernetes API server for the binary's `--kube` tests: plain HTTP on 127.0.0.1, one
+//! object store, answering as the API server does.
+//!
+//! - Paths: `/version`; core `/api/v1/...` (namespaced `configmaps`, `secrets`; cluster-scoped
+//!   `namespaces`, `nodes`); `/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations`;
+//!   `/apis/events.k8s.io/v1/namespaces/{ns}/events`. Anything else is a 404 `Status`.
+//! - Verbs: GET (one object, or a list honouring `fieldSelector=metadata.name=...`), watch
+//!   (`?watch=true`), POST (create), PUT (replace), PATCH (merge and strategic merge).
+//! - Errors are `Status` objects (`kind: Status`, `reason`, `code`, `details`): 404 NotFound,
+//!   403 Forbidden (RBAC rules of the test), 409 AlreadyExists and Conflict (a stale
+//!   `resourceVersion`), 410 Expired (a watch from a compacted version), 415
+//!   UnsupportedMediaType (a PATCH without a patch content type), 422 Invalid (a Secret's `type`
+//!   is immutable).
+//! - Watches deliver the changes of the selected objects made while they are open, then end (as
+//!   the API server's watch timeout does); a test can script a watch's events instead, or have the
+//!   first watch of a resource end with 410 Gone.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::convert::Infallible;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::service::service_fn;
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+use serde_json::{json, Value};
+
+/// Key of a stored object: (resource, namespace or "" when cluster-scoped, name).
+pub type Key = (String, String, String);
+
+/// Events a scripted watch delivers after its latency.
+pub struct ScriptedWatch {
+    /// The fake API server's latency before the events.
+    pub after: Duration,
+    /// `(type, object)`: `ADDED`, `MODIFIED` or `DELETED`, applied to the store when delivered.
+    pub events: Vec<(&'static str, Value)>,
+}
+
+/// What the fake API server holds and saw.
+pub struct Cluster {
+    objects: BTreeMap<Key, Value>,
+    /// The store's revision: every write takes the next one as its `resourceVersion`.
+    revision: u64,
+    /// `"METHOD /path"` of every request, in order (the query left out).
+    pub requests: Vec<String>,
+    /// `"METHOD /path"` requests RBAC refuses with 403.
+    pub forbidden: Vec<String>,
+    /// The user named in 403 messages.
+    pub user: String,
+    /// Resources whose first watch ends with 410 Gone (its resourceVersion was compacted away;
+    /// the client must relist).
+    pub expire_first_watch: Vec<String>,
+    /// Watches answered so far, by resource.
+    pub watches: BTreeMap<String, usize>,
+    /// Scripted events of the next watch selecting `(resource, namespace, name)`.
+    pub scripted: BTreeMap<Key, ScriptedWatch>,
+}
+
+impl Default for Cluster {
+    fn default() -> Cluster {
+        Cluster {
+            objects: BTreeMap::new(),
+            revision: 1,
+            requests: Vec::new(),
+            forbidden: Vec::new(),
+            user: "system:serviceaccount:outrigger:outrigger".into(),
+            expire_first_watch: Vec::new(),
+            watches: BTreeMap::new(),
+            scripted: BTreeMap::new(),
+        }
+    }
+}
+
+fn key(resource: &str, ns: &str, name: &str) -> Key {
+    (resource.to_string(), ns.to_string(), name.to_string())
+}
+
+/// The key an object is stored under (its kind's resource, namespace, name).
+fn key_of(object: &Value) -> Key {
+    let meta = &object["metadata"];
+    key(
+        resource_of(object["kind"].as_str().expect("object kind")),
+        meta["namespace"].as_str().unwrap_or(""),
+        meta["name"].as_str().expect("object name"),
+    )
+}
+
+impl Cluster {
+    /// Store `object` as it is (its `resourceVersion` included) under its kind's resource.
+    pub fn put(&mut self, object: Value) {
+        if let Some(rv) = object["metadata"]["resourceVersion"]
+            .as_str()
+            .and_then(|v| v.parse::<u64>().ok())
+        {
+            self.revision = self.revision.max(rv);
+        }
+        self.objects.insert(key_of(&object), object);
+    }
+
+    /// The object stored as `resource` `ns/name` (`ns` empty when cluster-scoped).
+    pub fn get(&self, resource: &str, ns: &str, name: &str) -> Option<&Value> {
+        self.objects.get(&key(resource, ns, name))
+    }
+
+    /// The stored object, to change in place (a change no watch sees until it polls).
+    pub fn get_mut(&mut self, resource: &str, ns: &str, name: &str) -> Option<&mut Value> {
+        self.objects.get_mut(&key(resource, ns, name))
+    }
+
+    /// Remove a stored object.
+    pub fn remove(&mut self, resource: &str, ns: &str, name: &str) -> Option<Value> {
+        self.objects.remove(&key(resource, ns, name))
+    }
+
+    /// All stored objects of `resource`, in key order.
+    pub fn all(&self, resource: &str) -> Vec<Value> {
+        self.objects
+            .iter()
+            .filter(|((r, _, _), _)| r == resource)
+            .map(|(_, v)| v.clone())
+            .collect()
+    }
+
+    /// A PUT (`patch` `None`) or PATCH of `resource` `ns/name` as the API server answers it:
+    /// the stored object with its next `resourceVersion`, or the error [`update`] finds.
+    pub fn write(
+        &mut self,
+        resource: &str,
+        ns: &str,
+        name: &str,
+        incoming: &Value,
+        patch: Option<PatchType>,
+    ) -> Result<Value, (u16, Value)> {
+        let Some(stored) = self.get(resource, ns, name) else {
+            let t = Target {
+                group: resource_type(resource).map_or("", |r| r.0),
+                resource,
+                namespace: ns,
+                name: Some(name),
+            };
+            return Err(not_found(&t));
+        };
+        let mut next = update(stored, incoming, patch)?;
+        next["metadata"]["resourceVersion"] = json!(self.next_revision());
+        self.put(next.clone());
+        Ok(next)
+    }
+
+    /// A watch of `resource` opened: whether it is the first one and must end with 410 Gone.
+    fn count_watch(&mut self, resource: &str) -> bool {
+        let n = self.watches.entry(resource.to_string()).or_default();
+        *n += 1;
+        *n == 1 && self.expire_first_watch.iter().any(|r| r == resource)
+    }
+
+    fn next_revision(&mut self) -> String {
+        self.revision += 1;
+        self.revision.to_string()
+    }
+
+    /// Apply a watch event to the store.
+    fn apply(&mut self, kind: &str, object: &Value) {
+        if kind == "DELETED" {
+            self.objects.remove(&key_of(object));
+        } else {
+            self.put(object.clone());
+        }
+    }
+}
+
+/// The resource (plural, lower case) of a kind the fake stores.
+fn resource_of(kind: &str) -> &'static str {
+    match kind {
+        "ConfigMap" => "configmaps",
+        "Secret" => "secrets",
+        "Namespace" => "namespaces",
+        "Node" => "nodes",
+        "Event" => "events",
+        "MutatingWebhookConfiguration" => "mutatingwebhookconfigurations",
+        other => panic!("the fake API server does not store {other}"),
+    }
+}
+
+/// (API group, version, kind, namespaced) of a resource the fake serves.
+fn resource_type(resource: &str) -> Option<(&'static str, &'static str, &'static str, bool)> {
+    Some(match resource {
+        "configmaps" => ("", "v1", "ConfigMap", true),
+        "secrets" => ("", "v1", "Secret", true),
+        "namespaces" => ("", "v1", "Namespace", false),
+        "nodes" => ("", "v1", "Node", false),
+        "events" => ("events.k8s.io", "v1", "Event", true),
+        "mutatingwebhookconfigurations" => (
+            "admissionregistration.k8s.io",
+            "v1",
+            "MutatingWebhookConfiguration",
+            false,
+        ),
+        _ => return None,
+    })
+}
+
+/// A `Status` object as the API server writes it for a failed request.
+pub fn status(code: u16, reason: &str, message: &str) -> Value {
+    json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+           "message": message, "reason": reason, "code": code})
+}
+
+/// A `Status` naming the object it is about (`details`).
+fn status_of(code: u16, reason: &str, message: &str, t: &Target) -> Value {
+    let mut st = status(code, reason, message);
+    let mut details = json!({"name": t.name.unwrap_or(""), "kind": t.resource});
+    if !t.group.is_empty() {
+        details["group"] = json!(t.group);
+    }
+    st["details"] = details;
+    st
+}
+
+fn not_found(t: &Target) -> (u16, Value) {
+    let msg = format!("{} {:?} not found", t.resource, t.name.unwrap_or(""));
+    (404, status_of(404, "NotFound", &msg, t))
+}
+
+fn no_such_resource() -> (u16, Value) {
+    let msg = "the server could not find the requested resource";
+    (404, status(404, "NotFound", msg))
+}
+
+/// A ConfigMap object.
+pub fn configmap(ns: &str, name: &str, rv: &str, data: &[(&str, &str)]) -> Value {
+    let data: BTreeMap<&str, &str> = data.iter().copied().collect();
+    json!({"apiVersion": "v1", "kind": "ConfigMap",
+           "metadata": {"name": name, "namespace": ns, "resourceVersion": rv},
+           "data": data})
+}
+
+/// A kubeconfig with context `fake` (this server, the current context, namespace `outrigger`)
+/// and context `dead` (a port nothing listens on).
+pub fn kubeconfig(port: u16) -> String {
+    format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n    server: http://127.0.0.1:{port}\n\
+         - name: dead\n  cluster:\n    server: http://127.0.0.1:1\nusers:\n- name: u\n  user:\n    token: t\n\
+         contexts:\n- name: fake\n  context:\n    cluster: fake\n    user: u\n    namespace: outrigger\n\
+         - name: dead\n  context:\n    cluster: dead\n    user: u\ncurrent-context: fake\n"
+    )
+}
+
+/// The fake API server, serving on a thread of its own.
+#[derive(Clone)]
+pub struct FakeApi {
+    /// Its port on 127.0.0.1.
+    pub port: u16,
+    cluster: Arc<Mutex<Cluster>>,
+}
+
+impl FakeApi {
+    /// Serve `cluster`.
+    pub fn start(cluster: Cluster) -> FakeApi {
+        let cluster = Arc::new(Mutex::new(cluster));
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        listener.set_nonblocking(true).expect("nonblocking");
+        let shared = cluster.clone();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            rt.block_on(accept_loop(listener, shared));
+        });
+        FakeApi { port, cluster }
+    }
+
+    /// The store and what the server saw.
+    pub fn lock(&self) -> MutexGuard<'_, Cluster> {
+        self.cluster.lock().expect("fake API lock")
+    }
+
+    /// `"METHOD /path"` of the requests so far.
+    pub fn requests(&self) -> Vec<String> {
+        self.lock().requests.clone()
+    }
+}
+
+async fn accept_loop(listener: std::net::TcpListener, cluster: Arc<Mutex<Cluster>>) {
+    let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
+    loop {
+        let Ok((tcp, _)) = listener.accept().await else {
+            continue;
+        };
+        let cluster = cluster.clone();
+        tokio::spawn(async move {
+            let svc = service_fn(move |req| {
+                let cluster = cluster.clone();
+                async move {
+                    let (code, body) = answer(&cluster, req).await;
+                    let resp = Response::builder()
+                        .status(code)
+                        .header("content-type", "application/json")
+                        .body(Full::new(Bytes::from(body)))
+                        .expect("response");
+                    Ok::<_, Infallible>(resp)
+                }
+            });
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(tcp), svc)
+                .await;
+        });
+    }
+}
+
+/// The object or collection a path names.
+struct Target<'a> {
+    group: &'a str,
+    resource: &'a str,
+    namespace: &'a str,
+    name: Option<&'a str>,
+}
+
+/// Parse `/api/v1/...` and `/apis/{group}/{version}/...`; `None` for other paths and for
+/// resources outside their group.
+fn target(path: &str) -> Option<Target<'_>> {
+    let parts: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    let (group, version, rest) = match parts[..] {
+        ["api", version, ref rest @ ..] => ("", version, rest),
+        ["apis", group, version, ref rest @ ..] => (group, version, rest),
+        _ => return None,
+    };
+    let (namespace, resource, name) = match *rest {
+        ["namespaces", ns, resource] => (ns, resource, None),
+        ["namespaces", ns, resource, name] => (ns, resource, Some(name)),
+        [resource] => ("", resource, None),
+        [resource, name] => ("", resource, Some(name)),
+        _ => return None,
+    };
+    let (g, v, _, namespaced) = resource_type(resource)?;
+    (g == group && v == version && namespaced != namespace.is_empty()).then_some(Target {
+        group,
+        resource,
+        namespace,
+        name,
+    })
+}
+
+/// The name a list or watch selects with `fieldSelector=metadata.name=...`.
+fn selected_name(query: &str) -> Option<String> {
+    query.split('&').find_map(|kv| {
+        let v = kv.strip_prefix("fieldSelector=")?;
+        let v = v.replace("%3D", "=").replace("%3d", "=");
+        v.strip_prefix("metadata.name=").map(str::to_string)
+    })
+}
+
+/// The request verb as RBAC names it.
+fn verb(method: &str, t: &Target, watch: bool) -> &'static str {
+    match (method, t.name, watch) {
+        ("GET", _, true) => "watch",
+        ("GET", None, _) => "list",
+        ("GET", Some(_), _) => "get",
+        ("POST", ..) => "create",
+        ("PUT", ..) => "update",
+        ("PATCH", ..) => "patch",
+        ("DELETE", ..) => "delete",
+        _ => "unknown",
+    }
+}
+
+async fn answer(cluster: &Mutex<Cluster>, req: Request<hyper::body::Incoming>) -> (u16, Vec<u8>) {
+    let method = req.method().to_string();
+    let path = req.uri().path().to_string();
+    let query = req.uri().query().unwrap_or("").to_string();
+    let content_type = req
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
+    let body = req
+        .into_body()
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
+    let request = format!("{method} {path}");
+    let forbidden = {
+        let mut c = cluster.lock().expect("fake API lock");
+        c.requests.push(request.clone());
+        c.forbidden.contains(&request).then(|| c.user.clone())
+    };
+    if path == "/version" && method == "GET" {
+        return json_body(200, version());
+    }
+    let Some(t) = target(&path) else {
+        return json_body_pair(no_such_resource());
+    };
+    let watch = query.split('&').any(|kv| kv == "watch=true");
+    if let Some(user) = forbidden {
+        let name = t.name.map(|n| format!("{n:?} ")).unwrap_or_default();
+        let scope = if t.namespace.is_empty() {
+            "at the cluster scope".to_string()
+        } else {
+            format!("in the namespace {:?}", t.namespace)
+        };
+        let msg = format!(
+            "{} {name}is forbidden: User {user:?} cannot {} resource {:?} in API group {:?} {scope}",
+            t.resource,
+            verb(&method, &t, watch),
+            t.resource,
+            t.group
+        );
+        return json_body(403, status_of(403, "Forbidden", &msg, &t));
+    }
+    if watch && method == "GET" {
+        return watch_answer(cluster, &t, selected_name(&query)).await;
+    }
+    let parsed: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let mut c = cluster.lock().expect("fake API lock");
+    json_body_pair(match (method.as_str(), t.name) {
+        ("GET", Some(name)) => match c.get(t.resource, t.namespace, name) {
+            Some(o) => (200, o.clone()),
+            None => not_found(&t),
+        },
+        ("GET", None) => (200, list(&c, &t, selected_name(&query).as_deref())),
+        ("POST", None) => create(&mut c, &t, &content_type, parsed),
+        ("PUT" | "PATCH", Some(name)) => {
+            let patch = if method == "PATCH" {
+                match PatchType::of(&content_type) {
+                    Some(p) => Some(p),
+                    None => return json_body_pair(unsupported(&content_type)),
+                }
+            } else {
+                None
+            };
+            match c.write(t.resource, t.namespace, name, &parsed, patch) {
+                Ok(next) => (200, next),
+                Err(e) => e,
+            }
+        }
+        _ => {
+            let msg = "the server does not allow this method on the requested resource";
+            (405, status_of(405, "MethodNotAllowed", msg, &t))
+        }
+    })
+}
+
+fn json_body(code: u16, v: Value) -> (u16, Vec<u8>) {
+    (code, serde_json::to_vec(&v).expect("JSON"))
+}
+
+fn json_body_pair((code, v): (u16, Value)) -> (u16, Vec<u8>) {
+    json_body(code, v)
+}
+
+fn version() -> Value {
+    json!({"major": "1", "minor": "33", "gitVersion": "v1.33.0", "gitCommit": "x",
+           "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.24",
+           "compiler": "gc", "platform": "linux/amd64"})
+}
+
+/// The objects of `t`'s collection (in its namespace, if any) that `name` selects.
+fn selection(c: &Cluster, t: &Target, name: Option<&str>) -> BTreeMap<Key, Value> {
+    c.objects
+        .iter()
+        .filter(|((r, ns, n), _)| {
+            r == t.resource
+                && (t.namespace.is_empty() || ns == t.namespace)
+                && name.is_none_or(|want| n == want)
+        })
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+fn list(c: &Cluster, t: &Target, name: Option<&str>) -> Value {
+    let (group, version, kind, _) = resource_type(t.resource).expect("served resource");
+    let api_version = if group.is_empty() {
+        version.to_string()
+    } else {
+        format!("{group}/{version}")
+    };
+    let items: Vec<Value> = selection(c, t, name).into_values().collect();
+    json!({"apiVersion": api_version, "kind": format!("{kind}List"),
+           "metadata": {"resourceVersion": c.revision.to_string()}, "items": items})
+}
+
+fn create(c: &mut Cluster, t: &Target, content_type: &str, mut object: Value) -> (u16, Value) {
+    if !content_type.starts_with("application/json") {
+        return unsupported(content_type);
+    }
+    let name = match object["metadata"]["name"].as_str() {
+        Some(n) => n.to_string(),
+        None => match object["metadata"]["generateName"].as_str() {
+            Some(prefix) => format!("{prefix}{}", c.revision + 1),
+            None => {
+                let msg = format!(
+                    "{} \"\" is invalid: metadata.name: Required value",
+                    t.resource
+                );
+                return (422, status_of(422, "Invalid", &msg, t));
+            }
+        },
+    };
+    if c.get(t.resource, t.namespace, &name).is_some() {
+        let named = Target {
+            name: Some(&name),
+            ..*t
+        };
+        let msg = format!("{} {name:?} already exists", t.resource);
+        return (409, status_of(409, "AlreadyExists", &msg, &named));
+    }
+    object["metadata"]["name"] = json!(name);
+    if !t.namespace.is_empty() {
+        object["metadata"]["namespace"] = json!(t.namespace);
+    }
+    object["metadata"]["resourceVersion"] = json!(c.next_revision());
+    c.put(object.clone());
+    (201, object)
+}
+
+fn unsupported(content_type: &str) -> (u16, Value) {
+    let msg = format!(
+        "the body of the request was in an unknown format ({content_type:?}) - accepted media \
+         types include: application/json-patch+json, application/merge-patch+json, \
+         application/apply-patch+yaml"
+    );
+    (415, status(415, "UnsupportedMediaType", &msg))
+}
+
+/// The patch types the fake applies. JSON Patch and server-side apply are not modelled: a PATCH
+/// of those types is refused with 415, as a type the server does not accept.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum PatchType {
+    /// `application/merge-patch+json` (RFC 7386).
+    Merge,
+    /// `application/strategic-merge-patch+json`: as a merge, except that lists of objects with
+    /// a `name` merge by name (the merge key of the lists the fake's objects have).
+    Strategic,
+}
+
+impl PatchType {
+    fn of(content_type: &str) -> Option<PatchType> {
+        match content_type {
+            "application/merge-patch+json" => Some(PatchType::Merge),
+            "application/strategic-merge-patch+json" => Some(PatchType::Strategic),
+            _ => None,
+        }
+    }
+}
+
+/// A write of `incoming` over `stored` (a PUT when `patch` is `None`), checked as the API server
+/// checks it: a stale `resourceVersion` is a 409 Conflict, a change of a Secret's `type` is a 422
+/// Invalid (it is immutable). [`Cluster::write`] stores it with its new `resourceVersion`.
+fn update(
+    stored: &Value,
+    incoming: &Value,
+    patch: Option<PatchType>,
+) -> Result<Value, (u16, Value)> {
+    let kind = stored["kind"].as_str().unwrap_or("");
+    let name = stored["metadata"]["name"].as_str().unwrap_or("");
+    let resource = resource_of(kind);
+    let t = Target {
+        group: resource_type(resource).map_or("", |r| r.0),
+        resource,
+        namespace: stored["metadata"]["namespace"].as_str().unwrap_or(""),
+        name: Some(name),
+    };
+    let rv = &incoming["metadata"]["resourceVersion"];
+    if !rv.is_null() && rv != &stored["metadata"]["resourceVersion"] {
+        let msg = format!(
+            "Operation cannot be fulfilled on {resource} {name:?}: the object has been modified; \
+             please apply your changes to the latest version and try again"
+        );
+        return Err((409, status_of(409, "Conflict", &msg, &t)));
+    }
+    let mut next = match patch {
+        Some(PatchType::Merge) => {
+            let mut next = stored.clone();
+            json_patch::merge(&mut next, incoming);
+            next
+        }
+        Some(PatchType::Strategic) => {
+            let mut next = stored.clone();
+            strategic_merge(&mut next, incoming);
+            next
+        }
+        None => incoming.clone(),
+    };
+    if kind == "Secret" {
+        let stored_type = stored["type"].as_str().unwrap_or("Opaque");
+        if let Some(t2) = next["type"].as_str().filter(|t2| *t2 != stored_type) {
+            let msg = format!(
+                "Secret {name:?} is invalid: type: Invalid value: {t2:?}: field is immutable"
+            );
+            return Err((422, status_of(422, "Invalid", &msg, &t)));
+        }
+        next["type"] = json!(stored_type);
+    }
+    Ok(next)
+}
+
+/// A strategic merge of `patch` into `target`: a merge patch where lists of objects that all
+/// carry a `name` merge element by element on it.
+fn strategic_merge(target: &mut Value, patch: &Value) {
+    let by_name = |v: &Value| {
+        v.as_array()
+            .is_some_and(|a| a.iter().all(|e| e["name"].is_string()))
+    };
+    match (target, patch) {
+        (Value::Object(t), Value::Object(p)) => {
+            for (k, pv) in p {
+                match t.get_mut(k) {
+                    _ if pv.is_null() => {
+                        t.remove(k);
+                    }
+                    Some(tv) if by_name(tv) && by_name(pv) => {
+                        let list = tv.as_array_mut().expect("list");
+                        for pe in pv.as_array().expect("list") {
+                            match list.iter_mut().find(|e| e["name"] == pe["name"]) {
+                                Some(e) => strategic_merge(e, pe),
+                                None => list.push(pe.clone()),
+                            }
+                        }
+                    }
+                    Some(tv) => strategic_merge(tv, pv),
+                    None => {
+                        t.insert(k.clone(), pv.clone());
+                    }
+                }
+            }
+        }
+        (t, p) => *t = p.clone(),
+    }
+}
+
+/// A watch: a scripted one delivers its events; the first watch of a resource listed in
+/// `expire_first_watch` ends with 410 Gone; any other delivers the changes of the objects it
+/// selects made while it is open (polled every 50 ms), ending after 30 s without one.
+async fn watch_answer(
+    cluster: &Mutex<Cluster>,
+    t: &Target<'_>,
+    name: Option<String>,
+) -> (u16, Vec<u8>) {
+    let (gone, script, since) = {
+        let mut c = cluster.lock().expect("fake API lock");
+        let gone = c.count_watch(t.resource);
+        let script = name
+            .as_deref()
+            .and_then(|n| c.scripted.remove(&key(t.resource, t.namespace, n)));
+        (gone, script, selection(&c, t, name.as_deref()))
+    };
+    if gone {
+        let msg = "too old resource version: 1 (2)";
+        let event = json!({"type": "ERROR", "object": status(410, "Expired", msg)});
+        return (200, format!("{event}\n").into_bytes());
+    }
+    if let Some(script) = script {
+        tokio::time::sleep(script.after).await;
+        let mut c = cluster.lock().expect("fake API lock");
+        let mut lines = String::new();
+        for (kind, object) in &script.events {
+            c.apply(kind, object);
+            lines.push_str(&format!("{}\n", json!({"type": kind, "object": object})));
+        }
+        return (200, lines.into_bytes());
+    }
+    let mut tick = tokio::time::interval(Duration::from_millis(50));
+    for _ in 0..600 {
+        tick.tick().await;
+        let now = selection(&cluster.lock().expect("fake API lock"), t, name.as_deref());
+        if now != since {
+            return (200, changes(&since, &now).into_bytes());
+        }
+    }
+    (200, Vec::new())
+}
+
+/// Watch event lines turning `before` into `after`.
+fn changes(before: &BTreeMap<Key, Value>, after: &BTreeMap<Key, Value>) -> String {
+    let mut lines = VecDeque::new();
+    for (k, v) in after {
+        match before.get(k) {
+            None => lines.push_back(json!({"type": "ADDED", "object": v})),
+            Some(old) if old != v => lines.push_back(json!({"type": "MODIFIED", "object": v})),
+            Some(_) => {}
+        }
+    }
+    for (k, v) in before {
+        if !after.contains_key(k) {
+            lines.push_back(json!({"type": "DELETED", "object": v}));
+        }
+    }
+    lines.iter().map(|l| format!("{l}\n")).collect()
+}
