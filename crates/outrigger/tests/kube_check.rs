@@ -1,18 +1,16 @@
-//! `outrigger check` end to end on a manifest. The injector configuration needs the template
-//! engine; while the library still has it as a placeholder the test skips with a notice.
+//! `outrigger check` end to end on a manifest.
 
 use std::process::Command;
 
 const MANIFEST: &str = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  template:\n    metadata:\n      labels:\n        app: web\n    spec:\n      containers:\n      - name: web\n        image: nginx\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: opted-out\n  labels:\n    sidecar.istio.io/inject: \"false\"\nspec:\n  containers:\n  - name: app\n    image: app\n";
 
 /// Run `outrigger check -f <MANIFEST> ARGS`: (exit code, stdout, stderr).
-fn check(args: &[&str]) -> Option<(i32, String, String)> {
+fn check(args: &[&str]) -> (i32, String, String) {
     check_manifest(MANIFEST, args)
 }
 
-/// Run `outrigger check -f <manifest> ARGS`: (exit code, stdout, stderr); `None` (with a notice)
-/// while a library module is a placeholder.
-fn check_manifest(manifest: &str, args: &[&str]) -> Option<(i32, String, String)> {
+/// Run `outrigger check -f <manifest> ARGS`: (exit code, stdout, stderr).
+fn check_manifest(manifest: &str, args: &[&str]) -> (i32, String, String) {
     let dir = std::env::temp_dir().join(format!("outrigger-kube-check-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     // One file per call: the tests run in parallel.
@@ -27,16 +25,11 @@ fn check_manifest(manifest: &str, args: &[&str]) -> Option<(i32, String, String)
         .args(args)
         .output()
         .expect("binary runs");
-    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
-    if stderr.contains("not yet implemented") {
-        eprintln!("NOTICE: a library module is still a placeholder; check end-to-end test skipped");
-        return None;
-    }
-    Some((
+    (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).to_string(),
-        stderr,
-    ))
+        String::from_utf8_lossy(&out.stderr).to_string(),
+    )
 }
 
 /// Namespace `apps`, labelled for injection.
@@ -49,16 +42,14 @@ const LABELLED_APPS: &[&str] = &[
 
 #[test]
 fn check_explains_each_workload_in_json() {
-    let Some((code, out, err)) = check(&[
+    let (code, out, err) = check(&[
         "--namespace",
         "apps",
         "--namespace-labels",
         "istio-injection=enabled",
         "-o",
         "json",
-    ]) else {
-        return;
-    };
+    ]);
     // One of the two pods is not injected: exit status 1.
     assert_eq!(code, 1, "{err}");
     let v: serde_json::Value = serde_json::from_str(&out).expect("JSON array");
@@ -75,9 +66,7 @@ fn check_explains_each_workload_in_json() {
 
 #[test]
 fn check_table_without_namespace_labels() {
-    let Some((code, out, err)) = check(&[]) else {
-        return;
-    };
+    let (code, out, err) = check(&[]);
     assert_eq!(code, 1, "{err}");
     assert!(
         out.contains("Deployment/web in namespace default: NOT INJECTED (webhook_not_selected)"),
@@ -87,32 +76,24 @@ fn check_table_without_namespace_labels() {
 
 #[test]
 fn exit_status_is_the_verdict() {
-    let Some((code, out, err)) = check(LABELLED_APPS) else {
-        return;
-    };
+    let (code, out, err) = check(LABELLED_APPS);
     assert_eq!(code, 1, "a pod is not injected: {err}");
     assert!(
         out.contains("Deployment/web in namespace apps: INJECTED"),
         "{out}"
     );
     // Errors are 2, distinct from "not injected".
-    let Some((code, _, err)) = check(&["--injectConfigFile", "/no/such/file"]) else {
-        return;
-    };
+    let (code, _, err) = check(&["--injectConfigFile", "/no/such/file"]);
     assert_eq!(code, 2, "{err}");
     // Only injected pods: 0.
     let web = MANIFEST.split("---").next().expect("first document");
-    let Some((code, _, err)) = check_manifest(web, LABELLED_APPS) else {
-        return;
-    };
+    let (code, _, err) = check_manifest(web, LABELLED_APPS);
     assert_eq!(code, 0, "{err}");
 }
 
 #[test]
 fn every_not_injected_verdict_ends_with_the_change_that_injects_it() {
-    let Some((_, out, _)) = check(&["-n", "apps"]) else {
-        return;
-    };
+    let (_, out, _) = check(&["-n", "apps"]);
     // Each report's last line is the fix. In an unlabelled namespace the opted-out pod is
     // injected by turning its label around (the `object.` entry), one change; removing it is not
     // enough there.
@@ -132,9 +113,7 @@ fn every_not_injected_verdict_ends_with_the_change_that_injects_it() {
         "{out}"
     );
     // The labelled namespace: the opted-out pod needs its label removed.
-    let Some((_, json, _)) = check(&[LABELLED_APPS, &["-o", "json"]].concat()) else {
-        return;
-    };
+    let (_, json, _) = check(&[LABELLED_APPS, &["-o", "json"]].concat());
     let v: serde_json::Value = serde_json::from_str(&json).expect("JSON array");
     assert!(v[0].get("fix").is_none(), "injected: no fix");
     assert_eq!(
@@ -142,9 +121,7 @@ fn every_not_injected_verdict_ends_with_the_change_that_injects_it() {
         "remove the label sidecar.istio.io/inject=\"false\" from the pod"
     );
     // A non-default revision is labelled with istio.io/rev.
-    let Some((_, json, _)) = check(&["-n", "apps", "--revision", "canary", "-o", "json"]) else {
-        return;
-    };
+    let (_, json, _) = check(&["-n", "apps", "--revision", "canary", "-o", "json"]);
     let v: serde_json::Value = serde_json::from_str(&json).expect("JSON array");
     assert_eq!(
         v[0]["fix"],
@@ -154,17 +131,13 @@ fn every_not_injected_verdict_ends_with_the_change_that_injects_it() {
 
 #[test]
 fn steps_not_evaluated_are_marked() {
-    let Some((_, out, _)) = check(LABELLED_APPS) else {
-        return;
-    };
+    let (_, out, _) = check(LABELLED_APPS);
     // The opted-out pod is decided at the label: the later steps are marked, facts not shown.
     assert!(
         out.contains("  policy                   NOT EVALUATED  -                      (not evaluated: decided at injectLabelOrAnnotation)"),
         "{out}"
     );
-    let Some((_, out, _)) = check(&["-n", "apps"]) else {
-        return;
-    };
+    let (_, out, _) = check(&["-n", "apps"]);
     assert!(
         out.contains("injector steps: NOT EVALUATED (no webhook sends the pod to the injector)"),
         "{out}"
@@ -173,18 +146,14 @@ fn steps_not_evaluated_are_marked() {
 
 #[test]
 fn namespace_label_without_value_is_refused() {
-    let Some((code, _, err)) = check(&["--namespace-labels", "istio-injection"]) else {
-        return;
-    };
+    let (code, _, err) = check(&["--namespace-labels", "istio-injection"]);
     assert_eq!(code, 2, "{err}");
     assert!(
         err.contains("\"istio-injection\" has no value") && err.contains("istio-injection=enabled"),
         "{err}"
     );
     // `k=` is an explicit empty value.
-    let Some((code, _, err)) = check(&["--namespace-labels", "istio-injection="]) else {
-        return;
-    };
+    let (code, _, err) = check(&["--namespace-labels", "istio-injection="]);
     assert_eq!(code, 1, "{err}");
 }
 
