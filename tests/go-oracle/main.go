@@ -32,6 +32,10 @@
 //     (any JSON value)
 //   - template_phase    as template, but an error is prefixed with the phase that failed:
 //     "parse: " (template.Parse) or "exec: " (Execute)
+//   - openshift_block   OpenShift's uid.ParseBlock(input) (github.com/openshift/library-go
+//     pkg/security/uid, which istiod calls for the sa.scc.uid-range and
+//     supplemental-groups namespace annotations): fmt.Sscanf "%d/%d" (start,
+//     size) or "%d-%d" (start, end) into uint32s; answers {"start":S,"end":E}
 //
 // Version note: istiod pins sigs.k8s.io/yaml v1.6.0 on go.yaml.in/yaml/v2 v2.4.4; Debian ships
 // sigs.k8s.io/yaml 1.3.0 on gopkg.in/yaml.v2 2.4.0. The YAMLToJSON/JSONToYAML code paths used
@@ -142,6 +146,11 @@ func run(req request) (a answer) {
 			} else {
 				err = fmt.Errorf("parse: %w", err)
 			}
+		}
+	case "openshift_block":
+		var b block
+		if b, err = parseBlock(req.Input); err == nil {
+			out, err = json.Marshal(map[string]uint32{"start": b.Start, "end": b.End})
 		}
 	default:
 		err = fmt.Errorf("oracle: unknown mode %q", req.Mode)
@@ -444,4 +453,34 @@ type ContainerPort struct {
 	Name          string `json:"name,omitempty"`
 	ContainerPort int32  `json:"containerPort"`
 	Protocol      string `json:"protocol,omitempty"`
+}
+
+// block and parseBlock are OpenShift's uid.Block and uid.ParseBlock (library-go
+// pkg/security/uid/uid.go), transcribed: the module is not packaged by Debian.
+type block struct {
+	Start uint32
+	End   uint32
+}
+
+func parseBlock(in string) (block, error) {
+	if strings.Contains(in, "/") {
+		var start, size uint32
+		n, err := fmt.Sscanf(in, "%d/%d", &start, &size)
+		if err != nil {
+			return block{}, err
+		}
+		if n != 2 {
+			return block{}, fmt.Errorf("block not in the format \"<start>/<size>\"")
+		}
+		return block{Start: start, End: start + size - 1}, nil
+	}
+	var start, end uint32
+	n, err := fmt.Sscanf(in, "%d-%d", &start, &end)
+	if err != nil {
+		return block{}, err
+	}
+	if n != 2 {
+		return block{}, fmt.Errorf("block not in the format \"<start>-<end>\"")
+	}
+	return block{Start: start, End: end}, nil
 }

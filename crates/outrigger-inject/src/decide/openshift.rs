@@ -30,23 +30,16 @@ pub fn proxy_uid_gid(namespace_annotations: &Map<String, Value>) -> (i64, i64) {
     (uid, gid)
 }
 
-/// An OpenShift block: `<start>/<size>` (end = start + size - 1, uint32 wrap-around) or
-/// `<start>-<end>`. Returns `(start, end)`.
+/// An OpenShift block, as OpenShift's `uid.ParseBlock` reads it with Go's `fmt.Sscanf`:
+/// `<start>/<size>` when the text holds a `/` (end = start + size - 1, uint32 wrap-around), else
+/// `<start>-<end>`. Blanks before each number are skipped and text after the second one is
+/// ignored, as Go does. Returns `(start, end)`, or Go's scan error.
 pub fn parse_block(text: &str) -> Result<(u32, u32), String> {
-    let parse = |s: &str| {
-        s.parse::<u32>()
-            .ok()
-            .filter(|_| s.bytes().all(|b| b.is_ascii_digit()))
-    };
     if text.contains('/') {
-        let err = || "block not in the format \"<start>/<size>\"".to_string();
-        let (a, b) = text.split_once('/').ok_or_else(err)?;
-        let (start, size) = (parse(a).ok_or_else(err)?, parse(b).ok_or_else(err)?);
+        let (start, size) = crate::go::scan::sscanf_u32_pair(text, '/')?;
         Ok((start, start.wrapping_add(size).wrapping_sub(1)))
     } else {
-        let err = || "block not in the format \"<start>-<end>\"".to_string();
-        let (a, b) = text.split_once('-').ok_or_else(err)?;
-        Ok((parse(a).ok_or_else(err)?, parse(b).ok_or_else(err)?))
+        crate::go::scan::sscanf_u32_pair(text, '-')
     }
 }
 
@@ -170,14 +163,10 @@ mod tests {
         );
         assert_eq!(proxy_uid_gid(&ann(json!({}))), (1337, 1337));
         assert_eq!(parse_block("4294967295/2"), Ok((4294967295, 0)));
-        assert_eq!(
-            parse_block("1-x"),
-            Err("block not in the format \"<start>-<end>\"".into())
-        );
-        assert_eq!(
-            parse_block("1/"),
-            Err("block not in the format \"<start>/<size>\"".into())
-        );
+        // Go's fmt.Sscanf errors (tests/go_openshift.rs compares every text with Go).
+        assert_eq!(parse_block("1-x"), Err("expected integer".into()));
+        assert_eq!(parse_block("1/"), Err("EOF".into()));
+        assert_eq!(parse_block(" 1000/10 "), Ok((1000, 1009)));
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Go's formatting and parsing rules where Istio's output depends on them: `strconv` float and
 //! quote formatting, `encoding/json` output, `fmt`'s `%v`, `time.Duration` and RFC 3339 times,
-//! and the multierror text. Every other module formats Go-shaped text through these.
+//! the multierror text, and `fmt.Sscanf` of number pairs. Every other module formats Go-shaped text through these.
 
 pub mod duration;
 pub mod float;
@@ -8,4 +8,5 @@ pub mod fmt;
 pub mod json;
 pub mod multierror;
 pub mod quote;
+pub mod scan;
 pub mod time;
