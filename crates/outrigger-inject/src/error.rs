@@ -2,13 +2,15 @@
 //! line or annotation that was wrong.
 //!
 //! Each stage has its own error type where its failures have a structure worth keeping (a YAML
-//! error's line, ...); they convert into [`Error`] with `?`. A step that fails inside a larger
+//! error's line, ...); they convert into [`Error`](enum@Error) with `?`. A step that fails inside a larger
 //! one is wrapped with [`Error::context`], which puts the outer step in front of the message as
 //! Istio does (`failed to run injection template: ...`) and keeps the inner error reachable
 //! ([`Error::root`]).
 
 use thiserror::Error;
 
+use crate::config::ConfigError;
+use crate::mesh::MeshError;
 use crate::yaml::YamlError;
 
 /// Errors of the injection pipeline.
@@ -21,8 +23,8 @@ pub enum Error {
     #[error("{0}")]
     Json(String),
     /// Injector configuration (`config`, `values`, mesh config) could not be loaded.
-    #[error("{0}")]
-    Config(String),
+    #[error(transparent)]
+    Config(#[from] ConfigError),
     /// A template failed to parse or execute (message carries `template: NAME:LINE:COL`).
     #[error("{0}")]
     Template(String),
@@ -35,9 +37,9 @@ pub enum Error {
     /// A value does not fit the Kubernetes Go type of its field.
     #[error("{0}")]
     Type(String),
-    /// ProxyConfig / MeshConfig could not be decoded or failed validation.
-    #[error("{0}")]
-    ProxyConfig(String),
+    /// ProxyConfig / MeshConfig could not be decoded, merged or failed validation.
+    #[error(transparent)]
+    Mesh(#[from] MeshError),
     /// Any other injection failure (prometheus scrape configuration, overrides, ...).
     #[error("{0}")]
     Inject(String),

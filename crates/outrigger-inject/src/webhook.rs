@@ -25,6 +25,7 @@ use crate::inject::{self, InjectParams, Mode};
 use crate::json::lookup as jsonmap;
 use crate::kube::names;
 use crate::kube::pod::{meta_str, potential_name};
+use crate::mesh::MeshError;
 use crate::Error;
 
 /// Revision the webhook writes into `.Revision` and the status annotation.
@@ -360,7 +361,8 @@ pub fn error_code(e: &Error) -> &'static str {
         Error::InvalidAnnotations(_) => "invalid_annotations",
         Error::Merge(_) => "merge",
         Error::Type(_) => "type",
-        Error::ProxyConfig(_) => "proxy_config",
+        Error::Mesh(MeshError::InvalidMeshConfig(_)) => "config",
+        Error::Mesh(_) => "proxy_config",
         Error::Inject(_) => "inject",
         Error::Workload(_) => "workload",
     }
@@ -869,5 +871,32 @@ mod tests {
             let r = review(&input, "/inject/a/b/c", &ctx(&snap));
             assert!(serde_json::from_slice::<Value>(&r.response).is_ok());
         }
+    }
+
+    #[test]
+    fn error_codes_look_through_context_and_keep_the_config_label_of_mesh_validation() {
+        let invalid_mesh = Error::from(MeshError::InvalidMeshConfig(vec!["bad port".into()]));
+        assert_eq!(error_code(&invalid_mesh), "config");
+        assert_eq!(
+            invalid_mesh.to_string(),
+            "1 error occurred:\n\t* bad port\n\n"
+        );
+        let wrapped = Error::from(MeshError::NullMapValue("a[\"k\"]".into()))
+            .context("failed to run injection template");
+        assert_eq!(error_code(&wrapped), "proxy_config");
+        assert_eq!(
+            wrapped.to_string(),
+            "failed to run injection template: a[\"k\"]: null map value"
+        );
+        let shape = Error::from(crate::config::ConfigError::Shape {
+            path: String::new(),
+            expected: "a map",
+            got: "a number".into(),
+        });
+        assert_eq!(error_code(&shape), "config");
+        assert_eq!(
+            shape.to_string(),
+            "failed to unmarshal injection template: expected a map, got a number"
+        );
     }
 }
