@@ -19,9 +19,9 @@ use crate::kube::typed;
 use crate::merge::overrides::reapply_overwritten_containers;
 use crate::merge::pod::{move_native_proxy, names_overlay, typed_template_pod};
 use crate::merge::strategic;
-use crate::render::{images, rendered_patch, select_templates};
+use crate::render::{images, rendered_patch, select_templates, RenderError};
 use crate::template::TemplateData;
-use crate::{mesh, Error, Result};
+use crate::{mesh, Result};
 
 /// Which caller runs the pipeline; the two differ in a few documented places (spec §11.4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -242,16 +242,11 @@ fn run_templates(
     let mut rendered: Vec<(String, String)> = Vec::new();
     for name in select_templates(snapshot, pod) {
         let Some(tmpl) = snapshot.config.templates.get(&name) else {
-            let have: Vec<&str> = snapshot
-                .config
-                .templates
-                .keys()
-                .map(String::as_str)
-                .collect();
-            return Err(Error::Template(format!(
-                "requested template {name:?} not found; have {}",
-                have.join(", ")
-            )));
+            return Err(RenderError::TemplateNotFound {
+                name,
+                have: snapshot.config.templates.keys().cloned().collect(),
+            }
+            .into());
         };
         let text = tmpl.render(&data)?;
         let overlay = rendered_patch(&name, &text)?;

@@ -26,6 +26,7 @@ use crate::json::lookup as jsonmap;
 use crate::kube::names;
 use crate::kube::pod::{meta_str, potential_name};
 use crate::mesh::MeshError;
+use crate::render::RenderError;
 use crate::Error;
 
 /// Revision the webhook writes into `.Revision` and the status annotation.
@@ -353,15 +354,16 @@ fn finish(
 /// Metrics reason code of a pipeline error.
 pub fn error_code(e: &Error) -> &'static str {
     match e {
-        Error::Context { source, .. } => error_code(source),
+        Error::Context(c) => error_code(&c.source),
         Error::Yaml(_) => "yaml",
         Error::Json(_) => "json",
         Error::Config(_) => "config",
         Error::Template(_) => "template",
         Error::InvalidAnnotations(_) => "invalid_annotations",
-        Error::Merge(_) => "merge",
+        Error::Render(r) if matches!(**r, RenderError::TemplateNotFound { .. }) => "template",
+        Error::Render(_) | Error::Merge(_) => "merge",
         Error::Type(_) => "type",
-        Error::Mesh(MeshError::InvalidMeshConfig(_)) => "config",
+        Error::Mesh(m) if matches!(**m, MeshError::InvalidMeshConfig(_)) => "config",
         Error::Mesh(_) => "proxy_config",
         Error::Inject(_) => "inject",
         Error::Workload(_) => "workload",

@@ -8,6 +8,33 @@ use crate::kube::names::TEMPLATES_ANNOTATION;
 use crate::kube::pod::annotation;
 use crate::{yaml, Error, Result};
 
+/// Why rendering produced no usable patch.
+#[derive(Debug, thiserror::Error)]
+pub enum RenderError {
+    /// The pod asks for a template the configuration does not have.
+    #[error("requested template {name:?} not found; have {}", .have.join(", "))]
+    TemplateNotFound {
+        /// The requested name.
+        name: String,
+        /// The configuration's template names.
+        have: Vec<String>,
+    },
+    /// A template rendered text that is not YAML (reported as the merge's invalid document).
+    #[error(
+        "strategic merge: invalid JSON document: template {template:?} rendered invalid YAML: \
+         {source}"
+    )]
+    InvalidYaml {
+        /// The template's name.
+        template: String,
+        /// The YAML error.
+        source: Box<Error>,
+    },
+    /// A template rendered YAML that is not a mapping.
+    #[error("strategic merge: invalid JSON document: template {0:?} did not render a mapping")]
+    NotAMapping(String),
+}
+
 /// Strip the image-type suffix and append the requested one (spec §4.6 step 6).
 pub fn adjust_tag(tag: &str, image_type: &str) -> String {
     if image_type.is_empty() {
@@ -81,17 +108,14 @@ pub fn select_templates(snapshot: &Snapshot, pod: &Value) -> Vec<String> {
 
 /// Parse a rendered template into a pod-shaped patch (spec §7.4 step 2).
 pub fn rendered_patch(name: &str, text: &str) -> Result<Value> {
-    let v = yaml::from_str(text).map_err(|e| {
-        Error::Merge(format!(
-            "strategic merge: invalid JSON document: template {name:?} rendered invalid YAML: {e}"
-        ))
+    let v = yaml::from_str(text).map_err(|e| RenderError::InvalidYaml {
+        template: name.to_string(),
+        source: Box::new(e),
     })?;
     match v {
         Value::Null => Ok(Value::Object(Map::new())),
         Value::Object(_) => Ok(v),
-        _ => Err(Error::Merge(format!(
-            "strategic merge: invalid JSON document: template {name:?} did not render a mapping"
-        ))),
+        _ => Err(RenderError::NotAMapping(name.to_string()).into()),
     }
 }
 
