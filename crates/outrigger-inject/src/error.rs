@@ -13,6 +13,7 @@ use crate::config::ConfigError;
 use crate::merge::strategic::MergeError;
 use crate::mesh::MeshError;
 use crate::render::RenderError;
+use crate::template::TemplateError;
 use crate::yaml::YamlError;
 
 /// Errors of the injection pipeline.
@@ -31,9 +32,9 @@ pub enum Error {
     /// Injector configuration (`config`, `values`, mesh config) could not be loaded.
     #[error(transparent)]
     Config(Box<ConfigError>),
-    /// A template failed to parse or execute (message carries `template: NAME:LINE:COL`).
-    #[error("{0}")]
-    Template(String),
+    /// A template failed to parse or execute.
+    #[error(transparent)]
+    Template(Box<TemplateError>),
     /// Pod annotations failed validation (Istio's multierror format).
     #[error("{0}")]
     InvalidAnnotations(String),
@@ -85,6 +86,7 @@ boxed_from!(
     Yaml(YamlError),
     Config(ConfigError),
     Render(RenderError),
+    Template(TemplateError),
     Merge(MergeError),
     Mesh(MeshError),
 );

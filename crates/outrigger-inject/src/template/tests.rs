@@ -1274,3 +1274,16 @@ fn sprig_numeric_helpers_follow_sprig() {
         "511 511 0"
     );
 }
+
+#[test]
+fn parse_errors_keep_template_and_line() {
+    let e = Template::parse("sidecar", "a\n{{ if }}").expect_err("missing condition");
+    let crate::Error::Template(t) = &e else {
+        panic!("not a template error: {e:?}");
+    };
+    let TemplateError::Parse { template, line, .. } = &**t else {
+        panic!("not a parse error: {t:?}");
+    };
+    assert_eq!((template.as_str(), *line), ("sidecar", 2));
+    assert!(e.to_string().starts_with("template: sidecar:2: "), "{e}");
+}
