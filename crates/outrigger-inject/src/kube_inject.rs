@@ -1,4 +1,4 @@
-//! Manual injection of manifests (`istioctl kube-inject`, spec §11.3-11.4): find the pod template
+//! Manual injection of manifests (`istioctl kube-inject`): find the pod template
 //! of every supported workload, inject it, write it back, and re-serialise the document.
 
 use serde_json::{json, Value};

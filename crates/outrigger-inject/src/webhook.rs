@@ -1,4 +1,4 @@
-//! The admission webhook's logic, without I/O (spec §1.3 step 5 to §1.6, §4.2, §4.5, §4.7).
+//! The admission webhook's logic, without I/O: everything after the body is read.
 //!
 //! [`review`] takes the body of an `AdmissionReview` request (`admission.k8s.io/v1` or
 //! `v1beta1`) and the URL path, and returns the response body in the request's version with its
@@ -39,7 +39,7 @@ pub struct Context<'a> {
     pub snapshot: &'a Snapshot,
     /// Native sidecar mode.
     pub native_mode: NativeMode,
-    /// Nodes of the pod's cluster; `None` when the caller has no node client (spec §4.5).
+    /// Nodes of the pod's cluster; `None` when the caller has no node client.
     pub nodes: Option<&'a [Node]>,
     /// Auto mode backed by a node cache: answers "native sidecars for a pod on this node?"
     /// (`spec.nodeName`, empty when unset) in place of [`Context::nodes`]. Consulted only once
@@ -48,7 +48,7 @@ pub struct Context<'a> {
     /// `PLATFORM=openshift`.
     pub openshift: bool,
     /// Annotations of the Namespace objects the caller knows, by namespace name (OpenShift
-    /// UID/GID, spec §4.7); `None` when it has no namespace source.
+    /// UID/GID); `None` when it has no namespace source.
     pub namespaces: Option<&'a BTreeMap<String, Map<String, Value>>>,
     /// `COMPLIANCE_POLICY` of the process.
     pub compliance_policy: &'a str,
@@ -100,7 +100,7 @@ pub struct Reviewed {
     pub patch: Option<String>,
 }
 
-/// Answer one AdmissionReview (spec §1.5-1.6). `path` is the decoded URL path (`/inject/...`).
+/// Answer one AdmissionReview. `path` is the decoded URL path (`/inject/...`).
 pub fn review(body: &[u8], path: &str, ctx: &Context<'_>) -> Reviewed {
     let mut warnings = Vec::new();
     let req = match decode_review(body) {

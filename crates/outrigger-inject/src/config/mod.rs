@@ -128,7 +128,8 @@ fn shape(path: &str, expected: &'static str, got: String) -> Error {
 /// Name of the default template.
 pub const DEFAULT_TEMPLATE: &str = "sidecar";
 
-/// The injector `Config` document (spec §3.1), templates parsed.
+/// The injector `Config` document (`policy`, `templates`, `defaultTemplates`, `aliases`,
+/// selectors, `injectedAnnotations`), templates parsed.
 #[derive(Debug, Clone)]
 pub struct InjectorConfig {
     /// Injection policy (`enabled`, `disabled`, anything else disables injection).
@@ -149,7 +150,7 @@ pub struct InjectorConfig {
     pub warnings: Vec<String>,
 }
 
-/// Facts the Go code reads from the typed `Values` message (spec §3.2).
+/// Facts istiod reads from the typed `Values` message rather than the generic tree.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ValuesFacts {
     /// `global.hub`.
@@ -433,7 +434,7 @@ impl InjectorConfig {
         })
     }
 
-    /// The configuration `istioctl kube-inject --injectConfigFile` uses (spec §11.1): when the
+    /// The configuration `istioctl kube-inject --injectConfigFile` uses: when the
     /// file decodes as an injector config with templates, those templates (a template that fails
     /// to parse is an error naming it); otherwise the whole file is the single template `sidecar`.
     /// Policy enabled, no selectors, no aliases, default `sidecar`.

@@ -1,6 +1,6 @@
 //! Strategic merge patch (Kubernetes semantics) of a rendered template onto a pod.
 //!
-//! CONTRACT: [`strategic_merge`] applies `patch` (a JSON
+//! [`strategic_merge`] applies `patch` (a JSON
 //! tree shaped like Go type `ty`) onto `target` in place with the patch strategies and merge keys
 //! of the schema, `$patch` directives, null deletion and Kubernetes' list re-ordering.
 //! [`strategic_merge_owned`] does the same with a patch the caller no longer needs: its values
@@ -1182,7 +1182,7 @@ mod tests {
         );
         assert_eq!(proxy["resources"], json!({}));
 
-        // §7.5: the user's own istio-proxy definition is re-applied over the injected one.
+        // The user's own istio-proxy definition is re-applied over the injected one.
         let user = json!({"name": "istio-proxy", "image": "auto",
             "resources": {"limits": {"cpu": "3000m"}}, "securityContext": {"runAsUser": 1234}});
         let mut overlay = crate::kube::typed::to_go_value("corev1.Container", &user).unwrap();

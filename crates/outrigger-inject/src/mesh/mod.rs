@@ -3,7 +3,7 @@
 //! Canonical form: JSON object with proto JSON names (camelCase), enums as names, Durations as
 //! jsonpb strings (`"45s"`), wrappers as bare values, int64 as JSON numbers, maps as objects,
 //! oneof members as their own key, `Struct`/`Value` as plain JSON; unset (proto3 zero) fields
-//! absent; keys in proto declaration order. CONTRACT (owned by the mesh/validation work stream):
+//! absent; keys in proto declaration order. Provides:
 //! defaults, `ApplyMeshConfig`, `ApplyProxyConfig` merge semantics, legacy-jsonpb `protoToJSON`.
 
 mod decode;
@@ -182,7 +182,8 @@ pub fn apply_proxy_config_value(overlay: &Value, mesh: &Value) -> Result<Value> 
     Ok(out)
 }
 
-/// Webhook path (§4.4, `EffectiveProxyConfig` without ProxyConfig resources): the built-in
+/// The webhook's effective ProxyConfig (Istio's `EffectiveProxyConfig` without ProxyConfig
+/// resources): the built-in
 /// default ProxyConfig, then `mesh.defaultConfig`, then the pod's `proxy.istio.io/config`
 /// annotation, each layer decoded on its own so its zero values cannot override. An annotation
 /// that does not parse is ignored (annotation validation rejects the pod separately).

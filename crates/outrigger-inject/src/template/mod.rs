@@ -6,7 +6,7 @@
 //! Kubernetes structs and protobuf messages seen through their Go field names (driven by
 //! [`crate::kube::schema`]), methods (`GetValue`, `String`, `GetX` getters), Go printing rules.
 //!
-//! CONTRACT (owned by the template-engine work stream):
+//! Provides:
 //! - [`Template::parse`] parses a template source; errors name the template and line
 //!   (`template: NAME:LINE: ...`). Unknown function names and undeclared variables are parse
 //!   errors, as in Go.

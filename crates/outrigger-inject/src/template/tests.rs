@@ -1,4 +1,4 @@
-//! Tests of the template engine: §6.8 worked examples, Istio functions, printing, truthiness,
+//! Tests of the template engine: worked examples, Istio functions, printing, truthiness,
 //! scoping, errors and the Istio corpus.
 
 use serde_json::{json, Value};
@@ -86,7 +86,7 @@ fn values() -> Value {
     })
 }
 
-// ------------------------------------------------------------ §6.8 worked examples
+// ------------------------------------------------------------ worked examples
 
 #[test]
 fn missing_values_print_no_value_and_quote_to_empty() {
