@@ -1,4 +1,4 @@
-//! The injection pipeline (spec §7): strip a previous injection, render the selected templates,
+//! The injection pipeline: strip a previous injection, render the selected templates,
 //! strategic-merge them onto the pod, re-apply user overrides, post-process, and diff.
 //!
 //! [`inject_pod`] is the one entry point shared by the webhook and `outrigger inject`.
@@ -19,11 +19,12 @@ use crate::kube::typed;
 use crate::merge::overrides::reapply_overwritten_containers;
 use crate::merge::pod::{move_native_proxy, names_overlay, typed_template_pod};
 use crate::merge::strategic;
-use crate::render::{images, rendered_patch, select_templates};
+use crate::render::{images, rendered_patch, select_templates, RenderError};
 use crate::template::TemplateData;
-use crate::{mesh, Error, Result};
+use crate::{mesh, Result};
 
-/// Which caller runs the pipeline; the two differ in a few documented places (spec §11.4).
+/// Which caller runs the pipeline; the two differ in a few places (kube-inject applies the
+/// pod's `proxy.istio.io/config` to the mesh it finishes with and fails on an invalid one).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
     /// The admission webhook.
@@ -43,9 +44,9 @@ pub struct InjectParams<'a> {
     pub workload: WorkloadMeta,
     /// Revision (`.Revision`); the status annotation writes `default` when empty.
     pub revision: &'a str,
-    /// Global native-sidecar decision (spec §4.5).
+    /// Global native-sidecar decision.
     pub native_sidecars: bool,
-    /// Proxy environment from the webhook path (spec §1.4).
+    /// Proxy environment from the webhook path.
     pub proxy_envs: BTreeMap<String, String>,
     /// Proxy UID/GID (OpenShift namespaces); `None` means 1337.
     pub proxy_uid_gid: Option<(i64, i64)>,
@@ -159,7 +160,7 @@ pub fn inject_normalized(original: &Value, p: &InjectParams<'_>) -> Result<Injec
     })
 }
 
-/// RunTemplate (spec §7.3): returns `(mergedPod, templatePod)`.
+/// Istio's `RunTemplate`: returns `(mergedPod, templatePod)`.
 fn run_templates(
     pod: &Value,
     p: &InjectParams<'_>,
@@ -176,7 +177,8 @@ fn run_templates(
         .unwrap_or(&empty);
     annotations::validate_annotations(annotations)?;
 
-    // Cluster and network (spec §4.3), written back into the proxy environment.
+    // Cluster and network (values, path parameters, the pod's network label), written back
+    // into the proxy environment.
     let mut cluster = snapshot.values_facts.cluster_name.clone();
     if let Some(c) = proxy_envs
         .get("ISTIO_META_CLUSTER_ID")
@@ -242,16 +244,11 @@ fn run_templates(
     let mut rendered: Vec<(String, String)> = Vec::new();
     for name in select_templates(snapshot, pod) {
         let Some(tmpl) = snapshot.config.templates.get(&name) else {
-            let have: Vec<&str> = snapshot
-                .config
-                .templates
-                .keys()
-                .map(String::as_str)
-                .collect();
-            return Err(Error::Template(format!(
-                "requested template {name:?} not found; have {}",
-                have.join(", ")
-            )));
+            return Err(RenderError::TemplateNotFound {
+                name,
+                have: snapshot.config.templates.keys().cloned().collect(),
+            }
+            .into());
         };
         let text = tmpl.render(&data)?;
         let overlay = rendered_patch(&name, &text)?;

@@ -1,4 +1,4 @@
-//! Manual injection of manifests (`istioctl kube-inject`, spec §11.3-11.4): find the pod template
+//! Manual injection of manifests (`istioctl kube-inject`): find the pod template
 //! of every supported workload, inject it, write it back, and re-serialise the document.
 
 use serde_json::{json, Value};
@@ -244,7 +244,7 @@ fn ignored_warning(index: usize, ignored: &yaml::IgnoredText, first_line: usize)
 /// `first_line` of the stream to the line of the stream, so the message points at the file line.
 fn shift_yaml_line(e: Error, first_line: usize) -> Error {
     match e {
-        Error::Yaml(y) => Error::Yaml(y.shifted(first_line)),
+        Error::Yaml(y) => y.shifted(first_line).into(),
         other => other,
     }
 }
@@ -490,7 +490,7 @@ mod tests {
     #[test]
     fn yaml_error_lines_are_made_absolute() {
         let syntax = |line| {
-            Error::Yaml(yaml::YamlError::Syntax {
+            Error::from(yaml::YamlError::Syntax {
                 line,
                 problem: "bad (column 1)".into(),
             })
@@ -499,7 +499,7 @@ mod tests {
         assert_eq!(e.to_string(), "yaml: line 4: bad (column 1)");
         let e = shift_yaml_line(syntax(None), 2);
         assert_eq!(e.to_string(), "yaml: bad (column 1)");
-        let other = shift_yaml_line(Error::Yaml(yaml::YamlError::Decode("x".into())), 2);
+        let other = shift_yaml_line(Error::from(yaml::YamlError::Decode("x".into())), 2);
         assert_eq!(other.to_string(), "yaml: x");
         let other = shift_yaml_line(Error::Workload("line 2: no".into()), 2);
         assert_eq!(other.to_string(), "line 2: no");

@@ -1,8 +1,14 @@
 //! # outrigger-inject
 //!
-//! The injection pipeline of outrigger, an Istio-compatible sidecar injector, as a pure library:
-//! no I/O, no async, no global mutable state. The webhook server and `outrigger inject` both call
-//! [`inject::inject_pod`], so they cannot drift apart.
+//! The injection pipeline of outrigger, an Istio-compatible sidecar injector, as a library without
+//! I/O or async. The webhook server and `outrigger inject` both call [`inject::inject_pod`], so
+//! they cannot drift apart.
+//!
+//! State that outlives a call: the embedded schema tables, the template function table and a few compiled regular expressions
+//! (built once on first use, read-only afterwards); a per-thread memo of canonical quantity
+//! strings in [`kube::typed`] (a bounded cache of a pure function: results are the same with or
+//! without it); and a per-thread switch with a log of the texts [`yaml::from_str`] reads, which
+//! only [`yaml::traced`] turns on (test support).
 //!
 //! Data flows one way through the stages, one module each:
 //! pod JSON → [`ingest`] → [`decide`] → [`render`] → [`merge`] → [`finish`] → [`patch`].

@@ -1,4 +1,4 @@
-//! The admission webhook's logic, without I/O (spec §1.3 step 5 to §1.6, §4.2, §4.5, §4.7).
+//! The admission webhook's logic, without I/O: everything after the body is read.
 //!
 //! [`review`] takes the body of an `AdmissionReview` request (`admission.k8s.io/v1` or
 //! `v1beta1`) and the URL path, and returns the response body in the request's version with its
@@ -25,6 +25,8 @@ use crate::inject::{self, InjectParams, Mode};
 use crate::json::lookup as jsonmap;
 use crate::kube::names;
 use crate::kube::pod::{meta_str, potential_name};
+use crate::mesh::MeshError;
+use crate::render::RenderError;
 use crate::Error;
 
 /// Revision the webhook writes into `.Revision` and the status annotation.
@@ -37,7 +39,7 @@ pub struct Context<'a> {
     pub snapshot: &'a Snapshot,
     /// Native sidecar mode.
     pub native_mode: NativeMode,
-    /// Nodes of the pod's cluster; `None` when the caller has no node client (spec §4.5).
+    /// Nodes of the pod's cluster; `None` when the caller has no node client.
     pub nodes: Option<&'a [Node]>,
     /// Auto mode backed by a node cache: answers "native sidecars for a pod on this node?"
     /// (`spec.nodeName`, empty when unset) in place of [`Context::nodes`]. Consulted only once
@@ -46,7 +48,7 @@ pub struct Context<'a> {
     /// `PLATFORM=openshift`.
     pub openshift: bool,
     /// Annotations of the Namespace objects the caller knows, by namespace name (OpenShift
-    /// UID/GID, spec §4.7); `None` when it has no namespace source.
+    /// UID/GID); `None` when it has no namespace source.
     pub namespaces: Option<&'a BTreeMap<String, Map<String, Value>>>,
     /// `COMPLIANCE_POLICY` of the process.
     pub compliance_policy: &'a str,
@@ -98,7 +100,7 @@ pub struct Reviewed {
     pub patch: Option<String>,
 }
 
-/// Answer one AdmissionReview (spec §1.5-1.6). `path` is the decoded URL path (`/inject/...`).
+/// Answer one AdmissionReview. `path` is the decoded URL path (`/inject/...`).
 pub fn review(body: &[u8], path: &str, ctx: &Context<'_>) -> Reviewed {
     let mut warnings = Vec::new();
     let req = match decode_review(body) {
@@ -352,15 +354,17 @@ fn finish(
 /// Metrics reason code of a pipeline error.
 pub fn error_code(e: &Error) -> &'static str {
     match e {
-        Error::Context { source, .. } => error_code(source),
+        Error::Context(c) => error_code(&c.source),
         Error::Yaml(_) => "yaml",
         Error::Json(_) => "json",
         Error::Config(_) => "config",
         Error::Template(_) => "template",
         Error::InvalidAnnotations(_) => "invalid_annotations",
-        Error::Merge(_) => "merge",
+        Error::Render(r) if matches!(**r, RenderError::TemplateNotFound { .. }) => "template",
+        Error::Render(_) | Error::Merge(_) => "merge",
         Error::Type(_) => "type",
-        Error::ProxyConfig(_) => "proxy_config",
+        Error::Mesh(m) if matches!(**m, MeshError::InvalidMeshConfig(_)) => "config",
+        Error::Mesh(_) => "proxy_config",
         Error::Inject(_) => "inject",
         Error::Workload(_) => "workload",
     }
@@ -869,5 +873,32 @@ mod tests {
             let r = review(&input, "/inject/a/b/c", &ctx(&snap));
             assert!(serde_json::from_slice::<Value>(&r.response).is_ok());
         }
+    }
+
+    #[test]
+    fn error_codes_look_through_context_and_keep_the_config_label_of_mesh_validation() {
+        let invalid_mesh = Error::from(MeshError::InvalidMeshConfig(vec!["bad port".into()]));
+        assert_eq!(error_code(&invalid_mesh), "config");
+        assert_eq!(
+            invalid_mesh.to_string(),
+            "1 error occurred:\n\t* bad port\n\n"
+        );
+        let wrapped = Error::from(MeshError::NullMapValue("a[\"k\"]".into()))
+            .context("failed to run injection template");
+        assert_eq!(error_code(&wrapped), "proxy_config");
+        assert_eq!(
+            wrapped.to_string(),
+            "failed to run injection template: a[\"k\"]: null map value"
+        );
+        let shape = Error::from(crate::config::ConfigError::Shape {
+            path: String::new(),
+            expected: "a map",
+            got: "a number".into(),
+        });
+        assert_eq!(error_code(&shape), "config");
+        assert_eq!(
+            shape.to_string(),
+            "failed to unmarshal injection template: expected a map, got a number"
+        );
     }
 }

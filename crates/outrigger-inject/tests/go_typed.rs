@@ -1,4 +1,4 @@
-//! Differential test of kube-inject's typed reading of workloads (spec §11.3) against Go:
+//! Differential test of kube-inject's typed reading of workloads against Go:
 //! istioctl decodes a document with sigs.k8s.io/yaml `Unmarshal` into the typed object, so a
 //! YAML number or boolean in a *string* field becomes Go's string form (`1e6` → `"1e+06"`,
 //! `yes` → `"true"`, `010` → `"8"`) — except below a field reached through an inline struct

@@ -3,9 +3,9 @@
 
 use serde_json::Value;
 
-use crate::config::InjectorConfig;
+use crate::config::{ConfigError, InjectorConfig};
 use crate::json::short;
-use crate::{yaml, Error, Result};
+use crate::{yaml, Result};
 
 /// How kube-inject read its `--injectConfigFile` ([`load_inject_config`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,10 +48,7 @@ pub fn load_inject_config(text: &str) -> Result<LoadedInjectConfig> {
                 .and_then(|d| d.get("config"))
                 .and_then(Value::as_str)
             else {
-                return Err(Error::Config(format!(
-                    "this is a whole ConfigMap without a `data.config` key; pass the `config` key of \
-                     the istio-sidecar-injector ConfigMap, e.g. {KUBECTL_CONFIG_HINT}"
-                )));
+                return Err(ConfigError::ConfigMapWithoutConfig.into());
             };
             let loaded =
                 load_inject_config(config).map_err(|e| e.context("the ConfigMap's data.config"))?;
@@ -75,11 +72,7 @@ pub fn load_inject_config(text: &str) -> Result<LoadedInjectConfig> {
         && !has_templates(parsed.as_ref());
     if bare && !text.contains("{{") {
         if let Some(problem) = not_a_template(parsed.as_ref()) {
-            return Err(Error::Config(format!(
-                "not an injector config: expected the `config` key of the istio-sidecar-injector \
-                 ConfigMap (a mapping with `templates:`, e.g. {KUBECTL_CONFIG_HINT}) or a single \
-                 sidecar template (a pod fragment with `spec.containers`); {problem}"
-            )));
+            return Err(ConfigError::NotAnInjectorConfig { problem }.into());
         }
     }
     Ok(LoadedInjectConfig {

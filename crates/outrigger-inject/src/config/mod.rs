@@ -47,10 +47,89 @@ impl Policy {
     }
 }
 
+/// Why the injector configuration could not be loaded. Messages are istiod's.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The `config` document is not YAML.
+    #[error("failed to unmarshal injection template: {0}")]
+    Unmarshal(#[source] Box<Error>),
+    /// A field of the `config` document has the wrong shape (`path` empty for the document).
+    #[error("failed to unmarshal injection template: {}expected {expected}, got {got}", field_prefix(.path))]
+    Shape {
+        /// Field path (`templates`, `aliases.x`, `templates.sidecar`); empty for the document.
+        path: String,
+        /// What the field must be (`a map`, `a list`, `a string`).
+        expected: &'static str,
+        /// What it is (a kind such as `a number`, or a JSON value).
+        got: String,
+    },
+    /// A template does not parse.
+    #[error("failed to parse template {name:?}: {source}")]
+    Template {
+        /// The template's name.
+        name: String,
+        /// The parse error (`template: NAME:LINE: ...`).
+        source: Box<Error>,
+    },
+    /// The `values` document is neither JSON nor YAML.
+    #[error("could not parse configuration values: {yaml} (as JSON: {json})")]
+    ValuesSyntax {
+        /// The YAML reader's error.
+        yaml: Box<Error>,
+        /// The JSON reader's error.
+        json: String,
+    },
+    /// The `values` document is not a map.
+    #[error("could not parse configuration values: expected a map, got {0}")]
+    ValuesNotMap(&'static str),
+    /// A field of the `values` document does not fit Istio's typed values.
+    #[error("could not parse configuration values: {0}")]
+    Values(#[from] values::ValuesError),
+    /// The mesh config could not be read or applied.
+    #[error("failed to read mesh config: {0}")]
+    Mesh(#[source] Box<Error>),
+    /// `--injectConfigFile` is a whole ConfigMap without a `data.config` key.
+    #[error(
+        "this is a whole ConfigMap without a `data.config` key; pass the `config` key of the \
+         istio-sidecar-injector ConfigMap, e.g. {}",
+        inject_file::KUBECTL_CONFIG_HINT
+    )]
+    ConfigMapWithoutConfig,
+    /// `--injectConfigFile` holds a static text that cannot add a container.
+    #[error(
+        "not an injector config: expected the `config` key of the istio-sidecar-injector \
+         ConfigMap (a mapping with `templates:`, e.g. {}) or a single sidecar template (a pod \
+         fragment with `spec.containers`); {problem}",
+        inject_file::KUBECTL_CONFIG_HINT
+    )]
+    NotAnInjectorConfig {
+        /// What the file is instead (`the file is empty`, `found a mapping with keys ...`).
+        problem: String,
+    },
+}
+
+fn field_prefix(path: &str) -> String {
+    if path.is_empty() {
+        String::new()
+    } else {
+        format!("{path}: ")
+    }
+}
+
+fn shape(path: &str, expected: &'static str, got: String) -> Error {
+    ConfigError::Shape {
+        path: path.to_string(),
+        expected,
+        got,
+    }
+    .into()
+}
+
 /// Name of the default template.
 pub const DEFAULT_TEMPLATE: &str = "sidecar";
 
-/// The injector `Config` document (spec §3.1), templates parsed.
+/// The injector `Config` document (`policy`, `templates`, `defaultTemplates`, `aliases`,
+/// selectors, `injectedAnnotations`), templates parsed.
 #[derive(Debug, Clone)]
 pub struct InjectorConfig {
     /// Injection policy (`enabled`, `disabled`, anything else disables injection).
@@ -71,7 +150,7 @@ pub struct InjectorConfig {
     pub warnings: Vec<String>,
 }
 
-/// Facts the Go code reads from the typed `Values` message (spec §3.2).
+/// Facts istiod reads from the typed `Values` message rather than the generic tree.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ValuesFacts {
     /// `global.hub`.
@@ -125,8 +204,9 @@ impl Snapshot {
         let values_facts = ValuesFacts::from_values(&values);
         let base = mesh::default_mesh_config();
         let mesh = match mesh_text {
-            Some(t) => mesh::apply_mesh_config(t, &base)
-                .map_err(|e| Error::Config(format!("failed to read mesh config: {e}")))?,
+            Some(t) => {
+                mesh::apply_mesh_config(t, &base).map_err(|e| ConfigError::Mesh(Box::new(e)))?
+            }
             None => base,
         };
         Ok(Snapshot {
@@ -147,23 +227,18 @@ pub fn parse_values(text: &str) -> Result<Value> {
     }
     let v = match serde_json::from_str::<Value>(text) {
         Ok(v) => v,
-        Err(json_err) => yaml::from_str(text).map_err(|e| {
-            Error::Config(format!(
-                "could not parse configuration values: {e} (as JSON: {json_err})"
-            ))
+        Err(json_err) => yaml::from_str(text).map_err(|e| ConfigError::ValuesSyntax {
+            yaml: Box::new(e),
+            json: json_err.to_string(),
         })?,
     };
     match v {
         Value::Object(_) => {
-            crate::config::values::check(&v)
-                .map_err(|e| Error::Config(format!("could not parse configuration values: {e}")))?;
+            values::check(&v).map_err(ConfigError::Values)?;
             Ok(v)
         }
         Value::Null => Ok(Value::Object(Map::new())),
-        other => Err(Error::Config(format!(
-            "could not parse configuration values: expected a map, got {}",
-            kind_name(&other)
-        ))),
+        other => Err(ConfigError::ValuesNotMap(kind_name(&other)).into()),
     }
 }
 
@@ -253,15 +328,10 @@ fn string_list(v: Option<&Value>, what: &str) -> Result<Vec<String>> {
             .iter()
             .map(|x| match x {
                 Value::String(s) => Ok(s.clone()),
-                other => Err(Error::Config(format!(
-                    "failed to unmarshal injection template: {what}: expected a string, got {other}"
-                ))),
+                other => Err(shape(what, "a string", other.to_string())),
             })
             .collect(),
-        Some(other) => Err(Error::Config(format!(
-            "failed to unmarshal injection template: {what}: expected a list, got {}",
-            kind_name(other)
-        ))),
+        Some(other) => Err(shape(what, "a list", kind_name(other).to_string())),
     }
 }
 
@@ -274,16 +344,14 @@ fn string_map(v: Option<&Value>, what: &str) -> Result<BTreeMap<String, String>>
                 Value::String(s) => Ok((k.clone(), s.clone())),
                 Value::Null => Ok((k.clone(), String::new())),
                 Value::Bool(_) | Value::Number(_) => Ok((k.clone(), x.to_string())),
-                other => Err(Error::Config(format!(
-                    "failed to unmarshal injection template: {what}.{k}: expected a string, got {}",
-                    kind_name(other)
-                ))),
+                other => Err(shape(
+                    &format!("{what}.{k}"),
+                    "a string",
+                    kind_name(other).to_string(),
+                )),
             })
             .collect(),
-        Some(other) => Err(Error::Config(format!(
-            "failed to unmarshal injection template: {what}: expected a map, got {}",
-            kind_name(other)
-        ))),
+        Some(other) => Err(shape(what, "a map", kind_name(other).to_string())),
     }
 }
 
@@ -295,12 +363,7 @@ fn selectors(
     let items = match v {
         None | Some(Value::Null) => return Ok(Vec::new()),
         Some(Value::Array(a)) => a,
-        Some(other) => {
-            return Err(Error::Config(format!(
-                "failed to unmarshal injection template: {what}: expected a list, got {}",
-                kind_name(other)
-            )))
-        }
+        Some(other) => return Err(shape(what, "a list", kind_name(other).to_string())),
     };
     let mut out = Vec::new();
     for item in items {
@@ -315,17 +378,11 @@ fn selectors(
 impl InjectorConfig {
     /// Parse an injector `config` document (YAML or JSON) and all of its templates.
     pub fn parse(text: &str) -> Result<InjectorConfig> {
-        let doc = yaml::from_str(text)
-            .map_err(|e| Error::Config(format!("failed to unmarshal injection template: {e}")))?;
+        let doc = yaml::from_str(text).map_err(|e| ConfigError::Unmarshal(Box::new(e)))?;
         let m = match doc {
             Value::Object(m) => m,
             Value::Null => Map::new(),
-            other => {
-                return Err(Error::Config(format!(
-                    "failed to unmarshal injection template: expected a map, got {}",
-                    kind_name(&other)
-                )))
-            }
+            other => return Err(shape("", "a map", kind_name(&other).to_string())),
         };
         let mut warnings = Vec::new();
         let policy = match get_ci(&m, "policy") {
@@ -351,12 +408,7 @@ impl InjectorConfig {
                     aliases.insert(k.clone(), string_list(Some(v), &format!("aliases.{k}"))?);
                 }
             }
-            Some(other) => {
-                return Err(Error::Config(format!(
-                    "failed to unmarshal injection template: aliases: expected a map, got {}",
-                    kind_name(other)
-                )))
-            }
+            Some(other) => return Err(shape("aliases", "a map", kind_name(other).to_string())),
         }
         let never_inject_selector = selectors(
             get_ci(&m, "neverInjectSelector"),
@@ -382,7 +434,7 @@ impl InjectorConfig {
         })
     }
 
-    /// The configuration `istioctl kube-inject --injectConfigFile` uses (spec §11.1): when the
+    /// The configuration `istioctl kube-inject --injectConfigFile` uses: when the
     /// file decodes as an injector config with templates, those templates (a template that fails
     /// to parse is an error naming it); otherwise the whole file is the single template `sidecar`.
     /// Policy enabled, no selectors, no aliases, default `sidecar`.
@@ -432,7 +484,13 @@ pub fn parse_templates(raw: &BTreeMap<String, String>) -> Result<BTreeMap<String
         .map(|(name, text)| {
             Template::parse(name, text)
                 .map(|t| (name.clone(), Arc::new(t)))
-                .map_err(|e| Error::Config(format!("failed to parse template {name:?}: {e}")))
+                .map_err(|e| {
+                    ConfigError::Template {
+                        name: name.clone(),
+                        source: Box::new(e),
+                    }
+                    .into()
+                })
         })
         .collect()
 }

@@ -1,7 +1,7 @@
 //! The typed model of Istio's injector values (the `values` key of the `istio-sidecar-injector`
 //! ConfigMap), after the operator's `Values` protobuf message.
 //!
-//! istiod decodes the values twice (spec §3.2): into `map[string]any` for the templates, and into
+//! istiod decodes the values twice: into `map[string]any` for the templates, and into
 //! the typed `Values` message with protobuf-JSON rules (unknown fields allowed, wrong types
 //! refused); a decoding error fails the load and the last good configuration stays in force.
 //! outrigger keeps the generic tree for the templates and checks it against [`model`], a table of

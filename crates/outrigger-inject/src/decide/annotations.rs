@@ -1,7 +1,8 @@
 //! Validation of Istio pod annotations, with Istio-compatible messages.
 //!
-//! CONTRACT (owned by the mesh/validation work stream): [`validate_annotations`] checks every
-//! annotation of spec §10 and returns `Error::InvalidAnnotations` with Istio's multierror text.
+//! [`validate_annotations`] checks every annotation Istio validates (interception mode, ports,
+//! IP ranges, interfaces, booleans, quantities, `proxy.istio.io/config`) and returns
+//! `Error::InvalidAnnotations` with Istio's multierror text.
 //! Failures are reported sorted by annotation name (Istio's order is map iteration order).
 
 use serde_json::{Map, Value};

@@ -1,7 +1,8 @@
 //! Whether a pod gets a sidecar, with a reason code for every outcome.
 //!
-//! Implements spec §2.1 (`injectRequired`, evaluated in order) and §2.2 (Kubernetes label
-//! selector semantics for `neverInjectSelector` / `alwaysInjectSelector`). The decision is pure:
+//! Implements Istio's `injectRequired`, its checks evaluated in order (host network, ignored
+//! namespaces, the pod's label or annotation, `neverInjectSelector` / `alwaysInjectSelector`
+//! with Kubernetes label selector semantics, then the policy). The decision is pure:
 //! log lines the reference would write are returned as [`Decision::warnings`] for the caller.
 
 pub mod annotations;
@@ -14,7 +15,7 @@ use crate::config::Policy;
 use crate::json::lookup as jsonmap;
 use crate::kube::selector::{label_text, LabelSelector};
 
-/// Namespaces whose pods are never injected (spec §0.4).
+/// Namespaces whose pods are never injected (`kube-system`, `kube-public`, ...).
 pub const IGNORED_NAMESPACES: [&str; 4] = [
     "kube-system",
     "kube-public",
@@ -85,14 +86,14 @@ pub struct Decision {
     pub warnings: Vec<String>,
 }
 
-/// An explicit request found on the pod (step 3–6 of §2.1).
+/// An explicit request found on the pod (its `sidecar.istio.io/inject` label, else annotation).
 struct Explicit {
     inject: bool,
     reason: Reason,
     what: String,
 }
 
-/// Spec §2.1: decide whether `pod` must be injected under `policy` and the config selectors.
+/// Istio's `injectRequired`: decide whether `pod` must be injected under `policy` and the config selectors.
 pub fn inject_required(
     pod: &Value,
     policy: &Policy,

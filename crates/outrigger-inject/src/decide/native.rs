@@ -1,10 +1,10 @@
 //! Native sidecars: whether the proxy runs as a restartable init container
 //! (`ENABLE_NATIVE_SIDECARS`, and in `auto` mode the kubelet versions of the cluster's nodes).
 
-/// Minimum kubelet minor version with native sidecar support (spec §0.4).
+/// Minimum kubelet minor version with native sidecar support (Kubernetes 1.33).
 pub const NATIVE_SIDECAR_MIN_MINOR: u64 = 33;
 
-/// The native-sidecar mode (`ENABLE_NATIVE_SIDECARS`, spec §4.5).
+/// The native-sidecar mode (`ENABLE_NATIVE_SIDECARS`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NativeMode {
     /// Always native sidecars.
@@ -52,7 +52,8 @@ impl std::fmt::Debug for NativeOracle<'_> {
     }
 }
 
-/// Native sidecar decision (spec §4.5, webhook). `nodes` is `None` without a node client.
+/// Native sidecar decision of the webhook: in `Auto` mode the pod's node must run a kubelet of
+/// at least 1.33, or every node when the pod is not scheduled yet (or its node is unknown). `nodes` is `None` without a node client.
 pub fn detect_native_sidecars(
     mode: NativeMode,
     nodes: Option<&[Node]>,

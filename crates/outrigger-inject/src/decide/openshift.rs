@@ -12,7 +12,9 @@ pub const OPENSHIFT_UID_RANGE: &str = "openshift.io/sa.scc.uid-range";
 /// Namespace annotation holding OpenShift supplemental groups.
 pub const OPENSHIFT_SUPPLEMENTAL_GROUPS: &str = "openshift.io/sa.scc.supplemental-groups";
 
-/// Proxy UID/GID from an OpenShift namespace's annotations (spec §4.7); defaults are 1337.
+/// Proxy UID/GID from an OpenShift namespace's annotations: the UID is the end of the
+/// `openshift.io/sa.scc.uid-range` block, the GID the end of the first
+/// `openshift.io/sa.scc.supplemental-groups` block (else of the UID range); defaults are 1337.
 pub fn proxy_uid_gid(namespace_annotations: &Map<String, Value>) -> (i64, i64) {
     let get = |k: &str| namespace_annotations.get(k).and_then(Value::as_str);
     let default = names::DEFAULT_PROXY_ID;
@@ -43,7 +45,7 @@ pub fn parse_block(text: &str) -> Result<(u32, u32), String> {
     }
 }
 
-/// OpenShift (spec §1.6 step 8): clear the user `istio-proxy`'s `runAsUser`/`runAsGroup` when it
+/// OpenShift: clear the user `istio-proxy`'s `runAsUser`/`runAsGroup` when it
 /// equals the application's user.
 /// Returns whether the pod was changed.
 pub fn reset_openshift_proxy_user(pod: &mut Value, warnings: &mut Vec<String>) -> bool {

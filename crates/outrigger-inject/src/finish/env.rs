@@ -1,9 +1,9 @@
-//! Cluster and network environment of the proxy container (spec §8.2).
+//! Cluster and network environment of the proxy container.
 
 use super::tree::*;
 use super::*;
 
-/// §8.2: replace the sidecar's env entries named in `proxy_envs` by plain entries appended in
+/// Replace the sidecar's env entries named in `proxy_envs` by plain entries appended in
 /// ascending name order.
 pub(super) fn apply_cluster_envs(pod: &mut Value, proxy_envs: &BTreeMap<String, String>) {
     if proxy_envs.is_empty() {

@@ -1,4 +1,4 @@
-//! Post-processing of the merged pod (spec §8): cluster/network env, Prometheus merge, secure
+//! Post-processing of the merged pod: cluster/network env, Prometheus merge, secure
 //! port, probe rewriting, status annotation, injected annotations, container order.
 //!
 //! Everything works on the pod as a JSON tree. Where the reference iterates a Go map (several
@@ -44,7 +44,8 @@ pub struct PostProcess<'a> {
     pub mesh: &'a Value,
     /// Generic values tree.
     pub values: &'a Value,
-    /// Proxy env after the cluster/network write-back (§4.3).
+    /// Proxy env after the cluster/network write-back (`ISTIO_META_CLUSTER_ID`,
+    /// `ISTIO_META_NETWORK`).
     pub proxy_envs: &'a BTreeMap<String, String>,
     /// istiod revision; `""` is written as `default` in the status annotation.
     pub revision: &'a str,
@@ -54,12 +55,13 @@ pub struct PostProcess<'a> {
     pub template_pod: &'a Value,
     /// The pod before injection (unstripped).
     pub original_pod: &'a Value,
-    /// Mesh with the original pod's `proxy.istio.io/config` applied (§8.6 step 1), `None` if
+    /// Mesh with the original pod's `proxy.istio.io/config` applied (read by the container
+    /// order step), `None` if
     /// the pod has no such annotation.
     pub proxy_config_annotation_mesh: Option<&'a Value>,
 }
 
-/// Spec §8: post-process the merged `pod` in place. Warnings the reference would log are
+/// Post-process the merged `pod` in place. Warnings the reference would log are
 /// discarded; use [`post_process_with_warnings`] to get them.
 pub fn post_process(pod: &mut Value, p: &PostProcess<'_>) -> Result<()> {
     post_process_with_warnings(pod, p).map(|_| ())

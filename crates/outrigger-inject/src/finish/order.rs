@@ -1,4 +1,4 @@
-//! Container order (spec §8.6): the proxy first when the application must wait for it, init
+//! Container order: the proxy first when the application must wait for it, init
 //! containers in the order Istio leaves them.
 
 use super::tree::*;
@@ -11,7 +11,7 @@ enum End {
     Back,
 }
 
-/// "Move" semantics of §8.6: all elements not named `name` keep their order; if any element was
+/// Istio's "move" of a container to one end of its list: all elements not named `name` keep their order; if any element was
 /// named `name`, the last such one goes to `end` (duplicates collapse) [quirk].
 fn move_container(list: Vec<Value>, name: &str, end: End) -> Vec<Value> {
     let mut picked = None;
@@ -36,7 +36,8 @@ fn move_container(list: Vec<Value>, name: &str, end: End) -> Vec<Value> {
     }
 }
 
-/// §8.6 step 2: hold the application until the proxy starts?
+/// Hold the application until the proxy starts? Yes when the mesh config (with the pod's
+/// `proxy.istio.io/config` applied) or the values say so.
 fn hold_application(p: &PostProcess<'_>) -> bool {
     let mesh = p.proxy_config_annotation_mesh.unwrap_or(p.mesh);
     let from_mesh = jsonmap::path(mesh, &["defaultConfig", "holdApplicationUntilProxyStarts"])
@@ -58,7 +59,7 @@ fn take_list(spec: &mut Map<String, Value>, key: &str) -> Vec<Value> {
     }
 }
 
-/// §8.6: proxy first (hold) or last in containers; init containers ordered around it.
+/// The proxy first (hold) or last in containers; init containers ordered around it.
 pub(super) fn reorder_containers(pod: &mut Value, p: &PostProcess<'_>) {
     let hold = hold_application(p);
     let Some(root) = pod.as_object_mut() else {

@@ -1,4 +1,4 @@
-//! Probe rewriting (spec §8.4): the application's HTTP, TCP and gRPC probes are described to the
+//! Probe rewriting: the application's HTTP, TCP and gRPC probes are described to the
 //! agent in `ISTIO_KUBE_APP_PROBERS` and redirected to the agent's status port.
 
 use super::tree::*;
@@ -435,7 +435,8 @@ fn merge_probers(old: &str, new: &str) -> std::result::Result<String, String> {
     Ok(encode_probers(&merged))
 }
 
-/// §8.4 step 1: annotation on the merged pod, else values
+/// Whether to rewrite probes: the `sidecar.istio.io/rewriteAppHTTPProbers` annotation of the
+/// merged pod, else values
 /// `sidecarInjectorWebhook.rewriteAppHTTPProbe`, else false.
 fn should_rewrite(pod: &Value, values: &Value) -> bool {
     annotation(pod, REWRITE_PROBERS)
@@ -447,7 +448,7 @@ fn should_rewrite(pod: &Value, values: &Value) -> bool {
         .unwrap_or(false)
 }
 
-/// §8.4 probe rewriting (`applyRewrite`).
+/// Probe rewriting (Istio's `applyRewrite`).
 pub(super) fn apply_probe_rewrite(
     pod: &mut Value,
     p: &PostProcess<'_>,
@@ -473,7 +474,7 @@ pub(super) fn apply_probe_rewrite(
     rewrite_probes(pod, status_port);
 }
 
-/// §8.4 step 2.2: store the probers in the sidecar's `ISTIO_KUBE_APP_PROBERS`, merging with a
+/// Store the probers in the sidecar's `ISTIO_KUBE_APP_PROBERS`, merging with a
 /// previous injection's value.
 fn record_probers(pod: &mut Value, probers: String, warnings: &mut Vec<String>) {
     let reinjected = annotations(pod).is_some_and(|a| a.contains_key(STATUS_ANNOTATION));
@@ -496,7 +497,7 @@ fn record_probers(pod: &mut Value, probers: String, warnings: &mut Vec<String>) 
     }
 }
 
-/// §8.4 step 2.3 (`patchRewriteProbe`): point every app probe and lifecycle handler at the agent.
+/// Istio's `patchRewriteProbe`: point every app probe and lifecycle handler at the agent.
 fn rewrite_probes(pod: &mut Value, status_port: i64) {
     let Some(spec) = pod.get_mut("spec").and_then(Value::as_object_mut) else {
         return;

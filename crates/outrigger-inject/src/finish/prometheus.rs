@@ -1,5 +1,5 @@
-//! Prometheus merge (spec §8.3): the application's scrape annotations are handed to the
-//! agent and replaced by the agent's merged endpoint; the secure-port annotation (§8.4) too.
+//! Prometheus merge: the application's scrape annotations are handed to the
+//! agent and replaced by the agent's merged endpoint; the secure-port annotation too.
 
 use super::tree::*;
 use super::*;
@@ -108,7 +108,7 @@ fn validate_scrape_port(port: &str, agent_port: &str, prefix: &str, what: &str) 
     Ok(())
 }
 
-/// §8.3 steps 6–7: collect and validate the scrape configuration.
+/// Collect and validate the scrape configuration (port, path, scrape targets).
 fn scrape_configuration(
     annotations: &Map<String, Value>,
     agent_port: &str,
@@ -153,7 +153,7 @@ fn scrape_configuration(
     Ok(cfg)
 }
 
-/// §8.3 step 1: the first valid `prometheus_io_scrape` spelling decides; none → true.
+/// The first valid `prometheus_io_scrape` spelling decides; none → true.
 fn prometheus_scrape(annotations: &Map<String, Value>) -> bool {
     sanitized_values(annotations, SCRAPE)
         .into_iter()
@@ -161,7 +161,7 @@ fn prometheus_scrape(annotations: &Map<String, Value>) -> bool {
         .unwrap_or(true)
 }
 
-/// §8.3 step 2: annotation `prometheus.istio.io/merge-metrics`, else mesh
+/// Annotation `prometheus.istio.io/merge-metrics`, else mesh
 /// `enablePrometheusMerge`, else true.
 fn prometheus_merge_enabled(
     annotations: &Map<String, Value>,
@@ -180,7 +180,7 @@ fn prometheus_merge_enabled(
         .unwrap_or(true)
 }
 
-/// §8.3: merge the application's Prometheus annotations into the agent.
+/// Merge the application's Prometheus annotations into the agent.
 pub(super) fn apply_prometheus_merge(
     pod: &mut Value,
     mesh: &Value,
@@ -211,9 +211,7 @@ pub(super) fn apply_prometheus_merge(
     Ok(())
 }
 
-// §8.4 secure port
-
-/// §8.4: publish the sidecar's `ENVOY_SECURE_MERGED_METRICS_PORT` as
+/// Publish the sidecar's `ENVOY_SECURE_MERGED_METRICS_PORT` as
 /// `prometheus.istio.io/secure-port` unless the pod already has that annotation.
 pub(super) fn apply_secure_port(pod: &mut Value) {
     let Some(ann) = annotations(pod) else {

@@ -1,4 +1,4 @@
-//! The status annotation and the configured injected annotations (spec §8.5).
+//! The status annotation and the configured injected annotations.
 
 use super::tree::*;
 use super::*;
@@ -44,7 +44,7 @@ pub fn injection_status(template_pod: &Value, revision: &str) -> String {
     out
 }
 
-/// §8.5: network label, status annotation, injected annotations.
+/// Network label, status annotation, injected annotations.
 pub(super) fn apply_metadata(pod: &mut Value, p: &PostProcess<'_>) {
     if let Some(network) = p.proxy_envs.get(NETWORK_ENV) {
         if let Some(labels) =

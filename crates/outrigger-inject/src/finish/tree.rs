@@ -43,7 +43,7 @@ pub(super) fn container_name(c: &Value) -> &str {
     c.get("name").and_then(Value::as_str).unwrap_or("")
 }
 
-/// The sidecar (§8.1): first `istio-proxy` in `spec.containers`, else in `spec.initContainers`.
+/// The sidecar: first `istio-proxy` in `spec.containers`, else in `spec.initContainers`.
 pub(super) fn find_sidecar_mut(pod: &mut Value) -> Option<&mut Map<String, Value>> {
     let spec = pod.get_mut("spec")?.as_object_mut()?;
     let in_containers = spec

@@ -71,7 +71,7 @@ impl Malformed {
     }
 }
 
-/// The response document (spec §1.5): `kind`, `apiVersion` (omitted when the request was not
+/// The response document: `kind`, `apiVersion` (omitted when the request was not
 /// decoded), `response{uid, allowed, status, patch, patchType}` in Go struct order.
 pub fn encode_response(version: Option<ApiVersion>, uid: &str, answer: Answer<'_>) -> String {
     let patch = match answer {
@@ -261,7 +261,7 @@ fn snippet(body: &[u8]) -> String {
     text.chars().take(256).collect()
 }
 
-/// Step 1 of §1.6: the raw object must decode as a Pod. `null` or absent decode as an empty pod
+/// The raw object must decode as a Pod. `null` or absent decode as an empty pod
 /// only when present as `null`; an absent object is Go's `unexpected end of JSON input`.
 pub(crate) fn decode_pod(object: Option<Value>) -> Result<Value, String> {
     let pod = match object {
@@ -337,7 +337,8 @@ fn check_shape(pod: &Value) -> Result<(), String> {
     Ok(())
 }
 
-/// Steps 2-3 of §1.6: drop `metadata.managedFields`, default the namespace from the request.
+/// Drop `metadata.managedFields` and default an empty namespace from the request, as the webhook
+/// does before deciding.
 pub(crate) fn prepare_pod(pod: &mut Value, request_namespace: &str) {
     let Some(root) = pod.as_object_mut() else {
         return;

@@ -3,7 +3,9 @@
 
 use std::collections::BTreeMap;
 
-/// Path parameters → proxy environment (spec §1.4). Returns the map and warning log lines.
+/// Path parameters → proxy environment (`/inject/cluster/c1/net/n1` or `/inject/:ENV:K=V`;
+/// `cluster` and `net` name `ISTIO_META_CLUSTER_ID` and `ISTIO_META_NETWORK`, other keys are
+/// upper-cased). Returns the map and warning log lines.
 pub fn proxy_envs(path: &str) -> (BTreeMap<String, String>, Vec<String>) {
     let mut envs = BTreeMap::new();
     let mut warnings = Vec::new();

@@ -62,7 +62,7 @@ impl Status {
     }
 }
 
-/// The pod for the template data: previous injection removed, overrides re-inserted (§7.2).
+/// The pod for the template data: previous injection removed, overrides re-inserted.
 /// A pod with neither a status nor an overrides annotation is used as is, without a copy.
 pub fn strip_pod(pod: &Value, status_port: i64) -> Result<Cow<'_, Value>> {
     let status = Status::parse_strict(pod);

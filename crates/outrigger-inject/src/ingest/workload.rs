@@ -18,7 +18,9 @@ pub struct WorkloadMeta {
     pub namespace: String,
 }
 
-/// `.TypeMeta`/`.DeploymentMeta` of a pod from its owner references (spec §4.2).
+/// `.TypeMeta`/`.DeploymentMeta` of a pod: for a pod with `generateName`, its controller owner
+/// reference, with a ReplicaSet of a Deployment or Rollout, a Job of a CronJob and a
+/// ReplicationController of a DeploymentConfig named as their owner; else the pod itself.
 pub fn workload_from_pod(pod: &Value) -> WorkloadMeta {
     let mut w = WorkloadMeta {
         kind: "Pod".into(),

@@ -60,7 +60,7 @@ pub fn first_sanitized<'m>(
     sanitized_values(annotations, sanitized).into_iter().next()
 }
 
-/// §7.2 step 3: if an annotation sanitising to `prometheus_io_port` equals `status_port`, remove
+/// Undo of a previous Prometheus merge: if an annotation sanitising to `prometheus_io_port` equals `status_port`, remove
 /// every spelling of the port, path, scrape and scrape-targets annotations.
 pub fn strip_prometheus_annotations(annotations: &mut Map<String, Value>, status_port: i64) {
     let target = status_port.to_string();

@@ -32,7 +32,7 @@ impl Operator {
     }
 }
 
-/// A Kubernetes `LabelSelector` converted to requirements (spec §2.2). All requirements are ANDed.
+/// A Kubernetes `LabelSelector` converted to requirements. All requirements are ANDed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LabelSelector {
     requirements: Vec<Requirement>,

@@ -1,6 +1,6 @@
 //! Kubernetes typed semantics over JSON trees, driven by [`crate::kube::schema`].
 //!
-//! CONTRACT:
+//! Provides:
 //! - [`normalize`]: make a JSON tree look like the Go typed round-trip of type `ty` (drop `null`s
 //!   and zero-valued omitempty fields, canonical quantities, YAML-1.1 bools/numbers in string
 //!   fields become strings, type mismatches are errors naming the field path) while KEEPING

@@ -16,7 +16,7 @@ use crate::kube::typed;
 use crate::merge::pod::merge_pod;
 use crate::Result;
 
-/// reapplyOverwrittenContainers (spec §7.5): user definitions of injected containers win.
+/// Istio's `reapplyOverwrittenContainers`: user definitions of injected containers win.
 pub fn reapply_overwritten_containers(
     merged: &mut Value,
     original: &Value,
@@ -102,7 +102,8 @@ pub fn reapply_overwritten_containers(
     Ok(())
 }
 
-/// adjustInitContainerUser (spec §7.5 step 6).
+/// Istio's `adjustInitContainerUser`: the init container runs as the user's proxy user (and the
+/// proxy as root under TPROXY).
 /// `recorded_proxy` is the user's `istio-proxy` from the overrides annotation of a previous
 /// injection: it wins over the injected proxy of the pod, whose user may have been rewritten (TPROXY).
 pub fn adjust_init_container_user(

@@ -79,7 +79,7 @@ pub fn typed_template_pod(rendered: &[(String, String)]) -> Result<()> {
     Ok(())
 }
 
-/// Native-sidecar move (spec §7.3 step 5.4): a user `istio-proxy` written under `containers`
+/// Native-sidecar move: a user `istio-proxy` written under `containers`
 /// follows the template's proxy into `initContainers`.
 pub fn move_native_proxy(merged: &mut Value, template_pod: &Value, global: bool) {
     let native = match annotation(merged, NATIVE_SIDECAR_ANNOTATION) {

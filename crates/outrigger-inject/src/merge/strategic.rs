@@ -1,6 +1,6 @@
 //! Strategic merge patch (Kubernetes semantics) of a rendered template onto a pod.
 //!
-//! CONTRACT: [`strategic_merge`] applies `patch` (a JSON
+//! [`strategic_merge`] applies `patch` (a JSON
 //! tree shaped like Go type `ty`) onto `target` in place with the patch strategies and merge keys
 //! of the schema, `$patch` directives, null deletion and Kubernetes' list re-ordering.
 //! [`strategic_merge_owned`] does the same with a patch the caller no longer needs: its values
@@ -19,6 +19,81 @@ use crate::go::fmt::sprint;
 use crate::kube::index::{self, Strategy, StructIndex};
 use crate::kube::schema::{Kind, PatchStrategy};
 use crate::{Error, Result};
+
+/// Why a strategic merge failed. Messages are those of Kubernetes' `strategicpatch`, values
+/// printed as Go's `%v` prints them.
+#[derive(Debug, thiserror::Error)]
+pub enum MergeError {
+    /// A type the schema tables do not have.
+    #[error("unknown Kubernetes type {0:?}")]
+    UnknownType(String),
+    /// The patch is not an object.
+    #[error("strategic merge: invalid JSON document")]
+    PatchNotAnObject,
+    /// The target is not an object.
+    #[error("strategic merge: target of type {0} is not an object")]
+    TargetNotAnObject(String),
+    /// A malformed `patchStrategy` list in the schema (its entries).
+    #[error("unexpected patch strategy: [{}]", .0.join(" "))]
+    UnexpectedStrategy(Vec<String>),
+    /// A list element without the field's merge key.
+    #[error("map: {} does not contain declared merge key: {key}", sprint(.element))]
+    NoMergeKey {
+        /// The element.
+        element: Value,
+        /// The merge key.
+        key: String,
+    },
+    /// A `$patch` directive with an unknown value.
+    #[error("unknown patch type: {} in map: {}", sprint(.directive), sprint(.map))]
+    UnknownPatchType {
+        /// The directive's value.
+        directive: Value,
+        /// The map holding it.
+        map: Value,
+    },
+    /// `$retainKeys` is not a list of strings.
+    #[error("invalid patch format of retainKeys")]
+    RetainKeysFormat,
+    /// `$setElementOrder/<field>` is not a list.
+    #[error("invalid patch format of setElementOrder list for {0}")]
+    SetElementOrderFormat(String),
+    /// A list field holds something else.
+    #[error("expected a slice, but received {}", sprint(.0))]
+    NotASlice(Value),
+    /// The patch list's order contradicts `$setElementOrder`.
+    #[error(
+        "The order in patch list:\n{}\n doesn't match {SET_ORDER_PREFIX} list:\n{}\n",
+        sprint(.patch),
+        sprint(.order)
+    )]
+    OrderMismatch {
+        /// The patch list.
+        patch: Value,
+        /// The `$setElementOrder` list.
+        order: Value,
+    },
+    /// A list of lists.
+    #[error("lists of lists are not supported")]
+    ListOfLists,
+    /// Elements of different JSON types in one list.
+    #[error("list element types are not identical: [{} {}]", sprint(.original), sprint(.patch))]
+    MixedElementTypes {
+        /// The original list.
+        original: Value,
+        /// The patch list.
+        patch: Value,
+    },
+    /// Both lists are empty where an element type is needed.
+    #[error("no elements in any of the given slices")]
+    NoElements,
+    /// A list of maps whose field has no merge key.
+    #[error("cannot merge lists without merge key for {0}")]
+    NoMergeKeyDeclared(String),
+    /// `$patch: merge` inside a list.
+    #[error("merging lists cannot yet be specified in the patch")]
+    MergeDirectiveInList,
+}
 
 const DIRECTIVE: &str = "$patch";
 const RETAIN_KEYS: &str = "$retainKeys";
@@ -52,15 +127,13 @@ pub fn strategic_merge_owned(ty: &str, target: &mut Value, patch: Value) -> Resu
 }
 
 fn root_index(ty: &str) -> Result<&'static StructIndex> {
-    index::get(ty).ok_or_else(|| Error::Merge(format!("unknown Kubernetes type {ty:?}")))
+    index::get(ty).ok_or_else(|| MergeError::UnknownType(ty.to_string()).into())
 }
 
 fn patch_object(patch: &Value) -> Result<&Map<String, Value>> {
     match patch {
         Value::Object(m) => Ok(m),
-        _ => Err(Error::Merge(
-            "strategic merge: invalid JSON document".into(),
-        )),
+        _ => Err(MergeError::PatchNotAnObject.into()),
     }
 }
 
@@ -71,9 +144,7 @@ fn take_target(ty: &str, target: &mut Value) -> Result<Map<String, Value>> {
         Value::Null => Ok(Map::new()),
         other => {
             *target = other;
-            Err(Error::Merge(format!(
-                "strategic merge: target of type {ty} is not an object"
-            )))
+            Err(MergeError::TargetNotAnObject(ty.to_string()).into())
         }
     }
 }
@@ -132,22 +203,23 @@ fn lookup(schema: Schema, key: &str) -> Result<FieldMeta<'_>> {
 
 /// `extractRetainKeysPatchStrategy`'s error for a malformed strategy list.
 fn strategy_error(parts: &[String]) -> Error {
-    Error::Merge(format!("unexpected patch strategy: [{}]", parts.join(" ")))
+    MergeError::UnexpectedStrategy(parts.to_vec()).into()
 }
 
 fn no_merge_key(m: &Value, key: &str) -> Error {
-    Error::Merge(format!(
-        "map: {} does not contain declared merge key: {key}",
-        sprint(m)
-    ))
+    MergeError::NoMergeKey {
+        element: m.clone(),
+        key: key.to_string(),
+    }
+    .into()
 }
 
 fn bad_patch_type(directive: &Value, m: &Map<String, Value>) -> Error {
-    Error::Merge(format!(
-        "unknown patch type: {} in map: {}",
-        sprint(directive),
-        sprint(&Value::Object(m.clone()))
-    ))
+    MergeError::UnknownPatchType {
+        directive: directive.clone(),
+        map: Value::Object(m.clone()),
+    }
+    .into()
 }
 
 /// Go's `reflect.TypeOf` identity of decoded JSON values.
@@ -309,7 +381,7 @@ fn apply_retain_keys(
     let Some(retain) = patch.shift_remove(RETAIN_KEYS) else {
         return Ok(());
     };
-    let bad = || Error::Merge("invalid patch format of retainKeys".into());
+    let bad = || Error::from(MergeError::RetainKeysFormat);
     let Value::Array(list) = retain else {
         return Err(bad());
     };
@@ -341,29 +413,17 @@ fn merge_set_element_order(
     for dkey in directives {
         let field = dkey[SET_ORDER_PREFIX.len()..].to_string();
         let Some(Value::Array(order)) = patch.get(&dkey).cloned() else {
-            return Err(Error::Merge(format!(
-                "invalid patch format of setElementOrder list for {field}"
-            )));
+            return Err(MergeError::SetElementOrderFormat(field).into());
         };
         let orig_list = match original.get(&field) {
             None => None,
             Some(Value::Array(a)) => Some(a.clone()),
-            Some(other) => {
-                return Err(Error::Merge(format!(
-                    "expected a slice, but received {}",
-                    sprint(other)
-                )))
-            }
+            Some(other) => return Err(MergeError::NotASlice(other.clone()).into()),
         };
         let patch_list = match patch.get(&field) {
             None => None,
             Some(Value::Array(a)) => Some(a.clone()),
-            Some(other) => {
-                return Err(Error::Merge(format!(
-                    "expected a slice, but received {}",
-                    sprint(other)
-                )))
-            }
+            Some(other) => return Err(MergeError::NotASlice(other.clone()).into()),
         };
         let meta = lookup(schema, &field)?;
         validate_patch_with_set_order(
@@ -441,11 +501,11 @@ fn validate_patch_with_set_order(patch: &[Value], order: &[Value], merge_key: &s
         oi += 1;
     }
     if pi < items.len() && oi >= order.len() {
-        return Err(Error::Merge(format!(
-            "The order in patch list:\n{}\n doesn't match {SET_ORDER_PREFIX} list:\n{}\n",
-            sprint(&Value::Array(patch.to_vec())),
-            sprint(&Value::Array(order.to_vec()))
-        )));
+        return Err(MergeError::OrderMismatch {
+            patch: Value::Array(patch.to_vec()),
+            order: Value::Array(order.to_vec()),
+        }
+        .into());
     }
     Ok(())
 }
@@ -514,25 +574,23 @@ fn element_kind_is_map(original: &[Value], patch: &[Value]) -> Result<bool> {
         match first {
             None => {
                 if v.is_array() {
-                    return Err(Error::Merge("lists of lists are not supported".into()));
+                    return Err(MergeError::ListOfLists.into());
                 }
                 first = Some(v);
             }
             Some(f) if !same_type(f, v) => {
-                return Err(Error::Merge(format!(
-                    "list element types are not identical: [{} {}]",
-                    sprint(&Value::Array(original.to_vec())),
-                    sprint(&Value::Array(patch.to_vec()))
-                )));
+                return Err(MergeError::MixedElementTypes {
+                    original: Value::Array(original.to_vec()),
+                    patch: Value::Array(patch.to_vec()),
+                }
+                .into());
             }
             Some(_) => {}
         }
     }
     match first {
         Some(f) => Ok(f.is_object()),
-        None => Err(Error::Merge(
-            "no elements in any of the given slices".into(),
-        )),
+        None => Err(MergeError::NoElements.into()),
     }
 }
 
@@ -550,10 +608,7 @@ fn merge_slice(
     let key = meta.merge_key;
     let (server_pos, patch_pos, merged) = if is_map {
         if key.is_empty() {
-            return Err(Error::Merge(format!(
-                "cannot merge lists without merge key for {}",
-                meta.name
-            )));
+            return Err(MergeError::NoMergeKeyDeclared(meta.name.to_string()).into());
         }
         let (original, patch) = apply_special_elements(original, patch, key)?;
         // Positions in the original list (Go's `serverOrder`), taken before merging in place.
@@ -607,9 +662,7 @@ fn apply_special_elements(
             }
             Some("replace") => replace = true,
             Some("merge") => {
-                return Err(Error::Merge(
-                    "merging lists cannot yet be specified in the patch".into(),
-                ));
+                return Err(MergeError::MergeDirectiveInList.into());
             }
             _ => {
                 let m = v.as_object().cloned().unwrap_or_default();
@@ -1129,7 +1182,7 @@ mod tests {
         );
         assert_eq!(proxy["resources"], json!({}));
 
-        // §7.5: the user's own istio-proxy definition is re-applied over the injected one.
+        // The user's own istio-proxy definition is re-applied over the injected one.
         let user = json!({"name": "istio-proxy", "image": "auto",
             "resources": {"limits": {"cpu": "3000m"}}, "securityContext": {"runAsUser": 1234}});
         let mut overlay = crate::kube::typed::to_go_value("corev1.Container", &user).unwrap();

@@ -7,6 +7,7 @@
 
 use serde_json::{Map, Number, Value};
 
+use super::MeshError;
 use crate::go::duration::parse_go_duration;
 use crate::kube::schema::{self, ProtoField, ProtoKind, ProtoMessage};
 use crate::{Error, Result};
@@ -37,10 +38,12 @@ pub fn decode_message(msg: &str, v: &Value, path: &str, unknown: Unknown) -> Res
     for (key, raw) in obj {
         let Some(idx) = field_index(desc, key) else {
             if unknown == Unknown::Reject {
-                return Err(Error::ProxyConfig(format!(
-                    "{}unknown field {key:?} in {msg}",
-                    prefix(path)
-                )));
+                return Err(MeshError::UnknownField {
+                    path: path.to_string(),
+                    key: key.to_string(),
+                    message: msg.to_string(),
+                }
+                .into());
             }
             continue;
         };
@@ -51,9 +54,12 @@ pub fn decode_message(msg: &str, v: &Value, path: &str, unknown: Unknown) -> Res
                 .iter()
                 .any(|(_, g, _)| g.oneof.as_ref() == Some(oneof))
             {
-                return Err(Error::ProxyConfig(format!(
-                    "{fpath}: oneof {oneof} in {msg} is already set"
-                )));
+                return Err(MeshError::OneofAlreadySet {
+                    path: fpath,
+                    oneof: oneof.to_string(),
+                    message: msg.to_string(),
+                }
+                .into());
             }
         }
         if let Some(val) = decode_field(f, raw, &fpath, unknown)? {
@@ -72,7 +78,7 @@ pub fn decode_message(msg: &str, v: &Value, path: &str, unknown: Unknown) -> Res
 pub fn message(msg: &str) -> Result<&'static ProtoMessage> {
     schema::proto()
         .message(msg)
-        .ok_or_else(|| Error::ProxyConfig(format!("unknown message type {msg}")))
+        .ok_or_else(|| MeshError::UnknownMessage(msg.to_string()).into())
 }
 
 /// Index of the field named `key` (JSON name or proto name).
@@ -83,7 +89,7 @@ pub fn field_index(desc: &ProtoMessage, key: &str) -> Option<usize> {
         .or_else(|| desc.fields.iter().position(|f| f.proto == key))
 }
 
-fn prefix(path: &str) -> String {
+pub(super) fn prefix(path: &str) -> String {
     if path.is_empty() {
         String::new()
     } else {
@@ -103,7 +109,12 @@ pub fn join(path: &str, name: &str) -> String {
 fn type_err(path: &str, what: &str, got: &Value) -> Error {
     let shown = crate::go::json::to_string(got);
     let shown: String = shown.chars().take(80).collect();
-    Error::ProxyConfig(format!("{}{what}, got {shown}", prefix(path)))
+    MeshError::WrongType {
+        path: path.to_string(),
+        expected: what.to_string(),
+        got: shown,
+    }
+    .into()
 }
 
 /// Decode one field value; `None` when the value is JSON `null` (a no-op in jsonpb).
@@ -129,7 +140,7 @@ fn decode_field(
         for (i, item) in items.iter().enumerate() {
             let ipath = format!("{path}[{i}]");
             if item.is_null() && f.ty != "google.protobuf.Value" {
-                return Err(Error::ProxyConfig(format!("{ipath}: null list element")));
+                return Err(MeshError::NullListElement(ipath).into());
             }
             out.push(decode_single(&f.ty, f.type_kind, item, &ipath, unknown)?);
         }
@@ -150,7 +161,7 @@ fn decode_map(f: &ProtoField, raw: &Value, path: &str, unknown: Unknown) -> Resu
         let kpath = format!("{path}[{k:?}]");
         check_map_key(key_ty, k, &kpath)?;
         if v.is_null() && val_ty != "google.protobuf.Value" {
-            return Err(Error::ProxyConfig(format!("{kpath}: null map value")));
+            return Err(MeshError::NullMapValue(kpath).into());
         }
         out.insert(
             k.clone(),
@@ -172,9 +183,11 @@ fn check_map_key(key_ty: &str, k: &str, path: &str) -> Result<()> {
     if ok {
         Ok(())
     } else {
-        Err(Error::ProxyConfig(format!(
-            "{path}: invalid {key_ty} map key"
-        )))
+        Err(MeshError::MapKey {
+            path: path.to_string(),
+            key_type: key_ty.to_string(),
+        }
+        .into())
     }
 }
 
@@ -199,8 +212,10 @@ fn decode_wkt_or_message(ty: &str, raw: &Value, path: &str, unknown: Unknown) ->
             let Value::String(s) = raw else {
                 return Err(type_err(path, "expected a Duration string", raw));
             };
-            let d = parse_go_duration(s)
-                .map_err(|e| Error::ProxyConfig(format!("{}bad Duration: {e}", prefix(path))))?;
+            let d = parse_go_duration(s).map_err(|e| MeshError::Duration {
+                path: path.to_string(),
+                reason: e.to_string(),
+            })?;
             Ok(Value::String(d.to_jsonpb()))
         }
         "google.protobuf.BoolValue" => decode_scalar("bool", raw, path),
@@ -235,17 +250,21 @@ fn decode_wkt_or_message(ty: &str, raw: &Value, path: &str, unknown: Unknown) ->
 
 fn decode_enum(ty: &str, raw: &Value, path: &str) -> Result<Value> {
     let Some(e) = schema::proto().enumeration(ty) else {
-        return Err(Error::ProxyConfig(format!(
-            "{path}: unknown enum type {ty}"
-        )));
+        return Err(MeshError::UnknownEnum {
+            path: path.to_string(),
+            ty: ty.to_string(),
+        }
+        .into());
     };
     match raw {
         Value::String(s) => match e.number_of(s) {
             Some(_) => Ok(Value::String(s.clone())),
-            None => Err(Error::ProxyConfig(format!(
-                "{}unknown value {s:?} for enum {ty}",
-                prefix(path)
-            ))),
+            None => Err(MeshError::UnknownEnumValue {
+                path: path.to_string(),
+                value: s.to_string(),
+                ty: ty.to_string(),
+            }
+            .into()),
         },
         Value::Number(n) => {
             let num = n

@@ -1,5 +1,5 @@
 //! Istio's built-in defaults (`mesh.DefaultProxyConfig()`, `mesh.DefaultMeshConfig()` of
-//! pkg/config/mesh/mesh.go) in canonical form, written from the spec (§4.4) and the corpus README.
+//! pkg/config/mesh/mesh.go) in canonical form.
 
 use serde_json::{json, Value};
 

@@ -1,5 +1,6 @@
 //! `protoToJSON`: legacy golang/protobuf jsonpb encoding (default options) of canonical trees,
-//! with Istio's default pruning of `ProxyConfig` (spec §5.1, §5.3).
+//! with Istio's default pruning of `ProxyConfig` (fields equal to the built-in default are
+//! left out).
 
 use serde_json::{Map, Value};
 

@@ -7,6 +7,7 @@ use std::collections::BTreeSet;
 use serde_json::{Map, Value};
 
 use super::decode::{self, Unknown};
+use super::MeshError;
 use crate::kube::schema::{MESH_CONFIG, PROXY_CONFIG};
 use crate::{Error, Result};
 
@@ -64,10 +65,11 @@ fn as_object(v: &Value, what: &str) -> Result<Map<String, Value>> {
     match v {
         Value::Object(m) => Ok(m.clone()),
         Value::Null => Ok(Map::new()),
-        other => Err(Error::ProxyConfig(format!(
-            "{what}: expected an object, got {}",
-            crate::go::json::to_string(other)
-        ))),
+        other => Err(MeshError::NotAnObject {
+            what: what.to_string(),
+            got: crate::go::json::to_string(other),
+        }
+        .into()),
     }
 }
 
@@ -180,7 +182,7 @@ pub fn apply_mesh(overlay: &Value, base: &Value) -> Result<Value> {
 
 /// Go's `multierror.Prefix(err, "failed to convert to proto.")` (prefix, space, error).
 fn proto_prefix(e: Error) -> Error {
-    Error::ProxyConfig(format!("failed to convert to proto. {e}"))
+    MeshError::ToProto(Box::new(e)).into()
 }
 
 /// A top-level field of the raw overlay, when present and not null. Istio's

@@ -3,7 +3,7 @@
 //! Canonical form: JSON object with proto JSON names (camelCase), enums as names, Durations as
 //! jsonpb strings (`"45s"`), wrappers as bare values, int64 as JSON numbers, maps as objects,
 //! oneof members as their own key, `Struct`/`Value` as plain JSON; unset (proto3 zero) fields
-//! absent; keys in proto declaration order. CONTRACT (owned by the mesh/validation work stream):
+//! absent; keys in proto declaration order. Provides:
 //! defaults, `ApplyMeshConfig`, `ApplyProxyConfig` merge semantics, legacy-jsonpb `protoToJSON`.
 
 mod decode;
@@ -14,6 +14,7 @@ mod validate_pc;
 
 use serde_json::Value;
 
+use crate::go::multierror::format_multierror;
 use crate::kube::schema::{MESH_CONFIG, PROXY_CONFIG};
 use crate::{Error, Result};
 
@@ -24,6 +25,105 @@ pub use validate_pc::{
 };
 
 /// `mesh.DefaultMeshConfig()` in canonical form.
+/// Why a mesh or proxy config could not be decoded, merged or validated. Messages are istiod's
+/// (golang/protobuf jsonpb and Istio's validation).
+#[derive(Debug, thiserror::Error)]
+pub enum MeshError {
+    /// A field the message does not have (refused when decoding strictly).
+    #[error("{}unknown field {key:?} in {message}", decode::prefix(.path))]
+    UnknownField {
+        /// Path of the enclosing message (empty at the top).
+        path: String,
+        /// The unknown key.
+        key: String,
+        /// Fully qualified message name.
+        message: String,
+    },
+    /// Two members of one oneof are set.
+    #[error("{path}: oneof {oneof} in {message} is already set")]
+    OneofAlreadySet {
+        /// Path of the second member.
+        path: String,
+        /// The oneof's name.
+        oneof: String,
+        /// Fully qualified message name.
+        message: String,
+    },
+    /// A message type the tables do not have.
+    #[error("unknown message type {0}")]
+    UnknownMessage(String),
+    /// A value of the wrong JSON type.
+    #[error("{}{expected}, got {got}", decode::prefix(.path))]
+    WrongType {
+        /// Field path (empty at the top).
+        path: String,
+        /// What was expected (`expected a map`, `expected a Duration string`, ...).
+        expected: String,
+        /// The value as Go's JSON encoder writes it, cut to 80 characters.
+        got: String,
+    },
+    /// `null` inside a repeated field.
+    #[error("{0}: null list element")]
+    NullListElement(String),
+    /// `null` as a map value.
+    #[error("{0}: null map value")]
+    NullMapValue(String),
+    /// A map key that does not parse as the key type.
+    #[error("{path}: invalid {key_type} map key")]
+    MapKey {
+        /// Path of the map entry.
+        path: String,
+        /// The proto key type (`int32`, `bool`, ...).
+        key_type: String,
+    },
+    /// A Duration string Go's `time.ParseDuration` refuses.
+    #[error("{}bad Duration: {reason}", decode::prefix(.path))]
+    Duration {
+        /// Field path.
+        path: String,
+        /// Go's error text.
+        reason: String,
+    },
+    /// An enum type the tables do not have.
+    #[error("{path}: unknown enum type {ty}")]
+    UnknownEnum {
+        /// Field path.
+        path: String,
+        /// Fully qualified enum name.
+        ty: String,
+    },
+    /// A name that is not a value of the enum.
+    #[error("{}unknown value {value:?} for enum {ty}", decode::prefix(.path))]
+    UnknownEnumValue {
+        /// Field path.
+        path: String,
+        /// The name given.
+        value: String,
+        /// Fully qualified enum name.
+        ty: String,
+    },
+    /// A document or field that must be an object is not.
+    #[error("{what}: expected an object, got {got}")]
+    NotAnObject {
+        /// What was being read.
+        what: String,
+        /// The value as Go's JSON encoder writes it.
+        got: String,
+    },
+    /// A conversion error, with Go's `multierror.Prefix(err, "failed to convert to proto.")`.
+    #[error("failed to convert to proto. {0}")]
+    ToProto(#[source] Box<Error>),
+    /// A `proxy.istio.io/config` text or overlay that could not be applied.
+    #[error("could not parse proxy config: {0}")]
+    ProxyConfig(#[source] Box<Error>),
+    /// ProxyConfig validation failures (Istio's multierror text).
+    #[error("{}", format_multierror(.0))]
+    InvalidProxyConfig(Vec<String>),
+    /// MeshConfig validation failures (Istio's multierror text).
+    #[error("{}", format_multierror(.0))]
+    InvalidMeshConfig(Vec<String>),
+}
+
 pub fn default_mesh_config() -> Value {
     to_canonical(MESH_CONFIG, &defaults::mesh_config())
         .expect("built-in default MeshConfig is valid")
@@ -66,8 +166,7 @@ pub fn apply_mesh_config_value(overlay: &Value, base: &Value) -> Result<Value> {
 /// Apply a `proxy.istio.io/config` annotation (YAML ProxyConfig) onto `mesh.defaultConfig`,
 /// returning the new mesh config.
 pub fn apply_proxy_config(yaml: &str, mesh: &Value) -> Result<Value> {
-    let tree = crate::yaml::from_str(yaml)
-        .map_err(|e| Error::ProxyConfig(format!("could not parse proxy config: {e}")))?;
+    let tree = crate::yaml::from_str(yaml).map_err(|e| MeshError::ProxyConfig(Box::new(e)))?;
     apply_proxy_config_value(&tree, mesh)
 }
 
@@ -83,7 +182,8 @@ pub fn apply_proxy_config_value(overlay: &Value, mesh: &Value) -> Result<Value> 
     Ok(out)
 }
 
-/// Webhook path (§4.4, `EffectiveProxyConfig` without ProxyConfig resources): the built-in
+/// The webhook's effective ProxyConfig (Istio's `EffectiveProxyConfig` without ProxyConfig
+/// resources): the built-in
 /// default ProxyConfig, then `mesh.defaultConfig`, then the pod's `proxy.istio.io/config`
 /// annotation, each layer decoded on its own so its zero values cannot override. An annotation
 /// that does not parse is ignored (annotation validation rejects the pod separately).
@@ -118,8 +218,7 @@ pub fn effective_proxy_config_value(mesh: &Value, annotation: Option<&Value>) ->
 /// (present fields replace, `proxyMetadata` merged key by key, unset `proxyHeaders` sub-fields
 /// restored, `null` a no-op). Errors read `could not parse proxy config: <err>`.
 pub fn merge_proxy_config(overlay: &Value, base: &Value) -> Result<Value> {
-    merge::merge_proxy_config(overlay, base)
-        .map_err(|e| Error::ProxyConfig(format!("could not parse proxy config: {e}")))
+    merge::merge_proxy_config(overlay, base).map_err(|e| MeshError::ProxyConfig(Box::new(e)).into())
 }
 
 /// Istio's `protomarshal.ApplyYAML(annotation, DefaultProxyConfig())` as used by annotation

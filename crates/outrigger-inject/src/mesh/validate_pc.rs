@@ -5,8 +5,9 @@ use std::net::IpAddr;
 
 use serde_json::Value;
 
+use super::MeshError;
 use crate::go::duration::{go_quote, parse_go_duration};
-use crate::{Error, Result};
+use crate::Result;
 
 /// Validate a canonical ProxyConfig; on failure the error carries Istio's multierror text.
 pub fn validate_proxy_config(pc: &Value) -> Result<()> {
@@ -14,9 +15,7 @@ pub fn validate_proxy_config(pc: &Value) -> Result<()> {
     if errs.is_empty() {
         Ok(())
     } else {
-        Err(Error::ProxyConfig(
-            crate::go::multierror::format_multierror(&errs),
-        ))
+        Err(MeshError::InvalidProxyConfig(errs).into())
     }
 }
 
@@ -28,9 +27,7 @@ pub fn validate_mesh_config(mesh: &Value) -> Result<()> {
     if errs.is_empty() {
         Ok(())
     } else {
-        Err(Error::Config(crate::go::multierror::format_multierror(
-            &errs,
-        )))
+        Err(MeshError::InvalidMeshConfig(errs).into())
     }
 }
 

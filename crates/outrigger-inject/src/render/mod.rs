@@ -8,7 +8,34 @@ use crate::kube::names::TEMPLATES_ANNOTATION;
 use crate::kube::pod::annotation;
 use crate::{yaml, Error, Result};
 
-/// Strip the image-type suffix and append the requested one (spec §4.6 step 6).
+/// Why rendering produced no usable patch.
+#[derive(Debug, thiserror::Error)]
+pub enum RenderError {
+    /// The pod asks for a template the configuration does not have.
+    #[error("requested template {name:?} not found; have {}", .have.join(", "))]
+    TemplateNotFound {
+        /// The requested name.
+        name: String,
+        /// The configuration's template names.
+        have: Vec<String>,
+    },
+    /// A template rendered text that is not YAML (reported as the merge's invalid document).
+    #[error(
+        "strategic merge: invalid JSON document: template {template:?} rendered invalid YAML: \
+         {source}"
+    )]
+    InvalidYaml {
+        /// The template's name.
+        template: String,
+        /// The YAML error.
+        source: Box<Error>,
+    },
+    /// A template rendered YAML that is not a mapping.
+    #[error("strategic merge: invalid JSON document: template {0:?} did not render a mapping")]
+    NotAMapping(String),
+}
+
+/// Strip the image-type suffix (`-distroless`, `-debug`) and append the requested one.
 pub fn adjust_tag(tag: &str, image_type: &str) -> String {
     if image_type.is_empty() {
         return tag.to_string();
@@ -24,7 +51,9 @@ pub fn adjust_tag(tag: &str, image_type: &str) -> String {
     }
 }
 
-/// `.ProxyImage` and `.ProxyInitImage` (spec §4.6).
+/// `.ProxyImage` and `.ProxyInitImage`: hub, image name and tag from the values, the image type
+/// from the proxy config, the values' variant or the `sidecar.istio.io/proxyImageType`
+/// annotation (which wins).
 pub fn images(snapshot: &Snapshot, proxy_config: &Value, pod: &Value) -> (String, String) {
     let f = &snapshot.values_facts;
     let annotated = annotation(pod, "sidecar.istio.io/proxyImageType");
@@ -63,7 +92,8 @@ pub fn images(snapshot: &Snapshot, proxy_config: &Value, pod: &Value) -> (String
     (proxy, init)
 }
 
-/// Template names selected for the pod (spec §3.4).
+/// Template names selected for the pod: the `inject.istio.io/templates` annotation (comma
+/// separated) or the config's `defaultTemplates`, aliases expanded.
 pub fn select_templates(snapshot: &Snapshot, pod: &Value) -> Vec<String> {
     let requested: Vec<String> = match annotation(pod, TEMPLATES_ANNOTATION) {
         Some(v) => v.split(',').map(|s| s.trim().to_string()).collect(),
@@ -79,19 +109,16 @@ pub fn select_templates(snapshot: &Snapshot, pod: &Value) -> Vec<String> {
     out
 }
 
-/// Parse a rendered template into a pod-shaped patch (spec §7.4 step 2).
+/// Parse a rendered template into a pod-shaped patch (empty text is an empty patch).
 pub fn rendered_patch(name: &str, text: &str) -> Result<Value> {
-    let v = yaml::from_str(text).map_err(|e| {
-        Error::Merge(format!(
-            "strategic merge: invalid JSON document: template {name:?} rendered invalid YAML: {e}"
-        ))
+    let v = yaml::from_str(text).map_err(|e| RenderError::InvalidYaml {
+        template: name.to_string(),
+        source: Box::new(e),
     })?;
     match v {
         Value::Null => Ok(Value::Object(Map::new())),
         Value::Object(_) => Ok(v),
-        _ => Err(Error::Merge(format!(
-            "strategic merge: invalid JSON document: template {name:?} did not render a mapping"
-        ))),
+        _ => Err(RenderError::NotAMapping(name.to_string()).into()),
     }
 }
 

@@ -16,7 +16,8 @@ type R<T> = Result<T, String>;
 /// A function implementation.
 pub type Func = for<'a> fn(Vec<V<'a>>) -> R<V<'a>>;
 
-/// Go parameter types, driving argument conversion (spec §6.4).
+/// Go parameter types, driving argument conversion as Go's `text/template` converts call
+/// arguments.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum P {
     /// `reflect.Value`: passed through as-is (missing stays missing).

@@ -6,7 +6,7 @@
 //! Kubernetes structs and protobuf messages seen through their Go field names (driven by
 //! [`crate::kube::schema`]), methods (`GetValue`, `String`, `GetX` getters), Go printing rules.
 //!
-//! CONTRACT (owned by the template-engine work stream):
+//! Provides:
 //! - [`Template::parse`] parses a template source; errors name the template and line
 //!   (`template: NAME:LINE: ...`). Unknown function names and undeclared variables are parse
 //!   errors, as in Go.
@@ -24,6 +24,25 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use crate::{Error, Result};
+
+/// Why a template failed, in Go's words.
+#[derive(Debug, thiserror::Error)]
+pub enum TemplateError {
+    /// The text does not parse: `template: NAME:LINE: msg`.
+    #[error("template: {template}:{line}: {msg}")]
+    Parse {
+        /// The template's name.
+        template: String,
+        /// 1-based line of the offending token.
+        line: usize,
+        /// Go's description (`unexpected "}" in operand`, `function "x" not defined`, ...).
+        msg: String,
+    },
+    /// Execution failed; Go's text, which names the template, line, column and the action
+    /// being executed (`template: inject:LINE:COL: executing "inject" at <...>: ...`).
+    #[error("{0}")]
+    Exec(String),
+}
 
 mod ast;
 mod digest;
@@ -106,8 +125,7 @@ impl Template {
     /// Errors are Go's, `template: NAME:LINE: ...`; a function name that is neither a Go
     /// builtin, a Sprig v3 function nor an Istio function is a parse error, as in Go.
     pub fn parse(name: &str, text: &str) -> Result<Template> {
-        let trees = parse::parse(name, text, &funcs::is_defined)
-            .map_err(|parse::ParseError(m)| Error::Template(m))?;
+        let trees = parse::parse(name, text, &funcs::is_defined).map_err(Error::from)?;
         Ok(Template {
             name: name.to_string(),
             source: text.to_string(),
@@ -134,7 +152,7 @@ impl Template {
     ///
     /// Execution errors are Go-shaped: `template: inject:LINE:COL: executing "inject" at <...>: ...`.
     pub fn render(&self, data: &TemplateData<'_>) -> Result<String> {
-        exec::Exec::run(self, data).map_err(Error::Template)
+        exec::Exec::run(self, data).map_err(|m| TemplateError::Exec(m).into())
     }
 
     /// Execute the template over a generic JSON value, as Go's `text/template` executes over
@@ -143,13 +161,13 @@ impl Template {
     /// typed ([`Template::render`]); this entry point serves users' generic data and lets the
     /// engine be compared with Go's on arbitrary values.
     pub fn render_json(&self, data: &Value) -> Result<String> {
-        exec::Exec::run_json(self, data, true).map_err(Error::Template)
+        exec::Exec::run_json(self, data, true).map_err(|m| TemplateError::Exec(m).into())
     }
 
     /// Like [`Template::render_json`], but the JSON is viewed in place, as Istio's `.Values`
     /// is during injection: the same results, except that `set`, `unset` and `merge` on a map
     /// of the data return an updated copy instead of changing the data.
     pub fn render_json_view(&self, data: &Value) -> Result<String> {
-        exec::Exec::run_json(self, data, false).map_err(Error::Template)
+        exec::Exec::run_json(self, data, false).map_err(|m| TemplateError::Exec(m).into())
     }
 }

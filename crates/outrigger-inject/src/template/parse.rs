@@ -9,12 +9,9 @@ use super::ast::{
     TemplateNode, TextNode,
 };
 use super::lex::{Item, Lexer, Tok};
+use super::TemplateError;
 
-/// A parse failure, already formatted as Go formats it.
-#[derive(Debug)]
-pub struct ParseError(pub String);
-
-type R<T> = Result<T, ParseError>;
+type R<T> = Result<T, TemplateError>;
 
 /// Parse `text` as template `name`: the tree set (the main tree under `name`, every
 /// `define`/`block` under its own name).
@@ -77,11 +74,12 @@ fn is_empty(list: &ListNode) -> bool {
 }
 
 impl<'a> Parser<'a> {
-    fn errorf(&self, t: &TreeState, msg: String) -> ParseError {
-        ParseError(format!(
-            "template: {}:{}: {msg}",
-            self.name, t.token[0].line
-        ))
+    fn errorf(&self, t: &TreeState, msg: String) -> TemplateError {
+        TemplateError::Parse {
+            template: self.name.to_string(),
+            line: t.token[0].line,
+            msg,
+        }
     }
 
     fn next(&mut self, t: &mut TreeState) -> Item {
@@ -140,7 +138,7 @@ impl<'a> Parser<'a> {
         Ok(tok)
     }
 
-    fn unexpected(&self, t: &TreeState, tok: &Item, context: &str) -> ParseError {
+    fn unexpected(&self, t: &TreeState, tok: &Item, context: &str) -> TemplateError {
         if tok.typ == Tok::Error {
             let mut extra = String::new();
             if t.action_line != 0 && t.action_line != tok.line {

@@ -1,4 +1,4 @@
-//! Tests of the template engine: §6.8 worked examples, Istio functions, printing, truthiness,
+//! Tests of the template engine: worked examples, Istio functions, printing, truthiness,
 //! scoping, errors and the Istio corpus.
 
 use serde_json::{json, Value};
@@ -86,7 +86,7 @@ fn values() -> Value {
     })
 }
 
-// ------------------------------------------------------------ §6.8 worked examples
+// ------------------------------------------------------------ worked examples
 
 #[test]
 fn missing_values_print_no_value_and_quote_to_empty() {
@@ -1273,4 +1273,17 @@ fn sprig_numeric_helpers_follow_sprig() {
         fx.ok("{{ toDecimal \"0777\" }} {{ toDecimal 777 }} {{ toDecimal \"9\" }}"),
         "511 511 0"
     );
+}
+
+#[test]
+fn parse_errors_keep_template_and_line() {
+    let e = Template::parse("sidecar", "a\n{{ if }}").expect_err("missing condition");
+    let crate::Error::Template(t) = &e else {
+        panic!("not a template error: {e:?}");
+    };
+    let TemplateError::Parse { template, line, .. } = &**t else {
+        panic!("not a parse error: {t:?}");
+    };
+    assert_eq!((template.as_str(), *line), ("sidecar", 2));
+    assert!(e.to_string().starts_with("template: sidecar:2: "), "{e}");
 }

@@ -1,6 +1,6 @@
 //! YAML as Kubernetes' Go tooling reads and writes it (sigs.k8s.io/yaml over go-yaml v2).
 //!
-//! CONTRACT (owned by the YAML work stream):
+//! Provides:
 //! - [`from_str`]: exactly sigs.k8s.io/yaml `YAMLToJSON`: the first document → JSON tree, YAML 1.1
 //!   scalar resolution (`yes`/`on` are bools, `010` octal, `1_000`), keys in document order,
 //!   non-string keys stringified, a repeated key replacing the earlier value; text after the

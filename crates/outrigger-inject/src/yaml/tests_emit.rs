@@ -310,7 +310,7 @@ const CORPUS: &str = concat!(
     "/../../../shared/conformance/istio"
 );
 
-/// Kinds kube-inject decodes and re-serialises (§11.3).
+/// Kinds kube-inject decodes and re-serialises.
 const SUPPORTED: &[&str] = &[
     "Pod",
     "ReplicationController",

@@ -265,7 +265,7 @@ fn proxy_config_annotation_checks() {
         e.starts_with("failed to convert to apply proxy config: statusPort"),
         "{e}"
     );
-    let e = check_proxy_config_tree(Err(Error::Yaml(crate::yaml::YamlError::Syntax {
+    let e = check_proxy_config_tree(Err(Error::from(crate::yaml::YamlError::Syntax {
         line: Some(1),
         problem: "bad".into(),
     })))
