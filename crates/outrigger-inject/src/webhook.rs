@@ -61,6 +61,12 @@ impl NativeMode {
             ),
         }
     }
+
+    /// The mode from the variable as the process sees it: unset is `Auto` (Istio's default),
+    /// anything else goes through [`NativeMode::parse`].
+    pub fn from_env(value: Option<&str>) -> (NativeMode, Option<String>) {
+        value.map_or((NativeMode::Auto, None), NativeMode::parse)
+    }
 }
 
 /// A cluster node as the native-sidecar detection sees it.
@@ -72,6 +78,80 @@ pub struct Node {
     pub kubelet_version: String,
 }
 
+/// What [`review`] may ask about the cluster. It asks only when its decision needs the answer:
+/// node facts only in auto native-sidecar mode and only for pods it injects, namespace
+/// annotations only on OpenShift (spec §4.5, §4.7). The caller answers from whatever it has
+/// (watch caches, static tables); the rules applied to the answers live here.
+pub trait ClusterFacts: std::fmt::Debug {
+    /// Whether the caller knows the cluster's nodes (has a node client). Without, auto mode
+    /// answers "no native sidecars" with Istio's warning.
+    fn has_nodes(&self) -> bool {
+        false
+    }
+
+    /// `status.nodeInfo.kubeletVersion` of the node named `name`; `None` when no such node is
+    /// known.
+    fn kubelet_version(&self, name: &str) -> Option<String> {
+        let _ = name;
+        None
+    }
+
+    /// Whether every known node runs a kubelet with native sidecar support, by
+    /// [`kubelet_supports_native`] (an unreadable version does not; no nodes at all do). A cache
+    /// may answer from an aggregate it maintains; lines for unreadable versions may be pushed
+    /// to `warnings`.
+    fn all_nodes_native(&self, warnings: &mut Vec<String>) -> bool {
+        let _ = warnings;
+        true
+    }
+
+    /// Annotations of the Namespace named `name`; `None` when it is not known.
+    fn namespace_annotations(&self, name: &str) -> Option<Map<String, Value>> {
+        let _ = name;
+        None
+    }
+}
+
+/// A caller that knows nothing about the cluster (no node client, no namespaces).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoCluster;
+
+impl ClusterFacts for NoCluster {}
+
+/// Cluster facts from plain tables, for callers without caches.
+#[derive(Debug, Clone, Default)]
+pub struct StaticFacts {
+    /// The cluster's nodes; `None` when the caller has no node client.
+    pub nodes: Option<Vec<Node>>,
+    /// Annotations of the Namespace objects the caller knows, by namespace name.
+    pub namespaces: BTreeMap<String, Map<String, Value>>,
+}
+
+impl ClusterFacts for StaticFacts {
+    fn has_nodes(&self) -> bool {
+        self.nodes.is_some()
+    }
+
+    fn kubelet_version(&self, name: &str) -> Option<String> {
+        let nodes = self.nodes.as_ref()?;
+        nodes
+            .iter()
+            .find(|n| n.name == name)
+            .map(|n| n.kubelet_version.clone())
+    }
+
+    fn all_nodes_native(&self, warnings: &mut Vec<String>) -> bool {
+        self.nodes
+            .iter()
+            .flatten()
+            .all(|n| node_supports_native(&n.name, &n.kubelet_version, warnings))
+    }
+
+    fn namespace_annotations(&self, name: &str) -> Option<Map<String, Value>> {
+        self.namespaces.get(name).cloned()
+    }
+}
+
 /// Per-process and per-cluster inputs of [`review`] besides the request itself.
 #[derive(Debug, Clone, Copy)]
 pub struct Context<'a> {
@@ -79,29 +159,15 @@ pub struct Context<'a> {
     pub snapshot: &'a Snapshot,
     /// Native sidecar mode.
     pub native_mode: NativeMode,
-    /// Nodes of the pod's cluster; `None` when the caller has no node client (spec §4.5).
-    pub nodes: Option<&'a [Node]>,
-    /// Auto mode backed by a node cache: answers "native sidecars for a pod on this node?"
-    /// (`spec.nodeName`, empty when unset) in place of [`Context::nodes`]. Consulted only once
-    /// the decision says inject, so skipped pods never pay for it.
-    pub native_sidecars: Option<NativeOracle<'a>>,
+    /// The cluster, asked only when the decision needs it (see [`ClusterFacts`]).
+    pub cluster: &'a dyn ClusterFacts,
     /// `PLATFORM=openshift`.
     pub openshift: bool,
-    /// Annotations of the Namespace objects the caller knows, by namespace name (OpenShift
-    /// UID/GID, spec §4.7); `None` when it has no namespace source.
-    pub namespaces: Option<&'a BTreeMap<String, Map<String, Value>>>,
     /// `COMPLIANCE_POLICY` of the process.
     pub compliance_policy: &'a str,
-}
-
-/// A node-cache answer to "native sidecars for a pod on this node?" ([`Context::native_sidecars`]).
-#[derive(Clone, Copy)]
-pub struct NativeOracle<'a>(pub &'a (dyn Fn(&str) -> bool + Sync));
-
-impl std::fmt::Debug for NativeOracle<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("NativeOracle")
-    }
+    /// Keep the pod's metadata in [`Reviewed::pod_metadata`] (the target of a Kubernetes
+    /// Event); off, the review does not copy it.
+    pub keep_metadata: bool,
 }
 
 /// AdmissionReview versions.
@@ -167,6 +233,9 @@ pub struct Reviewed {
     pub warnings: Vec<String>,
     /// The JSON Patch (uncompressed, compact JSON) when injected, for debug logs.
     pub patch: Option<String>,
+    /// The pod's `metadata` without `managedFields`, its namespace defaulted from the request,
+    /// when [`Context::keep_metadata`] is set and the request carried a pod object.
+    pub pod_metadata: Option<Map<String, Value>>,
 }
 
 /// A decoded review request: version, uid, namespace and the raw pod.
@@ -196,8 +265,32 @@ impl Malformed {
 }
 
 /// Answer one AdmissionReview (spec §1.5-1.6). `path` is the decoded URL path (`/inject/...`).
+///
+/// This is the one panic boundary of the admission path: a panic anywhere in the review (the
+/// pipeline, or the caller's [`ClusterFacts`]) is answered as a refusal with reason
+/// `internal_error`, in the request's version and with its UID when they were read.
 pub fn review(body: &[u8], path: &str, ctx: &Context<'_>) -> Reviewed {
-    let mut warnings = Vec::new();
+    let mut out = Reviewed::empty(Vec::new());
+    match catch_unwind(AssertUnwindSafe(|| review_inner(body, path, ctx, &mut out))) {
+        Ok(reviewed) => reviewed,
+        Err(panic) => {
+            let failure = Failure {
+                reason: "internal_error",
+                message: format!(
+                    "internal error: injection panicked: {}",
+                    panic_text(&*panic)
+                ),
+                malformed: false,
+            };
+            let (version, uid) = (out.version, std::mem::take(&mut out.uid));
+            finish(version, uid, Outcome::Failed(failure), None, out)
+        }
+    }
+}
+
+/// [`review`] inside its panic boundary; `out` holds what is known so far (version, UID,
+/// names, warnings) should a panic end it early.
+fn review_inner(body: &[u8], path: &str, ctx: &Context<'_>, out: &mut Reviewed) -> Reviewed {
     let req = match decode_review(body) {
         Ok(r) => r,
         Err(m) => {
@@ -211,13 +304,18 @@ pub fn review(body: &[u8], path: &str, ctx: &Context<'_>) -> Reviewed {
                 String::new(),
                 Outcome::Failed(failure),
                 None,
-                Reviewed::empty(warnings),
+                Reviewed::empty(Vec::new()),
             );
         }
     };
-    let mut out = Reviewed::empty(Vec::new());
     out.uid = req.uid.clone();
     out.version = Some(req.version);
+    if ctx.keep_metadata {
+        out.pod_metadata = req
+            .object
+            .as_ref()
+            .map(|pod| event_metadata(pod, &req.namespace));
+    }
     let mut pod = match decode_pod(req.object) {
         Ok(p) => p,
         Err(message) => {
@@ -231,7 +329,7 @@ pub fn review(body: &[u8], path: &str, ctx: &Context<'_>) -> Reviewed {
                 req.uid,
                 Outcome::Failed(failure),
                 None,
-                out,
+                std::mem::replace(out, Reviewed::empty(Vec::new())),
             );
         }
     };
@@ -246,46 +344,42 @@ pub fn review(body: &[u8], path: &str, ctx: &Context<'_>) -> Reviewed {
         &snap.config.never_inject_selector,
         &snap.config.always_inject_selector,
     );
-    warnings.extend(decision.warnings.iter().cloned());
+    out.warnings.extend(decision.warnings.iter().cloned());
     out.decision = decision.message.clone();
     if !decision.inject {
-        out.warnings = warnings;
         return finish(
             Some(req.version),
             req.uid,
             Outcome::Skipped(decision.reason),
             None,
-            out,
+            std::mem::replace(out, Reviewed::empty(Vec::new())),
         );
     }
 
     let (proxy_envs, env_warnings) = proxy_envs(path);
-    warnings.extend(env_warnings);
+    out.warnings.extend(env_warnings);
     // Whether `pod` is still the pod exactly as received (after managedFields removal and
     // namespace defaulting), which the patch is computed against.
     let mut as_received = true;
     let uid_gid = if ctx.openshift {
-        as_received = !reset_openshift_proxy_user(&mut pod, &mut warnings);
+        as_received = !reset_openshift_proxy_user(&mut pod, &mut out.warnings);
         let annotations = ctx
-            .namespaces
-            .and_then(|n| n.get(meta_str(&pod, "namespace")));
+            .cluster
+            .namespace_annotations(meta_str(&pod, "namespace"));
         if annotations.is_none() {
-            warnings.push(format!(
+            out.warnings.push(format!(
                 "unable to fetch namespace, failed to get client for {:?}",
                 inject::DEFAULT_CLUSTER_ID
             ));
         }
-        annotations.map(proxy_uid_gid)
+        annotations.as_ref().map(proxy_uid_gid)
     } else {
         None
     };
     let node_name = jsonmap::path(&pod, &["spec", "nodeName"])
         .and_then(Value::as_str)
         .unwrap_or("");
-    let native = match (ctx.native_mode, ctx.native_sidecars) {
-        (NativeMode::Auto, Some(oracle)) => (oracle.0)(node_name),
-        _ => detect_native_sidecars(ctx.native_mode, ctx.nodes, node_name, &mut warnings),
-    };
+    let native = detect_native_sidecars(ctx.native_mode, ctx.cluster, node_name, &mut out.warnings);
     let params = InjectParams {
         snapshot: snap,
         mode: Mode::Webhook,
@@ -296,12 +390,10 @@ pub fn review(body: &[u8], path: &str, ctx: &Context<'_>) -> Reviewed {
         proxy_uid_gid: uid_gid,
         compliance_policy: ctx.compliance_policy,
     };
-    let result = catch_unwind(AssertUnwindSafe(|| {
-        inject_and_diff(pod, as_received, body, &req.namespace, &params)
-    }));
-    out.warnings = warnings;
+    let result = inject_and_diff(pod, as_received, body, &req.namespace, &params);
+    let mut out = std::mem::replace(out, Reviewed::empty(Vec::new()));
     match result {
-        Ok(Ok((patch, injected_warnings))) => {
+        Ok((patch, injected_warnings)) => {
             out.warnings.extend(injected_warnings);
             finish(
                 Some(req.version),
@@ -311,7 +403,7 @@ pub fn review(body: &[u8], path: &str, ctx: &Context<'_>) -> Reviewed {
                 out,
             )
         }
-        Ok(Err(e)) => {
+        Err(e) => {
             let failure = Failure {
                 reason: error_code(&e),
                 message: e.to_string(),
@@ -325,24 +417,33 @@ pub fn review(body: &[u8], path: &str, ctx: &Context<'_>) -> Reviewed {
                 out,
             )
         }
-        Err(panic) => {
-            let failure = Failure {
-                reason: "internal_error",
-                message: format!(
-                    "internal error: injection panicked: {}",
-                    panic_text(&*panic)
-                ),
-                malformed: false,
-            };
-            finish(
-                Some(req.version),
-                req.uid,
-                Outcome::Failed(failure),
-                None,
-                out,
-            )
-        }
     }
+}
+
+/// The pod's metadata as the Event target: without `managedFields`, the namespace defaulted
+/// from the request as [`prepare_pod`] does (an empty map when the pod has none).
+fn event_metadata(pod: &Value, request_namespace: &str) -> Map<String, Value> {
+    let mut meta: Map<String, Value> = pod
+        .get("metadata")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter(|(k, _)| k.as_str() != "managedFields")
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let empty = meta
+        .get("namespace")
+        .and_then(Value::as_str)
+        .is_none_or(str::is_empty);
+    if empty && !request_namespace.is_empty() {
+        meta.insert(
+            "namespace".into(),
+            Value::String(request_namespace.to_string()),
+        );
+    }
+    meta
 }
 
 /// Bodies below this size keep the received pod next to the normalised one instead of decoding
@@ -421,6 +522,7 @@ impl Reviewed {
             decision: String::new(),
             warnings,
             patch: None,
+            pod_metadata: None,
         }
     }
 }
@@ -950,10 +1052,11 @@ fn container_user_view(c: &Value) -> Value {
     Value::Object(m)
 }
 
-/// Native sidecar decision (spec §4.5, webhook). `nodes` is `None` without a node client.
+/// Native sidecar decision (spec §4.5, webhook): fixed modes answer at once; auto mode asks
+/// `cluster` for the pod's node (`node_name`, empty when unscheduled), else for every node.
 pub fn detect_native_sidecars(
     mode: NativeMode,
-    nodes: Option<&[Node]>,
+    cluster: &dyn ClusterFacts,
     node_name: &str,
     warnings: &mut Vec<String>,
 ) -> bool {
@@ -962,34 +1065,42 @@ pub fn detect_native_sidecars(
         NativeMode::Disabled => return false,
         NativeMode::Auto => {}
     }
-    let Some(nodes) = nodes else {
+    if !cluster.has_nodes() {
         warnings.push(
             "configured to auto detect native sidecar support, but couldn't find a client".into(),
         );
         return false;
-    };
+    }
     if !node_name.is_empty() {
-        match nodes.iter().find(|n| n.name == node_name) {
-            Some(n) => return kubelet_supports_native(n, warnings),
+        match cluster.kubelet_version(node_name) {
+            Some(version) => return node_supports_native(node_name, &version, warnings),
             None => warnings.push(format!(
                 "pod assigned to node {node_name:?} but node not found in cluster"
             )),
         }
     }
-    nodes.iter().all(|n| kubelet_supports_native(n, warnings))
+    cluster.all_nodes_native(warnings)
 }
 
-fn kubelet_supports_native(node: &Node, warnings: &mut Vec<String>) -> bool {
-    match kubelet_minor(&node.kubelet_version) {
-        Ok(minor) => minor >= NATIVE_SIDECAR_MIN_MINOR,
+/// [`kubelet_supports_native`] for one node; an unreadable version does not, with Istio's
+/// warning line.
+pub fn node_supports_native(name: &str, version: &str, warnings: &mut Vec<String>) -> bool {
+    match kubelet_supports_native(version) {
+        Ok(supported) => supported,
         Err(e) => {
             warnings.push(format!(
-                "could not read node version for {} {}: {e}",
-                node.name, node.kubelet_version
+                "could not read node version for {name} {version}: {e}"
             ));
             false
         }
     }
+}
+
+/// Whether a kubelet of `version` runs native sidecars: its minor version is at least
+/// [`NATIVE_SIDECAR_MIN_MINOR`] (the major is ignored, as Istio does). The one parser of
+/// kubelet versions: the server's node cache uses it too.
+pub fn kubelet_supports_native(version: &str) -> Result<bool, String> {
+    kubelet_minor(version).map(|minor| minor >= NATIVE_SIDECAR_MIN_MINOR)
 }
 
 /// Minor component of a semantic version such as `v1.33.1-gke.100`.
@@ -1039,11 +1150,10 @@ mod tests {
         Context {
             snapshot,
             native_mode: NativeMode::Disabled,
-            nodes: None,
-            native_sidecars: None,
+            cluster: &NoCluster,
             openshift: false,
-            namespaces: None,
             compliance_policy: "",
+            keep_metadata: false,
         }
     }
 
@@ -1582,37 +1692,114 @@ mod tests {
         }
     }
 
-    #[test]
-    fn the_native_sidecar_oracle_is_consulted_only_for_pods_to_inject() {
-        let asked = std::sync::Mutex::new(Vec::<String>::new());
-        let oracle = |node: &str| {
-            asked.lock().expect("lock").push(node.to_string());
+    /// Records what [`review`] asks; every node is new, except `old` (1.32).
+    #[derive(Debug, Default)]
+    struct AskedFacts(std::sync::Mutex<Vec<String>>);
+
+    impl AskedFacts {
+        fn asked(&self) -> Vec<String> {
+            self.0.lock().expect("lock").clone()
+        }
+        fn ask(&self, what: String) {
+            self.0.lock().expect("lock").push(what);
+        }
+    }
+
+    impl ClusterFacts for AskedFacts {
+        fn has_nodes(&self) -> bool {
             true
-        };
-        let pod = |inject: &str| {
-            json!({"metadata": {"name": "p", "annotations": {"sidecar.istio.io/inject": inject}},
-                   "spec": {"containers": [{"name": "app", "image": "nginx"}]}})
+        }
+        fn kubelet_version(&self, name: &str) -> Option<String> {
+            self.ask(format!("node {name}"));
+            Some(if name == "old" { "v1.32.0" } else { "v1.33" }.into())
+        }
+        fn all_nodes_native(&self, _: &mut Vec<String>) -> bool {
+            self.ask("all nodes".into());
+            true
+        }
+        fn namespace_annotations(&self, name: &str) -> Option<Map<String, Value>> {
+            self.ask(format!("namespace {name}"));
+            json!({OPENSHIFT_UID_RANGE: "1000/10"}).as_object().cloned()
+        }
+    }
+
+    #[test]
+    fn cluster_facts_are_asked_only_when_the_decision_needs_them() {
+        let facts = AskedFacts::default();
+        let pod = |inject: &str, node: Option<&str>| {
+            let mut p = json!({"metadata": {"name": "p", "annotations": {"sidecar.istio.io/inject": inject}},
+                   "spec": {"containers": [{"name": "app", "image": "nginx"}]}});
+            if let Some(n) = node {
+                p["spec"]["nodeName"] = json!(n);
+            }
+            p
         };
         let snap = snapshot(Policy::Disabled);
         let mut c = ctx(&snap);
         c.native_mode = NativeMode::Auto;
-        c.native_sidecars = Some(NativeOracle(&oracle));
-        let skipped = review(&body(ADMISSION_V1, "u1", "ns", pod("false")), "/inject", &c);
+        c.cluster = &facts;
+        c.openshift = true;
+        let skipped = review(
+            &body(ADMISSION_V1, "u1", "ns", pod("false", None)),
+            "/inject",
+            &c,
+        );
         assert!(matches!(skipped.outcome, Outcome::Skipped(_)));
-        assert!(
-            asked.lock().expect("lock").is_empty(),
-            "skipped pods never ask"
+        assert!(facts.asked().is_empty(), "skipped pods never ask");
+        let r = review(
+            &body(ADMISSION_V1, "u2", "ns", pod("true", None)),
+            "/inject",
+            &c,
         );
-        let _ = review(&body(ADMISSION_V1, "u2", "ns", pod("true")), "/inject", &c);
-        assert_eq!(
-            *asked.lock().expect("lock"),
-            vec![String::new()],
-            "no nodeName: asked with \"\""
+        assert!(!matches!(r.outcome, Outcome::Skipped(_)));
+        assert_eq!(facts.asked(), ["namespace ns", "all nodes"]);
+        let r = review(
+            &body(ADMISSION_V1, "u3", "ns", pod("true", Some("n1"))),
+            "/inject",
+            &c,
         );
-        // Only auto mode consults it.
+        assert!(!matches!(r.outcome, Outcome::Skipped(_)));
+        assert_eq!(facts.asked()[2..], ["namespace ns", "node n1"]);
+        // Only auto mode consults the nodes, only OpenShift the namespaces.
         c.native_mode = NativeMode::Enabled;
-        let _ = review(&body(ADMISSION_V1, "u3", "ns", pod("true")), "/inject", &c);
-        assert_eq!(asked.lock().expect("lock").len(), 1);
+        c.openshift = false;
+        let _ = review(
+            &body(ADMISSION_V1, "u4", "ns", pod("true", Some("n1"))),
+            "/inject",
+            &c,
+        );
+        assert_eq!(facts.asked().len(), 4);
+    }
+
+    #[test]
+    fn kubelet_versions_are_read_as_go_semver_does() {
+        for (version, native) in [
+            ("v1.33", true),
+            ("v1.033.0", true),
+            ("v1.33.0", true),
+            ("1.34.2+k3s1", true),
+            ("v1.32.5-gke.100", false),
+            ("v2.10.0", false),
+        ] {
+            assert_eq!(kubelet_supports_native(version), Ok(native), "{version}");
+        }
+        for bad in ["", "v1", "garbage", "v1.x.0", "v1.2.3.4"] {
+            assert!(kubelet_supports_native(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn native_mode_from_the_environment() {
+        assert_eq!(NativeMode::from_env(None), (NativeMode::Auto, None));
+        assert_eq!(NativeMode::from_env(Some("true")).0, NativeMode::Enabled);
+        assert_eq!(
+            NativeMode::from_env(Some("bogus")),
+            (
+                NativeMode::Disabled,
+                Some("Unknown value for ENABLE_NATIVE_SIDECARS: bogus, defaulting to false".into())
+            )
+        );
+        assert_eq!(NativeMode::from_env(Some("")).0, NativeMode::Disabled);
     }
 
     #[test]
@@ -1621,62 +1808,34 @@ mod tests {
             name: n.into(),
             kubelet_version: v.into(),
         };
+        let nodes = |list: Vec<Node>| StaticFacts {
+            nodes: Some(list),
+            namespaces: BTreeMap::new(),
+        };
+        let detect = |mode, facts: &dyn ClusterFacts, name: &str, w: &mut Vec<String>| {
+            detect_native_sidecars(mode, facts, name, w)
+        };
         let mut w = Vec::new();
-        assert!(detect_native_sidecars(
-            NativeMode::Enabled,
-            None,
-            "",
-            &mut w
-        ));
-        assert!(!detect_native_sidecars(
-            NativeMode::Disabled,
-            Some(&[]),
-            "",
-            &mut w
-        ));
-        assert!(!detect_native_sidecars(NativeMode::Auto, None, "", &mut w));
+        assert!(detect(NativeMode::Enabled, &NoCluster, "", &mut w));
+        assert!(!detect(NativeMode::Disabled, &nodes(vec![]), "", &mut w));
+        assert!(!detect(NativeMode::Auto, &NoCluster, "", &mut w));
         assert!(w[0].contains("couldn't find a client"));
-        let nodes = [node("a", "v1.33.0"), node("b", "v1.34.2-gke.100")];
-        assert!(detect_native_sidecars(
-            NativeMode::Auto,
-            Some(&nodes),
-            "",
-            &mut w
-        ));
-        assert!(detect_native_sidecars(
-            NativeMode::Auto,
-            Some(&[]),
-            "",
-            &mut w
-        ));
-        let mixed = [node("new", "v1.33.0"), node("old", "1.32.9")];
-        assert!(!detect_native_sidecars(
-            NativeMode::Auto,
-            Some(&mixed),
-            "",
-            &mut w
-        ));
-        assert!(detect_native_sidecars(
-            NativeMode::Auto,
-            Some(&mixed),
-            "new",
-            &mut w
-        ));
+        let new = nodes(vec![node("a", "v1.33.0"), node("b", "v1.34.2-gke.100")]);
+        assert!(detect(NativeMode::Auto, &new, "", &mut w));
+        assert!(detect(NativeMode::Auto, &nodes(vec![]), "", &mut w));
+        let mixed = nodes(vec![node("new", "v1.33.0"), node("old", "1.32.9")]);
+        assert!(!detect(NativeMode::Auto, &mixed, "", &mut w));
+        assert!(detect(NativeMode::Auto, &mixed, "new", &mut w));
         let mut w = Vec::new();
-        assert!(!detect_native_sidecars(
-            NativeMode::Auto,
-            Some(&mixed),
-            "gone",
-            &mut w
-        ));
+        assert!(!detect(NativeMode::Auto, &mixed, "gone", &mut w));
         assert_eq!(
             w,
             vec!["pod assigned to node \"gone\" but node not found in cluster".to_string()]
         );
         let mut w = Vec::new();
-        assert!(!detect_native_sidecars(
+        assert!(!detect(
             NativeMode::Auto,
-            Some(&[node("x", "banana")]),
+            &nodes(vec![node("x", "banana")]),
             "",
             &mut w
         ));
@@ -1688,6 +1847,60 @@ mod tests {
         assert!(kubelet_minor("v1").is_err());
         assert_eq!(NativeMode::parse("auto").0, NativeMode::Auto);
         assert!(NativeMode::parse("yes").1.is_some());
+    }
+
+    #[test]
+    fn pod_metadata_is_kept_only_when_asked() {
+        let snap = snapshot(Policy::Enabled);
+        let mut c = ctx(&snap);
+        let p = json!({"metadata": {"name": "p", "managedFields": [{"manager": "m"}],
+            "ownerReferences": [{"kind": "ReplicaSet", "name": "rs"}]},
+            "spec": {"containers": [{"name": "app", "image": "nginx"}]}});
+        let r = review(&body(ADMISSION_V1, "u", "ns", p.clone()), "/inject", &c);
+        assert_eq!(r.pod_metadata, None);
+        c.keep_metadata = true;
+        let r = review(&body(ADMISSION_V1, "u", "ns", p), "/inject", &c);
+        let meta = Value::Object(r.pod_metadata.expect("kept"));
+        assert_eq!(
+            meta,
+            json!({"name": "p", "ownerReferences": [{"kind": "ReplicaSet", "name": "rs"}], "namespace": "ns"})
+        );
+        // A pod that does not decode still names its target.
+        let bad = json!({"metadata": {"name": "q"}, "spec": {"nodeName": 3}});
+        let r = review(&body(ADMISSION_V1, "u", "ns", bad), "/inject", &c);
+        assert!(matches!(r.outcome, Outcome::Failed(_)));
+        assert_eq!(r.pod_metadata.expect("kept")["name"], "q");
+    }
+
+    /// A panic inside the review (here: in the caller's cluster facts) is answered as a
+    /// refusal carrying the request's UID, not propagated.
+    #[test]
+    fn a_panic_is_answered_with_the_request_uid() {
+        #[derive(Debug)]
+        struct Panics;
+        impl ClusterFacts for Panics {
+            fn namespace_annotations(&self, _: &str) -> Option<Map<String, Value>> {
+                panic!("facts broke")
+            }
+        }
+        let snap = snapshot(Policy::Enabled);
+        let mut c = ctx(&snap);
+        c.openshift = true;
+        c.cluster = &Panics;
+        let p = json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "app"}]}});
+        let r = review(&body(ADMISSION_V1, "u-9", "ns", p), "/inject", &c);
+        let Outcome::Failed(f) = &r.outcome else {
+            panic!("{:?}", r.outcome)
+        };
+        assert_eq!(f.reason, "internal_error");
+        assert_eq!(f.message, "internal error: injection panicked: facts broke");
+        assert!(!f.malformed);
+        assert_eq!(r.uid, "u-9");
+        assert!(
+            text(&r).contains(r#""uid":"u-9","allowed":false"#),
+            "{}",
+            text(&r)
+        );
     }
 
     #[test]

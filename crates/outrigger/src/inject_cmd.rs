@@ -9,9 +9,10 @@ use anyhow::{Context, Result};
 use outrigger_inject::kube_inject::{
     self, KubeInjectOptions, Outcome, ProcessedDocument, SkipReason,
 };
+use outrigger_inject::webhook::NativeMode;
 use outrigger_inject::yaml;
 
-use crate::settings::{self, ConfigFiles, NativeMode};
+use crate::settings::{self, ConfigFiles};
 
 /// Flags of `outrigger inject`.
 #[derive(Debug, clap::Args)]
@@ -26,7 +27,11 @@ pub struct InjectArgs {
     #[command(flatten)]
     pub files: ConfigFiles,
     /// Native sidecars: true, false, or auto (offline: follows ENABLE_NATIVE_SIDECARS).
-    #[arg(long = "native-sidecars", visible_alias = "nativeSidecars", value_enum)]
+    #[arg(
+        long = "native-sidecars",
+        visible_alias = "nativeSidecars",
+        value_parser = settings::native_mode_flag()
+    )]
     pub native_sidecars: Option<NativeMode>,
     /// Control plane revision (`default` means none).
     #[arg(long = "revision", default_value = "")]

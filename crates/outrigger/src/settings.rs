@@ -4,10 +4,11 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use outrigger_inject::config::defaults;
 use outrigger_inject::config::{self, InjectorConfig, Snapshot};
 use outrigger_inject::kube_inject::{self, InjectConfigShape};
-use outrigger_inject::webhook;
+use outrigger_inject::webhook::NativeMode;
 
 /// Istio's configuration files, as `istioctl kube-inject` names its flags.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -23,36 +24,39 @@ pub struct ConfigFiles {
     pub mesh_config_file: Option<std::path::PathBuf>,
 }
 
-/// Native-sidecar mode as Istio's `ENABLE_NATIVE_SIDECARS` / `--native-sidecars` understand it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum NativeMode {
-    /// Always native sidecars (init containers with `restartPolicy: Always`).
-    True,
-    /// Never native sidecars.
-    False,
-    /// Decide from the cluster; offline this follows `ENABLE_NATIVE_SIDECARS`.
-    Auto,
+/// The `--native-sidecars` flag: Istio's `ENABLE_NATIVE_SIDECARS` values, read by the
+/// library's parser into its [`NativeMode`].
+pub fn native_mode_flag() -> impl TypedValueParser<Value = NativeMode> {
+    PossibleValuesParser::new([
+        PossibleValue::new("true")
+            .help("Always native sidecars (init containers with `restartPolicy: Always`)"),
+        PossibleValue::new("false").help("Never native sidecars"),
+        PossibleValue::new("auto")
+            .help("Decide from the cluster; offline this follows `ENABLE_NATIVE_SIDECARS`"),
+    ])
+    .map(|v| NativeMode::parse(&v).0)
 }
 
-/// Offline native-sidecar decision: an explicit flag wins, else `ENABLE_NATIVE_SIDECARS=true`
-/// (`auto` means off offline). A value Istio does not know is off, with a warning on stderr
-/// naming the variable and the accepted values.
-pub fn native_sidecars_offline(flag: Option<NativeMode>) -> bool {
+/// The native-sidecar mode: the flag when given, else `ENABLE_NATIVE_SIDECARS` (`env`, unset is
+/// `auto`) through the library's parser, with its warning for a value Istio does not know.
+pub fn native_mode(flag: Option<NativeMode>, env: Option<&str>) -> (NativeMode, Option<String>) {
     match flag {
-        Some(NativeMode::True) => true,
-        Some(NativeMode::False) => false,
-        Some(NativeMode::Auto) | None => {
-            let value = std::env::var("ENABLE_NATIVE_SIDECARS").unwrap_or_default();
-            if value.is_empty() {
-                return false;
-            }
-            let (mode, warning) = webhook::NativeMode::parse(&value);
-            if let Some(w) = warning {
-                eprintln!("warning: {w} (accepted values: true, false, auto)");
-            }
-            mode == webhook::NativeMode::Enabled
-        }
+        Some(mode) => (mode, None),
+        None => NativeMode::from_env(env),
     }
+}
+
+/// Offline native-sidecar decision: an explicit `true`/`false` wins, else (no flag or `auto`)
+/// `ENABLE_NATIVE_SIDECARS=true` (`auto` and empty mean off offline). A value Istio does not know
+/// is off, with a warning on stderr naming the variable and the accepted values.
+pub fn native_sidecars_offline(flag: Option<NativeMode>) -> bool {
+    let env = std::env::var("ENABLE_NATIVE_SIDECARS").ok();
+    let flag = flag.filter(|m| *m != NativeMode::Auto);
+    let (mode, warning) = native_mode(flag, env.as_deref().filter(|v| !v.is_empty()));
+    if let Some(w) = warning {
+        eprintln!("warning: {w} (accepted values: true, false, auto)");
+    }
+    mode == NativeMode::Enabled
 }
 
 fn read(path: &Path) -> Result<String> {

@@ -87,8 +87,8 @@ pub struct ServeArgs {
     #[arg(long = "meshConfig", default_value = "/etc/istio/config/mesh")]
     pub mesh_config: PathBuf,
     /// Native sidecars: true, false or auto (default: ENABLE_NATIVE_SIDECARS, else auto).
-    #[arg(long = "native-sidecars", value_enum)]
-    pub native_sidecars: Option<settings::NativeMode>,
+    #[arg(long = "native-sidecars", value_parser = settings::native_mode_flag())]
+    pub native_sidecars: Option<NativeMode>,
     /// Log format.
     #[arg(long = "log-format", value_enum, default_value = "text")]
     pub log_format: LogFormat,
@@ -210,20 +210,12 @@ fn env(name: &str) -> String {
 
 /// The native-sidecar mode from the flag or `ENABLE_NATIVE_SIDECARS`. Without a Kubernetes node
 /// client (`--kube`), `auto` cannot inspect kubelets and means "not native" (logged once here).
-fn native_mode(flag: Option<settings::NativeMode>, kube: bool) -> NativeMode {
-    let mode = match flag {
-        Some(settings::NativeMode::True) => NativeMode::Enabled,
-        Some(settings::NativeMode::False) => NativeMode::Disabled,
-        Some(settings::NativeMode::Auto) => NativeMode::Auto,
-        None => {
-            let raw = std::env::var("ENABLE_NATIVE_SIDECARS").unwrap_or_else(|_| "auto".into());
-            let (mode, warning) = NativeMode::parse(&raw);
-            if let Some(w) = warning {
-                tracing::warn!("{w}");
-            }
-            mode
-        }
-    };
+fn native_mode(flag: Option<NativeMode>, kube: bool) -> NativeMode {
+    let env = std::env::var("ENABLE_NATIVE_SIDECARS").ok();
+    let (mode, warning) = settings::native_mode(flag, env.as_deref());
+    if let Some(w) = warning {
+        tracing::warn!("{w}");
+    }
     if mode == NativeMode::Auto && !kube {
         tracing::warn!("native sidecars: auto detection needs a Kubernetes node client, which this server does not have; native sidecars are off (use --native-sidecars true to enable)");
         return NativeMode::Disabled;
