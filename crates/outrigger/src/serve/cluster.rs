@@ -62,14 +62,7 @@ impl ClusterFacts for KubeFacts {
     }
 
     fn namespace_annotations(&self, namespace: &str) -> Option<Map<String, Value>> {
-        let ns = self.namespaces.as_ref()?.get(namespace)?;
-        let annotations = ns.metadata.annotations.clone().unwrap_or_default();
-        Some(
-            annotations
-                .into_iter()
-                .map(|(k, v)| (k, Value::String(v)))
-                .collect(),
-        )
+        self.namespaces.as_ref()?.annotations(namespace)
     }
 }
 
