@@ -12,27 +12,15 @@ use crate::config::Snapshot;
 use crate::decide::annotations;
 use crate::finish::{self, prometheus, PostProcess};
 use crate::go::json as gojson;
+use crate::kube::names::{
+    INIT_CONTAINER, NATIVE_SIDECAR_ANNOTATION, OVERRIDES_ANNOTATION, PROXY_CONFIG_ANNOTATION,
+    PROXY_CONTAINER, STATUS_ANNOTATION, TEMPLATES_ANNOTATION, VALIDATION_CONTAINER,
+};
 use crate::kube::typed;
 use crate::merge::strategic;
 use crate::template::TemplateData;
 use crate::{mesh, yaml, Error, Result};
 
-/// Name of the proxy container.
-pub const PROXY_CONTAINER: &str = "istio-proxy";
-/// Name of the iptables init container.
-pub const INIT_CONTAINER: &str = "istio-init";
-/// Name of the CNI validation init container.
-pub const VALIDATION_CONTAINER: &str = "istio-validation";
-/// Annotation recording a previous injection.
-pub const STATUS_ANNOTATION: &str = "sidecar.istio.io/status";
-/// Annotation recording user overrides of injected containers.
-pub const OVERRIDES_ANNOTATION: &str = "proxy.istio.io/overrides";
-/// Per-pod ProxyConfig annotation.
-pub const PROXY_CONFIG_ANNOTATION: &str = "proxy.istio.io/config";
-/// Template selection annotation.
-pub const TEMPLATES_ANNOTATION: &str = "inject.istio.io/templates";
-/// Native sidecar override annotation.
-pub const NATIVE_SIDECAR_ANNOTATION: &str = "sidecar.istio.io/nativeSidecar";
 /// Default proxy UID/GID.
 pub const DEFAULT_PROXY_ID: i64 = 1337;
 /// Default cluster ID.
@@ -157,7 +145,8 @@ pub fn label<'a>(pod: &'a Value, name: &str) -> Option<&'a str> {
     pod.get("metadata")?.get("labels")?.get(name)?.as_str()
 }
 
-fn meta_str<'a>(pod: &'a Value, field: &str) -> &'a str {
+/// A string field of a pod's `metadata` (`name`, `namespace`, ...); empty when absent.
+pub fn meta_str<'a>(pod: &'a Value, field: &str) -> &'a str {
     pod.get("metadata")
         .and_then(|m| m.get(field))
         .and_then(Value::as_str)

@@ -16,8 +16,9 @@ use serde_json::{Map, Value};
 use crate::config::Snapshot;
 use crate::decide::{inject_required, Reason};
 use crate::go::json as gojson;
-use crate::inject::{self, InjectParams, Mode};
+use crate::inject::{self, meta_str, InjectParams, Mode};
 use crate::json::lookup as jsonmap;
+use crate::kube::names::{self, OPENSHIFT_SUPPLEMENTAL_GROUPS, OPENSHIFT_UID_RANGE};
 use crate::Error;
 
 /// `apiVersion` of the v1 AdmissionReview.
@@ -28,10 +29,6 @@ pub const ADMISSION_V1BETA1: &str = "admission.k8s.io/v1beta1";
 pub const ADMISSION_REVIEW: &str = "AdmissionReview";
 /// Revision the webhook writes into `.Revision` and the status annotation.
 pub const REVISION: &str = "default";
-/// Namespace annotation holding an OpenShift UID range.
-pub const OPENSHIFT_UID_RANGE: &str = "openshift.io/sa.scc.uid-range";
-/// Namespace annotation holding OpenShift supplemental groups.
-pub const OPENSHIFT_SUPPLEMENTAL_GROUPS: &str = "openshift.io/sa.scc.supplemental-groups";
 /// Minimum kubelet minor version with native sidecar support (spec §0.4).
 pub const NATIVE_SIDECAR_MIN_MINOR: u64 = 33;
 
@@ -588,7 +585,7 @@ fn decode_review(body: &[u8]) -> Result<Request, Malformed> {
             "decode_error",
             format!(
                 "couldn't get version/kind; json parse error: expected an object, got {}",
-                json_kind(&doc)
+                gojson::unmarshal_kind(&doc)
             ),
         ));
     };
@@ -630,7 +627,7 @@ fn decode_review(body: &[u8]) -> Result<Request, Malformed> {
                 "decode_error",
                 format!(
                     "json: cannot unmarshal {} into Go struct field AdmissionReview.request of type AdmissionRequest",
-                    json_kind(other)
+                    gojson::unmarshal_kind(other)
                 ),
             ))
         }
@@ -698,7 +695,7 @@ fn string_field(m: &Map<String, Value>, key: &str) -> Result<String, Malformed> 
             "decode_error",
             format!(
                 "couldn't get version/kind; json parse error: json: cannot unmarshal {} into Go struct field .{key} of type string",
-                json_kind(other)
+                gojson::unmarshal_kind(other)
             ),
         )),
     }
@@ -712,21 +709,9 @@ fn request_string(m: &Map<String, Value>, key: &str, go_type: &str) -> Result<St
             "decode_error",
             format!(
                 "json: cannot unmarshal {} into Go struct field AdmissionRequest.request.{key} of type {go_type}",
-                json_kind(other)
+                gojson::unmarshal_kind(other)
             ),
         )),
-    }
-}
-
-/// Go's name of a JSON value kind in unmarshal errors.
-fn json_kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
     }
 }
 
@@ -745,7 +730,7 @@ fn decode_pod(object: Option<Value>) -> Result<Value, String> {
         Some(other) => {
             return Err(format!(
                 "json: cannot unmarshal {} into Go value of type v1.Pod",
-                json_kind(&other)
+                gojson::unmarshal_kind(&other)
             ))
         }
     };
@@ -764,7 +749,7 @@ fn check_shape(pod: &Value) -> Result<(), String> {
                 Some(Value::String(_)) if !want_object && go_type == "string" => Ok(()),
                 Some(other) => Err(format!(
                     "json: cannot unmarshal {} into Go struct field {go_field} of type {go_type}",
-                    json_kind(other)
+                    gojson::unmarshal_kind(other)
                 )),
             }
         };
@@ -803,7 +788,7 @@ fn check_shape(pod: &Value) -> Result<(), String> {
             {
                 return Err(format!(
                     "json: cannot unmarshal {} into Go struct field Pod.metadata.{map} of type string (key {k:?})",
-                    json_kind(v)
+                    gojson::unmarshal_kind(v)
                 ));
             }
         }
@@ -836,13 +821,6 @@ fn prepare_pod(pod: &mut Value, request_namespace: &str) {
             Value::String(request_namespace.to_string()),
         );
     }
-}
-
-fn meta_str<'a>(pod: &'a Value, field: &str) -> &'a str {
-    pod.get("metadata")
-        .and_then(|m| m.get(field))
-        .and_then(Value::as_str)
-        .unwrap_or("")
 }
 
 /// The logged pod name (spec §1.6 step 4).
@@ -990,7 +968,7 @@ fn reset_openshift_proxy_user(pod: &mut Value, warnings: &mut Vec<String>) -> bo
     let is_named = |c: &Value, n: &str| c.get("name").and_then(Value::as_str) == Some(n);
     let Some(proxy) = containers
         .iter()
-        .find(|c| is_named(c, inject::PROXY_CONTAINER))
+        .find(|c| is_named(c, names::PROXY_CONTAINER))
     else {
         return false;
     };
@@ -1003,9 +981,9 @@ fn reset_openshift_proxy_user(pod: &mut Value, warnings: &mut Vec<String>) -> bo
         .rev()
         .filter(|c| {
             ![
-                inject::PROXY_CONTAINER,
-                inject::VALIDATION_CONTAINER,
-                inject::INIT_CONTAINER,
+                names::PROXY_CONTAINER,
+                names::VALIDATION_CONTAINER,
+                names::INIT_CONTAINER,
             ]
             .iter()
             .any(|n| is_named(c, n))
@@ -1029,7 +1007,7 @@ fn reset_openshift_proxy_user(pod: &mut Value, warnings: &mut Vec<String>) -> bo
         };
         for c in items
             .iter_mut()
-            .filter(|c| is_named(c, inject::PROXY_CONTAINER))
+            .filter(|c| is_named(c, names::PROXY_CONTAINER))
         {
             if let Some(sc) = c.get_mut("securityContext").and_then(Value::as_object_mut) {
                 sc.remove("runAsUser");

@@ -12,17 +12,20 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::io::{Read, Write};
-use std::path::PathBuf;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 use outrigger_inject::config::{InjectorConfig, Snapshot};
-use outrigger_inject::decide::{self, Decision, LabelSelector, Reason, INJECT_KEY};
+use outrigger_inject::decide::{self, Decision, LabelSelector, Reason};
 use outrigger_inject::inject;
+use outrigger_inject::kube::names::INJECT_KEY;
+use outrigger_inject::kube_inject;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::input;
 use crate::settings::ConfigFiles;
 use crate::webhook_config::{self, WebhookOptions};
 
@@ -577,16 +580,11 @@ pub fn pods_of(doc: &Value) -> Vec<(String, Value)> {
                 .unwrap_or_default();
             return items.iter().flat_map(pods_of).collect();
         }
-        "Pod" => Some(doc.clone()),
-        "CronJob" => doc.pointer("/spec/jobTemplate/spec/template").cloned(),
-        "Deployment"
-        | "DaemonSet"
-        | "ReplicaSet"
-        | "StatefulSet"
-        | "Job"
-        | "ReplicationController"
-        | "DeploymentConfig" => doc.pointer("/spec/template").cloned(),
-        _ => None,
+        k => match kube_inject::workload_kind(k) {
+            Some(w) if w.pod_template.is_empty() => Some(doc.clone()),
+            Some(w) => doc.pointer(w.pod_template).cloned(),
+            None => None,
+        },
     };
     let Some(mut pod) = template else {
         return Vec::new();
@@ -603,11 +601,12 @@ pub fn pods_of(doc: &Value) -> Vec<(String, Value)> {
     vec![(label, pod)]
 }
 
-/// Split a YAML stream as kube-inject does ([`outrigger_inject::yaml::split_documents`]) and
-/// parse each document; errors name the line where the document starts.
-pub fn parse_documents(text: &str) -> Result<Vec<Value>> {
+/// Split a YAML stream as `inject` does (the library's
+/// [`outrigger_inject::yaml::DocumentReader`]) and parse each document; errors name the line
+/// where the document starts.
+pub fn parse_documents(input: impl std::io::BufRead) -> Result<Vec<Value>> {
     let mut docs = Vec::new();
-    let mut reader = outrigger_inject::yaml::DocumentReader::new(text.as_bytes());
+    let mut reader = outrigger_inject::yaml::DocumentReader::new(input);
     for raw in reader.by_ref() {
         let raw = raw.context("splitting the documents")?;
         let start_line = raw.first_line + 1;
@@ -734,18 +733,6 @@ pub fn verdict_status(reports: &[Report]) -> ExitCode {
     }
 }
 
-fn read_input(path: &PathBuf) -> Result<String> {
-    if path.as_os_str() == "-" {
-        let mut s = String::new();
-        std::io::stdin()
-            .read_to_string(&mut s)
-            .context("reading standard input")?;
-        Ok(s)
-    } else {
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
-    }
-}
-
 fn read(path: &std::path::Path) -> Result<String> {
     std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
 }
@@ -820,8 +807,8 @@ pub fn explain_documents(
 }
 
 /// Read and parse the `-f` manifest.
-pub fn read_documents(file: &PathBuf) -> Result<Vec<Value>> {
-    parse_documents(&read_input(file)?).with_context(|| format!("reading {}", file.display()))
+pub fn read_documents(file: &Path) -> Result<Vec<Value>> {
+    parse_documents(input::open(file)?).with_context(|| format!("reading {}", file.display()))
 }
 
 /// Run `outrigger check`: exits 0 when every pod would be injected, 1 when any would not (2 on
@@ -1139,15 +1126,33 @@ mod tests {
         assert!(pods_of(&json!({"kind": "ConfigMap"})).is_empty());
     }
 
+    /// `check` splits a stream exactly as `inject` does: a `---` line inside a block scalar
+    /// belongs to the scalar, `--- ` with trailing blanks separates, `---x` does not.
+    #[test]
+    fn documents_split_as_inject_splits_them() {
+        let text = "kind: ConfigMap\nmetadata:\n  name: c\ndata:\n  script: |\n    ---\n    echo\n\
+                    --- \nkind: Pod\nmetadata:\n  name: p\n  annotations:\n    note: a\n      ---x\n";
+        let docs = parse_documents(text.as_bytes()).expect("valid YAML");
+        let inject_sees: Vec<String> = outrigger_inject::yaml::DocumentReader::new(text.as_bytes())
+            .map(|d| d.expect("splits").text)
+            .collect();
+        assert_eq!(docs.len(), inject_sees.len());
+        assert_eq!(docs.len(), 2, "{inject_sees:?}");
+        assert_eq!(docs[0]["data"]["script"], "---\necho\n");
+        assert_eq!(docs[1]["metadata"]["name"], "p");
+        assert_eq!(docs[1]["metadata"]["annotations"]["note"], "a ---x");
+    }
+
     #[test]
     fn documents_and_labels_parse() {
         let docs = parse_documents(
-            "kind: Pod\nmetadata:\n  name: a\n---\n---\nkind: Pod\nmetadata:\n  name: b\n",
+            "kind: Pod\nmetadata:\n  name: a\n---\n---\nkind: Pod\nmetadata:\n  name: b\n"
+                .as_bytes(),
         )
         .expect("valid YAML");
         assert_eq!(docs.len(), 2);
         assert_eq!(docs[1]["metadata"]["name"], "b");
-        let err = parse_documents("kind: Pod\n---\na: [\n").expect_err("bad YAML");
+        let err = parse_documents("kind: Pod\n---\na: [\n".as_bytes()).expect_err("bad YAML");
         assert!(format!("{err:#}").contains("line 3"), "{err:#}");
         let l = parse_labels(&["a=b".into(), "c=".into(), "d=e=f".into()]).expect("valid");
         assert_eq!(l["a"], "b");

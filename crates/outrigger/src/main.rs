@@ -5,6 +5,7 @@
 
 mod check_cmd;
 mod inject_cmd;
+mod input;
 mod kube;
 mod serve;
 mod settings;

@@ -9,6 +9,7 @@ pub mod annotations;
 use serde_json::{Map, Value};
 
 use crate::json::lookup as jsonmap;
+use crate::kube::names::INJECT_KEY;
 
 /// Namespaces whose pods are never injected (spec §0.4).
 pub const IGNORED_NAMESPACES: [&str; 4] = [
@@ -17,9 +18,6 @@ pub const IGNORED_NAMESPACES: [&str; 4] = [
     "kube-node-lease",
     "local-path-storage",
 ];
-
-/// Name of the label / annotation asking for (or against) injection.
-pub const INJECT_KEY: &str = "sidecar.istio.io/inject";
 
 /// One requirement of a label selector (`key op values`).
 #[derive(Debug, Clone, PartialEq, Eq)]

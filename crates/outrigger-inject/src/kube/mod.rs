@@ -3,6 +3,7 @@
 //! selectors.
 
 pub mod index;
+pub mod names;
 pub mod quantity;
 pub mod schema;
 pub mod typed;

@@ -111,7 +111,7 @@ mod tests {
             json!({"apiVersion": "v1", "kind": "NamespaceList", "metadata": {"resourceVersion": "3"},
                    "items": [{"metadata": {"name": "apps", "resourceVersion": "2",
                               "labels": {"istio-injection": "enabled"},
-                              "annotations": {webhook::OPENSHIFT_UID_RANGE: "1000680000/10000"}}}]}),
+                              "annotations": {outrigger_inject::kube::names::OPENSHIFT_UID_RANGE: "1000680000/10000"}}}]}),
         );
         let watch = mock::next(&mut handle).await;
         assert!(watch.uri.contains("watch=true"), "{}", watch.uri);

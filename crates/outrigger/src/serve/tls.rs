@@ -302,18 +302,7 @@ fn asn1_time(text: &str, generalized: bool) -> Result<i64> {
         num(&rest[6..8])?,
         num(&rest[8..10])?,
     );
-    Ok(days_from_civil(year, mo, d) * 86_400 + h * 3600 + mi * 60 + s)
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date.
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
+    Ok(outrigger_inject::go::time::days_from_civil(year, mo, d) * 86_400 + h * 3600 + mi * 60 + s)
 }
 
 #[cfg(test)]
