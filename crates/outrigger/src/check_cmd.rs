@@ -1,38 +1,24 @@
 //! `outrigger check`: explain whether a pod would be injected, and why.
 //!
-//! Two gates decide, in the order the API server and the injector apply them:
-//! 1. the MutatingWebhookConfiguration (spec §2.3): does any webhook entry's namespaceSelector
-//!    match the namespace labels and its objectSelector the pod labels? Otherwise the pod never
-//!    reaches the injector;
-//! 2. the injector's own decision (spec §2.1), with the reason codes the server uses in its
-//!    metrics and logs ([`Reason::code`]).
-//!
-//! Then the templates that would be applied (spec §3.4). [`explain`] is pure; [`run`] loads the
-//! inputs (a manifest offline, or the live cluster with `--kube`).
+//! The explanation is the library's ([`outrigger_inject::check`]: the webhook gates, the
+//! injector's decision step by step, the templates and the fix), so it cannot drift from what
+//! the webhook and `inject` do. This command only gathers the inputs (a manifest offline, or the
+//! live cluster with `--kube`, read by [`crate::kube::check`]) and prints the reports.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
-use outrigger_inject::config::{InjectorConfig, Snapshot};
-use outrigger_inject::decide::{self, Decision, LabelSelector, Reason};
-use outrigger_inject::inject;
-use outrigger_inject::kube::names::INJECT_KEY;
-use outrigger_inject::kube_inject;
-use serde::Serialize;
+use outrigger_inject::check::{self, Report, NOT_SELECTED};
+use outrigger_inject::config::Snapshot;
 use serde_json::{Map, Value};
 
 use crate::input;
+use crate::kube::check::LiveQuery;
 use crate::settings::ConfigFiles;
 use crate::webhook_config::{self, WebhookOptions};
-
-/// Label the API server sets on every namespace with its name.
-pub const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
-/// Check-only code: no webhook entry selects the pod, the injector never sees it.
-pub const NOT_SELECTED: &str = "webhook_not_selected";
 
 /// Output format of `outrigger check`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -87,518 +73,6 @@ pub struct CheckArgs {
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
     pub output: CheckOutput,
-}
-
-/// Whether one webhook entry selects the pod.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct EntryMatch {
-    /// Entry name (`rev.namespace.sidecar-injector.istio.io`, ...).
-    pub name: String,
-    /// The namespaceSelector matched the namespace labels.
-    pub namespace_selector: bool,
-    /// The objectSelector matched the pod labels.
-    pub object_selector: bool,
-    /// Both matched: the API server calls the injector for this entry.
-    pub selected: bool,
-}
-
-/// One step of the §2.1 decision.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Step {
-    /// Step name (`hostNetwork`, `ignoredNamespace`, `injectLabelOrAnnotation`, ...).
-    pub step: &'static str,
-    /// What was found.
-    pub detail: String,
-    /// `continue`, `decided` or `not evaluated`.
-    pub outcome: &'static str,
-    /// The reason code, on the deciding step.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub code: Option<&'static str>,
-}
-
-/// The explanation for one pod.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Report {
-    /// `Kind/name` of the input workload.
-    pub workload: String,
-    /// Namespace evaluated.
-    pub namespace: String,
-    /// Namespace labels evaluated (including kubernetes.io/metadata.name).
-    pub namespace_labels: BTreeMap<String, String>,
-    /// Pod labels evaluated.
-    pub pod_labels: BTreeMap<String, String>,
-    /// Every rendered webhook entry.
-    pub webhooks: Vec<EntryMatch>,
-    /// Steps of the injector's decision.
-    pub steps: Vec<Step>,
-    /// Final answer: sent to the injector and required by it.
-    pub injected: bool,
-    /// Reason code of the final answer ([`NOT_SELECTED`] or a [`Reason::code`]).
-    pub reason: String,
-    /// Human sentence for the final answer.
-    pub message: String,
-    /// Templates that would be applied (empty when not injected).
-    pub templates: Vec<String>,
-    /// Selected templates the config does not define (injection would fail).
-    pub missing_templates: Vec<String>,
-    /// Warnings the injector would log while deciding.
-    pub warnings: Vec<String>,
-    /// When not injected: the one change that would inject the pod (checked by evaluating the
-    /// changed pod or namespace again), or why no single change does.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub fix: Option<String>,
-}
-
-/// Inputs of [`explain`] besides the pod.
-#[derive(Debug, Clone, Copy)]
-pub struct CheckContext<'a> {
-    /// Namespace name.
-    pub namespace: &'a str,
-    /// Namespace labels (kubernetes.io/metadata.name is added when absent).
-    pub namespace_labels: &'a Map<String, Value>,
-    /// The webhook entries evaluated (generated by [`webhook_config::entries`] or read live).
-    pub webhooks: &'a [Value],
-    /// The injector configuration.
-    pub snapshot: &'a Snapshot,
-}
-
-fn string_map(m: &Map<String, Value>) -> BTreeMap<String, String> {
-    m.iter()
-        .map(|(k, v)| {
-            (
-                k.clone(),
-                v.as_str().map_or_else(|| v.to_string(), str::to_string),
-            )
-        })
-        .collect()
-}
-
-fn selector_matches(sel: &Value, labels: &Map<String, Value>) -> bool {
-    // Generated selectors are always valid; an invalid one would select nothing.
-    LabelSelector::from_json(sel).is_ok_and(|s| s.matches(labels))
-}
-
-/// Evaluate every webhook entry's selectors (spec §2.3).
-pub fn webhook_matches(
-    entries: &[Value],
-    namespace_labels: &Map<String, Value>,
-    pod_labels: &Map<String, Value>,
-) -> Vec<EntryMatch> {
-    entries
-        .iter()
-        .map(|w| {
-            let ns = selector_matches(&w["namespaceSelector"], namespace_labels);
-            let obj = selector_matches(&w["objectSelector"], pod_labels);
-            EntryMatch {
-                name: w["name"].as_str().unwrap_or_default().to_string(),
-                namespace_selector: ns,
-                object_selector: obj,
-                selected: ns && obj,
-            }
-        })
-        .collect()
-}
-
-/// Index of the §2.1 step that produced `reason` (0-based, in [`decision_steps`] order).
-fn deciding_step(reason: Reason) -> usize {
-    match reason {
-        Reason::HostNetwork => 0,
-        Reason::IgnoredNamespace => 1,
-        Reason::LabelDisabled
-        | Reason::LabelEnabled
-        | Reason::AnnotationDisabled
-        | Reason::AnnotationEnabled => 2,
-        Reason::NeverInjectSelector => 3,
-        Reason::AlwaysInjectSelector => 4,
-        Reason::PolicyEnabled | Reason::PolicyDisabled | Reason::PolicyInvalid => 5,
-    }
-}
-
-fn first_match(selectors: &[LabelSelector], labels: &Map<String, Value>) -> String {
-    selectors
-        .iter()
-        .enumerate()
-        .find(|(_, s)| !s.is_empty() && s.matches(labels))
-        .map_or_else(
-            || format!("none of {} entries match", selectors.len()),
-            |(i, s)| format!("entry [{i}] ({s}) matches"),
-        )
-}
-
-/// The facts each §2.1 step looks at, for the pod.
-fn step_facts(pod: &Value, config: &InjectorConfig) -> [(&'static str, String); 6] {
-    let empty = Map::new();
-    let labels = pod
-        .pointer("/metadata/labels")
-        .and_then(Value::as_object)
-        .unwrap_or(&empty);
-    let host_network = pod
-        .pointer("/spec/hostNetwork")
-        .and_then(Value::as_bool)
-        .unwrap_or(false);
-    let ns = pod
-        .pointer("/metadata/namespace")
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    let ignored = decide::IGNORED_NAMESPACES.contains(&ns);
-    let object_value = match (labels.get(INJECT_KEY), inject::annotation(pod, INJECT_KEY)) {
-        (Some(v), _) => format!(
-            "label {INJECT_KEY}={}",
-            v.as_str()
-                .map_or_else(|| v.to_string(), |s| format!("{s:?}"))
-        ),
-        (None, Some(a)) => format!("annotation {INJECT_KEY}={a:?}"),
-        (None, None) => format!("no {INJECT_KEY} label or annotation"),
-    };
-    [
-        ("hostNetwork", format!("spec.hostNetwork={host_network}")),
-        (
-            "ignoredNamespace",
-            format!(
-                "namespace {ns:?} {}",
-                if ignored {
-                    "is ignored"
-                } else {
-                    "is not ignored"
-                }
-            ),
-        ),
-        ("injectLabelOrAnnotation", object_value),
-        (
-            "neverInjectSelector",
-            first_match(&config.never_inject_selector, labels),
-        ),
-        (
-            "alwaysInjectSelector",
-            first_match(&config.always_inject_selector, labels),
-        ),
-        ("policy", format!("policy {:?}", config.policy.as_str())),
-    ]
-}
-
-/// The §2.1 steps with the deciding one marked by its reason code.
-pub fn decision_steps(pod: &Value, config: &InjectorConfig, d: &Decision) -> Vec<Step> {
-    let decided_at = deciding_step(d.reason);
-    step_facts(pod, config)
-        .into_iter()
-        .enumerate()
-        .map(|(i, (step, detail))| {
-            let (outcome, code) = match i.cmp(&decided_at) {
-                std::cmp::Ordering::Less => ("continue", None),
-                std::cmp::Ordering::Equal => ("decided", Some(d.reason.code())),
-                std::cmp::Ordering::Greater => ("not evaluated", None),
-            };
-            Step {
-                step,
-                detail,
-                outcome,
-                code,
-            }
-        })
-        .collect()
-}
-
-fn with_name_label(namespace: &str, labels: &Map<String, Value>) -> Map<String, Value> {
-    let mut l = labels.clone();
-    l.entry(NAMESPACE_NAME_LABEL.to_string())
-        .or_insert_with(|| Value::String(namespace.to_string()));
-    l
-}
-
-/// Explain the fate of `pod` (metadata.namespace is set to the context's namespace); when it is
-/// not injected, also find the one change that would inject it ([`Report::fix`]).
-pub fn explain(workload: &str, pod: &Value, ctx: &CheckContext<'_>) -> Report {
-    let mut report = explain_once(workload, pod, ctx);
-    if !report.injected {
-        report.fix = Some(find_fix(workload, pod, ctx, &report));
-    }
-    report
-}
-
-/// A single change to try: what to tell the user, and the pod and namespace labels after it.
-struct Candidate {
-    text: String,
-    pod: Option<Value>,
-    namespace_labels: Option<Map<String, Value>>,
-}
-
-/// The first single change (in order of preference: drop an opt-out, label the namespace, label
-/// the pod) after which the pod is injected, or why there is none.
-fn find_fix(workload: &str, pod: &Value, ctx: &CheckContext<'_>, report: &Report) -> String {
-    if decide::IGNORED_NAMESPACES.contains(&ctx.namespace) {
-        return format!(
-            "none by labels: namespace {:?} is never injected; deploy it in another namespace",
-            ctx.namespace
-        );
-    }
-    if report.reason == Reason::PolicyInvalid.code() {
-        return "fix the injector config's `policy` (enabled or disabled)".to_string();
-    }
-    let of_pod = if workload.starts_with("Pod/") {
-        "the pod"
-    } else {
-        "the pod template"
-    };
-    let mut candidates = Vec::new();
-    let with_pod = |text: String, f: &dyn Fn(&mut Value)| {
-        let mut p = pod.clone();
-        f(&mut p);
-        Candidate {
-            text,
-            pod: Some(p),
-            namespace_labels: None,
-        }
-    };
-    if pod.pointer("/spec/hostNetwork").and_then(Value::as_bool) == Some(true) {
-        candidates.push(with_pod(
-            format!(
-                "set spec.hostNetwork: false in {of_pod} (host-network pods are never injected)"
-            ),
-            &|p| {
-                if let Some(spec) = p.get_mut("spec").and_then(Value::as_object_mut) {
-                    spec.remove("hostNetwork");
-                }
-            },
-        ));
-    }
-    if let Some(v) = inject::annotation(pod, INJECT_KEY) {
-        candidates.push(with_pod(
-            format!("remove the annotation {INJECT_KEY}={v:?} from {of_pod}"),
-            &|p| {
-                if let Some(a) = p
-                    .pointer_mut("/metadata/annotations")
-                    .and_then(Value::as_object_mut)
-                {
-                    a.remove(INJECT_KEY);
-                }
-            },
-        ));
-    }
-    if let Some(v) = inject::label(pod, INJECT_KEY).filter(|v| *v != "true") {
-        candidates.push(with_pod(
-            format!("remove the label {INJECT_KEY}={v:?} from {of_pod}"),
-            &|p| {
-                if let Some(l) = p
-                    .pointer_mut("/metadata/labels")
-                    .and_then(Value::as_object_mut)
-                {
-                    l.remove(INJECT_KEY);
-                }
-            },
-        ));
-    }
-    let mut namespace_changes = Vec::new();
-    let mut pod_changes = Vec::new();
-    for w in ctx.webhooks {
-        if let Some(c) = satisfy(&w["namespaceSelector"], ctx.namespace_labels) {
-            namespace_changes.push(c);
-        }
-        let empty = Map::new();
-        let labels = pod
-            .pointer("/metadata/labels")
-            .and_then(Value::as_object)
-            .unwrap_or(&empty);
-        if let Some(c) = satisfy(&w["objectSelector"], labels) {
-            pod_changes.push(c);
-        }
-    }
-    // Fewest label changes first; among equals `istio-injection=enabled`, what Istio's docs use
-    // for the default revision.
-    let size = |text: &str| text.split(' ').count();
-    namespace_changes.sort_by_key(|(_, text)| (size(text), !text.contains("istio-injection=")));
-    pod_changes.sort_by_key(|(_, text)| size(text));
-    for (labels, text) in namespace_changes {
-        candidates.push(Candidate {
-            text: format!(
-                "kubectl label namespace {} {text} --overwrite",
-                ctx.namespace
-            ),
-            pod: None,
-            namespace_labels: Some(labels),
-        });
-    }
-    for (labels, text) in pod_changes {
-        candidates.push(with_pod(
-            format!("change the labels of {of_pod}: {text}"),
-            &|p| {
-                if let Some(meta) = p.as_object_mut() {
-                    let m = meta
-                        .entry("metadata")
-                        .or_insert_with(|| Value::Object(Map::new()));
-                    if let Some(m) = m.as_object_mut() {
-                        m.insert("labels".into(), Value::Object(labels.clone()));
-                    }
-                }
-            },
-        ));
-    }
-    for c in candidates {
-        let labels = c.namespace_labels.as_ref().unwrap_or(ctx.namespace_labels);
-        let changed = CheckContext {
-            namespace_labels: labels,
-            ..*ctx
-        };
-        if explain_once(workload, c.pod.as_ref().unwrap_or(pod), &changed).injected {
-            return c.text;
-        }
-    }
-    "no single change of labels or annotations injects it; see the steps above".to_string()
-}
-
-/// The labels after the least change that makes `selector` match them, with that change written
-/// as `kubectl label` arguments (`k=v`, `k-`); `None` when it matches already or cannot.
-fn satisfy(selector: &Value, labels: &Map<String, Value>) -> Option<(Map<String, Value>, String)> {
-    if selector_matches(selector, labels) {
-        return None;
-    }
-    let mut out = labels.clone();
-    let mut changes = Vec::new();
-    for r in selector
-        .get("matchExpressions")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let key = r.get("key").and_then(Value::as_str)?;
-        let values: Vec<&str> = r
-            .get("values")
-            .and_then(Value::as_array)
-            .map(|v| v.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
-        let current = out.get(key).and_then(Value::as_str).map(str::to_string);
-        match r.get("operator").and_then(Value::as_str)? {
-            "In" if !current.as_deref().is_some_and(|c| values.contains(&c)) => {
-                let v = values.first()?;
-                out.insert(key.to_string(), Value::String((*v).to_string()));
-                changes.push(format!("{key}={v}"));
-            }
-            "NotIn" if current.as_deref().is_some_and(|c| values.contains(&c)) => {
-                out.remove(key);
-                changes.push(format!("{key}-"));
-            }
-            "DoesNotExist" if current.is_some() => {
-                out.remove(key);
-                changes.push(format!("{key}-"));
-            }
-            "Exists" if current.is_none() => return None,
-            _ => {}
-        }
-    }
-    if let Some(m) = selector.get("matchLabels").and_then(Value::as_object) {
-        for (k, v) in m {
-            if out.get(k) != Some(v) {
-                out.insert(k.clone(), v.clone());
-                changes.push(format!("{k}={}", v.as_str().unwrap_or_default()));
-            }
-        }
-    }
-    (!changes.is_empty() && selector_matches(selector, &out)).then(|| (out, changes.join(" ")))
-}
-
-/// [`explain`] without looking for a fix.
-fn explain_once(workload: &str, pod: &Value, ctx: &CheckContext<'_>) -> Report {
-    let mut pod = pod.clone();
-    if let Some(meta) = pod.get_mut("metadata").and_then(Value::as_object_mut) {
-        meta.insert("namespace".into(), Value::String(ctx.namespace.to_string()));
-    } else if let Some(obj) = pod.as_object_mut() {
-        obj.insert(
-            "metadata".into(),
-            serde_json::json!({"namespace": ctx.namespace}),
-        );
-    }
-    let ns_labels = with_name_label(ctx.namespace, ctx.namespace_labels);
-    let empty = Map::new();
-    let pod_labels = pod
-        .pointer("/metadata/labels")
-        .and_then(Value::as_object)
-        .unwrap_or(&empty);
-    let webhooks = webhook_matches(ctx.webhooks, &ns_labels, pod_labels);
-    let config = &ctx.snapshot.config;
-    let d = decide::inject_required(
-        &pod,
-        &config.policy,
-        &config.never_inject_selector,
-        &config.always_inject_selector,
-    );
-    let steps = decision_steps(&pod, config, &d);
-    let selected: Vec<&str> = webhooks
-        .iter()
-        .filter(|w| w.selected)
-        .map(|w| w.name.as_str())
-        .collect();
-    let (injected, reason, message) = if selected.is_empty() {
-        let msg = "no webhook entry selects the pod (namespace and object selectors), the injector never sees it";
-        (false, NOT_SELECTED.to_string(), msg.to_string())
-    } else {
-        (
-            d.inject,
-            d.reason.code().to_string(),
-            format!("via {}: {}", selected.join(", "), d.message),
-        )
-    };
-    let templates = if injected {
-        inject::select_templates(ctx.snapshot, &pod)
-    } else {
-        Vec::new()
-    };
-    let missing_templates = templates
-        .iter()
-        .filter(|t| !config.templates.contains_key(*t))
-        .cloned()
-        .collect();
-    Report {
-        workload: workload.to_string(),
-        namespace: ctx.namespace.to_string(),
-        namespace_labels: string_map(&ns_labels),
-        pod_labels: string_map(pod_labels),
-        webhooks,
-        steps,
-        injected,
-        reason,
-        message,
-        templates,
-        missing_templates,
-        warnings: d.warnings,
-        fix: None,
-    }
-}
-
-/// Pod templates of a document: (`Kind/name`, pod-shaped value with metadata and spec).
-pub fn pods_of(doc: &Value) -> Vec<(String, Value)> {
-    let kind = doc.get("kind").and_then(Value::as_str).unwrap_or("");
-    let name = doc
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    let label = format!("{kind}/{name}");
-    let template = match kind {
-        "List" => {
-            let items = doc
-                .get("items")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default();
-            return items.iter().flat_map(pods_of).collect();
-        }
-        k => match kube_inject::workload_kind(k) {
-            Some(w) if w.pod_template.is_empty() => Some(doc.clone()),
-            Some(w) => doc.pointer(w.pod_template).cloned(),
-            None => None,
-        },
-    };
-    let Some(mut pod) = template else {
-        return Vec::new();
-    };
-    if kind != "Pod" {
-        // The pod inherits the workload's namespace, as the controller creates it there.
-        if let (Some(ns), Some(meta)) = (
-            doc.pointer("/metadata/namespace").cloned(),
-            pod.get_mut("metadata").and_then(Value::as_object_mut),
-        ) {
-            meta.entry("namespace").or_insert(ns);
-        }
-    }
-    vec![(label, pod)]
 }
 
 /// Split a YAML stream as `inject` does (the library's
@@ -779,43 +253,58 @@ pub fn print(reports: &[Report], output: CheckOutput) -> Result<()> {
         .context("writing standard output")
 }
 
-/// Explain every pod template of `docs`. The namespace is `namespace` when given, else the
-/// document's, else `default`.
-pub fn explain_documents(
-    docs: &[Value],
-    namespace: Option<&str>,
-    namespace_labels: &Map<String, Value>,
-    webhooks: &[Value],
-    snapshot: &Snapshot,
-) -> Vec<Report> {
-    docs.iter()
-        .flat_map(pods_of)
-        .map(|(workload, pod)| {
-            let ns = namespace
-                .or_else(|| pod.pointer("/metadata/namespace").and_then(Value::as_str))
-                .unwrap_or("default")
-                .to_string();
-            let ctx = CheckContext {
-                namespace: &ns,
-                namespace_labels,
-                webhooks,
-                snapshot,
-            };
-            explain(&workload, &pod, &ctx)
-        })
-        .collect()
-}
-
 /// Read and parse the `-f` manifest.
 pub fn read_documents(file: &Path) -> Result<Vec<Value>> {
     parse_documents(input::open(file)?).with_context(|| format!("reading {}", file.display()))
+}
+
+/// Gather the live facts (`--kube`) and explain.
+fn explain_live(args: &CheckArgs) -> Result<Vec<Report>> {
+    // The mesh file goes with a ConfigMap's configuration (offline, with the files).
+    let mesh = match (&args.inject_config_map, &args.files.mesh_config_file) {
+        (Some(_), Some(path)) => Some(std::fs::read_to_string(path)?),
+        _ => None,
+    };
+    let query = LiveQuery {
+        namespace: args.namespace.as_deref(),
+        pod: args.pod.as_deref(),
+        inject_config_map: args.inject_config_map.as_deref(),
+        mesh: mesh.as_deref(),
+        webhook_config: args.webhook_config.as_deref(),
+    };
+    let live = crate::kube::check::fetch(&query)?;
+    let snapshot = match live.snapshot {
+        Some(s) => s,
+        None => load_snapshot(args)?,
+    };
+    let webhooks = match live.webhooks {
+        Some(w) => w,
+        None => webhook_config::entries(&webhook_options(args)),
+    };
+    let docs = match (live.pod, &args.filename) {
+        (Some(pod), _) => vec![pod],
+        (None, Some(file)) => read_documents(file)?,
+        (None, None) => vec![check::new_pod()],
+    };
+    Ok(check::explain_documents(
+        &docs,
+        Some(&live.namespace),
+        &live.namespace_labels,
+        &webhooks,
+        &snapshot,
+    ))
 }
 
 /// Run `outrigger check`: exits 0 when every pod would be injected, 1 when any would not (2 on
 /// error, set by `main`).
 pub fn run(args: &CheckArgs) -> Result<ExitCode> {
     if args.kube {
-        return crate::kube::check::run(args);
+        let reports = explain_live(args)?;
+        if reports.is_empty() {
+            bail!("nothing to explain");
+        }
+        print(&reports, args.output)?;
+        return Ok(verdict_status(&reports));
     }
     let Some(file) = &args.filename else {
         bail!("-f is required without --kube")
@@ -828,7 +317,7 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
         eprintln!("{w}");
     }
     let webhooks = webhook_config::entries(&options);
-    let reports = explain_documents(
+    let reports = check::explain_documents(
         &docs,
         args.namespace.as_deref(),
         &ns_labels,
@@ -847,9 +336,15 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use super::*;
+    use outrigger_inject::check::{explain, pods_of, Context as CheckContext};
+    use outrigger_inject::config::InjectorConfig;
     use outrigger_inject::config::ValuesFacts;
+    use outrigger_inject::decide::LabelSelector;
     use outrigger_inject::decide::Policy;
+    use outrigger_inject::kube::names::NAMESPACE_NAME_LABEL;
     use serde_json::json;
 
     fn snapshot(policy: &str, never: Vec<Value>, always: Vec<Value>) -> Snapshot {

@@ -5,6 +5,7 @@
 //! log lines the reference would write are returned as [`Decision::warnings`] for the caller.
 
 pub mod annotations;
+pub mod explain;
 
 use serde_json::{Map, Value};
 

@@ -23,3 +23,5 @@ pub const INJECT_KEY: &str = "sidecar.istio.io/inject";
 pub const OPENSHIFT_UID_RANGE: &str = "openshift.io/sa.scc.uid-range";
 /// Namespace annotation holding OpenShift supplemental groups.
 pub const OPENSHIFT_SUPPLEMENTAL_GROUPS: &str = "openshift.io/sa.scc.supplemental-groups";
+/// Label the API server sets on every namespace with its name.
+pub const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
