@@ -42,7 +42,9 @@ pub mod merge;
 pub mod patch;
 pub mod render;
 
-// Orchestrators: one pod, an AdmissionReview, a manifest stream, a configuration's fitness.
+// Orchestrators: one pod, an AdmissionReview, a manifest stream, a configuration's fitness,
+// the explanation of a decision.
+pub mod check;
 pub mod guard;
 pub mod inject;
 pub mod kube_inject;

@@ -3,14 +3,8 @@
 
 use serde_json::{Map, Value};
 
-use crate::kube::names;
+use crate::kube::names::{self, OPENSHIFT_SUPPLEMENTAL_GROUPS, OPENSHIFT_UID_RANGE};
 use crate::kube::pod::meta_str;
-
-/// Namespace annotation holding an OpenShift UID range.
-pub const OPENSHIFT_UID_RANGE: &str = "openshift.io/sa.scc.uid-range";
-
-/// Namespace annotation holding OpenShift supplemental groups.
-pub const OPENSHIFT_SUPPLEMENTAL_GROUPS: &str = "openshift.io/sa.scc.supplemental-groups";
 
 /// Proxy UID/GID from an OpenShift namespace's annotations (spec §4.7); defaults are 1337.
 pub fn proxy_uid_gid(namespace_annotations: &Map<String, Value>) -> (i64, i64) {

@@ -159,4 +159,4 @@ fn empty() -> Value {
 }
 
 #[cfg(test)]
-pub(crate) mod tests;
+mod tests;
