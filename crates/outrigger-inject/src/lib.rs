@@ -1,8 +1,18 @@
 //! # outrigger-inject
 //!
 //! The injection pipeline of outrigger, an Istio-compatible sidecar injector, as a pure library:
-//! no I/O, no async, no global mutable state. The webhook server and `outrigger inject` both call
-//! [`inject::inject_pod`], so they cannot drift apart.
+//! no I/O, no async. The only mutable state is a per-thread memo of canonical quantity strings
+//! (a cache of a pure function). The webhook server and `outrigger inject` both call
+//! [`inject::inject_pod`], so they cannot drift apart; `outrigger check` explains the same
+//! decision through [`check`]. Every Istio rule has its owner here; the binary does I/O.
+//!
+//! ## Features
+//!
+//! - `test-support` (off by default): hooks for tests and fuzzing that are not part of the
+//!   production API: `yaml::fast_from_str` and `yaml::slow_from_str` (the YAML loader's
+//!   two paths separately) and `yaml::traced` (the texts the loader read on this thread;
+//!   without the feature nothing is recorded). The crate's own tests and benches enable it
+//!   through a dev-dependency on the crate itself; the fuzz targets enable it explicitly.
 //!
 //! Data flows one way through the stages, one module each:
 //! pod JSON → [`ingest`] → [`decide`] → [`render`] → [`merge`] → [`finish`] → [`patch`].
