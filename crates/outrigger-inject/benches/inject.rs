@@ -41,11 +41,10 @@ fn bench(c: &mut Criterion) {
     let ctx = ReviewContext {
         snapshot: &s,
         native_mode: NativeMode::Enabled,
-        nodes: None,
-        native_sidecars: None,
+        cluster: &outrigger_inject::decide::native::NoCluster,
         openshift: false,
-        namespaces: None,
         compliance_policy: "",
+        keep_metadata: false,
     };
     for (name, pod) in [
         ("webhook/hello", hello_pod(1, 0, 0)),

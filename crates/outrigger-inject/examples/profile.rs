@@ -115,11 +115,10 @@ fn webhook(s: &Snapshot, pod: &serde_json::Value, n: usize) {
     let ctx = Context {
         snapshot: s,
         native_mode: NativeMode::Enabled,
-        nodes: None,
-        native_sidecars: None,
+        cluster: &outrigger_inject::decide::native::NoCluster,
         openshift: false,
-        namespaces: None,
         compliance_policy: "",
+        keep_metadata: false,
     };
     let first = webhook::review(&body, "/inject", &ctx);
     assert!(matches!(first.outcome, webhook::Outcome::Injected));

@@ -41,11 +41,10 @@ fn main() {
     let ctx = Context {
         snapshot: &snapshot,
         native_mode: NativeMode::Disabled,
-        nodes: None,
+        cluster: &outrigger_inject::decide::native::NoCluster,
         openshift: false,
-        namespaces: None,
         compliance_policy: "",
-        native_sidecars: None,
+        keep_metadata: false,
     };
     let body = std::fs::read(&path).expect("read the review");
     // A small review first, so lazily built tables are not counted.

@@ -21,9 +21,7 @@ use serde_json::{json, Value};
 use crate::config::Snapshot;
 use crate::ingest::workload::WorkloadMeta;
 use crate::inject::{self, InjectParams, Mode};
-
-/// Name of the proxy container every injection must add.
-pub const PROXY_CONTAINER: &str = "istio-proxy";
+use crate::kube::names::PROXY_CONTAINER;
 
 /// Why a configuration cannot inject pods.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -2,13 +2,22 @@
 //!
 //! The injection pipeline of outrigger, an Istio-compatible sidecar injector, as a library without
 //! I/O or async. The webhook server and `outrigger inject` both call [`inject::inject_pod`], so
-//! they cannot drift apart.
+//! they cannot drift apart; `outrigger check` explains the same decision through [`check`].
+//! Every Istio rule has its owner here; the binary does I/O.
 //!
-//! State that outlives a call: the embedded schema tables, the template function table and a few compiled regular expressions
-//! (built once on first use, read-only afterwards); a per-thread memo of canonical quantity
-//! strings in [`kube::typed`] (a bounded cache of a pure function: results are the same with or
-//! without it); and a per-thread switch with a log of the texts [`yaml::from_str`] reads, which
-//! only [`yaml::traced`] turns on (test support).
+//! State that outlives a call: the embedded schema tables, the template function table and a
+//! few compiled regular expressions (built once on first use, read-only afterwards); a
+//! per-thread memo of canonical quantity strings in [`kube::typed`] (a bounded cache of a pure
+//! function: results are the same with or without it); and, with the `test-support` feature
+//! only, a per-thread log of the texts [`yaml::from_str`] reads.
+//!
+//! ## Features
+//!
+//! - `test-support` (off by default): hooks for tests and fuzzing that are not part of the
+//!   production API: `yaml::fast_from_str` and `yaml::slow_from_str` (the YAML loader's
+//!   two paths separately) and `yaml::traced` (the texts the loader read on this thread;
+//!   without the feature nothing is recorded). The crate's own tests and benches enable it
+//!   through a dev-dependency on the crate itself; the fuzz targets enable it explicitly.
 //!
 //! Data flows one way through the stages, one module each:
 //! pod JSON → [`ingest`] → [`decide`] → [`render`] → [`merge`] → [`finish`] → [`patch`].
@@ -48,7 +57,9 @@ pub mod merge;
 pub mod patch;
 pub mod render;
 
-// Orchestrators: one pod, an AdmissionReview, a manifest stream, a configuration's fitness.
+// Orchestrators: one pod, an AdmissionReview, a manifest stream, a configuration's fitness,
+// the explanation of a decision.
+pub mod check;
 pub mod guard;
 pub mod inject;
 pub mod kube_inject;

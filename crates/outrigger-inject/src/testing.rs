@@ -152,3 +152,67 @@ pub(crate) mod random {
         }
     }
 }
+
+/// Test-only YAML → JSON for corpus files and test inputs, independent of `crate::yaml`; and
+/// the corpus root.
+mod yaml_json {
+    use std::path::PathBuf;
+
+    use serde_json::Value;
+    use yaml_rust2::{Yaml, YamlLoader};
+
+    /// Test-only YAML → JSON (core schema) for corpus files, independent of `crate::yaml`.
+    pub(crate) fn yaml(text: &str) -> Value {
+        yaml_docs(text).into_iter().next().unwrap_or(Value::Null)
+    }
+
+    /// All documents of a YAML stream as JSON.
+    pub(crate) fn yaml_docs(text: &str) -> Vec<Value> {
+        YamlLoader::load_from_str(text)
+            .expect("test YAML parses")
+            .into_iter()
+            .map(to_json)
+            .collect()
+    }
+
+    fn to_json(y: Yaml) -> Value {
+        match y {
+            Yaml::Real(s) => s
+                .parse::<f64>()
+                .map(Value::from)
+                .unwrap_or(Value::String(s)),
+            Yaml::Integer(i) => Value::from(i),
+            Yaml::String(s) => Value::String(s),
+            Yaml::Boolean(b) => Value::Bool(b),
+            Yaml::Array(a) => Value::Array(a.into_iter().map(to_json).collect()),
+            Yaml::Hash(h) => Value::Object(
+                h.into_iter()
+                    .map(|(k, v)| {
+                        let key = match to_json(k) {
+                            Value::String(s) => s,
+                            other => other.to_string(),
+                        };
+                        (key, to_json(v))
+                    })
+                    .collect(),
+            ),
+            _ => Value::Null,
+        }
+    }
+
+    /// The corpus root, or `None` (with a notice) when absent.
+    pub(crate) fn corpus() -> Option<PathBuf> {
+        let p = PathBuf::from(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../../shared/conformance/istio"
+        ));
+        if p.join("cases.json").exists() {
+            Some(p)
+        } else {
+            eprintln!("conformance corpus absent at {}: skipping", p.display());
+            None
+        }
+    }
+}
+
+pub(crate) use yaml_json::{corpus, yaml, yaml_docs};

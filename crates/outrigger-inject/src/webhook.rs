@@ -4,16 +4,15 @@
 //! `v1beta1`) and the URL path, and returns the response body in the request's version with its
 //! UID, plus the [`Outcome`] for metrics and logs. HTTP concerns (body limits, `Content-Type`,
 //! status codes) belong to the server; everything the reference does after the body is read is
-//! here. Nothing in this module panics on any input: a panic inside the injection pipeline is
-//! caught and answered as a failure.
+//! here. Nothing in this module panics on any input: a panic inside the review (the pipeline,
+//! or the caller's [`ClusterFacts`]) is caught and answered as a failure.
 
-use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use serde_json::{Map, Value};
 
 use crate::config::Snapshot;
-use crate::decide::native::{detect_native_sidecars, NativeMode, NativeOracle, Node};
+use crate::decide::native::{detect_native_sidecars, ClusterFacts, NativeMode};
 use crate::decide::openshift::{proxy_uid_gid, reset_openshift_proxy_user};
 use crate::decide::{inject_required, Reason};
 use crate::ingest::admission::{
@@ -39,19 +38,15 @@ pub struct Context<'a> {
     pub snapshot: &'a Snapshot,
     /// Native sidecar mode.
     pub native_mode: NativeMode,
-    /// Nodes of the pod's cluster; `None` when the caller has no node client.
-    pub nodes: Option<&'a [Node]>,
-    /// Auto mode backed by a node cache: answers "native sidecars for a pod on this node?"
-    /// (`spec.nodeName`, empty when unset) in place of [`Context::nodes`]. Consulted only once
-    /// the decision says inject, so skipped pods never pay for it.
-    pub native_sidecars: Option<NativeOracle<'a>>,
+    /// The cluster, asked only when the decision needs it (see [`ClusterFacts`]).
+    pub cluster: &'a dyn ClusterFacts,
     /// `PLATFORM=openshift`.
     pub openshift: bool,
-    /// Annotations of the Namespace objects the caller knows, by namespace name (OpenShift
-    /// UID/GID); `None` when it has no namespace source.
-    pub namespaces: Option<&'a BTreeMap<String, Map<String, Value>>>,
     /// `COMPLIANCE_POLICY` of the process.
     pub compliance_policy: &'a str,
+    /// Keep the pod's metadata in [`Reviewed::pod_metadata`] (the target of a Kubernetes
+    /// Event); off, the review does not copy it.
+    pub keep_metadata: bool,
 }
 
 /// What happened to a review, for metrics and logs.
@@ -98,11 +93,38 @@ pub struct Reviewed {
     pub warnings: Vec<String>,
     /// The JSON Patch (uncompressed, compact JSON) when injected, for debug logs.
     pub patch: Option<String>,
+    /// The pod's `metadata` without `managedFields`, its namespace defaulted from the request,
+    /// when [`Context::keep_metadata`] is set and the request carried a pod object.
+    pub pod_metadata: Option<Map<String, Value>>,
 }
 
 /// Answer one AdmissionReview. `path` is the decoded URL path (`/inject/...`).
+///
+/// This is the one panic boundary of the admission path: a panic anywhere in the review (the
+/// pipeline, or the caller's [`ClusterFacts`]) is answered as a refusal with reason
+/// `internal_error`, in the request's version and with its UID when they were read.
 pub fn review(body: &[u8], path: &str, ctx: &Context<'_>) -> Reviewed {
-    let mut warnings = Vec::new();
+    let mut out = Reviewed::empty(Vec::new());
+    match catch_unwind(AssertUnwindSafe(|| review_inner(body, path, ctx, &mut out))) {
+        Ok(reviewed) => reviewed,
+        Err(panic) => {
+            let failure = Failure {
+                reason: "internal_error",
+                message: format!(
+                    "internal error: injection panicked: {}",
+                    panic_text(&*panic)
+                ),
+                malformed: false,
+            };
+            let (version, uid) = (out.version, std::mem::take(&mut out.uid));
+            finish(version, uid, Outcome::Failed(failure), None, out)
+        }
+    }
+}
+
+/// [`review`] inside its panic boundary; `out` holds what is known so far (version, UID,
+/// names, warnings) should a panic end it early.
+fn review_inner(body: &[u8], path: &str, ctx: &Context<'_>, out: &mut Reviewed) -> Reviewed {
     let req = match decode_review(body) {
         Ok(r) => r,
         Err(m) => {
@@ -116,13 +138,18 @@ pub fn review(body: &[u8], path: &str, ctx: &Context<'_>) -> Reviewed {
                 String::new(),
                 Outcome::Failed(failure),
                 None,
-                Reviewed::empty(warnings),
+                Reviewed::empty(Vec::new()),
             );
         }
     };
-    let mut out = Reviewed::empty(Vec::new());
     out.uid = req.uid.clone();
     out.version = Some(req.version);
+    if ctx.keep_metadata {
+        out.pod_metadata = req
+            .object
+            .as_ref()
+            .map(|pod| event_metadata(pod, &req.namespace));
+    }
     let mut pod = match decode_pod(req.object) {
         Ok(p) => p,
         Err(message) => {
@@ -136,7 +163,7 @@ pub fn review(body: &[u8], path: &str, ctx: &Context<'_>) -> Reviewed {
                 req.uid,
                 Outcome::Failed(failure),
                 None,
-                out,
+                std::mem::replace(out, Reviewed::empty(Vec::new())),
             );
         }
     };
@@ -151,46 +178,42 @@ pub fn review(body: &[u8], path: &str, ctx: &Context<'_>) -> Reviewed {
         &snap.config.never_inject_selector,
         &snap.config.always_inject_selector,
     );
-    warnings.extend(decision.warnings.iter().cloned());
+    out.warnings.extend(decision.warnings.iter().cloned());
     out.decision = decision.message.clone();
     if !decision.inject {
-        out.warnings = warnings;
         return finish(
             Some(req.version),
             req.uid,
             Outcome::Skipped(decision.reason),
             None,
-            out,
+            std::mem::replace(out, Reviewed::empty(Vec::new())),
         );
     }
 
     let (proxy_envs, env_warnings) = proxy_envs(path);
-    warnings.extend(env_warnings);
+    out.warnings.extend(env_warnings);
     // Whether `pod` is still the pod exactly as received (after managedFields removal and
     // namespace defaulting), which the patch is computed against.
     let mut as_received = true;
     let uid_gid = if ctx.openshift {
-        as_received = !reset_openshift_proxy_user(&mut pod, &mut warnings);
+        as_received = !reset_openshift_proxy_user(&mut pod, &mut out.warnings);
         let annotations = ctx
-            .namespaces
-            .and_then(|n| n.get(meta_str(&pod, "namespace")));
+            .cluster
+            .namespace_annotations(meta_str(&pod, "namespace"));
         if annotations.is_none() {
-            warnings.push(format!(
+            out.warnings.push(format!(
                 "unable to fetch namespace, failed to get client for {:?}",
                 names::DEFAULT_CLUSTER_ID
             ));
         }
-        annotations.map(proxy_uid_gid)
+        annotations.as_ref().map(proxy_uid_gid)
     } else {
         None
     };
     let node_name = jsonmap::path(&pod, &["spec", "nodeName"])
         .and_then(Value::as_str)
         .unwrap_or("");
-    let native = match (ctx.native_mode, ctx.native_sidecars) {
-        (NativeMode::Auto, Some(oracle)) => (oracle.0)(node_name),
-        _ => detect_native_sidecars(ctx.native_mode, ctx.nodes, node_name, &mut warnings),
-    };
+    let native = detect_native_sidecars(ctx.native_mode, ctx.cluster, node_name, &mut out.warnings);
     let params = InjectParams {
         snapshot: snap,
         mode: Mode::Webhook,
@@ -201,12 +224,10 @@ pub fn review(body: &[u8], path: &str, ctx: &Context<'_>) -> Reviewed {
         proxy_uid_gid: uid_gid,
         compliance_policy: ctx.compliance_policy,
     };
-    let result = catch_unwind(AssertUnwindSafe(|| {
-        inject_and_diff(pod, as_received, body, &req.namespace, &params)
-    }));
-    out.warnings = warnings;
+    let result = inject_and_diff(pod, as_received, body, &req.namespace, &params);
+    let mut out = std::mem::replace(out, Reviewed::empty(Vec::new()));
     match result {
-        Ok(Ok((patch, injected_warnings))) => {
+        Ok((patch, injected_warnings)) => {
             out.warnings.extend(injected_warnings);
             finish(
                 Some(req.version),
@@ -216,7 +237,7 @@ pub fn review(body: &[u8], path: &str, ctx: &Context<'_>) -> Reviewed {
                 out,
             )
         }
-        Ok(Err(e)) => {
+        Err(e) => {
             let failure = Failure {
                 reason: error_code(&e),
                 message: e.to_string(),
@@ -230,24 +251,33 @@ pub fn review(body: &[u8], path: &str, ctx: &Context<'_>) -> Reviewed {
                 out,
             )
         }
-        Err(panic) => {
-            let failure = Failure {
-                reason: "internal_error",
-                message: format!(
-                    "internal error: injection panicked: {}",
-                    panic_text(&*panic)
-                ),
-                malformed: false,
-            };
-            finish(
-                Some(req.version),
-                req.uid,
-                Outcome::Failed(failure),
-                None,
-                out,
-            )
-        }
     }
+}
+
+/// The pod's metadata as the Event target: without `managedFields`, the namespace defaulted
+/// from the request as [`prepare_pod`] does (an empty map when the pod has none).
+fn event_metadata(pod: &Value, request_namespace: &str) -> Map<String, Value> {
+    let mut meta: Map<String, Value> = pod
+        .get("metadata")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter(|(k, _)| k.as_str() != "managedFields")
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let empty = meta
+        .get("namespace")
+        .and_then(Value::as_str)
+        .is_none_or(str::is_empty);
+    if empty && !request_namespace.is_empty() {
+        meta.insert(
+            "namespace".into(),
+            Value::String(request_namespace.to_string()),
+        );
+    }
+    meta
 }
 
 /// Bodies below this size keep the received pod next to the normalised one instead of decoding
@@ -326,6 +356,7 @@ impl Reviewed {
             decision: String::new(),
             warnings,
             patch: None,
+            pod_metadata: None,
         }
     }
 }
@@ -384,10 +415,14 @@ fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
 mod tests {
     use base64::Engine as _;
 
+    use std::collections::BTreeMap;
+
     use super::*;
     use crate::config::Policy;
     use crate::config::{InjectorConfig, ValuesFacts};
+    use crate::decide::native::NoCluster;
     use crate::ingest::admission::{ADMISSION_V1, ADMISSION_V1BETA1};
+    use crate::kube::names::OPENSHIFT_UID_RANGE;
     use crate::kube::selector::LabelSelector;
     use serde_json::json;
 
@@ -417,11 +452,10 @@ mod tests {
         Context {
             snapshot,
             native_mode: NativeMode::Disabled,
-            nodes: None,
-            native_sidecars: None,
+            cluster: &NoCluster,
             openshift: false,
-            namespaces: None,
             compliance_policy: "",
+            keep_metadata: false,
         }
     }
 
@@ -814,37 +848,137 @@ mod tests {
         }
     }
 
-    #[test]
-    fn the_native_sidecar_oracle_is_consulted_only_for_pods_to_inject() {
-        let asked = std::sync::Mutex::new(Vec::<String>::new());
-        let oracle = |node: &str| {
-            asked.lock().expect("lock").push(node.to_string());
+    /// Records what [`review`] asks; every node is new, except `old` (1.32).
+    #[derive(Debug, Default)]
+    struct AskedFacts(std::sync::Mutex<Vec<String>>);
+
+    impl AskedFacts {
+        fn asked(&self) -> Vec<String> {
+            self.0.lock().expect("lock").clone()
+        }
+        fn ask(&self, what: String) {
+            self.0.lock().expect("lock").push(what);
+        }
+    }
+
+    impl ClusterFacts for AskedFacts {
+        fn has_nodes(&self) -> bool {
             true
-        };
-        let pod = |inject: &str| {
-            json!({"metadata": {"name": "p", "annotations": {"sidecar.istio.io/inject": inject}},
-                   "spec": {"containers": [{"name": "app", "image": "nginx"}]}})
+        }
+        fn kubelet_version(&self, name: &str) -> Option<String> {
+            self.ask(format!("node {name}"));
+            Some(if name == "old" { "v1.32.0" } else { "v1.33" }.into())
+        }
+        fn all_nodes_native(&self, _: &mut Vec<String>) -> bool {
+            self.ask("all nodes".into());
+            true
+        }
+        fn namespace_annotations(&self, name: &str) -> Option<Map<String, Value>> {
+            self.ask(format!("namespace {name}"));
+            json!({OPENSHIFT_UID_RANGE: "1000/10"}).as_object().cloned()
+        }
+    }
+
+    #[test]
+    fn cluster_facts_are_asked_only_when_the_decision_needs_them() {
+        let facts = AskedFacts::default();
+        let pod = |inject: &str, node: Option<&str>| {
+            let mut p = json!({"metadata": {"name": "p", "annotations": {"sidecar.istio.io/inject": inject}},
+                   "spec": {"containers": [{"name": "app", "image": "nginx"}]}});
+            if let Some(n) = node {
+                p["spec"]["nodeName"] = json!(n);
+            }
+            p
         };
         let snap = snapshot(Policy::Disabled);
         let mut c = ctx(&snap);
         c.native_mode = NativeMode::Auto;
-        c.native_sidecars = Some(NativeOracle(&oracle));
-        let skipped = review(&body(ADMISSION_V1, "u1", "ns", pod("false")), "/inject", &c);
+        c.cluster = &facts;
+        c.openshift = true;
+        let skipped = review(
+            &body(ADMISSION_V1, "u1", "ns", pod("false", None)),
+            "/inject",
+            &c,
+        );
         assert!(matches!(skipped.outcome, Outcome::Skipped(_)));
-        assert!(
-            asked.lock().expect("lock").is_empty(),
-            "skipped pods never ask"
+        assert!(facts.asked().is_empty(), "skipped pods never ask");
+        let r = review(
+            &body(ADMISSION_V1, "u2", "ns", pod("true", None)),
+            "/inject",
+            &c,
         );
-        let _ = review(&body(ADMISSION_V1, "u2", "ns", pod("true")), "/inject", &c);
-        assert_eq!(
-            *asked.lock().expect("lock"),
-            vec![String::new()],
-            "no nodeName: asked with \"\""
+        assert!(!matches!(r.outcome, Outcome::Skipped(_)));
+        assert_eq!(facts.asked(), ["namespace ns", "all nodes"]);
+        let r = review(
+            &body(ADMISSION_V1, "u3", "ns", pod("true", Some("n1"))),
+            "/inject",
+            &c,
         );
-        // Only auto mode consults it.
+        assert!(!matches!(r.outcome, Outcome::Skipped(_)));
+        assert_eq!(facts.asked()[2..], ["namespace ns", "node n1"]);
+        // Only auto mode consults the nodes, only OpenShift the namespaces.
         c.native_mode = NativeMode::Enabled;
-        let _ = review(&body(ADMISSION_V1, "u3", "ns", pod("true")), "/inject", &c);
-        assert_eq!(asked.lock().expect("lock").len(), 1);
+        c.openshift = false;
+        let _ = review(
+            &body(ADMISSION_V1, "u4", "ns", pod("true", Some("n1"))),
+            "/inject",
+            &c,
+        );
+        assert_eq!(facts.asked().len(), 4);
+    }
+
+    #[test]
+    fn pod_metadata_is_kept_only_when_asked() {
+        let snap = snapshot(Policy::Enabled);
+        let mut c = ctx(&snap);
+        let p = json!({"metadata": {"name": "p", "managedFields": [{"manager": "m"}],
+            "ownerReferences": [{"kind": "ReplicaSet", "name": "rs"}]},
+            "spec": {"containers": [{"name": "app", "image": "nginx"}]}});
+        let r = review(&body(ADMISSION_V1, "u", "ns", p.clone()), "/inject", &c);
+        assert_eq!(r.pod_metadata, None);
+        c.keep_metadata = true;
+        let r = review(&body(ADMISSION_V1, "u", "ns", p), "/inject", &c);
+        let meta = Value::Object(r.pod_metadata.expect("kept"));
+        assert_eq!(
+            meta,
+            json!({"name": "p", "ownerReferences": [{"kind": "ReplicaSet", "name": "rs"}], "namespace": "ns"})
+        );
+        // A pod that does not decode still names its target.
+        let bad = json!({"metadata": {"name": "q"}, "spec": {"nodeName": 3}});
+        let r = review(&body(ADMISSION_V1, "u", "ns", bad), "/inject", &c);
+        assert!(matches!(r.outcome, Outcome::Failed(_)));
+        assert_eq!(r.pod_metadata.expect("kept")["name"], "q");
+    }
+
+    /// A panic inside the review (here: in the caller's cluster facts) is answered as a
+    /// refusal carrying the request's UID, not propagated.
+    #[test]
+    fn a_panic_is_answered_with_the_request_uid() {
+        #[derive(Debug)]
+        struct Panics;
+        impl ClusterFacts for Panics {
+            fn namespace_annotations(&self, _: &str) -> Option<Map<String, Value>> {
+                panic!("facts broke")
+            }
+        }
+        let snap = snapshot(Policy::Enabled);
+        let mut c = ctx(&snap);
+        c.openshift = true;
+        c.cluster = &Panics;
+        let p = json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "app"}]}});
+        let r = review(&body(ADMISSION_V1, "u-9", "ns", p), "/inject", &c);
+        let Outcome::Failed(f) = &r.outcome else {
+            panic!("{:?}", r.outcome)
+        };
+        assert_eq!(f.reason, "internal_error");
+        assert_eq!(f.message, "internal error: injection panicked: facts broke");
+        assert!(!f.malformed);
+        assert_eq!(r.uid, "u-9");
+        assert!(
+            text(&r).contains(r#""uid":"u-9","allowed":false"#),
+            "{}",
+            text(&r)
+        );
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! `outrigger inject`: manual sidecar injection of manifests, flag-compatible with
 //! `istioctl kube-inject`.
 
-use std::io::{BufRead, BufReader, BufWriter, IsTerminal, Write};
+use std::io::{BufRead, BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -13,6 +13,7 @@ use outrigger_inject::kube_inject::{
 use outrigger_inject::yaml;
 
 use crate::cli::inject::{DEFAULT_INJECT_CONFIG_MAP, DEFAULT_MESH_CONFIG_MAP};
+use crate::input;
 use crate::kube::config_watch::{self, ConfigMapRef};
 use crate::kube::inject_source;
 use crate::settings::{self, Input};
@@ -31,26 +32,6 @@ impl ColorMode {
                     && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
             }
         }
-    }
-}
-
-/// Open the input for streaming: the file, or standard input for `-`.
-fn open_input(path: &Path) -> Result<Box<dyn BufRead>> {
-    if path.as_os_str() == "-" {
-        Ok(Box::new(std::io::stdin().lock()))
-    } else {
-        let file =
-            std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
-        Ok(Box::new(BufReader::with_capacity(1 << 16, file)))
-    }
-}
-
-/// How messages name the input: its path, or `standard input` for `-`.
-fn input_name(path: &Path) -> String {
-    if path.as_os_str() == "-" {
-        "standard input".to_string()
-    } else {
-        path.display().to_string()
     }
 }
 
@@ -160,8 +141,8 @@ pub fn run(args: &InjectArgs) -> Result<ExitCode> {
         revision,
         compliance_policy: &compliance,
     };
-    let source = input_name(&args.filename);
-    let input = open_input(&args.filename)?;
+    let source = input::name(&args.filename);
+    let input = input::open(&args.filename)?;
     let mut output = Output::open(args.output.as_deref())?;
     let mut stats = Stats {
         color: args.diff && args.color.enabled(args.output.as_deref()),

@@ -7,29 +7,28 @@ use anyhow::{Context, Result};
 use outrigger_inject::config::defaults;
 use outrigger_inject::config::inject_file::{self, InjectConfigShape};
 use outrigger_inject::config::{self, InjectorConfig, Snapshot};
-use outrigger_inject::decide::native::NativeMode as LibNativeMode;
+use outrigger_inject::decide::native::NativeMode;
 
-pub use crate::cli::common::NativeMode;
-
-/// Offline native-sidecar decision: an explicit flag wins, else `ENABLE_NATIVE_SIDECARS=true`
-/// (`auto` means off offline). A value Istio does not know is off, with a warning on stderr
-/// naming the variable and the accepted values.
-pub fn native_sidecars_offline(flag: Option<NativeMode>) -> bool {
+/// The native-sidecar mode: the flag when given, else `ENABLE_NATIVE_SIDECARS` (`env`, unset is
+/// `auto`) through the library's parser, with its warning for a value Istio does not know.
+pub fn native_mode(flag: Option<NativeMode>, env: Option<&str>) -> (NativeMode, Option<String>) {
     match flag {
-        Some(NativeMode::True) => true,
-        Some(NativeMode::False) => false,
-        Some(NativeMode::Auto) | None => {
-            let value = std::env::var("ENABLE_NATIVE_SIDECARS").unwrap_or_default();
-            if value.is_empty() {
-                return false;
-            }
-            let (mode, warning) = LibNativeMode::parse(&value);
-            if let Some(w) = warning {
-                eprintln!("warning: {w} (accepted values: true, false, auto)");
-            }
-            mode == LibNativeMode::Enabled
-        }
+        Some(mode) => (mode, None),
+        None => NativeMode::from_env(env),
     }
+}
+
+/// Offline native-sidecar decision: an explicit `true`/`false` wins, else (no flag or `auto`)
+/// `ENABLE_NATIVE_SIDECARS=true` (`auto` and empty mean off offline). A value Istio does not know
+/// is off, with a warning on stderr naming the variable and the accepted values.
+pub fn native_sidecars_offline(flag: Option<NativeMode>) -> bool {
+    let env = std::env::var("ENABLE_NATIVE_SIDECARS").ok();
+    let flag = flag.filter(|m| *m != NativeMode::Auto);
+    let (mode, warning) = native_mode(flag, env.as_deref().filter(|v| !v.is_empty()));
+    if let Some(w) = warning {
+        eprintln!("warning: {w} (accepted values: true, false, auto)");
+    }
+    mode == NativeMode::Enabled
 }
 
 fn read(path: &Path) -> Result<String> {

@@ -68,17 +68,8 @@ fn object_to_pod(obj: &Value) -> Option<Value> {
     if kind == "Pod" {
         return Some(obj.clone());
     }
-    let template = match kind {
-        "CronJob" => obj.pointer("/spec/jobTemplate/spec/template")?,
-        "Deployment"
-        | "DaemonSet"
-        | "ReplicaSet"
-        | "StatefulSet"
-        | "Job"
-        | "ReplicationController"
-        | "DeploymentConfig" => obj.pointer("/spec/template")?,
-        _ => return None,
-    };
+    let template =
+        obj.pointer(outrigger_inject::ingest::workload::workload_kind(kind)?.pod_template)?;
     let mut meta = template
         .get("metadata")
         .and_then(Value::as_object)

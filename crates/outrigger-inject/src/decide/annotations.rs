@@ -7,8 +7,8 @@
 
 use serde_json::{Map, Value};
 
-use crate::go::duration::go_quote;
 use crate::go::multierror::format_multierror;
+use crate::go::quote::quote as go_quote;
 use crate::{Error, Result};
 
 /// A checker: `Err(reason)` on an invalid value.

@@ -6,6 +6,7 @@
 //! log lines the reference would write are returned as [`Decision::warnings`] for the caller.
 
 pub mod annotations;
+pub mod explain;
 pub mod native;
 pub mod openshift;
 
@@ -13,6 +14,7 @@ use serde_json::{Map, Value};
 
 use crate::config::Policy;
 use crate::json::lookup as jsonmap;
+use crate::kube::names::INJECT_KEY;
 use crate::kube::selector::{label_text, LabelSelector};
 
 /// Namespaces whose pods are never injected (`kube-system`, `kube-public`, ...).
@@ -22,9 +24,6 @@ pub const IGNORED_NAMESPACES: [&str; 4] = [
     "kube-node-lease",
     "local-path-storage",
 ];
-
-/// Name of the label / annotation asking for (or against) injection.
-pub const INJECT_KEY: &str = "sidecar.istio.io/inject";
 
 /// Why a pod is or is not injected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

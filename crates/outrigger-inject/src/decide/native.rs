@@ -1,5 +1,10 @@
 //! Native sidecars: whether the proxy runs as a restartable init container
-//! (`ENABLE_NATIVE_SIDECARS`, and in `auto` mode the kubelet versions of the cluster's nodes).
+//! (`ENABLE_NATIVE_SIDECARS`, and in `auto` mode the kubelet versions of the cluster's nodes),
+//! and what the decision may ask about the cluster ([`ClusterFacts`]).
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
 
 /// Minimum kubelet minor version with native sidecar support (Kubernetes 1.33).
 pub const NATIVE_SIDECAR_MIN_MINOR: u64 = 33;
@@ -30,6 +35,12 @@ impl NativeMode {
             ),
         }
     }
+
+    /// The mode from the variable as the process sees it: unset is `Auto` (Istio's default),
+    /// anything else goes through [`NativeMode::parse`].
+    pub fn from_env(value: Option<&str>) -> (NativeMode, Option<String>) {
+        value.map_or((NativeMode::Auto, None), NativeMode::parse)
+    }
 }
 
 /// A cluster node as the native-sidecar detection sees it.
@@ -41,22 +52,86 @@ pub struct Node {
     pub kubelet_version: String,
 }
 
-/// A node-cache answer to "native sidecars for a pod on this node?" (the webhook's
-/// `Context::native_sidecars`).
-#[derive(Clone, Copy)]
-pub struct NativeOracle<'a>(pub &'a (dyn Fn(&str) -> bool + Sync));
+/// What the webhook's review may ask about the cluster. It asks only when its decision needs
+/// the answer: node facts only in auto native-sidecar mode and only for pods it injects,
+/// namespace annotations only on OpenShift (spec §4.5, §4.7). The caller answers from whatever
+/// it has (watch caches, static tables); the rules applied to the answers live in the library.
+pub trait ClusterFacts: std::fmt::Debug {
+    /// Whether the caller knows the cluster's nodes (has a node client). Without, auto mode
+    /// answers "no native sidecars" with Istio's warning.
+    fn has_nodes(&self) -> bool {
+        false
+    }
 
-impl std::fmt::Debug for NativeOracle<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("NativeOracle")
+    /// `status.nodeInfo.kubeletVersion` of the node named `name`; `None` when no such node is
+    /// known.
+    fn kubelet_version(&self, name: &str) -> Option<String> {
+        let _ = name;
+        None
+    }
+
+    /// Whether every known node runs a kubelet with native sidecar support, by
+    /// [`kubelet_supports_native`] (an unreadable version does not; no nodes at all do). A cache
+    /// may answer from an aggregate it maintains; lines for unreadable versions may be pushed
+    /// to `warnings`.
+    fn all_nodes_native(&self, warnings: &mut Vec<String>) -> bool {
+        let _ = warnings;
+        true
+    }
+
+    /// Annotations of the Namespace named `name`; `None` when it is not known.
+    fn namespace_annotations(&self, name: &str) -> Option<Map<String, Value>> {
+        let _ = name;
+        None
     }
 }
 
-/// Native sidecar decision of the webhook: in `Auto` mode the pod's node must run a kubelet of
-/// at least 1.33, or every node when the pod is not scheduled yet (or its node is unknown). `nodes` is `None` without a node client.
+/// A caller that knows nothing about the cluster (no node client, no namespaces).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoCluster;
+
+impl ClusterFacts for NoCluster {}
+
+/// Cluster facts from plain tables, for callers without caches.
+#[derive(Debug, Clone, Default)]
+pub struct StaticFacts {
+    /// The cluster's nodes; `None` when the caller has no node client.
+    pub nodes: Option<Vec<Node>>,
+    /// Annotations of the Namespace objects the caller knows, by namespace name.
+    pub namespaces: BTreeMap<String, Map<String, Value>>,
+}
+
+impl ClusterFacts for StaticFacts {
+    fn has_nodes(&self) -> bool {
+        self.nodes.is_some()
+    }
+
+    fn kubelet_version(&self, name: &str) -> Option<String> {
+        let nodes = self.nodes.as_ref()?;
+        nodes
+            .iter()
+            .find(|n| n.name == name)
+            .map(|n| n.kubelet_version.clone())
+    }
+
+    fn all_nodes_native(&self, warnings: &mut Vec<String>) -> bool {
+        self.nodes
+            .iter()
+            .flatten()
+            .all(|n| node_supports_native(&n.name, &n.kubelet_version, warnings))
+    }
+
+    fn namespace_annotations(&self, name: &str) -> Option<Map<String, Value>> {
+        self.namespaces.get(name).cloned()
+    }
+}
+
+/// Native sidecar decision of the webhook: fixed modes answer at once; auto mode asks `cluster`
+/// whether the pod's node (`node_name`, empty when unscheduled) runs a kubelet of at least 1.33,
+/// else whether every node does.
 pub fn detect_native_sidecars(
     mode: NativeMode,
-    nodes: Option<&[Node]>,
+    cluster: &dyn ClusterFacts,
     node_name: &str,
     warnings: &mut Vec<String>,
 ) -> bool {
@@ -65,34 +140,42 @@ pub fn detect_native_sidecars(
         NativeMode::Disabled => return false,
         NativeMode::Auto => {}
     }
-    let Some(nodes) = nodes else {
+    if !cluster.has_nodes() {
         warnings.push(
             "configured to auto detect native sidecar support, but couldn't find a client".into(),
         );
         return false;
-    };
+    }
     if !node_name.is_empty() {
-        match nodes.iter().find(|n| n.name == node_name) {
-            Some(n) => return kubelet_supports_native(n, warnings),
+        match cluster.kubelet_version(node_name) {
+            Some(version) => return node_supports_native(node_name, &version, warnings),
             None => warnings.push(format!(
                 "pod assigned to node {node_name:?} but node not found in cluster"
             )),
         }
     }
-    nodes.iter().all(|n| kubelet_supports_native(n, warnings))
+    cluster.all_nodes_native(warnings)
 }
 
-fn kubelet_supports_native(node: &Node, warnings: &mut Vec<String>) -> bool {
-    match kubelet_minor(&node.kubelet_version) {
-        Ok(minor) => minor >= NATIVE_SIDECAR_MIN_MINOR,
+/// [`kubelet_supports_native`] for one node; an unreadable version does not, with Istio's
+/// warning line.
+pub fn node_supports_native(name: &str, version: &str, warnings: &mut Vec<String>) -> bool {
+    match kubelet_supports_native(version) {
+        Ok(supported) => supported,
         Err(e) => {
             warnings.push(format!(
-                "could not read node version for {} {}: {e}",
-                node.name, node.kubelet_version
+                "could not read node version for {name} {version}: {e}"
             ));
             false
         }
     }
+}
+
+/// Whether a kubelet of `version` runs native sidecars: its minor version is at least
+/// [`NATIVE_SIDECAR_MIN_MINOR`] (the major is ignored, as Istio does). The one parser of
+/// kubelet versions: the server's node cache uses it too.
+pub fn kubelet_supports_native(version: &str) -> Result<bool, String> {
+    kubelet_minor(version).map(|minor| minor >= NATIVE_SIDECAR_MIN_MINOR)
 }
 
 /// Minor component of a semantic version such as `v1.33.1-gke.100`.
@@ -119,62 +202,34 @@ mod tests {
             name: n.into(),
             kubelet_version: v.into(),
         };
+        let nodes = |list: Vec<Node>| StaticFacts {
+            nodes: Some(list),
+            namespaces: BTreeMap::new(),
+        };
+        let detect = |mode, facts: &dyn ClusterFacts, name: &str, w: &mut Vec<String>| {
+            detect_native_sidecars(mode, facts, name, w)
+        };
         let mut w = Vec::new();
-        assert!(detect_native_sidecars(
-            NativeMode::Enabled,
-            None,
-            "",
-            &mut w
-        ));
-        assert!(!detect_native_sidecars(
-            NativeMode::Disabled,
-            Some(&[]),
-            "",
-            &mut w
-        ));
-        assert!(!detect_native_sidecars(NativeMode::Auto, None, "", &mut w));
+        assert!(detect(NativeMode::Enabled, &NoCluster, "", &mut w));
+        assert!(!detect(NativeMode::Disabled, &nodes(vec![]), "", &mut w));
+        assert!(!detect(NativeMode::Auto, &NoCluster, "", &mut w));
         assert!(w[0].contains("couldn't find a client"));
-        let nodes = [node("a", "v1.33.0"), node("b", "v1.34.2-gke.100")];
-        assert!(detect_native_sidecars(
-            NativeMode::Auto,
-            Some(&nodes),
-            "",
-            &mut w
-        ));
-        assert!(detect_native_sidecars(
-            NativeMode::Auto,
-            Some(&[]),
-            "",
-            &mut w
-        ));
-        let mixed = [node("new", "v1.33.0"), node("old", "1.32.9")];
-        assert!(!detect_native_sidecars(
-            NativeMode::Auto,
-            Some(&mixed),
-            "",
-            &mut w
-        ));
-        assert!(detect_native_sidecars(
-            NativeMode::Auto,
-            Some(&mixed),
-            "new",
-            &mut w
-        ));
+        let new = nodes(vec![node("a", "v1.33.0"), node("b", "v1.34.2-gke.100")]);
+        assert!(detect(NativeMode::Auto, &new, "", &mut w));
+        assert!(detect(NativeMode::Auto, &nodes(vec![]), "", &mut w));
+        let mixed = nodes(vec![node("new", "v1.33.0"), node("old", "1.32.9")]);
+        assert!(!detect(NativeMode::Auto, &mixed, "", &mut w));
+        assert!(detect(NativeMode::Auto, &mixed, "new", &mut w));
         let mut w = Vec::new();
-        assert!(!detect_native_sidecars(
-            NativeMode::Auto,
-            Some(&mixed),
-            "gone",
-            &mut w
-        ));
+        assert!(!detect(NativeMode::Auto, &mixed, "gone", &mut w));
         assert_eq!(
             w,
             vec!["pod assigned to node \"gone\" but node not found in cluster".to_string()]
         );
         let mut w = Vec::new();
-        assert!(!detect_native_sidecars(
+        assert!(!detect(
             NativeMode::Auto,
-            Some(&[node("x", "banana")]),
+            &nodes(vec![node("x", "banana")]),
             "",
             &mut w
         ));
@@ -186,5 +241,36 @@ mod tests {
         assert!(kubelet_minor("v1").is_err());
         assert_eq!(NativeMode::parse("auto").0, NativeMode::Auto);
         assert!(NativeMode::parse("yes").1.is_some());
+    }
+
+    #[test]
+    fn kubelet_versions_are_read_as_go_semver_does() {
+        for (version, native) in [
+            ("v1.33", true),
+            ("v1.033.0", true),
+            ("v1.33.0", true),
+            ("1.34.2+k3s1", true),
+            ("v1.32.5-gke.100", false),
+            ("v2.10.0", false),
+        ] {
+            assert_eq!(kubelet_supports_native(version), Ok(native), "{version}");
+        }
+        for bad in ["", "v1", "garbage", "v1.x.0", "v1.2.3.4"] {
+            assert!(kubelet_supports_native(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn native_mode_from_the_environment() {
+        assert_eq!(NativeMode::from_env(None), (NativeMode::Auto, None));
+        assert_eq!(NativeMode::from_env(Some("true")).0, NativeMode::Enabled);
+        assert_eq!(
+            NativeMode::from_env(Some("bogus")),
+            (
+                NativeMode::Disabled,
+                Some("Unknown value for ENABLE_NATIVE_SIDECARS: bogus, defaulting to false".into())
+            )
+        );
+        assert_eq!(NativeMode::from_env(Some("")).0, NativeMode::Disabled);
     }
 }

@@ -3,14 +3,8 @@
 
 use serde_json::{Map, Value};
 
-use crate::kube::names;
+use crate::kube::names::{self, OPENSHIFT_SUPPLEMENTAL_GROUPS, OPENSHIFT_UID_RANGE};
 use crate::kube::pod::meta_str;
-
-/// Namespace annotation holding an OpenShift UID range.
-pub const OPENSHIFT_UID_RANGE: &str = "openshift.io/sa.scc.uid-range";
-
-/// Namespace annotation holding OpenShift supplemental groups.
-pub const OPENSHIFT_SUPPLEMENTAL_GROUPS: &str = "openshift.io/sa.scc.supplemental-groups";
 
 /// Proxy UID/GID from an OpenShift namespace's annotations: the UID is the end of the
 /// `openshift.io/sa.scc.uid-range` block, the GID the end of the first

@@ -18,16 +18,13 @@ use serde_json::{Map, Value};
 
 use crate::go::json as gojson;
 use crate::json::lookup as jsonmap;
+use crate::kube::names::{PROXY_CONTAINER, STATUS_ANNOTATION};
 use crate::{Error, Result};
 
-/// Name of the injected proxy container.
-pub const PROXY_CONTAINER: &str = "istio-proxy";
 /// Env var carrying the app probers for the agent.
 pub const APP_PROBERS_ENV: &str = "ISTIO_KUBE_APP_PROBERS";
 /// Env var carrying the user's Prometheus scrape configuration for the agent.
 pub const PROMETHEUS_ENV: &str = "ISTIO_PROMETHEUS_ANNOTATIONS";
-/// Status annotation written by injection.
-pub const STATUS_ANNOTATION: &str = "sidecar.istio.io/status";
 
 const SECURE_PORT: &str = "prometheus_istio_io_secure_port";
 const MERGE_METRICS: &str = "prometheus.istio.io/merge-metrics";

@@ -25,7 +25,7 @@ impl IntOrStr {
                 }),
             Some(other) => Err(format!(
                 "json: cannot unmarshal {} into Go value of type int32",
-                json_kind(other)
+                gojson::unmarshal_kind(other)
             )),
         }
     }
@@ -38,24 +38,13 @@ impl IntOrStr {
     }
 }
 
-fn json_kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
-}
-
 fn opt_string(m: &Map<String, Value>, key: &str) -> std::result::Result<String, String> {
     match m.get(key) {
         None | Some(Value::Null) => Ok(String::new()),
         Some(Value::String(s)) => Ok(s.clone()),
         Some(other) => Err(format!(
             "json: cannot unmarshal {} into Go struct field of type string ({key})",
-            json_kind(other)
+            gojson::unmarshal_kind(other)
         )),
     }
 }
@@ -64,7 +53,7 @@ fn as_object<'v>(v: &'v Value, what: &str) -> std::result::Result<&'v Map<String
     v.as_object().ok_or_else(|| {
         format!(
             "json: cannot unmarshal {} into Go value of type {what}",
-            json_kind(v)
+            gojson::unmarshal_kind(v)
         )
     })
 }
@@ -94,7 +83,7 @@ impl HttpGet {
             Some(other) => {
                 return Err(format!(
                     "json: cannot unmarshal {} into Go struct field of type []HTTPHeader",
-                    json_kind(other)
+                    gojson::unmarshal_kind(other)
                 ))
             }
         };

@@ -1,6 +1,8 @@
 //! `google.protobuf.Duration`: parsing (Go `time.ParseDuration`, as golang/protobuf jsonpb
 //! decodes it) and legacy-jsonpb formatting (`"45s"`, `"1.500s"`).
 
+use crate::go::quote::quote as go_quote;
+
 /// Nanoseconds per second.
 const NANOS_PER_SEC: i128 = 1_000_000_000;
 /// Largest Go `time.Duration` (int64 nanoseconds).
@@ -146,27 +148,6 @@ fn parse_component<'a>(rest: &'a str, whole: &str) -> Result<(u128, &'a str), St
         return Err(invalid());
     }
     Ok((value, &after[unit_len..]))
-}
-
-/// Go `%q`-style quoting (enough for error messages).
-pub fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            c if (c as u32) < 0x20 || c == '\u{7f}' => {
-                out.push_str(&format!("\\x{:02x}", c as u32))
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 #[cfg(test)]

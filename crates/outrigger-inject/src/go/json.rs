@@ -241,6 +241,19 @@ const NEEDS_CHECK: [bool; 256] = {
     t
 };
 
+/// Go's name of the kind of a JSON value in `encoding/json` unmarshal errors
+/// (`json: cannot unmarshal <kind> into ...`).
+pub fn unmarshal_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

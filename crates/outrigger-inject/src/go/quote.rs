@@ -1,8 +1,31 @@
 //! Go formatting helpers: `strconv.Quote`, duration `String()` (floats: [`crate::go::float`]).
+//!
+//! [`quote`] is the one implementation of Go's `strconv.Quote` (`%q` of a string): every error
+//! message and template function that prints a Go-quoted string goes through it. It escapes
+//! `\a \b \f \n \r \t \v`, other control characters as `\xNN`, runes that are not
+//! printable (Go's `unicode.IsPrint`, see [`is_print`]) as `\uNNNN`/`\UNNNNNNNN`, and keeps
+//! printable Unicode as is; [`quote_bytes`] adds `\xNN` for bytes that are not UTF-8.
 
 /// Go `strconv.Quote`.
 pub fn quote(s: &str) -> String {
     quote_with(s, '"', false)
+}
+
+/// Go `strconv.Quote` of a byte string: as [`quote`], each byte that is not part of valid
+/// UTF-8 written as `\xNN`.
+pub fn quote_bytes(b: &[u8]) -> String {
+    let mut out = String::with_capacity(b.len() + 2);
+    out.push('"');
+    for chunk in b.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            escape_rune(&mut out, c, '"', false);
+        }
+        for byte in chunk.invalid() {
+            out.push_str(&format!("\\x{byte:02x}"));
+        }
+    }
+    out.push('"');
+    out
 }
 
 /// Go `strconv.QuoteToASCII`.
@@ -166,6 +189,8 @@ mod tests {
     fn quote_like_go() {
         assert_eq!(quote("a\"b\\c\n\t"), "\"a\\\"b\\\\c\\n\\t\"");
         assert_eq!(quote("\u{1}é"), "\"\\x01é\"");
+        assert_eq!(quote_bytes(b"a\xffb\xe2\x82"), r#""a\xffb\xe2\x82""#);
+        assert_eq!(quote_bytes("\u{7}é".as_bytes()), quote("\u{7}é"));
     }
 
     #[test]

@@ -95,8 +95,9 @@ fn days_in_month(y: i64, m: i64) -> i64 {
     }
 }
 
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm); `m` is
+/// 1-12, `d` 1-31.
+pub fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     let y = if m <= 2 { y - 1 } else { y };
     let era = y.div_euclid(400);
     let yoe = y - era * 400;

@@ -114,7 +114,7 @@ pub(crate) fn decode_review(body: &[u8]) -> Result<Request, Malformed> {
             "decode_error",
             format!(
                 "couldn't get version/kind; json parse error: expected an object, got {}",
-                json_kind(&doc)
+                gojson::unmarshal_kind(&doc)
             ),
         ));
     };
@@ -156,7 +156,7 @@ pub(crate) fn decode_review(body: &[u8]) -> Result<Request, Malformed> {
                 "decode_error",
                 format!(
                     "json: cannot unmarshal {} into Go struct field AdmissionReview.request of type AdmissionRequest",
-                    json_kind(other)
+                    gojson::unmarshal_kind(other)
                 ),
             ))
         }
@@ -224,7 +224,7 @@ fn string_field(m: &Map<String, Value>, key: &str) -> Result<String, Malformed> 
             "decode_error",
             format!(
                 "couldn't get version/kind; json parse error: json: cannot unmarshal {} into Go struct field .{key} of type string",
-                json_kind(other)
+                gojson::unmarshal_kind(other)
             ),
         )),
     }
@@ -238,21 +238,9 @@ fn request_string(m: &Map<String, Value>, key: &str, go_type: &str) -> Result<St
             "decode_error",
             format!(
                 "json: cannot unmarshal {} into Go struct field AdmissionRequest.request.{key} of type {go_type}",
-                json_kind(other)
+                gojson::unmarshal_kind(other)
             ),
         )),
-    }
-}
-
-/// Go's name of a JSON value kind in unmarshal errors.
-fn json_kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
     }
 }
 
@@ -271,7 +259,7 @@ pub(crate) fn decode_pod(object: Option<Value>) -> Result<Value, String> {
         Some(other) => {
             return Err(format!(
                 "json: cannot unmarshal {} into Go value of type v1.Pod",
-                json_kind(&other)
+                gojson::unmarshal_kind(&other)
             ))
         }
     };
@@ -290,7 +278,7 @@ fn check_shape(pod: &Value) -> Result<(), String> {
                 Some(Value::String(_)) if !want_object && go_type == "string" => Ok(()),
                 Some(other) => Err(format!(
                     "json: cannot unmarshal {} into Go struct field {go_field} of type {go_type}",
-                    json_kind(other)
+                    gojson::unmarshal_kind(other)
                 )),
             }
         };
@@ -329,7 +317,7 @@ fn check_shape(pod: &Value) -> Result<(), String> {
             {
                 return Err(format!(
                     "json: cannot unmarshal {} into Go struct field Pod.metadata.{map} of type string (key {k:?})",
-                    json_kind(v)
+                    gojson::unmarshal_kind(v)
                 ));
             }
         }

@@ -90,21 +90,65 @@ fn cronjob_base(name: &str) -> Option<&str> {
     (ok && !base.is_empty()).then_some(base)
 }
 
-/// Kinds whose pod template is injected, with their schema type.
-const KINDS: [(&str, &str); 9] = [
-    ("Pod", "corev1.Pod"),
-    ("ReplicationController", "corev1.ReplicationController"),
-    ("Deployment", "appsv1.Deployment"),
-    ("DaemonSet", "appsv1.DaemonSet"),
-    ("ReplicaSet", "appsv1.ReplicaSet"),
-    ("StatefulSet", "appsv1.StatefulSet"),
-    ("Job", "batchv1.Job"),
-    ("CronJob", "batchv1.CronJob"),
-    ("DeploymentConfig", "appsopenshiftv1.DeploymentConfig"),
-];
+/// A workload kind whose pod template is injected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WorkloadKind {
+    /// `kind`.
+    pub kind: &'static str,
+    /// Go type of the document in the schema tables.
+    pub schema_type: &'static str,
+    /// JSON pointer of the pod template the controller creates pods from (empty: the document
+    /// is the pod).
+    pub pod_template: &'static str,
+}
 
+/// The one table of workload kinds (istioctl kube-inject's list): `inject`, `check` and the
+/// tests read it.
+pub const WORKLOAD_KINDS: [WorkloadKind; 9] = {
+    const fn k(
+        kind: &'static str,
+        schema_type: &'static str,
+        pod_template: &'static str,
+    ) -> WorkloadKind {
+        WorkloadKind {
+            kind,
+            schema_type,
+            pod_template,
+        }
+    }
+    [
+        k("Pod", "corev1.Pod", ""),
+        k(
+            "ReplicationController",
+            "corev1.ReplicationController",
+            "/spec/template",
+        ),
+        k("Deployment", "appsv1.Deployment", "/spec/template"),
+        k("DaemonSet", "appsv1.DaemonSet", "/spec/template"),
+        k("ReplicaSet", "appsv1.ReplicaSet", "/spec/template"),
+        k("StatefulSet", "appsv1.StatefulSet", "/spec/template"),
+        k("Job", "batchv1.Job", "/spec/template"),
+        k(
+            "CronJob",
+            "batchv1.CronJob",
+            "/spec/jobTemplate/spec/template",
+        ),
+        k(
+            "DeploymentConfig",
+            "appsopenshiftv1.DeploymentConfig",
+            "/spec/template",
+        ),
+    ]
+};
+
+/// The entry of [`WORKLOAD_KINDS`] for `kind`.
+pub fn workload_kind(kind: &str) -> Option<&'static WorkloadKind> {
+    WORKLOAD_KINDS.iter().find(|w| w.kind == kind)
+}
+
+/// Go type in the schema tables of a workload of `kind`.
 pub fn schema_type(kind: &str) -> Option<&'static str> {
-    KINDS.iter().find(|(k, _)| *k == kind).map(|(_, t)| *t)
+    workload_kind(kind).map(|w| w.schema_type)
 }
 
 /// Whether kube-inject processes documents of this kind (`List` included).

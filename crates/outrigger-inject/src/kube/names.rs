@@ -1,12 +1,14 @@
-//! Well-known names: the containers and annotations injection adds or reads, and its defaults.
+//! Well-known names of Istio injection: containers, annotations and labels the pipeline, the
+//! webhook and the binary read or write, and injection's defaults. One definition each; every
+//! module uses these.
 
-/// Name of the proxy container.
+/// Name of the injected proxy container.
 pub const PROXY_CONTAINER: &str = "istio-proxy";
 /// Name of the iptables init container.
 pub const INIT_CONTAINER: &str = "istio-init";
 /// Name of the CNI validation init container.
 pub const VALIDATION_CONTAINER: &str = "istio-validation";
-/// Annotation recording a previous injection.
+/// Annotation recording a previous injection (written by injection).
 pub const STATUS_ANNOTATION: &str = "sidecar.istio.io/status";
 /// Annotation recording user overrides of injected containers.
 pub const OVERRIDES_ANNOTATION: &str = "proxy.istio.io/overrides";
@@ -16,6 +18,14 @@ pub const PROXY_CONFIG_ANNOTATION: &str = "proxy.istio.io/config";
 pub const TEMPLATES_ANNOTATION: &str = "inject.istio.io/templates";
 /// Native sidecar override annotation.
 pub const NATIVE_SIDECAR_ANNOTATION: &str = "sidecar.istio.io/nativeSidecar";
+/// The per-pod injection label and annotation.
+pub const INJECT_KEY: &str = "sidecar.istio.io/inject";
+/// Namespace annotation holding an OpenShift UID range.
+pub const OPENSHIFT_UID_RANGE: &str = "openshift.io/sa.scc.uid-range";
+/// Namespace annotation holding OpenShift supplemental groups.
+pub const OPENSHIFT_SUPPLEMENTAL_GROUPS: &str = "openshift.io/sa.scc.supplemental-groups";
+/// Label the API server sets on every namespace with its name.
+pub const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
 /// Default proxy UID/GID.
 pub const DEFAULT_PROXY_ID: i64 = 1337;
 /// Default cluster ID.

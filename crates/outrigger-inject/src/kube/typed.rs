@@ -18,6 +18,7 @@ use std::cell::RefCell;
 use rustc_hash::FxHashMap;
 use serde_json::{Map, Value};
 
+use crate::go::json as gojson;
 use crate::go::{fmt as gofmt, time};
 use crate::kube::index::{self, FieldInfo, StructIndex};
 use crate::kube::quantity;
@@ -46,7 +47,7 @@ pub fn normalize(ty: &str, v: &mut Value) -> Result<()> {
         }
         other => Err(Error::Type(format!(
             "json: cannot unmarshal {} into Go value of type {}",
-            json_kind(other),
+            gojson::unmarshal_kind(other),
             index::short_type(idx.name)
         ))),
     }
@@ -80,7 +81,7 @@ fn normalize_leaf(ty: &str, v: &mut Value) -> Option<Result<()>> {
     let err = |v: &Value, t: &str| {
         Error::Type(format!(
             "json: cannot unmarshal {} into Go value of type {t}",
-            json_kind(v)
+            gojson::unmarshal_kind(v)
         ))
     };
     let quantity_map = crate::kube::schema::k8s()
@@ -139,18 +140,6 @@ fn normalize_leaf(ty: &str, v: &mut Value) -> Option<Result<()>> {
 
 fn root_index(ty: &str) -> Result<&'static StructIndex> {
     index::get(ty).ok_or_else(|| Error::Type(format!("unknown Kubernetes type {ty:?}")))
-}
-
-/// Go's name for the JSON kind of a value in unmarshal errors.
-fn json_kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
 }
 
 /// Where a value sits, for Go-shaped error messages.
@@ -377,7 +366,10 @@ fn mismatch(owner: &'static StructIndex, f: &FieldInfo, v: &Value, path: &[&'sta
         owner: owner.go_name,
         path,
     };
-    ctx.type_error(json_kind(v), &index::field_type(owner.go_name, f.def))
+    ctx.type_error(
+        gojson::unmarshal_kind(v),
+        &index::field_type(owner.go_name, f.def),
+    )
 }
 
 fn norm_slice(
@@ -522,7 +514,7 @@ fn norm_scalar(
         Kind::String | Kind::NamedString => match v {
             Value::String(_) => Ok(()),
             Value::Bool(_) | Value::Number(_) if !convert => {
-                Err(ctx.type_error(json_kind(v), &elem_type()))
+                Err(ctx.type_error(gojson::unmarshal_kind(v), &elem_type()))
             }
             Value::Bool(b) => {
                 *v = Value::from(if *b { "true" } else { "false" });
@@ -532,11 +524,11 @@ fn norm_scalar(
                 *v = Value::from(gofmt::number_as_string(n));
                 Ok(())
             }
-            other => Err(ctx.type_error(json_kind(other), &elem_type())),
+            other => Err(ctx.type_error(gojson::unmarshal_kind(other), &elem_type())),
         },
         Kind::Bool => match v {
             Value::Bool(_) => Ok(()),
-            other => Err(ctx.type_error(json_kind(other), "bool")),
+            other => Err(ctx.type_error(gojson::unmarshal_kind(other), "bool")),
         },
         Kind::Int | Kind::Uint => norm_int(v, f.int_type, &ctx),
         Kind::IntOrString => match v {
@@ -555,7 +547,7 @@ fn norm_scalar(
                 };
                 Ok(())
             }
-            other => Err(ctx.type_error(json_kind(other), "string")),
+            other => Err(ctx.type_error(gojson::unmarshal_kind(other), "string")),
         },
         _ => Ok(()),
     }
@@ -563,7 +555,7 @@ fn norm_scalar(
 
 fn norm_int(v: &mut Value, ty: &str, ctx: &Ctx<'_>) -> Result<()> {
     let Value::Number(n) = v else {
-        return Err(ctx.type_error(json_kind(v), ty));
+        return Err(ctx.type_error(gojson::unmarshal_kind(v), ty));
     };
     let (lo, hi) = match ty {
         "int64" => (i64::MIN as f64, i64::MAX as f64),

@@ -258,4 +258,4 @@ fn empty() -> Value {
 }
 
 #[cfg(test)]
-pub(crate) mod tests;
+mod tests;

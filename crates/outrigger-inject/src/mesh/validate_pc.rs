@@ -6,7 +6,8 @@ use std::net::IpAddr;
 use serde_json::Value;
 
 use super::MeshError;
-use crate::go::duration::{go_quote, parse_go_duration};
+use crate::go::duration::parse_go_duration;
+use crate::go::quote::quote as go_quote;
 use crate::Result;
 
 /// Validate a canonical ProxyConfig; on failure the error carries Istio's multierror text.

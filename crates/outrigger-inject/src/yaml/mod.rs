@@ -55,6 +55,7 @@ mod tests_parse;
 /// 512 collections are [`crate::Error::Yaml`] errors with go-yaml's message
 /// (`yaml: line L: message`). Empty, whitespace-only or comment-only input is `Value::Null`.
 pub fn from_str(text: &str) -> Result<Value> {
+    #[cfg(feature = "test-support")]
     trace::record(text);
     match fast::from_str(text) {
         Some(v) => Ok(v),
@@ -146,6 +147,7 @@ impl std::fmt::Display for IgnoredText {
 /// collection such as `[]: b`). Empty documents, comments and directives after the first
 /// document are not reported.
 pub fn read_document(text: &str) -> Result<Document> {
+    #[cfg(feature = "test-support")]
     trace::record(text);
     if let Some(value) = fast::from_str(text) {
         return Ok(Document {
@@ -165,22 +167,23 @@ pub fn read_document(text: &str) -> Result<Document> {
 
 /// The fast path of [`from_str`] alone: `Some` tree when the text is in the subset that the
 /// single-pass loader reads (then equal to [`slow_from_str`]'s result), `None` when it gives up.
-/// For tests and fuzzing.
-#[doc(hidden)]
+/// For tests and fuzzing (feature `test-support`).
+#[cfg(feature = "test-support")]
 pub fn fast_from_str(text: &str) -> Option<Value> {
     fast::from_str(text)
 }
 
 /// The full loader of [`from_str`] (the go-yaml port), without the fast path. For tests and
-/// fuzzing.
-#[doc(hidden)]
+/// fuzzing (feature `test-support`).
+#[cfg(feature = "test-support")]
 pub fn slow_from_str(text: &str) -> Result<Value> {
     parse::from_str(text)
 }
 
 /// Run `f` and return, with its result, every text that [`from_str`] read on this thread
-/// meanwhile (lets tests check the fast path on the texts that real injections parse).
-#[doc(hidden)]
+/// meanwhile (lets tests check the fast path on the texts that real injections parse; feature
+/// `test-support`).
+#[cfg(feature = "test-support")]
 pub fn traced<R>(f: impl FnOnce() -> R) -> (R, Vec<String>) {
     trace::traced(f)
 }
@@ -228,7 +231,8 @@ pub fn json_to_yaml(v: &Value) -> Result<String> {
     Ok(emit::to_string(v))
 }
 
-/// Recording of [`from_str`] inputs for [`traced`].
+/// Recording of [`from_str`] inputs for `traced` (feature `test-support`).
+#[cfg(feature = "test-support")]
 mod trace {
     use std::cell::{Cell, RefCell};
 

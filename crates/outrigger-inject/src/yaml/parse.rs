@@ -757,7 +757,7 @@ fn go_sharp_v(v: &Go) -> String {
         Go::Int(i) => i.to_string(),
         Go::Uint(u) => format!("0x{u:x}"),
         Go::Float(f) => format_g64(*f),
-        Go::Str(s) => go_quote(s),
+        Go::Str(s) => crate::go::quote::quote(s),
         Go::Seq(items) => {
             let inner: Vec<String> = items.iter().map(go_sharp_v).collect();
             format!("[]interface {{}}{{{}}}", inner.join(", "))
@@ -803,71 +803,6 @@ fn key_order(a: &GoKey, b: &GoKey) -> std::cmp::Ordering {
         (GoKey::Str(x), GoKey::Str(y)) => x.cmp(y),
         _ => rank(a).cmp(&rank(b)),
     }
-}
-
-/// Go's `strconv.Quote` (as `%#v` prints strings), with an approximation of `unicode.IsPrint`
-/// for characters outside ASCII: spaces other than U+0020, format characters, private use and
-/// non-characters are escaped.
-fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{b}' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c == '\u{7f}' => {
-                out.push_str(&format!("\\x{:02x}", c as u32));
-            }
-            c if !go_printable(c) => {
-                let n = c as u32;
-                if n > 0xFFFF {
-                    out.push_str(&format!("\\U{n:08x}"));
-                } else {
-                    out.push_str(&format!("\\u{n:04x}"));
-                }
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
-/// An approximation of Go's `unicode.IsPrint` above ASCII.
-fn go_printable(c: char) -> bool {
-    let n = c as u32;
-    if n < 0x80 {
-        return true;
-    }
-    !matches!(n,
-        0x80..=0xA0
-            | 0xAD
-            | 0x034F
-            | 0x061C
-            | 0x115F..=0x1160
-            | 0x1680
-            | 0x17B4..=0x17B5
-            | 0x180B..=0x180E
-            | 0x2000..=0x200F
-            | 0x2028..=0x202F
-            | 0x205F..=0x206F
-            | 0x3000
-            | 0x3164
-            | 0xE000..=0xF8FF
-            | 0xFE00..=0xFE0F
-            | 0xFEFF
-            | 0xFFA0
-            | 0xFFF0..=0xFFFB
-            | 0xFFFE..=0xFFFF
-            | 0xE0000..=0xE0FFF
-            | 0xF0000..=0x10FFFF)
 }
 
 fn key_value(k: &GoKey) -> Go {

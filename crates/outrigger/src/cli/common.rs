@@ -14,13 +14,17 @@ pub struct ConfigFiles {
     pub mesh_config_file: Option<std::path::PathBuf>,
 }
 
-/// Native-sidecar mode as Istio's `ENABLE_NATIVE_SIDECARS` / `--native-sidecars` understand it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum NativeMode {
-    /// Always native sidecars (init containers with `restartPolicy: Always`).
-    True,
-    /// Never native sidecars.
-    False,
-    /// Decide from the cluster; offline this follows `ENABLE_NATIVE_SIDECARS`.
-    Auto,
+/// The `--native-sidecars` flag: Istio's `ENABLE_NATIVE_SIDECARS` values, read by the crate
+/// root's [`crate::native_mode_value`] into its [`crate::NativeMode`] (the library's, in the
+/// binary; `build.rs` keeps the text).
+pub fn native_mode_flag() -> impl clap::builder::TypedValueParser<Value = crate::NativeMode> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser as _};
+    PossibleValuesParser::new([
+        PossibleValue::new("true")
+            .help("Always native sidecars (init containers with `restartPolicy: Always`)"),
+        PossibleValue::new("false").help("Never native sidecars"),
+        PossibleValue::new("auto")
+            .help("Decide from the cluster; offline this follows `ENABLE_NATIVE_SIDECARS`"),
+    ])
+    .map(crate::native_mode_value)
 }

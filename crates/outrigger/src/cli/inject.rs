@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use super::common::{ConfigFiles, NativeMode};
+use super::common::{native_mode_flag, ConfigFiles};
 
 /// Flags of `outrigger inject`.
 #[derive(Debug, clap::Args)]
@@ -20,8 +20,8 @@ pub struct InjectArgs {
     #[command(flatten)]
     pub cluster: ClusterArgs,
     /// Native sidecars: true, false, or auto (offline: follows ENABLE_NATIVE_SIDECARS).
-    #[arg(long = "native-sidecars", value_enum)]
-    pub native_sidecars: Option<NativeMode>,
+    #[arg(long = "native-sidecars", value_parser = native_mode_flag())]
+    pub native_sidecars: Option<crate::NativeMode>,
     /// Control plane revision (`default` means none). With --kube, the default ConfigMap names
     /// get `-REVISION` appended, as istioctl does.
     #[arg(long = "revision", default_value = "")]

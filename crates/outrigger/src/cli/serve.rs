@@ -4,7 +4,7 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::common::NativeMode;
+use super::common::native_mode_flag;
 
 /// Default name of the MutatingWebhookConfiguration in standalone mode (`webhook_config`'s
 /// `DEFAULT_NAME`, defined here so that build.rs sees it).
@@ -61,8 +61,8 @@ pub struct ServeArgs {
     #[arg(long = "meshConfig", default_value = "/etc/istio/config/mesh")]
     pub mesh_config: PathBuf,
     /// Native sidecars: true, false or auto (default: ENABLE_NATIVE_SIDECARS, else auto).
-    #[arg(long = "native-sidecars", value_enum)]
-    pub native_sidecars: Option<NativeMode>,
+    #[arg(long = "native-sidecars", value_parser = native_mode_flag())]
+    pub native_sidecars: Option<crate::NativeMode>,
     /// Log format.
     #[arg(long = "log-format", value_enum, default_value = "text")]
     pub log_format: LogFormat,

@@ -1,7 +1,6 @@
-//! `outrigger check --kube`: the same explanation as offline, from live cluster facts: the
-//! namespace's labels, a live pod (`--pod`) or the `-f` manifest (or a new unlabelled pod), the
-//! injector ConfigMap (`--injectConfigMap`) and the live webhook configuration
-//! (`--webhook-config`).
+//! The live facts of `outrigger check --kube`: the namespace's labels, a live pod (`--pod`),
+//! the injector ConfigMap (`--injectConfigMap`) and the live webhook configuration
+//! (`--webhook-config`). Reading only: the command explains them with the library.
 
 use ::kube::{Api, Client};
 use anyhow::{bail, Context, Result};
@@ -11,8 +10,6 @@ use outrigger_inject::config::Snapshot;
 use serde_json::{json, Map, Value};
 
 use super::config_watch::{self, ConfigMapRef, RawConfig};
-use crate::check_cmd::{self, CheckArgs, Report};
-use crate::webhook;
 
 /// Labels of the live namespace `name`.
 pub async fn namespace_labels(client: Client, name: &str) -> Result<Map<String, Value>> {
@@ -78,73 +75,89 @@ pub async fn raw_config(client: Client, r: &ConfigMapRef) -> Result<RawConfig> {
     })
 }
 
-/// A pod with no labels, as a new pod of the namespace would look to the selectors.
-fn new_pod() -> Value {
-    json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "(new pod)"},
-           "spec": {"containers": [{"name": "app", "image": "app"}]}})
+/// What to read from the cluster.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LiveQuery<'a> {
+    /// The namespace (default: the client's).
+    pub namespace: Option<&'a str>,
+    /// A live pod of the namespace to read.
+    pub pod: Option<&'a str>,
+    /// `NAMESPACE/NAME` of an injector ConfigMap to load the configuration from.
+    pub inject_config_map: Option<&'a str>,
+    /// Mesh config text loaded with the ConfigMap's configuration.
+    pub mesh: Option<&'a str>,
+    /// Name of a live MutatingWebhookConfiguration whose entries to evaluate.
+    pub webhook_config: Option<&'a str>,
+    /// Kubeconfig file to connect with (default: `KUBECONFIG`, `~/.kube/config`, in-cluster).
+    pub kubeconfig: Option<&'a std::path::Path>,
+    /// Kubeconfig context to use (default: the current one).
+    pub context: Option<&'a str>,
 }
 
-/// Gather the live facts and explain.
-pub async fn explain_live(client: Client, args: &CheckArgs) -> Result<Vec<Report>> {
-    let namespace = args
+/// What was read from the cluster; `None` where the query asked for nothing.
+#[derive(Debug)]
+pub struct LiveFacts {
+    /// The namespace evaluated.
+    pub namespace: String,
+    /// Its labels.
+    pub namespace_labels: Map<String, Value>,
+    /// The configuration from the ConfigMap.
+    pub snapshot: Option<Snapshot>,
+    /// The live webhook entries.
+    pub webhooks: Option<Vec<Value>>,
+    /// The live pod.
+    pub pod: Option<Value>,
+}
+
+/// Read what `q` asks for.
+pub async fn read_live(client: Client, q: &LiveQuery<'_>) -> Result<LiveFacts> {
+    let namespace = q
         .namespace
-        .clone()
-        .unwrap_or_else(|| client.default_namespace().to_string());
-    let labels = namespace_labels(client.clone(), &namespace).await?;
-    let snapshot = match &args.inject_config_map {
+        .map_or_else(|| client.default_namespace().to_string(), str::to_string);
+    let namespace_labels = namespace_labels(client.clone(), &namespace).await?;
+    let snapshot = match q.inject_config_map {
         Some(r) => {
             let raw = raw_config(
                 client.clone(),
                 &ConfigMapRef::parse(r).context("--injectConfigMap")?,
             )
             .await?;
-            let mesh = args
-                .files
-                .mesh_config_file
-                .as_deref()
-                .map(std::fs::read_to_string)
-                .transpose()?;
-            Snapshot::load(&raw.config, &raw.values, mesh.as_deref())
-                .context("loading the injector ConfigMap")?
+            Some(
+                Snapshot::load(&raw.config, &raw.values, q.mesh)
+                    .context("loading the injector ConfigMap")?,
+            )
         }
-        None => check_cmd::load_snapshot(args)?,
+        None => None,
     };
-    let webhooks = match &args.webhook_config {
-        Some(name) => webhook_entries(client.clone(), name).await?,
-        None => webhook::entries(&check_cmd::webhook_options(args)),
+    let webhooks = match q.webhook_config {
+        Some(name) => Some(webhook_entries(client.clone(), name).await?),
+        None => None,
     };
-    let docs = match (&args.pod, &args.filename) {
-        (Some(name), _) => vec![pod(client.clone(), &namespace, name).await?],
-        (None, Some(file)) => check_cmd::read_documents(file)?,
-        (None, None) => vec![new_pod()],
+    let pod = match q.pod {
+        Some(name) => Some(pod(client.clone(), &namespace, name).await?),
+        None => None,
     };
-    Ok(check_cmd::explain_documents(
-        &docs,
-        Some(&namespace),
-        &labels,
-        &webhooks,
-        &snapshot,
-    ))
+    Ok(LiveFacts {
+        namespace,
+        namespace_labels,
+        snapshot,
+        webhooks,
+        pod,
+    })
 }
 
-/// Run the live mode of `outrigger check`.
-pub fn run(args: &CheckArgs) -> Result<std::process::ExitCode> {
+/// Connect (kubeconfig or in-cluster) and read what `q` asks for.
+pub fn fetch(q: &LiveQuery<'_>) -> Result<LiveFacts> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("starting the runtime")?;
-    let reports = rt.block_on(async {
-        let client =
-            super::inject_source::connect(args.kubeconfig.as_deref(), args.context.as_deref())
-                .await
-                .context("connecting to the cluster (kubeconfig or in-cluster)")?;
-        explain_live(client, args).await
-    })?;
-    if reports.is_empty() {
-        bail!("nothing to explain");
-    }
-    check_cmd::print(&reports, args.output)?;
-    Ok(check_cmd::verdict_status(&reports))
+    rt.block_on(async {
+        let client = super::inject_source::connect(q.kubeconfig, q.context)
+            .await
+            .context("connecting to the cluster (kubeconfig or in-cluster)")?;
+        read_live(client, q).await
+    })
 }
 
 #[cfg(test)]
@@ -176,8 +189,10 @@ mod tests {
                               "spec": {"containers": [{"name": "web", "image": "nginx"}]}}));
         let r = mock::next(&mut handle).await;
         r.assert(Method::GET, "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/outrigger-sidecar-injector");
-        let generated = serde_json::to_value(webhook::build(&webhook::WebhookOptions::default()))
-            .expect("encodes");
+        let generated = serde_json::to_value(crate::webhook::build(
+            &crate::webhook::WebhookOptions::default(),
+        ))
+        .expect("encodes");
         r.respond(200, generated.clone());
         let r = mock::next(&mut handle).await;
         r.assert(
@@ -194,7 +209,7 @@ mod tests {
         assert_eq!(entries[2]["name"], "namespace.sidecar-injector.istio.io");
         assert_eq!(raw.config, "policy: enabled");
         // The live entries select the same way as the generated ones.
-        let m = check_cmd::webhook_matches(&entries, &labels, &Map::new());
+        let m = outrigger_inject::check::webhook_matches(&entries, &labels, &Map::new());
         assert_eq!(m.iter().filter(|e| e.selected).count(), 1);
         assert!(m[2].selected);
     }

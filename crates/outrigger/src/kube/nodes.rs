@@ -1,5 +1,6 @@
-//! Native-sidecar auto mode (spec §4.5): decide from the kubelet versions of the cluster's
-//! nodes, read from a cached watch of nodes (never a list per request).
+//! The node facts of native-sidecar auto mode (spec §4.5): the kubelet versions of the
+//! cluster's nodes, from a cached watch of nodes (never a list per request). The decision and
+//! the version rule are the library's ([`native::detect_native_sidecars`]).
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -11,82 +12,26 @@ use ::kube::runtime::{watcher, WatchStreamExt};
 use ::kube::{Api, Client};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Node;
+use outrigger_inject::decide::native::{self, ClusterFacts, NativeMode};
 
-/// Minimum kubelet minor version with native sidecar support.
-pub const MIN_MINOR: u64 = 33;
-
-/// `ENABLE_NATIVE_SIDECARS` as the injector reads it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NativeMode {
-    /// Always native sidecars.
-    Enabled,
-    /// Never native sidecars.
-    Disabled,
-    /// Decide from node kubelet versions.
-    Auto,
-}
-
-impl NativeMode {
-    /// Parse the variable's value (unset → Auto); unknown values → Disabled plus Istio's warning.
-    #[allow(dead_code)] // serve reads ENABLE_NATIVE_SIDECARS through `decide::native::NativeMode::parse`.
-    pub fn from_env_value(v: Option<&str>) -> (NativeMode, Option<String>) {
-        match v {
-            None | Some("auto") => (NativeMode::Auto, None),
-            Some("true") => (NativeMode::Enabled, None),
-            Some("false") => (NativeMode::Disabled, None),
-            Some(other) => (
-                NativeMode::Disabled,
-                Some(format!(
-                    "Unknown value for ENABLE_NATIVE_SIDECARS: {other}, defaulting to false"
-                )),
-            ),
-        }
-    }
-}
-
-/// The kubelet check: parse a semantic version (leading `v`, pre-release and build metadata
-/// allowed) and pass iff the minor component is at least 33 (the major is ignored, as Istio does).
-pub fn kubelet_supports_native(version: &str) -> Result<bool, String> {
-    let v = version.strip_prefix('v').unwrap_or(version);
-    let core = v.split(['-', '+']).next().unwrap_or("");
-    let parts: Vec<&str> = core.split('.').collect();
-    if parts.len() != 3 {
-        return Err(format!("illegal version string {version:?}"));
-    }
-    let mut nums = [0u64; 3];
-    for (slot, part) in nums.iter_mut().zip(&parts) {
-        if part.is_empty()
-            || !part.bytes().all(|b| b.is_ascii_digit())
-            || (part.len() > 1 && part.starts_with('0'))
-        {
-            return Err(format!("illegal version string {version:?}"));
-        }
-        *slot = part
-            .parse()
-            .map_err(|e| format!("illegal version string {version:?}: {e}"))?;
-    }
-    Ok(nums[1] >= MIN_MINOR)
-}
-
+/// Whether `node`'s kubelet runs native sidecars, by the library's rule; an unreadable
+/// version does not (logged, with Istio's line).
 fn node_passes(node: &Node) -> bool {
     let name = node.metadata.name.as_deref().unwrap_or("");
-    let version = node
-        .status
+    let mut warnings = Vec::new();
+    let passes = native::node_supports_native(name, kubelet_version(node), &mut warnings);
+    for w in warnings {
+        tracing::warn!("{w}");
+    }
+    passes
+}
+
+fn kubelet_version(node: &Node) -> &str {
+    node.status
         .as_ref()
         .and_then(|s| s.node_info.as_ref())
         .map(|i| i.kubelet_version.as_str())
-        .unwrap_or("");
-    match kubelet_supports_native(version) {
-        Ok(true) => true,
-        Ok(false) => {
-            tracing::debug!("detected kubelet version {version} < 1.{MIN_MINOR} on node {name}; native sidecars disabled");
-            false
-        }
-        Err(e) => {
-            tracing::warn!("could not read node version for {name} {version}: {e}");
-            false
-        }
-    }
+        .unwrap_or("")
 }
 
 /// Remove what detection never reads, to keep the cache small.
@@ -173,18 +118,16 @@ impl NodeAggregate {
     }
 }
 
-/// Answers "native sidecars for this pod?" from a cached view of the nodes.
+/// A cached view of the nodes, answering the library's node questions ([`ClusterFacts`]).
 #[derive(Clone)]
-pub struct NativeSidecarDetector {
-    mode: NativeMode,
+pub struct NodeCache {
     nodes: Option<Store<Node>>,
     aggregate: Arc<NodeAggregate>,
 }
 
-impl std::fmt::Debug for NativeSidecarDetector {
+impl std::fmt::Debug for NodeCache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("NativeSidecarDetector")
-            .field("mode", &self.mode)
+        f.debug_struct("NodeCache")
             .field("nodes", &self.nodes.as_ref().map(Store::len))
             .field("aggregated", &self.aggregate.node_count())
             .field("failing", &self.aggregate.failing.load(Ordering::Relaxed))
@@ -192,27 +135,25 @@ impl std::fmt::Debug for NativeSidecarDetector {
     }
 }
 
-impl NativeSidecarDetector {
-    /// A detector without a node cache (mode Enabled or Disabled, or no cluster).
-    pub fn without_nodes(mode: NativeMode) -> Self {
-        NativeSidecarDetector {
-            mode,
+impl NodeCache {
+    /// No node cache (mode Disabled, or no cluster).
+    pub fn without_nodes() -> Self {
+        NodeCache {
             nodes: None,
             aggregate: Arc::default(),
         }
     }
 
-    /// A detector over an existing store and the aggregate fed by the same events (by
-    /// [`NativeSidecarDetector::start`] or by tests).
-    pub fn with_store(mode: NativeMode, nodes: Store<Node>, aggregate: Arc<NodeAggregate>) -> Self {
-        NativeSidecarDetector {
-            mode,
+    /// A cache over an existing store and the aggregate fed by the same events (by
+    /// [`NodeCache::start`] or by tests).
+    pub fn with_store(nodes: Store<Node>, aggregate: Arc<NodeAggregate>) -> Self {
+        NodeCache {
             nodes: Some(nodes),
             aggregate,
         }
     }
 
-    /// Start the node watch when the mode needs it. Returns the detector and the future that
+    /// Start the node watch unless the mode is Disabled. Returns the cache and the future that
     /// keeps the cache current (spawn it; it runs until dropped).
     pub fn start(
         client: Client,
@@ -243,12 +184,12 @@ impl NativeSidecarDetector {
                 })
                 .await;
         };
-        let detector = if active {
-            Self::with_store(mode, store, aggregate)
+        let cache = if active {
+            Self::with_store(store, aggregate)
         } else {
-            Self::without_nodes(mode)
+            Self::without_nodes()
         };
-        (detector, run)
+        (cache, run)
     }
 
     /// Wait until the first full list of nodes is cached (no-op without a cache).
@@ -257,37 +198,29 @@ impl NativeSidecarDetector {
             let _ = store.wait_until_ready().await;
         }
     }
+}
 
-    /// Spec §4.5 `DetectNativeSidecar` for a pod scheduled on `node_name` (if already known).
-    pub fn detect(&self, node_name: Option<&str>) -> bool {
-        match self.mode {
-            NativeMode::Enabled => return true,
-            NativeMode::Disabled => return false,
-            NativeMode::Auto => {}
-        }
-        let Some(nodes) = &self.nodes else {
-            tracing::warn!(
-                "configured to auto detect native sidecar support, but couldn't find a client"
-            );
-            return false;
-        };
-        if let Some(name) = node_name.filter(|n| !n.is_empty()) {
-            match nodes.get(&ObjectRef::new(name)) {
-                Some(node) => return node_passes(&node),
-                None => {
-                    tracing::warn!("pod assigned to node {name:?} but node not found in cluster")
-                }
-            }
-        }
+impl ClusterFacts for NodeCache {
+    fn has_nodes(&self) -> bool {
+        self.nodes.is_some()
+    }
+
+    fn kubelet_version(&self, name: &str) -> Option<String> {
+        let node = self.nodes.as_ref()?.get(&ObjectRef::new(name))?;
+        Some(kubelet_version(&node).to_string())
+    }
+
+    /// From the aggregate (unreadable versions were logged when their node was cached).
+    fn all_nodes_native(&self, _warnings: &mut Vec<String>) -> bool {
         self.aggregate.all_pass()
     }
 }
 
-/// A detector fed with `events`, as the watch feeds it; returns the writer for more.
+/// A cache fed with `events`, as the watch feeds it; returns the writer for more.
 #[cfg(test)]
 pub(crate) fn fed(
     events: Vec<watcher::Event<Node>>,
-) -> (NativeSidecarDetector, impl FnMut(watcher::Event<Node>)) {
+) -> (NodeCache, impl FnMut(watcher::Event<Node>)) {
     let (store, mut writer) = reflector::store();
     let aggregate = Arc::new(NodeAggregate::default());
     let agg = aggregate.clone();
@@ -298,10 +231,7 @@ pub(crate) fn fed(
     for e in events {
         feed(e);
     }
-    (
-        NativeSidecarDetector::with_store(NativeMode::Auto, store, aggregate),
-        feed,
-    )
+    (NodeCache::with_store(store, aggregate), feed)
 }
 
 #[cfg(test)]
@@ -324,7 +254,13 @@ mod tests {
         serde_json::from_value(node_json(name, version)).expect("valid node")
     }
 
-    fn detector(nodes: &[(&str, &str)]) -> NativeSidecarDetector {
+    /// The library's auto-mode decision over `cache`.
+    fn detect(cache: &NodeCache, node: Option<&str>) -> bool {
+        let node = node.unwrap_or("");
+        native::detect_native_sidecars(NativeMode::Auto, cache, node, &mut Vec::new())
+    }
+
+    fn detector(nodes: &[(&str, &str)]) -> NodeCache {
         let mut events = vec![watcher::Event::Init];
         events.extend(
             nodes
@@ -343,13 +279,13 @@ mod tests {
             watcher::Event::InitApply(node("b", "v1.32.0")),
             watcher::Event::InitDone,
         ]);
-        assert!(!d.detect(None));
+        assert!(!detect(&d, None));
         // The old node is upgraded in place.
         feed(watcher::Event::Apply(node("b", "v1.34.0")));
-        assert!(d.detect(None));
+        assert!(detect(&d, None));
         // An old node joins, then leaves.
         feed(watcher::Event::Apply(node("c", "v1.30.0")));
-        assert!(!d.detect(None));
+        assert!(!detect(&d, None));
         feed(watcher::Event::Apply(node("c", "v1.30.1")));
         assert_eq!(
             d.aggregate.failing.load(Ordering::Relaxed),
@@ -357,72 +293,56 @@ mod tests {
             "updates do not double count"
         );
         feed(watcher::Event::Delete(node("c", "v1.30.1")));
-        assert!(d.detect(None));
+        assert!(detect(&d, None));
         // A relist replaces everything at InitDone, not before.
         feed(watcher::Event::Init);
         feed(watcher::Event::InitApply(node("z", "v1.20.0")));
-        assert!(d.detect(None), "the old view holds during a relist");
+        assert!(detect(&d, None), "the old view holds during a relist");
         feed(watcher::Event::InitDone);
-        assert!(!d.detect(None));
+        assert!(!detect(&d, None));
         assert_eq!(d.aggregate.node_count(), 1);
     }
 
     #[test]
-    fn kubelet_versions() {
-        assert_eq!(kubelet_supports_native("v1.33.0"), Ok(true));
-        assert_eq!(kubelet_supports_native("1.34.2+k3s1"), Ok(true));
-        assert_eq!(kubelet_supports_native("v1.32.5-gke.100"), Ok(false));
-        assert_eq!(
-            kubelet_supports_native("v2.10.0"),
-            Ok(false),
-            "major is ignored"
-        );
-        for bad in ["", "v1.33", "garbage", "v1.x.0", "v1.033.0"] {
-            assert!(kubelet_supports_native(bad).is_err(), "{bad}");
-        }
-    }
-
-    #[test]
-    fn env_values() {
-        assert_eq!(NativeMode::from_env_value(None), (NativeMode::Auto, None));
-        assert_eq!(
-            NativeMode::from_env_value(Some("true")).0,
-            NativeMode::Enabled
-        );
-        let (mode, warning) = NativeMode::from_env_value(Some("yes"));
-        assert_eq!(mode, NativeMode::Disabled);
-        assert_eq!(
-            warning.as_deref(),
-            Some("Unknown value for ENABLE_NATIVE_SIDECARS: yes, defaulting to false")
-        );
+    fn versions_go_semver_accepts_pass() {
+        let d = detector(&[
+            ("short", "v1.33"),
+            ("padded", "v1.033.0"),
+            ("old", "v1.32.9"),
+        ]);
+        assert!(detect(&d, Some("short")));
+        assert!(detect(&d, Some("padded")));
+        assert!(!detect(&d, Some("old")));
+        assert_eq!(d.aggregate.failing.load(Ordering::Relaxed), 1);
     }
 
     #[test]
     fn every_node_must_pass_unless_the_pod_has_a_known_node() {
         let d = detector(&[("new", "v1.33.1"), ("old", "v1.32.0")]);
-        assert!(!d.detect(None));
-        assert!(d.detect(Some("new")));
-        assert!(!d.detect(Some("old")));
+        assert!(!detect(&d, None));
+        assert!(detect(&d, Some("new")));
+        assert!(!detect(&d, Some("old")));
         assert!(
-            !d.detect(Some("unknown")),
+            !detect(&d, Some("unknown")),
             "an unknown node falls through to all nodes"
         );
-        assert!(detector(&[("a", "v1.33.0"), ("b", "v1.35.0")]).detect(None));
-        assert!(detector(&[]).detect(None), "an empty node list passes");
+        assert!(detect(
+            &detector(&[("a", "v1.33.0"), ("b", "v1.35.0")]),
+            None
+        ));
+        assert!(detect(&detector(&[]), None), "an empty node list passes");
         assert!(
-            !detector(&[("a", "weird")]).detect(None),
+            !detect(&detector(&[("a", "weird")]), None),
             "unparseable versions fail"
         );
     }
 
     #[test]
-    fn fixed_modes_ignore_nodes() {
-        assert!(NativeSidecarDetector::without_nodes(NativeMode::Enabled).detect(None));
-        assert!(!NativeSidecarDetector::without_nodes(NativeMode::Disabled).detect(Some("x")));
-        assert!(
-            !NativeSidecarDetector::without_nodes(NativeMode::Auto).detect(None),
-            "no client"
-        );
+    fn without_a_cache_there_are_no_nodes() {
+        let none = NodeCache::without_nodes();
+        assert!(!none.has_nodes());
+        assert!(!detect(&none, None), "no client");
+        assert!(detector(&[]).has_nodes());
     }
 
     #[test]
@@ -437,7 +357,7 @@ mod tests {
     #[tokio::test]
     async fn watch_driven_node_cache() {
         let (client, mut handle) = mock::client();
-        let (d, run) = NativeSidecarDetector::start(client, NativeMode::Auto);
+        let (d, run) = NodeCache::start(client, NativeMode::Auto);
         let task = tokio::spawn(run);
         let list = mock::next(&mut handle).await;
         list.assert(Method::GET, "/api/v1/nodes");
@@ -457,19 +377,19 @@ mod tests {
         tokio::time::timeout(std::time::Duration::from_secs(5), d.wait_until_ready())
             .await
             .expect("cache ready");
-        assert!(d.detect(None));
+        assert!(detect(&d, None));
         // An old node joins: auto mode turns native sidecars off.
         let mut old = node_json("b", "v1.31.4");
         old["metadata"]["resourceVersion"] = json!("11");
         watch.respond_raw(200, mock::watch_line("ADDED", &old));
         for _ in 0..50 {
-            if !d.detect(None) {
+            if !detect(&d, None) {
                 break;
             }
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         }
-        assert!(!d.detect(None));
-        assert!(d.detect(Some("a")));
+        assert!(!detect(&d, None));
+        assert!(detect(&d, Some("a")));
         task.abort();
     }
 }

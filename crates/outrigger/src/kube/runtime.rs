@@ -8,6 +8,7 @@ use anyhow::{Context, Result};
 use futures::stream::BoxStream;
 use futures::StreamExt;
 use outrigger_inject::config::Snapshot;
+use outrigger_inject::decide::native::NativeMode;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
@@ -15,7 +16,7 @@ use super::certs::{self, CertBundle, CertConfig};
 use super::config_watch::{self, ConfigEvent, ConfigMapRef};
 use super::events::EventRecorder;
 use super::namespaces::NamespaceCache;
-use super::nodes::{NativeMode, NativeSidecarDetector};
+use super::nodes::NodeCache;
 
 pub use crate::cli::serve::KubeArgs;
 
@@ -44,8 +45,8 @@ pub struct KubeServices {
     /// Current certificates (with [`KubeContext::manage_certs`]); changes when rotation happens
     /// (reload TLS from it).
     pub certs: Option<watch::Receiver<CertBundle>>,
-    /// Native-sidecar decision per pod.
-    pub native: NativeSidecarDetector,
+    /// Node facts for the native-sidecar decision.
+    pub native: NodeCache,
     /// Namespace cache (OpenShift only).
     pub namespaces: Option<NamespaceCache>,
     /// Event recorder (with `--events`).
@@ -110,7 +111,7 @@ pub async fn start(client: Client, args: &KubeArgs, ctx: &KubeContext) -> Result
     } else {
         None
     };
-    let (native, node_watch) = NativeSidecarDetector::start(client.clone(), ctx.native_mode);
+    let (native, node_watch) = NodeCache::start(client.clone(), ctx.native_mode);
     tasks.push(tokio::spawn(node_watch));
     let namespaces = if ctx.openshift {
         let (cache, run) = NamespaceCache::start(client.clone());
@@ -215,7 +216,8 @@ mod tests {
         assert!(
             services.events.is_none() && services.namespaces.is_none() && services.config.is_none()
         );
-        assert!(!services.native.detect(None), "disabled mode");
+        use outrigger_inject::decide::native::ClusterFacts as _;
+        assert!(!services.native.has_nodes(), "disabled mode: no node watch");
         // The rotation loop re-reads the Secret once at start; nothing else is requested.
         let r = mock::next(&mut handle).await;
         r.assert(

@@ -1,26 +1,22 @@
 //! What the admission handler reads from the cluster under `serve --kube`, behind two small
-//! traits so the handler can be tested with fakes: [`ClusterFacts`] (native-sidecar decision
-//! from the cached nodes, namespace annotations from the cached namespaces) and [`EventSink`]
-//! (Kubernetes Events, recorded in the background).
+//! traits so the handler can be tested with fakes: the library's [`ClusterFacts`] (kubelet
+//! versions from the cached nodes, namespace annotations from the cached namespaces), which the
+//! review asks only when its decision needs them, and [`EventSink`] (Kubernetes Events,
+//! recorded in the background).
 
 use std::fmt::Debug;
 
-use serde::Deserialize;
+use outrigger_inject::decide::native::ClusterFacts;
 use serde_json::{Map, Value};
 
 use crate::kube::events::{
     EventLimits, EventQueue, EventRecorder, Outcome, PendingEvent, EVENT_STATS,
 };
 use crate::kube::namespaces::NamespaceCache;
-use crate::kube::nodes::NativeSidecarDetector;
+use crate::kube::nodes::NodeCache;
 
-/// Cached cluster facts consulted per request (never an API call per request).
-pub trait ClusterFacts: Send + Sync + Debug {
-    /// Native sidecars for a pod scheduled on `node_name` (auto mode, spec §4.5).
-    fn native_sidecars(&self, node_name: Option<&str>) -> bool;
-    /// Annotations of `namespace`; `None` when it is not known.
-    fn namespace_annotations(&self, namespace: &str) -> Option<Map<String, Value>>;
-}
+/// The cluster facts the server shares between requests.
+pub type SharedFacts = dyn ClusterFacts + Send + Sync;
 
 /// One injection outcome to record as an Event.
 #[derive(Debug, Clone, PartialEq)]
@@ -43,29 +39,30 @@ pub trait EventSink: Send + Sync + Debug {
     fn record(&self, event: InjectionEvent);
 }
 
-/// [`ClusterFacts`] from the kube-rs caches.
+/// [`ClusterFacts`] from the kube-rs caches (never an API call per request).
 #[derive(Debug, Clone)]
 pub struct KubeFacts {
-    /// Node-backed native-sidecar detector.
-    pub native: NativeSidecarDetector,
+    /// Node cache (absent when native sidecars are disabled).
+    pub native: NodeCache,
     /// Namespace cache (OpenShift only).
     pub namespaces: Option<NamespaceCache>,
 }
 
 impl ClusterFacts for KubeFacts {
-    fn native_sidecars(&self, node_name: Option<&str>) -> bool {
-        self.native.detect(node_name)
+    fn has_nodes(&self) -> bool {
+        self.native.has_nodes()
+    }
+
+    fn kubelet_version(&self, name: &str) -> Option<String> {
+        self.native.kubelet_version(name)
+    }
+
+    fn all_nodes_native(&self, warnings: &mut Vec<String>) -> bool {
+        self.native.all_nodes_native(warnings)
     }
 
     fn namespace_annotations(&self, namespace: &str) -> Option<Map<String, Value>> {
-        let ns = self.namespaces.as_ref()?.get(namespace)?;
-        let annotations = ns.metadata.annotations.clone().unwrap_or_default();
-        Some(
-            annotations
-                .into_iter()
-                .map(|(k, v)| (k, Value::String(v)))
-                .collect(),
-        )
+        self.namespaces.as_ref()?.annotations(namespace)
     }
 }
 
@@ -99,95 +96,12 @@ impl EventSink for KubeEvents {
     }
 }
 
-/// The few pod facts the cluster lookups need, read before the admission review.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct PodPeek {
-    /// Pod namespace (`metadata.namespace`, else `request.namespace`).
-    pub namespace: String,
-    /// `spec.nodeName` when set.
-    pub node_name: Option<String>,
-    /// `{"metadata": ...}` of the pod (Event target).
-    pub pod: Value,
-}
-
-#[derive(Deserialize)]
-struct Review {
-    request: Option<ReviewRequest>,
-}
-
-#[derive(Deserialize)]
-struct ReviewRequest {
-    #[serde(default)]
-    namespace: Option<String>,
-    #[serde(default)]
-    object: Option<PodView>,
-}
-
-#[derive(Deserialize)]
-struct PodView {
-    #[serde(default)]
-    metadata: Option<Map<String, Value>>,
-    #[serde(default)]
-    spec: Option<SpecView>,
-}
-
-#[derive(Deserialize)]
-struct SpecView {
-    #[serde(default, rename = "nodeName")]
-    node_name: Option<String>,
-}
-
-/// Read namespace, node name and metadata of the pod in an AdmissionReview body; `None` when
-/// the body is not a review with a pod (the review itself reports that).
-pub fn peek(body: &[u8]) -> Option<PodPeek> {
-    let review: Review = serde_json::from_slice(body).ok()?;
-    let req = review.request?;
-    let pod = req.object?;
-    let metadata = pod.metadata.unwrap_or_default();
-    let namespace = metadata
-        .get("namespace")
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-        .map(str::to_string)
-        .or(req.namespace)
-        .unwrap_or_default();
-    let node_name = pod.spec.and_then(|s| s.node_name).filter(|n| !n.is_empty());
-    let mut pod = Map::new();
-    pod.insert("metadata".into(), Value::Object(metadata));
-    Some(PodPeek {
-        namespace,
-        node_name,
-        pod: Value::Object(pod),
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use ::kube::runtime::reflector;
     use k8s_openapi::api::core::v1::Namespace;
     use serde_json::json;
-
-    #[test]
-    fn peek_reads_namespace_node_and_metadata() {
-        let body = json!({"kind": "AdmissionReview", "request": {"namespace": "req-ns", "object": {
-            "metadata": {"name": "p", "ownerReferences": [{"kind": "ReplicaSet", "name": "rs"}]},
-            "spec": {"nodeName": "n1", "containers": []}}}});
-        let p = peek(&serde_json::to_vec(&body).unwrap()).expect("peek");
-        assert_eq!(p.namespace, "req-ns");
-        assert_eq!(p.node_name.as_deref(), Some("n1"));
-        assert_eq!(p.pod["metadata"]["ownerReferences"][0]["name"], "rs");
-        assert!(p.pod.get("spec").is_none(), "only metadata is kept");
-
-        let body = json!({"request": {"namespace": "req-ns", "object": {
-            "metadata": {"namespace": "pod-ns"}, "spec": {"nodeName": ""}}}});
-        let p = peek(&serde_json::to_vec(&body).unwrap()).expect("peek");
-        assert_eq!((p.namespace.as_str(), p.node_name), ("pod-ns", None));
-
-        assert_eq!(peek(b"not json"), None);
-        assert_eq!(peek(br#"{"request": {"uid": "x"}}"#), None);
-        assert_eq!(peek(br#"{"request": {"object": {"spec": 3}}}"#), None);
-    }
 
     #[test]
     fn kube_facts_read_the_namespace_cache() {
@@ -197,7 +111,7 @@ mod tests {
         .unwrap();
         writer.apply_watcher_event(&::kube::runtime::watcher::Event::Apply(ns));
         let facts = KubeFacts {
-            native: NativeSidecarDetector::without_nodes(crate::kube::nodes::NativeMode::Enabled),
+            native: NodeCache::without_nodes(),
             namespaces: Some(NamespaceCache::with_store(store)),
         };
         let a = facts
@@ -205,7 +119,7 @@ mod tests {
             .expect("known namespace");
         assert_eq!(a["openshift.io/sa.scc.uid-range"], "1000/10");
         assert_eq!(facts.namespace_annotations("other"), None);
-        assert!(facts.native_sidecars(None), "enabled mode");
+        assert!(!facts.has_nodes());
         let no_cache = KubeFacts {
             namespaces: None,
             ..facts

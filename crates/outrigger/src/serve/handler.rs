@@ -3,7 +3,6 @@
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -17,13 +16,13 @@ use hyper::header::{
 };
 use hyper::{Request, Response, StatusCode, Version};
 use outrigger_inject::config::Snapshot;
-use outrigger_inject::decide::native::{NativeMode, NativeOracle};
+use outrigger_inject::decide::native::{ClusterFacts, NativeMode};
 use outrigger_inject::webhook::{self, Outcome};
 use serde_json::{Map, Value};
 use tokio::sync::Semaphore;
 
 use super::body::{self, BodyError, ByteBudget};
-use super::cluster::{self, ClusterFacts, EventSink, InjectionEvent, PodPeek};
+use super::cluster::{EventSink, InjectionEvent, SharedFacts};
 use super::conn::Activity;
 use super::metrics::Metrics;
 use super::tls::CertStore;
@@ -82,7 +81,7 @@ pub struct State {
     /// Set on SIGTERM: `/readyz` fails while requests are still served.
     pub draining: AtomicBool,
     /// Cached cluster facts (`serve --kube`).
-    pub cluster: Option<Arc<dyn ClusterFacts>>,
+    pub cluster: Option<Arc<SharedFacts>>,
     /// Event recording (`serve --kube --events`).
     pub events: Option<Arc<dyn EventSink>>,
     /// Whether the configuration in force can inject pods (readiness, reload guard).
@@ -321,43 +320,51 @@ where
             run_review(&st, &body, &p)
         };
         match tokio::task::spawn_blocking(review).await {
-            Ok(r) => r,
+            Ok(r) => Ok(r),
             Err(e) => Err(format!("admission task failed: {e}")),
         }
     } else {
         let r = run_review(state, &body, &path);
         drop(charge);
-        r
+        Ok(r)
     };
-    let (reviewed, peeked) = match reviewed {
+    let mut reviewed = match reviewed {
         Ok(r) => r,
         Err(msg) => {
             return http_error(m, StatusCode::INTERNAL_SERVER_ERROR, "internal_error", &msg)
         }
     };
-    if let (Some(sink), Some(p)) = (&state.events, peeked) {
-        if let Some(e) = injection_event(&reviewed, p) {
+    if let Some(sink) = &state.events {
+        if let Some(e) = injection_event(&mut reviewed) {
             sink.record(e);
         }
     }
     respond(state, reviewed, &path, start)
 }
 
-/// The Event for a reviewed pod (none for malformed reviews: there is no pod to point at).
-fn injection_event(r: &webhook::Reviewed, p: PodPeek) -> Option<InjectionEvent> {
+/// The Event for a reviewed pod (none for malformed reviews, nor without a pod object: there
+/// is nothing to point at).
+fn injection_event(r: &mut webhook::Reviewed) -> Option<InjectionEvent> {
     let (outcome, code, message) = match &r.outcome {
         Outcome::Injected => (EventOutcome::Injected, "injected", r.decision.clone()),
         Outcome::Skipped(reason) => (EventOutcome::Skipped, reason.code(), r.decision.clone()),
         Outcome::Failed(f) if f.malformed => return None,
         Outcome::Failed(f) => (EventOutcome::Failed, f.reason, f.message.clone()),
     };
+    let metadata = r.pod_metadata.take()?;
     let namespace = if r.namespace.is_empty() {
-        p.namespace
+        metadata
+            .get("namespace")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
     } else {
         r.namespace.clone()
     };
+    let mut pod = Map::new();
+    pod.insert("metadata".into(), Value::Object(metadata));
     Some(InjectionEvent {
-        pod: p.pod,
+        pod: Value::Object(pod),
         namespace,
         outcome,
         code: code.to_string(),
@@ -365,54 +372,52 @@ fn injection_event(r: &webhook::Reviewed, p: PodPeek) -> Option<InjectionEvent> 
     })
 }
 
-/// The pod namespace's annotations from the namespace cache (OpenShift).
-fn cluster_namespaces(
-    state: &State,
-    facts: &dyn ClusterFacts,
-    p: &PodPeek,
-) -> Option<NamespaceAnnotations> {
-    state
-        .inject
-        .openshift
-        .then(|| facts.namespace_annotations(&p.namespace))
-        .flatten()
-        .map(|a| BTreeMap::from([(p.namespace.clone(), a)]))
+/// The cluster as one request sees it: the caches (`serve --kube`), then the static
+/// `--namespace-annotations` for namespaces the cache does not know.
+#[derive(Debug)]
+struct RequestFacts<'a> {
+    cluster: Option<&'a SharedFacts>,
+    namespaces: Option<&'a NamespaceAnnotations>,
 }
 
-/// Run the pure admission logic on the current snapshot; a panic becomes an error. Under
-/// `serve --kube` the pod is peeked at first for the namespace lookup and the Event target;
-/// auto mode asks the node cache only once the decision says inject.
-fn run_review(
-    state: &State,
-    body: &[u8],
-    path: &str,
-) -> Result<(webhook::Reviewed, Option<PodPeek>), String> {
+impl ClusterFacts for RequestFacts<'_> {
+    fn has_nodes(&self) -> bool {
+        self.cluster.is_some_and(|c| c.has_nodes())
+    }
+
+    fn kubelet_version(&self, name: &str) -> Option<String> {
+        self.cluster?.kubelet_version(name)
+    }
+
+    fn all_nodes_native(&self, warnings: &mut Vec<String>) -> bool {
+        self.cluster.is_none_or(|c| c.all_nodes_native(warnings))
+    }
+
+    fn namespace_annotations(&self, name: &str) -> Option<Map<String, Value>> {
+        self.cluster
+            .and_then(|c| c.namespace_annotations(name))
+            .or_else(|| self.namespaces?.get(name).cloned())
+    }
+}
+
+/// Run the pure admission logic on the current snapshot. The review asks the cluster caches
+/// only when its decision needs them (auto mode asks the node cache only once the decision says
+/// inject) and is the one panic boundary.
+fn run_review(state: &State, body: &[u8], path: &str) -> webhook::Reviewed {
     let snapshot = state.snapshot.load_full();
-    let peeked = (state.cluster.is_some() || state.events.is_some())
-        .then(|| cluster::peek(body))
-        .flatten();
-    let namespaces = state.cluster.as_ref().and_then(|facts| {
-        let none = PodPeek::default();
-        cluster_namespaces(state, facts.as_ref(), peeked.as_ref().unwrap_or(&none))
-    });
-    let oracle = |node: &str| {
-        state
-            .cluster
-            .as_ref()
-            .is_some_and(|f| f.native_sidecars(Some(node).filter(|n| !n.is_empty())))
+    let facts = RequestFacts {
+        cluster: state.cluster.as_deref(),
+        namespaces: state.inject.namespaces.as_ref(),
     };
     let ctx = webhook::Context {
         snapshot: &snapshot,
         native_mode: state.inject.native_mode,
-        nodes: None,
-        native_sidecars: state.cluster.is_some().then_some(NativeOracle(&oracle)),
+        cluster: &facts,
         openshift: state.inject.openshift,
-        namespaces: namespaces.as_ref().or(state.inject.namespaces.as_ref()),
         compliance_policy: &state.inject.compliance_policy,
+        keep_metadata: state.events.is_some(),
     };
-    catch_unwind(AssertUnwindSafe(|| webhook::review(body, path, &ctx)))
-        .map(|r| (r, peeked))
-        .map_err(|_| "internal error: admission review panicked".to_string())
+    webhook::review(body, path, &ctx)
 }
 
 fn respond(state: &State, r: webhook::Reviewed, path: &str, start: Instant) -> Resp {

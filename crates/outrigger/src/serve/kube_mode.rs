@@ -14,12 +14,11 @@ use outrigger_inject::decide::native::NativeMode;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use super::cluster::{ClusterFacts, EventSink, KubeEvents, KubeFacts};
+use super::cluster::{EventSink, KubeEvents, KubeFacts, SharedFacts};
 use super::handler::State;
 use super::{tls, ServeArgs};
 use crate::kube::certs::CertBundle;
 use crate::kube::config_watch::ConfigEvent;
-use crate::kube::nodes;
 use crate::kube::runtime::{self, KubeArgs, KubeContext, KubeServices};
 
 /// How long start-up waits for the API server (version check, certificate bootstrap, first
@@ -61,14 +60,6 @@ pub fn reject_kube_only_flags(k: &KubeArgs) -> Result<()> {
     }
 }
 
-fn detector_mode(mode: NativeMode) -> nodes::NativeMode {
-    match mode {
-        NativeMode::Enabled => nodes::NativeMode::Enabled,
-        NativeMode::Disabled => nodes::NativeMode::Disabled,
-        NativeMode::Auto => nodes::NativeMode::Auto,
-    }
-}
-
 /// The start-up context from the serve flags and the environment.
 pub fn context(args: &ServeArgs, native: NativeMode, openshift: bool) -> KubeContext {
     KubeContext {
@@ -76,7 +67,7 @@ pub fn context(args: &ServeArgs, native: NativeMode, openshift: bool) -> KubeCon
         service: args.service.clone(),
         extra_dns_names: args.dns_names.clone(),
         pod_name: std::env::var("POD_NAME").ok().filter(|s| !s.is_empty()),
-        native_mode: detector_mode(native),
+        native_mode: native,
         openshift,
         manage_certs: args.tls_cert_file.is_none(),
     }
@@ -246,7 +237,7 @@ impl Cluster {
     }
 
     /// The per-request cluster facts for the handler.
-    pub fn facts(&self) -> Arc<dyn ClusterFacts> {
+    pub fn facts(&self) -> Arc<SharedFacts> {
         Arc::new(KubeFacts {
             native: self.services.native.clone(),
             namespaces: self.services.namespaces.clone(),
@@ -329,11 +320,14 @@ mod tests {
 
     use super::*;
     use crate::kube::events::Outcome;
+    use crate::kube::nodes;
     use crate::serve::cluster::InjectionEvent;
     use crate::serve::handler::{self, InjectSettings, Limits};
     use crate::serve::metrics::Metrics;
+    use outrigger_inject::decide::native::ClusterFacts;
 
-    /// Fake cluster: native sidecars only on `new-node`, one OpenShift namespace; records calls.
+    /// Fake cluster: kubelet 1.33 on `new-node`, 1.29 on `old-node` (so not every node passes),
+    /// one OpenShift namespace; records calls (`None`: the all-nodes question).
     #[derive(Debug, Default)]
     struct FakeFacts {
         nodes_asked: Mutex<Vec<Option<String>>>,
@@ -341,12 +335,25 @@ mod tests {
     }
 
     impl ClusterFacts for FakeFacts {
-        fn native_sidecars(&self, node_name: Option<&str>) -> bool {
+        fn has_nodes(&self) -> bool {
+            true
+        }
+
+        fn kubelet_version(&self, name: &str) -> Option<String> {
             self.nodes_asked
                 .lock()
                 .expect("lock")
-                .push(node_name.map(str::to_string));
-            node_name == Some("new-node")
+                .push(Some(name.to_string()));
+            match name {
+                "new-node" => Some("v1.33.0".into()),
+                "old-node" => Some("v1.29.0".into()),
+                _ => None,
+            }
+        }
+
+        fn all_nodes_native(&self, _: &mut Vec<String>) -> bool {
+            self.nodes_asked.lock().expect("lock").push(None);
+            false
         }
 
         fn namespace_annotations(&self, namespace: &str) -> Option<Map<String, Value>> {
@@ -386,7 +393,7 @@ mod tests {
     fn state(
         native_mode: NativeMode,
         openshift: bool,
-        cluster: Option<Arc<dyn ClusterFacts>>,
+        cluster: Option<Arc<SharedFacts>>,
         events: Option<Arc<dyn EventSink>>,
     ) -> Arc<State> {
         Arc::new(State {
@@ -696,7 +703,7 @@ mod tests {
         assert!(!events[1].message.is_empty(), "decision sentence");
     }
 
-    fn node_detector(nodes: &[(&str, &str)]) -> nodes::NativeSidecarDetector {
+    fn node_detector(nodes: &[(&str, &str)]) -> nodes::NodeCache {
         use ::kube::runtime::watcher;
         let mut events = vec![watcher::Event::Init];
         for (name, version) in nodes {
@@ -714,12 +721,22 @@ mod tests {
     #[tokio::test]
     async fn kube_facts_decide_native_sidecars_from_the_cached_node_versions() {
         let facts = KubeFacts {
-            native: node_detector(&[("new-node", "v1.33.1-gke.100"), ("old-node", "v1.29.4")]),
+            native: node_detector(&[
+                ("new-node", "v1.33.1-gke.100"),
+                ("old-node", "v1.29.4"),
+                ("short", "v1.33"),
+                ("padded", "v1.033.0"),
+            ]),
             namespaces: None,
         };
         let st = state(NativeMode::Auto, false, Some(Arc::new(facts)), None);
         let on_new = post(&st, "team", pod("a", Some("new-node"), json!({}))).await;
         assert!(on_new.contains(NATIVE), "kubelet 1.33 on the pod's node");
+        // Versions Go's semver reads (the server's own parser used to refuse them).
+        for node in ["short", "padded"] {
+            let patch = post(&st, "team", pod("s", Some(node), json!({}))).await;
+            assert!(patch.contains(NATIVE), "kubelet on {node}: {patch}");
+        }
         let on_old = post(&st, "team", pod("b", Some("old-node"), json!({}))).await;
         assert!(on_old.contains("istio-proxy") && !on_old.contains(NATIVE));
         let unscheduled = post(&st, "team", pod("c", None, json!({}))).await;

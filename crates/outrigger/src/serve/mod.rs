@@ -88,20 +88,12 @@ fn env(name: &str) -> String {
 
 /// The native-sidecar mode from the flag or `ENABLE_NATIVE_SIDECARS`. Without a Kubernetes node
 /// client (`--kube`), `auto` cannot inspect kubelets and means "not native" (logged once here).
-fn native_mode(flag: Option<settings::NativeMode>, kube: bool) -> NativeMode {
-    let mode = match flag {
-        Some(settings::NativeMode::True) => NativeMode::Enabled,
-        Some(settings::NativeMode::False) => NativeMode::Disabled,
-        Some(settings::NativeMode::Auto) => NativeMode::Auto,
-        None => {
-            let raw = std::env::var("ENABLE_NATIVE_SIDECARS").unwrap_or_else(|_| "auto".into());
-            let (mode, warning) = NativeMode::parse(&raw);
-            if let Some(w) = warning {
-                tracing::warn!("{w}");
-            }
-            mode
-        }
-    };
+fn native_mode(flag: Option<NativeMode>, kube: bool) -> NativeMode {
+    let env = std::env::var("ENABLE_NATIVE_SIDECARS").ok();
+    let (mode, warning) = settings::native_mode(flag, env.as_deref());
+    if let Some(w) = warning {
+        tracing::warn!("{w}");
+    }
     if mode == NativeMode::Auto && !kube {
         tracing::warn!("native sidecars: auto detection needs a Kubernetes node client, which this server does not have; native sidecars are off (use --native-sidecars true to enable)");
         return NativeMode::Disabled;

@@ -3,7 +3,7 @@
 use serde_json::{json, Map, Value};
 
 use super::*;
-use crate::mesh::tests::{corpus, yaml, yaml_docs};
+use crate::testing::{corpus, yaml, yaml_docs};
 
 fn errs(pairs: &[(&str, &str)]) -> Vec<String> {
     let m: Map<String, Value> = pairs

@@ -269,17 +269,7 @@ fn yaml_to_json(y: &yaml_rust2::Yaml) -> serde_json::Value {
 }
 
 fn kind_type(kind: &str) -> Option<&'static str> {
-    Some(match kind {
-        "Pod" => "corev1.Pod",
-        "ReplicationController" => "corev1.ReplicationController",
-        "Deployment" => "appsv1.Deployment",
-        "DaemonSet" => "appsv1.DaemonSet",
-        "ReplicaSet" => "appsv1.ReplicaSet",
-        "StatefulSet" => "appsv1.StatefulSet",
-        "Job" => "batchv1.Job",
-        "CronJob" => "batchv1.CronJob",
-        _ => return None,
-    })
+    crate::ingest::workload::workload_kind(kind).map(|w| w.schema_type)
 }
 
 /// Every typed document Go wrote in the corpus goldens is a fixed point of `normalize`: it

@@ -1,0 +1,116 @@
+//! The library's modules import only downward: each top-level module has a layer, and its
+//! non-test code may name (`crate::…`) only modules of lower layers, so there are no cycles and
+//! no foundation reaches up into the pipeline or an orchestrator. A new module needs a layer
+//! here.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Top-level modules by layer: foundations first, orchestrators last. The engines (Go
+/// formatting, JSON, Kubernetes types, YAML, mesh config, templates), then the configuration,
+/// then the stages in pipeline order (ingest, decide, render, merge, finish, patch), then the
+/// orchestrators (`inject` runs one pod and is used by the others).
+const LAYERS: &[(&str, u8)] = &[
+    ("go", 0),
+    ("json", 1),
+    ("yaml", 1),
+    ("kube", 1),
+    ("error", 2),
+    ("mesh", 2),
+    ("template", 3),
+    ("config", 4),
+    ("ingest", 5),
+    ("decide", 6),
+    ("render", 7),
+    ("merge", 8),
+    ("finish", 9),
+    ("patch", 10),
+    ("inject", 11),
+    ("guard", 12),
+    ("kube_inject", 12),
+    ("webhook", 12),
+    ("check", 12),
+];
+
+/// Source without comments and without the test module at its end.
+fn production_code(text: &str) -> String {
+    let text = text.split("#[cfg(test)]").next().unwrap_or("");
+    text.lines()
+        .map(|l| l.split("//").next().unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Top-level modules named by `crate::x` paths and `use crate::{x, y::z}` groups.
+fn named_modules(code: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, _) in code.match_indices("crate::") {
+        let rest = &code[i + "crate::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            let group = group.split('}').next().unwrap_or("");
+            for item in group.split(',') {
+                let name = item.trim().split("::").next().unwrap_or("").trim();
+                out.push(name.to_string());
+            }
+        } else {
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            out.push(name);
+        }
+    }
+    out
+}
+
+fn visit(dir: &Path, files: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(dir)
+        .expect("readable source dir")
+        .flatten()
+    {
+        let p = entry.path();
+        if p.is_dir() {
+            visit(&p, files);
+        } else if p.extension().is_some_and(|e| e == "rs") {
+            files.push(p);
+        }
+    }
+}
+
+#[test]
+fn modules_import_only_lower_layers() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let layer: BTreeMap<&str, u8> = LAYERS.iter().copied().collect();
+    let mut files = Vec::new();
+    visit(&src, &mut files);
+    let mut violations = Vec::new();
+    let mut checked = 0;
+    for file in files {
+        let rel = file.strip_prefix(&src).expect("under src");
+        let first = rel.iter().next().and_then(|s| s.to_str()).unwrap_or("");
+        let top = first.trim_end_matches(".rs");
+        let name = file.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+        if ["lib", "testing"].contains(&top) || name.starts_with("tests") {
+            continue;
+        }
+        let Some(&own) = layer.get(top) else {
+            violations.push(format!("{}: module {top:?} has no layer", rel.display()));
+            continue;
+        };
+        let code = production_code(&std::fs::read_to_string(&file).expect("readable"));
+        for m in named_modules(&code) {
+            match layer.get(m.as_str()) {
+                _ if m == top || m.is_empty() || m.starts_with(char::is_uppercase) => {}
+                Some(&l) if l < own => {}
+                Some(_) => violations.push(format!("{}: {top} imports {m}", rel.display())),
+                None => violations.push(format!("{}: unknown module crate::{m}", rel.display())),
+            }
+            checked += 1;
+        }
+    }
+    assert!(
+        checked > 100,
+        "only {checked} imports seen: is the scan broken?"
+    );
+    assert!(violations.is_empty(), "{violations:#?}");
+}
