@@ -10,6 +10,7 @@
 use thiserror::Error;
 
 use crate::config::ConfigError;
+use crate::kube::typed::TypeError;
 use crate::merge::strategic::MergeError;
 use crate::mesh::MeshError;
 use crate::render::RenderError;
@@ -45,8 +46,8 @@ pub enum Error {
     #[error(transparent)]
     Merge(Box<MergeError>),
     /// A value does not fit the Kubernetes Go type of its field.
-    #[error("{0}")]
-    Type(String),
+    #[error(transparent)]
+    Type(Box<TypeError>),
     /// ProxyConfig / MeshConfig could not be decoded, merged or failed validation.
     #[error(transparent)]
     Mesh(Box<MeshError>),
@@ -87,9 +88,16 @@ boxed_from!(
     Config(ConfigError),
     Render(RenderError),
     Template(TemplateError),
+    Type(TypeError),
     Merge(MergeError),
     Mesh(MeshError),
 );
+
+impl From<crate::go::time::TimeError> for Error {
+    fn from(e: crate::go::time::TimeError) -> Error {
+        TypeError::Time(e).into()
+    }
+}
 
 impl Error {
     /// Put the step that failed in front of the message (`failed to run injection template: ...`).
@@ -124,8 +132,10 @@ mod tests {
 
     #[test]
     fn context_prefixes_and_root_reaches_the_cause() {
-        let e = Error::Type("bad".into()).context("inner").context("outer");
+        let e = Error::Inject("bad".into())
+            .context("inner")
+            .context("outer");
         assert_eq!(e.to_string(), "outer: inner: bad");
-        assert!(matches!(e.root(), Error::Type(m) if m == "bad"));
+        assert!(matches!(e.root(), Error::Inject(m) if m == "bad"));
     }
 }

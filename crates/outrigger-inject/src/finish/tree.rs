@@ -1,6 +1,7 @@
 //! Helpers on the pod's JSON tree shared by the finishing steps.
 
 use super::*;
+use crate::kube::typed::TypeError;
 
 /// Make sure `metadata`, `metadata.annotations` and `metadata.labels` are objects.
 pub(super) fn ensure_metadata_maps(pod: &mut Value) -> Result<()> {
@@ -24,7 +25,7 @@ pub(super) fn object_entry<'m>(
         *slot = Value::Object(Map::new());
     }
     slot.as_object_mut()
-        .ok_or_else(|| Error::Type(format!("{path}: expected an object")))
+        .ok_or_else(|| TypeError::NotAnObject(path.to_string()).into())
 }
 
 pub(super) fn annotations(pod: &Value) -> Option<&Map<String, Value>> {
