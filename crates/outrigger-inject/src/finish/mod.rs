@@ -18,7 +18,7 @@ use serde_json::{Map, Value};
 
 use crate::go::json as gojson;
 use crate::json::lookup as jsonmap;
-use crate::{Error, Result};
+use crate::Result;
 
 /// Name of the injected proxy container.
 pub const PROXY_CONTAINER: &str = "istio-proxy";

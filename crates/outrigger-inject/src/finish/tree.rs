@@ -1,13 +1,12 @@
 //! Helpers on the pod's JSON tree shared by the finishing steps.
 
 use super::*;
+use crate::json::JsonError;
 use crate::kube::typed::TypeError;
 
 /// Make sure `metadata`, `metadata.annotations` and `metadata.labels` are objects.
 pub(super) fn ensure_metadata_maps(pod: &mut Value) -> Result<()> {
-    let root = pod
-        .as_object_mut()
-        .ok_or_else(|| Error::Json("pod: expected a JSON object".into()))?;
+    let root = pod.as_object_mut().ok_or(JsonError::PodNotAnObject)?;
     let meta = object_entry(root, "metadata", "metadata")?;
     object_entry(meta, "annotations", "metadata.annotations")?;
     object_entry(meta, "labels", "metadata.labels")?;
