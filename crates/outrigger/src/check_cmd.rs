@@ -1,13 +1,13 @@
 //! `outrigger check`: explain whether a pod would be injected, and why.
 //!
 //! Two gates decide, in the order the API server and the injector apply them:
-//! 1. the MutatingWebhookConfiguration (spec §2.3): does any webhook entry's namespaceSelector
+//! 1. the MutatingWebhookConfiguration: does any webhook entry's namespaceSelector
 //!    match the namespace labels and its objectSelector the pod labels? Otherwise the pod never
 //!    reaches the injector;
-//! 2. the injector's own decision (spec §2.1), with the reason codes the server uses in its
+//! 2. the injector's own decision (Istio's `injectRequired`), with the reason codes the server uses in its
 //!    metrics and logs ([`Reason::code`]).
 //!
-//! Then the templates that would be applied (spec §3.4). [`explain`] is pure; [`run`] loads the
+//! Then the templates that would be applied. [`explain`] is pure; [`run`] loads the
 //! inputs (a manifest offline, or the live cluster with `--kube`).
 
 use std::collections::BTreeMap;
@@ -101,7 +101,7 @@ pub struct EntryMatch {
     pub selected: bool,
 }
 
-/// One step of the §2.1 decision.
+/// One step of the injector's decision.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Step {
     /// Step name (`hostNetwork`, `ignoredNamespace`, `injectLabelOrAnnotation`, ...).
@@ -177,7 +177,7 @@ fn selector_matches(sel: &Value, labels: &Map<String, Value>) -> bool {
     LabelSelector::from_json(sel).is_ok_and(|s| s.matches(labels))
 }
 
-/// Evaluate every webhook entry's selectors (spec §2.3).
+/// Evaluate every webhook entry's namespace and object selectors.
 pub fn webhook_matches(
     entries: &[Value],
     namespace_labels: &Map<String, Value>,
@@ -198,7 +198,7 @@ pub fn webhook_matches(
         .collect()
 }
 
-/// Index of the §2.1 step that produced `reason` (0-based, in [`decision_steps`] order).
+/// Index of the decision step that produced `reason` (0-based, in [`decision_steps`] order).
 fn deciding_step(reason: Reason) -> usize {
     match reason {
         Reason::HostNetwork => 0,
@@ -224,7 +224,7 @@ fn first_match(selectors: &[LabelSelector], labels: &Map<String, Value>) -> Stri
         )
 }
 
-/// The facts each §2.1 step looks at, for the pod.
+/// The facts each decision step looks at, for the pod.
 fn step_facts(pod: &Value, config: &InjectorConfig) -> [(&'static str, String); 6] {
     let empty = Map::new();
     let labels = pod
@@ -275,7 +275,7 @@ fn step_facts(pod: &Value, config: &InjectorConfig) -> [(&'static str, String); 
     ]
 }
 
-/// The §2.1 steps with the deciding one marked by its reason code.
+/// The decision steps with the deciding one marked by its reason code.
 pub fn decision_steps(pod: &Value, config: &InjectorConfig, d: &Decision) -> Vec<Step> {
     let decided_at = deciding_step(d.reason);
     step_facts(pod, config)

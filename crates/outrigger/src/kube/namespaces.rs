@@ -1,5 +1,5 @@
 //! Namespace facts from a cached watch of namespaces: labels (for `check`) and, with
-//! `PLATFORM=openshift`, the proxy UID/GID from the namespace's SCC annotations (spec §4.7).
+//! `PLATFORM=openshift`, the proxy UID/GID from the namespace's SCC annotations.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -56,8 +56,8 @@ pub fn parse_block(text: &str) -> Result<(u32, u32), String> {
     }
 }
 
-/// Spec §4.7: (UID, GID) for the proxy from the namespace's annotations.
-#[allow(dead_code)] // serve passes the cached annotations to `webhook::review`, which computes the IDs (spec §4.7).
+/// (UID, GID) for the proxy from the namespace's annotations.
+#[allow(dead_code)] // serve passes the cached annotations to `webhook::review`, which computes the IDs.
 pub fn proxy_ids(annotations: Option<&BTreeMap<String, String>>) -> (i64, i64) {
     let Some(a) = annotations else {
         return (DEFAULT_PROXY_ID, DEFAULT_PROXY_ID);

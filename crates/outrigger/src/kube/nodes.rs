@@ -1,4 +1,4 @@
-//! Native-sidecar auto mode (spec §4.5): decide from the kubelet versions of the cluster's
+//! Native-sidecar auto mode: decide from the kubelet versions of the cluster's
 //! nodes, read from a cached watch of nodes (never a list per request).
 
 use std::collections::HashMap;
@@ -258,7 +258,7 @@ impl NativeSidecarDetector {
         }
     }
 
-    /// Spec §4.5 `DetectNativeSidecar` for a pod scheduled on `node_name` (if already known).
+    /// Istio's `DetectNativeSidecar` for a pod scheduled on `node_name` (if already known).
     pub fn detect(&self, node_name: Option<&str>) -> bool {
         match self.mode {
             NativeMode::Enabled => return true,

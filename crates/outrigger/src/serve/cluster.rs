@@ -16,7 +16,7 @@ use crate::kube::nodes::NativeSidecarDetector;
 
 /// Cached cluster facts consulted per request (never an API call per request).
 pub trait ClusterFacts: Send + Sync + Debug {
-    /// Native sidecars for a pod scheduled on `node_name` (auto mode, spec §4.5).
+    /// Native sidecars for a pod scheduled on `node_name` (auto mode: kubelet at least 1.33).
     fn native_sidecars(&self, node_name: Option<&str>) -> bool;
     /// Annotations of `namespace`; `None` when it is not known.
     fn namespace_annotations(&self, namespace: &str) -> Option<Map<String, Value>>;
