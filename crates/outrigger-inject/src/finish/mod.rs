@@ -14,10 +14,8 @@ mod tree;
 
 use std::collections::BTreeMap;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-use crate::go::json as gojson;
-use crate::json::lookup as jsonmap;
 use crate::Result;
 
 /// Name of the injected proxy container.

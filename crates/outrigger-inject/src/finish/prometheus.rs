@@ -1,12 +1,19 @@
 //! Prometheus merge: the application's scrape annotations are handed to the
 //! agent and replaced by the agent's merged endpoint; the secure-port annotation too.
 
-use super::tree::*;
-use super::*;
+use serde_json::{Map, Value};
+
+use super::tree::{
+    annotations, annotations_mut, env_entry, env_mut, find_sidecar, find_sidecar_mut, json_bool,
+    mesh_status_port, parse_go_bool, parse_go_int,
+};
+use super::{MERGE_METRICS, PROMETHEUS_ENV, SECURE_PORT, SECURE_PORT_ENV};
+use crate::go::json as gojson;
 use crate::kube::prometheus::{
     first_sanitized, remove_prometheus_annotations, sanitized_values, sanitizes_to, PATH, PORT,
     SCRAPE, TARGETS,
 };
+use crate::Result;
 
 /// A Prometheus scrape configuration the agent cannot serve.
 #[derive(Debug, thiserror::Error)]
@@ -293,6 +300,10 @@ pub(super) fn apply_secure_port(pod: &mut Value) {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
+    use crate::finish::tree::ensure_metadata_maps;
+    use crate::finish::PROXY_CONTAINER;
     use serde_json::json;
 
     use super::*;

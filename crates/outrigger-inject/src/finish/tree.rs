@@ -1,8 +1,12 @@
 //! Helpers on the pod's JSON tree shared by the finishing steps.
 
-use super::*;
+use serde_json::{Map, Value};
+
+use super::PROXY_CONTAINER;
+use crate::json::lookup as jsonmap;
 use crate::json::JsonError;
 use crate::kube::typed::TypeError;
+use crate::Result;
 
 /// Make sure `metadata`, `metadata.annotations` and `metadata.labels` are objects.
 pub(super) fn ensure_metadata_maps(pod: &mut Value) -> Result<()> {
