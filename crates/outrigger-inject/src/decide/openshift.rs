@@ -25,28 +25,40 @@ pub fn proxy_uid_gid(namespace_annotations: &Map<String, Value>) -> (i64, i64) {
     let groups = get(OPENSHIFT_SUPPLEMENTAL_GROUPS).or_else(|| get(OPENSHIFT_UID_RANGE));
     let gid = groups
         .and_then(|v| {
-            let blocks: Result<Vec<(u32, u32)>, String> = v.split(',').map(parse_block).collect();
+            let blocks: Result<Vec<(u32, u32)>, BlockError> =
+                v.split(',').map(parse_block).collect();
             blocks.ok()?.first().map(|(_, end)| i64::from(*end))
         })
         .unwrap_or(default);
     (uid, gid)
 }
 
+/// An OpenShift UID or group block that does not parse.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum BlockError {
+    /// A block with `/` that is not `<start>/<size>`.
+    #[error("block not in the format \"<start>/<size>\"")]
+    NotStartSize,
+    /// A block without `/` that is not `<start>-<end>`.
+    #[error("block not in the format \"<start>-<end>\"")]
+    NotStartEnd,
+}
+
 /// An OpenShift block: `<start>/<size>` (end = start + size - 1, uint32 wrap-around) or
 /// `<start>-<end>`. Returns `(start, end)`.
-pub fn parse_block(text: &str) -> Result<(u32, u32), String> {
+pub fn parse_block(text: &str) -> Result<(u32, u32), BlockError> {
     let parse = |s: &str| {
         s.parse::<u32>()
             .ok()
             .filter(|_| s.bytes().all(|b| b.is_ascii_digit()))
     };
     if text.contains('/') {
-        let err = || "block not in the format \"<start>/<size>\"".to_string();
+        let err = || BlockError::NotStartSize;
         let (a, b) = text.split_once('/').ok_or_else(err)?;
         let (start, size) = (parse(a).ok_or_else(err)?, parse(b).ok_or_else(err)?);
         Ok((start, start.wrapping_add(size).wrapping_sub(1)))
     } else {
-        let err = || "block not in the format \"<start>-<end>\"".to_string();
+        let err = || BlockError::NotStartEnd;
         let (a, b) = text.split_once('-').ok_or_else(err)?;
         Ok((parse(a).ok_or_else(err)?, parse(b).ok_or_else(err)?))
     }
@@ -173,13 +185,10 @@ mod tests {
         assert_eq!(proxy_uid_gid(&ann(json!({}))), (1337, 1337));
         assert_eq!(parse_block("4294967295/2"), Ok((4294967295, 0)));
         assert_eq!(
-            parse_block("1-x"),
+            parse_block("1-x").map_err(|e| e.to_string()),
             Err("block not in the format \"<start>-<end>\"".into())
         );
-        assert_eq!(
-            parse_block("1/"),
-            Err("block not in the format \"<start>/<size>\"".into())
-        );
+        assert_eq!(parse_block("1/"), Err(BlockError::NotStartSize));
     }
 
     #[test]
