@@ -1,14 +1,14 @@
 //! The explanation of `outrigger check`: whether a pod would be injected, and why.
 //!
 //! Two gates decide, in the order the API server and the injector apply them:
-//! 1. the MutatingWebhookConfiguration (spec §2.3): does any webhook entry's namespaceSelector
+//! 1. the MutatingWebhookConfiguration (the API server's gate): does any webhook entry's namespaceSelector
 //!    match the namespace labels and its objectSelector the pod labels? Otherwise the pod never
 //!    reaches the injector;
-//! 2. the injector's own decision (spec §2.1, [`decide::inject_required`], step by step with
+//! 2. the injector's own decision (Istio's `injectRequired`, [`decide::inject_required`], step by step with
 //!    [`decide::explain::decision_steps`]), with the reason codes the server uses in its
 //!    metrics and logs ([`Reason::code`]).
 //!
-//! Then the templates that would be applied (spec §3.4), and for a pod that is not injected
+//! Then the templates that would be applied (template selection), and for a pod that is not injected
 //! the one change that would inject it. Everything here is pure: the caller gathers the inputs
 //! (a manifest, or the live cluster) and prints the [`Report`]s.
 
@@ -105,7 +105,7 @@ fn selector_matches(sel: &Value, labels: &Map<String, Value>) -> bool {
     LabelSelector::from_json(sel).is_ok_and(|s| s.matches(labels))
 }
 
-/// Evaluate every webhook entry's selectors (spec §2.3).
+/// Evaluate every webhook entry's selectors, as the API server does.
 pub fn webhook_matches(
     entries: &[Value],
     namespace_labels: &Map<String, Value>,

@@ -10,6 +10,11 @@
 use thiserror::Error;
 
 use crate::config::ConfigError;
+use crate::finish::prometheus::ScrapeError;
+use crate::go::multierror::format_multierror;
+use crate::json::JsonError;
+use crate::kube::typed::TypeError;
+use crate::kube_inject::WorkloadError;
 use crate::merge::strategic::MergeError;
 use crate::mesh::MeshError;
 use crate::render::RenderError;
@@ -27,17 +32,18 @@ pub enum Error {
     #[error(transparent)]
     Yaml(Box<YamlError>),
     /// JSON that could not be parsed or had the wrong shape.
-    #[error("{0}")]
-    Json(String),
+    #[error(transparent)]
+    Json(Box<JsonError>),
     /// Injector configuration (`config`, `values`, mesh config) could not be loaded.
     #[error(transparent)]
     Config(Box<ConfigError>),
     /// A template failed to parse or execute.
     #[error(transparent)]
     Template(Box<TemplateError>),
-    /// Pod annotations failed validation (Istio's multierror format).
-    #[error("{0}")]
-    InvalidAnnotations(String),
+    /// Pod annotations failed validation: one message per invalid annotation, shown in
+    /// Istio's multierror format.
+    #[error("{}", format_multierror(.0))]
+    InvalidAnnotations(Vec<String>),
     /// A rendered template could not be used (template missing, output not a YAML mapping).
     #[error(transparent)]
     Render(Box<RenderError>),
@@ -45,17 +51,20 @@ pub enum Error {
     #[error(transparent)]
     Merge(Box<MergeError>),
     /// A value does not fit the Kubernetes Go type of its field.
-    #[error("{0}")]
-    Type(String),
+    #[error(transparent)]
+    Type(Box<TypeError>),
     /// ProxyConfig / MeshConfig could not be decoded, merged or failed validation.
     #[error(transparent)]
     Mesh(Box<MeshError>),
-    /// Any other injection failure (prometheus scrape configuration, overrides, ...).
-    #[error("{0}")]
-    Inject(String),
+    /// A Prometheus scrape configuration the agent cannot serve.
+    #[error(transparent)]
+    Scrape(Box<ScrapeError>),
+    /// A state the pipeline never reaches on any input (reported, never panicking).
+    #[error("internal error: {0}")]
+    Internal(&'static str),
     /// A workload document could not be processed by kube-inject.
-    #[error("{0}")]
-    Workload(String),
+    #[error(transparent)]
+    Workload(Box<WorkloadError>),
     /// An error of an inner step, with the step that failed in front.
     #[error(transparent)]
     Context(Box<ErrorContext>),
@@ -84,12 +93,22 @@ macro_rules! boxed_from {
 
 boxed_from!(
     Yaml(YamlError),
+    Json(JsonError),
+    Scrape(ScrapeError),
+    Workload(WorkloadError),
     Config(ConfigError),
     Render(RenderError),
     Template(TemplateError),
+    Type(TypeError),
     Merge(MergeError),
     Mesh(MeshError),
 );
+
+impl From<crate::go::time::TimeError> for Error {
+    fn from(e: crate::go::time::TimeError) -> Error {
+        TypeError::Time(e).into()
+    }
+}
 
 impl Error {
     /// Put the step that failed in front of the message (`failed to run injection template: ...`).
@@ -124,8 +143,8 @@ mod tests {
 
     #[test]
     fn context_prefixes_and_root_reaches_the_cause() {
-        let e = Error::Type("bad".into()).context("inner").context("outer");
-        assert_eq!(e.to_string(), "outer: inner: bad");
-        assert!(matches!(e.root(), Error::Type(m) if m == "bad"));
+        let e = Error::Internal("bad").context("inner").context("outer");
+        assert_eq!(e.to_string(), "outer: inner: internal error: bad");
+        assert!(matches!(e.root(), Error::Internal("bad")));
     }
 }

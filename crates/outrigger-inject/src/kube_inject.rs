@@ -14,6 +14,50 @@ use crate::kube::names;
 use crate::kube::typed;
 use crate::{yaml, Error, Result};
 
+/// Why a document cannot be injected by kube-inject.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkloadError {
+    /// The document is not a mapping.
+    #[error("expected a Kubernetes object (a mapping), got {0}")]
+    NotAnObject(String),
+    /// The document has no `kind`.
+    #[error("Object 'Kind' is missing")]
+    MissingKind,
+    /// A kind kube-inject does not inject.
+    #[error("unsupported kind {0:?}")]
+    UnsupportedKind(String),
+    /// A workload without `spec.template` (istioctl's message).
+    #[error("spec.template is required value")]
+    TemplateRequired,
+    /// The templates rendered no sidecar.
+    #[error(
+        "the injection template(s) {} added no container: a sidecar template must add \
+         istio-proxy under spec.containers or spec.initContainers (is the injector config the \
+         `config` key of the istio-sidecar-injector ConfigMap?)",
+        .templates.join(", ")
+    )]
+    NoSidecarAdded {
+        /// The templates that ran.
+        templates: Vec<String>,
+    },
+    /// The workload has no pod spec or template.
+    #[error(
+        "no pod {what}: {field} is missing (a pod needs at least one container in \
+         {field}.containers); nothing to inject into"
+    )]
+    NoPod {
+        /// `spec` (a Pod) or `template` (a workload).
+        what: &'static str,
+        /// Dotted path of the pod spec (`spec.template.spec`).
+        field: String,
+    },
+    /// The pod has no container.
+    #[error(
+        "no containers in {0}.containers (Kubernetes requires at least one); nothing to inject into"
+    )]
+    NoContainers(String),
+}
+
 /// Options of a kube-inject run.
 #[derive(Debug, Clone)]
 pub struct KubeInjectOptions<'a> {
@@ -175,16 +219,11 @@ pub fn inject_raw_document(
     let m = match &doc {
         Value::Object(m) => m,
         Value::Null => return Ok(None),
-        other => {
-            return Err(at(Error::Workload(format!(
-                "expected a Kubernetes object (a mapping), got {}",
-                short(other)
-            ))))
-        }
+        other => return Err(at(WorkloadError::NotAnObject(short(other)).into())),
     };
     let kind = match m.get("kind") {
         Some(Value::String(k)) if !k.is_empty() => k.clone(),
-        _ => return Err(at(Error::Workload("Object 'Kind' is missing".to_string()))),
+        _ => return Err(at(WorkloadError::MissingKind.into())),
     };
     let meta = m.get("metadata");
     let name = meta_field(meta, "name").to_string();
@@ -293,8 +332,7 @@ fn process_document(
         }
         return Ok((before, doc, outcome));
     }
-    let ty =
-        schema_type(&kind).ok_or_else(|| Error::Workload(format!("unsupported kind {kind:?}")))?;
+    let ty = schema_type(&kind).ok_or_else(|| WorkloadError::UnsupportedKind(kind.clone()))?;
     // Before normalisation, which writes the zero pod template of kinds that embed it.
     let has_template = doc.pointer(template_pointers(&kind).1).is_some();
     // istioctl decodes the document with sigs.k8s.io/yaml `Unmarshal`, which wraps the JSON
@@ -333,7 +371,7 @@ fn inject_workload(
     if matches!(kind, "ReplicationController" | "DeploymentConfig")
         && doc.pointer("/spec/template").is_none()
     {
-        return Err(Error::Workload("spec.template is required value".into()));
+        return Err(WorkloadError::TemplateRequired.into());
     }
     let (meta_ptr, spec_ptr) = template_pointers(kind);
     let had_meta = doc.pointer(meta_ptr).is_some();
@@ -432,12 +470,7 @@ fn inject_template(
     let templates = crate::render::select_templates(opts.snapshot, pod);
     let injected = inject::inject_pod_owned(pod.take(), &params)?;
     if !adds_a_container(&injected.pod) {
-        let templates = templates.join(", ");
-        return Err(Error::Workload(format!(
-            "the injection template(s) {templates} added no container: a sidecar template must \
-             add istio-proxy under spec.containers or spec.initContainers (is the injector config \
-             the `config` key of the istio-sidecar-injector ConfigMap?)"
-        )));
+        return Err(WorkloadError::NoSidecarAdded { templates }.into());
     }
     warnings.extend(injected.warnings.into_iter().map(|w| format!("{w}\n")));
     *pod = injected.pod;
@@ -466,10 +499,7 @@ fn check_has_containers(pod: &Value, kind: &str, has_template: bool) -> Result<(
     let field = spec_ptr.trim_start_matches('/').replace('/', ".");
     if !has_template {
         let what = if kind == "Pod" { "spec" } else { "template" };
-        return Err(Error::Workload(format!(
-            "no pod {what}: {field} is missing (a pod needs at least one container in \
-             {field}.containers); nothing to inject into"
-        )));
+        return Err(WorkloadError::NoPod { what, field }.into());
     }
     let has_one = pod
         .pointer("/spec/containers")
@@ -478,9 +508,7 @@ fn check_has_containers(pod: &Value, kind: &str, has_template: bool) -> Result<(
     if has_one {
         return Ok(());
     }
-    Err(Error::Workload(format!(
-        "no containers in {field}.containers (Kubernetes requires at least one); nothing to inject into"
-    )))
+    Err(WorkloadError::NoContainers(field).into())
 }
 
 #[cfg(test)]
@@ -501,7 +529,7 @@ mod tests {
         assert_eq!(e.to_string(), "yaml: bad (column 1)");
         let other = shift_yaml_line(Error::from(yaml::YamlError::Decode("x".into())), 2);
         assert_eq!(other.to_string(), "yaml: x");
-        let other = shift_yaml_line(Error::Workload("line 2: no".into()), 2);
-        assert_eq!(other.to_string(), "line 2: no");
+        let other = shift_yaml_line(WorkloadError::UnsupportedKind("line 2".into()).into(), 2);
+        assert_eq!(other.to_string(), "unsupported kind \"line 2\"");
     }
 }

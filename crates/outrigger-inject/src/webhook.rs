@@ -322,7 +322,7 @@ fn inject_and_diff(
             prepare_pod(&mut p, request_namespace);
             p
         })
-        .ok_or_else(|| Error::Inject("internal error: the review did not decode twice".into()))?;
+        .ok_or(Error::Internal("the review did not decode twice"))?;
     let patch = crate::patch::create_json(&received, &injected.pod);
     Ok((patch, injected.warnings))
 }
@@ -396,7 +396,7 @@ pub fn error_code(e: &Error) -> &'static str {
         Error::Type(_) => "type",
         Error::Mesh(m) if matches!(**m, MeshError::InvalidMeshConfig(_)) => "config",
         Error::Mesh(_) => "proxy_config",
-        Error::Inject(_) => "inject",
+        Error::Scrape(_) | Error::Internal(_) => "inject",
         Error::Workload(_) => "workload",
     }
 }

@@ -63,7 +63,9 @@ fn duration_errors_quote_as_go() {
         return;
     };
     for s in ["\u{7}", "\u{85}", "\u{200b}5s", "x\u{b}"] {
-        let ours = parse_go_duration(s).expect_err("invalid duration");
+        let ours = parse_go_duration(s)
+            .expect_err("invalid duration")
+            .to_string();
         let go = o.render(
             "q",
             r#"{{ printf "time: invalid duration %q" .s }}"#,

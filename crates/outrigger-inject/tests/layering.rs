@@ -9,13 +9,15 @@ use std::path::Path;
 /// Top-level modules by layer: foundations first, orchestrators last. The engines (Go
 /// formatting, JSON, Kubernetes types, YAML, mesh config, templates), then the configuration,
 /// then the stages in pipeline order (ingest, decide, render, merge, finish, patch), then the
-/// orchestrators (`inject` runs one pod and is used by the others).
+/// orchestrators (`inject` runs one pod and is used by the others). `error` is the crate-wide
+/// sum of the stages' error types, so it sits above all of them and names each stage's error
+/// type; the stages return it through the root re-exports `crate::Error`/`crate::Result` (the
+/// one sanctioned loop: a stage's error converts into the sum, never the other way).
 const LAYERS: &[(&str, u8)] = &[
     ("go", 0),
     ("json", 1),
     ("yaml", 1),
     ("kube", 1),
-    ("error", 2),
     ("mesh", 2),
     ("template", 3),
     ("config", 4),
@@ -30,6 +32,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("kube_inject", 12),
     ("webhook", 12),
     ("check", 12),
+    ("error", 13),
 ];
 
 /// Source without comments and without the test module at its end.

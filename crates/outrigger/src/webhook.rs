@@ -1,5 +1,5 @@
 //! The MutatingWebhookConfiguration that routes pods to the injector, with the entries and
-//! selectors of Istio's chart (spec §2.3), built with k8s-openapi's typed
+//! selectors of Istio's chart, built with k8s-openapi's typed
 //! [`MutatingWebhookConfiguration`] by [`build`] from [`WebhookOptions`]; [`entries`] gives the
 //! webhook entries alone (as JSON) so `outrigger check` evaluates exactly the selectors that are
 //! installed, and the caBundle upkeep of `serve --kube` finds the injector entries by
@@ -44,7 +44,7 @@ pub const DEFAULT_SERVICE: (&str, &str) = ("outrigger", "outrigger");
 pub const REV_LABEL: &str = "istio.io/rev";
 /// Istio's revision-tag label.
 pub const TAG_LABEL: &str = "istio.io/tag";
-/// Namespaces the `auto.` entry never selects (the injector's ignored namespaces, spec §0.4).
+/// Namespaces the `auto.` entry never selects (the injector's ignored namespaces).
 pub const AUTO_EXCLUDED: [&str; 4] = [
     "kube-system",
     "kube-public",
@@ -344,7 +344,7 @@ fn client_config(o: &WebhookOptions) -> WebhookClientConfig {
     }
 }
 
-/// The typed webhook entries (spec §2.3 table), in the chart's order.
+/// The typed webhook entries (namespace and object selectors per entry), in the chart's order.
 pub fn typed_entries(o: &WebhookOptions) -> Vec<MutatingWebhook> {
     let excluded: Vec<&str> = o.exclude_namespaces.iter().map(String::as_str).collect();
     selector_table(o)

@@ -39,7 +39,7 @@ const KINDS: [(&str, &str, &str); 9] = [
         "/spec/template/spec",
     ),
     ("job.yaml", "/spec/template/metadata", "/spec/template/spec"),
-    // [quirk] §11.4: a CronJob's injected metadata goes to the Job template, not the pod template.
+    // [quirk] As istioctl: a CronJob's injected metadata goes to the Job template, not the pod template.
     (
         "cronjob.yaml",
         "/spec/jobTemplate/metadata",
@@ -339,7 +339,7 @@ fn diff_of_skipped_workloads_is_empty() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Every kind of §11.3
+// Every kind kube-inject injects
 // ---------------------------------------------------------------------------------------------
 
 #[test]
@@ -418,7 +418,7 @@ fn mixed_stream_keeps_other_kinds_verbatim_and_the_original_api_version() {
     assert_eq!(d.len(), 3);
     assert_eq!(d[2]["apiVersion"], json!("extensions/v1beta1"));
     assert!(names_at(&d[2], "/spec/template/spec/containers").contains(&"istio-proxy".into()));
-    // §11.3: unquoted YAML 1.1 scalars in string fields become their string form.
+    // Unquoted YAML 1.1 scalars in string fields become their string form.
     let env = &d[2]["spec"]["template"]["spec"]["containers"][0]["env"];
     assert_eq!(env[0], json!({"name": "FEATURE", "value": "true"}));
     assert_eq!(env[1], json!({"name": "MODE", "value": "8"}));
@@ -426,7 +426,7 @@ fn mixed_stream_keeps_other_kinds_verbatim_and_the_original_api_version() {
 
 #[test]
 fn unsupported_last_document_without_newline_is_followed_by_the_separator() {
-    // [quirk] §11.3: `---` lands on the same line as the verbatim document's last line.
+    // [quirk] As istioctl: `---` lands on the same line as the verbatim document's last line.
     let out = Inject::new()
         .arg("-f")
         .arg("-")
@@ -817,7 +817,7 @@ fn per_pod_annotations_reach_the_output() {
     let pc: Value = serde_json::from_str(&env_value(&proxy, "PROXY_CONFIG").expect("PROXY_CONFIG"))
         .expect("JSON");
     assert_eq!(pc["holdApplicationUntilProxyStarts"], json!(true));
-    // Prometheus merge (§8.3): the app's scrape settings move into the proxy's environment.
+    // Prometheus merge: the app's scrape settings move into the proxy's environment.
     let prom: Value = serde_json::from_str(
         &env_value(&proxy, "ISTIO_PROMETHEUS_ANNOTATIONS").expect("prometheus env"),
     )
@@ -830,7 +830,7 @@ fn per_pod_annotations_reach_the_output() {
         doc.pointer("/metadata/annotations/prometheus.io~1port"),
         Some(&json!("15020"))
     );
-    // Probe rewriting (§8.4).
+    // Probe rewriting.
     let web = &doc["spec"]["containers"][2];
     assert_eq!(
         web["readinessProbe"]["httpGet"]["path"],
@@ -925,7 +925,7 @@ fn mesh_config_file_reaches_the_proxy_config() {
 
 #[test]
 fn inject_config_file_may_be_a_bare_template() {
-    // §11.1: a file that is not an injector config with templates is the template `sidecar`.
+    // As istioctl: a file that is not an injector config with templates is the template `sidecar`.
     let dir = TempDir::new("bare-template");
     let template = dir.write(
         "template.yaml",
@@ -998,7 +998,7 @@ fn broken_second_template_is_named() {
 
 #[test]
 fn warnings_follow_an_empty_line_on_stderr() {
-    // §11.4 step 8: an empty line, then each warning.
+    // As istioctl: an empty line, then each warning.
     let out = Inject::file(&fixture("hostnetwork.yaml")).run();
     out.success();
     assert!(
@@ -1393,7 +1393,7 @@ mod bad_input {
     #[test]
     fn failed_run_keeps_earlier_documents_on_stdout_and_writes_no_file() {
         // Documents are written as they are injected (memory follows the largest document), so,
-        // as with istioctl (§11.3), the documents before the failing one are on standard output
+        // as with istioctl, the documents before the failing one are on standard output
         // and the error says so. With -o the file is only created when the whole run succeeds.
         let run = Inject::file(&bad("malformed-yaml.yaml")).run();
         let err = run.failure();
@@ -1549,7 +1549,7 @@ mod bad_input {
         );
     }
 
-    /// One bad value per §10 annotation, with a fragment of the expected reason.
+    /// One bad value per validated annotation, with a fragment of the expected reason.
     const BAD_ANNOTATIONS: [(&str, &str, &str); 19] = [
         (
             "sidecar.istio.io/interceptionMode",
@@ -1664,7 +1664,7 @@ mod bad_input {
                 run.stderr
             );
             let expected_prefix = if name == "proxy.istio.io/config" {
-                // Applied to the mesh config before validation (§11.4 step 5): any message naming it.
+                // Applied to the mesh config before validation (as istioctl does): any message naming it.
                 name.to_string()
             } else {
                 format!("invalid value '{value}' for annotation '{name}'")

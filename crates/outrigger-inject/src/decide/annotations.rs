@@ -61,7 +61,7 @@ pub fn validate_annotations(annotations: &Map<String, Value>) -> Result<()> {
     if errs.is_empty() {
         Ok(())
     } else {
-        Err(Error::InvalidAnnotations(format_multierror(&errs)))
+        Err(Error::InvalidAnnotations(errs))
     }
 }
 

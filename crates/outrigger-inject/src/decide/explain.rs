@@ -1,4 +1,4 @@
-//! The §2.1 decision step by step: what each step looked at, which one decided and with which
+//! Istio's injection decision (`injectRequired`) step by step: what each step looked at, which one decided and with which
 //! reason code ([`Reason::code`], as the server's metrics and logs name it). `outrigger check`
 //! prints these steps; they are derived from the same [`Decision`] the webhook and
 //! `outrigger inject` act on, so they cannot drift from it.
@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 use super::{Decision, LabelSelector, Policy, Reason, IGNORED_NAMESPACES};
 use crate::kube::names::INJECT_KEY;
 
-/// One step of the §2.1 decision.
+/// One step of the injection decision.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Step {
     /// Step name (`hostNetwork`, `ignoredNamespace`, `injectLabelOrAnnotation`, ...).
@@ -23,7 +23,7 @@ pub struct Step {
     pub code: Option<&'static str>,
 }
 
-/// Index of the §2.1 step that produced `reason` (0-based, in [`decision_steps`] order).
+/// Index of the decision step that produced `reason` (0-based, in [`decision_steps`] order).
 fn deciding_step(reason: Reason) -> usize {
     match reason {
         Reason::HostNetwork => 0,
@@ -49,7 +49,7 @@ fn first_match(selectors: &[LabelSelector], labels: &Map<String, Value>) -> Stri
         )
 }
 
-/// The facts each §2.1 step looks at, for the pod.
+/// The facts each decision step looks at, for the pod.
 fn step_facts(
     pod: &Value,
     policy: &Policy,
@@ -104,7 +104,7 @@ fn step_facts(
     ]
 }
 
-/// The §2.1 steps for `pod` with the one that produced `d` (from
+/// The decision steps for `pod` with the one that produced `d` (from
 /// [`super::inject_required`] over the same inputs) marked by its reason code.
 pub fn decision_steps(
     pod: &Value,

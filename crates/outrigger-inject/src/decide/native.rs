@@ -54,7 +54,7 @@ pub struct Node {
 
 /// What the webhook's review may ask about the cluster. It asks only when its decision needs
 /// the answer: node facts only in auto native-sidecar mode and only for pods it injects,
-/// namespace annotations only on OpenShift (spec §4.5, §4.7). The caller answers from whatever
+/// namespace annotations only on OpenShift. The caller answers from whatever
 /// it has (watch caches, static tables); the rules applied to the answers live in the library.
 pub trait ClusterFacts: std::fmt::Debug {
     /// Whether the caller knows the cluster's nodes (has a node client). Without, auto mode
@@ -174,22 +174,36 @@ pub fn node_supports_native(name: &str, version: &str, warnings: &mut Vec<String
 /// Whether a kubelet of `version` runs native sidecars: its minor version is at least
 /// [`NATIVE_SIDECAR_MIN_MINOR`] (the major is ignored, as Istio does). The one parser of
 /// kubelet versions: the server's node cache uses it too.
-pub fn kubelet_supports_native(version: &str) -> Result<bool, String> {
+pub fn kubelet_supports_native(version: &str) -> Result<bool, VersionError> {
     kubelet_minor(version).map(|minor| minor >= NATIVE_SIDECAR_MIN_MINOR)
 }
 
+/// A kubelet version that is not a semantic version.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("could not parse {version:?} as version{}", .reason.as_ref().map(|r| format!(": {r}")).unwrap_or_default())]
+pub struct VersionError {
+    /// The version text.
+    pub version: String,
+    /// Why the minor number does not parse, when the shape was right.
+    pub reason: Option<String>,
+}
+
 /// Minor component of a semantic version such as `v1.33.1-gke.100`.
-pub fn kubelet_minor(version: &str) -> Result<u64, String> {
+pub fn kubelet_minor(version: &str) -> Result<u64, VersionError> {
     let v = version.strip_prefix('v').unwrap_or(version);
     let core = v.split(['-', '+']).next().unwrap_or("");
     let parts: Vec<&str> = core.split('.').collect();
     let numeric = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
     if !(2..=3).contains(&parts.len()) || !parts.iter().all(|p| numeric(p)) {
-        return Err(format!("could not parse {version:?} as version"));
+        return Err(VersionError {
+            version: version.to_string(),
+            reason: None,
+        });
     }
-    parts[1]
-        .parse::<u64>()
-        .map_err(|e| format!("could not parse {version:?} as version: {e}"))
+    parts[1].parse::<u64>().map_err(|e| VersionError {
+        version: version.to_string(),
+        reason: Some(e.to_string()),
+    })
 }
 
 #[cfg(test)]
@@ -238,7 +252,14 @@ mod tests {
             "{w:?}"
         );
         assert_eq!(kubelet_minor("v2.40.1+meta"), Ok(40));
-        assert!(kubelet_minor("v1").is_err());
+        assert_eq!(
+            kubelet_minor("v1").unwrap_err().to_string(),
+            "could not parse \"v1\" as version"
+        );
+        assert_eq!(
+            kubelet_minor("v1.99999999999999999999").unwrap_err().to_string(),
+            "could not parse \"v1.99999999999999999999\" as version: number too large to fit in target type"
+        );
         assert_eq!(NativeMode::parse("auto").0, NativeMode::Auto);
         assert!(NativeMode::parse("yes").1.is_some());
     }

@@ -1,7 +1,10 @@
 //! Cluster and network environment of the proxy container.
 
-use super::tree::*;
-use super::*;
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use super::tree::{env_entry, env_mut, find_sidecar_mut};
 
 /// Replace the sidecar's env entries named in `proxy_envs` by plain entries appended in
 /// ascending name order.

@@ -14,12 +14,10 @@ mod tree;
 
 use std::collections::BTreeMap;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-use crate::go::json as gojson;
-use crate::json::lookup as jsonmap;
 use crate::kube::names::{PROXY_CONTAINER, STATUS_ANNOTATION};
-use crate::{Error, Result};
+use crate::Result;
 
 /// Env var carrying the app probers for the agent.
 pub const APP_PROBERS_ENV: &str = "ISTIO_KUBE_APP_PROBERS";

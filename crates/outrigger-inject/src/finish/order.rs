@@ -1,8 +1,11 @@
 //! Container order: the proxy first when the application must wait for it, init
 //! containers in the order Istio leaves them.
 
-use super::tree::*;
-use super::*;
+use serde_json::{Map, Value};
+
+use super::tree::{container_name, json_bool};
+use super::{PostProcess, PROXY_CONTAINER};
+use crate::json::lookup as jsonmap;
 
 /// Where [`move_container`] puts the element.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,6 +106,7 @@ pub(super) fn reorder_containers(pod: &mut Value, p: &PostProcess<'_>) {
 
 #[cfg(test)]
 mod tests {
+    use crate::finish::tree::find_sidecar;
     use serde_json::json;
 
     use super::*;

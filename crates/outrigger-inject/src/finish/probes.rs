@@ -1,8 +1,20 @@
 //! Probe rewriting: the application's HTTP, TCP and gRPC probes are described to the
 //! agent in `ISTIO_KUBE_APP_PROBERS` and redirected to the agent's status port.
 
-use super::tree::*;
-use super::*;
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+
+use super::tree::{
+    annotation, annotations, container_name, env_entry, env_mut, find_sidecar, find_sidecar_mut,
+    json_bool, mesh_status_port, parse_go_bool, parse_go_int,
+};
+use super::{
+    PostProcess, APP_PROBERS_ENV, PROXY_CONTAINER, REWRITE_PROBERS, STATUS_ANNOTATION,
+    STATUS_PORT_ANNOTATION,
+};
+use crate::go::json as gojson;
+use crate::json::lookup as jsonmap;
 
 /// `IntOrString` of a probe port.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -537,6 +549,7 @@ fn rewrite_probe(probe: &mut Map<String, Value>, url: &str, status_port: i64, al
 
 #[cfg(test)]
 mod tests {
+    use crate::finish::PROMETHEUS_ENV;
     use serde_json::json;
 
     use super::*;

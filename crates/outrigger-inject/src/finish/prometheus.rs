@@ -1,12 +1,56 @@
 //! Prometheus merge: the application's scrape annotations are handed to the
 //! agent and replaced by the agent's merged endpoint; the secure-port annotation too.
 
-use super::tree::*;
-use super::*;
+use serde_json::{Map, Value};
+
+use super::tree::{
+    annotations, annotations_mut, env_entry, env_mut, find_sidecar, find_sidecar_mut, json_bool,
+    mesh_status_port, parse_go_bool, parse_go_int,
+};
+use super::{MERGE_METRICS, PROMETHEUS_ENV, SECURE_PORT, SECURE_PORT_ENV};
+use crate::go::json as gojson;
 use crate::kube::prometheus::{
     first_sanitized, remove_prometheus_annotations, sanitized_values, sanitizes_to, PATH, PORT,
     SCRAPE, TARGETS,
 };
+use crate::Result;
+
+/// A Prometheus scrape configuration the agent cannot serve.
+#[derive(Debug, thiserror::Error)]
+pub enum ScrapeError {
+    /// Not a port number.
+    #[error("{annotation}: invalid {what} {port:?}")]
+    InvalidPort {
+        /// The annotation (or scrape target) being read.
+        annotation: String,
+        /// `port`, `secure port`, ...
+        what: &'static str,
+        /// The text given.
+        port: String,
+    },
+    /// The agent's own port.
+    #[error("{annotation}: {what} {port} conflicts with agent port")]
+    AgentPort {
+        /// The annotation being read.
+        annotation: String,
+        /// `port`, ...
+        what: &'static str,
+        /// The port.
+        port: i64,
+    },
+    /// A port Istio reserves.
+    #[error("{annotation}: {what} {port} is reserved for Istio ({reason}) and cannot be scraped")]
+    Reserved {
+        /// The annotation being read.
+        annotation: String,
+        /// `port`, ...
+        what: &'static str,
+        /// The port.
+        port: i64,
+        /// What Istio uses it for.
+        reason: &'static str,
+    },
+}
 
 /// One `port[:path]` entry of `prometheus.istio.io/scrape-targets`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -91,19 +135,35 @@ fn parse_scrape_targets(key: &str, raw: &str, warnings: &mut Vec<String>) -> Vec
 }
 
 /// Validate one port to scrape (`what` is `target port` or `port`).
-fn validate_scrape_port(port: &str, agent_port: &str, prefix: &str, what: &str) -> Result<()> {
+fn validate_scrape_port(
+    port: &str,
+    agent_port: &str,
+    prefix: &str,
+    what: &'static str,
+) -> Result<()> {
     let n = parse_go_int(port)
         .filter(|n| (1..=65535).contains(n))
-        .ok_or_else(|| Error::Inject(format!("{prefix}: invalid {what} {port:?}")))?;
+        .ok_or_else(|| ScrapeError::InvalidPort {
+            annotation: prefix.to_string(),
+            what,
+            port: port.to_string(),
+        })?;
     if n.to_string() == agent_port {
-        return Err(Error::Inject(format!(
-            "{prefix}: {what} {n} conflicts with agent port"
-        )));
+        return Err(ScrapeError::AgentPort {
+            annotation: prefix.to_string(),
+            what,
+            port: n,
+        }
+        .into());
     }
     if let Some((_, reason)) = RESERVED_PORTS.iter().find(|(p, _)| *p == n) {
-        return Err(Error::Inject(format!(
-            "{prefix}: {what} {n} is reserved for Istio ({reason}) and cannot be scraped"
-        )));
+        return Err(ScrapeError::Reserved {
+            annotation: prefix.to_string(),
+            what,
+            port: n,
+            reason,
+        }
+        .into());
     }
     Ok(())
 }
@@ -240,6 +300,10 @@ pub(super) fn apply_secure_port(pod: &mut Value) {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
+    use crate::finish::tree::ensure_metadata_maps;
+    use crate::finish::PROXY_CONTAINER;
     use serde_json::json;
 
     use super::*;

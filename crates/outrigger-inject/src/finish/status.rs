@@ -1,7 +1,11 @@
 //! The status annotation and the configured injected annotations.
 
-use super::tree::*;
-use super::*;
+use serde_json::Value;
+
+use super::tree::{annotations_mut, container_name};
+use super::{PostProcess, NETWORK_ENV, NETWORK_LABEL, STATUS_ANNOTATION};
+use crate::go::json as gojson;
+use crate::json::lookup as jsonmap;
 
 /// `sidecar.istio.io/status` computed from the template pod.
 pub fn injection_status(template_pod: &Value, revision: &str) -> String {

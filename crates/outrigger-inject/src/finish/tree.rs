@@ -1,12 +1,16 @@
 //! Helpers on the pod's JSON tree shared by the finishing steps.
 
-use super::*;
+use serde_json::{Map, Value};
+
+use super::PROXY_CONTAINER;
+use crate::json::lookup as jsonmap;
+use crate::json::JsonError;
+use crate::kube::typed::TypeError;
+use crate::Result;
 
 /// Make sure `metadata`, `metadata.annotations` and `metadata.labels` are objects.
 pub(super) fn ensure_metadata_maps(pod: &mut Value) -> Result<()> {
-    let root = pod
-        .as_object_mut()
-        .ok_or_else(|| Error::Json("pod: expected a JSON object".into()))?;
+    let root = pod.as_object_mut().ok_or(JsonError::PodNotAnObject)?;
     let meta = object_entry(root, "metadata", "metadata")?;
     object_entry(meta, "annotations", "metadata.annotations")?;
     object_entry(meta, "labels", "metadata.labels")?;
@@ -24,7 +28,7 @@ pub(super) fn object_entry<'m>(
         *slot = Value::Object(Map::new());
     }
     slot.as_object_mut()
-        .ok_or_else(|| Error::Type(format!("{path}: expected an object")))
+        .ok_or_else(|| TypeError::NotAnObject(path.to_string()).into())
 }
 
 pub(super) fn annotations(pod: &Value) -> Option<&Map<String, Value>> {

@@ -52,11 +52,30 @@ impl Duration {
     }
 }
 
+/// A duration Go's `time.ParseDuration` refuses, with Go's text.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DurationError {
+    /// Not of the duration form, or out of range.
+    #[error("time: invalid duration {}", go_quote(.0))]
+    Invalid(String),
+    /// A number without its unit.
+    #[error("time: missing unit in duration {}", go_quote(.0))]
+    MissingUnit(String),
+    /// A unit Go does not know.
+    #[error("time: unknown unit {} in duration {}", go_quote(.unit), go_quote(.duration))]
+    UnknownUnit {
+        /// The unit given.
+        unit: String,
+        /// The whole duration text.
+        duration: String,
+    },
+}
+
 /// Parse a duration string with Go's `time.ParseDuration` grammar
 /// (`[-+]?([0-9]*(\.[0-9]*)?[a-z]+)+`, units `ns us µs μs ms s m h`, bare `0` allowed).
 /// Errors use Go's texts (`time: invalid duration "x"`).
-pub fn parse_go_duration(s: &str) -> Result<Duration, String> {
-    let invalid = || format!("time: invalid duration {}", go_quote(s));
+pub fn parse_go_duration(s: &str) -> Result<Duration, DurationError> {
+    let invalid = || DurationError::Invalid(s.to_string());
     let (neg, mut rest) = match s.as_bytes().first() {
         Some(b'-') => (true, &s[1..]),
         Some(b'+') => (false, &s[1..]),
@@ -84,8 +103,8 @@ pub fn parse_go_duration(s: &str) -> Result<Duration, String> {
 }
 
 /// Parse one `<number><unit>` component; returns its nanoseconds and the remaining text.
-fn parse_component<'a>(rest: &'a str, whole: &str) -> Result<(u128, &'a str), String> {
-    let invalid = || format!("time: invalid duration {}", go_quote(whole));
+fn parse_component<'a>(rest: &'a str, whole: &str) -> Result<(u128, &'a str), DurationError> {
+    let invalid = || DurationError::Invalid(whole.to_string());
     let int_len = rest.bytes().take_while(u8::is_ascii_digit).count();
     let int_part = &rest[..int_len];
     let mut after = &rest[int_len..];
@@ -105,10 +124,7 @@ fn parse_component<'a>(rest: &'a str, whole: &str) -> Result<(u128, &'a str), St
         .find(|(_, c)| *c == '.' || c.is_ascii_digit())
         .map_or(after.len(), |(i, _)| i);
     if unit_len == 0 {
-        return Err(format!(
-            "time: missing unit in duration {}",
-            go_quote(whole)
-        ));
+        return Err(DurationError::MissingUnit(whole.to_string()));
     }
     let unit = &after[..unit_len];
     let scale: u128 = match unit {
@@ -119,11 +135,10 @@ fn parse_component<'a>(rest: &'a str, whole: &str) -> Result<(u128, &'a str), St
         "m" => 60_000_000_000,
         "h" => 3_600_000_000_000,
         _ => {
-            return Err(format!(
-                "time: unknown unit {} in duration {}",
-                go_quote(unit),
-                go_quote(whole)
-            ))
+            return Err(DurationError::UnknownUnit {
+                unit: unit.to_string(),
+                duration: whole.to_string(),
+            })
         }
     };
     let int_val: u128 = if int_part.is_empty() {
@@ -157,7 +172,7 @@ mod tests {
     fn p(s: &str) -> String {
         parse_go_duration(s)
             .map(|d| d.to_jsonpb())
-            .unwrap_or_else(|e| e)
+            .unwrap_or_else(|e| e.to_string())
     }
 
     #[test]

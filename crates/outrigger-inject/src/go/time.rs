@@ -1,20 +1,19 @@
 //! `metav1.Time` JSON round-trip: `time.Parse(time.RFC3339, s)` then
 //! `t.UTC().Format(time.RFC3339)` (second precision, `Z`).
 
-use crate::{Error, Result};
-
 const LAYOUT: &str = "2006-01-02T15:04:05Z07:00";
+
+/// A timestamp Go's `time.Parse(time.RFC3339, ...)` refuses.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("parsing time {0:?} as {LAYOUT:?}: cannot parse {0:?} as \"2006\"")]
+pub struct TimeError(pub String);
 
 /// The zero `metav1.Time` in RFC 3339 (marshals as `null`).
 pub const ZERO: &str = "0001-01-01T00:00:00Z";
 
 /// Canonical JSON string of an RFC 3339 timestamp as `metav1.Time` re-emits it.
-pub fn canonicalize(s: &str) -> Result<String> {
-    let secs = parse(s).ok_or_else(|| {
-        Error::Type(format!(
-            "parsing time {s:?} as {LAYOUT:?}: cannot parse {s:?} as \"2006\""
-        ))
-    })?;
+pub fn canonicalize(s: &str) -> Result<String, TimeError> {
+    let secs = parse(s).ok_or_else(|| TimeError(s.to_string()))?;
     Ok(format_utc(secs))
 }
 

@@ -4,10 +4,11 @@ use std::borrow::Cow;
 
 use serde_json::{Map, Value};
 
+use crate::json::JsonError;
 use crate::kube::names::{OVERRIDES_ANNOTATION, STATUS_ANNOTATION};
 use crate::kube::pod::{annotation, annotations_mut, container_name, containers, containers_mut};
 use crate::kube::prometheus::strip_prometheus_annotations;
-use crate::{Error, Result};
+use crate::Result;
 
 /// Parsed `sidecar.istio.io/status` annotation.
 #[derive(Debug, Clone, Default)]
@@ -134,15 +135,16 @@ pub fn parse_overrides(pod: &Value) -> Result<(Vec<Value>, Vec<Value>)> {
     let Some(text) = annotation(pod, OVERRIDES_ANNOTATION) else {
         return Ok((Vec::new(), Vec::new()));
     };
-    let v: Value = serde_json::from_str(text)
-        .map_err(|e| Error::Json(format!("invalid {OVERRIDES_ANNOTATION} annotation: {e}")))?;
+    let v: Value = serde_json::from_str(text).map_err(JsonError::Overrides)?;
     let list = |k: &str| -> Result<Vec<Value>> {
         match v.get(k) {
             None | Some(Value::Null) => Ok(Vec::new()),
             Some(Value::Array(a)) => Ok(a.clone()),
-            Some(other) => Err(Error::Json(format!(
-                "invalid {OVERRIDES_ANNOTATION} annotation: {k} must be a list, got {other}"
-            ))),
+            Some(other) => Err(JsonError::OverridesList {
+                key: k.to_string(),
+                got: other.clone(),
+            }
+            .into()),
         }
     };
     Ok((list("containers")?, list("initContainers")?))

@@ -9,7 +9,27 @@
 
 use std::fmt;
 
-use crate::{Error, Result};
+use crate::kube::typed::TypeError;
+use crate::Result;
+
+/// Why a text is not a Kubernetes quantity (Kubernetes' `ErrFormatWrong`, `ErrNumeric`,
+/// `ErrSuffix`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum QuantityError {
+    /// Not of the quantity form.
+    #[error("{}", ERR_FORMAT_WRONG)]
+    FormatWrong,
+    /// The number does not parse.
+    #[error("{}", ERR_NUMERIC)]
+    Numeric,
+    /// The suffix is not a known one.
+    #[error("{}", ERR_SUFFIX)]
+    Suffix,
+}
+
+fn err(e: QuantityError) -> crate::Error {
+    TypeError::Quantity(e).into()
+}
 
 /// Kubernetes' `ErrFormatWrong` text.
 pub const ERR_FORMAT_WRONG: &str =
@@ -129,7 +149,7 @@ pub fn canonicalize(s: &str) -> Result<String> {
 /// where Kubernetes does, e.g. in `UnmarshalJSON`).
 pub fn parse(s: &str) -> Result<Quantity> {
     if s.is_empty() {
-        return Err(Error::Type(ERR_FORMAT_WRONG.to_string()));
+        return Err(err(QuantityError::FormatWrong));
     }
     if s == "0" {
         return Ok(Quantity {
@@ -142,7 +162,7 @@ pub fn parse(s: &str) -> Result<Quantity> {
     }
     let parts = split_quantity(s)?;
     let (base, exponent, format) =
-        interpret_suffix(parts.suffix).ok_or_else(|| Error::Type(ERR_SUFFIX.to_string()))?;
+        interpret_suffix(parts.suffix).ok_or_else(|| err(QuantityError::Suffix))?;
     if let Some(q) = fast_path(s, &parts, base, exponent, format) {
         return Ok(q);
     }
@@ -236,7 +256,7 @@ fn split_quantity(s: &str) -> Result<Parts<'_>> {
         pos += 1;
     }
     if digits_end(b, pos) < end {
-        return Err(Error::Type(ERR_FORMAT_WRONG.to_string()));
+        return Err(err(QuantityError::FormatWrong));
     }
     Ok(Parts {
         positive,
@@ -346,7 +366,7 @@ fn fast_path(s: &str, p: &Parts<'_>, base: u32, exponent: i64, format: Format) -
 /// The arbitrary-precision path of `ParseQuantity`.
 fn slow_path(p: &Parts<'_>, base: u32, exponent: i64, mut format: Format) -> Result<Quantity> {
     if !p.value.bytes().any(|c| c.is_ascii_digit()) {
-        return Err(Error::Type(ERR_NUMERIC.to_string()));
+        return Err(err(QuantityError::Numeric));
     }
     let mut digits = to_digits(&format!("{}{}", p.num, p.denom));
     let mut exp = -(p.denom.len() as i64);

@@ -20,14 +20,54 @@ enum Operator {
     DoesNotExist,
 }
 
+/// A label selector that is not one, with apimachinery's messages.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SelectorError {
+    /// The selector is not an object.
+    #[error("label selector must be an object, got {0}")]
+    NotAnObject(Value),
+    /// A part of the selector has the wrong JSON type.
+    #[error("{field}: expected {expected}, got {got}")]
+    WrongShape {
+        /// Where (`matchLabels.app`, `matchExpressions[0].values`).
+        field: String,
+        /// What it must be (`a string`, `a list`, `strings`, ...).
+        expected: &'static str,
+        /// What it is.
+        got: Value,
+    },
+    /// An operator other than `In`, `NotIn`, `Exists`, `DoesNotExist`.
+    #[error("{0:?} is not a valid label selector operator")]
+    UnknownOperator(String),
+    /// `labels.NewRequirement`'s field errors (key, values), in its order.
+    #[error("{}", field_errors(.0))]
+    Invalid(Vec<String>),
+}
+
+/// apimachinery's aggregate: one error as it is, several as `[a, b]`.
+fn field_errors(errs: &[String]) -> String {
+    match errs {
+        [one] => one.clone(),
+        _ => format!("[{}]", errs.join(", ")),
+    }
+}
+
+fn wrong(field: String, expected: &'static str, got: &Value) -> SelectorError {
+    SelectorError::WrongShape {
+        field,
+        expected,
+        got: got.clone(),
+    }
+}
+
 impl Operator {
-    fn parse(op: &str) -> Result<Operator, String> {
+    fn parse(op: &str) -> Result<Operator, SelectorError> {
         match op {
             "In" => Ok(Operator::In),
             "NotIn" => Ok(Operator::NotIn),
             "Exists" => Ok(Operator::Exists),
             "DoesNotExist" => Ok(Operator::DoesNotExist),
-            other => Err(format!("{other:?} is not a valid label selector operator")),
+            other => Err(SelectorError::UnknownOperator(other.to_string())),
         }
     }
 }
@@ -42,11 +82,11 @@ impl LabelSelector {
     /// Convert the JSON form (`matchLabels` map, `matchExpressions` list of `{key, operator,
     /// values}`) into a selector, validating keys, values and operators as Kubernetes does.
     /// `null` is the empty selector. matchLabels are taken in key order (deterministic).
-    pub fn from_json(v: &Value) -> Result<LabelSelector, String> {
+    pub fn from_json(v: &Value) -> Result<LabelSelector, SelectorError> {
         let obj = match v {
             Value::Null => return Ok(LabelSelector::default()),
             Value::Object(m) => m,
-            other => return Err(format!("label selector must be an object, got {other}")),
+            other => return Err(SelectorError::NotAnObject(other.clone())),
         };
         let mut requirements = Vec::new();
         match obj.get("matchLabels") {
@@ -58,14 +98,12 @@ impl LabelSelector {
                     let value = match &labels[k] {
                         Value::String(s) => s.clone(),
                         Value::Null => String::new(),
-                        other => {
-                            return Err(format!("matchLabels.{k}: expected a string, got {other}"))
-                        }
+                        other => return Err(wrong(format!("matchLabels.{k}"), "a string", other)),
                     };
                     requirements.push(new_requirement(k, Operator::In, vec![value])?);
                 }
             }
-            Some(other) => return Err(format!("matchLabels: expected an object, got {other}")),
+            Some(other) => return Err(wrong("matchLabels".into(), "an object", other)),
         }
         match obj.get("matchExpressions") {
             None | Some(Value::Null) => {}
@@ -74,7 +112,7 @@ impl LabelSelector {
                     requirements.push(expression_requirement(i, e)?);
                 }
             }
-            Some(other) => return Err(format!("matchExpressions: expected a list, got {other}")),
+            Some(other) => return Err(wrong("matchExpressions".into(), "a list", other)),
         }
         Ok(LabelSelector { requirements })
     }
@@ -110,16 +148,18 @@ impl std::fmt::Display for LabelSelector {
     }
 }
 
-fn expression_requirement(index: usize, e: &Value) -> Result<Requirement, String> {
+fn expression_requirement(index: usize, e: &Value) -> Result<Requirement, SelectorError> {
     let obj = e
         .as_object()
-        .ok_or_else(|| format!("matchExpressions[{index}]: expected an object, got {e}"))?;
-    let field_str = |name: &str| -> Result<String, String> {
+        .ok_or_else(|| wrong(format!("matchExpressions[{index}]"), "an object", e))?;
+    let field_str = |name: &str| -> Result<String, SelectorError> {
         match obj.get(name) {
             None | Some(Value::Null) => Ok(String::new()),
             Some(Value::String(s)) => Ok(s.clone()),
-            Some(other) => Err(format!(
-                "matchExpressions[{index}].{name}: expected a string, got {other}"
+            Some(other) => Err(wrong(
+                format!("matchExpressions[{index}].{name}"),
+                "a string",
+                other,
             )),
         }
     };
@@ -130,14 +170,16 @@ fn expression_requirement(index: usize, e: &Value) -> Result<Requirement, String
         Some(Value::Array(vs)) => vs
             .iter()
             .map(|v| {
-                v.as_str().map(str::to_string).ok_or_else(|| {
-                    format!("matchExpressions[{index}].values: expected strings, got {v}")
-                })
+                v.as_str()
+                    .map(str::to_string)
+                    .ok_or_else(|| wrong(format!("matchExpressions[{index}].values"), "strings", v))
             })
             .collect::<Result<Vec<_>, _>>()?,
         Some(other) => {
-            return Err(format!(
-                "matchExpressions[{index}].values: expected a list, got {other}"
+            return Err(wrong(
+                format!("matchExpressions[{index}].values"),
+                "a list",
+                other,
             ))
         }
     };
@@ -145,7 +187,11 @@ fn expression_requirement(index: usize, e: &Value) -> Result<Requirement, String
 }
 
 /// `labels.NewRequirement`: validates key, value count for the operator and each value.
-fn new_requirement(key: &str, op: Operator, values: Vec<String>) -> Result<Requirement, String> {
+fn new_requirement(
+    key: &str,
+    op: Operator,
+    values: Vec<String>,
+) -> Result<Requirement, SelectorError> {
     let mut errs = Vec::new();
     if let Err(e) = validate_qualified_name(key) {
         errs.push(format!("key: Invalid value: {key:?}: {e}"));
@@ -168,14 +214,14 @@ fn new_requirement(key: &str, op: Operator, values: Vec<String>) -> Result<Requi
             ));
         }
     }
-    match errs.len() {
-        0 => Ok(Requirement {
+    if errs.is_empty() {
+        Ok(Requirement {
             key: key.to_string(),
             op,
             values,
-        }),
-        1 => Err(errs.remove(0)),
-        _ => Err(format!("[{}]", errs.join(", "))),
+        })
+    } else {
+        Err(SelectorError::Invalid(errs))
     }
 }
 
@@ -325,7 +371,11 @@ mod tests {
 
     #[test]
     fn selector_conversion_errors() {
-        let err = |v: Value| LabelSelector::from_json(&v).expect_err("should fail");
+        let err = |v: Value| {
+            LabelSelector::from_json(&v)
+                .expect_err("should fail")
+                .to_string()
+        };
         assert_eq!(
             err(json!({"matchExpressions": [{"key": "a", "operator": "in", "values": ["1"]}]})),
             "\"in\" is not a valid label selector operator"
@@ -347,6 +397,15 @@ mod tests {
         assert!(err(json!({"matchLabels": {"a/b/c": "x"}})).contains("qualified name"));
         assert!(err(json!({"matchLabels": ["a"]})).contains("matchLabels"));
         assert!(err(json!("a=b")).contains("object"));
+        // Several field errors of one requirement are reported together, as apimachinery does.
+        let both = LabelSelector::from_json(
+            &json!({"matchExpressions": [{"key": "bad key", "operator": "In"}]}),
+        )
+        .expect_err("bad key, no values");
+        assert!(matches!(&both, SelectorError::Invalid(errs) if errs.len() == 2));
+        assert!(both
+            .to_string()
+            .starts_with("[key: Invalid value: \"bad key\""));
     }
 
     #[test]

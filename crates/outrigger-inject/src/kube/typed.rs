@@ -25,6 +25,44 @@ use crate::kube::quantity;
 use crate::kube::schema::Kind;
 use crate::{Error, Result};
 
+/// A value that does not fit the Kubernetes Go type it is decoded as, in `encoding/json`'s words.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TypeError {
+    /// A struct field of the wrong JSON kind.
+    #[error("json: cannot unmarshal {got} into Go struct field {owner}.{} of type {ty}", .path.join("."))]
+    Field {
+        /// What the document holds (`string`, `number 1.5`, ...).
+        got: String,
+        /// Go name of the struct owning the field (`ContainerPort`).
+        owner: String,
+        /// JSON path of the field from the top of the document, as Go reports it
+        /// (`spec`, `containers`, `ports`, `containerPort`).
+        path: Vec<String>,
+        /// Go type of the field (`int32`, `[]v1.ContainerPort`).
+        ty: String,
+    },
+    /// A whole value of the wrong JSON kind.
+    #[error("json: cannot unmarshal {got} into Go value of type {ty}")]
+    Value {
+        /// What the document holds.
+        got: String,
+        /// The Go type.
+        ty: String,
+    },
+    /// A type the schema tables do not have.
+    #[error("unknown Kubernetes type {0:?}")]
+    UnknownType(String),
+    /// A field that must be an object is not (`metadata`, ...).
+    #[error("{0}: expected an object")]
+    NotAnObject(String),
+    /// A quantity that does not parse.
+    #[error(transparent)]
+    Quantity(#[from] crate::kube::quantity::QuantityError),
+    /// A `metav1.Time` that does not parse.
+    #[error(transparent)]
+    Time(#[from] time::TimeError),
+}
+
 /// Normalise `v` (of Go type `ty`, e.g. `corev1.Pod`) in place as a typed round-trip would.
 ///
 /// `ty` is a struct of the schema; the leaf types `resource.Quantity`, `intstr.IntOrString`,
@@ -45,11 +83,11 @@ pub fn normalize(ty: &str, v: &mut Value) -> Result<()> {
             *v = zero_struct(idx, 0);
             Ok(())
         }
-        other => Err(Error::Type(format!(
-            "json: cannot unmarshal {} into Go value of type {}",
-            gojson::unmarshal_kind(other),
-            index::short_type(idx.name)
-        ))),
+        other => Err(TypeError::Value {
+            got: gojson::unmarshal_kind(other).to_string(),
+            ty: index::short_type(idx.name),
+        }
+        .into()),
     }
 }
 
@@ -78,11 +116,12 @@ pub fn to_go_value(ty: &str, v: &Value) -> Result<Value> {
 
 /// Top-level values of non-struct types; `None` when `ty` is not one of them.
 fn normalize_leaf(ty: &str, v: &mut Value) -> Option<Result<()>> {
-    let err = |v: &Value, t: &str| {
-        Error::Type(format!(
-            "json: cannot unmarshal {} into Go value of type {t}",
-            gojson::unmarshal_kind(v)
-        ))
+    let err = |v: &Value, t: &str| -> Error {
+        TypeError::Value {
+            got: gojson::unmarshal_kind(v).to_string(),
+            ty: t.to_string(),
+        }
+        .into()
     };
     let quantity_map = crate::kube::schema::k8s()
         .named_types
@@ -109,13 +148,14 @@ fn normalize_leaf(ty: &str, v: &mut Value) -> Option<Result<()>> {
                 *v = Value::from(x as i64);
                 Ok(())
             }
-            _ => Err(Error::Type(format!(
-                "json: cannot unmarshal number {} into Go value of type int32",
-                gofmt::number_text(n)
-            ))),
+            _ => Err(TypeError::Value {
+                got: format!("number {}", gofmt::number_text(n)),
+                ty: "int32".into(),
+            }
+            .into()),
         },
         ("intstr.IntOrString", other) => Err(err(other, "int32")),
-        ("metav1.Time", Value::String(s)) => time::canonicalize(s).map(|c| {
+        ("metav1.Time", Value::String(s)) => time::canonicalize(s).map_err(Error::from).map(|c| {
             *v = if c == time::ZERO {
                 Value::Null
             } else {
@@ -139,7 +179,7 @@ fn normalize_leaf(ty: &str, v: &mut Value) -> Option<Result<()>> {
 }
 
 fn root_index(ty: &str) -> Result<&'static StructIndex> {
-    index::get(ty).ok_or_else(|| Error::Type(format!("unknown Kubernetes type {ty:?}")))
+    index::get(ty).ok_or_else(|| TypeError::UnknownType(ty.to_string()).into())
 }
 
 /// Where a value sits, for Go-shaped error messages.
@@ -150,11 +190,13 @@ struct Ctx<'a> {
 
 impl Ctx<'_> {
     fn type_error(&self, what: &str, ty: &str) -> Error {
-        Error::Type(format!(
-            "json: cannot unmarshal {what} into Go struct field {}.{} of type {ty}",
-            self.owner,
-            self.path.join(".")
-        ))
+        TypeError::Field {
+            got: what.to_string(),
+            owner: self.owner.to_string(),
+            path: self.path.iter().map(|p| p.to_string()).collect(),
+            ty: ty.to_string(),
+        }
+        .into()
     }
 }
 

@@ -214,7 +214,7 @@ fn decode_wkt_or_message(ty: &str, raw: &Value, path: &str, unknown: Unknown) ->
             };
             let d = parse_go_duration(s).map_err(|e| MeshError::Duration {
                 path: path.to_string(),
-                reason: e.to_string(),
+                reason: e,
             })?;
             Ok(Value::String(d.to_jsonpb()))
         }

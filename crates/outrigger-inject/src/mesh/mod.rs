@@ -81,8 +81,8 @@ pub enum MeshError {
     Duration {
         /// Field path.
         path: String,
-        /// Go's error text.
-        reason: String,
+        /// Go's error.
+        reason: crate::go::duration::DurationError,
     },
     /// An enum type the tables do not have.
     #[error("{path}: unknown enum type {ty}")]

@@ -171,10 +171,9 @@ impl<'a> Diff<'a> {
 
 /// Apply RFC 6902 `ops` to `doc`, failing with the offending operation's message.
 pub fn apply(doc: &mut Value, ops: &Value) -> crate::Result<()> {
-    let patch: json_patch::Patch = serde_json::from_value(ops.clone())
-        .map_err(|e| crate::Error::Json(format!("invalid JSON patch: {e}")))?;
-    json_patch::patch(doc, &patch)
-        .map_err(|e| crate::Error::Json(format!("applying JSON patch: {e}")))
+    let patch: json_patch::Patch =
+        serde_json::from_value(ops.clone()).map_err(crate::json::JsonError::PatchFormat)?;
+    json_patch::patch(doc, &patch).map_err(|e| crate::json::JsonError::PatchApply(e).into())
 }
 
 #[cfg(test)]

@@ -53,7 +53,7 @@ pub async fn webhook_entries(client: Client, name: &str) -> Result<Vec<Value>> {
         .unwrap_or_default())
 }
 
-/// The injector configuration documents of a live ConfigMap (spec §12.3 error texts).
+/// The injector configuration documents of a live ConfigMap (with istiod's error texts).
 pub async fn raw_config(client: Client, r: &ConfigMapRef) -> Result<RawConfig> {
     let cm = Api::<ConfigMap>::namespaced(client, &r.namespace)
         .get_opt(&r.name)

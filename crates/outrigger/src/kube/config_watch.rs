@@ -1,4 +1,4 @@
-//! Injector configuration from the API (spec §12.3): watch the injector ConfigMap (keys `config`
+//! Injector configuration from the API: watch the injector ConfigMap (keys `config`
 //! and `values`) and optionally the mesh ConfigMap (key `mesh`), and turn every change into a
 //! new configuration, keeping the last good one when a change does not parse.
 //!
@@ -84,7 +84,7 @@ fn key(cm: &ConfigMap, key: &str, what: &str) -> Result<String, String> {
         .ok_or_else(|| format!("missing ConfigMap {what} key {key:?}"))
 }
 
-/// Build the raw configuration from the current objects (spec §12.3 error texts).
+/// Build the raw configuration from the current objects (with istiod's error texts).
 fn assemble(
     inject: &Option<ConfigMap>,
     mesh: Option<&Option<ConfigMap>>,
@@ -236,7 +236,7 @@ where
     })
 }
 
-/// Parse a raw configuration into a [`Snapshot`] (spec §3.1 errors, with the config text).
+/// Parse a raw configuration into a [`Snapshot`] (istiod's load errors, with the config text).
 pub fn parse_snapshot(raw: &RawConfig) -> Result<Snapshot, String> {
     Snapshot::load(&raw.config, &raw.values, raw.mesh.as_deref())
         .map_err(|e| format!("failed reading config: {e}. YAML:\n{}", raw.config))

@@ -1,6 +1,6 @@
 //! Namespace facts from a cached watch of namespaces: labels (for `check`) and, with
 //! `PLATFORM=openshift`, the annotations the library reads the proxy UID/GID from
-//! ([`outrigger_inject::decide::openshift::proxy_uid_gid`], spec §4.7).
+//! ([`outrigger_inject::decide::openshift::proxy_uid_gid`]).
 
 use std::collections::BTreeMap;
 use std::future::Future;

@@ -1,4 +1,4 @@
-//! The node facts of native-sidecar auto mode (spec §4.5): the kubelet versions of the
+//! The node facts of native-sidecar auto mode: the kubelet versions of the
 //! cluster's nodes, from a cached watch of nodes (never a list per request). The decision and
 //! the version rule are the library's ([`native::detect_native_sidecars`]).
 

@@ -1,4 +1,4 @@
-//! Prometheus metrics with Istio's names (spec §13.1), plus a `reason` label on skips and
+//! Prometheus metrics with Istio's names (`sidecar_injection_*`), plus a `reason` label on skips and
 //! failures, latency buckets from 50 µs, and reload / certificate gauges.
 
 use std::sync::atomic::AtomicU64;

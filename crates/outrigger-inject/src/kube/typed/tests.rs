@@ -613,3 +613,27 @@ fn repeated_quantities_stay_canonical() {
         assert!(e.contains("quantities must match"), "{e}");
     }
 }
+
+#[test]
+fn type_errors_name_the_struct_the_path_and_the_go_type() {
+    let mut v = json!({"spec": {"containers": [{"name": "a", "ports": [{"containerPort": "x"}]}]}});
+    let e = normalize("corev1.Pod", &mut v).expect_err("a string port");
+    let crate::Error::Type(t) = &e else {
+        panic!("not a type error: {e:?}");
+    };
+    assert_eq!(
+        **t,
+        TypeError::Field {
+            got: "string".into(),
+            owner: "ContainerPort".into(),
+            path: ["spec", "containers", "ports", "containerPort"]
+                .map(String::from)
+                .to_vec(),
+            ty: "int32".into(),
+        }
+    );
+    assert_eq!(
+        e.to_string(),
+        "json: cannot unmarshal string into Go struct field ContainerPort.spec.containers.ports.containerPort of type int32"
+    );
+}
