@@ -213,8 +213,7 @@ pub fn inject_raw_document(
     let read = yaml::read_document(raw).map_err(|e| at(shift_yaml_line(e, first_line)))?;
     let ignored = read
         .ignored
-        .as_ref()
-        .map(|ignored| ignored_warning(index, ignored, first_line));
+        .map(|ignored| ignored_warning(index, &ignored.shifted(first_line)));
     let doc = read.value;
     let m = match &doc {
         Value::Object(m) => m,
@@ -262,17 +261,15 @@ pub fn inject_raw_document(
     Ok(Some(processed))
 }
 
-/// The warning for content after the end of document `index` (starting on 0-based line
-/// `first_line` of the stream), which Kubernetes' YAML reader silently drops: it names the
-/// document and the line of the input.
-fn ignored_warning(index: usize, ignored: &yaml::IgnoredText, first_line: usize) -> String {
-    let line = first_line + ignored.line;
+/// The warning for content after the end of document `index` (`ignored` in stream lines),
+/// which Kubernetes' YAML reader silently drops: it names the document and the line of the input.
+fn ignored_warning(index: usize, ignored: &yaml::IgnoredText) -> String {
+    let line = ignored.line;
     let mut w = format!(
         "Warning: document {index}: the content from line {line} on is ignored by Kubernetes' \
          YAML reader (it follows the end of the document)"
     );
     if let Some(e) = &ignored.error {
-        let e = e.clone().shifted(first_line);
         w.push_str(&format!("; it is not valid YAML either: {e}"));
     }
     w.push('\n');

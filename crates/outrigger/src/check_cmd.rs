@@ -35,9 +35,8 @@ pub fn parse_documents(input: impl std::io::BufRead) -> Result<(Vec<Value>, Vec<
         let start_line = raw.first_line + 1;
         let read = outrigger_inject::yaml::read_document(&raw.text)
             .with_context(|| format!("parsing the document starting at line {start_line}"))?;
-        if let Some(mut ignored) = read.ignored {
-            ignored.line += raw.first_line;
-            ignored.error = ignored.error.map(|e| e.shifted(raw.first_line));
+        if let Some(ignored) = read.ignored {
+            let ignored = ignored.shifted(raw.first_line);
             warnings.push(format!("warning: document {index}: {ignored}"));
         }
         if !read.value.is_null() {

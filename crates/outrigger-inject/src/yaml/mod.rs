@@ -128,6 +128,17 @@ pub struct IgnoredText {
     pub error: Option<YamlError>,
 }
 
+impl IgnoredText {
+    /// The same report for a document that starts on 0-based line `lines` of a stream: its
+    /// line, and the line of its error, in stream lines.
+    pub fn shifted(self, lines: usize) -> IgnoredText {
+        IgnoredText {
+            line: self.line + lines,
+            error: self.error.map(|e| e.shifted(lines)),
+        }
+    }
+}
+
 impl std::fmt::Display for IgnoredText {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
