@@ -2,7 +2,6 @@
 //! `PLATFORM=openshift`, the annotations the library reads the proxy UID/GID from
 //! ([`outrigger_inject::decide::openshift::proxy_uid_gid`]).
 
-use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
 
@@ -35,8 +34,8 @@ pub(crate) fn strip(ns: &mut Namespace) {
 }
 
 impl NamespaceCache {
-    /// A cache over an existing store (tests, or a shared reflector).
-    #[allow(dead_code)] // tests and shared reflectors.
+    /// A cache over an existing store (tests feed the store themselves).
+    #[cfg(test)]
     pub fn with_store(store: Store<Namespace>) -> Self {
         NamespaceCache { store }
     }
@@ -68,14 +67,6 @@ impl NamespaceCache {
     /// The cached namespace, if known.
     pub fn get(&self, name: &str) -> Option<Arc<Namespace>> {
         self.store.get(&ObjectRef::new(name))
-    }
-
-    /// Labels of the namespace (empty when unknown).
-    #[allow(dead_code)] // for the live mode of `check` (not wired yet).
-    pub fn labels(&self, name: &str) -> BTreeMap<String, String> {
-        self.get(name)
-            .and_then(|n| n.metadata.labels.clone())
-            .unwrap_or_default()
     }
 
     /// Annotations of the namespace as JSON strings; `None` when it is not cached.
@@ -123,10 +114,12 @@ mod tests {
             openshift::proxy_uid_gid(&annotations),
             (1_000_689_999, 1_000_689_999)
         );
+        let apps = cache.get("apps").expect("cached");
         assert_eq!(
-            cache
-                .labels("apps")
-                .get("istio-injection")
+            apps.metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get("istio-injection"))
                 .map(String::as_str),
             Some("enabled")
         );

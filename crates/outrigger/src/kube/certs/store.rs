@@ -337,13 +337,10 @@ async fn gate_ca_switch(
     Ok(next)
 }
 
-/// Load the shared certificates, creating or refreshing them as needed (see the module docs).
-#[allow(dead_code)] // API kept for callers without a webhook to reconcile; serve uses `reconcile_at`.
-pub async fn bootstrap(client: Client, cfg: &CertConfig) -> Result<CertBundle> {
-    bootstrap_at(client, cfg, OffsetDateTime::now_utc()).await
-}
-
-/// [`bootstrap`] at a given time (tests, and callers with their own clock).
+/// Load the shared certificates at time `now`, creating or refreshing them as needed (see the
+/// module docs), for a replica that serves nothing yet (the tests' entry point; the server
+/// reconciles through [`reconcile_with`]).
+#[cfg(test)]
 pub async fn bootstrap_at(
     client: Client,
     cfg: &CertConfig,
@@ -352,7 +349,7 @@ pub async fn bootstrap_at(
     bootstrap_with(client, cfg, now, None).await
 }
 
-/// [`bootstrap_at`] for a replica that already serves `current`: a deleted or unusable Secret
+/// Load the shared certificates at `now` for a replica that serves `current` (if any): a deleted or unusable Secret
 /// of ours is restored from `current` (so trust never changes), and a deleted external Secret
 /// keeps `current` serving until its issuer recreates it.
 ///
