@@ -16,7 +16,7 @@ use crate::decide::native::{detect_native_sidecars, ClusterFacts, NativeMode};
 use crate::decide::openshift::{proxy_uid_gid, reset_openshift_proxy_user};
 use crate::decide::{inject_required, Reason};
 use crate::ingest::admission::{
-    decode_pod, decode_review, encode_response, prepare_pod, Answer, ApiVersion,
+    decode_pod, decode_review, encode_response, prepare_metadata, prepare_pod, Answer, ApiVersion,
 };
 use crate::ingest::params::proxy_envs;
 use crate::ingest::workload::workload_from_pod;
@@ -257,6 +257,7 @@ fn review_inner(body: &[u8], path: &str, ctx: &Context<'_>, out: &mut Reviewed) 
 /// The pod's metadata as the Event target: without `managedFields`, the namespace defaulted
 /// from the request as [`prepare_pod`] does (an empty map when the pod has none).
 fn event_metadata(pod: &Value, request_namespace: &str) -> Map<String, Value> {
+    // Copied without managedFields (often the largest part of the metadata).
     let mut meta: Map<String, Value> = pod
         .get("metadata")
         .and_then(Value::as_object)
@@ -267,16 +268,7 @@ fn event_metadata(pod: &Value, request_namespace: &str) -> Map<String, Value> {
                 .collect()
         })
         .unwrap_or_default();
-    let empty = meta
-        .get("namespace")
-        .and_then(Value::as_str)
-        .is_none_or(str::is_empty);
-    if empty && !request_namespace.is_empty() {
-        meta.insert(
-            "namespace".into(),
-            Value::String(request_namespace.to_string()),
-        );
-    }
+    prepare_metadata(&mut meta, request_namespace);
     meta
 }
 

@@ -337,9 +337,13 @@ pub(crate) fn prepare_pod(pod: &mut Value, request_namespace: &str) {
     if meta.is_null() {
         *meta = Value::Object(Map::new());
     }
-    let Some(meta) = meta.as_object_mut() else {
-        return;
-    };
+    if let Some(meta) = meta.as_object_mut() {
+        prepare_metadata(meta, request_namespace);
+    }
+}
+
+/// [`prepare_pod`] on the metadata map alone.
+pub(crate) fn prepare_metadata(meta: &mut Map<String, Value>, request_namespace: &str) {
     meta.remove("managedFields");
     let empty = meta
         .get("namespace")

@@ -349,9 +349,9 @@ pub async fn bootstrap_at(
     bootstrap_with(client, cfg, now, None).await
 }
 
-/// Load the shared certificates at `now` for a replica that serves `current` (if any): a deleted or unusable Secret
-/// of ours is restored from `current` (so trust never changes), and a deleted external Secret
-/// keeps `current` serving until its issuer recreates it.
+/// Load the shared certificates at `now` for a replica that serves `current` (if any): a deleted
+/// or unusable Secret of ours is restored from `current` (so trust never changes), and a deleted
+/// external Secret keeps `current` serving until its issuer recreates it.
 ///
 /// Writes never replace the object: the Secret is created when absent, and otherwise only its
 /// `data` keys of ours are changed with a JSON merge patch carrying the `resourceVersion` read
