@@ -6,6 +6,7 @@ use anyhow::{Context, Result};
 
 use outrigger_inject::config::defaults;
 use outrigger_inject::config::inject_file::{self, InjectConfigShape};
+use outrigger_inject::config::input_kind::{self, InputKind};
 use outrigger_inject::config::{self, InjectorConfig, Snapshot};
 use outrigger_inject::decide::native::NativeMode;
 
@@ -63,6 +64,18 @@ impl Input<'_> {
             Input::File(p) => read(p),
             Input::Text { text, .. } => Ok(text.to_string()),
         }
+    }
+}
+
+/// Refuse `text` read as `kind` when it looks like another of Istio's inputs
+/// ([`input_kind::expect`]); text that does not parse is left to the input's own reader.
+fn expect_input(text: &str, kind: InputKind) -> Result<()> {
+    let doc = serde_json::from_str(text)
+        .ok()
+        .or_else(|| outrigger_inject::yaml::from_str(text).ok());
+    match doc {
+        Some(doc) => Ok(input_kind::expect(&doc, kind)?),
+        None => Ok(()),
     }
 }
 
@@ -130,11 +143,21 @@ pub fn kube_inject_snapshot_from(
         None if inject_config.is_none() => defaults::VALUES.to_string(),
         None => configmap_values.unwrap_or_default(),
     };
-    // Parsed here first so that an error names the values file alone.
+    // Parsed here first so that an error names the values file alone; a file that is another
+    // input (the injector config, a mesh config) is refused before its keys are read as values.
+    if let Some(p) = values {
+        expect_input(&values_text, InputKind::Values)
+            .with_context(|| format!("loading values {}", p.name()))?;
+    }
     config::parse_values(&values_text)
         .with_context(|| format!("loading values {}", shown(values)))?;
     let mesh_text = match mesh {
-        Some(p) => Some(p.text()?),
+        Some(p) => {
+            let text = p.text()?;
+            expect_input(&text, InputKind::MeshConfig)
+                .with_context(|| format!("loading mesh config {}", p.name()))?;
+            Some(text)
+        }
         None => Some(defaults::MESH.to_string()),
     };
     Snapshot::with_config(config, &values_text, mesh_text.as_deref())
