@@ -219,9 +219,9 @@ fn cluster_snapshot(args: &InjectArgs) -> Result<Snapshot> {
             .build()
             .context("starting the runtime")?;
         rt.block_on(async {
-            let client = inject_source::connect(c.kubeconfig.as_deref(), c.context.as_deref())
-                .await
-                .context("connecting to the cluster")?;
+            let cluster =
+                crate::kube::client::connect(c.kubeconfig.as_deref(), c.context.as_deref()).await?;
+            let client = cluster.client.clone();
             let hint = |flag: &str, file_flags: &str| {
                 format!(
                     "is Istio installed in namespace {}? choose it with --istioNamespace, {flag} \
@@ -241,16 +241,18 @@ fn cluster_snapshot(args: &InjectArgs) -> Result<Snapshot> {
                         "--injectConfigFile and --valuesFile",
                     ),
                 )
-                .await?
+                .await
+                .map_err(|e| cluster.explain(e))?
             };
             let mesh_value = if read_mesh {
                 let mut v = inject_source::read_keys(
-                    client,
+                    client.clone(),
                     &mesh,
                     &[config_watch::MESH_KEY],
                     &hint("--meshConfigMapName", "--meshConfigFile"),
                 )
-                .await?;
+                .await
+                .map_err(|e| cluster.explain(e))?;
                 v.pop()
             } else {
                 None
