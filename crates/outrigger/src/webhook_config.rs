@@ -7,6 +7,7 @@ use std::io::Write;
 use anyhow::{bail, Context, Result};
 use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
 
+use crate::cli::defaults;
 use crate::webhook::with_revision;
 pub use crate::webhook::{
     auto_entry_dropped, build, entries, is_dns1123_label, is_dns1123_subdomain, parse_namespaced,
@@ -88,12 +89,21 @@ impl WebhookOptions {
             Some(p) => Some(read_ca_bundle(p)?),
             None => None,
         };
-        let exclude_namespaces: Vec<String> = args
-            .exclude_namespaces
-            .iter()
-            .filter(|n| !n.is_empty())
-            .cloned()
-            .collect();
+        let exclude_namespaces: Vec<String> = match (&args.exclude_namespaces, &endpoint) {
+            (Some(given), _) => given.iter().filter(|n| !n.is_empty()).cloned().collect(),
+            (None, _) if args.istio => Vec::new(),
+            (None, Endpoint::Service { namespace, .. }) => {
+                let mut v = vec![namespace.clone()];
+                v.extend(
+                    defaults::EXCLUDED_NAMESPACES[1..]
+                        .iter()
+                        .map(|n| n.to_string())
+                        .filter(|n| n != namespace),
+                );
+                v
+            }
+            (None, Endpoint::Url(_)) => Vec::new(),
+        };
         if let Some(bad) = exclude_namespaces.iter().find(|n| !is_dns1123_label(n)) {
             bail!("--exclude-namespaces: {bad:?} is not a namespace name ({DNS1123_LABEL_HELP})");
         }

@@ -78,10 +78,12 @@ pub struct WebhookConfigArgs {
     /// Also inject every pod of unlabelled namespaces (the chart's `auto.` entry; default revision only).
     #[arg(long = "enable-namespaces-by-default")]
     pub enable_namespaces_by_default: bool,
-    /// Namespaces never sent to the injector (added to every entry's namespaceSelector), comma-separated.
+    /// Namespaces never sent to the injector (added to every entry's namespaceSelector),
+    /// comma-separated; `""` for none. Default: the injector's namespace (that of --service,
+    /// else outrigger) and kube-system, as deploy/base installs; none with --istio or --url.
     #[arg(long = "exclude-namespaces", value_delimiter = ',')]
-    pub exclude_namespaces: Vec<String>,
-    /// Output format.
+    pub exclude_namespaces: Option<Vec<String>>,
+    /// Output format (kubectl's `-o`).
     #[arg(short = 'o', long = "output", value_enum, default_value = "yaml")]
     pub output: OutputFormat,
 }

@@ -107,11 +107,8 @@ fn certificate_names(args: &ServeArgs) -> Vec<String> {
         "localhost".to_string(),
         "127.0.0.1".to_string(),
         "::1".to_string(),
-        svc.clone(),
-        format!("{svc}.{ns}"),
-        format!("{svc}.{ns}.svc"),
-        format!("{svc}.{ns}.svc.cluster.local"),
     ];
+    names.extend(crate::cli::defaults::service_dns_names(svc, ns));
     names.extend(args.dns_names.iter().cloned());
     names.dedup();
     names
