@@ -13,6 +13,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use outrigger_inject::check::{self, Report, NOT_SELECTED};
 use outrigger_inject::config::Snapshot;
+use outrigger_inject::kube::names::REVISION_LABEL;
 use serde_json::{Map, Value};
 
 use crate::input;
@@ -217,6 +218,35 @@ pub fn read_documents(file: &Path) -> Result<Vec<Value>> {
     Ok(docs)
 }
 
+/// The revision a document's pods ask for: the `istio.io/rev` label of the first pod (template)
+/// that has one, else the namespace's (`default` as written; `None` when nothing asks).
+fn requested_revision(doc: &Value, ns_labels: &Map<String, Value>) -> Option<String> {
+    let label = |labels: Option<&Value>| {
+        labels
+            .and_then(|l| l.get(REVISION_LABEL))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
+    check::pods_of(doc)
+        .iter()
+        .find_map(|(_, pod)| label(pod.pointer("/metadata/labels")))
+        .or_else(|| {
+            ns_labels
+                .get(REVISION_LABEL)
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
+}
+
+/// `Deployment/web`: how a warning names a document.
+fn doc_name(doc: &Value) -> String {
+    format!(
+        "{}/{}",
+        doc["kind"].as_str().unwrap_or("object"),
+        doc.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("")
+    )
+}
+
 /// Gather the live facts (`--kube`) and explain.
 fn explain_live(args: &CheckArgs) -> Result<Vec<Report>> {
     // The mesh file goes with a ConfigMap's configuration (offline, with the files).
@@ -273,18 +303,35 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
     let snapshot = load_snapshot(args)?;
     let docs = read_documents(file)?;
     let ns_labels = parse_labels(&args.namespace_labels)?;
-    let options = webhook_options(args);
-    if let Some(w) = webhook_config::auto_entry_dropped(&options) {
-        eprintln!("{w}");
+    let mut reports = Vec::new();
+    for doc in &docs {
+        // Each pod is evaluated against the webhooks of the revision it asks for (its
+        // `istio.io/rev` label, else the namespace's), unless --revision names one.
+        let asked = requested_revision(doc, &ns_labels);
+        let mut options = webhook_options(args);
+        match (&asked, args.revision.as_str()) {
+            (Some(rev), "") => options.revision = rev.clone(),
+            (Some(rev), given) if rev != given && !(rev == "default" && given.is_empty()) => {
+                eprintln!(
+                    "warning: {} asks for revision {rev:?} (label istio.io/rev) but --revision \
+                     {given} is evaluated",
+                    doc_name(doc)
+                );
+            }
+            _ => {}
+        }
+        if let Some(w) = webhook_config::auto_entry_dropped(&options) {
+            eprintln!("{w}");
+        }
+        let webhooks = webhook_config::entries(&options);
+        reports.extend(check::explain_documents(
+            std::slice::from_ref(doc),
+            args.namespace.as_deref(),
+            &ns_labels,
+            &webhooks,
+            &snapshot,
+        ));
     }
-    let webhooks = webhook_config::entries(&options);
-    let reports = check::explain_documents(
-        &docs,
-        args.namespace.as_deref(),
-        &ns_labels,
-        &webhooks,
-        &snapshot,
-    );
     if reports.is_empty() {
         bail!(
             "{} holds no pod or workload with a pod template",

@@ -127,6 +127,7 @@ pub fn run(args: &InjectArgs) -> Result<ExitCode> {
             args.files.inject_config_file.as_deref(),
             args.files.values_file.as_deref(),
             args.files.mesh_config_file.as_deref(),
+            &args.revision,
         )?
     };
     let revision = if args.revision == "default" {
@@ -292,6 +293,7 @@ fn cluster_snapshot(args: &InjectArgs) -> Result<Snapshot> {
         input(&files.inject_config_file, &config_text, &config_name),
         input(&files.values_file, &values_text, &values_name),
         input(&files.mesh_config_file, &mesh_value, &mesh_name),
+        &args.revision,
     )
 }
 

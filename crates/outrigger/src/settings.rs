@@ -93,22 +93,57 @@ pub fn kube_inject_snapshot(
     inject_config: Option<&Path>,
     values: Option<&Path>,
     mesh: Option<&Path>,
+    revision: &str,
 ) -> Result<Snapshot> {
     kube_inject_snapshot_from(
         inject_config.map(Input::File),
         values.map(Input::File),
         mesh.map(Input::File),
+        revision,
     )
+}
+
+/// The embedded values for `revision` (`""`: none): its `revision` set, as Istio's chart
+/// renders the values of a revision (the templates derive `istiod-REV` from it).
+fn embedded_values(revision: &str) -> Result<String> {
+    if revision.is_empty() {
+        return Ok(defaults::VALUES.to_string());
+    }
+    let mut v: serde_json::Value =
+        serde_json::from_str(defaults::VALUES).context("reading the embedded values")?;
+    v["revision"] = serde_json::Value::String(revision.to_string());
+    Ok(v.to_string())
+}
+
+/// The embedded mesh config for `revision` (`""`: none): `defaultConfig.discoveryAddress` is the
+/// revision's istiod (`istiod-REV.istio-system.svc:15012`), as Istio's chart writes it.
+fn embedded_mesh(revision: &str) -> Result<String> {
+    if revision.is_empty() {
+        return Ok(defaults::MESH.to_string());
+    }
+    let mut mesh = outrigger_inject::yaml::from_str(defaults::MESH)
+        .context("reading the embedded mesh config")?;
+    let values: serde_json::Value =
+        serde_json::from_str(defaults::VALUES).context("reading the embedded values")?;
+    let namespace = values["global"]["istioNamespace"]
+        .as_str()
+        .unwrap_or("istio-system");
+    mesh["defaultConfig"]["discoveryAddress"] =
+        serde_json::Value::String(format!("istiod-{revision}.{namespace}.svc:15012"));
+    Ok(mesh.to_string())
 }
 
 /// [`kube_inject_snapshot`] from inputs that are files or text read from the cluster; an absent
 /// input is the embedded default (values: the whole ConfigMap's, or none, when only the injector
-/// config is given).
+/// config is given), made for `revision` as Istio's chart makes a revision's
+/// ([`embedded_values`], [`embedded_mesh`]).
 pub fn kube_inject_snapshot_from(
     inject_config: Option<Input<'_>>,
     values: Option<Input<'_>>,
     mesh: Option<Input<'_>>,
+    revision: &str,
 ) -> Result<Snapshot> {
+    let revision = if revision == "default" { "" } else { revision };
     let mut configmap_values = None;
     let config = match inject_config {
         Some(p) => {
@@ -140,7 +175,7 @@ pub fn kube_inject_snapshot_from(
     };
     let values_text = match values {
         Some(p) => p.text()?,
-        None if inject_config.is_none() => defaults::VALUES.to_string(),
+        None if inject_config.is_none() => embedded_values(revision)?,
         None => configmap_values.unwrap_or_default(),
     };
     // Parsed here first so that an error names the values file alone; a file that is another
@@ -158,7 +193,7 @@ pub fn kube_inject_snapshot_from(
                 .with_context(|| format!("loading mesh config {}", p.name()))?;
             Some(text)
         }
-        None => Some(defaults::MESH.to_string()),
+        None => Some(embedded_mesh(revision)?),
     };
     Snapshot::with_config(config, &values_text, mesh_text.as_deref())
         .with_context(|| format!("loading mesh config {}", shown(mesh)))
