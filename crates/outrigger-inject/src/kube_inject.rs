@@ -277,8 +277,9 @@ fn ignored_warning(index: usize, ignored: &yaml::IgnoredText) -> String {
 }
 
 /// Move the document-relative line of a YAML error of a document starting on (0-based) line
-/// `first_line` of the stream to the line of the stream, so the message points at the file line.
-fn shift_yaml_line(e: Error, first_line: usize) -> Error {
+/// `first_line` of the stream to the line of the stream, so the message points at the file line
+/// (`inject` and `check` report the same line).
+pub fn shift_yaml_line(e: Error, first_line: usize) -> Error {
     match e {
         Error::Yaml(y) => y.shifted(first_line).into(),
         other => other,

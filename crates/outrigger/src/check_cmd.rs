@@ -12,19 +12,22 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 use outrigger_inject::check::{self, Report, NOT_SELECTED};
+use outrigger_inject::config::input_kind::InputKind;
 use outrigger_inject::config::Snapshot;
+use outrigger_inject::kube_inject::shift_yaml_line;
 use outrigger_inject::kube::names::REVISION_LABEL;
 use serde_json::{Map, Value};
 
 use crate::input;
+use crate::settings;
 use crate::kube::check::LiveQuery;
 use crate::webhook_config::{self, WebhookOptions};
 
 pub use crate::cli::check::{CheckArgs, CheckOutput};
 
 /// Split a YAML stream as `inject` does (the library's
-/// [`outrigger_inject::yaml::DocumentReader`]) and parse each document; errors name the line
-/// where the document starts. Also returns a warning for each document followed by text that
+/// [`outrigger_inject::yaml::DocumentReader`]) and parse each document; errors name the document
+/// and the line of the stream, as `inject`'s do. Also returns a warning for each document followed by text that
 /// Kubernetes' YAML reader ignores (as `inject` warns), in the library's words, with the line
 /// of the stream.
 pub fn parse_documents(input: impl std::io::BufRead) -> Result<(Vec<Value>, Vec<String>)> {
@@ -32,10 +35,10 @@ pub fn parse_documents(input: impl std::io::BufRead) -> Result<(Vec<Value>, Vec<
     let mut warnings = Vec::new();
     let reader = outrigger_inject::yaml::DocumentReader::new(input);
     for (index, raw) in reader.enumerate() {
-        let raw = raw.context("splitting the documents")?;
-        let start_line = raw.first_line + 1;
+        let raw = raw?;
+        // Errors name the document and the line of the stream, worded as `inject` words them.
         let read = outrigger_inject::yaml::read_document(&raw.text)
-            .with_context(|| format!("parsing the document starting at line {start_line}"))?;
+            .map_err(|e| shift_yaml_line(e, raw.first_line).context(&format!("document {index}")))?;
         if let Some(ignored) = read.ignored {
             let ignored = ignored.shifted(raw.first_line);
             warnings.push(format!("warning: document {index}: {ignored}"));
@@ -161,27 +164,18 @@ pub fn verdict_status(reports: &[Report]) -> ExitCode {
     }
 }
 
-fn read(path: &std::path::Path) -> Result<String> {
-    std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
-}
-
-/// The injector configuration as the webhook uses it: the files when given, else the embedded default.
+/// The injector configuration as the webhook uses it: the files when given (read and checked as
+/// `inject` reads them: a file given for another input is refused), else the embedded default.
 pub fn load_snapshot(args: &CheckArgs) -> Result<Snapshot> {
-    let Some(cfg) = &args.files.inject_config_file else {
+    let files = &args.files;
+    let Some(cfg) = &files.inject_config_file else {
         return outrigger_inject::config::defaults::snapshot()
             .context("loading the embedded default configuration");
     };
-    let config = read(cfg)?;
-    let values = match &args.files.values_file {
-        Some(p) => read(p)?,
-        None => String::new(),
-    };
-    let mesh = args
-        .files
-        .mesh_config_file
-        .as_deref()
-        .map(read)
-        .transpose()?;
+    let config = settings::read_input(&files.inject_config_file, InputKind::InjectorConfig)?
+        .unwrap_or_default();
+    let values = settings::read_input(&files.values_file, InputKind::Values)?.unwrap_or_default();
+    let mesh = settings::read_input(&files.mesh_config_file, InputKind::MeshConfig)?;
     Snapshot::load(&config, &values, mesh.as_deref())
         .with_context(|| format!("loading injector config {}", cfg.display()))
 }
@@ -249,15 +243,28 @@ fn doc_name(doc: &Value) -> String {
 
 /// Gather the live facts (`--kube`) and explain.
 fn explain_live(args: &CheckArgs) -> Result<Vec<Report>> {
+    // `--injectConfigMapName NAME -i NS`, as `inject --kube`; `--injectConfigMap NS/NAME` is
+    // the deprecated spelling.
+    let config_map = match (&args.inject_config_map_name, &args.inject_config_map) {
+        (Some(name), _) => Some(format!("{}/{name}", args.istio_namespace)),
+        (None, Some(both)) => {
+            eprintln!(
+                "warning: --injectConfigMap NAMESPACE/NAME is deprecated: use \
+                 --injectConfigMapName NAME -i NAMESPACE (as inject --kube)"
+            );
+            Some(both.clone())
+        }
+        (None, None) => None,
+    };
     // The mesh file goes with a ConfigMap's configuration (offline, with the files).
-    let mesh = match (&args.inject_config_map, &args.files.mesh_config_file) {
-        (Some(_), Some(path)) => Some(std::fs::read_to_string(path)?),
+    let mesh = match (&config_map, &args.files.mesh_config_file) {
+        (Some(_), Some(_)) => settings::read_input(&args.files.mesh_config_file, InputKind::MeshConfig)?,
         _ => None,
     };
     let query = LiveQuery {
         namespace: args.namespace.as_deref(),
         pod: args.pod.as_deref(),
-        inject_config_map: args.inject_config_map.as_deref(),
+        inject_config_map: config_map.as_deref(),
         mesh: mesh.as_deref(),
         webhook_config: args.webhook_config.as_deref(),
         kubeconfig: args.kubeconfig.as_deref(),
@@ -274,7 +281,21 @@ fn explain_live(args: &CheckArgs) -> Result<Vec<Report>> {
     };
     let docs = match (live.pod, &args.filename) {
         (Some(pod), _) => vec![pod],
-        (None, Some(file)) => read_documents(file)?,
+        (None, Some(file)) => {
+            let docs = read_documents(file)?;
+            for doc in &docs {
+                let ns = doc.pointer("/metadata/namespace").and_then(Value::as_str);
+                if let Some(ns) = ns.filter(|ns| !ns.is_empty() && *ns != live.namespace) {
+                    eprintln!(
+                        "warning: {} is in namespace {ns}, but the labels evaluated are those of \
+                         namespace {} (choose it with --namespace {ns})",
+                        doc_name(doc),
+                        live.namespace
+                    );
+                }
+            }
+            docs
+        }
         (None, None) => vec![check::new_pod()],
     };
     Ok(check::explain_documents(

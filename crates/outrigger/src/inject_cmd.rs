@@ -183,8 +183,11 @@ pub fn run(args: &InjectArgs) -> Result<ExitCode> {
             output.abandon();
             let e = e.context(format!("injecting {source}"));
             if to_stdout && written > 0 && !args.diff {
-                Err(anyhow::anyhow!(
-                    "{e:#}\n(the {written} document(s) before it were written to standard output)"
+                Err(crate::report::with_note(
+                    e,
+                    format!(
+                        "the {written} document(s) before it were written to standard output"
+                    ),
                 ))
             } else {
                 Err(e)

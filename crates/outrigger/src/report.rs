@@ -9,28 +9,44 @@
 
 use std::fmt;
 
-/// A fix the user can apply, attached to an error with [`with_hint`] (or `.context(Hint(..))`):
+/// A fix the user can apply ([`with_hint`]) or a fact about the failed run ([`with_note`]):
 /// printed after the message, on its own line, as `hint: ...`; never part of the chain's text.
 /// An error shows one hint, the outermost.
 #[derive(Debug)]
-pub struct Hint(pub String);
+pub struct Hint {
+    /// `hint` (a fix) or `note` (a fact worth knowing, such as output already written).
+    label: &'static str,
+    /// The text.
+    text: String,
+}
 
 impl fmt::Display for Hint {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.text)
     }
 }
 
-/// `error` with a hint.
+/// `error` with a hint: a fix, printed as `hint: ...`.
 pub fn with_hint(error: anyhow::Error, hint: impl Into<String>) -> anyhow::Error {
-    error.context(Hint(hint.into()))
+    error.context(Hint {
+        label: "hint",
+        text: hint.into(),
+    })
+}
+
+/// `error` with a note: a fact about the failed run, printed as `note: ...`.
+pub fn with_note(error: anyhow::Error, note: impl Into<String>) -> anyhow::Error {
+    error.context(Hint {
+        label: "note",
+        text: note.into(),
+    })
 }
 
 /// The error's causes joined with `: `, each said once: a cause whose text the message so far
 /// already contains is dropped, and a cause that starts with the end of the message so far only
 /// adds what is new. The hint is left out (see [`hint`]).
 pub fn chain(error: &anyhow::Error) -> String {
-    let hint = hint(error);
+    let hint = hint(error).map(|(_, text)| text);
     let mut out = String::new();
     for cause in error.chain() {
         let text = cause.to_string();
@@ -66,19 +82,21 @@ fn append(out: &mut String, text: &str) {
     }
 }
 
-/// The hint attached to `error` (the outermost one when several were).
-pub fn hint(error: &anyhow::Error) -> Option<String> {
-    error.downcast_ref::<Hint>().map(|h| h.0.clone())
+/// The hint or note attached to `error` (the outermost one when several were): its label and
+/// text.
+pub fn hint(error: &anyhow::Error) -> Option<(&'static str, String)> {
+    error
+        .downcast_ref::<Hint>()
+        .map(|h| (h.label, h.text.clone()))
 }
 
 /// The full text a command prints on standard error for `error`: `Error: <chain>`, then a
-/// `hint: ...` line when there is one. `Error:` is istioctl's (cobra's) spelling; usage errors are
+/// `hint: ...` (or `note: ...`) line when there is one. `Error:` is istioctl's (cobra's) spelling; usage errors are
 /// clap's (`error:`, exit status 2).
 pub fn render(error: &anyhow::Error) -> String {
     let mut s = format!("Error: {}", chain(error));
-    if let Some(h) = hint(error) {
-        s.push_str("\nhint: ");
-        s.push_str(&h);
+    if let Some((label, text)) = hint(error) {
+        s.push_str(&format!("\n{label}: {text}"));
     }
     s
 }

@@ -79,6 +79,22 @@ fn expect_input(text: &str, kind: InputKind) -> Result<()> {
     }
 }
 
+/// Read the file given for `kind`'s flag, if any, refusing one that looks like another of
+/// Istio's inputs; errors name the file. Shared by `inject` and `check`.
+pub fn read_input(path: &Option<std::path::PathBuf>, kind: InputKind) -> Result<Option<String>> {
+    let Some(path) = path else {
+        return Ok(None);
+    };
+    let text = read(path)?;
+    let what = match kind {
+        InputKind::InjectorConfig => "injector config",
+        InputKind::Values => "values",
+        InputKind::MeshConfig | InputKind::ConfigMap => "mesh config",
+    };
+    expect_input(&text, kind).with_context(|| format!("loading {what} {}", path.display()))?;
+    Ok(Some(text))
+}
+
 /// Display name of an optional input (`(embedded)` when absent).
 fn shown(p: Option<Input<'_>>) -> String {
     p.map_or("(embedded)".into(), |p| p.name())
