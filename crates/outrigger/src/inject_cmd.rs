@@ -10,6 +10,7 @@ use outrigger_inject::config::Snapshot;
 use outrigger_inject::kube_inject::{
     self, KubeInjectOptions, Outcome, ProcessedDocument, SkipReason,
 };
+use outrigger_inject::kube::names::STATUS_ANNOTATION;
 use outrigger_inject::yaml;
 
 use crate::cli::inject::{DEFAULT_INJECT_CONFIG_MAP, DEFAULT_MESH_CONFIG_MAP};
@@ -309,6 +310,8 @@ struct Stats {
     written: usize,
     /// Documents injected.
     injected: usize,
+    /// Documents injected before, which injection left as they were.
+    unchanged: usize,
     /// Documents whose injection changed them (what `--diff` shows).
     changed: usize,
     /// Workloads skipped, by reason, in order of first appearance.
@@ -321,9 +324,10 @@ struct Stats {
 }
 
 impl Stats {
-    fn count(&mut self, outcome: Outcome) {
+    fn count(&mut self, outcome: Outcome, unchanged: bool) {
         self.documents += 1;
         match outcome {
+            Outcome::Injected if unchanged => self.unchanged += 1,
             Outcome::Injected => self.injected += 1,
             Outcome::PassedThrough => self.passed += 1,
             Outcome::Skipped(reason) => match self.skipped.iter_mut().find(|(r, _)| *r == reason) {
@@ -333,11 +337,15 @@ impl Stats {
         }
     }
 
-    /// `3 documents: 1 injected, 1 skipped (hostNetwork), 1 passed through`.
+    /// `3 documents: 1 injected, 1 unchanged (already injected), 1 skipped (hostNetwork), 1 passed
+    /// through`.
     fn summary(&self) -> String {
         let mut parts = Vec::new();
         if self.injected > 0 {
             parts.push(format!("{} injected", self.injected));
+        }
+        if self.unchanged > 0 {
+            parts.push(format!("{} unchanged (already injected)", self.unchanged));
         }
         let skipped: usize = self.skipped.iter().map(|(_, n)| n).sum();
         if skipped > 0 {
@@ -369,13 +377,18 @@ fn stream(
 ) -> Result<()> {
     for (index, raw) in yaml::DocumentReader::new(input).enumerate() {
         let raw = raw?;
+        // The trees (input and output) tell a document that injection left as it was: kept for
+        // --diff, and for documents that were injected before (re-injection is a fixed point).
+        let keep_trees = args.diff || raw.text.contains(STATUS_ANNOTATION);
         let doc =
-            kube_inject::inject_raw_document(index, &raw.text, raw.first_line, opts, args.diff);
+            kube_inject::inject_raw_document(index, &raw.text, raw.first_line, opts, keep_trees);
         let Some(doc) = doc? else { continue };
-        stats.count(doc.outcome);
+        let unchanged = doc.outcome == Outcome::Injected
+            && doc.trees.as_ref().is_some_and(|(before, after)| before == after);
+        stats.count(doc.outcome, unchanged);
         stats.warnings.extend(doc.warnings.iter().cloned());
         if args.diff {
-            let diff = render_diff(&raw.text, &doc, stats.color);
+            let diff = render_diff(&doc, stats.color);
             if !diff.is_empty() {
                 output.write(&diff)?;
                 stats.written += 1;
@@ -389,18 +402,23 @@ fn stream(
     Ok(())
 }
 
-/// Unified diff of one injected document: the document as written against the output. Empty
-/// when the document was not injected or injection changed nothing (its parsed, normalised form
-/// equals the output).
-fn render_diff(raw: &str, doc: &ProcessedDocument, color: bool) -> String {
+/// Unified diff of one injected document: the document as read (its parsed, normalised tree,
+/// written as the output is) against the output, so that only what injection changed shows
+/// (not a key order, a comment or a quantity's spelling). Empty when the document was not
+/// injected or injection changed nothing (the two trees are equal).
+fn render_diff(doc: &ProcessedDocument, color: bool) -> String {
     if doc.outcome != Outcome::Injected {
         return String::new();
     }
-    if let Some((before, after)) = &doc.trees {
-        if before == after {
-            return String::new();
-        }
+    let Some((before, after_tree)) = &doc.trees else {
+        return String::new();
+    };
+    if before == after_tree {
+        return String::new();
     }
+    let Ok(raw) = yaml::json_to_yaml(before) else {
+        return String::new();
+    };
     let after = doc.text.strip_suffix("---\n").unwrap_or(&doc.text);
     let full = if doc.namespace.is_empty() {
         doc.name.clone()
@@ -410,11 +428,11 @@ fn render_diff(raw: &str, doc: &ProcessedDocument, color: bool) -> String {
     let label = format!("{} {full} (document {}", doc.kind, doc.index);
     let diff = similar::TextDiff::configure()
         .algorithm(similar::Algorithm::Patience)
-        .diff_lines(raw, after)
+        .diff_lines(&raw, after)
         .unified_diff()
         .context_radius(3)
         .header(
-            &format!("{label}, as written)"),
+            &format!("{label}, as read)"),
             &format!("{label}, injected)"),
         )
         .to_string();

@@ -232,14 +232,15 @@ fn diff_shows_the_added_sidecar_lines() {
         "no istio-init line:\n{text}"
     );
     assert!(
-        text.contains("--- Deployment demo/hello (document 0, as written)")
+        text.contains("--- Deployment demo/hello (document 0, as read)")
             && text.contains("+++ Deployment demo/hello (document 0, injected)"),
         "diff header should name the workload:\n{text}"
     );
-    // The Service is not part of the diff. The original side is the document as written, so
-    // its comment is removed and reordered keys move; the application image is still there.
+    // The Service is not part of the diff. The original side is the document as read (its
+    // tree written as the output is), so a comment or a key order is not a change; the
+    // application image is still there.
     assert!(!text.contains("kind: Service"), "{text}");
-    assert!(text.contains("\n-# A small Deployment"), "{text}");
+    assert!(!text.contains("# A small Deployment"), "{text}");
     let image = |l: &str| l[1..].trim_start_matches([' ', '-']).to_string();
     let removed: Vec<String> = text
         .lines()
@@ -257,6 +258,39 @@ fn diff_shows_the_added_sidecar_lines() {
             "{r:?} removed and not added back:\n{text}"
         );
     }
+}
+
+/// A user's container whose keys are written in another order than the output's: only the
+/// injection's changes are shown, none of the container's own lines.
+#[test]
+fn diff_ignores_the_key_order_of_a_users_container() {
+    let pod = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n  - \
+               image: nginx\n    name: web\n    ports:\n    - name: http\n      containerPort: \
+               8080\n    args: [\"--a\"]\n";
+    let out = Inject::new().args(["-f", "-", "--diff"]).stdin(pod).run();
+    let text = out.exited(1);
+    let removed: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with('-') && !l.starts_with("---"))
+        .collect();
+    assert!(removed.is_empty(), "only additions expected:\n{text}");
+    assert!(text.contains("+  - args:") || text.contains("name: istio-proxy"), "{text}");
+}
+
+/// Re-injecting an injected manifest changes nothing, and the summary says so.
+#[test]
+fn reinjection_is_reported_unchanged() {
+    let first = Inject::file(&hello()).run();
+    let again = Inject::new().args(["-f", "-"]).stdin(first.success()).run();
+    assert_eq!(docs(again.success()), docs(first.success()));
+    assert!(
+        again
+            .stderr
+            .contains("2 documents: 1 unchanged (already injected), 1 passed through"),
+        "{}",
+        again.stderr
+    );
+    assert!(first.stderr.contains("2 documents: 1 injected, 1 passed through"));
 }
 
 #[test]
