@@ -176,6 +176,11 @@ pub fn load_snapshot(args: &CheckArgs) -> Result<Snapshot> {
         .unwrap_or_default();
     let values = settings::read_input(&files.values_file, InputKind::Values)?.unwrap_or_default();
     let mesh = settings::read_input(&files.mesh_config_file, InputKind::MeshConfig)?;
+    if let Some(p) = &files.values_file {
+        // Named alone, as `inject` and `serve` name it.
+        outrigger_inject::config::parse_values(&values)
+            .with_context(|| format!("loading values {}", p.display()))?;
+    }
     Snapshot::load(&config, &values, mesh.as_deref())
         .with_context(|| format!("loading injector config {}", cfg.display()))
 }

@@ -267,3 +267,50 @@ fn exit_statuses_follow_the_conventions() {
         assert!(run.stderr.starts_with(prefix), "{args:?}: {}", run.stderr);
     }
 }
+
+/// The same failure is worded the same way by `inject`, `check` and `serve`: a values file whose
+/// `global` is not a map.
+#[test]
+fn a_bad_values_file_is_worded_alike_by_inject_check_and_serve() {
+    let dir = scratch().join("values-alike");
+    std::fs::create_dir_all(&dir).expect("dir");
+    let config = write(
+        &dir,
+        "config",
+        &std::fs::read_to_string(repo("crates/outrigger-inject/defaults/config.yaml"))
+            .expect("embedded config"),
+    );
+    let values = write(&dir, "values", "global: 42\n");
+    let mesh = dir.join("mesh").display().to_string();
+    let ca = dir.join("ca.pem").display().to_string();
+    let hello = repo("examples/hello.yaml");
+    let runs = [
+        outrigger(
+            &["inject", "-f", &hello, "--injectConfigFile", &config, "--valuesFile", &values],
+            &[],
+        ),
+        outrigger(
+            &["check", "-f", &hello, "--injectConfigFile", &config, "--valuesFile", &values],
+            &[],
+        ),
+        outrigger(
+            &[
+                "serve", "--address", "127.0.0.1", "--port", "0", "--injectConfig", &config,
+                "--injectValues", &values, "--meshConfig", &mesh, "--caBundleFile", &ca,
+            ],
+            &[],
+        ),
+    ];
+    let want = format!(
+        "Error: loading values {values}: could not parse configuration values: global: expected \
+         a map, got 42"
+    );
+    for run in &runs {
+        let line = run
+            .stderr
+            .lines()
+            .find(|l| l.starts_with("Error: "))
+            .unwrap_or_default();
+        assert_eq!(line, want, "{}", run.stderr);
+    }
+}

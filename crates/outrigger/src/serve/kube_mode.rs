@@ -211,7 +211,8 @@ pub async fn apply_certificates(state: Arc<State>, mut rx: watch::Receiver<CertB
             Err(e) => {
                 state.metrics.reload("certificate", false);
                 tracing::error!(
-                    "certificate rotation failed: {e:#}; keeping the current certificate"
+                    "certificate rotation failed: {}; keeping the current certificate",
+                    crate::report::chain(&e)
                 );
             }
         }

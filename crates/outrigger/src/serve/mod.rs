@@ -165,8 +165,8 @@ fn initial_certificate(
 /// Read and parse the configuration files (or the embedded default).
 async fn file_config(paths: &snapshot::Paths) -> Result<(Snapshot, snapshot::Texts)> {
     let texts = snapshot::read(paths)?;
-    let t = texts.clone();
-    let snap = tokio::task::spawn_blocking(move || snapshot::build(&t))
+    let (t, p) = (texts.clone(), paths.clone());
+    let snap = tokio::task::spawn_blocking(move || snapshot::build(&t, &p))
         .await
         .context("loading the configuration")??;
     for w in &snap.config.warnings {

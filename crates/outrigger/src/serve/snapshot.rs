@@ -110,12 +110,23 @@ pub fn read(paths: &Paths) -> Result<Texts> {
 }
 
 /// Parse the documents into a snapshot. A panic inside the library is reported as an error.
-pub fn build(texts: &Texts) -> Result<Snapshot> {
+/// Errors name the file as `inject` and `check` do: `loading values PATH: ...` for the values,
+/// `loading injector config PATH: ...` for the rest.
+pub fn build(texts: &Texts, paths: &Paths) -> Result<Snapshot> {
     let result = catch_unwind(AssertUnwindSafe(|| {
-        Snapshot::load(&texts.config, &texts.values, texts.mesh.as_deref())
+        if texts.values_present && !texts.embedded {
+            outrigger_inject::config::parse_values(&texts.values)
+                .with_context(|| format!("loading values {}", paths.values.display()))?;
+        }
+        let what = if texts.embedded {
+            "loading the embedded default configuration".to_string()
+        } else {
+            format!("loading injector config {}", paths.config.display())
+        };
+        Snapshot::load(&texts.config, &texts.values, texts.mesh.as_deref()).context(what)
     }));
     match result {
-        Ok(r) => r.context("loading the injector configuration"),
+        Ok(r) => r,
         Err(p) => {
             let msg = p
                 .downcast_ref::<&str>()
