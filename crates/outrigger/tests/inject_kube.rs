@@ -297,8 +297,14 @@ fn context_selects_the_cluster_and_flags_need_kube() {
     let pod = fixture("pod.yaml");
     let out = inject_kube(&pod, &t.kc).args(["--context", "dead"]).run();
     let err = out.failure();
+    // The context's server is named with the kubeconfig, once, and the cause said once.
     assert!(
-        err.starts_with("Error: --kube: reading ConfigMap istio-system/istio-sidecar-injector: "),
+        err.starts_with(&format!(
+            "Error: --kube: cannot reach the Kubernetes API server http://127.0.0.1:1/ \
+             (kubeconfig {}, context dead): reading ConfigMap \
+             istio-system/istio-sidecar-injector: ",
+            t.kc
+        )) && err.matches("Connection refused").count() == 1,
         "{err}"
     );
     assert!(t.cluster.requests().is_empty());

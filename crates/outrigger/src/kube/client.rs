@@ -98,7 +98,7 @@ fn kubeconfig_files() -> Result<Option<(Vec<PathBuf>, String)>> {
         let present: Vec<PathBuf> = listed.iter().filter(|p| p.exists()).cloned().collect();
         if present.is_empty() {
             bail!(
-                "reading kubeconfig: none of the files of KUBECONFIG exists ({})",
+                "no usable Kubernetes configuration: none of the files of KUBECONFIG exists ({})",
                 value.to_string_lossy()
             );
         }
