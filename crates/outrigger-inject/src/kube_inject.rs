@@ -483,7 +483,11 @@ fn inject_template(
 /// with the revision used), but the user learns that another control plane was meant.
 fn revision_mismatch(pod: &Value, revision: &str, subject: &str) -> Option<String> {
     let asked = crate::kube::pod::label(pod, names::REVISION_LABEL)?;
-    let used = if revision.is_empty() { "default" } else { revision };
+    let used = if revision.is_empty() {
+        "default"
+    } else {
+        revision
+    };
     let asked_norm = if asked.is_empty() { "default" } else { asked };
     (asked_norm != used).then(|| {
         format!(

@@ -14,13 +14,13 @@ use anyhow::{bail, Context, Result};
 use outrigger_inject::check::{self, Report, NOT_SELECTED};
 use outrigger_inject::config::input_kind::InputKind;
 use outrigger_inject::config::Snapshot;
-use outrigger_inject::kube_inject::shift_yaml_line;
 use outrigger_inject::kube::names::REVISION_LABEL;
+use outrigger_inject::kube_inject::shift_yaml_line;
 use serde_json::{Map, Value};
 
 use crate::input;
-use crate::settings;
 use crate::kube::check::LiveQuery;
+use crate::settings;
 use crate::webhook_config::{self, WebhookOptions};
 
 pub use crate::cli::check::{CheckArgs, CheckOutput};
@@ -37,8 +37,9 @@ pub fn parse_documents(input: impl std::io::BufRead) -> Result<(Vec<Value>, Vec<
     for (index, raw) in reader.enumerate() {
         let raw = raw?;
         // Errors name the document and the line of the stream, worded as `inject` words them.
-        let read = outrigger_inject::yaml::read_document(&raw.text)
-            .map_err(|e| shift_yaml_line(e, raw.first_line).context(&format!("document {index}")))?;
+        let read = outrigger_inject::yaml::read_document(&raw.text).map_err(|e| {
+            shift_yaml_line(e, raw.first_line).context(&format!("document {index}"))
+        })?;
         if let Some(ignored) = read.ignored {
             let ignored = ignored.shifted(raw.first_line);
             warnings.push(format!("warning: document {index}: {ignored}"));
@@ -242,7 +243,9 @@ fn doc_name(doc: &Value) -> String {
     format!(
         "{}/{}",
         doc["kind"].as_str().unwrap_or("object"),
-        doc.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("")
+        doc.pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
     )
 }
 
@@ -263,7 +266,9 @@ fn explain_live(args: &CheckArgs) -> Result<Vec<Report>> {
     };
     // The mesh file goes with a ConfigMap's configuration (offline, with the files).
     let mesh = match (&config_map, &args.files.mesh_config_file) {
-        (Some(_), Some(_)) => settings::read_input(&args.files.mesh_config_file, InputKind::MeshConfig)?,
+        (Some(_), Some(_)) => {
+            settings::read_input(&args.files.mesh_config_file, InputKind::MeshConfig)?
+        }
         _ => None,
     };
     let query = LiveQuery {

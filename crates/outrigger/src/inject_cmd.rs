@@ -7,10 +7,10 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use outrigger_inject::config::Snapshot;
+use outrigger_inject::kube::names::STATUS_ANNOTATION;
 use outrigger_inject::kube_inject::{
     self, KubeInjectOptions, Outcome, ProcessedDocument, SkipReason,
 };
-use outrigger_inject::kube::names::STATUS_ANNOTATION;
 use outrigger_inject::yaml;
 
 use crate::cli::inject::{DEFAULT_INJECT_CONFIG_MAP, DEFAULT_MESH_CONFIG_MAP};
@@ -186,9 +186,7 @@ pub fn run(args: &InjectArgs) -> Result<ExitCode> {
             if to_stdout && written > 0 && !args.diff {
                 Err(crate::report::with_note(
                     e,
-                    format!(
-                        "the {written} document(s) before it were written to standard output"
-                    ),
+                    format!("the {written} document(s) before it were written to standard output"),
                 ))
             } else {
                 Err(e)
@@ -384,7 +382,10 @@ fn stream(
             kube_inject::inject_raw_document(index, &raw.text, raw.first_line, opts, keep_trees);
         let Some(doc) = doc? else { continue };
         let unchanged = doc.outcome == Outcome::Injected
-            && doc.trees.as_ref().is_some_and(|(before, after)| before == after);
+            && doc
+                .trees
+                .as_ref()
+                .is_some_and(|(before, after)| before == after);
         stats.count(doc.outcome, unchanged);
         stats.warnings.extend(doc.warnings.iter().cloned());
         if args.diff {

@@ -122,7 +122,7 @@ mod tests {
 
     #[test]
     fn a_cause_already_said_is_dropped() {
-        let io = std::io::Error::new(std::io::ErrorKind::Other, "Is a directory (os error 21)");
+        let io = std::io::Error::other("Is a directory (os error 21)");
         let inner = Embeds("document 0".into(), Box::new(io));
         let e = anyhow::Error::new(inner).context("injecting /tmp");
         assert_eq!(format!("{e:#}").matches("os error 21").count(), 2);

@@ -32,6 +32,9 @@ fn outrigger(args: &[&str], env: &[(&str, &str)]) -> Run {
     }
 }
 
+/// One failing invocation: its arguments, its environment, and a word its message must contain.
+type Case<'a> = (Vec<&'a str>, &'a [(&'a str, &'a str)], &'a str);
+
 /// A scratch directory for this test binary.
 fn scratch() -> PathBuf {
     let dir = std::env::temp_dir().join(format!("outrigger-voice-{}", std::process::id()));
@@ -106,7 +109,7 @@ fn no_error_message_repeats_itself() {
     let tmp = dir.display().to_string();
     let home = [("HOME", tmp.as_str())];
     let missing = format!("{tmp}/missing.yaml");
-    let mut cases: Vec<(Vec<&str>, &[(&str, &str)], &str)> = vec![
+    let mut cases: Vec<Case> = vec![
         (
             vec!["inject", "-f", &hello, "--valuesFile", &bad_values],
             &[],
@@ -143,25 +146,59 @@ fn no_error_message_repeats_itself() {
             "missing.yaml",
         ),
         (
-            vec!["inject", "--kube", "-f", &hello, "--kubeconfig", &unreachable],
+            vec![
+                "inject",
+                "--kube",
+                "-f",
+                &hello,
+                "--kubeconfig",
+                &unreachable,
+            ],
             &[],
             "127.0.0.1:1",
         ),
         (
-            vec!["inject", "--kube", "-f", &hello, "--kubeconfig", &unreachable, "--context", "nope"],
+            vec![
+                "inject",
+                "--kube",
+                "-f",
+                &hello,
+                "--kubeconfig",
+                &unreachable,
+                "--context",
+                "nope",
+            ],
             &[],
             "nope",
         ),
-        (vec!["inject", "--kube", "-f", &hello], &home, "--kubeconfig"),
+        (
+            vec!["inject", "--kube", "-f", &hello],
+            &home,
+            "--kubeconfig",
+        ),
         (vec!["check", "-f", &bad_yaml], &[], "line 9"),
         (vec!["check", "-f", &missing], &[], "missing.yaml"),
         (
-            vec!["check", "-f", &hello, "--namespace-labels", "istio-injection"],
+            vec![
+                "check",
+                "-f",
+                &hello,
+                "--namespace-labels",
+                "istio-injection",
+            ],
             &[],
             "istio-injection",
         ),
         (
-            vec!["check", "-f", &hello, "--injectConfigFile", &config, "--valuesFile", &mesh],
+            vec![
+                "check",
+                "-f",
+                &hello,
+                "--injectConfigFile",
+                &config,
+                "--valuesFile",
+                &mesh,
+            ],
             &[],
             "--meshConfigFile",
         ),
@@ -170,8 +207,16 @@ fn no_error_message_repeats_itself() {
             &[],
             "127.0.0.1:1",
         ),
-        (vec!["webhook-config", "--revision", "Bad_Rev"], &[], "Bad_Rev"),
-        (vec!["webhook-config", "--url", "http://x/inject"], &[], "https"),
+        (
+            vec!["webhook-config", "--revision", "Bad_Rev"],
+            &[],
+            "Bad_Rev",
+        ),
+        (
+            vec!["webhook-config", "--url", "http://x/inject"],
+            &[],
+            "https",
+        ),
         (
             vec!["webhook-config", "--ca-bundle-file", &missing],
             &[],
@@ -191,7 +236,11 @@ fn no_error_message_repeats_itself() {
             &[],
             "missing.yaml",
         ),
-        (vec!["serve", "--kube", "--port", "0"], &home, "--kubeconfig"),
+        (
+            vec!["serve", "--kube", "--port", "0"],
+            &home,
+            "--kubeconfig",
+        ),
     ];
     let corpus = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../../shared/conformance/istio/settings/default/config.yaml");
@@ -258,9 +307,17 @@ fn exit_statuses_follow_the_conventions() {
         (vec!["man", "bogus"], 2, "error: "),
         (vec!["inject", "-f", &hello, "-o", "yaml"], 2, "error: "),
         (vec!["inject", "-f", "/nonexistent/x.yaml"], 1, "Error: "),
-        (vec!["inject", "-f", "/nonexistent/x.yaml", "--diff"], 2, "Error: "),
+        (
+            vec!["inject", "-f", "/nonexistent/x.yaml", "--diff"],
+            2,
+            "Error: ",
+        ),
         (vec!["check", "-f", "/nonexistent/x.yaml"], 2, "Error: "),
-        (vec!["webhook-config", "--revision", "Bad_Rev"], 1, "Error: "),
+        (
+            vec!["webhook-config", "--revision", "Bad_Rev"],
+            1,
+            "Error: ",
+        ),
     ] {
         let run = outrigger(&args, &[]);
         assert_eq!(run.code, Some(code), "{args:?}: {}", run.stderr);
@@ -286,17 +343,44 @@ fn a_bad_values_file_is_worded_alike_by_inject_check_and_serve() {
     let hello = repo("examples/hello.yaml");
     let runs = [
         outrigger(
-            &["inject", "-f", &hello, "--injectConfigFile", &config, "--valuesFile", &values],
-            &[],
-        ),
-        outrigger(
-            &["check", "-f", &hello, "--injectConfigFile", &config, "--valuesFile", &values],
+            &[
+                "inject",
+                "-f",
+                &hello,
+                "--injectConfigFile",
+                &config,
+                "--valuesFile",
+                &values,
+            ],
             &[],
         ),
         outrigger(
             &[
-                "serve", "--address", "127.0.0.1", "--port", "0", "--injectConfig", &config,
-                "--injectValues", &values, "--meshConfig", &mesh, "--caBundleFile", &ca,
+                "check",
+                "-f",
+                &hello,
+                "--injectConfigFile",
+                &config,
+                "--valuesFile",
+                &values,
+            ],
+            &[],
+        ),
+        outrigger(
+            &[
+                "serve",
+                "--address",
+                "127.0.0.1",
+                "--port",
+                "0",
+                "--injectConfig",
+                &config,
+                "--injectValues",
+                &values,
+                "--meshConfig",
+                &mesh,
+                "--caBundleFile",
+                &ca,
             ],
             &[],
         ),

@@ -274,7 +274,10 @@ fn diff_ignores_the_key_order_of_a_users_container() {
         .filter(|l| l.starts_with('-') && !l.starts_with("---"))
         .collect();
     assert!(removed.is_empty(), "only additions expected:\n{text}");
-    assert!(text.contains("+  - args:") || text.contains("name: istio-proxy"), "{text}");
+    assert!(
+        text.contains("+  - args:") || text.contains("name: istio-proxy"),
+        "{text}"
+    );
 }
 
 /// Re-injecting an injected manifest changes nothing, and the summary says so.
@@ -290,7 +293,9 @@ fn reinjection_is_reported_unchanged() {
         "{}",
         again.stderr
     );
-    assert!(first.stderr.contains("2 documents: 1 injected, 1 passed through"));
+    assert!(first
+        .stderr
+        .contains("2 documents: 1 injected, 1 passed through"));
 }
 
 #[test]

@@ -340,7 +340,9 @@ fn deploy_base_webhook_config_and_serve_share_one_set_of_defaults() {
             "{entry}"
         );
         let host = format!("{}.{}.svc", defaults::SERVICE, defaults::NAMESPACE);
-        assert!(defaults::service_dns_names(defaults::SERVICE, defaults::NAMESPACE).contains(&host));
+        assert!(
+            defaults::service_dns_names(defaults::SERVICE, defaults::NAMESPACE).contains(&host)
+        );
         let excluded = entry["namespaceSelector"]["matchExpressions"]
             .as_array()
             .expect("expressions")
@@ -348,7 +350,10 @@ fn deploy_base_webhook_config_and_serve_share_one_set_of_defaults() {
             .find(|e| e["key"] == "kubernetes.io/metadata.name")
             .unwrap_or_else(|| panic!("no namespace exclusion in {entry}"));
         assert_eq!(excluded["operator"], "NotIn");
-        assert_eq!(excluded["values"], serde_json::json!(defaults::EXCLUDED_NAMESPACES));
+        assert_eq!(
+            excluded["values"],
+            serde_json::json!(defaults::EXCLUDED_NAMESPACES)
+        );
     }
     assert_eq!(of("Namespace")["metadata"]["name"], defaults::NAMESPACE);
     let service = of("Service");
@@ -379,7 +384,9 @@ fn deploy_base_webhook_config_and_serve_share_one_set_of_defaults() {
         .expect("binary runs");
     let help = String::from_utf8_lossy(&help.stdout);
     let default_of = |flag: &str| {
-        let at = help.find(&format!("--{flag} <")).unwrap_or_else(|| panic!("--{flag} in help"));
+        let at = help
+            .find(&format!("--{flag} <"))
+            .unwrap_or_else(|| panic!("--{flag} in help"));
         let rest = &help[at..];
         let end = rest[2..].find("\n  -").map_or(rest.len(), |e| e + 2);
         let d = rest[..end].split("[default: ").nth(1).expect("a default");
@@ -388,5 +395,8 @@ fn deploy_base_webhook_config_and_serve_share_one_set_of_defaults() {
     assert_eq!(default_of("namespace"), defaults::NAMESPACE);
     assert_eq!(default_of("service"), defaults::SERVICE);
     assert_eq!(default_of("tls-secret"), defaults::TLS_SECRET);
-    assert_eq!(default_of("webhook-config-name"), defaults::WEBHOOK_CONFIG_NAME);
+    assert_eq!(
+        default_of("webhook-config-name"),
+        defaults::WEBHOOK_CONFIG_NAME
+    );
 }

@@ -83,7 +83,9 @@ async fn unknown_paths_answer_404_over_http2_and_http1() {
     let c = H2::connect(server.addr, &ca).await.expect("h2 connection");
     for path in ["/nope", "/healthz"] {
         let (tx, rx) = tokio::sync::mpsc::channel(4);
-        tx.send(bytes::Bytes::from(vec![b' '; 1024])).await.expect("queued");
+        tx.send(bytes::Bytes::from(vec![b' '; 1024]))
+            .await
+            .expect("queued");
         let client = c.clone();
         let answer = tokio::spawn(async move {
             client
@@ -95,7 +97,10 @@ async fn unknown_paths_answer_404_over_http2_and_http1() {
         let rest = tx.send(bytes::Bytes::from(vec![b' '; 100_000])).await;
         drop(tx);
         let answer = answer.await.expect("task").expect("an HTTP/2 answer");
-        assert!(rest.is_ok(), "{path}: the stream was reset while the body was being sent");
+        assert!(
+            rest.is_ok(),
+            "{path}: the stream was reset while the body was being sent"
+        );
         let h1 = http1_request(server.addr, &ca, path, Some(vec![b' '; 101_024]))
             .await
             .expect("an HTTP/1.1 answer");

@@ -66,7 +66,9 @@ impl InputKind {
             InputKind::InjectorConfig => {
                 "an injector config (the `config` key of the istio-sidecar-injector ConfigMap)"
             }
-            InputKind::Values => "values (the `values` key of the istio-sidecar-injector ConfigMap)",
+            InputKind::Values => {
+                "values (the `values` key of the istio-sidecar-injector ConfigMap)"
+            }
             InputKind::MeshConfig => "a mesh config (the `mesh` key of the istio ConfigMap)",
             InputKind::ConfigMap => "a whole ConfigMap",
         }
@@ -91,7 +93,9 @@ impl InputKind {
             InputKind::Values => {
                 "kubectl get cm istio-sidecar-injector -n istio-system -o jsonpath='{.data.values}'"
             }
-            InputKind::MeshConfig => "kubectl get cm istio -n istio-system -o jsonpath='{.data.mesh}'",
+            InputKind::MeshConfig => {
+                "kubectl get cm istio -n istio-system -o jsonpath='{.data.mesh}'"
+            }
         }
     }
 

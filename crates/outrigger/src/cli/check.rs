@@ -54,7 +54,11 @@ pub struct CheckArgs {
     )]
     pub istio_namespace: String,
     /// Deprecated spelling of --injectConfigMapName NAME -i NAMESPACE: NAMESPACE/NAME.
-    #[arg(long = "injectConfigMap", hide = true, conflicts_with = "inject_config_map_name")]
+    #[arg(
+        long = "injectConfigMap",
+        hide = true,
+        conflicts_with = "inject_config_map_name"
+    )]
     pub inject_config_map: Option<String>,
     /// With --kube: evaluate the selectors of this live MutatingWebhookConfiguration instead of
     /// the generated ones.

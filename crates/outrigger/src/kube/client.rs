@@ -107,7 +107,10 @@ fn kubeconfig_files() -> Result<Option<(Vec<PathBuf>, String)>> {
             .map(|p| p.display().to_string())
             .collect::<Vec<_>>()
             .join(", ");
-        return Ok(Some((present, format!("kubeconfig {shown} from KUBECONFIG"))));
+        return Ok(Some((
+            present,
+            format!("kubeconfig {shown} from KUBECONFIG"),
+        )));
     }
     let home = std::env::var_os("HOME").map(|h| Path::new(&h).join(".kube/config"));
     Ok(home

@@ -108,9 +108,19 @@ where
         return Ok(r);
     }
     let resp = match raw_path.as_str() {
-        "/inject" => return Ok(close_if_draining(&state, version, inject(&state, req).await)),
+        "/inject" => {
+            return Ok(close_if_draining(
+                &state,
+                version,
+                inject(&state, req).await,
+            ))
+        }
         p if p.starts_with("/inject/") => {
-            return Ok(close_if_draining(&state, version, inject(&state, req).await))
+            return Ok(close_if_draining(
+                &state,
+                version,
+                inject(&state, req).await,
+            ))
         }
         "/healthz" => text(StatusCode::OK, "ok"),
         "/readyz" => readyz(&state),

@@ -184,7 +184,10 @@ mod tests {
         let t = read(&paths).unwrap();
         assert_eq!(
             t.describe(&paths),
-            format!("embedded default configuration (mesh {})", paths.mesh.display())
+            format!(
+                "embedded default configuration (mesh {})",
+                paths.mesh.display()
+            )
         );
         std::fs::remove_dir_all(&dir).unwrap();
     }
