@@ -1963,3 +1963,79 @@ fn examples_show_what_their_comments_say() {
     assert_eq!(status["containers"], json!(["log-shipper"]));
     assert_eq!(status["volumes"], json!(["log-shipper-config"]));
 }
+
+// ---------------------------------------------------------------------------------------------
+// revisions
+// ---------------------------------------------------------------------------------------------
+
+const CANARY_POD: &str = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  labels:\n    istio.io/rev: canary\nspec:\n  containers:\n  - name: app\n    image: app\n";
+
+/// The value of env var `name` of the istio-proxy container of a pod document.
+fn proxy_env(doc: &Value, name: &str) -> Option<String> {
+    let containers = doc["spec"]["containers"].as_array()?;
+    let proxy = containers.iter().find(|c| c["name"] == "istio-proxy")?;
+    proxy["env"]
+        .as_array()?
+        .iter()
+        .find(|e| e["name"] == name)
+        .and_then(|e| e["value"].as_str())
+        .map(str::to_string)
+}
+
+/// A pod asking for revision canary, injected without `--revision`: the output is istioctl's
+/// (annotated with the default revision), and a warning names the revision it asked for.
+#[test]
+fn a_pod_asking_for_another_revision_is_warned_about() {
+    let out = Inject::new().args(["-f", "-"]).stdin(CANARY_POD).run();
+    let d = docs(out.success());
+    assert_eq!(d[0]["metadata"]["annotations"]["istio.io/rev"], "default");
+    assert!(
+        out.stderr.contains(
+            "Pod \"p\" asks for revision \"canary\" (label istio.io/rev) but is injected with \
+             revision \"default\"; pass --revision canary"
+        ),
+        "{}",
+        out.stderr
+    );
+    let out = Inject::new()
+        .args(["-f", "-", "--revision", "canary"])
+        .stdin(CANARY_POD)
+        .run();
+    let d = docs(out.success());
+    assert!(!out.stderr.contains("asks for revision"), "{}", out.stderr);
+    assert_eq!(d[0]["metadata"]["annotations"]["istio.io/rev"], "canary");
+}
+
+/// `--revision canary` with the embedded default: the proxies talk to the revision's istiod, as
+/// Istio's chart renders a revision (`istiod-canary` in CA_ADDR and the discovery address).
+#[test]
+fn a_revision_with_the_embedded_default_points_at_its_istiod() {
+    let run = |args: &[&str]| {
+        let out = Inject::new()
+            .args(["-f", "-"])
+            .args(args.iter().copied())
+            .stdin(CANARY_POD)
+            .run();
+        docs(out.success()).remove(0)
+    };
+    let default = run(&[]);
+    let canary = run(&["--revision", "canary"]);
+    let spelled = run(&["--revision", "default"]);
+    assert_eq!(
+        proxy_env(&default, "CA_ADDR").as_deref(),
+        Some("istiod.istio-system.svc:15012")
+    );
+    assert_eq!(
+        proxy_env(&spelled, "CA_ADDR"),
+        proxy_env(&default, "CA_ADDR")
+    );
+    assert_eq!(
+        proxy_env(&canary, "CA_ADDR").as_deref(),
+        Some("istiod-canary.istio-system.svc:15012")
+    );
+    let proxy_config = proxy_env(&canary, "PROXY_CONFIG").unwrap_or_default();
+    assert!(
+        proxy_config.contains("\"discoveryAddress\":\"istiod-canary.istio-system.svc:15012\""),
+        "{proxy_config}"
+    );
+}
