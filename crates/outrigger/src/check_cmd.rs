@@ -254,7 +254,7 @@ fn explain_live(args: &CheckArgs) -> Result<Vec<Report>> {
     // `--injectConfigMapName NAME -i NS`, as `inject --kube`; `--injectConfigMap NS/NAME` is
     // the deprecated spelling.
     let config_map = match (&args.inject_config_map_name, &args.inject_config_map) {
-        (Some(name), _) => Some(format!("{}/{name}", args.istio_namespace)),
+        (Some(name), _) => Some(format!("{}/{name}", args.target.istio_namespace)),
         (None, Some(both)) => {
             eprintln!(
                 "warning: --injectConfigMap NAMESPACE/NAME is deprecated: use \
@@ -277,8 +277,8 @@ fn explain_live(args: &CheckArgs) -> Result<Vec<Report>> {
         inject_config_map: config_map.as_deref(),
         mesh: mesh.as_deref(),
         webhook_config: args.webhook_config.as_deref(),
-        kubeconfig: args.kubeconfig.as_deref(),
-        context: args.context.as_deref(),
+        kubeconfig: args.target.kubeconfig.as_deref(),
+        context: args.target.context.as_deref(),
     };
     let live = crate::kube::check::fetch(&query)?;
     let snapshot = match live.snapshot {

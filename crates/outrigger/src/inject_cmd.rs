@@ -201,7 +201,7 @@ pub fn run(args: &InjectArgs) -> Result<ExitCode> {
 fn cluster_snapshot(args: &InjectArgs) -> Result<Snapshot> {
     let (c, files) = (&args.cluster, &args.files);
     let configmap = |name: &str, default: &str| ConfigMapRef {
-        namespace: c.istio_namespace.clone(),
+        namespace: c.target.istio_namespace.clone(),
         name: inject_source::configmap_name(name, default, &args.revision),
     };
     let inject = configmap(&c.inject_config_map_name, DEFAULT_INJECT_CONFIG_MAP);
@@ -222,14 +222,17 @@ fn cluster_snapshot(args: &InjectArgs) -> Result<Snapshot> {
             .build()
             .context("starting the runtime")?;
         rt.block_on(async {
-            let cluster =
-                crate::kube::client::connect(c.kubeconfig.as_deref(), c.context.as_deref()).await?;
+            let cluster = crate::kube::client::connect(
+                c.target.kubeconfig.as_deref(),
+                c.target.context.as_deref(),
+            )
+            .await?;
             let client = cluster.client.clone();
             let hint = |flag: &str, file_flags: &str| {
                 format!(
                     "is Istio installed in namespace {}? choose it with --istioNamespace, {flag} \
                      or --revision, or pass {file_flags}",
-                    c.istio_namespace
+                    c.target.istio_namespace
                 )
             };
             let inject_values = if inject_keys.is_empty() {

@@ -341,31 +341,17 @@ fn a_bad_values_file_is_worded_alike_by_inject_check_and_serve() {
     let mesh = dir.join("mesh").display().to_string();
     let ca = dir.join("ca.pem").display().to_string();
     let hello = repo("examples/hello.yaml");
+    let files = [
+        "-f",
+        &hello,
+        "--injectConfigFile",
+        &config,
+        "--valuesFile",
+        &values,
+    ];
     let runs = [
-        outrigger(
-            &[
-                "inject",
-                "-f",
-                &hello,
-                "--injectConfigFile",
-                &config,
-                "--valuesFile",
-                &values,
-            ],
-            &[],
-        ),
-        outrigger(
-            &[
-                "check",
-                "-f",
-                &hello,
-                "--injectConfigFile",
-                &config,
-                "--valuesFile",
-                &values,
-            ],
-            &[],
-        ),
+        outrigger(&[&["inject"][..], &files].concat(), &[]),
+        outrigger(&[&["check"][..], &files].concat(), &[]),
         outrigger(
             &[
                 "serve",

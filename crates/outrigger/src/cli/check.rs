@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use super::common::ConfigFiles;
+use super::common::{ClusterTarget, ConfigFiles};
 
 /// Output format of `outrigger check`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -45,14 +45,9 @@ pub struct CheckArgs {
     /// --istioNamespace, as `inject --kube` names it.
     #[arg(long = "injectConfigMapName", requires = "kube")]
     pub inject_config_map_name: Option<String>,
-    /// With --kube: the namespace of Istio's ConfigMaps.
-    #[arg(
-        short = 'i',
-        long = "istioNamespace",
-        default_value = "istio-system",
-        requires = "kube"
-    )]
-    pub istio_namespace: String,
+    /// With --kube: which cluster, and the namespace of Istio's ConfigMaps.
+    #[command(flatten)]
+    pub target: ClusterTarget,
     /// Deprecated spelling of --injectConfigMapName NAME -i NAMESPACE: NAMESPACE/NAME.
     #[arg(
         long = "injectConfigMap",
@@ -64,12 +59,6 @@ pub struct CheckArgs {
     /// the generated ones.
     #[arg(long = "webhook-config")]
     pub webhook_config: Option<String>,
-    /// With --kube: the kubeconfig file (default: KUBECONFIG, ~/.kube/config, or in-cluster).
-    #[arg(long = "kubeconfig", requires = "kube")]
-    pub kubeconfig: Option<PathBuf>,
-    /// With --kube: the kubeconfig context (default: its current context).
-    #[arg(long = "context", requires = "kube")]
-    pub context: Option<String>,
     /// Output format (kubectl's `-o`).
     #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
     pub output: CheckOutput,

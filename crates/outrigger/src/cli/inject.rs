@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use super::common::{native_mode_flag, ConfigFiles};
+use super::common::{native_mode_flag, ClusterTarget, ConfigFiles};
 
 /// Flags of `outrigger inject`.
 #[derive(Debug, clap::Args)]
@@ -63,20 +63,9 @@ pub struct ClusterArgs {
         requires = "kube"
     )]
     pub mesh_config_map_name: String,
-    /// With --kube: the namespace of Istio's ConfigMaps.
-    #[arg(
-        short = 'i',
-        long = "istioNamespace",
-        default_value = "istio-system",
-        requires = "kube"
-    )]
-    pub istio_namespace: String,
-    /// With --kube: the kubeconfig file (default: KUBECONFIG, ~/.kube/config, or in-cluster).
-    #[arg(long = "kubeconfig", requires = "kube")]
-    pub kubeconfig: Option<PathBuf>,
-    /// With --kube: the kubeconfig context (default: its current context).
-    #[arg(long = "context", requires = "kube")]
-    pub context: Option<String>,
+    /// With --kube: which cluster, and the namespace of Istio's ConfigMaps.
+    #[command(flatten)]
+    pub target: ClusterTarget,
 }
 
 /// istioctl's default injector ConfigMap name.
