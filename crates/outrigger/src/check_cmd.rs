@@ -335,6 +335,8 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
     let docs = read_documents(file)?;
     let ns_labels = parse_labels(&args.namespace_labels)?;
     let mut reports = Vec::new();
+    // Said once, however many documents it applies to.
+    let mut notes: Vec<String> = Vec::new();
     for doc in &docs {
         // Each pod is evaluated against the webhooks of the revision it asks for (its
         // `istio.io/rev` label, else the namespace's), unless --revision names one.
@@ -352,7 +354,10 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
             _ => {}
         }
         if let Some(w) = webhook_config::auto_entry_dropped(&options) {
-            eprintln!("{w}");
+            if !notes.contains(&w) {
+                eprintln!("{w}");
+                notes.push(w);
+            }
         }
         let webhooks = webhook_config::entries(&options);
         reports.extend(check::explain_documents(

@@ -193,4 +193,48 @@ mod tests {
         }
         assert!(check_url("https://10.0.0.1:443/inject").is_ok());
     }
+
+    /// The options `outrigger webhook-config ARGS` builds.
+    fn options(args: &[&str]) -> WebhookOptions {
+        use clap::FromArgMatches;
+        let mut argv = vec!["outrigger", "webhook-config"];
+        argv.extend(args);
+        let m = crate::cli::command()
+            .try_get_matches_from(argv)
+            .expect("parses");
+        let crate::cli::Cli {
+            command: crate::cli::Command::WebhookConfig(a),
+        } = crate::cli::Cli::from_arg_matches(&m).expect("typed")
+        else {
+            panic!("webhook-config");
+        };
+        WebhookOptions::from_args(&a).expect("valid")
+    }
+
+    #[test]
+    fn the_default_exclusion_is_the_injectors_namespace_and_kube_system() {
+        assert_eq!(
+            options(&[]).exclude_namespaces,
+            defaults::EXCLUDED_NAMESPACES.map(str::to_string)
+        );
+        assert_eq!(
+            options(&["--service", "mesh/injector"]).exclude_namespaces,
+            ["mesh", "kube-system"]
+        );
+        assert_eq!(
+            options(&["--service", "kube-system/injector"]).exclude_namespaces,
+            ["kube-system"]
+        );
+        assert!(options(&["--istio"]).exclude_namespaces.is_empty());
+        assert!(options(&["--url", "https://x/inject"])
+            .exclude_namespaces
+            .is_empty());
+        assert!(options(&["--exclude-namespaces", ""])
+            .exclude_namespaces
+            .is_empty());
+        assert_eq!(
+            options(&["--exclude-namespaces", "a,b"]).exclude_namespaces,
+            ["a", "b"]
+        );
+    }
 }
