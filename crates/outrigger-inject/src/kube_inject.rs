@@ -12,6 +12,7 @@ use crate::inject::{self, InjectParams, Mode};
 use crate::json::short;
 use crate::kube::names;
 use crate::kube::typed;
+use crate::reinject;
 use crate::{yaml, Error, Result};
 
 /// Why a document cannot be injected by kube-inject.
@@ -69,6 +70,9 @@ pub struct KubeInjectOptions<'a> {
     pub revision: &'a str,
     /// `COMPLIANCE_POLICY` of the process.
     pub compliance_policy: &'a str,
+    /// Remove a previous injection completely before injecting (`--reinject`,
+    /// [`crate::reinject`]); otherwise an injected pod is re-injected as Istio does.
+    pub reinject: bool,
 }
 
 /// Result of injecting one stream of documents held in memory ([`inject_manifests`]).
@@ -464,6 +468,9 @@ fn inject_template(
         proxy_uid_gid: None,
         compliance_policy: opts.compliance_policy,
     };
+    if opts.reinject {
+        *pod = reinject::recover_pod(pod, &params)?;
+    }
     let templates = crate::render::select_templates(opts.snapshot, pod);
     let injected = inject::inject_pod_owned(pod.take(), &params)?;
     if !adds_a_container(&injected.pod) {

@@ -63,6 +63,7 @@ pub mod check;
 pub mod guard;
 pub mod inject;
 pub mod kube_inject;
+pub mod reinject;
 pub mod webhook;
 
 #[cfg(test)]
