@@ -137,7 +137,14 @@ pub fn recover(pod: &Value) -> Result<Recovered> {
             items.retain(|c| !names.iter().any(|n| n == container_name(c)));
         }
     }
-    let (over_containers, over_init) = parse_overrides(pod)?;
+    // The user's own definitions of injected containers. Injection records an `istio-proxy`
+    // under `initContainers` when it injects a native sidecar, but users define it under
+    // `containers` (where injection looks for it first): it goes back there.
+    let (mut over_containers, over_init) = parse_overrides(pod)?;
+    let (proxy, over_init): (Vec<Value>, Vec<Value>) = over_init
+        .into_iter()
+        .partition(|c| container_name(c) == PROXY_CONTAINER);
+    over_containers.extend(proxy);
     for (list, items) in [
         ("containers", over_containers),
         ("initContainers", over_init),
