@@ -168,6 +168,9 @@ mod tests {
         let mut pod = inject_pod(&normalized(app_pod()), &p).expect("inject").pod;
         pod["metadata"]["annotations"]["proxy.istio.io/overrides"] = json!("{not json");
         let e = recover_pod(&pod, &p).unwrap_err().to_string();
-        assert!(e.starts_with("invalid proxy.istio.io/overrides annotation"), "{e}");
+        assert!(
+            e.starts_with("invalid proxy.istio.io/overrides annotation"),
+            "{e}"
+        );
     }
 }
