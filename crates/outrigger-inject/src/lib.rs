@@ -60,6 +60,7 @@ pub mod render;
 // Orchestrators: one pod, an AdmissionReview, a manifest stream, a configuration's fitness,
 // the explanation of a decision.
 pub mod check;
+pub mod drift;
 pub mod guard;
 pub mod inject;
 pub mod kube_inject;

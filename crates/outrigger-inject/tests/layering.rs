@@ -33,6 +33,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("kube_inject", 13),
     ("webhook", 13),
     ("check", 13),
+    ("drift", 13),
     ("error", 14),
 ];
 
