@@ -284,7 +284,10 @@ fn diff<'a>(
                 let find = |l: &'a [Value]| l.iter().find(|x| container_name(x) == n);
                 diff(&format!("{path}[{n}]"), find(a), find(e), out);
             }
-            let same_order = a.iter().map(container_name).eq(e.iter().map(container_name));
+            let same_order = a
+                .iter()
+                .map(container_name)
+                .eq(e.iter().map(container_name));
             if out.len() == before && !same_order {
                 push(out, path, actual, expected);
             }

@@ -3,6 +3,10 @@
 //! every pair (A, B) of the injector settings of the last three Istio minors
 //! (`releases/<tag>/` of the corpus, rendered from each release's chart).
 //!
+//! The drift engine is checked on the same pairs: every pod A injected is current under A (no
+//! false positive), and under B current exactly when B injects the original into the same pod,
+//! stale otherwise.
+//!
 //! Each (case, A, B) is its own test. Without the corpus a single ignored test says so; with
 //! `OUTRIGGER_REQUIRE_CORPUS=1` (CI) it fails instead. `OUTRIGGER_CORPUS` points at the corpus
 //! when `../shared` is not beside the workspace.
@@ -16,13 +20,15 @@ use std::sync::{Arc, Mutex};
 use corpus::{corpus, first_diff, load_docs};
 use libtest_mimic::{Arguments, Failed, Trial};
 use outrigger_inject::config::{InjectorConfig, Snapshot};
+use outrigger_inject::drift::{pod_drift, State};
 use outrigger_inject::kube_inject::{self, KubeInjectOptions};
+use outrigger_inject::yaml;
 use serde_json::Value;
 
 /// The injector settings of the last three Istio minors, oldest first.
 const RELEASES: [&str; 3] = ["1.24.6", "1.26.8", "1.28.10"];
 
-/// (case, release injected first or `None` for any, reason): where re-injection cannot equal a
+/// (case, release on either side or `None` for any, reason): where re-injection cannot equal a
 /// fresh injection. They run as ignored tests, with the reason.
 const NOT_FIXED_POINTS: &[(&str, Option<&str>, &str)] = &[
     (
@@ -35,7 +41,8 @@ const NOT_FIXED_POINTS: &[(&str, Option<&str>, &str)] = &[
         "98_init-no-intercept-no-native-sidecar.yaml.injected",
         Some("1.24.6"),
         "Istio 1.24's template drops the pod's own init containers under interceptionMode NONE \
-         without native sidecars: what injection deleted cannot be recovered",
+         without native sidecars: what injection deleted cannot be recovered, and drift compares \
+         only what injection owns, not the application's own init containers",
     ),
 ];
 
@@ -97,6 +104,12 @@ fn run(root: &Path, cache: &Snapshots, c: &Value, a: &str, b: &str) -> Result<()
             };
         }
     };
+    if let Ok(fresh) = &fresh_b {
+        check_drift(&injected_a.text, &injected_a.text, &opts(&sa, false))
+            .map_err(|e| format!("drift under {a} of what {a} injected: {e}"))?;
+        check_drift(&injected_a.text, &fresh.text, &opts(&sb, false))
+            .map_err(|e| format!("drift under {b} of what {a} injected: {e}"))?;
+    }
     let reinjected = kube_inject::inject_manifests(&injected_a.text, &opts(&sb, true));
     let (want, got) = match (fresh_b, reinjected) {
         (Ok(w), Ok(g)) => (w, g),
@@ -120,6 +133,56 @@ fn run(root: &Path, cache: &Snapshots, c: &Value, a: &str, b: &str) -> Result<()
     for (i, (w, g)) in want.iter().zip(&got).enumerate() {
         if let Some(d) = first_diff(w, g, "") {
             return Err(format!("[doc {i}] {d}"));
+        }
+    }
+    Ok(())
+}
+
+/// The pod templates of a kube-inject output, document by document.
+fn templates(text: &str) -> Result<Vec<kube_inject::PodTemplate>, String> {
+    let mut out = Vec::new();
+    for (i, raw) in yaml::split_documents(text)
+        .map_err(|e| e.to_string())?
+        .into_iter()
+        .enumerate()
+    {
+        let doc = yaml::from_str(raw).map_err(|e| e.to_string())?;
+        if !doc.is_null() {
+            out.extend(kube_inject::pod_templates(doc).map_err(|e| format!("doc {i}: {e}"))?);
+        }
+    }
+    Ok(out)
+}
+
+/// Drift under `opts` of every pod template of `text` (kube-inject output): a pod kube-inject
+/// does not inject is `not-injected`; one it injects is current when it equals the pod at the
+/// same place of `fresh` (what `opts` injects into the original), stale otherwise.
+fn check_drift(text: &str, fresh: &str, opts: &KubeInjectOptions<'_>) -> Result<(), String> {
+    let (got, fresh) = (templates(text)?, templates(fresh)?);
+    if got.len() != fresh.len() {
+        return Err(format!(
+            "{} pod templates, {} in the fresh injection",
+            got.len(),
+            fresh.len()
+        ));
+    }
+    for (i, (t, f)) in got.into_iter().zip(fresh).enumerate() {
+        let wanted = kube_inject::skip_reason(&t.pod).is_none();
+        let want = match (wanted, t.pod == f.pod) {
+            (false, _) => State::NotInjected,
+            (true, true) => State::Current,
+            (true, false) => State::Stale,
+        };
+        let params = kube_inject::inject_params(opts, t.workload);
+        let d = pod_drift(&t.pod, &params, wanted).map_err(|e| format!("pod {i}: {e}"))?;
+        if d.state != want {
+            return Err(format!(
+                "pod {i} {}: {} instead of {}: {:?}",
+                t.item,
+                d.state.as_str(),
+                want.as_str(),
+                d.fields.iter().take(3).collect::<Vec<_>>()
+            ));
         }
     }
     Ok(())
@@ -179,7 +242,7 @@ fn trials(root: &Path) -> Vec<Trial> {
                 });
                 let known = NOT_FIXED_POINTS
                     .iter()
-                    .find(|(n, from, _)| *n == name && from.is_none_or(|f| f == a));
+                    .find(|(n, with, _)| *n == name && with.is_none_or(|r| r == a || r == b));
                 out.push(match known {
                     Some((_, _, why)) => trial.with_ignored_flag(true).with_kind(*why),
                     None => trial,
