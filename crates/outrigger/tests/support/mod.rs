@@ -107,6 +107,7 @@ impl Inject {
     }
 
     /// Another subcommand of `outrigger` (`drift`), with the same helpers.
+    #[allow(dead_code)] // drift_cli.rs
     pub fn command(sub: &str) -> Inject {
         Inject {
             sub: sub.to_string(),
