@@ -153,29 +153,15 @@ fn owned_differences(actual: &Value, expected: &Value) -> Vec<FieldDiff> {
         .into_iter()
         .chain(union(|s| &s.init_containers))
         .collect();
-    for list in ["containers", "initContainers"] {
-        for name in &injected {
-            let path = format!("spec.{list}[{name}]");
-            diff(
-                &path,
-                named(actual, list, name),
-                named(expected, list, name),
-                &mut out,
-            );
-        }
-    }
     for (list, names) in [
+        ("containers", injected.clone()),
+        ("initContainers", injected.clone()),
         ("volumes", union(|s| &s.volumes)),
         ("imagePullSecrets", union(|s| &s.image_pull_secrets)),
     ] {
         for name in &names {
-            let path = format!("spec.{list}[{name}]");
-            diff(
-                &path,
-                named(actual, list, name),
-                named(expected, list, name),
-                &mut out,
-            );
+            let (a, e) = (named(actual, list, name), named(expected, list, name));
+            diff(&format!("spec.{list}[{name}]"), a, e, &mut out);
         }
     }
     // Probes and lifecycle hooks of the application's containers.
@@ -333,29 +319,13 @@ mod tests {
 
     use super::*;
     use crate::config::defaults;
-    use crate::ingest::workload::WorkloadMeta;
-    use crate::inject::Mode;
 
     fn params<'a>(
         s: &'a crate::config::Snapshot,
         revision: &'a str,
         native: bool,
     ) -> InjectParams<'a> {
-        InjectParams {
-            snapshot: s,
-            mode: Mode::KubeInject,
-            workload: WorkloadMeta {
-                kind: "Deployment".into(),
-                api_version: "apps/v1".into(),
-                name: "web".into(),
-                namespace: "apps".into(),
-            },
-            revision,
-            native_sidecars: native,
-            proxy_envs: Default::default(),
-            proxy_uid_gid: None,
-            compliance_policy: "",
-        }
+        crate::testing::kube_inject_params(s, revision, native)
     }
 
     fn pod() -> Value {

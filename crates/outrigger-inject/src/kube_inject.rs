@@ -336,18 +336,22 @@ fn process_document(
     let ty = schema_type(&kind).ok_or_else(|| WorkloadError::UnsupportedKind(kind.clone()))?;
     // Before normalisation, which writes the zero pod template of kinds that embed it.
     let has_template = doc.pointer(template_pointers(&kind).1).is_some();
-    // istioctl decodes the document with sigs.k8s.io/yaml `Unmarshal`, which wraps the JSON
-    // decoder's type errors.
-    normalize_workload(ty, &mut doc).map_err(|e| match e {
-        e @ Error::Type(_) => e.context("error unmarshaling JSON: while decoding JSON"),
-        other => other,
-    })?;
+    decode_workload(ty, &mut doc)?;
     let before = keep_before.then(|| doc.clone());
     let outcome = inject_workload(&mut doc, &kind, has_template, opts, warnings)?;
     if outcome == Outcome::Injected {
         normalize_workload(ty, &mut doc)?;
     }
     Ok((before, doc, outcome))
+}
+
+/// The typed round-trip of a document as istioctl decodes it (sigs.k8s.io/yaml `Unmarshal`, which
+/// wraps the JSON decoder's type errors).
+fn decode_workload(ty: &str, doc: &mut Value) -> Result<()> {
+    normalize_workload(ty, doc).map_err(|e| match e {
+        e @ Error::Type(_) => e.context("error unmarshaling JSON: while decoding JSON"),
+        other => other,
+    })
 }
 
 fn normalize_workload(ty: &str, doc: &mut Value) -> Result<()> {
@@ -545,10 +549,7 @@ pub fn pod_templates(doc: Value) -> Result<Vec<PodTemplate>> {
         return Ok(Vec::new());
     };
     let mut doc = doc;
-    normalize_workload(ty, &mut doc).map_err(|e| match e {
-        e @ Error::Type(_) => e.context("error unmarshaling JSON: while decoding JSON"),
-        other => other,
-    })?;
+    decode_workload(ty, &mut doc)?;
     let (meta_ptr, spec_ptr) = template_pointers(&kind);
     let pod = json!({
         "metadata": doc.pointer(meta_ptr).cloned().unwrap_or_else(|| json!({})),

@@ -48,25 +48,10 @@ mod tests {
 
     use super::*;
     use crate::config::defaults;
-    use crate::ingest::workload::WorkloadMeta;
-    use crate::inject::{normalize_pod, Mode};
+    use crate::inject::normalize_pod;
 
     fn params(s: &crate::config::Snapshot) -> InjectParams<'_> {
-        InjectParams {
-            snapshot: s,
-            mode: Mode::KubeInject,
-            workload: WorkloadMeta {
-                kind: "Deployment".into(),
-                api_version: "apps/v1".into(),
-                name: "web".into(),
-                namespace: "apps".into(),
-            },
-            revision: "",
-            native_sidecars: false,
-            proxy_envs: Default::default(),
-            proxy_uid_gid: None,
-            compliance_policy: "",
-        }
+        crate::testing::kube_inject_params(s, "", false)
     }
 
     fn normalized(mut pod: Value) -> Value {

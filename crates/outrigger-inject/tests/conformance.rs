@@ -110,24 +110,10 @@ fn main() {
     let args = Arguments::from_args();
     let trials = match corpus() {
         Some(root) => trials(&root),
-        None => {
-            let required = std::env::var("OUTRIGGER_REQUIRE_CORPUS").is_ok_and(|v| v == "1");
-            let name = "istio_golden_cases::corpus_absent_see_README";
-            if required {
-                vec![Trial::test(name, || {
-                    Err(Failed::from(
-                        "../shared/conformance/istio is required (OUTRIGGER_REQUIRE_CORPUS=1) \
-                         but absent",
-                    ))
-                })]
-            } else {
-                eprintln!(
-                    "NOTICE: ../shared/conformance/istio not found; Istio conformance cases \
-                     not run (shown as 1 ignored test)"
-                );
-                vec![Trial::test(name, || Ok(())).with_ignored_flag(true)]
-            }
-        }
+        None => vec![corpus::absent_trial(
+            "istio_golden_cases",
+            "Istio conformance cases",
+        )],
     };
     libtest_mimic::run(&args, trials).exit();
 }

@@ -269,23 +269,11 @@ fn main() {
             label_wins_over_annotation,
         ),
     ];
-    let absent = "match_conditions::corpus_absent_see_README";
     trials.push(match corpus_pods() {
         Some(pods) => Trial::test("match_conditions::corpus_pods", move || {
             corpus_pods_are_filtered_out_only_when_never_injected(&pods)
         }),
-        None if std::env::var("OUTRIGGER_REQUIRE_CORPUS").as_deref() == Ok("1") => {
-            Trial::test(absent, || {
-                Err("../shared/conformance/istio is required (OUTRIGGER_REQUIRE_CORPUS=1) but absent".into())
-            })
-        }
-        None => {
-            eprintln!(
-                "NOTICE: ../shared/conformance/istio not found (OUTRIGGER_CORPUS unset); corpus \
-                 pods not run (shown as 1 ignored test)"
-            );
-            Trial::test(absent, || Ok(())).with_ignored_flag(true)
-        }
+        None => corpus::absent_trial("match_conditions", "corpus pods"),
     });
     libtest_mimic::run(&args, trials).exit();
 }

@@ -7,6 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
+use libtest_mimic::{Failed, Trial};
 use outrigger_inject::yaml;
 use serde_json::{Map, Value};
 
@@ -108,4 +109,23 @@ pub fn first_diff(want: &Value, got: &Value, path: &str) -> Option<String> {
         _ if want == got => None,
         _ => Some(format!("{path}: want {want} got {got}")),
     }
+}
+
+/// The one trial of a corpus suite (`suite::corpus_absent_see_README`) when the corpus is absent:
+/// ignored, with a notice naming `what` was not run, or failing when `OUTRIGGER_REQUIRE_CORPUS=1`
+/// (CI).
+pub fn absent_trial(suite: &str, what: &str) -> Trial {
+    let name = format!("{suite}::corpus_absent_see_README");
+    if std::env::var("OUTRIGGER_REQUIRE_CORPUS").is_ok_and(|v| v == "1") {
+        return Trial::test(name, || {
+            Err(Failed::from(
+                "../shared/conformance/istio is required (OUTRIGGER_REQUIRE_CORPUS=1) but absent",
+            ))
+        });
+    }
+    eprintln!(
+        "NOTICE: ../shared/conformance/istio not found (OUTRIGGER_CORPUS unset); {what} not run \
+         (shown as 1 ignored test)"
+    );
+    Trial::test(name, || Ok(())).with_ignored_flag(true)
 }
