@@ -23,8 +23,8 @@ use std::collections::BTreeMap;
 
 use anyhow::{bail, Result};
 use k8s_openapi::api::admissionregistration::v1::{
-    MutatingWebhook, MutatingWebhookConfiguration, RuleWithOperations, ServiceReference,
-    WebhookClientConfig,
+    MatchCondition, MutatingWebhook, MutatingWebhookConfiguration, RuleWithOperations,
+    ServiceReference, WebhookClientConfig,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
     LabelSelector, LabelSelectorRequirement, ObjectMeta,
@@ -114,6 +114,9 @@ pub struct WebhookOptions {
     pub enable_namespaces_by_default: bool,
     /// Namespaces excluded from every entry.
     pub exclude_namespaces: Vec<String>,
+    /// Add the decision's CEL `matchConditions` to every entry
+    /// ([`outrigger_inject::decide::match_conditions`]).
+    pub match_conditions: bool,
 }
 
 impl Default for WebhookOptions {
@@ -135,6 +138,7 @@ impl Default for WebhookOptions {
             reinvocation_policy: ReinvocationPolicy::Never,
             enable_namespaces_by_default: false,
             exclude_namespaces: defaults::EXCLUDED_NAMESPACES.map(str::to_string).to_vec(),
+            match_conditions: false,
         }
     }
 }
@@ -350,6 +354,17 @@ fn client_config(o: &WebhookOptions) -> WebhookClientConfig {
     }
 }
 
+/// The decision's CEL conditions, as the API object's entries.
+fn match_conditions() -> Vec<MatchCondition> {
+    outrigger_inject::decide::match_conditions::match_conditions()
+        .into_iter()
+        .map(|c| MatchCondition {
+            name: c.name.to_string(),
+            expression: c.expression,
+        })
+        .collect()
+}
+
 /// The typed webhook entries (namespace and object selectors per entry), in the chart's order.
 pub fn typed_entries(o: &WebhookOptions) -> Vec<MutatingWebhook> {
     let excluded: Vec<&str> = o.exclude_namespaces.iter().map(String::as_str).collect();
@@ -377,7 +392,7 @@ pub fn typed_entries(o: &WebhookOptions) -> Vec<MutatingWebhook> {
                 }]),
                 side_effects: "None".into(),
                 timeout_seconds: o.timeout.map(i32::from),
-                match_conditions: None,
+                match_conditions: o.match_conditions.then(match_conditions),
                 match_policy: None,
             }
         })
@@ -454,6 +469,34 @@ mod tests {
                 "object.sidecar-injector.istio.io"
             ]
         );
+    }
+
+    #[test]
+    fn match_conditions_only_with_the_option_and_on_every_entry() {
+        let o = WebhookOptions {
+            enable_namespaces_by_default: true,
+            ..Default::default()
+        };
+        assert!(entries(&o)
+            .iter()
+            .all(|w| w.get("matchConditions").is_none()));
+        let o = WebhookOptions {
+            match_conditions: true,
+            ..o
+        };
+        let want: Vec<Value> = outrigger_inject::decide::match_conditions::match_conditions()
+            .into_iter()
+            .map(|c| json!({"name": c.name, "expression": c.expression}))
+            .collect();
+        assert_eq!(entries(&o).len(), 5);
+        for w in entries(&o) {
+            assert_eq!(
+                w["matchConditions"],
+                Value::Array(want.clone()),
+                "{}",
+                w["name"]
+            );
+        }
     }
 
     #[test]
