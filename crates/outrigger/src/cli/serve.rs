@@ -89,6 +89,27 @@ pub struct ServeArgs {
     /// --max-request-bytes.
     #[arg(long = "max-inflight-bytes", default_value_t = 24 * 1024 * 1024)]
     pub max_inflight_bytes: usize,
+    /// Bound on request body bytes held at once by one connection (all its HTTP/2 streams); a
+    /// request beyond it is answered `429`. At least --max-request-bytes.
+    #[arg(long = "max-connection-bytes", default_value_t = 8 * 1024 * 1024)]
+    pub max_connection_bytes: usize,
+    /// Time allowed between the end of a request head and the first byte of its body (`408`
+    /// beyond).
+    #[arg(long = "body-first-byte-timeout", default_value = "2s", value_parser = crate::parse_duration_flag)]
+    pub body_first_byte_timeout: Duration,
+    /// Minimum rate of a request body after its first-byte allowance, in bytes per second: `n`
+    /// bytes must have arrived by --body-first-byte-timeout + n / rate after the head (`408`
+    /// otherwise). 0 turns the minimum off (--request-timeout still applies).
+    #[arg(long = "body-min-rate", default_value_t = 256 * 1024)]
+    pub body_min_rate: u64,
+    /// HTTP/2: requests in flight at once on one connection (SETTINGS_MAX_CONCURRENT_STREAMS);
+    /// the API server opens another connection beyond it.
+    #[arg(long = "max-concurrent-streams", default_value_t = 100)]
+    pub max_concurrent_streams: u32,
+    /// HTTP/2: interval of the server's PINGs; a client that does not answer one within 10 s is
+    /// disconnected. 0 turns them off.
+    #[arg(long = "http2-keepalive-interval", default_value = "30s", value_parser = crate::parse_duration_flag)]
+    pub http2_keepalive_interval: Duration,
     /// Deadline of the TLS handshake.
     #[arg(long = "handshake-timeout", default_value = "10s", value_parser = crate::parse_duration_flag)]
     pub handshake_timeout: Duration,

@@ -21,7 +21,8 @@ use outrigger_inject::webhook::{self, Outcome};
 use serde_json::{Map, Value};
 use tokio::sync::Semaphore;
 
-use super::body::{self, BodyError, ByteBudget};
+use super::body::{self, BodyError, BodyLimits};
+use super::budget::{Account, ByteBudget, Refusal};
 use super::cluster::{EventSink, InjectionEvent, SharedFacts};
 use super::conn::Activity;
 use super::metrics::Metrics;
@@ -41,6 +42,8 @@ const DISCARD_FACTOR: u64 = 2;
 pub struct Limits {
     /// Maximum request body in bytes (413 beyond).
     pub max_body: usize,
+    /// First-byte deadline and minimum rate of request bodies.
+    pub body: BodyLimits,
     /// Deadline for one admission request, from arrival to response.
     pub deadline: Duration,
 }
@@ -242,32 +245,45 @@ where
         .headers()
         .get(CONTENT_TYPE)
         .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+    let account = req
+        .extensions()
+        .get::<Arc<Account>>()
+        .cloned()
+        .unwrap_or_else(Account::new);
     let mut incoming = Box::pin(req.into_body());
-    let (body, charge) = match body::read(&mut incoming, declared, max, &state.budget).await {
+    let read = body::read(
+        &mut incoming,
+        declared,
+        &state.limits.body,
+        &state.budget,
+        &account,
+    )
+    .await;
+    let (body, charge) = match read {
         Ok(b) => b,
-        Err(e @ (BodyError::TooLarge(_) | BodyError::OverBudget(_))) => {
-            let mut r = match &e {
-                BodyError::OverBudget(_) => {
-                    m.reject("inflight_bytes");
-                    let mut r = http_error(
-                        m,
-                        StatusCode::TOO_MANY_REQUESTS,
-                        "inflight_bytes",
-                        &e.to_string(),
-                    );
-                    r.headers_mut()
-                        .insert(RETRY_AFTER, HeaderValue::from_static("1"));
-                    r
-                }
-                _ => http_error(
-                    m,
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    "body_too_large",
-                    &e.to_string(),
-                ),
+        Err(e @ BodyError::Read(_)) => {
+            return http_error(m, StatusCode::BAD_REQUEST, e.reason(), &e.to_string())
+        }
+        Err(e) => {
+            let reason = e.reason();
+            let (status, discard) = match &e {
+                BodyError::TooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, discard),
+                // A preempted body is arriving slowly: not worth reading on.
+                BodyError::Refused(Refusal::Preempted(_)) => (StatusCode::TOO_MANY_REQUESTS, false),
+                BodyError::Refused(_) => (StatusCode::TOO_MANY_REQUESTS, discard),
+                _ => (StatusCode::REQUEST_TIMEOUT, false),
             };
+            if status != StatusCode::PAYLOAD_TOO_LARGE {
+                m.reject(reason);
+            }
+            let mut r = http_error(m, status, reason, &e.to_string());
+            if status == StatusCode::TOO_MANY_REQUESTS {
+                r.headers_mut()
+                    .insert(RETRY_AFTER, HeaderValue::from_static("1"));
+            }
             // The client may still be sending: HTTP/1.1 reads the rest of the body (within
             // bounds) while the answer goes out, then closes, so the client sees the answer.
+            // A body cut for its pace is not read on: the connection closes after the answer.
             if h1 {
                 r.headers_mut()
                     .insert(CONNECTION, HeaderValue::from_static("close"));
@@ -278,7 +294,6 @@ where
             }
             return r;
         }
-        Err(e) => return http_error(m, StatusCode::BAD_REQUEST, "body_read", &e.to_string()),
     };
     drop(incoming);
     if body.is_empty() {

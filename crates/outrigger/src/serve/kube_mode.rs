@@ -402,6 +402,11 @@ mod tests {
             metrics: Metrics::new(),
             limits: Limits {
                 max_body: 1 << 20,
+                body: crate::serve::body::BodyLimits {
+                    max: 1 << 20,
+                    first_byte: Duration::from_secs(10),
+                    min_rate: 0,
+                },
                 deadline: Duration::from_secs(10),
             },
             inject: InjectSettings {

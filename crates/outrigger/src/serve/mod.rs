@@ -8,6 +8,7 @@
 //! facts and Events from the Kubernetes API.
 
 pub mod body;
+pub mod budget;
 pub mod cluster;
 pub mod conn;
 pub mod failsafe;
@@ -187,6 +188,13 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
             args.max_request_bytes
         );
     }
+    if args.max_connection_bytes < args.max_request_bytes {
+        bail!(
+            "--max-connection-bytes ({}) must be at least --max-request-bytes ({})",
+            args.max_connection_bytes,
+            args.max_request_bytes
+        );
+    }
     let compliance = env("COMPLIANCE_POLICY");
     let paths = snapshot::Paths {
         config: args.inject_config.clone(),
@@ -245,8 +253,9 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
     let workers = args
         .worker_threads
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
-    let budget = body::ByteBudget::new(
+    let budget = budget::ByteBudget::new(
         args.max_inflight_bytes,
+        args.max_connection_bytes,
         workers,
         metrics.inflight_bytes.clone(),
     );
@@ -256,6 +265,11 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
         metrics,
         limits: Limits {
             max_body: args.max_request_bytes,
+            body: body::BodyLimits {
+                max: args.max_request_bytes,
+                first_byte: args.body_first_byte_timeout,
+                min_rate: args.body_min_rate,
+            },
             deadline: args.request_timeout,
         },
         inject: InjectSettings {
@@ -307,7 +321,7 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
         header_read_timeout: args.header_read_timeout,
         idle_timeout: args.idle_timeout,
         grace: args.shutdown_grace,
-        max_streams: 256,
+        h2: conn::Http2Limits::new(args.max_concurrent_streams, args.http2_keepalive_interval),
     };
     let server = tokio::spawn(server::serve(
         listener,
