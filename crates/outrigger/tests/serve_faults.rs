@@ -24,26 +24,7 @@ const V1: &str = "admission.k8s.io/v1";
 
 /// Start a server with the embedded default (policy enabled) and `extra` flags.
 fn start(name: &str, extra: &[&str]) -> (Server, Vec<u8>) {
-    let dir = scratch(name);
-    let mut args: Vec<String> = vec![
-        "--injectConfig".into(),
-        dir.join("none/config").display().to_string(),
-        "--injectValues".into(),
-        dir.join("none/values").display().to_string(),
-        "--meshConfig".into(),
-        dir.join("none/mesh").display().to_string(),
-        "--caBundleFile".into(),
-        dir.join("ca.pem").display().to_string(),
-        "--native-sidecars=false".into(),
-    ];
-    if !extra.contains(&"--drain-delay") {
-        args.extend(["--drain-delay".to_string(), "100ms".to_string()]);
-    }
-    args.extend(extra.iter().map(|s| s.to_string()));
-    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-    let server = Server::start(&refs, &[]);
-    let ca = std::fs::read(dir.join("ca.pem")).expect("CA bundle written");
-    (server, ca)
+    start_embedded(name, extra)
 }
 
 /// A review of a pod that opts out of injection (cheap to answer).

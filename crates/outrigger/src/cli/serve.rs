@@ -25,6 +25,10 @@ pub struct ServeArgs {
     /// HTTPS port.
     #[arg(long = "port", default_value_t = 9443)]
     pub port: u16,
+    /// Also serve `/healthz` and `/readyz` (only) over plain HTTP on this port, for kubelet
+    /// probes when --clientCaFile makes the HTTPS port require client certificates.
+    #[arg(long = "health-port")]
+    pub health_port: Option<u16>,
     /// Address to listen on.
     #[arg(long = "address", default_value = "0.0.0.0")]
     pub address: IpAddr,
@@ -35,6 +39,17 @@ pub struct ServeArgs {
     /// Serving private key (PEM).
     #[arg(long = "tlsKeyFile", requires = "tls_cert_file")]
     pub tls_key_file: Option<PathBuf>,
+    /// CA bundle (PEM) of the clients allowed to call: every TLS handshake must present a client
+    /// certificate that chains to it (the API server's, from its admission-control kubeconfig;
+    /// see docs/serve.md). Reloaded when the file changes. Health probes then need a client
+    /// certificate too, or --health-port.
+    #[arg(long = "clientCaFile")]
+    pub client_ca_file: Option<PathBuf>,
+    /// With --clientCaFile: accept only client certificates whose subject common name or a
+    /// subject alternative name (DNS, URI, email, IP) is one of these (repeat the flag or
+    /// separate with commas).
+    #[arg(long = "client-allowed-names", value_delimiter = ',', requires = "client_ca_file")]
+    pub client_allowed_names: Vec<String>,
     /// Where the generated CA bundle is written (default: <temp dir>/outrigger/ca.pem).
     #[arg(long = "caBundleFile")]
     pub ca_bundle_file: Option<PathBuf>,

@@ -127,6 +127,13 @@ impl Http2Limits {
 /// Request headers an HTTP/1.1 request may carry (hyper's default is 100).
 const MAX_H1_HEADERS: usize = 64;
 
+/// Who is calling, as the TLS handshake established it (a request extension).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Caller {
+    /// The client presented a certificate the server verified (`--clientCaFile`).
+    pub authenticated: bool,
+}
+
 /// What a connection is waiting for, for its timers.
 #[derive(Debug, Clone, Copy)]
 enum Phase {
@@ -393,7 +400,16 @@ pub async fn serve(
             return;
         }
         Ok(Ok(Err(e))) => {
-            tracing::debug!(%peer, "TLS handshake failed: {e}");
+            let rustls_error = e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>());
+            if matches!(
+                rustls_error,
+                Some(rustls::Error::NoCertificatesPresented | rustls::Error::InvalidCertificate(_))
+            ) {
+                state.metrics.connection_closed("client_certificate");
+                tracing::warn!(%peer, "TLS handshake refused: client certificate: {e}");
+            } else {
+                tracing::debug!(%peer, "TLS handshake failed: {e}");
+            }
             return;
         }
         Err(_) => {
@@ -403,6 +419,13 @@ pub async fn serve(
         }
     };
     let alpn = tls.get_ref().1.alpn_protocol().map(<[u8]>::to_vec);
+    let caller = Caller {
+        authenticated: tls
+            .get_ref()
+            .1
+            .peer_certificates()
+            .is_some_and(|c| !c.is_empty()),
+    };
     let h2 = alpn.as_deref() == Some(b"h2");
     let known = matches!(alpn.as_deref(), Some(b"h2" | b"http/1.1"));
     let activity = Activity::new(!h2, known, reserve);
@@ -417,6 +440,7 @@ pub async fn serve(
         let busy = act.busy();
         req.extensions_mut().insert(act.clone());
         req.extensions_mut().insert(account.clone());
+        req.extensions_mut().insert(caller);
         let state = state.clone();
         async move {
             let resp = if reserve {

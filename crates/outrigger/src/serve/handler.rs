@@ -24,7 +24,7 @@ use tokio::sync::Semaphore;
 use super::body::{self, BodyError, BodyLimits};
 use super::budget::{Account, ByteBudget, Refusal};
 use super::cluster::{EventSink, InjectionEvent, SharedFacts};
-use super::conn::Activity;
+use super::conn::{Activity, Caller};
 use super::metrics::Metrics;
 use super::tls::CertStore;
 use crate::kube::events::Outcome as EventOutcome;
@@ -236,6 +236,13 @@ where
     let discard = body::should_discard(req.version(), req.headers(), discard_limit);
     let h1 = req.version() < Version::HTTP_2;
     let activity = req.extensions().get::<Arc<Activity>>().cloned();
+    let caller = req
+        .extensions()
+        .get::<Caller>()
+        .copied()
+        .unwrap_or(Caller {
+            authenticated: false,
+        });
     let path = percent_decode(req.uri().path());
     let json_type = req
         .headers()
@@ -349,8 +356,9 @@ where
             return http_error(m, StatusCode::INTERNAL_SERVER_ERROR, "internal_error", &msg)
         }
     };
-    if let Some(sink) = &state.events {
-        if let Some(e) = injection_event(&mut reviewed) {
+    // A dry run must have no side effect (the webhook declares `sideEffects: None`).
+    if let (Some(sink), false) = (&state.events, reviewed.dry_run) {
+        if let Some(e) = injection_event(&mut reviewed, caller.authenticated) {
             sink.record(e);
         }
     }
@@ -358,8 +366,8 @@ where
 }
 
 /// The Event for a reviewed pod (none for malformed reviews, nor without a pod object: there
-/// is nothing to point at).
-fn injection_event(r: &mut webhook::Reviewed) -> Option<InjectionEvent> {
+/// is nothing to point at); `authenticated`: the caller presented a verified certificate.
+fn injection_event(r: &mut webhook::Reviewed, authenticated: bool) -> Option<InjectionEvent> {
     let (outcome, code, message) = match &r.outcome {
         Outcome::Injected => (EventOutcome::Injected, "injected", r.decision.clone()),
         Outcome::Skipped(reason) => (EventOutcome::Skipped, reason.code(), r.decision.clone()),
@@ -384,6 +392,7 @@ fn injection_event(r: &mut webhook::Reviewed) -> Option<InjectionEvent> {
         outcome,
         code: code.to_string(),
         message,
+        authenticated,
     })
 }
 

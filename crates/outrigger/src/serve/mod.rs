@@ -9,10 +9,12 @@
 
 pub mod body;
 pub mod budget;
+pub mod client_auth;
 pub mod cluster;
 pub mod conn;
 pub mod failsafe;
 pub mod handler;
+pub mod health;
 pub mod kube_mode;
 pub mod metrics;
 pub mod reload;
@@ -243,7 +245,19 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
     metrics.cert_expiry.set(cert.not_after);
     metrics.reload("certificate", true);
     let certs = tls::CertStore::new(cert);
-    let tls_config = tls::server_config(certs.clone(), &compliance)?;
+    let client_auth = match &args.client_ca_file {
+        Some(file) => {
+            let auth = client_auth::ClientAuth::load(
+                file,
+                args.client_allowed_names.clone(),
+                Arc::new(tls::provider(&compliance)),
+            )?;
+            tracing::info!(client_ca = %file.display(), allowed_names = ?args.client_allowed_names, "client certificates required");
+            Some(auth)
+        }
+        None => None,
+    };
+    let tls_config = tls::server_config(certs.clone(), &compliance, client_auth.clone())?;
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls_config));
 
     let (facts, events) = match &cluster {
@@ -300,6 +314,7 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
         state.clone(),
         file_texts.map(|t| (paths, t)),
         cert_files,
+        client_auth,
         args.reload_debounce,
     )?;
 
@@ -314,6 +329,15 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
     tracing::info!(address = %local, "outrigger webhook listening (HTTPS, h2 + http/1.1)");
 
     let (stop_tx, stop_rx) = watch::channel(false);
+    if let Some(port) = args.health_port {
+        let addr = SocketAddr::new(args.address, port);
+        let health = tokio::net::TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("listening on {addr} (--health-port)"))?;
+        let local = health.local_addr().unwrap_or(addr);
+        tracing::info!(address = %local, "health endpoints listening (plain HTTP: /healthz, /readyz)");
+        tokio::spawn(health::serve(health, state.clone(), stop_rx.clone()));
+    }
     let opts = server::ConnOptions {
         max_connections: args.max_connections.max(1),
         health_reserve: HEALTH_RESERVE,
