@@ -202,7 +202,7 @@ mod tests {
     use prometheus_client::metrics::gauge::Gauge;
 
     fn budget(limit: usize) -> ByteBudget {
-        ByteBudget::new(limit, limit, 1, Gauge::default())
+        ByteBudget::new(limit, usize::MAX, 1, Gauge::default())
     }
 
     fn limits(max: usize) -> BodyLimits {
@@ -230,6 +230,7 @@ mod tests {
             Err(BodyError::Refused(Refusal::OverBudget(100)))
         ));
         drop(charge);
+        let mut big = Box::pin(Full::new(Bytes::from(vec![b'x'; 95])));
         let (buf, _c) = read(&mut big, Some(95), &limits(100), &b, &a)
             .await
             .expect("fits now");

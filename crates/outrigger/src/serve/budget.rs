@@ -306,7 +306,7 @@ mod tests {
 
     #[test]
     fn bytes_are_charged_as_granted_and_released_on_drop() {
-        let b = budget(100, 100);
+        let b = budget(100, 1000);
         let a = Account::new();
         let mut c = b.charge(&a);
         c.grow(10).unwrap();
