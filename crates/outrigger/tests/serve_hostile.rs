@@ -221,7 +221,7 @@ async fn a_stalled_large_body_is_preempted_for_a_review_within_its_share() {
     );
     let addr = server.addr;
     let api = H2::connect(addr, &ca).await.expect("connects");
-    // Two attackers each send 99,000 of 100,000 bytes and stall: 198,000 of 200,000 held.
+    // Two attackers each send 99,900 of 100,000 bytes and stall: 199,800 of 200,000 held.
     let mut attackers = Vec::new();
     for i in 0..2 {
         let tcp = tcp_from(attacker_ip(i), addr).await.expect("connect");
@@ -230,11 +230,11 @@ async fn a_stalled_large_body_is_preempted_for_a_review_within_its_share() {
             .expect("TLS");
         let head = "POST /inject HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-length: 100000\r\n\r\n";
         tls.write_all(head.as_bytes()).await.unwrap();
-        tls.write_all(&vec![b' '; 99_000]).await.unwrap();
+        tls.write_all(&vec![b' '; 99_900]).await.unwrap();
         tls.flush().await.unwrap();
         attackers.push(tls);
     }
-    wait_stalled(&api, 198_000.0).await;
+    wait_stalled(&api, 199_800.0).await;
     // A review of a few KiB is within its share (200,000 / 3): one attacker is preempted.
     let (_, failures) = real_reviews(&api, 5).await;
     assert!(failures.is_empty(), "{failures:?}");
