@@ -112,18 +112,30 @@ async fn client_certificates_are_required_and_checked() {
         .iter()
         .find_map(|l| {
             let v: serde_json::Value = serde_json::from_str(l).ok()?;
-            (v["message"].as_str()?.starts_with("health endpoints listening"))
-                .then(|| v["address"].as_str().map(str::to_string))?
+            (v["message"]
+                .as_str()?
+                .starts_with("health endpoints listening"))
+            .then(|| v["address"].as_str().map(str::to_string))?
         })
         .expect("health port logged");
-    for (path, status) in [("/readyz", "200"), ("/healthz", "200"), ("/inject", "404"), ("/metrics", "404")] {
+    for (path, status) in [
+        ("/readyz", "200"),
+        ("/healthz", "200"),
+        ("/inject", "404"),
+        ("/metrics", "404"),
+    ] {
         let mut tcp = tokio::net::TcpStream::connect(&health).await.unwrap();
-        tcp.write_all(format!("GET {path} HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n").as_bytes())
-            .await
-            .unwrap();
+        tcp.write_all(
+            format!("GET {path} HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n").as_bytes(),
+        )
+        .await
+        .unwrap();
         let mut out = String::new();
         tcp.read_to_string(&mut out).await.unwrap();
-        assert!(out.starts_with(&format!("HTTP/1.1 {status}")), "{path}: {out}");
+        assert!(
+            out.starts_with(&format!("HTTP/1.1 {status}")),
+            "{path}: {out}"
+        );
     }
     // The CA bundle is reloaded: after a swap to the other CA, its clients are served and the
     // first CA's are refused.
@@ -159,7 +171,13 @@ async fn client_certificates_are_required_and_checked() {
 #[test]
 fn allowed_names_need_a_client_ca() {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_outrigger"))
-        .args(["serve", "--port", "0", "--client-allowed-names", "kube-apiserver"])
+        .args([
+            "serve",
+            "--port",
+            "0",
+            "--client-allowed-names",
+            "kube-apiserver",
+        ])
         .output()
         .expect("run outrigger");
     assert!(!out.status.success());

@@ -313,15 +313,23 @@ async fn dry_run_reviews_create_no_event() {
             "name": name, "uid": name, "controller": true}]);
         p
     };
-    let mut dry: Value =
-        serde_json::from_slice(&review("admission.k8s.io/v1", "dry", "team", owned("dry-rs")))
-            .unwrap();
+    let mut dry: Value = serde_json::from_slice(&review(
+        "admission.k8s.io/v1",
+        "dry",
+        "team",
+        owned("dry-rs"),
+    ))
+    .unwrap();
     dry["request"]["dryRun"] = json!(true);
     let r = c
         .post("/inject", serde_json::to_vec(&dry).unwrap())
         .await
         .expect("dry run");
-    assert!(r.json()["response"]["patch"].is_string(), "still injected: {}", r.text());
+    assert!(
+        r.json()["response"]["patch"].is_string(),
+        "still injected: {}",
+        r.text()
+    );
     let r = review_pod(&c, "real", "team", owned("real-rs")).await;
     assert!(r.json()["response"]["patch"].is_string());
     eventually("the Event of the real review", || async {

@@ -414,7 +414,7 @@ mod tests {
         assert!(matches!(dry(r#","dryRun":null"#), Ok(false)));
         assert!(matches!(dry(r#","dryRun":false"#), Ok(false)));
         assert!(matches!(dry(r#","dryRun":true"#), Ok(true)));
-        let e = dry(r#","dryRun":"true""#).err().expect("a string is refused");
+        let e = dry(r#","dryRun":"true""#).expect_err("a string is refused");
         assert_eq!(
             e.message,
             "json: cannot unmarshal string into Go struct field AdmissionRequest.request.dryRun of type bool"

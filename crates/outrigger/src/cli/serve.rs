@@ -48,7 +48,11 @@ pub struct ServeArgs {
     /// With --clientCaFile: accept only client certificates whose subject common name or a
     /// subject alternative name (DNS, URI, email, IP) is one of these (repeat the flag or
     /// separate with commas).
-    #[arg(long = "client-allowed-names", value_delimiter = ',', requires = "client_ca_file")]
+    #[arg(
+        long = "client-allowed-names",
+        value_delimiter = ',',
+        requires = "client_ca_file"
+    )]
     pub client_allowed_names: Vec<String>,
     /// Where the generated CA bundle is written (default: <temp dir>/outrigger/ca.pem).
     #[arg(long = "caBundleFile")]

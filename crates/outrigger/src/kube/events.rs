@@ -89,7 +89,8 @@ pub fn event_target(pod: &Value, namespace: &str) -> Option<ObjectReference> {
 
 /// What every Event from an unauthenticated review starts with: its pod, owner and namespace
 /// are what the request said, which nothing checked.
-pub const UNVERIFIED: &str = "unverified: an admission request from an unauthenticated caller claimed this; ";
+pub const UNVERIFIED: &str =
+    "unverified: an admission request from an unauthenticated caller claimed this; ";
 
 /// The human note of an Event: `<reason code>: <message>`, after [`UNVERIFIED`] when the review
 /// came from an unauthenticated caller (`claimed`); at most 1 kB, as the API requires.
@@ -637,7 +638,10 @@ mod tests {
         for _ in 0..4 {
             let r = mock::next(&mut handle).await;
             notes.push((
-                r.body["regarding"]["name"].as_str().unwrap_or("").to_string(),
+                r.body["regarding"]["name"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string(),
                 r.body["note"].as_str().unwrap_or("").to_string(),
             ));
             let echo = r.body.clone();
@@ -648,7 +652,11 @@ mod tests {
         let names: Vec<&str> = notes.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(names, ["rs-0", "rs-1", "rs-x", "rs-auth"]);
         for (name, note) in &notes {
-            assert_eq!(note.starts_with(UNVERIFIED), name != "rs-auth", "{name}: {note}");
+            assert_eq!(
+                note.starts_with(UNVERIFIED),
+                name != "rs-auth",
+                "{name}: {note}"
+            );
         }
         task.abort();
     }

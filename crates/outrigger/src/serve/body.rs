@@ -237,6 +237,9 @@ mod tests {
         assert_eq!(buf.len(), 95);
     }
 
+    /// A body that never sends anything.
+    type Silent = StreamBody<futures::stream::Pending<Result<Frame<Bytes>, std::io::Error>>>;
+
     /// A body that sends `first` and then nothing.
     fn stalled(first: &'static [u8]) -> Boxed<impl Body<Data = Bytes, Error = std::io::Error>> {
         let head = futures::stream::iter([Ok(Frame::data(Bytes::from_static(first)))]);
@@ -265,7 +268,11 @@ mod tests {
         assert_eq!(other, Ok(()), "99 of 100 bytes were free: 1 had arrived");
         // 1 byte, first byte allowance 2 s + 1 byte at 10 bytes/s.
         match r {
-            Err(BodyError::TooSlow { received: 1, elapsed, .. }) => {
+            Err(BodyError::TooSlow {
+                received: 1,
+                elapsed,
+                ..
+            }) => {
                 assert_eq!(elapsed, Duration::from_millis(2100))
             }
             other => panic!("{other:?}"),
@@ -280,8 +287,7 @@ mod tests {
             first_byte: Duration::from_secs(2),
             min_rate: 0,
         };
-        let mut body: Boxed<StreamBody<futures::stream::Pending<Result<Frame<Bytes>, std::io::Error>>>> =
-            Box::pin(StreamBody::new(futures::stream::pending()));
+        let mut body: Boxed<Silent> = Box::pin(StreamBody::new(futures::stream::pending()));
         let t = Instant::now();
         let r = read(&mut body, Some(10), &lim, &b, &Account::new()).await;
         assert!(matches!(r, Err(BodyError::FirstByteTimeout(_))), "{r:?}");

@@ -181,7 +181,11 @@ impl Charge {
     /// Bytes held.
     #[cfg(test)]
     pub fn bytes(&self) -> usize {
-        self.shared.lock().slots.get(&self.id).map_or(0, |s| s.bytes)
+        self.shared
+            .lock()
+            .slots
+            .get(&self.id)
+            .map_or(0, |s| s.bytes)
     }
 
     /// Whether the charge was preempted (its bytes given to another connection).
@@ -252,7 +256,11 @@ fn preempt_one(t: &mut Table, requester: u64, fair: usize, sh: &Shared) -> bool 
         .conns
         .iter()
         .filter(|(&c, &held)| c != requester && held > fair)
-        .filter(|(&c, _)| t.slots.values().any(|s| s.conn == c && s.reading && s.bytes > 0))
+        .filter(|(&c, _)| {
+            t.slots
+                .values()
+                .any(|s| s.conn == c && s.reading && s.bytes > 0)
+        })
         .max_by_key(|(_, &held)| held)
     else {
         return false;
@@ -347,13 +355,20 @@ mod tests {
         // 90 of 100 used by one connection; another asks for 30 (its fair share is 50).
         let mut review = b.charge(&fast);
         review.grow(30).unwrap();
-        assert!(held.is_preempted(), "the largest body of the connection above its share");
+        assert!(
+            held.is_preempted(),
+            "the largest body of the connection above its share"
+        );
         assert!(!small.is_preempted());
         assert_eq!(held.bytes(), 0);
         assert_eq!(held.grow(1), Err(Refusal::Preempted(100)));
         assert_eq!(b.shared.gauge.get(), 50);
         drop(held);
-        assert_eq!(b.shared.gauge.get(), 50, "a preempted charge released its bytes once");
+        assert_eq!(
+            b.shared.gauge.get(),
+            50,
+            "a preempted charge released its bytes once"
+        );
     }
 
     #[test]
@@ -364,7 +379,11 @@ mod tests {
         read.grow(90).unwrap();
         read.done_reading();
         let mut r = b.charge(&c);
-        assert_eq!(r.grow(20), Err(Refusal::OverBudget(100)), "the 90 are being processed");
+        assert_eq!(
+            r.grow(20),
+            Err(Refusal::OverBudget(100)),
+            "the 90 are being processed"
+        );
         assert!(!read.is_preempted());
         drop(read);
         let mut held = b.charge(&a);

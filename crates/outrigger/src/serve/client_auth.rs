@@ -155,11 +155,11 @@ impl ClientCertVerifier for ClientAuth {
         intermediates: &[CertificateDer<'_>],
         now: UnixTime,
     ) -> Result<ClientCertVerified, rustls::Error> {
-        let verified = self
-            .current
-            .load()
-            .verifier
-            .verify_client_cert(end_entity, intermediates, now)?;
+        let verified =
+            self.current
+                .load()
+                .verifier
+                .verify_client_cert(end_entity, intermediates, now)?;
         let names = certificate_names(end_entity);
         if !self.allows(&names) {
             tracing::warn!(names = ?names, allowed = ?self.allowed, "client certificate refused: none of its names is in --client-allowed-names");

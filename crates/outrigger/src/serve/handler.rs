@@ -236,13 +236,9 @@ where
     let discard = body::should_discard(req.version(), req.headers(), discard_limit);
     let h1 = req.version() < Version::HTTP_2;
     let activity = req.extensions().get::<Arc<Activity>>().cloned();
-    let caller = req
-        .extensions()
-        .get::<Caller>()
-        .copied()
-        .unwrap_or(Caller {
-            authenticated: false,
-        });
+    let caller = req.extensions().get::<Caller>().copied().unwrap_or(Caller {
+        authenticated: false,
+    });
     let path = percent_decode(req.uri().path());
     let json_type = req
         .headers()

@@ -784,10 +784,7 @@ mod tests {
         let note = r.body["note"].as_str().unwrap_or_default();
         // No client certificate authenticated the caller: the note says the facts are claimed.
         assert!(
-            note.starts_with(&format!(
-                "{}injected: ",
-                crate::kube::events::UNVERIFIED
-            )),
+            note.starts_with(&format!("{}injected: ", crate::kube::events::UNVERIFIED)),
             "{note}"
         );
         // A failing API server only costs a warning.

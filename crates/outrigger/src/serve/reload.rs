@@ -206,7 +206,9 @@ impl Reloader {
     }
 
     fn reload_client_ca(&self) {
-        let Some(auth) = &self.client_auth else { return };
+        let Some(auth) = &self.client_auth else {
+            return;
+        };
         match auth.reload() {
             Ok(false) => {}
             Ok(true) => {

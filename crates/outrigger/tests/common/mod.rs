@@ -291,7 +291,10 @@ pub async fn tls_connect(addr: SocketAddr, cfg: rustls::ClientConfig) -> Result<
 }
 
 /// TLS over an established TCP connection.
-pub async fn tls_over(tcp: tokio::net::TcpStream, cfg: rustls::ClientConfig) -> Result<Tls, String> {
+pub async fn tls_over(
+    tcp: tokio::net::TcpStream,
+    cfg: rustls::ClientConfig,
+) -> Result<Tls, String> {
     let name = ServerName::try_from("localhost").expect("valid name");
     let tls = tokio_rustls::TlsConnector::from(Arc::new(cfg))
         .connect(name, tcp)
