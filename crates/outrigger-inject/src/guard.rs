@@ -239,7 +239,9 @@ pub fn replacement(
 ) -> Result<(), Refusal> {
     match (current, new) {
         (Ok(_), Err(why)) => Err(Refusal::Unusable(why.clone())),
-        (Ok(old), Ok(adds)) if !old.names().any(|n| adds.names().any(|m| m == n)) => {
+        (Ok(old), Ok(adds))
+            if !old.is_empty() && !old.names().any(|n| adds.names().any(|m| m == n)) =>
+        {
             Err(Refusal::Lost {
                 missing: old.names().collect::<Vec<_>>().join(", "),
                 adds: adds.clone(),
@@ -421,6 +423,11 @@ mod tests {
         assert_eq!(replacement(&proxy, &proxy), Ok(()));
         assert_eq!(replacement(&bad, &proxy), Ok(()));
         assert_eq!(replacement(&bad, &bad), Ok(()), "nothing usable to protect");
+        assert_eq!(
+            replacement(&Ok(Adds::default()), &proxy),
+            Ok(()),
+            "nothing added to lose"
+        );
         let e = replacement(&proxy, &bad).expect_err("refused");
         assert_eq!(
             e.to_string(),
