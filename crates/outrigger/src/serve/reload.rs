@@ -217,7 +217,7 @@ impl Reloader {
             }
             Err(e) => {
                 self.state.metrics.reload("client_ca", false);
-                tracing::error!(client_ca = %auth.file().display(), "client CA bundle reload failed: {e:#}; keeping the current bundle");
+                tracing::error!(client_ca = %auth.file().display(), "client CA bundle reload failed: {}; keeping the current bundle", crate::report::chain(&e));
             }
         }
     }
