@@ -19,12 +19,10 @@ use super::{Template, TemplateData};
 use crate::json::lookup as jsonmap;
 use crate::kube::schema;
 
-/// Maximum `template` call depth. Go allows 100000 on its growable stacks; ours keeps the
-/// native stack safe and is far above what real templates use.
-const MAX_DEPTH: usize = 200;
-
-/// Go's limit, named in the error message.
-const GO_MAX_DEPTH: usize = 100_000;
+/// Go's `maxExecDepth`: `template` calls nest at most this deep (`exceeded maximum template
+/// depth (100000)`). Every recursive step runs through [`crate::go::stack::grow`], so the
+/// native stack follows Go's growable one that deep.
+pub const MAX_DEPTH: usize = 100_000;
 
 /// The name Istio parses every template under (`template.New("inject")`).
 const PARSE_NAME: &str = "inject";
@@ -150,9 +148,9 @@ impl<'t> Exec<'t> {
                     self.print(&v);
                 }
             }
-            Node::If(b) => return self.walk_if_or_with(b, dot, false),
-            Node::With(b) => return self.walk_if_or_with(b, dot, true),
-            Node::Range(b) => return self.walk_range(node, b, dot),
+            Node::If(b) => return crate::go::stack::grow(|| self.walk_if_or_with(b, dot, false)),
+            Node::With(b) => return crate::go::stack::grow(|| self.walk_if_or_with(b, dot, true)),
+            Node::Range(b) => return crate::go::stack::grow(|| self.walk_range(node, b, dot)),
             Node::Template(t) => self.walk_template(node, t, dot)?,
             Node::Break(_) => return Ok(Some(Ctl::Break)),
             Node::Continue(_) => return Ok(Some(Ctl::Continue)),
@@ -168,7 +166,7 @@ impl<'t> Exec<'t> {
             )));
         };
         if self.depth >= MAX_DEPTH {
-            return Err(self.errorf(&format!("exceeded maximum template depth ({GO_MAX_DEPTH})")));
+            return Err(self.errorf(&format!("exceeded maximum template depth ({MAX_DEPTH})")));
         }
         let newdot = match &t.pipe {
             Some(p) => self.eval_pipeline(dot, p)?,
@@ -178,7 +176,7 @@ impl<'t> Exec<'t> {
         let saved_cur = std::mem::replace(&mut self.cur, t.name.as_str());
         let saved_iface = std::mem::replace(&mut self.dot_iface, false);
         self.depth += 1;
-        let r = self.walk_list(body, &newdot);
+        let r = crate::go::stack::grow(|| self.walk_list(body, &newdot));
         self.depth -= 1;
         self.dot_iface = saved_iface;
         self.cur = saved_cur;
@@ -426,6 +424,10 @@ impl<'t> Exec<'t> {
     /// Go's `evalPipeline`: commands left to right, the previous result as the final argument;
     /// then the declarations.
     fn eval_pipeline(&mut self, dot: &V<'t>, pipe: &'t PipeNode) -> R<V<'t>> {
+        crate::go::stack::grow(|| self.eval_pipeline_here(dot, pipe))
+    }
+
+    fn eval_pipeline_here(&mut self, dot: &V<'t>, pipe: &'t PipeNode) -> R<V<'t>> {
         self.at = At::Pipe(pipe);
         let mut value: Final<'t> = None;
         for cmd in &pipe.commands {

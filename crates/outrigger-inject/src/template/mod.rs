@@ -60,6 +60,8 @@ use ast::ListNode;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_limits;
 
 /// The template root object (Istio's `SidecarTemplateData`), in Go field order.
 ///
