@@ -332,6 +332,7 @@ mod tests {
             values: json!({}),
             values_facts: ValuesFacts::default(),
             mesh: json!({}),
+            template_env: BTreeMap::new(),
         }
     }
 

@@ -57,7 +57,12 @@ pub struct Exec<'t> {
     depth: usize,
     cur: &'t str,
     at: At<'t>,
+    /// What `env` and `expandenv` read.
+    env: &'t BTreeMap<String, String>,
 }
+
+/// The environment of a render over generic JSON: no variable is set.
+static NO_ENV: BTreeMap<String, String> = BTreeMap::new();
 
 type R<T> = Result<T, String>;
 
@@ -67,7 +72,7 @@ type Final<'t> = Option<V<'t>>;
 impl<'t> Exec<'t> {
     /// Run the template's main body with `data` as dot.
     pub fn run(tmpl: &'t Template, data: &'t TemplateData<'t>) -> R<String> {
-        Self::run_dot(tmpl, V::Root(data))
+        Self::run_dot(tmpl, V::Root(data), data.env)
     }
 
     /// Run the template's main body over a generic JSON value, as Go executes a template over
@@ -81,10 +86,10 @@ impl<'t> Exec<'t> {
             v if owned => super::sprig::owned(v.clone()),
             v => V::json(v),
         };
-        Self::run_dot(tmpl, dot)
+        Self::run_dot(tmpl, dot, &NO_ENV)
     }
 
-    fn run_dot(tmpl: &'t Template, dot: V<'t>) -> R<String> {
+    fn run_dot(tmpl: &'t Template, dot: V<'t>, env: &'t BTreeMap<String, String>) -> R<String> {
         let mut ex = Exec {
             tmpl,
             out: String::with_capacity(tmpl.source_len * 2),
@@ -93,6 +98,7 @@ impl<'t> Exec<'t> {
             depth: 0,
             cur: PARSE_NAME,
             at: At::None,
+            env,
         };
         ex.vars.push(("$", dot.clone(), false));
         let root = tmpl.root();
@@ -684,7 +690,11 @@ impl<'t> Exec<'t> {
                 .unwrap_or(P::Any);
             argv.push(self.validate(f, p)?);
         }
-        (def.f)(argv).map_err(|m| {
+        let result = match funcs::call_env(name, self.env, &argv) {
+            Some(r) => r,
+            None => (def.f)(argv),
+        };
+        result.map_err(|m| {
             let mut s = Exec {
                 tmpl: self.tmpl,
                 out: String::new(),
@@ -693,6 +703,7 @@ impl<'t> Exec<'t> {
                 depth: 0,
                 cur: self.cur,
                 at: call_node,
+                env: self.env,
             };
             if let At::None = call_node {
                 s.at = At::Expr(ident);
