@@ -11,8 +11,10 @@ mod input;
 mod kube;
 mod man;
 mod pki;
+mod safe_write;
 mod serve;
 mod settings;
+mod template_env;
 mod webhook;
 mod webhook_config;
 

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use super::common::{native_mode_flag, ConfigFiles};
+use super::common::{native_mode_flag, ConfigFiles, TemplateEnvArgs};
 
 /// Flags of `outrigger inject`.
 #[derive(Debug, clap::Args)]
@@ -16,6 +16,9 @@ pub struct InjectArgs {
     /// Istio's configuration files.
     #[command(flatten)]
     pub files: ConfigFiles,
+    /// What the templates may read of the environment.
+    #[command(flatten)]
+    pub env: TemplateEnvArgs,
     /// Where `--kube` reads the configuration in the cluster.
     #[command(flatten)]
     pub cluster: ClusterArgs,

@@ -99,6 +99,7 @@ pub fn read(paths: &Paths) -> Result<Texts> {
 pub fn build(texts: &Texts) -> Result<Snapshot> {
     let result = catch_unwind(AssertUnwindSafe(|| {
         Snapshot::load(&texts.config, &texts.values, texts.mesh.as_deref())
+            .map(|s| s.with_template_env(crate::template_env::current()))
     }));
     match result {
         Ok(r) => r.context("loading the injector configuration"),
