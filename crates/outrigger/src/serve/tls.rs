@@ -159,7 +159,10 @@ pub fn load_named(
 pub fn load_files(cert_file: &Path, key_file: &Path, compliance_policy: &str) -> Result<Loaded> {
     let cert =
         std::fs::read(cert_file).with_context(|| format!("reading {}", cert_file.display()))?;
-    let key = std::fs::read(key_file).with_context(|| format!("reading {}", key_file.display()))?;
+    // The key file's bytes are zeroized once loaded.
+    let key = zeroize::Zeroizing::new(
+        std::fs::read(key_file).with_context(|| format!("reading {}", key_file.display()))?,
+    );
     load_named(
         (&cert_file.display().to_string(), &cert),
         (&key_file.display().to_string(), &key),
