@@ -12,8 +12,8 @@ use super::ast::{
 };
 use super::funcs::{self, P};
 use super::value::{
-    duration_parts, is_wrapper, k8s_elem_value, k8s_lookup, proto_field_value, proto_plain, IntTy,
-    PairKind, V,
+    self, duration_parts, is_wrapper, k8s_elem_value, k8s_lookup, proto_field_value, proto_plain,
+    IntTy, PairKind, V,
 };
 use super::{Template, TemplateData};
 use crate::json::lookup as jsonmap;
@@ -23,6 +23,10 @@ use crate::kube::schema;
 /// depth (100000)`). Every recursive step runs through [`crate::go::stack::grow`], so the
 /// native stack follows Go's growable one that deep.
 pub const MAX_DEPTH: usize = 100_000;
+
+/// outrigger's bound on the nesting of maps and lists a template builds (Go has none; the YAML
+/// reader has the same bound of 512 for documents).
+pub const MAX_VALUE_DEPTH: usize = 512;
 
 /// The name Istio parses every template under (`template.New("inject")`).
 const PARSE_NAME: &str = "inject";
@@ -694,6 +698,19 @@ impl<'t> Exec<'t> {
             Some(r) => r,
             None => (def.f)(argv),
         };
+        // Functions that put their arguments into a new or updated map or list are the only way
+        // a template nests values deeper; bounded so printing, encoding and dropping them fit
+        // any thread's stack.
+        let result = result.and_then(|v| {
+            if funcs::nests_values(name) && value::nested_deeper_than(&v, MAX_VALUE_DEPTH) {
+                Err(format!(
+                    "value nested deeper than {MAX_VALUE_DEPTH} maps and lists \
+                     (outrigger's limit; Go has none)"
+                ))
+            } else {
+                Ok(v)
+            }
+        });
         result.map_err(|m| {
             let mut s = Exec {
                 tmpl: self.tmpl,

@@ -223,6 +223,41 @@ fn not_implemented_stub<'a>(_: Vec<V<'a>>) -> R<V<'a>> {
     Err("not implemented by outrigger".into())
 }
 
+/// Does function `name` put its arguments (or its arguments' elements) into a new or updated map
+/// or list, so that its result can be nested deeper than its arguments?
+pub fn nests_values(name: &str) -> bool {
+    let base = name.strip_prefix("must").unwrap_or(name);
+    matches!(
+        base,
+        "dict"
+            | "list"
+            | "tuple"
+            | "append"
+            | "Append"
+            | "push"
+            | "Push"
+            | "prepend"
+            | "Prepend"
+            | "set"
+            | "merge"
+            | "Merge"
+            | "mergeOverwrite"
+            | "MergeOverwrite"
+            | "concat"
+            | "chunk"
+            | "Chunk"
+            | "deepCopy"
+            | "DeepCopy"
+            | "fromJson"
+            | "FromJson"
+            | "fromYaml"
+            | "fromYamlArray"
+            | "fromJsonArray"
+            | "splitList"
+            | "dig"
+    )
+}
+
 /// The table's entry for `env` and `expandenv`: the executor calls [`call_env`] instead.
 pub(super) fn needs_env<'a>(_: Vec<V<'a>>) -> R<V<'a>> {
     Err("needs the render's environment".into())

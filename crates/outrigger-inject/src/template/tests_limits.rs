@@ -10,19 +10,33 @@ use super::*;
 
 /// Run `f` on a thread with a 256 KiB stack (well below a default thread's 2 MiB).
 fn on_small_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    on_stack(256 * 1024, f)
+}
+
+fn on_stack<T: Send + 'static>(bytes: usize, f: impl FnOnce() -> T + Send + 'static) -> T {
     std::thread::Builder::new()
-        .stack_size(256 * 1024)
+        .stack_size(bytes)
         .spawn(f)
         .expect("spawn test thread")
         .join()
         .expect("no panic")
 }
 
-fn parse_and_render(src: String) -> std::result::Result<String, String> {
-    on_small_stack(move || {
+fn render_on(stack: usize, src: String) -> std::result::Result<String, String> {
+    on_stack(stack, move || {
         let t = Template::parse("inject", &src).map_err(|e| e.to_string())?;
         t.render_json(&json!({})).map_err(|e| e.to_string())
     })
+}
+
+fn parse_and_render(src: String) -> std::result::Result<String, String> {
+    render_on(256 * 1024, src)
+}
+
+/// Values a template builds are walked by plain recursion (printing, encoding, dropping): their
+/// bound is sized for the smallest stack the project runs templates on, a default thread's.
+fn render_on_default_stack(src: String) -> std::result::Result<String, String> {
+    render_on(2 * 1024 * 1024, src)
 }
 
 /// `depth` parentheses around `1`.
@@ -130,4 +144,47 @@ fn deep_nodes_print_in_errors_and_drop() {
         let t = Template::parse("inject", &parens(MAX_PAREN_DEPTH)).expect("parses");
         drop(t);
     });
+}
+
+/// `$d` nested `depth` times in `dict "a"`, then `tail`.
+fn nested_dicts(depth: usize, tail: &str) -> String {
+    format!(
+        "{{{{$d := dict}}}}{{{{range until {depth}}}}}{{{{$d = dict \"a\" $d}}}}{{{{end}}}}{tail}"
+    )
+}
+
+#[test]
+fn values_built_by_a_template_nest_up_to_a_bound() {
+    let depth = exec::MAX_VALUE_DEPTH - 1;
+    let want = format!("{}{{}}{}", "{\"a\":".repeat(depth), "}".repeat(depth));
+    for f in ["toJson", "mustToJson", "toRawJson"] {
+        let out = render_on_default_stack(nested_dicts(depth, &format!("{{{{ {f} $d }}}}")));
+        assert_eq!(out.as_deref(), Ok(want.as_str()), "{f}");
+    }
+    let out = render_on_default_stack(nested_dicts(
+        depth,
+        "{{ $d | toYaml | len }}{{ $d | print | len }}",
+    ));
+    assert!(out.is_ok(), "{out:?}");
+    // Beyond the bound: an error at the call that nests too deep, whatever comes next; the
+    // same through `list`, `set` and a template recursion that wraps dot.
+    for tail in ["{{ toJson $d }}", "{{ print $d }}", "{{ deepCopy $d }}", ""] {
+        let e = render_on_default_stack(nested_dicts(100_000, tail)).unwrap_err();
+        assert_eq!(
+            e,
+            "template: inject:1:43: executing \"inject\" at <dict \"a\" $d>: error calling dict: \
+             value nested deeper than 512 maps and lists (outrigger's limit; Go has none)"
+        );
+    }
+    for src in [
+        "{{$l := list}}{{range until 1000}}{{$l = list $l}}{{end}}",
+        "{{$m := dict}}{{range until 1000}}{{$m = set (dict) \"k\" $m}}{{end}}",
+        "{{define \"r\"}}{{template \"r\" (dict \"a\" .)}}{{end}}{{template \"r\" 0}}",
+    ] {
+        let e = render_on_default_stack(src.to_string()).unwrap_err();
+        assert!(
+            e.contains("value nested deeper than 512 maps and lists"),
+            "{src}: {e}"
+        );
+    }
 }
