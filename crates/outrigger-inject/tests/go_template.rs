@@ -1306,3 +1306,59 @@ fn generated_templates_agree_with_go() {
     tally.check("generated");
     view.check("generated, data viewed in place");
 }
+
+// ---------------------------------------------------------------- limits
+
+/// Go's own limits, answered with Go's outcome and message: nested parentheses up to and beyond
+/// `maxStackDepth` (10,000), `template` calls up to and beyond `maxExecDepth` (100,000). Deep
+/// `if` nesting within outrigger's bound renders as in Go; beyond it (Go has no limit) outrigger
+/// refuses, a documented difference checked in the engine's own tests.
+#[test]
+fn depth_limits_agree_with_go() {
+    let Some(mut o) = Oracle::get("depth_limits_agree_with_go") else {
+        return;
+    };
+    let parens = |n: usize| format!("{{{{ {}1{} }}}}", "(".repeat(n), ")".repeat(n));
+    let recursion = |calls: usize| {
+        format!(
+            "{{{{define \"r\"}}}}{{{{if lt . {}}}}}{{{{template \"r\" (add1 .)}}}}{{{{end}}}}{{{{end}}}}{{{{template \"r\" 0}}}}done",
+            calls - 1
+        )
+    };
+    let ifs = |n: usize| format!("{}x{}", "{{if true}}\n".repeat(n), "{{end}}".repeat(n));
+    let cases = [
+        parens(10_000),
+        parens(10_001),
+        parens(20_000),
+        recursion(100_000),
+        recursion(100_001),
+        ifs(2_000),
+        ifs(10_000),
+    ];
+    let data = json!({});
+    let reqs: Vec<(&str, &Value)> = cases.iter().map(|t| (t.as_str(), &data)).collect();
+    let answers = o.render_phase_many("inject", &reqs);
+    let mut disagreements = Vec::new();
+    for (src, answer) in cases.iter().zip(answers) {
+        let (ours, go) = (ours(src, &data), go(answer));
+        if ours != go {
+            let cut = |o: &Outcome| {
+                let s = format!("{o:?}");
+                s.chars().take(300).collect::<String>()
+            };
+            disagreements.push(format!(
+                "template of {} bytes starting {:?}\n  ours {}\n  go   {}",
+                src.len(),
+                &src[..60.min(src.len())],
+                cut(&ours),
+                cut(&go)
+            ));
+        }
+    }
+    eprintln!(
+        "depth limits: {} inputs, {} disagreements",
+        cases.len(),
+        disagreements.len()
+    );
+    go_oracle::assert_no_disagreements("depth limits", &disagreements, 10);
+}

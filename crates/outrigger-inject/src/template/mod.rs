@@ -19,7 +19,7 @@
 //! fail with `error calling X: not implemented by outrigger`), `printf` (`fmt.Sprintf`), `gofmt`
 //! (float `%v`, `strconv.Quote`, `time.Duration`).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde_json::Value;
 
@@ -60,6 +60,8 @@ use ast::ListNode;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_limits;
 
 /// The template root object (Istio's `SidecarTemplateData`), in Go field order.
 ///
@@ -104,6 +106,9 @@ pub struct TemplateData<'a> {
     pub inbound_traffic_policy_mode: &'a str,
     /// `.CompliancePolicy`.
     pub compliance_policy: &'a str,
+    /// What the functions `env` and `expandenv` read, instead of the process environment (a
+    /// name absent from the map is an unset variable).
+    pub env: &'a BTreeMap<String, String>,
 }
 
 /// A parsed template, ready to execute many times.

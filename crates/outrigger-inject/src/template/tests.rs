@@ -14,6 +14,7 @@ struct Fx {
     values: Value,
     native: bool,
     uid: i64,
+    env: BTreeMap<String, String>,
 }
 
 impl Fx {
@@ -27,6 +28,7 @@ impl Fx {
             values,
             native: false,
             uid: 1337,
+            env: BTreeMap::new(),
         }
     }
 
@@ -49,6 +51,7 @@ impl Fx {
             proxy_gid: self.uid,
             inbound_traffic_policy_mode: "passthrough",
             compliance_policy: "",
+            env: &self.env,
         }
     }
 
@@ -701,10 +704,29 @@ fn istio_otel_attributes() {
 
 #[test]
 fn istio_env() {
-    let fx = Fx::new(values());
+    let mut fx = Fx::new(values());
     assert_eq!(
         fx.ok("{{ env \"OUTRIGGER_SURELY_UNSET_VAR\" \"dflt\" }}"),
         "dflt"
+    );
+    // The process environment is not read: only the map the caller passes.
+    assert_eq!(
+        fx.ok("{{ env \"PATH\" \"none\" }}|{{ expandenv \"[$PATH]\" }}"),
+        "none|[]"
+    );
+    fx.env = BTreeMap::from([
+        ("A".to_string(), "1".to_string()),
+        ("EMPTY".to_string(), String::new()),
+    ]);
+    // Istio's `env`: the default when unset or empty.
+    assert_eq!(
+        fx.ok("{{ env \"A\" \"d\" }}|{{ env \"EMPTY\" \"d\" }}|{{ env \"B\" \"d\" }}"),
+        "1|d|d"
+    );
+    // Sprig's `expandenv` is Go's os.ExpandEnv over the same map.
+    assert_eq!(
+        fx.ok(r#"{{ expandenv "$A${A}x$A_ ${B}$ $1${}${A" }}"#),
+        "11x $ A"
     );
 }
 

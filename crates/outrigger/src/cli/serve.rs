@@ -159,6 +159,9 @@ pub struct ServeArgs {
     /// Tokio worker threads (default: number of CPUs).
     #[arg(long = "worker-threads")]
     pub worker_threads: Option<usize>,
+    /// What the templates may read of the environment.
+    #[command(flatten)]
+    pub env: super::common::TemplateEnvArgs,
     /// Kubernetes API integration (`--kube` and its flags).
     #[command(flatten)]
     pub kube: KubeArgs,

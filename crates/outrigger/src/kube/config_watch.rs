@@ -239,6 +239,7 @@ where
 /// Parse a raw configuration into a [`Snapshot`] (istiod's load errors, with the config text).
 pub fn parse_snapshot(raw: &RawConfig) -> Result<Snapshot, String> {
     Snapshot::load(&raw.config, &raw.values, raw.mesh.as_deref())
+        .map(|s| s.with_template_env(crate::template_env::current()))
         .map_err(|e| format!("failed reading config: {e}. YAML:\n{}", raw.config))
 }
 

@@ -71,6 +71,7 @@ fn init_logging(args: &ServeArgs) {
 
 /// Run the webhook until SIGTERM/SIGINT.
 pub fn run(args: &ServeArgs) -> Result<()> {
+    crate::template_env::init(&args.env.template_env)?;
     outrigger_alloc::tune();
     init_logging(args);
     tracing::debug!(allocator = %outrigger_alloc::describe(), "allocator settings");
@@ -127,7 +128,7 @@ struct PendingCa {
 impl PendingCa {
     /// Write the bundle (atomically) and log where.
     fn write(self) -> Result<()> {
-        tls::write_atomic(&self.path, self.pem.as_bytes())
+        crate::safe_write::write_file(&self.path, self.pem.as_bytes())
             .with_context(|| format!("writing the CA bundle to {}", self.path.display()))?;
         tracing::info!(ca_bundle = %self.path.display(), names = ?self.names, "generated a self-signed CA and serving certificate; CA bundle written");
         Ok(())

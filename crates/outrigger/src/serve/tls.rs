@@ -167,23 +167,15 @@ pub fn load_named(
 pub fn load_files(cert_file: &Path, key_file: &Path, compliance_policy: &str) -> Result<Loaded> {
     let cert =
         std::fs::read(cert_file).with_context(|| format!("reading {}", cert_file.display()))?;
-    let key = std::fs::read(key_file).with_context(|| format!("reading {}", key_file.display()))?;
+    // The key file's bytes are zeroized once loaded.
+    let key = zeroize::Zeroizing::new(
+        std::fs::read(key_file).with_context(|| format!("reading {}", key_file.display()))?,
+    );
     load_named(
         (&cert_file.display().to_string(), &cert),
         (&key_file.display().to_string(), &key),
         compliance_policy,
     )
-}
-
-/// Write `contents` to `path` atomically (temporary file + rename), creating parent directories.
-pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<()> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    }
-    let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
-    std::fs::write(&tmp, contents).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, path)
-        .with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))
 }
 
 #[cfg(test)]

@@ -32,13 +32,13 @@ pub struct CertBundle {
     /// Signing CA certificate.
     pub ca_cert_pem: String,
     /// Signing CA key.
-    pub ca_key_pem: String,
+    pub ca_key_pem: pki::KeyPem,
     /// Trusted CAs: the signing CA, then retired CAs that are still valid.
     pub ca_bundle_pem: String,
     /// Serving certificate.
     pub cert_pem: String,
     /// Serving key.
-    pub key_pem: String,
+    pub key_pem: pki::KeyPem,
 }
 
 /// What a bundle needs at a given time.
@@ -78,7 +78,7 @@ impl CertBundle {
             ca_cert_pem: ca.cert_pem,
             ca_key_pem: ca.key_pem,
             cert_pem: String::new(),
-            key_pem: String::new(),
+            key_pem: pki::KeyPem::default(),
         };
         let serving = new_serving(&b, dns_names, now)?;
         b.cert_pem = serving.cert_pem;
