@@ -795,3 +795,96 @@ async fn the_fake_answers_errors_with_status_objects_as_the_api_server() {
     assert_eq!((code, &event["type"]), (200, &json!("DELETED")));
     assert_eq!(event["object"], cm_obj.expect("stored"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn istio_configmaps_of_a_revision_are_awaited_not_replaced_by_the_default() {
+    // Istio's revision `canary`: the server reads istio-sidecar-injector-canary and
+    // istio-canary, which do not exist yet (the default revision's do, and must not be read).
+    let mut cluster = cluster();
+    cluster.remove("configmaps", "istio-system", "istio-sidecar-injector");
+    cluster.put(configmap(
+        "istio-system",
+        "istio",
+        "3",
+        &[(
+            "mesh",
+            "defaultConfig:\n  proxyMetadata:\n    WRONG_REVISION: read\n",
+        )],
+    ));
+    let api = FakeApi::start(cluster);
+    let args = [
+        "--dns-name",
+        "localhost",
+        "--ca-bundle-managed-externally",
+        "--istio-configmaps",
+        "--istioNamespace",
+        "istio-system",
+        "--revision",
+        "canary",
+        "--native-sidecars",
+        "false",
+    ];
+    let server = serve_against(&api, "kube-api-istio-cms", &args, &[]);
+    let c = connect_trusting_the_secret(&server, &api).await;
+    let r = c.get("/readyz").await.expect("readyz");
+    assert_eq!(r.status, 503, "{}", r.text());
+    assert!(
+        r.text()
+            .contains("istio-system/istio-sidecar-injector-canary")
+            && r.text().contains("istio-system/istio-canary")
+            && r.text().contains("no ConfigMap found"),
+        "the readiness message names the ConfigMaps: {}",
+        r.text()
+    );
+    // Admission requests fail (the API server applies failurePolicy), never pass uninjected.
+    let r = review_pod(&c, "u0", "team", pod("early", json!({}))).await;
+    assert_eq!(r.status, 503, "{}", r.text());
+    // The injector ConfigMap alone: still waiting, now for the mesh ConfigMap.
+    api.lock().put(configmap(
+        "istio-system",
+        "istio-sidecar-injector-canary",
+        "20",
+        &[
+            ("config", outrigger_inject::config::defaults::CONFIG),
+            ("values", outrigger_inject::config::defaults::VALUES),
+        ],
+    ));
+    eventually(
+        "the readiness message moves on to the mesh ConfigMap",
+        || async {
+            let r = c.get("/readyz").await.expect("readyz");
+            r.status == 503 && r.text().contains("no mesh ConfigMap found")
+        },
+    )
+    .await;
+    api.lock().put(configmap(
+        "istio-system",
+        "istio-canary",
+        "21",
+        &[(
+            "mesh",
+            "defaultConfig:\n  proxyMetadata:\n    CANARY_MESH: read\n",
+        )],
+    ));
+    eventually("ready once both ConfigMaps are read", || async {
+        c.get("/readyz").await.expect("readyz").status == 200
+    })
+    .await;
+    let patch = decoded_patch(&review_pod(&c, "u1", "team", pod("p", json!({}))).await);
+    assert!(
+        patch.contains("CANARY_MESH"),
+        "the revision's mesh: {patch}"
+    );
+    assert!(!patch.contains("WRONG_REVISION"), "{patch}");
+    let reads: Vec<String> = api
+        .requests()
+        .into_iter()
+        .filter(|r| r.contains("/configmaps"))
+        .collect();
+    assert!(
+        reads
+            .iter()
+            .all(|r| r.starts_with("GET /api/v1/namespaces/istio-system/configmaps")),
+        "{reads:?}"
+    );
+}

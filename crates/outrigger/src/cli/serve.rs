@@ -142,6 +142,19 @@ pub struct KubeArgs {
     /// Never write the webhook configuration (cert-manager's CA injector or GitOps own caBundle).
     #[arg(long = "ca-bundle-managed-externally")]
     pub ca_bundle_managed_externally: bool,
+    /// Read Istio's own ConfigMaps from the cluster: `istio-sidecar-injector[-REVISION]` (keys
+    /// `config` and `values`) and `istio[-REVISION]` (key `mesh`) in --istioNamespace, watched
+    /// and kept last good. Not ready while either is missing or unusable (never the embedded
+    /// default).
+    #[arg(long = "istio-configmaps", conflicts_with_all = ["inject_config_map", "mesh_config_map"])]
+    pub istio_configmaps: bool,
+    /// With --istio-configmaps: the namespace of Istio's ConfigMaps.
+    #[arg(long = "istioNamespace", default_value = "istio-system")]
+    pub istio_namespace: String,
+    /// With --istio-configmaps: the Istio control-plane revision whose ConfigMaps are read
+    /// (`-REVISION` is appended to their names; `default` means none).
+    #[arg(long = "revision", default_value = "default")]
+    pub revision: String,
     /// Injector ConfigMap to watch, NAMESPACE/NAME (keys `config` and `values`).
     #[arg(long = "injectConfigMap")]
     pub inject_config_map: Option<String>,

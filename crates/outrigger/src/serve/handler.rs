@@ -184,6 +184,12 @@ where
     let start = Instant::now();
     let m = &state.metrics;
     m.requests.inc();
+    if let Some(why) = state.config_health.pending() {
+        // No configuration was read from the cluster yet: an error, so that the API server
+        // applies the webhook's failurePolicy, never a pod silently left uninjected.
+        m.fail("config_pending");
+        return text(StatusCode::SERVICE_UNAVAILABLE, &why);
+    }
     let resp =
         match tokio::time::timeout(state.limits.deadline, inject_inner(state, req, start)).await {
             Ok(r) => r,

@@ -46,6 +46,7 @@ pub struct Cluster {
 /// Flags that only make sense with `--kube` are refused without it (instead of being ignored).
 pub fn reject_kube_only_flags(k: &KubeArgs) -> Result<()> {
     let set = [
+        ("--istio-configmaps", k.istio_configmaps),
         ("--injectConfigMap", k.inject_config_map.is_some()),
         ("--meshConfigMap", k.mesh_config_map.is_some()),
         ("--events", k.events),
@@ -108,6 +109,7 @@ pub async fn start(args: &ServeArgs, native: NativeMode, openshift: bool) -> Res
     if k.mesh_config_map.is_some() && k.inject_config_map.is_none() {
         bail!("--meshConfigMap needs --injectConfigMap (the mesh ConfigMap is read together with the injector ConfigMap)");
     }
+    let sources = runtime::config_sources(k)?;
     let client = connect().await?;
     let ctx = context(args, native, openshift);
     let services = tokio::time::timeout(START_TIMEOUT, runtime::start(client, k, &ctx))
@@ -122,7 +124,7 @@ pub async fn start(args: &ServeArgs, native: NativeMode, openshift: bool) -> Res
     }
     Ok(Cluster {
         services,
-        source: k.inject_config_map.clone().unwrap_or_default(),
+        source: sources.map(|s| s.describe()).unwrap_or_default(),
         tasks: Vec::new(),
     })
 }
@@ -150,8 +152,21 @@ pub fn load_bundle(bundle: &CertBundle, compliance: &str) -> Result<tls::Loaded>
     )
 }
 
-/// The first configuration of a ConfigMap stream: start-up fails when it is rejected or does
-/// not arrive in time (the server does not serve a configuration it was not given).
+/// The first configuration of the cluster, as start-up sees it.
+#[derive(Debug)]
+pub enum FirstConfig {
+    /// Not told to read the cluster: the mounted files or the embedded default apply.
+    NotFromCluster,
+    /// Read and parsed.
+    Loaded(Arc<Snapshot>),
+    /// Not read (missing, unreadable or unparsable ConfigMap, or no answer in time): the server
+    /// starts not ready, refusing admission requests, with this reason (naming the ConfigMaps),
+    /// and becomes ready when a configuration arrives. Never the embedded default.
+    Waiting(String),
+}
+
+/// The first configuration of a ConfigMap stream, or why there is none (it was rejected or did
+/// not arrive in time; the server does not serve a configuration it was not given).
 pub async fn first_snapshot<S>(
     stream: &mut S,
     source: &str,
@@ -169,10 +184,12 @@ where
             Ok(snap)
         }
         Ok(Some(ConfigEvent::Rejected { error, .. })) => {
-            bail!("--injectConfigMap {source}: {error}")
+            bail!("waiting for the configuration from ConfigMap {source}: {error}")
         }
-        Ok(None) => bail!("--injectConfigMap {source}: the ConfigMap watch ended"),
-        Err(_) => bail!("--injectConfigMap {source}: no configuration read within {wait:?}"),
+        Ok(None) => bail!("ConfigMap {source}: the ConfigMap watch ended"),
+        Err(_) => bail!(
+            "waiting for the configuration from ConfigMap {source}: no configuration read within {wait:?}"
+        ),
     }
 }
 
@@ -192,6 +209,13 @@ where
                 keeping_last_good,
             } => {
                 state.metrics.reload("config", false);
+                if state.config_health.pending().is_some() {
+                    let why =
+                        format!("waiting for the configuration from ConfigMap {source}: {error}");
+                    tracing::error!("{why}; not ready");
+                    state.config_health.set_pending(Some(why));
+                    continue;
+                }
                 let kept = if keeping_last_good {
                     "the last good configuration"
                 } else {
@@ -226,13 +250,18 @@ pub async fn apply_certificates(state: Arc<State>, mut rx: watch::Receiver<CertB
 }
 
 impl Cluster {
-    /// With `--injectConfigMap`, wait for the first configuration from the API.
-    pub async fn first_config(&mut self) -> Result<Option<Arc<Snapshot>>> {
-        match self.services.config.as_mut() {
-            Some(stream) => first_snapshot(stream, &self.source, START_TIMEOUT)
-                .await
-                .map(Some),
-            None => Ok(None),
+    /// Told to read the cluster, wait for the first configuration from the API (at most
+    /// [`START_TIMEOUT`]); without it, start not ready ([`FirstConfig::Waiting`]).
+    pub async fn first_config(&mut self) -> FirstConfig {
+        let Some(stream) = self.services.config.as_mut() else {
+            return FirstConfig::NotFromCluster;
+        };
+        match first_snapshot(stream, &self.source, START_TIMEOUT).await {
+            Ok(snap) => FirstConfig::Loaded(snap),
+            Err(e) => {
+                tracing::error!("{e}; not ready until it is read (the embedded default is never served in its place)");
+                FirstConfig::Waiting(e.to_string())
+            }
         }
     }
 

@@ -204,26 +204,35 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
     };
     // With --injectConfigMap the configuration comes from the API only (no file watch).
     let from_api = match cluster.as_mut() {
-        Some(c) => c.first_config().await?,
-        None => None,
+        Some(c) => c.first_config().await,
+        None => kube_mode::FirstConfig::NotFromCluster,
     };
-    let (snap, file_texts) = match from_api {
-        Some(s) => (s, None),
-        None => {
+    let (snap, file_texts, waiting) = match from_api {
+        kube_mode::FirstConfig::Loaded(s) => (s, None, None),
+        kube_mode::FirstConfig::Waiting(why) => {
+            // A placeholder that injects nothing; requests are refused while it is in place.
+            let empty = Snapshot::load("", "{}", None).context("the empty configuration")?;
+            (Arc::new(empty), None, Some(why))
+        }
+        kube_mode::FirstConfig::NotFromCluster => {
             let (s, texts) = file_config(&paths).await?;
-            (Arc::new(s), Some(texts))
+            (Arc::new(s), Some(texts), None)
         }
     };
 
-    let health = failsafe::initial(&snap, native, args.allow_empty_config, "start-up");
+    let health = match waiting {
+        Some(why) => failsafe::ConfigHealth::waiting(args.allow_empty_config, why),
+        None => failsafe::initial(&snap, native, args.allow_empty_config, "start-up"),
+    };
     let metrics = metrics::Metrics::new();
     metrics
         .inflight_bytes_limit
         .set(i64::try_from(args.max_inflight_bytes).unwrap_or(i64::MAX));
-    metrics.reload("config", true);
+    let loaded = health.pending().is_none();
+    metrics.reload("config", loaded);
     metrics
         .config_usable
-        .set(i64::from(health.verdict().is_ok()));
+        .set(i64::from(loaded && health.verdict().is_ok()));
     let (cert, pending_ca) = match cluster.as_ref().and_then(|c| c.services.certs.as_ref()) {
         Some(rx) => (
             kube_mode::load_bundle(&rx.borrow(), &compliance)
