@@ -888,3 +888,98 @@ async fn istio_configmaps_of_a_revision_are_awaited_not_replaced_by_the_default(
         "{reads:?}"
     );
 }
+
+/// The failure policies of the stored webhook configuration's entries.
+fn failure_policies(api: &FakeApi) -> Vec<Value> {
+    let a = api.lock();
+    let mwc = a
+        .get(
+            "mutatingwebhookconfigurations",
+            "",
+            "outrigger-sidecar-injector",
+        )
+        .expect("webhook configuration");
+    mwc["webhooks"]
+        .as_array()
+        .expect("webhooks")
+        .iter()
+        .map(|w| w["failurePolicy"].clone())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_webhook_fails_open_until_a_ready_replica_activates_it_and_owns_it_by_namespace() {
+    let mut cluster = cluster();
+    let mut mwc = webhook_config();
+    mwc["webhooks"][0]["failurePolicy"] = json!("Ignore");
+    cluster.put(mwc);
+    cluster.put(json!({"apiVersion": "v1", "kind": "Namespace",
+        "metadata": {"name": "outrigger", "uid": "0f1e-outrigger-ns", "resourceVersion": "2"}}));
+    // Istio's ConfigMaps are missing: the replica is not ready and must not activate.
+    cluster.remove("configmaps", "istio-system", "istio-sidecar-injector");
+    let api = FakeApi::start(cluster);
+    let args = [
+        "--dns-name",
+        "localhost",
+        "--istio-configmaps",
+        "--native-sidecars",
+        "false",
+        "--failure-policy-once-ready",
+        "Fail",
+        "--webhook-owned-by-namespace",
+        "--activation-delay",
+        "300ms",
+    ];
+    let server = serve_against(&api, "kube-api-activation", &args, &[]);
+    let c = connect_trusting_the_secret(&server, &api).await;
+    assert_eq!(c.get("/readyz").await.expect("readyz").status, 503);
+    // Five times the activation delay: a replica that is not ready never activates (no event to
+    // wait for, so the absence is checked over a bounded time).
+    assert!(
+        !holds_within(Duration::from_millis(1500), || async {
+            failure_policies(&api) != [json!("Ignore")]
+        })
+        .await,
+        "a replica that is not ready leaves the configuration failing open"
+    );
+    api.lock().put(configmap_with(
+        outrigger_inject::config::defaults::CONFIG,
+        "30",
+    ));
+    api.lock().put(configmap(
+        "istio-system",
+        "istio",
+        "31",
+        &[("mesh", "defaultConfig: {}\n")],
+    ));
+    eventually("activated once ready", || async {
+        failure_policies(&api) == [json!("Fail")]
+    })
+    .await;
+    let a = api.lock();
+    let mwc = a
+        .get(
+            "mutatingwebhookconfigurations",
+            "",
+            "outrigger-sidecar-injector",
+        )
+        .expect("mwc");
+    assert_eq!(
+        mwc["metadata"]["ownerReferences"],
+        json!([{"apiVersion": "v1", "kind": "Namespace", "name": "outrigger", "uid": "0f1e-outrigger-ns"}]),
+        "deleting the namespace deletes the configuration (garbage collector)"
+    );
+    assert!(
+        !mwc["webhooks"][0]["clientConfig"]["caBundle"].is_null(),
+        "caBundle synced too"
+    );
+    let writes: Vec<&String> = a
+        .requests
+        .iter()
+        .filter(|r| r.contains("mutatingwebhookconfigurations") && !r.starts_with("GET "))
+        .collect();
+    assert!(
+        writes.iter().all(|r| r.starts_with("PATCH /apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/outrigger-sidecar-injector")),
+        "by name, never a create: {writes:?}"
+    );
+}

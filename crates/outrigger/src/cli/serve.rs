@@ -139,6 +139,22 @@ pub struct KubeArgs {
     /// MutatingWebhookConfiguration whose caBundle is kept in sync.
     #[arg(long = "webhook-config-name", default_value = DEFAULT_WEBHOOK_CONFIG_NAME)]
     pub webhook_config_name: String,
+    /// With --failure-policy-once-ready or --webhook-owned-by-namespace: how long /readyz must
+    /// pass before the webhook configuration is activated (time for the kubelet's readiness
+    /// probe to put this replica behind the Service).
+    #[arg(long = "activation-delay", default_value = "10s", value_parser = crate::parse_duration_flag)]
+    pub activation_delay: Duration,
+    /// Once this replica is ready (--activation-delay after /readyz first passes), set the failurePolicy of
+    /// the injector's entries of --webhook-config-name to this value, and again whenever it
+    /// differs (checked every 30 s). The shipped configuration fails open (Ignore) until then, so
+    /// an install never blocks pods before a replica can answer.
+    #[arg(long = "failure-policy-once-ready", value_parser = ["Fail", "Ignore"])]
+    pub failure_policy_once_ready: Option<String>,
+    /// Make --webhook-config-name owned by this replica's namespace (an ownerReference), so that
+    /// deleting the namespace deletes the webhook configuration (the API server's garbage
+    /// collector) instead of leaving one that calls a deleted Service.
+    #[arg(long = "webhook-owned-by-namespace")]
+    pub webhook_owned_by_namespace: bool,
     /// Never write the webhook configuration (cert-manager's CA injector or GitOps own caBundle).
     #[arg(long = "ca-bundle-managed-externally")]
     pub ca_bundle_managed_externally: bool,
@@ -149,7 +165,11 @@ pub struct KubeArgs {
     #[arg(long = "istio-configmaps", conflicts_with_all = ["inject_config_map", "mesh_config_map"])]
     pub istio_configmaps: bool,
     /// With --istio-configmaps: the namespace of Istio's ConfigMaps.
-    #[arg(long = "istioNamespace", default_value = "istio-system")]
+    #[arg(
+        long = "istioNamespace",
+        env = "ISTIO_NAMESPACE",
+        default_value = "istio-system"
+    )]
     pub istio_namespace: String,
     /// With --istio-configmaps: the Istio control-plane revision whose ConfigMaps are read
     /// (`-REVISION` is appended to their names; `default` means none).

@@ -7,6 +7,7 @@
 //! service that asserts the exact requests made. The few items serve does not call carry their
 //! own `allow(dead_code)` with the reason.
 
+pub mod activation;
 pub mod certs;
 pub mod check;
 pub mod config_watch;

@@ -137,18 +137,21 @@ where
     Ok(resp)
 }
 
-fn readyz(state: &State) -> Resp {
+/// Why the server is not ready (`None`: it is): what `/readyz` answers.
+pub fn not_ready(state: &State) -> Option<String> {
     if state.draining.load(Ordering::Relaxed) {
-        text(StatusCode::SERVICE_UNAVAILABLE, "shutting down")
+        Some("shutting down".into())
     } else if !state.certs.valid_now() {
-        text(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "serving certificate expired",
-        )
-    } else if let Some(why) = state.config_health.not_ready() {
-        text(StatusCode::SERVICE_UNAVAILABLE, &why)
+        Some("serving certificate expired".into())
     } else {
-        text(StatusCode::OK, "ok")
+        state.config_health.not_ready()
+    }
+}
+
+fn readyz(state: &State) -> Resp {
+    match not_ready(state) {
+        Some(why) => text(StatusCode::SERVICE_UNAVAILABLE, &why),
+        None => text(StatusCode::OK, "ok"),
     }
 }
 

@@ -32,8 +32,10 @@ pub const START_TIMEOUT: Duration = Duration::from_secs(30);
 #[allow(dead_code)] // documentation of the start-up sequence; read by the probe test.
 pub const START_PHASES: u32 = 4;
 
+/// How often a replica checks that the webhook configuration is still activated.
+pub const ACTIVATION_PERIOD: Duration = Duration::from_secs(30);
+
 /// The running Kubernetes integration.
-#[derive(Debug)]
 pub struct Cluster {
     /// What [`runtime::start`] returned (the config stream is taken by [`Cluster::first_config`]).
     pub services: KubeServices,
@@ -41,6 +43,21 @@ pub struct Cluster {
     source: String,
     /// Tasks spawned here (certificate and configuration updates).
     tasks: Vec<JoinHandle<()>>,
+    /// The API client (for the tasks spawned once serving).
+    client: Client,
+    /// What a ready replica makes true of the webhook configuration (`None`: nothing).
+    activation: Option<crate::kube::activation::Activation>,
+}
+
+impl std::fmt::Debug for Cluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cluster")
+            .field("services", &self.services)
+            .field("source", &self.source)
+            .field("tasks", &self.tasks.len())
+            .field("activation", &self.activation)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Flags that only make sense with `--kube` are refused without it (instead of being ignored).
@@ -50,6 +67,11 @@ pub fn reject_kube_only_flags(k: &KubeArgs) -> Result<()> {
         ("--injectConfigMap", k.inject_config_map.is_some()),
         ("--meshConfigMap", k.mesh_config_map.is_some()),
         ("--events", k.events),
+        (
+            "--failure-policy-once-ready",
+            k.failure_policy_once_ready.is_some(),
+        ),
+        ("--webhook-owned-by-namespace", k.webhook_owned_by_namespace),
         (
             "--ca-bundle-managed-externally",
             k.ca_bundle_managed_externally,
@@ -112,7 +134,7 @@ pub async fn start(args: &ServeArgs, native: NativeMode, openshift: bool) -> Res
     let sources = runtime::config_sources(k)?;
     let client = connect().await?;
     let ctx = context(args, native, openshift);
-    let services = tokio::time::timeout(START_TIMEOUT, runtime::start(client, k, &ctx))
+    let services = tokio::time::timeout(START_TIMEOUT, runtime::start(client.clone(), k, &ctx))
         .await
         .map_err(|_| anyhow!("--kube: start-up did not finish within {START_TIMEOUT:?}"))?
         .context("--kube: starting the Kubernetes integration")?;
@@ -126,6 +148,14 @@ pub async fn start(args: &ServeArgs, native: NativeMode, openshift: bool) -> Res
         services,
         source: sources.map(|s| s.describe()).unwrap_or_default(),
         tasks: Vec::new(),
+        client,
+        activation: (k.failure_policy_once_ready.is_some() || k.webhook_owned_by_namespace).then(
+            || crate::kube::activation::Activation {
+                webhook: k.webhook_config_name.clone(),
+                failure_policy: k.failure_policy_once_ready.clone(),
+                owner_namespace: k.webhook_owned_by_namespace.then(|| ctx.namespace.clone()),
+            },
+        ),
     })
 }
 
@@ -291,6 +321,21 @@ impl Cluster {
             let source = self.source.clone();
             self.tasks
                 .push(tokio::spawn(apply_config_events(state, stream, source)));
+        }
+    }
+
+    /// Once serving: activate the webhook configuration when this replica has been ready for
+    /// `settle` ([`crate::kube::activation`]).
+    pub fn spawn_activation(&mut self, state: Arc<State>, settle: Duration) {
+        if let Some(a) = self.activation.clone() {
+            let ready = move || super::handler::not_ready(&state).is_none();
+            self.tasks.push(tokio::spawn(crate::kube::activation::run(
+                self.client.clone(),
+                a,
+                ready,
+                settle,
+                ACTIVATION_PERIOD,
+            )));
         }
     }
 

@@ -318,6 +318,9 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
         grace: args.shutdown_grace,
         max_streams: 256,
     };
+    if let Some(c) = cluster.as_mut() {
+        c.spawn_activation(state.clone(), args.kube.activation_delay);
+    }
     let server = tokio::spawn(server::serve(
         listener,
         acceptor,
