@@ -25,8 +25,9 @@ pub struct ServeArgs {
     /// HTTPS port.
     #[arg(long = "port", default_value_t = 9443)]
     pub port: u16,
-    /// Address to listen on.
-    #[arg(long = "address", default_value = "0.0.0.0")]
+    /// Address to listen on. `::` (the default) listens on IPv6 and IPv4 alike (one socket with
+    /// IPV6_V6ONLY off), falling back to 0.0.0.0 where the host has no IPv6.
+    #[arg(long = "address", default_value = "::")]
     pub address: IpAddr,
     /// Serving certificate chain (PEM). Without it the certificate comes from the Secret (with
     /// `--kube`) or a self-signed CA and certificate are generated.

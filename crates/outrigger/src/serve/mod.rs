@@ -13,6 +13,7 @@ pub mod conn;
 pub mod failsafe;
 pub mod handler;
 pub mod kube_mode;
+pub mod listen;
 pub mod metrics;
 pub mod reload;
 pub mod server;
@@ -299,9 +300,7 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
     )?;
 
     let addr = SocketAddr::new(args.address, args.port);
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .with_context(|| format!("listening on {addr}"))?;
+    let listener = listen::bind(args.address, args.port)?;
     let local = listener.local_addr().unwrap_or(addr);
     if let Some(ca) = pending_ca {
         ca.write()?;
