@@ -983,3 +983,41 @@ async fn the_webhook_fails_open_until_a_ready_replica_activates_it_and_owns_it_b
         "by name, never a create: {writes:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn start_up_waits_for_an_api_server_that_comes_up_late() {
+    // A port with nothing behind it yet: the kubeconfig points there before the API server runs.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("free port")
+        .port();
+    let dir = scratch("kube-api-late");
+    std::fs::write(dir.join("kubeconfig"), common::kube_api::kubeconfig(port))
+        .expect("write kubeconfig");
+    let kc = dir.join("kubeconfig").display().to_string();
+    let home = dir.display().to_string();
+    let mut args = vec!["--kube", "--namespace", "outrigger"];
+    args.extend_from_slice(CONFIGMAP_SERVER);
+    let env = [
+        ("NO_PROXY", "127.0.0.1,localhost"),
+        ("no_proxy", "127.0.0.1,localhost"),
+        ("KUBECONFIG", kc.as_str()),
+        ("HOME", home.as_str()),
+    ];
+    // The API server comes up after 1.5 s; the server retries with backoff meanwhile.
+    let late = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(1500));
+        FakeApi::start_on(cluster(), port)
+    });
+    let server = Server::start(&args, &env);
+    let api = late.join().expect("API server started");
+    assert!(
+        server
+            .log_text()
+            .contains("cannot reach the Kubernetes API server"),
+        "{}",
+        server.log_text()
+    );
+    let c = connect_trusting_the_secret(&server, &api).await;
+    assert_eq!(c.get("/readyz").await.expect("readyz").status, 200);
+}

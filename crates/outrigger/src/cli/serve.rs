@@ -134,6 +134,9 @@ pub struct KubeArgs {
     /// Use the Kubernetes API (certificates in a Secret, caBundle sync, cluster facts).
     #[arg(long = "kube")]
     pub kube: bool,
+    /// How long start-up retries, with backoff, while the API server is unreachable.
+    #[arg(long = "kube-connect-timeout", default_value = "30s", value_parser = crate::parse_duration_flag)]
+    pub connect_timeout: Duration,
     /// Secret (in the injector's namespace) holding the shared CA and serving certificate.
     #[arg(long = "tls-secret", default_value = "outrigger-tls")]
     pub tls_secret: String,

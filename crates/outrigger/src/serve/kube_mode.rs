@@ -96,9 +96,14 @@ pub fn context(args: &ServeArgs, native: NativeMode, openshift: bool) -> KubeCon
     }
 }
 
+/// The longest wait between two attempts to reach the API server at start-up.
+const MAX_RETRY_DELAY: Duration = Duration::from_secs(8);
+
 /// Build a client (in-cluster service account, else kubeconfig) and check that the API server
-/// answers.
-pub async fn connect() -> Result<Client> {
+/// answers. While it is unreachable (no answer, connection refused, TLS not yet up: a control
+/// plane restarting, a node's network coming up), retry with exponential backoff (0.5 s doubling
+/// to 8 s) for `retry_for`, logging each failure; an answer that is an API error is not retried.
+pub async fn connect(retry_for: Duration) -> Result<Client> {
     let config = ::kube::Config::infer().await.map_err(|e| {
         anyhow!("--kube: no usable Kubernetes configuration (in-cluster service account or KUBECONFIG): {e}")
     })?;
@@ -109,19 +114,40 @@ pub async fn connect() -> Result<Client> {
             anyhow::Error::new(e)
         )
     })?;
-    let version = tokio::time::timeout(START_TIMEOUT, client.apiserver_version())
+    let deadline = tokio::time::Instant::now() + retry_for;
+    let mut delay = Duration::from_millis(500);
+    let mut attempts = 0u32;
+    loop {
+        attempts += 1;
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let error = match tokio::time::timeout(
+            left.max(Duration::from_millis(100)),
+            client.apiserver_version(),
+        )
         .await
-        .map_err(|_| {
-            anyhow!("--kube: the Kubernetes API server at {url} did not answer within {START_TIMEOUT:?}")
-        })?
-        .map_err(|e| {
-            anyhow!(
-                "--kube: cannot reach the Kubernetes API server at {url}: {:#}",
-                anyhow::Error::new(e)
-            )
-        })?;
-    tracing::info!(server = %url, version = %version.git_version, "connected to the Kubernetes API server");
-    Ok(client)
+        {
+            Ok(Ok(version)) => {
+                tracing::info!(server = %url, version = %version.git_version, attempts, "connected to the Kubernetes API server");
+                return Ok(client);
+            }
+            Ok(Err(e @ ::kube::Error::Api(_))) => {
+                bail!(
+                    "--kube: the Kubernetes API server at {url} refused the version check: {:#}",
+                    anyhow::Error::new(e)
+                )
+            }
+            Ok(Err(e)) => format!("{:#}", anyhow::Error::new(e)),
+            Err(_) => "no answer".to_string(),
+        };
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        if left.is_zero() {
+            bail!("--kube: cannot reach the Kubernetes API server at {url} ({attempts} attempts over {retry_for:?}): {error}");
+        }
+        let wait = delay.min(left);
+        tracing::warn!(server = %url, attempt = attempts, "cannot reach the Kubernetes API server: {error}; retrying in {wait:?}");
+        tokio::time::sleep(wait).await;
+        delay = (delay * 2).min(MAX_RETRY_DELAY);
+    }
 }
 
 /// Connect and start the services; fails with a clear message when the cluster is unreachable
@@ -132,7 +158,7 @@ pub async fn start(args: &ServeArgs, native: NativeMode, openshift: bool) -> Res
         bail!("--meshConfigMap needs --injectConfigMap (the mesh ConfigMap is read together with the injector ConfigMap)");
     }
     let sources = runtime::config_sources(k)?;
-    let client = connect().await?;
+    let client = connect(k.connect_timeout).await?;
     let ctx = context(args, native, openshift);
     let services = tokio::time::timeout(START_TIMEOUT, runtime::start(client.clone(), k, &ctx))
         .await

@@ -258,8 +258,13 @@ pub struct FakeApi {
 impl FakeApi {
     /// Serve `cluster`.
     pub fn start(cluster: Cluster) -> FakeApi {
+        FakeApi::start_on(cluster, 0)
+    }
+
+    /// Serve `cluster` on 127.0.0.1:`port` (0: any free port).
+    pub fn start_on(cluster: Cluster, port: u16) -> FakeApi {
         let cluster = Arc::new(Mutex::new(cluster));
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let listener = std::net::TcpListener::bind(("127.0.0.1", port)).expect("bind");
         let port = listener.local_addr().expect("addr").port();
         listener.set_nonblocking(true).expect("nonblocking");
         let shared = cluster.clone();
