@@ -105,6 +105,28 @@ fn secret_ca(api: &FakeApi, what: &str) -> Vec<u8> {
         .expect("base64 CA")
 }
 
+/// Publish the Secret's CA bundle in every entry of the webhook configuration, as the external
+/// owner of the caBundle (`--ca-bundle-managed-externally`) does.
+fn publish_ca(api: &FakeApi) {
+    let ca = base64::engine::general_purpose::STANDARD.encode(secret_ca(api, "Secret created"));
+    let mut a = api.lock();
+    let mwc = a
+        .get_mut(
+            "mutatingwebhookconfigurations",
+            "",
+            "outrigger-sidecar-injector",
+        )
+        .expect("webhook configuration");
+    for w in mwc["webhooks"].as_array_mut().expect("webhooks") {
+        w["clientConfig"]["caBundle"] = json!(ca);
+    }
+    let rv = mwc["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap_or("5")
+        .to_string();
+    mwc["metadata"]["resourceVersion"] = json!(format!("{rv}0"));
+}
+
 /// `outrigger serve --kube --namespace outrigger` with `args` against `api` (kubeconfig and
 /// HOME in a scratch directory named `name`, the proxy bypassed for the fake, `env` added).
 fn serve_against(api: &FakeApi, name: &str, args: &[&str], env: &[(&str, &str)]) -> Server {
@@ -511,8 +533,11 @@ async fn deleted_configmaps_keep_the_last_good_configuration() {
         patch.contains("FAILSAFE_MARK"),
         "the deleted mesh ConfigMap's settings stay in force: {patch}"
     );
-    let r = c.get("/readyz").await.expect("readyz");
-    assert_eq!(r.status, 200);
+    publish_ca(&api);
+    eventually("ready once the caBundle trusts the certificate", || async {
+        c.get("/readyz").await.expect("readyz").status == 200
+    })
+    .await;
 }
 
 #[test]
@@ -826,6 +851,15 @@ async fn istio_configmaps_of_a_revision_are_awaited_not_replaced_by_the_default(
     ];
     let server = serve_against(&api, "kube-api-istio-cms", &args, &[]);
     let c = connect_trusting_the_secret(&server, &api).await;
+    publish_ca(&api);
+    eventually("the caBundle trusts the certificate", || async {
+        !c.get("/readyz")
+            .await
+            .expect("readyz")
+            .text()
+            .contains("caBundle")
+    })
+    .await;
     let r = c.get("/readyz").await.expect("readyz");
     assert_eq!(r.status, 503, "{}", r.text());
     assert!(
@@ -1019,5 +1053,50 @@ async fn start_up_waits_for_an_api_server_that_comes_up_late() {
         server.log_text()
     );
     let c = connect_trusting_the_secret(&server, &api).await;
-    assert_eq!(c.get("/readyz").await.expect("readyz").status, 200);
+    publish_ca(&api);
+    eventually("ready", || async {
+        c.get("/readyz").await.expect("readyz").status == 200
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn not_ready_while_the_ca_bundle_lacks_the_serving_certificates_issuer() {
+    let api = FakeApi::start(cluster());
+    let server = serve_against(&api, "kube-api-trust", CONFIGMAP_SERVER, &[]);
+    let c = connect_trusting_the_secret(&server, &api).await;
+    // The caBundle is managed externally and nobody has published the Secret's CA yet.
+    eventually("not ready, naming the caBundle", || async {
+        let r = c.get("/readyz").await.expect("readyz");
+        r.status == 503
+            && r.text().contains("not in the caBundle of MutatingWebhookConfiguration \"outrigger-sidecar-injector\"")
+    })
+    .await;
+    publish_ca(&api);
+    eventually("ready once published", || async {
+        c.get("/readyz").await.expect("readyz").status == 200
+    })
+    .await;
+    // Another CA replaces it: not ready again.
+    let stranger = rcgen::generate_simple_self_signed(vec!["stranger".to_string()])
+        .expect("certificate")
+        .cert
+        .pem();
+    {
+        let mut a = api.lock();
+        let mwc = a
+            .get_mut(
+                "mutatingwebhookconfigurations",
+                "",
+                "outrigger-sidecar-injector",
+            )
+            .expect("mwc");
+        mwc["webhooks"][0]["clientConfig"]["caBundle"] =
+            json!(base64::engine::general_purpose::STANDARD.encode(stranger));
+        mwc["metadata"]["resourceVersion"] = json!("99");
+    }
+    eventually("not ready after the caBundle lost the issuer", || async {
+        c.get("/readyz").await.expect("readyz").status == 503
+    })
+    .await;
 }

@@ -86,6 +86,8 @@ pub struct State {
     pub events: Option<Arc<dyn EventSink>>,
     /// Whether the configuration in force can inject pods (readiness, reload guard).
     pub config_health: super::failsafe::ConfigHealth,
+    /// Whether the API server trusts the served certificate (`serve --kube`).
+    pub trust: super::trust::Trust,
 }
 
 /// The response type of every route.
@@ -144,7 +146,10 @@ pub fn not_ready(state: &State) -> Option<String> {
     } else if !state.certs.valid_now() {
         Some("serving certificate expired".into())
     } else {
-        state.config_health.not_ready()
+        state
+            .trust
+            .not_ready()
+            .or_else(|| state.config_health.not_ready())
     }
 }
 

@@ -365,6 +365,16 @@ impl Cluster {
         }
     }
 
+    /// Once serving: keep readiness on whether the webhook configuration's caBundle trusts the
+    /// served certificate ([`super::trust`]).
+    pub fn spawn_trust_check(&mut self, state: Arc<State>, webhook: String) {
+        self.tasks.push(tokio::spawn(super::trust::run(
+            self.client.clone(),
+            webhook,
+            state,
+        )));
+    }
+
     /// Stop every background task.
     pub fn abort(self) {
         for t in self.tasks.iter().chain(&self.services.tasks) {
@@ -516,6 +526,7 @@ mod tests {
             cluster,
             events,
             config_health: crate::serve::failsafe::ConfigHealth::new(false, Ok(())),
+            trust: crate::serve::trust::Trust::default(),
         })
     }
 

@@ -19,6 +19,7 @@ pub mod reload;
 pub mod server;
 pub mod snapshot;
 pub mod tls;
+pub mod trust;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -280,6 +281,7 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
         cluster: facts,
         events,
         config_health: health,
+        trust: trust::Trust::default(),
     });
     if let Some(c) = cluster.as_mut() {
         c.spawn_updates(state.clone());
@@ -318,6 +320,7 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
         max_streams: 256,
     };
     if let Some(c) = cluster.as_mut() {
+        c.spawn_trust_check(state.clone(), args.kube.webhook_config_name.clone());
         c.spawn_activation(state.clone(), args.kube.activation_delay);
     }
     let server = tokio::spawn(server::serve(
