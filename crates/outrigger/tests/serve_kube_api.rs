@@ -9,7 +9,10 @@ use std::io::{Read, Write};
 use std::time::Duration;
 
 use base64::Engine as _;
-use common::kube_api::{configmap, Cluster, FakeApi, PatchType, ScriptedWatch};
+use common::kube_api::{
+    configmap, secret_ca, serve_against, stored_secret, write_kubeconfig, Cluster, FakeApi,
+    PatchType, ScriptedWatch,
+};
 use common::*;
 use serde_json::{json, Value};
 
@@ -72,13 +75,6 @@ fn cluster() -> Cluster {
     c
 }
 
-/// The Secret of the server, `outrigger/outrigger-tls`, as stored.
-fn stored_secret(api: &FakeApi) -> Option<Value> {
-    api.lock()
-        .get("secrets", "outrigger", "outrigger-tls")
-        .cloned()
-}
-
 /// The webhook configuration `outrigger-sidecar-injector` as stored.
 fn stored_webhook(api: &FakeApi) -> Value {
     api.lock()
@@ -89,20 +85,6 @@ fn stored_webhook(api: &FakeApi) -> Value {
         )
         .cloned()
         .expect("webhook configuration stored")
-}
-
-/// The CA bundle the server stored in the fake's Secret (`what` names the expectation).
-fn secret_ca(api: &FakeApi, what: &str) -> Vec<u8> {
-    let b64 = stored_secret(api)
-        .and_then(|s| {
-            s.pointer("/data/ca-bundle.crt")
-                .and_then(Value::as_str)
-                .map(str::to_string)
-        })
-        .expect(what);
-    base64::engine::general_purpose::STANDARD
-        .decode(b64)
-        .expect("base64 CA")
 }
 
 /// Publish the Secret's CA bundle in every entry of the webhook configuration, as the external
@@ -125,31 +107,6 @@ fn publish_ca(api: &FakeApi) {
         .unwrap_or("5")
         .to_string();
     mwc["metadata"]["resourceVersion"] = json!(format!("{rv}0"));
-}
-
-/// `outrigger serve --kube --namespace outrigger` with `args` against `api` (kubeconfig and
-/// HOME in a scratch directory named `name`, the proxy bypassed for the fake, `env` added).
-fn serve_against(api: &FakeApi, name: &str, args: &[&str], env: &[(&str, &str)]) -> Server {
-    let dir = scratch(name);
-    let kc = write_kubeconfig(&dir, api);
-    let home = dir.display().to_string();
-    let mut all_env = vec![
-        ("NO_PROXY", "127.0.0.1,localhost"),
-        ("no_proxy", "127.0.0.1,localhost"),
-        ("KUBECONFIG", kc.as_str()),
-        ("HOME", home.as_str()),
-    ];
-    all_env.extend_from_slice(env);
-    let mut all_args = vec!["--kube", "--namespace", "outrigger"];
-    all_args.extend_from_slice(args);
-    Server::start(&all_args, &all_env)
-}
-
-/// A kubeconfig for `api` in `dir`.
-fn write_kubeconfig(dir: &std::path::Path, api: &FakeApi) -> String {
-    let path = dir.join("kubeconfig");
-    std::fs::write(&path, common::kube_api::kubeconfig(api.port)).expect("write kubeconfig");
-    path.display().to_string()
 }
 
 /// A client of `server` trusting only the CA bundle the server stored in the Secret.
