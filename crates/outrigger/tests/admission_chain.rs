@@ -110,8 +110,8 @@ fn cluster() -> Cluster {
 
 /// outrigger's server as deploy/ runs it (reading Istio's ConfigMaps, activating the webhook
 /// configuration once ready), behind Service `outrigger/outrigger`.
-fn start_outrigger(api: &FakeApi, name: &str) -> Server {
-    let args = [
+fn start_outrigger(api: &FakeApi, name: &str, extra: &[&str]) -> Server {
+    let mut args = vec![
         "--dns-name",
         "localhost",
         "--istio-configmaps",
@@ -123,6 +123,7 @@ fn start_outrigger(api: &FakeApi, name: &str) -> Server {
         "--activation-delay",
         "200ms",
     ];
+    args.extend_from_slice(extra);
     let server = serve_against(api, name, &args, &[]);
     api.lock()
         .endpoints
@@ -152,7 +153,7 @@ async fn outrigger_alone_injects_through_the_admission_chain() {
     c.put(namespace("plain", json!({})));
     c.put(shipped_webhook_config());
     let api = FakeApi::start(c);
-    let _server = start_outrigger(&api, "chain-alone");
+    let _server = start_outrigger(&api, "chain-alone", &[]);
     activated(&api, "outrigger-sidecar-injector").await;
 
     let a = api
@@ -417,8 +418,30 @@ async fn beside_istiod_both_inject_then_a_revision_moves_namespaces_one_at_a_tim
     c.put(shipped_webhook_config());
     let api = FakeApi::start(c);
     let istiod_calls = istiod_like(&api).await;
-    let _server = start_outrigger(&api, "chain-beside");
+    let server = start_outrigger(&api, "chain-beside", &["--detect-overlaps"]);
     activated(&api, "outrigger-sidecar-injector").await;
+    // At start-up the server named the overlap: log line and metric.
+    assert!(
+        server
+            .wait_log(
+                "another injector selects namespaces",
+                Duration::from_secs(5)
+            )
+            .await,
+        "{}",
+        server.log_text()
+    );
+    let ca = common::kube_api::secret_ca(&api, "Secret created");
+    let c = H2::connect(server.addr, &ca).await.expect("TLS");
+    let m = metrics(&c).await;
+    assert_eq!(
+        metric(
+            &m,
+            r#"outrigger_overlapping_injector_namespaces{configuration="istio-sidecar-injector"}"#
+        ),
+        Some(3.0),
+        "team-1..3: {m}"
+    );
 
     // Overlap: both configurations select team-1, so both injectors are called for one pod.
     let a = api

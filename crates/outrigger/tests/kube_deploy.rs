@@ -683,9 +683,18 @@ fn rbac_follows_the_enabled_features() {
             "components/events",
             "components/openshift",
             "components/network-policy",
+            "components/overlap-detection",
         ],
     ));
     assert!(args(&docs).contains(&"--events".to_string()));
+    assert!(args(&docs).contains(&"--detect-overlaps".to_string()));
+    let lists = rules_for(
+        &docs,
+        "ClusterRole",
+        "outrigger-overlap-detection",
+        "mutatingwebhookconfigurations",
+    );
+    assert_eq!(strings(&lists[0]["verbs"]), ["list"]);
     assert_eq!(env(&docs, "PLATFORM").as_deref(), Some("openshift"));
     let events = rules_for(&docs, "ClusterRole", "outrigger-events", "events");
     assert_eq!(strings(&events[0]["verbs"]), ["create", "patch"]);
@@ -709,6 +718,7 @@ fn rbac_follows_the_enabled_features() {
                 "components/events",
                 "components/openshift",
                 "components/network-policy",
+                "components/overlap-detection",
             ],
         );
         std::fs::write(&path, text).expect("write");

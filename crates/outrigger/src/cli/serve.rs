@@ -159,6 +159,11 @@ pub struct KubeArgs {
     /// collector) instead of leaving one that calls a deleted Service.
     #[arg(long = "webhook-owned-by-namespace")]
     pub webhook_owned_by_namespace: bool,
+    /// At start-up, name the other injecting webhook configurations (istiod's, revision tags)
+    /// that select namespaces --webhook-config-name selects (log and metric). Needs list on
+    /// mutatingwebhookconfigurations and namespaces.
+    #[arg(long = "detect-overlaps")]
+    pub detect_overlaps: bool,
     /// Never write the webhook configuration (cert-manager's CA injector or GitOps own caBundle).
     #[arg(long = "ca-bundle-managed-externally")]
     pub ca_bundle_managed_externally: bool,

@@ -17,4 +17,5 @@ pub mod inject_source;
 pub(crate) mod mock;
 pub mod namespaces;
 pub mod nodes;
+pub mod overlap;
 pub mod runtime;

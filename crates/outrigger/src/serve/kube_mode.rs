@@ -72,6 +72,7 @@ pub fn reject_kube_only_flags(k: &KubeArgs) -> Result<()> {
             k.failure_policy_once_ready.is_some(),
         ),
         ("--webhook-owned-by-namespace", k.webhook_owned_by_namespace),
+        ("--detect-overlaps", k.detect_overlaps),
         (
             "--ca-bundle-managed-externally",
             k.ca_bundle_managed_externally,
@@ -165,6 +166,12 @@ pub async fn start(args: &ServeArgs, native: NativeMode, openshift: bool) -> Res
         .map_err(|_| anyhow!("--kube: start-up did not finish within {START_TIMEOUT:?}"))?
         .context("--kube: starting the Kubernetes integration")?;
     wait_for_caches(&services).await?;
+    if k.detect_overlaps {
+        // Information for the operator: a failure is logged, never fatal.
+        if let Err(e) = crate::kube::overlap::detect(client.clone(), &k.webhook_config_name).await {
+            tracing::warn!("--detect-overlaps: {e:#}");
+        }
+    }
     if ctx.manage_certs {
         tracing::info!(secret = %format!("{}/{}", ctx.namespace, k.tls_secret),
             ca_bundle_managed_externally = k.ca_bundle_managed_externally,
