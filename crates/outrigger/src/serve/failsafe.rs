@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use outrigger_inject::config::Snapshot;
 use outrigger_inject::decide::native::NativeMode;
-use outrigger_inject::guard::{self, Unusable};
+use outrigger_inject::guard::{self, Adds, Unusable};
 
 use super::handler::State;
 
@@ -17,7 +17,7 @@ pub struct ConfigHealth {
     /// `--allow-empty-config`: serve (and be ready with) a configuration that cannot inject.
     allow_unusable: bool,
     /// Verdict of [`guard::assess`] on the configuration in force.
-    verdict: Mutex<Result<(), Unusable>>,
+    verdict: Mutex<Result<Adds, Unusable>>,
     /// Told to read the configuration from the cluster, no configuration was read yet: why
     /// (naming the ConfigMaps). Not ready, and admission requests are refused, until one is.
     pending: Mutex<Option<String>>,
@@ -25,7 +25,7 @@ pub struct ConfigHealth {
 
 impl ConfigHealth {
     /// Health of a first configuration assessed `verdict`.
-    pub fn new(allow_unusable: bool, verdict: Result<(), Unusable>) -> ConfigHealth {
+    pub fn new(allow_unusable: bool, verdict: Result<Adds, Unusable>) -> ConfigHealth {
         ConfigHealth {
             allow_unusable,
             verdict: Mutex::new(verdict),
@@ -36,7 +36,7 @@ impl ConfigHealth {
     /// Health of a server told to read its configuration from the cluster that has not read
     /// one yet: `why` names the ConfigMaps and the cause.
     pub fn waiting(allow_unusable: bool, why: String) -> ConfigHealth {
-        let health = ConfigHealth::new(allow_unusable, Ok(()));
+        let health = ConfigHealth::new(allow_unusable, Ok(Adds::default()));
         health.set_pending(Some(why));
         health
     }
@@ -55,14 +55,14 @@ impl ConfigHealth {
     }
 
     /// The verdict on the configuration in force.
-    pub fn verdict(&self) -> Result<(), Unusable> {
+    pub fn verdict(&self) -> Result<Adds, Unusable> {
         self.verdict
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
     }
 
-    fn set(&self, verdict: Result<(), Unusable>) {
+    fn set(&self, verdict: Result<Adds, Unusable>) {
         *self.verdict.lock().unwrap_or_else(|e| e.into_inner()) = verdict;
     }
 
@@ -93,6 +93,9 @@ pub fn initial(
     source: &str,
 ) -> ConfigHealth {
     let verdict = guard::assess(snapshot, probe_native(native));
+    if let Ok(adds) = &verdict {
+        tracing::info!(source, "configuration adds {adds} to a probe pod");
+    }
     if let Err(why) = &verdict {
         if allow_unusable {
             tracing::warn!(
@@ -119,12 +122,10 @@ pub fn refuse(state: &State, source: &str, why: &str) {
 /// `true`), else refused with a log line and the failure metric (returns `false`).
 pub fn offer(state: &State, snapshot: Arc<Snapshot>, source: &str) -> bool {
     let verdict = guard::assess(&snapshot, probe_native(state.inject.native_mode));
-    let first = state.config_health.pending().is_some();
-    if let Err(refusal) = guard::replacement(&state.config_health.verdict(), &verdict)
-        .map_err(|r| r.to_string())
-        .or_else(|r| if first { Ok(()) } else { Err(r) })
-    {
-        refuse(state, source, &refusal);
+    // While waiting for the cluster's configuration, the verdict in force is the placeholder's
+    // (adds nothing), which any configuration may replace.
+    if let Err(refusal) = guard::replacement(&state.config_health.verdict(), &verdict) {
+        refuse(state, source, &refusal.to_string());
         return false;
     }
     for w in &snapshot.config.warnings {
@@ -133,7 +134,10 @@ pub fn offer(state: &State, snapshot: Arc<Snapshot>, source: &str) -> bool {
     state.snapshot.store(snapshot);
     state.metrics.reload("config", true);
     match &verdict {
-        Ok(()) => tracing::info!(source, "configuration reloaded"),
+        Ok(adds) => tracing::info!(
+            source,
+            "configuration reloaded; it adds {adds} to a probe pod"
+        ),
         Err(why) => match state.config_health.allow_unusable {
             true => tracing::warn!(
                 source,
