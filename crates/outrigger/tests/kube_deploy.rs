@@ -546,11 +546,7 @@ fn the_shipped_webhook_fails_open_until_a_ready_replica_activates_it() {
             .to_string();
         let rules = rules_for(&docs, "ClusterRole", "outrigger", "namespaces");
         assert_eq!(rules.len(), 1, "{overlay}");
-        assert_eq!(
-            strings(&rules[0]["resourceNames"]),
-            [ns.clone()],
-            "{overlay}"
-        );
+        assert_eq!(strings(&rules[0]["resourceNames"]), [ns], "{overlay}");
         assert_eq!(strings(&rules[0]["verbs"]), ["get"], "{overlay}");
     }
 }
