@@ -586,6 +586,12 @@ async fn a_cert_manager_secret_is_served_read_only_and_hot_reloaded() {
         || async { H2::connect(server.addr, ca2.as_bytes()).await.is_ok() },
     )
     .await;
+    // After 410 Gone the client lists, then watches again; the renewal may arrive through the
+    // list before the second watch opens (a loaded machine), so wait for that watch.
+    eventually("the Secret watched again after 410 Gone", || async {
+        api.lock().watches.get("secrets").copied().unwrap_or(0) >= 2
+    })
+    .await;
     let a = api.lock();
     let writes: Vec<&String> = a
         .requests
