@@ -481,8 +481,27 @@ async fn beside_istiod_both_inject_then_a_revision_moves_namespaces_one_at_a_tim
         "--exclude-namespaces",
         "outrigger,kube-system",
     ]);
-    rev["metadata"]["resourceVersion"] = json!("50");
-    api.lock().put(rev);
+    {
+        // A replacement the fake versions (a PUT with the stored resourceVersion).
+        let mut a = api.lock();
+        let stored = a
+            .get(
+                "mutatingwebhookconfigurations",
+                "",
+                "outrigger-sidecar-injector",
+            )
+            .expect("installed")["metadata"]["resourceVersion"]
+            .clone();
+        rev["metadata"]["resourceVersion"] = stored;
+        a.write(
+            "mutatingwebhookconfigurations",
+            "",
+            "outrigger-sidecar-injector",
+            &rev,
+            None,
+        )
+        .expect("replaced");
+    }
     activated(&api, "outrigger-sidecar-injector").await;
 
     // Migrate one namespace at a time, then back; after each step every namespace gets exactly

@@ -91,22 +91,32 @@ fn stored_webhook(api: &FakeApi) -> Value {
 /// owner of the caBundle (`--ca-bundle-managed-externally`) does.
 fn publish_ca(api: &FakeApi) {
     let ca = base64::engine::general_purpose::STANDARD.encode(secret_ca(api, "Secret created"));
+    set_ca_bundle(api, &ca);
+}
+
+/// Replace the caBundle of every entry of the webhook configuration (base64) with a write the
+/// fake versions, as the API server does.
+fn set_ca_bundle(api: &FakeApi, encoded: &str) {
     let mut a = api.lock();
-    let mwc = a
-        .get_mut(
+    let mut mwc = a
+        .get(
             "mutatingwebhookconfigurations",
             "",
             "outrigger-sidecar-injector",
         )
+        .cloned()
         .expect("webhook configuration");
     for w in mwc["webhooks"].as_array_mut().expect("webhooks") {
-        w["clientConfig"]["caBundle"] = json!(ca);
+        w["clientConfig"]["caBundle"] = json!(encoded);
     }
-    let rv = mwc["metadata"]["resourceVersion"]
-        .as_str()
-        .unwrap_or("5")
-        .to_string();
-    mwc["metadata"]["resourceVersion"] = json!(format!("{rv}0"));
+    a.write(
+        "mutatingwebhookconfigurations",
+        "",
+        "outrigger-sidecar-injector",
+        &mwc,
+        None,
+    )
+    .expect("written");
 }
 
 /// A client of `server` trusting only the CA bundle the server stored in the Secret.
@@ -1045,19 +1055,10 @@ async fn not_ready_while_the_ca_bundle_lacks_the_serving_certificates_issuer() {
         .expect("certificate")
         .cert
         .pem();
-    {
-        let mut a = api.lock();
-        let mwc = a
-            .get_mut(
-                "mutatingwebhookconfigurations",
-                "",
-                "outrigger-sidecar-injector",
-            )
-            .expect("mwc");
-        mwc["webhooks"][0]["clientConfig"]["caBundle"] =
-            json!(base64::engine::general_purpose::STANDARD.encode(stranger));
-        mwc["metadata"]["resourceVersion"] = json!("99");
-    }
+    set_ca_bundle(
+        &api,
+        &base64::engine::general_purpose::STANDARD.encode(stranger),
+    );
     eventually("not ready after the caBundle lost the issuer", || async {
         c.get("/readyz").await.expect("readyz").status == 503
     })

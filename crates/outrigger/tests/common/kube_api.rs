@@ -443,7 +443,11 @@ async fn answer(cluster: &Mutex<Cluster>, req: Request<hyper::body::Incoming>) -
         return json_body(403, status_of(403, "Forbidden", &msg, &t));
     }
     if watch && method == "GET" {
-        return watch_answer(cluster, &t, selected_name(&query)).await;
+        let from = query.split('&').find_map(|kv| {
+            kv.strip_prefix("resourceVersion=")
+                .and_then(|v| v.parse::<u64>().ok())
+        });
+        return watch_answer(cluster, &t, selected_name(&query), from).await;
     }
     let parsed: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     if method == "POST" && t.resource == "pods" && t.name.is_none() {
@@ -682,10 +686,14 @@ fn strategic_merge(target: &mut Value, patch: &Value) {
 /// A watch: a scripted one delivers its events; the first watch of a resource listed in
 /// `expire_first_watch` ends with 410 Gone; any other delivers the changes of the objects it
 /// selects made while it is open (polled every 50 ms), ending after 30 s without one.
+/// A watch from `resourceVersion` `from` first delivers the selected objects written after it
+/// (between the client's list and its watch; the fake keeps no history, so deletions in that
+/// gap are not delivered).
 async fn watch_answer(
     cluster: &Mutex<Cluster>,
     t: &Target<'_>,
     name: Option<String>,
+    from: Option<u64>,
 ) -> (u16, Vec<u8>) {
     let (gone, script, since) = {
         let mut c = cluster.lock().expect("fake API lock");
@@ -693,7 +701,16 @@ async fn watch_answer(
         let script = name
             .as_deref()
             .and_then(|n| c.scripted.remove(&key(t.resource, t.namespace, n)));
-        (gone, script, selection(&c, t, name.as_deref()))
+        let mut since = selection(&c, t, name.as_deref());
+        if let Some(from) = from {
+            since.retain(|_, o| {
+                o["metadata"]["resourceVersion"]
+                    .as_str()
+                    .and_then(|v| v.parse::<u64>().ok())
+                    .is_none_or(|v| v <= from)
+            });
+        }
+        (gone, script, since)
     };
     if gone {
         let msg = "too old resource version: 1 (2)";
