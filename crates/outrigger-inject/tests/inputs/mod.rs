@@ -72,6 +72,7 @@ pub fn corpus_injection_texts(root: &Path) -> Vec<(String, String)> {
                 native_sidecars: c.get("native_sidecars").and_then(Value::as_bool) == Some(true),
                 revision: "",
                 compliance_policy: "",
+                reinject: false,
             };
             let _ = kube_inject::inject_manifests(&input, &opts);
         });
