@@ -118,7 +118,8 @@ pub fn new_ca(
         .push(DnType::CommonName, common_name.to_string());
     p.distinguished_name
         .push(DnType::OrganizationName, "outrigger");
-    p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    // pathLen 0: the CA signs serving certificates only, never another CA.
+    p.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
     p.key_usages = vec![
         KeyUsagePurpose::KeyCertSign,
         KeyUsagePurpose::CrlSign,
@@ -212,6 +213,8 @@ pub struct CertInfo {
     pub ip_addresses: Vec<IpAddr>,
     /// Whether basicConstraints says this is a CA.
     pub is_ca: bool,
+    /// basicConstraints' pathLenConstraint (`None`: absent, no limit).
+    pub path_len: Option<u32>,
 }
 
 impl CertInfo {
@@ -255,6 +258,11 @@ pub fn cert_info(der: &[u8]) -> Result<CertInfo> {
         dns_names,
         ip_addresses,
         is_ca: cert.is_ca(),
+        path_len: cert
+            .basic_constraints()
+            .ok()
+            .flatten()
+            .and_then(|b| b.value.path_len_constraint),
     })
 }
 
@@ -416,6 +424,7 @@ mod tests {
         let ca_info = first(&ca.cert_pem).expect("CA facts");
         let info = first(&leaf.cert_pem).expect("leaf facts");
         assert!(ca_info.is_ca);
+        assert_eq!(ca_info.path_len, Some(0), "the CA signs no other CA");
         assert!(!info.is_ca);
         assert_eq!(info.issuer, ca_info.subject);
         assert_eq!(info.dns_names, ["svc.ns.svc"]);

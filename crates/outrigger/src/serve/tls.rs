@@ -58,6 +58,13 @@ impl CertStore {
     pub fn valid_now(&self) -> bool {
         self.not_after() > unix_now()
     }
+
+    /// The issuer (DER distinguished name) of the served leaf certificate.
+    pub fn leaf_issuer(&self) -> Option<Vec<u8>> {
+        let current = self.current.load();
+        let leaf = current.key.cert.first()?;
+        crate::pki::cert_info(leaf.as_ref()).ok().map(|c| c.issuer)
+    }
 }
 
 impl ResolvesServerCert for CertStore {
