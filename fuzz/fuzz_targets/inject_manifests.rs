@@ -39,7 +39,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     for d in yaml::split_documents(&out.text).expect("output splits") {
-        yaml::from_str(d).expect("output documents parse");
+        yaml::from_str(&d).expect("output documents parse");
     }
     // With FUZZ_IDEMPOTENCE set, re-injecting the output must give it back unchanged.
     if std::env::var_os("FUZZ_IDEMPOTENCE").is_some() {

@@ -26,7 +26,7 @@ use std::collections::BTreeSet;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use go_oracle::{Answer, Oracle};
+use go_oracle::{replacement_chars, Answer, Oracle};
 use inputs::{corpus, hello_params, snapshot, workspace, XorShift};
 use outrigger_inject::go::json as gojson;
 use outrigger_inject::inject;
@@ -66,29 +66,6 @@ fn go119(json: &str) -> String {
             None => out.push('\\'),
         }
     }
-    out
-}
-
-/// Go's JSON text with `\ufffd` escapes written as the character. Go's encoder writes that
-/// escape for each byte of a string that is not UTF-8 (only `!!binary` scalars make such
-/// strings), and the character itself for a real U+FFFD; a Rust string holds the character in
-/// both cases, and the decoded values are the same.
-fn replacement_chars(json: &str) -> String {
-    let mut out = String::with_capacity(json.len());
-    let mut rest = json;
-    while let Some(i) = rest.find('\\') {
-        out.push_str(&rest[..i]);
-        let esc = &rest[i..];
-        if let Some(after) = esc.strip_prefix("\\ufffd") {
-            out.push('\u{FFFD}');
-            rest = after;
-        } else {
-            let n = esc.chars().nth(1).map_or(1, |c| 1 + c.len_utf8());
-            out.push_str(&esc[..n]);
-            rest = &esc[n..];
-        }
-    }
-    out.push_str(rest);
     out
 }
 

@@ -145,12 +145,12 @@ fn documents_as_json(o: &mut Oracle, files: &[PathBuf]) -> (Vec<(String, String)
         let Ok(text) = std::fs::read_to_string(f) else {
             continue;
         };
-        let parts: Vec<&str> = if f.extension().is_some_and(|e| e == "json") {
-            vec![text.as_str()]
+        let parts: Vec<std::borrow::Cow<'_, str>> = if f.extension().is_some_and(|e| e == "json") {
+            vec![std::borrow::Cow::Borrowed(text.as_str())]
         } else {
             match yaml::split_documents(&text) {
                 Ok(p) => p,
-                Err(_) => vec![text.as_str()],
+                Err(_) => vec![std::borrow::Cow::Borrowed(text.as_str())],
             }
         };
         for (i, p) in parts.iter().enumerate() {

@@ -84,8 +84,8 @@ fn corpus_files_and_their_emitted_trees() {
             continue;
         };
         for doc in docs {
-            read.add(doc, &origin);
-            if let Ok(v) = yaml::slow_from_str(doc) {
+            read.add(&doc, &origin);
+            if let Ok(v) = yaml::slow_from_str(&doc) {
                 let out = yaml::to_string(&v);
                 emitted.add(&out, &format!("{origin} (emitted)"));
             }

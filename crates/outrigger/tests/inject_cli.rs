@@ -129,7 +129,7 @@ fn hello_deployment_is_injected_and_service_passes_through_verbatim() {
         "hello",
     );
     // The Service is written back byte for byte, followed by the separator.
-    let raw = outrigger_inject::yaml::split_documents(&input).expect("hello splits")[1];
+    let raw = outrigger_inject::yaml::split_documents(&input).expect("hello splits")[1].clone();
     assert!(raw.ends_with('\n'));
     assert!(
         text.ends_with(&format!("{raw}---\n")),
@@ -320,7 +320,7 @@ fn diff_error_exits_2() {
 #[test]
 fn diff_of_pass_through_only_input_is_empty() {
     let input = read(&hello());
-    let service = outrigger_inject::yaml::split_documents(&input).expect("hello splits")[1];
+    let service = outrigger_inject::yaml::split_documents(&input).expect("hello splits")[1].clone();
     let out = Inject::new()
         .arg("-f")
         .arg("-")
@@ -1262,7 +1262,7 @@ fn large_stream_is_injected_document_by_document_in_order() {
     let one = Inject::new()
         .arg("-f")
         .arg("-")
-        .stdin(outrigger_inject::yaml::split_documents(&input).expect("input splits")[n / 2 + 1])
+        .stdin(&outrigger_inject::yaml::split_documents(&input).expect("input splits")[n / 2 + 1])
         .run();
     assert!(
         text.contains(one.success()),

@@ -185,7 +185,7 @@ fn critical_priority_class_is_covered_by_a_resource_quota() {
             outrigger_inject::yaml::split_documents(&kustomize(overlay))
                 .expect("documents")
                 .into_iter()
-                .map(|d| outrigger_inject::yaml::from_str(d).expect("YAML"))
+                .map(|d| outrigger_inject::yaml::from_str(&d).expect("YAML"))
                 .collect();
         let dep = docs
             .iter()

@@ -247,7 +247,7 @@ mod tests {
             return Vec::new();
         };
         docs.into_iter()
-            .filter_map(|d| crate::yaml::from_str(d).ok())
+            .filter_map(|d| crate::yaml::from_str(&d).ok())
             .collect()
     }
 

@@ -348,7 +348,7 @@ fn golden_documents_round_trip_byte_for_byte() {
             Err(e) => panic!("{}: {e}", path.display()),
         };
         for doc in docs {
-            let v = match from_str(doc) {
+            let v = match from_str(&doc) {
                 Ok(v) => v,
                 Err(e) => panic!("{}: {e}", path.display()),
             };

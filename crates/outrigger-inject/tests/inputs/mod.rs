@@ -18,9 +18,12 @@ pub fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// The Istio conformance corpus (`../shared/conformance/istio` beside the workspace), when present.
+/// The Istio conformance corpus (`../shared/conformance/istio` beside the workspace, or
+/// `$OUTRIGGER_SHARED/conformance/istio`), when present.
 pub fn corpus() -> Option<PathBuf> {
-    let p = workspace().join("../shared/conformance/istio");
+    let shared = std::env::var_os("OUTRIGGER_SHARED")
+        .map_or_else(|| workspace().join("../shared"), PathBuf::from);
+    let p = shared.join("conformance/istio");
     p.join("cases.json").exists().then_some(p)
 }
 
