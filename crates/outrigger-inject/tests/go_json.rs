@@ -15,6 +15,7 @@
 //! that differ only there are counted as Go version differences.
 
 mod go_oracle;
+mod harness;
 
 use go_oracle::{Answer, Oracle, Rng};
 use outrigger_inject::go::json as gojson;
@@ -225,11 +226,8 @@ fn strings() -> Vec<String> {
     v
 }
 
-#[test]
 fn json_encoding_agrees_with_go_on_the_table() {
-    let Some(mut o) = Oracle::get("json_encoding_agrees_with_go_on_the_table") else {
-        return;
-    };
+    let mut o = Oracle::get("json_encoding_agrees_with_go_on_the_table");
     let mut inputs: Vec<String> = Vec::new();
     for n in number_texts() {
         inputs.push(n.clone());
@@ -283,11 +281,8 @@ fn gen(r: &mut Rng, strs: &[String], depth: usize) -> Value {
     }
 }
 
-#[test]
 fn json_encoding_agrees_with_go_on_generated_values() {
-    let Some(mut o) = Oracle::get("json_encoding_agrees_with_go_on_generated_values") else {
-        return;
-    };
+    let mut o = Oracle::get("json_encoding_agrees_with_go_on_generated_values");
     let (n, _, mut r) = go_oracle::generator(5000);
     let strs = strings();
     let inputs: Vec<String> = (0..n)
@@ -296,4 +291,19 @@ fn json_encoding_agrees_with_go_on_generated_values() {
     let mut t = Tally::default();
     compare(&mut o, &inputs, &mut t);
     t.check("Go JSON, generated");
+}
+
+fn main() {
+    harness::run(vec![
+        harness::trial(
+            "json_encoding_agrees_with_go_on_the_table",
+            &[harness::Need::Oracle],
+            json_encoding_agrees_with_go_on_the_table,
+        ),
+        harness::trial(
+            "json_encoding_agrees_with_go_on_generated_values",
+            &[harness::Need::Oracle],
+            json_encoding_agrees_with_go_on_generated_values,
+        ),
+    ]);
 }

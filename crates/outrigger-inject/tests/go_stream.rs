@@ -184,7 +184,7 @@ fn read_all(root: &Path, paths: &[PathBuf]) -> Vec<(String, String)> {
 
 /// (a) Every YAML file of the repository, the stream fixtures among them.
 fn repository_streams() {
-    let mut o = Oracle::get("repository_streams").expect("oracle");
+    let mut o = Oracle::get("repository_streams");
     let root = inputs::workspace();
     let mut paths = Vec::new();
     yaml_files(
@@ -206,7 +206,7 @@ fn repository_streams() {
 /// (b) Every file of Istio's conformance corpus.
 fn corpus_streams() {
     let root = inputs::corpus().expect("corpus");
-    let mut o = Oracle::get("corpus_streams").expect("oracle");
+    let mut o = Oracle::get("corpus_streams");
     let mut paths = Vec::new();
     yaml_files(&root, &[], &mut paths);
     paths.sort();
@@ -266,7 +266,7 @@ fn separator(rng: &mut go_oracle::Rng) -> &'static str {
 /// (c) Seeded random streams: documents, separators, directives, end markers, CRLF endings,
 /// with or without a final newline.
 fn generated_streams() {
-    let mut o = Oracle::get("generated_streams").expect("oracle");
+    let mut o = Oracle::get("generated_streams");
     let (n, seed, mut rng) = generator(3000);
     let mut inputs = Vec::with_capacity(n);
     for i in 0..n {

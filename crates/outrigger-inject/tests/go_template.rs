@@ -22,6 +22,7 @@
 //! generated inputs (JSON lines) before asking Go.
 
 mod go_oracle;
+mod harness;
 
 use go_oracle::{Answer, Oracle, Rng};
 use outrigger_inject::template::Template;
@@ -582,11 +583,8 @@ fn data_rows() -> Vec<(&'static str, Value)> {
     ]
 }
 
-#[test]
 fn template_table_agrees_with_go() {
-    let Some(mut o) = Oracle::get("template_table_agrees_with_go") else {
-        return;
-    };
+    let mut o = Oracle::get("template_table_agrees_with_go");
     let d = data();
     let mut cases: Vec<(String, Value)> = TEMPLATES
         .iter()
@@ -1253,11 +1251,8 @@ fn gen_template(r: &mut Rng) -> String {
     t
 }
 
-#[test]
 fn generated_templates_agree_with_go() {
-    let Some(mut o) = Oracle::get("generated_templates_agree_with_go") else {
-        return;
-    };
+    let mut o = Oracle::get("generated_templates_agree_with_go");
     let (iterations, seed, mut r) = go_oracle::generator(4000);
     let mut tally = Tally::default();
     let mut view = Tally::default();
@@ -1305,4 +1300,19 @@ fn generated_templates_agree_with_go() {
     view.report("generated, data viewed in place");
     tally.check("generated");
     view.check("generated, data viewed in place");
+}
+
+fn main() {
+    harness::run(vec![
+        harness::trial(
+            "template_table_agrees_with_go",
+            &[harness::Need::Oracle],
+            template_table_agrees_with_go,
+        ),
+        harness::trial(
+            "generated_templates_agree_with_go",
+            &[harness::Need::Oracle],
+            generated_templates_agree_with_go,
+        ),
+    ]);
 }

@@ -20,6 +20,7 @@
 //! disagreement.
 
 mod go_oracle;
+mod harness;
 mod inputs;
 
 use std::collections::BTreeSet;
@@ -209,11 +210,8 @@ fn walk(dir: &Path, skip: &[&str], out: &mut Vec<PathBuf>) {
 }
 
 /// (a) Every YAML file of the repository.
-#[test]
 fn repository_yaml_files() {
-    let Some(mut o) = Oracle::get("repository_yaml_files") else {
-        return;
-    };
+    let mut o = Oracle::get("repository_yaml_files");
     let root = workspace();
     let mut paths = Vec::new();
     walk(
@@ -246,15 +244,9 @@ fn repository_yaml_files() {
 }
 
 /// (b) Every file of the Istio conformance corpus.
-#[test]
 fn corpus_files() {
-    let Some(root) = corpus() else {
-        show("NOTICE: ../shared/conformance/istio not found; corpus_files skipped");
-        return;
-    };
-    let Some(mut o) = Oracle::get("corpus_files") else {
-        return;
-    };
+    let root = corpus().expect("the harness checked the corpus");
+    let mut o = Oracle::get("corpus_files");
     let mut paths = Vec::new();
     walk(&root, &[], &mut paths);
     paths.sort();
@@ -275,15 +267,9 @@ fn corpus_files() {
 
 /// (c) Every text parsed while injecting: the corpus' kube-inject cases, and a pod with a few
 /// annotations through webhook injection with every settings variant, native sidecars on and off.
-#[test]
 fn rendered_templates() {
-    let Some(root) = corpus() else {
-        show("NOTICE: ../shared/conformance/istio not found; rendered_templates skipped");
-        return;
-    };
-    let Some(mut o) = Oracle::get("rendered_templates") else {
-        return;
-    };
+    let root = corpus().expect("the harness checked the corpus");
+    let mut o = Oracle::get("rendered_templates");
     let mut inputs: Vec<(String, String)> = inputs::corpus_injection_texts(&root)
         .into_iter()
         .map(|(name, t)| (format!("case {name}"), t))
@@ -488,11 +474,8 @@ const TRAPS: &[(&str, &str)] = &[
 ];
 
 /// (d) The trap table.
-#[test]
 fn kubernetes_yaml_traps() {
-    let Some(mut o) = Oracle::get("kubernetes_yaml_traps") else {
-        return;
-    };
+    let mut o = Oracle::get("kubernetes_yaml_traps");
     let names: BTreeSet<&str> = TRAPS.iter().map(|(n, _)| *n).collect();
     assert_eq!(names.len(), TRAPS.len(), "trap names must be unique");
     let mut inputs: Vec<(String, String)> = TRAPS
@@ -1088,11 +1071,8 @@ fn random_inputs(o: &mut Oracle, n: usize, seed: u64) -> Tally {
 
 /// (e) Seeded random inputs: grammar-built documents and mutations (fixed seed by default;
 /// `OUTRIGGER_DIFF_ITERATIONS=N`, `OUTRIGGER_DIFF_SEED`: decimal, or hexadecimal with `0x`).
-#[test]
 fn random_mutations() {
-    let Some(mut o) = Oracle::get("random_mutations") else {
-        return;
-    };
+    let mut o = Oracle::get("random_mutations");
     let (n, seed) = (
         go_oracle::iterations(6000),
         go_oracle::seed(0x5EED_CAFE_F00D_1234),
@@ -1104,12 +1084,8 @@ fn random_mutations() {
 
 /// The long differential run: a million generated inputs (`OUTRIGGER_DIFF_ITERATIONS` and
 /// `OUTRIGGER_DIFF_SEED` apply). Run by `scripts/yaml-differential.sh`; see `fuzz/README.md`.
-#[test]
-#[ignore = "long run (a million inputs, a few minutes): scripts/yaml-differential.sh"]
 fn a_million_random_inputs() {
-    let Some(mut o) = Oracle::get("a_million_random_inputs") else {
-        return;
-    };
+    let mut o = Oracle::get("a_million_random_inputs");
     let (n, seed) = (
         go_oracle::iterations(1_000_000),
         go_oracle::seed(0x0DD5_EED0_1234_5678),
@@ -1117,4 +1093,39 @@ fn a_million_random_inputs() {
     let t = random_inputs(&mut o, n, seed);
     t.report(&format!("(e, long) {n} random inputs, seed {seed:#x}"));
     t.assert_ok("a_million_random_inputs");
+}
+
+fn main() {
+    harness::run(vec![
+        harness::trial(
+            "repository_yaml_files",
+            &[harness::Need::Oracle],
+            repository_yaml_files,
+        ),
+        harness::trial(
+            "corpus_files",
+            &[harness::Need::Oracle, harness::Need::Corpus],
+            corpus_files,
+        ),
+        harness::trial(
+            "rendered_templates",
+            &[harness::Need::Oracle, harness::Need::Corpus],
+            rendered_templates,
+        ),
+        harness::trial(
+            "kubernetes_yaml_traps",
+            &[harness::Need::Oracle],
+            kubernetes_yaml_traps,
+        ),
+        harness::trial(
+            "random_mutations",
+            &[harness::Need::Oracle],
+            random_mutations,
+        ),
+        harness::long(
+            "a_million_random_inputs",
+            &[harness::Need::Oracle],
+            a_million_random_inputs,
+        ),
+    ]);
 }

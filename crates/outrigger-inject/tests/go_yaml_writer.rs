@@ -15,6 +15,7 @@
 //! between these versions, so every difference found here is taken as outrigger's to fix.
 
 mod go_oracle;
+mod harness;
 
 use std::path::{Path, PathBuf};
 
@@ -174,11 +175,8 @@ fn documents_as_json(o: &mut Oracle, files: &[PathBuf]) -> (Vec<(String, String)
     (out, unreadable)
 }
 
-#[test]
 fn writer_agrees_with_go_on_repository_files() {
-    let Some(mut o) = Oracle::get("writer_agrees_with_go_on_repository_files") else {
-        return;
-    };
+    let mut o = Oracle::get("writer_agrees_with_go_on_repository_files");
     let mut files = Vec::new();
     data_files(&workspace_root(), &mut files);
     assert!(
@@ -196,18 +194,9 @@ fn writer_agrees_with_go_on_repository_files() {
     t.check("writer, repository files");
 }
 
-#[test]
 fn writer_agrees_with_go_on_the_istio_corpus() {
-    let dir = workspace_root().join("../shared/conformance/istio");
-    if !dir.is_dir() {
-        eprintln!(
-            "NOTICE: writer_agrees_with_go_on_the_istio_corpus skipped: no corpus at {dir:?}"
-        );
-        return;
-    }
-    let Some(mut o) = Oracle::get("writer_agrees_with_go_on_the_istio_corpus") else {
-        return;
-    };
+    let dir = harness::shared().join("conformance/istio");
+    let mut o = Oracle::get("writer_agrees_with_go_on_the_istio_corpus");
     let mut files = Vec::new();
     data_files(&dir, &mut files);
     let (docs, unreadable) = documents_as_json(&mut o, &files);
@@ -525,11 +514,8 @@ fn table_values() -> Vec<Value> {
     out
 }
 
-#[test]
 fn writer_agrees_with_go_on_special_values() {
-    let Some(mut o) = Oracle::get("writer_agrees_with_go_on_special_values") else {
-        return;
-    };
+    let mut o = Oracle::get("writer_agrees_with_go_on_special_values");
     let inputs: Vec<(String, String)> = table_values()
         .iter()
         .enumerate()
@@ -584,11 +570,8 @@ fn gen_value(r: &mut Rng, pool: &[String], depth: usize) -> Value {
     }
 }
 
-#[test]
 fn writer_agrees_with_go_on_generated_values() {
-    let Some(mut o) = Oracle::get("writer_agrees_with_go_on_generated_values") else {
-        return;
-    };
+    let mut o = Oracle::get("writer_agrees_with_go_on_generated_values");
     let (n, seed, mut r) = go_oracle::generator(3000);
     let pool = special_strings();
     let inputs: Vec<(String, String)> = (0..n)
@@ -603,4 +586,29 @@ fn writer_agrees_with_go_on_generated_values() {
     let mut t = Tally::default();
     compare(&mut o, &inputs, &mut t);
     t.check("writer, generated values");
+}
+
+fn main() {
+    harness::run(vec![
+        harness::trial(
+            "writer_agrees_with_go_on_repository_files",
+            &[harness::Need::Oracle],
+            writer_agrees_with_go_on_repository_files,
+        ),
+        harness::trial(
+            "writer_agrees_with_go_on_the_istio_corpus",
+            &[harness::Need::Oracle, harness::Need::Corpus],
+            writer_agrees_with_go_on_the_istio_corpus,
+        ),
+        harness::trial(
+            "writer_agrees_with_go_on_special_values",
+            &[harness::Need::Oracle],
+            writer_agrees_with_go_on_special_values,
+        ),
+        harness::trial(
+            "writer_agrees_with_go_on_generated_values",
+            &[harness::Need::Oracle],
+            writer_agrees_with_go_on_generated_values,
+        ),
+    ]);
 }

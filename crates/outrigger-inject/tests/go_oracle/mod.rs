@@ -107,9 +107,9 @@ impl Oracle {
     /// The oracle shared by the tests of this binary. The harness (`tests/harness`) runs a test
     /// that needs the oracle only when it can be had, so this panics (failing the test) when it
     /// cannot; `test` names the test in that message.
-    pub fn get(test: &str) -> Option<MutexGuard<'static, Oracle>> {
+    pub fn get(test: &str) -> MutexGuard<'static, Oracle> {
         match shared_oracle() {
-            Ok(m) => Some(m.lock().unwrap_or_else(|e| e.into_inner())),
+            Ok(m) => m.lock().unwrap_or_else(|e| e.into_inner()),
             Err(why) => panic!("{test}: {why}"),
         }
     }

@@ -66,6 +66,12 @@ pub fn trial(name: &str, needs: &'static [Need], body: fn()) -> Trial {
     })
 }
 
+/// A long run, ignored unless asked for (`--ignored` or `--include-ignored`), like
+/// `#[ignore]`; otherwise as [`trial`].
+pub fn long(name: &str, needs: &'static [Need], body: fn()) -> Trial {
+    trial(name, needs, body).with_ignored_flag(true)
+}
+
 /// Run `trials` with libtest's command line (filters, `--ignored`, `--list`, ...) and exit.
 pub fn run(trials: Vec<Trial>) -> ! {
     libtest_mimic::run(&Arguments::from_args(), trials).exit()
