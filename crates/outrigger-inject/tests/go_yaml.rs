@@ -39,35 +39,13 @@ fn show(line: &str) {
     let _ = writeln!(std::io::stderr(), "{line}");
 }
 
-/// Our answer in the oracle's form: the JSON text Go's `json.Marshal` would print (Go 1.19, the
-/// oracle's version, writes `\b` and `\f` as `\u0008` and `\u000c`), or the error text.
+/// Our answer in the oracle's form: the JSON text Go's `json.Marshal` would print, or the error
+/// text.
 fn ours(text: &str) -> Answer {
     match yaml::from_str(text) {
-        Ok(v) => Ok(go119(&gojson::to_string_sorted(&v))),
+        Ok(v) => Ok(gojson::to_string_sorted(&v)),
         Err(e) => Err(e.to_string()),
     }
-}
-
-/// Rewrite the `\b` and `\f` escapes of a JSON text as Go 1.19 writes them.
-fn go119(json: &str) -> String {
-    let mut out = String::with_capacity(json.len());
-    let mut chars = json.chars();
-    while let Some(c) = chars.next() {
-        if c != '\\' {
-            out.push(c);
-            continue;
-        }
-        match chars.next() {
-            Some('b') => out.push_str("\\u0008"),
-            Some('f') => out.push_str("\\u000c"),
-            Some(n) => {
-                out.push('\\');
-                out.push(n);
-            }
-            None => out.push('\\'),
-        }
-    }
-    out
 }
 
 /// The `yaml: line N:` part of an error text (empty when it has none).

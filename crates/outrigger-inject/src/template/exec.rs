@@ -682,6 +682,16 @@ impl<'t> Exec<'t> {
                 .unwrap_or(P::Any);
             argv.push(self.validate(f, p)?);
         }
+        if name == "call" {
+            // Go hands `call` the callee's name for its error: the first argument's text, or the
+            // piped value's `reflect.Value.String()`.
+            let callee = match (args.first(), argv.first()) {
+                (Some(a), _) => expr_str(a),
+                (None, Some(v)) => funcs::value_string(v),
+                (None, None) => String::new(),
+            };
+            argv.insert(0, V::string(callee));
+        }
         (def.f)(argv).map_err(|m| {
             let mut s = Exec {
                 tmpl: self.tmpl,

@@ -53,6 +53,7 @@ mod gostr;
 mod lex;
 mod parse;
 mod printf;
+mod semver;
 mod sprig;
 mod value;
 

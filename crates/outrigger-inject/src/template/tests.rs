@@ -1213,7 +1213,8 @@ fn outputs_verified_against_go() {
     let e = fx.err("{{ eq .Values.x 2000000 }}");
     assert!(
         e.ends_with(
-            "at <eq .Values.x 2000000>: error calling eq: incompatible types for comparison"
+            "at <eq .Values.x 2000000>: error calling eq: incompatible types for comparison: \
+             float64 and int"
         ),
         "{e}"
     );
