@@ -19,8 +19,13 @@ use serde_json::{Map, Value};
 /// Cases known not to pass yet, with the reason. Every other case must pass.
 const KNOWN_FAILURES: &[(&str, &str)] = &[];
 
+/// `../shared/conformance/istio` beside the checkout, or `$OUTRIGGER_SHARED/conformance/istio`.
 fn corpus() -> Option<PathBuf> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/conformance/istio");
+    let shared = std::env::var_os("OUTRIGGER_SHARED").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared"),
+        PathBuf::from,
+    );
+    let p = shared.join("conformance/istio");
     p.join("cases.json").exists().then_some(p)
 }
 

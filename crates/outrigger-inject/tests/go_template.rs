@@ -565,6 +565,13 @@ const TEMPLATES: &[&str] = &[
     "{{ urlParse \"http://u:p@h:1/p?q=1#f\" }}|{{ urlJoin (dict \"host\" \"h\" \"scheme\" \"https\") }}",
     "{{ semver .ver }}",
     "{{ semverCompare \">1.0\" .ver }}",
+    // Maps changed in place are seen later in the same render (Go's maps are shared).
+    "{{ $_ := set .m \"k\" 1 }}{{ .m.k }}|{{ $.m.k }}",
+    "{{ $_ := unset .m \"a\" }}{{ .m }}",
+    "{{ $_ := merge .m (dict \"z\" 1 \"a\" 9) }}{{ .m.z }}{{ .m.a }}",
+    "{{ $_ := mergeOverwrite .m (dict \"a\" 9) }}{{ .m.a }}",
+    "{{ $d := .m.d }}{{ $_ := set .m.d \"e\" \"g\" }}{{ $d.e }}|{{ .m.d.e }}",
+    "{{ range $k, $v := .m }}{{ $_ := set $.m \"zz\" 1 }}{{ end }}{{ .m.zz }}",
     // Semantic versions and constraints (Masterminds/semver v3 through Sprig).
     "{{ semver \"1.2.3\" }}",
     "{{ semver \"v1.2\" }}",

@@ -59,6 +59,10 @@ pub struct Exec<'t> {
     depth: usize,
     cur: &'t str,
     at: At<'t>,
+    /// This render's own mutable copy of `.Values`, for a template that changes maps in place
+    /// (`set`, `unset`, `merge`): a change is seen later in the same render, as in Go, and never
+    /// in another render.
+    values: Option<V<'t>>,
 }
 
 type R<T> = Result<T, String>;
@@ -69,7 +73,11 @@ type Final<'t> = Option<V<'t>>;
 impl<'t> Exec<'t> {
     /// Run the template's main body with `data` as dot.
     pub fn run(tmpl: &'t Template, data: &'t TemplateData<'t>) -> R<String> {
-        Self::run_dot(tmpl, V::Root(data))
+        let values = tmpl.mutates_maps.then(|| match data.values {
+            Value::Object(_) => super::sprig::owned(data.values.clone()),
+            _ => V::map(BTreeMap::new()),
+        });
+        Self::run_dot_with(tmpl, V::Root(data), values)
     }
 
     /// Run the template's main body over a generic JSON value, as Go executes a template over
@@ -87,6 +95,10 @@ impl<'t> Exec<'t> {
     }
 
     fn run_dot(tmpl: &'t Template, dot: V<'t>) -> R<String> {
+        Self::run_dot_with(tmpl, dot, None)
+    }
+
+    fn run_dot_with(tmpl: &'t Template, dot: V<'t>, values: Option<V<'t>>) -> R<String> {
         let mut ex = Exec {
             tmpl,
             out: String::with_capacity(tmpl.source_len * 2),
@@ -95,6 +107,7 @@ impl<'t> Exec<'t> {
             depth: 0,
             cur: PARSE_NAME,
             at: At::None,
+            values,
         };
         ex.vars.push(("$", dot.clone(), false));
         let root = tmpl.root();
@@ -599,6 +612,9 @@ impl<'t> Exec<'t> {
                 _ => {}
             }
         }
+        if let (V::Root(_), "Values", Some(values)) = (&receiver, name, &self.values) {
+            return Ok(values.clone());
+        }
         field(&receiver, name).map_err(|m| {
             // Go names the receiver's static type: `interface {}` for values held in generic
             // lists and maps, the dynamic type otherwise.
@@ -701,6 +717,7 @@ impl<'t> Exec<'t> {
                 depth: 0,
                 cur: self.cur,
                 at: call_node,
+                values: None,
             };
             if let At::None = call_node {
                 s.at = At::Expr(ident);

@@ -1288,3 +1288,41 @@ fn parse_errors_keep_template_and_line() {
     assert_eq!((template.as_str(), *line), ("sidecar", 2));
     assert!(e.to_string().starts_with("template: sidecar:2: "), "{e}");
 }
+
+/// `set`, `unset` and `merge` change `.Values` in place, as Go's shared map: the change is seen
+/// later in the same render (and in `$.Values`), and never by another render.
+#[test]
+fn map_changes_to_values_are_seen_later_in_the_render_only() {
+    let fx = Fx::new(values());
+    assert_eq!(
+        fx.ok("{{ $_ := set .Values \"added\" \"y\" }}{{ .Values.added }}|{{ $.Values.added }}"),
+        "y|y"
+    );
+    assert_eq!(
+        fx.ok("{{ $_ := unset .Values.global \"caName\" }}{{ hasKey .Values.global \"caName\" }}"),
+        "false"
+    );
+    assert_eq!(
+        fx.ok("{{ $_ := merge .Values.global.proxy (dict \"added\" 7) }}{{ .Values.global.proxy.added }}"),
+        "7"
+    );
+    // Inside a define, through a variable holding a nested map.
+    assert_eq!(
+        fx.ok(
+            "{{ define \"d\" }}{{ $_ := set .global \"k\" 1 }}{{ end }}{{ $g := .Values.global }}\
+               {{ template \"d\" .Values }}{{ $g.k }}"
+        ),
+        "1"
+    );
+    // The same template rendered again starts from the data, which is unchanged.
+    let t = Template::parse(
+        "inject",
+        "{{ .Values.added }}{{ $_ := set .Values \"added\" \"y\" }}",
+    )
+    .expect("parses");
+    for _ in 0..2 {
+        assert_eq!(t.render(&fx.data()).expect("renders"), "<no value>");
+    }
+    assert!(fx.values.get("added").is_none());
+    assert_eq!(fx.ok("{{ .Values.added }}"), "<no value>");
+}
