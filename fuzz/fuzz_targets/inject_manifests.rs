@@ -6,9 +6,9 @@
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
+use outrigger_inject::config::defaults;
 use outrigger_inject::config::{InjectorConfig, Snapshot};
 use outrigger_inject::kube_inject::{self, KubeInjectOptions};
-use outrigger_inject::config::defaults;
 use outrigger_inject::yaml;
 
 fn snapshot() -> &'static Snapshot {

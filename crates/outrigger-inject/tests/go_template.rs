@@ -9,10 +9,10 @@
 //! disagreements but are counted and shown:
 //!
 //! * **not implemented**: the Sprig functions of [`NOT_IMPLEMENTED`] (the list of
-//!   `docs/templates.md`), which fail at execution with `not implemented by outrigger`; any other
+//!   `docs/go-exactness.md`), which fail at execution with `not implemented by outrigger`; any other
 //!   function failing so is a disagreement.
 //! * **known differences** ([`KNOWN_DIFFERENCES`], each with its reason, also listed in
-//!   `docs/templates.md`): the same failure worded differently where outrigger's error comes
+//!   `docs/go-exactness.md`): the same failure worded differently where outrigger's error comes
 //!   from a Rust library (regular expressions, JSON syntax), and Sprig 3.3.0's `sha512sum`,
 //!   which the oracle's Sprig 3.2.3 lacks.
 //!
@@ -58,7 +58,7 @@ fn go(a: Answer) -> Outcome {
 }
 
 /// The Sprig functions outrigger does not implement (they read the clock, the local zone,
-/// randomness, the environment or the network, or are not ported yet); `docs/templates.md`
+/// randomness, the environment or the network, or are not ported yet); `docs/go-exactness.md`
 /// lists the same names.
 const NOT_IMPLEMENTED: &[&str] = &[
     "ago",
@@ -107,7 +107,7 @@ const NOT_IMPLEMENTED: &[&str] = &[
 /// A known difference: its reason, and whether (ours, Go's) is an instance of it.
 type Known = (&'static str, fn(&Outcome, &Outcome) -> bool);
 
-/// Differences that are not disagreements, each with its reason (see `docs/templates.md`).
+/// Differences that are not disagreements, each with its reason (see `docs/go-exactness.md`).
 const KNOWN_DIFFERENCES: &[Known] = &[
     (
         "regular expression syntax errors are worded by Rust's regex crate",
