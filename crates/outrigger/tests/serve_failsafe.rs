@@ -467,3 +467,99 @@ impl Drop for Files {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
+
+/// The JSON Patch of one review of a plain pod, as text (empty when there is none).
+async fn patch_of_plain_pod(c: &H2, name: &str) -> String {
+    let pod = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "labels": {"app": "web"}},
+        "spec": {"containers": [{"name": "app", "image": "nginx"}]}});
+    let r = c
+        .post("/inject", review(V1, name, "team", pod))
+        .await
+        .expect("review");
+    assert_eq!(r.status, 200, "{}", r.text());
+    let v = r.json();
+    assert_eq!(v["response"]["allowed"], true, "{v}");
+    v["response"]["patch"]
+        .as_str()
+        .and_then(|p| base64::engine::general_purpose::STANDARD.decode(p).ok())
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default()
+}
+
+/// The repository's own files (examples, fixtures).
+fn repo_text(path: &str) -> String {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    std::fs::read_to_string(root.join(path)).expect("repository file")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sidecars_other_than_istio_proxy_are_served_and_ready() {
+    for (name, config, values, container) in [
+        (
+            "failsafe-log-shipper",
+            "examples/custom-template/config.yaml",
+            "examples/custom-template/values.yaml",
+            "log-shipper",
+        ),
+        (
+            "failsafe-strategic-merge",
+            "tests/fixtures/configs/strategic-merge/config.yaml",
+            "tests/fixtures/configs/strategic-merge/values.json",
+            "injected",
+        ),
+    ] {
+        let files = Files::new(name);
+        files.write("config", &repo_text(config));
+        files.write("values", &repo_text(values));
+        let (server, target) = files.start(&[]);
+        let c = target.connect().await;
+        let r = c.get("/readyz").await.expect("readyz");
+        assert_eq!(
+            (r.status, r.text().as_str()),
+            (200, "ok\n"),
+            "{name}: {}",
+            server.log_text()
+        );
+        assert_eq!(metric_value(&c, "outrigger_config_usable").await, 1.0);
+        let patch = patch_of_plain_pod(&c, "p1").await;
+        assert!(
+            patch.contains(&format!("\"{container}\"")),
+            "{name}: {patch}"
+        );
+        assert!(!patch.contains("istio-proxy"), "{name}: {patch}");
+        if container == "injected" {
+            // `$patch: replace` on labels: the pod's own label is gone, the template's is set.
+            assert!(patch.contains("strategic-merge-fixture"), "{patch}");
+            assert!(server.log_text().contains("adds containers injected"));
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_that_loses_every_container_is_refused_naming_them() {
+    let files = Files::new("failsafe-lost");
+    let (server, target) = files.start(&[]);
+    let c = target.connect().await;
+    assert!(patch_of_plain_pod(&c, "before")
+        .await
+        .contains("istio-proxy"));
+    let failures = metric_value(&c, FAILURES).await;
+    // The log shipper's config, read by mistake in place of Istio's: it injects, but none of
+    // what the configuration in force adds.
+    files.write("config", &repo_text("examples/custom-template/config.yaml"));
+    files.write("values", &repo_text("examples/custom-template/values.yaml"));
+    wait_metric(&c, FAILURES, failures + 1.0, &server).await;
+    let lines = wait_error(&server, "adds none of what").await;
+    let text = lines[0].to_string();
+    assert!(
+        text.contains("missing: istio-proxy, istio-init; it adds containers log-shipper instead"),
+        "{text}"
+    );
+    // The configuration in force keeps injecting, and the server stays ready.
+    assert!(patch_of_plain_pod(&c, "after")
+        .await
+        .contains("istio-proxy"));
+    let r = c.get("/readyz").await.expect("readyz");
+    assert_eq!(r.status, 200);
+}

@@ -108,7 +108,8 @@ pub struct ServeArgs {
     #[arg(long = "shutdown-grace", default_value = "20s", value_parser = crate::parse_duration_flag)]
     pub shutdown_grace: Duration,
     /// Serve, and report ready with, a configuration that cannot inject pods (no templates, or
-    /// default templates that render no istio-proxy container). Without it such a configuration
+    /// default templates that add no container or init container to a plain pod, or render a pod
+    /// the API server would refuse). Without it such a configuration
     /// keeps `/readyz` failing, and a reload never replaces a usable configuration with one.
     #[arg(long = "allow-empty-config")]
     pub allow_empty_config: bool,

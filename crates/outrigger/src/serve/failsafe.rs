@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use outrigger_inject::config::Snapshot;
 use outrigger_inject::decide::native::NativeMode;
-use outrigger_inject::guard::{self, Unusable};
+use outrigger_inject::guard::{self, Adds, Unusable};
 
 use super::handler::State;
 
@@ -17,12 +17,12 @@ pub struct ConfigHealth {
     /// `--allow-empty-config`: serve (and be ready with) a configuration that cannot inject.
     allow_unusable: bool,
     /// Verdict of [`guard::assess`] on the configuration in force.
-    verdict: Mutex<Result<(), Unusable>>,
+    verdict: Mutex<Result<Adds, Unusable>>,
 }
 
 impl ConfigHealth {
     /// Health of a first configuration assessed `verdict`.
-    pub fn new(allow_unusable: bool, verdict: Result<(), Unusable>) -> ConfigHealth {
+    pub fn new(allow_unusable: bool, verdict: Result<Adds, Unusable>) -> ConfigHealth {
         ConfigHealth {
             allow_unusable,
             verdict: Mutex::new(verdict),
@@ -30,14 +30,14 @@ impl ConfigHealth {
     }
 
     /// The verdict on the configuration in force.
-    pub fn verdict(&self) -> Result<(), Unusable> {
+    pub fn verdict(&self) -> Result<Adds, Unusable> {
         self.verdict
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
     }
 
-    fn set(&self, verdict: Result<(), Unusable>) {
+    fn set(&self, verdict: Result<Adds, Unusable>) {
         *self.verdict.lock().unwrap_or_else(|e| e.into_inner()) = verdict;
     }
 
@@ -65,6 +65,9 @@ pub fn initial(
     source: &str,
 ) -> ConfigHealth {
     let verdict = guard::assess(snapshot, probe_native(native));
+    if let Ok(adds) = &verdict {
+        tracing::info!(source, "configuration adds {adds} to a probe pod");
+    }
     if let Err(why) = &verdict {
         if allow_unusable {
             tracing::warn!(
@@ -101,7 +104,10 @@ pub fn offer(state: &State, snapshot: Arc<Snapshot>, source: &str) -> bool {
     state.snapshot.store(snapshot);
     state.metrics.reload("config", true);
     match &verdict {
-        Ok(()) => tracing::info!(source, "configuration reloaded"),
+        Ok(adds) => tracing::info!(
+            source,
+            "configuration reloaded; it adds {adds} to a probe pod"
+        ),
         Err(why) => match state.config_health.allow_unusable {
             true => tracing::warn!(
                 source,

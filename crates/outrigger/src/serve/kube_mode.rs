@@ -415,7 +415,10 @@ mod tests {
             draining: AtomicBool::new(false),
             cluster,
             events,
-            config_health: crate::serve::failsafe::ConfigHealth::new(false, Ok(())),
+            config_health: crate::serve::failsafe::ConfigHealth::new(
+                false,
+                Ok(outrigger_inject::guard::Adds::default()),
+            ),
         })
     }
 

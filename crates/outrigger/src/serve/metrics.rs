@@ -159,7 +159,7 @@ impl Metrics {
         );
         registry.register(
             "outrigger_config_usable",
-            "1 when the configuration in force renders an istio-proxy container for a plain pod",
+            "1 when the default templates of the configuration in force add a container or init container to a plain pod",
             config_usable.clone(),
         );
         let events = &crate::kube::events::EVENT_STATS;
