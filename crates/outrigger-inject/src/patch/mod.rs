@@ -251,6 +251,10 @@ mod tests {
             .collect()
     }
 
+    #[cfg_attr(
+        not(corpus_present),
+        ignore = "needs Istio's conformance corpus in ../shared beside the checkout"
+    )]
     #[test]
     fn corpus_patches_match_reference() {
         let dir = concat!(

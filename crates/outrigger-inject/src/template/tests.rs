@@ -917,6 +917,10 @@ fn extract_templates(config: &str) -> Vec<(String, String)> {
     out
 }
 
+#[cfg_attr(
+    not(corpus_present),
+    ignore = "needs Istio's conformance corpus in ../shared beside the checkout"
+)]
 #[test]
 fn corpus_templates_all_parse() {
     let Some(root) = corpus() else { return };
@@ -1116,6 +1120,10 @@ fn check_hello_fragments(out: &str, golden: &str) {
     );
 }
 
+#[cfg_attr(
+    not(corpus_present),
+    ignore = "needs Istio's conformance corpus in ../shared beside the checkout"
+)]
 #[test]
 fn corpus_hello_sidecar_renders() {
     let Some(root) = corpus() else { return };
@@ -1130,6 +1138,10 @@ fn corpus_hello_sidecar_renders() {
     }
 }
 
+#[cfg_attr(
+    not(corpus_present),
+    ignore = "needs Istio's conformance corpus in ../shared beside the checkout"
+)]
 #[test]
 fn sidecar_render_is_repeatable() {
     let Some(root) = corpus() else { return };
@@ -1147,6 +1159,10 @@ fn sidecar_render_is_repeatable() {
     }
 }
 
+#[cfg_attr(
+    not(corpus_present),
+    ignore = "needs Istio's conformance corpus in ../shared beside the checkout"
+)]
 #[test]
 fn corpus_injector_templates_render_for_every_settings_variant() {
     let Some(root) = corpus() else { return };
