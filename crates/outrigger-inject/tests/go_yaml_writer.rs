@@ -8,11 +8,9 @@
 //! specially; and seeded random values built from those strings (`OUTRIGGER_DIFF_ITERATIONS`,
 //! default 3,000; `OUTRIGGER_DIFF_SEED`).
 //!
-//! Versions: Istio pins sigs.k8s.io/yaml v1.6.0 over go.yaml.in/yaml/v2 v2.4.4; the oracle has
-//! Debian's sigs.k8s.io/yaml 1.3.0 over gopkg.in/yaml.v2 2.4.0. `JSONToYAML` is the same two
-//! calls (go-yaml `Unmarshal` of the JSON, then `Marshal`) in both, and go.yaml.in/yaml/v2 is
-//! gopkg.in/yaml.v2 moved to a new module path; the emitter and the resolver did not change
-//! between these versions, so every difference found here is taken as outrigger's to fix.
+//! Versions: the oracle is built from Istio's pins (sigs.k8s.io/yaml v1.6.0 over
+//! go.yaml.in/yaml/v2 v2.4.4, `../shared/go`) by Istio's Go, so every difference found here is
+//! outrigger's to fix.
 
 mod go_oracle;
 mod harness;

@@ -325,7 +325,7 @@ fn diff_of_pass_through_only_input_is_empty() {
         .arg("-f")
         .arg("-")
         .arg("--diff")
-        .stdin(service)
+        .stdin(&service)
         .run();
     assert_eq!(out.success(), "");
 }

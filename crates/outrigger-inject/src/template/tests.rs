@@ -1198,7 +1198,7 @@ fn corpus_injector_templates_render_for_every_settings_variant() {
     assert!(rendered >= 4);
 }
 
-/// Outputs produced by Go's own text/template (Debian golang-go) for the same `.Values` data.
+/// Outputs produced by Go's own text/template for the same `.Values` data.
 #[test]
 fn outputs_verified_against_go() {
     let mut v = values();
