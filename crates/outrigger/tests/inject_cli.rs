@@ -520,13 +520,34 @@ fn key_go_yaml_cannot_read_back_fails_as_in_istioctl() {
     );
 }
 
+/// Documents pass through as apimachinery's `YAMLReader` reads them, which istioctl writes back:
+/// each line ends with `\n` (a CRLF ending too).
 #[test]
-fn crlf_documents_pass_through_byte_for_byte() {
+fn crlf_documents_pass_through_with_the_readers_line_endings() {
     let input = "kind: ConfigMap\r\nmetadata:\r\n  name: a\r\n---\r\nkind: Secret\r\nmetadata: {name: b}\r\n";
     let out = Inject::new().arg("-f").arg("-").stdin(input).run();
+    assert_eq!(out.success(), input.replace("\r\n", "\n") + "---\n");
+}
+
+/// A block scalar that ends a file without a final newline keeps its newline (`|`, not `|-`), as
+/// Kubernetes' reader ends the last line with one: in a passed-through document and in an
+/// injected workload alike.
+#[test]
+fn block_scalar_ending_the_file_keeps_its_newline() {
+    let path = fixture("streams/two-docs-no-final-newline.yaml");
+    let input = read(&path);
+    assert!(!input.ends_with('\n'), "the fixture has no final newline");
+    let out = Inject::file(&path).run();
+    let d = docs(out.success());
+    let pod = d.iter().find(|d| d["kind"] == "Pod").expect("the Pod");
+    let app = &pod["spec"]["containers"][0];
+    assert_eq!(app["args"][0], "echo a\necho b\n");
+    let path = fixture("streams/block-scalar-at-end-no-newline.yaml");
+    let out = Inject::file(&path).run();
+    assert_eq!(out.success(), read(&path) + "\n---\n");
     assert_eq!(
-        out.success(),
-        "kind: ConfigMap\r\nmetadata:\r\n  name: a\r\n---\nkind: Secret\r\nmetadata: {name: b}\r\n---\n"
+        docs(out.success())[0]["data"]["run.sh"],
+        "#!/bin/sh\necho hello\n"
     );
 }
 
