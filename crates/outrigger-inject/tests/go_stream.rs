@@ -41,9 +41,11 @@ fn show(line: &str) {
     let _ = writeln!(std::io::stderr(), "{line}");
 }
 
-/// outrigger's reading of a stream: each document's text and `from_str` answer (the JSON text Go
-/// prints, or the error text), then the error that stopped the reader.
-fn ours(text: &str) -> (Vec<(String, Result<String, String>)>, Option<String>) {
+/// Each document's text and its reading (the JSON text Go prints, or the error text).
+type Documents = Vec<(String, Result<String, String>)>;
+
+/// outrigger's reading of a stream: its documents, then the error that stopped the reader.
+fn ours(text: &str) -> (Documents, Option<String>) {
     let mut docs = Vec::new();
     for d in yaml::DocumentReader::new(text.as_bytes()) {
         match d {
@@ -257,9 +259,9 @@ const BAD_SEPARATORS: &[&str] = &["--- x\n", "----\n", "--- |\n", "---a: 1\n"];
 /// Lines between two documents: mostly [`SEPARATORS`], sometimes one of [`BAD_SEPARATORS`].
 fn separator(rng: &mut go_oracle::Rng) -> &'static str {
     if rng.chance(4) {
-        *rng.pick(BAD_SEPARATORS)
+        rng.pick::<&str>(BAD_SEPARATORS)
     } else {
-        *rng.pick(SEPARATORS)
+        rng.pick::<&str>(SEPARATORS)
     }
 }
 
@@ -275,10 +277,10 @@ fn generated_streams() {
             text.push_str(separator(&mut rng));
         }
         for _ in 0..1 + rng.below(4) {
-            text.push_str(*rng.pick(DOCUMENTS));
+            text.push_str(rng.pick::<&str>(DOCUMENTS));
             text.push_str(separator(&mut rng));
         }
-        text.push_str(*rng.pick(DOCUMENTS));
+        text.push_str(rng.pick::<&str>(DOCUMENTS));
         if rng.chance(50) {
             while text.ends_with('\n') {
                 text.pop();

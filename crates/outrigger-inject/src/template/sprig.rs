@@ -811,10 +811,11 @@ fn regex_split(re: &regex::Regex, s: &str, n: i64) -> Vec<String> {
 
 /// Go's `int(f)` on amd64: NaN and values out of the int64 range become the smallest int.
 fn go_int(f: f64) -> i64 {
-    if f.is_nan() || f >= 9_223_372_036_854_775_808.0 || f < -9_223_372_036_854_775_808.0 {
-        i64::MIN
-    } else {
+    // NaN is outside every range too.
+    if (-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&f) {
         f as i64
+    } else {
+        i64::MIN
     }
 }
 
