@@ -1,7 +1,9 @@
 //! Tells the crate's unit tests whether Istio's conformance corpus is beside the checkout
 //! (`../shared/conformance/istio`, where they read it): the tests that read it are `#[cfg_attr(not(corpus_present), ignore = ...)]`, so without it `cargo test` reports
 //! them ignored, with the reason, rather than `ok`. With `OUTRIGGER_REQUIRE_CORPUS=1` (CI) a
-//! missing corpus fails the build. Nothing here reaches the library's own code.
+//! missing corpus fails the build. The check is made again when this file or that variable
+//! changes, or when the corpus file does (`touch crates/outrigger-inject/build.rs` after adding
+//! `../shared`). Nothing here reaches the library's own code.
 
 use std::path::PathBuf;
 
