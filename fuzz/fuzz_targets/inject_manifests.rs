@@ -34,6 +34,7 @@ fuzz_target!(|data: &[u8]| {
         native_sidecars: flags & 1 == 1,
         revision: if flags & 2 == 2 { "canary" } else { "" },
         compliance_policy: "",
+        reinject: false,
     };
     let Ok(out) = kube_inject::inject_manifests(text, &opts) else {
         return;

@@ -12,6 +12,7 @@ use crate::inject::{self, InjectParams, Mode};
 use crate::json::short;
 use crate::kube::names;
 use crate::kube::typed;
+use crate::reinject;
 use crate::{yaml, Error, Result};
 
 /// Why a document cannot be injected by kube-inject.
@@ -69,6 +70,9 @@ pub struct KubeInjectOptions<'a> {
     pub revision: &'a str,
     /// `COMPLIANCE_POLICY` of the process.
     pub compliance_policy: &'a str,
+    /// Remove a previous injection completely before injecting (`--reinject`,
+    /// [`crate::reinject`]); otherwise an injected pod is re-injected as Istio does.
+    pub reinject: bool,
 }
 
 /// Result of injecting one stream of documents held in memory ([`inject_manifests`]).
@@ -328,18 +332,22 @@ fn process_document(
     let ty = schema_type(&kind).ok_or_else(|| WorkloadError::UnsupportedKind(kind.clone()))?;
     // Before normalisation, which writes the zero pod template of kinds that embed it.
     let has_template = doc.pointer(template_pointers(&kind).1).is_some();
-    // istioctl decodes the document with sigs.k8s.io/yaml `Unmarshal`, which wraps the JSON
-    // decoder's type errors.
-    normalize_workload(ty, &mut doc).map_err(|e| match e {
-        e @ Error::Type(_) => e.context("error unmarshaling JSON: while decoding JSON"),
-        other => other,
-    })?;
+    decode_workload(ty, &mut doc)?;
     let before = keep_before.then(|| doc.clone());
     let outcome = inject_workload(&mut doc, &kind, has_template, opts, warnings)?;
     if outcome == Outcome::Injected {
         normalize_workload(ty, &mut doc)?;
     }
     Ok((before, doc, outcome))
+}
+
+/// The typed round-trip of a document as istioctl decodes it (sigs.k8s.io/yaml `Unmarshal`, which
+/// wraps the JSON decoder's type errors).
+fn decode_workload(ty: &str, doc: &mut Value) -> Result<()> {
+    normalize_workload(ty, doc).map_err(|e| match e {
+        e @ Error::Type(_) => e.context("error unmarshaling JSON: while decoding JSON"),
+        other => other,
+    })
 }
 
 fn normalize_workload(ty: &str, doc: &mut Value) -> Result<()> {
@@ -403,10 +411,10 @@ fn inject_template(
     warnings: &mut Vec<String>,
 ) -> Result<Outcome> {
     let metadata = pod.get("metadata");
-    let workload_meta = doc.get("metadata");
+    let doc_meta = doc.get("metadata");
     let (w_name, w_ns) = (
-        meta_field(workload_meta, "name"),
-        meta_field(workload_meta, "namespace"),
+        meta_field(doc_meta, "name"),
+        meta_field(doc_meta, "namespace"),
     );
     let name = Some(meta_field(metadata, "name"))
         .filter(|n| !n.is_empty())
@@ -422,44 +430,26 @@ fn inject_template(
         format!("{kind} {full_name:?}")
     };
 
-    if pod.pointer("/spec/hostNetwork").and_then(Value::as_bool) == Some(true) {
-        warnings.push(format!(
-            "===> Skipping injection because {subject} has host networking enabled\n"
-        ));
-        return Ok(Outcome::Skipped(SkipReason::HostNetwork));
-    }
-    let d = decide::inject_required(pod, &Policy::Enabled, &[], &[]);
-    if !d.inject {
-        warnings.push(format!(
-            "===> Skipping injection because {subject} has sidecar injection disabled\n"
-        ));
-        return Ok(Outcome::Skipped(SkipReason::InjectionDisabled));
+    match skip_reason(pod) {
+        Some(SkipReason::HostNetwork) => {
+            warnings.push(format!(
+                "===> Skipping injection because {subject} has host networking enabled\n"
+            ));
+            return Ok(Outcome::Skipped(SkipReason::HostNetwork));
+        }
+        Some(SkipReason::InjectionDisabled) => {
+            warnings.push(format!(
+                "===> Skipping injection because {subject} has sidecar injection disabled\n"
+            ));
+            return Ok(Outcome::Skipped(SkipReason::InjectionDisabled));
+        }
+        None => {}
     }
     check_has_containers(pod, kind, has_template)?;
-    let workload = if kind == "Pod" {
-        crate::ingest::workload::workload_from_pod(pod)
-    } else {
-        WorkloadMeta {
-            kind: kind.to_string(),
-            api_version: doc
-                .get("apiVersion")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string(),
-            name: w_name.to_string(),
-            namespace: w_ns.to_string(),
-        }
-    };
-    let params = InjectParams {
-        snapshot: opts.snapshot,
-        mode: Mode::KubeInject,
-        workload,
-        revision: opts.revision,
-        native_sidecars: opts.native_sidecars,
-        proxy_envs: Default::default(),
-        proxy_uid_gid: None,
-        compliance_policy: opts.compliance_policy,
-    };
+    let params = inject_params(opts, workload_meta(doc, kind, pod));
+    if opts.reinject {
+        *pod = reinject::recover_pod(pod, &params)?;
+    }
     let templates = crate::render::select_templates(opts.snapshot, pod);
     let injected = inject::inject_pod_owned(pod.take(), &params)?;
     if !adds_a_container(&injected.pod) {
@@ -468,6 +458,104 @@ fn inject_template(
     warnings.extend(injected.warnings.into_iter().map(|w| format!("{w}\n")));
     *pod = injected.pod;
     Ok(Outcome::Injected)
+}
+
+/// Why kube-inject leaves `pod` (a pod template as `{metadata, spec}`) without a sidecar, if it
+/// does: host networking, or injection disabled by its label or annotation.
+pub fn skip_reason(pod: &Value) -> Option<SkipReason> {
+    if pod.pointer("/spec/hostNetwork").and_then(Value::as_bool) == Some(true) {
+        return Some(SkipReason::HostNetwork);
+    }
+    let d = decide::inject_required(pod, &Policy::Enabled, &[], &[]);
+    (!d.inject).then_some(SkipReason::InjectionDisabled)
+}
+
+/// The workload `pod` belongs to: the pod itself for a `Pod`, else the document `doc` of kind
+/// `kind` that holds it as its template (`.DeploymentMeta`).
+pub fn workload_meta(doc: &Value, kind: &str, pod: &Value) -> WorkloadMeta {
+    if kind == "Pod" {
+        return crate::ingest::workload::workload_from_pod(pod);
+    }
+    let meta = doc.get("metadata");
+    WorkloadMeta {
+        kind: kind.to_string(),
+        api_version: doc
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string(),
+        name: meta_field(meta, "name").to_string(),
+        namespace: meta_field(meta, "namespace").to_string(),
+    }
+}
+
+/// The injection parameters kube-inject uses for a pod of `workload`.
+pub fn inject_params<'a>(opts: &KubeInjectOptions<'a>, workload: WorkloadMeta) -> InjectParams<'a> {
+    InjectParams {
+        snapshot: opts.snapshot,
+        mode: Mode::KubeInject,
+        workload,
+        revision: opts.revision,
+        native_sidecars: opts.native_sidecars,
+        proxy_envs: Default::default(),
+        proxy_uid_gid: None,
+        compliance_policy: opts.compliance_policy,
+    }
+}
+
+/// One pod template of a manifest, as kube-inject reads it before injecting ([`pod_templates`]).
+#[derive(Debug, Clone)]
+pub struct PodTemplate {
+    /// `items[i]` inside a `List`, else empty.
+    pub item: String,
+    /// The workload the pod belongs to.
+    pub workload: WorkloadMeta,
+    /// The pod template as `{metadata, spec}`, after the typed round-trip kube-inject makes.
+    pub pod: Value,
+}
+
+/// The pod templates of a parsed document of a supported kind (each workload item of a `List`),
+/// normalised as kube-inject normalises the document; other kinds have none. Errors are the
+/// typed decoding errors kube-inject reports for the same document.
+pub fn pod_templates(doc: Value) -> Result<Vec<PodTemplate>> {
+    let kind = doc
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    if kind == "List" {
+        let mut out = Vec::new();
+        let items = doc
+            .get("items")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        for (i, item) in items.into_iter().enumerate() {
+            let k = item.get("kind").and_then(Value::as_str).unwrap_or("");
+            if schema_type(k).is_some() {
+                for mut t in pod_templates(item).map_err(|e| e.context(&format!("items[{i}]")))? {
+                    t.item = format!("items[{i}]");
+                    out.push(t);
+                }
+            }
+        }
+        return Ok(out);
+    }
+    let Some(ty) = schema_type(&kind) else {
+        return Ok(Vec::new());
+    };
+    let mut doc = doc;
+    decode_workload(ty, &mut doc)?;
+    let (meta_ptr, spec_ptr) = template_pointers(&kind);
+    let pod = json!({
+        "metadata": doc.pointer(meta_ptr).cloned().unwrap_or_else(|| json!({})),
+        "spec": doc.pointer(spec_ptr).cloned().unwrap_or_else(|| json!({})),
+    });
+    Ok(vec![PodTemplate {
+        item: String::new(),
+        workload: workload_meta(&doc, &kind, &pod),
+        pod,
+    }])
 }
 
 /// Whether the status annotation of an injected pod lists a container or init container.

@@ -60,9 +60,11 @@ pub mod render;
 // Orchestrators: one pod, an AdmissionReview, a manifest stream, a configuration's fitness,
 // the explanation of a decision.
 pub mod check;
+pub mod drift;
 pub mod guard;
 pub mod inject;
 pub mod kube_inject;
+pub mod reinject;
 pub mod webhook;
 
 #[cfg(test)]

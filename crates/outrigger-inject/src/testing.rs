@@ -53,6 +53,29 @@ pub(crate) mod corpus {
     }
 }
 
+/// kube-inject's parameters for a Deployment `apps/web` (the drift and re-injection tests).
+pub(crate) fn kube_inject_params<'a>(
+    snapshot: &'a crate::config::Snapshot,
+    revision: &'a str,
+    native_sidecars: bool,
+) -> crate::inject::InjectParams<'a> {
+    crate::inject::InjectParams {
+        snapshot,
+        mode: crate::inject::Mode::KubeInject,
+        workload: crate::ingest::workload::WorkloadMeta {
+            kind: "Deployment".into(),
+            api_version: "apps/v1".into(),
+            name: "web".into(),
+            namespace: "apps".into(),
+        },
+        revision,
+        native_sidecars,
+        proxy_envs: Default::default(),
+        proxy_uid_gid: None,
+        compliance_policy: "",
+    }
+}
+
 /// Random JSON trees for tests that must not panic on any input.
 pub(crate) mod random {
     use serde_json::json;

@@ -7,113 +7,20 @@
 //! both sides parsed as multi-document YAML, the status annotation's `version` blanked and the
 //! annotation compared as parsed JSON, keys whose value is null, `{}` or `[]` deleted recursively.
 
-use std::path::{Path, PathBuf};
+mod corpus;
+
+use std::path::Path;
 
 use libtest_mimic::{Arguments, Failed, Trial};
 
+use corpus::{corpus, first_diff, load_docs, normalise};
 use outrigger_inject::config::{InjectorConfig, Snapshot};
 use outrigger_inject::kube_inject::{self, KubeInjectOptions};
 use outrigger_inject::yaml;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 /// Cases known not to pass yet, with the reason. Every other case must pass.
 const KNOWN_FAILURES: &[(&str, &str)] = &[];
-
-/// `../shared/conformance/istio` beside the checkout, or `$OUTRIGGER_SHARED/conformance/istio`.
-fn corpus() -> Option<PathBuf> {
-    let shared = std::env::var_os("OUTRIGGER_SHARED").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared"),
-        PathBuf::from,
-    );
-    let p = shared.join("conformance/istio");
-    p.join("cases.json").exists().then_some(p)
-}
-
-fn normalise(v: Value, key: Option<&str>) -> Value {
-    match v {
-        Value::Object(m) => {
-            let mut out = Map::new();
-            for (k, x) in m {
-                let x = if k == "sidecar.istio.io/status" {
-                    match x
-                        .as_str()
-                        .and_then(|s| serde_json::from_str::<Value>(s).ok())
-                    {
-                        Some(Value::Object(mut js)) => {
-                            if js.contains_key("version") {
-                                js.insert("version".into(), Value::String(String::new()));
-                            }
-                            let mut wrap = Map::new();
-                            wrap.insert("<json>".into(), Value::Object(js));
-                            Value::Object(wrap)
-                        }
-                        _ => x,
-                    }
-                } else {
-                    x
-                };
-                let x = normalise(x, Some(&k));
-                let empty = matches!(&x, Value::Null)
-                    || x.as_object().is_some_and(Map::is_empty)
-                    || x.as_array().is_some_and(Vec::is_empty);
-                if !empty {
-                    out.insert(k, x);
-                }
-            }
-            let _ = key;
-            Value::Object(out)
-        }
-        Value::Array(a) => Value::Array(a.into_iter().map(|x| normalise(x, None)).collect()),
-        other => other,
-    }
-}
-
-fn load_docs(text: &str) -> Result<Vec<Value>, String> {
-    let mut out = Vec::new();
-    for d in yaml::split_documents(text).map_err(|e| e.to_string())? {
-        let v = yaml::from_str(&d).map_err(|e| e.to_string())?;
-        if !v.is_null() {
-            out.push(normalise(v, None));
-        }
-    }
-    Ok(out)
-}
-
-fn first_diff(want: &Value, got: &Value, path: &str) -> Option<String> {
-    match (want, got) {
-        (Value::Object(w), Value::Object(g)) => {
-            for k in w.keys().chain(g.keys().filter(|k| !w.contains_key(*k))) {
-                let p = format!("{path}.{k}");
-                match (w.get(k), g.get(k)) {
-                    (Some(a), Some(b)) => {
-                        if let Some(d) = first_diff(a, b, &p) {
-                            return Some(d);
-                        }
-                    }
-                    (a, b) => return Some(format!("{p}: want {a:?} got {b:?}")),
-                }
-            }
-            None
-        }
-        (Value::Array(w), Value::Array(g)) => {
-            for i in 0..w.len().max(g.len()) {
-                let p = format!("{path}[{i}]");
-                match (w.get(i), g.get(i)) {
-                    (Some(a), Some(b)) => {
-                        if let Some(d) = first_diff(a, b, &p) {
-                            return Some(d);
-                        }
-                    }
-                    (a, b) => return Some(format!("{p}: want {a:?} got {b:?}")),
-                }
-            }
-            None
-        }
-        (Value::Number(a), Value::Number(b)) if a.as_f64() == b.as_f64() => None,
-        _ if want == got => None,
-        _ => Some(format!("{path}: want {want} got {got}")),
-    }
-}
 
 fn run_case(root: &Path, c: &Value) -> Result<(), String> {
     let s = |k: &str| c.get(k).and_then(Value::as_str).unwrap_or("");
@@ -144,6 +51,7 @@ fn run_case(root: &Path, c: &Value) -> Result<(), String> {
             .unwrap_or(false),
         revision: "",
         compliance_policy: compliance,
+        reinject: false,
     };
     let input = read(&root.join(s("input")))?;
     let result = kube_inject::inject_manifests(&input, &opts);
@@ -202,24 +110,10 @@ fn main() {
     let args = Arguments::from_args();
     let trials = match corpus() {
         Some(root) => trials(&root),
-        None => {
-            let required = std::env::var("OUTRIGGER_REQUIRE_CORPUS").is_ok_and(|v| v == "1");
-            let name = "istio_golden_cases::corpus_absent_see_README";
-            if required {
-                vec![Trial::test(name, || {
-                    Err(Failed::from(
-                        "../shared/conformance/istio is required (OUTRIGGER_REQUIRE_CORPUS=1) \
-                         but absent",
-                    ))
-                })]
-            } else {
-                eprintln!(
-                    "NOTICE: ../shared/conformance/istio not found; Istio conformance cases \
-                     not run (shown as 1 ignored test)"
-                );
-                vec![Trial::test(name, || Ok(())).with_ignored_flag(true)]
-            }
-        }
+        None => vec![corpus::absent_trial(
+            "istio_golden_cases",
+            "Istio conformance cases",
+        )],
     };
     libtest_mimic::run(&args, trials).exit();
 }

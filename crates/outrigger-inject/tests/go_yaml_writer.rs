@@ -193,7 +193,7 @@ fn writer_agrees_with_go_on_repository_files() {
 }
 
 fn writer_agrees_with_go_on_the_istio_corpus() {
-    let dir = harness::shared().join("conformance/istio");
+    let dir = harness::corpus_dir();
     let mut o = Oracle::get("writer_agrees_with_go_on_the_istio_corpus");
     let mut files = Vec::new();
     data_files(&dir, &mut files);

@@ -28,11 +28,13 @@ const LAYERS: &[(&str, u8)] = &[
     ("finish", 9),
     ("patch", 10),
     ("inject", 11),
-    ("guard", 12),
-    ("kube_inject", 12),
-    ("webhook", 12),
-    ("check", 12),
-    ("error", 13),
+    ("reinject", 12),
+    ("guard", 13),
+    ("kube_inject", 13),
+    ("webhook", 13),
+    ("check", 13),
+    ("drift", 13),
+    ("error", 14),
 ];
 
 /// Source without comments and without the test module at its end.

@@ -47,6 +47,7 @@ fn inject(text: &str, snapshot: &Snapshot, what: &str) -> KubeInjectOutput {
         native_sidecars: false,
         revision: "",
         compliance_policy: "",
+        reinject: false,
     };
     kube_inject::inject_manifests(text, &opts).unwrap_or_else(|e| panic!("{what}: {e}"))
 }

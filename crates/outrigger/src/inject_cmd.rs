@@ -140,6 +140,7 @@ pub fn run(args: &InjectArgs) -> Result<ExitCode> {
         native_sidecars: settings::native_sidecars_offline(args.native_sidecars),
         revision,
         compliance_policy: &compliance,
+        reinject: args.reinject,
     };
     let source = input::name(&args.filename);
     let input = input::open(&args.filename)?;

@@ -23,8 +23,8 @@ use std::collections::BTreeMap;
 
 use anyhow::{bail, Result};
 use k8s_openapi::api::admissionregistration::v1::{
-    MutatingWebhook, MutatingWebhookConfiguration, RuleWithOperations, ServiceReference,
-    WebhookClientConfig,
+    MatchCondition, MutatingWebhook, MutatingWebhookConfiguration, RuleWithOperations,
+    ServiceReference, WebhookClientConfig,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
     LabelSelector, LabelSelectorRequirement, ObjectMeta,
@@ -113,6 +113,9 @@ pub struct WebhookOptions {
     pub enable_namespaces_by_default: bool,
     /// Namespaces excluded from every entry.
     pub exclude_namespaces: Vec<String>,
+    /// Add the decision's CEL `matchConditions` to every entry
+    /// ([`outrigger_inject::decide::match_conditions`]).
+    pub match_conditions: bool,
 }
 
 impl Default for WebhookOptions {
@@ -134,6 +137,7 @@ impl Default for WebhookOptions {
             reinvocation_policy: ReinvocationPolicy::Never,
             enable_namespaces_by_default: false,
             exclude_namespaces: Vec::new(),
+            match_conditions: false,
         }
     }
 }
@@ -344,6 +348,17 @@ fn client_config(o: &WebhookOptions) -> WebhookClientConfig {
     }
 }
 
+/// The decision's CEL conditions, as the API object's entries.
+fn match_conditions() -> Vec<MatchCondition> {
+    outrigger_inject::decide::match_conditions::match_conditions()
+        .into_iter()
+        .map(|c| MatchCondition {
+            name: c.name.to_string(),
+            expression: c.expression,
+        })
+        .collect()
+}
+
 /// The typed webhook entries (namespace and object selectors per entry), in the chart's order.
 pub fn typed_entries(o: &WebhookOptions) -> Vec<MutatingWebhook> {
     let excluded: Vec<&str> = o.exclude_namespaces.iter().map(String::as_str).collect();
@@ -371,7 +386,7 @@ pub fn typed_entries(o: &WebhookOptions) -> Vec<MutatingWebhook> {
                 }]),
                 side_effects: "None".into(),
                 timeout_seconds: o.timeout.map(i32::from),
-                match_conditions: None,
+                match_conditions: o.match_conditions.then(match_conditions),
                 match_policy: None,
             }
         })
@@ -448,6 +463,34 @@ mod tests {
                 "object.sidecar-injector.istio.io"
             ]
         );
+    }
+
+    #[test]
+    fn match_conditions_only_with_the_option_and_on_every_entry() {
+        let o = WebhookOptions {
+            enable_namespaces_by_default: true,
+            ..Default::default()
+        };
+        assert!(entries(&o)
+            .iter()
+            .all(|w| w.get("matchConditions").is_none()));
+        let o = WebhookOptions {
+            match_conditions: true,
+            ..o
+        };
+        let want: Vec<Value> = outrigger_inject::decide::match_conditions::match_conditions()
+            .into_iter()
+            .map(|c| json!({"name": c.name, "expression": c.expression}))
+            .collect();
+        assert_eq!(entries(&o).len(), 5);
+        for w in entries(&o) {
+            assert_eq!(
+                w["matchConditions"],
+                Value::Array(want.clone()),
+                "{}",
+                w["name"]
+            );
+        }
     }
 
     #[test]

@@ -109,6 +109,7 @@ impl WebhookOptions {
             reinvocation_policy: args.reinvocation_policy,
             enable_namespaces_by_default: args.enable_namespaces_by_default,
             exclude_namespaces,
+            match_conditions: args.match_conditions,
         };
         let name = opts.object_name();
         if !is_dns1123_subdomain(&name) {

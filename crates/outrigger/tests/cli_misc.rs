@@ -210,6 +210,10 @@ fn man_pages_name_every_subcommand_and_their_flags() {
             "check",
             &["\\-\\-namespace\\-labels", "\\-\\-injectConfigMap"][..],
         ),
+        (
+            "drift",
+            &["\\-\\-injectConfigFile", "\\-\\-native\\-sidecars"][..],
+        ),
     ] {
         let (code, page, err) = outrigger(&["man", sub]);
         assert_eq!(code, 0, "{sub}: {err}");
@@ -239,12 +243,12 @@ fn man_pages_name_every_subcommand_and_their_flags() {
         .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
         .collect();
     written.sort();
-    assert_eq!(written.len(), 8, "{written:?}");
+    assert_eq!(written.len(), 9, "{written:?}");
     assert!(
         written.contains(&"outrigger.1".to_string())
             && written.contains(&"outrigger-inject.1".to_string())
     );
-    assert_eq!(out.lines().count(), 8);
+    assert_eq!(out.lines().count(), 9);
     assert_eq!(
         std::fs::read_to_string(dir.join("outrigger.1")).expect("page"),
         root

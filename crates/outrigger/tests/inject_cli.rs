@@ -1945,3 +1945,33 @@ fn examples_show_what_their_comments_say() {
     assert_eq!(status["containers"], json!(["log-shipper"]));
     assert_eq!(status["volumes"], json!(["log-shipper-config"]));
 }
+
+// ---------------------------------------------------------------------------------------------
+// --reinject
+// ---------------------------------------------------------------------------------------------
+
+/// A manifest injected under one configuration (native sidecars, revision `canary`) and
+/// re-injected with `--reinject` under another (the defaults) is what the defaults inject into
+/// the original; Istio's re-injection, without the flag, keeps the first sidecar next to the new
+/// one.
+#[test]
+fn reinject_removes_the_previous_injection_completely() {
+    let probes = repo_root().join("examples/probes.yaml");
+    let first = Inject::file(&probes)
+        .args(["--native-sidecars", "true", "--revision", "canary"])
+        .run();
+    let first = first.success();
+    let fresh = Inject::file(&probes).run();
+    let reinjected = Inject::new()
+        .args(["-f", "-", "--reinject"])
+        .stdin(first)
+        .run();
+    assert_eq!(reinjected.success(), fresh.success());
+    let istio = Inject::new().args(["-f", "-"]).stdin(first).run();
+    let istio = single(istio.success());
+    assert!(names_at(&istio, "/spec/initContainers").contains(&"istio-proxy".into()));
+    assert!(names_at(&istio, "/spec/containers").contains(&"istio-proxy".into()));
+    // On a manifest never injected, the flag changes nothing.
+    let plain = Inject::file(&probes).arg("--reinject").run();
+    assert_eq!(plain.success(), fresh.success());
+}

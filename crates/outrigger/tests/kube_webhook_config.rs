@@ -56,6 +56,12 @@ fn every_variant_validates_strictly() {
         vec!["--tag", "default", "--enable-namespaces-by-default"],
         vec!["--url", "https://injector.example.com:9443/inject"],
         vec!["-o", "json"],
+        vec!["--match-conditions"],
+        vec![
+            "--match-conditions",
+            "--istio",
+            "--enable-namespaces-by-default",
+        ],
         vec![
             "--service",
             "outrigger/outrigger",

@@ -7,6 +7,7 @@
 
 pub mod annotations;
 pub mod explain;
+pub mod match_conditions;
 pub mod native;
 pub mod openshift;
 

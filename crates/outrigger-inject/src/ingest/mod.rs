@@ -4,4 +4,5 @@
 pub mod admission;
 pub mod params;
 pub mod previous;
+pub mod recover;
 pub mod workload;

@@ -13,8 +13,14 @@ use crate::Result;
 /// Parsed `sidecar.istio.io/status` annotation.
 #[derive(Debug, Clone, Default)]
 pub struct Status {
+    /// Injected init containers.
     pub init_containers: Vec<String>,
+    /// Injected containers.
     pub containers: Vec<String>,
+    /// Injected volumes.
+    pub volumes: Vec<String>,
+    /// Injected image pull secrets.
+    pub image_pull_secrets: Vec<String>,
 }
 
 fn names(v: Option<&Value>) -> Option<Vec<String>> {
@@ -31,9 +37,6 @@ impl Status {
         let text = annotation(pod, STATUS_ANNOTATION)?;
         let v: Value = serde_json::from_str(text).ok()?;
         let m = v.as_object()?;
-        for key in ["volumes", "imagePullSecrets"] {
-            names(m.get(key))?;
-        }
         if !matches!(
             m.get("revision"),
             None | Some(Value::Null) | Some(Value::String(_))
@@ -43,6 +46,8 @@ impl Status {
         Some(Status {
             init_containers: names(m.get("initContainers"))?,
             containers: names(m.get("containers"))?,
+            volumes: names(m.get("volumes"))?,
+            image_pull_secrets: names(m.get("imagePullSecrets"))?,
         })
     }
 
@@ -59,6 +64,8 @@ impl Status {
         Status {
             init_containers: field("initContainers"),
             containers: field("containers"),
+            volumes: field("volumes"),
+            image_pull_secrets: field("imagePullSecrets"),
         }
     }
 }

@@ -49,9 +49,6 @@ fn binary() -> Result<PathBuf, String> {
     if stale {
         let mut build = Command::new("bash");
         build.arg(root.join("tests/go-oracle/build.sh")).arg(&bin);
-        if let Some(shared) = std::env::var_os("OUTRIGGER_SHARED") {
-            build.env("OUTRIGGER_SHARED_GO", Path::new(&shared).join("go"));
-        }
         let built = build.stdout(Stdio::null()).stderr(Stdio::piped()).output();
         match built {
             Ok(o) if o.status.success() => {}

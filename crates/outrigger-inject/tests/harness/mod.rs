@@ -1,7 +1,7 @@
 //! The test harness of the tests that need something outside the crate (libtest-mimic, so that
 //! a test that cannot run is reported `ignored` in the `cargo test` summary, with its reason,
 //! instead of `ok`): the Go oracle (`tests/go-oracle`) and Istio's conformance corpus
-//! (`../shared/conformance/istio` beside the checkout, or `$OUTRIGGER_SHARED/conformance/istio`).
+//! (`$OUTRIGGER_CORPUS`, else `../shared/conformance/istio` beside the checkout).
 //! When CI requires what is missing (`OUTRIGGER_REQUIRE_GO_ORACLE=1`,
 //! `OUTRIGGER_REQUIRE_CORPUS=1`) the test fails instead.
 #![allow(dead_code)] // each test binary takes some
@@ -19,11 +19,13 @@ pub enum Need {
     Corpus,
 }
 
-/// The directory of the inputs shared beside the checkout: `$OUTRIGGER_SHARED`, else `../shared`.
-pub fn shared() -> PathBuf {
-    match std::env::var_os("OUTRIGGER_SHARED") {
+/// Istio's conformance corpus: `$OUTRIGGER_CORPUS`, else `../shared/conformance/istio` beside
+/// the checkout (whether it is there or not).
+pub fn corpus_dir() -> PathBuf {
+    match std::env::var_os("OUTRIGGER_CORPUS") {
         Some(p) => PathBuf::from(p),
-        None => std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared"),
+        None => std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../../shared/conformance/istio"),
     }
 }
 
@@ -38,7 +40,7 @@ fn missing(need: Need) -> Option<(String, &'static str)> {
             super::go_oracle::Oracle::unavailable().map(|why| (why, "OUTRIGGER_REQUIRE_GO_ORACLE"))
         }
         Need::Corpus => {
-            let dir = shared().join("conformance/istio");
+            let dir = corpus_dir();
             (!dir.join("cases.json").exists()).then(|| {
                 (
                     format!("Istio's conformance corpus not found at {}", dir.display()),

@@ -18,12 +18,13 @@ pub fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// The Istio conformance corpus (`../shared/conformance/istio` beside the workspace, or
-/// `$OUTRIGGER_SHARED/conformance/istio`), when present.
+/// The Istio conformance corpus (`$OUTRIGGER_CORPUS`, else `../shared/conformance/istio` beside
+/// the workspace), when present.
 pub fn corpus() -> Option<PathBuf> {
-    let shared = std::env::var_os("OUTRIGGER_SHARED")
-        .map_or_else(|| workspace().join("../shared"), PathBuf::from);
-    let p = shared.join("conformance/istio");
+    let p = std::env::var_os("OUTRIGGER_CORPUS").map_or_else(
+        || workspace().join("../shared/conformance/istio"),
+        PathBuf::from,
+    );
     p.join("cases.json").exists().then_some(p)
 }
 
@@ -75,6 +76,7 @@ pub fn corpus_injection_texts(root: &Path) -> Vec<(String, String)> {
                 native_sidecars: c.get("native_sidecars").and_then(Value::as_bool) == Some(true),
                 revision: "",
                 compliance_policy: "",
+                reinject: false,
             };
             let _ = kube_inject::inject_manifests(&input, &opts);
         });

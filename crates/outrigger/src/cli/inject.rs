@@ -30,6 +30,12 @@ pub struct InjectArgs {
     /// something changed, 0 when nothing did (2 on error), like `diff`.
     #[arg(long = "diff")]
     pub diff: bool,
+    /// Remove a previous injection completely before injecting: the containers, volumes and
+    /// pull secrets its `sidecar.istio.io/status` lists, rewritten probes and Prometheus
+    /// annotations, and the labels and annotations it wrote (not Istio's re-injection, which
+    /// merges the new sidecar onto the old one).
+    #[arg(long = "reinject")]
+    pub reinject: bool,
     /// Colour the diff: auto (when standard output is a terminal and NO_COLOR is unset), always,
     /// never.
     #[arg(long = "color", value_enum, default_value = "auto")]

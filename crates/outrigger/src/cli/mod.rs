@@ -7,6 +7,7 @@
 
 pub mod check;
 pub mod common;
+pub mod drift;
 pub mod inject;
 pub mod serve;
 pub mod webhook_config;
@@ -33,6 +34,9 @@ pub enum Command {
     WebhookConfig(webhook_config::WebhookConfigArgs),
     /// Explain whether a pod or workload would be injected, and why.
     Check(check::CheckArgs),
+    /// Tell which injected workloads of manifests differ from what the configuration in force
+    /// injects (current, stale, wrong-revision, missing-sidecar, unwanted-sidecar), and how.
+    Drift(drift::DriftArgs),
     /// Print the version, the git commit and the Istio versions the injector was verified against.
     Version,
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).

@@ -81,6 +81,11 @@ pub struct WebhookConfigArgs {
     /// Namespaces never sent to the injector (added to every entry's namespaceSelector), comma-separated.
     #[arg(long = "exclude-namespaces", value_delimiter = ',')]
     pub exclude_namespaces: Vec<String>,
+    /// Add CEL matchConditions to every entry, so that pods the injector never injects (host
+    /// network, kube-system and the other ignored namespaces, sidecar.istio.io/inject "false" as
+    /// label or annotation) are not sent to it (Kubernetes 1.28 or later).
+    #[arg(long = "match-conditions")]
+    pub match_conditions: bool,
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value = "yaml")]
     pub output: OutputFormat,

@@ -93,6 +93,8 @@ impl Run {
 /// Builder for one invocation of `outrigger inject`.
 #[derive(Debug, Default)]
 pub struct Inject {
+    /// The subcommand (empty: `inject`).
+    sub: String,
     args: Vec<String>,
     stdin: Option<String>,
     env: Vec<(String, String)>,
@@ -102,6 +104,15 @@ impl Inject {
     /// `outrigger inject` with no flags yet.
     pub fn new() -> Inject {
         Inject::default()
+    }
+
+    /// Another subcommand of `outrigger` (`drift`), with the same helpers.
+    #[allow(dead_code)] // drift_cli.rs
+    pub fn command(sub: &str) -> Inject {
+        Inject {
+            sub: sub.to_string(),
+            ..Inject::default()
+        }
     }
 
     /// `outrigger inject -f <path>`.
@@ -144,7 +155,12 @@ impl Inject {
     /// Run the binary and collect its output.
     pub fn run(self) -> Run {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_outrigger"));
-        cmd.arg("inject").args(&self.args);
+        let sub = if self.sub.is_empty() {
+            "inject"
+        } else {
+            &self.sub
+        };
+        cmd.arg(sub).args(&self.args);
         for k in ISOLATED_ENV {
             cmd.env_remove(k);
         }

@@ -1,0 +1,430 @@
+//! Drift: how an injected pod differs from what the configuration in force would give it.
+//!
+//! One engine for every front end: the pod is taken back to what it was before injection
+//! ([`crate::reinject::recover_pod`]), injected again with the configuration in force, and the
+//! parts injection owns are compared (the containers, init containers, volumes and pull secrets
+//! either status annotation lists, the application containers' probes and lifecycle hooks, the
+//! labels and annotations injection writes); nothing else of the pod is drift. The outcome is
+//! classified ([`State`]) with the differing fields and, where it can be told, what they come
+//! from.
+
+use std::collections::BTreeSet;
+
+use serde_json::{Map, Value};
+
+use crate::ingest::previous::Status;
+use crate::ingest::recover::{INJECTED_ANNOTATIONS, INJECTED_LABELS};
+use crate::inject::{inject_pod, normalize_pod, InjectParams};
+use crate::kube::names::{PROXY_CONTAINER, STATUS_ANNOTATION};
+use crate::kube::pod::{annotation, container_name};
+use crate::kube::prometheus::sanitize_label_name;
+use crate::reinject::recover_pod;
+use crate::Result;
+
+/// How a pod stands against the configuration in force.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum State {
+    /// Injected, and injecting it again gives what it has.
+    Current,
+    /// Not injected, and not to be injected.
+    NotInjected,
+    /// Injected, but injecting it again gives something else.
+    Stale,
+    /// Injected by another revision.
+    WrongRevision,
+    /// Should have a sidecar and has none.
+    MissingSidecar,
+    /// Has a sidecar it should not have (injection disabled, host network).
+    UnwantedSidecar,
+}
+
+impl State {
+    /// The name used in tables and JSON: `current`, `stale`, `missing-sidecar`, ...
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::Current => "current",
+            State::NotInjected => "not-injected",
+            State::Stale => "stale",
+            State::WrongRevision => "wrong-revision",
+            State::MissingSidecar => "missing-sidecar",
+            State::UnwantedSidecar => "unwanted-sidecar",
+        }
+    }
+
+    /// Whether the pod needs attention (anything but current or rightly not injected).
+    pub fn is_drift(self) -> bool {
+        !matches!(self, State::Current | State::NotInjected)
+    }
+}
+
+/// One field that differs: where, what the pod has, what injection would give it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FieldDiff {
+    /// Path in the pod (`spec.containers[istio-proxy].image`; list elements by name).
+    pub path: String,
+    /// The pod's value (`None`: absent).
+    pub actual: Option<Value>,
+    /// The value injection gives (`None`: absent).
+    pub expected: Option<Value>,
+    /// What the difference comes from, where it can be told: `proxy image`, `native sidecars`,
+    /// `revision`, else `template`.
+    pub cause: &'static str,
+}
+
+/// The drift of one pod.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PodDrift {
+    /// The classification.
+    pub state: State,
+    /// Revision recorded by the pod's injection, if injected.
+    pub injected_revision: Option<String>,
+    /// Revision of the configuration in force (`default` when none).
+    pub expected_revision: String,
+    /// The differing fields (stale and wrong-revision pods).
+    pub fields: Vec<FieldDiff>,
+}
+
+/// Classify `pod` against injection with `params`; `wanted` says whether the configuration in
+/// force injects it (the caller's decision: kube-inject's for manifests, the webhook's for a
+/// cluster). Errors are injection's own (a pod the configuration cannot inject).
+pub fn pod_drift(pod: &Value, params: &InjectParams<'_>, wanted: bool) -> Result<PodDrift> {
+    let expected_revision = if params.revision.is_empty() {
+        "default".to_string()
+    } else {
+        params.revision.to_string()
+    };
+    let injected_revision = injected_revision(pod);
+    let outcome = |state, fields| PodDrift {
+        state,
+        injected_revision: injected_revision.clone(),
+        expected_revision: expected_revision.clone(),
+        fields,
+    };
+    match (injected_revision.is_some(), wanted) {
+        (false, false) => return Ok(outcome(State::NotInjected, Vec::new())),
+        (false, true) => return Ok(outcome(State::MissingSidecar, Vec::new())),
+        (true, false) => return Ok(outcome(State::UnwantedSidecar, Vec::new())),
+        (true, true) => {}
+    }
+    let mut actual = pod.clone();
+    normalize_pod(&mut actual)?;
+    let recovered = recover_pod(&actual, params)?;
+    let expected = inject_pod(&recovered, params)?.pod;
+    let fields = owned_differences(&actual, &expected);
+    let state = if injected_revision.as_deref() != Some(expected_revision.as_str()) {
+        State::WrongRevision
+    } else if fields.is_empty() {
+        State::Current
+    } else {
+        State::Stale
+    };
+    Ok(outcome(state, fields))
+}
+
+/// The revision a pod's status annotation records (`default` when it names none); `None` when
+/// the pod was not injected.
+fn injected_revision(pod: &Value) -> Option<String> {
+    Status::parse_strict(pod)?;
+    let status: Value = serde_json::from_str(annotation(pod, STATUS_ANNOTATION)?).ok()?;
+    Some(
+        status
+            .get("revision")
+            .and_then(Value::as_str)
+            .filter(|r| !r.is_empty())
+            .unwrap_or("default")
+            .to_string(),
+    )
+}
+
+/// The differences between `actual` and `expected` in what injection owns.
+fn owned_differences(actual: &Value, expected: &Value) -> Vec<FieldDiff> {
+    let mut out = Vec::new();
+    let statuses = [
+        Status::parse_lenient(actual),
+        Status::parse_lenient(expected),
+    ];
+    let union = |pick: fn(&Status) -> &Vec<String>| -> BTreeSet<String> {
+        statuses
+            .iter()
+            .flat_map(|s| pick(s).iter().cloned())
+            .collect()
+    };
+    let injected: BTreeSet<String> = union(|s| &s.containers)
+        .into_iter()
+        .chain(union(|s| &s.init_containers))
+        .collect();
+    for (list, names) in [
+        ("containers", injected.clone()),
+        ("initContainers", injected.clone()),
+        ("volumes", union(|s| &s.volumes)),
+        ("imagePullSecrets", union(|s| &s.image_pull_secrets)),
+    ] {
+        for name in &names {
+            let (a, e) = (named(actual, list, name), named(expected, list, name));
+            diff(&format!("spec.{list}[{name}]"), a, e, &mut out);
+        }
+    }
+    // Probes and lifecycle hooks of the application's containers.
+    for list in ["containers", "initContainers"] {
+        let apps = expected
+            .pointer(&format!("/spec/{list}"))
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .map(container_name)
+            .filter(|n| !injected.contains(*n));
+        for name in apps {
+            for field in [
+                "readinessProbe",
+                "livenessProbe",
+                "startupProbe",
+                "lifecycle",
+            ] {
+                let get = |pod| named(pod, list, name).and_then(|c| c.get(field));
+                diff(
+                    &format!("spec.{list}[{name}].{field}"),
+                    get(actual),
+                    get(expected),
+                    &mut out,
+                );
+            }
+        }
+    }
+    for (field, keys) in [
+        ("labels", INJECTED_LABELS),
+        ("annotations", INJECTED_ANNOTATIONS),
+    ] {
+        let owned = |k: &str| {
+            keys.contains(&k)
+                || (field == "annotations"
+                    && (k == STATUS_ANNOTATION
+                        || sanitize_label_name(k).starts_with("prometheus_io_")))
+        };
+        let map = |pod: &Value| pod.pointer(&format!("/metadata/{field}")).cloned();
+        let (a, e) = (map(actual), map(expected));
+        let keys: BTreeSet<&str> = [&a, &e]
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_object)
+            .flat_map(Map::keys)
+            .map(String::as_str)
+            .filter(|k| owned(k))
+            .collect();
+        for k in keys {
+            let get = |m: &Option<Value>| m.as_ref().and_then(|m| m.get(k)).cloned();
+            let (av, ev) = (get(&a), get(&e));
+            if av != ev {
+                out.push(FieldDiff {
+                    path: format!("metadata.{field}[{k}]"),
+                    cause: if k == "istio.io/rev" || k == STATUS_ANNOTATION {
+                        "revision"
+                    } else {
+                        "template"
+                    },
+                    actual: av,
+                    expected: ev,
+                });
+            }
+        }
+    }
+    // A status annotation that differs only by what the other differences already say is not
+    // reported twice: keep it only when it is the sole difference.
+    if out.len() > 1 {
+        out.retain(|d| d.path != format!("metadata.annotations[{STATUS_ANNOTATION}]"));
+    }
+    out
+}
+
+/// Element `name` of the list `list` of `spec`.
+fn named<'a>(pod: &'a Value, list: &str, name: &str) -> Option<&'a Value> {
+    pod.pointer(&format!("/spec/{list}"))?
+        .as_array()?
+        .iter()
+        .find(|c| container_name(c) == name)
+}
+
+/// Leaf differences of two values under `path`: objects by key, lists of named objects by name,
+/// other lists by index.
+fn diff<'a>(
+    path: &str,
+    actual: Option<&'a Value>,
+    expected: Option<&'a Value>,
+    out: &mut Vec<FieldDiff>,
+) {
+    match (actual, expected) {
+        (Some(Value::Object(a)), Some(Value::Object(e))) => {
+            let keys: BTreeSet<&String> = a.keys().chain(e.keys()).collect();
+            for k in keys {
+                diff(&format!("{path}.{k}"), a.get(k), e.get(k), out);
+            }
+        }
+        (Some(Value::Array(a)), Some(Value::Array(e))) if all_named(a) && all_named(e) => {
+            let mut names: Vec<&str> = a.iter().map(container_name).collect();
+            for n in e.iter().map(container_name) {
+                if !names.contains(&n) {
+                    names.push(n);
+                }
+            }
+            let before = out.len();
+            for n in names {
+                let find = |l: &'a [Value]| l.iter().find(|x| container_name(x) == n);
+                diff(&format!("{path}[{n}]"), find(a), find(e), out);
+            }
+            let same_order = a
+                .iter()
+                .map(container_name)
+                .eq(e.iter().map(container_name));
+            if out.len() == before && !same_order {
+                push(out, path, actual, expected);
+            }
+        }
+        (Some(Value::Array(a)), Some(Value::Array(e))) if a.len() == e.len() => {
+            for (i, (x, y)) in a.iter().zip(e).enumerate() {
+                diff(&format!("{path}[{i}]"), Some(x), Some(y), out);
+            }
+        }
+        (a, e) if a != e => push(out, path, a, e),
+        _ => {}
+    }
+}
+
+fn all_named(l: &[Value]) -> bool {
+    !l.is_empty()
+        && l.iter()
+            .all(|x| x.get("name").and_then(Value::as_str).is_some())
+}
+
+fn push(out: &mut Vec<FieldDiff>, path: &str, actual: Option<&Value>, expected: Option<&Value>) {
+    let cause = if path.ends_with(".image") {
+        "proxy image"
+    } else if path.contains(&format!("[{PROXY_CONTAINER}]"))
+        && (actual.is_none() || expected.is_none())
+        && path.matches('.').count() == 1
+    {
+        "native sidecars"
+    } else {
+        "template"
+    };
+    out.push(FieldDiff {
+        path: path.to_string(),
+        actual: actual.cloned(),
+        expected: expected.cloned(),
+        cause,
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::config::defaults;
+
+    fn params<'a>(
+        s: &'a crate::config::Snapshot,
+        revision: &'a str,
+        native: bool,
+    ) -> InjectParams<'a> {
+        crate::testing::kube_inject_params(s, revision, native)
+    }
+
+    fn pod() -> Value {
+        json!({
+            "metadata": {"labels": {"app": "web"}},
+            "spec": {"containers": [{
+                "name": "web", "image": "web:1",
+                "readinessProbe": {"httpGet": {"port": 8080, "path": "/ready"}}
+            }]}
+        })
+    }
+
+    #[test]
+    fn a_pod_injected_with_the_configuration_in_force_is_current() {
+        let s = defaults::snapshot().expect("defaults");
+        for native in [false, true] {
+            let p = params(&s, "", native);
+            let injected = inject_pod(&pod(), &p).expect("inject").pod;
+            let d = pod_drift(&injected, &p, true).expect("drift");
+            assert_eq!(d.state, State::Current, "{:?}", d.fields);
+            assert_eq!(d.injected_revision.as_deref(), Some("default"));
+        }
+    }
+
+    #[test]
+    fn each_state_is_told_apart() {
+        let s = defaults::snapshot().expect("defaults");
+        let p = params(&s, "", false);
+        let injected = inject_pod(&pod(), &p).expect("inject").pod;
+        assert_eq!(
+            pod_drift(&pod(), &p, true).expect("drift").state,
+            State::MissingSidecar
+        );
+        assert_eq!(
+            pod_drift(&pod(), &p, false).expect("drift").state,
+            State::NotInjected
+        );
+        assert_eq!(
+            pod_drift(&injected, &p, false).expect("drift").state,
+            State::UnwantedSidecar
+        );
+        let canary = params(&s, "canary", false);
+        let d = pod_drift(&injected, &canary, true).expect("drift");
+        assert_eq!(d.state, State::WrongRevision);
+        assert_eq!(d.injected_revision.as_deref(), Some("default"));
+        assert_eq!(d.expected_revision, "canary");
+        assert!(d
+            .fields
+            .iter()
+            .any(|f| f.path == "metadata.annotations[istio.io/rev]"));
+    }
+
+    #[test]
+    fn stale_pods_name_the_fields_and_their_cause() {
+        let s = defaults::snapshot().expect("defaults");
+        let p = params(&s, "", false);
+        let mut injected = inject_pod(&pod(), &p).expect("inject").pod;
+        let proxy = injected["spec"]["containers"]
+            .as_array_mut()
+            .expect("containers")
+            .iter_mut()
+            .find(|c| c["name"] == "istio-proxy")
+            .expect("proxy");
+        let want_image = proxy["image"].clone();
+        proxy["image"] = json!("old/proxyv2:1.0");
+        let d = pod_drift(&injected, &p, true).expect("drift");
+        assert_eq!(d.state, State::Stale);
+        assert_eq!(
+            d.fields,
+            [FieldDiff {
+                path: "spec.containers[istio-proxy].image".into(),
+                actual: Some(json!("old/proxyv2:1.0")),
+                expected: Some(want_image),
+                cause: "proxy image",
+            }]
+        );
+        // Injected without native sidecars, expected with them: the proxy moved.
+        let injected = inject_pod(&pod(), &p).expect("inject").pod;
+        let d = pod_drift(&injected, &params(&s, "", true), true).expect("drift");
+        assert_eq!(d.state, State::Stale);
+        assert!(
+            d.fields
+                .iter()
+                .any(|f| f.path == "spec.initContainers[istio-proxy]"
+                    && f.cause == "native sidecars"),
+            "{:?}",
+            d.fields
+        );
+    }
+
+    #[test]
+    fn what_injection_does_not_own_is_not_drift() {
+        let s = defaults::snapshot().expect("defaults");
+        let p = params(&s, "", false);
+        let mut injected = inject_pod(&pod(), &p).expect("inject").pod;
+        injected["metadata"]["labels"]["team"] = json!("payments");
+        injected["spec"]["containers"][0]["image"] = json!("web:2");
+        injected["spec"]["nodeName"] = json!("node-1");
+        let d = pod_drift(&injected, &p, true).expect("drift");
+        assert_eq!(d.state, State::Current, "{:?}", d.fields);
+    }
+}

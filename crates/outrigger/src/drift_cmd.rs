@@ -1,0 +1,232 @@
+//! `outrigger drift -f manifests`: every pod template of the manifests classified against the
+//! configuration in force by the library's drift engine ([`outrigger_inject::drift`]).
+//!
+//! Exit status: 0 when every pod is current (or rightly not injected), 1 when one drifted, 2 on
+//! error (like `diff`).
+
+use std::io::{Read, Write};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use outrigger_inject::drift::{pod_drift, FieldDiff, PodDrift};
+use outrigger_inject::kube_inject::{self, KubeInjectOptions};
+use outrigger_inject::yaml;
+use serde_json::{json, Value};
+
+use crate::cli::drift::{DriftArgs, DriftOutput};
+use crate::{input, settings};
+
+/// Fields listed under a pod in the table; the rest are counted.
+const TABLE_FIELDS: usize = 10;
+
+/// One pod template examined.
+struct Row {
+    document: usize,
+    kind: String,
+    name: String,
+    item: String,
+    drift: PodDrift,
+}
+
+/// Run `outrigger drift`.
+pub fn run(args: &DriftArgs) -> Result<ExitCode> {
+    let snapshot = settings::kube_inject_snapshot(
+        args.files.inject_config_file.as_deref(),
+        args.files.values_file.as_deref(),
+        args.files.mesh_config_file.as_deref(),
+    )?;
+    let revision = if args.revision == "default" {
+        ""
+    } else {
+        args.revision.as_str()
+    };
+    let compliance = std::env::var("COMPLIANCE_POLICY").unwrap_or_default();
+    let opts = KubeInjectOptions {
+        snapshot: &snapshot,
+        native_sidecars: settings::native_sidecars_offline(args.native_sidecars),
+        revision,
+        compliance_policy: &compliance,
+        reinject: false,
+    };
+    let source = input::name(&args.filename);
+    let mut text = String::new();
+    input::open(&args.filename)?
+        .read_to_string(&mut text)
+        .with_context(|| format!("reading {source}"))?;
+    let rows = examine(&text, &opts).with_context(|| source.clone())?;
+    let out = match args.output {
+        DriftOutput::Table => table(&rows),
+        DriftOutput::Json => {
+            serde_json::to_string_pretty(&Value::Array(rows.iter().map(row_json).collect()))? + "\n"
+        }
+    };
+    std::io::stdout()
+        .lock()
+        .write_all(out.as_bytes())
+        .context("writing standard output")?;
+    Ok(if rows.iter().any(|r| r.drift.state.is_drift()) {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Classify every pod template of the stream `text`.
+fn examine(text: &str, opts: &KubeInjectOptions<'_>) -> Result<Vec<Row>> {
+    let mut rows = Vec::new();
+    for (document, raw) in yaml::split_documents(text)?.into_iter().enumerate() {
+        let doc = yaml::from_str(&raw).with_context(|| format!("document {document}"))?;
+        if doc.is_null() {
+            continue;
+        }
+        let kind = doc
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let name = namespaced(doc.get("metadata"));
+        let label = format!("document {document} ({kind} {name:?})");
+        for t in kube_inject::pod_templates(doc).with_context(|| label.clone())? {
+            let wanted = kube_inject::skip_reason(&t.pod).is_none();
+            let name = if t.item.is_empty() {
+                name.clone()
+            } else {
+                namespaced(Some(&json!({
+                    "namespace": t.workload.namespace,
+                    "name": t.workload.name,
+                })))
+            };
+            let kind = t.workload.kind.clone();
+            let params = kube_inject::inject_params(opts, t.workload);
+            let drift = pod_drift(&t.pod, &params, wanted).with_context(|| label.clone())?;
+            rows.push(Row {
+                document,
+                kind,
+                name,
+                item: t.item,
+                drift,
+            });
+        }
+    }
+    Ok(rows)
+}
+
+/// `namespace/name` (or `name`) of a metadata object.
+fn namespaced(meta: Option<&Value>) -> String {
+    let field = |k: &str| {
+        meta.and_then(|m| m.get(k))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    };
+    match (field("namespace"), field("name")) {
+        ("", name) => name.to_string(),
+        (ns, name) => format!("{ns}/{name}"),
+    }
+}
+
+fn show(v: &Option<Value>) -> String {
+    v.as_ref().map_or("(absent)".to_string(), |v| {
+        let s = v.to_string();
+        if s.chars().count() > 80 {
+            format!("{}...", s.chars().take(77).collect::<String>())
+        } else {
+            s
+        }
+    })
+}
+
+/// The table: a row per pod template, its differing fields indented below.
+fn table(rows: &[Row]) -> String {
+    let cells: Vec<[String; 5]> = rows
+        .iter()
+        .map(|r| {
+            let what = if r.item.is_empty() {
+                r.kind.clone()
+            } else {
+                format!("{} {}", r.kind, r.item)
+            };
+            let rev = match &r.drift.injected_revision {
+                Some(rev) => rev.clone(),
+                None => "-".into(),
+            };
+            [
+                r.document.to_string(),
+                what,
+                r.name.clone(),
+                r.drift.state.as_str().to_string(),
+                rev,
+            ]
+        })
+        .collect();
+    let head = ["DOC", "KIND", "NAME", "STATE", "REVISION"];
+    let widths: Vec<usize> = (0..5)
+        .map(|i| {
+            cells
+                .iter()
+                .map(|c| c[i].len())
+                .chain([head[i].len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let line = |c: &[&str]| {
+        let mut s = String::new();
+        for (i, cell) in c.iter().enumerate() {
+            if i + 1 == c.len() {
+                s.push_str(cell);
+            } else {
+                s.push_str(&format!("{cell:<w$}  ", w = widths[i]));
+            }
+        }
+        s.push('\n');
+        s
+    };
+    let mut out = line(&head);
+    for (r, c) in rows.iter().zip(&cells) {
+        out.push_str(&line(&c.each_ref().map(String::as_str)));
+        for f in r.drift.fields.iter().take(TABLE_FIELDS) {
+            out.push_str(&field_line(f));
+        }
+        if r.drift.fields.len() > TABLE_FIELDS {
+            out.push_str(&format!(
+                "    ... {} more fields (-o json lists them all)\n",
+                r.drift.fields.len() - TABLE_FIELDS
+            ));
+        }
+    }
+    let drifted = rows.iter().filter(|r| r.drift.state.is_drift()).count();
+    out.push_str(&format!(
+        "{} pod templates: {drifted} drifted, {} current or rightly not injected\n",
+        rows.len(),
+        rows.len() - drifted
+    ));
+    out
+}
+
+fn field_line(f: &FieldDiff) -> String {
+    format!(
+        "    {}: {} -> {} ({})\n",
+        f.path,
+        show(&f.actual),
+        show(&f.expected),
+        f.cause
+    )
+}
+
+fn row_json(r: &Row) -> Value {
+    json!({
+        "document": r.document,
+        "kind": r.kind,
+        "name": r.name,
+        "item": r.item,
+        "state": r.drift.state.as_str(),
+        "injectedRevision": r.drift.injected_revision,
+        "expectedRevision": r.drift.expected_revision,
+        "fields": r.drift.fields.iter().map(|f| json!({
+            "path": f.path,
+            "actual": f.actual,
+            "expected": f.expected,
+            "cause": f.cause,
+        })).collect::<Vec<_>>(),
+    })
+}
