@@ -151,24 +151,16 @@ impl Tally {
     }
 }
 
-fn yaml_files(dir: &Path, skip: &[&str], out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in entries.flatten() {
-        let p = e.path();
-        let name = e.file_name().to_string_lossy().into_owned();
-        if p.is_dir() {
-            if !skip.contains(&name.as_str()) {
-                yaml_files(&p, skip, out);
-            }
-        } else if [".yaml", ".yml", ".injected"]
-            .iter()
-            .any(|s| name.ends_with(s))
-        {
-            out.push(p);
-        }
-    }
+/// The YAML files below `dir` (`*.yaml`, `*.yml`, `*.injected`), sorted.
+fn yaml_files(dir: &Path, skip: &[&str]) -> Vec<PathBuf> {
+    let mut all = Vec::new();
+    inputs::walk(dir, skip, &mut all);
+    all.retain(|p| {
+        p.extension()
+            .is_some_and(|e| e == "yaml" || e == "yml" || e == "injected")
+    });
+    all.sort();
+    all
 }
 
 fn read_all(root: &Path, paths: &[PathBuf]) -> Vec<(String, String)> {
@@ -188,13 +180,7 @@ fn read_all(root: &Path, paths: &[PathBuf]) -> Vec<(String, String)> {
 fn repository_streams() {
     let mut o = Oracle::get("repository_streams");
     let root = inputs::workspace();
-    let mut paths = Vec::new();
-    yaml_files(
-        &root,
-        &["target", ".git", "corpus", "node_modules"],
-        &mut paths,
-    );
-    paths.sort();
+    let paths = yaml_files(&root, &["target", ".git", "corpus", "node_modules"]);
     let streams = root.join("tests/fixtures/streams");
     assert!(
         paths.iter().filter(|p| p.starts_with(&streams)).count() >= 10,
@@ -209,9 +195,7 @@ fn repository_streams() {
 fn corpus_streams() {
     let root = inputs::corpus().expect("corpus");
     let mut o = Oracle::get("corpus_streams");
-    let mut paths = Vec::new();
-    yaml_files(&root, &[], &mut paths);
-    paths.sort();
+    let paths = yaml_files(&root, &[]);
     let mut t = Tally::default();
     t.compare(&mut o, &read_all(&root, &paths));
     t.report("(b) conformance corpus files as streams");

@@ -28,7 +28,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use go_oracle::{replacement_chars, Answer, Oracle};
-use inputs::{corpus, hello_params, snapshot, workspace, XorShift};
+use inputs::{corpus, hello_params, snapshot, walk, workspace, XorShift};
 use outrigger_inject::go::json as gojson;
 use outrigger_inject::inject;
 use outrigger_inject::yaml;
@@ -185,23 +185,6 @@ fn with_documents(label: &str, text: &str, out: &mut Vec<(String, String)>) {
     if let Ok(docs) = yaml::split_documents(text) {
         for (i, d) in docs.into_iter().enumerate() {
             out.push((format!("{label} (document {i})"), d.to_string()));
-        }
-    }
-}
-
-fn walk(dir: &Path, skip: &[&str], out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in entries.flatten() {
-        let p = e.path();
-        let name = e.file_name().to_string_lossy().into_owned();
-        if p.is_dir() {
-            if !skip.contains(&name.as_str()) {
-                walk(&p, skip, out);
-            }
-        } else {
-            out.push(p);
         }
     }
 }

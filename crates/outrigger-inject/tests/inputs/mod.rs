@@ -126,3 +126,21 @@ impl XorShift {
         items[self.below(items.len())]
     }
 }
+
+/// Every file below `dir`, not descending into directories named in `skip`.
+pub fn walk(dir: &Path, skip: &[&str], out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        let name = e.file_name().to_string_lossy().into_owned();
+        if p.is_dir() {
+            if !skip.contains(&name.as_str()) {
+                walk(&p, skip, out);
+            }
+        } else {
+            out.push(p);
+        }
+    }
+}
