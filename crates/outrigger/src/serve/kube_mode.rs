@@ -402,6 +402,11 @@ mod tests {
             metrics: Metrics::new(),
             limits: Limits {
                 max_body: 1 << 20,
+                body: crate::serve::body::BodyLimits {
+                    max: 1 << 20,
+                    first_byte: Duration::from_secs(10),
+                    min_rate: 0,
+                },
                 deadline: Duration::from_secs(10),
             },
             inject: InjectSettings {
@@ -777,7 +782,11 @@ mod tests {
         assert_eq!(r.body["regarding"]["kind"], "ReplicaSet");
         assert_eq!(r.body["regarding"]["name"], "web-1");
         let note = r.body["note"].as_str().unwrap_or_default();
-        assert!(note.starts_with("injected: "), "{note}");
+        // No client certificate authenticated the caller: the note says the facts are claimed.
+        assert!(
+            note.starts_with(&format!("{}injected: ", crate::kube::events::UNVERIFIED)),
+            "{note}"
+        );
         // A failing API server only costs a warning.
         r.respond(500, json!({"kind": "Status", "code": 500}));
         let again = post(&st, "team", pod("b", None, json!({}))).await;
