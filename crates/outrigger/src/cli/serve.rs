@@ -5,10 +5,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::common::native_mode_flag;
+use super::defaults;
 
-/// Default name of the MutatingWebhookConfiguration in standalone mode (`webhook_config`'s
-/// `DEFAULT_NAME`, defined here so that build.rs sees it).
-pub const DEFAULT_WEBHOOK_CONFIG_NAME: &str = "outrigger-sidecar-injector";
+/// Default name of the MutatingWebhookConfiguration in standalone mode.
+pub const DEFAULT_WEBHOOK_CONFIG_NAME: &str = defaults::WEBHOOK_CONFIG_NAME;
 
 /// Log output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -58,14 +58,10 @@ pub struct ServeArgs {
     #[arg(long = "caBundleFile")]
     pub ca_bundle_file: Option<PathBuf>,
     /// Service name the generated certificate covers (`<svc>.<ns>.svc` and variants).
-    #[arg(long = "service", default_value = "outrigger")]
+    #[arg(long = "service", default_value = defaults::SERVICE)]
     pub service: String,
-    /// Namespace the generated certificate covers.
-    #[arg(
-        long = "namespace",
-        env = "POD_NAMESPACE",
-        default_value = "istio-system"
-    )]
+    /// Namespace the generated certificate covers (the injector's own: POD_NAMESPACE in a pod).
+    #[arg(long = "namespace", env = "POD_NAMESPACE", default_value = defaults::NAMESPACE)]
     pub namespace: String,
     /// Extra DNS names or IP addresses for the generated certificate.
     #[arg(long = "dns-name")]
@@ -175,7 +171,7 @@ pub struct KubeArgs {
     #[arg(long = "kube")]
     pub kube: bool,
     /// Secret (in the injector's namespace) holding the shared CA and serving certificate.
-    #[arg(long = "tls-secret", default_value = "outrigger-tls")]
+    #[arg(long = "tls-secret", default_value = defaults::TLS_SECRET)]
     pub tls_secret: String,
     /// MutatingWebhookConfiguration whose caBundle is kept in sync.
     #[arg(long = "webhook-config-name", default_value = DEFAULT_WEBHOOK_CONFIG_NAME)]

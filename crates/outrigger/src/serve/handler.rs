@@ -111,8 +111,20 @@ where
         return Ok(r);
     }
     let resp = match raw_path.as_str() {
-        "/inject" => inject(&state, req).await,
-        p if p.starts_with("/inject/") => inject(&state, req).await,
+        "/inject" => {
+            return Ok(close_if_draining(
+                &state,
+                version,
+                inject(&state, req).await,
+            ))
+        }
+        p if p.starts_with("/inject/") => {
+            return Ok(close_if_draining(
+                &state,
+                version,
+                inject(&state, req).await,
+            ))
+        }
         "/healthz" => text(StatusCode::OK, "ok"),
         "/readyz" => readyz(&state),
         "/metrics" => {
@@ -130,14 +142,44 @@ where
             text(StatusCode::NOT_FOUND, "404 page not found")
         }
     };
+    if version >= Version::HTTP_2 && !req.body().is_end_stream() {
+        let limit = 2 * state.limits.max_body as u64;
+        drain_unused(req.into_body(), limit, state.limits.deadline).await;
+    }
+    Ok(close_if_draining(&state, version, resp))
+}
+
+/// HTTP/2: read to its end (at most `limit` bytes within `time`) a request body the route does
+/// not use, so that the answer ends the stream as over HTTP/1.1; answering while the client is
+/// still sending ends in a reset stream, which clients report as a failed request (curl:
+/// "stream was not closed cleanly") instead of the 404 or health answer.
+async fn drain_unused<B>(body: B, limit: u64, time: Duration)
+where
+    B: Body<Data = Bytes>,
+{
+    use http_body_util::BodyExt;
+    let mut body = std::pin::pin!(body);
+    let mut seen = 0u64;
+    let _ = tokio::time::timeout(time, async {
+        while let Some(Ok(frame)) = body.frame().await {
+            seen += frame.data_ref().map_or(0, |d| d.len() as u64);
+            if seen > limit {
+                break;
+            }
+        }
+    })
+    .await;
+}
+
+/// While draining, HTTP/1.1 clients are told to close after this response instead of finding
+/// their kept-alive connection closed when the listener goes.
+fn close_if_draining(state: &State, version: Version, resp: Resp) -> Resp {
     let mut resp = resp;
-    // While draining, HTTP/1.1 clients are told to close after this response instead of
-    // finding their kept-alive connection closed when the listener goes.
     if version < Version::HTTP_2 && state.draining.load(Ordering::Relaxed) {
         resp.headers_mut()
             .insert(CONNECTION, HeaderValue::from_static("close"));
     }
-    Ok(resp)
+    resp
 }
 
 fn readyz(state: &State) -> Resp {

@@ -110,11 +110,8 @@ fn certificate_names(args: &ServeArgs) -> Vec<String> {
         "localhost".to_string(),
         "127.0.0.1".to_string(),
         "::1".to_string(),
-        svc.clone(),
-        format!("{svc}.{ns}"),
-        format!("{svc}.{ns}.svc"),
-        format!("{svc}.{ns}.svc.cluster.local"),
     ];
+    names.extend(crate::cli::defaults::service_dns_names(svc, ns));
     names.extend(args.dns_names.iter().cloned());
     names.dedup();
     names
@@ -171,8 +168,8 @@ fn initial_certificate(
 /// Read and parse the configuration files (or the embedded default).
 async fn file_config(paths: &snapshot::Paths) -> Result<(Snapshot, snapshot::Texts)> {
     let texts = snapshot::read(paths)?;
-    let t = texts.clone();
-    let snap = tokio::task::spawn_blocking(move || snapshot::build(&t))
+    let (t, p) = (texts.clone(), paths.clone());
+    let snap = tokio::task::spawn_blocking(move || snapshot::build(&t, &p))
         .await
         .context("loading the configuration")??;
     for w in &snap.config.warnings {

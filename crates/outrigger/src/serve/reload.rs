@@ -171,7 +171,7 @@ impl Reloader {
             Ok(t) => t,
             Err(e) => {
                 let source = fc.paths.config.display().to_string();
-                return failsafe::refuse(&self.state, &source, &format!("{e:#}"));
+                return failsafe::refuse(&self.state, &source, &crate::report::chain(&e));
             }
         };
         if texts == fc.attempted {
@@ -192,15 +192,15 @@ impl Reloader {
                 }
             }
         }
-        let t = texts.clone();
-        let built = tokio::task::spawn_blocking(move || snapshot::build(&t)).await;
+        let (t, p) = (texts.clone(), fc.paths.clone());
+        let built = tokio::task::spawn_blocking(move || snapshot::build(&t, &p)).await;
         match built {
             Ok(Ok(snap)) => {
                 if failsafe::offer(&self.state, Arc::new(snap), &source) {
                     fc.good = texts;
                 }
             }
-            Ok(Err(e)) => failsafe::refuse(&self.state, &source, &format!("{e:#}")),
+            Ok(Err(e)) => failsafe::refuse(&self.state, &source, &crate::report::chain(&e)),
             Err(e) => failsafe::refuse(&self.state, &source, &format!("reload task failed: {e}")),
         }
     }
@@ -217,7 +217,7 @@ impl Reloader {
             }
             Err(e) => {
                 self.state.metrics.reload("client_ca", false);
-                tracing::error!(client_ca = %auth.file().display(), "client CA bundle reload failed: {e:#}; keeping the current bundle");
+                tracing::error!(client_ca = %auth.file().display(), "client CA bundle reload failed: {}; keeping the current bundle", crate::report::chain(&e));
             }
         }
     }
@@ -258,7 +258,7 @@ impl Reloader {
             }
             Err(e) => {
                 self.state.metrics.reload("certificate", false);
-                tracing::error!(cert = %files.cert.display(), "certificate reload failed: {e:#}; keeping the current certificate");
+                tracing::error!(cert = %files.cert.display(), "certificate reload failed: {}; keeping the current certificate", crate::report::chain(&e));
             }
         }
     }
