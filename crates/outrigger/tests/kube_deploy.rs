@@ -315,7 +315,7 @@ fn deploy_base_webhook_config_and_serve_share_one_set_of_defaults() {
     let docs: Vec<serde_json::Value> = outrigger_inject::yaml::split_documents(&kustomize("base"))
         .expect("documents")
         .into_iter()
-        .map(|d| outrigger_inject::yaml::from_str(d).expect("YAML"))
+        .map(|d| outrigger_inject::yaml::from_str(&d).expect("YAML"))
         .collect();
     let of = |kind: &str| {
         docs.iter()
