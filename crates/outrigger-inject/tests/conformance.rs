@@ -94,7 +94,7 @@ fn run_case(root: &Path, c: &Value) -> Result<(), String> {
     for ch in &out.changes {
         let doc = match &ch.before_after {
             Some((_, after)) => after.clone(),
-            None => yaml::from_str(raw_docs[ch.index]).map_err(|e| e.to_string())?,
+            None => yaml::from_str(&raw_docs[ch.index]).map_err(|e| e.to_string())?,
         };
         got.push(normalise(doc, None));
     }

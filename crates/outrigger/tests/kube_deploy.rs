@@ -188,7 +188,7 @@ fn critical_priority_class_is_covered_by_a_resource_quota() {
             outrigger_inject::yaml::split_documents(&kustomize(overlay))
                 .expect("documents")
                 .into_iter()
-                .map(|d| outrigger_inject::yaml::from_str(d).expect("YAML"))
+                .map(|d| outrigger_inject::yaml::from_str(&d).expect("YAML"))
                 .collect();
         let dep = docs
             .iter()
@@ -320,7 +320,7 @@ fn deploy_base_webhook_config_and_serve_share_one_set_of_defaults() {
     let docs: Vec<serde_json::Value> = outrigger_inject::yaml::split_documents(&kustomize("base"))
         .expect("documents")
         .into_iter()
-        .map(|d| outrigger_inject::yaml::from_str(d).expect("YAML"))
+        .map(|d| outrigger_inject::yaml::from_str(&d).expect("YAML"))
         .collect();
     let of = |kind: &str| {
         docs.iter()
@@ -415,7 +415,7 @@ fn rendered_text(text: &str) -> Vec<serde_json::Value> {
     outrigger_inject::yaml::split_documents(text)
         .expect("documents")
         .into_iter()
-        .map(|d| outrigger_inject::yaml::from_str(d).expect("YAML"))
+        .map(|d| outrigger_inject::yaml::from_str(&d).expect("YAML"))
         .collect()
 }
 

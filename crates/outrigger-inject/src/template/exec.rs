@@ -63,6 +63,10 @@ pub struct Exec<'t> {
     at: At<'t>,
     /// What `env` and `expandenv` read.
     env: &'t BTreeMap<String, String>,
+    /// This render's own mutable copy of `.Values`, for a template that changes maps in place
+    /// (`set`, `unset`, `merge`): a change is seen later in the same render, as in Go, and never
+    /// in another render.
+    values: Option<V<'t>>,
 }
 
 /// The environment of a render over generic JSON: no variable is set.
@@ -76,7 +80,11 @@ type Final<'t> = Option<V<'t>>;
 impl<'t> Exec<'t> {
     /// Run the template's main body with `data` as dot.
     pub fn run(tmpl: &'t Template, data: &'t TemplateData<'t>) -> R<String> {
-        Self::run_dot(tmpl, V::Root(data), data.env)
+        let values = tmpl.mutates_maps.then(|| match data.values {
+            Value::Object(_) => super::sprig::owned(data.values.clone()),
+            _ => V::map(BTreeMap::new()),
+        });
+        Self::run_dot_with(tmpl, V::Root(data), values, data.env)
     }
 
     /// Run the template's main body over a generic JSON value, as Go executes a template over
@@ -94,6 +102,15 @@ impl<'t> Exec<'t> {
     }
 
     fn run_dot(tmpl: &'t Template, dot: V<'t>, env: &'t BTreeMap<String, String>) -> R<String> {
+        Self::run_dot_with(tmpl, dot, None, env)
+    }
+
+    fn run_dot_with(
+        tmpl: &'t Template,
+        dot: V<'t>,
+        values: Option<V<'t>>,
+        env: &'t BTreeMap<String, String>,
+    ) -> R<String> {
         let mut ex = Exec {
             tmpl,
             out: String::with_capacity(tmpl.source_len * 2),
@@ -103,6 +120,7 @@ impl<'t> Exec<'t> {
             cur: PARSE_NAME,
             at: At::None,
             env,
+            values,
         };
         ex.vars.push(("$", dot.clone(), false));
         let root = tmpl.root();
@@ -611,6 +629,9 @@ impl<'t> Exec<'t> {
                 _ => {}
             }
         }
+        if let (V::Root(_), "Values", Some(values)) = (&receiver, name, &self.values) {
+            return Ok(values.clone());
+        }
         field(&receiver, name).map_err(|m| {
             // Go names the receiver's static type: `interface {}` for values held in generic
             // lists and maps, the dynamic type otherwise.
@@ -694,6 +715,16 @@ impl<'t> Exec<'t> {
                 .unwrap_or(P::Any);
             argv.push(self.validate(f, p)?);
         }
+        if name == "call" {
+            // Go hands `call` the callee's name for its error: the first argument's text, or the
+            // piped value's `reflect.Value.String()`.
+            let callee = match (args.first(), argv.first()) {
+                (Some(a), _) => expr_str(a),
+                (None, Some(v)) => funcs::value_string(v),
+                (None, None) => String::new(),
+            };
+            argv.insert(0, V::string(callee));
+        }
         let result = match funcs::call_env(name, self.env, &argv) {
             Some(r) => r,
             None => (def.f)(argv),
@@ -721,6 +752,7 @@ impl<'t> Exec<'t> {
                 cur: self.cur,
                 at: call_node,
                 env: self.env,
+                values: None,
             };
             if let At::None = call_node {
                 s.at = At::Expr(ident);

@@ -393,10 +393,24 @@ fn builtins(m: &mut Table) {
     def(m, "urlquery", &[], Some(Any), |a| {
         Ok(V::string(query_escape(&eval_args(&a))))
     });
-    def(m, "call", &[Raw], Some(Raw), |a| match &a[0] {
+    // The executor puts the callee's name first (see `value_string`).
+    def(m, "call", &[Raw], Some(Raw), |a| match &a[1] {
         V::Missing | V::Nil => Err("call of nil".into()),
-        other => Err(format!("non-function of type {}", other.type_name())),
+        other => Err(format!(
+            "non-function {} of type {}",
+            str_of(&a[0]),
+            other.type_name()
+        )),
     });
+}
+
+/// Go's `reflect.Value.String()`: a string's text, `<T Value>` for any other value.
+pub(super) fn value_string(v: &V<'_>) -> String {
+    match v {
+        V::Str(s) => s.to_string(),
+        V::Missing | V::Nil => "<invalid Value>".to_string(),
+        other => format!("<{} Value>", other.type_name()),
+    }
 }
 
 /// Go's `evalArgs` for `html`, `js` and `urlquery`: one string as it is, otherwise
@@ -478,7 +492,11 @@ fn f_eq<'a>(a: Vec<V<'a>>) -> R<V<'a>> {
             match (k1, k2) {
                 (Kind::Int, Kind::Uint) | (Kind::Uint, Kind::Int) => as_i(a1) == as_i(b),
                 _ if !is_zero(a1) && !is_zero(b) => {
-                    return Err("incompatible types for comparison".into())
+                    return Err(format!(
+                        "incompatible types for comparison: {} and {}",
+                        a1.type_name(),
+                        b.type_name()
+                    ))
                 }
                 _ => false,
             }
@@ -592,7 +610,11 @@ fn lt<'a>(a: &V<'a>, b: &V<'a>) -> R<bool> {
     if k1 != k2 {
         return match (k1, k2) {
             (Kind::Int | Kind::Uint, Kind::Int | Kind::Uint) => Ok(as_i(a) < as_i(b)),
-            _ => Err("incompatible types for comparison".into()),
+            _ => Err(format!(
+                "incompatible types for comparison: {} and {}",
+                a.type_name(),
+                b.type_name()
+            )),
         };
     }
     match (a, b) {

@@ -51,8 +51,10 @@ mod funcs;
 mod gopath;
 mod gostr;
 mod lex;
+mod mutation;
 mod parse;
 mod printf;
+mod semver;
 mod sprig;
 mod value;
 
@@ -121,6 +123,9 @@ pub struct Template {
     source_len: usize,
     /// The tree set: the main body under `name`, every `define`/`block` under its own name.
     trees: HashMap<String, ListNode>,
+    /// Whether the template calls `set`, `unset` or a `merge` function (which change maps in
+    /// place): its renders then work on a mutable copy of `.Values`.
+    mutates_maps: bool,
 }
 
 impl Template {
@@ -131,11 +136,13 @@ impl Template {
     /// builtin, a Sprig v3 function nor an Istio function is a parse error, as in Go.
     pub fn parse(name: &str, text: &str) -> Result<Template> {
         let trees = parse::parse(name, text, &funcs::is_defined).map_err(Error::from)?;
+        let mutates_maps = mutation::mutates_maps(trees.values());
         Ok(Template {
             name: name.to_string(),
             source: text.to_string(),
             source_len: text.len(),
             trees,
+            mutates_maps,
         })
     }
 
