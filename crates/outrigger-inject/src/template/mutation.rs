@@ -14,35 +14,50 @@ const MUTATING: &[&str] = &[
     "mustMergeOverwrite",
 ];
 
-/// Does any of `trees` call a function of [`MUTATING`]?
-pub(super) fn mutates_maps<'a>(mut trees: impl Iterator<Item = &'a ListNode>) -> bool {
-    trees.any(list)
-}
-
-fn list(l: &ListNode) -> bool {
-    l.nodes.iter().any(node)
-}
-
-fn node(n: &Node) -> bool {
-    match n {
-        Node::Action(a) => pipe(&a.pipe),
-        Node::If(b) | Node::Range(b) | Node::With(b) => {
-            pipe(&b.pipe) || list(&b.body) || b.else_body.as_ref().is_some_and(list)
+/// Does any of `trees` call a function of [`MUTATING`]? The walk keeps its own stack, so trees
+/// nested as deep as the parser allows are read on any thread's stack.
+pub(super) fn mutates_maps<'a>(trees: impl Iterator<Item = &'a ListNode>) -> bool {
+    let mut work: Vec<Item<'a>> = trees.map(Item::List).collect();
+    while let Some(item) = work.pop() {
+        match item {
+            Item::List(l) => work.extend(l.nodes.iter().map(Item::Node)),
+            Item::Node(n) => match n {
+                Node::Action(a) => work.push(Item::Pipe(&a.pipe)),
+                Node::If(b) | Node::Range(b) | Node::With(b) => {
+                    work.push(Item::Pipe(&b.pipe));
+                    work.push(Item::List(&b.body));
+                    if let Some(e) = &b.else_body {
+                        work.push(Item::List(e));
+                    }
+                }
+                Node::Template(t) => {
+                    if let Some(p) = &t.pipe {
+                        work.push(Item::Pipe(p));
+                    }
+                }
+                Node::Text(_) | Node::Break(_) | Node::Continue(_) => {}
+            },
+            Item::Pipe(p) => work.extend(
+                p.commands
+                    .iter()
+                    .flat_map(|c| c.args.iter())
+                    .map(Item::Expr),
+            ),
+            Item::Expr(e) => match e {
+                Expr::Identifier(_, name) if MUTATING.contains(&name.as_str()) => return true,
+                Expr::Pipe(_, p) => work.push(Item::Pipe(p)),
+                Expr::Chain(_, inner, _) => work.push(Item::Expr(inner)),
+                _ => {}
+            },
         }
-        Node::Template(t) => t.pipe.as_ref().is_some_and(pipe),
-        Node::Text(_) | Node::Break(_) | Node::Continue(_) => false,
     }
+    false
 }
 
-fn pipe(p: &PipeNode) -> bool {
-    p.commands.iter().any(|c| c.args.iter().any(expr))
-}
-
-fn expr(e: &Expr) -> bool {
-    match e {
-        Expr::Identifier(_, name) => MUTATING.contains(&name.as_str()),
-        Expr::Pipe(_, p) => pipe(p),
-        Expr::Chain(_, inner, _) => expr(inner),
-        _ => false,
-    }
+/// A part of a tree still to be read.
+enum Item<'a> {
+    List(&'a ListNode),
+    Node(&'a Node),
+    Pipe(&'a PipeNode),
+    Expr(&'a Expr),
 }
