@@ -10,7 +10,7 @@
 
 use std::collections::BTreeSet;
 
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
 
 use crate::ingest::previous::Status;
 use crate::ingest::recover::{INJECTED_ANNOTATIONS, INJECTED_LABELS};
@@ -18,6 +18,7 @@ use crate::inject::{inject_pod, normalize_pod, InjectParams};
 use crate::kube::names::{PROXY_CONTAINER, STATUS_ANNOTATION};
 use crate::kube::pod::{annotation, container_name};
 use crate::kube::prometheus::sanitize_label_name;
+use crate::kube::stored::store_defaults;
 use crate::reinject::recover_pod;
 use crate::Result;
 
@@ -88,6 +89,24 @@ pub struct PodDrift {
 /// force injects it (the caller's decision: kube-inject's for manifests, the webhook's for a
 /// cluster). Errors are injection's own (a pod the configuration cannot inject).
 pub fn pod_drift(pod: &Value, params: &InjectParams<'_>, wanted: bool) -> Result<PodDrift> {
+    drift_of(pod, params, wanted, false)
+}
+
+/// [`pod_drift`] for a pod read from the API server. What the API server and others add is not
+/// drift: both sides get the API server's container and volume defaults and the
+/// service-account token mount ([`crate::kube::stored::store_defaults`]); resource keys the
+/// pod's injected containers have and injection does not write (a LimitRange's defaults, which
+/// only add) are kept; `status` and `managedFields` are not read.
+pub fn stored_pod_drift(pod: &Value, params: &InjectParams<'_>, wanted: bool) -> Result<PodDrift> {
+    drift_of(pod, params, wanted, true)
+}
+
+fn drift_of(
+    pod: &Value,
+    params: &InjectParams<'_>,
+    wanted: bool,
+    stored: bool,
+) -> Result<PodDrift> {
     let expected_revision = if params.revision.is_empty() {
         "default".to_string()
     } else {
@@ -106,10 +125,25 @@ pub fn pod_drift(pod: &Value, params: &InjectParams<'_>, wanted: bool) -> Result
         (true, false) => return Ok(outcome(State::UnwantedSidecar, Vec::new())),
         (true, true) => {}
     }
-    let mut actual = pod.clone();
+    let mut actual = if stored {
+        json!({
+            "metadata": pod.get("metadata").cloned().unwrap_or_else(|| json!({})),
+            "spec": pod.get("spec").cloned().unwrap_or_else(|| json!({})),
+        })
+    } else {
+        pod.clone()
+    };
+    if let Some(m) = actual.get_mut("metadata").and_then(Value::as_object_mut) {
+        m.remove("managedFields");
+    }
     normalize_pod(&mut actual)?;
     let recovered = recover_pod(&actual, params)?;
-    let expected = inject_pod(&recovered, params)?.pod;
+    let mut expected = inject_pod(&recovered, params)?.pod;
+    if stored {
+        store_defaults(&mut actual);
+        store_defaults(&mut expected);
+        keep_added_resources(&actual, &mut expected);
+    }
     let fields = owned_differences(&actual, &expected);
     let state = if injected_revision.as_deref() != Some(expected_revision.as_str()) {
         State::WrongRevision
@@ -119,6 +153,49 @@ pub fn pod_drift(pod: &Value, params: &InjectParams<'_>, wanted: bool) -> Result
         State::Stale
     };
     Ok(outcome(state, fields))
+}
+
+/// Resource requests and limits the injected containers of `actual` have and those of
+/// `expected` lack, copied into `expected`: a LimitRange's defaults, which admission only ever
+/// adds (a value injection writes is still compared).
+fn keep_added_resources(actual: &Value, expected: &mut Value) {
+    let status = Status::parse_lenient(expected);
+    for list in ["containers", "initContainers"] {
+        let Some(items) = expected
+            .pointer_mut(&format!("/spec/{list}"))
+            .and_then(Value::as_array_mut)
+        else {
+            continue;
+        };
+        for c in items {
+            let name = container_name(c).to_string();
+            if !status.containers.contains(&name) && !status.init_containers.contains(&name) {
+                continue;
+            }
+            let Some(have) = named(actual, list, &name).and_then(|a| a.get("resources")) else {
+                continue;
+            };
+            for kind in ["requests", "limits"] {
+                let Some(added) = have.get(kind).and_then(Value::as_object) else {
+                    continue;
+                };
+                let Some(res) = c
+                    .as_object_mut()
+                    .map(|c| c.entry("resources").or_insert_with(|| json!({})))
+                else {
+                    continue;
+                };
+                if let Some(res) = res.as_object_mut() {
+                    let into = res.entry(kind).or_insert_with(|| json!({}));
+                    if let Some(into) = into.as_object_mut() {
+                        for (k, v) in added {
+                            into.entry(k.clone()).or_insert_with(|| v.clone());
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// The revision a pod's status annotation records (`default` when it names none); `None` when
@@ -426,5 +503,205 @@ mod tests {
         injected["spec"]["nodeName"] = json!("node-1");
         let d = pod_drift(&injected, &p, true).expect("drift");
         assert_eq!(d.state, State::Current, "{:?}", d.fields);
+    }
+
+    /// What kube-apiserver does to a pod it stores, modelled independently of
+    /// [`crate::kube::stored`] on `pkg/apis/core/v1/defaults.go`, the ServiceAccount and
+    /// LimitRanger admission plugins and the registry: `before_webhook` is the pod a webhook
+    /// receives, else the pod stored after it answered.
+    fn as_apiserver_stores(pod: &mut Value, before_webhook: bool) {
+        let token = "kube-api-access-7xk2p";
+        let spec = pod["spec"].as_object_mut().expect("spec");
+        let volumes = spec.entry("volumes").or_insert_with(|| json!([]));
+        let volumes = volumes.as_array_mut().expect("volumes");
+        if !volumes.iter().any(|v| v["name"] == token) {
+            volumes.push(
+                json!({"name": token, "projected": {"defaultMode": 420, "sources": [
+                {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+                {"configMap": {"name": "kube-root-ca.crt",
+                               "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+                {"downwardAPI": {"items": [{"path": "namespace",
+                    "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}}]}}),
+            );
+        }
+        for v in volumes.iter_mut() {
+            for s in ["secret", "configMap", "downwardAPI", "projected"] {
+                if let Some(src) = v.get_mut(s).and_then(Value::as_object_mut) {
+                    src.entry("defaultMode").or_insert(json!(420));
+                }
+            }
+            if let Some(items) = v
+                .pointer_mut("/downwardAPI/items")
+                .and_then(Value::as_array_mut)
+            {
+                for it in items {
+                    if let Some(f) = it.get_mut("fieldRef").and_then(Value::as_object_mut) {
+                        f.entry("apiVersion").or_insert(json!("v1"));
+                    }
+                }
+            }
+        }
+        for list in ["initContainers", "containers"] {
+            for c in spec
+                .get_mut(list)
+                .and_then(Value::as_array_mut)
+                .into_iter()
+                .flatten()
+            {
+                let c = c.as_object_mut().expect("container");
+                let mounts = c.entry("volumeMounts").or_insert_with(|| json!([]));
+                let mounts = mounts.as_array_mut().expect("mounts");
+                if !mounts
+                    .iter()
+                    .any(|m| m["mountPath"] == crate::kube::stored::TOKEN_MOUNT_PATH)
+                {
+                    mounts.push(json!({"name": token, "readOnly": true,
+                        "mountPath": crate::kube::stored::TOKEN_MOUNT_PATH}));
+                }
+                c.entry("terminationMessagePath")
+                    .or_insert(json!("/dev/termination-log"));
+                c.entry("terminationMessagePolicy").or_insert(json!("File"));
+                let latest = c["image"].as_str().is_some_and(|i| !i.contains(':'));
+                c.entry("imagePullPolicy").or_insert(json!(if latest {
+                    "Always"
+                } else {
+                    "IfNotPresent"
+                }));
+                for p in c
+                    .get_mut("ports")
+                    .and_then(Value::as_array_mut)
+                    .into_iter()
+                    .flatten()
+                {
+                    p.as_object_mut()
+                        .expect("port")
+                        .entry("protocol")
+                        .or_insert(json!("TCP"));
+                }
+                for e in c
+                    .get_mut("env")
+                    .and_then(Value::as_array_mut)
+                    .into_iter()
+                    .flatten()
+                {
+                    if let Some(f) = e.pointer_mut("/valueFrom/fieldRef") {
+                        f.as_object_mut()
+                            .expect("ref")
+                            .entry("apiVersion")
+                            .or_insert(json!("v1"));
+                    }
+                }
+                for probe in ["readinessProbe", "livenessProbe", "startupProbe"] {
+                    if let Some(p) = c.get_mut(probe).and_then(Value::as_object_mut) {
+                        for (k, v) in [
+                            ("timeoutSeconds", 1),
+                            ("periodSeconds", 10),
+                            ("successThreshold", 1),
+                            ("failureThreshold", 3),
+                        ] {
+                            p.entry(k).or_insert(json!(v));
+                        }
+                        if let Some(g) = p.get_mut("httpGet").and_then(Value::as_object_mut) {
+                            g.entry("scheme").or_insert(json!("HTTP"));
+                            g.entry("path").or_insert(json!("/"));
+                        }
+                    }
+                }
+                // A LimitRange with a default ephemeral-storage limit (and request).
+                if !before_webhook {
+                    let r = c.entry("resources").or_insert_with(|| json!({}));
+                    for kind in ["limits", "requests"] {
+                        let m = r
+                            .as_object_mut()
+                            .expect("resources")
+                            .entry(kind)
+                            .or_insert_with(|| json!({}));
+                        m.as_object_mut()
+                            .expect(kind)
+                            .entry("ephemeral-storage")
+                            .or_insert(json!("1Gi"));
+                    }
+                }
+            }
+        }
+        for (k, v) in [
+            ("dnsPolicy", json!("ClusterFirst")),
+            ("restartPolicy", json!("Always")),
+            ("schedulerName", json!("default-scheduler")),
+            ("serviceAccountName", json!("default")),
+            ("terminationGracePeriodSeconds", json!(30)),
+            ("enableServiceLinks", json!(true)),
+            ("securityContext", json!({})),
+            (
+                "tolerations",
+                json!([{"key": "node.kubernetes.io/not-ready",
+                           "operator": "Exists", "effect": "NoExecute",
+                           "tolerationSeconds": 300}]),
+            ),
+        ] {
+            spec.entry(k).or_insert(v);
+        }
+        if !before_webhook {
+            spec.insert("nodeName".into(), json!("node-3"));
+            pod["metadata"]["managedFields"] = json!([{"manager": "kube-controller-manager",
+                "operation": "Update", "apiVersion": "v1", "fieldsType": "FieldsV1",
+                "fieldsV1": {"f:metadata": {"f:labels": {".": {}}}}}]);
+            pod["metadata"]["uid"] = json!("0d6e5d1e-4a8f-4f62-9d6f-1b7f8b7c1e3a");
+            // Another webhook's label.
+            pod["metadata"]["labels"]["policy.example/checked"] = json!("true");
+            pod["status"] = json!({"phase": "Running", "podIP": "10.0.0.7"});
+        }
+    }
+
+    fn live_pod() -> Value {
+        json!({
+            "metadata": {"name": "web-6d4cf56db6-x7k2p", "generateName": "web-6d4cf56db6-",
+                         "namespace": "shop",
+                         "labels": {"app": "web", "pod-template-hash": "6d4cf56db6"},
+                         "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                             "name": "web-6d4cf56db6", "uid": "u", "controller": true}]},
+            "spec": {"containers": [
+                {"name": "web", "image": "web:1", "ports": [{"containerPort": 8080}],
+                 "readinessProbe": {"httpGet": {"port": 8080, "path": "/ready"}},
+                 "livenessProbe": {"tcpSocket": {"port": 8080}}},
+                {"name": "log", "image": "fluent-bit",
+                 "env": [{"name": "NODE", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}]}
+            ]}
+        })
+    }
+
+    /// The first test of drift against a cluster: a pod injected with configuration X and
+    /// stored as the API server stores it is current under X, with and without native sidecars;
+    /// compared as a manifest it is not (so the tolerance is what makes it current).
+    #[test]
+    fn a_pod_stored_by_the_api_server_is_current_under_its_configuration() {
+        let s = defaults::snapshot().expect("defaults");
+        for native in [false, true] {
+            let mut p = params(&s, "", native);
+            p.mode = crate::inject::Mode::Webhook;
+            let mut pod = live_pod();
+            p.workload = crate::ingest::workload::workload_from_pod(&pod);
+            as_apiserver_stores(&mut pod, true);
+            let mut stored = inject_pod(&pod, &p).expect("inject").pod;
+            as_apiserver_stores(&mut stored, false);
+            let d = stored_pod_drift(&stored, &p, true).expect("drift");
+            assert_eq!(d.state, State::Current, "native {native}: {:#?}", d.fields);
+            let as_manifest = pod_drift(&stored, &p, true).expect("drift");
+            assert_eq!(as_manifest.state, State::Stale, "native {native}");
+
+            // The same stored pod under another proxy image: stale, by that field alone.
+            let mut other = s.clone();
+            other.values["global"]["hub"] = json!("registry.example/mesh");
+            other.values_facts = crate::config::ValuesFacts::from_values(&other.values);
+            let mut q = p.clone();
+            q.snapshot = &other;
+            let d = stored_pod_drift(&stored, &q, true).expect("drift");
+            assert_eq!(d.state, State::Stale);
+            assert!(
+                !d.fields.is_empty() && d.fields.iter().all(|f| f.path.ends_with(".image")),
+                "{:#?}",
+                d.fields
+            );
+        }
     }
 }
