@@ -16,7 +16,7 @@ use crate::ingest::previous::Status;
 use crate::ingest::recover::{INJECTED_ANNOTATIONS, INJECTED_LABELS};
 use crate::inject::{inject_pod, normalize_pod, InjectParams};
 use crate::kube::names::{PROXY_CONTAINER, STATUS_ANNOTATION};
-use crate::kube::pod::{annotation, container_name};
+use crate::kube::pod::{annotation, container_name, label};
 use crate::kube::prometheus::sanitize_label_name;
 use crate::kube::stored::store_defaults;
 use crate::reinject::recover_pod;
@@ -153,6 +153,26 @@ fn drift_of(
         State::Stale
     };
     Ok(outcome(state, fields))
+}
+
+/// The revision whose webhook receives `pod` in a namespace labelled `namespace_labels`, as
+/// Istio's revisioned `MutatingWebhookConfiguration`s select: the namespace label
+/// `istio-injection=enabled` (the default revision; `disabled` selects none), else the namespace
+/// label `istio.io/rev`, else the pod's `istio.io/rev` label, else the pod's
+/// `sidecar.istio.io/inject=true` label (the default revision's object selector). `None`: no
+/// webhook sees the pod. The default revision is named `default`.
+pub fn selecting_revision(namespace_labels: &Map<String, Value>, pod: &Value) -> Option<String> {
+    let ns = |k: &str| namespace_labels.get(k).and_then(Value::as_str);
+    if let Some(v) = ns("istio-injection") {
+        return (v == "enabled").then(|| "default".to_string());
+    }
+    if let Some(rev) = ns("istio.io/rev") {
+        return Some(rev.to_string());
+    }
+    if let Some(rev) = label(pod, "istio.io/rev") {
+        return Some(rev.to_string());
+    }
+    (label(pod, "sidecar.istio.io/inject") == Some("true")).then(|| "default".to_string())
 }
 
 /// Resource requests and limits the injected containers of `actual` have and those of
@@ -390,6 +410,11 @@ fn push(out: &mut Vec<FieldDiff>, path: &str, actual: Option<&Value>, expected: 
     });
 }
 
+/// kube-apiserver's storing of pods, modelled for the tests (shared with the binary's).
+#[cfg(test)]
+#[path = "../tests/model/apiserver.rs"]
+mod apiserver_model;
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -505,154 +530,6 @@ mod tests {
         assert_eq!(d.state, State::Current, "{:?}", d.fields);
     }
 
-    /// What kube-apiserver does to a pod it stores, modelled independently of
-    /// [`crate::kube::stored`] on `pkg/apis/core/v1/defaults.go`, the ServiceAccount and
-    /// LimitRanger admission plugins and the registry: `before_webhook` is the pod a webhook
-    /// receives, else the pod stored after it answered.
-    fn as_apiserver_stores(pod: &mut Value, before_webhook: bool) {
-        let token = "kube-api-access-7xk2p";
-        let spec = pod["spec"].as_object_mut().expect("spec");
-        let volumes = spec.entry("volumes").or_insert_with(|| json!([]));
-        let volumes = volumes.as_array_mut().expect("volumes");
-        if !volumes.iter().any(|v| v["name"] == token) {
-            volumes.push(
-                json!({"name": token, "projected": {"defaultMode": 420, "sources": [
-                {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
-                {"configMap": {"name": "kube-root-ca.crt",
-                               "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
-                {"downwardAPI": {"items": [{"path": "namespace",
-                    "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}}]}}),
-            );
-        }
-        for v in volumes.iter_mut() {
-            for s in ["secret", "configMap", "downwardAPI", "projected"] {
-                if let Some(src) = v.get_mut(s).and_then(Value::as_object_mut) {
-                    src.entry("defaultMode").or_insert(json!(420));
-                }
-            }
-            if let Some(items) = v
-                .pointer_mut("/downwardAPI/items")
-                .and_then(Value::as_array_mut)
-            {
-                for it in items {
-                    if let Some(f) = it.get_mut("fieldRef").and_then(Value::as_object_mut) {
-                        f.entry("apiVersion").or_insert(json!("v1"));
-                    }
-                }
-            }
-        }
-        for list in ["initContainers", "containers"] {
-            for c in spec
-                .get_mut(list)
-                .and_then(Value::as_array_mut)
-                .into_iter()
-                .flatten()
-            {
-                let c = c.as_object_mut().expect("container");
-                let mounts = c.entry("volumeMounts").or_insert_with(|| json!([]));
-                let mounts = mounts.as_array_mut().expect("mounts");
-                if !mounts
-                    .iter()
-                    .any(|m| m["mountPath"] == crate::kube::stored::TOKEN_MOUNT_PATH)
-                {
-                    mounts.push(json!({"name": token, "readOnly": true,
-                        "mountPath": crate::kube::stored::TOKEN_MOUNT_PATH}));
-                }
-                c.entry("terminationMessagePath")
-                    .or_insert(json!("/dev/termination-log"));
-                c.entry("terminationMessagePolicy").or_insert(json!("File"));
-                let latest = c["image"].as_str().is_some_and(|i| !i.contains(':'));
-                c.entry("imagePullPolicy").or_insert(json!(if latest {
-                    "Always"
-                } else {
-                    "IfNotPresent"
-                }));
-                for p in c
-                    .get_mut("ports")
-                    .and_then(Value::as_array_mut)
-                    .into_iter()
-                    .flatten()
-                {
-                    p.as_object_mut()
-                        .expect("port")
-                        .entry("protocol")
-                        .or_insert(json!("TCP"));
-                }
-                for e in c
-                    .get_mut("env")
-                    .and_then(Value::as_array_mut)
-                    .into_iter()
-                    .flatten()
-                {
-                    if let Some(f) = e.pointer_mut("/valueFrom/fieldRef") {
-                        f.as_object_mut()
-                            .expect("ref")
-                            .entry("apiVersion")
-                            .or_insert(json!("v1"));
-                    }
-                }
-                for probe in ["readinessProbe", "livenessProbe", "startupProbe"] {
-                    if let Some(p) = c.get_mut(probe).and_then(Value::as_object_mut) {
-                        for (k, v) in [
-                            ("timeoutSeconds", 1),
-                            ("periodSeconds", 10),
-                            ("successThreshold", 1),
-                            ("failureThreshold", 3),
-                        ] {
-                            p.entry(k).or_insert(json!(v));
-                        }
-                        if let Some(g) = p.get_mut("httpGet").and_then(Value::as_object_mut) {
-                            g.entry("scheme").or_insert(json!("HTTP"));
-                            g.entry("path").or_insert(json!("/"));
-                        }
-                    }
-                }
-                // A LimitRange with a default ephemeral-storage limit (and request).
-                if !before_webhook {
-                    let r = c.entry("resources").or_insert_with(|| json!({}));
-                    for kind in ["limits", "requests"] {
-                        let m = r
-                            .as_object_mut()
-                            .expect("resources")
-                            .entry(kind)
-                            .or_insert_with(|| json!({}));
-                        m.as_object_mut()
-                            .expect(kind)
-                            .entry("ephemeral-storage")
-                            .or_insert(json!("1Gi"));
-                    }
-                }
-            }
-        }
-        for (k, v) in [
-            ("dnsPolicy", json!("ClusterFirst")),
-            ("restartPolicy", json!("Always")),
-            ("schedulerName", json!("default-scheduler")),
-            ("serviceAccountName", json!("default")),
-            ("terminationGracePeriodSeconds", json!(30)),
-            ("enableServiceLinks", json!(true)),
-            ("securityContext", json!({})),
-            (
-                "tolerations",
-                json!([{"key": "node.kubernetes.io/not-ready",
-                           "operator": "Exists", "effect": "NoExecute",
-                           "tolerationSeconds": 300}]),
-            ),
-        ] {
-            spec.entry(k).or_insert(v);
-        }
-        if !before_webhook {
-            spec.insert("nodeName".into(), json!("node-3"));
-            pod["metadata"]["managedFields"] = json!([{"manager": "kube-controller-manager",
-                "operation": "Update", "apiVersion": "v1", "fieldsType": "FieldsV1",
-                "fieldsV1": {"f:metadata": {"f:labels": {".": {}}}}}]);
-            pod["metadata"]["uid"] = json!("0d6e5d1e-4a8f-4f62-9d6f-1b7f8b7c1e3a");
-            // Another webhook's label.
-            pod["metadata"]["labels"]["policy.example/checked"] = json!("true");
-            pod["status"] = json!({"phase": "Running", "podIP": "10.0.0.7"});
-        }
-    }
-
     fn live_pod() -> Value {
         json!({
             "metadata": {"name": "web-6d4cf56db6-x7k2p", "generateName": "web-6d4cf56db6-",
@@ -681,9 +558,9 @@ mod tests {
             p.mode = crate::inject::Mode::Webhook;
             let mut pod = live_pod();
             p.workload = crate::ingest::workload::workload_from_pod(&pod);
-            as_apiserver_stores(&mut pod, true);
+            apiserver_model::as_apiserver_stores(&mut pod, true);
             let mut stored = inject_pod(&pod, &p).expect("inject").pod;
-            as_apiserver_stores(&mut stored, false);
+            apiserver_model::as_apiserver_stores(&mut stored, false);
             let d = stored_pod_drift(&stored, &p, true).expect("drift");
             assert_eq!(d.state, State::Current, "native {native}: {:#?}", d.fields);
             let as_manifest = pod_drift(&stored, &p, true).expect("drift");
@@ -701,6 +578,53 @@ mod tests {
                 !d.fields.is_empty() && d.fields.iter().all(|f| f.path.ends_with(".image")),
                 "{:#?}",
                 d.fields
+            );
+        }
+    }
+
+    #[test]
+    fn the_selecting_revision_follows_istios_webhook_selectors() {
+        let ns = |v: Value| v.as_object().cloned().expect("labels");
+        let pod = |labels: Value| json!({"metadata": {"labels": labels}});
+        let none = pod(json!({}));
+        let cases = [
+            (
+                json!({"istio-injection": "enabled"}),
+                pod(json!({"istio.io/rev": "c"})),
+                Some("default"),
+            ),
+            (
+                json!({"istio-injection": "disabled", "istio.io/rev": "c"}),
+                none.clone(),
+                None,
+            ),
+            (
+                json!({"istio.io/rev": "canary"}),
+                none.clone(),
+                Some("canary"),
+            ),
+            (
+                json!({}),
+                pod(json!({"istio.io/rev": "canary"})),
+                Some("canary"),
+            ),
+            (
+                json!({}),
+                pod(json!({"sidecar.istio.io/inject": "true"})),
+                Some("default"),
+            ),
+            (
+                json!({}),
+                pod(json!({"sidecar.istio.io/inject": "false"})),
+                None,
+            ),
+            (json!({}), none.clone(), None),
+        ];
+        for (labels, p, want) in cases {
+            assert_eq!(
+                selecting_revision(&ns(labels.clone()), &p).as_deref(),
+                want,
+                "{labels} {p}"
             );
         }
     }

@@ -1,5 +1,6 @@
-//! `outrigger drift -f manifests`: every pod template of the manifests classified against the
-//! configuration in force by the library's drift engine ([`outrigger_inject::drift`]).
+//! `outrigger drift`: every pod template of manifests (`-f`), or every pod of the cluster
+//! (`--kube`, grouped by owning workload), classified against the configuration in force by the
+//! library's drift engine ([`outrigger_inject::drift`]).
 //!
 //! Exit status: 0 when every pod is current (or rightly not injected), 1 when one drifted, 2 on
 //! error (like `diff`).
@@ -17,7 +18,7 @@ use crate::cli::drift::{DriftArgs, DriftOutput};
 use crate::{input, settings};
 
 /// Fields listed under a pod in the table; the rest are counted.
-const TABLE_FIELDS: usize = 10;
+pub(crate) const TABLE_FIELDS: usize = 10;
 
 /// One pod template examined.
 struct Row {
@@ -30,11 +31,15 @@ struct Row {
 
 /// Run `outrigger drift`.
 pub fn run(args: &DriftArgs) -> Result<ExitCode> {
-    let snapshot = settings::kube_inject_snapshot(
-        args.files.inject_config_file.as_deref(),
-        args.files.values_file.as_deref(),
-        args.files.mesh_config_file.as_deref(),
-    )?;
+    let snapshot = if args.cluster.kube {
+        crate::inject_cmd::cluster_snapshot(&args.cluster, &args.files, &args.revision)?
+    } else {
+        settings::kube_inject_snapshot(
+            args.files.inject_config_file.as_deref(),
+            args.files.values_file.as_deref(),
+            args.files.mesh_config_file.as_deref(),
+        )?
+    };
     let revision = if args.revision == "default" {
         ""
     } else {
@@ -48,9 +53,12 @@ pub fn run(args: &DriftArgs) -> Result<ExitCode> {
         compliance_policy: &compliance,
         reinject: false,
     };
-    let source = input::name(&args.filename);
+    let Some(filename) = &args.filename else {
+        return cluster::run(args, &opts);
+    };
+    let source = input::name(filename);
     let mut text = String::new();
-    input::open(&args.filename)?
+    input::open(filename)?
         .read_to_string(&mut text)
         .with_context(|| format!("reading {source}"))?;
     let rows = examine(&text, &opts).with_context(|| source.clone())?;
@@ -111,6 +119,9 @@ fn examine(text: &str, opts: &KubeInjectOptions<'_>) -> Result<Vec<Row>> {
     Ok(rows)
 }
 
+/// The pods of the cluster.
+mod cluster;
+
 /// `namespace/name` (or `name`) of a metadata object.
 fn namespaced(meta: Option<&Value>) -> String {
     let field = |k: &str| {
@@ -124,7 +135,7 @@ fn namespaced(meta: Option<&Value>) -> String {
     }
 }
 
-fn show(v: &Option<Value>) -> String {
+pub(crate) fn show(v: &Option<Value>) -> String {
     v.as_ref().map_or("(absent)".to_string(), |v| {
         let s = v.to_string();
         if s.chars().count() > 80 {
@@ -203,7 +214,7 @@ fn table(rows: &[Row]) -> String {
     out
 }
 
-fn field_line(f: &FieldDiff) -> String {
+pub(crate) fn field_line(f: &FieldDiff) -> String {
     format!(
         "    {}: {} -> {} ({})\n",
         f.path,
@@ -222,11 +233,21 @@ fn row_json(r: &Row) -> Value {
         "state": r.drift.state.as_str(),
         "injectedRevision": r.drift.injected_revision,
         "expectedRevision": r.drift.expected_revision,
-        "fields": r.drift.fields.iter().map(|f| json!({
-            "path": f.path,
-            "actual": f.actual,
-            "expected": f.expected,
-            "cause": f.cause,
-        })).collect::<Vec<_>>(),
+        "fields": fields_json(&r.drift.fields),
     })
+}
+
+/// The differing fields as JSON objects.
+pub(crate) fn fields_json(fields: &[FieldDiff]) -> Vec<Value> {
+    fields
+        .iter()
+        .map(|f| {
+            json!({
+                "path": f.path,
+                "actual": f.actual,
+                "expected": f.expected,
+                "cause": f.cause,
+            })
+        })
+        .collect()
 }

@@ -12,7 +12,8 @@ use outrigger_inject::kube_inject::{
 };
 use outrigger_inject::yaml;
 
-use crate::cli::inject::{DEFAULT_INJECT_CONFIG_MAP, DEFAULT_MESH_CONFIG_MAP};
+use crate::cli::common::ConfigFiles;
+use crate::cli::inject::{ClusterArgs, DEFAULT_INJECT_CONFIG_MAP, DEFAULT_MESH_CONFIG_MAP};
 use crate::input;
 use crate::kube::config_watch::{self, ConfigMapRef};
 use crate::kube::inject_source;
@@ -121,7 +122,7 @@ impl Output {
 /// says whether anything changed.
 pub fn run(args: &InjectArgs) -> Result<ExitCode> {
     let snapshot = if args.cluster.kube {
-        cluster_snapshot(args)?
+        cluster_snapshot(&args.cluster, &args.files, &args.revision)?
     } else {
         settings::kube_inject_snapshot(
             args.files.inject_config_file.as_deref(),
@@ -195,12 +196,16 @@ pub fn run(args: &InjectArgs) -> Result<ExitCode> {
 
 /// The snapshot of `inject --kube`: the injector ConfigMap's `config` and `values` keys and the
 /// mesh ConfigMap's `mesh` key, as `istioctl kube-inject` reads them, except the inputs given as
-/// files. The cluster is not contacted when every input is a file.
-fn cluster_snapshot(args: &InjectArgs) -> Result<Snapshot> {
-    let (c, files) = (&args.cluster, &args.files);
+/// files. The cluster is not contacted when every input is a file. `drift --kube` reads its
+/// configuration in force the same way.
+pub(crate) fn cluster_snapshot(
+    c: &ClusterArgs,
+    files: &ConfigFiles,
+    revision: &str,
+) -> Result<Snapshot> {
     let configmap = |name: &str, default: &str| ConfigMapRef {
         namespace: c.istio_namespace.clone(),
-        name: inject_source::configmap_name(name, default, &args.revision),
+        name: inject_source::configmap_name(name, default, revision),
     };
     let inject = configmap(&c.inject_config_map_name, DEFAULT_INJECT_CONFIG_MAP);
     let mesh = configmap(&c.mesh_config_map_name, DEFAULT_MESH_CONFIG_MAP);

@@ -16,4 +16,5 @@ pub mod inject_source;
 pub(crate) mod mock;
 pub mod namespaces;
 pub mod nodes;
+pub mod pods;
 pub mod runtime;
