@@ -18,7 +18,7 @@ use crate::cli::drift::{DriftArgs, DriftOutput};
 use crate::{input, settings};
 
 /// Fields listed under a pod in the table; the rest are counted.
-pub(crate) const TABLE_FIELDS: usize = 10;
+const TABLE_FIELDS: usize = 10;
 
 /// One pod template examined.
 struct Row {
@@ -148,9 +148,9 @@ pub(crate) fn show(v: &Option<Value>) -> String {
 
 /// The table: a row per pod template, its differing fields indented below.
 fn table(rows: &[Row]) -> String {
-    let cells: Vec<[String; 5]> = rows
-        .iter()
-        .map(|r| {
+    let mut out = columns(
+        ["DOC", "KIND", "NAME", "STATE", "REVISION"],
+        rows.iter().map(|r| {
             let what = if r.item.is_empty() {
                 r.kind.clone()
             } else {
@@ -160,51 +160,16 @@ fn table(rows: &[Row]) -> String {
                 Some(rev) => rev.clone(),
                 None => "-".into(),
             };
-            [
+            let cells = [
                 r.document.to_string(),
                 what,
                 r.name.clone(),
                 r.drift.state.as_str().to_string(),
                 rev,
-            ]
-        })
-        .collect();
-    let head = ["DOC", "KIND", "NAME", "STATE", "REVISION"];
-    let widths: Vec<usize> = (0..5)
-        .map(|i| {
-            cells
-                .iter()
-                .map(|c| c[i].len())
-                .chain([head[i].len()])
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let line = |c: &[&str]| {
-        let mut s = String::new();
-        for (i, cell) in c.iter().enumerate() {
-            if i + 1 == c.len() {
-                s.push_str(cell);
-            } else {
-                s.push_str(&format!("{cell:<w$}  ", w = widths[i]));
-            }
-        }
-        s.push('\n');
-        s
-    };
-    let mut out = line(&head);
-    for (r, c) in rows.iter().zip(&cells) {
-        out.push_str(&line(&c.each_ref().map(String::as_str)));
-        for f in r.drift.fields.iter().take(TABLE_FIELDS) {
-            out.push_str(&field_line(f));
-        }
-        if r.drift.fields.len() > TABLE_FIELDS {
-            out.push_str(&format!(
-                "    ... {} more fields (-o json lists them all)\n",
-                r.drift.fields.len() - TABLE_FIELDS
-            ));
-        }
-    }
+            ];
+            (cells, fields_lines(&r.drift.fields))
+        }),
+    );
     let drifted = rows.iter().filter(|r| r.drift.state.is_drift()).count();
     out.push_str(&format!(
         "{} pod templates: {drifted} drifted, {} current or rightly not injected\n",
@@ -214,7 +179,53 @@ fn table(rows: &[Row]) -> String {
     out
 }
 
-pub(crate) fn field_line(f: &FieldDiff) -> String {
+/// Aligned columns under `head`; each row's `below` text follows its line.
+pub(crate) fn columns<const N: usize>(
+    head: [&str; N],
+    rows: impl Iterator<Item = ([String; N], String)>,
+) -> String {
+    let rows: Vec<([String; N], String)> = rows.collect();
+    let widths: Vec<usize> = (0..N)
+        .map(|i| {
+            rows.iter()
+                .map(|(c, _)| c[i].len())
+                .chain([head[i].len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let line = |c: [&str; N]| {
+        let mut s = String::new();
+        for (i, cell) in c.iter().enumerate() {
+            if i + 1 == N {
+                s.push_str(cell);
+            } else {
+                s.push_str(&format!("{cell:<w$}  ", w = widths[i]));
+            }
+        }
+        s + "\n"
+    };
+    let mut out = line(head);
+    for (cells, below) in &rows {
+        out.push_str(&line(cells.each_ref().map(String::as_str)));
+        out.push_str(below);
+    }
+    out
+}
+
+/// The differing fields under a row: up to [`TABLE_FIELDS`], then how many more.
+pub(crate) fn fields_lines(fields: &[FieldDiff]) -> String {
+    let mut out: String = fields.iter().take(TABLE_FIELDS).map(field_line).collect();
+    if fields.len() > TABLE_FIELDS {
+        out.push_str(&format!(
+            "    ... {} more fields (-o json lists them all)\n",
+            fields.len() - TABLE_FIELDS
+        ));
+    }
+    out
+}
+
+fn field_line(f: &FieldDiff) -> String {
     format!(
         "    {}: {} -> {} ({})\n",
         f.path,

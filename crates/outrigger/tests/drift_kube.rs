@@ -15,7 +15,7 @@ use outrigger_inject::config::{defaults, Snapshot, ValuesFacts};
 use outrigger_inject::ingest::workload::workload_from_pod;
 use outrigger_inject::inject::{inject_pod, InjectParams, Mode};
 use serde_json::{json, Value};
-use support::{Inject, TempDir};
+use support::{json_rows, Inject, TempDir};
 
 /// A pod of Deployment `deploy` (its ReplicaSet `deploy-hash`), as the API server stores it:
 /// injected with `snapshot` when given (by the webhook, between the two storing steps).
@@ -123,18 +123,11 @@ fn setup(test: &str) -> (FakeApi, TempDir, String) {
     (api, dir, kc)
 }
 
-fn rows(text: &str) -> Vec<Value> {
-    match serde_json::from_str(text) {
-        Ok(Value::Array(rows)) => rows,
-        other => panic!("not a JSON array: {other:?}\n{text}"),
-    }
-}
-
 #[test]
 fn the_clusters_pods_grouped_by_workload_in_pages() {
     let (api, _dir, kc) = setup("drift-kube-all");
     let run = drift(&kc, &["-A", "--chunk-size", "2", "-o", "json"]);
-    let got = rows(run.exited(1));
+    let got = json_rows(run.exited(1));
     let summary: Vec<(String, String, String, usize)> = got
         .iter()
         .map(|r| {
@@ -265,7 +258,7 @@ fn the_same_pods_are_current_under_their_revision() {
             &dir.write("m.yaml", defaults::MESH).display().to_string(),
         ],
     );
-    let got = rows(run.exited(1));
+    let got = json_rows(run.exited(1));
     assert_eq!(got.len(), 1, "{got:#?}");
     assert_eq!(got[0]["state"], "wrong-revision");
     assert_eq!(got[0]["injectedRevision"], "default");

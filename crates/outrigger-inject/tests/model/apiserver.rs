@@ -60,7 +60,11 @@ pub fn as_apiserver_stores(pod: &mut Value, before_webhook: bool) {
             c.entry("terminationMessagePath")
                 .or_insert(json!("/dev/termination-log"));
             c.entry("terminationMessagePolicy").or_insert(json!("File"));
-            let latest = c["image"].as_str().is_some_and(|i| !i.contains(':'));
+            // `Always` for the `latest` tag or none (the tag follows the last `/`), unless a
+            // digest pins the image.
+            let image = c["image"].as_str().unwrap_or("");
+            let tag = image.rsplit('/').next().and_then(|n| n.split_once(':'));
+            let latest = !image.contains('@') && tag.is_none_or(|(_, t)| t == "latest");
             c.entry("imagePullPolicy").or_insert(json!(if latest {
                 "Always"
             } else {

@@ -9,14 +9,14 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use outrigger_inject::decide::inject_required;
-use outrigger_inject::drift::{selecting_revision, stored_pod_drift, FieldDiff, PodDrift};
+use outrigger_inject::drift::{selecting_revision, stored_pod_drift, PodDrift};
 use outrigger_inject::ingest::workload::workload_from_pod;
 use outrigger_inject::inject::{InjectParams, Mode};
 use outrigger_inject::kube::pod::meta_str;
 use outrigger_inject::kube_inject::KubeInjectOptions;
 use serde_json::{json, Map, Value};
 
-use super::{field_line, fields_json, TABLE_FIELDS};
+use super::{columns, fields_json, fields_lines};
 use crate::cli::drift::{DriftArgs, DriftOutput};
 use crate::kube::{inject_source, pods};
 
@@ -159,12 +159,10 @@ fn examine(
 
 /// The table: a row per workload and state, the differing fields indented below.
 fn table(report: &Report) -> String {
-    let head = ["NAMESPACE", "WORKLOAD", "PODS", "STATE", "REVISION"];
-    let cells: Vec<[String; 5]> = report
-        .groups
-        .iter()
-        .map(|((ns, kind, name, state, _), g)| {
-            [
+    let mut out = columns(
+        ["NAMESPACE", "WORKLOAD", "PODS", "STATE", "REVISION"],
+        report.groups.iter().map(|((ns, kind, name, state, _), g)| {
+            let cells = [
                 ns.clone(),
                 format!("{kind}/{name}"),
                 g.pods.len().to_string(),
@@ -173,35 +171,10 @@ fn table(report: &Report) -> String {
                     .injected_revision
                     .clone()
                     .unwrap_or_else(|| "-".into()),
-            ]
-        })
-        .collect();
-    let widths: Vec<usize> = (0..head.len())
-        .map(|i| {
-            cells
-                .iter()
-                .map(|c| c[i].len())
-                .chain([head[i].len()])
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let line = |c: [&str; 5]| {
-        let mut s = String::new();
-        for (i, cell) in c.iter().enumerate() {
-            if i + 1 == c.len() {
-                s.push_str(cell);
-            } else {
-                s.push_str(&format!("{cell:<w$}  ", w = widths[i]));
-            }
-        }
-        s + "\n"
-    };
-    let mut out = line(head);
-    for (g, c) in report.groups.values().zip(&cells) {
-        out.push_str(&line(c.each_ref().map(String::as_str)));
-        out.push_str(&fields_lines(&g.drift.fields));
-    }
+            ];
+            (cells, fields_lines(&g.drift.fields))
+        }),
+    );
     let drifted: usize = report
         .groups
         .values()
@@ -224,17 +197,6 @@ fn table(report: &Report) -> String {
             "{} pods selected by another revision's webhook were not examined (--revision \
              chooses)\n",
             report.other_revision
-        ));
-    }
-    out
-}
-
-fn fields_lines(fields: &[FieldDiff]) -> String {
-    let mut out: String = fields.iter().take(TABLE_FIELDS).map(field_line).collect();
-    if fields.len() > TABLE_FIELDS {
-        out.push_str(&format!(
-            "    ... {} more fields (-o json lists them all)\n",
-            fields.len() - TABLE_FIELDS
         ));
     }
     out
