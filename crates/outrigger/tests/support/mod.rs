@@ -250,6 +250,7 @@ impl Drop for TempDir {
 }
 
 /// The JSON array `text` (a command's `-o json` output), its elements.
+#[allow(dead_code)] // the drift tests use it
 pub fn json_rows(text: &str) -> Vec<serde_json::Value> {
     match serde_json::from_str(text) {
         Ok(serde_json::Value::Array(rows)) => rows,
