@@ -442,8 +442,8 @@ pub fn new_pod() -> Value {
            "spec": {"containers": [{"name": "app", "image": "app"}]}})
 }
 
-/// Explain every pod template of `docs`. The namespace is `namespace` when given, else the
-/// document's, else `default`.
+/// Explain every pod template of `docs`. The namespace is the document's, else `namespace` (for
+/// manifests without one), else `default`.
 pub fn explain_documents(
     docs: &[Value],
     namespace: Option<&str>,
@@ -454,8 +454,12 @@ pub fn explain_documents(
     docs.iter()
         .flat_map(pods_of)
         .map(|(workload, pod)| {
-            let ns = namespace
-                .or_else(|| pod.pointer("/metadata/namespace").and_then(Value::as_str))
+            // The manifest's namespace wins; `namespace` is for manifests without one.
+            let ns = pod
+                .pointer("/metadata/namespace")
+                .and_then(Value::as_str)
+                .filter(|n| !n.is_empty())
+                .or(namespace)
                 .unwrap_or("default")
                 .to_string();
             let ctx = Context {

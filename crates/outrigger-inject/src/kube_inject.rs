@@ -281,8 +281,9 @@ fn ignored_warning(index: usize, ignored: &yaml::IgnoredText) -> String {
 }
 
 /// Move the document-relative line of a YAML error of a document starting on (0-based) line
-/// `first_line` of the stream to the line of the stream, so the message points at the file line.
-fn shift_yaml_line(e: Error, first_line: usize) -> Error {
+/// `first_line` of the stream to the line of the stream, so the message points at the file line
+/// (`inject` and `check` report the same line).
+pub fn shift_yaml_line(e: Error, first_line: usize) -> Error {
     match e {
         Error::Yaml(y) => y.shifted(first_line).into(),
         other => other,
@@ -455,6 +456,9 @@ fn inject_template(
         *pod = reinject::recover_pod(pod, &params)?;
     }
     let templates = crate::render::select_templates(opts.snapshot, pod);
+    if let Some(w) = revision_mismatch(pod, opts.revision, &subject) {
+        warnings.push(w);
+    }
     let injected = inject::inject_pod_owned(pod.take(), &params)?;
     if !adds_a_container(&injected.pod) {
         return Err(WorkloadError::NoSidecarAdded { templates }.into());
@@ -462,6 +466,26 @@ fn inject_template(
     warnings.extend(injected.warnings.into_iter().map(|w| format!("{w}\n")));
     *pod = injected.pod;
     Ok(Outcome::Injected)
+}
+
+/// The warning for a pod whose `istio.io/rev` label asks for another revision than the one it
+/// is injected with (`revision`, `""` for the default): the output stays istioctl's (annotated
+/// with the revision used), but the user learns that another control plane was meant.
+fn revision_mismatch(pod: &Value, revision: &str, subject: &str) -> Option<String> {
+    let asked = crate::kube::pod::label(pod, names::REVISION_LABEL)?;
+    let used = if revision.is_empty() {
+        "default"
+    } else {
+        revision
+    };
+    let asked_norm = if asked.is_empty() { "default" } else { asked };
+    (asked_norm != used).then(|| {
+        format!(
+            "Warning: {subject} asks for revision {asked:?} (label {}) but is injected with \
+             revision {used:?}; pass --revision {asked_norm} to inject it for that control plane\n",
+            names::REVISION_LABEL
+        )
+    })
 }
 
 /// Why kube-inject leaves `pod` (a pod template as `{metadata, spec}`) without a sidecar, if it

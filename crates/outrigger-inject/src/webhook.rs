@@ -96,6 +96,8 @@ pub struct Reviewed {
     /// The pod's `metadata` without `managedFields`, its namespace defaulted from the request,
     /// when [`Context::keep_metadata`] is set and the request carried a pod object.
     pub pod_metadata: Option<Map<String, Value>>,
+    /// `request.dryRun` was true: the caller must cause no side effect (no Event).
+    pub dry_run: bool,
 }
 
 /// Answer one AdmissionReview. `path` is the decoded URL path (`/inject/...`).
@@ -144,6 +146,7 @@ fn review_inner(body: &[u8], path: &str, ctx: &Context<'_>, out: &mut Reviewed) 
     };
     out.uid = req.uid.clone();
     out.version = Some(req.version);
+    out.dry_run = req.dry_run;
     if ctx.keep_metadata {
         out.pod_metadata = req
             .object
@@ -349,6 +352,7 @@ impl Reviewed {
             warnings,
             patch: None,
             pod_metadata: None,
+            dry_run: false,
         }
     }
 }

@@ -12,18 +12,22 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 use outrigger_inject::check::{self, Report, NOT_SELECTED};
+use outrigger_inject::config::input_kind::InputKind;
 use outrigger_inject::config::Snapshot;
+use outrigger_inject::kube::names::REVISION_LABEL;
+use outrigger_inject::kube_inject::shift_yaml_line;
 use serde_json::{Map, Value};
 
 use crate::input;
 use crate::kube::check::LiveQuery;
+use crate::settings;
 use crate::webhook_config::{self, WebhookOptions};
 
 pub use crate::cli::check::{CheckArgs, CheckOutput};
 
 /// Split a YAML stream as `inject` does (the library's
-/// [`outrigger_inject::yaml::DocumentReader`]) and parse each document; errors name the line
-/// where the document starts. Also returns a warning for each document followed by text that
+/// [`outrigger_inject::yaml::DocumentReader`]) and parse each document; errors name the document
+/// and the line of the stream, as `inject`'s do. Also returns a warning for each document followed by text that
 /// Kubernetes' YAML reader ignores (as `inject` warns), in the library's words, with the line
 /// of the stream.
 pub fn parse_documents(input: impl std::io::BufRead) -> Result<(Vec<Value>, Vec<String>)> {
@@ -31,10 +35,11 @@ pub fn parse_documents(input: impl std::io::BufRead) -> Result<(Vec<Value>, Vec<
     let mut warnings = Vec::new();
     let reader = outrigger_inject::yaml::DocumentReader::new(input);
     for (index, raw) in reader.enumerate() {
-        let raw = raw.context("splitting the documents")?;
-        let start_line = raw.first_line + 1;
-        let read = outrigger_inject::yaml::read_document(&raw.text)
-            .with_context(|| format!("parsing the document starting at line {start_line}"))?;
+        let raw = raw?;
+        // Errors name the document and the line of the stream, worded as `inject` words them.
+        let read = outrigger_inject::yaml::read_document(&raw.text).map_err(|e| {
+            shift_yaml_line(e, raw.first_line).context(&format!("document {index}"))
+        })?;
         if let Some(ignored) = read.ignored {
             let ignored = ignored.shifted(raw.first_line);
             warnings.push(format!("warning: document {index}: {ignored}"));
@@ -160,27 +165,23 @@ pub fn verdict_status(reports: &[Report]) -> ExitCode {
     }
 }
 
-fn read(path: &std::path::Path) -> Result<String> {
-    std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
-}
-
-/// The injector configuration as the webhook uses it: the files when given, else the embedded default.
+/// The injector configuration as the webhook uses it: the files when given (read and checked as
+/// `inject` reads them: a file given for another input is refused), else the embedded default.
 pub fn load_snapshot(args: &CheckArgs) -> Result<Snapshot> {
-    let Some(cfg) = &args.files.inject_config_file else {
+    let files = &args.files;
+    let Some(cfg) = &files.inject_config_file else {
         return outrigger_inject::config::defaults::snapshot()
             .context("loading the embedded default configuration");
     };
-    let config = read(cfg)?;
-    let values = match &args.files.values_file {
-        Some(p) => read(p)?,
-        None => String::new(),
-    };
-    let mesh = args
-        .files
-        .mesh_config_file
-        .as_deref()
-        .map(read)
-        .transpose()?;
+    let config = settings::read_input(&files.inject_config_file, InputKind::InjectorConfig)?
+        .unwrap_or_default();
+    let values = settings::read_input(&files.values_file, InputKind::Values)?.unwrap_or_default();
+    let mesh = settings::read_input(&files.mesh_config_file, InputKind::MeshConfig)?;
+    if let Some(p) = &files.values_file {
+        // Named alone, as `inject` and `serve` name it.
+        outrigger_inject::config::parse_values(&values)
+            .with_context(|| format!("loading values {}", p.display()))?;
+    }
     Snapshot::load(&config, &values, mesh.as_deref())
         .with_context(|| format!("loading injector config {}", cfg.display()))
 }
@@ -217,21 +218,67 @@ pub fn read_documents(file: &Path) -> Result<Vec<Value>> {
     Ok(docs)
 }
 
+/// The revision a document's pods ask for: the `istio.io/rev` label of the first pod (template)
+/// that has one, else the namespace's (`default` as written; `None` when nothing asks).
+fn requested_revision(doc: &Value, ns_labels: &Map<String, Value>) -> Option<String> {
+    let label = |labels: Option<&Value>| {
+        labels
+            .and_then(|l| l.get(REVISION_LABEL))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
+    check::pods_of(doc)
+        .iter()
+        .find_map(|(_, pod)| label(pod.pointer("/metadata/labels")))
+        .or_else(|| {
+            ns_labels
+                .get(REVISION_LABEL)
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
+}
+
+/// `Deployment/web`: how a warning names a document.
+fn doc_name(doc: &Value) -> String {
+    format!(
+        "{}/{}",
+        doc["kind"].as_str().unwrap_or("object"),
+        doc.pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    )
+}
+
 /// Gather the live facts (`--kube`) and explain.
 fn explain_live(args: &CheckArgs) -> Result<Vec<Report>> {
+    // `--injectConfigMapName NAME -i NS`, as `inject --kube`; `--injectConfigMap NS/NAME` is
+    // the deprecated spelling.
+    let config_map = match (&args.inject_config_map_name, &args.inject_config_map) {
+        (Some(name), _) => Some(format!("{}/{name}", args.target.istio_namespace)),
+        (None, Some(both)) => {
+            eprintln!(
+                "warning: --injectConfigMap NAMESPACE/NAME is deprecated: use \
+                 --injectConfigMapName NAME -i NAMESPACE (as inject --kube)"
+            );
+            Some(both.clone())
+        }
+        (None, None) => None,
+    };
     // The mesh file goes with a ConfigMap's configuration (offline, with the files).
-    let mesh = match (&args.inject_config_map, &args.files.mesh_config_file) {
-        (Some(_), Some(path)) => Some(std::fs::read_to_string(path)?),
+    let mesh = match (&config_map, &args.files.mesh_config_file) {
+        (Some(_), Some(_)) => {
+            settings::read_input(&args.files.mesh_config_file, InputKind::MeshConfig)?
+        }
         _ => None,
     };
     let query = LiveQuery {
         namespace: args.namespace.as_deref(),
         pod: args.pod.as_deref(),
-        inject_config_map: args.inject_config_map.as_deref(),
+        inject_config_map: config_map.as_deref(),
         mesh: mesh.as_deref(),
         webhook_config: args.webhook_config.as_deref(),
-        kubeconfig: args.kubeconfig.as_deref(),
-        context: args.context.as_deref(),
+        kubeconfig: args.target.kubeconfig.as_deref(),
+        context: args.target.context.as_deref(),
     };
     let live = crate::kube::check::fetch(&query)?;
     let snapshot = match live.snapshot {
@@ -244,7 +291,21 @@ fn explain_live(args: &CheckArgs) -> Result<Vec<Report>> {
     };
     let docs = match (live.pod, &args.filename) {
         (Some(pod), _) => vec![pod],
-        (None, Some(file)) => read_documents(file)?,
+        (None, Some(file)) => {
+            let docs = read_documents(file)?;
+            for doc in &docs {
+                let ns = doc.pointer("/metadata/namespace").and_then(Value::as_str);
+                if let Some(ns) = ns.filter(|ns| !ns.is_empty() && *ns != live.namespace) {
+                    eprintln!(
+                        "warning: {} is in namespace {ns}, but the labels evaluated are those of \
+                         namespace {} (choose it with --namespace {ns})",
+                        doc_name(doc),
+                        live.namespace
+                    );
+                }
+            }
+            docs
+        }
         (None, None) => vec![check::new_pod()],
     };
     Ok(check::explain_documents(
@@ -273,18 +334,40 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
     let snapshot = load_snapshot(args)?;
     let docs = read_documents(file)?;
     let ns_labels = parse_labels(&args.namespace_labels)?;
-    let options = webhook_options(args);
-    if let Some(w) = webhook_config::auto_entry_dropped(&options) {
-        eprintln!("{w}");
+    let mut reports = Vec::new();
+    // Said once, however many documents it applies to.
+    let mut notes: Vec<String> = Vec::new();
+    for doc in &docs {
+        // Each pod is evaluated against the webhooks of the revision it asks for (its
+        // `istio.io/rev` label, else the namespace's), unless --revision names one.
+        let asked = requested_revision(doc, &ns_labels);
+        let mut options = webhook_options(args);
+        match (&asked, args.revision.as_str()) {
+            (Some(rev), "") => options.revision = rev.clone(),
+            (Some(rev), given) if rev != given && !(rev == "default" && given.is_empty()) => {
+                eprintln!(
+                    "warning: {} asks for revision {rev:?} (label istio.io/rev) but --revision \
+                     {given} is evaluated",
+                    doc_name(doc)
+                );
+            }
+            _ => {}
+        }
+        if let Some(w) = webhook_config::auto_entry_dropped(&options) {
+            if !notes.contains(&w) {
+                eprintln!("{w}");
+                notes.push(w);
+            }
+        }
+        let webhooks = webhook_config::entries(&options);
+        reports.extend(check::explain_documents(
+            std::slice::from_ref(doc),
+            args.namespace.as_deref(),
+            &ns_labels,
+            &webhooks,
+            &snapshot,
+        ));
     }
-    let webhooks = webhook_config::entries(&options);
-    let reports = check::explain_documents(
-        &docs,
-        args.namespace.as_deref(),
-        &ns_labels,
-        &webhooks,
-        &snapshot,
-    );
     if reports.is_empty() {
         bail!(
             "{} holds no pod or workload with a pod template",

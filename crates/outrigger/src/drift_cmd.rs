@@ -38,6 +38,7 @@ pub fn run(args: &DriftArgs) -> Result<ExitCode> {
             args.files.inject_config_file.as_deref(),
             args.files.values_file.as_deref(),
             args.files.mesh_config_file.as_deref(),
+            &args.revision,
         )?
     };
     let revision = if args.revision == "default" {

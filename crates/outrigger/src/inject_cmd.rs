@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use outrigger_inject::config::Snapshot;
+use outrigger_inject::kube::names::STATUS_ANNOTATION;
 use outrigger_inject::kube_inject::{
     self, KubeInjectOptions, Outcome, ProcessedDocument, SkipReason,
 };
@@ -128,6 +129,7 @@ pub fn run(args: &InjectArgs) -> Result<ExitCode> {
             args.files.inject_config_file.as_deref(),
             args.files.values_file.as_deref(),
             args.files.mesh_config_file.as_deref(),
+            &args.revision,
         )?
     };
     let revision = if args.revision == "default" {
@@ -184,8 +186,9 @@ pub fn run(args: &InjectArgs) -> Result<ExitCode> {
             output.abandon();
             let e = e.context(format!("injecting {source}"));
             if to_stdout && written > 0 && !args.diff {
-                Err(anyhow::anyhow!(
-                    "{e:#}\n(the {written} document(s) before it were written to standard output)"
+                Err(crate::report::with_note(
+                    e,
+                    format!("the {written} document(s) before it were written to standard output"),
                 ))
             } else {
                 Err(e)
@@ -204,7 +207,7 @@ pub(crate) fn cluster_snapshot(
     revision: &str,
 ) -> Result<Snapshot> {
     let configmap = |name: &str, default: &str| ConfigMapRef {
-        namespace: c.istio_namespace.clone(),
+        namespace: c.target.istio_namespace.clone(),
         name: inject_source::configmap_name(name, default, revision),
     };
     let inject = configmap(&c.inject_config_map_name, DEFAULT_INJECT_CONFIG_MAP);
@@ -225,14 +228,17 @@ pub(crate) fn cluster_snapshot(
             .build()
             .context("starting the runtime")?;
         rt.block_on(async {
-            let client = inject_source::connect(c.kubeconfig.as_deref(), c.context.as_deref())
-                .await
-                .context("connecting to the cluster")?;
+            let cluster = crate::kube::client::connect(
+                c.target.kubeconfig.as_deref(),
+                c.target.context.as_deref(),
+            )
+            .await?;
+            let client = cluster.client.clone();
             let hint = |flag: &str, file_flags: &str| {
                 format!(
                     "is Istio installed in namespace {}? choose it with --istioNamespace, {flag} \
                      or --revision, or pass {file_flags}",
-                    c.istio_namespace
+                    c.target.istio_namespace
                 )
             };
             let inject_values = if inject_keys.is_empty() {
@@ -247,16 +253,18 @@ pub(crate) fn cluster_snapshot(
                         "--injectConfigFile and --valuesFile",
                     ),
                 )
-                .await?
+                .await
+                .map_err(|e| cluster.explain(e))?
             };
             let mesh_value = if read_mesh {
                 let mut v = inject_source::read_keys(
-                    client,
+                    client.clone(),
                     &mesh,
                     &[config_watch::MESH_KEY],
                     &hint("--meshConfigMapName", "--meshConfigFile"),
                 )
-                .await?;
+                .await
+                .map_err(|e| cluster.explain(e))?;
                 v.pop()
             } else {
                 None
@@ -296,6 +304,7 @@ pub(crate) fn cluster_snapshot(
         input(&files.inject_config_file, &config_text, &config_name),
         input(&files.values_file, &values_text, &values_name),
         input(&files.mesh_config_file, &mesh_value, &mesh_name),
+        revision,
     )
 }
 
@@ -308,6 +317,8 @@ struct Stats {
     written: usize,
     /// Documents injected.
     injected: usize,
+    /// Documents injected before, which injection left as they were.
+    unchanged: usize,
     /// Documents whose injection changed them (what `--diff` shows).
     changed: usize,
     /// Workloads skipped, by reason, in order of first appearance.
@@ -320,9 +331,10 @@ struct Stats {
 }
 
 impl Stats {
-    fn count(&mut self, outcome: Outcome) {
+    fn count(&mut self, outcome: Outcome, unchanged: bool) {
         self.documents += 1;
         match outcome {
+            Outcome::Injected if unchanged => self.unchanged += 1,
             Outcome::Injected => self.injected += 1,
             Outcome::PassedThrough => self.passed += 1,
             Outcome::Skipped(reason) => match self.skipped.iter_mut().find(|(r, _)| *r == reason) {
@@ -332,11 +344,15 @@ impl Stats {
         }
     }
 
-    /// `3 documents: 1 injected, 1 skipped (hostNetwork), 1 passed through`.
+    /// `3 documents: 1 injected, 1 unchanged (already injected), 1 skipped (hostNetwork), 1 passed
+    /// through`.
     fn summary(&self) -> String {
         let mut parts = Vec::new();
         if self.injected > 0 {
             parts.push(format!("{} injected", self.injected));
+        }
+        if self.unchanged > 0 {
+            parts.push(format!("{} unchanged (already injected)", self.unchanged));
         }
         let skipped: usize = self.skipped.iter().map(|(_, n)| n).sum();
         if skipped > 0 {
@@ -368,13 +384,21 @@ fn stream(
 ) -> Result<()> {
     for (index, raw) in yaml::DocumentReader::new(input).enumerate() {
         let raw = raw?;
+        // The trees (input and output) tell a document that injection left as it was: kept for
+        // --diff, and for documents that were injected before (re-injection is a fixed point).
+        let keep_trees = args.diff || raw.text.contains(STATUS_ANNOTATION);
         let doc =
-            kube_inject::inject_raw_document(index, &raw.text, raw.first_line, opts, args.diff);
+            kube_inject::inject_raw_document(index, &raw.text, raw.first_line, opts, keep_trees);
         let Some(doc) = doc? else { continue };
-        stats.count(doc.outcome);
+        let unchanged = doc.outcome == Outcome::Injected
+            && doc
+                .trees
+                .as_ref()
+                .is_some_and(|(before, after)| before == after);
+        stats.count(doc.outcome, unchanged);
         stats.warnings.extend(doc.warnings.iter().cloned());
         if args.diff {
-            let diff = render_diff(&raw.text, &doc, stats.color);
+            let diff = render_diff(&doc, stats.color);
             if !diff.is_empty() {
                 output.write(&diff)?;
                 stats.written += 1;
@@ -388,18 +412,23 @@ fn stream(
     Ok(())
 }
 
-/// Unified diff of one injected document: the document as written against the output. Empty
-/// when the document was not injected or injection changed nothing (its parsed, normalised form
-/// equals the output).
-fn render_diff(raw: &str, doc: &ProcessedDocument, color: bool) -> String {
+/// Unified diff of one injected document: the document as read (its parsed, normalised tree,
+/// written as the output is) against the output, so that only what injection changed shows
+/// (not a key order, a comment or a quantity's spelling). Empty when the document was not
+/// injected or injection changed nothing (the two trees are equal).
+fn render_diff(doc: &ProcessedDocument, color: bool) -> String {
     if doc.outcome != Outcome::Injected {
         return String::new();
     }
-    if let Some((before, after)) = &doc.trees {
-        if before == after {
-            return String::new();
-        }
+    let Some((before, after_tree)) = &doc.trees else {
+        return String::new();
+    };
+    if before == after_tree {
+        return String::new();
     }
+    let Ok(raw) = yaml::json_to_yaml(before) else {
+        return String::new();
+    };
     let after = doc.text.strip_suffix("---\n").unwrap_or(&doc.text);
     let full = if doc.namespace.is_empty() {
         doc.name.clone()
@@ -409,11 +438,11 @@ fn render_diff(raw: &str, doc: &ProcessedDocument, color: bool) -> String {
     let label = format!("{} {full} (document {}", doc.kind, doc.index);
     let diff = similar::TextDiff::configure()
         .algorithm(similar::Algorithm::Patience)
-        .diff_lines(raw, after)
+        .diff_lines(&raw, after)
         .unified_diff()
         .context_radius(3)
         .header(
-            &format!("{label}, as written)"),
+            &format!("{label}, as read)"),
             &format!("{label}, injected)"),
         )
         .to_string();

@@ -12,6 +12,7 @@ mod input;
 mod kube;
 mod man;
 mod pki;
+mod report;
 mod serve;
 mod settings;
 mod webhook;
@@ -82,7 +83,7 @@ fn main() -> std::process::ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("Error: {e:#}");
+            eprintln!("{}", report::render(&e));
             ExitCode::from(error_status)
         }
     }

@@ -3,7 +3,7 @@
 
 use std::io::Write;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 
 use crate::cli::ManArgs;
 
@@ -44,10 +44,18 @@ pub fn run(args: &ManArgs) -> Result<()> {
             .map(|(n, _)| *n)
             .filter(|n| !n.is_empty())
             .collect();
-        bail!(
-            "no man page for {name:?}: the subcommands are {}",
-            known.join(", ")
-        );
+        // A usage error, worded and exiting (status 2) as clap's own flag errors do.
+        let mut cmd = crate::cli::command();
+        cmd.build();
+        let man = cmd.find_subcommand_mut("man").expect("the man subcommand");
+        man.error(
+            clap::error::ErrorKind::InvalidValue,
+            format!(
+                "no man page for '{name}'\n  [possible values: {}]",
+                known.join(", ")
+            ),
+        )
+        .exit();
     };
     let mut out = std::io::stdout().lock();
     out.write_all(roff.as_bytes())

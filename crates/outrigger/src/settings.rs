@@ -6,6 +6,7 @@ use anyhow::{Context, Result};
 
 use outrigger_inject::config::defaults;
 use outrigger_inject::config::inject_file::{self, InjectConfigShape};
+use outrigger_inject::config::input_kind::{self, InputKind};
 use outrigger_inject::config::{self, InjectorConfig, Snapshot};
 use outrigger_inject::decide::native::NativeMode;
 
@@ -66,6 +67,34 @@ impl Input<'_> {
     }
 }
 
+/// Refuse `text` read as `kind` when it looks like another of Istio's inputs
+/// ([`input_kind::expect`]); text that does not parse is left to the input's own reader.
+fn expect_input(text: &str, kind: InputKind) -> Result<()> {
+    let doc = serde_json::from_str(text)
+        .ok()
+        .or_else(|| outrigger_inject::yaml::from_str(text).ok());
+    match doc {
+        Some(doc) => Ok(input_kind::expect(&doc, kind)?),
+        None => Ok(()),
+    }
+}
+
+/// Read the file given for `kind`'s flag, if any, refusing one that looks like another of
+/// Istio's inputs; errors name the file. Shared by `inject` and `check`.
+pub fn read_input(path: &Option<std::path::PathBuf>, kind: InputKind) -> Result<Option<String>> {
+    let Some(path) = path else {
+        return Ok(None);
+    };
+    let text = read(path)?;
+    let what = match kind {
+        InputKind::InjectorConfig => "injector config",
+        InputKind::Values => "values",
+        InputKind::MeshConfig | InputKind::ConfigMap => "mesh config",
+    };
+    expect_input(&text, kind).with_context(|| format!("loading {what} {}", path.display()))?;
+    Ok(Some(text))
+}
+
 /// Display name of an optional input (`(embedded)` when absent).
 fn shown(p: Option<Input<'_>>) -> String {
     p.map_or("(embedded)".into(), |p| p.name())
@@ -80,22 +109,57 @@ pub fn kube_inject_snapshot(
     inject_config: Option<&Path>,
     values: Option<&Path>,
     mesh: Option<&Path>,
+    revision: &str,
 ) -> Result<Snapshot> {
     kube_inject_snapshot_from(
         inject_config.map(Input::File),
         values.map(Input::File),
         mesh.map(Input::File),
+        revision,
     )
+}
+
+/// The embedded values for `revision` (`""`: none): its `revision` set, as Istio's chart
+/// renders the values of a revision (the templates derive `istiod-REV` from it).
+fn embedded_values(revision: &str) -> Result<String> {
+    if revision.is_empty() {
+        return Ok(defaults::VALUES.to_string());
+    }
+    let mut v: serde_json::Value =
+        serde_json::from_str(defaults::VALUES).context("reading the embedded values")?;
+    v["revision"] = serde_json::Value::String(revision.to_string());
+    Ok(v.to_string())
+}
+
+/// The embedded mesh config for `revision` (`""`: none): `defaultConfig.discoveryAddress` is the
+/// revision's istiod (`istiod-REV.istio-system.svc:15012`), as Istio's chart writes it.
+fn embedded_mesh(revision: &str) -> Result<String> {
+    if revision.is_empty() {
+        return Ok(defaults::MESH.to_string());
+    }
+    let mut mesh = outrigger_inject::yaml::from_str(defaults::MESH)
+        .context("reading the embedded mesh config")?;
+    let values: serde_json::Value =
+        serde_json::from_str(defaults::VALUES).context("reading the embedded values")?;
+    let namespace = values["global"]["istioNamespace"]
+        .as_str()
+        .unwrap_or("istio-system");
+    mesh["defaultConfig"]["discoveryAddress"] =
+        serde_json::Value::String(format!("istiod-{revision}.{namespace}.svc:15012"));
+    Ok(mesh.to_string())
 }
 
 /// [`kube_inject_snapshot`] from inputs that are files or text read from the cluster; an absent
 /// input is the embedded default (values: the whole ConfigMap's, or none, when only the injector
-/// config is given).
+/// config is given), made for `revision` as Istio's chart makes a revision's
+/// ([`embedded_values`], [`embedded_mesh`]).
 pub fn kube_inject_snapshot_from(
     inject_config: Option<Input<'_>>,
     values: Option<Input<'_>>,
     mesh: Option<Input<'_>>,
+    revision: &str,
 ) -> Result<Snapshot> {
+    let revision = if revision == "default" { "" } else { revision };
     let mut configmap_values = None;
     let config = match inject_config {
         Some(p) => {
@@ -127,15 +191,25 @@ pub fn kube_inject_snapshot_from(
     };
     let values_text = match values {
         Some(p) => p.text()?,
-        None if inject_config.is_none() => defaults::VALUES.to_string(),
+        None if inject_config.is_none() => embedded_values(revision)?,
         None => configmap_values.unwrap_or_default(),
     };
-    // Parsed here first so that an error names the values file alone.
+    // Parsed here first so that an error names the values file alone; a file that is another
+    // input (the injector config, a mesh config) is refused before its keys are read as values.
+    if let Some(p) = values {
+        expect_input(&values_text, InputKind::Values)
+            .with_context(|| format!("loading values {}", p.name()))?;
+    }
     config::parse_values(&values_text)
         .with_context(|| format!("loading values {}", shown(values)))?;
     let mesh_text = match mesh {
-        Some(p) => Some(p.text()?),
-        None => Some(defaults::MESH.to_string()),
+        Some(p) => {
+            let text = p.text()?;
+            expect_input(&text, InputKind::MeshConfig)
+                .with_context(|| format!("loading mesh config {}", p.name()))?;
+            Some(text)
+        }
+        None => Some(embedded_mesh(revision)?),
     };
     Snapshot::with_config(config, &values_text, mesh_text.as_deref())
         .with_context(|| format!("loading mesh config {}", shown(mesh)))

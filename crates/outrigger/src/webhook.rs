@@ -32,6 +32,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
 use k8s_openapi::ByteString;
 use serde_json::Value;
 
+use crate::cli::defaults;
 pub use crate::cli::webhook_config::{FailurePolicy, ReinvocationPolicy};
 
 /// Suffix shared by every injection webhook entry name (and what the CA patcher looks for).
@@ -39,7 +40,7 @@ pub const ENTRY_SUFFIX: &str = "sidecar-injector.istio.io";
 /// The Istio namespace that the chart's naming treats as the default release namespace.
 pub const ISTIO_SYSTEM: &str = "istio-system";
 /// Default Service (`NAMESPACE`, `NAME`) in standalone mode: what `deploy/base` installs.
-pub const DEFAULT_SERVICE: (&str, &str) = ("outrigger", "outrigger");
+pub const DEFAULT_SERVICE: (&str, &str) = (defaults::NAMESPACE, defaults::SERVICE);
 /// Istio's revision label (the label istiod's caBundle patcher selects on).
 pub const REV_LABEL: &str = "istio.io/rev";
 /// Istio's revision-tag label.
@@ -136,7 +137,7 @@ impl Default for WebhookOptions {
             timeout: None,
             reinvocation_policy: ReinvocationPolicy::Never,
             enable_namespaces_by_default: false,
-            exclude_namespaces: Vec::new(),
+            exclude_namespaces: defaults::EXCLUDED_NAMESPACES.map(str::to_string).to_vec(),
             match_conditions: false,
         }
     }
@@ -192,7 +193,12 @@ impl WebhookOptions {
         if let Some(tag) = &self.tag {
             return format!("{prefix}-revision-tag-{tag}");
         }
-        let mut name = with_revision(&format!("{prefix}-sidecar-injector"), &self.revision);
+        let base = if self.istio {
+            "istio-sidecar-injector"
+        } else {
+            defaults::WEBHOOK_CONFIG_NAME
+        };
+        let mut name = with_revision(base, &self.revision);
         if self.istio {
             if let Endpoint::Service { namespace, .. } = &self.endpoint {
                 if namespace != ISTIO_SYSTEM {
@@ -530,11 +536,20 @@ mod tests {
         assert_eq!(istio.object_name(), "istio-sidecar-injector");
     }
 
+    /// The default options without the install's namespace exclusion: the selectors exactly as
+    /// Istio's chart writes them.
+    fn chart() -> WebhookOptions {
+        WebhookOptions {
+            exclude_namespaces: Vec::new(),
+            ..Default::default()
+        }
+    }
+
     #[test]
     fn rev_namespace_selectors_exact() {
         let o = WebhookOptions {
             revision: "canary".into(),
-            ..Default::default()
+            ..chart()
         };
         let w = entry(&o, "rev.namespace.");
         assert_eq!(
@@ -551,7 +566,7 @@ mod tests {
 
     #[test]
     fn rev_object_selectors_exact() {
-        let w = entry(&WebhookOptions::default(), "rev.object.");
+        let w = entry(&chart(), "rev.object.");
         assert_eq!(
             w["namespaceSelector"],
             json!({"matchExpressions": [
@@ -570,7 +585,7 @@ mod tests {
     fn namespace_object_and_auto_selectors_exact() {
         let o = WebhookOptions {
             enable_namespaces_by_default: true,
-            ..Default::default()
+            ..chart()
         };
         let ns = entry(&o, "namespace.");
         assert_eq!(

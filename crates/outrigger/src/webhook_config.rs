@@ -7,6 +7,7 @@ use std::io::Write;
 use anyhow::{bail, Context, Result};
 use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
 
+use crate::cli::defaults;
 use crate::webhook::with_revision;
 pub use crate::webhook::{
     auto_entry_dropped, build, entries, is_dns1123_label, is_dns1123_subdomain, parse_namespaced,
@@ -88,12 +89,21 @@ impl WebhookOptions {
             Some(p) => Some(read_ca_bundle(p)?),
             None => None,
         };
-        let exclude_namespaces: Vec<String> = args
-            .exclude_namespaces
-            .iter()
-            .filter(|n| !n.is_empty())
-            .cloned()
-            .collect();
+        let exclude_namespaces: Vec<String> = match (&args.exclude_namespaces, &endpoint) {
+            (Some(given), _) => given.iter().filter(|n| !n.is_empty()).cloned().collect(),
+            (None, _) if args.istio => Vec::new(),
+            (None, Endpoint::Service { namespace, .. }) => {
+                let mut v = vec![namespace.clone()];
+                v.extend(
+                    defaults::EXCLUDED_NAMESPACES[1..]
+                        .iter()
+                        .map(|n| n.to_string())
+                        .filter(|n| n != namespace),
+                );
+                v
+            }
+            (None, Endpoint::Url(_)) => Vec::new(),
+        };
         if let Some(bad) = exclude_namespaces.iter().find(|n| !is_dns1123_label(n)) {
             bail!("--exclude-namespaces: {bad:?} is not a namespace name ({DNS1123_LABEL_HELP})");
         }
@@ -183,5 +193,49 @@ mod tests {
             assert!(check_url(bad).is_err(), "{bad}");
         }
         assert!(check_url("https://10.0.0.1:443/inject").is_ok());
+    }
+
+    /// The options `outrigger webhook-config ARGS` builds.
+    fn options(args: &[&str]) -> WebhookOptions {
+        use clap::FromArgMatches;
+        let mut argv = vec!["outrigger", "webhook-config"];
+        argv.extend(args);
+        let m = crate::cli::command()
+            .try_get_matches_from(argv)
+            .expect("parses");
+        let crate::cli::Cli {
+            command: crate::cli::Command::WebhookConfig(a),
+        } = crate::cli::Cli::from_arg_matches(&m).expect("typed")
+        else {
+            panic!("webhook-config");
+        };
+        WebhookOptions::from_args(&a).expect("valid")
+    }
+
+    #[test]
+    fn the_default_exclusion_is_the_injectors_namespace_and_kube_system() {
+        assert_eq!(
+            options(&[]).exclude_namespaces,
+            defaults::EXCLUDED_NAMESPACES.map(str::to_string)
+        );
+        assert_eq!(
+            options(&["--service", "mesh/injector"]).exclude_namespaces,
+            ["mesh", "kube-system"]
+        );
+        assert_eq!(
+            options(&["--service", "kube-system/injector"]).exclude_namespaces,
+            ["kube-system"]
+        );
+        assert!(options(&["--istio"]).exclude_namespaces.is_empty());
+        assert!(options(&["--url", "https://x/inject"])
+            .exclude_namespaces
+            .is_empty());
+        assert!(options(&["--exclude-namespaces", ""])
+            .exclude_namespaces
+            .is_empty());
+        assert_eq!(
+            options(&["--exclude-namespaces", "a,b"]).exclude_namespaces,
+            ["a", "b"]
+        );
     }
 }

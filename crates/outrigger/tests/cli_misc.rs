@@ -227,10 +227,14 @@ fn man_pages_name_every_subcommand_and_their_flags() {
             "{sub}: the alias rule is stated"
         );
     }
+    // An unknown page is a usage error, like an unknown flag: clap's `error:` and status 2.
     let (code, _, err) = outrigger(&["man", "nosuch"]);
-    assert_eq!(code, 1);
+    let (flag_code, _, flag_err) = outrigger(&["man", "--nosuch"]);
+    assert_eq!((code, flag_code), (2, 2), "{err}\n{flag_err}");
     assert!(
-        err.contains("no man page for \"nosuch\": the subcommands are inject, serve"),
+        err.starts_with("error: no man page for 'nosuch'")
+            && err.contains("[possible values: inject, serve")
+            && flag_err.starts_with("error: "),
         "{err}"
     );
 

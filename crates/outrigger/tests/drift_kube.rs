@@ -275,7 +275,7 @@ fn a_denied_list_is_an_error_naming_it() {
     run.exited(2);
     let err = &run.stderr;
     assert!(
-        err.contains("listing pods in namespace shop: forbidden (RBAC): pods is forbidden: User \"alice\" cannot list resource \"pods\""),
+        err.contains("listing pods in namespace shop: pods is forbidden: User \"alice\" cannot list resource \"pods\""),
         "{err}"
     );
 }

@@ -232,14 +232,15 @@ fn diff_shows_the_added_sidecar_lines() {
         "no istio-init line:\n{text}"
     );
     assert!(
-        text.contains("--- Deployment demo/hello (document 0, as written)")
+        text.contains("--- Deployment demo/hello (document 0, as read)")
             && text.contains("+++ Deployment demo/hello (document 0, injected)"),
         "diff header should name the workload:\n{text}"
     );
-    // The Service is not part of the diff. The original side is the document as written, so
-    // its comment is removed and reordered keys move; the application image is still there.
+    // The Service is not part of the diff. The original side is the document as read (its
+    // tree written as the output is), so a comment or a key order is not a change; the
+    // application image is still there.
     assert!(!text.contains("kind: Service"), "{text}");
-    assert!(text.contains("\n-# A small Deployment"), "{text}");
+    assert!(!text.contains("# A small Deployment"), "{text}");
     let image = |l: &str| l[1..].trim_start_matches([' ', '-']).to_string();
     let removed: Vec<String> = text
         .lines()
@@ -257,6 +258,44 @@ fn diff_shows_the_added_sidecar_lines() {
             "{r:?} removed and not added back:\n{text}"
         );
     }
+}
+
+/// A user's container whose keys are written in another order than the output's: only the
+/// injection's changes are shown, none of the container's own lines.
+#[test]
+fn diff_ignores_the_key_order_of_a_users_container() {
+    let pod = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n  - \
+               image: nginx\n    name: web\n    ports:\n    - name: http\n      containerPort: \
+               8080\n    args: [\"--a\"]\n";
+    let out = Inject::new().args(["-f", "-", "--diff"]).stdin(pod).run();
+    let text = out.exited(1);
+    let removed: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with('-') && !l.starts_with("---"))
+        .collect();
+    assert!(removed.is_empty(), "only additions expected:\n{text}");
+    assert!(
+        text.contains("+  - args:") || text.contains("name: istio-proxy"),
+        "{text}"
+    );
+}
+
+/// Re-injecting an injected manifest changes nothing, and the summary says so.
+#[test]
+fn reinjection_is_reported_unchanged() {
+    let first = Inject::file(&hello()).run();
+    let again = Inject::new().args(["-f", "-"]).stdin(first.success()).run();
+    assert_eq!(docs(again.success()), docs(first.success()));
+    assert!(
+        again
+            .stderr
+            .contains("2 documents: 1 unchanged (already injected), 1 passed through"),
+        "{}",
+        again.stderr
+    );
+    assert!(first
+        .stderr
+        .contains("2 documents: 1 injected, 1 passed through"));
 }
 
 #[test]
@@ -1923,6 +1962,82 @@ fn examples_show_what_their_comments_say() {
     .expect("JSON");
     assert_eq!(status["containers"], json!(["log-shipper"]));
     assert_eq!(status["volumes"], json!(["log-shipper-config"]));
+}
+
+// ---------------------------------------------------------------------------------------------
+// revisions
+// ---------------------------------------------------------------------------------------------
+
+const CANARY_POD: &str = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  labels:\n    istio.io/rev: canary\nspec:\n  containers:\n  - name: app\n    image: app\n";
+
+/// The value of env var `name` of the istio-proxy container of a pod document.
+fn proxy_env(doc: &Value, name: &str) -> Option<String> {
+    let containers = doc["spec"]["containers"].as_array()?;
+    let proxy = containers.iter().find(|c| c["name"] == "istio-proxy")?;
+    proxy["env"]
+        .as_array()?
+        .iter()
+        .find(|e| e["name"] == name)
+        .and_then(|e| e["value"].as_str())
+        .map(str::to_string)
+}
+
+/// A pod asking for revision canary, injected without `--revision`: the output is istioctl's
+/// (annotated with the default revision), and a warning names the revision it asked for.
+#[test]
+fn a_pod_asking_for_another_revision_is_warned_about() {
+    let out = Inject::new().args(["-f", "-"]).stdin(CANARY_POD).run();
+    let d = docs(out.success());
+    assert_eq!(d[0]["metadata"]["annotations"]["istio.io/rev"], "default");
+    assert!(
+        out.stderr.contains(
+            "Pod \"p\" asks for revision \"canary\" (label istio.io/rev) but is injected with \
+             revision \"default\"; pass --revision canary"
+        ),
+        "{}",
+        out.stderr
+    );
+    let out = Inject::new()
+        .args(["-f", "-", "--revision", "canary"])
+        .stdin(CANARY_POD)
+        .run();
+    let d = docs(out.success());
+    assert!(!out.stderr.contains("asks for revision"), "{}", out.stderr);
+    assert_eq!(d[0]["metadata"]["annotations"]["istio.io/rev"], "canary");
+}
+
+/// `--revision canary` with the embedded default: the proxies talk to the revision's istiod, as
+/// Istio's chart renders a revision (`istiod-canary` in CA_ADDR and the discovery address).
+#[test]
+fn a_revision_with_the_embedded_default_points_at_its_istiod() {
+    let run = |args: &[&str]| {
+        let out = Inject::new()
+            .args(["-f", "-"])
+            .args(args.iter().copied())
+            .stdin(CANARY_POD)
+            .run();
+        docs(out.success()).remove(0)
+    };
+    let default = run(&[]);
+    let canary = run(&["--revision", "canary"]);
+    let spelled = run(&["--revision", "default"]);
+    assert_eq!(
+        proxy_env(&default, "CA_ADDR").as_deref(),
+        Some("istiod.istio-system.svc:15012")
+    );
+    assert_eq!(
+        proxy_env(&spelled, "CA_ADDR"),
+        proxy_env(&default, "CA_ADDR")
+    );
+    assert_eq!(
+        proxy_env(&canary, "CA_ADDR").as_deref(),
+        Some("istiod-canary.istio-system.svc:15012")
+    );
+    let proxy_config = proxy_env(&canary, "PROXY_CONFIG").unwrap_or_default();
+    assert!(
+        proxy_config.contains("\"discoveryAddress\":\"istiod-canary.istio-system.svc:15012\""),
+        "{proxy_config}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -297,8 +297,14 @@ fn context_selects_the_cluster_and_flags_need_kube() {
     let pod = fixture("pod.yaml");
     let out = inject_kube(&pod, &t.kc).args(["--context", "dead"]).run();
     let err = out.failure();
+    // The context's server is named with the kubeconfig, once, and the cause said once.
     assert!(
-        err.starts_with("Error: --kube: reading ConfigMap istio-system/istio-sidecar-injector: "),
+        err.starts_with(&format!(
+            "Error: --kube: cannot reach the Kubernetes API server http://127.0.0.1:1/ \
+             (kubeconfig {}, context dead): reading ConfigMap \
+             istio-system/istio-sidecar-injector: ",
+            t.kc
+        )) && err.matches("Connection refused").count() == 1,
         "{err}"
     );
     assert!(t.cluster.requests().is_empty());
@@ -319,4 +325,54 @@ fn context_selects_the_cluster_and_flags_need_kube() {
         assert_eq!(out.code, Some(2), "{flag}");
         assert!(out.stderr.contains("--kube"), "{flag}: {}", out.stderr);
     }
+}
+
+/// `check --kube` names the injector ConfigMap as `inject --kube` does (`--injectConfigMapName`,
+/// `-i`); the old `--injectConfigMap NAMESPACE/NAME` still works, with a deprecation warning.
+#[test]
+fn check_names_the_injector_configmap_as_inject_does() {
+    let t = setup("check-configmap", "");
+    t.cluster.lock().put(serde_json::json!({
+        "apiVersion": "v1", "kind": "Namespace",
+        "metadata": {"name": "apps", "labels": {"istio-injection": "enabled"}}}));
+    let check = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_outrigger"))
+            .args([
+                "check",
+                "--kube",
+                "--kubeconfig",
+                &t.kc,
+                "-n",
+                "apps",
+                "-o",
+                "json",
+            ])
+            .args(args)
+            .output()
+            .expect("binary runs")
+    };
+    let new = check(&[
+        "--injectConfigMapName",
+        "istio-sidecar-injector",
+        "-i",
+        "istio-system",
+    ]);
+    let old = check(&["--injectConfigMap", "istio-system/istio-sidecar-injector"]);
+    let stderr = |o: &std::process::Output| String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(new.status.code(), Some(0), "{}", stderr(&new));
+    assert_eq!((old.status.code(), &old.stdout), (Some(0), &new.stdout));
+    assert!(!stderr(&new).contains("deprecated"), "{}", stderr(&new));
+    assert!(
+        stderr(&old).contains("--injectConfigMap NAMESPACE/NAME is deprecated"),
+        "{}",
+        stderr(&old)
+    );
+    assert_eq!(
+        t.cluster
+            .requests()
+            .iter()
+            .filter(|r| r.as_str() == INJECTOR)
+            .count(),
+        2
+    );
 }

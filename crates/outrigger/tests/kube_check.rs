@@ -190,3 +190,76 @@ fn auto_entry_of_a_revision_is_reported_as_dropped() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("auto.sidecar-injector"));
     assert_eq!(String::from_utf8_lossy(&out.stderr), "");
 }
+
+const CANARY_POD: &str = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  labels:\n    istio.io/rev: canary\nspec:\n  containers:\n  - name: app\n    image: app\n";
+
+/// A pod asking for a revision is evaluated against that revision's webhooks: the verdict and
+/// the fix name the revision, never `istio-injection=enabled`; an explicit other `--revision` is
+/// evaluated as asked, with a warning.
+#[test]
+fn a_pod_asking_for_a_revision_is_checked_against_it() {
+    let (code, out, err) = check_manifest(CANARY_POD, &["-n", "apps"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("rev.object.sidecar-injector.istio.io"),
+        "{out}"
+    );
+    let (code, out, err) = check_manifest(
+        CANARY_POD,
+        &["-n", "apps", "--namespace-labels", "istio.io/rev=stable"],
+    );
+    assert_eq!(code, 1, "{out}{err}");
+    let fix = out
+        .lines()
+        .find(|l| l.contains("to inject it:"))
+        .unwrap_or_default();
+    assert!(
+        fix.contains("istio.io/rev=canary") && !fix.contains("istio-injection"),
+        "{out}"
+    );
+    let (_, _, err) = check_manifest(CANARY_POD, &["-n", "apps", "--revision", "stable"]);
+    assert!(
+        err.contains("Pod/p asks for revision \"canary\" (label istio.io/rev) but --revision stable is evaluated"),
+        "{err}"
+    );
+}
+
+/// `--namespace` is for manifests without one: a namespace written in the manifest wins.
+#[test]
+fn namespace_flag_applies_only_to_manifests_without_one() {
+    let with_ns = MANIFEST.replace("  name: web\n", "  name: web\n  namespace: shop\n");
+    let (_, out, err) = check_manifest(&with_ns, &["-n", "apps", "-o", "json"]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {err}"));
+    assert_eq!(v[0]["namespace"], "shop", "{out}");
+    assert_eq!(v[1]["namespace"], "apps", "{out}");
+}
+
+/// `check` and `inject` report a YAML error at the same line of the file, in the same words.
+#[test]
+fn yaml_errors_are_reported_as_inject_reports_them() {
+    let bad = "apiVersion: v1\nkind: Service\nmetadata:\n  name: s\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  labels: {a: [}\n";
+    let (code, _, err) = check_manifest(bad, &[]);
+    assert_eq!(code, 2, "{err}");
+    let dir = std::env::temp_dir().join(format!("outrigger-check-yaml-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let file = dir.join("bad.yaml");
+    std::fs::write(&file, bad).expect("write");
+    let inject = Command::new(env!("CARGO_BIN_EXE_outrigger"))
+        .arg("inject")
+        .arg("-f")
+        .arg(&file)
+        .output()
+        .expect("binary runs");
+    let inject_err = String::from_utf8_lossy(&inject.stderr);
+    let cause = |e: &str| {
+        e.lines()
+            .find(|l| l.starts_with("Error: "))
+            .and_then(|l| l.split_once(": document "))
+            .map(|(_, rest)| rest.to_string())
+    };
+    assert_eq!(cause(&err), cause(&inject_err), "{err}\n{inject_err}");
+    assert!(
+        cause(&err).is_some_and(|c| c.starts_with("1: yaml: line 9: ")),
+        "{err}"
+    );
+}

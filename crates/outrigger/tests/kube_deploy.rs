@@ -1,6 +1,7 @@
 //! deploy/: every manifest validates with `kubernetes-validate --strict`, `kubectl kustomize`
 //! builds the base and the HA overlay (each skipped with a notice when the tool is absent), and
-//! the checked-in MutatingWebhookConfiguration is exactly what `outrigger webhook-config` prints.
+//! the checked-in MutatingWebhookConfiguration is exactly what `outrigger webhook-config` prints
+//! without flags, and the rendered base agrees with the binary's defaults (`src/cli/defaults.rs`).
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -8,6 +9,11 @@ use std::process::Command;
 mod support_validate;
 
 use support_validate::{deploy_dir, kubernetes_validate as validate, kustomize, tool_available};
+
+/// The binary's shared defaults (constants only), as `serve` and `webhook-config` use them.
+#[path = "../src/cli/defaults.rs"]
+#[allow(dead_code)]
+mod defaults;
 
 /// The base's resource files (everything but kustomization.yaml).
 fn base_manifests() -> Vec<PathBuf> {
@@ -109,15 +115,7 @@ fn kustomize_builds_base_and_ha_overlay_and_output_validates() {
 #[test]
 fn webhook_manifest_is_the_generated_one() {
     let out = Command::new(env!("CARGO_BIN_EXE_outrigger"))
-        .args([
-            "webhook-config",
-            "--service",
-            "outrigger/outrigger",
-            "--name",
-            "outrigger-sidecar-injector",
-            "--exclude-namespaces",
-            "outrigger,kube-system",
-        ])
+        .arg("webhook-config")
         .output()
         .expect("binary runs");
     assert!(out.status.success());
@@ -303,4 +301,102 @@ fn deployment_image_tag_is_the_crate_version() {
             "{image}: deploy/ must run the released version, not a moving tag"
         );
     }
+}
+
+/// The rendered base (`kubectl kustomize deploy/base`), `outrigger webhook-config` without flags
+/// and `outrigger serve`'s defaults name the same namespace, Service, webhook configuration,
+/// Secret and excluded namespaces; the serving certificate covers the host the API server calls.
+#[test]
+fn deploy_base_webhook_config_and_serve_share_one_set_of_defaults() {
+    if !tool_available("kubectl", "version") && !tool_available("kubectl", "--help") {
+        eprintln!("NOTICE: kubectl not found; deploy/base defaults check skipped");
+        return;
+    }
+    let docs: Vec<serde_json::Value> = outrigger_inject::yaml::split_documents(&kustomize("base"))
+        .expect("documents")
+        .into_iter()
+        .map(|d| outrigger_inject::yaml::from_str(d).expect("YAML"))
+        .collect();
+    let of = |kind: &str| {
+        docs.iter()
+            .find(|d| d["kind"] == kind)
+            .unwrap_or_else(|| panic!("deploy/base renders no {kind}"))
+    };
+    let generated = Command::new(env!("CARGO_BIN_EXE_outrigger"))
+        .args(["webhook-config", "-o", "json"])
+        .output()
+        .expect("binary runs");
+    assert!(generated.status.success());
+    let generated: serde_json::Value =
+        serde_json::from_slice(&generated.stdout).expect("webhook-config -o json");
+    let mwc = of("MutatingWebhookConfiguration");
+    assert_eq!(mwc, &generated, "deploy/base's webhook vs webhook-config");
+    assert_eq!(mwc["metadata"]["name"], defaults::WEBHOOK_CONFIG_NAME);
+    for entry in mwc["webhooks"].as_array().expect("webhooks") {
+        let svc = &entry["clientConfig"]["service"];
+        assert_eq!(
+            (svc["namespace"].as_str(), svc["name"].as_str()),
+            (Some(defaults::NAMESPACE), Some(defaults::SERVICE)),
+            "{entry}"
+        );
+        let host = format!("{}.{}.svc", defaults::SERVICE, defaults::NAMESPACE);
+        assert!(
+            defaults::service_dns_names(defaults::SERVICE, defaults::NAMESPACE).contains(&host)
+        );
+        let excluded = entry["namespaceSelector"]["matchExpressions"]
+            .as_array()
+            .expect("expressions")
+            .iter()
+            .find(|e| e["key"] == "kubernetes.io/metadata.name")
+            .unwrap_or_else(|| panic!("no namespace exclusion in {entry}"));
+        assert_eq!(excluded["operator"], "NotIn");
+        assert_eq!(
+            excluded["values"],
+            serde_json::json!(defaults::EXCLUDED_NAMESPACES)
+        );
+    }
+    assert_eq!(of("Namespace")["metadata"]["name"], defaults::NAMESPACE);
+    let service = of("Service");
+    assert_eq!(service["metadata"]["name"], defaults::SERVICE);
+    assert_eq!(service["metadata"]["namespace"], defaults::NAMESPACE);
+    let dep = of("Deployment");
+    assert_eq!(dep["metadata"]["namespace"], defaults::NAMESPACE);
+    let container = &dep["spec"]["template"]["spec"]["containers"][0];
+    let args: Vec<&str> = container["args"]
+        .as_array()
+        .expect("args")
+        .iter()
+        .filter_map(|a| a.as_str())
+        .collect();
+    for (flag, want) in [
+        ("--service=", defaults::SERVICE),
+        ("--tls-secret=", defaults::TLS_SECRET),
+        ("--webhook-config-name=", defaults::WEBHOOK_CONFIG_NAME),
+    ] {
+        let given = args.iter().find_map(|a| a.strip_prefix(flag));
+        assert!(given.is_none_or(|v| v == want), "{flag}{given:?} vs {want}");
+    }
+    // serve's own defaults (its help, as clap prints them) are the same names.
+    let help = Command::new(env!("CARGO_BIN_EXE_outrigger"))
+        .args(["serve", "--help"])
+        .env_remove("POD_NAMESPACE")
+        .output()
+        .expect("binary runs");
+    let help = String::from_utf8_lossy(&help.stdout);
+    let default_of = |flag: &str| {
+        let at = help
+            .find(&format!("--{flag} <"))
+            .unwrap_or_else(|| panic!("--{flag} in help"));
+        let rest = &help[at..];
+        let end = rest[2..].find("\n  -").map_or(rest.len(), |e| e + 2);
+        let d = rest[..end].split("[default: ").nth(1).expect("a default");
+        d[..d.find(']').expect("]")].to_string()
+    };
+    assert_eq!(default_of("namespace"), defaults::NAMESPACE);
+    assert_eq!(default_of("service"), defaults::SERVICE);
+    assert_eq!(default_of("tls-secret"), defaults::TLS_SECRET);
+    assert_eq!(
+        default_of("webhook-config-name"),
+        defaults::WEBHOOK_CONFIG_NAME
+    );
 }

@@ -56,6 +56,60 @@ fn pod(name: &str) -> Value {
            "spec": {"containers": [{"name": "app", "image": "nginx"}]}})
 }
 
+/// A request body fed by the test as it goes (the client is still sending when the server
+/// could answer).
+struct Streamed(tokio::sync::mpsc::Receiver<bytes::Bytes>);
+
+impl hyper::body::Body for Streamed {
+    type Data = bytes::Bytes;
+    type Error = std::convert::Infallible;
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<bytes::Bytes>, Self::Error>>> {
+        self.0
+            .poll_recv(cx)
+            .map(|b| b.map(|b| Ok(hyper::body::Frame::data(b))))
+    }
+}
+
+/// A POST to an unknown path (or a health route) is answered over HTTP/2 as over HTTP/1.1: the
+/// server reads the body it does not use to its end and answers 404, instead of answering while
+/// the client is still sending and resetting the stream (which curl reports as a failure).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_paths_answer_404_over_http2_and_http1() {
+    use http_body_util::BodyExt;
+    let (server, ca, _dir) = server_with_policy("notfound", "disabled", &[]);
+    let c = H2::connect(server.addr, &ca).await.expect("h2 connection");
+    for path in ["/nope", "/healthz"] {
+        let (tx, rx) = tokio::sync::mpsc::channel(4);
+        tx.send(bytes::Bytes::from(vec![b' '; 1024]))
+            .await
+            .expect("queued");
+        let client = c.clone();
+        let answer = tokio::spawn(async move {
+            client
+                .request_with("POST", path, &[], Streamed(rx).boxed())
+                .await
+        });
+        // Time for a server that answers early to answer and reset the stream.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let rest = tx.send(bytes::Bytes::from(vec![b' '; 100_000])).await;
+        drop(tx);
+        let answer = answer.await.expect("task").expect("an HTTP/2 answer");
+        assert!(
+            rest.is_ok(),
+            "{path}: the stream was reset while the body was being sent"
+        );
+        let h1 = http1_request(server.addr, &ca, path, Some(vec![b' '; 101_024]))
+            .await
+            .expect("an HTTP/1.1 answer");
+        assert_eq!(answer.status, h1.status, "{path}");
+        assert_eq!(answer.text(), h1.text(), "{path}");
+    }
+    assert_eq!(c.get("/nope").await.expect("GET").status, 404);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tls_alpn_routes_and_health() {
     let (server, ca, _dir) = server_with_policy("routes", "disabled", &[]);

@@ -24,26 +24,7 @@ const V1: &str = "admission.k8s.io/v1";
 
 /// Start a server with the embedded default (policy enabled) and `extra` flags.
 fn start(name: &str, extra: &[&str]) -> (Server, Vec<u8>) {
-    let dir = scratch(name);
-    let mut args: Vec<String> = vec![
-        "--injectConfig".into(),
-        dir.join("none/config").display().to_string(),
-        "--injectValues".into(),
-        dir.join("none/values").display().to_string(),
-        "--meshConfig".into(),
-        dir.join("none/mesh").display().to_string(),
-        "--caBundleFile".into(),
-        dir.join("ca.pem").display().to_string(),
-        "--native-sidecars=false".into(),
-    ];
-    if !extra.contains(&"--drain-delay") {
-        args.extend(["--drain-delay".to_string(), "100ms".to_string()]);
-    }
-    args.extend(extra.iter().map(|s| s.to_string()));
-    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-    let server = Server::start(&refs, &[]);
-    let ca = std::fs::read(dir.join("ca.pem")).expect("CA bundle written");
-    (server, ca)
+    start_embedded(name, extra)
 }
 
 /// A review of a pod that opts out of injection (cheap to answer).
@@ -664,10 +645,15 @@ async fn inflight_byte_budget_answers_429() {
             "65536",
             "--max-inflight-bytes",
             "100000",
+            "--body-first-byte-timeout",
+            "60s",
+            "--body-min-rate",
+            "0",
         ],
     );
     let addr = server.addr;
-    // A request whose body is still arriving holds its declared 60,000 bytes.
+    // A request whose body is still arriving holds the 40,000 bytes that arrived (not the
+    // 60,000 it announced).
     let mut slow = RawH1::connect(addr, &ca).await;
     let mut body = skip_review("slow");
     body.resize(60_000, b' ');
@@ -676,19 +662,20 @@ async fn inflight_byte_budget_answers_429() {
         body.len()
     );
     slow.tls.write_all(head.as_bytes()).await.unwrap();
-    slow.tls.write_all(&body[..1000]).await.unwrap();
+    slow.tls.write_all(&body[..40_000]).await.unwrap();
     slow.tls.flush().await.unwrap();
     let c = H2::connect(addr, &ca).await.unwrap();
     assert!(
         holds_within(Duration::from_secs(5), || async {
-            metric(&metrics(&c).await, "outrigger_inflight_request_bytes") == Some(60_000.0)
+            metric(&metrics(&c).await, "outrigger_inflight_request_bytes") == Some(40_000.0)
         })
         .await
     );
-    // Another 60,000 bytes do not fit: 429 with Retry-After, over HTTP/2 and HTTP/1.1 (read by a
-    // client still sending).
+    // Another 65,000 bytes do not fit, and are more than that connection's fair share (half the
+    // budget, 40,000 being within the other half): 429 with Retry-After, over HTTP/2 and
+    // HTTP/1.1 (read by a client still sending).
     let mut other = skip_review("other");
-    other.resize(60_000, b' ');
+    other.resize(65_000, b' ');
     let r = c.post("/inject", other.clone()).await.unwrap();
     assert_eq!(r.status, 429, "{}", r.text());
     assert_eq!(
@@ -708,7 +695,7 @@ async fn inflight_byte_budget_answers_429() {
         200
     );
     // Once the slow request completes, its bytes are released.
-    slow.tls.write_all(&body[1000..]).await.unwrap();
+    slow.tls.write_all(&body[40_000..]).await.unwrap();
     slow.tls.flush().await.unwrap();
     assert_eq!(slow.response().await.unwrap().status, 200);
     assert_eq!(c.post("/inject", other).await.unwrap().status, 200);

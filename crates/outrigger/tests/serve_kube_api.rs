@@ -287,6 +287,64 @@ async fn certificate_from_the_secret_and_configuration_from_the_configmap() {
     );
 }
 
+/// A dry-run review (`request.dryRun: true`) causes no side effect: no Event, while the same
+/// review without it records one. Without client authentication the Event says the facts are
+/// what the review claimed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dry_run_reviews_create_no_event() {
+    let api = FakeApi::start(cluster());
+    let absent = scratch("kube-api-dry-run-config").join("absent");
+    let server = serve_against(
+        &api,
+        "kube-api-dry-run",
+        &[
+            "--dns-name",
+            "localhost",
+            "--events",
+            "--injectConfig",
+            &absent.display().to_string(),
+        ],
+        &[("POD_NAME", "outrigger-0")],
+    );
+    let c = connect_trusting_the_secret(&server, &api).await;
+    let owned = |name: &str| {
+        let mut p = pod(name, json!({}));
+        p["metadata"]["ownerReferences"] = json!([{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+            "name": name, "uid": name, "controller": true}]);
+        p
+    };
+    let mut dry: Value = serde_json::from_slice(&review(
+        "admission.k8s.io/v1",
+        "dry",
+        "team",
+        owned("dry-rs"),
+    ))
+    .unwrap();
+    dry["request"]["dryRun"] = json!(true);
+    let r = c
+        .post("/inject", serde_json::to_vec(&dry).unwrap())
+        .await
+        .expect("dry run");
+    assert!(
+        r.json()["response"]["patch"].is_string(),
+        "still injected: {}",
+        r.text()
+    );
+    let r = review_pod(&c, "real", "team", owned("real-rs")).await;
+    assert!(r.json()["response"]["patch"].is_string());
+    eventually("the Event of the real review", || async {
+        !api.lock().all("events").is_empty()
+    })
+    .await;
+    // Events are written in order by one publisher: the dry run's, had it been queued, would
+    // have come first.
+    let events = api.lock().all("events");
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0]["regarding"]["name"], "real-rs");
+    let note = events[0]["note"].as_str().unwrap_or_default();
+    assert!(note.starts_with("unverified: "), "{note}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn native_sidecars_from_the_node_cache_and_events_for_each_outcome() {
     let api = FakeApi::start(cluster());

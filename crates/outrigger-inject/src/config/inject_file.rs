@@ -3,6 +3,7 @@
 
 use serde_json::Value;
 
+use crate::config::input_kind::{classify, InputKind};
 use crate::config::{ConfigError, InjectorConfig};
 use crate::json::short;
 use crate::{yaml, Result};
@@ -120,16 +121,16 @@ fn not_a_template(parsed: Option<&Value>) -> Option<String> {
     let keys: Vec<&str> = m.keys().map(String::as_str).take(6).collect();
     let looks_like = if m.contains_key("templates") {
         " (its `templates` is empty)"
-    } else if m.contains_key("global") || m.contains_key("sidecarInjectorWebhook") {
-        " (this looks like the `values` key: pass it with --valuesFile)"
-    } else if m.contains_key("defaultConfig")
-        || m.contains_key("meshNetworks")
-        || m.contains_key("trustDomain")
-        || m.contains_key("accessLogFile")
-    {
-        " (this looks like a mesh config: pass it with --meshConfigFile)"
     } else {
-        ""
+        match classify(parsed.unwrap_or(&Value::Null)) {
+            Some((InputKind::Values, _)) => {
+                " (this looks like the `values` key: pass it with --valuesFile)"
+            }
+            Some((InputKind::MeshConfig, _)) => {
+                " (this looks like a mesh config: pass it with --meshConfigFile)"
+            }
+            _ => "",
+        }
     };
     Some(format!(
         "found a mapping with keys {}{}, which adds no container{looks_like}",

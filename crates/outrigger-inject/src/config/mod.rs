@@ -5,6 +5,7 @@
 
 pub mod defaults;
 pub mod inject_file;
+pub mod input_kind;
 pub mod values;
 
 use std::collections::BTreeMap;
@@ -105,6 +106,19 @@ pub enum ConfigError {
     NotAnInjectorConfig {
         /// What the file is instead (`the file is empty`, `found a mapping with keys ...`).
         problem: String,
+    },
+    /// An input given for another one (`--meshConfigFile values.json`), see
+    /// [`input_kind::expect`].
+    #[error("expected {expected}, but it looks like {found} by its top-level keys {keys}: {fix}")]
+    WrongInput {
+        /// What the flag takes.
+        expected: &'static str,
+        /// What the document looks like.
+        found: &'static str,
+        /// The keys that say so.
+        keys: String,
+        /// The flag that takes it, or how to extract the key.
+        fix: String,
     },
 }
 

@@ -51,6 +51,9 @@ pub(crate) struct Request {
     pub(crate) uid: String,
     pub(crate) namespace: String,
     pub(crate) object: Option<Value>,
+    /// `request.dryRun`: the API server will not persist the object (side effects must not
+    /// happen either).
+    pub(crate) dry_run: bool,
 }
 
 /// Why a body is not a usable review.
@@ -165,6 +168,7 @@ pub(crate) fn decode_review(body: &[u8]) -> Result<Request, Malformed> {
         version,
         uid: request_string(request, "uid", "types.UID")?,
         namespace: request_string(request, "namespace", "string")?,
+        dry_run: request_bool(request, "dryRun")?,
         object: request.remove("object"),
     })
 }
@@ -238,6 +242,22 @@ fn request_string(m: &Map<String, Value>, key: &str, go_type: &str) -> Result<St
             "decode_error",
             format!(
                 "json: cannot unmarshal {} into Go struct field AdmissionRequest.request.{key} of type {go_type}",
+                gojson::unmarshal_kind(other)
+            ),
+        )),
+    }
+}
+
+/// A `*bool` field of `AdmissionRequest` (absent or `null`: false), refused with Go's
+/// `encoding/json` message when it holds another type.
+fn request_bool(m: &Map<String, Value>, key: &str) -> Result<bool, Malformed> {
+    match m.get(key) {
+        None | Some(Value::Null) => Ok(false),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(other) => Err(Malformed::new(
+            "decode_error",
+            format!(
+                "json: cannot unmarshal {} into Go struct field AdmissionRequest.request.{key} of type bool",
                 gojson::unmarshal_kind(other)
             ),
         )),
@@ -379,6 +399,25 @@ mod tests {
         assert_eq!(
             encode_response(None, "", failed).get(..30),
             Some(r#"{"response":{"uid":"","allowed"#)
+        );
+    }
+
+    #[test]
+    fn dry_run_is_read_as_a_go_bool_pointer() {
+        let review = |dry: &str| {
+            format!(
+                r#"{{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","request":{{"uid":"u"{dry}}}}}"#
+            )
+        };
+        let dry = |d: &str| decode_review(review(d).as_bytes()).map(|r| r.dry_run);
+        assert!(matches!(dry(""), Ok(false)));
+        assert!(matches!(dry(r#","dryRun":null"#), Ok(false)));
+        assert!(matches!(dry(r#","dryRun":false"#), Ok(false)));
+        assert!(matches!(dry(r#","dryRun":true"#), Ok(true)));
+        let e = dry(r#","dryRun":"true""#).expect_err("a string is refused");
+        assert_eq!(
+            e.message,
+            "json: cannot unmarshal string into Go struct field AdmissionRequest.request.dryRun of type bool"
         );
     }
 }

@@ -32,3 +32,5 @@ pub const DEFAULT_PROXY_ID: i64 = 1337;
 pub const DEFAULT_CLUSTER_ID: &str = "Kubernetes";
 /// Go type of a pod in the schema tables.
 pub const POD_TYPE: &str = "corev1.Pod";
+/// Istio's revision label: the control plane revision a pod or namespace asks for.
+pub const REVISION_LABEL: &str = "istio.io/rev";

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use super::common::ConfigFiles;
+use super::common::{ClusterTarget, ConfigFiles};
 
 /// Output format of `outrigger check`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -19,7 +19,8 @@ pub struct CheckArgs {
     /// Pod or workload manifest (multi-document YAML or JSON); `-` reads standard input.
     #[arg(short = 'f', long = "filename")]
     pub filename: Option<PathBuf>,
-    /// Namespace of the pods (manifests without one; with --kube, the namespace to read).
+    /// Namespace of the pods of manifests without one (a namespace written in the manifest wins);
+    /// with --kube, the namespace to read.
     #[arg(short = 'n', long = "namespace")]
     pub namespace: Option<String>,
     /// Labels of the namespace, comma-separated k=v (offline; kubernetes.io/metadata.name is implied).
@@ -40,20 +41,25 @@ pub struct CheckArgs {
     /// With --kube: the live pod to explain (default: a new pod without labels in the namespace).
     #[arg(long = "pod")]
     pub pod: Option<String>,
-    /// With --kube: read the injector config from this ConfigMap (NAMESPACE/NAME, keys config and values).
-    #[arg(long = "injectConfigMap")]
+    /// With --kube: read the injector config from this ConfigMap (keys config and values) in
+    /// --istioNamespace, as `inject --kube` names it.
+    #[arg(long = "injectConfigMapName", requires = "kube")]
+    pub inject_config_map_name: Option<String>,
+    /// With --kube: which cluster, and the namespace of Istio's ConfigMaps.
+    #[command(flatten)]
+    pub target: ClusterTarget,
+    /// Deprecated spelling of --injectConfigMapName NAME -i NAMESPACE: NAMESPACE/NAME.
+    #[arg(
+        long = "injectConfigMap",
+        hide = true,
+        conflicts_with = "inject_config_map_name"
+    )]
     pub inject_config_map: Option<String>,
     /// With --kube: evaluate the selectors of this live MutatingWebhookConfiguration instead of
     /// the generated ones.
     #[arg(long = "webhook-config")]
     pub webhook_config: Option<String>,
-    /// With --kube: the kubeconfig file (default: KUBECONFIG, ~/.kube/config, or in-cluster).
-    #[arg(long = "kubeconfig", requires = "kube")]
-    pub kubeconfig: Option<PathBuf>,
-    /// With --kube: the kubeconfig context (default: its current context).
-    #[arg(long = "context", requires = "kube")]
-    pub context: Option<String>,
-    /// Output format.
+    /// Output format (kubectl's `-o`).
     #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
     pub output: CheckOutput,
 }

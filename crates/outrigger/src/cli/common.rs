@@ -14,6 +14,27 @@ pub struct ConfigFiles {
     pub mesh_config_file: Option<std::path::PathBuf>,
 }
 
+/// Which cluster, and which namespace of it holds Istio's ConfigMaps, a `--kube` command reads:
+/// the flags of `inject --kube` and `check --kube` (istioctl's `-i/--istioNamespace`, kubectl's
+/// `--kubeconfig` and `--context`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct ClusterTarget {
+    /// With --kube: the namespace of Istio's ConfigMaps.
+    #[arg(
+        short = 'i',
+        long = "istioNamespace",
+        default_value = "istio-system",
+        requires = "kube"
+    )]
+    pub istio_namespace: String,
+    /// With --kube: the kubeconfig file (default: KUBECONFIG, ~/.kube/config, or in-cluster).
+    #[arg(long = "kubeconfig", requires = "kube")]
+    pub kubeconfig: Option<std::path::PathBuf>,
+    /// With --kube: the kubeconfig context (default: its current context).
+    #[arg(long = "context", requires = "kube")]
+    pub context: Option<String>,
+}
+
 /// The `--native-sidecars` flag: Istio's `ENABLE_NATIVE_SIDECARS` values, read by the crate
 /// root's [`crate::native_mode_value`] into its [`crate::NativeMode`] (the library's, in the
 /// binary; `build.rs` keeps the text).

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use super::common::{native_mode_flag, ConfigFiles};
+use super::common::{native_mode_flag, ClusterTarget, ConfigFiles};
 
 /// Flags of `outrigger inject`.
 #[derive(Debug, clap::Args)]
@@ -10,8 +10,9 @@ pub struct InjectArgs {
     /// Input manifest (multi-document YAML); `-` reads standard input.
     #[arg(short = 'f', long = "filename")]
     pub filename: PathBuf,
-    /// Write the result here instead of standard output.
-    #[arg(short = 'o', long = "output")]
+    /// Write the result to this file instead of standard output (istioctl kube-inject's `-o`: a
+    /// file, not a format; `-o ./json` for a file named like a kubectl format).
+    #[arg(short = 'o', long = "output", value_name = "FILE", value_parser = output_file)]
     pub output: Option<PathBuf>,
     /// Istio's configuration files.
     #[command(flatten)]
@@ -68,20 +69,9 @@ pub struct ClusterArgs {
         requires = "kube"
     )]
     pub mesh_config_map_name: String,
-    /// With --kube: the namespace of Istio's ConfigMaps.
-    #[arg(
-        short = 'i',
-        long = "istioNamespace",
-        default_value = "istio-system",
-        requires = "kube"
-    )]
-    pub istio_namespace: String,
-    /// With --kube: the kubeconfig file (default: KUBECONFIG, ~/.kube/config, or in-cluster).
-    #[arg(long = "kubeconfig", requires = "kube")]
-    pub kubeconfig: Option<PathBuf>,
-    /// With --kube: the kubeconfig context (default: its current context).
-    #[arg(long = "context", requires = "kube")]
-    pub context: Option<String>,
+    /// With --kube: which cluster, and the namespace of Istio's ConfigMaps.
+    #[command(flatten)]
+    pub target: ClusterTarget,
 }
 
 /// istioctl's default injector ConfigMap name.
@@ -98,4 +88,33 @@ pub enum ColorMode {
     Always,
     /// Never.
     Never,
+}
+
+/// kubectl's `-o` formats (`json`, `jsonpath=...`): what a user who means a format types.
+pub const KUBECTL_OUTPUT_FORMATS: [&str; 6] = ["yaml", "json", "wide", "name", "table", "jsonpath"];
+
+/// kubectl's `-o FORMAT=ARGUMENT` formats.
+const KUBECTL_TEMPLATE_FORMATS: [&str; 7] = [
+    "jsonpath",
+    "jsonpath-file",
+    "jsonpath-as-json",
+    "go-template",
+    "go-template-file",
+    "template",
+    "custom-columns",
+];
+
+/// The value parser of `inject -o`: a file name, refusing one that reads as a kubectl output
+/// format (`-o json` would silently write YAML to a file named `json`).
+pub fn output_file(value: &str) -> Result<PathBuf, String> {
+    let format = value.split_once('=').map_or(value, |(head, _)| head);
+    let is_format = KUBECTL_OUTPUT_FORMATS.contains(&value.to_ascii_lowercase().as_str())
+        || (value.contains('=') && KUBECTL_TEMPLATE_FORMATS.contains(&format));
+    if is_format {
+        return Err(format!(
+            "`inject -o` is the output file (as in istioctl kube-inject), not kubectl's output \
+             format; the output is always YAML. Write `-o ./{value}` to mean a file of that name"
+        ));
+    }
+    Ok(PathBuf::from(value))
 }

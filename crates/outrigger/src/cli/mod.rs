@@ -7,6 +7,7 @@
 
 pub mod check;
 pub mod common;
+pub mod defaults;
 pub mod drift;
 pub mod inject;
 pub mod serve;

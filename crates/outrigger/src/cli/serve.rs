@@ -5,10 +5,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::common::native_mode_flag;
+use super::defaults;
 
-/// Default name of the MutatingWebhookConfiguration in standalone mode (`webhook_config`'s
-/// `DEFAULT_NAME`, defined here so that build.rs sees it).
-pub const DEFAULT_WEBHOOK_CONFIG_NAME: &str = "outrigger-sidecar-injector";
+/// Default name of the MutatingWebhookConfiguration in standalone mode.
+pub const DEFAULT_WEBHOOK_CONFIG_NAME: &str = defaults::WEBHOOK_CONFIG_NAME;
 
 /// Log output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -25,6 +25,10 @@ pub struct ServeArgs {
     /// HTTPS port.
     #[arg(long = "port", default_value_t = 9443)]
     pub port: u16,
+    /// Also serve `/healthz` and `/readyz` (only) over plain HTTP on this port, for kubelet
+    /// probes when --clientCaFile makes the HTTPS port require client certificates.
+    #[arg(long = "health-port")]
+    pub health_port: Option<u16>,
     /// Address to listen on.
     #[arg(long = "address", default_value = "0.0.0.0")]
     pub address: IpAddr,
@@ -35,18 +39,29 @@ pub struct ServeArgs {
     /// Serving private key (PEM).
     #[arg(long = "tlsKeyFile", requires = "tls_cert_file")]
     pub tls_key_file: Option<PathBuf>,
+    /// CA bundle (PEM) of the clients allowed to call: every TLS handshake must present a client
+    /// certificate that chains to it (the API server's, from its admission-control kubeconfig;
+    /// see docs/serve.md). Reloaded when the file changes. Health probes then need a client
+    /// certificate too, or --health-port.
+    #[arg(long = "clientCaFile")]
+    pub client_ca_file: Option<PathBuf>,
+    /// With --clientCaFile: accept only client certificates whose subject common name or a
+    /// subject alternative name (DNS, URI, email, IP) is one of these (repeat the flag or
+    /// separate with commas).
+    #[arg(
+        long = "client-allowed-names",
+        value_delimiter = ',',
+        requires = "client_ca_file"
+    )]
+    pub client_allowed_names: Vec<String>,
     /// Where the generated CA bundle is written (default: <temp dir>/outrigger/ca.pem).
     #[arg(long = "caBundleFile")]
     pub ca_bundle_file: Option<PathBuf>,
     /// Service name the generated certificate covers (`<svc>.<ns>.svc` and variants).
-    #[arg(long = "service", default_value = "outrigger")]
+    #[arg(long = "service", default_value = defaults::SERVICE)]
     pub service: String,
-    /// Namespace the generated certificate covers.
-    #[arg(
-        long = "namespace",
-        env = "POD_NAMESPACE",
-        default_value = "istio-system"
-    )]
+    /// Namespace the generated certificate covers (the injector's own: POD_NAMESPACE in a pod).
+    #[arg(long = "namespace", env = "POD_NAMESPACE", default_value = defaults::NAMESPACE)]
     pub namespace: String,
     /// Extra DNS names or IP addresses for the generated certificate.
     #[arg(long = "dns-name")]
@@ -89,6 +104,27 @@ pub struct ServeArgs {
     /// --max-request-bytes.
     #[arg(long = "max-inflight-bytes", default_value_t = 24 * 1024 * 1024)]
     pub max_inflight_bytes: usize,
+    /// Bound on request body bytes held at once by one connection (all its HTTP/2 streams); a
+    /// request beyond it is answered `429`. At least --max-request-bytes.
+    #[arg(long = "max-connection-bytes", default_value_t = 8 * 1024 * 1024)]
+    pub max_connection_bytes: usize,
+    /// Time allowed between the end of a request head and the first byte of its body (`408`
+    /// beyond).
+    #[arg(long = "body-first-byte-timeout", default_value = "2s", value_parser = crate::parse_duration_flag)]
+    pub body_first_byte_timeout: Duration,
+    /// Minimum rate of a request body after its first-byte allowance, in bytes per second: `n`
+    /// bytes must have arrived by --body-first-byte-timeout + n / rate after the head (`408`
+    /// otherwise). 0 turns the minimum off (--request-timeout still applies).
+    #[arg(long = "body-min-rate", default_value_t = 256 * 1024)]
+    pub body_min_rate: u64,
+    /// HTTP/2: requests in flight at once on one connection (SETTINGS_MAX_CONCURRENT_STREAMS);
+    /// the API server opens another connection beyond it.
+    #[arg(long = "max-concurrent-streams", default_value_t = 100)]
+    pub max_concurrent_streams: u32,
+    /// HTTP/2: interval of the server's PINGs; a client that does not answer one within 10 s is
+    /// disconnected. 0 turns them off.
+    #[arg(long = "http2-keepalive-interval", default_value = "30s", value_parser = crate::parse_duration_flag)]
+    pub http2_keepalive_interval: Duration,
     /// Deadline of the TLS handshake.
     #[arg(long = "handshake-timeout", default_value = "10s", value_parser = crate::parse_duration_flag)]
     pub handshake_timeout: Duration,
@@ -135,7 +171,7 @@ pub struct KubeArgs {
     #[arg(long = "kube")]
     pub kube: bool,
     /// Secret (in the injector's namespace) holding the shared CA and serving certificate.
-    #[arg(long = "tls-secret", default_value = "outrigger-tls")]
+    #[arg(long = "tls-secret", default_value = defaults::TLS_SECRET)]
     pub tls_secret: String,
     /// MutatingWebhookConfiguration whose caBundle is kept in sync.
     #[arg(long = "webhook-config-name", default_value = DEFAULT_WEBHOOK_CONFIG_NAME)]

@@ -78,15 +78,17 @@ pub struct WebhookConfigArgs {
     /// Also inject every pod of unlabelled namespaces (the chart's `auto.` entry; default revision only).
     #[arg(long = "enable-namespaces-by-default")]
     pub enable_namespaces_by_default: bool,
-    /// Namespaces never sent to the injector (added to every entry's namespaceSelector), comma-separated.
+    /// Namespaces never sent to the injector (added to every entry's namespaceSelector),
+    /// comma-separated; `""` for none. Default: the injector's namespace (that of --service,
+    /// else outrigger) and kube-system, as deploy/base installs; none with --istio or --url.
     #[arg(long = "exclude-namespaces", value_delimiter = ',')]
-    pub exclude_namespaces: Vec<String>,
+    pub exclude_namespaces: Option<Vec<String>>,
     /// Add CEL matchConditions to every entry, so that pods the injector never injects (host
     /// network, kube-system and the other ignored namespaces, sidecar.istio.io/inject "false" as
     /// label or annotation) are not sent to it (Kubernetes 1.28 or later).
     #[arg(long = "match-conditions")]
     pub match_conditions: bool,
-    /// Output format.
+    /// Output format (kubectl's `-o`).
     #[arg(short = 'o', long = "output", value_enum, default_value = "yaml")]
     pub output: OutputFormat,
 }

@@ -18,7 +18,7 @@ use serde_json::{json, Map, Value};
 
 use super::{columns, fields_json, fields_lines};
 use crate::cli::drift::{DriftArgs, DriftOutput};
-use crate::kube::{inject_source, pods};
+use crate::kube::{client, pods};
 
 /// Pods of one workload in one state with the same differing fields.
 struct Group {
@@ -48,9 +48,9 @@ pub fn run(args: &DriftArgs, opts: &KubeInjectOptions<'_>) -> Result<ExitCode> {
     let progress = std::io::stderr().is_terminal();
     let report = rt.block_on(async {
         let c = &args.cluster;
-        let client = inject_source::connect(c.kubeconfig.as_deref(), c.context.as_deref())
-            .await
-            .context("connecting to the cluster")?;
+        let cluster =
+            client::connect(c.target.kubeconfig.as_deref(), c.target.context.as_deref()).await?;
+        let client = cluster.client.clone();
         let namespace = if args.all_namespaces {
             None
         } else {
@@ -60,7 +60,9 @@ pub fn run(args: &DriftArgs, opts: &KubeInjectOptions<'_>) -> Result<ExitCode> {
                     .unwrap_or_else(|| client.default_namespace().to_string()),
             )
         };
-        let labels = pods::namespace_labels(client.clone(), namespace.as_deref()).await?;
+        let labels = pods::namespace_labels(client.clone(), namespace.as_deref())
+            .await
+            .map_err(|e| cluster.explain(e))?;
         let mut report = Report::default();
         pods::for_each(client, namespace.as_deref(), args.chunk_size, |pod| {
             examine(&pod, &labels, opts, &mut report)?;
@@ -69,7 +71,8 @@ pub fn run(args: &DriftArgs, opts: &KubeInjectOptions<'_>) -> Result<ExitCode> {
             }
             Ok(())
         })
-        .await?;
+        .await
+        .map_err(|e| cluster.explain(e))?;
         if progress && report.pods >= 1000 {
             eprintln!("\r{} pods examined", report.pods);
         }

@@ -9,6 +9,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
 use outrigger_inject::config::Snapshot;
 use serde_json::{json, Map, Value};
 
+use super::client::api_error;
 use super::config_watch::{self, ConfigMapRef, RawConfig};
 
 /// Labels of the live namespace `name`.
@@ -16,6 +17,7 @@ pub async fn namespace_labels(client: Client, name: &str) -> Result<Map<String, 
     let ns = Api::<Namespace>::all(client)
         .get(name)
         .await
+        .map_err(api_error)
         .with_context(|| format!("reading namespace {name}"))?;
     Ok(ns
         .metadata
@@ -31,6 +33,7 @@ pub async fn pod(client: Client, namespace: &str, name: &str) -> Result<Value> {
     let pod = Api::<Pod>::namespaced(client, namespace)
         .get(name)
         .await
+        .map_err(api_error)
         .with_context(|| format!("reading pod {namespace}/{name}"))?;
     let mut v = serde_json::to_value(pod).context("encoding the pod")?;
     if let Some(o) = v.as_object_mut() {
@@ -45,6 +48,7 @@ pub async fn webhook_entries(client: Client, name: &str) -> Result<Vec<Value>> {
     let mwc = Api::<MutatingWebhookConfiguration>::all(client)
         .get(name)
         .await
+        .map_err(api_error)
         .with_context(|| format!("reading MutatingWebhookConfiguration {name}"))?;
     let v = serde_json::to_value(mwc).context("encoding the webhook configuration")?;
     Ok(v.get("webhooks")
@@ -58,6 +62,7 @@ pub async fn raw_config(client: Client, r: &ConfigMapRef) -> Result<RawConfig> {
     let cm = Api::<ConfigMap>::namespaced(client, &r.namespace)
         .get_opt(&r.name)
         .await
+        .map_err(api_error)
         .with_context(|| format!("reading ConfigMap {}/{}", r.namespace, r.name))?;
     let data = |key: &str, what: &str| -> Result<String> {
         let Some(cm) = &cm else {
@@ -153,11 +158,12 @@ pub fn fetch(q: &LiveQuery<'_>) -> Result<LiveFacts> {
         .build()
         .context("starting the runtime")?;
     rt.block_on(async {
-        let client = super::inject_source::connect(q.kubeconfig, q.context)
+        let cluster = super::client::connect(q.kubeconfig, q.context).await?;
+        read_live(cluster.client.clone(), q)
             .await
-            .context("connecting to the cluster (kubeconfig or in-cluster)")?;
-        read_live(client, q).await
+            .map_err(|e| cluster.explain(e))
     })
+    .map_err(|e| e.context("--kube"))
 }
 
 #[cfg(test)]

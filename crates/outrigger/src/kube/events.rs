@@ -87,9 +87,16 @@ pub fn event_target(pod: &Value, namespace: &str) -> Option<ObjectReference> {
     })
 }
 
-/// The human note of an Event: `<reason code>: <message>` (at most 1 kB, as the API requires).
-pub fn note(code: &str, message: &str) -> String {
-    let mut n = format!("{code}: {message}");
+/// What every Event from an unauthenticated review starts with: its pod, owner and namespace
+/// are what the request said, which nothing checked.
+pub const UNVERIFIED: &str =
+    "unverified: an admission request from an unauthenticated caller claimed this; ";
+
+/// The human note of an Event: `<reason code>: <message>`, after [`UNVERIFIED`] when the review
+/// came from an unauthenticated caller (`claimed`); at most 1 kB, as the API requires.
+pub fn note(code: &str, message: &str, claimed: bool) -> String {
+    let prefix = if claimed { UNVERIFIED } else { "" };
+    let mut n = format!("{prefix}{code}: {message}");
     if n.len() > 1024 {
         let mut cut = 1021;
         while !n.is_char_boundary(cut) {
@@ -125,8 +132,9 @@ impl EventRecorder {
         }
     }
 
-    /// Record `outcome` for `pod` with its reason code; a pod without an addressable target is
-    /// ignored (returns `Ok(false)`).
+    /// Record `outcome` for `pod` with its reason code (`claimed`: worded as what an
+    /// unauthenticated review claimed); a pod without an addressable target is ignored (returns
+    /// `Ok(false)`).
     pub async fn record(
         &self,
         pod: &Value,
@@ -134,6 +142,7 @@ impl EventRecorder {
         outcome: Outcome,
         code: &str,
         message: &str,
+        claimed: bool,
     ) -> Result<bool, ::kube::Error> {
         let Some(target) = event_target(pod, namespace) else {
             return Ok(false);
@@ -141,7 +150,7 @@ impl EventRecorder {
         let event = Event {
             type_: outcome.event_type(),
             reason: outcome.reason().into(),
-            note: Some(note(code, message)),
+            note: Some(note(code, message, claimed)),
             action: "Inject".into(),
             secondary: None,
         };
@@ -153,7 +162,7 @@ impl EventRecorder {
 /// `reason` label of the dropped-Event counter.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct DropLabel {
-    /// `queue_full`, `rate_limited` or `too_many_keys`.
+    /// `queue_full`, `rate_limited`, `namespace_rate_limited` or `too_many_keys`.
     pub reason: String,
 }
 
@@ -195,6 +204,10 @@ pub struct EventLimits {
     pub window: Duration,
     /// Distinct Events remembered for correlation; beyond, new ones are dropped.
     pub max_keys: usize,
+    /// Token bucket per namespace for Events of unauthenticated reviews: Events written at once.
+    pub unverified_burst: u32,
+    /// Same: sustained Events per second and namespace.
+    pub unverified_per_second: f64,
 }
 
 impl Default for EventLimits {
@@ -205,6 +218,8 @@ impl Default for EventLimits {
             per_second: 5.0,
             window: Duration::from_secs(60),
             max_keys: 10_000,
+            unverified_burst: 5,
+            unverified_per_second: 0.1,
         }
     }
 }
@@ -222,6 +237,9 @@ pub struct PendingEvent {
     pub code: String,
     /// Human message.
     pub message: String,
+    /// The review came from a caller authenticated by its client certificate; otherwise the
+    /// Event says the facts are claimed, and is rate-limited per namespace.
+    pub authenticated: bool,
 }
 
 /// What makes two Events "the same" for correlation.
@@ -252,6 +270,12 @@ impl TokenBucket {
             per_second,
             at: Instant::now(),
         }
+    }
+
+    /// Whether the bucket would be full at `now` (as good as a fresh one).
+    fn is_full(&self, now: Instant) -> bool {
+        let elapsed = now.saturating_duration_since(self.at).as_secs_f64();
+        self.tokens + elapsed * self.per_second >= self.burst
     }
 
     fn take(&mut self, now: Instant) -> bool {
@@ -300,7 +324,14 @@ impl EventQueue {
 
 async fn publish_one(recorder: &EventRecorder, e: &PendingEvent, stats: &EventStats) {
     match recorder
-        .record(&e.pod, &e.namespace, e.outcome, &e.code, &e.message)
+        .record(
+            &e.pod,
+            &e.namespace,
+            e.outcome,
+            &e.code,
+            &e.message,
+            !e.authenticated,
+        )
         .await
     {
         Ok(true) => {
@@ -324,6 +355,7 @@ async fn publish_loop(
     let mut written: HashMap<EventKey, Instant> = HashMap::new();
     let mut repeats: HashMap<EventKey, PendingEvent> = HashMap::new();
     let mut bucket = TokenBucket::new(limits.burst, limits.per_second);
+    let mut unverified: HashMap<String, TokenBucket> = HashMap::new();
     let mut tick = tokio::time::interval(limits.window.max(Duration::from_millis(10)) / 4);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -349,6 +381,22 @@ async fn publish_loop(
                     written.retain(|k, t| now.duration_since(*t) < limits.window || repeats.contains_key(k));
                     if written.len() >= limits.max_keys {
                         stats.drop("too_many_keys");
+                        continue;
+                    }
+                }
+                if !e.authenticated {
+                    if unverified.len() >= limits.max_keys {
+                        unverified.retain(|_, b| !b.is_full(now));
+                    }
+                    if unverified.len() >= limits.max_keys && !unverified.contains_key(&e.namespace) {
+                        stats.drop("too_many_keys");
+                        continue;
+                    }
+                    let ns = unverified.entry(e.namespace.clone()).or_insert_with(|| {
+                        TokenBucket::new(limits.unverified_burst, limits.unverified_per_second)
+                    });
+                    if !ns.take(now) {
+                        stats.drop("namespace_rate_limited");
                         continue;
                     }
                 }
@@ -409,9 +457,14 @@ mod tests {
 
     #[test]
     fn notes_are_bounded() {
-        assert_eq!(note("policy_enabled", "ok"), "policy_enabled: ok");
-        let long = note("x", &"é".repeat(2000));
+        assert_eq!(note("policy_enabled", "ok", false), "policy_enabled: ok");
+        assert_eq!(
+            note("policy_enabled", "ok", true),
+            format!("{UNVERIFIED}policy_enabled: ok")
+        );
+        let long = note("x", &"é".repeat(2000), true);
         assert!(long.len() <= 1024 && long.ends_with("..."));
+        assert!(long.starts_with(UNVERIFIED), "the caveat survives the cut");
     }
 
     #[tokio::test]
@@ -425,6 +478,7 @@ mod tests {
                 Outcome::Skipped,
                 "annotation_disabled",
                 "injection explicitly disabled",
+                false,
             )
             .await
         });
@@ -459,6 +513,7 @@ mod tests {
                 Outcome::Failed,
                 "template_error",
                 "boom",
+                false,
             )
             .await
         });
@@ -479,6 +534,7 @@ mod tests {
             outcome: Outcome::Skipped,
             code: code.into(),
             message: "m".into(),
+            authenticated: true,
         }
     }
 
@@ -550,6 +606,58 @@ mod tests {
         mock::assert_no_request(&mut handle).await;
         assert_eq!(dropped(&stats, "rate_limited"), 2);
         assert_eq!(stats.published.get(), 2);
+        task.abort();
+    }
+
+    #[tokio::test]
+    async fn unverified_events_are_rate_limited_per_namespace_and_say_so() {
+        let (client, mut handle) = mock::client();
+        let stats = EventStats::default();
+        let limits = EventLimits {
+            unverified_burst: 2,
+            unverified_per_second: 0.001,
+            ..EventLimits::default()
+        };
+        let (q, worker) =
+            EventQueue::start(EventRecorder::new(client, None), limits, stats.clone());
+        let task = tokio::spawn(worker);
+        // Five distinct unverified Events in "apps", one in "other", one authenticated in "apps".
+        for i in 0..5 {
+            q.push(PendingEvent {
+                authenticated: false,
+                ..pending(&format!("rs-{i}"), "policy_enabled")
+            });
+        }
+        q.push(PendingEvent {
+            authenticated: false,
+            namespace: "other".into(),
+            ..pending("rs-x", "policy_enabled")
+        });
+        q.push(pending("rs-auth", "policy_enabled"));
+        let mut notes = Vec::new();
+        for _ in 0..4 {
+            let r = mock::next(&mut handle).await;
+            notes.push((
+                r.body["regarding"]["name"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string(),
+                r.body["note"].as_str().unwrap_or("").to_string(),
+            ));
+            let echo = r.body.clone();
+            r.respond(201, echo);
+        }
+        mock::assert_no_request(&mut handle).await;
+        assert_eq!(dropped(&stats, "namespace_rate_limited"), 3, "{notes:?}");
+        let names: Vec<&str> = notes.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["rs-0", "rs-1", "rs-x", "rs-auth"]);
+        for (name, note) in &notes {
+            assert_eq!(
+                note.starts_with(UNVERIFIED),
+                name != "rs-auth",
+                "{name}: {note}"
+            );
+        }
         task.abort();
     }
 

@@ -1,15 +1,13 @@
 //! Istio's configuration read from the cluster for `outrigger inject --kube`, as
 //! `istioctl kube-inject` reads it: the injector ConfigMap (keys `config` and `values`) and the
 //! mesh ConfigMap (key `mesh`), each with one GET, and errors that name the namespace, the
-//! ConfigMap and the key. [`connect`] is also the client of `outrigger check --kube`.
+//! ConfigMap and the key.
 
-use std::path::Path;
-
-use ::kube::config::{KubeConfigOptions, Kubeconfig};
-use ::kube::{Api, Client, Config};
-use anyhow::{anyhow, Context, Result};
+use ::kube::{Api, Client};
+use anyhow::{anyhow, Result};
 use k8s_openapi::api::core::v1::ConfigMap;
 
+use super::client::api_error;
 use super::config_watch::ConfigMapRef;
 
 /// The ConfigMap name istioctl uses: `name`, or `name-REVISION` when `name` is the default and a
@@ -20,37 +18,6 @@ pub fn configmap_name(name: &str, default: &str, revision: &str) -> String {
     } else {
         name.to_string()
     }
-}
-
-/// A client from `kubeconfig` (a file) and `context`, else kube-rs' inference: `KUBECONFIG` or
-/// `~/.kube/config` (with `context` when given), then the in-cluster service account.
-pub async fn connect(kubeconfig: Option<&Path>, context: Option<&str>) -> Result<Client> {
-    let options = KubeConfigOptions {
-        context: context.map(str::to_string),
-        ..KubeConfigOptions::default()
-    };
-    // kube-rs' errors print their cause themselves: flattened, so that it is not said twice.
-    let flat = |what: String| move |e: &dyn std::fmt::Display| anyhow!("{what}: {e}");
-    let config = match (kubeconfig, context) {
-        (Some(path), _) => {
-            let file = Kubeconfig::read_from(path)
-                .map_err(|e| flat(format!("reading kubeconfig {}", path.display()))(&e))?;
-            Config::from_custom_kubeconfig(file, &options)
-                .await
-                .map_err(|e| flat(format!("loading kubeconfig {}", path.display()))(&e))?
-        }
-        (None, Some(context)) => Config::from_kubeconfig(&options)
-            .await
-            .map_err(|e| flat(format!("loading kubeconfig context {context:?}"))(&e))?,
-        (None, None) => Config::infer().await.map_err(|e| {
-            flat(
-                "no usable Kubernetes configuration (KUBECONFIG, ~/.kube/config or in-cluster)"
-                    .into(),
-            )(&e)
-        })?,
-    };
-    let url = config.cluster_url.to_string();
-    Client::try_from(config).with_context(|| format!("building a client for {url}"))
 }
 
 /// The values of `keys` in ConfigMap `r`, in order. A missing ConfigMap (`hint` says which
@@ -74,9 +41,7 @@ pub async fn read_keys(
                 status.message
             ));
         }
-        Err(e) => {
-            return Err(anyhow::Error::new(e).context(format!("reading ConfigMap {ns}/{name}")))
-        }
+        Err(e) => return Err(api_error(e).context(format!("reading ConfigMap {ns}/{name}"))),
     };
     let data = cm.data.unwrap_or_default();
     keys.iter()

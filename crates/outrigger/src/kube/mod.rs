@@ -9,6 +9,7 @@
 
 pub mod certs;
 pub mod check;
+pub mod client;
 pub mod config_watch;
 pub mod events;
 pub mod inject_source;

@@ -6,21 +6,15 @@ use std::collections::BTreeMap;
 
 use ::kube::api::ListParams;
 use ::kube::{Api, Client};
-use anyhow::{anyhow, Context, Result};
+use anyhow::{Context, Result};
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use serde_json::{Map, Value};
 
-/// Where an API error came from, said once: 403 with the API server's RBAC message.
-fn api_error(e: ::kube::Error, what: &str) -> anyhow::Error {
-    match e {
-        ::kube::Error::Api(status) if status.code == 403 => {
-            anyhow!("{what}: forbidden (RBAC): {}", status.message)
-        }
-        ::kube::Error::Api(status) if status.code == 404 => {
-            anyhow!("{what}: not found: {}", status.message)
-        }
-        e => anyhow::Error::new(e).context(what.to_string()),
-    }
+use super::client::api_error;
+
+/// `e` as one message, after what was asked (the cluster's conventions: [`api_error`]).
+fn failed(e: ::kube::Error, what: &str) -> anyhow::Error {
+    api_error(e).context(what.to_string())
 }
 
 /// Every pod of `namespace` (every namespace when `None`), `chunk` per request, each handed to
@@ -44,7 +38,7 @@ pub async fn for_each(
         if let Some(t) = &token {
             params = params.continue_token(t);
         }
-        let page = api.list(&params).await.map_err(|e| api_error(e, &what))?;
+        let page = api.list(&params).await.map_err(|e| failed(e, &what))?;
         for pod in page.items {
             each(serde_json::to_value(pod).context("encoding a pod")?)?;
         }
@@ -77,7 +71,7 @@ pub async fn namespace_labels(
             let got = api
                 .get(ns)
                 .await
-                .map_err(|e| api_error(e, &format!("reading namespace {ns}")))?;
+                .map_err(|e| failed(e, &format!("reading namespace {ns}")))?;
             Ok([labels_of(got)].into_iter().collect())
         }
         None => {
@@ -91,7 +85,7 @@ pub async fn namespace_labels(
                 let page = api
                     .list(&params)
                     .await
-                    .map_err(|e| api_error(e, "listing namespaces"))?;
+                    .map_err(|e| failed(e, "listing namespaces"))?;
                 out.extend(page.items.into_iter().map(labels_of));
                 match page.metadata.continue_ {
                     Some(t) if !t.is_empty() => token = Some(t),

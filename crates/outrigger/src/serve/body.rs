@@ -1,9 +1,9 @@
-//! Request bodies: read into one buffer against the size limit and the server-wide budget of
-//! request bytes in flight, and discarded in the background after an early refusal so that an
-//! HTTP/1.1 client still sending its body reads the refusal instead of a connection reset.
+//! Request bodies: read into one buffer as they arrive, each byte charged to the server-wide
+//! budget ([`super::budget`]) when it arrives, within a first-byte deadline and a minimum data
+//! rate; discarded in the background after an early refusal so that an HTTP/1.1 client still
+//! sending its body reads the refusal instead of a connection reset.
 
 use std::pin::Pin;
-use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -11,9 +11,9 @@ use http_body_util::BodyExt;
 use hyper::body::Body;
 use hyper::header::{CONTENT_LENGTH, EXPECT};
 use hyper::{HeaderMap, Version};
-use prometheus_client::metrics::gauge::Gauge;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError};
+use tokio::time::Instant;
 
+use super::budget::{Account, ByteBudget, Charge, Refusal};
 use super::conn::Busy;
 
 /// Why a body was not read.
@@ -23,145 +23,136 @@ pub enum BodyError {
     #[error("Request entity too large: limit is {0}")]
     TooLarge(usize),
     /// The budget of request bytes in flight cannot hold it now (429).
-    #[error("too many request bytes in flight (limit {0}); retry later")]
-    OverBudget(usize),
+    #[error(transparent)]
+    Refused(#[from] Refusal),
+    /// No body byte within the first-byte deadline after the request head (408).
+    #[error("request body: no byte received within {0:?} of the request head")]
+    FirstByteTimeout(Duration),
+    /// The body arrived slower than the minimum data rate (408).
+    #[error("request body: {received} bytes received in {elapsed:?}, slower than the minimum rate of {rate} bytes/s after the first {first_byte:?}")]
+    TooSlow {
+        /// Bytes received when the body was cut.
+        received: usize,
+        /// Time since the request head.
+        elapsed: Duration,
+        /// `--body-min-rate`.
+        rate: u64,
+        /// `--body-first-byte-timeout`.
+        first_byte: Duration,
+    },
     /// The client's stream failed.
     #[error("{0}")]
     Read(String),
 }
 
-/// The webhook's memory budget: the bound on request body bytes held at once by all requests
-/// (`--max-inflight-bytes`), and the number of large reviews processed at once.
-///
-/// Bytes are charged when a body is admitted (its declared length) or as it streams in (no
-/// `content-length`), and released when the request's review is done. A charge that does not
-/// fit fails at once: the request is refused instead of waiting with its body unread.
-///
-/// Processing a review takes several times its size (pod trees), so large reviews also take one
-/// of a few processing slots (as many as worker threads: more at once would not finish sooner);
-/// the others wait holding only their body.
-#[derive(Debug)]
-pub struct ByteBudget {
-    bytes: Arc<Semaphore>,
-    limit: usize,
-    gauge: Gauge,
-    large: Arc<Semaphore>,
-}
-
-/// Bytes charged to a [`ByteBudget`]; returned when dropped.
-#[derive(Debug)]
-pub struct Charge {
-    permit: Option<OwnedSemaphorePermit>,
-    gauge: Gauge,
-    bytes: usize,
-}
-
-impl ByteBudget {
-    /// A budget of `limit` bytes reporting its use to `gauge`, with `large_slots` slots for
-    /// processing large reviews.
-    pub fn new(limit: usize, large_slots: usize, gauge: Gauge) -> ByteBudget {
-        let limit = limit.clamp(1, Semaphore::MAX_PERMITS);
-        ByteBudget {
-            bytes: Arc::new(Semaphore::new(limit)),
-            limit,
-            gauge,
-            large: Arc::new(Semaphore::new(large_slots.clamp(1, Semaphore::MAX_PERMITS))),
+impl BodyError {
+    /// Reason label in metrics and logs.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            BodyError::TooLarge(_) => "body_too_large",
+            BodyError::Refused(r) => r.reason(),
+            BodyError::FirstByteTimeout(_) => "body_first_byte_timeout",
+            BodyError::TooSlow { .. } => "body_min_rate",
+            BodyError::Read(_) => "body_read",
         }
-    }
-
-    /// Wait for a slot to process a large review (held until dropped).
-    pub async fn large_slot(&self) -> OwnedSemaphorePermit {
-        self.large
-            .clone()
-            .acquire_owned()
-            .await
-            .expect("the semaphore is never closed")
-    }
-
-    /// An empty charge, to be grown with [`ByteBudget::grow`].
-    pub fn empty(&self) -> Charge {
-        Charge {
-            permit: None,
-            gauge: self.gauge.clone(),
-            bytes: 0,
-        }
-    }
-
-    /// Add `n` bytes to `charge` if the budget has them now.
-    pub fn grow(&self, charge: &mut Charge, n: usize) -> Result<(), BodyError> {
-        if n == 0 {
-            return Ok(());
-        }
-        let over = || BodyError::OverBudget(self.limit);
-        let n32 = u32::try_from(n).map_err(|_| over())?;
-        let permit = match self.bytes.clone().try_acquire_many_owned(n32) {
-            Ok(p) => p,
-            Err(TryAcquireError::NoPermits | TryAcquireError::Closed) => return Err(over()),
-        };
-        match &mut charge.permit {
-            Some(p) => p.merge(permit),
-            None => charge.permit = Some(permit),
-        }
-        charge.bytes += n;
-        self.gauge.inc_by(n as i64);
-        Ok(())
     }
 }
 
-impl Default for ByteBudget {
-    /// No bound (for tests and embedders that bound memory otherwise).
-    fn default() -> ByteBudget {
-        ByteBudget::new(Semaphore::MAX_PERMITS, 4, Gauge::default())
-    }
+/// How a body must arrive.
+#[derive(Debug, Clone, Copy)]
+pub struct BodyLimits {
+    /// Maximum body in bytes (`--max-request-bytes`).
+    pub max: usize,
+    /// The first body byte must arrive within this time of the request head
+    /// (`--body-first-byte-timeout`).
+    pub first_byte: Duration,
+    /// Bytes per second the body must keep up after that (`--body-min-rate`; 0: no minimum):
+    /// by `first_byte + n / min_rate` after the head, `n` bytes have arrived.
+    pub min_rate: u64,
 }
 
-impl Drop for Charge {
-    fn drop(&mut self) {
-        self.gauge.dec_by(self.bytes as i64);
+impl BodyLimits {
+    /// When the body must have delivered more than `received` bytes, counted from `start`.
+    fn due(&self, start: Instant, received: usize) -> Option<Instant> {
+        if received == 0 {
+            return Some(start + self.first_byte);
+        }
+        if self.min_rate == 0 {
+            return None;
+        }
+        let allowance = Duration::from_secs_f64(received as f64 / self.min_rate as f64);
+        Some(start + self.first_byte + allowance)
     }
 }
 
 /// A boxed request body, kept by the caller so that it can be discarded after a refusal.
 pub type Boxed<B> = Pin<Box<B>>;
 
-/// Read the whole body: at most `max` bytes, `declared` being the `content-length` if any (checked
-/// against `max` and charged to `budget` before anything is read). The body is read into one
-/// buffer sized from `declared`, so a large review is held once.
+/// Read the whole body: at most `limits.max` bytes (a `declared` content-length over it is
+/// refused before anything is read), each chunk charged to `budget` on `account`'s connection as
+/// it arrives, within the first-byte deadline and the minimum rate. The buffer grows with what
+/// arrived (doubling, up to the declared length), never from the announced length alone.
 pub async fn read<B>(
     body: &mut Boxed<B>,
     declared: Option<u64>,
-    max: usize,
+    limits: &BodyLimits,
     budget: &ByteBudget,
+    account: &Account,
 ) -> Result<(Vec<u8>, Charge), BodyError>
 where
     B: Body<Data = Bytes>,
     B::Error: std::fmt::Display,
 {
-    let mut charge = budget.empty();
-    let mut buf = Vec::new();
-    match declared {
-        Some(n) if n > max as u64 => return Err(BodyError::TooLarge(max)),
-        Some(n) => {
-            // `n <= max`, which fits in usize.
-            let n = n as usize;
-            budget.grow(&mut charge, n)?;
-            buf.reserve_exact(n);
-        }
-        None => {}
+    let max = limits.max;
+    if declared.is_some_and(|n| n > max as u64) {
+        return Err(BodyError::TooLarge(max));
     }
-    while let Some(frame) = body.frame().await {
+    // `n <= max`, which fits in usize.
+    let cap = declared.map_or(max, |n| n as usize);
+    let start = Instant::now();
+    let mut charge = budget.charge(account);
+    let mut buf: Vec<u8> = Vec::new();
+    loop {
+        let due = limits.due(start, buf.len());
+        let timer = async {
+            match due {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
+        let frame = tokio::select! {
+            f = body.frame() => f,
+            () = charge.preempted() => return Err(Refusal::Preempted(budget.limit()).into()),
+            () = timer => {
+                return Err(if buf.is_empty() {
+                    BodyError::FirstByteTimeout(limits.first_byte)
+                } else {
+                    BodyError::TooSlow {
+                        received: buf.len(),
+                        elapsed: start.elapsed(),
+                        rate: limits.min_rate,
+                        first_byte: limits.first_byte,
+                    }
+                });
+            }
+        };
+        let Some(frame) = frame else { break };
         let frame = frame.map_err(|e| BodyError::Read(e.to_string()))?;
         let Ok(data) = frame.into_data() else {
             continue;
         };
-        if buf.len() + data.len() > max {
+        let len = buf.len() + data.len();
+        if len > max {
             return Err(BodyError::TooLarge(max));
         }
-        if declared.is_none() {
-            budget.grow(&mut charge, data.len())?;
+        charge.grow(data.len())?;
+        if len > buf.capacity() {
+            let want = (2 * buf.capacity()).max(len).min(cap.max(len));
+            buf.reserve_exact(want - buf.len());
         }
         buf.extend_from_slice(&data);
     }
+    charge.done_reading();
     Ok((buf, charge))
 }
 
@@ -208,38 +199,107 @@ mod tests {
     use super::*;
     use http_body_util::{Full, StreamBody};
     use hyper::body::Frame;
+    use prometheus_client::metrics::gauge::Gauge;
 
     fn budget(limit: usize) -> ByteBudget {
-        ByteBudget::new(limit, 1, Gauge::default())
+        ByteBudget::new(limit, usize::MAX, 1, Gauge::default())
+    }
+
+    fn limits(max: usize) -> BodyLimits {
+        BodyLimits {
+            max,
+            first_byte: Duration::from_secs(5),
+            min_rate: 0,
+        }
     }
 
     #[tokio::test]
-    async fn declared_bodies_are_charged_up_front_and_released() {
+    async fn bodies_are_charged_as_they_arrive_and_released() {
         let b = budget(100);
+        let a = Account::new();
         let mut body = Box::pin(Full::new(Bytes::from_static(b"0123456789")));
-        let (buf, charge) = read(&mut body, Some(10), 50, &b).await.expect("fits");
+        let (buf, charge) = read(&mut body, Some(10), &limits(50), &b, &a)
+            .await
+            .expect("fits");
         assert_eq!(buf, b"0123456789");
-        assert_eq!(b.gauge.get(), 10);
-        // 95 bytes do not fit next to the 10 held.
+        assert_eq!(charge.bytes(), 10);
+        // 95 bytes do not fit next to the 10 held on the same connection.
         let mut big = Box::pin(Full::new(Bytes::from(vec![b'x'; 95])));
         assert!(matches!(
-            read(&mut big, Some(95), 100, &b).await,
-            Err(BodyError::OverBudget(100))
+            read(&mut big, Some(95), &limits(100), &b, &a).await,
+            Err(BodyError::Refused(Refusal::OverBudget(100)))
         ));
         drop(charge);
-        assert_eq!(b.gauge.get(), 0);
-        let (buf, _c) = read(&mut big, Some(95), 100, &b).await.expect("fits now");
+        let mut big = Box::pin(Full::new(Bytes::from(vec![b'x'; 95])));
+        let (buf, _c) = read(&mut big, Some(95), &limits(100), &b, &a)
+            .await
+            .expect("fits now");
         assert_eq!(buf.len(), 95);
     }
 
-    #[tokio::test]
-    async fn large_reviews_take_turns() {
-        let b = ByteBudget::new(100, 1, Gauge::default());
-        let first = b.large_slot().await;
-        let waiting = tokio::time::timeout(Duration::from_millis(20), b.large_slot()).await;
-        assert!(waiting.is_err(), "a second slot while the only one is held");
-        drop(first);
-        let _second = b.large_slot().await;
+    /// A body that never sends anything.
+    type Silent = StreamBody<futures::stream::Pending<Result<Frame<Bytes>, std::io::Error>>>;
+
+    /// A body that sends `first` and then nothing.
+    fn stalled(first: &'static [u8]) -> Boxed<impl Body<Data = Bytes, Error = std::io::Error>> {
+        let head = futures::stream::iter([Ok(Frame::data(Bytes::from_static(first)))]);
+        Box::pin(StreamBody::new(futures::StreamExt::chain(
+            head,
+            futures::stream::pending(),
+        )))
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_announced_length_reserves_nothing_before_bytes_arrive() {
+        let b = budget(100);
+        let a = Account::new();
+        let lim = BodyLimits {
+            max: 100,
+            first_byte: Duration::from_secs(2),
+            min_rate: 10,
+        };
+        let mut body = stalled(b"x");
+        let reading = read(&mut body, Some(100), &lim, &b, &a);
+        let probe = async {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            b.charge(&Account::new()).grow(99)
+        };
+        let (r, other) = tokio::join!(reading, probe);
+        assert_eq!(other, Ok(()), "99 of 100 bytes were free: 1 had arrived");
+        // 1 byte, first byte allowance 2 s + 1 byte at 10 bytes/s.
+        match r {
+            Err(BodyError::TooSlow {
+                received: 1,
+                elapsed,
+                ..
+            }) => {
+                assert_eq!(elapsed, Duration::from_millis(2100))
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_body_that_never_starts_is_cut_at_the_first_byte_deadline() {
+        let b = budget(100);
+        let lim = BodyLimits {
+            max: 100,
+            first_byte: Duration::from_secs(2),
+            min_rate: 0,
+        };
+        let mut body: Boxed<Silent> = Box::pin(StreamBody::new(futures::stream::pending()));
+        let t = Instant::now();
+        let r = read(&mut body, Some(10), &lim, &b, &Account::new()).await;
+        assert!(matches!(r, Err(BodyError::FirstByteTimeout(_))), "{r:?}");
+        assert_eq!(t.elapsed(), Duration::from_secs(2));
+        // Without a minimum rate, a started body is not cut by this reader.
+        let mut started = stalled(b"x");
+        let r = tokio::time::timeout(
+            Duration::from_secs(60),
+            read(&mut started, Some(10), &lim, &b, &Account::new()),
+        )
+        .await;
+        assert!(r.is_err(), "still reading");
     }
 
     #[tokio::test]
@@ -251,21 +311,23 @@ mod tests {
             Box::pin(StreamBody::new(futures::stream::iter(frames)))
         };
         let b = budget(10);
-        let (buf, charge) = read(&mut chunks(2), None, 100, &b).await.expect("fits");
-        assert_eq!((buf.len(), b.gauge.get()), (8, 8));
+        let a = Account::new();
+        let (buf, charge) = read(&mut chunks(2), None, &limits(100), &b, &a)
+            .await
+            .expect("fits");
+        assert_eq!((buf.len(), charge.bytes()), (8, 8));
         drop(charge);
         assert!(matches!(
-            read(&mut chunks(3), None, 100, &b).await,
-            Err(BodyError::OverBudget(10))
+            read(&mut chunks(3), None, &limits(100), &b, &a).await,
+            Err(BodyError::Refused(Refusal::OverBudget(10)))
         ));
-        assert_eq!(b.gauge.get(), 0, "a refused charge is released");
         assert!(matches!(
-            read(&mut chunks(3), None, 11, &budget(100)).await,
+            read(&mut chunks(3), None, &limits(11), &budget(100), &a).await,
             Err(BodyError::TooLarge(11))
         ));
         // A declared length over the limit is refused before reading.
         assert!(matches!(
-            read(&mut chunks(1), Some(12), 11, &b).await,
+            read(&mut chunks(1), Some(12), &limits(11), &b, &a).await,
             Err(BodyError::TooLarge(11))
         ));
     }

@@ -31,6 +31,8 @@ pub struct InjectionEvent {
     pub code: String,
     /// Human message.
     pub message: String,
+    /// The caller was authenticated by its client certificate.
+    pub authenticated: bool,
 }
 
 /// Where Events go. `record` must return at once: the admission response never waits for it.
@@ -92,6 +94,7 @@ impl EventSink for KubeEvents {
             outcome: e.outcome,
             code: e.code,
             message: e.message,
+            authenticated: e.authenticated,
         });
     }
 }

@@ -29,6 +29,7 @@ use tokio::time::Instant;
 use tokio_rustls::TlsAcceptor;
 
 use super::body;
+use super::budget::Account;
 use super::handler::{self, State};
 use super::metrics::Metrics;
 
@@ -49,8 +50,88 @@ pub struct ConnOptions {
     pub idle_timeout: Duration,
     /// Time allowed for in-flight requests once shutdown starts.
     pub grace: Duration,
-    /// HTTP/2 concurrent streams per connection.
+    /// HTTP/2 settings.
+    pub h2: Http2Limits,
+}
+
+/// HTTP/2 limits of every connection, set for admission reviews: few concurrent requests per
+/// connection, small headers, bodies of at most a few MiB read as they arrive.
+#[derive(Debug, Clone, Copy)]
+pub struct Http2Limits {
+    /// `SETTINGS_MAX_CONCURRENT_STREAMS`: requests in flight on one connection
+    /// (`--max-concurrent-streams`).
     pub max_streams: u32,
+    /// `SETTINGS_MAX_HEADER_LIST_SIZE` in bytes (an AdmissionReview request carries a few hundred).
+    pub max_header_list: u32,
+    /// Initial flow-control window of a stream: request bytes a client may send ahead of the
+    /// server reading them.
+    pub stream_window: u32,
+    /// Initial flow-control window of the connection (all its streams together).
+    pub connection_window: u32,
+    /// PING interval (`--http2-keepalive-interval`; zero: none); a peer that does not answer
+    /// within `keepalive_timeout` is disconnected.
+    pub keepalive_interval: Duration,
+    /// Time allowed for a PING acknowledgement.
+    pub keepalive_timeout: Duration,
+    /// Streams a client may open and reset before the server accepts them (the "rapid reset"
+    /// bound); beyond it the connection is closed with GOAWAY.
+    pub max_pending_accept_reset_streams: usize,
+    /// Streams the server may reset for protocol errors before closing the connection.
+    pub max_local_error_reset_streams: usize,
+}
+
+impl Http2Limits {
+    /// The limits with `max_streams` concurrent streams and the given PING interval.
+    pub fn new(max_streams: u32, keepalive_interval: Duration) -> Http2Limits {
+        Http2Limits {
+            max_streams: max_streams.max(1),
+            max_header_list: 16 * 1024,
+            stream_window: 1024 * 1024,
+            connection_window: 2 * 1024 * 1024,
+            keepalive_interval,
+            keepalive_timeout: Duration::from_secs(10),
+            max_pending_accept_reset_streams: 20,
+            max_local_error_reset_streams: 256,
+        }
+    }
+
+    fn apply<E>(&self, b: &mut hyper::server::conn::http2::Builder<E>) {
+        b.timer(TokioTimer::new())
+            .max_concurrent_streams(self.max_streams)
+            .max_header_list_size(self.max_header_list)
+            .initial_stream_window_size(self.stream_window)
+            .initial_connection_window_size(self.connection_window)
+            .max_pending_accept_reset_streams(self.max_pending_accept_reset_streams)
+            .max_local_error_reset_streams(self.max_local_error_reset_streams);
+        if !self.keepalive_interval.is_zero() {
+            b.keep_alive_interval(self.keepalive_interval)
+                .keep_alive_timeout(self.keepalive_timeout);
+        }
+    }
+
+    fn apply_auto<E>(&self, b: &mut auto::Http2Builder<'_, E>) {
+        b.timer(TokioTimer::new())
+            .max_concurrent_streams(self.max_streams)
+            .max_header_list_size(self.max_header_list)
+            .initial_stream_window_size(self.stream_window)
+            .initial_connection_window_size(self.connection_window)
+            .max_pending_accept_reset_streams(self.max_pending_accept_reset_streams)
+            .max_local_error_reset_streams(self.max_local_error_reset_streams);
+        if !self.keepalive_interval.is_zero() {
+            b.keep_alive_interval(self.keepalive_interval)
+                .keep_alive_timeout(self.keepalive_timeout);
+        }
+    }
+}
+
+/// Request headers an HTTP/1.1 request may carry (hyper's default is 100).
+const MAX_H1_HEADERS: usize = 64;
+
+/// Who is calling, as the TLS handshake established it (a request extension).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Caller {
+    /// The client presented a certificate the server verified (`--clientCaFile`).
+    pub authenticated: bool,
 }
 
 /// What a connection is waiting for, for its timers.
@@ -319,7 +400,16 @@ pub async fn serve(
             return;
         }
         Ok(Ok(Err(e))) => {
-            tracing::debug!(%peer, "TLS handshake failed: {e}");
+            let rustls_error = e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>());
+            if matches!(
+                rustls_error,
+                Some(rustls::Error::NoCertificatesPresented | rustls::Error::InvalidCertificate(_))
+            ) {
+                state.metrics.connection_closed("client_certificate");
+                tracing::warn!(%peer, "TLS handshake refused: client certificate: {e}");
+            } else {
+                tracing::debug!(%peer, "TLS handshake failed: {e}");
+            }
             return;
         }
         Err(_) => {
@@ -329,6 +419,13 @@ pub async fn serve(
         }
     };
     let alpn = tls.get_ref().1.alpn_protocol().map(<[u8]>::to_vec);
+    let caller = Caller {
+        authenticated: tls
+            .get_ref()
+            .1
+            .peer_certificates()
+            .is_some_and(|c| !c.is_empty()),
+    };
     let h2 = alpn.as_deref() == Some(b"h2");
     let known = matches!(alpn.as_deref(), Some(b"h2" | b"http/1.1"));
     let activity = Activity::new(!h2, known, reserve);
@@ -337,9 +434,13 @@ pub async fn serve(
         activity: activity.clone(),
     });
     let act = activity.clone();
+    // The connection's account in the byte budget, shared by its requests (HTTP/2 streams).
+    let account = Account::new();
     let svc = service_fn(move |mut req: Request<Incoming>| {
         let busy = act.busy();
         req.extensions_mut().insert(act.clone());
+        req.extensions_mut().insert(account.clone());
+        req.extensions_mut().insert(caller);
         let state = state.clone();
         async move {
             let resp = if reserve {
@@ -354,8 +455,7 @@ pub async fn serve(
     match alpn.as_deref() {
         Some(b"h2") => {
             let mut b = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
-            b.timer(TokioTimer::new())
-                .max_concurrent_streams(opts.max_streams);
+            opts.h2.apply(&mut b);
             drive(
                 b.serve_connection(io, svc),
                 &activity,
@@ -368,7 +468,9 @@ pub async fn serve(
         }
         Some(b"http/1.1") => {
             let mut b = hyper::server::conn::http1::Builder::new();
-            b.timer(TokioTimer::new()).header_read_timeout(None);
+            b.timer(TokioTimer::new())
+                .header_read_timeout(None)
+                .max_headers(MAX_H1_HEADERS);
             drive(
                 b.serve_connection(io, svc),
                 &activity,
@@ -382,10 +484,11 @@ pub async fn serve(
         _ => {
             // No ALPN: HTTP/1.1, or HTTP/2 with prior knowledge, told apart by the preface.
             let mut b = auto::Builder::new(TokioExecutor::new());
-            b.http1().timer(TokioTimer::new()).header_read_timeout(None);
-            b.http2()
+            b.http1()
                 .timer(TokioTimer::new())
-                .max_concurrent_streams(opts.max_streams);
+                .header_read_timeout(None)
+                .max_headers(MAX_H1_HEADERS);
+            opts.h2.apply_auto(&mut b.http2());
             drive(
                 b.serve_connection(io, svc),
                 &activity,

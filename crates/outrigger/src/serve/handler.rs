@@ -21,9 +21,10 @@ use outrigger_inject::webhook::{self, Outcome};
 use serde_json::{Map, Value};
 use tokio::sync::Semaphore;
 
-use super::body::{self, BodyError, ByteBudget};
+use super::body::{self, BodyError, BodyLimits};
+use super::budget::{Account, ByteBudget, Refusal};
 use super::cluster::{EventSink, InjectionEvent, SharedFacts};
-use super::conn::Activity;
+use super::conn::{Activity, Caller};
 use super::metrics::Metrics;
 use super::tls::CertStore;
 use crate::kube::events::Outcome as EventOutcome;
@@ -41,6 +42,8 @@ const DISCARD_FACTOR: u64 = 2;
 pub struct Limits {
     /// Maximum request body in bytes (413 beyond).
     pub max_body: usize,
+    /// First-byte deadline and minimum rate of request bodies.
+    pub body: BodyLimits,
     /// Deadline for one admission request, from arrival to response.
     pub deadline: Duration,
 }
@@ -108,8 +111,20 @@ where
         return Ok(r);
     }
     let resp = match raw_path.as_str() {
-        "/inject" => inject(&state, req).await,
-        p if p.starts_with("/inject/") => inject(&state, req).await,
+        "/inject" => {
+            return Ok(close_if_draining(
+                &state,
+                version,
+                inject(&state, req).await,
+            ))
+        }
+        p if p.starts_with("/inject/") => {
+            return Ok(close_if_draining(
+                &state,
+                version,
+                inject(&state, req).await,
+            ))
+        }
         "/healthz" => text(StatusCode::OK, "ok"),
         "/readyz" => readyz(&state),
         "/metrics" => {
@@ -127,14 +142,44 @@ where
             text(StatusCode::NOT_FOUND, "404 page not found")
         }
     };
+    if version >= Version::HTTP_2 && !req.body().is_end_stream() {
+        let limit = 2 * state.limits.max_body as u64;
+        drain_unused(req.into_body(), limit, state.limits.deadline).await;
+    }
+    Ok(close_if_draining(&state, version, resp))
+}
+
+/// HTTP/2: read to its end (at most `limit` bytes within `time`) a request body the route does
+/// not use, so that the answer ends the stream as over HTTP/1.1; answering while the client is
+/// still sending ends in a reset stream, which clients report as a failed request (curl:
+/// "stream was not closed cleanly") instead of the 404 or health answer.
+async fn drain_unused<B>(body: B, limit: u64, time: Duration)
+where
+    B: Body<Data = Bytes>,
+{
+    use http_body_util::BodyExt;
+    let mut body = std::pin::pin!(body);
+    let mut seen = 0u64;
+    let _ = tokio::time::timeout(time, async {
+        while let Some(Ok(frame)) = body.frame().await {
+            seen += frame.data_ref().map_or(0, |d| d.len() as u64);
+            if seen > limit {
+                break;
+            }
+        }
+    })
+    .await;
+}
+
+/// While draining, HTTP/1.1 clients are told to close after this response instead of finding
+/// their kept-alive connection closed when the listener goes.
+fn close_if_draining(state: &State, version: Version, resp: Resp) -> Resp {
     let mut resp = resp;
-    // While draining, HTTP/1.1 clients are told to close after this response instead of
-    // finding their kept-alive connection closed when the listener goes.
     if version < Version::HTTP_2 && state.draining.load(Ordering::Relaxed) {
         resp.headers_mut()
             .insert(CONNECTION, HeaderValue::from_static("close"));
     }
-    Ok(resp)
+    resp
 }
 
 fn readyz(state: &State) -> Resp {
@@ -233,6 +278,9 @@ where
     let discard = body::should_discard(req.version(), req.headers(), discard_limit);
     let h1 = req.version() < Version::HTTP_2;
     let activity = req.extensions().get::<Arc<Activity>>().cloned();
+    let caller = req.extensions().get::<Caller>().copied().unwrap_or(Caller {
+        authenticated: false,
+    });
     let path = percent_decode(req.uri().path());
     let json_type = req
         .headers()
@@ -242,32 +290,45 @@ where
         .headers()
         .get(CONTENT_TYPE)
         .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+    let account = req
+        .extensions()
+        .get::<Arc<Account>>()
+        .cloned()
+        .unwrap_or_else(Account::new);
     let mut incoming = Box::pin(req.into_body());
-    let (body, charge) = match body::read(&mut incoming, declared, max, &state.budget).await {
+    let read = body::read(
+        &mut incoming,
+        declared,
+        &state.limits.body,
+        &state.budget,
+        &account,
+    )
+    .await;
+    let (body, charge) = match read {
         Ok(b) => b,
-        Err(e @ (BodyError::TooLarge(_) | BodyError::OverBudget(_))) => {
-            let mut r = match &e {
-                BodyError::OverBudget(_) => {
-                    m.reject("inflight_bytes");
-                    let mut r = http_error(
-                        m,
-                        StatusCode::TOO_MANY_REQUESTS,
-                        "inflight_bytes",
-                        &e.to_string(),
-                    );
-                    r.headers_mut()
-                        .insert(RETRY_AFTER, HeaderValue::from_static("1"));
-                    r
-                }
-                _ => http_error(
-                    m,
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    "body_too_large",
-                    &e.to_string(),
-                ),
+        Err(e @ BodyError::Read(_)) => {
+            return http_error(m, StatusCode::BAD_REQUEST, e.reason(), &e.to_string())
+        }
+        Err(e) => {
+            let reason = e.reason();
+            let (status, discard) = match &e {
+                BodyError::TooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, discard),
+                // A preempted body is arriving slowly: not worth reading on.
+                BodyError::Refused(Refusal::Preempted(_)) => (StatusCode::TOO_MANY_REQUESTS, false),
+                BodyError::Refused(_) => (StatusCode::TOO_MANY_REQUESTS, discard),
+                _ => (StatusCode::REQUEST_TIMEOUT, false),
             };
+            if status != StatusCode::PAYLOAD_TOO_LARGE {
+                m.reject(reason);
+            }
+            let mut r = http_error(m, status, reason, &e.to_string());
+            if status == StatusCode::TOO_MANY_REQUESTS {
+                r.headers_mut()
+                    .insert(RETRY_AFTER, HeaderValue::from_static("1"));
+            }
             // The client may still be sending: HTTP/1.1 reads the rest of the body (within
             // bounds) while the answer goes out, then closes, so the client sees the answer.
+            // A body cut for its pace is not read on: the connection closes after the answer.
             if h1 {
                 r.headers_mut()
                     .insert(CONNECTION, HeaderValue::from_static("close"));
@@ -278,7 +339,6 @@ where
             }
             return r;
         }
-        Err(e) => return http_error(m, StatusCode::BAD_REQUEST, "body_read", &e.to_string()),
     };
     drop(incoming);
     if body.is_empty() {
@@ -334,8 +394,9 @@ where
             return http_error(m, StatusCode::INTERNAL_SERVER_ERROR, "internal_error", &msg)
         }
     };
-    if let Some(sink) = &state.events {
-        if let Some(e) = injection_event(&mut reviewed) {
+    // A dry run must have no side effect (the webhook declares `sideEffects: None`).
+    if let (Some(sink), false) = (&state.events, reviewed.dry_run) {
+        if let Some(e) = injection_event(&mut reviewed, caller.authenticated) {
             sink.record(e);
         }
     }
@@ -343,8 +404,8 @@ where
 }
 
 /// The Event for a reviewed pod (none for malformed reviews, nor without a pod object: there
-/// is nothing to point at).
-fn injection_event(r: &mut webhook::Reviewed) -> Option<InjectionEvent> {
+/// is nothing to point at); `authenticated`: the caller presented a verified certificate.
+fn injection_event(r: &mut webhook::Reviewed, authenticated: bool) -> Option<InjectionEvent> {
     let (outcome, code, message) = match &r.outcome {
         Outcome::Injected => (EventOutcome::Injected, "injected", r.decision.clone()),
         Outcome::Skipped(reason) => (EventOutcome::Skipped, reason.code(), r.decision.clone()),
@@ -369,6 +430,7 @@ fn injection_event(r: &mut webhook::Reviewed) -> Option<InjectionEvent> {
         outcome,
         code: code.to_string(),
         message,
+        authenticated,
     })
 }
 

@@ -73,32 +73,25 @@ pub fn context(args: &ServeArgs, native: NativeMode, openshift: bool) -> KubeCon
     }
 }
 
-/// Build a client (in-cluster service account, else kubeconfig) and check that the API server
-/// answers.
+/// Build a client ([`crate::kube::client::connect`]: kubeconfig, else in-cluster) and check
+/// that the API server answers.
 pub async fn connect() -> Result<Client> {
-    let config = ::kube::Config::infer().await.map_err(|e| {
-        anyhow!("--kube: no usable Kubernetes configuration (in-cluster service account or KUBECONFIG): {e}")
-    })?;
-    let url = config.cluster_url.to_string();
-    let client = Client::try_from(config).map_err(|e| {
-        anyhow!(
-            "--kube: cannot build a client for {url}: {:#}",
-            anyhow::Error::new(e)
-        )
-    })?;
-    let version = tokio::time::timeout(START_TIMEOUT, client.apiserver_version())
+    let cluster = crate::kube::client::connect(None, None)
+        .await
+        .map_err(|e| e.context("--kube"))?;
+    let target = &cluster.target;
+    let version = tokio::time::timeout(START_TIMEOUT, cluster.client.apiserver_version())
         .await
         .map_err(|_| {
-            anyhow!("--kube: the Kubernetes API server at {url} did not answer within {START_TIMEOUT:?}")
+            anyhow!("--kube: the Kubernetes API server {target} did not answer within {START_TIMEOUT:?}")
         })?
         .map_err(|e| {
-            anyhow!(
-                "--kube: cannot reach the Kubernetes API server at {url}: {:#}",
-                anyhow::Error::new(e)
-            )
+            cluster
+                .explain(crate::kube::client::api_error(e).context("reading its version"))
+                .context("--kube")
         })?;
-    tracing::info!(server = %url, version = %version.git_version, "connected to the Kubernetes API server");
-    Ok(client)
+    tracing::info!(server = %target, version = %version.git_version, "connected to the Kubernetes API server");
+    Ok(cluster.client)
 }
 
 /// Connect and start the services; fails with a clear message when the cluster is unreachable
@@ -218,7 +211,8 @@ pub async fn apply_certificates(state: Arc<State>, mut rx: watch::Receiver<CertB
             Err(e) => {
                 state.metrics.reload("certificate", false);
                 tracing::error!(
-                    "certificate rotation failed: {e:#}; keeping the current certificate"
+                    "certificate rotation failed: {}; keeping the current certificate",
+                    crate::report::chain(&e)
                 );
             }
         }
@@ -402,6 +396,11 @@ mod tests {
             metrics: Metrics::new(),
             limits: Limits {
                 max_body: 1 << 20,
+                body: crate::serve::body::BodyLimits {
+                    max: 1 << 20,
+                    first_byte: Duration::from_secs(10),
+                    min_rate: 0,
+                },
                 deadline: Duration::from_secs(10),
             },
             inject: InjectSettings {
@@ -777,7 +776,11 @@ mod tests {
         assert_eq!(r.body["regarding"]["kind"], "ReplicaSet");
         assert_eq!(r.body["regarding"]["name"], "web-1");
         let note = r.body["note"].as_str().unwrap_or_default();
-        assert!(note.starts_with("injected: "), "{note}");
+        // No client certificate authenticated the caller: the note says the facts are claimed.
+        assert!(
+            note.starts_with(&format!("{}injected: ", crate::kube::events::UNVERIFIED)),
+            "{note}"
+        );
         // A failing API server only costs a warning.
         r.respond(500, json!({"kind": "Status", "code": 500}));
         let again = post(&st, "team", pod("b", None, json!({}))).await;

@@ -8,10 +8,13 @@
 //! facts and Events from the Kubernetes API.
 
 pub mod body;
+pub mod budget;
+pub mod client_auth;
 pub mod cluster;
 pub mod conn;
 pub mod failsafe;
 pub mod handler;
+pub mod health;
 pub mod kube_mode;
 pub mod metrics;
 pub mod reload;
@@ -107,11 +110,8 @@ fn certificate_names(args: &ServeArgs) -> Vec<String> {
         "localhost".to_string(),
         "127.0.0.1".to_string(),
         "::1".to_string(),
-        svc.clone(),
-        format!("{svc}.{ns}"),
-        format!("{svc}.{ns}.svc"),
-        format!("{svc}.{ns}.svc.cluster.local"),
     ];
+    names.extend(crate::cli::defaults::service_dns_names(svc, ns));
     names.extend(args.dns_names.iter().cloned());
     names.dedup();
     names
@@ -168,8 +168,8 @@ fn initial_certificate(
 /// Read and parse the configuration files (or the embedded default).
 async fn file_config(paths: &snapshot::Paths) -> Result<(Snapshot, snapshot::Texts)> {
     let texts = snapshot::read(paths)?;
-    let t = texts.clone();
-    let snap = tokio::task::spawn_blocking(move || snapshot::build(&t))
+    let (t, p) = (texts.clone(), paths.clone());
+    let snap = tokio::task::spawn_blocking(move || snapshot::build(&t, &p))
         .await
         .context("loading the configuration")??;
     for w in &snap.config.warnings {
@@ -184,6 +184,13 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
         bail!(
             "--max-inflight-bytes ({}) must be at least --max-request-bytes ({})",
             args.max_inflight_bytes,
+            args.max_request_bytes
+        );
+    }
+    if args.max_connection_bytes < args.max_request_bytes {
+        bail!(
+            "--max-connection-bytes ({}) must be at least --max-request-bytes ({})",
+            args.max_connection_bytes,
             args.max_request_bytes
         );
     }
@@ -235,7 +242,19 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
     metrics.cert_expiry.set(cert.not_after);
     metrics.reload("certificate", true);
     let certs = tls::CertStore::new(cert);
-    let tls_config = tls::server_config(certs.clone(), &compliance)?;
+    let client_auth = match &args.client_ca_file {
+        Some(file) => {
+            let auth = client_auth::ClientAuth::load(
+                file,
+                args.client_allowed_names.clone(),
+                Arc::new(tls::provider(&compliance)),
+            )?;
+            tracing::info!(client_ca = %file.display(), allowed_names = ?args.client_allowed_names, "client certificates required");
+            Some(auth)
+        }
+        None => None,
+    };
+    let tls_config = tls::server_config(certs.clone(), &compliance, client_auth.clone())?;
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls_config));
 
     let (facts, events) = match &cluster {
@@ -245,8 +264,9 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
     let workers = args
         .worker_threads
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
-    let budget = body::ByteBudget::new(
+    let budget = budget::ByteBudget::new(
         args.max_inflight_bytes,
+        args.max_connection_bytes,
         workers,
         metrics.inflight_bytes.clone(),
     );
@@ -256,6 +276,11 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
         metrics,
         limits: Limits {
             max_body: args.max_request_bytes,
+            body: body::BodyLimits {
+                max: args.max_request_bytes,
+                first_byte: args.body_first_byte_timeout,
+                min_rate: args.body_min_rate,
+            },
             deadline: args.request_timeout,
         },
         inject: InjectSettings {
@@ -286,6 +311,7 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
         state.clone(),
         file_texts.map(|t| (paths, t)),
         cert_files,
+        client_auth,
         args.reload_debounce,
     )?;
 
@@ -300,6 +326,15 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
     tracing::info!(address = %local, "outrigger webhook listening (HTTPS, h2 + http/1.1)");
 
     let (stop_tx, stop_rx) = watch::channel(false);
+    if let Some(port) = args.health_port {
+        let addr = SocketAddr::new(args.address, port);
+        let health = tokio::net::TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("listening on {addr} (--health-port)"))?;
+        let local = health.local_addr().unwrap_or(addr);
+        tracing::info!(address = %local, "health endpoints listening (plain HTTP: /healthz, /readyz)");
+        tokio::spawn(health::serve(health, state.clone(), stop_rx.clone()));
+    }
     let opts = server::ConnOptions {
         max_connections: args.max_connections.max(1),
         health_reserve: HEALTH_RESERVE,
@@ -307,7 +342,7 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
         header_read_timeout: args.header_read_timeout,
         idle_timeout: args.idle_timeout,
         grace: args.shutdown_grace,
-        max_streams: 256,
+        h2: conn::Http2Limits::new(args.max_concurrent_streams, args.http2_keepalive_interval),
     };
     let server = tokio::spawn(server::serve(
         listener,

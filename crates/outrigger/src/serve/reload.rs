@@ -13,6 +13,7 @@ use tokio::sync::mpsc;
 
 use outrigger_inject::guard;
 
+use super::client_auth::ClientAuth;
 use super::failsafe;
 use super::handler::State;
 use super::snapshot::{self, Paths, Texts};
@@ -47,16 +48,20 @@ struct Reloader {
     config: Option<FileConfig>,
     certs: Option<CertFiles>,
     last_cert: Option<(Vec<u8>, Vec<u8>)>,
+    /// The client CA bundle (`--clientCaFile`).
+    client_auth: Option<Arc<ClientAuth>>,
     /// Pause between the reads of [`settled_read`].
     settle: Duration,
 }
 
 /// Start watching the configuration files (`config`: their paths and the documents loaded at
-/// start-up) and the certificate files. The returned watcher must be kept alive.
+/// start-up), the certificate files and the client CA bundle. The returned watcher must be kept
+/// alive.
 pub fn spawn(
     state: Arc<State>,
     config: Option<(Paths, Texts)>,
     certs: Option<CertFiles>,
+    client_auth: Option<Arc<ClientAuth>>,
     debounce: Duration,
 ) -> Result<RecommendedWatcher> {
     let (tx, rx) = mpsc::unbounded_channel();
@@ -77,6 +82,9 @@ pub fn spawn(
         files.push(&c.cert);
         files.push(&c.key);
     }
+    if let Some(a) = &client_auth {
+        files.push(a.file());
+    }
     let mut dirs: Vec<PathBuf> = files.iter().filter_map(|f| parent_dir(f)).collect();
     dirs.sort();
     dirs.dedup();
@@ -96,6 +104,7 @@ pub fn spawn(
         config,
         certs,
         last_cert,
+        client_auth,
         settle: debounce.max(Duration::from_millis(10)),
     };
     tokio::spawn(reloader.run(rx, debounce));
@@ -145,6 +154,7 @@ impl Reloader {
             while rx.try_recv().is_ok() {}
             self.reload_config().await;
             self.reload_cert();
+            self.reload_client_ca();
         }
     }
 
@@ -161,7 +171,7 @@ impl Reloader {
             Ok(t) => t,
             Err(e) => {
                 let source = fc.paths.config.display().to_string();
-                return failsafe::refuse(&self.state, &source, &format!("{e:#}"));
+                return failsafe::refuse(&self.state, &source, &crate::report::chain(&e));
             }
         };
         if texts == fc.attempted {
@@ -182,16 +192,33 @@ impl Reloader {
                 }
             }
         }
-        let t = texts.clone();
-        let built = tokio::task::spawn_blocking(move || snapshot::build(&t)).await;
+        let (t, p) = (texts.clone(), fc.paths.clone());
+        let built = tokio::task::spawn_blocking(move || snapshot::build(&t, &p)).await;
         match built {
             Ok(Ok(snap)) => {
                 if failsafe::offer(&self.state, Arc::new(snap), &source) {
                     fc.good = texts;
                 }
             }
-            Ok(Err(e)) => failsafe::refuse(&self.state, &source, &format!("{e:#}")),
+            Ok(Err(e)) => failsafe::refuse(&self.state, &source, &crate::report::chain(&e)),
             Err(e) => failsafe::refuse(&self.state, &source, &format!("reload task failed: {e}")),
+        }
+    }
+
+    fn reload_client_ca(&self) {
+        let Some(auth) = &self.client_auth else {
+            return;
+        };
+        match auth.reload() {
+            Ok(false) => {}
+            Ok(true) => {
+                self.state.metrics.reload("client_ca", true);
+                tracing::info!(client_ca = %auth.file().display(), "client CA bundle reloaded");
+            }
+            Err(e) => {
+                self.state.metrics.reload("client_ca", false);
+                tracing::error!(client_ca = %auth.file().display(), "client CA bundle reload failed: {}; keeping the current bundle", crate::report::chain(&e));
+            }
         }
     }
 
@@ -231,7 +258,7 @@ impl Reloader {
             }
             Err(e) => {
                 self.state.metrics.reload("certificate", false);
-                tracing::error!(cert = %files.cert.display(), "certificate reload failed: {e:#}; keeping the current certificate");
+                tracing::error!(cert = %files.cert.display(), "certificate reload failed: {}; keeping the current certificate", crate::report::chain(&e));
             }
         }
     }

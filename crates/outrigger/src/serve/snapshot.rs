@@ -30,6 +30,9 @@ pub struct Texts {
     pub values_present: bool,
     /// Mesh config (`None`: Istio's defaults).
     pub mesh: Option<String>,
+    /// Whether the mesh config file exists (with the embedded default too: the mounted mesh
+    /// config applies over it).
+    pub mesh_present: bool,
     /// Whether these are the embedded defaults.
     pub embedded: bool,
 }
@@ -47,17 +50,25 @@ impl Texts {
         ]
     }
 
-    /// A short description for logs.
+    /// A short description for logs, naming only the files that exist: `embedded default
+    /// configuration`, `/etc/istio/inject/config (values /etc/istio/inject/values)`.
     pub fn describe(&self, paths: &Paths) -> String {
-        if self.embedded {
+        let mut read = Vec::new();
+        if self.values_present && !self.embedded {
+            read.push(format!("values {}", paths.values.display()));
+        }
+        if self.mesh_present {
+            read.push(format!("mesh {}", paths.mesh.display()));
+        }
+        let head = if self.embedded {
             "embedded default configuration".to_string()
         } else {
-            format!(
-                "{} (values {}, mesh {})",
-                paths.config.display(),
-                paths.values.display(),
-                paths.mesh.display()
-            )
+            paths.config.display().to_string()
+        };
+        if read.is_empty() {
+            head
+        } else {
+            format!("{head} ({})", read.join(", "))
         }
     }
 }
@@ -74,6 +85,7 @@ fn read_optional(path: &Path) -> Result<Option<String>> {
 /// (with the mounted mesh config, if any).
 pub fn read(paths: &Paths) -> Result<Texts> {
     let mesh = read_optional(&paths.mesh)?;
+    let mesh_present = mesh.is_some();
     match read_optional(&paths.config)? {
         Some(config) => {
             let values = read_optional(&paths.values)?;
@@ -82,6 +94,7 @@ pub fn read(paths: &Paths) -> Result<Texts> {
                 values_present: values.is_some(),
                 values: values.unwrap_or_default(),
                 mesh,
+                mesh_present,
                 embedded: false,
             })
         }
@@ -90,18 +103,30 @@ pub fn read(paths: &Paths) -> Result<Texts> {
             values: defaults::VALUES.to_string(),
             values_present: true,
             mesh: mesh.or_else(|| Some(defaults::MESH.to_string())),
+            mesh_present,
             embedded: true,
         }),
     }
 }
 
 /// Parse the documents into a snapshot. A panic inside the library is reported as an error.
-pub fn build(texts: &Texts) -> Result<Snapshot> {
+/// Errors name the file as `inject` and `check` do: `loading values PATH: ...` for the values,
+/// `loading injector config PATH: ...` for the rest.
+pub fn build(texts: &Texts, paths: &Paths) -> Result<Snapshot> {
     let result = catch_unwind(AssertUnwindSafe(|| {
-        Snapshot::load(&texts.config, &texts.values, texts.mesh.as_deref())
+        if texts.values_present && !texts.embedded {
+            outrigger_inject::config::parse_values(&texts.values)
+                .with_context(|| format!("loading values {}", paths.values.display()))?;
+        }
+        let what = if texts.embedded {
+            "loading the embedded default configuration".to_string()
+        } else {
+            format!("loading injector config {}", paths.config.display())
+        };
+        Snapshot::load(&texts.config, &texts.values, texts.mesh.as_deref()).context(what)
     }));
     match result {
-        Ok(r) => r.context("loading the injector configuration"),
+        Ok(r) => r,
         Err(p) => {
             let msg = p
                 .downcast_ref::<&str>()
@@ -130,6 +155,7 @@ mod tests {
         let t = read(&paths).unwrap();
         assert!(t.embedded);
         assert_eq!(t.config, defaults::CONFIG);
+        assert_eq!(t.describe(&paths), "embedded default configuration");
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("config"), "policy: disabled\n").unwrap();
         let t = read(&paths).unwrap();
@@ -140,9 +166,29 @@ mod tests {
         );
         assert!(!t.values_present);
         assert_eq!(t.documents()[1], ("values", None));
+        // Only the files that exist are named as sources.
+        assert_eq!(t.describe(&paths), paths.config.display().to_string());
         std::fs::write(dir.join("values"), "").unwrap();
         let t = read(&paths).unwrap();
         assert_eq!(t.documents()[1], ("values", Some("")));
+        assert_eq!(
+            t.describe(&paths),
+            format!(
+                "{} (values {})",
+                paths.config.display(),
+                paths.values.display()
+            )
+        );
+        std::fs::remove_file(dir.join("config")).unwrap();
+        std::fs::write(dir.join("mesh"), "trustDomain: x\n").unwrap();
+        let t = read(&paths).unwrap();
+        assert_eq!(
+            t.describe(&paths),
+            format!(
+                "embedded default configuration (mesh {})",
+                paths.mesh.display()
+            )
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

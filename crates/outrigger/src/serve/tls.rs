@@ -93,19 +93,27 @@ pub fn provider(compliance_policy: &str) -> CryptoProvider {
     p
 }
 
-/// Server config resolving the certificate from `store` on every handshake.
-pub fn server_config(store: Arc<CertStore>, compliance_policy: &str) -> Result<ServerConfig> {
+/// Server config resolving the certificate from `store` on every handshake; with `client_auth`,
+/// every handshake requires a client certificate it accepts.
+pub fn server_config(
+    store: Arc<CertStore>,
+    compliance_policy: &str,
+    client_auth: Option<Arc<super::client_auth::ClientAuth>>,
+) -> Result<ServerConfig> {
     let fips = compliance_policy == "fips-140-2";
     let versions: &[&rustls::SupportedProtocolVersion] = if fips {
         &[&rustls::version::TLS12]
     } else {
         &[&rustls::version::TLS13, &rustls::version::TLS12]
     };
-    let mut cfg = ServerConfig::builder_with_provider(Arc::new(provider(compliance_policy)))
+    let cfg = ServerConfig::builder_with_provider(Arc::new(provider(compliance_policy)))
         .with_protocol_versions(versions)
-        .context("TLS protocol versions")?
-        .with_no_client_auth()
-        .with_cert_resolver(store);
+        .context("TLS protocol versions")?;
+    let builder = match client_auth {
+        Some(v) => cfg.with_client_cert_verifier(v),
+        None => cfg.with_no_client_auth(),
+    };
+    let mut cfg = builder.with_cert_resolver(store);
     cfg.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(cfg)
 }

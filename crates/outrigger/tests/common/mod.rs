@@ -228,21 +228,73 @@ pub fn client_config(cas: &[&[u8]], alpn: &[&[u8]], tls12_only: bool) -> rustls:
     cfg
 }
 
-/// Connect with TLS; returns the stream and the negotiated ALPN protocol.
-pub async fn tls_connect(
+/// [`client_config`] presenting the client certificate `chain_pem` with its key `key_pem`.
+pub fn client_config_with_cert(
+    cas: &[&[u8]],
+    alpn: &[&[u8]],
+    chain_pem: &[u8],
+    key_pem: &[u8],
+) -> rustls::ClientConfig {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let mut roots = rustls::RootCertStore::empty();
+    for pem in cas {
+        for cert in CertificateDer::pem_slice_iter(pem) {
+            roots.add(cert.expect("CA PEM parses")).expect("valid CA");
+        }
+    }
+    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(chain_pem)
+        .map(|c| c.expect("certificate PEM parses"))
+        .collect();
+    let key = PrivateKeyDer::from_pem_slice(key_pem).expect("key PEM parses");
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut cfg = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("protocol versions")
+        .with_root_certificates(roots)
+        .with_client_auth_cert(chain, key)
+        .expect("client certificate and key");
+    cfg.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    cfg
+}
+
+/// A TCP connection to `addr` from the loopback address `local` (attackers in the tests sit on
+/// 127.0.0.x addresses other than the API server's 127.0.0.1).
+pub async fn tcp_from(
+    local: std::net::IpAddr,
     addr: SocketAddr,
-    cfg: rustls::ClientConfig,
-) -> Result<
-    (
-        tokio_rustls::client::TlsStream<tokio::net::TcpStream>,
-        Option<Vec<u8>>,
-    ),
-    String,
-> {
+) -> Result<tokio::net::TcpStream, String> {
+    let sock = tokio::net::TcpSocket::new_v4().map_err(|e| format!("socket: {e}"))?;
+    sock.bind(SocketAddr::new(local, 0))
+        .map_err(|e| format!("bind {local}: {e}"))?;
+    let tcp = sock
+        .connect(addr)
+        .await
+        .map_err(|e| format!("connect: {e}"))?;
+    let _ = tcp.set_nodelay(true);
+    Ok(tcp)
+}
+
+/// A TLS stream and its negotiated ALPN protocol.
+pub type Tls = (
+    tokio_rustls::client::TlsStream<tokio::net::TcpStream>,
+    Option<Vec<u8>>,
+);
+
+/// Connect with TLS; returns the stream and the negotiated ALPN protocol.
+pub async fn tls_connect(addr: SocketAddr, cfg: rustls::ClientConfig) -> Result<Tls, String> {
     let tcp = tokio::net::TcpStream::connect(addr)
         .await
         .map_err(|e| format!("connect: {e}"))?;
     let _ = tcp.set_nodelay(true);
+    tls_over(tcp, cfg).await
+}
+
+/// TLS over an established TCP connection.
+pub async fn tls_over(
+    tcp: tokio::net::TcpStream,
+    cfg: rustls::ClientConfig,
+) -> Result<Tls, String> {
     let name = ServerName::try_from("localhost").expect("valid name");
     let tls = tokio_rustls::TlsConnector::from(Arc::new(cfg))
         .connect(name, tcp)
@@ -266,7 +318,11 @@ impl H2 {
 
     /// Connect with a given TLS config (ALPN must offer h2).
     pub async fn connect_with(addr: SocketAddr, cfg: rustls::ClientConfig) -> Result<H2, String> {
-        let (tls, alpn) = tls_connect(addr, cfg).await?;
+        H2::handshake(tls_connect(addr, cfg).await?).await
+    }
+
+    /// HTTP/2 over an established TLS connection (its ALPN must be h2).
+    pub async fn handshake((tls, alpn): Tls) -> Result<H2, String> {
         if alpn.as_deref() != Some(b"h2") {
             return Err(format!("ALPN negotiated {alpn:?}, want h2"));
         }
@@ -378,6 +434,32 @@ pub async fn http1_request(
         .await
         .map_err(|e| e.to_string())?;
     collect(resp).await
+}
+
+/// Start a server with the embedded default configuration (policy enabled), a generated
+/// certificate, native sidecars off, a 100 ms drain delay unless `extra` sets one, and `extra`
+/// flags; the server and its CA bundle.
+pub fn start_embedded(name: &str, extra: &[&str]) -> (Server, Vec<u8>) {
+    let dir = scratch(name);
+    let mut args: Vec<String> = vec![
+        "--injectConfig".into(),
+        dir.join("none/config").display().to_string(),
+        "--injectValues".into(),
+        dir.join("none/values").display().to_string(),
+        "--meshConfig".into(),
+        dir.join("none/mesh").display().to_string(),
+        "--caBundleFile".into(),
+        dir.join("ca.pem").display().to_string(),
+        "--native-sidecars=false".into(),
+    ];
+    if !extra.contains(&"--drain-delay") {
+        args.extend(["--drain-delay".to_string(), "100ms".to_string()]);
+    }
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let server = Server::start(&refs, &[]);
+    let ca = std::fs::read(dir.join("ca.pem")).expect("CA bundle written");
+    (server, ca)
 }
 
 /// An AdmissionReview request document.
