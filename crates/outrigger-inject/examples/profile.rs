@@ -76,6 +76,7 @@ fn render_only(s: &Snapshot, pod: &serde_json::Value, n: usize) {
         proxy_gid: 1337,
         inbound_traffic_policy_mode: "passthrough",
         compliance_policy: "",
+        env: &s.template_env,
     };
     let t = &s.config.templates["sidecar"];
     let text = t.render(&data).unwrap();

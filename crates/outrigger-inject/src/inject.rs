@@ -235,6 +235,7 @@ fn run_templates(
         proxy_gid: gid,
         inbound_traffic_policy_mode: inbound,
         compliance_policy: p.compliance_policy,
+        env: &snapshot.template_env,
     };
 
     // Merge onto the unstripped pod, as Istio does: on re-injection the previous sidecar keeps

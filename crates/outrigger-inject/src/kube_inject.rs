@@ -106,7 +106,7 @@ pub enum Outcome {
     Injected,
     /// A workload of a supported kind was left without a sidecar (and re-serialised).
     Skipped(SkipReason),
-    /// A document with nothing to inject: another kind written back byte for byte, or a `List`
+    /// A document with nothing to inject: another kind written back as read, or a `List`
     /// without workloads.
     PassedThrough,
 }
@@ -133,7 +133,7 @@ impl SkipReason {
 /// One document of a kube-inject stream, processed ([`inject_raw_document`]).
 #[derive(Debug, Clone)]
 pub struct ProcessedDocument {
-    /// Index of the document in the input stream (0-based, documents without content not counted).
+    /// Index of the document in the input stream (0-based, as apimachinery's `YAMLReader` counts them).
     pub index: usize,
     /// `kind` of the document.
     pub kind: String,
@@ -175,15 +175,11 @@ fn document_label(index: usize, kind: &str, namespace: &str, name: &str) -> Stri
 /// first error. [`inject_raw_document`] is the streaming form (one document at a time).
 pub fn inject_manifests(input: &str, opts: &KubeInjectOptions<'_>) -> Result<KubeInjectOutput> {
     let mut out = KubeInjectOutput::default();
-    let mut first_line = 0;
-    let mut consumed = 0;
-    for (index, raw) in yaml::split_documents(input)?.into_iter().enumerate() {
-        let offset = (raw.as_ptr() as usize).wrapping_sub(input.as_ptr() as usize);
-        first_line += input
-            .get(consumed..offset)
-            .map_or(0, |s| s.matches('\n').count());
-        consumed = offset;
-        let Some(doc) = inject_raw_document(index, raw, first_line, opts, true)? else {
+    for (index, (raw, first_line)) in yaml::split_documents_with_lines(input)?
+        .into_iter()
+        .enumerate()
+    {
+        let Some(doc) = inject_raw_document(index, &raw, first_line, opts, true)? else {
             continue;
         };
         out.text.push_str(&doc.text);
@@ -203,7 +199,7 @@ pub fn inject_manifests(input: &str, opts: &KubeInjectOptions<'_>) -> Result<Kub
 /// `first_line` the 0-based line of the stream where it starts (YAML errors give stream lines).
 ///
 /// Supported kinds are injected (or skipped with Istio's warning) and re-serialised; other kinds
-/// are written back byte for byte. `None` for a document that is `null`. Errors name the document
+/// are written back as read (their text as `YAMLReader` returns it). `None` for a document that is `null`. Errors name the document
 /// (`document 2 (Deployment "web"): ...`). With `keep_trees`, the parsed input and output are
 /// returned as well (they cost memory proportional to the document).
 pub fn inject_raw_document(

@@ -441,6 +441,7 @@ mod tests {
             values: json!({}),
             values_facts: ValuesFacts::default(),
             mesh: json!({}),
+            template_env: BTreeMap::new(),
         }
     }
 

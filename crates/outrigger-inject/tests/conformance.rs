@@ -39,6 +39,13 @@ fn run_case(root: &Path, c: &Value) -> Result<(), String> {
     )
     .map_err(|e| format!("snapshot: {e}"))?;
     let env = c.get("env").and_then(Value::as_object);
+    // The case's environment is what the templates' `env` reads (istioctl reads its own).
+    let snapshot = snapshot.with_template_env(
+        env.into_iter()
+            .flatten()
+            .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+            .collect(),
+    );
     let compliance = env
         .and_then(|e| e.get("COMPLIANCE_POLICY"))
         .and_then(Value::as_str)
@@ -87,7 +94,7 @@ fn run_case(root: &Path, c: &Value) -> Result<(), String> {
     for ch in &out.changes {
         let doc = match &ch.before_after {
             Some((_, after)) => after.clone(),
-            None => yaml::from_str(raw_docs[ch.index]).map_err(|e| e.to_string())?,
+            None => yaml::from_str(&raw_docs[ch.index]).map_err(|e| e.to_string())?,
         };
         got.push(normalise(doc, None));
     }

@@ -9,6 +9,7 @@
 //! 20,000; `OUTRIGGER_DIFF_SEED`).
 
 mod go_oracle;
+mod harness;
 
 use go_oracle::{Answer, Oracle};
 use outrigger_inject::decide::openshift::parse_block;
@@ -98,21 +99,15 @@ fn compare(oracle: &mut Oracle, inputs: &[String]) -> Vec<String> {
         .collect()
 }
 
-#[test]
 fn table_agrees_with_go() {
-    let Some(mut oracle) = Oracle::get("go_openshift::table") else {
-        return;
-    };
+    let mut oracle = Oracle::get("go_openshift::table");
     let inputs: Vec<String> = TABLE.iter().map(|s| s.to_string()).collect();
     let disagreements = compare(&mut oracle, &inputs);
     go_oracle::assert_no_disagreements("OpenShift blocks, table", &disagreements, 20);
 }
 
-#[test]
 fn generated_agree_with_go() {
-    let Some(mut oracle) = Oracle::get("go_openshift::generated") else {
-        return;
-    };
+    let mut oracle = Oracle::get("go_openshift::generated");
     let (n, seed, mut rng) = go_oracle::generator(20_000);
     let alphabet = [
         "0",
@@ -151,4 +146,19 @@ fn generated_agree_with_go() {
         20,
     );
     eprintln!("go_openshift: {n} generated blocks compared (seed {seed}), 0 disagreements");
+}
+
+fn main() {
+    harness::run(vec![
+        harness::trial(
+            "table_agrees_with_go",
+            &[harness::Need::Oracle],
+            table_agrees_with_go,
+        ),
+        harness::trial(
+            "generated_agree_with_go",
+            &[harness::Need::Oracle],
+            generated_agree_with_go,
+        ),
+    ]);
 }

@@ -1,14 +1,12 @@
 //! The Go oracle answers as Go does on a few facts every other differential test relies on.
 
 mod go_oracle;
+mod harness;
 
 use go_oracle::Oracle;
 
-#[test]
 fn oracle_speaks_for_go() {
-    let Some(mut o) = Oracle::get("oracle_speaks_for_go") else {
-        return;
-    };
+    let mut o = Oracle::get("oracle_speaks_for_go");
     // YAML 1.1 scalars, last duplicate key wins in YAMLToJSON.
     assert_eq!(
         o.yaml_to_json("a: yes\nb: 010\na: 1e6\n").as_deref(),
@@ -28,4 +26,12 @@ fn oracle_speaks_for_go() {
         .as_deref(),
         Ok("x\n  y")
     );
+}
+
+fn main() {
+    harness::run(vec![harness::trial(
+        "oracle_speaks_for_go",
+        &[harness::Need::Oracle],
+        oracle_speaks_for_go,
+    )]);
 }

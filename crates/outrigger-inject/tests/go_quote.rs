@@ -4,6 +4,7 @@
 //! that are printable (variation selectors), private use, noncharacters and invalid UTF-8.
 
 mod go_oracle;
+mod harness;
 
 use go_oracle::Oracle;
 use outrigger_inject::go::duration::parse_go_duration;
@@ -30,11 +31,8 @@ const TRICKY: &[&str] = &[
     "\u{1d173}\u{110bd}",
 ];
 
-#[test]
 fn quote_matches_go_percent_q() {
-    let Some(mut o) = Oracle::get("quote_matches_go_percent_q") else {
-        return;
-    };
+    let mut o = Oracle::get("quote_matches_go_percent_q");
     for s in TRICKY {
         let go = o.render("q", r#"{{ printf "%q" .s }}"#, &json!({ "s": s }));
         assert_eq!(go.as_deref(), Ok(quote(s).as_str()), "{s:?}");
@@ -57,11 +55,8 @@ fn quote_matches_go_percent_q() {
 
 /// Messages built by the former copy in `go::duration` escaped `\a` as `\x07` and kept C1
 /// controls and format characters raw; they now read as Go's.
-#[test]
 fn duration_errors_quote_as_go() {
-    let Some(mut o) = Oracle::get("duration_errors_quote_as_go") else {
-        return;
-    };
+    let mut o = Oracle::get("duration_errors_quote_as_go");
     for s in ["\u{7}", "\u{85}", "\u{200b}5s", "x\u{b}"] {
         let ours = parse_go_duration(s)
             .expect_err("invalid duration")
@@ -73,4 +68,19 @@ fn duration_errors_quote_as_go() {
         );
         assert_eq!(go.as_deref(), Ok(ours.as_str()), "{s:?}");
     }
+}
+
+fn main() {
+    harness::run(vec![
+        harness::trial(
+            "quote_matches_go_percent_q",
+            &[harness::Need::Oracle],
+            quote_matches_go_percent_q,
+        ),
+        harness::trial(
+            "duration_errors_quote_as_go",
+            &[harness::Need::Oracle],
+            duration_errors_quote_as_go,
+        ),
+    ]);
 }

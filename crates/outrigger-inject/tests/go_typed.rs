@@ -7,12 +7,15 @@
 //!
 //! Each input is a Deployment with one scalar placed in one field; the oracle's `deployment`
 //! mode decodes it into Go mirrors of the Kubernetes types and marshals it back. outrigger reads
-//! the same text (`yaml::from_str`) and normalises it as `appsv1.Deployment` (`kube::typed::normalize`,
-//! what kube-inject does). Agreement: every value Go marshals is the value outrigger has at the
-//! same path, or both fail with the same message (Go's wrapped in sigs.k8s.io/yaml's
-//! `error unmarshaling JSON: while decoding JSON: `, which kube-inject adds too).
+//! the same text (`yaml::from_str`), normalises it as `appsv1.Deployment`
+//! (`kube::typed::normalize`, what kube-inject does) and takes what Go would marshal of it
+//! (`kube::typed::to_go_value`). Agreement: both trees have the same leaves at the same paths
+//! (nothing extra, nothing missing), or both fail with the same message (Go's wrapped in
+//! sigs.k8s.io/yaml's `error unmarshaling JSON: while decoding JSON: `, which kube-inject adds
+//! too).
 
 mod go_oracle;
+mod harness;
 
 use go_oracle::Oracle;
 use outrigger_inject::kube::typed;
@@ -151,14 +154,11 @@ fn same(a: &Value, b: &Value) -> bool {
 fn ours(text: &str) -> Result<Value, String> {
     let mut v = yaml::from_str(text).map_err(|e| format!("yaml: {e}"))?;
     typed::normalize("appsv1.Deployment", &mut v).map_err(|e| e.to_string())?;
-    Ok(v)
+    typed::to_go_value("appsv1.Deployment", &v).map_err(|e| e.to_string())
 }
 
-#[test]
 fn typed_string_fields_agree_with_go() {
-    let Some(mut o) = Oracle::get("typed_string_fields_agree_with_go") else {
-        return;
-    };
+    let mut o = Oracle::get("typed_string_fields_agree_with_go");
     let mut inputs: Vec<String> = Vec::new();
     for place in PLACES {
         for value in VALUES {
@@ -182,11 +182,20 @@ fn typed_string_fields_agree_with_go() {
                 let g: Value = serde_json::from_str(g).expect("oracle JSON");
                 let mut ls = Vec::new();
                 leaves(&g, &mut Vec::new(), &mut ls);
-                let bad: Vec<String> = ls
+                let mut bad: Vec<String> = ls
                     .iter()
                     .filter(|(p, gv)| !at(m, p).is_some_and(|mv| same(mv, gv)))
                     .map(|(p, gv)| format!("{}: go {gv}, ours {:?}", p.join("."), at(m, p)))
                     .collect();
+                // And the other way: nothing of ours that Go does not have.
+                let mut mine_leaves = Vec::new();
+                leaves(m, &mut Vec::new(), &mut mine_leaves);
+                bad.extend(
+                    mine_leaves
+                        .iter()
+                        .filter(|(p, mv)| !at(&g, p).is_some_and(|gv| same(mv, gv)))
+                        .map(|(p, mv)| format!("{}: ours {mv}, go {:?}", p.join("."), at(&g, p))),
+                );
                 if bad.is_empty() {
                     same_values += 1;
                 } else {
@@ -210,4 +219,12 @@ fn typed_string_fields_agree_with_go() {
         disagreements.len()
     );
     go_oracle::assert_no_disagreements("typed string fields", &disagreements, 30);
+}
+
+fn main() {
+    harness::run(vec![harness::trial(
+        "typed_string_fields_agree_with_go",
+        &[harness::Need::Oracle],
+        typed_string_fields_agree_with_go,
+    )]);
 }

@@ -119,7 +119,9 @@ fn corpus_pods() -> Option<Vec<(String, Value)>> {
             continue;
         };
         for d in docs {
-            let Ok(doc) = yaml::from_str(d) else { continue };
+            let Ok(doc) = yaml::from_str(&d) else {
+                continue;
+            };
             let kind = doc.get("kind").and_then(Value::as_str).unwrap_or("");
             let items = if kind == "List" {
                 doc.get("items")

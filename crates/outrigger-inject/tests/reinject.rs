@@ -146,7 +146,7 @@ fn templates(text: &str) -> Result<Vec<kube_inject::PodTemplate>, String> {
         .into_iter()
         .enumerate()
     {
-        let doc = yaml::from_str(raw).map_err(|e| e.to_string())?;
+        let doc = yaml::from_str(&raw).map_err(|e| e.to_string())?;
         if !doc.is_null() {
             out.extend(kube_inject::pod_templates(doc).map_err(|e| format!("doc {i}: {e}"))?);
         }

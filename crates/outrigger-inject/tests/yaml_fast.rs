@@ -5,6 +5,8 @@
 //! documents re-emitted with `yaml::to_string`, every text that real injections parse (rendered
 //! sidecar templates included), and seeded random mutations of template-like snippets.
 
+mod go_oracle;
+mod harness;
 mod inputs;
 
 use std::path::{Path, PathBuf};
@@ -62,14 +64,8 @@ fn files(dir: &Path, out: &mut Vec<PathBuf>) {
 }
 
 /// (b) and (c): every corpus file, split into documents, and every parsed document re-emitted.
-#[test]
 fn corpus_files_and_their_emitted_trees() {
-    let Some(root) = corpus() else {
-        eprintln!(
-            "NOTICE: ../shared/conformance/istio not found; corpus differential test skipped"
-        );
-        return;
-    };
+    let root = corpus().expect("the harness checked the corpus");
     let mut paths = Vec::new();
     files(&root, &mut paths);
     paths.sort();
@@ -84,8 +80,8 @@ fn corpus_files_and_their_emitted_trees() {
             continue;
         };
         for doc in docs {
-            read.add(doc, &origin);
-            if let Ok(v) = yaml::slow_from_str(doc) {
+            read.add(&doc, &origin);
+            if let Ok(v) = yaml::slow_from_str(&doc) {
                 let out = yaml::to_string(&v);
                 emitted.add(&out, &format!("{origin} (emitted)"));
             }
@@ -107,12 +103,8 @@ fn corpus_files_and_their_emitted_trees() {
 
 /// (c): the texts that webhook injection of a plain pod parses (the rendered sidecar template)
 /// are all read by the fast path, identically.
-#[test]
 fn rendered_templates_take_the_fast_path() {
-    let Some(root) = corpus() else {
-        eprintln!("NOTICE: ../shared/conformance/istio not found; rendered template test skipped");
-        return;
-    };
+    let root = corpus().expect("the harness checked the corpus");
     let settings = root.join("settings/default");
     let s = snapshot(&settings, &settings.join("mesh.yaml"), false).expect("default settings");
     let pod = json!({"metadata":{"name":"hello","namespace":"default","labels":{"app":"hello"},
@@ -132,12 +124,8 @@ fn rendered_templates_take_the_fast_path() {
 
 /// (c): every text parsed while running the corpus' kube-inject cases (inputs, configs, meshes,
 /// rendered templates, annotations).
-#[test]
 fn corpus_injections() {
-    let Some(root) = corpus() else {
-        eprintln!("NOTICE: ../shared/conformance/istio not found; corpus injection test skipped");
-        return;
-    };
+    let root = corpus().expect("the harness checked the corpus");
     let mut tally = Tally::default();
     for (name, t) in &inputs::corpus_injection_texts(&root) {
         tally.add(t, name);
@@ -205,7 +193,6 @@ fn mutate(text: &str, rng: &mut XorShift) -> String {
 
 /// Randomised differential test: thousands of mutated template-like texts; the fast path either
 /// gives up or agrees with the full loader.
-#[test]
 fn random_mutations_agree_or_give_up() {
     // `YAML_FAST_MUTATIONS=N` runs N mutations per seed (a longer local soak).
     let per_seed: usize = std::env::var("YAML_FAST_MUTATIONS")
@@ -230,4 +217,29 @@ fn random_mutations_agree_or_give_up() {
         taken > seen / 10,
         "fast path gave up on almost every mutation"
     );
+}
+
+fn main() {
+    harness::run(vec![
+        harness::trial(
+            "corpus_files_and_their_emitted_trees",
+            &[harness::Need::Corpus],
+            corpus_files_and_their_emitted_trees,
+        ),
+        harness::trial(
+            "rendered_templates_take_the_fast_path",
+            &[harness::Need::Corpus],
+            rendered_templates_take_the_fast_path,
+        ),
+        harness::trial(
+            "corpus_injections",
+            &[harness::Need::Corpus],
+            corpus_injections,
+        ),
+        harness::trial(
+            "random_mutations_agree_or_give_up",
+            &[],
+            random_mutations_agree_or_give_up,
+        ),
+    ]);
 }

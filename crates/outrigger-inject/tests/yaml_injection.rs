@@ -56,7 +56,7 @@ fn documents(text: &str) -> Vec<Value> {
     yaml::split_documents(text)
         .expect("stream")
         .into_iter()
-        .map(|d| yaml::from_str(d).expect("document"))
+        .map(|d| yaml::from_str(&d).expect("document"))
         .filter(|v| !v.is_null())
         .collect()
 }

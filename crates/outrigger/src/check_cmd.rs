@@ -183,6 +183,7 @@ pub fn load_snapshot(args: &CheckArgs) -> Result<Snapshot> {
             .with_context(|| format!("loading values {}", p.display()))?;
     }
     Snapshot::load(&config, &values, mesh.as_deref())
+        .map(|s| s.with_template_env(crate::template_env::current()))
         .with_context(|| format!("loading injector config {}", cfg.display()))
 }
 
@@ -320,6 +321,7 @@ fn explain_live(args: &CheckArgs) -> Result<Vec<Report>> {
 /// Run `outrigger check`: exits 0 when every pod would be injected, 1 when any would not (2 on
 /// error, set by `main`).
 pub fn run(args: &CheckArgs) -> Result<ExitCode> {
+    crate::template_env::init(&args.env.template_env)?;
     if args.kube {
         let reports = explain_live(args)?;
         if reports.is_empty() {
@@ -415,6 +417,7 @@ mod tests {
             values: json!({}),
             values_facts: ValuesFacts::default(),
             mesh: json!({}),
+            template_env: BTreeMap::new(),
         }
     }
 

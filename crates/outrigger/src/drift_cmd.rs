@@ -84,7 +84,7 @@ pub fn run(args: &DriftArgs) -> Result<ExitCode> {
 fn examine(text: &str, opts: &KubeInjectOptions<'_>) -> Result<Vec<Row>> {
     let mut rows = Vec::new();
     for (document, raw) in yaml::split_documents(text)?.into_iter().enumerate() {
-        let doc = yaml::from_str(raw).with_context(|| format!("document {document}"))?;
+        let doc = yaml::from_str(&raw).with_context(|| format!("document {document}"))?;
         if doc.is_null() {
             continue;
         }

@@ -37,13 +37,13 @@ impl ColorMode {
     }
 }
 
-/// Where the output goes: standard output as documents come, or a file written next to the
-/// target and renamed over it only when the whole run succeeded.
+/// Where the output goes: standard output as documents come, or a file written beside the
+/// target and renamed over it only when the whole run succeeded ([`crate::safe_write`]).
 enum Output {
     Stdout(BufWriter<std::io::StdoutLock<'static>>),
     File {
         target: PathBuf,
-        temp: PathBuf,
+        file: crate::safe_write::AtomicFile,
         writer: BufWriter<std::fs::File>,
     },
 }
@@ -53,18 +53,15 @@ impl Output {
         let Some(target) = target else {
             return Ok(Output::Stdout(BufWriter::new(std::io::stdout().lock())));
         };
-        let file_name = target
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "output".into());
-        let temp =
-            target.with_file_name(format!(".{file_name}.outrigger-{}.tmp", std::process::id()));
-        let file = std::fs::File::create(&temp)
+        let mut file = crate::safe_write::AtomicFile::create(target)?;
+        let handle = file
+            .file()
+            .try_clone()
             .with_context(|| format!("writing {}", target.display()))?;
         Ok(Output::File {
             target: target.to_path_buf(),
-            temp,
-            writer: BufWriter::new(file),
+            file,
+            writer: BufWriter::new(handle),
         })
     }
 
@@ -85,18 +82,15 @@ impl Output {
             Output::Stdout(mut w) => w.flush().context("writing standard output"),
             Output::File {
                 target,
-                temp,
+                file,
                 writer,
             } => {
-                let written = writer
+                writer
                     .into_inner()
                     .map_err(|e| e.into_error())
-                    .and_then(|f| f.sync_all())
-                    .and_then(|()| std::fs::rename(&temp, &target));
-                if written.is_err() {
-                    let _ = std::fs::remove_file(&temp);
-                }
-                written.with_context(|| format!("writing {}", target.display()))
+                    .with_context(|| format!("writing {}", target.display()))?;
+                // Dropped unrenamed on error: the temporary file goes, the target stays.
+                file.commit()
             }
         }
     }
@@ -107,9 +101,9 @@ impl Output {
             Output::Stdout(mut w) => {
                 let _ = w.flush();
             }
-            Output::File { temp, writer, .. } => {
+            Output::File { file, writer, .. } => {
                 drop(writer);
-                let _ = std::fs::remove_file(&temp);
+                drop(file);
             }
         }
     }
@@ -122,6 +116,7 @@ impl Output {
 /// fails, before the error), then a summary line unless `--quiet`. With `--diff` the exit status
 /// says whether anything changed.
 pub fn run(args: &InjectArgs) -> Result<ExitCode> {
+    crate::template_env::init(&args.env.template_env)?;
     let snapshot = if args.cluster.kube {
         cluster_snapshot(&args.cluster, &args.files, &args.revision)?
     } else {

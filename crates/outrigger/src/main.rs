@@ -13,8 +13,10 @@ mod kube;
 mod man;
 mod pki;
 mod report;
+mod safe_write;
 mod serve;
 mod settings;
+mod template_env;
 mod webhook;
 mod webhook_config;
 

@@ -51,13 +51,59 @@ fn invalid(what: impl fmt::Display) -> PkiError {
     PkiError::Invalid(what.to_string())
 }
 
+/// The PEM text of a private key: printed as `KeyPem(<redacted>)` by `Debug`, overwritten with
+/// zeros when dropped (every copy: `Clone` makes a new zeroized buffer). Read it as a `str`.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct KeyPem(zeroize::Zeroizing<String>);
+
+impl KeyPem {
+    /// Take ownership of `pem` (it is zeroized with this value).
+    pub fn new(pem: String) -> KeyPem {
+        KeyPem(zeroize::Zeroizing::new(pem))
+    }
+}
+
+/// The key is zeroized when the value is dropped (its `Zeroizing` buffer).
+impl zeroize::ZeroizeOnDrop for KeyPem {}
+
+impl fmt::Debug for KeyPem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("KeyPem(<redacted>)")
+    }
+}
+
+impl std::ops::Deref for KeyPem {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl AsRef<[u8]> for KeyPem {
+    fn as_ref(&self) -> &[u8] {
+        self.0.as_bytes()
+    }
+}
+
+impl From<String> for KeyPem {
+    fn from(pem: String) -> KeyPem {
+        KeyPem::new(pem)
+    }
+}
+
+impl From<&str> for KeyPem {
+    fn from(pem: &str) -> KeyPem {
+        KeyPem::new(pem.to_string())
+    }
+}
+
 /// A certificate and its private key (both PEM; the key PKCS#8).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Pair {
     /// Certificate PEM.
     pub cert_pem: String,
     /// Private key PEM (PKCS#8).
-    pub key_pem: String,
+    pub key_pem: KeyPem,
 }
 
 /// A self-signed CA (common name `common_name`, organisation `outrigger`) valid from
@@ -72,7 +118,8 @@ pub fn new_ca(
         .push(DnType::CommonName, common_name.to_string());
     p.distinguished_name
         .push(DnType::OrganizationName, "outrigger");
-    p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    // pathLen 0: the CA signs serving certificates only, never another CA.
+    p.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
     p.key_usages = vec![
         KeyUsagePurpose::KeyCertSign,
         KeyUsagePurpose::CrlSign,
@@ -84,7 +131,7 @@ pub fn new_ca(
     let cert = p.self_signed(&key)?;
     Ok(Pair {
         cert_pem: cert.pem(),
-        key_pem: key.serialize_pem(),
+        key_pem: KeyPem::new(key.serialize_pem()),
     })
 }
 
@@ -119,7 +166,7 @@ pub fn new_serving(
     let cert = p.signed_by(&key, &issuer)?;
     Ok(Pair {
         cert_pem: cert.pem(),
-        key_pem: key.serialize_pem(),
+        key_pem: KeyPem::new(key.serialize_pem()),
     })
 }
 
@@ -131,7 +178,7 @@ pub struct SelfSigned {
     /// Serving certificate PEM (leaf only).
     pub cert_pem: String,
     /// Serving key PEM (PKCS#8).
-    pub key_pem: String,
+    pub key_pem: KeyPem,
 }
 
 /// A self-signed CA ("outrigger self-signed CA") and a serving certificate for `names`, both
@@ -166,6 +213,8 @@ pub struct CertInfo {
     pub ip_addresses: Vec<IpAddr>,
     /// Whether basicConstraints says this is a CA.
     pub is_ca: bool,
+    /// basicConstraints' pathLenConstraint (`None`: absent, no limit).
+    pub path_len: Option<u32>,
 }
 
 impl CertInfo {
@@ -209,6 +258,11 @@ pub fn cert_info(der: &[u8]) -> Result<CertInfo> {
         dns_names,
         ip_addresses,
         is_ca: cert.is_ca(),
+        path_len: cert
+            .basic_constraints()
+            .ok()
+            .flatten()
+            .and_then(|b| b.value.path_len_constraint),
     })
 }
 
@@ -370,6 +424,7 @@ mod tests {
         let ca_info = first(&ca.cert_pem).expect("CA facts");
         let info = first(&leaf.cert_pem).expect("leaf facts");
         assert!(ca_info.is_ca);
+        assert_eq!(ca_info.path_len, Some(0), "the CA signs no other CA");
         assert!(!info.is_ca);
         assert_eq!(info.issuer, ca_info.subject);
         assert_eq!(info.dns_names, ["svc.ns.svc"]);
@@ -401,7 +456,7 @@ mod tests {
     #[test]
     fn pem_encoding_matches_rcgen() {
         let ca = new_ca("x", at(1_800_000_000), at(1_900_000_000)).expect("CA");
-        let blocks = cert_blocks(&format!("junk\n{}trailer\n{}", ca.cert_pem, ca.key_pem));
+        let blocks = cert_blocks(&format!("junk\n{}trailer\n{}", ca.cert_pem, &*ca.key_pem));
         assert_eq!(blocks, vec![ca.cert_pem]);
     }
 
@@ -439,5 +494,28 @@ mod tests {
         );
         assert!(read_chain(g.cert_pem.as_bytes()).is_ok());
         assert!(key_pair(g.key_pem.as_bytes()).is_ok());
+    }
+
+    #[test]
+    fn private_keys_are_redacted_in_debug_and_zeroized_on_drop() {
+        fn zeroized_on_drop<T: zeroize::ZeroizeOnDrop>() {}
+        zeroized_on_drop::<KeyPem>();
+        let g = self_signed(&["outrigger.default.svc".into()], 1).expect("generated");
+        let body = g.key_pem.lines().nth(1).expect("a base64 line").to_string();
+        let pair = Pair {
+            cert_pem: g.cert_pem.clone(),
+            key_pem: g.key_pem.clone(),
+        };
+        for shown in [
+            format!("{g:?}"),
+            format!("{pair:?}"),
+            format!("{:#?}", g.key_pem),
+        ] {
+            assert!(!shown.contains(&body), "key material in {shown}");
+            assert!(!shown.contains("PRIVATE KEY"), "{shown}");
+            assert!(shown.contains("KeyPem(<redacted>)"), "{shown}");
+        }
+        // The certificate is public and still printed.
+        assert!(format!("{g:?}").contains("BEGIN CERTIFICATE"));
     }
 }

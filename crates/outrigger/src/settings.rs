@@ -212,6 +212,7 @@ pub fn kube_inject_snapshot_from(
         None => Some(embedded_mesh(revision)?),
     };
     Snapshot::with_config(config, &values_text, mesh_text.as_deref())
+        .map(|s| s.with_template_env(crate::template_env::current()))
         .with_context(|| format!("loading mesh config {}", shown(mesh)))
 }
 

@@ -43,7 +43,7 @@ fn corpus() -> Option<PathBuf> {
 fn docs(text: &str) -> Result<Vec<Value>, String> {
     let mut out = Vec::new();
     for d in yaml::split_documents(text).map_err(|e| e.to_string())? {
-        let v = yaml::from_str(d).map_err(|e| e.to_string())?;
+        let v = yaml::from_str(&d).map_err(|e| e.to_string())?;
         match v {
             Value::Null => {}
             Value::Object(ref m) if m.get("kind").and_then(Value::as_str) == Some("List") => {

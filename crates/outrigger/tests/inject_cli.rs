@@ -129,7 +129,7 @@ fn hello_deployment_is_injected_and_service_passes_through_verbatim() {
         "hello",
     );
     // The Service is written back byte for byte, followed by the separator.
-    let raw = outrigger_inject::yaml::split_documents(&input).expect("hello splits")[1];
+    let raw = outrigger_inject::yaml::split_documents(&input).expect("hello splits")[1].clone();
     assert!(raw.ends_with('\n'));
     assert!(
         text.ends_with(&format!("{raw}---\n")),
@@ -359,12 +359,12 @@ fn diff_error_exits_2() {
 #[test]
 fn diff_of_pass_through_only_input_is_empty() {
     let input = read(&hello());
-    let service = outrigger_inject::yaml::split_documents(&input).expect("hello splits")[1];
+    let service = outrigger_inject::yaml::split_documents(&input).expect("hello splits")[1].clone();
     let out = Inject::new()
         .arg("-f")
         .arg("-")
         .arg("--diff")
-        .stdin(service)
+        .stdin(&service)
         .run();
     assert_eq!(out.success(), "");
 }
@@ -559,13 +559,34 @@ fn key_go_yaml_cannot_read_back_fails_as_in_istioctl() {
     );
 }
 
+/// Documents pass through as apimachinery's `YAMLReader` reads them, which istioctl writes back:
+/// each line ends with `\n` (a CRLF ending too).
 #[test]
-fn crlf_documents_pass_through_byte_for_byte() {
+fn crlf_documents_pass_through_with_the_readers_line_endings() {
     let input = "kind: ConfigMap\r\nmetadata:\r\n  name: a\r\n---\r\nkind: Secret\r\nmetadata: {name: b}\r\n";
     let out = Inject::new().arg("-f").arg("-").stdin(input).run();
+    assert_eq!(out.success(), input.replace("\r\n", "\n") + "---\n");
+}
+
+/// A block scalar that ends a file without a final newline keeps its newline (`|`, not `|-`), as
+/// Kubernetes' reader ends the last line with one: in a passed-through document and in an
+/// injected workload alike.
+#[test]
+fn block_scalar_ending_the_file_keeps_its_newline() {
+    let path = fixture("streams/two-docs-no-final-newline.yaml");
+    let input = read(&path);
+    assert!(!input.ends_with('\n'), "the fixture has no final newline");
+    let out = Inject::file(&path).run();
+    let d = docs(out.success());
+    let pod = d.iter().find(|d| d["kind"] == "Pod").expect("the Pod");
+    let app = &pod["spec"]["containers"][0];
+    assert_eq!(app["args"][0], "echo a\necho b\n");
+    let path = fixture("streams/block-scalar-at-end-no-newline.yaml");
+    let out = Inject::file(&path).run();
+    assert_eq!(out.success(), read(&path) + "\n---\n");
     assert_eq!(
-        out.success(),
-        "kind: ConfigMap\r\nmetadata:\r\n  name: a\r\n---\nkind: Secret\r\nmetadata: {name: b}\r\n---\n"
+        docs(out.success())[0]["data"]["run.sh"],
+        "#!/bin/sh\necho hello\n"
     );
 }
 
@@ -1301,7 +1322,7 @@ fn large_stream_is_injected_document_by_document_in_order() {
     let one = Inject::new()
         .arg("-f")
         .arg("-")
-        .stdin(outrigger_inject::yaml::split_documents(&input).expect("input splits")[n / 2 + 1])
+        .stdin(&outrigger_inject::yaml::split_documents(&input).expect("input splits")[n / 2 + 1])
         .run();
     assert!(
         text.contains(one.success()),

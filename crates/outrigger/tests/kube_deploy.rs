@@ -55,7 +55,12 @@ fn kustomize_builds_base_and_ha_overlay_and_output_validates() {
     }
     let dir = std::env::temp_dir().join(format!("outrigger-kube-deploy-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
-    for overlay in ["base", "overlays/ha"] {
+    for overlay in [
+        "base",
+        "overlays/ha",
+        "overlays/standalone",
+        "overlays/namespace",
+    ] {
         let text = kustomize(overlay);
         for kind in [
             "kind: Namespace",
@@ -89,7 +94,7 @@ fn kustomize_builds_base_and_ha_overlay_and_output_validates() {
                 !text.contains("minAvailable"),
                 "the PDB keeps the base's maxUnavailable"
             );
-        } else {
+        } else if overlay == "base" {
             assert!(text.contains("replicas: 2"));
             assert!(text.contains("topologySpreadConstraints"));
         }
@@ -115,7 +120,7 @@ fn kustomize_builds_base_and_ha_overlay_and_output_validates() {
 #[test]
 fn webhook_manifest_is_the_generated_one() {
     let out = Command::new(env!("CARGO_BIN_EXE_outrigger"))
-        .arg("webhook-config")
+        .args(["webhook-config", "--failure-policy", "Ignore"])
         .output()
         .expect("binary runs");
     assert!(out.status.success());
@@ -183,7 +188,7 @@ fn critical_priority_class_is_covered_by_a_resource_quota() {
             outrigger_inject::yaml::split_documents(&kustomize(overlay))
                 .expect("documents")
                 .into_iter()
-                .map(|d| outrigger_inject::yaml::from_str(d).expect("YAML"))
+                .map(|d| outrigger_inject::yaml::from_str(&d).expect("YAML"))
                 .collect();
         let dep = docs
             .iter()
@@ -315,7 +320,7 @@ fn deploy_base_webhook_config_and_serve_share_one_set_of_defaults() {
     let docs: Vec<serde_json::Value> = outrigger_inject::yaml::split_documents(&kustomize("base"))
         .expect("documents")
         .into_iter()
-        .map(|d| outrigger_inject::yaml::from_str(d).expect("YAML"))
+        .map(|d| outrigger_inject::yaml::from_str(&d).expect("YAML"))
         .collect();
     let of = |kind: &str| {
         docs.iter()
@@ -323,7 +328,7 @@ fn deploy_base_webhook_config_and_serve_share_one_set_of_defaults() {
             .unwrap_or_else(|| panic!("deploy/base renders no {kind}"))
     };
     let generated = Command::new(env!("CARGO_BIN_EXE_outrigger"))
-        .args(["webhook-config", "-o", "json"])
+        .args(["webhook-config", "-o", "json", "--failure-policy", "Ignore"])
         .output()
         .expect("binary runs");
     assert!(generated.status.success());
@@ -399,4 +404,441 @@ fn deploy_base_webhook_config_and_serve_share_one_set_of_defaults() {
         default_of("webhook-config-name"),
         defaults::WEBHOOK_CONFIG_NAME
     );
+}
+
+/// The documents `kubectl kustomize` builds from `dir` (relative to deploy/).
+fn rendered(dir: &str) -> Vec<serde_json::Value> {
+    rendered_text(&kustomize(dir))
+}
+
+fn rendered_text(text: &str) -> Vec<serde_json::Value> {
+    outrigger_inject::yaml::split_documents(text)
+        .expect("documents")
+        .into_iter()
+        .map(|d| outrigger_inject::yaml::from_str(&d).expect("YAML"))
+        .collect()
+}
+
+/// The one object of `kind` named `name`.
+fn object<'a>(docs: &'a [serde_json::Value], kind: &str, name: &str) -> &'a serde_json::Value {
+    let found: Vec<&serde_json::Value> = docs
+        .iter()
+        .filter(|d| d["kind"] == kind && d["metadata"]["name"] == name)
+        .collect();
+    assert_eq!(found.len(), 1, "{kind}/{name}: {found:?}");
+    found[0]
+}
+
+fn container(docs: &[serde_json::Value]) -> &serde_json::Value {
+    &object(docs, "Deployment", "outrigger")["spec"]["template"]["spec"]["containers"][0]
+}
+
+fn args(docs: &[serde_json::Value]) -> Vec<String> {
+    container(docs)["args"]
+        .as_array()
+        .expect("args")
+        .iter()
+        .map(|a| a.as_str().expect("string arg").to_string())
+        .collect()
+}
+
+fn env(docs: &[serde_json::Value], name: &str) -> Option<String> {
+    container(docs)["env"]
+        .as_array()?
+        .iter()
+        .find(|e| e["name"] == name)
+        .and_then(|e| e["value"].as_str().map(str::to_string))
+}
+
+fn strings(v: &serde_json::Value) -> Vec<String> {
+    v.as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|s| s.as_str().map(str::to_string))
+        .collect()
+}
+
+/// The rules of RBAC object `kind/name` granting `resource`.
+fn rules_for<'a>(
+    docs: &'a [serde_json::Value],
+    kind: &str,
+    name: &str,
+    resource: &str,
+) -> Vec<&'a serde_json::Value> {
+    object(docs, kind, name)["rules"]
+        .as_array()
+        .expect("rules")
+        .iter()
+        .filter(|r| strings(&r["resources"]).iter().any(|x| x == resource))
+        .collect()
+}
+
+/// Every `kubernetes.io/metadata.name NotIn` list of the webhook configuration's entries.
+fn excluded_namespaces(docs: &[serde_json::Value]) -> Vec<Vec<String>> {
+    object(
+        docs,
+        "MutatingWebhookConfiguration",
+        "outrigger-sidecar-injector",
+    )["webhooks"]
+        .as_array()
+        .expect("webhooks")
+        .iter()
+        .map(|w| {
+            w["namespaceSelector"]["matchExpressions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|e| e["key"] == "kubernetes.io/metadata.name" && e["operator"] == "NotIn")
+                .map(|e| strings(&e["values"]))
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+fn kubectl() -> bool {
+    let there = tool_available("kubectl", "version") || tool_available("kubectl", "--help");
+    if !there {
+        eprintln!("NOTICE: kubectl not found; kustomize output not checked");
+    }
+    there
+}
+
+#[test]
+fn the_base_reads_the_clusters_istio_with_a_role_limited_to_its_configmaps() {
+    if !kubectl() {
+        return;
+    }
+    let docs = rendered("base");
+    let a = args(&docs);
+    assert!(a.contains(&"--istio-configmaps".to_string()), "{a:?}");
+    let istio_ns = env(&docs, "ISTIO_NAMESPACE").expect("ISTIO_NAMESPACE");
+    assert_eq!(istio_ns, "istio-system");
+    let revision = a
+        .iter()
+        .find_map(|x| x.strip_prefix("--revision="))
+        .unwrap_or("default");
+    // The names serve derives (istioctl's rule: `-REV` on the default names, except `default`).
+    let suffix = match revision {
+        "default" | "" => String::new(),
+        r => format!("-{r}"),
+    };
+    let role = object(&docs, "Role", "outrigger-istio-config");
+    assert_eq!(role["metadata"]["namespace"], istio_ns.as_str());
+    let rules = role["rules"].as_array().expect("rules");
+    assert_eq!(rules.len(), 1, "{rules:?}");
+    assert_eq!(strings(&rules[0]["resources"]), ["configmaps"]);
+    assert_eq!(
+        strings(&rules[0]["resourceNames"]),
+        [
+            format!("istio-sidecar-injector{suffix}"),
+            format!("istio{suffix}")
+        ]
+    );
+    assert_eq!(strings(&rules[0]["verbs"]), ["get", "list", "watch"]);
+    let binding = object(&docs, "RoleBinding", "outrigger-istio-config");
+    assert_eq!(binding["metadata"]["namespace"], istio_ns.as_str());
+    assert_eq!(binding["roleRef"]["name"], "outrigger-istio-config");
+    assert_eq!(binding["subjects"][0]["name"], "outrigger");
+    assert_eq!(binding["subjects"][0]["namespace"], "outrigger");
+    // No configmaps anywhere else.
+    for doc in docs
+        .iter()
+        .filter(|d| d["kind"] == "Role" || d["kind"] == "ClusterRole")
+    {
+        if doc["metadata"]["name"] != "outrigger-istio-config" {
+            let rules = doc["rules"].as_array().expect("rules");
+            assert!(
+                rules
+                    .iter()
+                    .all(|r| !strings(&r["resources"]).contains(&"configmaps".into())),
+                "{doc}"
+            );
+        }
+    }
+}
+
+#[test]
+fn standalone_use_of_the_embedded_default_is_an_explicit_overlay() {
+    if !kubectl() {
+        return;
+    }
+    let docs = rendered("overlays/standalone");
+    let a = args(&docs);
+    assert!(
+        !a.iter()
+            .any(|x| x.starts_with("--istio-configmaps") || x.starts_with("--revision")),
+        "{a:?}"
+    );
+    assert!(a.contains(&"--kube".to_string()));
+    assert!(
+        !docs
+            .iter()
+            .any(|d| d["metadata"]["namespace"] == "istio-system"),
+        "no RBAC in Istio's namespace"
+    );
+    let base = args(&rendered("base"));
+    let kept: Vec<&String> = base
+        .iter()
+        .filter(|x| !x.starts_with("--istio-configmaps") && !x.starts_with("--revision"))
+        .collect();
+    assert_eq!(kept, a.iter().collect::<Vec<_>>(), "only those two removed");
+}
+
+#[test]
+fn the_shipped_webhook_fails_open_until_a_ready_replica_activates_it() {
+    if !kubectl() {
+        return;
+    }
+    for overlay in [
+        "base",
+        "overlays/ha",
+        "overlays/standalone",
+        "overlays/namespace",
+    ] {
+        let docs = rendered(overlay);
+        let mwc = object(
+            &docs,
+            "MutatingWebhookConfiguration",
+            "outrigger-sidecar-injector",
+        );
+        for w in mwc["webhooks"].as_array().expect("webhooks") {
+            assert_eq!(w["failurePolicy"], "Ignore", "{overlay}: {}", w["name"]);
+        }
+        let a = args(&docs);
+        assert!(
+            a.contains(&"--failure-policy-once-ready=Fail".to_string()),
+            "{overlay}: {a:?}"
+        );
+        assert!(
+            a.contains(&"--webhook-owned-by-namespace".to_string()),
+            "{overlay}: {a:?}"
+        );
+        // RBAC on the webhook configuration: by name, no create (which cannot be limited to a
+        // name), nothing beyond get/list/watch/patch/update.
+        for rule in rules_for(
+            &docs,
+            "ClusterRole",
+            "outrigger",
+            "mutatingwebhookconfigurations",
+        ) {
+            assert_eq!(
+                strings(&rule["resourceNames"]),
+                ["outrigger-sidecar-injector"],
+                "{overlay}"
+            );
+            for verb in strings(&rule["verbs"]) {
+                assert!(
+                    ["get", "list", "watch", "patch", "update"].contains(&verb.as_str()),
+                    "{overlay}: {verb}"
+                );
+            }
+        }
+        // The owner reference needs the uid of the injector's own namespace, and only that.
+        let ns = object(&docs, "Deployment", "outrigger")["metadata"]["namespace"]
+            .as_str()
+            .expect("namespace")
+            .to_string();
+        let rules = rules_for(&docs, "ClusterRole", "outrigger", "namespaces");
+        assert_eq!(rules.len(), 1, "{overlay}");
+        assert_eq!(strings(&rules[0]["resourceNames"]), [ns], "{overlay}");
+        assert_eq!(strings(&rules[0]["verbs"]), ["get"], "{overlay}");
+    }
+}
+
+#[test]
+fn a_namespace_override_moves_the_exclusion_but_not_the_istio_role() {
+    if !kubectl() {
+        return;
+    }
+    let docs = rendered("overlays/namespace");
+    let ns = "mesh-injector";
+    assert_eq!(
+        object(&docs, "Deployment", "outrigger")["metadata"]["namespace"],
+        ns
+    );
+    for list in excluded_namespaces(&docs) {
+        assert_eq!(
+            list,
+            [ns, "kube-system"],
+            "the entries exclude the new namespace"
+        );
+    }
+    let mwc = object(
+        &docs,
+        "MutatingWebhookConfiguration",
+        "outrigger-sidecar-injector",
+    );
+    for w in mwc["webhooks"].as_array().expect("webhooks") {
+        assert_eq!(w["clientConfig"]["service"]["namespace"], ns);
+    }
+    for kind in ["Role", "RoleBinding"] {
+        let o = object(&docs, kind, "outrigger-istio-config");
+        assert_eq!(
+            o["metadata"]["namespace"], "istio-system",
+            "{kind} stays with Istio"
+        );
+    }
+    let binding = object(&docs, "RoleBinding", "outrigger-istio-config");
+    assert_eq!(binding["subjects"][0]["namespace"], ns);
+    for d in &docs {
+        let (kind, name) = (&d["kind"], &d["metadata"]["name"]);
+        if name == "outrigger-istio-config" {
+            continue;
+        }
+        if let Some(n) = d["metadata"]["namespace"].as_str() {
+            assert_eq!(n, ns, "{kind}/{name}");
+        }
+        for s in d["subjects"].as_array().into_iter().flatten() {
+            assert_eq!(s["namespace"], ns, "{kind}/{name}");
+        }
+    }
+    assert!(
+        !kustomize("overlays/namespace").contains("- outrigger\n"),
+        "no exclusion of the old namespace is left"
+    );
+}
+
+/// Build an overlay of `resource` with `components` (paths relative to deploy/), as an operator
+/// writes one outside the repository.
+fn with_components(resource: &str, components: &[&str]) -> String {
+    let dir = std::env::temp_dir().join(format!(
+        "outrigger-components-{}-{}",
+        std::process::id(),
+        components.join("+").replace('/', "_")
+    ));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let deploy = deploy_dir().canonicalize().expect("deploy/");
+    let up: String = dir
+        .canonicalize()
+        .expect("temp")
+        .components()
+        .skip(1)
+        .map(|_| "../")
+        .collect();
+    let rel = |p: &str| {
+        format!(
+            "{up}{}",
+            deploy.join(p).display().to_string().trim_start_matches('/')
+        )
+    };
+    let mut text = format!("resources:\n- {}\n", rel(resource));
+    if !components.is_empty() {
+        text.push_str("components:\n");
+        for c in components {
+            text.push_str(&format!("- {}\n", rel(c)));
+        }
+    }
+    std::fs::write(dir.join("kustomization.yaml"), text).expect("write");
+    let out = Command::new("kubectl")
+        .arg("kustomize")
+        .arg(&dir)
+        .output()
+        .expect("kubectl runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("UTF-8")
+}
+
+#[test]
+fn rbac_follows_the_enabled_features() {
+    if !kubectl() {
+        return;
+    }
+    let base = rendered("base");
+    assert!(!args(&base).contains(&"--events".to_string()));
+    let all_rules: Vec<serde_json::Value> = base
+        .iter()
+        .filter(|d| d["kind"] == "ClusterRole")
+        .flat_map(|d| d["rules"].as_array().cloned().unwrap_or_default())
+        .collect();
+    assert!(
+        all_rules
+            .iter()
+            .all(|r| !strings(&r["resources"]).contains(&"events".into())),
+        "no Events permission without --events: {all_rules:?}"
+    );
+    assert!(
+        all_rules
+            .iter()
+            .all(|r| !strings(&r["resources"]).contains(&"namespaces".into())
+                || !r["resourceNames"].is_null()),
+        "no cluster-wide namespace read without OpenShift: {all_rules:?}"
+    );
+    let docs = rendered_text(&with_components(
+        "overlays/ha",
+        &[
+            "components/events",
+            "components/openshift",
+            "components/network-policy",
+            "components/overlap-detection",
+        ],
+    ));
+    assert!(args(&docs).contains(&"--events".to_string()));
+    assert!(args(&docs).contains(&"--detect-overlaps".to_string()));
+    let lists = rules_for(
+        &docs,
+        "ClusterRole",
+        "outrigger-overlap-detection",
+        "mutatingwebhookconfigurations",
+    );
+    assert_eq!(strings(&lists[0]["verbs"]), ["list"]);
+    assert_eq!(env(&docs, "PLATFORM").as_deref(), Some("openshift"));
+    let events = rules_for(&docs, "ClusterRole", "outrigger-events", "events");
+    assert_eq!(strings(&events[0]["verbs"]), ["create", "patch"]);
+    let namespaces = rules_for(&docs, "ClusterRole", "outrigger-namespaces", "namespaces");
+    assert_eq!(strings(&namespaces[0]["verbs"]), ["get", "list", "watch"]);
+    let np = object(&docs, "NetworkPolicy", "outrigger");
+    assert_eq!(np["spec"]["ingress"][0]["ports"][0]["port"], 9443);
+    assert_eq!(
+        np["spec"]["podSelector"]["matchLabels"]["app.kubernetes.io/name"],
+        "outrigger"
+    );
+    for binding in ["outrigger-events", "outrigger-namespaces"] {
+        let b = object(&docs, "ClusterRoleBinding", binding);
+        assert_eq!(b["subjects"][0]["name"], "outrigger");
+    }
+    if tool_available("kubernetes-validate", "--version") {
+        let path = std::env::temp_dir().join(format!("outrigger-all-{}.yaml", std::process::id()));
+        let text = with_components(
+            "overlays/ha",
+            &[
+                "components/events",
+                "components/openshift",
+                "components/network-policy",
+                "components/overlap-detection",
+            ],
+        );
+        std::fs::write(&path, text).expect("write");
+        let (ok, report) = validate(&[path]);
+        assert!(ok, "{report}");
+    }
+}
+
+#[test]
+fn the_ha_overlay_evicts_replicas_of_lost_nodes_quickly() {
+    if !kubectl() {
+        return;
+    }
+    let docs = rendered("overlays/ha");
+    let spec = &object(&docs, "Deployment", "outrigger")["spec"]["template"]["spec"];
+    for key in [
+        "node.kubernetes.io/not-ready",
+        "node.kubernetes.io/unreachable",
+    ] {
+        let t = spec["tolerations"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|t| t["key"] == key)
+            .unwrap_or_else(|| panic!("no toleration for {key}"));
+        assert_eq!(t["effect"], "NoExecute");
+        let secs = t["tolerationSeconds"].as_u64().expect("tolerationSeconds");
+        assert!(
+            secs < 300,
+            "{key}: {secs} s is not below the API server's default 300 s"
+        );
+    }
 }

@@ -468,6 +468,64 @@ impl Drop for Files {
     }
 }
 
+/// The embedded config with `head` and `tail` wrapped around the `sidecar` template's text.
+fn wrapped_sidecar(head: &str, tail: &str) -> String {
+    let marker = "\n  sidecar: |\n";
+    let start = defaults::CONFIG.find(marker).expect("sidecar template") + marker.len();
+    let rest = &defaults::CONFIG[start..];
+    // The template is the block of lines indented by four spaces.
+    let len = rest
+        .split_inclusive('\n')
+        .take_while(|l| l.starts_with("    ") || l.trim().is_empty())
+        .map(str::len)
+        .sum::<usize>();
+    let indent = |t: &str| -> String { t.lines().map(|l| format!("    {l}\n")).collect() };
+    format!(
+        "{}{}{}{}{}",
+        &defaults::CONFIG[..start],
+        indent(head),
+        &rest[..len],
+        indent(tail),
+        &rest[len..]
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deep_templates_are_refused_on_reload_and_the_last_good_config_injects() {
+    let files = Files::new("failsafe-deep-template");
+    let (server, target) = files.start(&[]);
+    let c = target.connect().await;
+    let load = Load::start(&target).await;
+    load.flowing(50).await;
+    let failures = metric_value(&c, FAILURES).await;
+    // 20,000 nested ifs: beyond outrigger's bound, refused when parsed (it used to overflow the
+    // server's stack and kill it).
+    let deep = wrapped_sidecar(&"{{if true}}\n".repeat(20_000), &"{{end}}\n".repeat(20_000));
+    files.write("config", &deep);
+    wait_metric(&c, FAILURES, failures + 1.0, &server).await;
+    load.flowing(100).await;
+    // A template that parses but recurses 100,001 calls deep: Go's execution error, found by the
+    // probe render before the config could replace the one in force.
+    let rec = "{{define \"r\"}}{{if lt . 100000}}{{template \"r\" (add1 .)}}{{end}}{{end}}\
+               {{template \"r\" 0}}\n";
+    files.write("config", &wrapped_sidecar(rec, ""));
+    wait_metric(&c, FAILURES, failures + 2.0, &server).await;
+    load.flowing(100).await;
+    for needle in [
+        "{{if}} nested too deep: more than 10000",
+        "exceeded maximum template depth (100000)",
+    ] {
+        assert_eq!(
+            wait_error(&server, needle).await.len(),
+            1,
+            "{needle}:\n{}",
+            server.log_text()
+        );
+    }
+    assert_eq!(metric_value(&c, "outrigger_config_usable").await, 1.0);
+    assert_clean(load.finish("deep templates").await, 250);
+}
+
 /// The JSON Patch of one review of a plain pod, as text (empty when there is none).
 async fn patch_of_plain_pod(c: &H2, name: &str) -> String {
     let pod = json!({"apiVersion": "v1", "kind": "Pod",

@@ -68,10 +68,17 @@ fn kube_with_an_unreachable_api_server_fails_clearly() {
     let path = path.display().to_string();
     let (out, elapsed) = serve(
         &dir,
-        &["--kube", "--events"],
+        &["--kube", "--events", "--kube-connect-timeout", "2s"],
         &[("KUBECONFIG", path.as_str())],
     );
     assert_clean_failure(&out, elapsed, "cannot reach the Kubernetes API server");
+    // Retried with backoff (0.5 s, 1 s, ...) for the timeout given, each failure logged.
+    let err = stderr(&out);
+    assert!(err.matches("retrying in").count() >= 2, "{err}");
+    assert!(
+        elapsed >= Duration::from_secs(2),
+        "retried for 2 s: {elapsed:?}"
+    );
 }
 
 #[test]

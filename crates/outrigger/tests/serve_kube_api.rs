@@ -9,7 +9,10 @@ use std::io::{Read, Write};
 use std::time::Duration;
 
 use base64::Engine as _;
-use common::kube_api::{configmap, Cluster, FakeApi, PatchType, ScriptedWatch};
+use common::kube_api::{
+    configmap, secret_ca, serve_against, stored_secret, write_kubeconfig, Cluster, FakeApi,
+    PatchType, ScriptedWatch,
+};
 use common::*;
 use serde_json::{json, Value};
 
@@ -72,13 +75,6 @@ fn cluster() -> Cluster {
     c
 }
 
-/// The Secret of the server, `outrigger/outrigger-tls`, as stored.
-fn stored_secret(api: &FakeApi) -> Option<Value> {
-    api.lock()
-        .get("secrets", "outrigger", "outrigger-tls")
-        .cloned()
-}
-
 /// The webhook configuration `outrigger-sidecar-injector` as stored.
 fn stored_webhook(api: &FakeApi) -> Value {
     api.lock()
@@ -91,43 +87,36 @@ fn stored_webhook(api: &FakeApi) -> Value {
         .expect("webhook configuration stored")
 }
 
-/// The CA bundle the server stored in the fake's Secret (`what` names the expectation).
-fn secret_ca(api: &FakeApi, what: &str) -> Vec<u8> {
-    let b64 = stored_secret(api)
-        .and_then(|s| {
-            s.pointer("/data/ca-bundle.crt")
-                .and_then(Value::as_str)
-                .map(str::to_string)
-        })
-        .expect(what);
-    base64::engine::general_purpose::STANDARD
-        .decode(b64)
-        .expect("base64 CA")
+/// Publish the Secret's CA bundle in every entry of the webhook configuration, as the external
+/// owner of the caBundle (`--ca-bundle-managed-externally`) does.
+fn publish_ca(api: &FakeApi) {
+    let ca = base64::engine::general_purpose::STANDARD.encode(secret_ca(api, "Secret created"));
+    set_ca_bundle(api, &ca);
 }
 
-/// `outrigger serve --kube --namespace outrigger` with `args` against `api` (kubeconfig and
-/// HOME in a scratch directory named `name`, the proxy bypassed for the fake, `env` added).
-fn serve_against(api: &FakeApi, name: &str, args: &[&str], env: &[(&str, &str)]) -> Server {
-    let dir = scratch(name);
-    let kc = write_kubeconfig(&dir, api);
-    let home = dir.display().to_string();
-    let mut all_env = vec![
-        ("NO_PROXY", "127.0.0.1,localhost"),
-        ("no_proxy", "127.0.0.1,localhost"),
-        ("KUBECONFIG", kc.as_str()),
-        ("HOME", home.as_str()),
-    ];
-    all_env.extend_from_slice(env);
-    let mut all_args = vec!["--kube", "--namespace", "outrigger"];
-    all_args.extend_from_slice(args);
-    Server::start(&all_args, &all_env)
-}
-
-/// A kubeconfig for `api` in `dir`.
-fn write_kubeconfig(dir: &std::path::Path, api: &FakeApi) -> String {
-    let path = dir.join("kubeconfig");
-    std::fs::write(&path, common::kube_api::kubeconfig(api.port)).expect("write kubeconfig");
-    path.display().to_string()
+/// Replace the caBundle of every entry of the webhook configuration (base64) with a write the
+/// fake versions, as the API server does.
+fn set_ca_bundle(api: &FakeApi, encoded: &str) {
+    let mut a = api.lock();
+    let mut mwc = a
+        .get(
+            "mutatingwebhookconfigurations",
+            "",
+            "outrigger-sidecar-injector",
+        )
+        .cloned()
+        .expect("webhook configuration");
+    for w in mwc["webhooks"].as_array_mut().expect("webhooks") {
+        w["clientConfig"]["caBundle"] = json!(encoded);
+    }
+    a.write(
+        "mutatingwebhookconfigurations",
+        "",
+        "outrigger-sidecar-injector",
+        &mwc,
+        None,
+    )
+    .expect("written");
 }
 
 /// A client of `server` trusting only the CA bundle the server stored in the Secret.
@@ -569,8 +558,11 @@ async fn deleted_configmaps_keep_the_last_good_configuration() {
         patch.contains("FAILSAFE_MARK"),
         "the deleted mesh ConfigMap's settings stay in force: {patch}"
     );
-    let r = c.get("/readyz").await.expect("readyz");
-    assert_eq!(r.status, 200);
+    publish_ca(&api);
+    eventually("ready once the caBundle trusts the certificate", || async {
+        c.get("/readyz").await.expect("readyz").status == 200
+    })
+    .await;
 }
 
 #[test]
@@ -661,6 +653,12 @@ async fn a_cert_manager_secret_is_served_read_only_and_hot_reloaded() {
         "the renewed certificate is served without a restart",
         || async { H2::connect(server.addr, ca2.as_bytes()).await.is_ok() },
     )
+    .await;
+    // After 410 Gone the client lists, then watches again; the renewal may arrive through the
+    // list before the second watch opens (a loaded machine), so wait for that watch.
+    eventually("the Secret watched again after 410 Gone", || async {
+        api.lock().watches.get("secrets").copied().unwrap_or(0) >= 2
+    })
     .await;
     let a = api.lock();
     let writes: Vec<&String> = a
@@ -852,4 +850,275 @@ async fn the_fake_answers_errors_with_status_objects_as_the_api_server() {
     let (code, _, event) = watch.join().expect("watch");
     assert_eq!((code, &event["type"]), (200, &json!("DELETED")));
     assert_eq!(event["object"], cm_obj.expect("stored"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn istio_configmaps_of_a_revision_are_awaited_not_replaced_by_the_default() {
+    // Istio's revision `canary`: the server reads istio-sidecar-injector-canary and
+    // istio-canary, which do not exist yet (the default revision's do, and must not be read).
+    let mut cluster = cluster();
+    cluster.remove("configmaps", "istio-system", "istio-sidecar-injector");
+    cluster.put(configmap(
+        "istio-system",
+        "istio",
+        "3",
+        &[(
+            "mesh",
+            "defaultConfig:\n  proxyMetadata:\n    WRONG_REVISION: read\n",
+        )],
+    ));
+    let api = FakeApi::start(cluster);
+    let args = [
+        "--dns-name",
+        "localhost",
+        "--ca-bundle-managed-externally",
+        "--istio-configmaps",
+        "--istioNamespace",
+        "istio-system",
+        "--revision",
+        "canary",
+        "--native-sidecars",
+        "false",
+    ];
+    let server = serve_against(&api, "kube-api-istio-cms", &args, &[]);
+    let c = connect_trusting_the_secret(&server, &api).await;
+    publish_ca(&api);
+    eventually("the caBundle trusts the certificate", || async {
+        !c.get("/readyz")
+            .await
+            .expect("readyz")
+            .text()
+            .contains("caBundle")
+    })
+    .await;
+    let r = c.get("/readyz").await.expect("readyz");
+    assert_eq!(r.status, 503, "{}", r.text());
+    assert!(
+        r.text()
+            .contains("istio-system/istio-sidecar-injector-canary")
+            && r.text().contains("istio-system/istio-canary")
+            && r.text().contains("no ConfigMap found"),
+        "the readiness message names the ConfigMaps: {}",
+        r.text()
+    );
+    // Admission requests fail (the API server applies failurePolicy), never pass uninjected.
+    let r = review_pod(&c, "u0", "team", pod("early", json!({}))).await;
+    assert_eq!(r.status, 503, "{}", r.text());
+    // The injector ConfigMap alone: still waiting, now for the mesh ConfigMap.
+    api.lock().put(configmap(
+        "istio-system",
+        "istio-sidecar-injector-canary",
+        "20",
+        &[
+            ("config", outrigger_inject::config::defaults::CONFIG),
+            ("values", outrigger_inject::config::defaults::VALUES),
+        ],
+    ));
+    eventually(
+        "the readiness message moves on to the mesh ConfigMap",
+        || async {
+            let r = c.get("/readyz").await.expect("readyz");
+            r.status == 503 && r.text().contains("no mesh ConfigMap found")
+        },
+    )
+    .await;
+    api.lock().put(configmap(
+        "istio-system",
+        "istio-canary",
+        "21",
+        &[(
+            "mesh",
+            "defaultConfig:\n  proxyMetadata:\n    CANARY_MESH: read\n",
+        )],
+    ));
+    eventually("ready once both ConfigMaps are read", || async {
+        c.get("/readyz").await.expect("readyz").status == 200
+    })
+    .await;
+    let patch = decoded_patch(&review_pod(&c, "u1", "team", pod("p", json!({}))).await);
+    assert!(
+        patch.contains("CANARY_MESH"),
+        "the revision's mesh: {patch}"
+    );
+    assert!(!patch.contains("WRONG_REVISION"), "{patch}");
+    let reads: Vec<String> = api
+        .requests()
+        .into_iter()
+        .filter(|r| r.contains("/configmaps"))
+        .collect();
+    assert!(
+        reads
+            .iter()
+            .all(|r| r.starts_with("GET /api/v1/namespaces/istio-system/configmaps")),
+        "{reads:?}"
+    );
+}
+
+/// The failure policies of the stored webhook configuration's entries.
+fn failure_policies(api: &FakeApi) -> Vec<Value> {
+    let a = api.lock();
+    let mwc = a
+        .get(
+            "mutatingwebhookconfigurations",
+            "",
+            "outrigger-sidecar-injector",
+        )
+        .expect("webhook configuration");
+    mwc["webhooks"]
+        .as_array()
+        .expect("webhooks")
+        .iter()
+        .map(|w| w["failurePolicy"].clone())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_webhook_fails_open_until_a_ready_replica_activates_it_and_owns_it_by_namespace() {
+    let mut cluster = cluster();
+    let mut mwc = webhook_config();
+    mwc["webhooks"][0]["failurePolicy"] = json!("Ignore");
+    cluster.put(mwc);
+    cluster.put(json!({"apiVersion": "v1", "kind": "Namespace",
+        "metadata": {"name": "outrigger", "uid": "0f1e-outrigger-ns", "resourceVersion": "2"}}));
+    // Istio's ConfigMaps are missing: the replica is not ready and must not activate.
+    cluster.remove("configmaps", "istio-system", "istio-sidecar-injector");
+    let api = FakeApi::start(cluster);
+    let args = [
+        "--dns-name",
+        "localhost",
+        "--istio-configmaps",
+        "--native-sidecars",
+        "false",
+        "--failure-policy-once-ready",
+        "Fail",
+        "--webhook-owned-by-namespace",
+        "--activation-delay",
+        "300ms",
+    ];
+    let server = serve_against(&api, "kube-api-activation", &args, &[]);
+    let c = connect_trusting_the_secret(&server, &api).await;
+    assert_eq!(c.get("/readyz").await.expect("readyz").status, 503);
+    // Five times the activation delay: a replica that is not ready never activates (no event to
+    // wait for, so the absence is checked over a bounded time).
+    assert!(
+        !holds_within(Duration::from_millis(1500), || async {
+            failure_policies(&api) != [json!("Ignore")]
+        })
+        .await,
+        "a replica that is not ready leaves the configuration failing open"
+    );
+    api.lock().put(configmap_with(
+        outrigger_inject::config::defaults::CONFIG,
+        "30",
+    ));
+    api.lock().put(configmap(
+        "istio-system",
+        "istio",
+        "31",
+        &[("mesh", "defaultConfig: {}\n")],
+    ));
+    eventually("activated once ready", || async {
+        failure_policies(&api) == [json!("Fail")]
+    })
+    .await;
+    let a = api.lock();
+    let mwc = a
+        .get(
+            "mutatingwebhookconfigurations",
+            "",
+            "outrigger-sidecar-injector",
+        )
+        .expect("mwc");
+    assert_eq!(
+        mwc["metadata"]["ownerReferences"],
+        json!([{"apiVersion": "v1", "kind": "Namespace", "name": "outrigger", "uid": "0f1e-outrigger-ns"}]),
+        "deleting the namespace deletes the configuration (garbage collector)"
+    );
+    assert!(
+        !mwc["webhooks"][0]["clientConfig"]["caBundle"].is_null(),
+        "caBundle synced too"
+    );
+    let writes: Vec<&String> = a
+        .requests
+        .iter()
+        .filter(|r| r.contains("mutatingwebhookconfigurations") && !r.starts_with("GET "))
+        .collect();
+    assert!(
+        writes.iter().all(|r| r.starts_with("PATCH /apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/outrigger-sidecar-injector")),
+        "by name, never a create: {writes:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn start_up_waits_for_an_api_server_that_comes_up_late() {
+    // A port with nothing behind it yet: the kubeconfig points there before the API server runs.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("free port")
+        .port();
+    let dir = scratch("kube-api-late");
+    std::fs::write(dir.join("kubeconfig"), common::kube_api::kubeconfig(port))
+        .expect("write kubeconfig");
+    let kc = dir.join("kubeconfig").display().to_string();
+    let home = dir.display().to_string();
+    let mut args = vec!["--kube", "--namespace", "outrigger"];
+    args.extend_from_slice(CONFIGMAP_SERVER);
+    let env = [
+        ("NO_PROXY", "127.0.0.1,localhost"),
+        ("no_proxy", "127.0.0.1,localhost"),
+        ("KUBECONFIG", kc.as_str()),
+        ("HOME", home.as_str()),
+    ];
+    // The API server comes up after 1.5 s; the server retries with backoff meanwhile.
+    let late = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(1500));
+        FakeApi::start_on(cluster(), port)
+    });
+    let server = Server::start(&args, &env);
+    let api = late.join().expect("API server started");
+    assert!(
+        server
+            .log_text()
+            .contains("cannot reach the Kubernetes API server"),
+        "{}",
+        server.log_text()
+    );
+    let c = connect_trusting_the_secret(&server, &api).await;
+    publish_ca(&api);
+    eventually("ready", || async {
+        c.get("/readyz").await.expect("readyz").status == 200
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn not_ready_while_the_ca_bundle_lacks_the_serving_certificates_issuer() {
+    let api = FakeApi::start(cluster());
+    let server = serve_against(&api, "kube-api-trust", CONFIGMAP_SERVER, &[]);
+    let c = connect_trusting_the_secret(&server, &api).await;
+    // The caBundle is managed externally and nobody has published the Secret's CA yet.
+    eventually("not ready, naming the caBundle", || async {
+        let r = c.get("/readyz").await.expect("readyz");
+        r.status == 503
+            && r.text().contains("not in the caBundle of MutatingWebhookConfiguration \"outrigger-sidecar-injector\"")
+    })
+    .await;
+    publish_ca(&api);
+    eventually("ready once published", || async {
+        c.get("/readyz").await.expect("readyz").status == 200
+    })
+    .await;
+    // Another CA replaces it: not ready again.
+    let stranger = rcgen::generate_simple_self_signed(vec!["stranger".to_string()])
+        .expect("certificate")
+        .cert
+        .pem();
+    set_ca_bundle(
+        &api,
+        &base64::engine::general_purpose::STANDARD.encode(stranger),
+    );
+    eventually("not ready after the caBundle lost the issuer", || async {
+        c.get("/readyz").await.expect("readyz").status == 503
+    })
+    .await;
 }

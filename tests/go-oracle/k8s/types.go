@@ -9,8 +9,24 @@ import "encoding/json"
 type Deployment struct {
 	TypeMeta   `json:",inline"`
 	ObjectMeta `json:"metadata,omitempty"`
-	Spec       DeploymentSpec `json:"spec,omitempty"`
+	Spec       DeploymentSpec   `json:"spec,omitempty"`
+	Status     DeploymentStatus `json:"status,omitempty"`
 }
+
+// DeploymentStatus is apps/v1 DeploymentStatus's subset (a non-pointer struct: always emitted).
+type DeploymentStatus struct {
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	Replicas           int32 `json:"replicas,omitempty"`
+}
+
+// DeploymentStrategy is apps/v1 DeploymentStrategy's subset (always emitted, as status).
+type DeploymentStrategy struct {
+	Type string `json:"type,omitempty"`
+}
+
+// ResourceRequirements is core/v1 ResourceRequirements without its fields (the tests place no
+// value in it); a non-pointer struct, so Go always emits it.
+type ResourceRequirements struct{}
 
 // TypeMeta is metav1.TypeMeta.
 type TypeMeta struct {
@@ -20,12 +36,13 @@ type TypeMeta struct {
 
 // DeploymentSpec is apps/v1 DeploymentSpec's subset.
 type DeploymentSpec struct {
-	Replicas             *int32          `json:"replicas,omitempty"`
-	Selector             *LabelSelector  `json:"selector"`
-	Template             PodTemplateSpec `json:"template"`
-	MinReadySeconds      int32           `json:"minReadySeconds,omitempty"`
-	RevisionHistoryLimit *int32          `json:"revisionHistoryLimit,omitempty"`
-	Paused               bool            `json:"paused,omitempty"`
+	Replicas             *int32             `json:"replicas,omitempty"`
+	Selector             *LabelSelector     `json:"selector"`
+	Template             PodTemplateSpec    `json:"template"`
+	Strategy             DeploymentStrategy `json:"strategy,omitempty"`
+	MinReadySeconds      int32              `json:"minReadySeconds,omitempty"`
+	RevisionHistoryLimit *int32             `json:"revisionHistoryLimit,omitempty"`
+	Paused               bool               `json:"paused,omitempty"`
 }
 
 // LabelSelector is metav1.LabelSelector's subset.
@@ -99,18 +116,19 @@ type KeyToPath struct {
 
 // Container is core/v1 Container's subset.
 type Container struct {
-	Name            string           `json:"name"`
-	Image           string           `json:"image,omitempty"`
-	Command         []string         `json:"command,omitempty"`
-	Args            []string         `json:"args,omitempty"`
-	WorkingDir      string           `json:"workingDir,omitempty"`
-	Ports           []ContainerPort  `json:"ports,omitempty"`
-	Env             []EnvVar         `json:"env,omitempty"`
-	ReadinessProbe  *Probe           `json:"readinessProbe,omitempty"`
-	ImagePullPolicy PullPolicy       `json:"imagePullPolicy,omitempty"`
-	SecurityContext *SecurityContext `json:"securityContext,omitempty"`
-	Stdin           bool             `json:"stdin,omitempty"`
-	TTY             bool             `json:"tty,omitempty"`
+	Name            string               `json:"name"`
+	Image           string               `json:"image,omitempty"`
+	Command         []string             `json:"command,omitempty"`
+	Args            []string             `json:"args,omitempty"`
+	WorkingDir      string               `json:"workingDir,omitempty"`
+	Ports           []ContainerPort      `json:"ports,omitempty"`
+	Env             []EnvVar             `json:"env,omitempty"`
+	Resources       ResourceRequirements `json:"resources,omitempty"`
+	ReadinessProbe  *Probe               `json:"readinessProbe,omitempty"`
+	ImagePullPolicy PullPolicy           `json:"imagePullPolicy,omitempty"`
+	SecurityContext *SecurityContext     `json:"securityContext,omitempty"`
+	Stdin           bool                 `json:"stdin,omitempty"`
+	TTY             bool                 `json:"tty,omitempty"`
 }
 
 // ContainerPort is core/v1 ContainerPort.

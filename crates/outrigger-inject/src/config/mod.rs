@@ -198,6 +198,10 @@ pub struct Snapshot {
     pub values_facts: ValuesFacts,
     /// Mesh config (canonical proto-JSON, defaults applied).
     pub mesh: Value,
+    /// The environment variables the template functions `env` and `expandenv` may read, by name
+    /// (empty by default: the library reads no process environment; the binary passes the
+    /// variables its allow-list names, see [`Snapshot::with_template_env`]).
+    pub template_env: BTreeMap<String, String>,
 }
 
 impl Snapshot {
@@ -228,7 +232,16 @@ impl Snapshot {
             values,
             values_facts,
             mesh,
+            template_env: BTreeMap::new(),
         })
+    }
+
+    /// The same snapshot with `env` as what the templates' `env` and `expandenv` functions
+    /// see: a variable absent from the map reads as unset (`env` returns its default,
+    /// `expandenv` the empty string).
+    pub fn with_template_env(mut self, env: BTreeMap<String, String>) -> Snapshot {
+        self.template_env = env;
+        self
     }
 }
 

@@ -197,6 +197,10 @@ mod tests {
 
     // Corpus sweep: inputs and goldens read with yaml-rust2.
 
+    #[cfg_attr(
+        not(corpus_present),
+        ignore = "needs Istio's conformance corpus in ../shared beside the checkout"
+    )]
     #[test]
     fn container_order_of_goldens_is_stable() {
         let Some(pairs) = case_pairs() else {

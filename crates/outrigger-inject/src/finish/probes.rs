@@ -874,6 +874,10 @@ mod tests {
         app_containers(pod).find(|c| container_name(c) == name)
     }
 
+    #[cfg_attr(
+        not(corpus_present),
+        ignore = "needs Istio's conformance corpus in ../shared beside the checkout"
+    )]
     #[test]
     fn app_probers_and_probe_rewrites_match_goldens() {
         let Some(pairs) = case_pairs() else {

@@ -560,6 +560,10 @@ mod tests {
         (ann, env)
     }
 
+    #[cfg_attr(
+        not(corpus_present),
+        ignore = "needs Istio's conformance corpus in ../shared beside the checkout"
+    )]
     #[test]
     fn prometheus_merge_matches_goldens() {
         let Some(pairs) = case_pairs() else {

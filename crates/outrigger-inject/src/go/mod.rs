@@ -1,6 +1,7 @@
 //! Go's formatting and parsing rules where Istio's output depends on them: `strconv` float and
 //! quote formatting, `encoding/json` output, `fmt`'s `%v`, `time.Duration` and RFC 3339 times,
 //! the multierror text, and `fmt.Sscanf` of number pairs. Every other module formats Go-shaped text through these.
+//! `stack` stands in for Go's growable stacks in the recursive readers.
 
 pub mod duration;
 pub mod float;
@@ -9,4 +10,5 @@ pub mod json;
 pub mod multierror;
 pub mod quote;
 pub mod scan;
+pub mod stack;
 pub mod time;

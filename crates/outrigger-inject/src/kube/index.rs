@@ -47,6 +47,10 @@ pub struct FieldInfo {
     /// sigs.k8s.io/yaml looks such a field up on the embedded struct, so it turns no YAML
     /// number or boolean into a string anywhere below it.
     pub via_inline: bool,
+    /// Go names of the embedded structs the field is reached through, outermost first
+    /// (`["ProbeHandler"]` for `Probe`'s `httpGet`): Go's `encoding/json` (since Go 1.24) names
+    /// them in the field path of a type error (`readinessProbe.ProbeHandler.httpGet.path`).
+    pub embedded: Vec<&'static str>,
     /// Table index of the referenced struct: the value (`struct`, `pointer-to-struct`) or the
     /// element (`slice`, `map` of structs).
     target: Option<u32>,
@@ -196,12 +200,13 @@ fn build_struct(
     ids: &FxHashMap<&'static str, u32>,
 ) -> StructIndex {
     let mut defs = Vec::new();
-    flatten(name, &mut defs, 0);
+    flatten(name, &mut defs, &mut Vec::new());
     let fields: Vec<FieldInfo> = defs
-        .iter()
-        .map(|&(f, depth)| {
+        .into_iter()
+        .map(|(f, embedded)| {
             let mut info = field_info(go_name, f, ids);
-            info.via_inline = depth > 0;
+            info.via_inline = !embedded.is_empty();
+            info.embedded = embedded;
             info
         })
         .collect();
@@ -280,6 +285,7 @@ fn field_info(
         merge_key: f.patch_merge_key.as_deref().unwrap_or(""),
         def: f,
         via_inline: false,
+        embedded: Vec::new(),
         target,
     }
 }
@@ -295,19 +301,25 @@ fn emitted_when_unset(f: &FieldInfo) -> bool {
 
 /// Append the JSON-visible fields of struct `name` with their inline depth, splicing inline
 /// structs in place.
-fn flatten(name: &str, out: &mut Vec<(&'static K8sField, usize)>, depth: usize) {
+/// The JSON-visible fields of struct `name`, those of its inline (embedded) structs in place,
+/// each with the Go names of the embedded structs it is reached through (`via`).
+type Flattened = Vec<(&'static K8sField, Vec<&'static str>)>;
+
+fn flatten(name: &str, out: &mut Flattened, via: &mut Vec<&'static str>) {
     let Some(st) = schema::k8s().get(name) else {
         return;
     };
     for f in &st.fields {
         match f.json.as_deref() {
             None => {}
-            Some("") if f.inline && depth < 8 => {
+            Some("") if f.inline && via.len() < 8 => {
                 if let Some(r) = f.type_ref.as_deref().or(f.elem.as_deref()) {
-                    flatten(r, out, depth + 1);
+                    via.push(f.go.as_str());
+                    flatten(r, out, via);
+                    via.pop();
                 }
             }
-            Some(_) => out.push((f, depth)),
+            Some(_) => out.push((f, via.clone())),
         }
     }
 }

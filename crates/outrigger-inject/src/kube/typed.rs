@@ -222,9 +222,11 @@ fn norm_struct(
         };
         let f = &idx.fields[i];
         renamed |= !exact;
+        let depth = path.len();
+        path.extend_from_slice(&f.embedded);
         path.push(f.json);
         let r = norm_field(idx, f, v, path, convert && !f.via_inline);
-        path.pop();
+        path.truncate(depth);
         match r {
             Ok(true) => present |= 1 << (i % 64),
             Ok(false) => dropped.push(pos),

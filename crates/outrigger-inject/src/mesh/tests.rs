@@ -43,6 +43,10 @@ fn assert_merge_reproduces(raw: &Path, merged: &Path) {
     assert_eq!(twice, want, "applying {} twice", merged.display());
 }
 
+#[cfg_attr(
+    not(corpus_present),
+    ignore = "needs Istio's conformance corpus in ../shared beside the checkout"
+)]
 #[test]
 fn settings_mesh_yaml_over_defaults_reproduces_merged() {
     let Some(root) = corpus() else { return };
@@ -55,6 +59,10 @@ fn settings_mesh_yaml_over_defaults_reproduces_merged() {
     assert!(n >= 20, "only {n} settings variants");
 }
 
+#[cfg_attr(
+    not(corpus_present),
+    ignore = "needs Istio's conformance corpus in ../shared beside the checkout"
+)]
 #[test]
 fn mesh_overrides_reproduce_merged() {
     let Some(root) = corpus() else { return };
@@ -108,6 +116,10 @@ fn golden_proxy_configs(text: &str) -> Vec<String> {
     out
 }
 
+#[cfg_attr(
+    not(corpus_present),
+    ignore = "needs Istio's conformance corpus in ../shared beside the checkout"
+)]
 #[test]
 fn proto_to_json_matches_corpus_proxy_config_env() {
     let Some(root) = corpus() else { return };
@@ -415,6 +427,10 @@ fn apply_proxy_config_yaml_errors() {
     );
 }
 
+#[cfg_attr(
+    not(corpus_present),
+    ignore = "needs Istio's conformance corpus in ../shared beside the checkout"
+)]
 #[test]
 fn held_out_override_proxy_config_env() {
     let Some(root) = corpus() else { return };

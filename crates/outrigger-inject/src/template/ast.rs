@@ -180,6 +180,10 @@ pub fn expr_str(e: &Expr) -> String {
 }
 
 fn write_expr(s: &mut String, e: &Expr) {
+    crate::go::stack::grow(|| write_expr_inner(s, e));
+}
+
+fn write_expr_inner(s: &mut String, e: &Expr) {
     match e {
         Expr::Dot(_) => s.push('.'),
         Expr::Field(_, f) => {
@@ -247,6 +251,10 @@ pub fn pipe_str(p: &PipeNode) -> String {
 }
 
 fn write_pipe(s: &mut String, p: &PipeNode) {
+    crate::go::stack::grow(|| write_pipe_inner(s, p));
+}
+
+fn write_pipe_inner(s: &mut String, p: &PipeNode) {
     if !p.decl.is_empty() {
         for (i, (_, v)) in p.decl.iter().enumerate() {
             if i > 0 {
@@ -267,10 +275,14 @@ fn write_pipe(s: &mut String, p: &PipeNode) {
 /// Go's `String()` of a list of nodes.
 pub fn list_str(l: &ListNode) -> String {
     let mut s = String::new();
-    for n in &l.nodes {
-        write_node(&mut s, n);
-    }
+    write_list(&mut s, l);
     s
+}
+
+fn write_list(s: &mut String, l: &ListNode) {
+    for n in &l.nodes {
+        write_node(s, n);
+    }
 }
 
 /// Go's `String()` of a node.
@@ -281,6 +293,10 @@ pub fn node_str(n: &Node) -> String {
 }
 
 fn write_node(s: &mut String, n: &Node) {
+    crate::go::stack::grow(|| write_node_inner(s, n));
+}
+
+fn write_node_inner(s: &mut String, n: &Node) {
     match n {
         Node::Text(t) => s.push_str(&t.text),
         Node::Action(a) => {
@@ -297,10 +313,10 @@ fn write_node(s: &mut String, n: &Node) {
             let _ = write!(s, "{{{{{kw} ");
             write_pipe(s, &b.pipe);
             s.push_str("}}");
-            s.push_str(&list_str(&b.body));
+            write_list(s, &b.body);
             if let Some(e) = &b.else_body {
                 s.push_str("{{else}}");
-                s.push_str(&list_str(e));
+                write_list(s, e);
             }
             s.push_str("{{end}}");
         }
@@ -314,5 +330,59 @@ fn write_node(s: &mut String, n: &Node) {
         }
         Node::Break(_) => s.push_str("{{break}}"),
         Node::Continue(_) => s.push_str("{{continue}}"),
+    }
+}
+
+// Dropping a tree: the derived drop glue recurses once per level, which a tree nested as deep as
+// the parser allows would overflow the stack with. Lists and pipelines take their nested lists
+// and pipelines apart with an explicit stack instead.
+
+/// Does this node hold a nested list?
+fn holds_list(n: &Node) -> bool {
+    matches!(n, Node::If(_) | Node::Range(_) | Node::With(_))
+}
+
+impl Drop for ListNode {
+    fn drop(&mut self) {
+        if !self.nodes.iter().any(holds_list) {
+            return;
+        }
+        let mut pending = std::mem::take(&mut self.nodes);
+        while let Some(node) = pending.pop() {
+            if let Node::If(mut b) | Node::Range(mut b) | Node::With(mut b) = node {
+                pending.append(&mut b.body.nodes);
+                if let Some(e) = b.else_body.as_mut() {
+                    pending.append(&mut e.nodes);
+                }
+            }
+        }
+    }
+}
+
+/// Does this operand hold a nested pipeline?
+fn holds_pipe(e: &Expr) -> bool {
+    matches!(e, Expr::Pipe(..) | Expr::Chain(..))
+}
+
+impl Drop for PipeNode {
+    fn drop(&mut self) {
+        if !self.commands.iter().any(|c| c.args.iter().any(holds_pipe)) {
+            return;
+        }
+        let mut pending: Vec<Expr> = Vec::new();
+        for c in &mut self.commands {
+            pending.append(&mut c.args);
+        }
+        while let Some(e) = pending.pop() {
+            match e {
+                Expr::Pipe(_, mut p) => {
+                    for c in &mut p.commands {
+                        pending.append(&mut c.args);
+                    }
+                }
+                Expr::Chain(_, inner, _) => pending.push(*inner),
+                _ => {}
+            }
+        }
     }
 }

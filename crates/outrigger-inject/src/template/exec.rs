@@ -12,19 +12,21 @@ use super::ast::{
 };
 use super::funcs::{self, P};
 use super::value::{
-    duration_parts, is_wrapper, k8s_elem_value, k8s_lookup, proto_field_value, proto_plain, IntTy,
-    PairKind, V,
+    self, duration_parts, is_wrapper, k8s_elem_value, k8s_lookup, proto_field_value, proto_plain,
+    IntTy, PairKind, V,
 };
 use super::{Template, TemplateData};
 use crate::json::lookup as jsonmap;
 use crate::kube::schema;
 
-/// Maximum `template` call depth. Go allows 100000 on its growable stacks; ours keeps the
-/// native stack safe and is far above what real templates use.
-const MAX_DEPTH: usize = 200;
+/// Go's `maxExecDepth`: `template` calls nest at most this deep (`exceeded maximum template
+/// depth (100000)`). Every recursive step runs through [`crate::go::stack::grow`], so the
+/// native stack follows Go's growable one that deep.
+pub const MAX_DEPTH: usize = 100_000;
 
-/// Go's limit, named in the error message.
-const GO_MAX_DEPTH: usize = 100_000;
+/// outrigger's bound on the nesting of maps and lists a template builds (Go has none; the YAML
+/// reader has the same bound of 512 for documents).
+pub const MAX_VALUE_DEPTH: usize = 512;
 
 /// The name Istio parses every template under (`template.New("inject")`).
 const PARSE_NAME: &str = "inject";
@@ -59,7 +61,16 @@ pub struct Exec<'t> {
     depth: usize,
     cur: &'t str,
     at: At<'t>,
+    /// What `env` and `expandenv` read.
+    env: &'t BTreeMap<String, String>,
+    /// This render's own mutable copy of `.Values`, for a template that changes maps in place
+    /// (`set`, `unset`, `merge`): a change is seen later in the same render, as in Go, and never
+    /// in another render.
+    values: Option<V<'t>>,
 }
+
+/// The environment of a render over generic JSON: no variable is set.
+static NO_ENV: BTreeMap<String, String> = BTreeMap::new();
 
 type R<T> = Result<T, String>;
 
@@ -69,7 +80,11 @@ type Final<'t> = Option<V<'t>>;
 impl<'t> Exec<'t> {
     /// Run the template's main body with `data` as dot.
     pub fn run(tmpl: &'t Template, data: &'t TemplateData<'t>) -> R<String> {
-        Self::run_dot(tmpl, V::Root(data))
+        let values = tmpl.mutates_maps.then(|| match data.values {
+            Value::Object(_) => super::sprig::owned(data.values.clone()),
+            _ => V::map(BTreeMap::new()),
+        });
+        Self::run_dot_with(tmpl, V::Root(data), values, data.env)
     }
 
     /// Run the template's main body over a generic JSON value, as Go executes a template over
@@ -83,10 +98,19 @@ impl<'t> Exec<'t> {
             v if owned => super::sprig::owned(v.clone()),
             v => V::json(v),
         };
-        Self::run_dot(tmpl, dot)
+        Self::run_dot(tmpl, dot, &NO_ENV)
     }
 
-    fn run_dot(tmpl: &'t Template, dot: V<'t>) -> R<String> {
+    fn run_dot(tmpl: &'t Template, dot: V<'t>, env: &'t BTreeMap<String, String>) -> R<String> {
+        Self::run_dot_with(tmpl, dot, None, env)
+    }
+
+    fn run_dot_with(
+        tmpl: &'t Template,
+        dot: V<'t>,
+        values: Option<V<'t>>,
+        env: &'t BTreeMap<String, String>,
+    ) -> R<String> {
         let mut ex = Exec {
             tmpl,
             out: String::with_capacity(tmpl.source_len * 2),
@@ -95,6 +119,8 @@ impl<'t> Exec<'t> {
             depth: 0,
             cur: PARSE_NAME,
             at: At::None,
+            env,
+            values,
         };
         ex.vars.push(("$", dot.clone(), false));
         let root = tmpl.root();
@@ -150,9 +176,9 @@ impl<'t> Exec<'t> {
                     self.print(&v);
                 }
             }
-            Node::If(b) => return self.walk_if_or_with(b, dot, false),
-            Node::With(b) => return self.walk_if_or_with(b, dot, true),
-            Node::Range(b) => return self.walk_range(node, b, dot),
+            Node::If(b) => return crate::go::stack::grow(|| self.walk_if_or_with(b, dot, false)),
+            Node::With(b) => return crate::go::stack::grow(|| self.walk_if_or_with(b, dot, true)),
+            Node::Range(b) => return crate::go::stack::grow(|| self.walk_range(node, b, dot)),
             Node::Template(t) => self.walk_template(node, t, dot)?,
             Node::Break(_) => return Ok(Some(Ctl::Break)),
             Node::Continue(_) => return Ok(Some(Ctl::Continue)),
@@ -168,7 +194,7 @@ impl<'t> Exec<'t> {
             )));
         };
         if self.depth >= MAX_DEPTH {
-            return Err(self.errorf(&format!("exceeded maximum template depth ({GO_MAX_DEPTH})")));
+            return Err(self.errorf(&format!("exceeded maximum template depth ({MAX_DEPTH})")));
         }
         let newdot = match &t.pipe {
             Some(p) => self.eval_pipeline(dot, p)?,
@@ -178,7 +204,7 @@ impl<'t> Exec<'t> {
         let saved_cur = std::mem::replace(&mut self.cur, t.name.as_str());
         let saved_iface = std::mem::replace(&mut self.dot_iface, false);
         self.depth += 1;
-        let r = self.walk_list(body, &newdot);
+        let r = crate::go::stack::grow(|| self.walk_list(body, &newdot));
         self.depth -= 1;
         self.dot_iface = saved_iface;
         self.cur = saved_cur;
@@ -426,6 +452,10 @@ impl<'t> Exec<'t> {
     /// Go's `evalPipeline`: commands left to right, the previous result as the final argument;
     /// then the declarations.
     fn eval_pipeline(&mut self, dot: &V<'t>, pipe: &'t PipeNode) -> R<V<'t>> {
+        crate::go::stack::grow(|| self.eval_pipeline_here(dot, pipe))
+    }
+
+    fn eval_pipeline_here(&mut self, dot: &V<'t>, pipe: &'t PipeNode) -> R<V<'t>> {
         self.at = At::Pipe(pipe);
         let mut value: Final<'t> = None;
         for cmd in &pipe.commands {
@@ -599,6 +629,9 @@ impl<'t> Exec<'t> {
                 _ => {}
             }
         }
+        if let (V::Root(_), "Values", Some(values)) = (&receiver, name, &self.values) {
+            return Ok(values.clone());
+        }
         field(&receiver, name).map_err(|m| {
             // Go names the receiver's static type: `interface {}` for values held in generic
             // lists and maps, the dynamic type otherwise.
@@ -682,7 +715,34 @@ impl<'t> Exec<'t> {
                 .unwrap_or(P::Any);
             argv.push(self.validate(f, p)?);
         }
-        (def.f)(argv).map_err(|m| {
+        if name == "call" {
+            // Go hands `call` the callee's name for its error: the first argument's text, or the
+            // piped value's `reflect.Value.String()`.
+            let callee = match (args.first(), argv.first()) {
+                (Some(a), _) => expr_str(a),
+                (None, Some(v)) => funcs::value_string(v),
+                (None, None) => String::new(),
+            };
+            argv.insert(0, V::string(callee));
+        }
+        let result = match funcs::call_env(name, self.env, &argv) {
+            Some(r) => r,
+            None => (def.f)(argv),
+        };
+        // Functions that put their arguments into a new or updated map or list are the only way
+        // a template nests values deeper; bounded so printing, encoding and dropping them fit
+        // any thread's stack.
+        let result = result.and_then(|v| {
+            if funcs::nests_values(name) && value::nested_deeper_than(&v, MAX_VALUE_DEPTH) {
+                Err(format!(
+                    "value nested deeper than {MAX_VALUE_DEPTH} maps and lists \
+                     (outrigger's limit; Go has none)"
+                ))
+            } else {
+                Ok(v)
+            }
+        });
+        result.map_err(|m| {
             let mut s = Exec {
                 tmpl: self.tmpl,
                 out: String::new(),
@@ -691,6 +751,8 @@ impl<'t> Exec<'t> {
                 depth: 0,
                 cur: self.cur,
                 at: call_node,
+                env: self.env,
+                values: None,
             };
             if let At::None = call_node {
                 s.at = At::Expr(ident);

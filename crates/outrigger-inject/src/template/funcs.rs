@@ -223,6 +223,127 @@ fn not_implemented_stub<'a>(_: Vec<V<'a>>) -> R<V<'a>> {
     Err("not implemented by outrigger".into())
 }
 
+/// Does function `name` put its arguments (or its arguments' elements) into a new or updated map
+/// or list, so that its result can be nested deeper than its arguments?
+pub fn nests_values(name: &str) -> bool {
+    let base = name.strip_prefix("must").unwrap_or(name);
+    matches!(
+        base,
+        "dict"
+            | "list"
+            | "tuple"
+            | "append"
+            | "Append"
+            | "push"
+            | "Push"
+            | "prepend"
+            | "Prepend"
+            | "set"
+            | "merge"
+            | "Merge"
+            | "mergeOverwrite"
+            | "MergeOverwrite"
+            | "concat"
+            | "chunk"
+            | "Chunk"
+            | "deepCopy"
+            | "DeepCopy"
+            | "fromJson"
+            | "FromJson"
+            | "fromYaml"
+            | "fromYamlArray"
+            | "fromJsonArray"
+            | "splitList"
+            | "dig"
+    )
+}
+
+/// The table's entry for `env` and `expandenv`: the executor calls [`call_env`] instead.
+pub(super) fn needs_env<'a>(_: Vec<V<'a>>) -> R<V<'a>> {
+    Err("needs the render's environment".into())
+}
+
+/// The functions that read the environment: `env` and `expandenv` run over `env` (the
+/// variables the caller allows), `None` for every other name.
+pub fn call_env<'a>(
+    name: &str,
+    env: &BTreeMap<String, String>,
+    args: &[V<'a>],
+) -> Option<R<V<'a>>> {
+    let arg = |i: usize| args.get(i).map_or("", str_of);
+    match name {
+        "env" => Some(Ok(V::string(match env.get(arg(0)) {
+            Some(v) if !v.is_empty() => v.clone(),
+            _ => arg(1).to_string(),
+        }))),
+        "expandenv" => Some(Ok(V::string(expand_env(arg(0), |k| {
+            env.get(k).map_or("", String::as_str)
+        })))),
+        _ => None,
+    }
+}
+
+/// Go's `os.Expand`: `$NAME` and `${NAME}` replaced by `mapping(NAME)`; `$` before anything
+/// else is kept, bad syntax (`${}`, an unclosed `${`) is dropped.
+pub fn expand_env<'e>(s: &str, mapping: impl Fn(&str) -> &'e str) -> String {
+    fn special(c: u8) -> bool {
+        matches!(
+            c,
+            b'*' | b'#' | b'$' | b'@' | b'!' | b'?' | b'-' | b'0'..=b'9'
+        )
+    }
+    fn alnum(c: u8) -> bool {
+        c == b'_' || c.is_ascii_alphanumeric()
+    }
+    /// Go's `getShellName`: the name after `$` and how many bytes it takes.
+    fn shell_name(s: &[u8]) -> (&[u8], usize) {
+        if s[0] == b'{' {
+            if s.len() > 2 && special(s[1]) && s[2] == b'}' {
+                return (&s[1..2], 3);
+            }
+            for i in 1..s.len() {
+                if s[i] == b'}' {
+                    if i == 1 {
+                        return (&[], 2);
+                    }
+                    return (&s[1..i], i + 1);
+                }
+            }
+            return (&[], 1);
+        }
+        if special(s[0]) {
+            return (&s[0..1], 1);
+        }
+        let n = s.iter().take_while(|&&c| alnum(c)).count();
+        (&s[..n], n)
+    }
+    let b = s.as_bytes();
+    let mut out: Vec<u8> = Vec::new();
+    let mut i = 0;
+    let mut j = 0;
+    while j < b.len() {
+        if b[j] == b'$' && j + 1 < b.len() {
+            out.extend_from_slice(&b[i..j]);
+            let (name, w) = shell_name(&b[j + 1..]);
+            if name.is_empty() && w > 0 {
+                // Bad syntax: dropped.
+            } else if name.is_empty() {
+                out.push(b'$');
+            } else {
+                out.extend_from_slice(mapping(&String::from_utf8_lossy(name)).as_bytes());
+            }
+            j += w;
+            i = j + 1;
+        }
+        j += 1;
+    }
+    if i == 0 && out.is_empty() {
+        return s.to_string();
+    }
+    out.extend_from_slice(&b[i.min(b.len())..]);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 // ---------------------------------------------------------------- Go builtins
 
 fn builtins(m: &mut Table) {
@@ -272,10 +393,24 @@ fn builtins(m: &mut Table) {
     def(m, "urlquery", &[], Some(Any), |a| {
         Ok(V::string(query_escape(&eval_args(&a))))
     });
-    def(m, "call", &[Raw], Some(Raw), |a| match &a[0] {
+    // The executor puts the callee's name first (see `value_string`).
+    def(m, "call", &[Raw], Some(Raw), |a| match &a[1] {
         V::Missing | V::Nil => Err("call of nil".into()),
-        other => Err(format!("non-function of type {}", other.type_name())),
+        other => Err(format!(
+            "non-function {} of type {}",
+            str_of(&a[0]),
+            other.type_name()
+        )),
     });
+}
+
+/// Go's `reflect.Value.String()`: a string's text, `<T Value>` for any other value.
+pub(super) fn value_string(v: &V<'_>) -> String {
+    match v {
+        V::Str(s) => s.to_string(),
+        V::Missing | V::Nil => "<invalid Value>".to_string(),
+        other => format!("<{} Value>", other.type_name()),
+    }
 }
 
 /// Go's `evalArgs` for `html`, `js` and `urlquery`: one string as it is, otherwise
@@ -357,7 +492,11 @@ fn f_eq<'a>(a: Vec<V<'a>>) -> R<V<'a>> {
             match (k1, k2) {
                 (Kind::Int, Kind::Uint) | (Kind::Uint, Kind::Int) => as_i(a1) == as_i(b),
                 _ if !is_zero(a1) && !is_zero(b) => {
-                    return Err("incompatible types for comparison".into())
+                    return Err(format!(
+                        "incompatible types for comparison: {} and {}",
+                        a1.type_name(),
+                        b.type_name()
+                    ))
                 }
                 _ => false,
             }
@@ -471,7 +610,11 @@ fn lt<'a>(a: &V<'a>, b: &V<'a>) -> R<bool> {
     if k1 != k2 {
         return match (k1, k2) {
             (Kind::Int | Kind::Uint, Kind::Int | Kind::Uint) => Ok(as_i(a) < as_i(b)),
-            _ => Err("incompatible types for comparison".into()),
+            _ => Err(format!(
+                "incompatible types for comparison: {} and {}",
+                a.type_name(),
+                b.type_name()
+            )),
         };
     }
     match (a, b) {
@@ -788,12 +931,11 @@ fn istio(m: &mut Table) {
             str_of(&a[1]),
         )))
     });
-    def(m, "env", &[Str, Str], None, |a| {
-        Ok(V::string(match std::env::var(str_of(&a[0])) {
-            Ok(v) if !v.is_empty() => v,
-            _ => str_of(&a[1]).to_string(),
-        }))
-    });
+    // Istio's `env KEY DEFAULT` (overriding Sprig's one-argument `env`); executed by
+    // [`call_env`] over the render's environment map, never the process environment.
+    def(m, "env", &[Str, Str], None, needs_env);
+    // Sprig's `expandenv`, likewise over the render's environment map.
+    def(m, "expandenv", &[Str], None, needs_env);
     def(m, "omit", &[StrMap], Some(Str), |a| {
         let mut out = strmap_owned(&a[0]);
         for k in &a[1..] {

@@ -19,7 +19,7 @@
 //! fail with `error calling X: not implemented by outrigger`), `printf` (`fmt.Sprintf`), `gofmt`
 //! (float `%v`, `strconv.Quote`, `time.Duration`).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde_json::Value;
 
@@ -51,8 +51,10 @@ mod funcs;
 mod gopath;
 mod gostr;
 mod lex;
+mod mutation;
 mod parse;
 mod printf;
+mod semver;
 mod sprig;
 mod value;
 
@@ -60,6 +62,8 @@ use ast::ListNode;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_limits;
 
 /// The template root object (Istio's `SidecarTemplateData`), in Go field order.
 ///
@@ -104,6 +108,9 @@ pub struct TemplateData<'a> {
     pub inbound_traffic_policy_mode: &'a str,
     /// `.CompliancePolicy`.
     pub compliance_policy: &'a str,
+    /// What the functions `env` and `expandenv` read, instead of the process environment (a
+    /// name absent from the map is an unset variable).
+    pub env: &'a BTreeMap<String, String>,
 }
 
 /// A parsed template, ready to execute many times.
@@ -116,6 +123,9 @@ pub struct Template {
     source_len: usize,
     /// The tree set: the main body under `name`, every `define`/`block` under its own name.
     trees: HashMap<String, ListNode>,
+    /// Whether the template calls `set`, `unset` or a `merge` function (which change maps in
+    /// place): its renders then work on a mutable copy of `.Values`.
+    mutates_maps: bool,
 }
 
 impl Template {
@@ -126,11 +136,13 @@ impl Template {
     /// builtin, a Sprig v3 function nor an Istio function is a parse error, as in Go.
     pub fn parse(name: &str, text: &str) -> Result<Template> {
         let trees = parse::parse(name, text, &funcs::is_defined).map_err(Error::from)?;
+        let mutates_maps = mutation::mutates_maps(trees.values());
         Ok(Template {
             name: name.to_string(),
             source: text.to_string(),
             source_len: text.len(),
             trees,
+            mutates_maps,
         })
     }
 

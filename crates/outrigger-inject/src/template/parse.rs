@@ -13,6 +13,15 @@ use super::TemplateError;
 
 type R<T> = Result<T, TemplateError>;
 
+/// Go's `maxStackDepth`: parenthesized pipelines nest at most this deep
+/// (`max expression depth exceeded`).
+pub const MAX_PAREN_DEPTH: usize = 10_000;
+
+/// outrigger's bound on nested `{{if}}`, `{{range}}`, `{{with}}`, `{{block}}` actions and links
+/// of `{{else if}}`/`{{else with}}` chains. Go has none (its stack grows); real templates nest
+/// a few levels, so a template beyond this is refused rather than parsed with ever more memory.
+pub const MAX_CONTROL_DEPTH: usize = 10_000;
+
 /// Parse `text` as template `name`: the tree set (the main tree under `name`, every
 /// `define`/`block` under its own name).
 pub fn parse(
@@ -25,6 +34,7 @@ pub fn parse(
         lex: Lexer::new(text),
         is_func,
         trees: HashMap::new(),
+        control_depth: 0,
     };
     let mut t = TreeState::new();
     let root = p.parse_main(&mut t)?;
@@ -37,6 +47,8 @@ struct Parser<'a> {
     lex: Lexer<'a>,
     is_func: &'a dyn Fn(&str) -> bool,
     trees: HashMap<String, ListNode>,
+    /// Nesting of control actions and blocks being parsed (bounded by [`MAX_CONTROL_DEPTH`]).
+    control_depth: usize,
 }
 
 /// Per-tree parser state (Go's `Tree`: token look-ahead, variables in scope, range depth).
@@ -46,6 +58,8 @@ struct TreeState {
     vars: Vec<String>,
     range_depth: usize,
     action_line: usize,
+    /// Go's `stackDepth`: nesting of parenthesized pipelines.
+    paren_depth: usize,
 }
 
 impl TreeState {
@@ -62,6 +76,7 @@ impl TreeState {
             vars: vec!["$".into()],
             range_depth: 0,
             action_line: 0,
+            paren_depth: 0,
         }
     }
 }
@@ -301,14 +316,32 @@ impl<'a> Parser<'a> {
         })))
     }
 
+    /// Enter one more level of control nesting, or refuse the template beyond
+    /// [`MAX_CONTROL_DEPTH`].
+    fn enter_control(&mut self, t: &TreeState, context: &str) -> R<()> {
+        if self.control_depth >= MAX_CONTROL_DEPTH {
+            return Err(self.errorf(
+                t,
+                format!(
+                    "{{{{{context}}}}} nested too deep: more than {MAX_CONTROL_DEPTH} nested \
+                     if/range/with/block actions (outrigger's limit; Go has none)"
+                ),
+            ));
+        }
+        self.control_depth += 1;
+        Ok(())
+    }
+
     fn control(&mut self, t: &mut TreeState, ctl: Ctl) -> R<Node> {
         let context = match ctl {
             Ctl::If => "if",
             Ctl::Range => "range",
             Ctl::With => "with",
         };
+        self.enter_control(t, context)?;
         let mark = t.vars.len();
-        let r = self.control_body(t, ctl, context);
+        let r = crate::go::stack::grow(|| self.control_body(t, ctl, context));
+        self.control_depth -= 1;
         t.vars.truncate(mark);
         let (pipe, body, else_body) = r?;
         let b = BranchNode {
@@ -381,7 +414,10 @@ impl<'a> Parser<'a> {
         let name = self.template_name(t, &tok, context)?;
         let pipe = self.pipeline(t, context, Tok::RightDelim)?;
         let mut bt = TreeState::new();
-        let (root, end) = self.item_list(&mut bt)?;
+        self.enter_control(t, "block")?;
+        let r = crate::go::stack::grow(|| self.item_list(&mut bt));
+        self.control_depth -= 1;
+        let (root, end) = r?;
         if !matches!(end, Parsed::End) {
             return Err(self.errorf(t, format!("unexpected {} in {context}", end.describe())));
         }
@@ -603,7 +639,15 @@ impl<'a> Parser<'a> {
                 Expr::Number(pos, Box::new(n))
             }
             Tok::LeftParen => {
-                let p = self.pipeline(t, "parenthesized pipeline", Tok::RightParen)?;
+                if t.paren_depth >= MAX_PAREN_DEPTH {
+                    return Err(self.errorf(t, "max expression depth exceeded".into()));
+                }
+                t.paren_depth += 1;
+                let p = crate::go::stack::grow(|| {
+                    self.pipeline(t, "parenthesized pipeline", Tok::RightParen)
+                });
+                t.paren_depth -= 1;
+                let p = p?;
                 Expr::Pipe(p.pos, Box::new(p))
             }
             Tok::String | Tok::RawString => {

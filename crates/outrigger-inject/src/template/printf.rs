@@ -760,7 +760,7 @@ fn char_of(u: u64) -> char {
 }
 
 /// Go's `strconv.CanBackquote`.
-fn can_backquote(s: &str) -> bool {
+pub(super) fn can_backquote(s: &str) -> bool {
     s.chars()
         .all(|c| c != '`' && c != '\u{FEFF}' && (c == '\t' || !(c < ' ' || c == '\u{7f}')))
 }

@@ -809,9 +809,27 @@ fn regex_split(re: &regex::Regex, s: &str, n: i64) -> Vec<String> {
     out
 }
 
-/// Sprig's `regexMatch` etc. on a `MustCompile` (panicking) path: the panic text.
+/// Go's `int(f)` on amd64: NaN and values out of the int64 range become the smallest int.
+fn go_int(f: f64) -> i64 {
+    // NaN is outside every range too.
+    if (-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&f) {
+        f as i64
+    } else {
+        i64::MIN
+    }
+}
+
+/// Sprig's `regexMatch` etc. on a `MustCompile` (panicking) path: the panic text, with the
+/// expression quoted as `regexp`'s `quote` does (backquoted when it can be).
 fn must_compile(re: &str) -> R<regex::Regex> {
-    regex(re).map_err(|e| format!("regexp: Compile({}): {e}", crate::go::quote::quote(re)))
+    regex(re).map_err(|e| {
+        let quoted = if super::printf::can_backquote(re) {
+            format!("`{re}`")
+        } else {
+            crate::go::quote::quote(re)
+        };
+        format!("regexp: Compile({quoted}): {e}")
+    })
 }
 
 /// goutils `AbbreviateFull` (byte offsets, as in Go).
@@ -936,6 +954,19 @@ pub fn register_all(m: &mut Table) {
     register_dicts(m);
     register_numbers(m);
     register_misc(m);
+    register_semver(m);
+}
+
+/// `semver` (the version in its canonical form: Go prints a `*semver.Version` through its
+/// `String` method) and `semverCompare`.
+fn register_semver(m: &mut Table) {
+    use P::*;
+    register(m, "semver", &[Str], None, |a| {
+        super::semver::Version::parse(str_of(&a[0])).map(|v| V::string(v.to_string()))
+    });
+    register(m, "semverCompare", &[Str, Str], None, |a| {
+        super::semver::compare(str_of(&a[0]), str_of(&a[1])).map(V::Bool)
+    });
 }
 
 fn register_strings(m: &mut Table) {
@@ -1744,11 +1775,10 @@ fn register_lists(m: &mut Table) {
             }
             other => format!("Cannot chunk type {}", go_kind(other)),
         })?;
-        if size == 0 {
-            return Err("runtime error: integer divide by zero".into());
-        }
         let l = items.len() as i64;
-        let cs = ((l - 1) as f64 / size as f64).floor() as i64 + 1;
+        // Go's `int(math.Floor(...))`: a size of 0 gives an infinity or NaN here, which amd64
+        // converts to the smallest int, and `make` refuses the negative length.
+        let cs = go_int(((l - 1) as f64 / size as f64).floor()).wrapping_add(1);
         if cs < 0 {
             return Err("runtime error: makeslice: len out of range".into());
         }
@@ -1756,7 +1786,7 @@ fn register_lists(m: &mut Table) {
         for i in 0..cs {
             let mut clen = size;
             if i == cs - 1 {
-                clen = ((l as f64) % (size as f64)).floor() as i64;
+                clen = go_int(((l as f64) % (size as f64)).floor());
                 if clen == 0 {
                     clen = size;
                 }

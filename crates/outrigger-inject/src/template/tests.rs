@@ -14,6 +14,7 @@ struct Fx {
     values: Value,
     native: bool,
     uid: i64,
+    env: BTreeMap<String, String>,
 }
 
 impl Fx {
@@ -27,6 +28,7 @@ impl Fx {
             values,
             native: false,
             uid: 1337,
+            env: BTreeMap::new(),
         }
     }
 
@@ -49,6 +51,7 @@ impl Fx {
             proxy_gid: self.uid,
             inbound_traffic_policy_mode: "passthrough",
             compliance_policy: "",
+            env: &self.env,
         }
     }
 
@@ -701,10 +704,29 @@ fn istio_otel_attributes() {
 
 #[test]
 fn istio_env() {
-    let fx = Fx::new(values());
+    let mut fx = Fx::new(values());
     assert_eq!(
         fx.ok("{{ env \"OUTRIGGER_SURELY_UNSET_VAR\" \"dflt\" }}"),
         "dflt"
+    );
+    // The process environment is not read: only the map the caller passes.
+    assert_eq!(
+        fx.ok("{{ env \"PATH\" \"none\" }}|{{ expandenv \"[$PATH]\" }}"),
+        "none|[]"
+    );
+    fx.env = BTreeMap::from([
+        ("A".to_string(), "1".to_string()),
+        ("EMPTY".to_string(), String::new()),
+    ]);
+    // Istio's `env`: the default when unset or empty.
+    assert_eq!(
+        fx.ok("{{ env \"A\" \"d\" }}|{{ env \"EMPTY\" \"d\" }}|{{ env \"B\" \"d\" }}"),
+        "1|d|d"
+    );
+    // Sprig's `expandenv` is Go's os.ExpandEnv over the same map.
+    assert_eq!(
+        fx.ok(r#"{{ expandenv "$A${A}x$A_ ${B}$ $1${}${A" }}"#),
+        "11x $ A"
     );
 }
 
@@ -917,6 +939,10 @@ fn extract_templates(config: &str) -> Vec<(String, String)> {
     out
 }
 
+#[cfg_attr(
+    not(corpus_present),
+    ignore = "needs Istio's conformance corpus in ../shared beside the checkout"
+)]
 #[test]
 fn corpus_templates_all_parse() {
     let Some(root) = corpus() else { return };
@@ -1116,6 +1142,10 @@ fn check_hello_fragments(out: &str, golden: &str) {
     );
 }
 
+#[cfg_attr(
+    not(corpus_present),
+    ignore = "needs Istio's conformance corpus in ../shared beside the checkout"
+)]
 #[test]
 fn corpus_hello_sidecar_renders() {
     let Some(root) = corpus() else { return };
@@ -1130,6 +1160,10 @@ fn corpus_hello_sidecar_renders() {
     }
 }
 
+#[cfg_attr(
+    not(corpus_present),
+    ignore = "needs Istio's conformance corpus in ../shared beside the checkout"
+)]
 #[test]
 fn sidecar_render_is_repeatable() {
     let Some(root) = corpus() else { return };
@@ -1147,6 +1181,10 @@ fn sidecar_render_is_repeatable() {
     }
 }
 
+#[cfg_attr(
+    not(corpus_present),
+    ignore = "needs Istio's conformance corpus in ../shared beside the checkout"
+)]
 #[test]
 fn corpus_injector_templates_render_for_every_settings_variant() {
     let Some(root) = corpus() else { return };
@@ -1182,7 +1220,7 @@ fn corpus_injector_templates_render_for_every_settings_variant() {
     assert!(rendered >= 4);
 }
 
-/// Outputs produced by Go's own text/template (Debian golang-go) for the same `.Values` data.
+/// Outputs produced by Go's own text/template for the same `.Values` data.
 #[test]
 fn outputs_verified_against_go() {
     let mut v = values();
@@ -1213,7 +1251,8 @@ fn outputs_verified_against_go() {
     let e = fx.err("{{ eq .Values.x 2000000 }}");
     assert!(
         e.ends_with(
-            "at <eq .Values.x 2000000>: error calling eq: incompatible types for comparison"
+            "at <eq .Values.x 2000000>: error calling eq: incompatible types for comparison: \
+             float64 and int"
         ),
         "{e}"
     );
@@ -1286,4 +1325,42 @@ fn parse_errors_keep_template_and_line() {
     };
     assert_eq!((template.as_str(), *line), ("sidecar", 2));
     assert!(e.to_string().starts_with("template: sidecar:2: "), "{e}");
+}
+
+/// `set`, `unset` and `merge` change `.Values` in place, as Go's shared map: the change is seen
+/// later in the same render (and in `$.Values`), and never by another render.
+#[test]
+fn map_changes_to_values_are_seen_later_in_the_render_only() {
+    let fx = Fx::new(values());
+    assert_eq!(
+        fx.ok("{{ $_ := set .Values \"added\" \"y\" }}{{ .Values.added }}|{{ $.Values.added }}"),
+        "y|y"
+    );
+    assert_eq!(
+        fx.ok("{{ $_ := unset .Values.global \"caName\" }}{{ hasKey .Values.global \"caName\" }}"),
+        "false"
+    );
+    assert_eq!(
+        fx.ok("{{ $_ := merge .Values.global.proxy (dict \"added\" 7) }}{{ .Values.global.proxy.added }}"),
+        "7"
+    );
+    // Inside a define, through a variable holding a nested map.
+    assert_eq!(
+        fx.ok(
+            "{{ define \"d\" }}{{ $_ := set .global \"k\" 1 }}{{ end }}{{ $g := .Values.global }}\
+               {{ template \"d\" .Values }}{{ $g.k }}"
+        ),
+        "1"
+    );
+    // The same template rendered again starts from the data, which is unchanged.
+    let t = Template::parse(
+        "inject",
+        "{{ .Values.added }}{{ $_ := set .Values \"added\" \"y\" }}",
+    )
+    .expect("parses");
+    for _ in 0..2 {
+        assert_eq!(t.render(&fx.data()).expect("renders"), "<no value>");
+    }
+    assert!(fx.values.get("added").is_none());
+    assert_eq!(fx.ok("{{ .Values.added }}"), "<no value>");
 }

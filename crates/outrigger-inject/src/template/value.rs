@@ -417,6 +417,40 @@ impl<'a> V<'a> {
     }
 }
 
+/// Are maps and lists nested in `v` deeper than `limit` levels (its own JSON data included)?
+/// Walks with an explicit stack, stopping at the first level beyond `limit` (a map that
+/// contains itself is too deep).
+pub fn nested_deeper_than(v: &V<'_>, limit: usize) -> bool {
+    enum Item<'a> {
+        V(V<'a>),
+        J(&'a Value),
+    }
+    let mut stack = vec![(Item::V(v.clone()), 0usize)];
+    while let Some((item, depth)) = stack.pop() {
+        let before = stack.len();
+        match item {
+            Item::V(V::List(l) | V::TList(_, l)) => {
+                stack.extend(l.iter().map(|c| (Item::V(c.clone()), depth + 1)));
+            }
+            Item::V(V::Map(m)) => {
+                stack.extend(m.borrow().values().map(|c| (Item::V(c.clone()), depth + 1)));
+            }
+            Item::V(V::Ptr(p)) => stack.push((Item::V((*p).clone()), depth)),
+            Item::V(V::Json(j)) | Item::J(j) => match j {
+                Value::Array(a) => stack.extend(a.iter().map(|c| (Item::J(c), depth + 1))),
+                Value::Object(o) => stack.extend(o.values().map(|c| (Item::J(c), depth + 1))),
+                _ => continue,
+            },
+            Item::V(_) => continue,
+        }
+        // A container at `depth` holding anything is `depth + 1` levels deep.
+        if stack.len() > before && depth >= limit {
+            return true;
+        }
+    }
+    false
+}
+
 /// A JSON tree with every number as Go's `float64` sees it (generic data is decoded by
 /// `encoding/json`): integers beyond 2^53 round to the nearest float64.
 fn as_float64s(v: &Value) -> Value {

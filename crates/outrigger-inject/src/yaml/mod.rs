@@ -6,8 +6,8 @@
 //!   non-string keys stringified, a repeated key replacing the earlier value; text after the
 //!   first document is ignored (as go-yaml does; [`read_document`] reports it); errors are
 //!   go-yaml's (`yaml: line L: message`). Empty/whitespace-only input → `Value::Null`.
-//! - [`split_documents`]: kube-inject splitting on lines starting with `---`, returning the raw
-//!   text of each document (for verbatim pass-through).
+//! - [`split_documents`]: kube-inject's splitting (apimachinery `YAMLReader`) on lines starting
+//!   with `---`, returning each document's text as that reader returns it (for pass-through).
 //! - [`to_string`]: go-yaml v2 style emission (sorted keys, 2-space indent, sequences not indented
 //!   under their key, quoting of ambiguous strings, `|`/`|-` literal blocks), ends with `\n`.
 //!
@@ -23,6 +23,8 @@
 //! downstream); where Go's own answer depends on its random map iteration order (two keys of a
 //! mapping such as `1` and `"1"` becoming the same JSON key) the later key wins here; key sets on
 //! which go-yaml's emitter key order is cyclic (`08`, `1:20`, `0x1F`) come out in some order.
+
+use std::borrow::Cow;
 
 use serde_json::Value;
 
@@ -199,19 +201,28 @@ pub fn traced<R>(f: impl FnOnce() -> R) -> (R, Vec<String>) {
     trace::traced(f)
 }
 
-/// Split a multi-document YAML stream into the raw text of its documents, as kube-inject reads
-/// its input (apimachinery `YAMLReader`).
+/// Split a multi-document YAML stream into the text of its documents exactly as kube-inject
+/// reads its input (apimachinery `YAMLReader`).
 ///
 /// A separator is a line starting with `---` whose remainder is empty or a `#` comment (anything
-/// else is the error `invalid Yaml document separator: <rest>`); the separator line itself is not
-/// part of any document. Each returned document is the exact original text (CRLF, comments and
-/// `...` end markers kept) for verbatim pass-through. Documents with no content (empty, blank,
-/// comment-only, `...`-only) are skipped.
-pub fn split_documents(text: &str) -> Result<Vec<&str>> {
+/// else is the error `invalid Yaml document separator: <rest>`, which ends the stream). It closes
+/// the document being read when that document has at least one line, and is then dropped; a
+/// separator that closes nothing is the first line of the next document. Every line of a
+/// document ends with `\n`: `\r\n` becomes `\n` and a last line without an ending gets one (so a
+/// block scalar ending the file keeps its newline). Documents are otherwise the stream's text,
+/// comments, blank lines, `...` and `%` directive lines included; only a stream's empty stretches
+/// (nothing between two separators) yield no document. Borrowed from `text` when nothing had to
+/// change.
+pub fn split_documents(text: &str) -> Result<Vec<Cow<'_, str>>> {
     split::split_documents(text)
 }
 
-pub use split::{DocumentReader, DocumentSpan, RawDocument, ReadError, Splitter};
+/// [`split_documents`], each document with the 0-based line of the stream on which it starts.
+pub fn split_documents_with_lines(text: &str) -> Result<Vec<(Cow<'_, str>, usize)>> {
+    split::split_with_lines(text)
+}
+
+pub use split::{reader_lines, DocumentReader, DocumentSpan, RawDocument, ReadError, Splitter};
 
 /// Emit `v` as YAML the way sigs.k8s.io/yaml `JSONToYAML` (go-yaml v2) does; ends with `\n`.
 ///

@@ -923,7 +923,7 @@ fn key_name(k: GoKey, v: &Go, p: &mut Problems) -> Option<String> {
                     other => go_sharp_v(other),
                 };
                 p.key = Some(format!(
-                    "Unsupported map key of type: {ty}, key: {key}, value: {value}"
+                    "unsupported map key of type: {ty}, key: {key}, value: {value}"
                 ));
             }
             return None;

@@ -66,7 +66,7 @@ pub fn normalise(v: Value, key: Option<&str>) -> Value {
 pub fn load_docs(text: &str) -> Result<Vec<Value>, String> {
     let mut out = Vec::new();
     for d in yaml::split_documents(text).map_err(|e| e.to_string())? {
-        let v = yaml::from_str(d).map_err(|e| e.to_string())?;
+        let v = yaml::from_str(&d).map_err(|e| e.to_string())?;
         if !v.is_null() {
             out.push(normalise(v, None));
         }

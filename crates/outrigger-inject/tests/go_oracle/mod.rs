@@ -3,8 +3,8 @@
 //! answer per line out).
 //!
 //! The oracle binary is found at `$OUTRIGGER_GO_ORACLE`, else at `target/go-oracle/go-oracle`;
-//! when it is missing and `go` is on the PATH it is built once with `tests/go-oracle/build.sh`.
-//! Without it the differential tests print a notice and return, unless
+//! when it is missing or older than its sources it is built with `tests/go-oracle/build.sh`.
+//! Without it the differential tests are reported ignored (`tests/harness`), unless
 //! `OUTRIGGER_REQUIRE_GO_ORACLE=1` (set by CI), in which case they fail.
 
 #![allow(dead_code)]
@@ -30,13 +30,9 @@ fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-fn required() -> bool {
-    std::env::var("OUTRIGGER_REQUIRE_GO_ORACLE").is_ok_and(|v| v == "1")
-}
-
-fn binary() -> Option<PathBuf> {
+fn binary() -> Result<PathBuf, String> {
     if let Some(p) = std::env::var_os("OUTRIGGER_GO_ORACLE") {
-        return Some(PathBuf::from(p));
+        return Ok(PathBuf::from(p));
     }
     let root = workspace_root();
     let bin = root.join("target/go-oracle/go-oracle");
@@ -51,57 +47,67 @@ fn binary() -> Option<PathBuf> {
         _ => false,
     };
     if stale {
-        let built = Command::new("bash")
-            .arg(root.join("tests/go-oracle/build.sh"))
-            .arg(&bin)
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .status();
-        if !matches!(built, Ok(s) if s.success()) {
-            return None;
+        let mut build = Command::new("bash");
+        build.arg(root.join("tests/go-oracle/build.sh")).arg(&bin);
+        let built = build.stdout(Stdio::null()).stderr(Stdio::piped()).output();
+        match built {
+            Ok(o) if o.status.success() => {}
+            Ok(o) => {
+                return Err(format!(
+                    "no Go oracle: tests/go-oracle/build.sh failed: {}",
+                    String::from_utf8_lossy(&o.stderr).trim()
+                ))
+            }
+            Err(e) => {
+                return Err(format!(
+                    "no Go oracle: running tests/go-oracle/build.sh: {e}"
+                ))
+            }
         }
     }
-    bin.exists().then_some(bin)
+    if bin.exists() {
+        Ok(bin)
+    } else {
+        Err(format!("no Go oracle at {}", bin.display()))
+    }
+}
+
+/// The oracle shared by the tests of one test binary, or why it cannot be had.
+fn shared_oracle() -> &'static Result<Mutex<Oracle>, String> {
+    static ORACLE: OnceLock<Result<Mutex<Oracle>, String>> = OnceLock::new();
+    ORACLE.get_or_init(|| Oracle::spawn().map(Mutex::new))
 }
 
 impl Oracle {
-    fn spawn() -> Option<Oracle> {
+    fn spawn() -> Result<Oracle, String> {
         let bin = binary()?;
         let mut child = Command::new(&bin)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
-            .ok()?;
-        let stdin = BufWriter::new(child.stdin.take()?);
-        let stdout = BufReader::new(child.stdout.take()?);
-        Some(Oracle {
+            .map_err(|e| format!("no Go oracle: starting {}: {e}", bin.display()))?;
+        let stdin = BufWriter::new(child.stdin.take().ok_or("no oracle stdin")?);
+        let stdout = BufReader::new(child.stdout.take().ok_or("no oracle stdout")?);
+        Ok(Oracle {
             child,
             stdin: Some(stdin),
             stdout,
         })
     }
 
-    /// The oracle shared by the tests of this binary, or `None` (after a visible notice) when
-    /// it cannot be had. Panics when CI requires it (`OUTRIGGER_REQUIRE_GO_ORACLE=1`).
-    pub fn get(test: &str) -> Option<MutexGuard<'static, Oracle>> {
-        static ORACLE: OnceLock<Option<Mutex<Oracle>>> = OnceLock::new();
-        let o = ORACLE.get_or_init(|| Oracle::spawn().map(Mutex::new));
-        match o {
-            Some(m) => Some(m.lock().unwrap_or_else(|e| e.into_inner())),
-            None => {
-                assert!(
-                    !required(),
-                    "{test}: the Go oracle is required (OUTRIGGER_REQUIRE_GO_ORACLE=1) but could \
-                     not be built or started: install golang-go golang-k8s-sigs-yaml-dev \
-                     golang-gopkg-yaml.v2-dev golang-github-masterminds-sprig-dev"
-                );
-                eprintln!(
-                    "NOTICE: {test} skipped: no Go oracle (install golang-go and the Debian Go \
-                     packages listed in tests/go-oracle/build.sh)"
-                );
-                None
-            }
+    /// Why the oracle cannot be had (built, or started), or `None` when it can.
+    pub fn unavailable() -> Option<String> {
+        shared_oracle().as_ref().err().cloned()
+    }
+
+    /// The oracle shared by the tests of this binary. The harness (`tests/harness`) runs a test
+    /// that needs the oracle only when it can be had, so this panics (failing the test) when it
+    /// cannot; `test` names the test in that message.
+    pub fn get(test: &str) -> MutexGuard<'static, Oracle> {
+        match shared_oracle() {
+            Ok(m) => m.lock().unwrap_or_else(|e| e.into_inner()),
+            Err(why) => panic!("{test}: {why}"),
         }
     }
 
@@ -134,6 +140,40 @@ impl Oracle {
                     _ => panic!("malformed oracle answer {v}"),
                 };
                 (a, ambiguous)
+            })
+            .collect()
+    }
+
+    /// Many streams read as `istioctl kube-inject` reads its input (mode `stream`):
+    /// apimachinery's `YAMLReader` over the whole text, and `YAMLToJSON` of each document.
+    pub fn streams(&mut self, inputs: &[&str]) -> Vec<GoStream> {
+        let requests: Vec<Value> = inputs
+            .iter()
+            .map(|i| json!({"mode": "stream", "input": i}))
+            .collect();
+        self.ask_many(&requests)
+            .into_iter()
+            .map(|a| {
+                let text = a.unwrap_or_else(|e| panic!("the oracle's stream mode failed: {e}"));
+                let v: Value = serde_json::from_str(&text).expect("stream answer is JSON");
+                let docs = v["docs"]
+                    .as_array()
+                    .expect("stream answer has docs")
+                    .iter()
+                    .map(|d| GoDocument {
+                        text: d["text"].as_str().expect("document text").to_string(),
+                        json: match (d.get("ok"), d.get("err")) {
+                            (Some(Value::String(s)), _) => Ok(s.clone()),
+                            (_, Some(Value::String(s))) => Err(s.clone()),
+                            _ => panic!("malformed stream document {d}"),
+                        },
+                        ambiguous: d.get("ambiguous").and_then(Value::as_bool) == Some(true),
+                    })
+                    .collect();
+                GoStream {
+                    docs,
+                    error: v["error"].as_str().map(str::to_string),
+                }
             })
             .collect()
     }
@@ -199,6 +239,48 @@ impl Oracle {
             .collect();
         self.ask_many(&reqs)
     }
+}
+
+/// One document of a stream as Go reads it ([`Oracle::streams`]).
+pub struct GoDocument {
+    /// The document's text as `YAMLReader` returned it.
+    pub text: String,
+    /// `YAMLToJSON` of that text.
+    pub json: Answer,
+    /// Whether Go's own answer depends on its random map iteration order.
+    pub ambiguous: bool,
+}
+
+/// A stream as Go reads it: the documents `YAMLReader` returned, then the error that stopped
+/// it (`None` when it read to the end).
+pub struct GoStream {
+    /// The documents, in order.
+    pub docs: Vec<GoDocument>,
+    /// `YAMLReader`'s error.
+    pub error: Option<String>,
+}
+
+/// Go's JSON text with `\ufffd` escapes written as the character. Go's encoder writes that
+/// escape for each byte of a string that is not UTF-8 (only `!!binary` scalars make such
+/// strings), and the character itself for a real U+FFFD; a Rust string holds the character in
+/// both cases, and the decoded values are the same.
+pub fn replacement_chars(json: &str) -> String {
+    let mut out = String::with_capacity(json.len());
+    let mut rest = json;
+    while let Some(i) = rest.find('\\') {
+        out.push_str(&rest[..i]);
+        let esc = &rest[i..];
+        if let Some(after) = esc.strip_prefix("\\ufffd") {
+            out.push('\u{FFFD}');
+            rest = after;
+        } else {
+            let n = esc.chars().nth(1).map_or(1, |c| 1 + c.len_utf8());
+            out.push_str(&esc[..n]);
+            rest = &esc[n..];
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// `OUTRIGGER_DIFF_ITERATIONS` (how many generated inputs a differential test compares), else

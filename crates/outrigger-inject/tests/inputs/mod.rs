@@ -18,9 +18,13 @@ pub fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// The Istio conformance corpus (`../shared/conformance/istio` beside the workspace), when present.
+/// The Istio conformance corpus (`$OUTRIGGER_CORPUS`, else `../shared/conformance/istio` beside
+/// the workspace), when present.
 pub fn corpus() -> Option<PathBuf> {
-    let p = workspace().join("../shared/conformance/istio");
+    let p = std::env::var_os("OUTRIGGER_CORPUS").map_or_else(
+        || workspace().join("../shared/conformance/istio"),
+        PathBuf::from,
+    );
     p.join("cases.json").exists().then_some(p)
 }
 
@@ -120,5 +124,23 @@ impl XorShift {
     /// One of `items` (which must not be empty).
     pub fn pick<'a>(&mut self, items: &'a [&'a str]) -> &'a str {
         items[self.below(items.len())]
+    }
+}
+
+/// Every file below `dir`, not descending into directories named in `skip`.
+pub fn walk(dir: &Path, skip: &[&str], out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        let name = e.file_name().to_string_lossy().into_owned();
+        if p.is_dir() {
+            if !skip.contains(&name.as_str()) {
+                walk(&p, skip, out);
+            }
+        } else {
+            out.push(p);
+        }
     }
 }

@@ -29,6 +29,9 @@ pub struct CheckArgs {
     /// Istio's configuration files.
     #[command(flatten)]
     pub files: ConfigFiles,
+    /// What the templates may read of the environment.
+    #[command(flatten)]
+    pub env: super::common::TemplateEnvArgs,
     /// Control plane revision of the webhook configuration to evaluate.
     #[arg(long = "revision", default_value = "")]
     pub revision: String,

@@ -35,6 +35,20 @@ pub struct ClusterTarget {
     pub context: Option<String>,
 }
 
+/// The `--template-env` flag: what the templates' `env` and `expandenv` may read.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct TemplateEnvArgs {
+    /// Environment variables the templates' `env` and `expandenv` functions may read, besides
+    /// ENABLE_NATIVE_SIDECARS: NAME (its value in this environment) or NAME=VALUE;
+    /// comma-separated or repeated. Other variables read as unset.
+    #[arg(
+        long = "template-env",
+        value_name = "NAME[=VALUE]",
+        value_delimiter = ','
+    )]
+    pub template_env: Vec<String>,
+}
+
 /// The `--native-sidecars` flag: Istio's `ENABLE_NATIVE_SIDECARS` values, read by the crate
 /// root's [`crate::native_mode_value`] into its [`crate::NativeMode`] (the library's, in the
 /// binary; `build.rs` keeps the text).

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use super::common::{native_mode_flag, ClusterTarget, ConfigFiles};
+use super::common::{native_mode_flag, ClusterTarget, ConfigFiles, TemplateEnvArgs};
 
 /// Flags of `outrigger inject`.
 #[derive(Debug, clap::Args)]
@@ -17,6 +17,9 @@ pub struct InjectArgs {
     /// Istio's configuration files.
     #[command(flatten)]
     pub files: ConfigFiles,
+    /// What the templates may read of the environment.
+    #[command(flatten)]
+    pub env: TemplateEnvArgs,
     /// Where `--kube` reads the configuration in the cluster.
     #[command(flatten)]
     pub cluster: ClusterArgs,

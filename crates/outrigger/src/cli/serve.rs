@@ -29,8 +29,9 @@ pub struct ServeArgs {
     /// probes when --clientCaFile makes the HTTPS port require client certificates.
     #[arg(long = "health-port")]
     pub health_port: Option<u16>,
-    /// Address to listen on.
-    #[arg(long = "address", default_value = "0.0.0.0")]
+    /// Address to listen on. `::` (the default) listens on IPv6 and IPv4 alike (one socket with
+    /// IPV6_V6ONLY off), falling back to 0.0.0.0 where the host has no IPv6.
+    #[arg(long = "address", default_value = "::")]
     pub address: IpAddr,
     /// Serving certificate chain (PEM). Without it the certificate comes from the Secret (with
     /// `--kube`) or a self-signed CA and certificate are generated.
@@ -159,6 +160,9 @@ pub struct ServeArgs {
     /// Tokio worker threads (default: number of CPUs).
     #[arg(long = "worker-threads")]
     pub worker_threads: Option<usize>,
+    /// What the templates may read of the environment.
+    #[command(flatten)]
+    pub env: super::common::TemplateEnvArgs,
     /// Kubernetes API integration (`--kube` and its flags).
     #[command(flatten)]
     pub kube: KubeArgs,
@@ -170,15 +174,56 @@ pub struct KubeArgs {
     /// Use the Kubernetes API (certificates in a Secret, caBundle sync, cluster facts).
     #[arg(long = "kube")]
     pub kube: bool,
+    /// How long start-up retries, with backoff, while the API server is unreachable.
+    #[arg(long = "kube-connect-timeout", default_value = "30s", value_parser = crate::parse_duration_flag)]
+    pub connect_timeout: Duration,
     /// Secret (in the injector's namespace) holding the shared CA and serving certificate.
     #[arg(long = "tls-secret", default_value = defaults::TLS_SECRET)]
     pub tls_secret: String,
     /// MutatingWebhookConfiguration whose caBundle is kept in sync.
     #[arg(long = "webhook-config-name", default_value = DEFAULT_WEBHOOK_CONFIG_NAME)]
     pub webhook_config_name: String,
+    /// With --failure-policy-once-ready or --webhook-owned-by-namespace: how long /readyz must
+    /// pass before the webhook configuration is activated (time for the kubelet's readiness
+    /// probe to put this replica behind the Service).
+    #[arg(long = "activation-delay", default_value = "10s", value_parser = crate::parse_duration_flag)]
+    pub activation_delay: Duration,
+    /// Once this replica is ready (--activation-delay after /readyz first passes), set the failurePolicy of
+    /// the injector's entries of --webhook-config-name to this value, and again whenever it
+    /// differs (checked every 30 s). The shipped configuration fails open (Ignore) until then, so
+    /// an install never blocks pods before a replica can answer.
+    #[arg(long = "failure-policy-once-ready", value_parser = ["Fail", "Ignore"])]
+    pub failure_policy_once_ready: Option<String>,
+    /// Make --webhook-config-name owned by this replica's namespace (an ownerReference), so that
+    /// deleting the namespace deletes the webhook configuration (the API server's garbage
+    /// collector) instead of leaving one that calls a deleted Service.
+    #[arg(long = "webhook-owned-by-namespace")]
+    pub webhook_owned_by_namespace: bool,
+    /// At start-up, name the other injecting webhook configurations (istiod's, revision tags)
+    /// that select namespaces --webhook-config-name selects (log and metric). Needs list on
+    /// mutatingwebhookconfigurations and namespaces.
+    #[arg(long = "detect-overlaps")]
+    pub detect_overlaps: bool,
     /// Never write the webhook configuration (cert-manager's CA injector or GitOps own caBundle).
     #[arg(long = "ca-bundle-managed-externally")]
     pub ca_bundle_managed_externally: bool,
+    /// Read Istio's own ConfigMaps from the cluster: `istio-sidecar-injector[-REVISION]` (keys
+    /// `config` and `values`) and `istio[-REVISION]` (key `mesh`) in --istioNamespace, watched
+    /// and kept last good. Not ready while either is missing or unusable (never the embedded
+    /// default).
+    #[arg(long = "istio-configmaps", conflicts_with_all = ["inject_config_map", "mesh_config_map"])]
+    pub istio_configmaps: bool,
+    /// With --istio-configmaps: the namespace of Istio's ConfigMaps.
+    #[arg(
+        long = "istioNamespace",
+        env = "ISTIO_NAMESPACE",
+        default_value = "istio-system"
+    )]
+    pub istio_namespace: String,
+    /// With --istio-configmaps: the Istio control-plane revision whose ConfigMaps are read
+    /// (`-REVISION` is appended to their names; `default` means none).
+    #[arg(long = "revision", default_value = "default")]
+    pub revision: String,
     /// Injector ConfigMap to watch, NAMESPACE/NAME (keys `config` and `values`).
     #[arg(long = "injectConfigMap")]
     pub inject_config_map: Option<String>,

@@ -129,6 +129,7 @@ pub async fn read_live(client: Client, q: &LiveQuery<'_>) -> Result<LiveFacts> {
             .await?;
             Some(
                 Snapshot::load(&raw.config, &raw.values, q.mesh)
+                    .map(|s| s.with_template_env(crate::template_env::current()))
                     .context("loading the injector ConfigMap")?,
             )
         }

@@ -85,9 +85,12 @@ fn key(cm: &ConfigMap, key: &str, what: &str) -> Result<String, String> {
 }
 
 /// Build the raw configuration from the current objects (with istiod's error texts).
+/// With `mesh_required`, a mesh ConfigMap that is absent is an error instead of Istio's mesh
+/// defaults.
 fn assemble(
     inject: &Option<ConfigMap>,
     mesh: Option<&Option<ConfigMap>>,
+    mesh_required: bool,
 ) -> Result<RawConfig, String> {
     let cm = inject
         .as_ref()
@@ -95,6 +98,7 @@ fn assemble(
     let config = key(cm, CONFIG_KEY, "config")?;
     let values = key(cm, VALUES_KEY, "values")?;
     let mesh = match mesh {
+        Some(None) if mesh_required => return Err("no mesh ConfigMap found".to_string()),
         None | Some(None) => None,
         Some(Some(m)) => Some(key(m, MESH_KEY, "mesh")?),
     };
@@ -122,11 +126,13 @@ fn routine(e: &watcher::Error) -> bool {
 /// Watch the ConfigMaps; yield the raw configuration after every effective change (updates
 /// whose resourceVersion did not change are ignored), or the reason it cannot be assembled or
 /// read (watch errors other than [`routine`] ones, once a configuration was read). Nothing is
-/// yielded until every watched ConfigMap has been read once.
+/// yielded until every watched ConfigMap has been read once. With `mesh_required`, an absent
+/// mesh ConfigMap is reported (`no mesh ConfigMap found`) instead of meaning Istio's defaults.
 pub fn watch_configmaps(
     client: Client,
     inject: ConfigMapRef,
     mesh: Option<ConfigMapRef>,
+    mesh_required: bool,
 ) -> impl Stream<Item = Result<RawConfig, String>> + Send {
     let inject_updates = watch_one(&client, &inject).map(|r| r.map(Update::Inject));
     let mesh_updates = match &mesh {
@@ -166,7 +172,7 @@ pub fn watch_configmaps(
                     let ready = state.0.is_some() && (!watching_mesh || state.1.is_some());
                     match (unchanged, ready, &state.0) {
                         (false, true, Some(inject)) => {
-                            Some(Some(assemble(inject, state.1.as_ref())))
+                            Some(Some(assemble(inject, state.1.as_ref(), mesh_required)))
                         }
                         _ => Some(None),
                     }
@@ -239,6 +245,7 @@ where
 /// Parse a raw configuration into a [`Snapshot`] (istiod's load errors, with the config text).
 pub fn parse_snapshot(raw: &RawConfig) -> Result<Snapshot, String> {
     Snapshot::load(&raw.config, &raw.values, raw.mesh.as_deref())
+        .map(|s| s.with_template_env(crate::template_env::current()))
         .map_err(|e| format!("failed reading config: {e}. YAML:\n{}", raw.config))
 }
 
@@ -247,8 +254,12 @@ pub fn snapshots(
     client: Client,
     inject: ConfigMapRef,
     mesh: Option<ConfigMapRef>,
+    mesh_required: bool,
 ) -> impl Stream<Item = ConfigEvent<Snapshot>> + Send {
-    keep_last_good(watch_configmaps(client, inject, mesh), parse_snapshot)
+    keep_last_good(
+        watch_configmaps(client, inject, mesh, mesh_required),
+        parse_snapshot,
+    )
 }
 
 #[cfg(test)]
@@ -306,18 +317,22 @@ mod tests {
     fn assemble_reports_istio_errors() {
         let cm =
             |data: Value| -> Option<ConfigMap> { serde_json::from_value(cm("x", "1", data)).ok() };
-        assert_eq!(assemble(&None, None), Err("no ConfigMap found".into()));
         assert_eq!(
-            assemble(&cm(json!({"values": "{}"})), None),
+            assemble(&None, None, false),
+            Err("no ConfigMap found".into())
+        );
+        assert_eq!(
+            assemble(&cm(json!({"values": "{}"})), None, false),
             Err("missing ConfigMap config key \"config\"".into())
         );
         assert_eq!(
-            assemble(&cm(json!({"config": "policy: enabled"})), None),
+            assemble(&cm(json!({"config": "policy: enabled"})), None, false),
             Err("missing ConfigMap values key \"values\"".into())
         );
         let raw = assemble(
             &cm(json!({"config": "c", "values": "v"})),
             Some(&cm(json!({"mesh": "m"}))),
+            true,
         )
         .expect("complete");
         assert_eq!(
@@ -329,10 +344,23 @@ mod tests {
             }
         );
         assert_eq!(
-            assemble(&cm(json!({"config": "c", "values": "v"})), Some(&None))
-                .expect("ok")
-                .mesh,
+            assemble(
+                &cm(json!({"config": "c", "values": "v"})),
+                Some(&None),
+                false
+            )
+            .expect("ok")
+            .mesh,
             None
+        );
+        // Told to read Istio's ConfigMaps, an absent mesh ConfigMap is not "Istio's defaults".
+        assert_eq!(
+            assemble(
+                &cm(json!({"config": "c", "values": "v"})),
+                Some(&None),
+                true
+            ),
+            Err("no mesh ConfigMap found".into())
         );
     }
 
@@ -341,7 +369,7 @@ mod tests {
         let (client, mut handle) = mock::client();
         let (inject, mesh) = refs();
         let mut events = Box::pin(keep_last_good(
-            watch_configmaps(client, inject, Some(mesh)),
+            watch_configmaps(client, inject, Some(mesh), false),
             stub_parse,
         ));
         let driver = tokio::spawn(async move {
@@ -497,7 +525,7 @@ mod tests {
         let (client, mut handle) = mock::client();
         let (inject, _) = refs();
         let mut events = Box::pin(keep_last_good(
-            watch_configmaps(client, inject, None),
+            watch_configmaps(client, inject, None, false),
             stub_parse,
         ));
         let driver = tokio::spawn(async move {

@@ -7,6 +7,7 @@
 //! service that asserts the exact requests made. The few items serve does not call carry their
 //! own `allow(dead_code)` with the reason.
 
+pub mod activation;
 pub mod certs;
 pub mod check;
 pub mod client;
@@ -17,5 +18,6 @@ pub mod inject_source;
 pub(crate) mod mock;
 pub mod namespaces;
 pub mod nodes;
+pub mod overlap;
 pub mod pods;
 pub mod runtime;

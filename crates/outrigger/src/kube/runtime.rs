@@ -83,6 +83,75 @@ pub fn cert_config(args: &KubeArgs, ctx: &KubeContext) -> CertConfig {
     }
 }
 
+/// Where `serve --kube` reads its configuration from the API.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigSources {
+    /// The injector ConfigMap (keys `config` and `values`).
+    pub inject: ConfigMapRef,
+    /// The mesh ConfigMap (key `mesh`).
+    pub mesh: Option<ConfigMapRef>,
+    /// A missing mesh ConfigMap keeps the server waiting (`--istio-configmaps`) instead of
+    /// meaning Istio's mesh defaults (`--injectConfigMap` alone).
+    pub mesh_required: bool,
+}
+
+impl ConfigSources {
+    /// The ConfigMaps, for messages: `ns/a and ns/b`.
+    pub fn describe(&self) -> String {
+        let one = |r: &ConfigMapRef| format!("{}/{}", r.namespace, r.name);
+        match &self.mesh {
+            Some(m) => format!("{} and {}", one(&self.inject), one(m)),
+            None => one(&self.inject),
+        }
+    }
+}
+
+/// The ConfigMaps the flags name: Istio's own (`--istio-configmaps`, revision-aware, as
+/// istioctl names them), or `--injectConfigMap` / `--meshConfigMap`; `None` without either
+/// (the mounted files or the embedded default are used).
+pub fn config_sources(args: &KubeArgs) -> Result<Option<ConfigSources>> {
+    use crate::cli::inject::{DEFAULT_INJECT_CONFIG_MAP, DEFAULT_MESH_CONFIG_MAP};
+    if args.istio_configmaps {
+        use crate::webhook::is_dns1123_label;
+        if !is_dns1123_label(&args.istio_namespace) {
+            anyhow::bail!(
+                "--istioNamespace {:?}: not a namespace name (a DNS-1123 label)",
+                args.istio_namespace
+            );
+        }
+        if !args.revision.is_empty() && !is_dns1123_label(&args.revision) {
+            anyhow::bail!(
+                "--revision {:?}: not a revision name (a DNS-1123 label, as Istio requires)",
+                args.revision
+            );
+        }
+        let named = |default: &str| ConfigMapRef {
+            namespace: args.istio_namespace.clone(),
+            name: super::inject_source::configmap_name(default, default, &args.revision),
+        };
+        return Ok(Some(ConfigSources {
+            inject: named(DEFAULT_INJECT_CONFIG_MAP),
+            mesh: Some(named(DEFAULT_MESH_CONFIG_MAP)),
+            mesh_required: true,
+        }));
+    }
+    let Some(r) = &args.inject_config_map else {
+        return Ok(None);
+    };
+    let inject = ConfigMapRef::parse(r).context("--injectConfigMap")?;
+    let mesh = args
+        .mesh_config_map
+        .as_deref()
+        .map(ConfigMapRef::parse)
+        .transpose()
+        .context("--meshConfigMap")?;
+    Ok(Some(ConfigSources {
+        inject,
+        mesh,
+        mesh_required: false,
+    }))
+}
+
 /// With [`KubeContext::manage_certs`], bootstrap the certificates (and the caBundle unless
 /// managed externally); then start the background tasks. Fails when the first certificate
 /// bootstrap fails; the server should not start without a certificate.
@@ -123,19 +192,8 @@ pub async fn start(client: Client, args: &KubeArgs, ctx: &KubeContext) -> Result
     let events = args
         .events
         .then(|| EventRecorder::new(client.clone(), ctx.pod_name.clone()));
-    let config = match &args.inject_config_map {
-        Some(r) => {
-            let inject = ConfigMapRef::parse(r).context("--injectConfigMap")?;
-            let mesh = args
-                .mesh_config_map
-                .as_deref()
-                .map(ConfigMapRef::parse)
-                .transpose()
-                .context("--meshConfigMap")?;
-            Some(config_watch::snapshots(client, inject, mesh).boxed())
-        }
-        None => None,
-    };
+    let config = config_sources(args)?
+        .map(|s| config_watch::snapshots(client, s.inject, s.mesh, s.mesh_required).boxed());
     Ok(KubeServices {
         certs: certs_rx,
         native,

@@ -18,6 +18,9 @@ pub struct ConfigHealth {
     allow_unusable: bool,
     /// Verdict of [`guard::assess`] on the configuration in force.
     verdict: Mutex<Result<Adds, Unusable>>,
+    /// Told to read the configuration from the cluster, no configuration was read yet: why
+    /// (naming the ConfigMaps). Not ready, and admission requests are refused, until one is.
+    pending: Mutex<Option<String>>,
 }
 
 impl ConfigHealth {
@@ -26,7 +29,29 @@ impl ConfigHealth {
         ConfigHealth {
             allow_unusable,
             verdict: Mutex::new(verdict),
+            pending: Mutex::new(None),
         }
+    }
+
+    /// Health of a server told to read its configuration from the cluster that has not read
+    /// one yet: `why` names the ConfigMaps and the cause.
+    pub fn waiting(allow_unusable: bool, why: String) -> ConfigHealth {
+        let health = ConfigHealth::new(allow_unusable, Ok(Adds::default()));
+        health.set_pending(Some(why));
+        health
+    }
+
+    /// Why no configuration is in force yet (`None`: one is).
+    pub fn pending(&self) -> Option<String> {
+        self.pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Set or clear [`ConfigHealth::pending`].
+    pub fn set_pending(&self, why: Option<String>) {
+        *self.pending.lock().unwrap_or_else(|e| e.into_inner()) = why;
     }
 
     /// The verdict on the configuration in force.
@@ -43,6 +68,9 @@ impl ConfigHealth {
 
     /// Why the server is not ready because of its configuration (`None`: it is).
     pub fn not_ready(&self) -> Option<String> {
+        if let Some(why) = self.pending() {
+            return Some(why);
+        }
         match (self.allow_unusable, self.verdict()) {
             (false, Err(why)) => Some(format!(
                 "configuration cannot inject pods: {why} (--allow-empty-config serves it anyway)"
@@ -94,6 +122,8 @@ pub fn refuse(state: &State, source: &str, why: &str) {
 /// `true`), else refused with a log line and the failure metric (returns `false`).
 pub fn offer(state: &State, snapshot: Arc<Snapshot>, source: &str) -> bool {
     let verdict = guard::assess(&snapshot, probe_native(state.inject.native_mode));
+    // While waiting for the cluster's configuration, the verdict in force is the placeholder's
+    // (adds nothing), which any configuration may replace.
     if let Err(refusal) = guard::replacement(&state.config_health.verdict(), &verdict) {
         refuse(state, source, &refusal.to_string());
         return false;
@@ -121,5 +151,6 @@ pub fn offer(state: &State, snapshot: Arc<Snapshot>, source: &str) -> bool {
     }
     state.metrics.config_usable.set(i64::from(verdict.is_ok()));
     state.config_health.set(verdict);
+    state.config_health.set_pending(None);
     true
 }

@@ -89,6 +89,8 @@ pub struct State {
     pub events: Option<Arc<dyn EventSink>>,
     /// Whether the configuration in force can inject pods (readiness, reload guard).
     pub config_health: super::failsafe::ConfigHealth,
+    /// Whether the API server trusts the served certificate (`serve --kube`).
+    pub trust: super::trust::Trust,
 }
 
 /// The response type of every route.
@@ -182,18 +184,24 @@ fn close_if_draining(state: &State, version: Version, resp: Resp) -> Resp {
     resp
 }
 
-fn readyz(state: &State) -> Resp {
+/// Why the server is not ready (`None`: it is): what `/readyz` answers.
+pub fn not_ready(state: &State) -> Option<String> {
     if state.draining.load(Ordering::Relaxed) {
-        text(StatusCode::SERVICE_UNAVAILABLE, "shutting down")
+        Some("shutting down".into())
     } else if !state.certs.valid_now() {
-        text(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "serving certificate expired",
-        )
-    } else if let Some(why) = state.config_health.not_ready() {
-        text(StatusCode::SERVICE_UNAVAILABLE, &why)
+        Some("serving certificate expired".into())
     } else {
-        text(StatusCode::OK, "ok")
+        state
+            .trust
+            .not_ready()
+            .or_else(|| state.config_health.not_ready())
+    }
+}
+
+fn readyz(state: &State) -> Resp {
+    match not_ready(state) {
+        Some(why) => text(StatusCode::SERVICE_UNAVAILABLE, &why),
+        None => text(StatusCode::OK, "ok"),
     }
 }
 
@@ -229,6 +237,12 @@ where
     let start = Instant::now();
     let m = &state.metrics;
     m.requests.inc();
+    if let Some(why) = state.config_health.pending() {
+        // No configuration was read from the cluster yet: an error, so that the API server
+        // applies the webhook's failurePolicy, never a pod silently left uninjected.
+        m.fail("config_pending");
+        return text(StatusCode::SERVICE_UNAVAILABLE, &why);
+    }
     let resp =
         match tokio::time::timeout(state.limits.deadline, inject_inner(state, req, start)).await {
             Ok(r) => r,

@@ -32,8 +32,10 @@ pub const START_TIMEOUT: Duration = Duration::from_secs(30);
 #[allow(dead_code)] // documentation of the start-up sequence; read by the probe test.
 pub const START_PHASES: u32 = 4;
 
+/// How often a replica checks that the webhook configuration is still activated.
+pub const ACTIVATION_PERIOD: Duration = Duration::from_secs(30);
+
 /// The running Kubernetes integration.
-#[derive(Debug)]
 pub struct Cluster {
     /// What [`runtime::start`] returned (the config stream is taken by [`Cluster::first_config`]).
     pub services: KubeServices,
@@ -41,14 +43,36 @@ pub struct Cluster {
     source: String,
     /// Tasks spawned here (certificate and configuration updates).
     tasks: Vec<JoinHandle<()>>,
+    /// The API client (for the tasks spawned once serving).
+    client: Client,
+    /// What a ready replica makes true of the webhook configuration (`None`: nothing).
+    activation: Option<crate::kube::activation::Activation>,
+}
+
+impl std::fmt::Debug for Cluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cluster")
+            .field("services", &self.services)
+            .field("source", &self.source)
+            .field("tasks", &self.tasks.len())
+            .field("activation", &self.activation)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Flags that only make sense with `--kube` are refused without it (instead of being ignored).
 pub fn reject_kube_only_flags(k: &KubeArgs) -> Result<()> {
     let set = [
+        ("--istio-configmaps", k.istio_configmaps),
         ("--injectConfigMap", k.inject_config_map.is_some()),
         ("--meshConfigMap", k.mesh_config_map.is_some()),
         ("--events", k.events),
+        (
+            "--failure-policy-once-ready",
+            k.failure_policy_once_ready.is_some(),
+        ),
+        ("--webhook-owned-by-namespace", k.webhook_owned_by_namespace),
+        ("--detect-overlaps", k.detect_overlaps),
         (
             "--ca-bundle-managed-externally",
             k.ca_bundle_managed_externally,
@@ -73,25 +97,52 @@ pub fn context(args: &ServeArgs, native: NativeMode, openshift: bool) -> KubeCon
     }
 }
 
-/// Build a client ([`crate::kube::client::connect`]: kubeconfig, else in-cluster) and check
-/// that the API server answers.
-pub async fn connect() -> Result<Client> {
+/// The longest wait between two attempts to reach the API server at start-up.
+const MAX_RETRY_DELAY: Duration = Duration::from_secs(8);
+
+/// Build a client ([`crate::kube::client::connect`]: kubeconfig, else in-cluster) and check that
+/// the API server answers. While it is unreachable (no answer, connection refused, TLS not yet
+/// up: a control plane restarting, a node's network coming up), retry with exponential backoff
+/// (0.5 s doubling to 8 s) for `retry_for`, logging each failure; an answer that is an API error
+/// is not retried.
+pub async fn connect(retry_for: Duration) -> Result<Client> {
     let cluster = crate::kube::client::connect(None, None)
         .await
         .map_err(|e| e.context("--kube"))?;
     let target = &cluster.target;
-    let version = tokio::time::timeout(START_TIMEOUT, cluster.client.apiserver_version())
+    let deadline = tokio::time::Instant::now() + retry_for;
+    let mut delay = Duration::from_millis(500);
+    let mut attempts = 0u32;
+    loop {
+        attempts += 1;
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let error = match tokio::time::timeout(
+            left.max(Duration::from_millis(100)),
+            cluster.client.apiserver_version(),
+        )
         .await
-        .map_err(|_| {
-            anyhow!("--kube: the Kubernetes API server {target} did not answer within {START_TIMEOUT:?}")
-        })?
-        .map_err(|e| {
-            cluster
-                .explain(crate::kube::client::api_error(e).context("reading its version"))
-                .context("--kube")
-        })?;
-    tracing::info!(server = %target, version = %version.git_version, "connected to the Kubernetes API server");
-    Ok(cluster.client)
+        {
+            Ok(Ok(version)) => {
+                tracing::info!(server = %target, version = %version.git_version, attempts, "connected to the Kubernetes API server");
+                return Ok(cluster.client);
+            }
+            Ok(Err(e @ ::kube::Error::Api(_))) => {
+                return Err(cluster
+                    .explain(crate::kube::client::api_error(e).context("reading its version"))
+                    .context("--kube"));
+            }
+            Ok(Err(e)) => crate::report::chain(&crate::kube::client::api_error(e)),
+            Err(_) => "no answer".to_string(),
+        };
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        if left.is_zero() {
+            bail!("--kube: cannot reach the Kubernetes API server {target} ({attempts} attempts over {retry_for:?}): {error}");
+        }
+        let wait = delay.min(left);
+        tracing::warn!(server = %target, attempt = attempts, "cannot reach the Kubernetes API server: {error}; retrying in {wait:?}");
+        tokio::time::sleep(wait).await;
+        delay = (delay * 2).min(MAX_RETRY_DELAY);
+    }
 }
 
 /// Connect and start the services; fails with a clear message when the cluster is unreachable
@@ -101,13 +152,20 @@ pub async fn start(args: &ServeArgs, native: NativeMode, openshift: bool) -> Res
     if k.mesh_config_map.is_some() && k.inject_config_map.is_none() {
         bail!("--meshConfigMap needs --injectConfigMap (the mesh ConfigMap is read together with the injector ConfigMap)");
     }
-    let client = connect().await?;
+    let sources = runtime::config_sources(k)?;
+    let client = connect(k.connect_timeout).await?;
     let ctx = context(args, native, openshift);
-    let services = tokio::time::timeout(START_TIMEOUT, runtime::start(client, k, &ctx))
+    let services = tokio::time::timeout(START_TIMEOUT, runtime::start(client.clone(), k, &ctx))
         .await
         .map_err(|_| anyhow!("--kube: start-up did not finish within {START_TIMEOUT:?}"))?
         .context("--kube: starting the Kubernetes integration")?;
     wait_for_caches(&services).await?;
+    if k.detect_overlaps {
+        // Information for the operator: a failure is logged, never fatal.
+        if let Err(e) = crate::kube::overlap::detect(client.clone(), &k.webhook_config_name).await {
+            tracing::warn!("--detect-overlaps: {e:#}");
+        }
+    }
     if ctx.manage_certs {
         tracing::info!(secret = %format!("{}/{}", ctx.namespace, k.tls_secret),
             ca_bundle_managed_externally = k.ca_bundle_managed_externally,
@@ -115,8 +173,16 @@ pub async fn start(args: &ServeArgs, native: NativeMode, openshift: bool) -> Res
     }
     Ok(Cluster {
         services,
-        source: k.inject_config_map.clone().unwrap_or_default(),
+        source: sources.map(|s| s.describe()).unwrap_or_default(),
         tasks: Vec::new(),
+        client,
+        activation: (k.failure_policy_once_ready.is_some() || k.webhook_owned_by_namespace).then(
+            || crate::kube::activation::Activation {
+                webhook: k.webhook_config_name.clone(),
+                failure_policy: k.failure_policy_once_ready.clone(),
+                owner_namespace: k.webhook_owned_by_namespace.then(|| ctx.namespace.clone()),
+            },
+        ),
     })
 }
 
@@ -143,8 +209,21 @@ pub fn load_bundle(bundle: &CertBundle, compliance: &str) -> Result<tls::Loaded>
     )
 }
 
-/// The first configuration of a ConfigMap stream: start-up fails when it is rejected or does
-/// not arrive in time (the server does not serve a configuration it was not given).
+/// The first configuration of the cluster, as start-up sees it.
+#[derive(Debug)]
+pub enum FirstConfig {
+    /// Not told to read the cluster: the mounted files or the embedded default apply.
+    NotFromCluster,
+    /// Read and parsed.
+    Loaded(Arc<Snapshot>),
+    /// Not read (missing, unreadable or unparsable ConfigMap, or no answer in time): the server
+    /// starts not ready, refusing admission requests, with this reason (naming the ConfigMaps),
+    /// and becomes ready when a configuration arrives. Never the embedded default.
+    Waiting(String),
+}
+
+/// The first configuration of a ConfigMap stream, or why there is none (it was rejected or did
+/// not arrive in time; the server does not serve a configuration it was not given).
 pub async fn first_snapshot<S>(
     stream: &mut S,
     source: &str,
@@ -162,10 +241,12 @@ where
             Ok(snap)
         }
         Ok(Some(ConfigEvent::Rejected { error, .. })) => {
-            bail!("--injectConfigMap {source}: {error}")
+            bail!("waiting for the configuration from ConfigMap {source}: {error}")
         }
-        Ok(None) => bail!("--injectConfigMap {source}: the ConfigMap watch ended"),
-        Err(_) => bail!("--injectConfigMap {source}: no configuration read within {wait:?}"),
+        Ok(None) => bail!("ConfigMap {source}: the ConfigMap watch ended"),
+        Err(_) => bail!(
+            "waiting for the configuration from ConfigMap {source}: no configuration read within {wait:?}"
+        ),
     }
 }
 
@@ -185,6 +266,13 @@ where
                 keeping_last_good,
             } => {
                 state.metrics.reload("config", false);
+                if state.config_health.pending().is_some() {
+                    let why =
+                        format!("waiting for the configuration from ConfigMap {source}: {error}");
+                    tracing::error!("{why}; not ready");
+                    state.config_health.set_pending(Some(why));
+                    continue;
+                }
                 let kept = if keeping_last_good {
                     "the last good configuration"
                 } else {
@@ -220,13 +308,18 @@ pub async fn apply_certificates(state: Arc<State>, mut rx: watch::Receiver<CertB
 }
 
 impl Cluster {
-    /// With `--injectConfigMap`, wait for the first configuration from the API.
-    pub async fn first_config(&mut self) -> Result<Option<Arc<Snapshot>>> {
-        match self.services.config.as_mut() {
-            Some(stream) => first_snapshot(stream, &self.source, START_TIMEOUT)
-                .await
-                .map(Some),
-            None => Ok(None),
+    /// Told to read the cluster, wait for the first configuration from the API (at most
+    /// [`START_TIMEOUT`]); without it, start not ready ([`FirstConfig::Waiting`]).
+    pub async fn first_config(&mut self) -> FirstConfig {
+        let Some(stream) = self.services.config.as_mut() else {
+            return FirstConfig::NotFromCluster;
+        };
+        match first_snapshot(stream, &self.source, START_TIMEOUT).await {
+            Ok(snap) => FirstConfig::Loaded(snap),
+            Err(e) => {
+                tracing::error!("{e}; not ready until it is read (the embedded default is never served in its place)");
+                FirstConfig::Waiting(e.to_string())
+            }
         }
     }
 
@@ -257,6 +350,31 @@ impl Cluster {
             self.tasks
                 .push(tokio::spawn(apply_config_events(state, stream, source)));
         }
+    }
+
+    /// Once serving: activate the webhook configuration when this replica has been ready for
+    /// `settle` ([`crate::kube::activation`]).
+    pub fn spawn_activation(&mut self, state: Arc<State>, settle: Duration) {
+        if let Some(a) = self.activation.clone() {
+            let ready = move || super::handler::not_ready(&state).is_none();
+            self.tasks.push(tokio::spawn(crate::kube::activation::run(
+                self.client.clone(),
+                a,
+                ready,
+                settle,
+                ACTIVATION_PERIOD,
+            )));
+        }
+    }
+
+    /// Once serving: keep readiness on whether the webhook configuration's caBundle trusts the
+    /// served certificate ([`super::trust`]).
+    pub fn spawn_trust_check(&mut self, state: Arc<State>, webhook: String) {
+        self.tasks.push(tokio::spawn(super::trust::run(
+            self.client.clone(),
+            webhook,
+            state,
+        )));
     }
 
     /// Stop every background task.
@@ -418,6 +536,7 @@ mod tests {
                 false,
                 Ok(outrigger_inject::guard::Adds::default()),
             ),
+            trust: crate::serve::trust::Trust::default(),
         })
     }
 

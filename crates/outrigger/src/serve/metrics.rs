@@ -162,6 +162,11 @@ impl Metrics {
             "1 when the default templates of the configuration in force add a container or init container to a plain pod",
             config_usable.clone(),
         );
+        registry.register(
+            "outrigger_overlapping_injector_namespaces",
+            "Namespaces another injecting webhook configuration selects together with this injector's, by configuration (--detect-overlaps, at start-up)",
+            crate::kube::overlap::OVERLAPS.clone(),
+        );
         let events = &crate::kube::events::EVENT_STATS;
         registry.register(
             "outrigger_events_published",

@@ -16,11 +16,13 @@ pub mod failsafe;
 pub mod handler;
 pub mod health;
 pub mod kube_mode;
+pub mod listen;
 pub mod metrics;
 pub mod reload;
 pub mod server;
 pub mod snapshot;
 pub mod tls;
+pub mod trust;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -71,6 +73,7 @@ fn init_logging(args: &ServeArgs) {
 
 /// Run the webhook until SIGTERM/SIGINT.
 pub fn run(args: &ServeArgs) -> Result<()> {
+    crate::template_env::init(&args.env.template_env)?;
     outrigger_alloc::tune();
     init_logging(args);
     tracing::debug!(allocator = %outrigger_alloc::describe(), "allocator settings");
@@ -127,7 +130,7 @@ struct PendingCa {
 impl PendingCa {
     /// Write the bundle (atomically) and log where.
     fn write(self) -> Result<()> {
-        tls::write_atomic(&self.path, self.pem.as_bytes())
+        crate::safe_write::write_file(&self.path, self.pem.as_bytes())
             .with_context(|| format!("writing the CA bundle to {}", self.path.display()))?;
         tracing::info!(ca_bundle = %self.path.display(), names = ?self.names, "generated a self-signed CA and serving certificate; CA bundle written");
         Ok(())
@@ -211,26 +214,35 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
     };
     // With --injectConfigMap the configuration comes from the API only (no file watch).
     let from_api = match cluster.as_mut() {
-        Some(c) => c.first_config().await?,
-        None => None,
+        Some(c) => c.first_config().await,
+        None => kube_mode::FirstConfig::NotFromCluster,
     };
-    let (snap, file_texts) = match from_api {
-        Some(s) => (s, None),
-        None => {
+    let (snap, file_texts, waiting) = match from_api {
+        kube_mode::FirstConfig::Loaded(s) => (s, None, None),
+        kube_mode::FirstConfig::Waiting(why) => {
+            // A placeholder that injects nothing; requests are refused while it is in place.
+            let empty = Snapshot::load("", "{}", None).context("the empty configuration")?;
+            (Arc::new(empty), None, Some(why))
+        }
+        kube_mode::FirstConfig::NotFromCluster => {
             let (s, texts) = file_config(&paths).await?;
-            (Arc::new(s), Some(texts))
+            (Arc::new(s), Some(texts), None)
         }
     };
 
-    let health = failsafe::initial(&snap, native, args.allow_empty_config, "start-up");
+    let health = match waiting {
+        Some(why) => failsafe::ConfigHealth::waiting(args.allow_empty_config, why),
+        None => failsafe::initial(&snap, native, args.allow_empty_config, "start-up"),
+    };
     let metrics = metrics::Metrics::new();
     metrics
         .inflight_bytes_limit
         .set(i64::try_from(args.max_inflight_bytes).unwrap_or(i64::MAX));
-    metrics.reload("config", true);
+    let loaded = health.pending().is_none();
+    metrics.reload("config", loaded);
     metrics
         .config_usable
-        .set(i64::from(health.verdict().is_ok()));
+        .set(i64::from(loaded && health.verdict().is_ok()));
     let (cert, pending_ca) = match cluster.as_ref().and_then(|c| c.services.certs.as_ref()) {
         Some(rx) => (
             kube_mode::load_bundle(&rx.borrow(), &compliance)
@@ -295,6 +307,7 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
         cluster: facts,
         events,
         config_health: health,
+        trust: trust::Trust::default(),
     });
     if let Some(c) = cluster.as_mut() {
         c.spawn_updates(state.clone());
@@ -316,9 +329,7 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
     )?;
 
     let addr = SocketAddr::new(args.address, args.port);
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .with_context(|| format!("listening on {addr}"))?;
+    let listener = listen::bind(args.address, args.port)?;
     let local = listener.local_addr().unwrap_or(addr);
     if let Some(ca) = pending_ca {
         ca.write()?;
@@ -328,9 +339,7 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
     let (stop_tx, stop_rx) = watch::channel(false);
     if let Some(port) = args.health_port {
         let addr = SocketAddr::new(args.address, port);
-        let health = tokio::net::TcpListener::bind(addr)
-            .await
-            .with_context(|| format!("listening on {addr} (--health-port)"))?;
+        let health = listen::bind(args.address, port).context("--health-port")?;
         let local = health.local_addr().unwrap_or(addr);
         tracing::info!(address = %local, "health endpoints listening (plain HTTP: /healthz, /readyz)");
         tokio::spawn(health::serve(health, state.clone(), stop_rx.clone()));
@@ -344,6 +353,10 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
         grace: args.shutdown_grace,
         h2: conn::Http2Limits::new(args.max_concurrent_streams, args.http2_keepalive_interval),
     };
+    if let Some(c) = cluster.as_mut() {
+        c.spawn_trust_check(state.clone(), args.kube.webhook_config_name.clone());
+        c.spawn_activation(state.clone(), args.kube.activation_delay);
+    }
     let server = tokio::spawn(server::serve(
         listener,
         acceptor,

@@ -123,7 +123,9 @@ pub fn build(texts: &Texts, paths: &Paths) -> Result<Snapshot> {
         } else {
             format!("loading injector config {}", paths.config.display())
         };
-        Snapshot::load(&texts.config, &texts.values, texts.mesh.as_deref()).context(what)
+        Snapshot::load(&texts.config, &texts.values, texts.mesh.as_deref())
+            .map(|s| s.with_template_env(crate::template_env::current()))
+            .context(what)
     }));
     match result {
         Ok(r) => r,

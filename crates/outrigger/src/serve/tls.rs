@@ -58,6 +58,13 @@ impl CertStore {
     pub fn valid_now(&self) -> bool {
         self.not_after() > unix_now()
     }
+
+    /// The issuer (DER distinguished name) of the served leaf certificate.
+    pub fn leaf_issuer(&self) -> Option<Vec<u8>> {
+        let current = self.current.load();
+        let leaf = current.key.cert.first()?;
+        crate::pki::cert_info(leaf.as_ref()).ok().map(|c| c.issuer)
+    }
 }
 
 impl ResolvesServerCert for CertStore {
@@ -167,23 +174,15 @@ pub fn load_named(
 pub fn load_files(cert_file: &Path, key_file: &Path, compliance_policy: &str) -> Result<Loaded> {
     let cert =
         std::fs::read(cert_file).with_context(|| format!("reading {}", cert_file.display()))?;
-    let key = std::fs::read(key_file).with_context(|| format!("reading {}", key_file.display()))?;
+    // The key file's bytes are zeroized once loaded.
+    let key = zeroize::Zeroizing::new(
+        std::fs::read(key_file).with_context(|| format!("reading {}", key_file.display()))?,
+    );
     load_named(
         (&cert_file.display().to_string(), &cert),
         (&key_file.display().to_string(), &key),
         compliance_policy,
     )
-}
-
-/// Write `contents` to `path` atomically (temporary file + rename), creating parent directories.
-pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<()> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    }
-    let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
-    std::fs::write(&tmp, contents).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, path)
-        .with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))
 }
 
 #[cfg(test)]

@@ -1,7 +1,9 @@
 //! A fake Kubernetes API server for the binary's `--kube` tests: plain HTTP on 127.0.0.1, one
 //! object store, answering as the API server does.
 //!
-//! - Paths: `/version`; core `/api/v1/...` (namespaced `configmaps`, `secrets`; cluster-scoped
+//! - Pods created with POST go through kube-apiserver's mutating admission
+//!   ([`super::admission`], which says where it is faithful and where not).
+//! - Paths: `/version`; core `/api/v1/...` (namespaced `configmaps`, `secrets`, `pods`; cluster-scoped
 //!   `namespaces`, `nodes`); `/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations`;
 //!   `/apis/events.k8s.io/v1/namespaces/{ns}/events`. Anything else is a 404 `Status`.
 //! - Verbs: GET (one object, or a list honouring `fieldSelector=metadata.name=...`), watch
@@ -20,12 +22,15 @@ use std::convert::Infallible;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use base64::Engine as _;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::service::service_fn;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
+
+use super::{scratch, Server};
 
 /// Key of a stored object: (resource, namespace or "" when cluster-scoped, name).
 pub type Key = (String, String, String);
@@ -58,6 +63,11 @@ pub struct Cluster {
     pub watches: BTreeMap<String, usize>,
     /// Scripted events of the next watch selecting `(resource, namespace, name)`.
     pub scripted: BTreeMap<Key, ScriptedWatch>,
+    /// Ready endpoints of Services, by (namespace, name): where admission calls a webhook's
+    /// `clientConfig.service` ([`super::admission`]).
+    pub endpoints: BTreeMap<(String, String), Vec<std::net::SocketAddr>>,
+    /// Pod creates admitted so far (the admission request uids count on it).
+    pub admissions: u64,
 }
 
 impl Default for Cluster {
@@ -72,6 +82,8 @@ impl Default for Cluster {
             expire_first_watch: Vec::new(),
             watches: BTreeMap::new(),
             scripted: BTreeMap::new(),
+            endpoints: BTreeMap::new(),
+            admissions: 0,
         }
     }
 }
@@ -182,6 +194,7 @@ fn resource_of(kind: &str) -> &'static str {
         "Pod" => "pods",
         "Node" => "nodes",
         "Event" => "events",
+        "Pod" => "pods",
         "MutatingWebhookConfiguration" => "mutatingwebhookconfigurations",
         other => panic!("the fake API server does not store {other}"),
     }
@@ -195,6 +208,7 @@ fn resource_type(resource: &str) -> Option<(&'static str, &'static str, &'static
         "namespaces" => ("", "v1", "Namespace", false),
         "pods" => ("", "v1", "Pod", true),
         "nodes" => ("", "v1", "Node", false),
+        "pods" => ("", "v1", "Pod", true),
         "events" => ("events.k8s.io", "v1", "Event", true),
         "mutatingwebhookconfigurations" => (
             "admissionregistration.k8s.io",
@@ -263,8 +277,13 @@ pub struct FakeApi {
 impl FakeApi {
     /// Serve `cluster`.
     pub fn start(cluster: Cluster) -> FakeApi {
+        FakeApi::start_on(cluster, 0)
+    }
+
+    /// Serve `cluster` on 127.0.0.1:`port` (0: any free port).
+    pub fn start_on(cluster: Cluster, port: u16) -> FakeApi {
         let cluster = Arc::new(Mutex::new(cluster));
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let listener = std::net::TcpListener::bind(("127.0.0.1", port)).expect("bind");
         let port = listener.local_addr().expect("addr").port();
         listener.set_nonblocking(true).expect("nonblocking");
         let shared = cluster.clone();
@@ -281,6 +300,17 @@ impl FakeApi {
     /// The store and what the server saw.
     pub fn lock(&self) -> MutexGuard<'_, Cluster> {
         self.cluster.lock().expect("fake API lock")
+    }
+
+    /// Create a pod in `ns` through mutating admission ([`super::admission::create_pod`]), as
+    /// `POST /api/v1/namespaces/{ns}/pods[?dryRun=All]` does.
+    pub async fn create_pod(
+        &self,
+        ns: &str,
+        pod: Value,
+        dry_run: bool,
+    ) -> Result<super::admission::Admitted, super::admission::Refused> {
+        super::admission::create_pod(&self.cluster, ns, pod, dry_run).await
     }
 
     /// `"METHOD /path"` of the requests so far.
@@ -423,9 +453,29 @@ async fn answer(cluster: &Mutex<Cluster>, req: Request<hyper::body::Incoming>) -
         return json_body(403, status_of(403, "Forbidden", &msg, &t));
     }
     if watch && method == "GET" {
-        return watch_answer(cluster, &t, selected_name(&query)).await;
+        let from = query.split('&').find_map(|kv| {
+            kv.strip_prefix("resourceVersion=")
+                .and_then(|v| v.parse::<u64>().ok())
+        });
+        return watch_answer(cluster, &t, selected_name(&query), from).await;
     }
     let parsed: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    if method == "POST" && t.resource == "pods" && t.name.is_none() {
+        let dry_run = query.split('&').any(|kv| kv == "dryRun=All");
+        return match super::admission::create_pod(cluster, t.namespace, parsed, dry_run).await {
+            Ok(a) => json_body(201, a.pod),
+            Err(r) => {
+                let reason = match r.code {
+                    400 => "BadRequest",
+                    404 => "NotFound",
+                    409 => "AlreadyExists",
+                    500 => "InternalError",
+                    _ => "",
+                };
+                json_body(r.code, status(r.code, reason, &r.message))
+            }
+        };
+    }
     let mut c = cluster.lock().expect("fake API lock");
     json_body_pair(match (method.as_str(), t.name) {
         ("GET", Some(name)) => match c.get(t.resource, t.namespace, name) {
@@ -673,10 +723,14 @@ fn strategic_merge(target: &mut Value, patch: &Value) {
 /// A watch: a scripted one delivers its events; the first watch of a resource listed in
 /// `expire_first_watch` ends with 410 Gone; any other delivers the changes of the objects it
 /// selects made while it is open (polled every 50 ms), ending after 30 s without one.
+/// A watch from `resourceVersion` `from` first delivers the selected objects written after it
+/// (between the client's list and its watch; the fake keeps no history, so deletions in that
+/// gap are not delivered).
 async fn watch_answer(
     cluster: &Mutex<Cluster>,
     t: &Target<'_>,
     name: Option<String>,
+    from: Option<u64>,
 ) -> (u16, Vec<u8>) {
     let (gone, script, since) = {
         let mut c = cluster.lock().expect("fake API lock");
@@ -684,7 +738,16 @@ async fn watch_answer(
         let script = name
             .as_deref()
             .and_then(|n| c.scripted.remove(&key(t.resource, t.namespace, n)));
-        (gone, script, selection(&c, t, name.as_deref()))
+        let mut since = selection(&c, t, name.as_deref());
+        if let Some(from) = from {
+            since.retain(|_, o| {
+                o["metadata"]["resourceVersion"]
+                    .as_str()
+                    .and_then(|v| v.parse::<u64>().ok())
+                    .is_none_or(|v| v <= from)
+            });
+        }
+        (gone, script, since)
     };
     if gone {
         let msg = "too old resource version: 1 (2)";
@@ -728,4 +791,50 @@ fn changes(before: &BTreeMap<Key, Value>, after: &BTreeMap<Key, Value>) -> Strin
         }
     }
     lines.iter().map(|l| format!("{l}\n")).collect()
+}
+
+/// The Secret of the server, `outrigger/outrigger-tls`, as stored.
+pub fn stored_secret(api: &FakeApi) -> Option<Value> {
+    api.lock()
+        .get("secrets", "outrigger", "outrigger-tls")
+        .cloned()
+}
+
+/// The CA bundle the server stored in the fake's Secret (`what` names the expectation).
+pub fn secret_ca(api: &FakeApi, what: &str) -> Vec<u8> {
+    let b64 = stored_secret(api)
+        .and_then(|s| {
+            s.pointer("/data/ca-bundle.crt")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
+        .expect(what);
+    base64::engine::general_purpose::STANDARD
+        .decode(b64)
+        .expect("base64 CA")
+}
+
+/// `outrigger serve --kube --namespace outrigger` with `args` against `api` (kubeconfig and
+/// HOME in a scratch directory named `name`, the proxy bypassed for the fake, `env` added).
+pub fn serve_against(api: &FakeApi, name: &str, args: &[&str], env: &[(&str, &str)]) -> Server {
+    let dir = scratch(name);
+    let kc = write_kubeconfig(&dir, api);
+    let home = dir.display().to_string();
+    let mut all_env = vec![
+        ("NO_PROXY", "127.0.0.1,localhost"),
+        ("no_proxy", "127.0.0.1,localhost"),
+        ("KUBECONFIG", kc.as_str()),
+        ("HOME", home.as_str()),
+    ];
+    all_env.extend_from_slice(env);
+    let mut all_args = vec!["--kube", "--namespace", "outrigger"];
+    all_args.extend_from_slice(args);
+    Server::start(&all_args, &all_env)
+}
+
+/// A kubeconfig for `api` in `dir`.
+pub fn write_kubeconfig(dir: &std::path::Path, api: &FakeApi) -> String {
+    let path = dir.join("kubeconfig");
+    std::fs::write(&path, kubeconfig(api.port)).expect("write kubeconfig");
+    path.display().to_string()
 }

@@ -3,6 +3,7 @@
 //! conditions ([`eventually`], [`holds_within`]); fake the Kubernetes API server ([`kube_api`]).
 #![allow(dead_code)]
 
+pub mod admission;
 pub mod kube_api;
 
 use std::collections::VecDeque;

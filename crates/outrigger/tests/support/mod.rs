@@ -195,7 +195,7 @@ pub fn docs(text: &str) -> Vec<Value> {
         .unwrap_or_else(|e| panic!("output is not a YAML stream: {e}\n{text}"))
         .into_iter()
         .map(|d| {
-            yaml::from_str(d).unwrap_or_else(|e| panic!("output document is not YAML: {e}\n{d}"))
+            yaml::from_str(&d).unwrap_or_else(|e| panic!("output document is not YAML: {e}\n{d}"))
         })
         .filter(|v| !v.is_null())
         .collect()

@@ -300,6 +300,10 @@ fn pod_annotations(doc: &Value, out: &mut Vec<Map<String, Value>>) {
     }
 }
 
+#[cfg_attr(
+    not(corpus_present),
+    ignore = "needs Istio's conformance corpus in ../shared beside the checkout"
+)]
 #[test]
 fn corpus_annotation_validation() {
     let Some(root) = corpus() else { return };

@@ -32,13 +32,13 @@ pub struct CertBundle {
     /// Signing CA certificate.
     pub ca_cert_pem: String,
     /// Signing CA key.
-    pub ca_key_pem: String,
+    pub ca_key_pem: pki::KeyPem,
     /// Trusted CAs: the signing CA, then retired CAs that are still valid.
     pub ca_bundle_pem: String,
     /// Serving certificate.
     pub cert_pem: String,
     /// Serving key.
-    pub key_pem: String,
+    pub key_pem: pki::KeyPem,
 }
 
 /// What a bundle needs at a given time.
@@ -78,7 +78,7 @@ impl CertBundle {
             ca_cert_pem: ca.cert_pem,
             ca_key_pem: ca.key_pem,
             cert_pem: String::new(),
-            key_pem: String::new(),
+            key_pem: pki::KeyPem::default(),
         };
         let serving = new_serving(&b, dns_names, now)?;
         b.cert_pem = serving.cert_pem;
@@ -99,11 +99,11 @@ impl CertBundle {
         let signed_by_current = cert.issuer == ca.subject;
         let grace_over = now >= ca.not_before + CLOCK_SKEW + ROTATION_GRACE;
         let cert_expiring = cert.remaining_fraction(now) < 1.0 / 3.0;
-        let mut wanted: Vec<&String> = dns_names.iter().collect();
-        wanted.sort();
-        let mut have: Vec<&String> = cert.dns_names.iter().collect();
-        have.sort();
-        let cert_due = cert_expiring || wanted != have;
+        // Only a missing name makes the certificate due: names other replicas asked for stay
+        // (a reissue keeps them, [`CertBundle::apply`]), so replicas whose names differ
+        // converge on the union instead of rewriting the shared Secret back and forth.
+        let missing = dns_names.iter().any(|n| !cert.dns_names.contains(n));
+        let cert_due = cert_expiring || missing;
         let ca_due = ca.remaining_fraction(now) < 1.0 / 3.0;
         if signed_by_current {
             // The current CA is the published one the certificate chains to: renew from it
@@ -140,7 +140,16 @@ impl CertBundle {
         match plan {
             Plan::Keep => {}
             Plan::ReissueServing => {
-                let serving = new_serving(&b, dns_names, now)?;
+                // The names asked for, then those of the current certificate (other replicas').
+                let mut names: Vec<String> = dns_names.to_vec();
+                if let Ok(cert) = first(&self.cert_pem) {
+                    for n in cert.dns_names {
+                        if !names.contains(&n) {
+                            names.push(n);
+                        }
+                    }
+                }
+                let serving = new_serving(&b, &names, now)?;
                 b.cert_pem = serving.cert_pem;
                 b.key_pem = serving.key_pem;
             }
@@ -214,6 +223,40 @@ pub(crate) fn add_trusted(bundle: &mut CertBundle, extra: &str, now: OffsetDateT
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn replicas_asking_for_different_names_converge_on_the_union() {
+        let base = service_dns_names("ns", "svc");
+        let mut extra = base.clone();
+        extra.push("injector.example.com".to_string());
+        let t = now();
+        let b = CertBundle::generate(&base, t).expect("generate");
+        // Replica A (extra name) reissues once; replica B (base names) then keeps it; A too.
+        let a = b
+            .refresh(&extra, t)
+            .expect("refresh")
+            .expect("missing name: reissued");
+        let cert = first(&a.cert_pem).expect("cert");
+        for n in &extra {
+            assert!(cert.dns_names.contains(n), "{n}: {:?}", cert.dns_names);
+        }
+        assert_eq!(
+            a.refresh(&base, t).expect("refresh"),
+            None,
+            "B keeps A's certificate"
+        );
+        assert_eq!(
+            a.refresh(&extra, t).expect("refresh"),
+            None,
+            "A keeps it too"
+        );
+        // A renewal (expiry) keeps every name.
+        let later = t + CERT_LIFETIME * 3 / 4;
+        let renewed = a.refresh(&base, later).expect("refresh").expect("renewed");
+        let cert = first(&renewed.cert_pem).expect("cert");
+        assert!(cert.dns_names.contains(&"injector.example.com".to_string()));
+    }
+
     use super::*;
     use crate::kube::certs::testutil::now;
 
@@ -412,7 +455,16 @@ mod tests {
             .expect("changed");
         let cert = first(&b2.cert_pem).expect("cert");
         assert_eq!(cert.issuer, new_ca.subject);
-        assert_eq!(cert.dns_names, other);
+        assert_eq!(
+            cert.dns_names[..other.len()],
+            other[..],
+            "the names asked for first"
+        );
+        assert!(
+            cert.dns_names.ends_with(&names),
+            "then the names kept: {:?}",
+            cert.dns_names
+        );
     }
 
     #[test]

@@ -107,10 +107,10 @@ impl CertBundle {
         };
         let b = CertBundle {
             ca_cert_pem: get(CA_CERT_KEY)?,
-            ca_key_pem: get(CA_KEY_KEY)?,
+            ca_key_pem: get(CA_KEY_KEY)?.into(),
             ca_bundle_pem: get(CA_BUNDLE_KEY)?,
             cert_pem: get(TLS_CERT_KEY)?,
-            key_pem: get(TLS_KEY_KEY)?,
+            key_pem: get(TLS_KEY_KEY)?.into(),
         };
         first(&b.ca_cert_pem)?;
         parse_certs(&b.ca_bundle_pem)?;
@@ -125,11 +125,11 @@ impl CertBundle {
     /// The Secret data of this bundle.
     pub fn secret_data(&self) -> BTreeMap<String, ByteString> {
         [
-            (CA_CERT_KEY, &self.ca_cert_pem),
-            (CA_KEY_KEY, &self.ca_key_pem),
-            (CA_BUNDLE_KEY, &self.ca_bundle_pem),
-            (TLS_CERT_KEY, &self.cert_pem),
-            (TLS_KEY_KEY, &self.key_pem),
+            (CA_CERT_KEY, self.ca_cert_pem.as_str()),
+            (CA_KEY_KEY, &*self.ca_key_pem),
+            (CA_BUNDLE_KEY, self.ca_bundle_pem.as_str()),
+            (TLS_CERT_KEY, self.cert_pem.as_str()),
+            (TLS_KEY_KEY, &*self.key_pem),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_string(), ByteString(v.as_bytes().to_vec())))
@@ -239,8 +239,9 @@ impl CertBundle {
         };
         let cert_pem = get(TLS_CERT_KEY)?
             .ok_or_else(|| invalid(format!("Secret has no key {TLS_CERT_KEY:?}")))?;
-        let key_pem = get(TLS_KEY_KEY)?
-            .ok_or_else(|| invalid(format!("Secret has no key {TLS_KEY_KEY:?}")))?;
+        let key_pem: pki::KeyPem = get(TLS_KEY_KEY)?
+            .ok_or_else(|| invalid(format!("Secret has no key {TLS_KEY_KEY:?}")))?
+            .into();
         first(&cert_pem)?;
         pki::key_pair(key_pem.as_bytes())
             .map_err(|e| invalid(format!("{TLS_KEY_KEY}: {}", e.cause())))?;
@@ -250,7 +251,7 @@ impl CertBundle {
         }
         Ok(CertBundle {
             ca_cert_pem: ca.clone(),
-            ca_key_pem: String::new(),
+            ca_key_pem: pki::KeyPem::default(),
             ca_bundle_pem: ca,
             cert_pem,
             key_pem,

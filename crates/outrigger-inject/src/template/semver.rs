@@ -1,0 +1,370 @@
+//! Sprig's `semver` and `semverCompare`: Masterminds/semver v3's `NewVersion`, `NewConstraint`
+//! and `Constraints.Check`, with their quirks (the constraint grammar's regular expressions,
+//! `x`/`*` wildcards, `~`/`^` ranges, `a - b` hyphen ranges, `||` alternatives) and error texts.
+
+use std::cmp::Ordering;
+use std::sync::OnceLock;
+
+use regex::Regex;
+
+/// A parsed version (`major.minor.patch[-pre][+metadata]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Version {
+    major: u64,
+    minor: u64,
+    patch: u64,
+    pre: String,
+    metadata: String,
+}
+
+/// The version part of semver's regular expressions (`cvRegex` admits wildcards and `|`).
+const CV: &str = r"v?([0-9|x|X|\*]+)(\.[0-9|x|X|\*]+)?(\.[0-9|x|X|\*]+)?(-([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?(\+([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?";
+/// The operators, with semver's empty alternative.
+const OPS: &str = r"=||!=|>|<|>=|=>|<=|=<|~|~>|\^";
+/// Go's `\s` (ASCII white space).
+const S: &str = r"[\t\n\f\r ]";
+
+struct Regexes {
+    version: Regex,
+    constraint: Regex,
+    range: Regex,
+    find: Regex,
+    valid: Regex,
+}
+
+fn regexes() -> &'static Regexes {
+    static R: OnceLock<Regexes> = OnceLock::new();
+    R.get_or_init(|| {
+        let re = |s: String| Regex::new(&s).expect("semver's expressions compile");
+        Regexes {
+            version: re(
+                r"^v?([0-9]+)(\.[0-9]+)?(\.[0-9]+)?(-([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?(\+([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?$"
+                    .to_string(),
+            ),
+            constraint: re(format!("^{S}*({OPS}){S}*({CV}){S}*$")),
+            range: re(format!("{S}*({CV}){S}+-{S}+({CV}){S}*")),
+            find: re(format!("({OPS}){S}*({CV})")),
+            valid: re(format!(
+                "^({S}*({OPS}){S}*({CV}){S}*)((?:{S}+|,{S}*)({OPS}){S}*({CV}){S}*)*$"
+            )),
+        }
+    })
+}
+
+const NUM: &str = "0123456789";
+const ALLOWED: &str = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-0123456789";
+
+fn contains_only(s: &str, set: &str) -> bool {
+    s.chars().all(|c| set.contains(c))
+}
+
+/// Go's `strconv.ParseUint(s, 10, 64)` on digits, with its range error.
+fn parse_segment(s: &str) -> Result<u64, String> {
+    s.parse::<u64>().map_err(|_| {
+        format!(
+            "Error parsing version segment: strconv.ParseUint: parsing {}: value out of range",
+            crate::go::quote::quote(s)
+        )
+    })
+}
+
+impl Version {
+    /// semver's `NewVersion`.
+    pub(super) fn parse(v: &str) -> Result<Version, String> {
+        let m = regexes()
+            .version
+            .captures(v)
+            .ok_or("Invalid Semantic Version")?;
+        let group = |i: usize| m.get(i).map_or("", |g| g.as_str());
+        let seg = |i: usize| -> Result<u64, String> {
+            match group(i).trim_start_matches('.') {
+                "" => Ok(0),
+                s => parse_segment(s),
+            }
+        };
+        let version = Version {
+            major: parse_segment(group(1))?,
+            minor: seg(2)?,
+            patch: seg(3)?,
+            pre: group(5).to_string(),
+            metadata: group(8).to_string(),
+        };
+        if !version.pre.is_empty() {
+            for p in version.pre.split('.') {
+                if contains_only(p, NUM) {
+                    if p.len() > 1 && p.starts_with('0') {
+                        return Err("Version segment starts with 0".into());
+                    }
+                } else if !contains_only(p, ALLOWED) {
+                    return Err("Invalid Prerelease string".into());
+                }
+            }
+        }
+        if !version.metadata.is_empty()
+            && !version
+                .metadata
+                .split('.')
+                .all(|p| contains_only(p, ALLOWED))
+        {
+            return Err("Invalid Metadata string".into());
+        }
+        Ok(version)
+    }
+
+    /// semver's `Compare`: segments, then prerelease (a release sorts after its prereleases).
+    fn compare(&self, o: &Version) -> Ordering {
+        self.major
+            .cmp(&o.major)
+            .then(self.minor.cmp(&o.minor))
+            .then(self.patch.cmp(&o.patch))
+            .then_with(|| match (self.pre.is_empty(), o.pre.is_empty()) {
+                (true, true) => Ordering::Equal,
+                (true, false) => Ordering::Greater,
+                (false, true) => Ordering::Less,
+                (false, false) => compare_prerelease(&self.pre, &o.pre),
+            })
+    }
+}
+
+impl std::fmt::Display for Version {
+    /// semver's `String`: the canonical form.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}.{}", self.major, self.minor, self.patch)?;
+        if !self.pre.is_empty() {
+            write!(f, "-{}", self.pre)?;
+        }
+        if !self.metadata.is_empty() {
+            write!(f, "+{}", self.metadata)?;
+        }
+        Ok(())
+    }
+}
+
+fn compare_prerelease(v: &str, o: &str) -> Ordering {
+    let (s, t): (Vec<&str>, Vec<&str>) = (v.split('.').collect(), o.split('.').collect());
+    for i in 0..s.len().max(t.len()) {
+        let d = compare_pre_part(
+            s.get(i).copied().unwrap_or(""),
+            t.get(i).copied().unwrap_or(""),
+        );
+        if d != Ordering::Equal {
+            return d;
+        }
+    }
+    Ordering::Equal
+}
+
+fn compare_pre_part(s: &str, o: &str) -> Ordering {
+    if s == o {
+        return Ordering::Equal;
+    }
+    if s.is_empty() {
+        return Ordering::Less;
+    }
+    if o.is_empty() {
+        return Ordering::Greater;
+    }
+    match (s.parse::<u64>(), o.parse::<u64>()) {
+        (Err(_), Err(_)) => {
+            if s > o {
+                Ordering::Greater
+            } else {
+                Ordering::Less
+            }
+        }
+        (Ok(_), Err(_)) => Ordering::Less,
+        (Err(_), Ok(_)) => Ordering::Greater,
+        (Ok(a), Ok(b)) => {
+            if a > b {
+                Ordering::Greater
+            } else {
+                Ordering::Less
+            }
+        }
+    }
+}
+
+/// One constraint: an operator and a version with its wildcard flags.
+struct Constraint {
+    con: Version,
+    op: String,
+    dirty: bool,
+    minor_dirty: bool,
+    patch_dirty: bool,
+}
+
+fn is_x(s: &str) -> bool {
+    matches!(s, "x" | "*" | "X")
+}
+
+impl Constraint {
+    fn parse(c: &str) -> Result<Constraint, String> {
+        if c.is_empty() {
+            return Ok(Constraint {
+                con: Version::parse("0.0.0")?,
+                op: String::new(),
+                dirty: true,
+                minor_dirty: false,
+                patch_dirty: false,
+            });
+        }
+        let m = regexes()
+            .constraint
+            .captures(c)
+            .ok_or_else(|| format!("improper constraint: {c}"))?;
+        let g = |i: usize| m.get(i).map_or("", |x| x.as_str());
+        let (mut dirty, mut minor_dirty, mut patch_dirty) = (false, false, false);
+        let ver = if is_x(g(3)) || g(3).is_empty() {
+            dirty = true;
+            format!("0.0.0{}", g(6))
+        } else if is_x(g(4).trim_start_matches('.')) || g(4).is_empty() {
+            dirty = true;
+            minor_dirty = true;
+            format!("{}.0.0{}", g(3), g(6))
+        } else if is_x(g(5).trim_start_matches('.')) || g(5).is_empty() {
+            dirty = true;
+            patch_dirty = true;
+            format!("{}{}.0{}", g(3), g(4), g(6))
+        } else {
+            g(2).to_string()
+        };
+        let con = Version::parse(&ver).map_err(|_| "constraint Parser Error".to_string())?;
+        Ok(Constraint {
+            con,
+            op: g(1).to_string(),
+            dirty,
+            minor_dirty,
+            patch_dirty,
+        })
+    }
+
+    /// Whether `v` satisfies the constraint (semver's `check`, errors dropped as `Check` does).
+    fn check(&self, v: &Version) -> bool {
+        let c = &self.con;
+        // Every operator but `!=` refuses a prerelease when the constraint has none.
+        if self.op != "!=" && !v.pre.is_empty() && c.pre.is_empty() {
+            return false;
+        }
+        match self.op.as_str() {
+            "" | "=" => {
+                if self.dirty {
+                    self.tilde(v)
+                } else {
+                    v.compare(c) == Ordering::Equal
+                }
+            }
+            "!=" => self.not_equal(v),
+            ">" => {
+                if !self.dirty {
+                    return v.compare(c) == Ordering::Greater;
+                }
+                if v.major != c.major {
+                    return v.major > c.major;
+                }
+                if self.minor_dirty {
+                    return false;
+                }
+                if self.patch_dirty {
+                    return v.minor > c.minor;
+                }
+                v.compare(c) == Ordering::Greater
+            }
+            "<" => v.compare(c) == Ordering::Less,
+            ">=" | "=>" => v.compare(c) != Ordering::Less,
+            "<=" | "=<" => {
+                if !self.dirty {
+                    return v.compare(c) != Ordering::Greater;
+                }
+                !(v.major > c.major
+                    || (v.major == c.major && v.minor > c.minor && !self.minor_dirty))
+            }
+            "~" | "~>" => self.tilde(v),
+            "^" => self.caret(v),
+            _ => false,
+        }
+    }
+
+    fn not_equal(&self, v: &Version) -> bool {
+        let c = &self.con;
+        if self.dirty {
+            if !v.pre.is_empty() && c.pre.is_empty() {
+                return false;
+            }
+            if c.major != v.major {
+                return true;
+            }
+            if c.minor != v.minor && !self.minor_dirty {
+                return true;
+            } else if self.minor_dirty {
+                return false;
+            } else if c.patch != v.patch && !self.patch_dirty {
+                return true;
+            } else if self.patch_dirty {
+                return (!v.pre.is_empty() || !c.pre.is_empty())
+                    && compare_prerelease(&v.pre, &c.pre) != Ordering::Equal;
+            }
+        }
+        v.compare(c) != Ordering::Equal
+    }
+
+    fn tilde(&self, v: &Version) -> bool {
+        let c = &self.con;
+        if v.compare(c) == Ordering::Less {
+            return false;
+        }
+        if c.major == 0 && c.minor == 0 && c.patch == 0 && !self.minor_dirty && !self.patch_dirty {
+            return true;
+        }
+        v.major == c.major && (v.minor == c.minor || self.minor_dirty)
+    }
+
+    fn caret(&self, v: &Version) -> bool {
+        let c = &self.con;
+        if v.compare(c) == Ordering::Less {
+            return false;
+        }
+        if c.major > 0 || self.minor_dirty {
+            return v.major == c.major;
+        }
+        if v.major > 0 {
+            return false;
+        }
+        if c.minor > 0 || self.patch_dirty {
+            return v.minor == c.minor;
+        }
+        if v.minor > 0 {
+            return false;
+        }
+        c.patch == v.patch
+    }
+}
+
+/// semver's `rewriteRange`: `a - b` becomes `>= a, <= b`.
+fn rewrite_range(c: &str) -> String {
+    let mut out = c.to_string();
+    for m in regexes().range.captures_iter(c) {
+        let (whole, a, b) = (&m[0], &m[1], &m[11]);
+        out = out.replacen(whole, &format!(">= {a}, <= {b}"), 1);
+    }
+    out
+}
+
+/// Sprig's `semverCompare constraint version`.
+pub(super) fn compare(constraint: &str, version: &str) -> Result<bool, String> {
+    let rewritten = rewrite_range(constraint);
+    let mut ors = Vec::new();
+    for alt in rewritten.split("||") {
+        if !regexes().valid.is_match(alt) {
+            return Err(format!("improper constraint: {alt}"));
+        }
+        let found: Vec<&str> = regexes().find.find_iter(alt).map(|m| m.as_str()).collect();
+        let parts = if found.is_empty() { vec![alt] } else { found };
+        let ands = parts
+            .into_iter()
+            .map(Constraint::parse)
+            .collect::<Result<Vec<_>, _>>()?;
+        ors.push(ands);
+    }
+    let v = Version::parse(version)?;
+    Ok(ors.iter().any(|ands| ands.iter().all(|c| c.check(&v))))
+}

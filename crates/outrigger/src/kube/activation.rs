@@ -1,0 +1,271 @@
+//! Ordering of an install: the shipped MutatingWebhookConfiguration fails open
+//! (`failurePolicy: Ignore`), so one `kubectl apply` of the manifests never blocks pod creation
+//! while no replica can answer (image pull, certificate bootstrap, Istio's ConfigMaps missing).
+//! A replica that has been ready for a while patches the configuration, by name, to the
+//! failure policy wanted in operation (`--failure-policy-once-ready`), and makes it owned by the
+//! replica's namespace (`--webhook-owned-by-namespace`) so that deleting the namespace lets the
+//! garbage collector delete the configuration instead of leaving one that calls a deleted
+//! Service. A later `kubectl apply` that resets the policy is corrected at the next check.
+//!
+//! Needs `get` and `patch` on the one webhook configuration and `get` on the one namespace
+//! (both grantable by resource name): no `create`, nothing cluster-wide.
+
+use std::time::Duration;
+
+use ::kube::api::{Api, Patch, PatchParams};
+use ::kube::Client;
+use anyhow::{anyhow, Result};
+use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
+use k8s_openapi::api::core::v1::Namespace;
+use serde_json::{json, Value};
+
+use crate::webhook::ENTRY_SUFFIX;
+
+/// What a ready replica makes true of its webhook configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Activation {
+    /// The MutatingWebhookConfiguration (`--webhook-config-name`).
+    pub webhook: String,
+    /// The `failurePolicy` of its `*sidecar-injector.istio.io` entries once ready.
+    pub failure_policy: Option<String>,
+    /// The namespace that owns it (the replica's own).
+    pub owner_namespace: Option<String>,
+}
+
+/// The owner reference to a namespace (`name`, `uid`).
+fn owner_reference(name: &str, uid: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "Namespace", "name": name, "uid": uid})
+}
+
+/// The strategic-merge patch bringing `mwc` to `failure_policy` (on the injector's entries)
+/// and to an owner reference to namespace `owner` (`(name, uid)`); `None` when it already is.
+pub fn patch_for(
+    mwc: &MutatingWebhookConfiguration,
+    failure_policy: Option<&str>,
+    owner: Option<(&str, &str)>,
+) -> Option<Value> {
+    let mut patch = serde_json::Map::new();
+    if let Some(policy) = failure_policy {
+        let entries: Vec<Value> = mwc
+            .webhooks
+            .iter()
+            .flatten()
+            .filter(|w| w.name.ends_with(ENTRY_SUFFIX))
+            .filter(|w| w.failure_policy.as_deref() != Some(policy))
+            .map(|w| json!({"name": w.name, "failurePolicy": policy}))
+            .collect();
+        if !entries.is_empty() {
+            patch.insert("webhooks".into(), Value::Array(entries));
+        }
+    }
+    if let Some((name, uid)) = owner {
+        let owned = mwc
+            .metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .any(|o| o.uid == uid);
+        if !owned {
+            patch.insert(
+                "metadata".into(),
+                json!({"ownerReferences": [owner_reference(name, uid)]}),
+            );
+        }
+    }
+    (!patch.is_empty()).then_some(Value::Object(patch))
+}
+
+/// Read the configuration (and the owner namespace) and patch what differs. Returns whether a
+/// patch was sent. Errors name the verb, the resource and the object.
+pub async fn ensure(client: Client, a: &Activation) -> Result<bool> {
+    let api: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
+    let named = |verb: &str, resource: &str, name: &str| {
+        let what = format!("{verb} {resource} {name:?}");
+        move |e: ::kube::Error| anyhow!("{what}: {e}")
+    };
+    let mwc = api
+        .get_opt(&a.webhook)
+        .await
+        .map_err(named("get", "mutatingwebhookconfigurations", &a.webhook))?
+        .ok_or_else(|| {
+            anyhow!(
+                "MutatingWebhookConfiguration {:?} not found: generate it with `outrigger webhook-config --name {}` or pass --webhook-config-name",
+                a.webhook, a.webhook
+            )
+        })?;
+    let owner = match &a.owner_namespace {
+        Some(ns) => {
+            let namespaces: Api<Namespace> = Api::all(client.clone());
+            let object = namespaces
+                .get(ns)
+                .await
+                .map_err(named("get", "namespaces", ns))?;
+            let uid = object
+                .metadata
+                .uid
+                .ok_or_else(|| anyhow!("namespace {ns:?} has no uid"))?;
+            Some((ns.clone(), uid))
+        }
+        None => None,
+    };
+    let owner_ref = owner.as_ref().map(|(n, u)| (n.as_str(), u.as_str()));
+    let Some(patch) = patch_for(&mwc, a.failure_policy.as_deref(), owner_ref) else {
+        return Ok(false);
+    };
+    api.patch(
+        &a.webhook,
+        &PatchParams::default(),
+        &Patch::Strategic(&patch),
+    )
+    .await
+    .map_err(named("patch", "mutatingwebhookconfigurations", &a.webhook))?;
+    tracing::info!(webhook = %a.webhook, patch = %patch, "webhook configuration activated by a ready replica");
+    Ok(true)
+}
+
+/// Forever: once `ready()` has held for `settle` (the kubelet's readiness probe has then put
+/// this replica behind the Service), [`ensure`] the activation; check again every `period`
+/// (a `kubectl apply` of the manifests resets the shipped fail-open policy). Failures are
+/// logged and retried.
+pub async fn run<F>(client: Client, a: Activation, ready: F, settle: Duration, period: Duration)
+where
+    F: Fn() -> bool + Send + 'static,
+{
+    let step = Duration::from_millis(200).min(settle.max(Duration::from_millis(1)));
+    let mut ready_since: Option<tokio::time::Instant> = None;
+    loop {
+        let now = tokio::time::Instant::now();
+        if ready() {
+            let since = *ready_since.get_or_insert(now);
+            if now.duration_since(since) >= settle {
+                match ensure(client.clone(), &a).await {
+                    Ok(_) => {
+                        tokio::time::sleep(period).await;
+                        continue;
+                    }
+                    Err(e) => tracing::error!("activating the webhook configuration: {e:#}"),
+                }
+            }
+        } else {
+            ready_since = None;
+        }
+        tokio::time::sleep(step).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kube::mock;
+    use http::Method;
+
+    fn mwc(policies: &[(&str, &str)], owners: Value) -> Value {
+        let webhooks: Vec<Value> = policies
+            .iter()
+            .map(|(name, p)| {
+                json!({"name": name, "failurePolicy": p, "sideEffects": "None",
+                    "admissionReviewVersions": ["v1"], "clientConfig": {}})
+            })
+            .collect();
+        json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+            "metadata": {"name": "outrigger-sidecar-injector", "ownerReferences": owners},
+            "webhooks": webhooks})
+    }
+
+    #[test]
+    fn the_patch_sets_only_what_differs_on_the_injectors_entries() {
+        let m: MutatingWebhookConfiguration = serde_json::from_value(mwc(
+            &[
+                ("namespace.sidecar-injector.istio.io", "Ignore"),
+                ("object.sidecar-injector.istio.io", "Fail"),
+                ("other.example.com", "Ignore"),
+            ],
+            json!([]),
+        ))
+        .expect("mwc");
+        let p = patch_for(&m, Some("Fail"), Some(("outrigger", "u-1"))).expect("patch");
+        assert_eq!(
+            p,
+            json!({"webhooks": [{"name": "namespace.sidecar-injector.istio.io", "failurePolicy": "Fail"}],
+                "metadata": {"ownerReferences": [{"apiVersion": "v1", "kind": "Namespace", "name": "outrigger", "uid": "u-1"}]}})
+        );
+        let done: MutatingWebhookConfiguration = serde_json::from_value(mwc(
+            &[("namespace.sidecar-injector.istio.io", "Fail")],
+            json!([{"apiVersion": "v1", "kind": "Namespace", "name": "outrigger", "uid": "u-1"}]),
+        ))
+        .expect("mwc");
+        assert_eq!(
+            patch_for(&done, Some("Fail"), Some(("outrigger", "u-1"))),
+            None
+        );
+        assert_eq!(patch_for(&m, None, None), None, "nothing asked");
+    }
+
+    #[tokio::test]
+    async fn ensure_reads_the_namespace_uid_and_patches_by_name() {
+        let (client, mut handle) = mock::client();
+        let a = Activation {
+            webhook: "outrigger-sidecar-injector".into(),
+            failure_policy: Some("Fail".into()),
+            owner_namespace: Some("outrigger".into()),
+        };
+        let task = tokio::spawn(async move { ensure(client, &a).await });
+        let r = mock::next(&mut handle).await;
+        r.assert(
+            Method::GET,
+            "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/outrigger-sidecar-injector",
+        );
+        r.respond(
+            200,
+            mwc(
+                &[("rev.namespace.sidecar-injector.istio.io", "Ignore")],
+                json!([]),
+            ),
+        );
+        let r = mock::next(&mut handle).await;
+        r.assert(Method::GET, "/api/v1/namespaces/outrigger");
+        r.respond(
+            200,
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "outrigger", "uid": "ns-uid"}}),
+        );
+        let r = mock::next(&mut handle).await;
+        r.assert(
+            Method::PATCH,
+            "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/outrigger-sidecar-injector",
+        );
+        assert_eq!(
+            r.content_type.as_deref(),
+            Some("application/strategic-merge-patch+json")
+        );
+        assert_eq!(r.body["webhooks"][0]["failurePolicy"], "Fail");
+        assert_eq!(r.body["metadata"]["ownerReferences"][0]["uid"], "ns-uid");
+        r.respond(200, mwc(&[], json!([])));
+        assert!(task.await.expect("join").expect("patched"));
+    }
+
+    #[tokio::test]
+    async fn a_forbidden_patch_names_the_verb_and_object() {
+        let (client, mut handle) = mock::client();
+        let a = Activation {
+            webhook: "outrigger-sidecar-injector".into(),
+            failure_policy: Some("Fail".into()),
+            owner_namespace: None,
+        };
+        let task = tokio::spawn(async move { ensure(client, &a).await });
+        mock::next(&mut handle).await.respond(
+            200,
+            mwc(&[("a.sidecar-injector.istio.io", "Ignore")], json!([])),
+        );
+        mock::next(&mut handle).await.respond(
+            403,
+            json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 403,
+                "reason": "Forbidden", "message": "cannot patch"}),
+        );
+        let e = task.await.expect("join").expect_err("forbidden");
+        assert!(
+            e.to_string()
+                .starts_with("patch mutatingwebhookconfigurations \"outrigger-sidecar-injector\""),
+            "{e}"
+        );
+    }
+}

@@ -1,0 +1,201 @@
+//! Other injectors selecting the same pods (`serve --kube --detect-overlaps`): at start-up, list
+//! the MutatingWebhookConfigurations and the namespaces once, and name every other
+//! configuration with an injecting entry (Istio's naming, `*sidecar-injector.istio.io`: istiod's
+//! `istio-sidecar-injector[-REV]`, revision tags `istio-revision-tag-TAG`, another outrigger)
+//! that selects a namespace outrigger's own configuration selects. Both would be called for the
+//! same pod: the last one called wins, silently, and either being down blocks pods.
+//!
+//! A namespace overlaps when an entry of each configuration selects it by `namespaceSelector`
+//! (with `kubernetes.io/metadata.name`, as the API server sets it) and both entries'
+//! `objectSelector`s accept a pod without labels (the common pod; labelled pods can still be
+//! steered apart, which this check does not try to prove). Logged as a warning per
+//! configuration and exported as `outrigger_overlapping_injector_namespaces{configuration}`.
+//! Needs `list` on mutatingwebhookconfigurations and namespaces cluster-wide
+//! (deploy/components/overlap-detection).
+
+use std::sync::LazyLock;
+
+use ::kube::api::{Api, ListParams};
+use ::kube::Client;
+use anyhow::{anyhow, Result};
+use k8s_openapi::api::admissionregistration::v1::{MutatingWebhook, MutatingWebhookConfiguration};
+use k8s_openapi::api::core::v1::Namespace;
+use outrigger_inject::kube::selector::LabelSelector;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use serde_json::{Map, Value};
+
+use crate::webhook::ENTRY_SUFFIX;
+
+/// `configuration` label of the overlap gauge.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ConfigurationLabel {
+    /// The other MutatingWebhookConfiguration.
+    pub configuration: String,
+}
+
+/// `outrigger_overlapping_injector_namespaces{configuration}`: namespaces another injecting
+/// configuration selects together with outrigger's (registered by the server's metrics).
+pub static OVERLAPS: LazyLock<Family<ConfigurationLabel, Gauge>> = LazyLock::new(Family::default);
+
+/// Another configuration selecting some of outrigger's namespaces.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Overlap {
+    /// Its name.
+    pub configuration: String,
+    /// The namespaces both select, sorted.
+    pub namespaces: Vec<String>,
+}
+
+fn selector(
+    s: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector>,
+) -> Option<LabelSelector> {
+    let v = s
+        .map(|s| serde_json::to_value(s).unwrap_or(Value::Null))
+        .unwrap_or(Value::Null);
+    if v.is_null() {
+        return LabelSelector::from_json(&Value::Object(Map::new())).ok();
+    }
+    LabelSelector::from_json(&v).ok()
+}
+
+/// Whether entry `w` injects sidecars and is called for an unlabelled pod in a namespace with
+/// `labels`.
+fn selects(w: &MutatingWebhook, labels: &Map<String, Value>) -> bool {
+    let empty = Map::new();
+    w.name.ends_with(ENTRY_SUFFIX)
+        && selector(w.namespace_selector.as_ref()).is_some_and(|s| s.matches(labels))
+        && selector(w.object_selector.as_ref()).is_some_and(|s| s.matches(&empty))
+}
+
+fn configuration_selects(c: &MutatingWebhookConfiguration, labels: &Map<String, Value>) -> bool {
+    c.webhooks.iter().flatten().any(|w| selects(w, labels))
+}
+
+/// The namespace's labels as the API server sees them (`kubernetes.io/metadata.name` included).
+fn labels(ns: &Namespace) -> (String, Map<String, Value>) {
+    let name = ns.metadata.name.clone().unwrap_or_default();
+    let mut m: Map<String, Value> = ns
+        .metadata
+        .labels
+        .iter()
+        .flatten()
+        .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+        .collect();
+    m.insert(
+        "kubernetes.io/metadata.name".into(),
+        Value::String(name.clone()),
+    );
+    (name, m)
+}
+
+/// The other configurations that select namespaces `ours` selects.
+pub fn find(
+    ours: &str,
+    configurations: &[MutatingWebhookConfiguration],
+    namespaces: &[Namespace],
+) -> Vec<Overlap> {
+    let Some(own) = configurations
+        .iter()
+        .find(|c| c.metadata.name.as_deref() == Some(ours))
+    else {
+        return Vec::new();
+    };
+    let namespaces: Vec<(String, Map<String, Value>)> = namespaces.iter().map(labels).collect();
+    let mut out: Vec<Overlap> = configurations
+        .iter()
+        .filter(|c| c.metadata.name.as_deref() != Some(ours))
+        .filter_map(|c| {
+            let mut shared: Vec<String> = namespaces
+                .iter()
+                .filter(|(_, l)| configuration_selects(own, l) && configuration_selects(c, l))
+                .map(|(n, _)| n.clone())
+                .collect();
+            shared.sort();
+            (!shared.is_empty()).then(|| Overlap {
+                configuration: c.metadata.name.clone().unwrap_or_default(),
+                namespaces: shared,
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| a.configuration.cmp(&b.configuration));
+    out
+}
+
+/// List, compare, log and export (see the module documentation). Errors name the list refused.
+pub async fn detect(client: Client, ours: &str) -> Result<Vec<Overlap>> {
+    let configs = Api::<MutatingWebhookConfiguration>::all(client.clone())
+        .list(&ListParams::default())
+        .await
+        .map_err(|e| anyhow!("list mutatingwebhookconfigurations: {e}"))?;
+    let namespaces = Api::<Namespace>::all(client)
+        .list(&ListParams::default())
+        .await
+        .map_err(|e| anyhow!("list namespaces: {e}"))?;
+    let found = find(ours, &configs.items, &namespaces.items);
+    OVERLAPS.clear();
+    for o in &found {
+        OVERLAPS
+            .get_or_create(&ConfigurationLabel {
+                configuration: o.configuration.clone(),
+            })
+            .set(i64::try_from(o.namespaces.len()).unwrap_or(i64::MAX));
+        tracing::warn!(
+            configuration = %o.configuration,
+            namespaces = ?o.namespaces,
+            "another injector selects namespaces this one selects: both are called for their pods, the last one called wins"
+        );
+    }
+    if found.is_empty() {
+        tracing::info!(webhook = %ours, "no other injector selects this injector's namespaces");
+    }
+    Ok(found)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::webhook::{build, WebhookOptions};
+    use serde_json::json;
+
+    fn ns(name: &str, labels: Value) -> Namespace {
+        serde_json::from_value(json!({"metadata": {"name": name, "labels": labels}})).expect("ns")
+    }
+
+    fn config(opts: &WebhookOptions) -> MutatingWebhookConfiguration {
+        build(opts)
+    }
+
+    #[test]
+    fn istiods_configuration_overlaps_on_the_shared_namespaces_only() {
+        let ours = config(&WebhookOptions::default());
+        let istio = config(&WebhookOptions {
+            istio: true,
+            ..WebhookOptions::default()
+        });
+        let rev = config(&WebhookOptions {
+            revision: "outrigger".into(),
+            ..WebhookOptions::default()
+        });
+        let namespaces = [
+            ns("apps", json!({"istio-injection": "enabled"})),
+            ns("canary", json!({"istio.io/rev": "outrigger"})),
+            ns("plain", json!({})),
+        ];
+        let ours_name = ours.metadata.name.clone().expect("name");
+        let istio_name = istio.metadata.name.clone().expect("name");
+        let found = find(&ours_name, &[ours.clone(), istio.clone()], &namespaces);
+        assert_eq!(
+            found,
+            [Overlap {
+                configuration: istio_name.clone(),
+                namespaces: vec!["apps".into()]
+            }]
+        );
+        // A revision of outrigger's own shares no namespace with istiod's default revision.
+        let rev_name = rev.metadata.name.clone().expect("name");
+        assert_eq!(find(&rev_name, &[rev, istio], &namespaces), []);
+        assert_eq!(find("absent", &[ours], &namespaces), []);
+    }
+}
