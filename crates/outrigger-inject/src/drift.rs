@@ -10,14 +10,15 @@
 
 use std::collections::BTreeSet;
 
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
 
 use crate::ingest::previous::Status;
 use crate::ingest::recover::{INJECTED_ANNOTATIONS, INJECTED_LABELS};
 use crate::inject::{inject_pod, normalize_pod, InjectParams};
 use crate::kube::names::{PROXY_CONTAINER, STATUS_ANNOTATION};
-use crate::kube::pod::{annotation, container_name};
+use crate::kube::pod::{annotation, container_name, label};
 use crate::kube::prometheus::sanitize_label_name;
+use crate::kube::stored::store_defaults;
 use crate::reinject::recover_pod;
 use crate::Result;
 
@@ -88,6 +89,24 @@ pub struct PodDrift {
 /// force injects it (the caller's decision: kube-inject's for manifests, the webhook's for a
 /// cluster). Errors are injection's own (a pod the configuration cannot inject).
 pub fn pod_drift(pod: &Value, params: &InjectParams<'_>, wanted: bool) -> Result<PodDrift> {
+    drift_of(pod, params, wanted, false)
+}
+
+/// [`pod_drift`] for a pod read from the API server. What the API server and others add is not
+/// drift: both sides get the API server's container and volume defaults and the
+/// service-account token mount ([`crate::kube::stored::store_defaults`]); resource keys the
+/// pod's injected containers have and injection does not write (a LimitRange's defaults, which
+/// only add) are kept; `status` and `managedFields` are not read.
+pub fn stored_pod_drift(pod: &Value, params: &InjectParams<'_>, wanted: bool) -> Result<PodDrift> {
+    drift_of(pod, params, wanted, true)
+}
+
+fn drift_of(
+    pod: &Value,
+    params: &InjectParams<'_>,
+    wanted: bool,
+    stored: bool,
+) -> Result<PodDrift> {
     let expected_revision = if params.revision.is_empty() {
         "default".to_string()
     } else {
@@ -106,10 +125,25 @@ pub fn pod_drift(pod: &Value, params: &InjectParams<'_>, wanted: bool) -> Result
         (true, false) => return Ok(outcome(State::UnwantedSidecar, Vec::new())),
         (true, true) => {}
     }
-    let mut actual = pod.clone();
+    let mut actual = if stored {
+        json!({
+            "metadata": pod.get("metadata").cloned().unwrap_or_else(|| json!({})),
+            "spec": pod.get("spec").cloned().unwrap_or_else(|| json!({})),
+        })
+    } else {
+        pod.clone()
+    };
+    if let Some(m) = actual.get_mut("metadata").and_then(Value::as_object_mut) {
+        m.remove("managedFields");
+    }
     normalize_pod(&mut actual)?;
     let recovered = recover_pod(&actual, params)?;
-    let expected = inject_pod(&recovered, params)?.pod;
+    let mut expected = inject_pod(&recovered, params)?.pod;
+    if stored {
+        store_defaults(&mut actual);
+        store_defaults(&mut expected);
+        keep_added_resources(&actual, &mut expected);
+    }
     let fields = owned_differences(&actual, &expected);
     let state = if injected_revision.as_deref() != Some(expected_revision.as_str()) {
         State::WrongRevision
@@ -119,6 +153,69 @@ pub fn pod_drift(pod: &Value, params: &InjectParams<'_>, wanted: bool) -> Result
         State::Stale
     };
     Ok(outcome(state, fields))
+}
+
+/// The revision whose webhook receives `pod` in a namespace labelled `namespace_labels`, as
+/// Istio's revisioned `MutatingWebhookConfiguration`s select: the namespace label
+/// `istio-injection=enabled` (the default revision; `disabled` selects none), else the namespace
+/// label `istio.io/rev`, else the pod's `istio.io/rev` label, else the pod's
+/// `sidecar.istio.io/inject=true` label (the default revision's object selector). `None`: no
+/// webhook sees the pod. The default revision is named `default`.
+pub fn selecting_revision(namespace_labels: &Map<String, Value>, pod: &Value) -> Option<String> {
+    let ns = |k: &str| namespace_labels.get(k).and_then(Value::as_str);
+    if let Some(v) = ns("istio-injection") {
+        return (v == "enabled").then(|| "default".to_string());
+    }
+    if let Some(rev) = ns("istio.io/rev") {
+        return Some(rev.to_string());
+    }
+    if let Some(rev) = label(pod, "istio.io/rev") {
+        return Some(rev.to_string());
+    }
+    (label(pod, "sidecar.istio.io/inject") == Some("true")).then(|| "default".to_string())
+}
+
+/// Resource requests and limits the injected containers of `actual` have and those of
+/// `expected` lack, copied into `expected`: a LimitRange's defaults, which admission only ever
+/// adds (a value injection writes is still compared).
+fn keep_added_resources(actual: &Value, expected: &mut Value) {
+    let status = Status::parse_lenient(expected);
+    for list in ["containers", "initContainers"] {
+        let Some(items) = expected
+            .pointer_mut(&format!("/spec/{list}"))
+            .and_then(Value::as_array_mut)
+        else {
+            continue;
+        };
+        for c in items {
+            let name = container_name(c).to_string();
+            if !status.containers.contains(&name) && !status.init_containers.contains(&name) {
+                continue;
+            }
+            let Some(have) = named(actual, list, &name).and_then(|a| a.get("resources")) else {
+                continue;
+            };
+            for kind in ["requests", "limits"] {
+                let Some(added) = have.get(kind).and_then(Value::as_object) else {
+                    continue;
+                };
+                let Some(res) = c
+                    .as_object_mut()
+                    .map(|c| c.entry("resources").or_insert_with(|| json!({})))
+                else {
+                    continue;
+                };
+                if let Some(res) = res.as_object_mut() {
+                    let into = res.entry(kind).or_insert_with(|| json!({}));
+                    if let Some(into) = into.as_object_mut() {
+                        for (k, v) in added {
+                            into.entry(k.clone()).or_insert_with(|| v.clone());
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// The revision a pod's status annotation records (`default` when it names none); `None` when
@@ -313,6 +410,11 @@ fn push(out: &mut Vec<FieldDiff>, path: &str, actual: Option<&Value>, expected: 
     });
 }
 
+/// kube-apiserver's storing of pods, modelled for the tests (shared with the binary's).
+#[cfg(test)]
+#[path = "../tests/model/apiserver.rs"]
+mod apiserver_model;
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -426,5 +528,104 @@ mod tests {
         injected["spec"]["nodeName"] = json!("node-1");
         let d = pod_drift(&injected, &p, true).expect("drift");
         assert_eq!(d.state, State::Current, "{:?}", d.fields);
+    }
+
+    fn live_pod() -> Value {
+        json!({
+            "metadata": {"name": "web-6d4cf56db6-x7k2p", "generateName": "web-6d4cf56db6-",
+                         "namespace": "shop",
+                         "labels": {"app": "web", "pod-template-hash": "6d4cf56db6"},
+                         "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                             "name": "web-6d4cf56db6", "uid": "u", "controller": true}]},
+            "spec": {"containers": [
+                {"name": "web", "image": "web:1", "ports": [{"containerPort": 8080}],
+                 "readinessProbe": {"httpGet": {"port": 8080, "path": "/ready"}},
+                 "livenessProbe": {"tcpSocket": {"port": 8080}}},
+                {"name": "log", "image": "fluent-bit",
+                 "env": [{"name": "NODE", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}]}
+            ]}
+        })
+    }
+
+    /// The first test of drift against a cluster: a pod injected with configuration X and
+    /// stored as the API server stores it is current under X, with and without native sidecars;
+    /// compared as a manifest it is not (so the tolerance is what makes it current).
+    #[test]
+    fn a_pod_stored_by_the_api_server_is_current_under_its_configuration() {
+        let s = defaults::snapshot().expect("defaults");
+        for native in [false, true] {
+            let mut p = params(&s, "", native);
+            p.mode = crate::inject::Mode::Webhook;
+            let mut pod = live_pod();
+            p.workload = crate::ingest::workload::workload_from_pod(&pod);
+            apiserver_model::as_apiserver_stores(&mut pod, true);
+            let mut stored = inject_pod(&pod, &p).expect("inject").pod;
+            apiserver_model::as_apiserver_stores(&mut stored, false);
+            let d = stored_pod_drift(&stored, &p, true).expect("drift");
+            assert_eq!(d.state, State::Current, "native {native}: {:#?}", d.fields);
+            let as_manifest = pod_drift(&stored, &p, true).expect("drift");
+            assert_eq!(as_manifest.state, State::Stale, "native {native}");
+
+            // The same stored pod under another proxy image: stale, by that field alone.
+            let mut other = s.clone();
+            other.values["global"]["hub"] = json!("registry.example/mesh");
+            other.values_facts = crate::config::ValuesFacts::from_values(&other.values);
+            let mut q = p.clone();
+            q.snapshot = &other;
+            let d = stored_pod_drift(&stored, &q, true).expect("drift");
+            assert_eq!(d.state, State::Stale);
+            assert!(
+                !d.fields.is_empty() && d.fields.iter().all(|f| f.path.ends_with(".image")),
+                "{:#?}",
+                d.fields
+            );
+        }
+    }
+
+    #[test]
+    fn the_selecting_revision_follows_istios_webhook_selectors() {
+        let ns = |v: Value| v.as_object().cloned().expect("labels");
+        let pod = |labels: Value| json!({"metadata": {"labels": labels}});
+        let none = pod(json!({}));
+        let cases = [
+            (
+                json!({"istio-injection": "enabled"}),
+                pod(json!({"istio.io/rev": "c"})),
+                Some("default"),
+            ),
+            (
+                json!({"istio-injection": "disabled", "istio.io/rev": "c"}),
+                none.clone(),
+                None,
+            ),
+            (
+                json!({"istio.io/rev": "canary"}),
+                none.clone(),
+                Some("canary"),
+            ),
+            (
+                json!({}),
+                pod(json!({"istio.io/rev": "canary"})),
+                Some("canary"),
+            ),
+            (
+                json!({}),
+                pod(json!({"sidecar.istio.io/inject": "true"})),
+                Some("default"),
+            ),
+            (
+                json!({}),
+                pod(json!({"sidecar.istio.io/inject": "false"})),
+                None,
+            ),
+            (json!({}), none.clone(), None),
+        ];
+        for (labels, p, want) in cases {
+            assert_eq!(
+                selecting_revision(&ns(labels.clone()), &p).as_deref(),
+                want,
+                "{labels} {p}"
+            );
+        }
     }
 }

@@ -1,5 +1,6 @@
-//! `outrigger drift -f manifests`: every pod template of the manifests classified against the
-//! configuration in force by the library's drift engine ([`outrigger_inject::drift`]).
+//! `outrigger drift`: every pod template of manifests (`-f`), or every pod of the cluster
+//! (`--kube`, grouped by owning workload), classified against the configuration in force by the
+//! library's drift engine ([`outrigger_inject::drift`]).
 //!
 //! Exit status: 0 when every pod is current (or rightly not injected), 1 when one drifted, 2 on
 //! error (like `diff`).
@@ -30,12 +31,16 @@ struct Row {
 
 /// Run `outrigger drift`.
 pub fn run(args: &DriftArgs) -> Result<ExitCode> {
-    let snapshot = settings::kube_inject_snapshot(
-        args.files.inject_config_file.as_deref(),
-        args.files.values_file.as_deref(),
-        args.files.mesh_config_file.as_deref(),
-        &args.revision,
-    )?;
+    let snapshot = if args.cluster.kube {
+        crate::inject_cmd::cluster_snapshot(&args.cluster, &args.files, &args.revision)?
+    } else {
+        settings::kube_inject_snapshot(
+            args.files.inject_config_file.as_deref(),
+            args.files.values_file.as_deref(),
+            args.files.mesh_config_file.as_deref(),
+            &args.revision,
+        )?
+    };
     let revision = if args.revision == "default" {
         ""
     } else {
@@ -49,9 +54,12 @@ pub fn run(args: &DriftArgs) -> Result<ExitCode> {
         compliance_policy: &compliance,
         reinject: false,
     };
-    let source = input::name(&args.filename);
+    let Some(filename) = &args.filename else {
+        return cluster::run(args, &opts);
+    };
+    let source = input::name(filename);
     let mut text = String::new();
-    input::open(&args.filename)?
+    input::open(filename)?
         .read_to_string(&mut text)
         .with_context(|| format!("reading {source}"))?;
     let rows = examine(&text, &opts).with_context(|| source.clone())?;
@@ -112,6 +120,9 @@ fn examine(text: &str, opts: &KubeInjectOptions<'_>) -> Result<Vec<Row>> {
     Ok(rows)
 }
 
+/// The pods of the cluster.
+mod cluster;
+
 /// `namespace/name` (or `name`) of a metadata object.
 fn namespaced(meta: Option<&Value>) -> String {
     let field = |k: &str| {
@@ -125,7 +136,7 @@ fn namespaced(meta: Option<&Value>) -> String {
     }
 }
 
-fn show(v: &Option<Value>) -> String {
+pub(crate) fn show(v: &Option<Value>) -> String {
     v.as_ref().map_or("(absent)".to_string(), |v| {
         let s = v.to_string();
         if s.chars().count() > 80 {
@@ -138,9 +149,9 @@ fn show(v: &Option<Value>) -> String {
 
 /// The table: a row per pod template, its differing fields indented below.
 fn table(rows: &[Row]) -> String {
-    let cells: Vec<[String; 5]> = rows
-        .iter()
-        .map(|r| {
+    let mut out = columns(
+        ["DOC", "KIND", "NAME", "STATE", "REVISION"],
+        rows.iter().map(|r| {
             let what = if r.item.is_empty() {
                 r.kind.clone()
             } else {
@@ -150,57 +161,68 @@ fn table(rows: &[Row]) -> String {
                 Some(rev) => rev.clone(),
                 None => "-".into(),
             };
-            [
+            let cells = [
                 r.document.to_string(),
                 what,
                 r.name.clone(),
                 r.drift.state.as_str().to_string(),
                 rev,
-            ]
-        })
-        .collect();
-    let head = ["DOC", "KIND", "NAME", "STATE", "REVISION"];
-    let widths: Vec<usize> = (0..5)
-        .map(|i| {
-            cells
-                .iter()
-                .map(|c| c[i].len())
-                .chain([head[i].len()])
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let line = |c: &[&str]| {
-        let mut s = String::new();
-        for (i, cell) in c.iter().enumerate() {
-            if i + 1 == c.len() {
-                s.push_str(cell);
-            } else {
-                s.push_str(&format!("{cell:<w$}  ", w = widths[i]));
-            }
-        }
-        s.push('\n');
-        s
-    };
-    let mut out = line(&head);
-    for (r, c) in rows.iter().zip(&cells) {
-        out.push_str(&line(&c.each_ref().map(String::as_str)));
-        for f in r.drift.fields.iter().take(TABLE_FIELDS) {
-            out.push_str(&field_line(f));
-        }
-        if r.drift.fields.len() > TABLE_FIELDS {
-            out.push_str(&format!(
-                "    ... {} more fields (-o json lists them all)\n",
-                r.drift.fields.len() - TABLE_FIELDS
-            ));
-        }
-    }
+            ];
+            (cells, fields_lines(&r.drift.fields))
+        }),
+    );
     let drifted = rows.iter().filter(|r| r.drift.state.is_drift()).count();
     out.push_str(&format!(
         "{} pod templates: {drifted} drifted, {} current or rightly not injected\n",
         rows.len(),
         rows.len() - drifted
     ));
+    out
+}
+
+/// Aligned columns under `head`; each row's `below` text follows its line.
+pub(crate) fn columns<const N: usize>(
+    head: [&str; N],
+    rows: impl Iterator<Item = ([String; N], String)>,
+) -> String {
+    let rows: Vec<([String; N], String)> = rows.collect();
+    let widths: Vec<usize> = (0..N)
+        .map(|i| {
+            rows.iter()
+                .map(|(c, _)| c[i].len())
+                .chain([head[i].len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let line = |c: [&str; N]| {
+        let mut s = String::new();
+        for (i, cell) in c.iter().enumerate() {
+            if i + 1 == N {
+                s.push_str(cell);
+            } else {
+                s.push_str(&format!("{cell:<w$}  ", w = widths[i]));
+            }
+        }
+        s + "\n"
+    };
+    let mut out = line(head);
+    for (cells, below) in &rows {
+        out.push_str(&line(cells.each_ref().map(String::as_str)));
+        out.push_str(below);
+    }
+    out
+}
+
+/// The differing fields under a row: up to [`TABLE_FIELDS`], then how many more.
+pub(crate) fn fields_lines(fields: &[FieldDiff]) -> String {
+    let mut out: String = fields.iter().take(TABLE_FIELDS).map(field_line).collect();
+    if fields.len() > TABLE_FIELDS {
+        out.push_str(&format!(
+            "    ... {} more fields (-o json lists them all)\n",
+            fields.len() - TABLE_FIELDS
+        ));
+    }
     out
 }
 
@@ -223,11 +245,21 @@ fn row_json(r: &Row) -> Value {
         "state": r.drift.state.as_str(),
         "injectedRevision": r.drift.injected_revision,
         "expectedRevision": r.drift.expected_revision,
-        "fields": r.drift.fields.iter().map(|f| json!({
-            "path": f.path,
-            "actual": f.actual,
-            "expected": f.expected,
-            "cause": f.cause,
-        })).collect::<Vec<_>>(),
+        "fields": fields_json(&r.drift.fields),
     })
+}
+
+/// The differing fields as JSON objects.
+pub(crate) fn fields_json(fields: &[FieldDiff]) -> Vec<Value> {
+    fields
+        .iter()
+        .map(|f| {
+            json!({
+                "path": f.path,
+                "actual": f.actual,
+                "expected": f.expected,
+                "cause": f.cause,
+            })
+        })
+        .collect()
 }

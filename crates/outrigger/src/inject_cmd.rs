@@ -13,7 +13,8 @@ use outrigger_inject::kube_inject::{
 };
 use outrigger_inject::yaml;
 
-use crate::cli::inject::{DEFAULT_INJECT_CONFIG_MAP, DEFAULT_MESH_CONFIG_MAP};
+use crate::cli::common::ConfigFiles;
+use crate::cli::inject::{ClusterArgs, DEFAULT_INJECT_CONFIG_MAP, DEFAULT_MESH_CONFIG_MAP};
 use crate::input;
 use crate::kube::config_watch::{self, ConfigMapRef};
 use crate::kube::inject_source;
@@ -117,7 +118,7 @@ impl Output {
 pub fn run(args: &InjectArgs) -> Result<ExitCode> {
     crate::template_env::init(&args.env.template_env)?;
     let snapshot = if args.cluster.kube {
-        cluster_snapshot(args)?
+        cluster_snapshot(&args.cluster, &args.files, &args.revision)?
     } else {
         settings::kube_inject_snapshot(
             args.files.inject_config_file.as_deref(),
@@ -193,12 +194,16 @@ pub fn run(args: &InjectArgs) -> Result<ExitCode> {
 
 /// The snapshot of `inject --kube`: the injector ConfigMap's `config` and `values` keys and the
 /// mesh ConfigMap's `mesh` key, as `istioctl kube-inject` reads them, except the inputs given as
-/// files. The cluster is not contacted when every input is a file.
-fn cluster_snapshot(args: &InjectArgs) -> Result<Snapshot> {
-    let (c, files) = (&args.cluster, &args.files);
+/// files. The cluster is not contacted when every input is a file. `drift --kube` reads its
+/// configuration in force the same way.
+pub(crate) fn cluster_snapshot(
+    c: &ClusterArgs,
+    files: &ConfigFiles,
+    revision: &str,
+) -> Result<Snapshot> {
     let configmap = |name: &str, default: &str| ConfigMapRef {
         namespace: c.target.istio_namespace.clone(),
-        name: inject_source::configmap_name(name, default, &args.revision),
+        name: inject_source::configmap_name(name, default, revision),
     };
     let inject = configmap(&c.inject_config_map_name, DEFAULT_INJECT_CONFIG_MAP);
     let mesh = configmap(&c.mesh_config_map_name, DEFAULT_MESH_CONFIG_MAP);
@@ -294,7 +299,7 @@ fn cluster_snapshot(args: &InjectArgs) -> Result<Snapshot> {
         input(&files.inject_config_file, &config_text, &config_name),
         input(&files.values_file, &values_text, &values_name),
         input(&files.mesh_config_file, &mesh_value, &mesh_name),
-        &args.revision,
+        revision,
     )
 }
 

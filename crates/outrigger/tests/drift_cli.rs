@@ -5,7 +5,7 @@
 mod support;
 
 use serde_json::Value;
-use support::{repo_root, Inject, TempDir};
+use support::{json_rows, repo_root, Inject, TempDir};
 
 /// `outrigger inject` of an example, with extra flags.
 fn injected(example: &str, flags: &[&str]) -> String {
@@ -21,13 +21,6 @@ fn drift(stdin: &str, flags: &[&str]) -> support::Run {
         .args(flags.iter().copied())
         .stdin(stdin)
         .run()
-}
-
-fn json_rows(text: &str) -> Vec<Value> {
-    match serde_json::from_str(text) {
-        Ok(Value::Array(rows)) => rows,
-        other => panic!("not a JSON array: {other:?}\n{text}"),
-    }
 }
 
 #[test]

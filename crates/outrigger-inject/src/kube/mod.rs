@@ -9,4 +9,5 @@ pub mod prometheus;
 pub mod quantity;
 pub mod schema;
 pub mod selector;
+pub mod stored;
 pub mod typed;

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use super::common::{native_mode_flag, ConfigFiles};
+use super::inject::ClusterArgs;
 
 /// Output format of `outrigger drift`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -17,12 +18,33 @@ pub enum DriftOutput {
 #[derive(Debug, clap::Args)]
 pub struct DriftArgs {
     /// Manifests to examine (multi-document YAML, as `outrigger inject` writes them); `-` reads
-    /// standard input.
-    #[arg(short = 'f', long = "filename")]
-    pub filename: PathBuf,
-    /// Istio's configuration files: the configuration in force (default: the embedded one).
+    /// standard input. Without it, --kube examines the cluster's pods.
+    #[arg(short = 'f', long = "filename", required_unless_present = "kube")]
+    pub filename: Option<PathBuf>,
+    /// Istio's configuration files: the configuration in force (default: the embedded one, or
+    /// the cluster's ConfigMaps with --kube).
     #[command(flatten)]
     pub files: ConfigFiles,
+    /// With --kube: the configuration in force is read from the cluster's ConfigMaps, as
+    /// `inject --kube` reads it, and without -f the pods too.
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+    /// With --kube and without -f: the namespace whose pods are examined (default: the
+    /// kubeconfig context's).
+    #[arg(
+        short = 'n',
+        long = "namespace",
+        requires = "kube",
+        conflicts_with = "all_namespaces"
+    )]
+    pub namespace: Option<String>,
+    /// With --kube and without -f: examine the pods of every namespace.
+    #[arg(short = 'A', long = "all-namespaces", requires = "kube")]
+    pub all_namespaces: bool,
+    /// With --kube: pods read per list request (the API server's `limit`; `continue` pages on).
+    #[arg(long = "chunk-size", default_value_t = 500, requires = "kube",
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub chunk_size: u32,
     /// Native sidecars in the configuration in force: true, false, or auto (offline: follows
     /// ENABLE_NATIVE_SIDECARS).
     #[arg(long = "native-sidecars", value_parser = native_mode_flag())]

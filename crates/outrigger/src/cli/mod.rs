@@ -35,8 +35,9 @@ pub enum Command {
     WebhookConfig(webhook_config::WebhookConfigArgs),
     /// Explain whether a pod or workload would be injected, and why.
     Check(check::CheckArgs),
-    /// Tell which injected workloads of manifests differ from what the configuration in force
-    /// injects (current, stale, wrong-revision, missing-sidecar, unwanted-sidecar), and how.
+    /// Tell which injected workloads of manifests, or pods of the cluster (--kube), differ from
+    /// what the configuration in force injects (current, stale, wrong-revision,
+    /// missing-sidecar, unwanted-sidecar), and how.
     Drift(drift::DriftArgs),
     /// Print the version, the git commit and the Istio versions the injector was verified against.
     Version,

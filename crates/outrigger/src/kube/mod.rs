@@ -19,4 +19,5 @@ pub(crate) mod mock;
 pub mod namespaces;
 pub mod nodes;
 pub mod overlap;
+pub mod pods;
 pub mod runtime;

@@ -50,6 +50,8 @@ pub struct Cluster {
     revision: u64,
     /// `"METHOD /path"` of every request, in order (the query left out).
     pub requests: Vec<String>,
+    /// `"METHOD /path?query"` of every request with a query, in order.
+    pub queries: Vec<String>,
     /// `"METHOD /path"` requests RBAC refuses with 403.
     pub forbidden: Vec<String>,
     /// The user named in 403 messages.
@@ -74,6 +76,7 @@ impl Default for Cluster {
             objects: BTreeMap::new(),
             revision: 1,
             requests: Vec::new(),
+            queries: Vec::new(),
             forbidden: Vec::new(),
             user: "system:serviceaccount:outrigger:outrigger".into(),
             expire_first_watch: Vec::new(),
@@ -366,7 +369,9 @@ fn target(path: &str) -> Option<Target<'_>> {
         _ => return None,
     };
     let (g, v, _, namespaced) = resource_type(resource)?;
-    (g == group && v == version && namespaced != namespace.is_empty()).then_some(Target {
+    // A namespaced resource is listed in a namespace or across all of them (`/api/v1/pods`).
+    let scoped = namespaced != namespace.is_empty() || (namespaced && name.is_none());
+    (g == group && v == version && scoped).then_some(Target {
         group,
         resource,
         namespace,
@@ -417,6 +422,9 @@ async fn answer(cluster: &Mutex<Cluster>, req: Request<hyper::body::Incoming>) -
     let forbidden = {
         let mut c = cluster.lock().expect("fake API lock");
         c.requests.push(request.clone());
+        if !query.is_empty() {
+            c.queries.push(format!("{request}?{query}"));
+        }
         c.forbidden.contains(&request).then(|| c.user.clone())
     };
     if path == "/version" && method == "GET" {
@@ -472,7 +480,7 @@ async fn answer(cluster: &Mutex<Cluster>, req: Request<hyper::body::Incoming>) -
             Some(o) => (200, o.clone()),
             None => not_found(&t),
         },
-        ("GET", None) => (200, list(&c, &t, selected_name(&query).as_deref())),
+        ("GET", None) => (200, list(&c, &t, &query)),
         ("POST", None) => create(&mut c, &t, &content_type, parsed),
         ("PUT" | "PATCH", Some(name)) => {
             let patch = if method == "PATCH" {
@@ -522,16 +530,43 @@ fn selection(c: &Cluster, t: &Target, name: Option<&str>) -> BTreeMap<Key, Value
         .collect()
 }
 
-fn list(c: &Cluster, t: &Target, name: Option<&str>) -> Value {
+/// A list as the API server answers it, in pages when the query has `limit`: the items after
+/// the `continue` token's position, and a `continue` token while more remain (with
+/// `remainingItemCount`). The token is opaque to clients; here it is `<revision>/<offset>`.
+fn list(c: &Cluster, t: &Target, query: &str) -> Value {
     let (group, version, kind, _) = resource_type(t.resource).expect("served resource");
     let api_version = if group.is_empty() {
         version.to_string()
     } else {
         format!("{group}/{version}")
     };
-    let items: Vec<Value> = selection(c, t, name).into_values().collect();
+    let param = |key: &str| {
+        query
+            .split('&')
+            .find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='))
+    };
+    let selected = selection(c, t, selected_name(query).as_deref());
+    let offset: usize = param("continue")
+        .and_then(|t| t.split_once("%2F").or_else(|| t.split_once('/')))
+        .and_then(|(_, o)| o.parse().ok())
+        .unwrap_or(0);
+    let limit = param("limit")
+        .and_then(|l| l.parse::<usize>().ok())
+        .filter(|l| *l > 0);
+    let total = selected.len();
+    let items: Vec<Value> = selected
+        .into_values()
+        .skip(offset)
+        .take(limit.unwrap_or(usize::MAX))
+        .collect();
+    let mut metadata = json!({"resourceVersion": c.revision.to_string()});
+    let next = offset + items.len();
+    if next < total {
+        metadata["continue"] = json!(format!("{}/{next}", c.revision));
+        metadata["remainingItemCount"] = json!(total - next);
+    }
     json!({"apiVersion": api_version, "kind": format!("{kind}List"),
-           "metadata": {"resourceVersion": c.revision.to_string()}, "items": items})
+           "metadata": metadata, "items": items})
 }
 
 fn create(c: &mut Cluster, t: &Target, content_type: &str, mut object: Value) -> (u16, Value) {

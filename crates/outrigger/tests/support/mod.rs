@@ -248,3 +248,12 @@ impl Drop for TempDir {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
+
+/// The JSON array `text` (a command's `-o json` output), its elements.
+#[allow(dead_code)] // the drift tests use it
+pub fn json_rows(text: &str) -> Vec<serde_json::Value> {
+    match serde_json::from_str(text) {
+        Ok(serde_json::Value::Array(rows)) => rows,
+        other => panic!("not a JSON array: {other:?}\n{text}"),
+    }
+}
