@@ -15,7 +15,7 @@ use outrigger_inject::yaml;
 use serde_json::{json, Value};
 
 use crate::cli::drift::{DriftArgs, DriftOutput};
-use crate::{input, settings};
+use crate::input;
 
 /// Fields listed under a pod in the table; the rest are counted.
 const TABLE_FIELDS: usize = 10;
@@ -31,29 +31,8 @@ struct Row {
 
 /// Run `outrigger drift`.
 pub fn run(args: &DriftArgs) -> Result<ExitCode> {
-    let snapshot = if args.cluster.kube {
-        crate::inject_cmd::cluster_snapshot(&args.cluster, &args.files, &args.revision)?
-    } else {
-        settings::kube_inject_snapshot(
-            args.files.inject_config_file.as_deref(),
-            args.files.values_file.as_deref(),
-            args.files.mesh_config_file.as_deref(),
-            &args.revision,
-        )?
-    };
-    let revision = if args.revision == "default" {
-        ""
-    } else {
-        args.revision.as_str()
-    };
-    let compliance = std::env::var("COMPLIANCE_POLICY").unwrap_or_default();
-    let opts = KubeInjectOptions {
-        snapshot: &snapshot,
-        native_sidecars: settings::native_sidecars_offline(args.native_sidecars),
-        revision,
-        compliance_policy: &compliance,
-        reinject: false,
-    };
+    let setup = crate::inject_cmd::Setup::load(&args.cluster, &args.files, &args.revision)?;
+    let opts = setup.options(args.native_sidecars, false);
     let Some(filename) = &args.filename else {
         return cluster::run(args, &opts);
     };

@@ -109,6 +109,55 @@ impl Output {
     }
 }
 
+/// What `inject` and `drift` inject with: the configuration (the cluster's ConfigMaps with
+/// `--kube`, else the files or the embedded default), the revision as the library takes it
+/// (`default` is none) and Istio's `COMPLIANCE_POLICY`.
+pub(crate) struct Setup {
+    snapshot: Snapshot,
+    revision: String,
+    compliance: String,
+}
+
+impl Setup {
+    /// Read the configuration as the flags say.
+    pub(crate) fn load(
+        cluster: &ClusterArgs,
+        files: &ConfigFiles,
+        revision: &str,
+    ) -> Result<Setup> {
+        let snapshot = if cluster.kube {
+            cluster_snapshot(cluster, files, revision)?
+        } else {
+            settings::kube_inject_snapshot(
+                files.inject_config_file.as_deref(),
+                files.values_file.as_deref(),
+                files.mesh_config_file.as_deref(),
+                revision,
+            )?
+        };
+        Ok(Setup {
+            snapshot,
+            revision: if revision == "default" { "" } else { revision }.to_string(),
+            compliance: std::env::var("COMPLIANCE_POLICY").unwrap_or_default(),
+        })
+    }
+
+    /// The library's options for a run (`--native-sidecars` as given, `--reinject`).
+    pub(crate) fn options(
+        &self,
+        native_sidecars: Option<crate::NativeMode>,
+        reinject: bool,
+    ) -> KubeInjectOptions<'_> {
+        KubeInjectOptions {
+            snapshot: &self.snapshot,
+            native_sidecars: settings::native_sidecars_offline(native_sidecars),
+            revision: &self.revision,
+            compliance_policy: &self.compliance,
+            reinject,
+        }
+    }
+}
+
 /// Run `outrigger inject`.
 ///
 /// Documents are read, injected and written one at a time, so memory follows the largest
@@ -117,29 +166,8 @@ impl Output {
 /// says whether anything changed.
 pub fn run(args: &InjectArgs) -> Result<ExitCode> {
     crate::template_env::init(&args.env.template_env)?;
-    let snapshot = if args.cluster.kube {
-        cluster_snapshot(&args.cluster, &args.files, &args.revision)?
-    } else {
-        settings::kube_inject_snapshot(
-            args.files.inject_config_file.as_deref(),
-            args.files.values_file.as_deref(),
-            args.files.mesh_config_file.as_deref(),
-            &args.revision,
-        )?
-    };
-    let revision = if args.revision == "default" {
-        ""
-    } else {
-        args.revision.as_str()
-    };
-    let compliance = std::env::var("COMPLIANCE_POLICY").unwrap_or_default();
-    let opts = KubeInjectOptions {
-        snapshot: &snapshot,
-        native_sidecars: settings::native_sidecars_offline(args.native_sidecars),
-        revision,
-        compliance_policy: &compliance,
-        reinject: args.reinject,
-    };
+    let setup = Setup::load(&args.cluster, &args.files, &args.revision)?;
+    let opts = setup.options(args.native_sidecars, args.reinject);
     let source = input::name(&args.filename);
     let input = input::open(&args.filename)?;
     let mut output = Output::open(args.output.as_deref())?;
