@@ -11,14 +11,19 @@ use libtest_mimic::{Failed, Trial};
 use outrigger_inject::yaml;
 use serde_json::{Map, Value};
 
-/// The corpus directory, when it is there: `OUTRIGGER_CORPUS` when set (a checkout whose
+/// Where Istio's conformance corpus is looked for: `OUTRIGGER_CORPUS` when set (a checkout whose
 /// `../shared` is elsewhere, such as a git worktree), else `../shared/conformance/istio` beside
-/// the workspace.
-pub fn corpus() -> Option<PathBuf> {
-    let p = match std::env::var_os("OUTRIGGER_CORPUS") {
+/// the workspace (whether it is there or not).
+pub fn corpus_dir() -> PathBuf {
+    match std::env::var_os("OUTRIGGER_CORPUS") {
         Some(dir) => PathBuf::from(dir),
         None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/conformance/istio"),
-    };
+    }
+}
+
+/// The corpus directory ([`corpus_dir`]), when it is there.
+pub fn corpus() -> Option<PathBuf> {
+    let p = corpus_dir();
     p.join("cases.json").exists().then_some(p)
 }
 

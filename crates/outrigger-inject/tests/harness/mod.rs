@@ -6,8 +6,6 @@
 //! `OUTRIGGER_REQUIRE_CORPUS=1`) the test fails instead.
 #![allow(dead_code)] // each test binary takes some
 
-use std::path::PathBuf;
-
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 
 /// What a test needs besides the crate.
@@ -19,15 +17,11 @@ pub enum Need {
     Corpus,
 }
 
-/// Istio's conformance corpus: `$OUTRIGGER_CORPUS`, else `../shared/conformance/istio` beside
-/// the checkout (whether it is there or not).
-pub fn corpus_dir() -> PathBuf {
-    match std::env::var_os("OUTRIGGER_CORPUS") {
-        Some(p) => PathBuf::from(p),
-        None => std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../../shared/conformance/istio"),
-    }
-}
+/// The corpus' one locating rule, shared with the corpus suites.
+#[path = "../corpus/mod.rs"]
+mod corpus_files;
+
+pub use corpus_files::corpus_dir;
 
 fn required(var: &str) -> bool {
     std::env::var(var).is_ok_and(|v| v == "1")
