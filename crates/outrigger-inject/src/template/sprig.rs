@@ -479,7 +479,7 @@ fn go_kind(v: &V<'_>) -> &'static str {
         V::Json(_) | V::Map(_) | V::StrMapJ(_) | V::StrMap(_) | V::K8sMap(..) => "map",
         V::NilPtr(_) | V::Proto { .. } | V::Root(_) | V::Ptr(_) => "ptr",
         V::K8s { ptr: true, .. } => "ptr",
-        V::K8s { .. } | V::Leaf(..) | V::Pair(..) => "struct",
+        V::K8s { .. } | V::Leaf(..) | V::Pair(..) | V::Time(_) => "struct",
     }
 }
 
@@ -494,7 +494,7 @@ fn type_of(v: &V<'_>) -> String {
 /// Sprig's `empty`.
 pub fn empty(v: &V<'_>) -> bool {
     match v {
-        V::K8s { ptr: false, .. } | V::Leaf(..) | V::Pair(..) => false,
+        V::K8s { ptr: false, .. } | V::Leaf(..) | V::Pair(..) | V::Time(_) => false,
         other => !other.truth(),
     }
 }
@@ -955,6 +955,7 @@ pub fn register_all(m: &mut Table) {
     register_numbers(m);
     register_misc(m);
     register_semver(m);
+    super::dates::register_dates(m);
 }
 
 /// `semver` (the version in its canonical form: Go prints a `*semver.Version` through its
