@@ -68,7 +68,6 @@ const NOT_IMPLEMENTED: &[&str] = &[
     "randNumeric",
     "shuffle",
     "randInt",
-    "expandenv",
     "getHostByName",
     "bcrypt",
     "htpasswd",

@@ -15,9 +15,11 @@
 //!
 //! Layout: `lex`/`parse`/`ast` (Go's lexer, parser and parse tree, with Go's messages), `value`
 //! (the value model: lazy views over the pod/proto JSON), `exec` (the executor), `funcs`
-//! (argument conversion against Go parameter types, Go builtins, Istio functions), `sprig` (Sprig v3: every name parses, the common ones are implemented, the rest
-//! fail with `error calling X: not implemented by outrigger`), `printf` (`fmt.Sprintf`), `gofmt`
-//! (float `%v`, `strconv.Quote`, `time.Duration`).
+//! (argument conversion against Go parameter types, Go builtins, Istio functions), `sprig`
+//! (Sprig v3: every name parses; all but randomness, cryptography, the network and URLs are
+//! implemented, the rest fail with `error calling X: not implemented by outrigger`), `dates`
+//! (Sprig's date functions over Go's `time.Time`, layouts and zones, read from a [`Clock`]),
+//! `printf` (`fmt.Sprintf`).
 
 use std::collections::{BTreeMap, HashMap};
 

@@ -1,5 +1,6 @@
 //! Sprig v3 text functions. Every Sprig name is accepted at parse time; the ones implemented
-//! here follow Sprig's semantics, the rest fail at execution with
+//! here (and the date functions, in `dates`) follow Sprig's semantics, the rest (randomness,
+//! cryptography, the network, URLs: `docs/go-exactness.md`) fail at execution with
 //! `error calling X: not implemented by outrigger`.
 
 use std::collections::BTreeMap;
