@@ -1715,6 +1715,11 @@ const DATE_TEMPLATES: &[&str] = &[
     "{{ printf \"%v|%s|%q\" now now now }}|{{ print now }}",
     "{{ list now (toDate \"2006\" \"2001\") }}|{{ dict \"a\" now }}",
     "{{ toDate \"2006\" \"0001\" }}|{{ toDate \"2006\" \"x\" | unixEpoch }}",
+    "{{ now.Year }} {{ now.Day }} {{ now.Hour }} {{ now.Minute }} {{ now.Second }} {{ now.Nanosecond }} {{ now.YearDay }}",
+    "{{ now.Unix }} {{ now.UnixMilli }} {{ now.UnixMicro }} {{ now.UnixNano }} {{ typeOf now.Unix }} {{ typeOf now.Year }}",
+    "{{ now.IsZero }} {{ (toDate \"x\" \"y\").IsZero }} {{ now.UTC }} {{ now.Local }} {{ now.String }}",
+    "{{ (toDate \"2006-01-02\" \"1900-03-01\").UnixNano }}|{{ (toDate \"2006\" \"1969\").UnixMilli }}",
+    "{{ now.NoSuch }}",
 ];
 
 /// `metav1.Time` fields of the typed `.ObjectMeta`: the object metadata each template runs over.

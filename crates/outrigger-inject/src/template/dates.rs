@@ -206,6 +206,33 @@ pub fn register_dates(m: &mut Table) {
     });
 }
 
+/// `time.Time`'s methods without arguments that return a number, a string, a bool or a time
+/// (`{{ now.Year }}`, `{{ (toDate "2006" "2024").Unix }}`); `None` for any other name.
+pub fn method<'a>(t: &Time, name: &str) -> Option<V<'a>> {
+    let p = || t.parts();
+    let int = |i: i64| V::Int(i, IntTy::Int);
+    let i64v = |i: i128| V::Int(i.clamp(i64::MIN.into(), i64::MAX.into()) as i64, IntTy::I64);
+    let nanos = i128::from(t.unix) * 1_000_000_000 + i128::from(t.nsec);
+    Some(match name {
+        "Year" => int(p().year),
+        "Day" => int(p().day),
+        "Hour" => int(p().hour),
+        "Minute" => int(p().minute),
+        "Second" => int(p().second),
+        "Nanosecond" => int(i64::from(t.nsec)),
+        "YearDay" => int(p().yday),
+        "Unix" => i64v(i128::from(t.unix)),
+        "UnixMilli" => i64v(nanos.div_euclid(1_000_000)),
+        "UnixMicro" => i64v(nanos.div_euclid(1_000)),
+        "UnixNano" => i64v(nanos),
+        "IsZero" => V::Bool(t.is_zero()),
+        "String" => V::string(t.string()),
+        "UTC" => V::Time(Rc::new(t.in_location(Location::Utc))),
+        "Local" => V::Time(Rc::new(t.in_location(Location::Local))),
+        _ => return None,
+    })
+}
+
 fn time_of(v: &V<'_>) -> Time {
     match v {
         V::Time(t) => (**t).clone(),

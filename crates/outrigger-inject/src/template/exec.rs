@@ -934,6 +934,7 @@ pub fn field<'a>(v: &V<'a>, name: &str) -> Result<V<'a>, String> {
         V::Enum(..) if name == "String" => Ok(V::string(v.sprint())),
         V::Enum(..) if name == "Number" => Ok(V::Int(enum_num(v), IntTy::I32)),
         V::Leaf(..) if name == "String" => Ok(V::string(v.sprint())),
+        V::Time(t) => dates::method(t, name).ok_or_else(|| cant(v, name)),
         _ => Err(cant(v, name)),
     }
 }
