@@ -38,6 +38,13 @@
 //     (any JSON value)
 //   - template_phase    as template, but an error is prefixed with the phase that failed:
 //     "parse: " (template.Parse) or "exec: " (Execute)
+//   - template_at       as template_phase, with a fixed clock and local zone: "now" (RFC 3339
+//     with nanoseconds) is what Sprig's now returns and what date, dateInZone,
+//     htmlDate and htmlDateInZone fall back to; ago and durationRound measure
+//     from it; "local" (a tz database name) is time.Local for the request. With
+//     "typed", "data" is {"ObjectMeta": M, "Values": V} decoded into a struct
+//     whose ObjectMeta has metav1.ObjectMeta's time fields (metav1.Time,
+//     transcribed in k8s/types.go), as istiod's template data has
 //   - openshift_block   OpenShift's uid.ParseBlock(input) (github.com/openshift/library-go
 //     pkg/security/uid, which istiod calls for the sa.scc.uid-range and
 //     supplemental-groups namespace annotations): fmt.Sscanf "%d/%d" (start,
@@ -58,6 +65,7 @@ import (
 	"strconv"
 	"strings"
 	"text/template"
+	"time"
 
 	"github.com/Masterminds/sprig"
 	yamlv2 "go.yaml.in/yaml/v2"
@@ -72,6 +80,9 @@ type request struct {
 	Input string          `json:"input"`
 	Name  string          `json:"name,omitempty"`
 	Data  json.RawMessage `json:"data,omitempty"`
+	Now   string          `json:"now,omitempty"`
+	Local string          `json:"local,omitempty"`
+	Typed bool            `json:"typed,omitempty"`
 }
 
 type answer struct {
@@ -150,6 +161,15 @@ func run(req request) (a answer) {
 		out, err = render(req)
 	case "template_phase":
 		out, err = render(req)
+		if err != nil {
+			if _, isExec := err.(execError); isExec {
+				err = fmt.Errorf("exec: %w", err)
+			} else {
+				err = fmt.Errorf("parse: %w", err)
+			}
+		}
+	case "template_at":
+		out, err = renderAt(req)
 		if err != nil {
 			if _, isExec := err.(execError); isExec {
 				err = fmt.Errorf("exec: %w", err)
@@ -287,17 +307,102 @@ func jsonKey(k interface{}) (string, bool) {
 }
 
 func render(req request) ([]byte, error) {
-	name := req.Name
-	if name == "" {
-		name = "t"
-	}
 	var data interface{}
 	if len(req.Data) > 0 {
 		if err := json.Unmarshal(req.Data, &data); err != nil {
 			return nil, err
 		}
 	}
-	t, err := template.New(name).Funcs(funcMap()).Parse(req.Input)
+	return execute(req, funcMap(), data)
+}
+
+// typedData is the template data of template_at's typed requests: istiod's ObjectMeta (its
+// time fields) and a generic Values.
+type typedData struct {
+	ObjectMeta v1.TimedMeta
+	Values     interface{}
+}
+
+// renderAt renders with Sprig's clock stopped at req.Now and time.Local set to req.Local.
+// Sprig's now is replaced; date, dateInZone, htmlDate and htmlDateInZone are Sprig's own, given
+// the fixed time where they would read the clock (an argument that is not a time or an int);
+// ago and durationRound are Sprig's own, given their time moved by the clock's distance from
+// the fixed time (so that time.Since measures from it, to well under the second they round to).
+func renderAt(req request) ([]byte, error) {
+	now, err := time.Parse(time.RFC3339Nano, req.Now)
+	if err != nil {
+		return nil, err
+	}
+	loc, err := time.LoadLocation(req.Local)
+	if err != nil {
+		return nil, err
+	}
+	saved := time.Local
+	time.Local = loc
+	defer func() { time.Local = saved }()
+	now = now.In(time.Local)
+	f := funcMap()
+	f["now"] = func() time.Time { return now }
+	orNow := func(d interface{}) interface{} {
+		switch d.(type) {
+		case time.Time, *time.Time, int64, int, int32:
+			return d
+		}
+		return now
+	}
+	date := f["date"].(func(string, interface{}) string)
+	f["date"] = func(layout string, d interface{}) string { return date(layout, orNow(d)) }
+	inZone := f["dateInZone"].(func(string, interface{}, string) string)
+	f["dateInZone"] = func(layout string, d interface{}, zone string) string {
+		return inZone(layout, orNow(d), zone)
+	}
+	f["date_in_zone"] = f["dateInZone"]
+	html := f["htmlDate"].(func(interface{}) string)
+	f["htmlDate"] = func(d interface{}) string { return html(orNow(d)) }
+	htmlZone := f["htmlDateInZone"].(func(interface{}, string) string)
+	f["htmlDateInZone"] = func(d interface{}, zone string) string { return htmlZone(orNow(d), zone) }
+	shift := func(t time.Time) time.Time { return t.Add(time.Since(now)) }
+	ago := f["ago"].(func(interface{}) string)
+	f["ago"] = func(d interface{}) string {
+		switch t := d.(type) {
+		case time.Time:
+			return ago(shift(t))
+		case int64:
+			return ago(shift(time.Unix(t, 0)))
+		case int:
+			return ago(shift(time.Unix(int64(t), 0)))
+		}
+		return ago(d)
+	}
+	round := f["durationRound"].(func(interface{}) string)
+	f["durationRound"] = func(d interface{}) string {
+		if t, ok := d.(time.Time); ok {
+			return round(shift(t))
+		}
+		return round(d)
+	}
+	var data interface{}
+	if len(req.Data) > 0 {
+		if req.Typed {
+			var td typedData
+			if err := json.Unmarshal(req.Data, &td); err != nil {
+				return nil, err
+			}
+			data = td
+		} else if err := json.Unmarshal(req.Data, &data); err != nil {
+			return nil, err
+		}
+	}
+	return execute(req, f, data)
+}
+
+// execute parses req.Input as template req.Name (default "t") with funcs and runs it over data.
+func execute(req request, funcs template.FuncMap, data interface{}) ([]byte, error) {
+	name := req.Name
+	if name == "" {
+		name = "t"
+	}
+	t, err := template.New(name).Funcs(funcs).Parse(req.Input)
 	if err != nil {
 		return nil, err
 	}

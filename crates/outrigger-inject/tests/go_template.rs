@@ -24,8 +24,10 @@
 mod go_oracle;
 mod harness;
 
-use go_oracle::{Answer, Oracle, Rng};
-use outrigger_inject::template::Template;
+use std::collections::BTreeMap;
+
+use go_oracle::{Answer, GoClock, Oracle, Rng};
+use outrigger_inject::template::{Clock, Template, TemplateData};
 use serde_json::{json, Value};
 
 /// What one engine did with one input.
@@ -57,33 +59,15 @@ fn go(a: Answer) -> Outcome {
     }
 }
 
-/// The Sprig functions outrigger does not implement (they read the clock, the local zone,
-/// randomness, the environment or the network, or are not ported yet); `docs/go-exactness.md`
-/// lists the same names.
+/// The Sprig functions outrigger does not implement (randomness, the network, cryptography,
+/// URLs); `docs/go-exactness.md` lists the same names with the reasons.
 const NOT_IMPLEMENTED: &[&str] = &[
-    "ago",
-    "date",
-    "date_in_zone",
-    "date_modify",
-    "dateInZone",
-    "dateModify",
-    "duration",
-    "durationRound",
-    "htmlDate",
-    "htmlDateInZone",
-    "must_date_modify",
-    "mustDateModify",
-    "mustToDate",
-    "now",
-    "toDate",
-    "unixEpoch",
     "randAlphaNum",
     "randAlpha",
     "randAscii",
     "randNumeric",
     "shuffle",
     "randInt",
-    "expandenv",
     "getHostByName",
     "bcrypt",
     "htpasswd",
@@ -773,8 +757,8 @@ const TEMPLATES: &[&str] = &[
     "{{ semverCompare \">1.x\" \"2.0.0\" }}",
     "{{ semverCompare \">1.x\" \"1.2.0\" }}",
     "{{ semverCompare \">1.0\" \"bad\" }}",
-    // Functions outrigger does not implement.
-    "{{ now }}",
+    // Functions outrigger does not implement (the clock's are compared at fixed clocks in
+    // `dates_agree_with_go`; the real clock is the same in both here only to the second).
     "{{ randAlpha 3 }}",
     "{{ uuidv4 }}",
     "{{ genPrivateKey \"rsa\" }}",
@@ -1632,8 +1616,220 @@ fn depth_limits_agree_with_go() {
     go_oracle::assert_no_disagreements("depth limits", &disagreements, 10);
 }
 
+// ---------------------------------------------------------------- dates
+
+/// The stopped clocks the date table runs under (Go's `now` and `time.Local`; outrigger's
+/// [`Clock`] at the same instant, Unix seconds and nanoseconds). A quarter second past the
+/// second keeps `ago` and `durationRound` away from their rounding edges (the oracle measures
+/// them from the real clock moved to the fixed one, to within microseconds).
+const CLOCKS: &[(GoClock, i64, u32)] = &[
+    (
+        GoClock {
+            now: "2025-06-01T12:00:00.25Z",
+            local: "UTC",
+        },
+        1_748_779_200,
+        250_000_000,
+    ),
+    (
+        GoClock {
+            now: "2024-02-29T23:30:00.25Z",
+            local: "America/New_York",
+        },
+        1_709_249_400,
+        250_000_000,
+    ),
+    (
+        GoClock {
+            now: "1999-12-31T20:45:10.25Z",
+            local: "Asia/Kolkata",
+        },
+        946_673_110,
+        250_000_000,
+    ),
+];
+
+/// Sprig's date functions over generic data: layouts, zones, parsing and its errors, durations,
+/// and how a `time.Time` prints, encodes and converts.
+const DATE_TEMPLATES: &[&str] = &[
+    "{{ now }}",
+    "{{ now | date \"2006-01-02T15:04:05.000Z07:00\" }}",
+    "{{ date \"Mon Jan _2 15:04:05 MST 2006\" now }}",
+    "{{ date \"Monday, 02-Jan-06 15:04:05 MST\" now }}",
+    "{{ date \"3:04PM|03:04:05.999999999 pm|Jan _2 __2 002\" now }}",
+    "{{ date \"2006-01-02T15:04:05Z07:00:00|-07|Z07|-070000|-07:00:00|Z0700\" now }}",
+    "{{ date \".000000|,999|.9|.0000000000|Janx Monx MSTx|_2006|06 1 2 3 4 5\" now }}",
+    "{{ date \"January Monday PM pm\" (now | dateModify \"-13h\") }}",
+    "{{ date \"2006-01-02\" 0 }}",
+    "{{ date \"15:04:05 -0700 MST\" (int64 1700000000) }}",
+    "{{ date \"2006\" .s }}|{{ date \"2006\" 1.5 }}|{{ date \"2006\" .missing }}",
+    "{{ dateInZone \"2006-01-02 15:04 MST -07:00\" now \"Europe/Paris\" }}",
+    "{{ dateInZone \"15:04 MST -0700\" now \"Asia/Kathmandu\" }}",
+    "{{ dateInZone \"15:04 MST -0700\" now \"America/St_Johns\" }}",
+    "{{ dateInZone \"15:04 MST\" now \"America/Sao_Paulo\" }}",
+    "{{ dateInZone \"15:04 MST\" now \"Nowhere/Atlantis\" }}|{{ dateInZone \"15:04 MST\" now \"\" }}",
+    "{{ dateInZone \"15:04 MST\" now \"Local\" }}|{{ dateInZone \"15:04 MST\" now \"europe/paris\" }}",
+    "{{ dateInZone \"15:04 MST\" now \"../etc/passwd\" }}|{{ date_in_zone \"15:04 MST\" 0 \"Asia/Tokyo\" }}",
+    "{{ htmlDate now }}|{{ htmlDate 86399 }}|{{ htmlDateInZone now \"Pacific/Kiritimati\" }}",
+    "{{ now | dateModify \"-1.5h\" }}",
+    "{{ dateModify \"bad\" now }}|{{ date_modify \"24h\" now | date \"2006-01-02\" }}",
+    "{{ mustDateModify \"bad\" now }}",
+    "{{ must_date_modify \"90m\" now }}",
+    "{{ dateModify \"1h\" \"x\" }}",
+    "{{ dateModify \"1h\" .missing }}",
+    "{{ ago now }}|{{ ago 0 }}|{{ ago (int64 1600000000) }}|{{ ago .s }}",
+    "{{ ago (now | dateModify \"-36h5m3.3s\") }}|{{ ago (toDate \"2006-01-02\" \"2030-01-01\") }}",
+    "{{ duration 90 }}|{{ duration \"90\" }}|{{ duration (int64 3700) }}|{{ duration \"x\" }}|{{ duration \"-5\" }}",
+    "{{ durationRound \"2h10m\" }}|{{ durationRound \"bad\" }}|{{ durationRound (int64 3600000000001) }}",
+    "{{ durationRound (toDate \"2006-01-02\" \"2020-05-17\") }}|{{ durationRound 0 }}|{{ durationRound \"-400h\" }}",
+    "{{ durationRound \"8761h\" }}|{{ durationRound \"721h\" }}|{{ durationRound \"1s\" }}|{{ durationRound now }}",
+    "{{ toDate \"2006-01-02\" \"2024-02-29\" }}|{{ toDate \"2006-01-02\" \"2023-02-29\" }}",
+    "{{ toDate \"2006-01-02 15:04:05 MST\" \"2024-07-04 12:00:00 EDT\" }}",
+    "{{ toDate \"2006-01-02 15:04:05 MST\" \"2024-01-04 12:00:00 IST\" }}",
+    "{{ toDate \"2006-01-02 15:04:05 MST\" \"2024-07-04 12:00:00 PST\" }}",
+    "{{ toDate \"2006-01-02 15:04 MST\" \"2024-07-04 12:00 GMT+3\" }}|{{ toDate \"2006 MST\" \"2024 UTC\" }}",
+    "{{ toDate \"2006-01-02T15:04:05Z07:00\" \"2024-01-01T10:00:00+05:30\" }}",
+    "{{ toDate \"2006-01-02T15:04:05Z07:00\" \"2024-01-01T10:00:00-05:00\" }}",
+    "{{ toDate \"Jan 2 2006 3:04pm\" \"feb 3 2021 11:59pm\" }}|{{ toDate \"Jan 2 2006 3:04pm\" \"feb 3 2021 11:59PM\" }}",
+    "{{ toDate \"002 2006\" \"060 2024\" }}|{{ toDate \"__2 2006\" \"  9 2023\" }}",
+    "{{ toDate \"2006-01-02  15:04\" \"2024-05-06 7:08\" }}|{{ toDate \"Monday 2006\" \"FRIDAY 2021\" }}",
+    "{{ mustToDate \"2006-01-02\" \"2023-13-01\" }}",
+    "{{ mustToDate \"2006-01-02\" \"2024-1-1\" }}",
+    "{{ mustToDate \"2006-01-02\" \"2024-01-01x\" }}",
+    "{{ mustToDate \"15:04\" \"24:00\" }}",
+    "{{ mustToDate \"2006-01-02 15:04:05.000\" \"2024-01-01 10:00:00.12\" }}",
+    "{{ mustToDate \"2006-01-02 15:04:05\" \"2024-01-01 10:00:00.123456789123\" }}",
+    "{{ mustToDate \"Mon 2006\" \"Xyz 2024\" }}",
+    "{{ mustToDate \"2006 MST\" \"2024 abc\" }}",
+    "{{ mustToDate \"2006 -07:00\" \"2024 +25:00\" }}",
+    "{{ mustToDate \"2006-002\" \"2023-366\" }}",
+    "{{ mustToDate \"2006-01-002\" \"2024-03-061\" }}|{{ mustToDate \"2006-01-002\" \"2024-02-061\" }}",
+    "{{ mustToDate \"2006 -0700\" \"2024 +ü100\" }}",
+    "{{ mustToDate \"2006 \\\"x\" \"2024 \\\"y\" }}",
+    "{{ mustToDate \"\" \"\" }}|{{ mustToDate \"06\" \"68\" }}|{{ mustToDate \"06\" \"69\" }}",
+    "{{ unixEpoch now }}|{{ unixEpoch (toDate \"2006\" \"1969\") }}",
+    "{{ unixEpoch 5 }}",
+    "{{ typeOf now }}|{{ kindOf now }}|{{ empty now }}|{{ if now }}y{{ end }}",
+    "{{ toJson now }}|{{ toJson (toDate \"2006-01-02T15:04:05Z07:00\" \"2024-01-01T10:00:00+05:30\") }}",
+    "{{ toYaml (dict \"t\" now) }}",
+    "{{ printf \"%v|%s|%q\" now now now }}|{{ print now }}",
+    "{{ list now (toDate \"2006\" \"2001\") }}|{{ dict \"a\" now }}",
+    "{{ toDate \"2006\" \"0001\" }}|{{ toDate \"2006\" \"x\" | unixEpoch }}",
+    "{{ now.Year }} {{ now.Day }} {{ now.Hour }} {{ now.Minute }} {{ now.Second }} {{ now.Nanosecond }} {{ now.YearDay }}",
+    "{{ now.Unix }} {{ now.UnixMilli }} {{ now.UnixMicro }} {{ now.UnixNano }} {{ typeOf now.Unix }} {{ typeOf now.Year }}",
+    "{{ now.IsZero }} {{ (toDate \"x\" \"y\").IsZero }} {{ now.UTC }} {{ now.Local }} {{ now.String }}",
+    "{{ (toDate \"2006-01-02\" \"1900-03-01\").UnixNano }}|{{ (toDate \"2006\" \"1969\").UnixMilli }}",
+    "{{ now.NoSuch }}",
+];
+
+/// `metav1.Time` fields of the typed `.ObjectMeta`: the object metadata each template runs over.
+fn typed_metas() -> Vec<Value> {
+    vec![
+        json!({"name": "p", "creationTimestamp": null}),
+        json!({"name": "p"}),
+        json!({"creationTimestamp": "2024-01-01T00:00:00Z"}),
+        json!({"creationTimestamp": "2024-07-01T12:30:45+02:00", "deletionTimestamp": "2024-07-02T00:00:00Z"}),
+        json!({"creationTimestamp": "1969-12-31T23:59:59-00:30"}),
+    ]
+}
+
+/// Templates over the typed `.ObjectMeta`: a `metav1.Time` prints through `time.Time`'s
+/// `String` in the local zone, and encodes as UTC RFC 3339 (null when zero).
+const TYPED_TEMPLATES: &[&str] = &[
+    "{{ .ObjectMeta.CreationTimestamp }}",
+    "{{ .ObjectMeta.DeletionTimestamp }}",
+    "{{ toJson .ObjectMeta.CreationTimestamp }}|{{ toJson .ObjectMeta.DeletionTimestamp }}",
+    "{{ toYaml (dict \"c\" .ObjectMeta.CreationTimestamp) }}",
+    "{{ printf \"%v|%s\" .ObjectMeta.CreationTimestamp .ObjectMeta.CreationTimestamp }}",
+    "{{ typeOf .ObjectMeta.CreationTimestamp }}|{{ .ObjectMeta.CreationTimestamp.String }}",
+    "{{ date \"2006-01-02 15:04\" .ObjectMeta.CreationTimestamp }}",
+    "{{ dateModify \"1h\" .ObjectMeta.CreationTimestamp }}",
+];
+
+/// Render `src` over typed data (`.ObjectMeta` as `metav1.ObjectMeta`) with `clock`.
+fn ours_typed(src: &str, meta: &Value, clock: &Clock) -> Outcome {
+    let values = json!({});
+    let env = BTreeMap::new();
+    let data = TemplateData {
+        kind: "Pod",
+        api_version: "v1",
+        deployment_name: "",
+        deployment_namespace: "",
+        object_meta: meta,
+        spec: &Value::Null,
+        proxy_config: &Value::Null,
+        mesh_config: &Value::Null,
+        values: &values,
+        revision: "",
+        native_sidecars: false,
+        proxy_image: "",
+        proxy_init_image: "",
+        proxy_uid: 1337,
+        proxy_gid: 1337,
+        inbound_traffic_policy_mode: "",
+        compliance_policy: "",
+        env: &env,
+    };
+    match Template::parse("inject", src) {
+        Err(e) => Outcome::Parse(e.to_string()),
+        Ok(t) => match t.render_at(&data, clock) {
+            Ok(s) => Outcome::Ok(s),
+            Err(e) => Outcome::Exec(e.to_string()),
+        },
+    }
+}
+
+fn dates_agree_with_go() {
+    let mut o = Oracle::get("dates_agree_with_go");
+    let mut tally = Tally::default();
+    let mut typed = Tally::default();
+    let data = json!({"s": "hello"});
+    let metas = typed_metas();
+    for &(go_clock, unix, nsec) in CLOCKS {
+        let clock = Clock::fixed(unix, nsec, go_clock.local).expect("the test's zones load");
+        let cases: Vec<(&str, &Value)> = DATE_TEMPLATES.iter().map(|t| (*t, &data)).collect();
+        for ((t, d), a) in cases.iter().zip(o.render_at_many(go_clock, false, &cases)) {
+            let ours = match Template::parse("inject", t) {
+                Err(e) => Outcome::Parse(e.to_string()),
+                Ok(tp) => match tp.render_json_at(d, &clock) {
+                    Ok(s) => Outcome::Ok(s),
+                    Err(e) => Outcome::Exec(e.to_string()),
+                },
+            };
+            tally.add(
+                t,
+                &json!({"data": d, "clock": go_clock.now, "local": go_clock.local}),
+                ours,
+                go(a),
+            );
+        }
+        let typed_data: Vec<Value> = metas
+            .iter()
+            .map(|m| json!({"ObjectMeta": m, "Values": {}}))
+            .collect();
+        let mut typed_cases: Vec<(&str, &Value)> = Vec::new();
+        for t in TYPED_TEMPLATES {
+            for d in &typed_data {
+                typed_cases.push((t, d));
+            }
+        }
+        let answers = o.render_at_many(go_clock, true, &typed_cases);
+        for ((t, d), a) in typed_cases.iter().zip(answers) {
+            let ours = ours_typed(t, &d["ObjectMeta"], &clock);
+            typed.add(t, &json!({"data": d, "local": go_clock.local}), ours, go(a));
+        }
+    }
+    tally.check("Sprig dates at fixed clocks");
+    typed.check("metav1.Time through templates");
+}
+
 fn main() {
     harness::run(vec![
+        harness::trial(
+            "dates_agree_with_go",
+            &[harness::Need::Oracle],
+            dates_agree_with_go,
+        ),
         harness::trial(
             "template_table_agrees_with_go",
             &[harness::Need::Oracle],

@@ -3,12 +3,16 @@
 //! hand edit of the tables, or a generator change not followed by a regeneration, fails here.
 //!
 //! The type facts live beside the checkout (`../shared/schema`); where they are absent the check
-//! shows as one ignored test, and with `OUTRIGGER_REQUIRE_CORPUS=1` (CI) it fails instead.
+//! shows as one ignored test, and under CI (or `OUTRIGGER_REQUIRE_CORPUS=1`) it fails instead
+//! (`tests/harness/absent.rs`'s rule).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use libtest_mimic::{Arguments, Failed, Trial};
+use libtest_mimic::{Arguments, Failed};
+
+#[path = "harness/absent.rs"]
+mod absent;
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -55,16 +59,20 @@ fn regenerate(schema: &Path) -> Result<(), Failed> {
 fn main() {
     let args = Arguments::from_args();
     let schema = workspace().join("../shared/schema");
-    let name = "schema_tables_match_a_regeneration";
-    let trial = if schema.join("k8s-go-types.json").is_file() {
-        Trial::test(name, move || regenerate(&schema))
-    } else if std::env::var("OUTRIGGER_REQUIRE_CORPUS").is_ok_and(|v| v == "1") {
-        Trial::test(name, || {
-            Err("../shared/schema is required (OUTRIGGER_REQUIRE_CORPUS=1) but absent".into())
-        })
-    } else {
-        eprintln!("NOTICE: ../shared/schema not found; schema-table regeneration not checked");
-        Trial::test(name, || Ok(())).with_ignored_flag(true)
-    };
+    let there = schema.join("k8s-go-types.json").is_file();
+    let trial = absent::trial(
+        "schema_tables_match_a_regeneration",
+        move || {
+            (!there).then(|| absent::Missing {
+                why: "../shared/schema not found beside the checkout".into(),
+                var: "OUTRIGGER_REQUIRE_CORPUS",
+            })
+        },
+        move || {
+            if let Err(e) = regenerate(&schema) {
+                panic!("{}", e.message().unwrap_or("regeneration failed"));
+            }
+        },
+    );
     libtest_mimic::run(&args, vec![trial]).exit();
 }

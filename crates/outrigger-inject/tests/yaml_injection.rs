@@ -2,8 +2,10 @@
 //! (library level, `kube_inject::inject_manifests`): a rendered sidecar template with a repeated
 //! key (`sidecar.istio.io/userVolumeMount` as a JSON list), a multi-line flow sequence closed at
 //! its key's column, and text after a document end marker, which is dropped with a warning.
-//! Runs with the embedded default and, when the Istio conformance corpus is present, with
-//! Istio's chart settings. The fixtures are `tests/fixtures/yaml/` at the repository root.
+//! Runs with the embedded default (`NAME`) and with Istio's chart settings from the conformance
+//! corpus (`NAME::istio_settings`: ignored without the corpus, failing under CI, by
+//! `tests/harness/absent.rs`'s rule). The fixtures are `tests/fixtures/yaml/` at the repository
+//! root.
 
 use std::path::{Path, PathBuf};
 
@@ -12,6 +14,9 @@ use outrigger_inject::config::{InjectorConfig, Snapshot};
 use outrigger_inject::kube_inject::{self, KubeInjectOptions, KubeInjectOutput};
 use outrigger_inject::yaml;
 use serde_json::Value;
+
+#[path = "harness/absent.rs"]
+mod absent;
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -22,23 +27,18 @@ fn fixture(name: &str) -> String {
     std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("reading {}: {e}", p.display()))
 }
 
-/// The embedded default, and Istio's chart settings when the corpus is present.
-fn snapshots() -> Vec<(&'static str, Snapshot)> {
-    let mut out = vec![("embedded default", defaults::snapshot().expect("default"))];
-    let dir = root().join("../shared/conformance/istio/settings/default");
-    match std::fs::read_to_string(dir.join("config.yaml")) {
-        Ok(config) => {
-            let read = |n: &str| std::fs::read_to_string(dir.join(n)).expect("settings file");
-            let config = InjectorConfig::parse_for_kube_inject(&config).expect("Istio config");
-            let s = Snapshot::with_config(config, &read("values.json"), Some(&read("mesh.yaml")))
-                .expect("Istio settings");
-            out.push(("Istio settings", s));
-        }
-        Err(_) => {
-            eprintln!("NOTICE: ../shared/conformance/istio not found; Istio settings skipped")
-        }
+/// The embedded default, or Istio's chart settings from the corpus (which the harness made
+/// sure is there).
+fn snapshots(istio: bool) -> Vec<(&'static str, Snapshot)> {
+    if !istio {
+        return vec![("embedded default", defaults::snapshot().expect("default"))];
     }
-    out
+    let dir = absent::corpus_dir().join("settings/default");
+    let read = |n: &str| std::fs::read_to_string(dir.join(n)).expect("settings file");
+    let config = InjectorConfig::parse_for_kube_inject(&read("config.yaml")).expect("Istio config");
+    let s = Snapshot::with_config(config, &read("values.json"), Some(&read("mesh.yaml")))
+        .expect("Istio settings");
+    vec![("Istio settings", s)]
 }
 
 fn inject(text: &str, snapshot: &Snapshot, what: &str) -> KubeInjectOutput {
@@ -74,8 +74,7 @@ fn container<'a>(doc: &'a Value, spec: &str, name: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no container {name} in {doc}"))
 }
 
-#[test]
-fn user_volume_mount_list_renders_a_repeated_key_and_injects() {
+fn user_volume_mount_list_renders_a_repeated_key_and_injects(istio: bool) {
     let text = fixture("user-volume-mount.yaml");
     let input = documents(&text);
     let spec = "/spec/template/spec";
@@ -84,7 +83,7 @@ fn user_volume_mount_list_renders_a_repeated_key_and_injects() {
         .and_then(Value::as_str)
         .and_then(|a| serde_json::from_str(a).ok())
         .expect("fixture annotation");
-    for (what, s) in snapshots() {
+    for (what, s) in snapshots(istio) {
         let (out, texts) = yaml::traced(|| inject(&text, &s, what));
         let doc = documents(&out.text).remove(0);
         let proxy = container(&doc, spec, "istio-proxy");
@@ -106,13 +105,12 @@ fn user_volume_mount_list_renders_a_repeated_key_and_injects() {
     }
 }
 
-#[test]
-fn multi_line_flow_sequence_closed_at_its_key_column_injects() {
+fn multi_line_flow_sequence_closed_at_its_key_column_injects(istio: bool) {
     let text = fixture("flow-args.yaml");
     let input = documents(&text);
     let spec = "/spec/template/spec";
     let want = container(&input[0], spec, "agent");
-    for (what, s) in snapshots() {
+    for (what, s) in snapshots(istio) {
         let out = inject(&text, &s, what);
         let doc = documents(&out.text).remove(0);
         let got = container(&doc, spec, "agent");
@@ -126,10 +124,9 @@ fn multi_line_flow_sequence_closed_at_its_key_column_injects() {
     }
 }
 
-#[test]
-fn text_after_a_document_end_is_reported_not_read() {
+fn text_after_a_document_end_is_reported_not_read(istio: bool) {
     let text = fixture("ignored-after-end.yaml");
-    for (what, s) in snapshots() {
+    for (what, s) in snapshots(istio) {
         let out = inject(&text, &s, what);
         let kinds: Vec<String> = documents(&out.text)
             .iter()
@@ -151,4 +148,35 @@ fn text_after_a_document_end_is_reported_not_read() {
         }
         assert!(w.ends_with('\n'), "{what}: warnings end with a newline");
     }
+}
+
+/// A test, run with Istio's settings (`true`) or the embedded default.
+type Test = fn(bool);
+
+/// Each test with the embedded default, and with Istio's settings where the corpus is.
+fn main() {
+    let tests: [(&str, Test); 3] = [
+        (
+            "user_volume_mount_list_renders_a_repeated_key_and_injects",
+            user_volume_mount_list_renders_a_repeated_key_and_injects,
+        ),
+        (
+            "multi_line_flow_sequence_closed_at_its_key_column_injects",
+            multi_line_flow_sequence_closed_at_its_key_column_injects,
+        ),
+        (
+            "text_after_a_document_end_is_reported_not_read",
+            text_after_a_document_end_is_reported_not_read,
+        ),
+    ];
+    let mut trials = Vec::new();
+    for (name, test) in tests {
+        trials.push(absent::trial(name, || None, move || test(false)));
+        trials.push(absent::trial(
+            &format!("{name}::istio_settings"),
+            absent::corpus,
+            move || test(true),
+        ));
+    }
+    libtest_mimic::run(&libtest_mimic::Arguments::from_args(), trials).exit()
 }

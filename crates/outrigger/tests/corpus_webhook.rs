@@ -1,6 +1,7 @@
 //! Istio's golden cases with `webhook: true`, through the real server over HTTPS/HTTP/2.
 //!
-//! Reads `../shared/conformance/istio` in place (skipped with a notice when absent). As the corpus
+//! Reads `../shared/conformance/istio` in place (reported ignored when absent, failing under CI:
+//! tests/harness). As the corpus
 //! README's "Webhook" bullet describes: each input document becomes a Pod (`objectToPod`: the pod
 //! template, named after the workload, with a simulated controller owner reference; Deployments
 //! get `generateName <name>-fake-`, label `pod-template-hash: fake` and a ReplicaSet owner), is
@@ -10,9 +11,10 @@
 //! pod is then sent again: re-injection must be idempotent (ignoring `ISTIO_METAJSON_ANNOTATIONS`).
 
 mod common;
+mod harness;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use base64::Engine as _;
 use common::*;
@@ -34,11 +36,6 @@ const KNOWN_IDEMPOTENCY_GAPS: &[(&str, &str)] = &[
          re-injection moves it into initContainers (same in tools/corpus_checks.py)",
     ),
 ];
-
-fn corpus() -> Option<PathBuf> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/conformance/istio");
-    p.join("cases.json").exists().then_some(p)
-}
 
 fn docs(text: &str) -> Result<Vec<Value>, String> {
     let mut out = Vec::new();
@@ -262,14 +259,8 @@ async fn run_case(c: &H2, root: &Path, case: &Value) -> Result<usize, String> {
 /// Namespaces of the corpus' fake cluster (README "Implicit inputs").
 const NAMESPACES: &str = r#"{"test-ns": {"openshift.io/sa.scc.uid-range": "1000620000/10000", "openshift.io/sa.scc.supplemental-groups": "1000620000/10000"}}"#;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn istio_webhook_golden_cases() {
-    let Some(root) = corpus() else {
-        eprintln!(
-            "NOTICE: ../shared/conformance/istio not found; webhook conformance cases skipped"
-        );
-        return;
-    };
+    let root = harness::absent::corpus_dir();
     let cases: Vec<Value> = serde_json::from_str(
         &std::fs::read_to_string(root.join("cases.json")).expect("cases.json"),
     )
@@ -363,4 +354,12 @@ async fn istio_webhook_golden_cases() {
         passed + failed.len() >= 99,
         "expected every webhook case to run"
     );
+}
+
+fn main() {
+    harness::run(vec![harness::trial(
+        "istio_webhook_golden_cases",
+        &[harness::Need::Corpus],
+        || harness::block_on(2, istio_webhook_golden_cases()),
+    )])
 }

@@ -1,14 +1,16 @@
 //! deploy/: every manifest validates with `kubernetes-validate --strict`, `kubectl kustomize`
-//! builds the base and the HA overlay (each skipped with a notice when the tool is absent), and
+//! builds the base and the HA overlay (each reported ignored when its tool is absent, failing under CI: tests/harness), and
 //! the checked-in MutatingWebhookConfiguration is exactly what `outrigger webhook-config` prints
 //! without flags, and the rendered base agrees with the binary's defaults (`src/cli/defaults.rs`).
 
 use std::path::PathBuf;
 use std::process::Command;
 
+mod harness;
 mod support_validate;
 
-use support_validate::{deploy_dir, kubernetes_validate as validate, kustomize, tool_available};
+use harness::Need;
+use support_validate::{deploy_dir, kubernetes_validate as validate, kustomize};
 
 /// The binary's shared defaults (constants only), as `serve` and `webhook-config` use them.
 #[path = "../src/cli/defaults.rs"]
@@ -28,12 +30,7 @@ fn base_manifests() -> Vec<PathBuf> {
     files
 }
 
-#[test]
 fn base_manifests_validate_strictly() {
-    if !tool_available("kubernetes-validate", "--version") {
-        eprintln!("NOTICE: kubernetes-validate not found; deploy/ validation skipped");
-        return;
-    }
     let files = base_manifests();
     assert!(
         files.len() >= 7,
@@ -43,16 +40,7 @@ fn base_manifests_validate_strictly() {
     assert!(ok, "{report}");
 }
 
-#[test]
 fn kustomize_builds_base_and_ha_overlay_and_output_validates() {
-    if !tool_available("kubectl", "version") && !tool_available("kubectl", "--help") {
-        eprintln!("NOTICE: kubectl not found; kubectl kustomize checks skipped");
-        return;
-    }
-    let validator = tool_available("kubernetes-validate", "--version");
-    if !validator {
-        eprintln!("NOTICE: kubernetes-validate not found; kustomize output not validated");
-    }
     let dir = std::env::temp_dir().join(format!("outrigger-kube-deploy-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     for overlay in [
@@ -108,16 +96,13 @@ fn kustomize_builds_base_and_ha_overlay_and_output_validates() {
                 "{overlay}/kustomization.yaml uses deprecated {deprecated}"
             );
         }
-        if validator {
-            let path = dir.join(format!("{}.yaml", overlay.replace('/', "-")));
-            std::fs::write(&path, &text).expect("write");
-            let (ok, report) = validate(&[path]);
-            assert!(ok, "{overlay}: {report}");
-        }
+        let path = dir.join(format!("{}.yaml", overlay.replace('/', "-")));
+        std::fs::write(&path, &text).expect("write");
+        let (ok, report) = validate(&[path]);
+        assert!(ok, "{overlay}: {report}");
     }
 }
 
-#[test]
 fn webhook_manifest_is_the_generated_one() {
     let out = Command::new(env!("CARGO_BIN_EXE_outrigger"))
         .args(["webhook-config", "--failure-policy", "Ignore"])
@@ -149,7 +134,6 @@ fn webhook_manifest_is_the_generated_one() {
     );
 }
 
-#[test]
 fn deployment_probes_resources_and_service_port() {
     let dep =
         std::fs::read_to_string(deploy_dir().join("base/deployment.yaml")).expect("deployment");
@@ -175,14 +159,9 @@ fn deployment_probes_resources_and_service_port() {
     );
 }
 
-#[test]
 fn critical_priority_class_is_covered_by_a_resource_quota() {
     // Where critical priority classes are quota-limited, a system-cluster-critical pod outside
     // kube-system is refused unless a ResourceQuota of its namespace covers that class.
-    if !tool_available("kubectl", "version") && !tool_available("kubectl", "--help") {
-        eprintln!("NOTICE: kubectl not found; ResourceQuota check skipped");
-        return;
-    }
     for overlay in ["base", "overlays/ha"] {
         let docs: Vec<serde_json::Value> =
             outrigger_inject::yaml::split_documents(&kustomize(overlay))
@@ -235,7 +214,6 @@ fn cargo_profile(name: &str) -> Vec<(String, String)> {
         .collect()
 }
 
-#[test]
 fn the_shipped_binary_has_no_debug_info_and_benches_keep_it() {
     let release = cargo_profile("release");
     let get = |p: &[(String, String)], k: &str| {
@@ -268,7 +246,6 @@ fn the_shipped_binary_has_no_debug_info_and_benches_keep_it() {
     );
 }
 
-#[test]
 fn docker_build_context_excludes_target() {
     let ignore = std::fs::read_to_string(deploy_dir().join("../.dockerignore"))
         .expect(".dockerignore at the repository root (the build context of deploy/Dockerfile)");
@@ -289,7 +266,6 @@ fn docker_build_context_excludes_target() {
     }
 }
 
-#[test]
 fn deployment_image_tag_is_the_crate_version() {
     let dep =
         std::fs::read_to_string(deploy_dir().join("base/deployment.yaml")).expect("deployment");
@@ -311,12 +287,7 @@ fn deployment_image_tag_is_the_crate_version() {
 /// The rendered base (`kubectl kustomize deploy/base`), `outrigger webhook-config` without flags
 /// and `outrigger serve`'s defaults name the same namespace, Service, webhook configuration,
 /// Secret and excluded namespaces; the serving certificate covers the host the API server calls.
-#[test]
 fn deploy_base_webhook_config_and_serve_share_one_set_of_defaults() {
-    if !tool_available("kubectl", "version") && !tool_available("kubectl", "--help") {
-        eprintln!("NOTICE: kubectl not found; deploy/base defaults check skipped");
-        return;
-    }
     let docs: Vec<serde_json::Value> = outrigger_inject::yaml::split_documents(&kustomize("base"))
         .expect("documents")
         .into_iter()
@@ -495,19 +466,7 @@ fn excluded_namespaces(docs: &[serde_json::Value]) -> Vec<Vec<String>> {
         .collect()
 }
 
-fn kubectl() -> bool {
-    let there = tool_available("kubectl", "version") || tool_available("kubectl", "--help");
-    if !there {
-        eprintln!("NOTICE: kubectl not found; kustomize output not checked");
-    }
-    there
-}
-
-#[test]
 fn the_base_reads_the_clusters_istio_with_a_role_limited_to_its_configmaps() {
-    if !kubectl() {
-        return;
-    }
     let docs = rendered("base");
     let a = args(&docs);
     assert!(a.contains(&"--istio-configmaps".to_string()), "{a:?}");
@@ -557,11 +516,7 @@ fn the_base_reads_the_clusters_istio_with_a_role_limited_to_its_configmaps() {
     }
 }
 
-#[test]
 fn standalone_use_of_the_embedded_default_is_an_explicit_overlay() {
-    if !kubectl() {
-        return;
-    }
     let docs = rendered("overlays/standalone");
     let a = args(&docs);
     assert!(
@@ -584,11 +539,7 @@ fn standalone_use_of_the_embedded_default_is_an_explicit_overlay() {
     assert_eq!(kept, a.iter().collect::<Vec<_>>(), "only those two removed");
 }
 
-#[test]
 fn the_shipped_webhook_fails_open_until_a_ready_replica_activates_it() {
-    if !kubectl() {
-        return;
-    }
     for overlay in [
         "base",
         "overlays/ha",
@@ -645,11 +596,7 @@ fn the_shipped_webhook_fails_open_until_a_ready_replica_activates_it() {
     }
 }
 
-#[test]
 fn a_namespace_override_moves_the_exclusion_but_not_the_istio_role() {
-    if !kubectl() {
-        return;
-    }
     let docs = rendered("overlays/namespace");
     let ns = "mesh-injector";
     assert_eq!(
@@ -742,11 +689,7 @@ fn with_components(resource: &str, components: &[&str]) -> String {
     String::from_utf8(out.stdout).expect("UTF-8")
 }
 
-#[test]
 fn rbac_follows_the_enabled_features() {
-    if !kubectl() {
-        return;
-    }
     let base = rendered("base");
     assert!(!args(&base).contains(&"--events".to_string()));
     let all_rules: Vec<serde_json::Value> = base
@@ -800,28 +743,22 @@ fn rbac_follows_the_enabled_features() {
         let b = object(&docs, "ClusterRoleBinding", binding);
         assert_eq!(b["subjects"][0]["name"], "outrigger");
     }
-    if tool_available("kubernetes-validate", "--version") {
-        let path = std::env::temp_dir().join(format!("outrigger-all-{}.yaml", std::process::id()));
-        let text = with_components(
-            "overlays/ha",
-            &[
-                "components/events",
-                "components/openshift",
-                "components/network-policy",
-                "components/overlap-detection",
-            ],
-        );
-        std::fs::write(&path, text).expect("write");
-        let (ok, report) = validate(&[path]);
-        assert!(ok, "{report}");
-    }
+    let path = std::env::temp_dir().join(format!("outrigger-all-{}.yaml", std::process::id()));
+    let text = with_components(
+        "overlays/ha",
+        &[
+            "components/events",
+            "components/openshift",
+            "components/network-policy",
+            "components/overlap-detection",
+        ],
+    );
+    std::fs::write(&path, text).expect("write");
+    let (ok, report) = validate(&[path]);
+    assert!(ok, "{report}");
 }
 
-#[test]
 fn the_ha_overlay_evicts_replicas_of_lost_nodes_quickly() {
-    if !kubectl() {
-        return;
-    }
     let docs = rendered("overlays/ha");
     let spec = &object(&docs, "Deployment", "outrigger")["spec"]["template"]["spec"];
     for key in [
@@ -841,4 +778,30 @@ fn the_ha_overlay_evicts_replicas_of_lost_nodes_quickly() {
             "{key}: {secs} s is not below the API server's default 300 s"
         );
     }
+}
+
+fn main() {
+    harness::run(trials![
+        &[] => [
+            webhook_manifest_is_the_generated_one,
+            deployment_probes_resources_and_service_port,
+            the_shipped_binary_has_no_debug_info_and_benches_keep_it,
+            docker_build_context_excludes_target,
+            deployment_image_tag_is_the_crate_version,
+        ],
+        &[Need::KubernetesValidate] => [base_manifests_validate_strictly],
+        &[Need::Kubectl] => [
+            critical_priority_class_is_covered_by_a_resource_quota,
+            deploy_base_webhook_config_and_serve_share_one_set_of_defaults,
+            the_base_reads_the_clusters_istio_with_a_role_limited_to_its_configmaps,
+            standalone_use_of_the_embedded_default_is_an_explicit_overlay,
+            the_shipped_webhook_fails_open_until_a_ready_replica_activates_it,
+            a_namespace_override_moves_the_exclusion_but_not_the_istio_role,
+            the_ha_overlay_evicts_replicas_of_lost_nodes_quickly,
+        ],
+        &[Need::Kubectl, Need::KubernetesValidate] => [
+            kustomize_builds_base_and_ha_overlay_and_output_validates,
+            rbac_follows_the_enabled_features,
+        ],
+    ])
 }

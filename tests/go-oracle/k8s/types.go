@@ -1,7 +1,10 @@
 // Package v1 (directory k8s) mirrors the Kubernetes types the oracle's "deployment" mode decodes into.
 package v1
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Deployment and the types below mirror k8s.io/api apps/v1 and core/v1 (a subset of the
 // fields; names, JSON tags, Go types and inline embedding as in Kubernetes), so that
@@ -260,3 +263,48 @@ type (
 	// URIScheme is core/v1 URIScheme.
 	URIScheme string
 )
+
+// Time is metav1.Time (k8s.io/apimachinery/pkg/apis/meta/v1/time.go), transcribed: its JSON
+// methods decide how creationTimestamp and the like read (RFC 3339, then the local zone) and
+// write (UTC, second precision, null for the zero time); printing goes through the embedded
+// time.Time's String.
+type Time struct {
+	time.Time `protobuf:"-"`
+}
+
+// UnmarshalJSON is metav1.Time's.
+func (t *Time) UnmarshalJSON(b []byte) error {
+	if len(b) == 4 && string(b) == "null" {
+		t.Time = time.Time{}
+		return nil
+	}
+	var str string
+	if err := json.Unmarshal(b, &str); err != nil {
+		return err
+	}
+	pt, err := time.Parse(time.RFC3339, str)
+	if err != nil {
+		return err
+	}
+	t.Time = pt.Local()
+	return nil
+}
+
+// MarshalJSON is metav1.Time's.
+func (t Time) MarshalJSON() ([]byte, error) {
+	if t.IsZero() {
+		return []byte("null"), nil
+	}
+	buf := make([]byte, 0, len(time.RFC3339)+2)
+	buf = append(buf, '"')
+	buf = t.UTC().AppendFormat(buf, time.RFC3339)
+	buf = append(buf, '"')
+	return buf, nil
+}
+
+// TimedMeta is metav1.ObjectMeta's name and time fields, as templates see them.
+type TimedMeta struct {
+	Name              string `json:"name,omitempty"`
+	CreationTimestamp Time   `json:"creationTimestamp"`
+	DeletionTimestamp *Time  `json:"deletionTimestamp,omitempty"`
+}

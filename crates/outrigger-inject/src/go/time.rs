@@ -81,11 +81,13 @@ fn parse(s: &str) -> Option<i64> {
     Some(days_from_civil(year, month, day) * 86400 + hour * 3600 + min * 60 + sec - offset)
 }
 
-fn is_leap(y: i64) -> bool {
+/// Is `y` a leap year (proleptic Gregorian)?
+pub fn is_leap(y: i64) -> bool {
     y % 4 == 0 && (y % 100 != 0 || y % 400 == 0)
 }
 
-fn days_in_month(y: i64, m: i64) -> i64 {
+/// Days in month `m` (1-12) of year `y`.
+pub fn days_in_month(y: i64, m: i64) -> i64 {
     match m {
         2 if is_leap(y) => 29,
         2 => 28,
@@ -106,7 +108,8 @@ pub fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
-fn civil_from_days(z: i64) -> (i64, i64, i64) {
+/// The proleptic Gregorian date (year, month 1-12, day 1-31) of a day count since 1970-01-01.
+pub fn civil_from_days(z: i64) -> (i64, i64, i64) {
     let z = z + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z - era * 146_097;

@@ -15,7 +15,7 @@ use super::value::{
     self, duration_parts, is_wrapper, k8s_elem_value, k8s_lookup, proto_field_value, proto_plain,
     IntTy, PairKind, V,
 };
-use super::{Template, TemplateData};
+use super::{dates, Clock, Template, TemplateData};
 use crate::json::lookup as jsonmap;
 use crate::kube::schema;
 
@@ -63,6 +63,8 @@ pub struct Exec<'t> {
     at: At<'t>,
     /// What `env` and `expandenv` read.
     env: &'t BTreeMap<String, String>,
+    /// What `now`, `date`, `ago` and `durationRound` read.
+    clock: &'t Clock,
     /// This render's own mutable copy of `.Values`, for a template that changes maps in place
     /// (`set`, `unset`, `merge`): a change is seen later in the same render, as in Go, and never
     /// in another render.
@@ -79,12 +81,12 @@ type Final<'t> = Option<V<'t>>;
 
 impl<'t> Exec<'t> {
     /// Run the template's main body with `data` as dot.
-    pub fn run(tmpl: &'t Template, data: &'t TemplateData<'t>) -> R<String> {
+    pub fn run(tmpl: &'t Template, data: &'t TemplateData<'t>, clock: &'t Clock) -> R<String> {
         let values = tmpl.mutates_maps.then(|| match data.values {
             Value::Object(_) => super::sprig::owned(data.values.clone()),
             _ => V::map(BTreeMap::new()),
         });
-        Self::run_dot_with(tmpl, V::Root(data), values, data.env)
+        Self::run_dot_with(tmpl, V::Root(data), values, data.env, clock)
     }
 
     /// Run the template's main body over a generic JSON value, as Go executes a template over
@@ -92,17 +94,18 @@ impl<'t> Exec<'t> {
     /// value (`reflect.ValueOf(nil)`), which prints `<no value>`. `owned` turns objects and
     /// arrays into template maps and lists first (mutable by `set`, `unset`, `merge`, as Go's
     /// maps are); otherwise the JSON is viewed in place, as Istio's `.Values` is.
-    pub fn run_json(tmpl: &'t Template, data: &'t Value, owned: bool) -> R<String> {
+    pub fn run_json(
+        tmpl: &'t Template,
+        data: &'t Value,
+        owned: bool,
+        clock: &'t Clock,
+    ) -> R<String> {
         let dot = match data {
             Value::Null => V::Missing,
             v if owned => super::sprig::owned(v.clone()),
             v => V::json(v),
         };
-        Self::run_dot(tmpl, dot, &NO_ENV)
-    }
-
-    fn run_dot(tmpl: &'t Template, dot: V<'t>, env: &'t BTreeMap<String, String>) -> R<String> {
-        Self::run_dot_with(tmpl, dot, None, env)
+        Self::run_dot_with(tmpl, dot, None, &NO_ENV, clock)
     }
 
     fn run_dot_with(
@@ -110,6 +113,7 @@ impl<'t> Exec<'t> {
         dot: V<'t>,
         values: Option<V<'t>>,
         env: &'t BTreeMap<String, String>,
+        clock: &'t Clock,
     ) -> R<String> {
         let mut ex = Exec {
             tmpl,
@@ -120,6 +124,7 @@ impl<'t> Exec<'t> {
             cur: PARSE_NAME,
             at: At::None,
             env,
+            clock,
             values,
         };
         ex.vars.push(("$", dot.clone(), false));
@@ -725,7 +730,9 @@ impl<'t> Exec<'t> {
             };
             argv.insert(0, V::string(callee));
         }
-        let result = match funcs::call_env(name, self.env, &argv) {
+        let result = match funcs::call_env(name, self.env, &argv)
+            .or_else(|| dates::call_clock(name, self.clock, &argv))
+        {
             Some(r) => r,
             None => (def.f)(argv),
         };
@@ -752,6 +759,7 @@ impl<'t> Exec<'t> {
                 cur: self.cur,
                 at: call_node,
                 env: self.env,
+                clock: self.clock,
                 values: None,
             };
             if let At::None = call_node {
@@ -926,6 +934,7 @@ pub fn field<'a>(v: &V<'a>, name: &str) -> Result<V<'a>, String> {
         V::Enum(..) if name == "String" => Ok(V::string(v.sprint())),
         V::Enum(..) if name == "Number" => Ok(V::Int(enum_num(v), IntTy::I32)),
         V::Leaf(..) if name == "String" => Ok(V::string(v.sprint())),
+        V::Time(t) => dates::method(t, name).ok_or_else(|| cant(v, name)),
         _ => Err(cant(v, name)),
     }
 }

@@ -42,6 +42,8 @@ pub enum P {
     Containers,
     /// A protobuf message pointer (`proto.Message`, `*MeshConfig`, `*Duration`).
     Proto,
+    /// `time.Time`.
+    Time,
 }
 
 impl P {
@@ -67,6 +69,7 @@ impl P {
             P::Meta => "v1.ObjectMeta",
             P::Containers => "[]v1.Container",
             P::Proto => "proto.Message",
+            P::Time => "time.Time",
         }
     }
 }
@@ -144,6 +147,10 @@ pub fn convert(v: V<'_>, p: P) -> R<V<'_>> {
         },
         P::Proto => match v {
             V::Proto { .. } => Ok(v),
+            _ => Err(wrong(&v)),
+        },
+        P::Time => match v {
+            V::Time(_) => Ok(v),
             _ => Err(wrong(&v)),
         },
     }

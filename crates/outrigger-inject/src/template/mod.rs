@@ -15,9 +15,11 @@
 //!
 //! Layout: `lex`/`parse`/`ast` (Go's lexer, parser and parse tree, with Go's messages), `value`
 //! (the value model: lazy views over the pod/proto JSON), `exec` (the executor), `funcs`
-//! (argument conversion against Go parameter types, Go builtins, Istio functions), `sprig` (Sprig v3: every name parses, the common ones are implemented, the rest
-//! fail with `error calling X: not implemented by outrigger`), `printf` (`fmt.Sprintf`), `gofmt`
-//! (float `%v`, `strconv.Quote`, `time.Duration`).
+//! (argument conversion against Go parameter types, Go builtins, Istio functions), `sprig`
+//! (Sprig v3: every name parses; all but randomness, cryptography, the network and URLs are
+//! implemented, the rest fail with `error calling X: not implemented by outrigger`), `dates`
+//! (Sprig's date functions over Go's `time.Time`, layouts and zones, read from a [`Clock`]),
+//! `printf` (`fmt.Sprintf`).
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -45,6 +47,7 @@ pub enum TemplateError {
 }
 
 mod ast;
+mod dates;
 mod digest;
 mod exec;
 mod funcs;
@@ -59,6 +62,7 @@ mod sprig;
 mod value;
 
 use ast::ListNode;
+pub use dates::Clock;
 
 #[cfg(test)]
 mod tests;
@@ -164,7 +168,14 @@ impl Template {
     ///
     /// Execution errors are Go-shaped: `template: inject:LINE:COL: executing "inject" at <...>: ...`.
     pub fn render(&self, data: &TemplateData<'_>) -> Result<String> {
-        exec::Exec::run(self, data).map_err(|m| TemplateError::Exec(m).into())
+        self.render_at(data, &Clock::system())
+    }
+
+    /// [`Template::render`] with `clock` as Sprig's clock and local zone (`now`, `date`, `ago`,
+    /// `toDate`, `metav1.Time` values): a fixed one in tests.
+    pub fn render_at(&self, data: &TemplateData<'_>, clock: &Clock) -> Result<String> {
+        crate::go::zone::with_local(clock.local(), || exec::Exec::run(self, data, clock))
+            .map_err(|m| TemplateError::Exec(m).into())
     }
 
     /// Execute the template over a generic JSON value, as Go's `text/template` executes over
@@ -173,13 +184,22 @@ impl Template {
     /// typed ([`Template::render`]); this entry point serves users' generic data and lets the
     /// engine be compared with Go's on arbitrary values.
     pub fn render_json(&self, data: &Value) -> Result<String> {
-        exec::Exec::run_json(self, data, true).map_err(|m| TemplateError::Exec(m).into())
+        self.render_json_at(data, &Clock::system())
+    }
+
+    /// [`Template::render_json`] with `clock` as Sprig's clock and local zone.
+    pub fn render_json_at(&self, data: &Value, clock: &Clock) -> Result<String> {
+        crate::go::zone::with_local(clock.local(), || {
+            exec::Exec::run_json(self, data, true, clock)
+        })
+        .map_err(|m| TemplateError::Exec(m).into())
     }
 
     /// Like [`Template::render_json`], but the JSON is viewed in place, as Istio's `.Values`
     /// is during injection: the same results, except that `set`, `unset` and `merge` on a map
     /// of the data return an updated copy instead of changing the data.
     pub fn render_json_view(&self, data: &Value) -> Result<String> {
-        exec::Exec::run_json(self, data, false).map_err(|m| TemplateError::Exec(m).into())
+        exec::Exec::run_json(self, data, false, &Clock::system())
+            .map_err(|m| TemplateError::Exec(m).into())
     }
 }

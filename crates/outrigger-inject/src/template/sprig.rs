@@ -1,5 +1,6 @@
 //! Sprig v3 text functions. Every Sprig name is accepted at parse time; the ones implemented
-//! here follow Sprig's semantics, the rest fail at execution with
+//! here (and the date functions, in `dates`) follow Sprig's semantics, the rest (randomness,
+//! cryptography, the network, URLs: `docs/go-exactness.md`) fail at execution with
 //! `error calling X: not implemented by outrigger`.
 
 use std::collections::BTreeMap;
@@ -479,7 +480,7 @@ fn go_kind(v: &V<'_>) -> &'static str {
         V::Json(_) | V::Map(_) | V::StrMapJ(_) | V::StrMap(_) | V::K8sMap(..) => "map",
         V::NilPtr(_) | V::Proto { .. } | V::Root(_) | V::Ptr(_) => "ptr",
         V::K8s { ptr: true, .. } => "ptr",
-        V::K8s { .. } | V::Leaf(..) | V::Pair(..) => "struct",
+        V::K8s { .. } | V::Leaf(..) | V::Pair(..) | V::Time(_) => "struct",
     }
 }
 
@@ -494,7 +495,7 @@ fn type_of(v: &V<'_>) -> String {
 /// Sprig's `empty`.
 pub fn empty(v: &V<'_>) -> bool {
     match v {
-        V::K8s { ptr: false, .. } | V::Leaf(..) | V::Pair(..) => false,
+        V::K8s { ptr: false, .. } | V::Leaf(..) | V::Pair(..) | V::Time(_) => false,
         other => !other.truth(),
     }
 }
@@ -955,6 +956,7 @@ pub fn register_all(m: &mut Table) {
     register_numbers(m);
     register_misc(m);
     register_semver(m);
+    super::dates::register_dates(m);
 }
 
 /// `semver` (the version in its canonical form: Go prints a `*semver.Version` through its

@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 
 use super::TemplateData;
 use crate::go::float::format_g64;
+use crate::go::timeval::Time as GoTime;
 use crate::json::lookup as jsonmap;
 use crate::kube::schema::{
     self, K8sField, K8sStruct, Kind, ProtoEnum, ProtoField, ProtoKind, ProtoMessage,
@@ -82,6 +83,8 @@ pub enum V<'a> {
     K8sMap(&'static K8sField, Option<&'a Map<String, Value>>),
     /// A leaf printed through `String()` (Quantity, IntOrString, Time).
     Leaf(&'static str, &'a Value),
+    /// A Go `time.Time` (Sprig's `now`, `toDate`, `dateModify`).
+    Time(Rc<GoTime>),
     /// A protobuf message pointer (`json` None = nil pointer).
     Proto {
         /// Fully qualified message name.
@@ -198,6 +201,7 @@ impl<'a> V<'a> {
                 .map(k8s_go_name)
                 .unwrap_or_else(|| "map[string]interface {}".into()),
             V::Leaf(t, _) => k8s_go_name(t),
+            V::Time(_) => "time.Time".into(),
             V::Proto { name, .. } => format!("*{}", proto_go_name(name)),
             V::ProtoList(f, _) => format!("[]{}", f.ty),
             V::Enum(e, _) => e.go_type.clone().unwrap_or_else(|| "int32".into()),
@@ -231,7 +235,7 @@ impl<'a> V<'a> {
             V::ProtoList(_, s) => s.is_some_and(|s| !s.is_empty()),
             V::Proto { json, .. } => json.is_some(),
             V::Enum(_, n) => *n != 0,
-            V::K8s { .. } | V::Leaf(..) | V::Root(_) | V::Pair(..) | V::Ptr(_) => true,
+            V::K8s { .. } | V::Leaf(..) | V::Root(_) | V::Pair(..) | V::Ptr(_) | V::Time(_) => true,
         }
     }
 
@@ -344,6 +348,8 @@ impl<'a> V<'a> {
                         .map(|(k, j)| (k.as_str(), k8s_elem_value(f, Some(j)))),
                 ),
             ),
+            V::Leaf("v1.Time", j) => out.push_str(&meta_time(j).string()),
+            V::Time(t) => out.push_str(&t.string()),
             V::Leaf(_, j) => match j {
                 Value::String(s) => out.push_str(s),
                 Value::Number(n) => out.push_str(&n.to_string()),
@@ -408,12 +414,41 @@ impl<'a> V<'a> {
                 s.map_or(Value::Null, |s| Value::Array(s.to_vec()))
             }
             V::K8sMap(_, m) => m.map_or(Value::Null, |m| Value::Object(m.clone())),
+            V::Leaf("v1.Time", j) => {
+                // metav1.Time's MarshalJSON: UTC, second precision, null for the zero time.
+                let t = meta_time(j);
+                if t.is_zero() {
+                    Value::Null
+                } else {
+                    let utc = t.in_location(crate::go::zone::Location::Utc);
+                    Value::String(utc.format("2006-01-02T15:04:05Z07:00"))
+                }
+            }
             V::Leaf(_, j) => (*j).clone(),
+            V::Time(t) => Value::String(t.rfc3339_nano()),
             V::Proto { json, .. } => json.cloned().unwrap_or(Value::Null),
             V::Enum(..) => Value::String(self.sprint()),
             V::Root(_) | V::Pair(..) => Value::Object(Map::new()),
             V::Ptr(v) => v.to_json(),
         }
+    }
+}
+
+/// A `metav1.Time` as Go holds it after decoding its JSON: `null` (or anything unreadable) is
+/// the zero time; a timestamp is read as RFC 3339 and shown in the local zone
+/// (`UnmarshalJSON` calls `Local()`).
+pub fn meta_time(j: &Value) -> GoTime {
+    let parsed = j.as_str().and_then(|s| {
+        crate::go::layout::parse_in_location(
+            "2006-01-02T15:04:05Z07:00",
+            s,
+            &crate::go::zone::Location::Utc,
+        )
+        .ok()
+    });
+    match parsed {
+        Some(t) => t.in_location(crate::go::zone::Location::Local),
+        None => GoTime::zero(),
     }
 }
 

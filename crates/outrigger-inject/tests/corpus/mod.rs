@@ -5,21 +5,19 @@
 
 #![allow(dead_code)]
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use libtest_mimic::{Failed, Trial};
+use libtest_mimic::Trial;
 use outrigger_inject::yaml;
 use serde_json::{Map, Value};
 
-/// Where Istio's conformance corpus is looked for: `OUTRIGGER_CORPUS` when set (a checkout whose
-/// `../shared` is elsewhere, such as a git worktree), else `../shared/conformance/istio` beside
-/// the workspace (whether it is there or not).
-pub fn corpus_dir() -> PathBuf {
-    match std::env::var_os("OUTRIGGER_CORPUS") {
-        Some(dir) => PathBuf::from(dir),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/conformance/istio"),
-    }
-}
+/// The rule for "absent" and "required", shared with the harness (`tests/harness/absent.rs`).
+// A test binary may take this file through more than one of the helpers that share it.
+#[allow(clippy::duplicate_mod)]
+#[path = "../harness/absent.rs"]
+mod absent;
+
+pub use absent::corpus_dir;
 
 /// The corpus directory ([`corpus_dir`]), when it is there.
 pub fn corpus() -> Option<PathBuf> {
@@ -116,21 +114,18 @@ pub fn first_diff(want: &Value, got: &Value, path: &str) -> Option<String> {
     }
 }
 
-/// The one trial of a corpus suite (`suite::corpus_absent_see_README`) when the corpus is absent:
-/// ignored, with a notice naming `what` was not run, or failing when `OUTRIGGER_REQUIRE_CORPUS=1`
-/// (CI).
-pub fn absent_trial(suite: &str, what: &str) -> Trial {
-    let name = format!("{suite}::corpus_absent_see_README");
-    if std::env::var("OUTRIGGER_REQUIRE_CORPUS").is_ok_and(|v| v == "1") {
-        return Trial::test(name, || {
-            Err(Failed::from(
-                "../shared/conformance/istio is required (OUTRIGGER_REQUIRE_CORPUS=1) but absent",
-            ))
-        });
-    }
-    eprintln!(
-        "NOTICE: ../shared/conformance/istio not found (OUTRIGGER_CORPUS unset); {what} not run \
-         (shown as 1 ignored test)"
-    );
-    Trial::test(name, || Ok(())).with_ignored_flag(true)
+/// The one trial of a corpus suite (`suite::corpus_absent`) when the corpus is absent: ignored
+/// with the reason (naming `what` was not run), or failing where the corpus is required (CI),
+/// by the harness' one rule.
+pub fn absent_trial(suite: &str, what: &'static str) -> Trial {
+    absent::trial(
+        &format!("{suite}::corpus_absent"),
+        move || {
+            absent::corpus().map(|m| absent::Missing {
+                why: format!("{}; {what} not run", m.why),
+                ..m
+            })
+        },
+        || {},
+    )
 }

@@ -241,6 +241,37 @@ impl Oracle {
     }
 }
 
+/// A stopped clock for the oracle's `template_at` mode: the current time (RFC 3339 with
+/// nanoseconds) and the tz database name of Go's `time.Local`.
+#[derive(Debug, Clone, Copy)]
+pub struct GoClock {
+    /// What Sprig's `now` returns.
+    pub now: &'static str,
+    /// `time.Local`'s zone.
+    pub local: &'static str,
+}
+
+impl Oracle {
+    /// Execute many `(template, data)` pairs with Sprig's clock stopped at `clock` (mode
+    /// `template_at`); `typed` data is `{"ObjectMeta": M, "Values": V}`, decoded as istiod's
+    /// template data types it (metav1.Time fields). Answers as [`Oracle::render_phase_many`].
+    pub fn render_at_many(
+        &mut self,
+        clock: GoClock,
+        typed: bool,
+        cases: &[(&str, &Value)],
+    ) -> Vec<Answer> {
+        let reqs: Vec<Value> = cases
+            .iter()
+            .map(|(t, d)| {
+                json!({"mode": "template_at", "name": "inject", "input": t, "data": d,
+                       "now": clock.now, "local": clock.local, "typed": typed})
+            })
+            .collect();
+        self.ask_many(&reqs)
+    }
+}
+
 /// One document of a stream as Go reads it ([`Oracle::streams`]).
 pub struct GoDocument {
     /// The document's text as `YAMLReader` returned it.

@@ -1,12 +1,20 @@
 //! The test harness of the tests that need something outside the crate (libtest-mimic, so that
 //! a test that cannot run is reported `ignored` in the `cargo test` summary, with its reason,
 //! instead of `ok`): the Go oracle (`tests/go-oracle`) and Istio's conformance corpus
-//! (`$OUTRIGGER_CORPUS`, else `../shared/conformance/istio` beside the checkout).
-//! When CI requires what is missing (`OUTRIGGER_REQUIRE_GO_ORACLE=1`,
-//! `OUTRIGGER_REQUIRE_CORPUS=1`) the test fails instead.
+//! (`$OUTRIGGER_CORPUS`, else `../shared/conformance/istio` beside the checkout). The rule for
+//! "absent" and "required" is `absent.rs`'s, shared with the binary crate's tests: under CI
+//! (`CI=true`) or with `OUTRIGGER_REQUIRE_GO_ORACLE=1` / `OUTRIGGER_REQUIRE_CORPUS=1` a test
+//! whose need is missing fails instead.
 #![allow(dead_code)] // each test binary takes some
 
-use libtest_mimic::{Arguments, Completion, Failed, Trial};
+use libtest_mimic::{Arguments, Trial};
+
+// A test binary may take this file through more than one of the helpers that share it.
+#[allow(clippy::duplicate_mod)]
+pub mod absent;
+
+#[allow(unused_imports)] // the tests that read the corpus themselves take it
+pub use absent::corpus_dir;
 
 /// What a test needs besides the crate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -17,49 +25,21 @@ pub enum Need {
     Corpus,
 }
 
-/// The corpus' one locating rule, shared with the corpus suites.
-#[path = "../corpus/mod.rs"]
-mod corpus_files;
-
-pub use corpus_files::corpus_dir;
-
-fn required(var: &str) -> bool {
-    std::env::var(var).is_ok_and(|v| v == "1")
-}
-
-/// Why `need` cannot be had here (`None` when it can), and the variable that makes it required.
-fn missing(need: Need) -> Option<(String, &'static str)> {
-    match need {
-        Need::Oracle => {
-            super::go_oracle::Oracle::unavailable().map(|why| (why, "OUTRIGGER_REQUIRE_GO_ORACLE"))
-        }
-        Need::Corpus => {
-            let dir = corpus_dir();
-            (!dir.join("cases.json").exists()).then(|| {
-                (
-                    format!("Istio's conformance corpus not found at {}", dir.display()),
-                    "OUTRIGGER_REQUIRE_CORPUS",
-                )
-            })
-        }
-    }
+/// What of `needs` cannot be had here (`None` when all can).
+fn missing(needs: &[Need]) -> Option<absent::Missing> {
+    needs.iter().find_map(|need| match need {
+        Need::Oracle => super::go_oracle::Oracle::unavailable().map(|why| absent::Missing {
+            why,
+            var: "OUTRIGGER_REQUIRE_GO_ORACLE",
+        }),
+        Need::Corpus => absent::corpus(),
+    })
 }
 
 /// A test that runs `body` (which fails by panicking, as a `#[test]` does) when all of `needs`
 /// can be had; otherwise it is ignored with the reason, or fails when that need is required.
 pub fn trial(name: &str, needs: &'static [Need], body: fn()) -> Trial {
-    Trial::ignorable_test(name, move || {
-        for &need in needs {
-            if let Some((why, var)) = missing(need) {
-                if required(var) {
-                    return Err(Failed::from(format!("{why}, and {var}=1 requires it")));
-                }
-                return Ok(Completion::ignored_with(why));
-            }
-        }
-        body();
-        Ok(Completion::Completed)
-    })
+    absent::trial(name, move || missing(needs), body)
 }
 
 /// A long run, ignored unless asked for (`--ignored` or `--include-ignored`), like
