@@ -50,6 +50,9 @@ fn cluster() -> Cluster {
         .as_array_mut()
         .expect("args")
         .push(json!("--native-sidecars=false"));
+    // The API server gives every object a uid (the server's owner reference needs it).
+    c.get_mut("namespaces", "", "outrigger").expect("namespace")["metadata"]["uid"] =
+        json!("uid-outrigger");
     for ns in ["kube-system", "istio-system"] {
         c.put(namespace(ns, json!({})));
     }
@@ -183,6 +186,57 @@ async fn doctor(api: &FakeApi, dir: &Path, extra: &[&str]) -> Report {
     }
 }
 
+/// An istiod-like injector: `outrigger serve` on its own (files, no cluster) with proxy images
+/// from hub `istiod.example`, its certificate for `istiod.istio-system.svc`; the server and its
+/// CA (base64 PEM, for a caBundle).
+fn start_istiod_like(dir: &Path) -> (Server, String) {
+    let mut values: Value =
+        serde_json::from_str(outrigger_inject::config::defaults::VALUES).expect("values");
+    values["global"]["hub"] = json!("istiod.example");
+    let files = [
+        (
+            "config",
+            outrigger_inject::config::defaults::CONFIG.to_string(),
+        ),
+        ("values", values.to_string()),
+        ("mesh", outrigger_inject::config::defaults::MESH.to_string()),
+    ];
+    for (name, text) in &files {
+        std::fs::write(dir.join(name), text).expect("write");
+    }
+    let path = |n: &str| dir.join(n).display().to_string();
+    let (config, values, mesh, ca) = (
+        path("config"),
+        path("values"),
+        path("mesh"),
+        path("istiod-ca.pem"),
+    );
+    let server = Server::start(
+        &[
+            "--injectConfig",
+            &config,
+            "--injectValues",
+            &values,
+            "--meshConfig",
+            &mesh,
+            "--service",
+            "istiod",
+            "--namespace",
+            "istio-system",
+            "--caBundleFile",
+            &ca,
+            "--native-sidecars",
+            "false",
+        ],
+        &[],
+    );
+    let pem = std::fs::read(&ca).expect("CA written");
+    (
+        server,
+        base64::engine::general_purpose::STANDARD.encode(pem),
+    )
+}
+
 /// A webhook configuration as `outrigger webhook-config ARGS -o json` prints it.
 fn webhook_config(args: &[&str]) -> Value {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_outrigger"))
@@ -252,31 +306,51 @@ async fn a_healthy_install_passes_and_each_seeded_fault_is_named() {
     assert_eq!(r.with("skipped"), ["probe"]);
     assert_eq!(r.status, 0);
 
-    // Overlap: an istiod-like configuration selecting the same namespace.
-    let mut istiod = webhook_config(&["--istio"]);
-    istiod["metadata"]["name"] = json!("istio-sidecar-injector");
-    api.lock().put(istiod);
+    // Overlap: an istiod-like injector (another server, proxy images from another hub) selecting
+    // the same namespace. Its configuration sorts after outrigger's: it is called last and its
+    // sidecar wins (one sorting first would be overridden by outrigger, Istio's webhook
+    // re-injecting an injected pod).
+    let (istiod, istiod_ca) = start_istiod_like(&dir);
+    let mut istiod_config = webhook_config(&["--istio"]);
+    istiod_config["metadata"]["name"] = json!("vendor-sidecar-injector");
+    for e in istiod_config["webhooks"].as_array_mut().expect("entries") {
+        e["clientConfig"]["caBundle"] = json!(istiod_ca);
+    }
+    let svc = istiod_config["webhooks"][0]["clientConfig"]["service"].clone();
+    api.lock().endpoints.insert(
+        (
+            svc["namespace"].as_str().expect("ns").into(),
+            svc["name"].as_str().expect("name").into(),
+        ),
+        vec![istiod.addr],
+    );
+    api.lock().put(istiod_config);
     let r = doctor(&api, &dir, &probe).await;
-    assert_eq!(r.check("overlaps").0, "fail");
-    assert!(
-        r.check("overlaps")
-            .1
-            .contains("istio-sidecar-injector (namespaces apps)"),
-        "{:?}",
-        r.check("overlaps")
+    r.fails(
+        &["overlaps", "probe"],
+        &[
+            "vendor-sidecar-injector (namespaces apps)",
+            "spec.containers[istio-proxy].image: rendered \"docker.io/istio/proxyv2",
+            "got \"istiod.example/proxyv2",
+            "changed by vendor-sidecar-injector/namespace.sidecar-injector.istio.io",
+        ],
     );
-    assert!(
-        r.check("probe")
-            .1
-            .contains("istio-sidecar-injector/namespace.sidecar-injector.istio.io"),
+    assert_eq!(
+        r.check("webhook-order").0,
+        "warn",
         "{:?}",
-        r.check("probe")
+        r.check("webhook-order")
     );
+    assert!(r.check("webhook-order").1.contains(
+        "call order for its pods: outrigger-sidecar-injector → \
+         vendor-sidecar-injector/namespace.sidecar-injector.istio.io"
+    ));
     api.lock().remove(
         "mutatingwebhookconfigurations",
         "",
-        "istio-sidecar-injector",
+        "vendor-sidecar-injector",
     );
+    drop(istiod);
 
     // Selector gap: a namespace labelled for a revision nothing serves.
     api.lock()
@@ -440,7 +514,9 @@ async fn a_missing_install_fails_and_an_unreachable_cluster_exits_2() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.starts_with("error: cannot reach the Kubernetes API server http://127.0.0.1:1/"),
+        err.starts_with("Error: cannot reach the Kubernetes API server http://127.0.0.1:1/")
+            && err.contains("listing mutatingwebhookconfigurations: ")
+            && err.contains("Connection refused"),
         "{err}"
     );
 }

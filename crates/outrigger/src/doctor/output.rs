@@ -40,7 +40,7 @@ pub fn table(checks: &[Check]) -> String {
         ));
         if let Some(h) = c.hint.as_deref().filter(|h| !h.is_empty()) {
             if c.verdict != Verdict::Pass {
-                out.push_str(&format!("{:<8} {:<width$}   hint: {h}\n", "", ""));
+                out.push_str(&format!("{:<8} {:<width$} hint: {h}\n", "", ""));
             }
         }
     }
