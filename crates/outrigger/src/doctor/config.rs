@@ -518,7 +518,7 @@ fn timeout(facts: &Facts, injecting: &[&MutatingWebhook]) -> Check {
 /// `8s`, `1.5s`, `2m0s`-style text of a duration.
 pub fn humantime(d: Duration) -> String {
     let ms = d.as_millis();
-    if ms % 1000 == 0 {
+    if ms.is_multiple_of(1000) {
         format!("{}s", ms / 1000)
     } else {
         format!("{}s", d.as_secs_f64())
