@@ -256,3 +256,80 @@ fn expiry(
         format!("the {what} of Secret {secret} expires first, at {date} (in {days} days)"),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::doctor::facts::test_facts;
+    use k8s_openapi::api::core::v1::Secret;
+    use k8s_openapi::ByteString;
+    use serde_json::json;
+    use time::Duration as Span;
+
+    /// A CA and a serving certificate for `outrigger.outrigger.svc` valid from `from` for `days`.
+    fn issued(from: OffsetDateTime, days: i64) -> (pki::Pair, pki::Pair) {
+        let ca = pki::new_ca("test CA", from, from + Span::days(3650)).expect("CA");
+        let names = vec!["outrigger.outrigger.svc".to_string()];
+        let serving = pki::new_serving(&ca, &names, from, from + Span::days(days)).expect("cert");
+        (ca, serving)
+    }
+
+    fn facts(bundle: &str, cert: &str) -> Facts {
+        let config = serde_json::from_value(json!({
+            "metadata": {"name": "outrigger-sidecar-injector"},
+            "webhooks": [{"name": "namespace.sidecar-injector.istio.io", "admissionReviewVersions": ["v1"],
+                "sideEffects": "None", "clientConfig": {"service": {"name": "outrigger", "namespace": "outrigger"},
+                "caBundle": base64::Engine::encode(&base64::engine::general_purpose::STANDARD, bundle)}}]
+        }))
+        .expect("configuration");
+        let mut secret = Secret::default();
+        secret.data = Some([("tls.crt".to_string(), ByteString(cert.as_bytes().to_vec()))].into());
+        test_facts(vec![config], Some(secret))
+    }
+
+    #[test]
+    fn trust_and_expiry_follow_the_bundle_and_the_clock() {
+        let now = OffsetDateTime::now_utc();
+        let (ca, serving) = issued(now - Span::days(1), 365);
+        let warn = Duration::from_secs(30 * 24 * 3600);
+        let verdicts = |f: &Facts, at: OffsetDateTime| -> Vec<(Verdict, String)> {
+            checks(f, at, warn)
+                .into_iter()
+                .map(|c| (c.verdict, c.finding))
+                .collect()
+        };
+        let good = facts(&ca.cert_pem, &serving.cert_pem);
+        let v = verdicts(&good, now);
+        assert_eq!((v[0].0, v[1].0), (Verdict::Pass, Verdict::Pass), "{v:?}");
+        // 20 days before the end: a warning; after it: a failure (the API server refuses it).
+        let v = verdicts(&good, now + Span::days(344) - Span::hours(1));
+        assert_eq!(v[1].0, Verdict::Warn, "{v:?}");
+        assert!(v[1].1.contains("(in 20 days)"), "{v:?}");
+        let v = verdicts(&good, now + Span::days(400));
+        assert_eq!((v[0].0, v[1].0), (Verdict::Fail, Verdict::Fail), "{v:?}");
+        assert!(
+            v[1].1.starts_with(
+                "the serving certificate of Secret outrigger/outrigger-tls expired at "
+            ),
+            "{v:?}"
+        );
+        // Another CA in the bundle: the entry is named.
+        let (other, _) = issued(now, 365);
+        let v = verdicts(&facts(&other.cert_pem, &serving.cert_pem), now);
+        assert_eq!(v[0].0, Verdict::Fail);
+        assert!(
+            v[0].1
+                .contains("the caBundle of namespace.sidecar-injector.istio.io ("),
+            "{v:?}"
+        );
+        // No Secret: both skipped, with the probe as the way to check trust.
+        let mut none = good.clone();
+        none.secret = Ok(None);
+        let c = checks(&none, now, warn);
+        assert_eq!(
+            (c[0].verdict, c[1].verdict),
+            (Verdict::Skipped, Verdict::Skipped)
+        );
+        assert_eq!(c[1].name, EXPIRY);
+    }
+}

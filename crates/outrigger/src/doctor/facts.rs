@@ -270,3 +270,45 @@ pub async fn gather(client: &Client, args: &DoctorArgs) -> Result<Facts> {
         server,
     })
 }
+
+/// Flags as `doctor` defaults them, for tests.
+#[cfg(test)]
+pub(crate) fn test_args() -> DoctorArgs {
+    DoctorArgs {
+        kubeconfig: None,
+        context: None,
+        namespace: "outrigger".into(),
+        webhook_config_name: "outrigger-sidecar-injector".into(),
+        service: "outrigger".into(),
+        deployment: "outrigger".into(),
+        tls_secret: "outrigger-tls".into(),
+        revision: None,
+        istio_namespace: None,
+        probe_namespace: None,
+        expiry_warning: Duration::from_secs(30 * 24 * 3600),
+        output: crate::cli::doctor::DoctorOutput::Table,
+    }
+}
+
+/// Facts with these webhook configurations and Secret, nothing else read, for tests.
+#[cfg(test)]
+pub(crate) fn test_facts(
+    configurations: Vec<MutatingWebhookConfiguration>,
+    secret: Option<Secret>,
+) -> Facts {
+    let args = test_args();
+    Facts {
+        namespace: args.namespace.clone(),
+        webhook_config_name: args.webhook_config_name.clone(),
+        service_name: args.service.clone(),
+        deployment_name: args.deployment.clone(),
+        secret_name: args.tls_secret.clone(),
+        configurations: Ok(configurations),
+        namespaces: Ok(Vec::new()),
+        service: Ok(None),
+        endpoint_slices: Ok(Vec::new()),
+        secret: Ok(secret),
+        deployment: Ok(None),
+        server: ServerSettings::defaults(&args),
+    }
+}

@@ -75,18 +75,19 @@ impl Check {
         }
     }
 
-    /// A check with `verdict` and a hint.
+    /// A check with `verdict` and a hint (none when empty).
     pub fn with(
         name: &'static str,
         verdict: Verdict,
         finding: impl Into<String>,
         hint: impl Into<String>,
     ) -> Check {
+        let hint: String = hint.into();
         Check {
             name,
             verdict,
             finding: finding.into(),
-            hint: Some(hint.into()),
+            hint: (!hint.is_empty()).then_some(hint),
         }
     }
 }

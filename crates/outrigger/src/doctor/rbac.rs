@@ -278,7 +278,7 @@ pub async fn check(client: &Client, facts: &Facts) -> Check {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::doctor::{DoctorArgs, DoctorOutput};
+    use crate::cli::doctor::DoctorArgs;
     use k8s_openapi::api::apps::v1::Deployment;
     use serde_json::Value;
     use std::collections::BTreeSet;
@@ -293,21 +293,8 @@ mod tests {
             .collect()
     }
 
-    pub(crate) fn args() -> DoctorArgs {
-        DoctorArgs {
-            kubeconfig: None,
-            context: None,
-            namespace: "outrigger".into(),
-            webhook_config_name: "outrigger-sidecar-injector".into(),
-            service: "outrigger".into(),
-            deployment: "outrigger".into(),
-            tls_secret: "outrigger-tls".into(),
-            revision: None,
-            istio_namespace: None,
-            probe_namespace: None,
-            expiry_warning: std::time::Duration::from_secs(3600),
-            output: DoctorOutput::Table,
-        }
+    fn args() -> DoctorArgs {
+        crate::doctor::facts::test_args()
     }
 
     /// Every (namespace, group, resource, name, verb) the Roles and ClusterRoles of `docs` grant.
