@@ -282,8 +282,10 @@ mod tests {
                 "caBundle": base64::Engine::encode(&base64::engine::general_purpose::STANDARD, bundle)}}]
         }))
         .expect("configuration");
-        let mut secret = Secret::default();
-        secret.data = Some([("tls.crt".to_string(), ByteString(cert.as_bytes().to_vec()))].into());
+        let secret = Secret {
+            data: Some([("tls.crt".to_string(), ByteString(cert.as_bytes().to_vec()))].into()),
+            ..Secret::default()
+        };
         test_facts(vec![config], Some(secret))
     }
 
