@@ -301,6 +301,13 @@ async fn a_healthy_install_passes_and_each_seeded_fault_is_named() {
             .is_none(),
         "dry run: not stored"
     );
+    // A probe namespace that does not exist.
+    doctor(&api, &dir, &["--probe-namespace", "nosuch"])
+        .await
+        .fails(
+            &["probe"],
+            &["cannot probe in nosuch: namespaces \"nosuch\" not found"],
+        );
     // Without --probe-namespace the probe is skipped, still exit 0.
     let r = doctor(&api, &dir, &[]).await;
     assert_eq!(r.with("skipped"), ["probe"]);
@@ -497,6 +504,15 @@ async fn a_missing_install_fails_and_an_unreachable_cluster_exits_2() {
     assert_eq!(
         r.check("service-endpoints").1,
         "Service outrigger/outrigger not found: every call to the injector fails"
+    );
+    assert_eq!(
+        r.check("rbac"),
+        (
+            "skipped".to_string(),
+            "Deployment outrigger/outrigger not found: the server's service account and flags \
+             are unknown"
+                .to_string()
+        )
     );
     assert_eq!(r.status, 1);
 

@@ -115,8 +115,24 @@ pub fn checks(facts: &Facts) -> Vec<Check> {
             ),
         },
         exclusions(facts, ours, namespaces),
-        overlaps(facts, configs, namespaces),
-        order(facts, configs, ours, namespaces),
+        match &facts.namespaces {
+            Ok(_) => overlaps(facts, configs, namespaces),
+            Err(e) => Check::with(
+                OVERLAPS,
+                Verdict::Skipped,
+                e.clone(),
+                "doctor needs list on namespaces",
+            ),
+        },
+        match &facts.namespaces {
+            Ok(_) => order(facts, configs, ours, namespaces),
+            Err(e) => Check::with(
+                ORDER,
+                Verdict::Skipped,
+                e.clone(),
+                "doctor needs list on namespaces",
+            ),
+        },
         failure_policy(facts, &injecting),
         timeout(facts, &injecting),
     ]

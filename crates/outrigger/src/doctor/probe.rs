@@ -343,6 +343,14 @@ pub async fn check(client: &Client, facts: &Facts, namespace: Option<&str>) -> C
                 "a dry-run create needs create on pods in the probe namespace",
             )
         }
+        Err((404, msg)) => {
+            return Check::with(
+                PROBE,
+                Verdict::Fail,
+                format!("cannot probe in {ns}: {msg}"),
+                "--probe-namespace must name an existing namespace",
+            )
+        }
         Err((code, msg)) => {
             let whose = refused_by(configs, &ns_labels, &pod_labels, &msg);
             return Check::with(

@@ -219,6 +219,26 @@ async fn allowed(client: &Client, user: &str, need: &Need) -> Result<bool, (u16,
 
 /// The `rbac` check.
 pub async fn check(client: &Client, facts: &Facts) -> Check {
+    match &facts.deployment {
+        Ok(Some(_)) => {}
+        Ok(None) => return Check::with(
+            RBAC,
+            Verdict::Skipped,
+            format!(
+                "Deployment {}/{} not found: the server's service account and flags are unknown",
+                facts.namespace, facts.deployment_name
+            ),
+            "name it with --deployment",
+        ),
+        Err(e) => {
+            return Check::with(
+                RBAC,
+                Verdict::Skipped,
+                e.clone(),
+                "doctor needs get on the Deployment",
+            )
+        }
+    }
     let sa = &facts.server.service_account;
     let user = format!("system:serviceaccount:{}:{sa}", facts.namespace);
     let needs = needs(
