@@ -221,15 +221,17 @@ async fn allowed(client: &Client, user: &str, need: &Need) -> Result<bool, (u16,
 pub async fn check(client: &Client, facts: &Facts) -> Check {
     match &facts.deployment {
         Ok(Some(_)) => {}
-        Ok(None) => return Check::with(
-            RBAC,
-            Verdict::Skipped,
-            format!(
+        Ok(None) => {
+            return Check::with(
+                RBAC,
+                Verdict::Skipped,
+                format!(
                 "Deployment {}/{} not found: the server's service account and flags are unknown",
                 facts.namespace, facts.deployment_name
             ),
-            "name it with --deployment",
-        ),
+                "name it with --deployment",
+            )
+        }
         Err(e) => {
             return Check::with(
                 RBAC,
