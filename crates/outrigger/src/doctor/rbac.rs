@@ -319,8 +319,22 @@ mod tests {
         crate::doctor::facts::test_args()
     }
 
+    /// A need as a granted tuple.
+    fn grant(n: Need) -> Grant {
+        (
+            n.namespace,
+            n.group.to_string(),
+            n.resource.to_string(),
+            n.name.unwrap_or_default(),
+            n.verb.to_string(),
+        )
+    }
+
+    /// (namespace, group, resource, name or "", verb).
+    type Grant = (String, String, String, String, String);
+
     /// Every (namespace, group, resource, name, verb) the Roles and ClusterRoles of `docs` grant.
-    fn granted(docs: &[Value]) -> BTreeSet<(String, String, String, String, String)> {
+    fn granted(docs: &[Value]) -> BTreeSet<Grant> {
         let mut out = BTreeSet::new();
         for d in docs {
             if !matches!(d["kind"].as_str(), Some("Role" | "ClusterRole")) {
@@ -373,15 +387,7 @@ mod tests {
             "outrigger-sidecar-injector",
         )
         .into_iter()
-        .map(|n| {
-            (
-                n.namespace,
-                n.group.to_string(),
-                n.resource.to_string(),
-                n.name.unwrap_or_default(),
-                n.verb.to_string(),
-            )
-        })
+        .map(grant)
         .collect();
         let mut docs = deploy("base/rbac.yaml");
         docs.extend(deploy("base/istio-rbac.yaml"));
@@ -417,15 +423,7 @@ mod tests {
             )
             .into_iter()
             .filter(|n| !base_needs.contains(n))
-            .map(|n| {
-                (
-                    n.namespace,
-                    n.group.to_string(),
-                    n.resource.to_string(),
-                    n.name.unwrap_or_default(),
-                    n.verb.to_string(),
-                )
-            })
+            .map(grant)
             .collect();
             assert!(!extra.is_empty(), "{component}");
             assert_eq!(
