@@ -516,6 +516,28 @@ async fn a_missing_install_fails_and_an_unreachable_cluster_exits_2() {
     );
     assert_eq!(r.status, 1);
 
+    // The table: a row per check, the hint under a failed one, the summary last; same status.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_outrigger"))
+        .args(["doctor", "--kubeconfig", &write_kubeconfig(&dir, &api)])
+        .env("NO_PROXY", "127.0.0.1,localhost")
+        .output()
+        .expect("runs");
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{table}");
+    let lines: Vec<&str> = table.lines().collect();
+    assert!(lines[0].starts_with("VERDICT  CHECK"), "{table}");
+    assert!(
+        lines[1].starts_with("fail     webhook-configuration MutatingWebhookConfiguration outrigger-sidecar-injector not found")
+            && lines[2].trim_start().starts_with("hint: install it (kubectl apply -k deploy/base)"),
+        "{table}"
+    );
+    assert!(
+        lines
+            .last()
+            .is_some_and(|l| l.starts_with("fail: ") && l.ends_with(" skipped")),
+        "{table}"
+    );
+
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_outrigger"))
         .args([
             "doctor",
