@@ -345,6 +345,17 @@ fn no_error_message_repeats_itself() {
             "127.0.0.1:1",
         ),
         (
+            vec!["doctor", "--kubeconfig", &unreachable],
+            &[],
+            "127.0.0.1:1",
+        ),
+        (
+            vec!["doctor", "--kubeconfig", &missing],
+            &[],
+            "missing.yaml",
+        ),
+        (vec!["doctor", "--expiry-warning", "soon"], &[], "soon"),
+        (
             vec!["webhook-config", "--revision", "Bad_Rev"],
             &[],
             "Bad_Rev",
@@ -393,7 +404,8 @@ fn no_error_message_repeats_itself() {
 
 /// Usage errors (an unknown flag, an unknown man page, `inject -o FORMAT`) are clap's: `error:`
 /// and exit status 2; failures of a command are `Error:` and exit status 1 (2 where 1 means
-/// something else: `check`'s "not injected", `inject --diff`'s "changed").
+/// something else: `check`'s "not injected", `inject --diff`'s "changed", `doctor`'s "a check
+/// failed").
 fn exit_statuses_follow_the_conventions() {
     let hello = repo("examples/hello.yaml");
     for (args, code, prefix) in [
@@ -407,6 +419,11 @@ fn exit_statuses_follow_the_conventions() {
             "Error: ",
         ),
         (vec!["check", "-f", "/nonexistent/x.yaml"], 2, "Error: "),
+        (
+            vec!["doctor", "--kubeconfig", "/nonexistent/kubeconfig"],
+            2,
+            "Error: ",
+        ),
         (
             vec!["webhook-config", "--revision", "Bad_Rev"],
             1,

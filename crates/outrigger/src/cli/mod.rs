@@ -8,6 +8,7 @@
 pub mod check;
 pub mod common;
 pub mod defaults;
+pub mod doctor;
 pub mod drift;
 pub mod inject;
 pub mod serve;
@@ -39,6 +40,10 @@ pub enum Command {
     /// what the configuration in force injects (current, stale, wrong-revision,
     /// missing-sidecar, unwanted-sidecar), and how.
     Drift(drift::DriftArgs),
+    /// Examine an install in the cluster: a verdict per check (webhook selection and overlaps,
+    /// endpoints, caBundle, certificate expiry, timeouts, failurePolicy, RBAC) and an end-to-end
+    /// dry-run probe; exit status 1 when a check fails.
+    Doctor(doctor::DoctorArgs),
     /// Print the version, the git commit and the Istio versions the injector was verified against.
     Version,
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).

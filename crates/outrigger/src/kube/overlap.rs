@@ -48,7 +48,7 @@ pub struct Overlap {
     pub namespaces: Vec<String>,
 }
 
-fn selector(
+pub(crate) fn selector(
     s: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector>,
 ) -> Option<LabelSelector> {
     let v = s
@@ -74,7 +74,7 @@ fn configuration_selects(c: &MutatingWebhookConfiguration, labels: &Map<String, 
 }
 
 /// The namespace's labels as the API server sees them (`kubernetes.io/metadata.name` included).
-fn labels(ns: &Namespace) -> (String, Map<String, Value>) {
+pub(crate) fn labels(ns: &Namespace) -> (String, Map<String, Value>) {
     let name = ns.metadata.name.clone().unwrap_or_default();
     let mut m: Map<String, Value> = ns
         .metadata

@@ -13,6 +13,11 @@
 //!   `resourceVersion`), 410 Expired (a watch from a compacted version), 415
 //!   UnsupportedMediaType (a PATCH without a patch content type), 422 Invalid (a Secret's `type`
 //!   is immutable).
+//! - Served for `outrigger doctor` ([`super::rbac`] says how): `services`, `serviceaccounts`,
+//!   `resourcequotas`, `deployments`, `poddisruptionbudgets`, RBAC's `roles`, `rolebindings`,
+//!   `clusterroles`, `clusterrolebindings` (stored as given); `endpointslices` (listed, made from
+//!   [`Cluster::endpoints`]); `selfsubjectaccessreviews` (created, evaluated against the stored
+//!   RBAC objects for the user named by `Impersonate-User`, else [`Cluster::user`]).
 //! - Watches deliver the changes of the selected objects made while they are open, then end (as
 //!   the API server's watch timeout does); a test can script a watch's events instead, or have the
 //!   first watch of a resource end with 410 Gone.
@@ -195,6 +200,15 @@ fn resource_of(kind: &str) -> &'static str {
         "Event" => "events",
         "Pod" => "pods",
         "MutatingWebhookConfiguration" => "mutatingwebhookconfigurations",
+        "Service" => "services",
+        "ServiceAccount" => "serviceaccounts",
+        "Role" => "roles",
+        "RoleBinding" => "rolebindings",
+        "ClusterRole" => "clusterroles",
+        "ClusterRoleBinding" => "clusterrolebindings",
+        "Deployment" => "deployments",
+        "PodDisruptionBudget" => "poddisruptionbudgets",
+        "ResourceQuota" => "resourcequotas",
         other => panic!("the fake API server does not store {other}"),
     }
 }
@@ -212,6 +226,27 @@ fn resource_type(resource: &str) -> Option<(&'static str, &'static str, &'static
             "admissionregistration.k8s.io",
             "v1",
             "MutatingWebhookConfiguration",
+            false,
+        ),
+        "services" => ("", "v1", "Service", true),
+        "serviceaccounts" => ("", "v1", "ServiceAccount", true),
+        "resourcequotas" => ("", "v1", "ResourceQuota", true),
+        "deployments" => ("apps", "v1", "Deployment", true),
+        "poddisruptionbudgets" => ("policy", "v1", "PodDisruptionBudget", true),
+        "roles" => ("rbac.authorization.k8s.io", "v1", "Role", true),
+        "rolebindings" => ("rbac.authorization.k8s.io", "v1", "RoleBinding", true),
+        "clusterroles" => ("rbac.authorization.k8s.io", "v1", "ClusterRole", false),
+        "clusterrolebindings" => (
+            "rbac.authorization.k8s.io",
+            "v1",
+            "ClusterRoleBinding",
+            false,
+        ),
+        "endpointslices" => ("discovery.k8s.io", "v1", "EndpointSlice", true),
+        "selfsubjectaccessreviews" => (
+            "authorization.k8s.io",
+            "v1",
+            "SelfSubjectAccessReview",
             false,
         ),
         _ => return None,
@@ -412,6 +447,11 @@ async fn answer(cluster: &Mutex<Cluster>, req: Request<hyper::body::Incoming>) -
         .and_then(|v| v.to_str().ok())
         .unwrap_or("")
         .to_string();
+    let impersonate = req
+        .headers()
+        .get("impersonate-user")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
     let body = req
         .into_body()
         .collect()
@@ -475,6 +515,13 @@ async fn answer(cluster: &Mutex<Cluster>, req: Request<hyper::body::Incoming>) -
         };
     }
     let mut c = cluster.lock().expect("fake API lock");
+    if t.resource == "endpointslices" && method == "GET" && t.name.is_none() {
+        return json_body(200, super::rbac::endpoint_slices(&c, t.namespace, &query));
+    }
+    if t.resource == "selfsubjectaccessreviews" && method == "POST" {
+        let user = impersonate.unwrap_or_else(|| c.user.clone());
+        return json_body(201, super::rbac::access_review(&c, &user, parsed));
+    }
     json_body_pair(match (method.as_str(), t.name) {
         ("GET", Some(name)) => match c.get(t.resource, t.namespace, name) {
             Some(o) => (200, o.clone()),

@@ -5,6 +5,7 @@
 
 pub mod admission;
 pub mod kube_api;
+pub mod rbac;
 
 use std::collections::VecDeque;
 use std::convert::Infallible;

@@ -1,0 +1,61 @@
+//! Flags of `outrigger doctor`.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::defaults;
+
+/// Output format of `outrigger doctor`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DoctorOutput {
+    /// One row per check: verdict, check, finding; the hint below a row that did not pass.
+    Table,
+    /// A JSON object: the checks (name, verdict, finding, hint) and the overall verdict.
+    Json,
+}
+
+/// Flags of `outrigger doctor`: which install to examine, and where to probe it.
+#[derive(Debug, clap::Args)]
+pub struct DoctorArgs {
+    /// The kubeconfig file (default: KUBECONFIG, ~/.kube/config, or in-cluster).
+    #[arg(long = "kubeconfig")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context (default: its current context).
+    #[arg(long = "context")]
+    pub context: Option<String>,
+    /// The namespace outrigger is installed in.
+    #[arg(short = 'n', long = "namespace", default_value = defaults::NAMESPACE)]
+    pub namespace: String,
+    /// The MutatingWebhookConfiguration that routes pods to outrigger.
+    #[arg(long = "webhook-config-name", default_value = defaults::WEBHOOK_CONFIG_NAME)]
+    pub webhook_config_name: String,
+    /// The Service in front of outrigger (in --namespace).
+    #[arg(long = "service", default_value = defaults::SERVICE)]
+    pub service: String,
+    /// The Deployment running `outrigger serve` (in --namespace): its flags, environment and
+    /// service account are read.
+    #[arg(long = "deployment", default_value = defaults::SERVICE)]
+    pub deployment: String,
+    /// The Secret holding the serving certificate (in --namespace).
+    #[arg(long = "tls-secret", default_value = defaults::TLS_SECRET)]
+    pub tls_secret: String,
+    /// The Istio revision outrigger serves (`default`: none); default: the Deployment's
+    /// `--revision`.
+    #[arg(long = "revision")]
+    pub revision: Option<String>,
+    /// The namespace of Istio's ConfigMaps; default: the Deployment's ISTIO_NAMESPACE, else
+    /// istio-system.
+    #[arg(short = 'i', long = "istioNamespace")]
+    pub istio_namespace: Option<String>,
+    /// Probe end to end: a server-side dry-run create (`dryRun=All`, nothing is stored) of a pod
+    /// in this namespace, compared with what outrigger renders for it. Needs `create` on pods
+    /// there. Without it the probe is reported as skipped.
+    #[arg(long = "probe-namespace")]
+    pub probe_namespace: Option<String>,
+    /// Warn when the serving certificate or its CA expires within this duration.
+    #[arg(long = "expiry-warning", default_value = "720h", value_parser = crate::parse_duration_flag)]
+    pub expiry_warning: Duration,
+    /// Output format.
+    #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
+    pub output: DoctorOutput,
+}
