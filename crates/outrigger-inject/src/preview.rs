@@ -178,10 +178,7 @@ fn named_list(l: &[Value]) -> bool {
 }
 
 fn walk(w: Walk<'_>, out: &mut Vec<Change>) {
-    let (a, b) = (
-        w.a.as_ref().map(|(_, v)| *v),
-        w.b.as_ref().map(|(_, v)| *v),
-    );
+    let (a, b) = (w.a.as_ref().map(|(_, v)| *v), w.b.as_ref().map(|(_, v)| *v));
     let ptr = |side: &Option<(String, &Value)>, tail: &str| {
         side.as_ref().map(|(p, _)| format!("{p}/{tail}"))
     };
@@ -468,7 +465,10 @@ mod tests {
             assert_ne!(c.current, c.candidate);
         }
         assert_eq!(cs[2].cause, "native sidecars");
-        assert_eq!(cs[1].current_pointer.as_deref(), Some("/metadata/annotations/a~1b"));
+        assert_eq!(
+            cs[1].current_pointer.as_deref(),
+            Some("/metadata/annotations/a~1b")
+        );
         assert!(changes(&a, &a).is_empty());
     }
 

@@ -2,7 +2,7 @@
 //!
 //! Subcommands: `inject` (offline manifest injection, flag-compatible with
 //! `istioctl kube-inject`), `serve` (the HTTPS admission webhook), `webhook-config`, `check`,
-//! `drift`, `version`, `completion` and `man`. The flags are defined in [`cli`].
+//! `drift`, `preview`, `version`, `completion` and `man`. The flags are defined in [`cli`].
 
 mod check_cmd;
 mod cli;
@@ -12,6 +12,7 @@ mod input;
 mod kube;
 mod man;
 mod pki;
+mod preview_cmd;
 mod report;
 mod safe_write;
 mod serve;
@@ -64,13 +65,14 @@ fn main() -> std::process::ExitCode {
         Err(e) => e.exit(),
     };
     // Exit status of an error: 2 where 1 has a meaning of its own (`inject --diff`: something
-    // changed; `check`: not injected; `drift`: drift found), else 1.
+    // changed; `check`: not injected; `drift`: drift found; `preview`: changes), else 1.
     let (result, error_status) = match cli.command {
         Command::Inject(args) => (inject_cmd::run(&args), if args.diff { 2 } else { 1 }),
         Command::Serve(args) => (serve::run(&args).map(|()| ExitCode::SUCCESS), 1),
         Command::WebhookConfig(args) => (webhook_config::run(&args).map(|()| ExitCode::SUCCESS), 1),
         Command::Check(args) => (check_cmd::run(&args), 2),
         Command::Drift(args) => (drift_cmd::run(&args), 2),
+        Command::Preview(args) => (preview_cmd::run(&args), 2),
         Command::Version => {
             print!("{}", version_text());
             (Ok(ExitCode::SUCCESS), 1)

@@ -106,7 +106,14 @@ pub fn check(pod: &Value, limit_range: &Value) -> Vec<Finding> {
                         c.pointer(&format!("/resources/{kind}/{r}"))
                             .map(|v| (quantity_milli(v), shown(v)))
                     };
-                    bounds(&item, "Container", &get, Some(container_name(c)), lr_name, &mut out);
+                    bounds(
+                        &item,
+                        "Container",
+                        &get,
+                        Some(container_name(c)),
+                        lr_name,
+                        &mut out,
+                    );
                 }
             }
             Some("Pod") => {
@@ -234,7 +241,9 @@ fn bounds(
             }
             (None, _) => add(
                 rule,
-                format!("{r} max limit to request ratio per {scope} is {bs}, but no limit is specified"),
+                format!(
+                    "{r} max limit to request ratio per {scope} is {bs}, but no limit is specified"
+                ),
             ),
             _ => add(
                 rule,
@@ -267,7 +276,10 @@ mod tests {
 
     #[test]
     fn max_below_the_sidecars_limit_is_named() {
-        let f = check(&pod(), &lr(json!([{"type": "Container", "max": {"cpu": "1"}}])));
+        let f = check(
+            &pod(),
+            &lr(json!([{"type": "Container", "max": {"cpu": "1"}}])),
+        );
         assert_eq!(f.len(), 1, "{f:?}");
         assert_eq!(f[0].container.as_deref(), Some("istio-proxy"));
         assert_eq!(f[0].rule, "max cpu per Container");
@@ -284,7 +296,10 @@ mod tests {
         let range = lr(json!([{"type": "Container", "max": {"memory": "1Gi"},
                               "min": {"cpu": "150m"}}]));
         let stored = with_defaults(&pod(), &range);
-        assert_eq!(stored["spec"]["containers"][0]["resources"]["limits"]["memory"], "1Gi");
+        assert_eq!(
+            stored["spec"]["containers"][0]["resources"]["limits"]["memory"],
+            "1Gi"
+        );
         let f = check(&pod(), &range);
         let got: Vec<(&str, Option<&str>)> = f
             .iter()
@@ -303,12 +318,25 @@ mod tests {
     fn ratio_and_pod_totals() {
         let f = check(
             &pod(),
-            &lr(json!([{"type": "Container", "maxLimitRequestRatio": {"cpu": "4"}},
-                       {"type": "Pod", "max": {"cpu": "2"}}])),
+            &lr(
+                json!([{"type": "Container", "maxLimitRequestRatio": {"cpu": "4"}},
+                       {"type": "Pod", "max": {"cpu": "2"}}]),
+            ),
         );
         let rules: Vec<&str> = f.iter().map(|f| f.rule.as_str()).collect();
-        assert_eq!(rules, ["maxLimitRequestRatio cpu per Container", "max cpu per Pod"]);
-        assert!(f[0].message.contains("provided ratio is 20.000000"), "{}", f[0].message);
-        assert!(f[1].message.contains("but limit is 2200m"), "{}", f[1].message);
+        assert_eq!(
+            rules,
+            ["maxLimitRequestRatio cpu per Container", "max cpu per Pod"]
+        );
+        assert!(
+            f[0].message.contains("provided ratio is 20.000000"),
+            "{}",
+            f[0].message
+        );
+        assert!(
+            f[1].message.contains("but limit is 2200m"),
+            "{}",
+            f[1].message
+        );
     }
 }

@@ -221,7 +221,9 @@ pub fn check(pod: &Value, level: Level) -> Vec<Finding> {
                 Level::Baseline,
                 "seccompProfile",
                 n,
-                format!("{list}: must not set securityContext.seccompProfile.type to \"Unconfined\""),
+                format!(
+                    "{list}: must not set securityContext.seccompProfile.type to \"Unconfined\""
+                ),
             );
         }
         if level != Level::Restricted {
@@ -278,7 +280,8 @@ pub fn check(pod: &Value, level: Level) -> Vec<Finding> {
                 format!("{list}: must not set runAsUser=0"),
             );
         }
-        let allowed = |t: &Option<String>| matches!(t.as_deref(), Some("RuntimeDefault" | "Localhost"));
+        let allowed =
+            |t: &Option<String>| matches!(t.as_deref(), Some("RuntimeDefault" | "Localhost"));
         if !allowed(&seccomp) && !(seccomp.is_none() && allowed(&pod_seccomp)) {
             add(
                 Level::Restricted,
@@ -330,7 +333,10 @@ mod tests {
         let init = Some("istio-init".to_string());
         assert_eq!(
             rules(&pod, Level::Baseline),
-            [("baseline: non-default capabilities".to_string(), init.clone())]
+            [(
+                "baseline: non-default capabilities".to_string(),
+                init.clone()
+            )]
         );
         let restricted = rules(&pod, Level::Restricted);
         for rule in [

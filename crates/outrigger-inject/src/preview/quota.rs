@@ -72,7 +72,9 @@ fn counted(key: &str) -> Option<(&'static str, String)> {
     if let Some(r) = key.strip_prefix("limits.") {
         return COMPUTE.contains(&r).then(|| ("limits", r.to_string()));
     }
-    COMPUTE.contains(&key).then(|| ("requests", key.to_string()))
+    COMPUTE
+        .contains(&key)
+        .then(|| ("requests", key.to_string()))
 }
 
 /// An amount of `resource` in thousandths, as a quantity: bytes in `Gi`/`Mi`/`Ki` where exact,
@@ -111,7 +113,10 @@ pub fn check(before: &Value, after: &Value, quota: &Value, replicas: u64) -> Vec
         };
         let missing: Vec<&str> = all_containers(after)
             .filter(|(list, _)| *list != "ephemeralContainers")
-            .filter(|(_, c)| c.pointer(&format!("/resources/{kind}/{resource}")).is_none())
+            .filter(|(_, c)| {
+                c.pointer(&format!("/resources/{kind}/{resource}"))
+                    .is_none()
+            })
             .map(|(_, c)| container_name(c))
             .collect();
         if !missing.is_empty() {

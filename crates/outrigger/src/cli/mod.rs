@@ -10,6 +10,7 @@ pub mod common;
 pub mod defaults;
 pub mod drift;
 pub mod inject;
+pub mod preview;
 pub mod serve;
 pub mod webhook_config;
 
@@ -39,6 +40,11 @@ pub enum Command {
     /// what the configuration in force injects (current, stale, wrong-revision,
     /// missing-sidecar, unwanted-sidecar), and how.
     Drift(drift::DriftArgs),
+    /// Preview a candidate configuration (another revision's ConfigMaps, or files) on the
+    /// workloads of manifests or of the cluster (--kube): what changes, field by field, and what
+    /// the cluster would refuse (Pod Security, LimitRange, ResourceQuota, native sidecars on
+    /// old kubelets, duplicate container names, templates that fail).
+    Preview(preview::PreviewArgs),
     /// Print the version, the git commit and the Istio versions the injector was verified against.
     Version,
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
