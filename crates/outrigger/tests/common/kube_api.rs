@@ -3,9 +3,15 @@
 //!
 //! - Pods created with POST go through kube-apiserver's mutating admission
 //!   ([`super::admission`], which says where it is faithful and where not).
-//! - Paths: `/version`; core `/api/v1/...` (namespaced `configmaps`, `secrets`, `pods`; cluster-scoped
-//!   `namespaces`, `nodes`); `/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations`;
+//! - Paths: `/version`; core `/api/v1/...` (namespaced `configmaps`, `secrets`, `pods`,
+//!   `limitranges`, `resourcequotas`; cluster-scoped `namespaces`, `nodes`);
+//!   `/apis/apps/v1/...` (`deployments`, `statefulsets`, `daemonsets`, `replicasets`),
+//!   `/apis/batch/v1/...` (`jobs`, `cronjobs`), `/apis/policy/v1/.../poddisruptionbudgets`;
+//!   `/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations`;
 //!   `/apis/events.k8s.io/v1/namespaces/{ns}/events`. Anything else is a 404 `Status`.
+//! - Workload controllers: a spec change of a Deployment, StatefulSet or DaemonSet raises its
+//!   generation and its status catches up a tick later, unless made to hang
+//!   ([`super::controllers`]).
 //! - Verbs: GET (one object, or a list honouring `fieldSelector=metadata.name=...`), watch
 //!   (`?watch=true`), POST (create), PUT (replace), PATCH (merge and strategic merge).
 //! - Errors are `Status` objects (`kind: Status`, `reason`, `code`, `details`): 404 NotFound,
@@ -68,6 +74,8 @@ pub struct Cluster {
     pub endpoints: BTreeMap<(String, String), Vec<std::net::SocketAddr>>,
     /// Pod creates admitted so far (the admission request uids count on it).
     pub admissions: u64,
+    /// The workload controllers' rollouts ([`super::controllers`]).
+    pub rollouts: super::controllers::Rollouts,
 }
 
 impl Default for Cluster {
@@ -84,6 +92,7 @@ impl Default for Cluster {
             scripted: BTreeMap::new(),
             endpoints: BTreeMap::new(),
             admissions: 0,
+            rollouts: Default::default(),
         }
     }
 }
@@ -158,6 +167,9 @@ impl Cluster {
             return Err(not_found(&t));
         };
         let mut next = update(stored, incoming, patch)?;
+        let stored = stored.clone();
+        self.rollouts
+            .written(&key(resource, ns, name), &stored, &mut next);
         next["metadata"]["resourceVersion"] = json!(self.next_revision());
         self.put(next.clone());
         Ok(next)
@@ -168,6 +180,17 @@ impl Cluster {
         let n = self.watches.entry(resource.to_string()).or_default();
         *n += 1;
         *n == 1 && self.expire_first_watch.iter().any(|r| r == resource)
+    }
+
+    /// Complete the rollouts that are due: the workloads' status catches up with their spec.
+    fn tick(&mut self) {
+        for (r, ns, name) in self.rollouts.due() {
+            let rv = self.next_revision();
+            if let Some(o) = self.objects.get_mut(&key(&r, &ns, &name)) {
+                super::controllers::settle(o);
+                o["metadata"]["resourceVersion"] = json!(rv);
+            }
+        }
     }
 
     fn next_revision(&mut self) -> String {
@@ -195,6 +218,15 @@ fn resource_of(kind: &str) -> &'static str {
         "Event" => "events",
         "Pod" => "pods",
         "MutatingWebhookConfiguration" => "mutatingwebhookconfigurations",
+        "Deployment" => "deployments",
+        "StatefulSet" => "statefulsets",
+        "DaemonSet" => "daemonsets",
+        "ReplicaSet" => "replicasets",
+        "Job" => "jobs",
+        "CronJob" => "cronjobs",
+        "PodDisruptionBudget" => "poddisruptionbudgets",
+        "LimitRange" => "limitranges",
+        "ResourceQuota" => "resourcequotas",
         other => panic!("the fake API server does not store {other}"),
     }
 }
@@ -208,6 +240,15 @@ fn resource_type(resource: &str) -> Option<(&'static str, &'static str, &'static
         "nodes" => ("", "v1", "Node", false),
         "pods" => ("", "v1", "Pod", true),
         "events" => ("events.k8s.io", "v1", "Event", true),
+        "limitranges" => ("", "v1", "LimitRange", true),
+        "resourcequotas" => ("", "v1", "ResourceQuota", true),
+        "deployments" => ("apps", "v1", "Deployment", true),
+        "statefulsets" => ("apps", "v1", "StatefulSet", true),
+        "daemonsets" => ("apps", "v1", "DaemonSet", true),
+        "replicasets" => ("apps", "v1", "ReplicaSet", true),
+        "jobs" => ("batch", "v1", "Job", true),
+        "cronjobs" => ("batch", "v1", "CronJob", true),
+        "poddisruptionbudgets" => ("policy", "v1", "PodDisruptionBudget", true),
         "mutatingwebhookconfigurations" => (
             "admissionregistration.k8s.io",
             "v1",
@@ -421,6 +462,7 @@ async fn answer(cluster: &Mutex<Cluster>, req: Request<hyper::body::Incoming>) -
     let request = format!("{method} {path}");
     let forbidden = {
         let mut c = cluster.lock().expect("fake API lock");
+        c.tick();
         c.requests.push(request.clone());
         if !query.is_empty() {
             c.queries.push(format!("{request}?{query}"));

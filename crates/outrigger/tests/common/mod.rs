@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod admission;
+pub mod controllers;
 pub mod kube_api;
 
 use std::collections::VecDeque;
