@@ -52,7 +52,7 @@ pub struct CandidateArgs {
     )]
     pub mesh_config_file: Option<PathBuf>,
     /// Native sidecars under the candidate: true, false, or auto (default: as --native-sidecars).
-    #[arg(id = "candidate_native_sidecars", long = "candidate-native-sidecars", value_parser = native_mode_flag())]
+    #[arg(id = "candidate_native_sidecars", value_name = "NATIVE_SIDECARS", long = "candidate-native-sidecars", value_parser = native_mode_flag())]
     pub native_sidecars: Option<crate::NativeMode>,
 }
 
