@@ -396,6 +396,8 @@ fn below(r: &Row) -> String {
 fn change_json(c: &Change) -> Value {
     json!({
         "path": c.path,
+        "currentPointer": c.current_pointer,
+        "candidatePointer": c.candidate_pointer,
         "current": c.current,
         "candidate": c.candidate,
         "cause": c.cause,
