@@ -282,7 +282,8 @@ pub fn check(pod: &Value, level: Level) -> Vec<Finding> {
         }
         let allowed =
             |t: &Option<String>| matches!(t.as_deref(), Some("RuntimeDefault" | "Localhost"));
-        if !allowed(&seccomp) && !(seccomp.is_none() && allowed(&pod_seccomp)) {
+        let confined = allowed(&seccomp) || (seccomp.is_none() && allowed(&pod_seccomp));
+        if !confined {
             add(
                 Level::Restricted,
                 "seccompProfile",

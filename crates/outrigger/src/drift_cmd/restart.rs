@@ -206,8 +206,8 @@ async fn restart_one(client: Client, o: &Owner, args: &RestartArgs) -> Result<()
 fn shown(d: Duration) -> String {
     let ms = d.as_millis();
     match ms {
-        _ if ms % 60_000 == 0 && ms > 0 => format!("{}m", ms / 60_000),
-        _ if ms % 1000 == 0 => format!("{}s", ms / 1000),
+        _ if ms.is_multiple_of(60_000) && ms > 0 => format!("{}m", ms / 60_000),
+        _ if ms.is_multiple_of(1000) => format!("{}s", ms / 1000),
         _ => format!("{ms}ms"),
     }
 }
