@@ -247,12 +247,13 @@ fn man_pages_name_every_subcommand_and_their_flags() {
         .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
         .collect();
     written.sort();
-    assert_eq!(written.len(), 9, "{written:?}");
+    assert_eq!(written.len(), 10, "{written:?}");
     assert!(
         written.contains(&"outrigger.1".to_string())
             && written.contains(&"outrigger-inject.1".to_string())
+            && written.contains(&"outrigger-preview.1".to_string())
     );
-    assert_eq!(out.lines().count(), 9);
+    assert_eq!(out.lines().count(), 10);
     assert_eq!(
         std::fs::read_to_string(dir.join("outrigger.1")).expect("page"),
         root
