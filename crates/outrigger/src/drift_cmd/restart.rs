@@ -104,20 +104,18 @@ pub async fn run(client: Client, owners: &[Owner], args: &RestartArgs) -> Result
         .collect();
     for (i, o) in todo.iter().enumerate() {
         let what = format!("{} {}/{}", o.kind, o.namespace, o.name);
-        let left = || {
+        restart_one(client.clone(), o, args).await.map_err(|e| {
+            let e = e.context(format!("restarting {what}"));
             let rest: Vec<String> = todo[i + 1..]
                 .iter()
                 .map(|o| format!("{} {}/{}", o.kind, o.namespace, o.name))
                 .collect();
             if rest.is_empty() {
-                String::new()
+                e
             } else {
-                format!("; not restarted: {}", rest.join(", "))
+                crate::report::with_note(e, format!("not restarted: {}", rest.join(", ")))
             }
-        };
-        restart_one(client.clone(), o, args)
-            .await
-            .map_err(|e| anyhow!("{:#}{}", e.context(format!("restarting {what}")), left()))?;
+        })?;
         eprintln!("restarted {what} ({}/{})", i + 1, todo.len());
     }
     Ok(())

@@ -130,8 +130,8 @@ async fn nodes(client: Client) -> Option<Vec<NodeVersion>> {
             }
             Err(e) => {
                 eprintln!(
-                    "warning: {:#}; native sidecars are not checked against the nodes' kubelets",
-                    api_error(e).context("listing nodes")
+                    "warning: {}; native sidecars are not checked against the nodes' kubelets",
+                    crate::report::chain(&api_error(e).context("listing nodes"))
                 );
                 return None;
             }
