@@ -241,6 +241,40 @@ fn no_error_message_repeats_itself() {
             &home,
             "--kubeconfig",
         ),
+        (
+            vec!["preview", "-f", &missing, "--candidate-revision", "canary"],
+            &[],
+            "missing.yaml",
+        ),
+        (
+            vec!["preview", "-f", &hello, "--candidateValuesFile", &bad_values],
+            &[],
+            "global",
+        ),
+        (
+            vec![
+                "preview",
+                "--kube",
+                "--kubeconfig",
+                &unreachable,
+                "--candidate-revision",
+                "canary",
+            ],
+            &[],
+            "127.0.0.1:1",
+        ),
+        (
+            vec![
+                "drift",
+                "--kube",
+                "--kubeconfig",
+                &unreachable,
+                "--restart",
+                "--yes",
+            ],
+            &[],
+            "127.0.0.1:1",
+        ),
     ];
     let corpus = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../../shared/conformance/istio/settings/default/config.yaml");
