@@ -247,7 +247,13 @@ fn no_error_message_repeats_itself() {
             "missing.yaml",
         ),
         (
-            vec!["preview", "-f", &hello, "--candidateValuesFile", &bad_values],
+            vec![
+                "preview",
+                "-f",
+                &hello,
+                "--candidateValuesFile",
+                &bad_values,
+            ],
             &[],
             "global",
         ),

@@ -13,7 +13,7 @@ mod support;
 use std::time::Duration;
 
 use common::controllers::settle;
-use common::kube_api::{self, configmap, Cluster, FakeApi};
+use common::kube_api::{self, Cluster, FakeApi};
 use outrigger_inject::config::{defaults, ValuesFacts};
 use outrigger_inject::ingest::workload::workload_from_pod;
 use outrigger_inject::inject::{inject_pod, InjectParams, Mode};
@@ -87,18 +87,7 @@ fn pdb(name: &str, app: &str, allowed: i64) -> Value {
 /// `web` that allows a disruption. `seed` adds to it.
 fn cluster(seed: impl FnOnce(&mut Cluster)) -> FakeApi {
     let mut c = Cluster::default();
-    c.put(configmap(
-        "istio-system",
-        "istio-sidecar-injector",
-        "1",
-        &[("config", defaults::CONFIG), ("values", defaults::VALUES)],
-    ));
-    c.put(configmap(
-        "istio-system",
-        "istio",
-        "1",
-        &[("mesh", defaults::MESH)],
-    ));
+    kube_api::put_istio_configmaps(&mut c);
     c.put(json!({"apiVersion": "v1", "kind": "Namespace",
                  "metadata": {"name": "shop", "labels": {"istio-injection": "enabled"}}}));
     for name in ["api", "web"] {

@@ -21,16 +21,6 @@ fn namespace(name: &str, labels: Value) -> Value {
         "metadata": {"name": name, "uid": format!("uid-{name}"), "resourceVersion": "2", "labels": labels}})
 }
 
-/// The webhook configuration deploy/base ships.
-fn shipped_webhook_config() -> Value {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../deploy/base/mutatingwebhook.yaml"
-    );
-    let text = std::fs::read_to_string(path).expect("deploy/base/mutatingwebhook.yaml");
-    outrigger_inject::yaml::from_str(&text).expect("YAML")
-}
-
 const HASH: &str = "6b8f9d7c5d";
 
 fn deployment() -> Value {
@@ -64,18 +54,7 @@ async fn the_changes_previewed_are_what_admission_gives_the_pods() {
         c.put(namespace(ns, json!({})));
     }
     c.put(namespace("apps", json!({"istio-injection": "enabled"})));
-    c.put(configmap(
-        "istio-system",
-        "istio-sidecar-injector",
-        "3",
-        &[("config", defaults::CONFIG), ("values", defaults::VALUES)],
-    ));
-    c.put(configmap(
-        "istio-system",
-        "istio",
-        "3",
-        &[("mesh", defaults::MESH)],
-    ));
+    kube_api::put_istio_configmaps(&mut c);
     let mut values: Value = serde_json::from_str(defaults::VALUES).expect("values");
     values["global"]["hub"] = json!("registry.example/next");
     values["global"]["proxy"]["resources"]["limits"]["memory"] = json!("512Mi");

@@ -48,18 +48,7 @@ fn node(name: &str, kubelet: &str) -> Value {
 /// adds the fault under test.
 fn cluster(seed: impl FnOnce(&mut Cluster)) -> FakeApi {
     let mut c = Cluster::default();
-    c.put(configmap(
-        "istio-system",
-        "istio-sidecar-injector",
-        "1",
-        &[("config", defaults::CONFIG), ("values", defaults::VALUES)],
-    ));
-    c.put(configmap(
-        "istio-system",
-        "istio",
-        "1",
-        &[("mesh", defaults::MESH)],
-    ));
+    kube_api::put_istio_configmaps(&mut c);
     let canary = canary_values();
     c.put(configmap(
         "istio-system",

@@ -294,6 +294,24 @@ pub fn configmap(ns: &str, name: &str, rv: &str, data: &[(&str, &str)]) -> Value
            "data": data})
 }
 
+/// Istio's ConfigMaps in `istio-system` holding the embedded configuration:
+/// `istio-sidecar-injector` (`config`, `values`) and `istio` (`mesh`).
+pub fn put_istio_configmaps(c: &mut Cluster) {
+    use outrigger_inject::config::defaults;
+    c.put(configmap(
+        "istio-system",
+        "istio-sidecar-injector",
+        "1",
+        &[("config", defaults::CONFIG), ("values", defaults::VALUES)],
+    ));
+    c.put(configmap(
+        "istio-system",
+        "istio",
+        "1",
+        &[("mesh", defaults::MESH)],
+    ));
+}
+
 /// A kubeconfig with context `fake` (this server, the current context, namespace `outrigger`)
 /// and context `dead` (a port nothing listens on).
 pub fn kubeconfig(port: u16) -> String {

@@ -559,3 +559,13 @@ pub async fn metric_reaches(c: &H2, series: &str, want: f64, timeout: Duration) 
     })
     .await
 }
+
+/// The MutatingWebhookConfiguration deploy/base ships.
+pub fn shipped_webhook_config() -> Value {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../deploy/base/mutatingwebhook.yaml"
+    );
+    let text = std::fs::read_to_string(path).expect("deploy/base/mutatingwebhook.yaml");
+    outrigger_inject::yaml::from_str(&text).expect("YAML")
+}
