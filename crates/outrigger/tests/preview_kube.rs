@@ -394,3 +394,100 @@ fn a_candidate_template_that_fails_is_refused_and_named() {
     assert_eq!(run.code, Some(2));
     assert!(err.contains("loading the candidate configuration"), "{err}");
 }
+
+/// A workload object of `kind` in `shop` with a pod template of one container, owned by
+/// `owner` (`(kind, name)`) when given.
+fn object(kind: &str, name: &str, owner: Option<(&str, &str)>) -> Value {
+    let template = json!({"metadata": {"labels": {"app": name}},
+                          "spec": {"containers": [{"name": "app", "image": "example/app:2"}]}});
+    let (api_version, spec) = match kind {
+        "CronJob" => (
+            "batch/v1",
+            json!({"schedule": "* * * * *", "jobTemplate": {"spec": {"template": template}}}),
+        ),
+        "Job" => ("batch/v1", json!({"template": template})),
+        "Pod" => ("v1", template["spec"].clone()),
+        _ => (
+            "apps/v1",
+            json!({"selector": {"matchLabels": {"app": name}}, "template": template}),
+        ),
+    };
+    let mut o = json!({"apiVersion": api_version, "kind": kind,
+                       "metadata": {"name": name, "namespace": "shop"}, "spec": spec});
+    if kind == "Pod" {
+        o["metadata"]["labels"] = json!({"app": name});
+    }
+    if let Some((k, n)) = owner {
+        o["metadata"]["ownerReferences"] = json!([{"apiVersion": "apps/v1", "kind": k, "name": n, "uid": "u", "controller": true}]);
+    }
+    o
+}
+
+#[test]
+fn every_workload_kind_is_read_and_what_a_controller_owns_is_left_to_it() {
+    let api = cluster(|c| {
+        c.put(object("StatefulSet", "db", None));
+        c.put(object("DaemonSet", "agent", None));
+        c.put(object("CronJob", "nightly", None));
+        c.put(object("Job", "once", None));
+        c.put(object("ReplicaSet", "lonely", None));
+        c.put(object("Pod", "debug", None));
+        // Owned: their owners are previewed instead.
+        c.put(object(
+            "ReplicaSet",
+            "web-5d8f",
+            Some(("Deployment", "web")),
+        ));
+        c.put(object("Job", "nightly-2900", Some(("CronJob", "nightly"))));
+        c.put(object("Pod", "db-0", Some(("StatefulSet", "db"))));
+        // Opted out: injected by neither configuration, counted, not listed.
+        let mut off = object("Deployment", "off", None);
+        off["spec"]["template"]["metadata"]["labels"]["sidecar.istio.io/inject"] = json!("false");
+        c.put(off);
+    });
+    let (run, _dir) = preview(
+        &api,
+        "preview-kinds",
+        &["--candidate-revision", "canary", "--chunk-size", "1"],
+    );
+    let rows = json_rows(run.exited(1));
+    let mut got: Vec<String> = rows
+        .iter()
+        .map(|r| {
+            format!(
+                "{}/{}",
+                r["kind"].as_str().unwrap_or(""),
+                r["name"].as_str().unwrap_or("")
+            )
+        })
+        .collect();
+    got.sort();
+    assert_eq!(
+        got,
+        [
+            "CronJob/nightly",
+            "DaemonSet/agent",
+            "Deployment/web",
+            "Job/once",
+            "Pod/debug",
+            "ReplicaSet/lonely",
+            "StatefulSet/db",
+        ],
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .contains("1 workloads get no sidecar under either configuration"),
+        "{}",
+        run.stderr
+    );
+    // Listed a page at a time.
+    let c = api.lock();
+    let pages = c
+        .queries
+        .iter()
+        .filter(|q| q.starts_with("GET /apis/apps/v1/namespaces/shop/replicasets?"))
+        .count();
+    assert_eq!(pages, 2, "{:#?}", c.queries);
+}
