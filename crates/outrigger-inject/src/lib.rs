@@ -64,6 +64,7 @@ pub mod drift;
 pub mod guard;
 pub mod inject;
 pub mod kube_inject;
+pub mod preview;
 pub mod reinject;
 pub mod webhook;
 

@@ -34,6 +34,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("webhook", 13),
     ("check", 13),
     ("drift", 13),
+    ("preview", 13),
     ("error", 14),
 ];
 

@@ -202,23 +202,9 @@ fn main() {
 
 /// One trial per kube-inject case without an expected error and pair of releases.
 fn trials(root: &Path) -> Vec<Trial> {
-    let cases: Vec<Value> = serde_json::from_str(
-        &std::fs::read_to_string(root.join("cases.json")).expect("cases.json"),
-    )
-    .expect("cases.json");
     let cache: Snapshots = Arc::default();
     let mut out = Vec::new();
-    for c in cases {
-        if c.get("kube_inject").and_then(Value::as_bool) != Some(true)
-            || c.get("expected_error").is_some_and(|e| !e.is_null())
-        {
-            continue;
-        }
-        let name = c
-            .get("name")
-            .and_then(Value::as_str)
-            .unwrap_or("?")
-            .to_owned();
+    for (name, c) in corpus::kube_inject_cases(root) {
         let c = Arc::new(c);
         for a in RELEASES {
             for b in RELEASES {

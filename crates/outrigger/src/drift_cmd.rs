@@ -3,7 +3,8 @@
 //! library's drift engine ([`outrigger_inject::drift`]).
 //!
 //! Exit status: 0 when every pod is current (or rightly not injected), 1 when one drifted, 2 on
-//! error (like `diff`).
+//! error (like `diff`). `--kube --restart` re-rolls the drifted workloads after the table
+//! ([`restart`]).
 
 use std::io::{Read, Write};
 use std::process::ExitCode;
@@ -101,6 +102,9 @@ fn examine(text: &str, opts: &KubeInjectOptions<'_>) -> Result<Vec<Row>> {
 
 /// The pods of the cluster.
 mod cluster;
+
+/// Re-rolling the drifted workloads (`--restart`).
+mod restart;
 
 /// `namespace/name` (or `name`) of a metadata object.
 fn namespaced(meta: Option<&Value>) -> String {

@@ -2,7 +2,7 @@
 //!
 //! Subcommands: `inject` (offline manifest injection, flag-compatible with
 //! `istioctl kube-inject`), `serve` (the HTTPS admission webhook), `webhook-config`, `check`,
-//! `drift`, `doctor`, `version`, `completion` and `man`. The flags are defined in [`cli`].
+//! `drift`, `doctor`, `preview`, `version`, `completion` and `man`. The flags are defined in [`cli`].
 
 mod check_cmd;
 mod cli;
@@ -13,6 +13,7 @@ mod input;
 mod kube;
 mod man;
 mod pki;
+mod preview_cmd;
 mod report;
 mod safe_write;
 mod serve;
@@ -65,8 +66,8 @@ fn main() -> std::process::ExitCode {
         Err(e) => e.exit(),
     };
     // Exit status of an error: 2 where 1 has a meaning of its own (`inject --diff`: something
-    // changed; `check`: not injected; `drift`: drift found;
-    // `doctor`: a check failed), else 1.
+    // changed; `check`: not injected; `drift`: drift found; `doctor`: a check failed;
+    // `preview`: changes), else 1.
     let (result, error_status) = match cli.command {
         Command::Inject(args) => (inject_cmd::run(&args), if args.diff { 2 } else { 1 }),
         Command::Serve(args) => (serve::run(&args).map(|()| ExitCode::SUCCESS), 1),
@@ -74,6 +75,7 @@ fn main() -> std::process::ExitCode {
         Command::Check(args) => (check_cmd::run(&args), 2),
         Command::Drift(args) => (drift_cmd::run(&args), 2),
         Command::Doctor(args) => (doctor::run(&args), 2),
+        Command::Preview(args) => (preview_cmd::run(&args), 2),
         Command::Version => {
             print!("{}", version_text());
             (Ok(ExitCode::SUCCESS), 1)

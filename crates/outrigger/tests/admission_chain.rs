@@ -73,16 +73,6 @@ fn webhook_config(args: &[&str]) -> Value {
     serde_json::from_slice(&out.stdout).expect("JSON")
 }
 
-/// The webhook configuration deploy/base ships.
-fn shipped_webhook_config() -> Value {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../deploy/base/mutatingwebhook.yaml"
-    );
-    let text = std::fs::read_to_string(path).expect("deploy/base/mutatingwebhook.yaml");
-    outrigger_inject::yaml::from_str(&text).expect("YAML")
-}
-
 /// Namespaces `outrigger`, `kube-system`, `istio-system` and `others`; Istio's ConfigMaps with
 /// the embedded configuration.
 fn cluster() -> Cluster {

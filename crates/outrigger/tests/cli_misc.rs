@@ -251,12 +251,13 @@ fn man_pages_name_every_subcommand_and_their_flags() {
         .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
         .collect();
     written.sort();
-    // One page per subcommand (inject, serve, webhook-config, check, drift, doctor, version,
-    // completion, man) and the root's.
-    assert_eq!(written.len(), 10, "{written:?}");
+    // One page per subcommand (inject, serve, webhook-config, check, drift, doctor, preview,
+    // version, completion, man) and the root's.
+    assert_eq!(written.len(), 11, "{written:?}");
     assert!(
         written.contains(&"outrigger.1".to_string())
             && written.contains(&"outrigger-inject.1".to_string())
+            && written.contains(&"outrigger-preview.1".to_string())
     );
     assert_eq!(out.lines().count(), 10);
     assert_eq!(

@@ -389,6 +389,46 @@ fn no_error_message_repeats_itself() {
             &home,
             "--kubeconfig",
         ),
+        (
+            vec!["preview", "-f", &missing, "--candidate-revision", "canary"],
+            &[],
+            "missing.yaml",
+        ),
+        (
+            vec![
+                "preview",
+                "-f",
+                &hello,
+                "--candidateValuesFile",
+                &bad_values,
+            ],
+            &[],
+            "global",
+        ),
+        (
+            vec![
+                "preview",
+                "--kube",
+                "--kubeconfig",
+                &unreachable,
+                "--candidate-revision",
+                "canary",
+            ],
+            &[],
+            "127.0.0.1:1",
+        ),
+        (
+            vec![
+                "drift",
+                "--kube",
+                "--kubeconfig",
+                &unreachable,
+                "--restart",
+                "--yes",
+            ],
+            &[],
+            "127.0.0.1:1",
+        ),
     ];
     let mut failures = Vec::new();
     for (args, env, names) in &cases {

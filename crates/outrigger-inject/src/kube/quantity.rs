@@ -97,6 +97,35 @@ impl Quantity {
         decimal_string(self.negative, &self.digits, self.exp, format)
     }
 
+    /// The value in thousandths, rounded up as Kubernetes' `MilliValue` rounds (`100m` → 100,
+    /// `1.5` → 1500, `1Ki` → 1,024,000, `1n` → 1); saturating at the bounds of `i128`.
+    pub fn milli_value(&self) -> i128 {
+        let shift = self.exp + 3;
+        let mut v: i128 = 0;
+        let mut rest_nonzero = false;
+        let keep = if shift >= 0 {
+            self.digits.len()
+        } else {
+            let cut = usize::try_from(-shift).unwrap_or(usize::MAX);
+            self.digits.len().saturating_sub(cut)
+        };
+        for (i, &d) in self.digits.iter().enumerate() {
+            if i < keep {
+                v = v.saturating_mul(10).saturating_add(i128::from(d));
+            } else if d != 0 {
+                rest_nonzero = true;
+            }
+        }
+        for _ in 0..shift.max(0) {
+            v = v.saturating_mul(10);
+        }
+        if self.negative {
+            -v
+        } else {
+            v + i128::from(rest_nonzero)
+        }
+    }
+
     /// The value as an exact integer, if it is integral and fits an `i64`.
     fn as_exact_i64(&self) -> Option<i64> {
         let (int_digits, frac_nonzero) = if self.exp >= 0 {
@@ -539,6 +568,24 @@ mod tests {
 
     fn c(s: &str) -> String {
         canonicalize(s).unwrap_or_else(|e| panic!("{s}: {e}"))
+    }
+
+    #[test]
+    fn milli_values_round_up_as_kubernetes_does() {
+        for (q, want) in [
+            ("0", 0),
+            ("100m", 100),
+            ("1.5", 1500),
+            ("2", 2000),
+            ("1Ki", 1_024_000),
+            ("128Mi", 134_217_728_000),
+            ("1n", 1),
+            ("1500u", 2),
+            ("-1500u", -1),
+            ("1e3", 1_000_000),
+        ] {
+            assert_eq!(parse(q).expect(q).milli_value(), want, "{q}");
+        }
     }
 
     #[test]

@@ -129,3 +129,27 @@ pub fn absent_trial(suite: &str, what: &'static str) -> Trial {
         || {},
     )
 }
+
+/// The corpus cases `istioctl kube-inject` runs without an expected error, from `cases.json`,
+/// with their names.
+pub fn kube_inject_cases(root: &Path) -> Vec<(String, Value)> {
+    let cases: Vec<Value> = serde_json::from_str(
+        &std::fs::read_to_string(root.join("cases.json")).expect("cases.json"),
+    )
+    .expect("cases.json");
+    cases
+        .into_iter()
+        .filter(|c| {
+            c.get("kube_inject").and_then(Value::as_bool) == Some(true)
+                && c.get("expected_error").is_none_or(Value::is_null)
+        })
+        .map(|c| {
+            let name = c
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or("?")
+                .to_owned();
+            (name, c)
+        })
+        .collect()
+}

@@ -55,4 +55,31 @@ pub struct DriftArgs {
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
     pub output: DriftOutput,
+    /// Restarting the drifted workloads.
+    #[command(flatten)]
+    pub restart: RestartArgs,
+}
+
+/// Flags of `drift --kube --restart`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RestartArgs {
+    /// With --kube: re-roll the drifted Deployments, StatefulSets and DaemonSets one at a time
+    /// (the pod template annotation `kubectl.kubernetes.io/restartedAt`, as `kubectl rollout
+    /// restart`), each after its PodDisruptionBudgets allow a disruption and once the one
+    /// before has rolled out. Prints the plan only, unless --yes.
+    #[arg(long = "restart", requires = "kube", conflicts_with = "filename")]
+    pub restart: bool,
+    /// With --restart: carry the plan out (without it nothing is changed).
+    #[arg(long = "yes", requires = "restart")]
+    pub yes: bool,
+    /// With --restart: how long to wait, for each workload, for its PodDisruptionBudgets to
+    /// allow a disruption and then for its rollout to complete (Go duration: 90s, 5m, 1h).
+    #[arg(long = "timeout", default_value = "5m", requires = "restart",
+          value_parser = crate::parse_duration_flag)]
+    pub timeout: std::time::Duration,
+    /// With --restart: how often the workload and its PodDisruptionBudgets are read while
+    /// waiting.
+    #[arg(long = "poll-interval", default_value = "2s", hide = true,
+          value_parser = crate::parse_duration_flag)]
+    pub poll_interval: std::time::Duration,
 }

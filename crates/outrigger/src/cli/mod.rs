@@ -11,6 +11,7 @@ pub mod defaults;
 pub mod doctor;
 pub mod drift;
 pub mod inject;
+pub mod preview;
 pub mod serve;
 pub mod webhook_config;
 
@@ -44,6 +45,11 @@ pub enum Command {
     /// endpoints, caBundle, certificate expiry, timeouts, failurePolicy, RBAC) and an end-to-end
     /// dry-run probe; exit status 1 when a check fails.
     Doctor(doctor::DoctorArgs),
+    /// Preview a candidate configuration (another revision's ConfigMaps, or files) on the
+    /// workloads of manifests or of the cluster (--kube): what changes, field by field, and what
+    /// the cluster would refuse (Pod Security, LimitRange, ResourceQuota, native sidecars on
+    /// old kubelets, duplicate container names, templates that fail).
+    Preview(preview::PreviewArgs),
     /// Print the version, the git commit and the Istio versions the injector was verified against.
     Version,
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).

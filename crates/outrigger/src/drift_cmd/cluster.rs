@@ -46,7 +46,7 @@ pub fn run(args: &DriftArgs, opts: &KubeInjectOptions<'_>) -> Result<ExitCode> {
         .build()
         .context("starting the runtime")?;
     let progress = std::io::stderr().is_terminal();
-    let report = rt.block_on(async {
+    let (report, client) = rt.block_on(async {
         let c = &args.cluster;
         let cluster =
             client::connect(c.target.kubeconfig.as_deref(), c.target.context.as_deref()).await?;
@@ -76,7 +76,7 @@ pub fn run(args: &DriftArgs, opts: &KubeInjectOptions<'_>) -> Result<ExitCode> {
         if progress && report.pods >= 1000 {
             eprintln!("\r{} pods examined", report.pods);
         }
-        anyhow::Ok(report)
+        anyhow::Ok((report, cluster))
     })?;
     let out = match args.output {
         DriftOutput::Table => table(&report),
@@ -89,6 +89,30 @@ pub fn run(args: &DriftArgs, opts: &KubeInjectOptions<'_>) -> Result<ExitCode> {
         .lock()
         .write_all(out.as_bytes())
         .context("writing standard output")?;
+    if args.restart.restart {
+        let drifted = report
+            .groups
+            .iter()
+            .filter(|(_, g)| g.drift.state.is_drift())
+            .map(|((ns, kind, name, ..), g)| {
+                (ns.as_str(), kind.as_str(), name.as_str(), g.pods.len())
+            });
+        let owners = super::restart::owners(drifted);
+        // The plan follows the table; with -o json standard output stays JSON.
+        let plan = super::restart::plan(&owners, args.restart.yes);
+        match args.output {
+            DriftOutput::Table => print!("{plan}"),
+            DriftOutput::Json => eprint!("{plan}"),
+        }
+        if args.restart.yes {
+            rt.block_on(super::restart::run(
+                client.client.clone(),
+                &owners,
+                &args.restart,
+            ))
+            .map_err(|e| client.explain(e))?;
+        }
+    }
     Ok(
         if report.groups.values().any(|g| g.drift.state.is_drift()) {
             ExitCode::from(1)

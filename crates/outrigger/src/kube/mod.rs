@@ -18,6 +18,7 @@ pub mod inject_source;
 pub(crate) mod mock;
 pub mod namespaces;
 pub mod nodes;
+pub mod objects;
 pub mod overlap;
 pub mod pods;
 pub mod runtime;

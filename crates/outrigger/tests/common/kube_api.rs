@@ -3,9 +3,15 @@
 //!
 //! - Pods created with POST go through kube-apiserver's mutating admission
 //!   ([`super::admission`], which says where it is faithful and where not).
-//! - Paths: `/version`; core `/api/v1/...` (namespaced `configmaps`, `secrets`, `pods`; cluster-scoped
-//!   `namespaces`, `nodes`); `/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations`;
+//! - Paths: `/version`; core `/api/v1/...` (namespaced `configmaps`, `secrets`, `pods`,
+//!   `limitranges`, `resourcequotas`; cluster-scoped `namespaces`, `nodes`);
+//!   `/apis/apps/v1/...` (`deployments`, `statefulsets`, `daemonsets`, `replicasets`),
+//!   `/apis/batch/v1/...` (`jobs`, `cronjobs`), `/apis/policy/v1/.../poddisruptionbudgets`;
+//!   `/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations`;
 //!   `/apis/events.k8s.io/v1/namespaces/{ns}/events`. Anything else is a 404 `Status`.
+//! - Workload controllers: a spec change of a Deployment, StatefulSet or DaemonSet raises its
+//!   generation and its status catches up a tick later, unless made to hang
+//!   ([`super::controllers`]).
 //! - Verbs: GET (one object, or a list honouring `fieldSelector=metadata.name=...`), watch
 //!   (`?watch=true`), POST (create), PUT (replace), PATCH (merge and strategic merge).
 //! - Errors are `Status` objects (`kind: Status`, `reason`, `code`, `details`): 404 NotFound,
@@ -73,6 +79,8 @@ pub struct Cluster {
     pub endpoints: BTreeMap<(String, String), Vec<std::net::SocketAddr>>,
     /// Pod creates admitted so far (the admission request uids count on it).
     pub admissions: u64,
+    /// The workload controllers' rollouts ([`super::controllers`]).
+    pub rollouts: super::controllers::Rollouts,
 }
 
 impl Default for Cluster {
@@ -89,6 +97,7 @@ impl Default for Cluster {
             scripted: BTreeMap::new(),
             endpoints: BTreeMap::new(),
             admissions: 0,
+            rollouts: Default::default(),
         }
     }
 }
@@ -163,6 +172,9 @@ impl Cluster {
             return Err(not_found(&t));
         };
         let mut next = update(stored, incoming, patch)?;
+        let stored = stored.clone();
+        self.rollouts
+            .written(&key(resource, ns, name), &stored, &mut next);
         next["metadata"]["resourceVersion"] = json!(self.next_revision());
         self.put(next.clone());
         Ok(next)
@@ -173,6 +185,17 @@ impl Cluster {
         let n = self.watches.entry(resource.to_string()).or_default();
         *n += 1;
         *n == 1 && self.expire_first_watch.iter().any(|r| r == resource)
+    }
+
+    /// Complete the rollouts that are due: the workloads' status catches up with their spec.
+    fn tick(&mut self) {
+        for (r, ns, name) in self.rollouts.due() {
+            let rv = self.next_revision();
+            if let Some(o) = self.objects.get_mut(&key(&r, &ns, &name)) {
+                super::controllers::settle(o);
+                o["metadata"]["resourceVersion"] = json!(rv);
+            }
+        }
     }
 
     fn next_revision(&mut self) -> String {
@@ -208,6 +231,12 @@ fn resource_of(kind: &str) -> &'static str {
         "ClusterRoleBinding" => "clusterrolebindings",
         "Deployment" => "deployments",
         "PodDisruptionBudget" => "poddisruptionbudgets",
+        "StatefulSet" => "statefulsets",
+        "DaemonSet" => "daemonsets",
+        "ReplicaSet" => "replicasets",
+        "Job" => "jobs",
+        "CronJob" => "cronjobs",
+        "LimitRange" => "limitranges",
         "ResourceQuota" => "resourcequotas",
         other => panic!("the fake API server does not store {other}"),
     }
@@ -222,6 +251,15 @@ fn resource_type(resource: &str) -> Option<(&'static str, &'static str, &'static
         "nodes" => ("", "v1", "Node", false),
         "pods" => ("", "v1", "Pod", true),
         "events" => ("events.k8s.io", "v1", "Event", true),
+        "limitranges" => ("", "v1", "LimitRange", true),
+        "resourcequotas" => ("", "v1", "ResourceQuota", true),
+        "deployments" => ("apps", "v1", "Deployment", true),
+        "statefulsets" => ("apps", "v1", "StatefulSet", true),
+        "daemonsets" => ("apps", "v1", "DaemonSet", true),
+        "replicasets" => ("apps", "v1", "ReplicaSet", true),
+        "jobs" => ("batch", "v1", "Job", true),
+        "cronjobs" => ("batch", "v1", "CronJob", true),
+        "poddisruptionbudgets" => ("policy", "v1", "PodDisruptionBudget", true),
         "mutatingwebhookconfigurations" => (
             "admissionregistration.k8s.io",
             "v1",
@@ -230,9 +268,6 @@ fn resource_type(resource: &str) -> Option<(&'static str, &'static str, &'static
         ),
         "services" => ("", "v1", "Service", true),
         "serviceaccounts" => ("", "v1", "ServiceAccount", true),
-        "resourcequotas" => ("", "v1", "ResourceQuota", true),
-        "deployments" => ("apps", "v1", "Deployment", true),
-        "poddisruptionbudgets" => ("policy", "v1", "PodDisruptionBudget", true),
         "roles" => ("rbac.authorization.k8s.io", "v1", "Role", true),
         "rolebindings" => ("rbac.authorization.k8s.io", "v1", "RoleBinding", true),
         "clusterroles" => ("rbac.authorization.k8s.io", "v1", "ClusterRole", false),
@@ -286,6 +321,24 @@ pub fn configmap(ns: &str, name: &str, rv: &str, data: &[(&str, &str)]) -> Value
     json!({"apiVersion": "v1", "kind": "ConfigMap",
            "metadata": {"name": name, "namespace": ns, "resourceVersion": rv},
            "data": data})
+}
+
+/// Istio's ConfigMaps in `istio-system` holding the embedded configuration:
+/// `istio-sidecar-injector` (`config`, `values`) and `istio` (`mesh`).
+pub fn put_istio_configmaps(c: &mut Cluster) {
+    use outrigger_inject::config::defaults;
+    c.put(configmap(
+        "istio-system",
+        "istio-sidecar-injector",
+        "1",
+        &[("config", defaults::CONFIG), ("values", defaults::VALUES)],
+    ));
+    c.put(configmap(
+        "istio-system",
+        "istio",
+        "1",
+        &[("mesh", defaults::MESH)],
+    ));
 }
 
 /// A kubeconfig with context `fake` (this server, the current context, namespace `outrigger`)
@@ -461,6 +514,7 @@ async fn answer(cluster: &Mutex<Cluster>, req: Request<hyper::body::Incoming>) -
     let request = format!("{method} {path}");
     let forbidden = {
         let mut c = cluster.lock().expect("fake API lock");
+        c.tick();
         c.requests.push(request.clone());
         if !query.is_empty() {
             c.queries.push(format!("{request}?{query}"));

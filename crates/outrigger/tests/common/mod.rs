@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod admission;
+pub mod controllers;
 pub mod kube_api;
 pub mod rbac;
 
@@ -558,4 +559,14 @@ pub async fn metric_reaches(c: &H2, series: &str, want: f64, timeout: Duration) 
         metric(&metrics(c).await, series).is_some_and(|v| v >= want)
     })
     .await
+}
+
+/// The MutatingWebhookConfiguration deploy/base ships.
+pub fn shipped_webhook_config() -> Value {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../deploy/base/mutatingwebhook.yaml"
+    );
+    let text = std::fs::read_to_string(path).expect("deploy/base/mutatingwebhook.yaml");
+    outrigger_inject::yaml::from_str(&text).expect("YAML")
 }

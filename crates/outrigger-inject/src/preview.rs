@@ -1,0 +1,515 @@
+//! Preview: what a candidate configuration would change in the pods of a workload, and what of
+//! its outcome the cluster would refuse.
+//!
+//! A pod template is injected under the configuration in force and under the candidate
+//! ([`preview_pod`]); the two injected pods are compared field by field ([`changes`]), and the
+//! candidate's pod is checked against what admission and the nodes enforce ([`preflight`]): the
+//! namespace's Pod Security level ([`pod_security`]), its LimitRanges ([`limit_range`]) and
+//! ResourceQuotas ([`quota`]), native sidecars against the nodes' kubelets, duplicate container
+//! names; a candidate that cannot render the pod is a finding of its own.
+
+pub mod limit_range;
+pub mod pod_security;
+pub mod quota;
+
+use std::collections::BTreeSet;
+
+use serde_json::{Map, Value};
+
+use crate::decide::native::node_supports_native;
+use crate::inject::{inject_pod, InjectParams};
+use crate::kube::names::{PROXY_CONTAINER, STATUS_ANNOTATION};
+use crate::kube::pod::container_name;
+
+/// One field that differs between the two injections.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Change {
+    /// Path in the pod (`spec.containers[istio-proxy].image`, `metadata.annotations[key]`;
+    /// list elements by name).
+    pub path: String,
+    /// JSON Pointer of the field in the current configuration's pod (`None`: absent there).
+    pub current_pointer: Option<String>,
+    /// JSON Pointer of the field in the candidate's pod (`None`: absent there).
+    pub candidate_pointer: Option<String>,
+    /// The value under the configuration in force (`None`: absent).
+    pub current: Option<Value>,
+    /// The value under the candidate (`None`: absent).
+    pub candidate: Option<Value>,
+    /// What the difference comes from, where it can be told: `proxy image`, `native sidecars`,
+    /// `revision`, else `template`.
+    pub cause: &'static str,
+}
+
+/// What one configuration does with a pod template.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// Injected: the pod.
+    Injected(Value),
+    /// Left without a sidecar (injection not wanted): the pod as it is.
+    NotInjected(Value),
+    /// Injection failed (a template that does not render, a value it cannot read): the error.
+    Failed(String),
+}
+
+impl Outcome {
+    /// The pod, unless injection failed.
+    pub fn pod(&self) -> Option<&Value> {
+        match self {
+            Outcome::Injected(p) | Outcome::NotInjected(p) => Some(p),
+            Outcome::Failed(_) => None,
+        }
+    }
+}
+
+/// `pod` under one configuration: injected with `params` when `wanted`, else as it is.
+pub fn outcome(pod: &Value, params: &InjectParams<'_>, wanted: bool) -> Outcome {
+    if !wanted {
+        return Outcome::NotInjected(pod.clone());
+    }
+    match inject_pod(pod, params) {
+        Ok(i) => Outcome::Injected(i.pod),
+        Err(e) => Outcome::Failed(e.to_string()),
+    }
+}
+
+/// A pod template under both configurations.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PodPreview {
+    /// Under the configuration in force.
+    pub current: Outcome,
+    /// Under the candidate.
+    pub candidate: Outcome,
+    /// The differing fields (empty when either failed or both are the same).
+    pub changes: Vec<Change>,
+}
+
+/// Inject `pod` under the configuration in force (`current`, injected when `current_wanted`)
+/// and the candidate, and compare.
+pub fn preview_pod(
+    pod: &Value,
+    current: (&InjectParams<'_>, bool),
+    candidate: (&InjectParams<'_>, bool),
+) -> PodPreview {
+    let current = outcome(pod, current.0, current.1);
+    let candidate = outcome(pod, candidate.0, candidate.1);
+    let changes = match (current.pod(), candidate.pod()) {
+        (Some(a), Some(b)) => changes(a, b),
+        _ => Vec::new(),
+    };
+    PodPreview {
+        current,
+        candidate,
+        changes,
+    }
+}
+
+/// The differing fields of two pods: labels and annotations by key, the rest of `metadata` and
+/// `spec` leaf by leaf (objects by key, lists of named objects by name, other lists by index; a
+/// list of the same named elements in another order is one change). A status annotation that
+/// differs beside other changes is left out: they say what it records.
+pub fn changes(current: &Value, candidate: &Value) -> Vec<Change> {
+    let mut out = Vec::new();
+    for top in ["metadata", "spec"] {
+        let (a, b) = (current.get(top), candidate.get(top));
+        if top == "metadata" {
+            for field in ["labels", "annotations"] {
+                let empty = Map::new();
+                let am = a.and_then(|m| m.get(field)).and_then(Value::as_object);
+                let bm = b.and_then(|m| m.get(field)).and_then(Value::as_object);
+                let (am, bm) = (am.unwrap_or(&empty), bm.unwrap_or(&empty));
+                let keys: BTreeSet<&String> = am.keys().chain(bm.keys()).collect();
+                for k in keys {
+                    let ptr = format!("/metadata/{field}/{}", escape(k));
+                    let w = Walk {
+                        path: format!("metadata.{field}[{k}]"),
+                        a: am.get(k).map(|v| (ptr.clone(), v)),
+                        b: bm.get(k).map(|v| (ptr.clone(), v)),
+                    };
+                    walk(w, &mut out);
+                }
+            }
+            let rest = |v: Option<&Value>| {
+                v.and_then(Value::as_object).map(|m| {
+                    let mut m = m.clone();
+                    m.remove("labels");
+                    m.remove("annotations");
+                    Value::Object(m)
+                })
+            };
+            let (ra, rb) = (rest(a), rest(b));
+            let w = Walk {
+                path: "metadata".into(),
+                a: ra.as_ref().map(|v| ("/metadata".to_string(), v)),
+                b: rb.as_ref().map(|v| ("/metadata".to_string(), v)),
+            };
+            walk(w, &mut out);
+        } else {
+            let w = Walk {
+                path: "spec".into(),
+                a: a.map(|v| ("/spec".to_string(), v)),
+                b: b.map(|v| ("/spec".to_string(), v)),
+            };
+            walk(w, &mut out);
+        }
+    }
+    let status = format!("metadata.annotations[{STATUS_ANNOTATION}]");
+    if out.len() > 1 {
+        out.retain(|c| c.path != status);
+    }
+    out
+}
+
+/// One node of the comparison: its display path and, on each side, its pointer and value.
+struct Walk<'a> {
+    path: String,
+    a: Option<(String, &'a Value)>,
+    b: Option<(String, &'a Value)>,
+}
+
+/// RFC 6901 escaping of one reference token.
+fn escape(token: &str) -> String {
+    token.replace('~', "~0").replace('/', "~1")
+}
+
+fn named_list(l: &[Value]) -> bool {
+    !l.is_empty()
+        && l.iter()
+            .all(|x| x.get("name").and_then(Value::as_str).is_some())
+}
+
+fn walk(w: Walk<'_>, out: &mut Vec<Change>) {
+    let (a, b) = (w.a.as_ref().map(|(_, v)| *v), w.b.as_ref().map(|(_, v)| *v));
+    let ptr = |side: &Option<(String, &Value)>, tail: &str| {
+        side.as_ref().map(|(p, _)| format!("{p}/{tail}"))
+    };
+    match (a, b) {
+        (Some(Value::Object(am)), Some(Value::Object(bm))) => {
+            let keys: BTreeSet<&String> = am.keys().chain(bm.keys()).collect();
+            for k in keys {
+                let t = escape(k);
+                walk(
+                    Walk {
+                        path: format!("{}.{k}", w.path),
+                        a: am.get(k).and_then(|v| Some((ptr(&w.a, &t)?, v))),
+                        b: bm.get(k).and_then(|v| Some((ptr(&w.b, &t)?, v))),
+                    },
+                    out,
+                );
+            }
+        }
+        (Some(Value::Array(al)), Some(Value::Array(bl))) if named_list(al) && named_list(bl) => {
+            let same_order = al
+                .iter()
+                .map(container_name)
+                .eq(bl.iter().map(container_name));
+            let mut names: Vec<&str> = al.iter().map(container_name).collect();
+            for n in bl.iter().map(container_name) {
+                if !names.contains(&n) {
+                    names.push(n);
+                }
+            }
+            let before = out.len();
+            let same_set = names.len() == al.len() && names.len() == bl.len();
+            for n in names {
+                let find = |l: &[Value]| l.iter().position(|x| container_name(x) == n);
+                let (ia, ib) = (find(al), find(bl));
+                walk(
+                    Walk {
+                        path: format!("{}[{n}]", w.path),
+                        a: ia.and_then(|i| Some((ptr(&w.a, &i.to_string())?, &al[i]))),
+                        b: ib.and_then(|i| Some((ptr(&w.b, &i.to_string())?, &bl[i]))),
+                    },
+                    out,
+                );
+            }
+            if out.len() == before && same_set && !same_order {
+                push(&w, out);
+            }
+        }
+        (Some(Value::Array(al)), Some(Value::Array(bl))) if al.len() == bl.len() => {
+            for (i, (x, y)) in al.iter().zip(bl).enumerate() {
+                let t = i.to_string();
+                walk(
+                    Walk {
+                        path: format!("{}[{i}]", w.path),
+                        a: ptr(&w.a, &t).map(|p| (p, x)),
+                        b: ptr(&w.b, &t).map(|p| (p, y)),
+                    },
+                    out,
+                );
+            }
+        }
+        (x, y) if x != y => push(&w, out),
+        _ => {}
+    }
+}
+
+fn push(w: &Walk<'_>, out: &mut Vec<Change>) {
+    let (a, b) = (w.a.as_ref(), w.b.as_ref());
+    let path = &w.path;
+    let proxy = format!("[{PROXY_CONTAINER}]");
+    let cause = if path.ends_with(".image") {
+        "proxy image"
+    } else if path.contains(&proxy) && (a.is_none() || b.is_none()) && path.ends_with(&proxy) {
+        "native sidecars"
+    } else if path.ends_with("[istio.io/rev]") {
+        "revision"
+    } else {
+        "template"
+    };
+    out.push(Change {
+        path: path.clone(),
+        current_pointer: a.map(|(p, _)| p.clone()),
+        candidate_pointer: b.map(|(p, _)| p.clone()),
+        current: a.map(|(_, v)| (*v).clone()),
+        candidate: b.map(|(_, v)| (*v).clone()),
+        cause,
+    });
+}
+
+/// One thing the cluster would refuse, or that would not run.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Finding {
+    /// Which check: `pod-security`, `limit-range`, `resource-quota`, `native-sidecars`,
+    /// `duplicate-container-name`, `template`.
+    pub check: &'static str,
+    /// The rule (`restricted: capabilities`, `max cpu per Container`, `requests.memory`, ...).
+    pub rule: String,
+    /// The container it is about, if one.
+    pub container: Option<String>,
+    /// What is wrong, with the figures.
+    pub message: String,
+}
+
+/// A node and its kubelet version.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeVersion {
+    /// The node's name.
+    pub name: String,
+    /// `status.nodeInfo.kubeletVersion`.
+    pub kubelet_version: String,
+}
+
+/// What the cluster enforces on the pods of one namespace; absent parts are not checked.
+#[derive(Debug, Clone, Default)]
+pub struct Admission {
+    /// The namespace's `pod-security.kubernetes.io/enforce` level.
+    pub pod_security: Option<pod_security::Level>,
+    /// The namespace's LimitRange objects.
+    pub limit_ranges: Vec<Value>,
+    /// The namespace's ResourceQuota objects (`spec.hard`, `status.used`).
+    pub quotas: Vec<Value>,
+    /// The cluster's nodes (`None`: not known, as offline).
+    pub nodes: Option<Vec<NodeVersion>>,
+}
+
+/// The findings for a workload of `replicas` pods whose template `preview` compared, under
+/// `admission`: everything the candidate's pod would meet (refusals it shares with the current
+/// configuration's pod included; see [`PodPreview::current`]).
+pub fn preflight(preview: &PodPreview, admission: &Admission, replicas: u64) -> Vec<Finding> {
+    let pod = match &preview.candidate {
+        Outcome::Failed(e) => {
+            return vec![Finding {
+                check: "template",
+                rule: "render".into(),
+                container: None,
+                message: format!("the candidate configuration cannot inject this pod: {e}"),
+            }]
+        }
+        Outcome::Injected(p) | Outcome::NotInjected(p) => p,
+    };
+    let mut out = Vec::new();
+    if let Some(level) = admission.pod_security {
+        out.extend(pod_security::check(pod, level));
+    }
+    for lr in &admission.limit_ranges {
+        out.extend(limit_range::check(pod, lr));
+    }
+    if let Some(before) = preview.current.pod() {
+        // Quota admission sees the pods with the LimitRanges' defaults in.
+        let stored = |p: &Value| {
+            admission
+                .limit_ranges
+                .iter()
+                .fold(p.clone(), |p, lr| limit_range::with_defaults(&p, lr))
+        };
+        let (before, after) = (stored(before), stored(pod));
+        for q in &admission.quotas {
+            out.extend(quota::check(&before, &after, q, replicas));
+        }
+    }
+    out.extend(duplicate_names(pod));
+    if let Some(nodes) = &admission.nodes {
+        out.extend(native_sidecars(pod, nodes));
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Containers, init containers and ephemeral containers of `pod` with the name each has, in
+/// order: (list, container).
+pub fn all_containers(pod: &Value) -> impl Iterator<Item = (&'static str, &Value)> {
+    ["initContainers", "containers", "ephemeralContainers"]
+        .into_iter()
+        .flat_map(move |list| {
+            pod.pointer(&format!("/spec/{list}"))
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .map(move |c| (list, c))
+        })
+}
+
+/// Names used by more than one container of any kind (the API server refuses them:
+/// `spec.containers[1].name: Duplicate value`).
+fn duplicate_names(pod: &Value) -> Vec<Finding> {
+    let mut seen = BTreeSet::new();
+    let mut out = Vec::new();
+    for (list, c) in all_containers(pod) {
+        let name = container_name(c);
+        if !seen.insert(name) {
+            out.push(Finding {
+                check: "duplicate-container-name",
+                rule: "unique container names".into(),
+                container: Some(name.to_string()),
+                message: format!(
+                    "spec.{list}: Duplicate value: {name:?} (another container or init container \
+                     has this name)"
+                ),
+            });
+        }
+    }
+    out
+}
+
+/// Native sidecars (init containers with `restartPolicy: Always`) on a cluster with nodes whose
+/// kubelet runs none by the library's rule ([`node_supports_native`]): on such a node the
+/// sidecar would block the pod's start.
+fn native_sidecars(pod: &Value, nodes: &[NodeVersion]) -> Vec<Finding> {
+    let sidecars: Vec<&str> = pod
+        .pointer("/spec/initContainers")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|c| c.get("restartPolicy").and_then(Value::as_str) == Some("Always"))
+        .map(container_name)
+        .collect();
+    if sidecars.is_empty() {
+        return Vec::new();
+    }
+    let mut warnings = Vec::new();
+    let old: Vec<String> = nodes
+        .iter()
+        .filter(|n| !node_supports_native(&n.name, &n.kubelet_version, &mut warnings))
+        .map(|n| format!("{} ({})", n.name, n.kubelet_version))
+        .collect();
+    if old.is_empty() {
+        return Vec::new();
+    }
+    sidecars
+        .into_iter()
+        .map(|name| Finding {
+            check: "native-sidecars",
+            rule: "kubelet 1.33 or later".into(),
+            container: Some(name.to_string()),
+            message: format!(
+                "native sidecar (init container with restartPolicy: Always) but {} of {} nodes \
+                 run an older kubelet: {}",
+                old.len(),
+                nodes.len(),
+                old.join(", ")
+            ),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn at<'a>(v: &'a Value, p: &Option<String>) -> Option<&'a Value> {
+        p.as_ref().and_then(|p| v.pointer(p))
+    }
+
+    #[test]
+    fn changes_name_fields_and_point_at_both_sides() {
+        let a = json!({
+            "metadata": {"annotations": {"a/b": "1", "x": "same"}, "labels": {"l": "1"}},
+            "spec": {"containers": [{"name": "app", "image": "a:1"},
+                                     {"name": "istio-proxy", "image": "proxy:1"}],
+                     "volumes": [{"name": "v1"}]}
+        });
+        let b = json!({
+            "metadata": {"annotations": {"a/b": "2", "x": "same"}},
+            "spec": {"containers": [{"name": "app", "image": "a:1"}],
+                     "initContainers": [{"name": "istio-proxy", "image": "proxy:1"}],
+                     "volumes": [{"name": "v1"}]}
+        });
+        let cs = changes(&a, &b);
+        let paths: Vec<&str> = cs.iter().map(|c| c.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            [
+                "metadata.labels[l]",
+                "metadata.annotations[a/b]",
+                "spec.containers[istio-proxy]",
+                "spec.initContainers",
+            ]
+        );
+        for c in &cs {
+            assert_eq!(at(&a, &c.current_pointer), c.current.as_ref(), "{c:?}");
+            assert_eq!(at(&b, &c.candidate_pointer), c.candidate.as_ref(), "{c:?}");
+            assert_ne!(c.current, c.candidate);
+        }
+        assert_eq!(cs[2].cause, "native sidecars");
+        assert_eq!(
+            cs[1].current_pointer.as_deref(),
+            Some("/metadata/annotations/a~1b")
+        );
+        assert!(changes(&a, &a).is_empty());
+    }
+
+    #[test]
+    fn reordered_named_lists_are_one_change() {
+        let a = json!({"spec": {"containers": [{"name": "a"}, {"name": "b"}]}});
+        let b = json!({"spec": {"containers": [{"name": "b"}, {"name": "a"}]}});
+        let cs = changes(&a, &b);
+        assert_eq!(cs.len(), 1);
+        assert_eq!(cs[0].path, "spec.containers");
+    }
+
+    #[test]
+    fn duplicate_names_and_old_kubelets_are_found() {
+        let pod = json!({"spec": {
+            "initContainers": [{"name": "istio-proxy", "restartPolicy": "Always"}],
+            "containers": [{"name": "app"}, {"name": "istio-proxy"}]
+        }});
+        let preview = PodPreview {
+            current: Outcome::NotInjected(json!({})),
+            candidate: Outcome::Injected(pod),
+            changes: Vec::new(),
+        };
+        let nodes = vec![
+            NodeVersion {
+                name: "n1".into(),
+                kubelet_version: "v1.33.2".into(),
+            },
+            NodeVersion {
+                name: "n2".into(),
+                kubelet_version: "v1.30.4".into(),
+            },
+        ];
+        let admission = Admission {
+            nodes: Some(nodes),
+            ..Admission::default()
+        };
+        let f = preflight(&preview, &admission, 1);
+        let checks: Vec<&str> = f.iter().map(|f| f.check).collect();
+        assert_eq!(checks, ["duplicate-container-name", "native-sidecars"]);
+        assert!(f[1].message.contains("n2 (v1.30.4)"), "{}", f[1].message);
+        assert!(!f[1].message.contains("n1"), "{}", f[1].message);
+    }
+}

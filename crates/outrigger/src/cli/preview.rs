@@ -1,0 +1,116 @@
+//! Flags of `outrigger preview`.
+
+use std::path::PathBuf;
+
+use super::common::{native_mode_flag, ConfigFiles};
+use super::inject::ClusterArgs;
+
+/// Output format of `outrigger preview`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PreviewOutput {
+    /// One row per workload, its changed fields and preflight findings below it, then the
+    /// changes counted by field.
+    Table,
+    /// One JSON object per workload, in a JSON array.
+    Json,
+}
+
+/// The candidate configuration: a revision's ConfigMaps (with --kube) or the embedded default
+/// made for a revision, and files that override either.
+#[derive(Debug, Clone, Default, clap::Args)]
+#[group(id = "candidate", required = true, multiple = true)]
+pub struct CandidateArgs {
+    /// The candidate's revision: with --kube its ConfigMaps (istio-sidecar-injector-REV and
+    /// istio-REV, as --revision names them), else the embedded default made for REV; the
+    /// candidate's pods are injected as REV (`default` means none).
+    #[arg(
+        id = "candidate_revision",
+        long = "candidate-revision",
+        value_name = "REV"
+    )]
+    pub revision: Option<String>,
+    /// The candidate's injector config file (the `config` key of its istio-sidecar-injector
+    /// ConfigMap).
+    #[arg(
+        id = "candidate_inject_config_file",
+        long = "candidateInjectConfigFile",
+        value_name = "FILE"
+    )]
+    pub inject_config_file: Option<PathBuf>,
+    /// The candidate's values file (the `values` key of the same ConfigMap).
+    #[arg(
+        id = "candidate_values_file",
+        long = "candidateValuesFile",
+        value_name = "FILE"
+    )]
+    pub values_file: Option<PathBuf>,
+    /// The candidate's mesh config file (the `mesh` key of its istio ConfigMap).
+    #[arg(
+        id = "candidate_mesh_config_file",
+        long = "candidateMeshConfigFile",
+        value_name = "FILE"
+    )]
+    pub mesh_config_file: Option<PathBuf>,
+    /// Native sidecars under the candidate: true, false, or auto (default: as --native-sidecars).
+    #[arg(id = "candidate_native_sidecars", value_name = "NATIVE_SIDECARS", long = "candidate-native-sidecars", value_parser = native_mode_flag())]
+    pub native_sidecars: Option<crate::NativeMode>,
+}
+
+impl CandidateArgs {
+    /// The candidate's files as the configuration flags take them.
+    pub fn files(&self) -> ConfigFiles {
+        ConfigFiles {
+            inject_config_file: self.inject_config_file.clone(),
+            values_file: self.values_file.clone(),
+            mesh_config_file: self.mesh_config_file.clone(),
+        }
+    }
+}
+
+/// Flags of `outrigger preview`.
+#[derive(Debug, clap::Args)]
+pub struct PreviewArgs {
+    /// Manifests whose workloads to preview (multi-document YAML); `-` reads standard input.
+    /// Without it, --kube previews the cluster's workloads.
+    #[arg(short = 'f', long = "filename", required_unless_present = "kube")]
+    pub filename: Option<PathBuf>,
+    /// Istio's configuration files: the configuration in force (default: the embedded one, or
+    /// the cluster's ConfigMaps with --kube).
+    #[command(flatten)]
+    pub files: ConfigFiles,
+    /// The candidate configuration.
+    #[command(flatten)]
+    pub candidate: CandidateArgs,
+    /// With --kube: both configurations are read from the cluster's ConfigMaps (files override
+    /// their input), the namespaces' Pod Security labels, LimitRanges and ResourceQuotas and
+    /// the nodes' kubelet versions are checked, and without -f the workloads are read too.
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+    /// With --kube and without -f: the namespace whose workloads are previewed (default: the
+    /// kubeconfig context's).
+    #[arg(
+        short = 'n',
+        long = "namespace",
+        requires = "kube",
+        conflicts_with = "all_namespaces"
+    )]
+    pub namespace: Option<String>,
+    /// With --kube and without -f: preview the workloads of every namespace.
+    #[arg(short = 'A', long = "all-namespaces", requires = "kube")]
+    pub all_namespaces: bool,
+    /// With --kube: objects read per list request (the API server's `limit`; `continue` pages
+    /// on).
+    #[arg(long = "chunk-size", default_value_t = 500, requires = "kube",
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub chunk_size: u32,
+    /// Native sidecars in the configuration in force: true, false, or auto (offline: follows
+    /// ENABLE_NATIVE_SIDECARS).
+    #[arg(long = "native-sidecars", value_parser = native_mode_flag())]
+    pub native_sidecars: Option<crate::NativeMode>,
+    /// Revision in force (`default` means none); with --kube, the workloads its webhook selects.
+    #[arg(long = "revision", default_value = "")]
+    pub revision: String,
+    /// Output format.
+    #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
+    pub output: PreviewOutput,
+}

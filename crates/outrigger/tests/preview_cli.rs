@@ -1,0 +1,161 @@
+//! `outrigger preview -f` on inputs of Istio's corpus: the corpus' chart settings
+//! (`settings/default`) in force, each release's (`releases/<tag>/`) as the candidate. Every
+//! change reported is a real difference between what `outrigger inject` writes with the one and
+//! with the other (its pointers lead, inside the workload's pod template, to its two values),
+//! the exit status is 1 exactly when the two injections differ, and a configuration previewed
+//! against itself exits 0 with no change. Without the corpus the runs are skipped with a notice.
+
+#[allow(dead_code)]
+mod support;
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use support::{docs, json_rows, repo_root, Inject};
+
+const RELEASES: [&str; 3] = ["1.24.6", "1.26.8", "1.28.10"];
+
+/// Inputs of the corpus with one workload kind each (and a List of several).
+const INPUTS: [&str; 6] = [
+    "hello.yaml",
+    "daemonset.yaml",
+    "cronjob.yaml",
+    "statefulset.yaml",
+    "list.yaml",
+    "hello-probes.yaml",
+];
+
+fn corpus() -> Option<PathBuf> {
+    let dir = repo_root().join("../shared/conformance/istio");
+    if dir.join("cases.json").exists() {
+        Some(dir)
+    } else {
+        eprintln!("NOTICE: ../shared/conformance/istio not found; preview corpus runs skipped");
+        None
+    }
+}
+
+fn files(dir: &Path) -> [PathBuf; 3] {
+    ["config.yaml", "values.json", "mesh.yaml"].map(|f| dir.join(f))
+}
+
+fn inject(input: &Path, config: &[PathBuf; 3]) -> Vec<Value> {
+    let run = Inject::file(input)
+        .path_arg("--injectConfigFile", &config[0])
+        .path_arg("--valuesFile", &config[1])
+        .path_arg("--meshConfigFile", &config[2])
+        .arg("-q")
+        .run();
+    docs(run.success())
+}
+
+fn preview(input: &Path, current: &[PathBuf; 3], candidate: &[PathBuf; 3]) -> support::Run {
+    Inject::command("preview")
+        .path_arg("-f", input)
+        .path_arg("--injectConfigFile", &current[0])
+        .path_arg("--valuesFile", &current[1])
+        .path_arg("--meshConfigFile", &current[2])
+        .path_arg("--candidateInjectConfigFile", &candidate[0])
+        .path_arg("--candidate-values-file", &candidate[1])
+        .path_arg("--candidate-mesh-config-file", &candidate[2])
+        .args(["-o", "json"])
+        .run()
+}
+
+/// Where a workload of `kind` keeps its pod template.
+fn template_pointer(kind: &str) -> &'static str {
+    match kind {
+        "Pod" => "",
+        "CronJob" => "/spec/jobTemplate/spec/template",
+        _ => "/spec/template",
+    }
+}
+
+/// The workload document a row is about, in the injected documents (a List's items among
+/// them).
+fn document<'a>(docs: &'a [Value], row: &Value) -> &'a Value {
+    let kind = row["kind"].as_str().unwrap_or("");
+    let name = row["name"].as_str().unwrap_or("");
+    docs.iter()
+        .flat_map(|d| match d["items"].as_array() {
+            Some(items) if d["kind"] == "List" => items.iter().collect(),
+            _ => vec![d],
+        })
+        .find(|d| d["kind"] == kind && d["metadata"]["name"] == name)
+        .unwrap_or_else(|| panic!("no {kind} {name} in the injected documents"))
+}
+
+#[test]
+fn every_change_is_a_real_difference_between_the_two_injections() {
+    let Some(root) = corpus() else { return };
+    let current = files(&root.join("settings/default"));
+    let mut changes = 0;
+    for release in RELEASES {
+        let candidate = files(&root.join("releases").join(release));
+        for input in INPUTS {
+            let path = root.join("cases").join(input);
+            let (a, b) = (inject(&path, &current), inject(&path, &candidate));
+            let run = preview(&path, &current, &candidate);
+            let want = if a == b { 0 } else { 1 };
+            let rows = json_rows(run.exited(want));
+            assert!(!rows.is_empty(), "{input} {release}: no workload");
+            for row in &rows {
+                let prefix = template_pointer(row["kind"].as_str().unwrap_or(""));
+                let (da, db) = (document(&a, row), document(&b, row));
+                for c in row["changes"].as_array().expect("changes") {
+                    let at = |doc: &Value, ptr: &Value| {
+                        ptr.as_str()
+                            .and_then(|p| doc.pointer(&format!("{prefix}{p}")))
+                            .cloned()
+                            .unwrap_or(Value::Null)
+                    };
+                    let context = format!("{input} {release} {}", c["path"]);
+                    assert_eq!(at(da, &c["currentPointer"]), c["current"], "{context}");
+                    assert_eq!(at(db, &c["candidatePointer"]), c["candidate"], "{context}");
+                    assert_ne!(c["current"], c["candidate"], "{context}");
+                    changes += 1;
+                }
+            }
+        }
+    }
+    assert!(changes > 0, "no release changed anything");
+}
+
+#[test]
+fn a_configuration_previewed_against_itself_changes_nothing() {
+    let Some(root) = corpus() else { return };
+    let current = files(&root.join("settings/default"));
+    for input in INPUTS {
+        let run = preview(&root.join("cases").join(input), &current, &current);
+        for row in json_rows(run.exited(0)) {
+            assert_eq!(row["changes"], Value::Array(Vec::new()), "{input}");
+            assert_eq!(row["refused"], false, "{input}");
+        }
+    }
+}
+
+#[test]
+fn the_candidate_is_required_and_offline_needs_no_cluster() {
+    let example = repo_root().join("examples/hello.yaml");
+    let run = Inject::command("preview").path_arg("-f", &example).run();
+    assert_eq!(run.code, Some(2));
+    assert!(
+        run.stderr.contains("--candidate-revision"),
+        "{}",
+        run.stderr
+    );
+    // The embedded default against itself made for a revision: the revision's changes only.
+    let run = Inject::command("preview")
+        .path_arg("-f", &example)
+        .args(["--candidate-revision", "canary"])
+        .run();
+    let out = run.exited(1);
+    assert!(
+        out.contains("metadata.annotations[istio.io/rev]: \"default\" -> \"canary\" (revision)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("1 workloads: 1 changed, 0 would be refused"),
+        "{out}"
+    );
+}

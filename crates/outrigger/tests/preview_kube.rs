@@ -1,0 +1,493 @@
+//! `outrigger preview --kube` end to end against the fake API server (`common::kube_api`): the
+//! configuration in force and the candidate read from the cluster's ConfigMaps (or files), the
+//! workloads and what the cluster enforces read from it, and each preflight fault seeded on its
+//! own: a `restricted` namespace, a LimitRange whose max is below the sidecar's limits, an
+//! exhausted ResourceQuota, an old kubelet under native sidecars, a duplicate container name,
+//! a candidate template that fails.
+
+mod common;
+#[allow(dead_code)] // the helpers of the inject tests; this file uses some
+mod support;
+
+use common::controllers::settle;
+use common::kube_api::{self, configmap, Cluster, FakeApi};
+use outrigger_inject::config::defaults;
+use serde_json::{json, Value};
+use support::{json_rows, Inject, TempDir};
+
+/// The canary revision's values: another hub, and twice the proxy's memory request.
+fn canary_values() -> String {
+    let mut v: Value = serde_json::from_str(defaults::VALUES).expect("values");
+    v["global"]["hub"] = json!("registry.example/next");
+    v["global"]["proxy"]["resources"]["requests"]["memory"] = json!("256Mi");
+    v["revision"] = json!("canary");
+    v.to_string()
+}
+
+fn deployment(ns: &str, name: &str, replicas: i64) -> Value {
+    let mut d = json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name, "namespace": ns, "generation": 1},
+        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                 "template": {"metadata": {"labels": {"app": name}},
+                              "spec": {"containers": [{"name": "app", "image": "example/app:2",
+                                  "resources": {"requests": {"cpu": "50m", "memory": "64Mi"},
+                                                "limits": {"cpu": "500m", "memory": "256Mi"}}}]}}}
+    });
+    settle(&mut d);
+    d
+}
+
+fn node(name: &str, kubelet: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
+           "status": {"nodeInfo": {"kubeletVersion": kubelet}}})
+}
+
+/// Istio's embedded configuration in force, a `canary` revision beside it, namespace `shop`
+/// (injection enabled) with Deployment `web` (2 replicas), one node with kubelet 1.33; `seed`
+/// adds the fault under test.
+fn cluster(seed: impl FnOnce(&mut Cluster)) -> FakeApi {
+    let mut c = Cluster::default();
+    kube_api::put_istio_configmaps(&mut c);
+    let canary = canary_values();
+    c.put(configmap(
+        "istio-system",
+        "istio-sidecar-injector-canary",
+        "1",
+        &[("config", defaults::CONFIG), ("values", &canary)],
+    ));
+    c.put(configmap(
+        "istio-system",
+        "istio-canary",
+        "1",
+        &[("mesh", defaults::MESH)],
+    ));
+    c.put(json!({"apiVersion": "v1", "kind": "Namespace",
+                 "metadata": {"name": "shop", "labels": {"istio-injection": "enabled"}}}));
+    c.put(deployment("shop", "web", 2));
+    c.put(node("node-1", "v1.33.1"));
+    seed(&mut c);
+    FakeApi::start(c)
+}
+
+fn preview(api: &FakeApi, test: &str, flags: &[&str]) -> (support::Run, TempDir) {
+    let dir = TempDir::new(test);
+    let kc = dir
+        .write("kubeconfig", &kube_api::kubeconfig(api.port))
+        .display()
+        .to_string();
+    let run = Inject::command("preview")
+        .args(["--kube", "--kubeconfig", kc.as_str(), "-n", "shop"])
+        .args(
+            if flags.contains(&"-o") {
+                &[][..]
+            } else {
+                &["-o", "json"][..]
+            }
+            .iter()
+            .copied(),
+        )
+        .args(flags.iter().copied())
+        .run();
+    (run, dir)
+}
+
+/// The findings of the one workload previewed: (check, rule, container, origin).
+fn findings(rows: &[Value]) -> Vec<(String, String, String, String)> {
+    assert_eq!(rows.len(), 1, "{rows:#?}");
+    let s = |v: &Value| v.as_str().unwrap_or("").to_string();
+    rows[0]["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .map(|f| {
+            (
+                s(&f["check"]),
+                s(&f["rule"]),
+                s(&f["container"]),
+                s(&f["origin"]),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_candidate_revision_is_read_from_its_configmaps_and_its_changes_listed() {
+    let api = cluster(|_| {});
+    let (run, _dir) = preview(&api, "preview-canary", &["--candidate-revision", "canary"]);
+    let rows = json_rows(run.exited(1));
+    assert_eq!(rows.len(), 1, "{rows:#?}");
+    assert_eq!(rows[0]["kind"], "Deployment");
+    assert_eq!(rows[0]["name"], "web");
+    assert_eq!(rows[0]["replicas"], 2);
+    assert!(findings(&rows).is_empty(), "{rows:#?}");
+    let changes = rows[0]["changes"].as_array().expect("changes");
+    let change = |path: &str| changes.iter().find(|c| c["path"] == path);
+    let image = change("spec.containers[istio-proxy].image").expect("image change");
+    assert!(
+        image["candidate"]
+            .as_str()
+            .is_some_and(|i| i.starts_with("registry.example/next/")),
+        "{image}"
+    );
+    assert_eq!(image["cause"], "proxy image");
+    let memory =
+        change("spec.containers[istio-proxy].resources.requests.memory").expect("memory change");
+    assert_eq!(memory["candidate"], "256Mi");
+    let requests = api.requests();
+    for cm in ["istio-sidecar-injector-canary", "istio-canary"] {
+        assert!(
+            requests.contains(&format!(
+                "GET /api/v1/namespaces/istio-system/configmaps/{cm}"
+            )),
+            "{requests:#?}"
+        );
+    }
+    assert!(
+        requests.contains(&"GET /apis/apps/v1/namespaces/shop/deployments".to_string()),
+        "{requests:#?}"
+    );
+}
+
+#[test]
+fn the_same_configuration_changes_nothing_and_exits_0() {
+    let api = cluster(|_| {});
+    let (run, _dir) = preview(&api, "preview-same", &["--candidate-revision", "default"]);
+    let rows = json_rows(run.exited(0));
+    assert_eq!(rows[0]["changes"], json!([]), "{rows:#?}");
+    assert!(findings(&rows).is_empty());
+    // The table says so too.
+    let (run, _dir) = preview(
+        &api,
+        "preview-same-table",
+        &["--candidate-revision", "default", "-o", "table"],
+    );
+    let out = run.exited(0);
+    assert!(
+        out.contains("1 workloads: 0 changed, 0 would be refused"),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_restricted_namespace_refuses_istio_init() {
+    let api = cluster(|c| {
+        c.get_mut("namespaces", "", "shop").expect("shop")["metadata"]["labels"]
+            ["pod-security.kubernetes.io/enforce"] = json!("restricted");
+    });
+    let (run, _dir) = preview(&api, "preview-psa", &["--candidate-revision", "canary"]);
+    let f = findings(&json_rows(run.exited(3)));
+    for rule in [
+        "baseline: non-default capabilities",
+        "restricted: runAsUser=0",
+        "restricted: runAsNonRoot != true",
+    ] {
+        assert!(
+            f.iter().any(|(check, r, c, origin)| check == "pod-security"
+                && r == rule
+                && c == "istio-init"
+                && origin == "current"),
+            "{rule}: {f:#?}"
+        );
+    }
+    // Without a seccomp profile, restricted refuses the app container too: the workload's own.
+    assert!(
+        f.iter()
+            .any(|(_, r, c, o)| r == "restricted: seccompProfile" && c == "app" && o == "workload"),
+        "{f:#?}"
+    );
+}
+
+#[test]
+fn a_limitrange_max_below_the_sidecars_limit_is_refused() {
+    let api = cluster(|c| {
+        c.put(json!({"apiVersion": "v1", "kind": "LimitRange",
+                     "metadata": {"name": "small", "namespace": "shop"},
+                     "spec": {"limits": [{"type": "Container", "max": {"cpu": "1"}}]}}));
+    });
+    let (run, _dir) = preview(
+        &api,
+        "preview-limitrange",
+        &["--candidate-revision", "canary"],
+    );
+    let rows = json_rows(run.exited(3));
+    let f = findings(&rows);
+    assert!(
+        f.iter().any(|(check, rule, c, _)| check == "limit-range"
+            && rule == "max cpu per Container"
+            && c == "istio-proxy"),
+        "{f:#?}"
+    );
+    assert!(!f.iter().any(|(_, _, c, _)| c == "app"), "{f:#?}");
+    let message = rows[0]["findings"]
+        .as_array()
+        .and_then(|l| l.iter().find(|f| f["container"] == "istio-proxy"))
+        .and_then(|f| f["message"].as_str())
+        .unwrap_or("")
+        .to_string();
+    assert!(
+        message.starts_with("maximum cpu usage per Container is 1, but limit is 2"),
+        "{message}"
+    );
+}
+
+#[test]
+fn an_exhausted_resourcequota_refuses_what_the_candidate_adds() {
+    let quota = |used: &str| {
+        json!({"apiVersion": "v1", "kind": "ResourceQuota",
+               "metadata": {"name": "mem", "namespace": "shop"},
+               "spec": {"hard": {"requests.memory": "1Gi"}},
+               "status": {"hard": {"requests.memory": "1Gi"}, "used": {"requests.memory": used}}})
+    };
+    // 128Mi more per pod, 2 replicas: 256Mi; 124Mi left.
+    let api = cluster(|c| c.put(quota("900Mi")));
+    let (run, _dir) = preview(&api, "preview-quota", &["--candidate-revision", "canary"]);
+    let rows = json_rows(run.exited(3));
+    assert_eq!(
+        findings(&rows),
+        [(
+            "resource-quota".into(),
+            "requests.memory".into(),
+            String::new(),
+            "candidate".into()
+        )]
+    );
+    let message = rows[0]["findings"][0]["message"].as_str().unwrap_or("");
+    assert!(
+        message.contains("128Mi of requests.memory per pod, 256Mi for 2 replicas"),
+        "{message}"
+    );
+    // With the headroom, nothing.
+    let api = cluster(|c| c.put(quota("512Mi")));
+    let (run, _dir) = preview(
+        &api,
+        "preview-quota-ok",
+        &["--candidate-revision", "canary"],
+    );
+    assert!(findings(&json_rows(run.exited(1))).is_empty());
+}
+
+#[test]
+fn native_sidecars_on_an_old_kubelet_are_refused() {
+    let api = cluster(|c| c.put(node("node-2", "v1.28.5")));
+    let (run, _dir) = preview(
+        &api,
+        "preview-native",
+        &["--candidate-native-sidecars", "true"],
+    );
+    let rows = json_rows(run.exited(3));
+    let f = findings(&rows);
+    assert_eq!(
+        f,
+        [(
+            "native-sidecars".into(),
+            "kubelet 1.33 or later".into(),
+            "istio-proxy".into(),
+            "candidate".into()
+        )]
+    );
+    let message = rows[0]["findings"][0]["message"].as_str().unwrap_or("");
+    assert!(
+        message.contains("node-2 (v1.28.5)") && !message.contains("node-1"),
+        "{message}"
+    );
+    // The proxy moved to the init containers: that is the change.
+    assert!(
+        rows[0]["changes"]
+            .as_array()
+            .expect("changes")
+            .iter()
+            .any(|c| c["path"] == "spec.initContainers[istio-proxy]"
+                && c["cause"] == "native sidecars"),
+        "{rows:#?}"
+    );
+}
+
+/// A candidate injector config of one template, `sidecar`, rendering `body`.
+fn candidate_config(dir: &TempDir, body: &str) -> String {
+    let text = format!(
+        "policy: enabled\ntemplates:\n  sidecar: |\n{}",
+        indent(body)
+    );
+    dir.write("candidate.yaml", &text).display().to_string()
+}
+
+fn indent(s: &str) -> String {
+    s.lines().map(|l| format!("    {l}\n")).collect()
+}
+
+#[test]
+fn a_duplicate_container_name_is_refused() {
+    let api = cluster(|_| {});
+    let dir = TempDir::new("preview-dup-config");
+    let config = candidate_config(
+        &dir,
+        "spec:\n  initContainers:\n  - name: app\n    image: busybox\n  containers:\n  - name: istio-proxy\n    image: proxy:1\n",
+    );
+    let (run, _d) = preview(
+        &api,
+        "preview-dup",
+        &[
+            "--candidateInjectConfigFile",
+            &config,
+            "--candidateValuesFile",
+            &dir.write("v.json", "{}").display().to_string(),
+        ],
+    );
+    let f = findings(&json_rows(run.exited(3)));
+    assert_eq!(
+        f,
+        [(
+            "duplicate-container-name".into(),
+            "unique container names".into(),
+            "app".into(),
+            "candidate".into()
+        )]
+    );
+}
+
+#[test]
+fn a_candidate_template_that_fails_is_refused_and_named() {
+    let api = cluster(|_| {});
+    let dir = TempDir::new("preview-fail-config");
+    let config = candidate_config(
+        &dir,
+        "{{ if eq (index .ObjectMeta.Labels \"app\") \"web\" }}{{ fail \"web is not supported\" }}{{ end }}\nspec:\n  containers:\n  - name: istio-proxy\n    image: proxy:1\n",
+    );
+    let values = dir.write("v.json", "{}").display().to_string();
+    let (run, _d) = preview(
+        &api,
+        "preview-fail",
+        &[
+            "--candidate-inject-config-file",
+            &config,
+            "--candidate-values-file",
+            &values,
+        ],
+    );
+    let rows = json_rows(run.exited(3));
+    assert_eq!(rows[0]["candidate"], "failed");
+    assert_eq!(
+        findings(&rows),
+        [(
+            "template".into(),
+            "render".into(),
+            String::new(),
+            "candidate".into()
+        )]
+    );
+    let error = rows[0]["candidateError"].as_str().unwrap_or("");
+    assert!(error.contains("web is not supported"), "{error}");
+    // A template that does not even parse stops the command, naming the candidate.
+    let broken = candidate_config(&dir, "{{ if }}\n");
+    let (run, _d) = preview(
+        &api,
+        "preview-broken",
+        &[
+            "--candidateInjectConfigFile",
+            &broken,
+            "--candidateValuesFile",
+            &values,
+        ],
+    );
+    let err = run.failure();
+    assert_eq!(run.code, Some(2));
+    assert!(err.contains("loading the candidate configuration"), "{err}");
+}
+
+/// A workload object of `kind` in `shop` with a pod template of one container, owned by
+/// `owner` (`(kind, name)`) when given.
+fn object(kind: &str, name: &str, owner: Option<(&str, &str)>) -> Value {
+    let template = json!({"metadata": {"labels": {"app": name}},
+                          "spec": {"containers": [{"name": "app", "image": "example/app:2"}]}});
+    let (api_version, spec) = match kind {
+        "CronJob" => (
+            "batch/v1",
+            json!({"schedule": "* * * * *", "jobTemplate": {"spec": {"template": template}}}),
+        ),
+        "Job" => ("batch/v1", json!({"template": template})),
+        "Pod" => ("v1", template["spec"].clone()),
+        _ => (
+            "apps/v1",
+            json!({"selector": {"matchLabels": {"app": name}}, "template": template}),
+        ),
+    };
+    let mut o = json!({"apiVersion": api_version, "kind": kind,
+                       "metadata": {"name": name, "namespace": "shop"}, "spec": spec});
+    if kind == "Pod" {
+        o["metadata"]["labels"] = json!({"app": name});
+    }
+    if let Some((k, n)) = owner {
+        o["metadata"]["ownerReferences"] = json!([{"apiVersion": "apps/v1", "kind": k, "name": n, "uid": "u", "controller": true}]);
+    }
+    o
+}
+
+#[test]
+fn every_workload_kind_is_read_and_what_a_controller_owns_is_left_to_it() {
+    let api = cluster(|c| {
+        c.put(object("StatefulSet", "db", None));
+        c.put(object("DaemonSet", "agent", None));
+        c.put(object("CronJob", "nightly", None));
+        c.put(object("Job", "once", None));
+        c.put(object("ReplicaSet", "lonely", None));
+        c.put(object("Pod", "debug", None));
+        // Owned: their owners are previewed instead.
+        c.put(object(
+            "ReplicaSet",
+            "web-5d8f",
+            Some(("Deployment", "web")),
+        ));
+        c.put(object("Job", "nightly-2900", Some(("CronJob", "nightly"))));
+        c.put(object("Pod", "db-0", Some(("StatefulSet", "db"))));
+        // Opted out: injected by neither configuration, counted, not listed.
+        let mut off = object("Deployment", "off", None);
+        off["spec"]["template"]["metadata"]["labels"]["sidecar.istio.io/inject"] = json!("false");
+        c.put(off);
+    });
+    let (run, _dir) = preview(
+        &api,
+        "preview-kinds",
+        &["--candidate-revision", "canary", "--chunk-size", "1"],
+    );
+    let rows = json_rows(run.exited(1));
+    let mut got: Vec<String> = rows
+        .iter()
+        .map(|r| {
+            format!(
+                "{}/{}",
+                r["kind"].as_str().unwrap_or(""),
+                r["name"].as_str().unwrap_or("")
+            )
+        })
+        .collect();
+    got.sort();
+    assert_eq!(
+        got,
+        [
+            "CronJob/nightly",
+            "DaemonSet/agent",
+            "Deployment/web",
+            "Job/once",
+            "Pod/debug",
+            "ReplicaSet/lonely",
+            "StatefulSet/db",
+        ],
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .contains("1 workloads get no sidecar under either configuration"),
+        "{}",
+        run.stderr
+    );
+    // Listed a page at a time.
+    let c = api.lock();
+    let pages = c
+        .queries
+        .iter()
+        .filter(|q| q.starts_with("GET /apis/apps/v1/namespaces/shop/replicasets?"))
+        .count();
+    assert_eq!(pages, 2, "{:#?}", c.queries);
+}
