@@ -65,6 +65,7 @@ pub mod guard;
 pub mod inject;
 pub mod kube_inject;
 pub mod reinject;
+pub mod unsupported;
 pub mod webhook;
 
 #[cfg(test)]

@@ -243,6 +243,7 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
     metrics
         .config_usable
         .set(i64::from(loaded && health.verdict().is_ok()));
+    metrics.set_unsupported(&health.verdict());
     let (cert, pending_ca) = match cluster.as_ref().and_then(|c| c.services.certs.as_ref()) {
         Some(rx) => (
             kube_mode::load_bundle(&rx.borrow(), &compliance)
