@@ -1224,7 +1224,11 @@ async fn a_fresh_apply_blocks_no_pod_and_deleting_the_install_leaves_nothing_tha
     // Image pull, then the replica starts; it is behind the Service once ready.
     tokio::time::sleep(Duration::from_millis(500)).await;
     let delay = Duration::from_secs(2);
-    let server = replica(&api, "fresh-apply", &["--activation-delay", "2s"]);
+    let mut server = replica(
+        &api,
+        "fresh-apply",
+        &["--activation-delay", "2s", "--drain-delay", "1s"],
+    );
     let listening = std::time::Instant::now();
     behind_service_once_ready(&api, &server).await;
     let ready = std::time::Instant::now();
@@ -1274,8 +1278,10 @@ async fn a_fresh_apply_blocks_no_pod_and_deleting_the_install_leaves_nothing_tha
             .await
     );
 
-    // The configuration is owned by the namespace: deleting it (the install) lets the garbage
-    // collector delete the configuration; nothing then calls the gone injector.
+    // Deleting the install: the namespace is terminating, the namespace controller deletes the
+    // replica's pod (SIGTERM; out of the endpoints 100 ms later). Told to stop in a terminating
+    // namespace, the replica sets the configuration back to fail open, so pods are created
+    // (uninjected) while no replica answers, before the garbage collector has deleted it.
     let owners = api
         .lock()
         .get(
@@ -1286,8 +1292,47 @@ async fn a_fresh_apply_blocks_no_pod_and_deleting_the_install_leaves_nothing_tha
         .map(|m| m["metadata"]["ownerReferences"].clone())
         .expect("configuration");
     assert_eq!(owners[0]["kind"], "Namespace", "{owners}");
+    {
+        let mut a = api.lock();
+        let ns = a.get_mut("namespaces", "", "outrigger").expect("namespace");
+        ns["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
+        ns["status"] = json!({"phase": "Terminating"});
+    }
+    server.sigterm();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    out_of_service(&api, &server);
+    assert!(
+        server.wait_exit(Duration::from_secs(20)).is_some(),
+        "exited"
+    );
+    assert!(
+        server
+            .log_text()
+            .contains("webhook configuration set to fail open"),
+        "{}",
+        server.log_text()
+    );
+    let policies: Vec<Value> = api
+        .lock()
+        .get(
+            "mutatingwebhookconfigurations",
+            "",
+            "outrigger-sidecar-injector",
+        )
+        .and_then(|m| m["webhooks"].as_array().cloned())
+        .expect("still there until the namespace is gone")
+        .iter()
+        .map(|e| e["failurePolicy"].clone())
+        .collect();
+    assert!(policies.iter().all(|p| p == "Ignore"), "{policies:?}");
+    let a = api
+        .create_pod("apps", pod("while-terminating", json!({})), false)
+        .await
+        .expect("not refused while the namespace terminates");
+    assert_eq!(containers(&a.pod), ["app"]);
+    // The namespace is gone: the garbage collector deletes the configuration (its owner is
+    // gone); nothing calls the gone injector.
     let gone = api.lock().delete("namespaces", "", "outrigger");
-    drop(server);
     assert!(
         gone.iter()
             .any(|(r, _, n)| r == "mutatingwebhookconfigurations"
