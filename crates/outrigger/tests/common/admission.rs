@@ -47,12 +47,16 @@
 //! Not modelled, or unsure: the CEL `authorizer` variable (an expression naming it panics), CEL's
 //! compile-time type check (an expression the API server refuses because it cannot be boolean
 //! is only found when it evaluates, as an error) and its cost budget, and the exact text of CEL
-//! errors (cel-rust's, not cel-go's: assert on the prefix up to `resulted in error:`);
-//! `clientConfig.url` (panics rather than select wrongly); `matchPolicy: Equivalent` conversions; in-tree admission
-//! plugins (and their reinvocation); the exact text of transport errors (Go's wording is only
-//! approximated: assert on the webhook name and the stable prefixes above, not on the cause);
-//! the Service's `port` → `targetPort` mapping (the endpoint's address is used as is); defaulting
-//! of the pod by the API server after admission.
+//! errors (cel-rust's, not cel-go's: assert on the prefix up to `resulted in error:`); feature
+//! gates (a 1.27 API server, `matchConditions` alpha and off, drops the field; the fake always
+//! evaluates it); `clientConfig.url` (panics rather than select wrongly); `matchPolicy:
+//! Equivalent` conversions; in-tree admission plugins (and their reinvocation); the exact text of
+//! transport errors (Go's wording is only approximated: assert on the webhook name and the stable
+//! prefixes above, not on the cause); how the API server reaches a Service (it may dial the
+//! ClusterIP and let kube-proxy choose, or an endpoint itself: the fake takes endpoints in turn,
+//! and a removed endpoint is never dialled again, with no propagation delay of its own); the
+//! Service's `port` → `targetPort` mapping (the endpoint's address is used as is); defaulting of
+//! the pod by the API server after admission.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
