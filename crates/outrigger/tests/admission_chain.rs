@@ -1269,6 +1269,13 @@ async fn a_fresh_apply_blocks_no_pod_and_deleting_the_install_leaves_nothing_tha
         .filter(|c| c.at < listening + delay)
         .all(|c| c.policy.as_deref() != Some("Fail")),);
     assert!(ready <= active);
+    // Bounded by the delay: activated within it (plus a generous allowance for the check's
+    // step and a loaded machine) of the replica being seen ready.
+    assert!(
+        active <= ready + delay + Duration::from_secs(10),
+        "activated {:?} after readiness",
+        active - ready
+    );
     assert!(
         server
             .wait_log(
