@@ -1352,3 +1352,109 @@ async fn a_fresh_apply_blocks_no_pod_and_deleting_the_install_leaves_nothing_tha
         .expect("nothing blocks");
     assert!(a.calls.is_empty(), "{:?}", a.calls);
 }
+
+/// Istio's injector ConfigMap with `config` as given and the embedded values, at `rv`.
+fn injector_configmap(config: &str, rv: &str) -> Value {
+    configmap(
+        "istio-system",
+        "istio-sidecar-injector",
+        rv,
+        &[
+            ("config", config),
+            ("values", outrigger_inject::config::defaults::VALUES),
+        ],
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_newer_istios_templates_are_named_and_never_block_every_pod() {
+    // A template, which no probe pod uses, calls a Sprig function outrigger does not implement.
+    let newer = format!(
+        "{}\n  rare: |\n    metadata:\n      annotations:\n        id: {{{{ uuidv4 }}}}\n",
+        outrigger_inject::config::defaults::CONFIG.trim_end()
+    );
+    let mut c = cluster();
+    c.put(injector_configmap(&newer, "3"));
+    c.put(namespace("apps", json!({"istio-injection": "enabled"})));
+    c.put(shipped_webhook_config());
+    let api = FakeApi::start(c);
+    let server = replica(&api, "newer-istio", &["--activation-delay", "200ms"]);
+    // Not ready, naming the feature and the template; never behind the Service, never activated:
+    // pods are created (uninjected), not refused.
+    let why = holds_within(Duration::from_secs(10), || async {
+        let Some(ca) = common::kube_api::stored_secret(&api).and_then(|s| {
+            s.pointer("/data/ca-bundle.crt")
+                .and_then(Value::as_str)
+                .and_then(|b| B64.decode(b).ok())
+        }) else {
+            return false;
+        };
+        let Ok(c) = H2::connect(server.addr, &ca).await else {
+            return false;
+        };
+        c.get("/readyz").await.is_ok_and(|r| {
+            r.status == 503
+                && r.text().contains(
+                    "template \"rare\" line 3 calls Sprig function \"uuidv4\", which outrigger does not implement",
+                )
+        })
+    })
+    .await;
+    assert!(why, "{}", server.log_text());
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let a = api
+        .create_pod("apps", pod("while-unsupported", json!({})), false)
+        .await
+        .expect("admitted: the configuration still fails open");
+    assert_eq!(containers(&a.pod), ["app"]);
+    let policies = api
+        .lock()
+        .get(
+            "mutatingwebhookconfigurations",
+            "",
+            "outrigger-sidecar-injector",
+        )
+        .map(|m| m["webhooks"].clone())
+        .expect("configuration");
+    assert!(
+        policies
+            .as_array()
+            .is_some_and(|w| w.iter().all(|e| e["failurePolicy"] == "Ignore")),
+        "a replica that is not ready never activates: {policies}"
+    );
+
+    // Istio's templates as outrigger knows them: ready, activated, injecting.
+    api.lock().put(injector_configmap(
+        outrigger_inject::config::defaults::CONFIG,
+        "4",
+    ));
+    behind_service_once_ready(&api, &server).await;
+    activated(&api, "outrigger-sidecar-injector").await;
+    let a = api
+        .create_pod("apps", pod("known", json!({})), false)
+        .await
+        .expect("admitted");
+    assert!(proxy_image(&a.pod).is_some());
+
+    // The newer templates as an update: refused by name, the last good configuration injects.
+    api.lock().put(injector_configmap(&newer, "5"));
+    assert!(
+        server
+            .wait_log("unsupported template feature", Duration::from_secs(10))
+            .await
+            && server
+                .wait_log(
+                    "keeping the last good configuration",
+                    Duration::from_secs(10)
+                )
+                .await,
+        "{}",
+        server.log_text()
+    );
+    let a = api
+        .create_pod("apps", pod("after-update", json!({})), false)
+        .await
+        .expect("admitted");
+    assert!(proxy_image(&a.pod).is_some(), "the last good configuration");
+    assert!(ready(&api, &server).await, "still ready");
+}
