@@ -8,7 +8,8 @@
 //! * [`assess`] renders the default templates for a probe pod and reports what they add (the
 //!   containers and init containers), or why the configuration cannot inject: no templates, a
 //!   default template missing, rendering fails, nothing added, or a pod the API server would
-//!   refuse. No sidecar is special: Istio's `istio-proxy`, a log shipper and Istio's own test
+//!   refuse; or a template calls what outrigger does not implement ([`crate::unsupported`],
+//!   checked in every template, since a pod may ask for any). No sidecar is special: Istio's `istio-proxy`, a log shipper and Istio's own test
 //!   template (one container named `injected`) are judged alike.
 //! * [`replacement`] refuses a new configuration that cannot inject where the one in force can,
 //!   and one that adds none of the containers the one in force adds (a different ConfigMap
@@ -26,6 +27,7 @@ use serde_json::{json, Value};
 use crate::config::Snapshot;
 use crate::ingest::workload::WorkloadMeta;
 use crate::inject::{self, InjectParams, Mode};
+use crate::unsupported::{template_findings, Finding};
 
 /// Why a configuration cannot inject pods.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -50,6 +52,19 @@ pub enum Unusable {
     /// The injected probe pod breaks a rule the API server enforces on every pod.
     #[error("the default templates make a probe pod the API server would refuse: {0}")]
     Invalid(String),
+    /// A template calls what outrigger does not implement (a newer Istio's templates): pods
+    /// reaching the call would fail, so the configuration is refused as a whole, naming each use
+    /// ([`crate::unsupported`]).
+    #[error("the templates use what outrigger does not implement: {}", join_findings(.0))]
+    Unsupported(Vec<Finding>),
+}
+
+fn join_findings(found: &[Finding]) -> String {
+    found
+        .iter()
+        .map(Finding::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// What a usable configuration adds to a plain pod, by container name.
@@ -195,6 +210,10 @@ pub fn assess(snapshot: &Snapshot, native_sidecars: bool) -> Result<Adds, Unusab
     let config = &snapshot.config;
     if config.templates.is_empty() {
         return Err(Unusable::NoTemplates);
+    }
+    let unsupported = template_findings(&config.templates);
+    if !unsupported.is_empty() {
+        return Err(Unusable::Unsupported(unsupported));
     }
     let pod = probe_pod();
     for name in crate::render::select_templates(snapshot, &pod) {
@@ -374,6 +393,32 @@ mod tests {
             Some(defaults::MESH),
         );
         assert!(wrong.is_err());
+    }
+
+    #[test]
+    fn a_template_calling_what_outrigger_lacks_is_unusable_and_named() {
+        // The call sits in a template the probe pod never renders: still refused, named.
+        let config = format!(
+            "{}\n  rare: |\n    metadata:\n      annotations:\n        id: {{{{ uuidv4 }}}}\n",
+            defaults::CONFIG.trim_end()
+        );
+        let s = snap(&config, defaults::VALUES);
+        let e = assess(&s, false).expect_err("refused");
+        assert!(
+            matches!(&e, Unusable::Unsupported(f) if f.len() == 1 && f[0].template == "rare" && f[0].line == 3),
+            "{e:?}"
+        );
+        assert!(
+            e.to_string().starts_with(
+                "the templates use what outrigger does not implement: template \"rare\" line 3 calls Sprig function \"uuidv4\""
+            ),
+            "{e}"
+        );
+        let proxy = Ok(adds(&["istio-proxy"], &["istio-init"]));
+        assert!(
+            replacement(&proxy, &Err(e)).is_err(),
+            "a reload keeps the last good"
+        );
     }
 
     #[test]

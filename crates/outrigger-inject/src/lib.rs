@@ -26,7 +26,8 @@
 //! The orchestrators run the stages: [`inject`] one pod (render, merge, finish), [`webhook`] an
 //! AdmissionReview (ingest, decide, inject, patch), [`kube_inject`] a stream of manifests, and
 //! [`guard`] checks that a configuration can inject at all. Below the stages are their inputs
-//! ([`config`]) and the engines they use: [`template`] (Go `text/template`), [`mesh`] (mesh and
+//! ([`config`], and [`unsupported`]: what a configuration's templates use that outrigger lacks)
+//! and the engines they use: [`template`] (Go `text/template`), [`mesh`] (mesh and
 //! proxy config), [`yaml`], [`kube`] (Kubernetes types), [`json`] and [`go`] (Go formatting).
 //!
 //! Imports go one way: an orchestrator uses the stages (and [`inject`]); a stage uses earlier
@@ -46,8 +47,10 @@ pub mod mesh;
 pub mod template;
 pub mod yaml;
 
-// Inputs: injector configuration, values, embedded defaults.
+// Inputs: injector configuration, values, embedded defaults; what a configuration's templates
+// use that outrigger lacks.
 pub mod config;
+pub mod unsupported;
 
 // The pipeline stages, in order.
 pub mod decide;

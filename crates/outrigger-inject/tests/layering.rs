@@ -21,6 +21,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("mesh", 2),
     ("template", 3),
     ("config", 4),
+    ("unsupported", 4),
     ("ingest", 5),
     ("decide", 6),
     ("render", 7),

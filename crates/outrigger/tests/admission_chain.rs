@@ -727,3 +727,724 @@ async fn failure_policy_timeouts_trust_denials_reinvocation_and_dry_run() {
         .load(Ordering::SeqCst);
     assert_eq!(observed, 5, "reviews the observing webhook answered");
 }
+
+/// A pod with `spec` fields merged over the plain one.
+fn pod_with(name: &str, labels: Value, annotations: Value, spec: Value) -> Value {
+    let mut p = pod(name, labels);
+    p["metadata"]["annotations"] = annotations;
+    for (k, v) in spec.as_object().into_iter().flatten() {
+        p["spec"][k] = v.clone();
+    }
+    p
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn match_conditions_let_skipped_pods_through_while_the_injector_is_down() {
+    let mut c = cluster();
+    c.put(namespace("apps", json!({"istio-injection": "enabled"})));
+    // `webhook-config --match-conditions` under failurePolicy Fail, no replica yet.
+    let mut cfg = webhook_config(&["--match-conditions", "--failure-policy", "Fail"]);
+    cfg["metadata"]["resourceVersion"] = json!("2");
+    let entries = cfg["webhooks"].as_array().expect("entries");
+    assert!(
+        entries.iter().all(|e| e["matchConditions"]
+            .as_array()
+            .is_some_and(|m| m.len() == 3)),
+        "{cfg}"
+    );
+    c.put(cfg);
+    let api = FakeApi::start(c);
+    let never_injected = || {
+        [
+            pod("label-out", json!({"sidecar.istio.io/inject": "false"})),
+            pod_with(
+                "annotation-out",
+                json!({}),
+                json!({"sidecar.istio.io/inject": "false"}),
+                json!({}),
+            ),
+            pod_with("host", json!({}), Value::Null, json!({"hostNetwork": true})),
+        ]
+    };
+    // The injector is down (no endpoints): the pods the conditions filter out are created,
+    // never sent to it; any other pod is refused by failurePolicy Fail.
+    for p in never_injected() {
+        let name = p["metadata"]["name"].as_str().expect("name").to_string();
+        let a = api
+            .create_pod("apps", p, false)
+            .await
+            .unwrap_or_else(|e| panic!("{name}: refused while the injector is down: {e:?}"));
+        assert!(a.calls.is_empty(), "{name}: {:?}", a.calls);
+        assert_eq!(containers(&a.pod), ["app"], "{name}");
+    }
+    let e = api
+        .create_pod("apps", pod("plain-down", json!({})), false)
+        .await
+        .expect_err("a pod to inject waits for the injector");
+    assert_eq!(e.code, 500, "{}", e.message);
+    assert!(e.message.contains("no ready endpoints"), "{}", e.message);
+
+    // The injector comes up: injected pods are injected, the others still never reach it.
+    let _server = start_outrigger(&api, "chain-match-conditions", &[]);
+    activated(&api, "outrigger-sidecar-injector").await;
+    let a = api
+        .create_pod("apps", pod("plain-up", json!({})), false)
+        .await
+        .expect("admitted");
+    assert_eq!(
+        a.calls,
+        ["outrigger-sidecar-injector/namespace.sidecar-injector.istio.io"]
+    );
+    assert!(proxy_image(&a.pod).is_some(), "{:?}", containers(&a.pod));
+    for mut p in never_injected() {
+        let name = format!("{}-up", p["metadata"]["name"].as_str().expect("name"));
+        p["metadata"]["name"] = json!(name);
+        let a = api.create_pod("apps", p, false).await.expect("admitted");
+        assert!(a.calls.is_empty(), "{name}: {:?}", a.calls);
+        assert_eq!(containers(&a.pod), ["app"], "{name}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn match_conditions_false_skips_and_errors_follow_the_failure_policy() {
+    let mut c = cluster();
+    c.put(namespace("apps", json!({})));
+    let api = FakeApi::start(c);
+    let (addr, ca, count) = toy_webhook("observe.hooks.svc", Behaviour::Observe).await;
+    api.lock()
+        .endpoints
+        .insert(("hooks".into(), "observe".into()), vec![addr]);
+    let calls = || count.load(Ordering::SeqCst);
+    let configure = |conditions: Value, policy: &str| {
+        api.lock().put(toy_config(
+            "observe",
+            "observe.hooks.example",
+            ("hooks", "observe"),
+            &ca,
+            json!({"matchConditions": conditions, "failurePolicy": policy}),
+        ))
+    };
+    let labelled = |name: &str| pod(name, json!({"team": "a"}));
+    let by_label = json!({"name": "team-a", "expression": "object.metadata.labels['team'] == 'a'"});
+    // `request` is the AdmissionRequest: its namespace and operation.
+    let by_request = json!({"name": "create-in-apps",
+        "expression": "request.operation == 'CREATE' && request.namespace == 'apps' && oldObject == null"});
+    configure(json!([by_label, by_request]), "Fail");
+    let a = api
+        .create_pod("apps", labelled("t1"), false)
+        .await
+        .expect("called");
+    assert_eq!(a.calls, ["observe/observe.hooks.example"]);
+    assert_eq!(calls(), 1);
+    let a = api
+        .create_pod("apps", pod("t2", json!({"team": "b"})), false)
+        .await
+        .expect("skipped");
+    assert!(a.calls.is_empty());
+    assert_eq!(calls(), 1, "a false condition skips the call");
+
+    // An evaluation error (a pod without the label: no such key) under Fail refuses the pod
+    // with 403, naming the expression; under Ignore the webhook is skipped.
+    let unguarded = json!({"name": "unguarded", "expression": "object.spec.nodeName == 'n1'"});
+    configure(json!([by_request, unguarded]), "Fail");
+    let e = api
+        .create_pod("apps", pod("t3", json!({})), false)
+        .await
+        .expect_err("evaluation error under Fail");
+    assert_eq!(e.code, 403, "{}", e.message);
+    assert!(
+        e.message.starts_with(
+            "pods \"t3\" is forbidden: expression 'object.spec.nodeName == 'n1'' resulted in error: "
+        ),
+        "{}",
+        e.message
+    );
+    let (status, body) = post_pod(&api, "apps", pod("t3-http", json!({}))).await;
+    assert_eq!(
+        (status, body["reason"].as_str()),
+        (403, Some("Forbidden")),
+        "{body}"
+    );
+    assert_eq!(calls(), 1, "never called on an error");
+    configure(json!([by_request, unguarded]), "Ignore");
+    let a = api
+        .create_pod("apps", pod("t4", json!({})), false)
+        .await
+        .expect("Ignore skips");
+    assert!(a.calls.is_empty());
+    // A false condition wins over an error, whatever the failure policy; with no false and no
+    // error the webhook is called.
+    let never = json!({"name": "never", "expression": "request.namespace == 'elsewhere'"});
+    configure(json!([unguarded, never]), "Fail");
+    let a = api
+        .create_pod("apps", pod("t5", json!({})), false)
+        .await
+        .expect("false wins over an error");
+    assert!(a.calls.is_empty());
+    let two = json!({"name": "two", "expression": "object.spec.schedulerName == 'x'"});
+    configure(json!([unguarded, two]), "Fail");
+    let e = api
+        .create_pod("apps", pod("t6", json!({})), false)
+        .await
+        .expect_err("two errors");
+    assert!(
+        e.message
+            .starts_with("pods \"t6\" is forbidden: [expression 'object.spec.nodeName")
+            && e.message
+                .contains(", expression 'object.spec.schedulerName"),
+        "errors aggregated as Go's: {}",
+        e.message
+    );
+    let mut scheduled = pod("t7", json!({}));
+    scheduled["spec"]["nodeName"] = json!("n1");
+    scheduled["spec"]["schedulerName"] = json!("x");
+    let a = api
+        .create_pod("apps", scheduled, false)
+        .await
+        .expect("called");
+    assert_eq!(a.calls, ["observe/observe.hooks.example"]);
+    assert_eq!(calls(), 2);
+}
+
+#[test]
+#[should_panic(expected = "the API server refuses more than 64")]
+fn more_than_64_match_conditions_are_refused() {
+    let list: Vec<Value> = (0..65)
+        .map(|i| json!({"name": format!("c{i}"), "expression": "true"}))
+        .collect();
+    common::admission::conditions(
+        "x.example",
+        &json!({"matchConditions": list}),
+        &json!({"object": {}, "oldObject": null}),
+    );
+}
+
+/// A replica of outrigger as deploy/ runs it, not yet behind the Service (the endpoints
+/// controller adds it once its readiness probe passes: [`behind_service_once_ready`]).
+fn replica(api: &FakeApi, name: &str, extra: &[&str]) -> Server {
+    let mut args = vec![
+        "--dns-name",
+        "localhost",
+        "--istio-configmaps",
+        "--native-sidecars",
+        "false",
+        "--failure-policy-once-ready",
+        "Fail",
+        "--webhook-owned-by-namespace",
+    ];
+    args.extend_from_slice(extra);
+    serve_against(api, name, &args, &[])
+}
+
+/// Whether the replica's `/readyz` answers 200 (its CA from the shared Secret).
+async fn ready(api: &FakeApi, server: &Server) -> bool {
+    let Some(ca) = common::kube_api::stored_secret(api).and_then(|s| {
+        s.pointer("/data/ca-bundle.crt")
+            .and_then(Value::as_str)
+            .and_then(|b| B64.decode(b).ok())
+    }) else {
+        return false;
+    };
+    match H2::connect(server.addr, &ca).await {
+        Ok(c) => c.get("/readyz").await.is_ok_and(|r| r.status == 200),
+        Err(_) => false,
+    }
+}
+
+/// The kubelet's readiness probe and the endpoints controller: once the replica is ready, add
+/// its address to Service `outrigger/outrigger`.
+async fn behind_service_once_ready(api: &FakeApi, server: &Server) {
+    eventually("the replica is ready", || ready(api, server)).await;
+    api.lock()
+        .endpoints
+        .entry(("outrigger".into(), "outrigger".into()))
+        .or_default()
+        .push(server.addr);
+}
+
+/// Take the replica out of the Service (its pod is terminating).
+fn out_of_service(api: &FakeApi, server: &Server) {
+    if let Some(e) = api
+        .lock()
+        .endpoints
+        .get_mut(&("outrigger".to_string(), "outrigger".to_string()))
+    {
+        e.retain(|a| *a != server.addr);
+    }
+}
+
+/// One create of a loop of creates.
+#[derive(Debug, PartialEq)]
+struct Create {
+    /// When it was sent.
+    at: std::time::Instant,
+    /// The `failurePolicy` of outrigger's first entry just before (None: no configuration).
+    policy: Option<String>,
+    /// `Ok(injected)`, or the refusal's message.
+    outcome: Result<bool, String>,
+}
+
+/// Create pods in `ns`, one every 20 ms, until `stop`; each create is recorded in order.
+fn create_continuously(
+    api: &FakeApi,
+    ns: &'static str,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+) -> tokio::task::JoinHandle<Vec<Create>> {
+    let api = api.clone();
+    tokio::spawn(async move {
+        let mut seen = Vec::new();
+        let mut i = 0;
+        while !stop.load(Ordering::SeqCst) {
+            let policy = api
+                .lock()
+                .get(
+                    "mutatingwebhookconfigurations",
+                    "",
+                    "outrigger-sidecar-injector",
+                )
+                .and_then(|m| {
+                    m["webhooks"][0]["failurePolicy"]
+                        .as_str()
+                        .map(str::to_string)
+                });
+            let at = std::time::Instant::now();
+            let outcome = api
+                .create_pod(ns, pod(&format!("c{i}"), json!({})), false)
+                .await
+                .map(|a| proxy_image(&a.pod).is_some())
+                .map_err(|e| e.message);
+            seen.push(Create {
+                at,
+                policy,
+                outcome,
+            });
+            i += 1;
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        seen
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rolling_update_refuses_and_misses_no_pod() {
+    let mut c = cluster();
+    c.put(namespace("apps", json!({"istio-injection": "enabled"})));
+    c.put(shipped_webhook_config());
+    let api = FakeApi::start(c);
+    let args = ["--activation-delay", "200ms", "--drain-delay", "1s"];
+    // The Deployment's two replicas, behind the Service, the configuration activated (Fail).
+    let mut old = Vec::new();
+    for name in ["rollout-a1", "rollout-a2"] {
+        let r = replica(&api, name, &args);
+        behind_service_once_ready(&api, &r).await;
+        old.push(r);
+    }
+    activated(&api, "outrigger-sidecar-injector").await;
+
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let creates = create_continuously(&api, "apps", stop.clone());
+    // maxSurge 1, maxUnavailable 0: a new replica, ready, behind the Service; then an old one
+    // terminates (out of the Service while it drains; SIGTERM first, as the kubelet and the
+    // endpoints controller act concurrently), and so on.
+    let mut new = Vec::new();
+    for (name, mut retired) in ["rollout-b1", "rollout-b2"].into_iter().zip(old) {
+        let r = replica(&api, name, &args);
+        behind_service_once_ready(&api, &r).await;
+        new.push(r);
+        retired.sigterm();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        out_of_service(&api, &retired);
+        assert!(
+            retired.wait_exit(Duration::from_secs(20)).is_some(),
+            "drained and exited"
+        );
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    stop.store(true, Ordering::SeqCst);
+    let seen = creates.await.expect("creates");
+    let refused: Vec<_> = seen.iter().filter(|c| c.outcome.is_err()).collect();
+    let uninjected = seen.iter().filter(|c| c.outcome == Ok(false)).count();
+    assert!(seen.len() >= 20, "pods created: {}", seen.len());
+    assert_eq!(refused.len(), 0, "refused: {refused:?}");
+    assert_eq!(uninjected, 0, "of {} pods", seen.len());
+    assert_eq!(
+        api.lock().endpoints[&("outrigger".to_string(), "outrigger".to_string())],
+        new.iter().map(|r| r.addr).collect::<Vec<_>>()
+    );
+}
+
+/// An address that refuses connections (a port bound, then closed).
+fn refusing_port() -> SocketAddr {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    l.local_addr().expect("addr")
+}
+
+/// An address that accepts connections and never answers (a firewall dropping the traffic
+/// after the handshake, or a hung process).
+async fn black_hole() -> SocketAddr {
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = l.local_addr().expect("addr");
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((tcp, _)) = l.accept().await {
+            held.push(tcp);
+        }
+    });
+    addr
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_blocked_port_refuses_under_fail_and_admits_uninjected_under_ignore() {
+    let mut c = cluster();
+    c.put(namespace("apps", json!({"istio-injection": "enabled"})));
+    let api = FakeApi::start(c);
+    let hole = black_hole().await;
+    for (fault, addr, cause) in [
+        ("refused", refusing_port(), "dial tcp"),
+        ("dropped", hole, "context deadline exceeded"),
+    ] {
+        api.lock()
+            .endpoints
+            .insert(("outrigger".into(), "outrigger".into()), vec![addr]);
+        for policy in ["Fail", "Ignore"] {
+            let mut cfg = webhook_config(&["--failure-policy", policy, "--timeout", "1"]);
+            cfg["metadata"]["resourceVersion"] = json!("2");
+            api.lock().put(cfg);
+            let name = format!("{fault}-{}", policy.to_lowercase());
+            let outcome = api.create_pod("apps", pod(&name, json!({})), false).await;
+            match policy {
+                "Fail" => {
+                    let e = outcome.expect_err("Fail refuses");
+                    assert_eq!(e.code, 500, "{fault}: {}", e.message);
+                    assert!(
+                        e.message.starts_with("Internal error occurred: failed calling webhook \"namespace.sidecar-injector.istio.io\": ")
+                            && e.message.contains(cause),
+                        "{fault}: {}",
+                        e.message
+                    );
+                    assert!(api.lock().get("pods", "apps", &name).is_none());
+                }
+                _ => {
+                    let a = outcome.expect("Ignore admits");
+                    assert_eq!(containers(&a.pod), ["app"], "{fault}: uninjected");
+                    assert!(api.lock().get("pods", "apps", &name).is_some());
+                }
+            }
+        }
+    }
+}
+
+/// `kubectl kustomize deploy/base`, as documents in output order; `None` without kubectl.
+fn rendered_base() -> Option<Vec<Value>> {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../deploy/base");
+    let out = std::process::Command::new("kubectl")
+        .args(["kustomize", dir])
+        .output()
+        .ok()?;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).expect("UTF-8");
+    let docs = outrigger_inject::yaml::split_documents(&text).expect("documents");
+    Some(
+        docs.iter()
+            .map(|d| outrigger_inject::yaml::from_str(d).expect("YAML"))
+            .collect(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fresh_apply_blocks_no_pod_and_deleting_the_install_leaves_nothing_that_blocks() {
+    let Some(manifests) = rendered_base() else {
+        eprintln!("NOTICE: kubectl not found; the fresh-apply test is skipped");
+        return;
+    };
+    let mut c = cluster();
+    c.remove("namespaces", "", "outrigger");
+    c.put(namespace("apps", json!({"istio-injection": "enabled"})));
+    let api = FakeApi::start(c);
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // Pods are created in a selected namespace from before the apply to after the activation.
+    let creates = create_continuously(&api, "apps", stop.clone());
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    // One `kubectl apply`: every document in the order kustomize renders them; the fake stores
+    // what it serves, with the uid and resourceVersion the API server gives on create. The
+    // Deployment is the replica started below; its Service is the fake's endpoints.
+    let kinds: Vec<&str> = manifests
+        .iter()
+        .filter_map(|m| m["kind"].as_str())
+        .collect();
+    assert_eq!(
+        kinds.last(),
+        Some(&"MutatingWebhookConfiguration"),
+        "kustomize orders the webhook configuration last: {kinds:?}"
+    );
+    {
+        let mut a = api.lock();
+        for (i, mut m) in manifests.into_iter().enumerate() {
+            if !matches!(
+                m["kind"].as_str(),
+                Some("Namespace" | "MutatingWebhookConfiguration" | "ConfigMap" | "Secret")
+            ) {
+                continue;
+            }
+            m["metadata"]["uid"] = json!(format!("applied-{i}"));
+            m["metadata"]["resourceVersion"] = json!("2");
+            a.put(m);
+        }
+        let mwc = a
+            .get(
+                "mutatingwebhookconfigurations",
+                "",
+                "outrigger-sidecar-injector",
+            )
+            .expect("applied");
+        assert!(
+            mwc["webhooks"]
+                .as_array()
+                .is_some_and(|w| w.iter().all(|e| e["failurePolicy"] == "Ignore")),
+            "shipped fail-open: {mwc}"
+        );
+    }
+    // Image pull, then the replica starts; it is behind the Service once ready.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let delay = Duration::from_secs(2);
+    let mut server = replica(
+        &api,
+        "fresh-apply",
+        &["--activation-delay", "2s", "--drain-delay", "1s"],
+    );
+    let listening = std::time::Instant::now();
+    behind_service_once_ready(&api, &server).await;
+    let ready = std::time::Instant::now();
+    activated(&api, "outrigger-sidecar-injector").await;
+    let active = std::time::Instant::now();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    stop.store(true, Ordering::SeqCst);
+    let seen = creates.await.expect("creates");
+
+    let refused: Vec<&Create> = seen.iter().filter(|c| c.outcome.is_err()).collect();
+    assert_eq!(
+        refused,
+        Vec::<&Create>::new(),
+        "no pod is refused at any time"
+    );
+    // Pods created once the replica is behind the Service are injected; before, admitted
+    // uninjected (fail-open): none waits.
+    let after_ready: Vec<&Create> = seen.iter().filter(|c| c.at >= ready).collect();
+    assert!(!after_ready.is_empty());
+    assert!(
+        after_ready.iter().all(|c| c.outcome == Ok(true)),
+        "{after_ready:?}"
+    );
+    let before: Vec<&Create> = seen.iter().filter(|c| c.at < listening).collect();
+    assert!(before.iter().all(|c| c.outcome == Ok(false)), "{before:?}");
+    // The activation (Fail) follows readiness, never before the replica was ready for the
+    // delay: every create sent before listening + delay saw no configuration or Ignore.
+    let first_fail = seen
+        .iter()
+        .find(|c| c.policy.as_deref() == Some("Fail"))
+        .expect("pods created after the activation");
+    assert!(
+        first_fail.at >= listening + delay,
+        "activated before the delay"
+    );
+    assert!(seen
+        .iter()
+        .filter(|c| c.at < listening + delay)
+        .all(|c| c.policy.as_deref() != Some("Fail")),);
+    assert!(ready <= active);
+    // Bounded by the delay: activated within it (plus a generous allowance for the check's
+    // step and a loaded machine) of the replica being seen ready.
+    assert!(
+        active <= ready + delay + Duration::from_secs(10),
+        "activated {:?} after readiness",
+        active - ready
+    );
+    assert!(
+        server
+            .wait_log(
+                "webhook configuration activated by a ready replica",
+                Duration::from_secs(1)
+            )
+            .await
+    );
+
+    // Deleting the install: the namespace is terminating, the namespace controller deletes the
+    // replica's pod (SIGTERM; out of the endpoints 100 ms later). Told to stop in a terminating
+    // namespace, the replica sets the configuration back to fail open, so pods are created
+    // (uninjected) while no replica answers, before the garbage collector has deleted it.
+    let owners = api
+        .lock()
+        .get(
+            "mutatingwebhookconfigurations",
+            "",
+            "outrigger-sidecar-injector",
+        )
+        .map(|m| m["metadata"]["ownerReferences"].clone())
+        .expect("configuration");
+    assert_eq!(owners[0]["kind"], "Namespace", "{owners}");
+    {
+        let mut a = api.lock();
+        let ns = a.get_mut("namespaces", "", "outrigger").expect("namespace");
+        ns["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
+        ns["status"] = json!({"phase": "Terminating"});
+    }
+    server.sigterm();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    out_of_service(&api, &server);
+    assert!(
+        server.wait_exit(Duration::from_secs(20)).is_some(),
+        "exited"
+    );
+    assert!(
+        server
+            .log_text()
+            .contains("webhook configuration set to fail open"),
+        "{}",
+        server.log_text()
+    );
+    let policies: Vec<Value> = api
+        .lock()
+        .get(
+            "mutatingwebhookconfigurations",
+            "",
+            "outrigger-sidecar-injector",
+        )
+        .and_then(|m| m["webhooks"].as_array().cloned())
+        .expect("still there until the namespace is gone")
+        .iter()
+        .map(|e| e["failurePolicy"].clone())
+        .collect();
+    assert!(policies.iter().all(|p| p == "Ignore"), "{policies:?}");
+    let a = api
+        .create_pod("apps", pod("while-terminating", json!({})), false)
+        .await
+        .expect("not refused while the namespace terminates");
+    assert_eq!(containers(&a.pod), ["app"]);
+    // The namespace is gone: the garbage collector deletes the configuration (its owner is
+    // gone); nothing calls the gone injector.
+    let gone = api.lock().delete("namespaces", "", "outrigger");
+    assert!(
+        gone.iter()
+            .any(|(r, _, n)| r == "mutatingwebhookconfigurations"
+                && n == "outrigger-sidecar-injector"),
+        "collected: {gone:?}"
+    );
+    let a = api
+        .create_pod("apps", pod("after-delete", json!({})), false)
+        .await
+        .expect("nothing blocks");
+    assert!(a.calls.is_empty(), "{:?}", a.calls);
+}
+
+/// Istio's injector ConfigMap with `config` as given and the embedded values, at `rv`.
+fn injector_configmap(config: &str, rv: &str) -> Value {
+    configmap(
+        "istio-system",
+        "istio-sidecar-injector",
+        rv,
+        &[
+            ("config", config),
+            ("values", outrigger_inject::config::defaults::VALUES),
+        ],
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_newer_istios_templates_are_named_and_never_block_every_pod() {
+    // A template, which no probe pod uses, calls a Sprig function outrigger does not implement.
+    let newer = format!(
+        "{}\n  rare: |\n    metadata:\n      annotations:\n        id: {{{{ uuidv4 }}}}\n",
+        outrigger_inject::config::defaults::CONFIG.trim_end()
+    );
+    let mut c = cluster();
+    c.put(injector_configmap(&newer, "3"));
+    c.put(namespace("apps", json!({"istio-injection": "enabled"})));
+    c.put(shipped_webhook_config());
+    let api = FakeApi::start(c);
+    let server = replica(&api, "newer-istio", &["--activation-delay", "200ms"]);
+    // Not ready, naming the feature and the template; never behind the Service, never activated:
+    // pods are created (uninjected), not refused.
+    let why = holds_within(Duration::from_secs(10), || async {
+        let Some(ca) = common::kube_api::stored_secret(&api).and_then(|s| {
+            s.pointer("/data/ca-bundle.crt")
+                .and_then(Value::as_str)
+                .and_then(|b| B64.decode(b).ok())
+        }) else {
+            return false;
+        };
+        let Ok(c) = H2::connect(server.addr, &ca).await else {
+            return false;
+        };
+        c.get("/readyz").await.is_ok_and(|r| {
+            r.status == 503
+                && r.text().contains(
+                    "template \"rare\" line 3 calls Sprig function \"uuidv4\", which outrigger does not implement",
+                )
+        })
+    })
+    .await;
+    assert!(why, "{}", server.log_text());
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let a = api
+        .create_pod("apps", pod("while-unsupported", json!({})), false)
+        .await
+        .expect("admitted: the configuration still fails open");
+    assert_eq!(containers(&a.pod), ["app"]);
+    let policies = api
+        .lock()
+        .get(
+            "mutatingwebhookconfigurations",
+            "",
+            "outrigger-sidecar-injector",
+        )
+        .map(|m| m["webhooks"].clone())
+        .expect("configuration");
+    assert!(
+        policies
+            .as_array()
+            .is_some_and(|w| w.iter().all(|e| e["failurePolicy"] == "Ignore")),
+        "a replica that is not ready never activates: {policies}"
+    );
+
+    // Istio's templates as outrigger knows them: ready, activated, injecting.
+    api.lock().put(injector_configmap(
+        outrigger_inject::config::defaults::CONFIG,
+        "4",
+    ));
+    behind_service_once_ready(&api, &server).await;
+    activated(&api, "outrigger-sidecar-injector").await;
+    let a = api
+        .create_pod("apps", pod("known", json!({})), false)
+        .await
+        .expect("admitted");
+    assert!(proxy_image(&a.pod).is_some());
+
+    // The newer templates as an update: refused by name, the last good configuration injects.
+    api.lock().put(injector_configmap(&newer, "5"));
+    assert!(
+        server
+            .wait_log("unsupported template feature", Duration::from_secs(10))
+            .await
+            && server
+                .wait_log(
+                    "keeping the last good configuration",
+                    Duration::from_secs(10)
+                )
+                .await,
+        "{}",
+        server.log_text()
+    );
+    let a = api
+        .create_pod("apps", pod("after-update", json!({})), false)
+        .await
+        .expect("admitted");
+    assert!(proxy_image(&a.pod).is_some(), "the last good configuration");
+    assert!(ready(&api, &server).await, "still ready");
+}

@@ -780,6 +780,40 @@ fn the_ha_overlay_evicts_replicas_of_lost_nodes_quickly() {
     }
 }
 
+/// The Kubernetes versions of the support matrix (docs/kubernetes.md), by schema: the rendered
+/// base validates strictly against each; 1.25 lacks the PDB's `unhealthyPodEvictionPolicy`
+/// (the lower bound). `webhook-config --match-conditions` needs 1.27's schema (the field is
+/// beta, on by default, from 1.28; GA in 1.30).
+fn the_support_matrix_versions_accept_the_manifests() {
+    let dir = std::env::temp_dir().join(format!("outrigger-matrix-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let base = dir.join("base.yaml");
+    std::fs::write(&base, kustomize("base")).expect("write");
+    let out = Command::new(env!("CARGO_BIN_EXE_outrigger"))
+        .args(["webhook-config", "--match-conditions"])
+        .output()
+        .expect("runs");
+    assert!(out.status.success());
+    let conditions = dir.join("match-conditions.yaml");
+    std::fs::write(&conditions, &out.stdout).expect("write");
+    for version in ["1.26.0", "1.28.0", "1.30.0", "1.33.0", "1.37.0"] {
+        let (ok, report) = support_validate::kubernetes_validate_at(version, &[&base]);
+        assert!(ok, "base on {version}: {report}");
+    }
+    let (ok, report) = support_validate::kubernetes_validate_at("1.25.0", &[&base]);
+    assert!(
+        !ok && report.contains("unhealthyPodEvictionPolicy"),
+        "1.25: {report}"
+    );
+    for version in ["1.28.0", "1.30.0", "1.33.0"] {
+        let (ok, report) = support_validate::kubernetes_validate_at(version, &[&conditions]);
+        assert!(ok, "matchConditions on {version}: {report}");
+    }
+    let (ok, report) = support_validate::kubernetes_validate_at("1.26.0", &[&conditions]);
+    assert!(!ok && report.contains("matchConditions"), "1.26: {report}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 fn main() {
     harness::run(trials![
         &[] => [
@@ -802,6 +836,7 @@ fn main() {
         &[Need::Kubectl, Need::KubernetesValidate] => [
             kustomize_builds_base_and_ha_overlay_and_output_validates,
             rbac_follows_the_enabled_features,
+            the_support_matrix_versions_accept_the_manifests,
         ],
     ])
 }

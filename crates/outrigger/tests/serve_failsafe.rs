@@ -621,3 +621,64 @@ async fn a_reload_that_loses_every_container_is_refused_naming_them() {
     let r = c.get("/readyz").await.expect("readyz");
     assert_eq!(r.status, 200);
 }
+
+/// A newer Istio's templates: a template calls what outrigger does not implement (here Sprig's
+/// `uuidv4`, in a branch the probe pod never takes). At start-up the server is not ready and
+/// says which feature and which template; a reload with it keeps the last good configuration;
+/// the log and `outrigger_config_unsupported_features` name it each time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn templates_using_what_outrigger_lacks_are_named_not_served() {
+    const SERIES: &str =
+        r#"outrigger_config_unsupported_features{template="sidecar",feature="sprig:uuidv4"}"#;
+    let newer = wrapped_sidecar(
+        "{{ if .ObjectMeta.Annotations.newer }}\n{{ uuidv4 }}\n{{ end }}\n",
+        "",
+    );
+    let files = Files::new("failsafe-unsupported");
+    files.write("config", &newer);
+    let (server, target) = files.start(&[]);
+    let c = target.connect().await;
+    let r = c.get("/readyz").await.expect("readyz");
+    assert_eq!(r.status, 503);
+    assert!(
+        r.text().starts_with(
+            "configuration cannot inject pods: the templates use what outrigger does not implement: \
+             template \"sidecar\" line 2 calls Sprig function \"uuidv4\", which outrigger does not implement"
+        ),
+        "{}",
+        r.text()
+    );
+    assert_eq!(metric_value(&c, SERIES).await, 1.0);
+    let lines = wait_error(&server, "unsupported template feature").await;
+    assert_eq!(lines.len(), 1, "{}", server.log_text());
+    assert_eq!(lines[0]["feature"], "sprig:uuidv4", "{}", lines[0]);
+    assert_eq!(lines[0]["template"], "sidecar", "{}", lines[0]);
+
+    // Istio's own templates: ready, the series gone. (Waiting on readiness, not on the success
+    // counter: a watcher event for the files written before start-up may count one first.)
+    files.write("config", defaults::CONFIG);
+    let ready = holds_within(Duration::from_secs(10), || async {
+        c.get("/readyz").await.is_ok_and(|r| r.status == 200)
+    })
+    .await;
+    assert!(ready, "{}", server.log_text());
+    assert!(metric(&metrics(&c).await, SERIES).is_none());
+
+    // The newer templates again, as a reload: refused, the last good configuration injects.
+    let failures = metric_value(&c, FAILURES).await;
+    files.write("config", &newer);
+    wait_metric(&c, FAILURES, failures + 1.0, &server).await;
+    assert_eq!(metric_value(&c, SERIES).await, 1.0);
+    assert!(
+        !wait_error(&server, "keeping the last good configuration")
+            .await
+            .is_empty(),
+        "{}",
+        server.log_text()
+    );
+    let r = c.get("/readyz").await.expect("readyz");
+    assert_eq!(r.status, 200);
+    assert!(patch_of_plain_pod(&c, "after")
+        .await
+        .contains("istio-proxy"));
+}

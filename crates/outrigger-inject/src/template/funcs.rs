@@ -83,6 +83,9 @@ pub struct FuncDef {
     pub variadic: Option<P>,
     /// Implementation.
     pub f: Func,
+    /// False for the Sprig names outrigger parses but does not implement (they fail at
+    /// execution with `not implemented by outrigger`).
+    pub implemented: bool,
 }
 
 /// Convert an evaluated argument to parameter type `p`.
@@ -161,6 +164,11 @@ pub fn lookup(name: &str) -> Option<&'static FuncDef> {
     table().get(name)
 }
 
+/// Is `name` a Sprig function outrigger parses but does not implement?
+pub fn is_unimplemented(name: &str) -> bool {
+    table().get(name).is_some_and(|d| !d.implemented)
+}
+
 /// Is `name` a known function name (builtin, Sprig or Istio)?
 pub fn is_defined(name: &str) -> bool {
     name == "and" || name == "or" || table().contains_key(name)
@@ -181,6 +189,7 @@ fn def(m: &mut Table, name: &'static str, params: &'static [P], variadic: Option
             params,
             variadic,
             f,
+            implemented: true,
         },
     );
 }
@@ -208,7 +217,17 @@ fn build() -> Table {
                 m.insert(name, d);
             }
             // Every other Sprig name parses; unimplemented ones fail at execution.
-            None => def(&mut m, name, &[], Some(P::Any), not_implemented_stub),
+            None => {
+                m.insert(
+                    name,
+                    FuncDef {
+                        params: &[],
+                        variadic: Some(P::Any),
+                        f: not_implemented_stub,
+                        implemented: false,
+                    },
+                );
+            }
         }
     }
     istio(&mut m);

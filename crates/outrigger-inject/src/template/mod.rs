@@ -159,6 +159,18 @@ impl Template {
         self.trees.get(&self.name).unwrap_or(&EMPTY)
     }
 
+    /// The Sprig functions this template calls that outrigger does not implement, with the
+    /// 1-based line of each call, in line order (see [`crate::unsupported`]).
+    pub fn unimplemented_calls(&self) -> Vec<(String, usize)> {
+        let mut found: Vec<(String, usize)> = mutation::calls(self.trees.values())
+            .into_iter()
+            .filter(|(name, _)| funcs::is_unimplemented(name))
+            .map(|(name, line)| (name.to_string(), line))
+            .collect();
+        found.sort_by(|a, b| (a.1, &a.0).cmp(&(b.1, &b.0)));
+        found
+    }
+
     /// The template's name.
     pub fn name(&self) -> &str {
         &self.name

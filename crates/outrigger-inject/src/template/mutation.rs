@@ -1,6 +1,7 @@
 //! Whether a template changes maps in place: Sprig's `set`, `unset` and the `merge` family write
 //! into the map they are given, as Go maps are shared. The executor gives such a template a
-//! mutable copy of `.Values` for the render (see [`super::Template::render`]).
+//! mutable copy of `.Values` for the render (see [`super::Template::render`]). [`calls`] lists
+//! every function a template names, for this and for [`super::Template::unimplemented_calls`].
 
 use super::ast::{Expr, ListNode, Node, PipeNode};
 
@@ -14,9 +15,16 @@ const MUTATING: &[&str] = &[
     "mustMergeOverwrite",
 ];
 
-/// Does any of `trees` call a function of [`MUTATING`]? The walk keeps its own stack, so trees
-/// nested as deep as the parser allows are read on any thread's stack.
+/// Does any of `trees` call a function of [`MUTATING`]?
 pub(super) fn mutates_maps<'a>(trees: impl Iterator<Item = &'a ListNode>) -> bool {
+    calls(trees).iter().any(|(name, _)| MUTATING.contains(name))
+}
+
+/// Every function named in `trees` (identifiers: Go's builtins, Sprig's and Istio's
+/// functions), with the 1-based line of each use, in no particular order. The walk keeps its own
+/// stack, so trees nested as deep as the parser allows are read on any thread's stack.
+pub(super) fn calls<'a>(trees: impl Iterator<Item = &'a ListNode>) -> Vec<(&'a str, usize)> {
+    let mut found = Vec::new();
     let mut work: Vec<Item<'a>> = trees.map(Item::List).collect();
     while let Some(item) = work.pop() {
         match item {
@@ -44,14 +52,14 @@ pub(super) fn mutates_maps<'a>(trees: impl Iterator<Item = &'a ListNode>) -> boo
                     .map(Item::Expr),
             ),
             Item::Expr(e) => match e {
-                Expr::Identifier(_, name) if MUTATING.contains(&name.as_str()) => return true,
+                Expr::Identifier(pos, name) => found.push((name.as_str(), pos.line)),
                 Expr::Pipe(_, p) => work.push(Item::Pipe(p)),
                 Expr::Chain(_, inner, _) => work.push(Item::Expr(inner)),
                 _ => {}
             },
         }
     }
-    false
+    found
 }
 
 /// A part of a tree still to be read.

@@ -7,6 +7,11 @@
 //! garbage collector delete the configuration instead of leaving one that calls a deleted
 //! Service. A later `kubectl apply` that resets the policy is corrected at the next check.
 //!
+//! While the owner namespace is terminating (the install is being deleted), the activation
+//! sets `Ignore` instead, and every replica does so when it is told to stop
+//! ([`fail_open_if_uninstalling`]): the replicas go before the garbage collector deletes the
+//! configuration, and pods must not be refused in between.
+//!
 //! Needs `get` and `patch` on the one webhook configuration and `get` on the one namespace
 //! (both grantable by resource name): no `create`, nothing cluster-wide.
 
@@ -93,6 +98,7 @@ pub async fn ensure(client: Client, a: &Activation) -> Result<bool> {
                 a.webhook, a.webhook
             )
         })?;
+    let mut terminating = false;
     let owner = match &a.owner_namespace {
         Some(ns) => {
             let namespaces: Api<Namespace> = Api::all(client.clone());
@@ -100,6 +106,7 @@ pub async fn ensure(client: Client, a: &Activation) -> Result<bool> {
                 .get(ns)
                 .await
                 .map_err(named("get", "namespaces", ns))?;
+            terminating = object.metadata.deletion_timestamp.is_some();
             let uid = object
                 .metadata
                 .uid
@@ -109,7 +116,12 @@ pub async fn ensure(client: Client, a: &Activation) -> Result<bool> {
         None => None,
     };
     let owner_ref = owner.as_ref().map(|(n, u)| (n.as_str(), u.as_str()));
-    let Some(patch) = patch_for(&mwc, a.failure_policy.as_deref(), owner_ref) else {
+    // The install is being deleted: fail open (see [`fail_open_if_uninstalling`]).
+    let policy = match terminating {
+        true => Some(FAIL_OPEN),
+        false => a.failure_policy.as_deref(),
+    };
+    let Some(patch) = patch_for(&mwc, policy, owner_ref) else {
         return Ok(false);
     };
     api.patch(
@@ -120,6 +132,49 @@ pub async fn ensure(client: Client, a: &Activation) -> Result<bool> {
     .await
     .map_err(named("patch", "mutatingwebhookconfigurations", &a.webhook))?;
     tracing::info!(webhook = %a.webhook, patch = %patch, "webhook configuration activated by a ready replica");
+    Ok(true)
+}
+
+/// The failure policy of the shipped configuration, restored while the install is deleted.
+const FAIL_OPEN: &str = "Ignore";
+
+/// At shutdown: when the owner namespace is terminating (the install is being deleted), set
+/// the injector's entries back to `failurePolicy: Ignore`, so that pods in selected namespaces
+/// are created (uninjected) while the replicas stop and until the garbage collector deletes the
+/// configuration, instead of being refused by a configuration that calls a Service without
+/// endpoints. Nothing is written otherwise (a rollout keeps the policy in force). Returns
+/// whether a patch was sent.
+pub async fn fail_open_if_uninstalling(client: Client, a: &Activation) -> Result<bool> {
+    let Some(ns) = &a.owner_namespace else {
+        return Ok(false);
+    };
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let object = namespaces
+        .get(ns)
+        .await
+        .map_err(|e| anyhow!("get namespaces {ns:?}: {e}"))?;
+    if object.metadata.deletion_timestamp.is_none() {
+        return Ok(false);
+    }
+    let api: Api<MutatingWebhookConfiguration> = Api::all(client);
+    let Some(mwc) = api
+        .get_opt(&a.webhook)
+        .await
+        .map_err(|e| anyhow!("get mutatingwebhookconfigurations {:?}: {e}", a.webhook))?
+    else {
+        return Ok(false);
+    };
+    let Some(patch) = patch_for(&mwc, Some(FAIL_OPEN), None) else {
+        return Ok(false);
+    };
+    api.patch(
+        &a.webhook,
+        &PatchParams::default(),
+        &Patch::Strategic(&patch),
+    )
+    .await
+    .map_err(|e| anyhow!("patch mutatingwebhookconfigurations {:?}: {e}", a.webhook))?;
+    tracing::warn!(webhook = %a.webhook, namespace = %ns, "namespace terminating: webhook configuration set to fail open");
     Ok(true)
 }
 
@@ -267,5 +322,71 @@ mod tests {
                 .starts_with("patch mutatingwebhookconfigurations \"outrigger-sidecar-injector\""),
             "{e}"
         );
+    }
+
+    #[tokio::test]
+    async fn a_terminating_namespace_fails_open_and_a_live_one_is_left_alone() {
+        let terminating = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {
+            "name": "outrigger", "uid": "ns-uid", "deletionTimestamp": "2026-01-01T00:00:00Z"}});
+        let a = Activation {
+            webhook: "outrigger-sidecar-injector".into(),
+            failure_policy: Some("Fail".into()),
+            owner_namespace: Some("outrigger".into()),
+        };
+        // The periodic activation sets Ignore, not Fail, while the namespace terminates.
+        let (client, mut handle) = mock::client();
+        let task = tokio::spawn({
+            let a = a.clone();
+            async move { ensure(client, &a).await }
+        });
+        let owned = json!([{"apiVersion": "v1", "kind": "Namespace", "name": "outrigger", "uid": "ns-uid"}]);
+        mock::next(&mut handle).await.respond(
+            200,
+            mwc(
+                &[("namespace.sidecar-injector.istio.io", "Fail")],
+                owned.clone(),
+            ),
+        );
+        mock::next(&mut handle)
+            .await
+            .respond(200, terminating.clone());
+        let r = mock::next(&mut handle).await;
+        r.assert(
+            Method::PATCH,
+            "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/outrigger-sidecar-injector",
+        );
+        assert_eq!(
+            r.body,
+            json!({"webhooks": [{"name": "namespace.sidecar-injector.istio.io", "failurePolicy": "Ignore"}]})
+        );
+        r.respond(200, mwc(&[], json!([])));
+        assert!(task.await.expect("join").expect("patched"));
+
+        // At shutdown: the same patch when terminating.
+        let (client, mut handle) = mock::client();
+        let task = tokio::spawn({
+            let a = a.clone();
+            async move { fail_open_if_uninstalling(client, &a).await }
+        });
+        let r = mock::next(&mut handle).await;
+        r.assert(Method::GET, "/api/v1/namespaces/outrigger");
+        r.respond(200, terminating);
+        mock::next(&mut handle).await.respond(
+            200,
+            mwc(&[("namespace.sidecar-injector.istio.io", "Fail")], owned),
+        );
+        let r = mock::next(&mut handle).await;
+        assert_eq!(r.body["webhooks"][0]["failurePolicy"], "Ignore");
+        r.respond(200, mwc(&[], json!([])));
+        assert!(task.await.expect("join").expect("patched"));
+
+        // A rollout (namespace alive): one read, nothing written.
+        let (client, mut handle) = mock::client();
+        let task = tokio::spawn(async move { fail_open_if_uninstalling(client, &a).await });
+        mock::next(&mut handle).await.respond(
+            200,
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "outrigger", "uid": "ns-uid"}}),
+        );
+        assert!(!task.await.expect("join").expect("read"));
     }
 }

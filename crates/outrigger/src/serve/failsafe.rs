@@ -93,6 +93,7 @@ pub fn initial(
     source: &str,
 ) -> ConfigHealth {
     let verdict = guard::assess(snapshot, probe_native(native));
+    log_unsupported(source, &verdict);
     if let Ok(adds) = &verdict {
         tracing::info!(source, "configuration adds {adds} to a probe pod");
     }
@@ -118,10 +119,22 @@ pub fn refuse(state: &State, source: &str, why: &str) {
     state.metrics.reload("config", false);
 }
 
+/// Log each use of what outrigger does not implement in a configuration just read, one line
+/// each, with the template and the feature as fields.
+fn log_unsupported(source: &str, verdict: &Result<Adds, Unusable>) {
+    if let Err(Unusable::Unsupported(found)) = verdict {
+        for f in found {
+            tracing::error!(source, template = %f.template, feature = %f.feature(), "unsupported template feature: {f}");
+        }
+    }
+}
+
 /// Offer a new configuration read from `source`: swapped in when the guard allows it (returns
 /// `true`), else refused with a log line and the failure metric (returns `false`).
 pub fn offer(state: &State, snapshot: Arc<Snapshot>, source: &str) -> bool {
     let verdict = guard::assess(&snapshot, probe_native(state.inject.native_mode));
+    state.metrics.set_unsupported(&verdict);
+    log_unsupported(source, &verdict);
     // While waiting for the cluster's configuration, the verdict in force is the placeholder's
     // (adds nothing), which any configuration may replace.
     if let Err(refusal) = guard::replacement(&state.config_health.verdict(), &verdict) {

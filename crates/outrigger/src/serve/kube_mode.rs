@@ -367,6 +367,21 @@ impl Cluster {
         }
     }
 
+    /// Told to stop: fail open when the install is being deleted
+    /// ([`crate::kube::activation::fail_open_if_uninstalling`]), within `limit`; a failure is
+    /// logged.
+    pub async fn on_shutdown(&self, limit: Duration) {
+        let Some(a) = &self.activation else { return };
+        let step = crate::kube::activation::fail_open_if_uninstalling(self.client.clone(), a);
+        match tokio::time::timeout(limit, step).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => tracing::error!("failing open while the install is deleted: {e:#}"),
+            Err(_) => tracing::error!(
+                "failing open while the install is deleted: no answer within {limit:?}"
+            ),
+        }
+    }
+
     /// Once serving: keep readiness on whether the webhook configuration's caBundle trusts the
     /// served certificate ([`super::trust`]).
     pub fn spawn_trust_check(&mut self, state: Arc<State>, webhook: String) {

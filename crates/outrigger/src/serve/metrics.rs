@@ -5,6 +5,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use outrigger_inject::guard::{Adds, Unusable};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -35,6 +36,15 @@ pub struct KindLabel {
     pub kind: String,
 }
 
+/// Labels of `outrigger_config_unsupported_features`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct FeatureLabel {
+    /// The template's name.
+    pub template: String,
+    /// `sprig:NAME`, `function:NAME` or `syntax` ([`outrigger_inject::unsupported::Finding::feature`]).
+    pub feature: String,
+}
+
 /// All metrics of the server.
 #[derive(Debug)]
 pub struct Metrics {
@@ -63,6 +73,9 @@ pub struct Metrics {
     pub inflight: Gauge,
     /// `outrigger_config_usable`: 1 when the configuration in force can inject pods.
     pub config_usable: Gauge,
+    /// `outrigger_config_unsupported_features{template,feature}`: uses, in the templates of the
+    /// last configuration read (in force or refused), of what outrigger does not implement.
+    pub unsupported: Family<FeatureLabel, Gauge>,
     /// `outrigger_inflight_request_bytes`: request body bytes held by requests in flight.
     pub inflight_bytes: Gauge,
     /// `outrigger_inflight_request_bytes_limit` (`--max-inflight-bytes`).
@@ -81,6 +94,21 @@ pub struct Metrics {
 }
 
 impl Metrics {
+    /// Set `outrigger_config_unsupported_features` from the verdict on the configuration just
+    /// read: the findings' counts by (template, feature), every other series removed.
+    pub fn set_unsupported(&self, verdict: &Result<Adds, Unusable>) {
+        self.unsupported.clear();
+        if let Err(Unusable::Unsupported(found)) = verdict {
+            for f in found {
+                let label = FeatureLabel {
+                    template: f.template.clone(),
+                    feature: f.feature(),
+                };
+                self.unsupported.get_or_create(&label).inc();
+            }
+        }
+    }
+
     /// Register every metric.
     pub fn new() -> Arc<Metrics> {
         let mut registry = Registry::default();
@@ -96,6 +124,7 @@ impl Metrics {
         let cert_expiry = Gauge::default();
         let inflight = Gauge::default();
         let config_usable = Gauge::default();
+        let unsupported = Family::<FeatureLabel, Gauge>::default();
         let inflight_bytes = Gauge::default();
         let inflight_bytes_limit = Gauge::default();
         let rejected = Family::<ReasonLabel, Counter>::default();
@@ -163,6 +192,11 @@ impl Metrics {
             config_usable.clone(),
         );
         registry.register(
+            "outrigger_config_unsupported_features",
+            "Uses, in the templates of the last configuration read (in force or refused), of functions or syntax outrigger does not implement, by template and feature",
+            unsupported.clone(),
+        );
+        registry.register(
             "outrigger_overlapping_injector_namespaces",
             "Namespaces another injecting webhook configuration selects together with this injector's, by configuration (--detect-overlaps, at start-up)",
             crate::kube::overlap::OVERLAPS.clone(),
@@ -227,6 +261,7 @@ impl Metrics {
             cert_expiry,
             inflight,
             config_usable,
+            unsupported,
             inflight_bytes,
             inflight_bytes_limit,
             rejected,

@@ -243,6 +243,7 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
     metrics
         .config_usable
         .set(i64::from(loaded && health.verdict().is_ok()));
+    metrics.set_unsupported(&health.verdict());
     let (cert, pending_ca) = match cluster.as_ref().and_then(|c| c.services.certs.as_ref()) {
         Some(rx) => (
             kube_mode::load_bundle(&rx.borrow(), &compliance)
@@ -375,7 +376,11 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
         std::process::exit(1);
     });
     tracing::info!(signal, drain_delay = ?args.drain_delay, "shutdown requested: not ready, still serving during the drain delay");
-    tokio::time::sleep(args.drain_delay).await;
+    let drained = tokio::time::sleep(args.drain_delay);
+    if let Some(c) = &cluster {
+        c.on_shutdown(SHUTDOWN_API_LIMIT).await;
+    }
+    drained.await;
     let _ = stop_tx.send(true);
     if let Err(e) = server.await {
         bail!("server task failed: {e}");
@@ -387,6 +392,9 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
     tracing::info!("shutdown complete");
     Ok(())
 }
+
+/// How long the API calls made when told to stop may take (they run during the drain delay).
+const SHUTDOWN_API_LIMIT: Duration = Duration::from_secs(5);
 
 /// Connections accepted beyond `--max-connections` that answer only the health endpoints.
 const HEALTH_RESERVE: usize = 8;

@@ -12,8 +12,19 @@
 //!   `kubernetes.io/metadata.name`; the fake adds it), `objectSelector` against the pod's labels;
 //!   label selectors as `metav1.LabelSelector` (`matchLabels`, `In`, `NotIn` (matches an absent
 //!   key), `Exists`, `DoesNotExist`; an empty selector selects everything).
+//! - **matchConditions**, after rules and selectors (the dispatcher's `ShouldCallHook`), with a
+//!   CEL implementation (the `cel` crate, cel-rust, as the library's `match_conditions` test):
+//!   variables `object` (the pod as mutated so far), `oldObject` (null on CREATE) and `request`
+//!   (the AdmissionRequest the webhook would receive). Every condition is evaluated; any `false`
+//!   skips the webhook, whatever the others gave; otherwise any evaluation error (a non-boolean
+//!   result included) applies `failurePolicy`: `Ignore` skips, `Fail` refuses the pod with 403
+//!   `pods "NAME" is forbidden: expression 'EXPR' resulted in error: CAUSE` (several errors as
+//!   `[e1, e2]`, Go's aggregate). Conditions are evaluated again on reinvocation. What the API
+//!   server refuses at write (more than 64 conditions, a repeated name, an expression that does
+//!   not compile) makes the fake panic rather than decide.
 //! - **The call.** `clientConfig.service` is resolved to the Service's ready endpoints
-//!   ([`super::kube_api::Cluster::endpoints`], the test server's loopback address): none is a
+//!   ([`super::kube_api::Cluster::endpoints`], the test servers' loopback addresses, taken in
+//!   turn from one call to the next, as kube-proxy spreads connections): none is a
 //!   call failure (`service "x" has no ready endpoints`, wording approximate). TLS is verified
 //!   against `clientConfig.caBundle` alone, for the name `<service>.<namespace>.svc`; ALPN offers
 //!   `h2` and `http/1.1`. An AdmissionReview `admission.k8s.io/v1` (or `v1beta1` when only that
@@ -33,13 +44,19 @@
 //!   `None` or `NoneOnDryRun` refuses the request (400 `admission webhook "NAME" does not support
 //!   dry run`), and the admitted pod is returned, not stored.
 //!
-//! Not modelled, or unsure: `matchConditions` (CEL; no maintained CEL crate was taken on for the
-//! fake, so an entry carrying them makes the fake panic rather than select wrongly);
-//! `clientConfig.url` (panics likewise); `matchPolicy: Equivalent` conversions; in-tree admission
-//! plugins (and their reinvocation); the exact text of transport errors (Go's wording is only
-//! approximated: assert on the webhook name and the stable prefixes above, not on the cause);
-//! the Service's `port` → `targetPort` mapping (the endpoint's address is used as is); defaulting
-//! of the pod by the API server after admission.
+//! Not modelled, or unsure: the CEL `authorizer` variable (an expression naming it panics), CEL's
+//! compile-time type check (an expression the API server refuses because it cannot be boolean
+//! is only found when it evaluates, as an error) and its cost budget, and the exact text of CEL
+//! errors (cel-rust's, not cel-go's: assert on the prefix up to `resulted in error:`); feature
+//! gates (a 1.27 API server, `matchConditions` alpha and off, drops the field; the fake always
+//! evaluates it); `clientConfig.url` (panics rather than select wrongly); `matchPolicy:
+//! Equivalent` conversions; in-tree admission plugins (and their reinvocation); the exact text of
+//! transport errors (Go's wording is only approximated: assert on the webhook name and the stable
+//! prefixes above, not on the cause); how the API server reaches a Service (it may dial the
+//! ClusterIP and let kube-proxy choose, or an endpoint itself: the fake takes endpoints in turn,
+//! and a removed endpoint is never dialled again, with no propagation delay of its own); the
+//! Service's `port` → `targetPort` mapping (the endpoint's address is used as is); defaulting of
+//! the pod by the API server after admission.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -136,13 +153,9 @@ fn rule_matches(rule: &Value) -> bool {
         && (has("resources", "pods") || has("resources", "*/*"))
 }
 
-/// Whether `hook` is called for a pod in a namespace with `ns_labels`.
+/// Whether `hook`'s rules and selectors select a pod in a namespace with `ns_labels` (its
+/// `matchConditions` are evaluated after, by [`conditions`]).
 fn selected(hook: &Hook, ns_labels: &Value, pod: &Value) -> bool {
-    assert!(
-        hook.spec.get("matchConditions").is_none(),
-        "the fake API server does not evaluate matchConditions (webhook {})",
-        hook.name()
-    );
     let rules = hook.spec["rules"].as_array().into_iter().flatten();
     let empty = json!({});
     rules.clone().any(rule_matches)
@@ -154,6 +167,91 @@ fn selected(hook: &Hook, ns_labels: &Value, pod: &Value) -> bool {
             hook.spec.get("objectSelector").unwrap_or(&empty),
             &pod["metadata"]["labels"],
         )
+}
+
+/// The most `matchConditions` one entry may carry (the API server refuses more at write).
+pub const MAX_MATCH_CONDITIONS: usize = 64;
+
+/// What an entry's `matchConditions` decide for one request.
+#[derive(Debug, PartialEq)]
+pub enum Conditions {
+    /// None, or all true: the webhook is called.
+    Call,
+    /// One is false (whatever the others gave), or one failed to evaluate under
+    /// `failurePolicy: Ignore`: the webhook is skipped.
+    Skip,
+    /// One failed to evaluate (none false) under `failurePolicy: Fail`: the request is refused
+    /// with this cause (the API server's aggregate of the evaluation errors).
+    Fail(String),
+}
+
+/// Evaluate `hook`'s `matchConditions` against `request` (the AdmissionRequest the webhook would
+/// receive: `object` is its `object`, `oldObject` its `oldObject`, `request` the whole), as the
+/// API server's matcher does: every condition is evaluated; any `false` skips the webhook; else
+/// any evaluation error (a non-boolean result included) applies `failurePolicy`.
+///
+/// A configuration the API server would have refused at write panics instead of deciding: more
+/// than [`MAX_MATCH_CONDITIONS`], a repeated name, an expression that does not compile, or one
+/// reading `authorizer` (not modelled).
+pub fn conditions(hook_name: &str, spec: &Value, request: &Value) -> Conditions {
+    let list = spec["matchConditions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    if list.is_empty() {
+        return Conditions::Call;
+    }
+    assert!(
+        list.len() <= MAX_MATCH_CONDITIONS,
+        "webhook {hook_name}: {} matchConditions; the API server refuses more than {MAX_MATCH_CONDITIONS}",
+        list.len()
+    );
+    let mut names = std::collections::BTreeSet::new();
+    for c in &list {
+        let name = c["name"].as_str().unwrap_or("");
+        assert!(
+            names.insert(name),
+            "webhook {hook_name}: matchConditions name {name:?} repeated; the API server refuses it"
+        );
+    }
+    let mut ctx = cel::Context::default();
+    for (var, value) in [
+        ("object", &request["object"]),
+        ("oldObject", &request["oldObject"]),
+        ("request", request),
+    ] {
+        let value = cel::to_value(value).expect("JSON converts to CEL");
+        ctx.add_variable_from_value(var, value);
+    }
+    let mut errors = Vec::new();
+    for c in &list {
+        let name = c["name"].as_str().unwrap_or("");
+        let expression = c["expression"].as_str().unwrap_or("");
+        assert!(
+            !expression.contains("authorizer"),
+            "webhook {hook_name}, condition {name}: the fake does not model the CEL authorizer"
+        );
+        let program = cel::Program::compile(expression).unwrap_or_else(|e| {
+            panic!(
+                "webhook {hook_name}, condition {name}: the API server refuses an expression that does not compile: {e}"
+            )
+        });
+        match program.execute(&ctx) {
+            Ok(cel::Value::Bool(true)) => {}
+            Ok(cel::Value::Bool(false)) => return Conditions::Skip,
+            Ok(other) => errors.push(format!(
+                "expression '{expression}' resulted in error: no such overload: expected bool, got {:?}",
+                other.type_of()
+            )),
+            Err(e) => errors.push(format!("expression '{expression}' resulted in error: {e}")),
+        }
+    }
+    match errors.len() {
+        0 => Conditions::Call,
+        _ if spec["failurePolicy"] == "Ignore" => Conditions::Skip,
+        1 => Conditions::Fail(errors.remove(0)),
+        _ => Conditions::Fail(format!("[{}]", errors.join(", "))),
+    }
 }
 
 /// Why a call failed (subject to `failurePolicy`).
@@ -184,6 +282,7 @@ async fn call(
     ns: &str,
     pod: &Value,
     dry_run: bool,
+    pick: usize,
 ) -> Result<Answer, CallError> {
     let spec = &hook.spec;
     let cc = &spec["clientConfig"];
@@ -219,7 +318,7 @@ async fn call(
     };
     let addr = endpoints
         .get(&(svc_ns.to_string(), svc_name.to_string()))
-        .and_then(|e| e.first().copied())
+        .and_then(|e| (!e.is_empty()).then(|| e[pick % e.len()]))
         .ok_or_else(|| {
             CallError(format!(
                 "failed to call webhook: Post {url:?}: service \"{svc_name}\" has no ready endpoints"
@@ -370,7 +469,7 @@ pub async fn create_pod(
     mut pod: Value,
     dry_run: bool,
 ) -> Result<Admitted, Refused> {
-    let (hooks, ns_labels, endpoints, uid) = {
+    let (hooks, ns_labels, endpoints, uid, admission) = {
         let mut c = cluster.lock().expect("fake API lock");
         let Some(namespace) = c.get("namespaces", "", ns) else {
             return Err(Refused {
@@ -406,7 +505,7 @@ pub async fn create_pod(
             .collect();
         c.admissions += 1;
         let uid = format!("admission-{}", c.admissions);
-        (hooks, labels, c.endpoints.clone(), uid)
+        (hooks, labels, c.endpoints.clone(), uid, c.admissions)
     };
     pod["metadata"]["namespace"] = json!(ns);
     let mut calls = Vec::new();
@@ -425,6 +524,23 @@ pub async fn create_pod(
             if !selected(hook, &ns_labels, &pod) {
                 continue;
             }
+            let request = &review("admission.k8s.io/v1", &uid, ns, &pod, dry_run)["request"];
+            match conditions(hook.name(), &hook.spec, request) {
+                Conditions::Call => {}
+                Conditions::Skip => continue,
+                Conditions::Fail(why) => {
+                    // The dispatcher's `apierrors.NewForbidden(pods, name, err)`; the name is
+                    // empty while a generated one is pending.
+                    let subject = match pod["metadata"]["name"].as_str() {
+                        Some(name) => format!("pods {name:?}"),
+                        None => "pods".to_string(),
+                    };
+                    return Err(Refused {
+                        code: 403,
+                        message: format!("{subject} is forbidden: {why}"),
+                    });
+                }
+            }
             let effects = hook.spec["sideEffects"].as_str().unwrap_or("");
             if dry_run && !matches!(effects, "None" | "NoneOnDryRun") {
                 return Err(Refused {
@@ -437,7 +553,8 @@ pub async fn create_pod(
             }
             calls.push(format!("{}/{}", hook.configuration, hook.name()));
             seen.insert(i, version);
-            match call(hook, &endpoints, &uid, ns, &pod, dry_run).await {
+            let pick = calls.len() + admission as usize;
+            match call(hook, &endpoints, &uid, ns, &pod, dry_run, pick).await {
                 Ok(Answer::Allowed(None)) => {}
                 Ok(Answer::Allowed(Some(ops))) => {
                     let patch: json_patch::Patch =

@@ -24,6 +24,8 @@
 //!   `clusterroles`, `clusterrolebindings` (stored as given); `endpointslices` (listed, made from
 //!   [`Cluster::endpoints`]); `selfsubjectaccessreviews` (created, evaluated against the stored
 //!   RBAC objects for the user named by `Impersonate-User`, else [`Cluster::user`]).
+//! - DELETE is not served over HTTP; [`Cluster::delete`] deletes as the API server does, a
+//!   namespace's contents and the garbage collector's `ownerReferences` cascade included.
 //! - Watches deliver the changes of the selected objects made while they are open, then end (as
 //!   the API server's watch timeout does); a test can script a watch's events instead, or have the
 //!   first watch of a resource end with 410 Gone.
@@ -141,6 +143,62 @@ impl Cluster {
     /// Remove a stored object.
     pub fn remove(&mut self, resource: &str, ns: &str, name: &str) -> Option<Value> {
         self.objects.remove(&key(resource, ns, name))
+    }
+
+    /// A DELETE of `resource` `ns/name`, with what follows it in the API server: deleting a
+    /// namespace deletes every object in it (and the Services' endpoints), then the garbage
+    /// collector deletes every object all of whose `ownerReferences` name an owner (by `uid`)
+    /// that no longer exists, repeatedly (dependents of dependents). The namespace's
+    /// `Terminating` phase and the collector's delay are not modelled: both happen at once.
+    /// Returns the keys deleted, the named object first.
+    pub fn delete(&mut self, resource: &str, ns: &str, name: &str) -> Vec<Key> {
+        let mut gone = Vec::new();
+        if self.objects.remove(&key(resource, ns, name)).is_none() {
+            return gone;
+        }
+        gone.push(key(resource, ns, name));
+        if resource == "namespaces" {
+            let inside: Vec<Key> = self
+                .objects
+                .keys()
+                .filter(|(_, n, _)| n == name)
+                .cloned()
+                .collect();
+            for k in inside {
+                self.objects.remove(&k);
+                gone.push(k);
+            }
+            self.endpoints.retain(|(n, _), _| n != name);
+        }
+        loop {
+            let uids: std::collections::BTreeSet<String> = self
+                .objects
+                .values()
+                .filter_map(|o| o["metadata"]["uid"].as_str().map(str::to_string))
+                .collect();
+            let orphans: Vec<Key> = self
+                .objects
+                .iter()
+                .filter(|(_, o)| {
+                    o["metadata"]["ownerReferences"]
+                        .as_array()
+                        .is_some_and(|owners| {
+                            !owners.is_empty()
+                                && owners
+                                    .iter()
+                                    .all(|r| r["uid"].as_str().is_none_or(|u| !uids.contains(u)))
+                        })
+                })
+                .map(|(k, _)| k.clone())
+                .collect();
+            if orphans.is_empty() {
+                return gone;
+            }
+            for k in orphans {
+                self.objects.remove(&k);
+                gone.push(k);
+            }
+        }
     }
 
     /// All stored objects of `resource`, in key order.
@@ -559,6 +617,7 @@ async fn answer(cluster: &Mutex<Cluster>, req: Request<hyper::body::Incoming>) -
             Err(r) => {
                 let reason = match r.code {
                     400 => "BadRequest",
+                    403 => "Forbidden",
                     404 => "NotFound",
                     409 => "AlreadyExists",
                     500 => "InternalError",

@@ -41,8 +41,18 @@ pub fn tool_available(cmd: &str, arg: &str) -> bool {
 
 /// Run `kubernetes-validate --strict --quiet` over `paths`: (all valid, its report).
 pub fn kubernetes_validate<P: AsRef<Path>>(paths: &[P]) -> (bool, String) {
+    validate_with(&[], paths)
+}
+
+/// [`kubernetes_validate`] against the schema of Kubernetes `version` (`1.30.0`).
+pub fn kubernetes_validate_at<P: AsRef<Path>>(version: &str, paths: &[P]) -> (bool, String) {
+    validate_with(&["--kubernetes-version", version], paths)
+}
+
+fn validate_with<P: AsRef<Path>>(args: &[&str], paths: &[P]) -> (bool, String) {
     let out = Command::new("kubernetes-validate")
         .args(["--strict", "--quiet"])
+        .args(args)
         .args(paths.iter().map(AsRef::as_ref))
         .output()
         .expect("kubernetes-validate runs");
