@@ -284,7 +284,7 @@ async fn a_healthy_install_passes_and_each_seeded_fault_is_named() {
 
     // Healthy: every check passes, exit 0; the probe was injected as rendered.
     let r = doctor(&api, &dir, &probe).await;
-    assert_eq!(r.with("pass").len(), 12, "{:#}", r.json);
+    assert_eq!(r.with("pass").len(), 13, "{:#}", r.json);
     assert_eq!(r.status, 0);
     assert_eq!(r.json["verdict"], "pass");
     assert!(
@@ -472,6 +472,34 @@ async fn a_healthy_install_passes_and_each_seeded_fault_is_named() {
         ],
     );
     restore(&api, before);
+    // A newer Istio's templates: a call of a Sprig function outrigger lacks, named with its
+    // template; then the ConfigMap gone, which the server would wait for (not ready).
+    let injector = api
+        .lock()
+        .get("configmaps", "istio-system", "istio-sidecar-injector")
+        .cloned()
+        .expect("ConfigMap");
+    let mut newer = injector.clone();
+    let config = newer["data"]["config"].as_str().expect("config").replacen(
+        "containers:",
+        "containers:{{ if false }}{{ uuidv4 }}{{ end }}",
+        1,
+    );
+    newer["data"]["config"] = json!(config);
+    api.lock().put(newer);
+    doctor(&api, &dir, &[])
+        .await
+        .fails(&["templates"], &["calls Sprig function \"uuidv4\""]);
+    api.lock()
+        .delete("configmaps", "istio-system", "istio-sidecar-injector");
+    doctor(&api, &dir, &[]).await.fails(
+        &["templates"],
+        &[
+            "cannot read the configuration outrigger serves",
+            "istio-sidecar-injector",
+        ],
+    );
+    api.lock().put(injector);
     let other_ca = {
         let key = rcgen::KeyPair::generate().expect("key");
         let mut p = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");

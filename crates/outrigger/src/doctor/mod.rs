@@ -3,7 +3,8 @@
 //! "outrigger doctor").
 //!
 //! What is read ([`facts`]) is gathered once with the user's credentials; the checks over it
-//! ([`config`], [`service`], [`certs`]) are plain functions; [`rbac`] asks the API server
+//! ([`config`], [`service`], [`certs`]) are plain functions; [`templates`] judges the served
+//! configuration's templates as `serve` does (what a newer Istio uses that outrigger lacks); [`rbac`] asks the API server
 //! (SelfSubjectAccessReview, impersonating the server's service account) and [`probe`] makes a
 //! server-side dry-run create (`dryRun=All`: nothing is stored). Exit status: 0 when no check
 //! failed (warnings and skipped checks allowed), 1 when one did, 2 when the doctor could not run.
@@ -16,6 +17,7 @@ pub mod probe;
 pub mod rbac;
 pub mod selection;
 pub mod service;
+pub mod templates;
 
 use std::process::ExitCode;
 
@@ -127,6 +129,7 @@ pub async fn examine(client: &::kube::Client, args: &DoctorArgs) -> Result<Vec<C
     checks.push(service::endpoints(&facts));
     checks.extend(certs::checks(&facts, now, args.expiry_warning));
     checks.push(rbac::check(client, &facts).await);
+    checks.push(templates::check(client, &facts).await);
     checks.push(probe::check(client, &facts, args.probe_namespace.as_deref()).await);
     Ok(checks)
 }

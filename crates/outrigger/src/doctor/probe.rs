@@ -33,8 +33,9 @@ pub fn probe_pod() -> Value {
            "spec": {"containers": [{"name": "probe", "image": "registry.k8s.io/pause:3.10"}]}})
 }
 
-/// The configuration outrigger serves, read as `serve` reads it.
-async fn served_configuration(client: &Client, facts: &Facts) -> Result<Snapshot, String> {
+/// The ConfigMap keys of the configuration outrigger serves, read as `serve` reads them; `None`
+/// when it serves the embedded default.
+pub async fn served_raw(client: &Client, facts: &Facts) -> Result<Option<RawConfig>, String> {
     let s = &facts.server;
     let (inject, mesh) = if let Some(r) = &s.inject_config_map {
         (Some(r.clone()), s.mesh_config_map.clone())
@@ -58,8 +59,7 @@ async fn served_configuration(client: &Client, facts: &Facts) -> Result<Snapshot
         (None, None)
     };
     let Some(inject) = inject else {
-        return Snapshot::load(defaults::CONFIG, defaults::VALUES, Some(defaults::MESH))
-            .map_err(|e| e.to_string());
+        return Ok(None);
     };
     let r = ConfigMapRef::parse(&inject).map_err(|e| e.to_string())?;
     let hint = "the ConfigMap the server reads (its --istio-configmaps / --injectConfigMap)";
@@ -81,11 +81,20 @@ async fn served_configuration(client: &Client, facts: &Facts) -> Result<Snapshot
         }
         None => None,
     };
-    config_watch::parse_snapshot(&RawConfig {
+    Ok(Some(RawConfig {
         config: kv[0].clone(),
         values: kv[1].clone(),
         mesh,
-    })
+    }))
+}
+
+/// The configuration outrigger serves, read and loaded as `serve` loads it.
+async fn served_configuration(client: &Client, facts: &Facts) -> Result<Snapshot, String> {
+    match served_raw(client, facts).await? {
+        None => Snapshot::load(defaults::CONFIG, defaults::VALUES, Some(defaults::MESH))
+            .map_err(|e| e.to_string()),
+        Some(raw) => config_watch::parse_snapshot(&raw),
+    }
 }
 
 /// What outrigger renders for `pod` in `namespace`: the pod after its patch, and the outcome.
