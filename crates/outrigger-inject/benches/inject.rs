@@ -44,6 +44,7 @@ fn bench(c: &mut Criterion) {
         cluster: &outrigger_inject::decide::native::NoCluster,
         openshift: false,
         compliance_policy: "",
+        revision: outrigger_inject::webhook::REVISION,
         keep_metadata: false,
     };
     for (name, pod) in [

@@ -119,6 +119,7 @@ fn webhook(s: &Snapshot, pod: &serde_json::Value, n: usize) {
         cluster: &outrigger_inject::decide::native::NoCluster,
         openshift: false,
         compliance_policy: "",
+        revision: outrigger_inject::webhook::REVISION,
         keep_metadata: false,
     };
     let first = webhook::review(&body, "/inject", &ctx);

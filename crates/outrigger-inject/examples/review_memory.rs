@@ -44,6 +44,7 @@ fn main() {
         cluster: &outrigger_inject::decide::native::NoCluster,
         openshift: false,
         compliance_policy: "",
+        revision: outrigger_inject::webhook::REVISION,
         keep_metadata: false,
     };
     let body = std::fs::read(&path).expect("read the review");

@@ -28,7 +28,8 @@ use crate::mesh::MeshError;
 use crate::render::RenderError;
 use crate::Error;
 
-/// Revision the webhook writes into `.Revision` and the status annotation.
+/// The revision of an injector that names none (istiod's `REVISION` unset): what
+/// [`Context::revision`] is unless the server serves another.
 pub const REVISION: &str = "default";
 
 /// Per-process and per-cluster inputs of [`review`] besides the request itself.
@@ -44,6 +45,10 @@ pub struct Context<'a> {
     pub openshift: bool,
     /// `COMPLIANCE_POLICY` of the process.
     pub compliance_policy: &'a str,
+    /// The revision this injector serves, as istiod's `REVISION`: the template's `.Revision`
+    /// (Istio's templates write it into the `istio.io/rev` label) and the `revision` of the
+    /// status annotation ([`REVISION`] for a default install).
+    pub revision: &'a str,
     /// Keep the pod's metadata in [`Reviewed::pod_metadata`] (the target of a Kubernetes
     /// Event); off, the review does not copy it.
     pub keep_metadata: bool,
@@ -221,7 +226,7 @@ fn review_inner(body: &[u8], path: &str, ctx: &Context<'_>, out: &mut Reviewed) 
         snapshot: snap,
         mode: Mode::Webhook,
         workload: workload_from_pod(&pod),
-        revision: REVISION,
+        revision: ctx.revision,
         native_sidecars: native,
         proxy_envs,
         proxy_uid_gid: uid_gid,
@@ -452,6 +457,7 @@ mod tests {
             cluster: &NoCluster,
             openshift: false,
             compliance_policy: "",
+            revision: REVISION,
             keep_metadata: false,
         }
     }

@@ -220,8 +220,9 @@ pub struct KubeArgs {
         default_value = "istio-system"
     )]
     pub istio_namespace: String,
-    /// With --istio-configmaps: the Istio control-plane revision whose ConfigMaps are read
-    /// (`-REVISION` is appended to their names; `default` means none).
+    /// The Istio control-plane revision this injector serves, as istiod's: written into the
+    /// templates' `.Revision` (the pods' `istio.io/rev` label) and the status annotation; with
+    /// --istio-configmaps, `-REVISION` is appended to the ConfigMaps' names (`default`: none).
     #[arg(long = "revision", default_value = "default")]
     pub revision: String,
     /// Injector ConfigMap to watch, NAMESPACE/NAME (keys `config` and `values`).

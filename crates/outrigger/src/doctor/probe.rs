@@ -14,7 +14,7 @@ use outrigger_inject::decide::native::{NativeMode, StaticFacts};
 use outrigger_inject::webhook::{self, Outcome};
 use serde_json::{json, Map, Value};
 
-use super::facts::Facts;
+use super::facts::{Facts, ServerSettings};
 use super::selection::{self, Labels};
 use super::{Check, Verdict};
 use crate::kube::config_watch::{self, ConfigMapRef, RawConfig};
@@ -98,11 +98,12 @@ async fn served_configuration(client: &Client, facts: &Facts) -> Result<Snapshot
 }
 
 /// What outrigger renders for `pod` in `namespace`: the pod after its patch, and the outcome.
+/// `server` says how the server runs (its OpenShift mode and revision).
 pub fn render(
     snapshot: &Snapshot,
     native: NativeMode,
     nodes: &StaticFacts,
-    openshift: bool,
+    server: &ServerSettings,
     namespace: &str,
     pod: &Value,
 ) -> (Value, Outcome) {
@@ -118,8 +119,9 @@ pub fn render(
         snapshot,
         native_mode: native,
         cluster: nodes,
-        openshift,
+        openshift: server.openshift,
         compliance_policy: "",
+        revision: &server.revision,
         keep_metadata: false,
     };
     let body = serde_json::to_vec(&review).unwrap_or_default();
@@ -324,7 +326,7 @@ pub async fn check(client: &Client, facts: &Facts, namespace: Option<&str>) -> C
         _ => StaticFacts::default(),
     };
     let pod = probe_pod();
-    let (expected, outcome) = render(&snapshot, native, &nodes, facts.server.openshift, ns, &pod);
+    let (expected, outcome) = render(&snapshot, native, &nodes, &facts.server, ns, &pod);
     let ns_labels = selection::labels_of(facts.namespaces.as_deref().unwrap_or(&[]), ns);
     let pod_labels: Labels = pod["metadata"]["labels"]
         .as_object()

@@ -60,6 +60,8 @@ pub struct InjectSettings {
     pub openshift: bool,
     /// `COMPLIANCE_POLICY`.
     pub compliance_policy: String,
+    /// The revision served (`--revision`): `.Revision` and the status annotation's `revision`.
+    pub revision: String,
     /// Static Namespace annotations (`--namespace-annotations`), by namespace.
     pub namespaces: Option<BTreeMap<String, Map<String, Value>>>,
 }
@@ -491,6 +493,7 @@ fn run_review(state: &State, body: &[u8], path: &str) -> webhook::Reviewed {
         cluster: &facts,
         openshift: state.inject.openshift,
         compliance_policy: &state.inject.compliance_policy,
+        revision: &state.inject.revision,
         keep_metadata: state.events.is_some(),
     };
     webhook::review(body, path, &ctx)

@@ -540,6 +540,7 @@ mod tests {
                 native_mode,
                 openshift,
                 compliance_policy: String::new(),
+                revision: outrigger_inject::webhook::REVISION.to_string(),
                 namespaces: None,
             },
             permits: Semaphore::new(4),

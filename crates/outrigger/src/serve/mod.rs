@@ -300,6 +300,7 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
             native_mode: native,
             openshift,
             compliance_policy: compliance.clone(),
+            revision: args.kube.revision.clone(),
             namespaces: load_namespaces(args.namespace_annotations.as_deref())?,
         },
         permits: Semaphore::new(args.max_concurrency.max(1)),
