@@ -360,6 +360,7 @@ fn no_error_message_repeats_itself() {
             &[],
             "Bad_Rev",
         ),
+        (vec!["serve", "--revision", "Bad_Rev"], &[], "Bad_Rev"),
         (
             vec!["webhook-config", "--url", "http://x/inject"],
             &[],

@@ -197,6 +197,12 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
             args.max_request_bytes
         );
     }
+    if !crate::webhook::is_dns1123_label(&args.kube.revision) {
+        bail!(
+            "--revision {:?}: not a revision name (a DNS-1123 label, as Istio requires)",
+            args.kube.revision
+        );
+    }
     let compliance = env("COMPLIANCE_POLICY");
     let paths = snapshot::Paths {
         config: args.inject_config.clone(),
