@@ -126,6 +126,8 @@ pub struct Template {
     /// Whether the template calls `set`, `unset` or a `merge` function (which change maps in
     /// place): its renders then work on a mutable copy of `.Values`.
     mutates_maps: bool,
+    /// Whether a render depends on its data alone (no clock, random or network function).
+    deterministic: bool,
 }
 
 impl Template {
@@ -137,12 +139,14 @@ impl Template {
     pub fn parse(name: &str, text: &str) -> Result<Template> {
         let trees = parse::parse(name, text, &funcs::is_defined).map_err(Error::from)?;
         let mutates_maps = mutation::mutates_maps(trees.values());
+        let deterministic = mutation::deterministic(trees.values());
         Ok(Template {
             name: name.to_string(),
             source: text.to_string(),
             source_len: text.len(),
             trees,
             mutates_maps,
+            deterministic,
         })
     }
 
@@ -153,6 +157,14 @@ impl Template {
             nodes: Vec::new(),
         };
         self.trees.get(&self.name).unwrap_or(&EMPTY)
+    }
+
+    /// Whether [`Template::render`] gives the same text for the same [`TemplateData`] every
+    /// time: true unless the template calls a clock, random, key-generating or network function
+    /// (`now`, `randAlphaNum`, `uuidv4`, `genCA`, `getHostByName`, ...), so its renders may be
+    /// remembered by their data.
+    pub fn is_deterministic(&self) -> bool {
+        self.deterministic
     }
 
     /// The template's name.

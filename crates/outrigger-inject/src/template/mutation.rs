@@ -1,6 +1,8 @@
-//! Whether a template changes maps in place: Sprig's `set`, `unset` and the `merge` family write
-//! into the map they are given, as Go maps are shared. The executor gives such a template a
-//! mutable copy of `.Values` for the render (see [`super::Template::render`]).
+//! What a template's calls tell about its renders. Whether it changes maps in place: Sprig's
+//! `set`, `unset` and the `merge` family write into the map they are given, as Go maps are
+//! shared; the executor gives such a template a mutable copy of `.Values` for the render (see
+//! [`super::Template::render`]). Whether its output depends on its data alone: no call of a
+//! clock, random, key-generating or network function.
 
 use super::ast::{Expr, ListNode, Node, PipeNode};
 
@@ -14,9 +16,42 @@ const MUTATING: &[&str] = &[
     "mustMergeOverwrite",
 ];
 
-/// Does any of `trees` call a function of [`MUTATING`]? The walk keeps its own stack, so trees
-/// nested as deep as the parser allows are read on any thread's stack.
+/// Parts of the names of Sprig's functions whose result is not a function of their arguments
+/// (`now`, `ago`, `date`, `randAlphaNum`, `uuidv4`, `genCA`, `htpasswd`, `shuffle`,
+/// `getHostByName`, `encryptAES`, `unixEpoch`, ...), lower case. Matching by part errs on the
+/// side of "depends on more than the data".
+const NONDETERMINISTIC: &[&str] = &[
+    "now",
+    "ago",
+    "date",
+    "rand",
+    "uuid",
+    "gen",
+    "htpasswd",
+    "bcrypt",
+    "shuffle",
+    "gethostbyname",
+    "encrypt",
+    "epoch",
+];
+
+/// Does any of `trees` call a function of [`MUTATING`]?
 pub(super) fn mutates_maps<'a>(trees: impl Iterator<Item = &'a ListNode>) -> bool {
+    calls_any(trees, |name| MUTATING.contains(&name))
+}
+
+/// Is every render of `trees` a function of its data (and the template's environment map)
+/// alone: no call of a [`NONDETERMINISTIC`] function?
+pub(super) fn deterministic<'a>(trees: impl Iterator<Item = &'a ListNode>) -> bool {
+    !calls_any(trees, |name| {
+        let lower = name.to_ascii_lowercase();
+        NONDETERMINISTIC.iter().any(|part| lower.contains(part))
+    })
+}
+
+/// Does any of `trees` name a function for which `pred` holds? The walk keeps its own stack, so
+/// trees nested as deep as the parser allows are read on any thread's stack.
+fn calls_any<'a>(trees: impl Iterator<Item = &'a ListNode>, pred: impl Fn(&str) -> bool) -> bool {
     let mut work: Vec<Item<'a>> = trees.map(Item::List).collect();
     while let Some(item) = work.pop() {
         match item {
@@ -44,7 +79,7 @@ pub(super) fn mutates_maps<'a>(trees: impl Iterator<Item = &'a ListNode>) -> boo
                     .map(Item::Expr),
             ),
             Item::Expr(e) => match e {
-                Expr::Identifier(_, name) if MUTATING.contains(&name.as_str()) => return true,
+                Expr::Identifier(_, name) if pred(name) => return true,
                 Expr::Pipe(_, p) => work.push(Item::Pipe(p)),
                 Expr::Chain(_, inner, _) => work.push(Item::Expr(inner)),
                 _ => {}
