@@ -4,7 +4,10 @@
 //! `inject/*` measures the library pipeline (`inject::inject_pod`) alone; `webhook/*` measures
 //! a whole AdmissionReview through `webhook::review` (decode, managedFields removal, decision,
 //! injection, patch, response encoding), which is what the server does per request. Both use
-//! mimalloc, the allocator the `outrigger` binary ships with.
+//! mimalloc, the allocator the `outrigger` binary ships with. Each benchmark repeats one pod, so
+//! its template renders are answered from the snapshot's render memo after the first two;
+//! `webhook/hello-distinct-pods` cycles through 1,024 pods that differ in a label, the cost of
+//! pods seen for the first time.
 //!
 //! Uses the corpus' default settings from `../shared/conformance/istio/settings/default` when
 //! present, else the embedded default (the bench prints which).
@@ -63,6 +66,22 @@ fn bench(c: &mut Criterion) {
         );
         c.bench_function(name, |b| b.iter(|| webhook::review(&body, "/inject", &ctx)));
     }
+    // Pods that all differ (a label), cycled through more of them than the render memo's
+    // doorkeeper remembers: every render takes the general path (the cost of a pod seen first).
+    let distinct: Vec<Vec<u8>> = (0..1024)
+        .map(|i| {
+            let mut pod = hello_pod(1, 0, 0);
+            pod["metadata"]["labels"]["version"] = json!(format!("v{i}"));
+            review_body(&pod)
+        })
+        .collect();
+    let mut next = 0;
+    c.bench_function("webhook/hello-distinct-pods", |b| {
+        b.iter(|| {
+            next = (next + 1) % distinct.len();
+            webhook::review(&distinct[next], "/inject", &ctx)
+        })
+    });
     let hello = hello_pod(1, 0, 0);
     c.bench_function("inject/hello", |b| {
         b.iter(|| inject::inject_pod(&hello, &p).expect("inject"))

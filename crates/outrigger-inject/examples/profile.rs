@@ -37,7 +37,8 @@ fn main() {
     let p = params(&s);
     match std::env::args().nth(3).as_deref() {
         Some("render") => return render_only(&s, &pod, n),
-        Some("webhook") => return webhook(&s, &pod, n),
+        Some("webhook") => return webhook(&s, &pod, n, false),
+        Some("webhook-unique") => return webhook(&s, &pod, n, true),
         _ => {}
     }
     // One injection outside the measured loop builds the lazily initialised tables.
@@ -101,18 +102,27 @@ fn render_loop(
     }
 }
 
-/// Third argument `webhook`: whole AdmissionReviews (`--toggle-collect=profile::review_loop`).
-fn webhook(s: &Snapshot, pod: &serde_json::Value, n: usize) {
+/// Third argument `webhook`: whole AdmissionReviews (`--toggle-collect=profile::review_loop`),
+/// the same review `n` times; `webhook-unique`: `n` reviews of pods that differ in a label, so
+/// that no render is answered from the snapshot's memo.
+fn webhook(s: &Snapshot, pod: &serde_json::Value, n: usize, unique: bool) {
     use outrigger_inject::decide::native::NativeMode;
     use outrigger_inject::webhook::{self, Context};
     let mut pod = pod.clone();
     pod["metadata"]["generateName"] = json!("hello-7d4f9-");
     pod["metadata"]["ownerReferences"] = json!([{"apiVersion": "apps/v1", "kind": "ReplicaSet",
         "name": "hello-7d4f9", "uid": "u1", "controller": true}]);
-    let body = serde_json::to_vec(&json!({"apiVersion": "admission.k8s.io/v1",
-        "kind": "AdmissionReview", "request": {"uid": "u", "namespace": "default",
-        "operation": "CREATE", "object": pod}}))
-    .unwrap();
+    let body = |i: usize| {
+        let mut pod = pod.clone();
+        if unique {
+            pod["metadata"]["labels"]["pod-template-hash"] = json!(format!("h{i}"));
+        }
+        serde_json::to_vec(&json!({"apiVersion": "admission.k8s.io/v1",
+            "kind": "AdmissionReview", "request": {"uid": "u", "namespace": "default",
+            "operation": "CREATE", "object": pod}}))
+        .unwrap()
+    };
+    let bodies: Vec<Vec<u8>> = (0..n.max(1) + 1).map(body).collect();
     let ctx = Context {
         snapshot: s,
         native_mode: NativeMode::Enabled,
@@ -122,17 +132,17 @@ fn webhook(s: &Snapshot, pod: &serde_json::Value, n: usize) {
         revision: outrigger_inject::webhook::REVISION,
         keep_metadata: false,
     };
-    let first = webhook::review(&body, "/inject", &ctx);
+    let first = webhook::review(&bodies[n.max(1)], "/inject", &ctx);
     assert!(matches!(first.outcome, webhook::Outcome::Injected));
     let start = std::time::Instant::now();
-    review_loop(&body, &ctx, n);
+    review_loop(&bodies[..n], &ctx);
     eprintln!("{:?} per review", start.elapsed() / n as u32);
 }
 
 /// The measured review loop.
 #[inline(never)]
-fn review_loop(body: &[u8], ctx: &outrigger_inject::webhook::Context<'_>, n: usize) {
-    for _ in 0..n {
+fn review_loop(bodies: &[Vec<u8>], ctx: &outrigger_inject::webhook::Context<'_>) {
+    for body in bodies {
         std::hint::black_box(outrigger_inject::webhook::review(body, "/inject", ctx));
     }
 }

@@ -19,7 +19,7 @@ use crate::kube::typed;
 use crate::merge::overrides::reapply_overwritten_containers;
 use crate::merge::pod::{move_native_proxy, names_overlay, typed_template_pod};
 use crate::merge::strategic;
-use crate::render::{images, rendered_patch, select_templates, RenderError};
+use crate::render::{images, select_templates, RenderError};
 use crate::template::TemplateData;
 use crate::{mesh, Result};
 
@@ -251,8 +251,7 @@ fn run_templates(
             }
             .into());
         };
-        let text = tmpl.render(&data)?;
-        let overlay = rendered_patch(&name, &text)?;
+        let (text, overlay) = crate::render::memo::render_patch(snapshot, &name, tmpl, &data)?;
         // The template-only pod is read for its container, volume and pull-secret names only,
         // which typed normalisation leaves alone: it is merged from the names alone (the whole
         // overlay when it holds patch directives) and not normalised. Istio normalises it; its

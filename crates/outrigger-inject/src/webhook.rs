@@ -447,6 +447,7 @@ mod tests {
             values_facts: ValuesFacts::default(),
             mesh: json!({}),
             template_env: BTreeMap::new(),
+            render_memo: Default::default(),
         }
     }
 

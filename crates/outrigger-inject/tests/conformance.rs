@@ -78,6 +78,21 @@ fn run_case(root: &Path, c: &Value) -> Result<(), String> {
         };
     }
     let out = result.map_err(|e| format!("injection failed: {e}"))?;
+    // The same manifests twice more on the same snapshot: the third time, template renders are
+    // answered from the snapshot's memo (a render is remembered on its second sighting), which
+    // must change nothing.
+    let _ = kube_inject::inject_manifests(&input, &opts);
+    let again = kube_inject::inject_manifests(&input, &opts)
+        .map_err(|e| format!("third injection (render memo) failed: {e}"))?;
+    let afters = |o: &kube_inject::KubeInjectOutput| -> Vec<Option<Value>> {
+        o.changes
+            .iter()
+            .map(|c| c.before_after.as_ref().map(|(_, a)| a.clone()))
+            .collect()
+    };
+    if afters(&again) != afters(&out) || again.warnings != out.warnings {
+        return Err("third injection (render memo) differs from the first".into());
+    }
     if let Some(log) = c.get("expected_log").and_then(Value::as_str) {
         if !out.warnings.iter().any(|w| w.contains(log)) {
             return Err(format!(

@@ -418,6 +418,7 @@ mod tests {
             values_facts: ValuesFacts::default(),
             mesh: json!({}),
             template_env: BTreeMap::new(),
+            render_memo: Default::default(),
         }
     }
 

@@ -6,6 +6,7 @@
 pub mod defaults;
 pub mod inject_file;
 pub mod input_kind;
+pub mod render_memo;
 pub mod values;
 
 use std::collections::BTreeMap;
@@ -202,6 +203,10 @@ pub struct Snapshot {
     /// (empty by default: the library reads no process environment; the binary passes the
     /// variables its allow-list names, see [`Snapshot::with_template_env`]).
     pub template_env: BTreeMap<String, String>,
+    /// Renders of this snapshot's templates remembered by their inputs (see
+    /// [`render_memo`]). A clone starts with an empty memo, so a clone may be changed; a
+    /// snapshot that has injected must not be (build or clone another instead).
+    pub render_memo: render_memo::RenderMemo,
 }
 
 impl Snapshot {
@@ -233,6 +238,7 @@ impl Snapshot {
             values_facts,
             mesh,
             template_env: BTreeMap::new(),
+            render_memo: Default::default(),
         })
     }
 
@@ -241,6 +247,7 @@ impl Snapshot {
     /// `expandenv` the empty string).
     pub fn with_template_env(mut self, env: BTreeMap<String, String>) -> Snapshot {
         self.template_env = env;
+        self.render_memo = Default::default();
         self
     }
 }

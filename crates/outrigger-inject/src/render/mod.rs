@@ -1,6 +1,8 @@
 //! Render stage: which templates a pod gets, the images they reference, and a rendered template
 //! read back as a pod-shaped patch. Template execution itself is [`crate::template`].
 
+pub mod memo;
+
 use serde_json::{Map, Value};
 
 use crate::config::Snapshot;

@@ -130,6 +130,8 @@ pub struct Template {
     /// Whether the template calls `set`, `unset` or a `merge` function (which change maps in
     /// place): its renders then work on a mutable copy of `.Values`.
     mutates_maps: bool,
+    /// Whether a render depends on its data alone (no clock, random or network function).
+    deterministic: bool,
 }
 
 impl Template {
@@ -141,12 +143,14 @@ impl Template {
     pub fn parse(name: &str, text: &str) -> Result<Template> {
         let trees = parse::parse(name, text, &funcs::is_defined).map_err(Error::from)?;
         let mutates_maps = mutation::mutates_maps(trees.values());
+        let deterministic = mutation::deterministic(trees.values());
         Ok(Template {
             name: name.to_string(),
             source: text.to_string(),
             source_len: text.len(),
             trees,
             mutates_maps,
+            deterministic,
         })
     }
 
@@ -169,6 +173,14 @@ impl Template {
             .collect();
         found.sort_by(|a, b| (a.1, &a.0).cmp(&(b.1, &b.0)));
         found
+    }
+
+    /// Whether [`Template::render`] gives the same text for the same [`TemplateData`] every
+    /// time: true unless the template calls a clock, random, key-generating or network function
+    /// (`now`, `randAlphaNum`, `uuidv4`, `genCA`, `getHostByName`, ...), so its renders may be
+    /// remembered by their data.
+    pub fn is_deterministic(&self) -> bool {
+        self.deterministic
     }
 
     /// The template's name.

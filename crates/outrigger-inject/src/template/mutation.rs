@@ -1,7 +1,9 @@
-//! Whether a template changes maps in place: Sprig's `set`, `unset` and the `merge` family write
-//! into the map they are given, as Go maps are shared. The executor gives such a template a
-//! mutable copy of `.Values` for the render (see [`super::Template::render`]). [`calls`] lists
-//! every function a template names, for this and for [`super::Template::unimplemented_calls`].
+//! What a template's calls tell about its renders. Whether it changes maps in place: Sprig's
+//! `set`, `unset` and the `merge` family write into the map they are given, as Go maps are
+//! shared; the executor gives such a template a mutable copy of `.Values` for the render (see
+//! [`super::Template::render`]). Whether its output depends on its data alone: no call of a
+//! clock, random, key-generating or network function. [`calls`] lists every function a template
+//! names, for these and for [`super::Template::unimplemented_calls`].
 
 use super::ast::{Expr, ListNode, Node, PipeNode};
 
@@ -15,9 +17,39 @@ const MUTATING: &[&str] = &[
     "mustMergeOverwrite",
 ];
 
+/// Parts of the names of Sprig's functions whose result is not a function of their arguments
+/// (`now`, `ago`, `date`, `randAlphaNum`, `uuidv4`, `genCA`, `htpasswd`, `shuffle`,
+/// `getHostByName`, `encryptAES`, `unixEpoch`, ...), lower case. Matching by part errs on the
+/// side of "depends on more than the data".
+const NONDETERMINISTIC: &[&str] = &[
+    "now",
+    "ago",
+    "date",
+    "rand",
+    "uuid",
+    "gen",
+    "htpasswd",
+    "bcrypt",
+    "shuffle",
+    "gethostbyname",
+    "encrypt",
+    "epoch",
+    // `durationRound` of a time measures from the clock (`time.Since`).
+    "durationround",
+];
+
 /// Does any of `trees` call a function of [`MUTATING`]?
 pub(super) fn mutates_maps<'a>(trees: impl Iterator<Item = &'a ListNode>) -> bool {
     calls(trees).iter().any(|(name, _)| MUTATING.contains(name))
+}
+
+/// Is every render of `trees` a function of its data (and the template's environment map)
+/// alone: no call of a [`NONDETERMINISTIC`] function?
+pub(super) fn deterministic<'a>(trees: impl Iterator<Item = &'a ListNode>) -> bool {
+    !calls(trees).iter().any(|(name, _)| {
+        let lower = name.to_ascii_lowercase();
+        NONDETERMINISTIC.iter().any(|part| lower.contains(part))
+    })
 }
 
 /// Every function named in `trees` (identifiers: Go's builtins, Sprig's and Istio's

@@ -1364,3 +1364,43 @@ fn map_changes_to_values_are_seen_later_in_the_render_only() {
     assert!(fx.values.get("added").is_none());
     assert_eq!(fx.ok("{{ .Values.added }}"), "<no value>");
 }
+
+/// A template whose output moves with the clock is never called deterministic (the render memo
+/// would otherwise answer with a stale time): each of Sprig's clock-reading functions, rendered
+/// at two fixed clocks, gives two outputs, and its template says it is not deterministic.
+#[test]
+fn templates_that_read_the_clock_are_not_deterministic() {
+    let a = Clock::fixed(1_000_000_000, 0, "UTC").expect("clock");
+    let b = Clock::fixed(2_000_000_000, 0, "UTC").expect("clock");
+    let then = r#"(toDate "2006-01-02" "2001-01-01")"#;
+    let texts = [
+        "{{ now }}".to_string(),
+        r#"{{ date "2006-01-02 15:04:05" now }}"#.to_string(),
+        r#"{{ dateInZone "2006-01-02 15:04:05" now "UTC" }}"#.to_string(),
+        r#"{{ date_in_zone "2006-01-02 15:04:05" now "UTC" }}"#.to_string(),
+        "{{ htmlDate now }}".to_string(),
+        r#"{{ htmlDateInZone now "UTC" }}"#.to_string(),
+        "{{ unixEpoch now }}".to_string(),
+        r#"{{ dateModify "1h" now }}"#.to_string(),
+        r#"{{ date_modify "1h" now }}"#.to_string(),
+        r#"{{ mustDateModify "1h" now }}"#.to_string(),
+        format!("{{{{ ago {then} }}}}"),
+        format!("{{{{ durationRound {then} }}}}"),
+        r#"{{ date "2006" 0 }}{{ now.Year }}"#.to_string(),
+    ];
+    for text in &texts {
+        let t = Template::parse("t", text).expect("parses");
+        let at_a = t.render_json_at(&json!({}), &a).expect("renders");
+        let at_b = t.render_json_at(&json!({}), &b).expect("renders");
+        assert_ne!(at_a, at_b, "{text}: the clock should show");
+        assert!(!t.is_deterministic(), "{text} reads the clock");
+    }
+    let fixed = Template::parse("t", r#"{{ toDate "2006-01-02" "2001-01-01" | unixEpoch }}"#)
+        .expect("parses");
+    assert_eq!(
+        fixed.render_json_at(&json!({}), &a).expect("renders"),
+        fixed.render_json_at(&json!({}), &b).expect("renders")
+    );
+    let plain = Template::parse("t", "{{ .x | quote }}").expect("parses");
+    assert!(plain.is_deterministic());
+}
