@@ -1403,4 +1403,13 @@ fn templates_that_read_the_clock_are_not_deterministic() {
     );
     let plain = Template::parse("t", "{{ .x | quote }}").expect("parses");
     assert!(plain.is_deterministic());
+    // A pod's metav1.Time (the zero time at admission) reaches `ago` and `durationRound`
+    // without any other clock function in the template: `time.Since` reads the clock.
+    for text in [
+        "{{ durationRound .ObjectMeta.CreationTimestamp }}",
+        "{{ ago .ObjectMeta.CreationTimestamp }}",
+    ] {
+        let t = Template::parse("t", text).expect("parses");
+        assert!(!t.is_deterministic(), "{text} reads the clock");
+    }
 }
