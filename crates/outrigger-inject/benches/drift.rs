@@ -2,7 +2,7 @@
 //! probes, 4 KB of managedFields), injected as the webhook injects them and stored as
 //! kube-apiserver stores them (`tests/model/apiserver.rs`), served as the API server pages a
 //! list (500 a page, JSON bytes). One iteration decodes each page into a [`PodPage`]
-//! (managedFields skipped) and runs [`drift::stored_pod_drift`] on each of its pods, a page at a
+//! (managedFields skipped) and runs [`drift::stored_pod_drift_owned`] on each of its pods, a page at a
 //! time, the pods of a page spread over the machine's cores ([`drift::in_parallel`]), as
 //! `outrigger drift --kube` does (`OUTRIGGER_DRIFT_THREADS=N` sets another thread count).
 //!
@@ -102,8 +102,10 @@ fn run(pages: &[Vec<u8>], p: &InjectParams<'_>, threads: usize) -> usize {
     let mut current = 0;
     for page in pages {
         let list: PodPage = serde_json::from_slice(page).expect("decode page");
-        let states = drift::in_parallel(&list.items, threads, |pod| {
-            drift::stored_pod_drift(pod, p, true).expect("drift").state
+        let states = drift::in_parallel(list.items, threads, |pod| {
+            drift::stored_pod_drift_owned(pod, p, true)
+                .expect("drift")
+                .state
         });
         current += states.iter().filter(|s| **s == State::Current).count();
     }

@@ -8,8 +8,9 @@
 //! classified ([`State`]) with the differing fields and, where it can be told, what they come
 //! from.
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 use serde_json::{json, Map, Value};
 
@@ -90,7 +91,7 @@ pub struct PodDrift {
 /// force injects it (the caller's decision: kube-inject's for manifests, the webhook's for a
 /// cluster). Errors are injection's own (a pod the configuration cannot inject).
 pub fn pod_drift(pod: &Value, params: &InjectParams<'_>, wanted: bool) -> Result<PodDrift> {
-    drift_of(pod, params, wanted, false)
+    drift_of(Cow::Borrowed(pod), params, wanted, false)
 }
 
 /// [`pod_drift`] for a pod read from the API server. What the API server and others add is not
@@ -99,11 +100,21 @@ pub fn pod_drift(pod: &Value, params: &InjectParams<'_>, wanted: bool) -> Result
 /// pod's injected containers have and injection does not write (a LimitRange's defaults, which
 /// only add) are kept; `status` and `managedFields` are not read.
 pub fn stored_pod_drift(pod: &Value, params: &InjectParams<'_>, wanted: bool) -> Result<PodDrift> {
-    drift_of(pod, params, wanted, true)
+    drift_of(Cow::Borrowed(pod), params, wanted, true)
+}
+
+/// [`stored_pod_drift`] taking the pod by value, for readers done with it (no copy of the pod
+/// is made: its metadata and spec are examined in place).
+pub fn stored_pod_drift_owned(
+    pod: Value,
+    params: &InjectParams<'_>,
+    wanted: bool,
+) -> Result<PodDrift> {
+    drift_of(Cow::Owned(pod), params, wanted, true)
 }
 
 fn drift_of(
-    pod: &Value,
+    pod: Cow<'_, Value>,
     params: &InjectParams<'_>,
     wanted: bool,
     stored: bool,
@@ -113,7 +124,7 @@ fn drift_of(
     } else {
         params.revision.to_string()
     };
-    let injected_revision = injected_revision(pod);
+    let injected_revision = injected_revision(&pod);
     let outcome = |state, fields| PodDrift {
         state,
         injected_revision: injected_revision.clone(),
@@ -126,10 +137,10 @@ fn drift_of(
         (true, false) => return Ok(outcome(State::UnwantedSidecar, Vec::new())),
         (true, true) => {}
     }
-    let mut actual = if stored {
-        stored_view(pod)
-    } else {
-        pod.clone()
+    let mut actual = match (stored, pod) {
+        (true, Cow::Borrowed(pod)) => stored_view(pod),
+        (true, Cow::Owned(pod)) => stored_view_owned(pod),
+        (false, pod) => pod.into_owned(),
     };
     if let Some(m) = actual.get_mut("metadata").and_then(Value::as_object_mut) {
         m.remove("managedFields");
@@ -152,30 +163,31 @@ fn drift_of(
     Ok(outcome(state, fields))
 }
 
-/// `judge` applied to each of `pods` on up to `threads` threads (the caller's cores), the
-/// outcomes in the order of `pods`: drift of a page of pods, each pod on its own (pods are
-/// independent; the order of the outcomes, hence of any report built from them, is the
-/// listing's whatever the threads do). One thread, or one pod, runs on the caller's thread.
-pub fn in_parallel<T: Sync, R: Send>(
-    pods: &[T],
+/// `judge` applied to each of `pods` (taken by value) on up to `threads` threads (the
+/// caller's cores), the outcomes in the order of `pods`: drift of a page of pods, each pod on
+/// its own (pods are independent; the order of the outcomes, hence of any report built from
+/// them, is the listing's whatever the threads do). One thread, or one pod, runs on the
+/// caller's thread.
+pub fn in_parallel<T: Send, R: Send>(
+    pods: Vec<T>,
     threads: usize,
-    judge: impl Fn(&T) -> R + Sync,
+    judge: impl Fn(T) -> R + Sync,
 ) -> Vec<R> {
     let threads = threads.clamp(1, pods.len().max(1));
     if threads == 1 {
-        return pods.iter().map(judge).collect();
+        return pods.into_iter().map(judge).collect();
     }
     // Each thread takes the next pod not yet taken, so one slow pod does not hold back a fixed
     // share of the page.
-    let next = AtomicUsize::new(0);
+    let queue = Mutex::new(pods.into_iter().enumerate());
     let mut done: Vec<(usize, R)> = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..threads)
             .map(|_| {
                 scope.spawn(|| {
                     let mut out = Vec::new();
                     loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(pod) = pods.get(i) else {
+                        let next = queue.lock().unwrap_or_else(|e| e.into_inner()).next();
+                        let Some((i, pod)) = next else {
                             return out;
                         };
                         out.push((i, judge(pod)));
@@ -217,6 +229,27 @@ fn stored_view(pod: &Value) -> Value {
             .cloned()
             .unwrap_or_else(|| Value::Object(Map::new())),
     );
+    Value::Object(view)
+}
+
+/// [`stored_view`] of a pod taken by value: its metadata and spec moved, not copied.
+fn stored_view_owned(pod: Value) -> Value {
+    let Value::Object(mut pod) = pod else {
+        return stored_view(&pod);
+    };
+    let mut metadata = pod
+        .remove("metadata")
+        .unwrap_or_else(|| Value::Object(Map::new()));
+    if let Some(m) = metadata.as_object_mut() {
+        // Kept in order, as the copy keeps it.
+        m.shift_remove("managedFields");
+    }
+    let spec = pod
+        .remove("spec")
+        .unwrap_or_else(|| Value::Object(Map::new()));
+    let mut view = Map::new();
+    view.insert("metadata".into(), metadata);
+    view.insert("spec".into(), spec);
     Value::Object(view)
 }
 
@@ -677,14 +710,18 @@ mod tests {
     #[test]
     fn in_parallel_keeps_the_order_and_gives_what_one_thread_gives() {
         let pods: Vec<usize> = (0..1000).collect();
-        let judge = |n: &usize| n * n + usize::from(n % 7 == 0);
-        let one = in_parallel(&pods, 1, judge);
-        assert_eq!(one, pods.iter().map(judge).collect::<Vec<_>>());
+        let judge = |n: usize| n * n + usize::from(n % 7 == 0);
+        let one = in_parallel(pods.clone(), 1, judge);
+        assert_eq!(one, pods.iter().copied().map(judge).collect::<Vec<_>>());
         for threads in [2, 3, 16, 5000] {
-            assert_eq!(in_parallel(&pods, threads, judge), one, "{threads} threads");
+            assert_eq!(
+                in_parallel(pods.clone(), threads, judge),
+                one,
+                "{threads} threads"
+            );
         }
-        assert!(in_parallel(&[] as &[usize], 4, judge).is_empty());
-        assert_eq!(in_parallel(&pods, 0, judge), one);
+        assert!(in_parallel(Vec::new(), 4, judge).is_empty());
+        assert_eq!(in_parallel(pods, 0, judge), one);
     }
 
     #[test]
@@ -698,6 +735,35 @@ mod tests {
         assert_eq!(tags.resolve("default"), "1-23");
         assert_eq!(tags.resolve("canary"), "canary");
         assert_eq!(RevisionTags::default().resolve("default"), "default");
+    }
+
+    #[test]
+    fn a_stored_pod_taken_by_value_drifts_as_when_borrowed() {
+        let s = defaults::snapshot().expect("defaults");
+        let mut p = params(&s, "", false);
+        p.mode = crate::inject::Mode::Webhook;
+        let mut pod = live_pod();
+        p.workload = crate::ingest::workload::workload_from_pod(&pod);
+        apiserver_model::as_apiserver_stores(&mut pod, true);
+        let mut stored = inject_pod(&pod, &p).expect("inject").pod;
+        apiserver_model::as_apiserver_stores(&mut stored, false);
+        stored["metadata"]["managedFields"] = json!([{"manager": "kubelet"}]);
+        stored["status"] = json!({"phase": "Running"});
+        let mut stale = stored.clone();
+        stale["spec"]["containers"][2]["image"] = json!("old/proxy:1");
+        let mut states = Vec::new();
+        for pod in [stored, stale, live_pod(), json!({"metadata": {}}), json!(3)] {
+            for wanted in [true, false] {
+                let borrowed = stored_pod_drift(&pod, &p, wanted).map_err(|e| e.to_string());
+                let owned =
+                    stored_pod_drift_owned(pod.clone(), &p, wanted).map_err(|e| e.to_string());
+                assert_eq!(owned, borrowed, "{pod}");
+                states.extend(owned.map(|d| d.state));
+            }
+        }
+        for state in [State::Current, State::Stale, State::MissingSidecar] {
+            assert!(states.contains(&state), "{states:?}");
+        }
     }
 
     #[test]

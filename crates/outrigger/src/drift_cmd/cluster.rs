@@ -11,7 +11,8 @@ use anyhow::{Context, Result};
 use outrigger_inject::decide::inject_required;
 use outrigger_inject::decide::native::{detect_native_sidecars, NativeMode, StaticFacts};
 use outrigger_inject::drift::{
-    self, selecting_revision, stored_pod_drift, PodDrift, RevisionTags, State,
+    self, selecting_revision, stored_pod_drift, stored_pod_drift_owned, PodDrift, RevisionTags,
+    State,
 };
 use outrigger_inject::ingest::workload::{workload_from_pod, WorkloadMeta};
 use outrigger_inject::inject::{InjectParams, Mode};
@@ -114,11 +115,10 @@ pub fn run(args: &DriftArgs, opts: &KubeInjectOptions<'_>, per_node: bool) -> Re
         let mut report = Report::default();
         let mut pages = 0usize;
         pods::for_each_page(client, namespace.as_deref(), args.chunk_size, |items| {
-            let judged = drift::in_parallel(&items, threads, |pod| judge(pod, &facts, opts));
-            for (pod, judged) in items.iter().zip(judged) {
+            for judged in drift::in_parallel(items, threads, |pod| judge(pod, &facts, opts)) {
                 let (judged, pod_warnings) = judged?;
                 warnings.extend(pod_warnings);
-                add(pod, judged, &mut report);
+                add(judged, &mut report);
             }
             pages += 1;
             if progress {
@@ -158,19 +158,24 @@ pub fn run(args: &DriftArgs, opts: &KubeInjectOptions<'_>, per_node: bool) -> Re
 
 /// What one pod came to: its workload and drift, or `None` when another revision's webhook
 /// selects it.
-type Judged = Option<(WorkloadMeta, PodDrift)>;
+type Judged = Option<Judgement>;
+
+/// A pod of this revision, judged.
+struct Judgement {
+    namespace: String,
+    name: String,
+    workload: WorkloadMeta,
+    drift: PodDrift,
+}
 
 /// Classify one pod (on any thread): the webhook that selects it (revision tags resolved),
 /// whether that injects it, and its drift, with native sidecars as its node decides in auto
 /// mode. Warnings of the native-sidecar detection come back with it.
-fn judge(
-    pod: &Value,
-    facts: &Facts,
-    opts: &KubeInjectOptions<'_>,
-) -> Result<(Judged, Vec<String>)> {
-    let ns = meta_str(pod, "namespace");
+fn judge(pod: Value, facts: &Facts, opts: &KubeInjectOptions<'_>) -> Result<(Judged, Vec<String>)> {
+    let namespace = meta_str(&pod, "namespace").to_string();
+    let name = meta_str(&pod, "name").to_string();
     let empty = Map::new();
-    let selected = selecting_revision(facts.labels.get(ns).unwrap_or(&empty), pod);
+    let selected = selecting_revision(facts.labels.get(&namespace).unwrap_or(&empty), &pod);
     let selected = selected.as_deref().map(|r| facts.tags.resolve(r));
     let revision = if opts.revision.is_empty() {
         "default"
@@ -183,7 +188,7 @@ fn judge(
     let config = &opts.snapshot.config;
     let wanted = selected.is_some()
         && inject_required(
-            pod,
+            &pod,
             &config.policy,
             &config.never_inject_selector,
             &config.always_inject_selector,
@@ -202,11 +207,11 @@ fn judge(
                 .unwrap_or("");
             let on_node = detect_native_sidecars(NativeMode::Auto, nodes, node, &mut warnings);
             let all = detect_native_sidecars(NativeMode::Auto, nodes, "", &mut Vec::new());
-            (on_node, Some(all))
+            (on_node, Some(all).filter(|all| *all != on_node))
         }
         _ => (opts.native_sidecars, None),
     };
-    let workload = workload_from_pod(pod);
+    let workload = workload_from_pod(&pod);
     let mut params = InjectParams {
         snapshot: opts.snapshot,
         mode: Mode::Webhook,
@@ -217,32 +222,51 @@ fn judge(
         proxy_uid_gid: None,
         compliance_policy: opts.compliance_policy,
     };
-    let name = meta_str(pod, "name");
-    let what = || format!("pod {ns}/{name}");
-    let mut drift = stored_pod_drift(pod, &params, wanted).with_context(what)?;
-    // Judged by its node and stale: current if the every-node answer, which a pod created
-    // unscheduled was given, injects what it has (restarting it gives that answer again).
-    if let Some(all) = all_nodes.filter(|all| *all != native_sidecars) {
-        if drift.state == State::Stale {
+    let what = || format!("pod {namespace}/{name}");
+    let drift = match all_nodes {
+        None => stored_pod_drift_owned(pod, &params, wanted).with_context(what)?,
+        // Judged by its node and stale: current if the every-node answer, which a pod created
+        // unscheduled was given, injects what it has (restarting it gives that answer again).
+        Some(all) => {
+            let on_node = stored_pod_drift(&pod, &params, wanted).with_context(what)?;
             params.native_sidecars = all;
-            let other = stored_pod_drift(pod, &params, wanted).with_context(what)?;
-            if other.state == State::Current {
-                drift = other;
+            match on_node.state {
+                State::Stale => {
+                    let other = stored_pod_drift_owned(pod, &params, wanted).with_context(what)?;
+                    if other.state == State::Current {
+                        other
+                    } else {
+                        on_node
+                    }
+                }
+                _ => on_node,
             }
         }
-    }
-    Ok((Some((workload, drift)), warnings))
+    };
+    let judged = Judgement {
+        namespace,
+        name,
+        workload,
+        drift,
+    };
+    Ok((Some(judged), warnings))
 }
 
 /// Add one judged pod to its group.
-fn add(pod: &Value, judged: Judged, report: &mut Report) {
-    let Some((workload, drift)) = judged else {
+fn add(judged: Judged, report: &mut Report) {
+    let Some(Judgement {
+        namespace,
+        name,
+        workload,
+        drift,
+    }) = judged
+    else {
         report.other_revision += 1;
         return;
     };
     report.examined += 1;
     let key = (
-        meta_str(pod, "namespace").to_string(),
+        namespace,
         workload.kind,
         workload.name,
         drift.state.as_str(),
@@ -256,7 +280,7 @@ fn add(pod: &Value, judged: Judged, report: &mut Report) {
             drift,
         })
         .pods
-        .push(meta_str(pod, "name").to_string());
+        .push(name);
 }
 
 /// The table: a row per workload and state, the differing fields indented below.
