@@ -710,7 +710,7 @@ mod tests {
     #[test]
     fn in_parallel_keeps_the_order_and_gives_what_one_thread_gives() {
         let pods: Vec<usize> = (0..1000).collect();
-        let judge = |n: usize| n * n + usize::from(n % 7 == 0);
+        let judge = |n: usize| n * n + usize::from(n.is_multiple_of(7));
         let one = in_parallel(pods.clone(), 1, judge);
         assert_eq!(one, pods.iter().copied().map(judge).collect::<Vec<_>>());
         for threads in [2, 3, 16, 5000] {
