@@ -8,18 +8,20 @@
 //! classified ([`State`]) with the differing fields and, where it can be told, what they come
 //! from.
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
+use std::sync::Mutex;
 
 use serde_json::{json, Map, Value};
 
 use crate::ingest::previous::Status;
 use crate::ingest::recover::{INJECTED_ANNOTATIONS, INJECTED_LABELS};
-use crate::inject::{inject_pod, normalize_pod, InjectParams};
+use crate::inject::{normalize_pod, InjectParams};
 use crate::kube::names::{PROXY_CONTAINER, STATUS_ANNOTATION};
 use crate::kube::pod::{annotation, container_name, label};
 use crate::kube::prometheus::sanitize_label_name;
 use crate::kube::stored::store_defaults;
-use crate::reinject::recover_pod;
+use crate::reinject::reinject_pod;
 use crate::Result;
 
 /// How a pod stands against the configuration in force.
@@ -89,7 +91,7 @@ pub struct PodDrift {
 /// force injects it (the caller's decision: kube-inject's for manifests, the webhook's for a
 /// cluster). Errors are injection's own (a pod the configuration cannot inject).
 pub fn pod_drift(pod: &Value, params: &InjectParams<'_>, wanted: bool) -> Result<PodDrift> {
-    drift_of(pod, params, wanted, false)
+    drift_of(Cow::Borrowed(pod), params, wanted, false)
 }
 
 /// [`pod_drift`] for a pod read from the API server. What the API server and others add is not
@@ -98,11 +100,21 @@ pub fn pod_drift(pod: &Value, params: &InjectParams<'_>, wanted: bool) -> Result
 /// pod's injected containers have and injection does not write (a LimitRange's defaults, which
 /// only add) are kept; `status` and `managedFields` are not read.
 pub fn stored_pod_drift(pod: &Value, params: &InjectParams<'_>, wanted: bool) -> Result<PodDrift> {
-    drift_of(pod, params, wanted, true)
+    drift_of(Cow::Borrowed(pod), params, wanted, true)
+}
+
+/// [`stored_pod_drift`] taking the pod by value, for readers done with it (no copy of the pod
+/// is made: its metadata and spec are examined in place).
+pub fn stored_pod_drift_owned(
+    pod: Value,
+    params: &InjectParams<'_>,
+    wanted: bool,
+) -> Result<PodDrift> {
+    drift_of(Cow::Owned(pod), params, wanted, true)
 }
 
 fn drift_of(
-    pod: &Value,
+    pod: Cow<'_, Value>,
     params: &InjectParams<'_>,
     wanted: bool,
     stored: bool,
@@ -112,7 +124,7 @@ fn drift_of(
     } else {
         params.revision.to_string()
     };
-    let injected_revision = injected_revision(pod);
+    let injected_revision = injected_revision(&pod);
     let outcome = |state, fields| PodDrift {
         state,
         injected_revision: injected_revision.clone(),
@@ -125,20 +137,16 @@ fn drift_of(
         (true, false) => return Ok(outcome(State::UnwantedSidecar, Vec::new())),
         (true, true) => {}
     }
-    let mut actual = if stored {
-        json!({
-            "metadata": pod.get("metadata").cloned().unwrap_or_else(|| json!({})),
-            "spec": pod.get("spec").cloned().unwrap_or_else(|| json!({})),
-        })
-    } else {
-        pod.clone()
+    let mut actual = match (stored, pod) {
+        (true, Cow::Borrowed(pod)) => stored_view(pod),
+        (true, Cow::Owned(pod)) => stored_view_owned(pod),
+        (false, pod) => pod.into_owned(),
     };
     if let Some(m) = actual.get_mut("metadata").and_then(Value::as_object_mut) {
         m.remove("managedFields");
     }
     normalize_pod(&mut actual)?;
-    let recovered = recover_pod(&actual, params)?;
-    let mut expected = inject_pod(&recovered, params)?.pod;
+    let mut expected = reinject_pod(&actual, params)?.pod;
     if stored {
         store_defaults(&mut actual);
         store_defaults(&mut expected);
@@ -153,6 +161,96 @@ fn drift_of(
         State::Stale
     };
     Ok(outcome(state, fields))
+}
+
+/// `judge` applied to each of `pods` (taken by value) on up to `threads` threads (the
+/// caller's cores), the outcomes in the order of `pods`: drift of a page of pods, each pod on
+/// its own (pods are independent; the order of the outcomes, hence of any report built from
+/// them, is the listing's whatever the threads do). One thread, or one pod, runs on the
+/// caller's thread.
+pub fn in_parallel<T: Send, R: Send>(
+    pods: Vec<T>,
+    threads: usize,
+    judge: impl Fn(T) -> R + Sync,
+) -> Vec<R> {
+    let threads = threads.clamp(1, pods.len().max(1));
+    if threads == 1 {
+        return pods.into_iter().map(judge).collect();
+    }
+    // Each thread takes the next pod not yet taken, so one slow pod does not hold back a fixed
+    // share of the page.
+    let queue = Mutex::new(pods.into_iter().enumerate());
+    let mut done: Vec<(usize, R)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut out = Vec::new();
+                    loop {
+                        let next = queue.lock().unwrap_or_else(|e| e.into_inner()).next();
+                        let Some((i, pod)) = next else {
+                            return out;
+                        };
+                        out.push((i, judge(pod)));
+                    }
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| match w.join() {
+                Ok(out) => out,
+                // A panic in `judge` is the caller's: raised again on its thread.
+                Err(panic) => std::panic::resume_unwind(panic),
+            })
+            .collect()
+    });
+    done.sort_unstable_by_key(|(i, _)| *i);
+    done.into_iter().map(|(_, r)| r).collect()
+}
+
+/// What drift reads of a stored pod: its `metadata` without `managedFields` and its `spec`
+/// (`status` and the rest are not compared), copied without what is not read.
+fn stored_view(pod: &Value) -> Value {
+    let mut view = Map::new();
+    let metadata = match pod.get("metadata") {
+        Some(Value::Object(m)) => Value::Object(
+            m.iter()
+                .filter(|(k, _)| k.as_str() != "managedFields")
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        ),
+        Some(other) => other.clone(),
+        None => Value::Object(Map::new()),
+    };
+    view.insert("metadata".into(), metadata);
+    view.insert(
+        "spec".into(),
+        pod.get("spec")
+            .cloned()
+            .unwrap_or_else(|| Value::Object(Map::new())),
+    );
+    Value::Object(view)
+}
+
+/// [`stored_view`] of a pod taken by value: its metadata and spec moved, not copied.
+fn stored_view_owned(pod: Value) -> Value {
+    let Value::Object(mut pod) = pod else {
+        return stored_view(&pod);
+    };
+    let mut metadata = pod
+        .remove("metadata")
+        .unwrap_or_else(|| Value::Object(Map::new()));
+    if let Some(m) = metadata.as_object_mut() {
+        // Kept in order, as the copy keeps it.
+        m.shift_remove("managedFields");
+    }
+    let spec = pod
+        .remove("spec")
+        .unwrap_or_else(|| Value::Object(Map::new()));
+    let mut view = Map::new();
+    view.insert("metadata".into(), metadata);
+    view.insert("spec".into(), spec);
+    Value::Object(view)
 }
 
 /// The revision whose webhook receives `pod` in a namespace labelled `namespace_labels`, as
@@ -173,6 +271,23 @@ pub fn selecting_revision(namespace_labels: &Map<String, Value>, pod: &Value) ->
         return Some(rev.to_string());
     }
     (label(pod, "sidecar.istio.io/inject") == Some("true")).then(|| "default".to_string())
+}
+
+/// Istio's revision tags: tag name to the revision it points to (a
+/// `MutatingWebhookConfiguration` `istio-revision-tag-TAG` labelled `istio.io/tag: TAG` and
+/// `istio.io/rev: REVISION`). A pod or namespace labelled `istio.io/rev: TAG` is injected by
+/// REVISION; the tag `default` takes over the default revision's selectors
+/// (`istio-injection=enabled`, `sidecar.istio.io/inject=true`), as `istioctl tag set default`
+/// makes it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RevisionTags(pub std::collections::BTreeMap<String, String>);
+
+impl RevisionTags {
+    /// The revision `selected` (a revision, a tag, or `default`) stands for: the tag's
+    /// revision when it is a tag, else itself.
+    pub fn resolve<'a>(&'a self, selected: &'a str) -> &'a str {
+        self.0.get(selected).map_or(selected, String::as_str)
+    }
 }
 
 /// Resource requests and limits the injected containers of `actual` have and those of
@@ -234,7 +349,7 @@ fn injected_revision(pod: &Value) -> Option<String> {
 }
 
 /// The differences between `actual` and `expected` in what injection owns.
-fn owned_differences(actual: &Value, expected: &Value) -> Vec<FieldDiff> {
+fn owned_differences<'a>(actual: &'a Value, expected: &'a Value) -> Vec<FieldDiff> {
     let mut out = Vec::new();
     let statuses = [
         Status::parse_lenient(actual),
@@ -297,19 +412,22 @@ fn owned_differences(actual: &Value, expected: &Value) -> Vec<FieldDiff> {
                     && (k == STATUS_ANNOTATION
                         || sanitize_label_name(k).starts_with("prometheus_io_")))
         };
-        let map = |pod: &Value| pod.pointer(&format!("/metadata/{field}")).cloned();
+        let map = |pod: &'a Value| {
+            pod.get("metadata")
+                .and_then(|m| m.get(field))
+                .and_then(Value::as_object)
+        };
         let (a, e) = (map(actual), map(expected));
-        let keys: BTreeSet<&str> = [&a, &e]
+        let keys: BTreeSet<&str> = [a, e]
             .into_iter()
             .flatten()
-            .filter_map(Value::as_object)
             .flat_map(Map::keys)
             .map(String::as_str)
             .filter(|k| owned(k))
             .collect();
         for k in keys {
-            let get = |m: &Option<Value>| m.as_ref().and_then(|m| m.get(k)).cloned();
-            let (av, ev) = (get(&a), get(&e));
+            let get = |m: Option<&'a Map<String, Value>>| m.and_then(|m| m.get(k));
+            let (av, ev) = (get(a), get(e));
             if av != ev {
                 out.push(FieldDiff {
                     path: format!("metadata.{field}[{k}]"),
@@ -318,8 +436,8 @@ fn owned_differences(actual: &Value, expected: &Value) -> Vec<FieldDiff> {
                     } else {
                         "template"
                     },
-                    actual: av,
-                    expected: ev,
+                    actual: av.cloned(),
+                    expected: ev.cloned(),
                 });
             }
         }
@@ -334,7 +452,8 @@ fn owned_differences(actual: &Value, expected: &Value) -> Vec<FieldDiff> {
 
 /// Element `name` of the list `list` of `spec`.
 fn named<'a>(pod: &'a Value, list: &str, name: &str) -> Option<&'a Value> {
-    pod.pointer(&format!("/spec/{list}"))?
+    pod.get("spec")?
+        .get(list)?
         .as_array()?
         .iter()
         .find(|c| container_name(c) == name)
@@ -348,6 +467,11 @@ fn diff<'a>(
     expected: Option<&'a Value>,
     out: &mut Vec<FieldDiff>,
 ) {
+    // Equal values have no differences (what the walk below would find, without building a
+    // path for every leaf).
+    if actual == expected {
+        return;
+    }
     match (actual, expected) {
         (Some(Value::Object(a)), Some(Value::Object(e))) => {
             let keys: BTreeSet<&String> = a.keys().chain(e.keys()).collect();
@@ -421,6 +545,7 @@ mod tests {
 
     use super::*;
     use crate::config::defaults;
+    use crate::inject::inject_pod;
 
     fn params<'a>(
         s: &'a crate::config::Snapshot,
@@ -579,6 +704,65 @@ mod tests {
                 "{:#?}",
                 d.fields
             );
+        }
+    }
+
+    #[test]
+    fn in_parallel_keeps_the_order_and_gives_what_one_thread_gives() {
+        let pods: Vec<usize> = (0..1000).collect();
+        let judge = |n: usize| n * n + usize::from(n.is_multiple_of(7));
+        let one = in_parallel(pods.clone(), 1, judge);
+        assert_eq!(one, pods.iter().copied().map(judge).collect::<Vec<_>>());
+        for threads in [2, 3, 16, 5000] {
+            assert_eq!(
+                in_parallel(pods.clone(), threads, judge),
+                one,
+                "{threads} threads"
+            );
+        }
+        assert!(in_parallel(Vec::new(), 4, judge).is_empty());
+        assert_eq!(in_parallel(pods, 0, judge), one);
+    }
+
+    #[test]
+    fn revision_tags_resolve_to_their_revision_and_other_names_to_themselves() {
+        let tags = RevisionTags(
+            [("prod", "1-24"), ("default", "1-23")]
+                .map(|(t, r)| (t.to_string(), r.to_string()))
+                .into(),
+        );
+        assert_eq!(tags.resolve("prod"), "1-24");
+        assert_eq!(tags.resolve("default"), "1-23");
+        assert_eq!(tags.resolve("canary"), "canary");
+        assert_eq!(RevisionTags::default().resolve("default"), "default");
+    }
+
+    #[test]
+    fn a_stored_pod_taken_by_value_drifts_as_when_borrowed() {
+        let s = defaults::snapshot().expect("defaults");
+        let mut p = params(&s, "", false);
+        p.mode = crate::inject::Mode::Webhook;
+        let mut pod = live_pod();
+        p.workload = crate::ingest::workload::workload_from_pod(&pod);
+        apiserver_model::as_apiserver_stores(&mut pod, true);
+        let mut stored = inject_pod(&pod, &p).expect("inject").pod;
+        apiserver_model::as_apiserver_stores(&mut stored, false);
+        stored["metadata"]["managedFields"] = json!([{"manager": "kubelet"}]);
+        stored["status"] = json!({"phase": "Running"});
+        let mut stale = stored.clone();
+        stale["spec"]["containers"][2]["image"] = json!("old/proxy:1");
+        let mut states = Vec::new();
+        for pod in [stored, stale, live_pod(), json!({"metadata": {}}), json!(3)] {
+            for wanted in [true, false] {
+                let borrowed = stored_pod_drift(&pod, &p, wanted).map_err(|e| e.to_string());
+                let owned =
+                    stored_pod_drift_owned(pod.clone(), &p, wanted).map_err(|e| e.to_string());
+                assert_eq!(owned, borrowed, "{pod}");
+                states.extend(owned.map(|d| d.state));
+            }
+        }
+        for state in [State::Current, State::Stale, State::MissingSidecar] {
+            assert!(states.contains(&state), "{states:?}");
         }
     }
 

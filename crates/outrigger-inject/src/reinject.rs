@@ -18,28 +18,43 @@ use crate::Result;
 /// The pod as it was before its previous injection, for injecting with `params` (see the module
 /// documentation). A pod without a previous injection is returned as it is.
 pub fn recover_pod(pod: &Value, params: &InjectParams<'_>) -> Result<Value> {
-    let Recovered { mut pod, removed } = recover(pod)?;
-    if removed.is_empty() {
-        return Ok(pod);
-    }
-    let fresh = inject_pod(&pod, params)?.pod;
-    for r in removed {
-        let written = fresh
-            .get("metadata")
-            .and_then(|m| m.get(r.field.key()))
-            .and_then(|m| m.get(&r.key));
-        if written != Some(&r.value) {
-            map_object(object_mut(&mut pod, "metadata"), r.field.key()).insert(r.key, r.value);
-        }
-    }
-    Ok(pod)
+    Ok(recover_with(pod, params)?.0)
 }
 
 /// Inject `pod` with `params` after removing its previous injection completely
 /// ([`recover_pod`]); a pod never injected is injected as [`inject_pod`] would.
 pub fn reinject_pod(pod: &Value, params: &InjectParams<'_>) -> Result<Injected> {
-    let recovered = recover_pod(pod, params)?;
-    inject_pod(&recovered, params)
+    let (recovered, fresh) = recover_with(pod, params)?;
+    match fresh {
+        Some(injected) => Ok(injected),
+        None => inject_pod(&recovered, params),
+    }
+}
+
+/// [`recover_pod`], with the injection of the recovered pod when deciding what to keep already
+/// made it: deciding injects the pod without the removed labels and annotations; when none of
+/// them is put back, that pod is the recovered one and that injection is its injection
+/// (injection is a function of the pod and `params`), so it is returned instead of being made
+/// again.
+fn recover_with(pod: &Value, params: &InjectParams<'_>) -> Result<(Value, Option<Injected>)> {
+    let Recovered { mut pod, removed } = recover(pod)?;
+    if removed.is_empty() {
+        return Ok((pod, None));
+    }
+    let fresh = inject_pod(&pod, params)?;
+    let mut kept = false;
+    for r in removed {
+        let written = fresh
+            .pod
+            .get("metadata")
+            .and_then(|m| m.get(r.field.key()))
+            .and_then(|m| m.get(&r.key));
+        if written != Some(&r.value) {
+            map_object(object_mut(&mut pod, "metadata"), r.field.key()).insert(r.key, r.value);
+            kept = true;
+        }
+    }
+    Ok((pod, (!kept).then_some(fresh)))
 }
 
 #[cfg(test)]

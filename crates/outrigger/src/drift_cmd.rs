@@ -10,7 +10,8 @@ use std::io::{Read, Write};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use outrigger_inject::drift::{pod_drift, FieldDiff, PodDrift};
+use outrigger_inject::drift::{pod_drift, FieldDiff, PodDrift, RevisionTags, State};
+use outrigger_inject::kube::pod::label as pod_label;
 use outrigger_inject::kube_inject::{self, KubeInjectOptions};
 use outrigger_inject::yaml;
 use serde_json::{json, Value};
@@ -35,16 +36,18 @@ pub fn run(args: &DriftArgs) -> Result<ExitCode> {
     let setup = crate::inject_cmd::Setup::load(&args.cluster, &args.files, &args.revision)?;
     let opts = setup.options(args.native_sidecars, false);
     let Some(filename) = &args.filename else {
-        return cluster::run(args, &opts);
+        return cluster::run(args, &opts, native_auto(args.native_sidecars));
     };
     let source = input::name(filename);
     let mut text = String::new();
     input::open(filename)?
         .read_to_string(&mut text)
         .with_context(|| format!("reading {source}"))?;
-    let rows = examine(&text, &opts).with_context(|| source.clone())?;
+    let tags = RevisionTags(args.revision_tags.iter().cloned().collect());
+    let mut other_revision = 0;
+    let rows = examine(&text, &opts, &tags, &mut other_revision).with_context(|| source.clone())?;
     let out = match args.output {
-        DriftOutput::Table => table(&rows),
+        DriftOutput::Table => table(&rows, other_revision),
         DriftOutput::Json => {
             serde_json::to_string_pretty(&Value::Array(rows.iter().map(row_json).collect()))? + "\n"
         }
@@ -60,8 +63,25 @@ pub fn run(args: &DriftArgs) -> Result<ExitCode> {
     })
 }
 
+/// Whether the native-sidecar mode is auto: `--native-sidecars auto`, or without the flag
+/// `ENABLE_NATIVE_SIDECARS=auto`. Against a cluster, auto is judged per pod by its node; offline
+/// it is off.
+fn native_auto(flag: Option<crate::NativeMode>) -> bool {
+    match flag {
+        Some(mode) => mode == crate::NativeMode::Auto,
+        None => std::env::var("ENABLE_NATIVE_SIDECARS").is_ok_and(|v| v == "auto"),
+    }
+}
+
 /// Classify every pod template of the stream `text`.
-fn examine(text: &str, opts: &KubeInjectOptions<'_>) -> Result<Vec<Row>> {
+/// `tags` resolve pods' `istio.io/rev` labels; pods their tag puts on another revision, and on
+/// it, are counted in `other_revision`, not examined.
+fn examine(
+    text: &str,
+    opts: &KubeInjectOptions<'_>,
+    tags: &RevisionTags,
+    other_revision: &mut usize,
+) -> Result<Vec<Row>> {
     let mut rows = Vec::new();
     for (document, raw) in yaml::split_documents(text)?.into_iter().enumerate() {
         let doc = yaml::from_str(&raw).with_context(|| format!("document {document}"))?;
@@ -87,7 +107,24 @@ fn examine(text: &str, opts: &KubeInjectOptions<'_>) -> Result<Vec<Row>> {
             };
             let kind = t.workload.kind.clone();
             let params = kube_inject::inject_params(opts, t.workload);
-            let drift = pod_drift(&t.pod, &params, wanted).with_context(|| label.clone())?;
+            let mut drift = pod_drift(&t.pod, &params, wanted).with_context(|| label.clone())?;
+            // A pod labelled with a revision tag is on the tag's revision: when that is not the
+            // revision in force, the pod is that revision's (left out when on it), else on the
+            // wrong one, whatever the configuration in force would give it.
+            if let Some(rev) = pod_label(&t.pod, "istio.io/rev")
+                .and_then(|l| tags.0.get(l))
+                .filter(|rev| **rev != drift.expected_revision)
+            {
+                if drift.injected_revision.as_ref() == Some(rev) {
+                    *other_revision += 1;
+                    continue;
+                }
+                if drift.injected_revision.is_some() {
+                    drift.state = State::WrongRevision;
+                    drift.expected_revision = rev.clone();
+                    drift.fields.clear();
+                }
+            }
             rows.push(Row {
                 document,
                 kind,
@@ -131,7 +168,7 @@ pub(crate) fn show(v: &Option<Value>) -> String {
 }
 
 /// The table: a row per pod template, its differing fields indented below.
-fn table(rows: &[Row]) -> String {
+fn table(rows: &[Row], other_revision: usize) -> String {
     let mut out = columns(
         ["DOC", "KIND", "NAME", "STATE", "REVISION"],
         rows.iter().map(|r| {
@@ -160,6 +197,12 @@ fn table(rows: &[Row]) -> String {
         rows.len(),
         rows.len() - drifted
     ));
+    if other_revision > 0 {
+        out.push_str(&format!(
+            "{other_revision} pod templates on the revision their revision tag points to, not \
+             --revision, were not examined\n"
+        ));
+    }
     out
 }
 

@@ -117,3 +117,59 @@ fn errors_name_the_input_and_exit_2() {
         run.stderr
     );
 }
+
+/// hello.yaml's pod template labelled with revision tag `prod`, injected with `flags`.
+fn tagged_injected(flags: &[&str]) -> String {
+    let plain = std::fs::read_to_string(repo_root().join("examples/hello.yaml")).expect("example");
+    let tagged = plain.replacen(
+        "      labels:\n",
+        "      labels:\n        istio.io/rev: prod\n",
+        1,
+    );
+    assert_ne!(tagged, plain);
+    Inject::command("inject")
+        .args(["-f", "-"])
+        .args(flags.iter().copied())
+        .stdin(&tagged)
+        .run()
+        .success()
+        .to_string()
+}
+
+#[test]
+fn a_revision_tag_flag_puts_tagged_pods_on_the_tags_revision() {
+    // Injected by the default revision; the tag points there: current.
+    let text = tagged_injected(&[]);
+    let rows = json_rows(drift(&text, &["--revision-tag", "prod=default", "-o", "json"]).exited(0));
+    assert_eq!(rows[0]["state"], "current");
+    // The tag moved to canary: the pod is on the wrong revision, canary expected.
+    let rows = json_rows(drift(&text, &["--revision-tag", "prod=canary", "-o", "json"]).exited(1));
+    assert_eq!(rows[0]["state"], "wrong-revision");
+    assert_eq!(rows[0]["injectedRevision"], "default");
+    assert_eq!(rows[0]["expectedRevision"], "canary");
+    assert_eq!(rows[0]["fields"], Value::Array(Vec::new()));
+    // Injected by canary, where the tag points: canary's pod, not the default revision's.
+    let text = tagged_injected(&["--revision", "canary"]);
+    let run = drift(&text, &["--revision-tag", "prod=canary"]);
+    let out = run.exited(0);
+    assert!(
+        out.contains("0 pod templates: 0 drifted")
+            && out.contains(
+                "1 pod templates on the revision their revision tag points to, not --revision, \
+                 were not examined"
+            ),
+        "{out}"
+    );
+    // Without the flag, as before: judged against --revision.
+    let rows = json_rows(drift(&text, &["-o", "json"]).exited(1));
+    assert_eq!(rows[0]["state"], "wrong-revision");
+    assert_eq!(rows[0]["expectedRevision"], "default");
+    // A malformed tag is refused by the flag parser.
+    let run = drift(&text, &["--revision-tag", "prod"]);
+    assert_eq!(run.code, Some(2), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("expected TAG=REVISION"),
+        "{}",
+        run.stderr
+    );
+}

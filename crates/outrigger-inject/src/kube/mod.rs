@@ -1,10 +1,11 @@
 //! Kubernetes types over JSON trees: the embedded schema tables, per-struct indexes, the typed
-//! round-trip (normalisation as Go's decoder and encoder would), resource quantities and label
-//! selectors.
+//! round-trip (normalisation as Go's decoder and encoder would), resource quantities, label
+//! selectors and pod list pages.
 
 pub mod index;
 pub mod names;
 pub mod pod;
+pub mod pod_list;
 pub mod prometheus;
 pub mod quantity;
 pub mod schema;

@@ -52,6 +52,11 @@ pub struct DriftArgs {
     /// Revision in force (`default` means none): pods injected by another are `wrong-revision`.
     #[arg(long = "revision", default_value = "")]
     pub revision: String,
+    /// Istio revision tag TAG pointing at REVISION (repeatable), as `istioctl tag set TAG
+    /// --revision REVISION` makes it: a pod or namespace labelled `istio.io/rev: TAG` is on
+    /// REVISION. With --kube the cluster's tags are read too (a flag wins over the cluster).
+    #[arg(long = "revision-tag", value_name = "TAG=REVISION", value_parser = revision_tag)]
+    pub revision_tags: Vec<(String, String)>,
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
     pub output: DriftOutput,
@@ -82,4 +87,14 @@ pub struct RestartArgs {
     #[arg(long = "poll-interval", default_value = "2s", hide = true,
           value_parser = crate::parse_duration_flag)]
     pub poll_interval: std::time::Duration,
+}
+
+/// `TAG=REVISION`, both non-empty.
+fn revision_tag(value: &str) -> Result<(String, String), String> {
+    match value.split_once('=') {
+        Some((tag, rev)) if !tag.is_empty() && !rev.is_empty() => {
+            Ok((tag.to_string(), rev.to_string()))
+        }
+        _ => Err(format!("expected TAG=REVISION, got {value:?}")),
+    }
 }

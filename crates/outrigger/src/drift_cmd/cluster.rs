@@ -3,14 +3,18 @@
 //! and selectors) and compared as the API server stores them
 //! ([`outrigger_inject::drift::stored_pod_drift`]); the outcome grouped by owning workload.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use outrigger_inject::decide::inject_required;
-use outrigger_inject::drift::{selecting_revision, stored_pod_drift, PodDrift};
-use outrigger_inject::ingest::workload::workload_from_pod;
+use outrigger_inject::decide::native::{detect_native_sidecars, NativeMode, StaticFacts};
+use outrigger_inject::drift::{
+    self, selecting_revision, stored_pod_drift, stored_pod_drift_owned, PodDrift, RevisionTags,
+    State,
+};
+use outrigger_inject::ingest::workload::{workload_from_pod, WorkloadMeta};
 use outrigger_inject::inject::{InjectParams, Mode};
 use outrigger_inject::kube::pod::meta_str;
 use outrigger_inject::kube_inject::KubeInjectOptions;
@@ -18,7 +22,7 @@ use serde_json::{json, Map, Value};
 
 use super::{columns, fields_json, fields_lines};
 use crate::cli::drift::{DriftArgs, DriftOutput};
-use crate::kube::{client, pods};
+use crate::kube::{client, drift_facts, pods};
 
 /// Pods of one workload in one state with the same differing fields.
 struct Group {
@@ -34,19 +38,34 @@ type Key = (String, String, String, &'static str, String);
 #[derive(Default)]
 struct Report {
     groups: BTreeMap<Key, Group>,
-    pods: usize,
+    /// Pods judged (those of this revision).
+    examined: usize,
     /// Pods another revision's webhook selects: not this configuration's to judge.
     other_revision: usize,
 }
 
-/// Run `drift --kube` over the cluster's pods with the configuration `opts`.
-pub fn run(args: &DriftArgs, opts: &KubeInjectOptions<'_>) -> Result<ExitCode> {
+/// What `drift --kube` knows of the cluster besides the pods, for judging each of them.
+struct Facts {
+    /// Namespace labels by namespace name.
+    labels: BTreeMap<String, Map<String, Value>>,
+    /// Istio's revision tags.
+    tags: RevisionTags,
+    /// In auto native-sidecar mode, the nodes and their kubelet versions (the proxy's form
+    /// follows the node a pod runs on); `None` in a fixed mode.
+    nodes: Option<StaticFacts>,
+}
+
+/// Run `drift --kube` over the cluster's pods with the configuration `opts`; with `per_node`
+/// (native-sidecar mode auto) the native-sidecar answer is asked of the cluster's nodes for
+/// each pod, else `opts.native_sidecars` holds for all.
+pub fn run(args: &DriftArgs, opts: &KubeInjectOptions<'_>, per_node: bool) -> Result<ExitCode> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("starting the runtime")?;
     let progress = std::io::stderr().is_terminal();
-    let (report, client) = rt.block_on(async {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let (report, warnings, client) = rt.block_on(async {
         let c = &args.cluster;
         let cluster =
             client::connect(c.target.kubeconfig.as_deref(), c.target.context.as_deref()).await?;
@@ -63,21 +82,60 @@ pub fn run(args: &DriftArgs, opts: &KubeInjectOptions<'_>) -> Result<ExitCode> {
         let labels = pods::namespace_labels(client.clone(), namespace.as_deref())
             .await
             .map_err(|e| cluster.explain(e))?;
+        let mut warnings = BTreeSet::new();
+        let mut tags = drift_facts::revision_tags(client.clone())
+            .await
+            .map_err(|e| cluster.explain(e))?
+            .unwrap_or_else(|| {
+                warnings.insert(
+                    "listing mutatingwebhookconfigurations is forbidden: revision tags are not \
+                     resolved (--revision-tag TAG=REVISION names them)"
+                        .to_string(),
+                );
+                RevisionTags::default()
+            });
+        tags.0.extend(args.revision_tags.iter().cloned());
+        let nodes = if per_node {
+            Some(StaticFacts {
+                nodes: Some(
+                    drift_facts::nodes(client.clone())
+                        .await
+                        .map_err(|e| cluster.explain(e))?,
+                ),
+                namespaces: BTreeMap::new(),
+            })
+        } else {
+            None
+        };
+        let facts = Facts {
+            labels,
+            tags,
+            nodes,
+        };
         let mut report = Report::default();
-        pods::for_each(client, namespace.as_deref(), args.chunk_size, |pod| {
-            examine(&pod, &labels, opts, &mut report)?;
-            if progress && report.pods % 1000 == 0 {
-                eprint!("\r{} pods examined", report.pods);
+        let mut pages = 0usize;
+        pods::for_each_page(client, namespace.as_deref(), args.chunk_size, |items| {
+            for judged in drift::in_parallel(items, threads, |pod| judge(pod, &facts, opts)) {
+                let (judged, pod_warnings) = judged?;
+                warnings.extend(pod_warnings);
+                add(judged, &mut report);
+            }
+            pages += 1;
+            if progress {
+                eprint!("\r{pages} pages read, {} pods examined", report.examined);
             }
             Ok(())
         })
         .await
         .map_err(|e| cluster.explain(e))?;
-        if progress && report.pods >= 1000 {
-            eprintln!("\r{} pods examined", report.pods);
+        if progress && pages > 0 {
+            eprintln!();
         }
-        anyhow::Ok((report, cluster))
+        anyhow::Ok((report, warnings, cluster))
     })?;
+    for w in &warnings {
+        eprintln!("warning: {w}");
+    }
     let out = match args.output {
         DriftOutput::Table => table(&report),
         DriftOutput::Json => {
@@ -122,51 +180,117 @@ pub fn run(args: &DriftArgs, opts: &KubeInjectOptions<'_>) -> Result<ExitCode> {
     )
 }
 
-/// Classify one pod and add it to its group.
-fn examine(
-    pod: &Value,
-    labels: &BTreeMap<String, Map<String, Value>>,
-    opts: &KubeInjectOptions<'_>,
-    report: &mut Report,
-) -> Result<()> {
-    let ns = meta_str(pod, "namespace");
-    let name = meta_str(pod, "name");
+/// What one pod came to: its workload and drift, or `None` when another revision's webhook
+/// selects it.
+type Judged = Option<Judgement>;
+
+/// A pod of this revision, judged.
+struct Judgement {
+    namespace: String,
+    name: String,
+    workload: WorkloadMeta,
+    drift: PodDrift,
+}
+
+/// Classify one pod (on any thread): the webhook that selects it (revision tags resolved),
+/// whether that injects it, and its drift, with native sidecars as its node decides in auto
+/// mode. Warnings of the native-sidecar detection come back with it.
+fn judge(pod: Value, facts: &Facts, opts: &KubeInjectOptions<'_>) -> Result<(Judged, Vec<String>)> {
+    let namespace = meta_str(&pod, "namespace").to_string();
+    let name = meta_str(&pod, "name").to_string();
     let empty = Map::new();
-    let selected = selecting_revision(labels.get(ns).unwrap_or(&empty), pod);
+    let selected = selecting_revision(facts.labels.get(&namespace).unwrap_or(&empty), &pod);
+    let selected = selected.as_deref().map(|r| facts.tags.resolve(r));
     let revision = if opts.revision.is_empty() {
         "default"
     } else {
         opts.revision
     };
-    if selected.as_deref().is_some_and(|r| r != revision) {
-        report.other_revision += 1;
-        return Ok(());
+    if selected.is_some_and(|r| r != revision) {
+        return Ok((None, Vec::new()));
     }
     let config = &opts.snapshot.config;
     let wanted = selected.is_some()
         && inject_required(
-            pod,
+            &pod,
             &config.policy,
             &config.never_inject_selector,
             &config.always_inject_selector,
         )
         .inject;
-    let workload = workload_from_pod(pod);
-    let params = InjectParams {
+    let mut warnings = Vec::new();
+    // Auto mode: the webhook asks about the pod's node when the pod names one at admission,
+    // else about every node. A stored pod names its node either way (the scheduler's, or its
+    // creator's), so both answers are what its injection may have been given.
+    let (native_sidecars, all_nodes) = match &facts.nodes {
+        Some(nodes) if wanted => {
+            let node = pod
+                .get("spec")
+                .and_then(|s| s.get("nodeName"))
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            let on_node = detect_native_sidecars(NativeMode::Auto, nodes, node, &mut warnings);
+            let all = detect_native_sidecars(NativeMode::Auto, nodes, "", &mut Vec::new());
+            (on_node, Some(all).filter(|all| *all != on_node))
+        }
+        _ => (opts.native_sidecars, None),
+    };
+    let workload = workload_from_pod(&pod);
+    let mut params = InjectParams {
         snapshot: opts.snapshot,
         mode: Mode::Webhook,
         workload: workload.clone(),
         revision: opts.revision,
-        native_sidecars: opts.native_sidecars,
+        native_sidecars,
         proxy_envs: Default::default(),
         proxy_uid_gid: None,
         compliance_policy: opts.compliance_policy,
     };
-    let drift =
-        stored_pod_drift(pod, &params, wanted).with_context(|| format!("pod {ns}/{name}"))?;
-    report.pods += 1;
+    let what = || format!("pod {namespace}/{name}");
+    let drift = match all_nodes {
+        None => stored_pod_drift_owned(pod, &params, wanted).with_context(what)?,
+        // Judged by its node and stale: current if the every-node answer, which a pod created
+        // unscheduled was given, injects what it has (restarting it gives that answer again).
+        Some(all) => {
+            let on_node = stored_pod_drift(&pod, &params, wanted).with_context(what)?;
+            params.native_sidecars = all;
+            match on_node.state {
+                State::Stale => {
+                    let other = stored_pod_drift_owned(pod, &params, wanted).with_context(what)?;
+                    if other.state == State::Current {
+                        other
+                    } else {
+                        on_node
+                    }
+                }
+                _ => on_node,
+            }
+        }
+    };
+    let judged = Judgement {
+        namespace,
+        name,
+        workload,
+        drift,
+    };
+    Ok((Some(judged), warnings))
+}
+
+/// Add one judged pod to its group.
+fn add(judged: Judged, report: &mut Report) {
+    let Some(Judgement {
+        namespace,
+        name,
+        workload,
+        drift,
+    }) = judged
+    else {
+        report.other_revision += 1;
+        return;
+    };
+    report.examined += 1;
     let key = (
-        ns.to_string(),
+        namespace,
         workload.kind,
         workload.name,
         drift.state.as_str(),
@@ -180,8 +304,7 @@ fn examine(
             drift,
         })
         .pods
-        .push(name.to_string());
-    Ok(())
+        .push(name);
 }
 
 /// The table: a row per workload and state, the differing fields indented below.
@@ -215,9 +338,9 @@ fn table(report: &Report) -> String {
         .collect();
     out.push_str(&format!(
         "{} pods of {} workloads: {drifted} drifted, {} current or rightly not injected\n",
-        report.pods,
+        report.examined,
         workloads.len(),
-        report.pods - drifted
+        report.examined - drifted
     ));
     if report.other_revision > 0 {
         out.push_str(&format!(

@@ -12,6 +12,7 @@ pub mod certs;
 pub mod check;
 pub mod client;
 pub mod config_watch;
+pub mod drift_facts;
 pub mod events;
 pub mod inject_source;
 #[cfg(test)]

@@ -6,8 +6,9 @@ use std::collections::BTreeMap;
 
 use ::kube::api::ListParams;
 use ::kube::{Api, Client};
-use anyhow::{Context, Result};
+use anyhow::Result;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
+use outrigger_inject::kube::pod_list::PodPage;
 use serde_json::{Map, Value};
 
 use super::client::api_error;
@@ -18,33 +19,54 @@ fn failed(e: ::kube::Error, what: &str) -> anyhow::Error {
 }
 
 /// Every pod of `namespace` (every namespace when `None`), `chunk` per request, each handed to
-/// `each` as JSON in the order the API server lists them.
+/// `each` as JSON in the order the API server lists them, without `metadata.managedFields`
+/// (skipped while decoding: [`PodPage`]). Each page is decoded from the response and examined
+/// before the next is asked for, and dropped after, so memory follows the page.
+#[allow(
+    dead_code,
+    reason = "the pod-at-a-time form of for_each_page, for readers without per-page work"
+)]
 pub async fn for_each(
     client: Client,
     namespace: Option<&str>,
     chunk: u32,
     mut each: impl FnMut(Value) -> Result<()>,
 ) -> Result<()> {
-    let (api, what) = match namespace {
-        Some(ns) => (
-            Api::<Pod>::namespaced(client, ns),
-            format!("listing pods in namespace {ns}"),
-        ),
-        None => (Api::<Pod>::all(client), "listing pods".to_string()),
+    for_each_page(client, namespace, chunk, |items| {
+        items.into_iter().try_for_each(&mut each)
+    })
+    .await
+}
+
+/// [`for_each`] a page at a time: `each` gets the pods of one page (in the order listed).
+pub async fn for_each_page(
+    client: Client,
+    namespace: Option<&str>,
+    chunk: u32,
+    mut each: impl FnMut(Vec<Value>) -> Result<()>,
+) -> Result<()> {
+    let what = match namespace {
+        Some(ns) => format!("listing pods in namespace {ns}"),
+        None => "listing pods".to_string(),
     };
+    let url = <Pod as ::kube::Resource>::url_path(&(), namespace);
     let mut token: Option<String> = None;
     loop {
         let mut params = ListParams::default().limit(chunk);
         if let Some(t) = &token {
             params = params.continue_token(t);
         }
-        let page = api.list(&params).await.map_err(|e| failed(e, &what))?;
-        for pod in page.items {
-            each(serde_json::to_value(pod).context("encoding a pod")?)?;
-        }
-        match page.metadata.continue_ {
-            Some(t) if !t.is_empty() => token = Some(t),
-            _ => return Ok(()),
+        let request = ::kube::core::Request::new(&url)
+            .list(&params)
+            .map_err(|e| failed(::kube::Error::BuildRequest(e), &what))?;
+        let page: PodPage = client
+            .request(request)
+            .await
+            .map_err(|e| failed(e, &what))?;
+        each(page.items)?;
+        match page.continue_token {
+            Some(t) => token = Some(t),
+            None => return Ok(()),
         }
     }
 }

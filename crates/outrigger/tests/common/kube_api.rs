@@ -705,7 +705,13 @@ fn list(c: &Cluster, t: &Target, query: &str) -> Value {
             .split('&')
             .find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='))
     };
-    let selected = selection(c, t, selected_name(query).as_deref());
+    let name = selected_name(query);
+    // Only the page's objects are copied (a list of 10,000 pods is paged 20 times).
+    let selected = c.objects.iter().filter(|((r, ns, n), _)| {
+        r == t.resource
+            && (t.namespace.is_empty() || ns == t.namespace)
+            && name.as_deref().is_none_or(|want| n == want)
+    });
     let offset: usize = param("continue")
         .and_then(|t| t.split_once("%2F").or_else(|| t.split_once('/')))
         .and_then(|(_, o)| o.parse().ok())
@@ -713,11 +719,11 @@ fn list(c: &Cluster, t: &Target, query: &str) -> Value {
     let limit = param("limit")
         .and_then(|l| l.parse::<usize>().ok())
         .filter(|l| *l > 0);
-    let total = selected.len();
+    let total = selected.clone().count();
     let items: Vec<Value> = selected
-        .into_values()
         .skip(offset)
         .take(limit.unwrap_or(usize::MAX))
+        .map(|(_, v)| v.clone())
         .collect();
     let mut metadata = json!({"resourceVersion": c.revision.to_string()});
     let next = offset + items.len();
