@@ -35,6 +35,41 @@ pub struct ClusterTarget {
     pub context: Option<String>,
 }
 
+/// What a `--kube` command lists, as kubectl's `-n`/`-A`/`--chunk-size` say it (`drift`'s pods,
+/// `preview`'s workloads).
+#[derive(Debug, Clone, clap::Args)]
+pub struct ListScope {
+    /// With --kube and without -f: the namespace whose objects are read (default: the
+    /// kubeconfig context's).
+    #[arg(
+        short = 'n',
+        long = "namespace",
+        requires = "kube",
+        conflicts_with = "all_namespaces"
+    )]
+    pub namespace: Option<String>,
+    /// With --kube and without -f: read the objects of every namespace.
+    #[arg(short = 'A', long = "all-namespaces", requires = "kube")]
+    pub all_namespaces: bool,
+    /// With --kube: objects read per list request (the API server's `limit`; `continue` pages
+    /// on).
+    #[arg(long = "chunk-size", default_value_t = 500, requires = "kube",
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub chunk_size: u32,
+}
+
+impl ListScope {
+    /// The namespace to list: `None` with `-A`, else `-n` or `context_default` (the kubeconfig
+    /// context's namespace).
+    pub fn namespace_or(&self, context_default: &str) -> Option<String> {
+        (!self.all_namespaces).then(|| {
+            self.namespace
+                .clone()
+                .unwrap_or_else(|| context_default.to_string())
+        })
+    }
+}
+
 /// The `--template-env` flag: what the templates' `env` and `expandenv` may read.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct TemplateEnvArgs {

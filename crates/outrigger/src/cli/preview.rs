@@ -86,23 +86,10 @@ pub struct PreviewArgs {
     /// the nodes' kubelet versions are checked, and without -f the workloads are read too.
     #[command(flatten)]
     pub cluster: ClusterArgs,
-    /// With --kube and without -f: the namespace whose workloads are previewed (default: the
-    /// kubeconfig context's).
-    #[arg(
-        short = 'n',
-        long = "namespace",
-        requires = "kube",
-        conflicts_with = "all_namespaces"
-    )]
-    pub namespace: Option<String>,
-    /// With --kube and without -f: preview the workloads of every namespace.
-    #[arg(short = 'A', long = "all-namespaces", requires = "kube")]
-    pub all_namespaces: bool,
-    /// With --kube: objects read per list request (the API server's `limit`; `continue` pages
-    /// on).
-    #[arg(long = "chunk-size", default_value_t = 500, requires = "kube",
-          value_parser = clap::value_parser!(u32).range(1..))]
-    pub chunk_size: u32,
+    /// With --kube and without -f: which namespaces are read (`-n`, `-A`) and how many objects
+    /// a list request asks for (`--chunk-size`).
+    #[command(flatten)]
+    pub scope: super::common::ListScope,
     /// Native sidecars in the configuration in force: true, false, or auto (offline: follows
     /// ENABLE_NATIVE_SIDECARS).
     #[arg(long = "native-sidecars", value_parser = native_mode_flag())]

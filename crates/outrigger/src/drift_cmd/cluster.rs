@@ -70,15 +70,7 @@ pub fn run(args: &DriftArgs, opts: &KubeInjectOptions<'_>, per_node: bool) -> Re
         let cluster =
             client::connect(c.target.kubeconfig.as_deref(), c.target.context.as_deref()).await?;
         let client = cluster.client.clone();
-        let namespace = if args.all_namespaces {
-            None
-        } else {
-            Some(
-                args.namespace
-                    .clone()
-                    .unwrap_or_else(|| client.default_namespace().to_string()),
-            )
-        };
+        let namespace = args.scope.namespace_or(client.default_namespace());
         let labels = pods::namespace_labels(client.clone(), namespace.as_deref())
             .await
             .map_err(|e| cluster.explain(e))?;
@@ -114,18 +106,23 @@ pub fn run(args: &DriftArgs, opts: &KubeInjectOptions<'_>, per_node: bool) -> Re
         };
         let mut report = Report::default();
         let mut pages = 0usize;
-        pods::for_each_page(client, namespace.as_deref(), args.chunk_size, |items| {
-            for judged in drift::in_parallel(items, threads, |pod| judge(pod, &facts, opts)) {
-                let (judged, pod_warnings) = judged?;
-                warnings.extend(pod_warnings);
-                add(judged, &mut report);
-            }
-            pages += 1;
-            if progress {
-                eprint!("\r{pages} pages read, {} pods examined", report.examined);
-            }
-            Ok(())
-        })
+        pods::for_each_page(
+            client,
+            namespace.as_deref(),
+            args.scope.chunk_size,
+            |items| {
+                for judged in drift::in_parallel(items, threads, |pod| judge(pod, &facts, opts)) {
+                    let (judged, pod_warnings) = judged?;
+                    warnings.extend(pod_warnings);
+                    add(judged, &mut report);
+                }
+                pages += 1;
+                if progress {
+                    eprint!("\r{pages} pages read, {} pods examined", report.examined);
+                }
+                Ok(())
+            },
+        )
         .await
         .map_err(|e| cluster.explain(e))?;
         if progress && pages > 0 {

@@ -55,9 +55,10 @@ pub(crate) fn admission_for(args: &PreviewArgs, namespaces: &BTreeSet<String>) -
             let labels = pods::namespace_labels(client.clone(), Some(&name))
                 .await
                 .map_err(|e| cluster.explain(e))?;
-            let mut one = namespace_facts(client.clone(), Some(&name), &labels, args.chunk_size)
-                .await
-                .map_err(|e| cluster.explain(e))?;
+            let mut one =
+                namespace_facts(client.clone(), Some(&name), &labels, args.scope.chunk_size)
+                    .await
+                    .map_err(|e| cluster.explain(e))?;
             if let Some(a) = one.remove(&name) {
                 facts.namespaces.insert(ns.clone(), a);
             }
@@ -165,29 +166,21 @@ pub(crate) fn rows(args: &PreviewArgs, configs: &Configs<'_>) -> Result<Vec<Row>
     let (rows, counts) = runtime()?.block_on(async {
         let cluster = connect(args).await?;
         let client = cluster.client.clone();
-        let namespace = if args.all_namespaces {
-            None
-        } else {
-            Some(
-                args.namespace
-                    .clone()
-                    .unwrap_or_else(|| client.default_namespace().to_string()),
-            )
-        };
+        let namespace = args.scope.namespace_or(client.default_namespace());
         let ns = namespace.as_deref();
         let explain = |e| cluster.explain(e);
         let labels = pods::namespace_labels(client.clone(), ns)
             .await
             .map_err(explain)?;
         let facts = Facts {
-            namespaces: namespace_facts(client.clone(), ns, &labels, args.chunk_size)
+            namespaces: namespace_facts(client.clone(), ns, &labels, args.scope.chunk_size)
                 .await
                 .map_err(explain)?,
             nodes: nodes(client.clone()).await,
         };
         let mut rows = Vec::new();
         let mut counts = Counts::default();
-        let chunk = args.chunk_size;
+        let chunk = args.scope.chunk_size;
         let mut each = |object: Value| -> Result<()> {
             if controlled(&object) {
                 return Ok(());
