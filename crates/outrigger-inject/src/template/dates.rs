@@ -154,19 +154,29 @@ fn duration_round(d: i64) -> String {
     "0s".into()
 }
 
+/// The functions that read the clock, with their parameters: [`call_clock`] runs them (`date`
+/// and its kin fall back to the current time for an argument they do not take, `ago` and
+/// `durationRound` measure from it).
+const CLOCK_FUNCTIONS: &[(&str, &[P])] = &[
+    ("now", &[]),
+    ("date", &[P::Str, P::Any]),
+    ("htmlDate", &[P::Any]),
+    ("htmlDateInZone", &[P::Any, P::Str]),
+    ("dateInZone", &[P::Str, P::Any, P::Str]),
+    ("date_in_zone", &[P::Str, P::Any, P::Str]),
+    ("ago", &[P::Any]),
+    ("durationRound", &[P::Any]),
+];
+
+/// Does `name` read the clock (one of [`CLOCK_FUNCTIONS`])?
+pub fn reads_clock(name: &str) -> bool {
+    CLOCK_FUNCTIONS.iter().any(|(n, _)| *n == name)
+}
+
 /// Register Sprig's date functions.
 pub fn register_dates(m: &mut Table) {
     use P::{Any, Str};
-    for (name, params) in [
-        ("now", &[][..]),
-        ("date", &[Str, Any][..]),
-        ("htmlDate", &[Any][..]),
-        ("htmlDateInZone", &[Any, Str][..]),
-        ("dateInZone", &[Str, Any, Str][..]),
-        ("date_in_zone", &[Str, Any, Str][..]),
-        ("ago", &[Any][..]),
-        ("durationRound", &[Any][..]),
-    ] {
+    for &(name, params) in CLOCK_FUNCTIONS {
         register(m, name, params, None, needs_clock);
     }
     register(m, "duration", &[Any], None, |a| {

@@ -169,6 +169,13 @@ pub fn is_unimplemented(name: &str) -> bool {
     table().get(name).is_some_and(|d| !d.implemented)
 }
 
+/// Is every call of `name` a function of its arguments alone (with the template's environment
+/// map)? False for the functions that read the clock and for the Sprig names outrigger does not
+/// implement (randomness, keys, the network: none of them would be).
+pub fn is_pure(name: &str) -> bool {
+    !super::dates::reads_clock(name) && !is_unimplemented(name)
+}
+
 /// Is `name` a known function name (builtin, Sprig or Istio)?
 pub fn is_defined(name: &str) -> bool {
     name == "and" || name == "or" || table().contains_key(name)

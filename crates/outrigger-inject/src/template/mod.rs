@@ -142,8 +142,11 @@ impl Template {
     /// builtin, a Sprig v3 function nor an Istio function is a parse error, as in Go.
     pub fn parse(name: &str, text: &str) -> Result<Template> {
         let trees = parse::parse(name, text, &funcs::is_defined).map_err(Error::from)?;
-        let mutates_maps = mutation::mutates_maps(trees.values());
-        let deterministic = mutation::deterministic(trees.values());
+        let calls = mutation::calls(trees.values());
+        let (mutates_maps, deterministic) = (
+            mutation::mutates_maps(&calls),
+            mutation::deterministic(&calls),
+        );
         Ok(Template {
             name: name.to_string(),
             source: text.to_string(),

@@ -17,39 +17,15 @@ const MUTATING: &[&str] = &[
     "mustMergeOverwrite",
 ];
 
-/// Parts of the names of Sprig's functions whose result is not a function of their arguments
-/// (`now`, `ago`, `date`, `randAlphaNum`, `uuidv4`, `genCA`, `htpasswd`, `shuffle`,
-/// `getHostByName`, `encryptAES`, `unixEpoch`, ...), lower case. Matching by part errs on the
-/// side of "depends on more than the data".
-const NONDETERMINISTIC: &[&str] = &[
-    "now",
-    "ago",
-    "date",
-    "rand",
-    "uuid",
-    "gen",
-    "htpasswd",
-    "bcrypt",
-    "shuffle",
-    "gethostbyname",
-    "encrypt",
-    "epoch",
-    // `durationRound` of a time measures from the clock (`time.Since`).
-    "durationround",
-];
-
-/// Does any of `trees` call a function of [`MUTATING`]?
-pub(super) fn mutates_maps<'a>(trees: impl Iterator<Item = &'a ListNode>) -> bool {
-    calls(trees).iter().any(|(name, _)| MUTATING.contains(name))
+/// Does any of `calls` (as [`calls`] lists them) name a function of [`MUTATING`]?
+pub(super) fn mutates_maps(calls: &[(&str, usize)]) -> bool {
+    calls.iter().any(|(name, _)| MUTATING.contains(name))
 }
 
-/// Is every render of `trees` a function of its data (and the template's environment map)
-/// alone: no call of a [`NONDETERMINISTIC`] function?
-pub(super) fn deterministic<'a>(trees: impl Iterator<Item = &'a ListNode>) -> bool {
-    !calls(trees).iter().any(|(name, _)| {
-        let lower = name.to_ascii_lowercase();
-        NONDETERMINISTIC.iter().any(|part| lower.contains(part))
-    })
+/// Is every render a function of its data (and the template's environment map) alone: does
+/// every one of `calls` name a [`super::funcs::is_pure`] function?
+pub(super) fn deterministic(calls: &[(&str, usize)]) -> bool {
+    calls.iter().all(|(name, _)| super::funcs::is_pure(name))
 }
 
 /// Every function named in `trees` (identifiers: Go's builtins, Sprig's and Istio's
