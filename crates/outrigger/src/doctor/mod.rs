@@ -129,7 +129,9 @@ pub async fn examine(client: &::kube::Client, args: &DoctorArgs) -> Result<Vec<C
     checks.push(service::endpoints(&facts));
     checks.extend(certs::checks(&facts, now, args.expiry_warning));
     checks.push(rbac::check(client, &facts).await);
-    checks.push(templates::check(client, &facts).await);
-    checks.push(probe::check(client, &facts, args.probe_namespace.as_deref()).await);
+    // The configuration the server serves is read once, for the templates check and the probe.
+    let served = probe::served_raw(client, &facts).await;
+    checks.push(templates::check(&served));
+    checks.push(probe::check(client, &facts, &served, args.probe_namespace.as_deref()).await);
     Ok(checks)
 }

@@ -88,12 +88,12 @@ pub async fn served_raw(client: &Client, facts: &Facts) -> Result<Option<RawConf
     }))
 }
 
-/// The configuration outrigger serves, read and loaded as `serve` loads it.
-async fn served_configuration(client: &Client, facts: &Facts) -> Result<Snapshot, String> {
-    match served_raw(client, facts).await? {
+/// The configuration outrigger serves, as [`served_raw`] read it, loaded as `serve` loads it.
+fn served_configuration(served: &Result<Option<RawConfig>, String>) -> Result<Snapshot, String> {
+    match served.as_ref().map_err(Clone::clone)? {
         None => Snapshot::load(defaults::CONFIG, defaults::VALUES, Some(defaults::MESH))
             .map_err(|e| e.to_string()),
-        Some(raw) => config_watch::parse_snapshot(&raw),
+        Some(raw) => config_watch::parse_snapshot(raw),
     }
 }
 
@@ -276,7 +276,13 @@ fn refusal_hint(message: &str) -> &'static str {
 }
 
 /// The `probe` check: dry-run create in `namespace` (`None`: skipped).
-pub async fn check(client: &Client, facts: &Facts, namespace: Option<&str>) -> Check {
+/// `served` is the configuration outrigger serves, as [`served_raw`] read it.
+pub async fn check(
+    client: &Client,
+    facts: &Facts,
+    served: &Result<Option<RawConfig>, String>,
+    namespace: Option<&str>,
+) -> Check {
     let Some(ns) = namespace else {
         return Check::with(
             PROBE,
@@ -290,7 +296,7 @@ pub async fn check(client: &Client, facts: &Facts, namespace: Option<&str>) -> C
         return Check::with(PROBE, Verdict::Skipped, "no webhook configuration", "");
     };
     let configs: &[MutatingWebhookConfiguration] = facts.configurations.as_deref().unwrap_or(&[]);
-    let snapshot = match served_configuration(client, facts).await {
+    let snapshot = match served_configuration(served) {
         Ok(s) => s,
         Err(e) => {
             return Check::with(

@@ -3,19 +3,18 @@
 //! [`outrigger_inject::unsupported::config_findings`], the same findings that keep `serve` not
 //! ready and refuse a reload.
 
-use ::kube::Client;
 use outrigger_inject::unsupported;
 
-use super::facts::Facts;
-use super::probe::served_raw;
 use super::{Check, Verdict};
+use crate::kube::config_watch::RawConfig;
 
 /// Name of the check.
 pub const TEMPLATES: &str = "templates";
 
-/// Judge the templates of the configuration outrigger serves.
-pub async fn check(client: &Client, facts: &Facts) -> Check {
-    let raw = match served_raw(client, facts).await {
+/// Judge the templates of the configuration outrigger serves, as
+/// [`super::probe::served_raw`] read it.
+pub fn check(served: &Result<Option<RawConfig>, String>) -> Check {
+    let raw = match served {
         Ok(raw) => raw,
         Err(e) => {
             return Check::with(
