@@ -14,7 +14,8 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use bytes::Bytes;
-use common::kube_api::{configmap, serve_against, Cluster, FakeApi};
+use common::admission::{activated, start_outrigger};
+use common::kube_api::{self, configmap, serve_against, Cluster, FakeApi};
 use common::*;
 use http_body_util::{BodyExt, Full};
 use serde_json::{json, Value};
@@ -80,60 +81,8 @@ fn cluster() -> Cluster {
     for ns in ["outrigger", "kube-system", "istio-system"] {
         c.put(namespace(ns, json!({})));
     }
-    c.put(configmap(
-        "istio-system",
-        "istio-sidecar-injector",
-        "3",
-        &[
-            ("config", outrigger_inject::config::defaults::CONFIG),
-            ("values", outrigger_inject::config::defaults::VALUES),
-        ],
-    ));
-    c.put(configmap(
-        "istio-system",
-        "istio",
-        "3",
-        &[("mesh", outrigger_inject::config::defaults::MESH)],
-    ));
+    kube_api::put_istio_configmaps(&mut c);
     c
-}
-
-/// outrigger's server as deploy/ runs it (reading Istio's ConfigMaps, activating the webhook
-/// configuration once ready), behind Service `outrigger/outrigger`.
-fn start_outrigger(api: &FakeApi, name: &str, extra: &[&str]) -> Server {
-    let mut args = vec![
-        "--dns-name",
-        "localhost",
-        "--istio-configmaps",
-        "--native-sidecars",
-        "false",
-        "--failure-policy-once-ready",
-        "Fail",
-        "--webhook-owned-by-namespace",
-        "--activation-delay",
-        "200ms",
-    ];
-    args.extend_from_slice(extra);
-    let server = serve_against(api, name, &args, &[]);
-    api.lock()
-        .endpoints
-        .insert(("outrigger".into(), "outrigger".into()), vec![server.addr]);
-    server
-}
-
-/// Wait until the webhook configuration `name` has every entry at `policy`, with a caBundle.
-async fn activated(api: &FakeApi, name: &str) {
-    eventually("the webhook configuration activated", || async {
-        let a = api.lock();
-        a.get("mutatingwebhookconfigurations", "", name)
-            .and_then(|m| m["webhooks"].as_array().cloned())
-            .is_some_and(|w| {
-                w.iter().all(|e| {
-                    e["failurePolicy"] == "Fail" && e["clientConfig"]["caBundle"].is_string()
-                })
-            })
-    })
-    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -8,7 +8,8 @@ mod common;
 use std::path::Path;
 
 use base64::Engine as _;
-use common::kube_api::{configmap, serve_against, write_kubeconfig, Cluster, FakeApi};
+use common::admission::{activated, start_outrigger};
+use common::kube_api::{self, write_kubeconfig, Cluster, FakeApi};
 use common::*;
 use serde_json::{json, Value};
 
@@ -57,60 +58,8 @@ fn cluster() -> Cluster {
         c.put(namespace(ns, json!({})));
     }
     c.put(namespace("apps", json!({"istio-injection": "enabled"})));
-    c.put(configmap(
-        "istio-system",
-        "istio-sidecar-injector",
-        "3",
-        &[
-            ("config", outrigger_inject::config::defaults::CONFIG),
-            ("values", outrigger_inject::config::defaults::VALUES),
-        ],
-    ));
-    c.put(configmap(
-        "istio-system",
-        "istio",
-        "3",
-        &[("mesh", outrigger_inject::config::defaults::MESH)],
-    ));
+    kube_api::put_istio_configmaps(&mut c);
     c
-}
-
-/// The server as deploy/base runs it, behind Service `outrigger/outrigger`.
-fn start_outrigger(api: &FakeApi, name: &str) -> Server {
-    let args = [
-        "--dns-name",
-        "localhost",
-        "--istio-configmaps",
-        "--native-sidecars",
-        "false",
-        "--failure-policy-once-ready",
-        "Fail",
-        "--webhook-owned-by-namespace",
-        "--activation-delay",
-        "200ms",
-    ];
-    let server = serve_against(api, name, &args, &[]);
-    api.lock()
-        .endpoints
-        .insert(("outrigger".into(), "outrigger".into()), vec![server.addr]);
-    server
-}
-
-async fn activated(api: &FakeApi) {
-    eventually("the webhook configuration activated", || async {
-        let a = api.lock();
-        a.get(
-            "mutatingwebhookconfigurations",
-            "",
-            "outrigger-sidecar-injector",
-        )
-        .and_then(|m| m["webhooks"].as_array().cloned())
-        .is_some_and(|w| {
-            w.iter()
-                .all(|e| e["failurePolicy"] == "Fail" && e["clientConfig"]["caBundle"].is_string())
-        })
-    })
-    .await;
 }
 
 /// A doctor run: its exit status and its JSON report.
@@ -277,8 +226,8 @@ fn restore(api: &FakeApi, cfg: Value) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_healthy_install_passes_and_each_seeded_fault_is_named() {
     let api = FakeApi::start(cluster());
-    let server = start_outrigger(&api, "doctor-faults");
-    activated(&api).await;
+    let server = start_outrigger(&api, "doctor-faults", &[]);
+    activated(&api, "outrigger-sidecar-injector").await;
     let dir = scratch("doctor-runs");
     let probe = ["--probe-namespace", "apps"];
 

@@ -605,3 +605,47 @@ pub async fn create_pod(
     }
     Ok(Admitted { pod, calls })
 }
+
+/// outrigger's server as deploy/base runs it (reading Istio's ConfigMaps, activating the webhook
+/// configuration once ready, native sidecars off: the fake has no nodes), with `extra` flags,
+/// behind Service `outrigger/outrigger`.
+pub fn start_outrigger(
+    api: &super::kube_api::FakeApi,
+    name: &str,
+    extra: &[&str],
+) -> super::Server {
+    let mut args = vec![
+        "--dns-name",
+        "localhost",
+        "--istio-configmaps",
+        "--native-sidecars",
+        "false",
+        "--failure-policy-once-ready",
+        "Fail",
+        "--webhook-owned-by-namespace",
+        "--activation-delay",
+        "200ms",
+    ];
+    args.extend_from_slice(extra);
+    let server = super::kube_api::serve_against(api, name, &args, &[]);
+    api.lock()
+        .endpoints
+        .insert(("outrigger".into(), "outrigger".into()), vec![server.addr]);
+    server
+}
+
+/// Wait until the webhook configuration `name` has every entry at `failurePolicy: Fail`, with a
+/// caBundle (a ready replica activated it).
+pub async fn activated(api: &super::kube_api::FakeApi, name: &str) {
+    super::eventually("the webhook configuration activated", || async {
+        let a = api.lock();
+        a.get("mutatingwebhookconfigurations", "", name)
+            .and_then(|m| m["webhooks"].as_array().cloned())
+            .is_some_and(|w| {
+                w.iter().all(|e| {
+                    e["failurePolicy"] == "Fail" && e["clientConfig"]["caBundle"].is_string()
+                })
+            })
+    })
+    .await;
+}
