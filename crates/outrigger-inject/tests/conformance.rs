@@ -11,9 +11,9 @@ mod corpus;
 
 use std::path::Path;
 
-use libtest_mimic::{Arguments, Failed, Trial};
+use libtest_mimic::{Failed, Trial};
 
-use corpus::{corpus, first_diff, load_docs, normalise};
+use corpus::{first_diff, load_docs, normalise};
 use outrigger_inject::config::{InjectorConfig, Snapshot};
 use outrigger_inject::kube_inject::{self, KubeInjectOptions};
 use outrigger_inject::yaml;
@@ -129,15 +129,7 @@ fn run_case(root: &Path, c: &Value) -> Result<(), String> {
 }
 
 fn main() {
-    let args = Arguments::from_args();
-    let trials = match corpus() {
-        Some(root) => trials(&root),
-        None => vec![corpus::absent_trial(
-            "istio_golden_cases",
-            "Istio conformance cases",
-        )],
-    };
-    libtest_mimic::run(&args, trials).exit();
+    corpus::run_suite("istio_golden_cases", "Istio conformance cases", trials)
 }
 
 /// One trial per kube-inject case of the corpus; cases listed in [`KNOWN_FAILURES`] are ignored

@@ -12,8 +12,7 @@ mod corpus;
 use std::path::Path;
 use std::sync::Arc;
 
-use corpus::corpus;
-use libtest_mimic::{Arguments, Failed, Trial};
+use libtest_mimic::{Failed, Trial};
 use outrigger_inject::config::{InjectorConfig, Snapshot};
 use outrigger_inject::kube_inject::{self, KubeInjectOptions};
 use outrigger_inject::preview::preview_pod;
@@ -105,12 +104,7 @@ fn run(root: &Path, c: &Value, release: &str) -> Result<(), String> {
 }
 
 fn main() {
-    let args = Arguments::from_args();
-    let trials = match corpus() {
-        Some(root) => trials(&root),
-        None => vec![corpus::absent_trial("preview", "preview cases")],
-    };
-    libtest_mimic::run(&args, trials).exit();
+    corpus::run_suite("preview", "preview cases", trials)
 }
 
 /// One trial per kube-inject case without an expected error and release.

@@ -17,8 +17,8 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use corpus::{corpus, first_diff, load_docs};
-use libtest_mimic::{Arguments, Failed, Trial};
+use corpus::{first_diff, load_docs};
+use libtest_mimic::{Failed, Trial};
 use outrigger_inject::config::{InjectorConfig, Snapshot};
 use outrigger_inject::drift::{pod_drift, State};
 use outrigger_inject::kube_inject::{self, KubeInjectOptions};
@@ -189,15 +189,7 @@ fn check_drift(text: &str, fresh: &str, opts: &KubeInjectOptions<'_>) -> Result<
 }
 
 fn main() {
-    let args = Arguments::from_args();
-    let trials = match corpus() {
-        Some(root) => trials(&root),
-        None => vec![corpus::absent_trial(
-            "reinject",
-            "re-injection and drift cases",
-        )],
-    };
-    libtest_mimic::run(&args, trials).exit();
+    corpus::run_suite("reinject", "re-injection and drift cases", trials)
 }
 
 /// One trial per kube-inject case without an expected error and pair of releases.

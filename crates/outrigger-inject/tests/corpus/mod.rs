@@ -130,6 +130,18 @@ pub fn absent_trial(suite: &str, what: &'static str) -> Trial {
     )
 }
 
+/// The `main` of a suite over the corpus: `trials` of the corpus when it is there, else one
+/// trial that says it is absent ([`absent_trial`]), run by libtest-mimic with the command line's
+/// arguments.
+pub fn run_suite(suite: &str, what: &'static str, trials: impl FnOnce(&Path) -> Vec<Trial>) -> ! {
+    let args = libtest_mimic::Arguments::from_args();
+    let trials = match corpus() {
+        Some(root) => trials(&root),
+        None => vec![absent_trial(suite, what)],
+    };
+    libtest_mimic::run(&args, trials).exit()
+}
+
 /// The corpus cases `istioctl kube-inject` runs without an expected error, from `cases.json`,
 /// with their names.
 pub fn kube_inject_cases(root: &Path) -> Vec<(String, Value)> {
