@@ -18,6 +18,7 @@ use serde_json::{json, Value};
 
 use crate::cli::drift::{DriftArgs, DriftOutput};
 use crate::input;
+use outrigger_inject::decide::native::NativeMode;
 
 /// Fields listed under a pod in the table; the rest are counted.
 const TABLE_FIELDS: usize = 10;
@@ -66,9 +67,9 @@ pub fn run(args: &DriftArgs) -> Result<ExitCode> {
 /// Whether the native-sidecar mode is auto: `--native-sidecars auto`, or without the flag
 /// `ENABLE_NATIVE_SIDECARS=auto`. Against a cluster, auto is judged per pod by its node; offline
 /// it is off.
-fn native_auto(flag: Option<crate::NativeMode>) -> bool {
+fn native_auto(flag: Option<NativeMode>) -> bool {
     match flag {
-        Some(mode) => mode == crate::NativeMode::Auto,
+        Some(mode) => mode == NativeMode::Auto,
         None => std::env::var("ENABLE_NATIVE_SIDECARS").is_ok_and(|v| v == "auto"),
     }
 }

@@ -19,6 +19,7 @@ use crate::input;
 use crate::kube::config_watch::{self, ConfigMapRef};
 use crate::kube::inject_source;
 use crate::settings::{self, Input};
+use outrigger_inject::decide::native::NativeMode;
 
 pub use crate::cli::inject::{ColorMode, InjectArgs};
 
@@ -145,7 +146,7 @@ impl Setup {
     /// The library's options for a run (`--native-sidecars` as given, `--reinject`).
     pub(crate) fn options(
         &self,
-        native_sidecars: Option<crate::NativeMode>,
+        native_sidecars: Option<NativeMode>,
         reinject: bool,
     ) -> KubeInjectOptions<'_> {
         KubeInjectOptions {

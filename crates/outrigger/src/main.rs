@@ -26,20 +26,6 @@ use clap::FromArgMatches;
 
 use cli::{Cli, Command};
 
-/// The value parser of the duration flags in [`cli`] (which depends on clap alone, so that
-/// `build.rs` can render man pages from it): Go's `time.ParseDuration`, see
-/// [`serve::parse_duration`].
-pub(crate) use serve::parse_duration as parse_duration_flag;
-
-/// The native-sidecar mode `--native-sidecars` parses into (see [`cli::common::native_mode_flag`]):
-/// the library's.
-pub(crate) use outrigger_inject::decide::native::NativeMode;
-
-/// A `--native-sidecars` value (one of the flag's possible values) read by the library's parser.
-pub(crate) fn native_mode_value(value: String) -> NativeMode {
-    NativeMode::parse(&value).0
-}
-
 /// mimalloc: the pipeline allocates many small JSON nodes per pod; glibc malloc cost ~25% of the
 /// webhook's CPU time under load.
 #[global_allocator]

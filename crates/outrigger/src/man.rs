@@ -1,5 +1,5 @@
-//! `outrigger man`: the man pages rendered at build time (build.rs, clap_mangen) from the same
-//! flag definitions the binary parses with ([`crate::cli`]).
+//! `outrigger man`: the man pages, rendered (clap_mangen) from the same flag definitions the
+//! binary parses with ([`crate::cli`]).
 
 use std::io::Write;
 
@@ -7,7 +7,24 @@ use anyhow::{Context, Result};
 
 use crate::cli::ManArgs;
 
-include!(concat!(env!("OUT_DIR"), "/man_pages.rs"));
+/// The man pages: (subcommand, roff), the page of `outrigger` itself under `""`, then one per
+/// visible subcommand in the order of `outrigger --help`.
+fn pages() -> Vec<(String, String)> {
+    let mut cmd = crate::cli::command().disable_help_subcommand(true);
+    cmd.build();
+    let render = |cmd: clap::Command| {
+        let mut roff = Vec::new();
+        clap_mangen::Man::new(cmd)
+            .render(&mut roff)
+            .expect("rendering into memory cannot fail");
+        String::from_utf8_lossy(&roff).into_owned()
+    };
+    let mut out = vec![(String::new(), render(cmd.clone()))];
+    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+        out.push((sub.get_name().to_string(), render(sub.clone())));
+    }
+    out
+}
 
 /// File name of a page: `outrigger.1`, `outrigger-inject.1`.
 fn file_name(subcommand: &str) -> String {
@@ -18,30 +35,23 @@ fn file_name(subcommand: &str) -> String {
     }
 }
 
-/// The roff of the page of `subcommand` (`""`: the page of `outrigger` itself).
-pub fn page(subcommand: &str) -> Option<&'static str> {
-    PAGES
-        .iter()
-        .find(|(name, _)| *name == subcommand)
-        .map(|(_, roff)| *roff)
-}
-
 /// Run `outrigger man`.
 pub fn run(args: &ManArgs) -> Result<()> {
     if let Some(dir) = &args.dir {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        for (name, roff) in PAGES {
-            let path = dir.join(file_name(name));
+        for (name, roff) in pages() {
+            let path = dir.join(file_name(&name));
             std::fs::write(&path, roff).with_context(|| format!("writing {}", path.display()))?;
             println!("{}", path.display());
         }
         return Ok(());
     }
     let name = args.subcommand.as_deref().unwrap_or("");
-    let Some(roff) = page(name) else {
-        let known: Vec<&str> = PAGES
+    let pages = pages();
+    let Some((_, roff)) = pages.iter().find(|(n, _)| n == name) else {
+        let known: Vec<&str> = pages
             .iter()
-            .map(|(n, _)| *n)
+            .map(|(n, _)| n.as_str())
             .filter(|n| !n.is_empty())
             .collect();
         // A usage error, worded and exiting (status 2) as clap's own flag errors do.

@@ -83,18 +83,3 @@ pub struct TemplateEnvArgs {
     )]
     pub template_env: Vec<String>,
 }
-
-/// The `--native-sidecars` flag: Istio's `ENABLE_NATIVE_SIDECARS` values, read by the crate
-/// root's [`crate::native_mode_value`] into its [`crate::NativeMode`] (the library's, in the
-/// binary; `build.rs` keeps the text).
-pub fn native_mode_flag() -> impl clap::builder::TypedValueParser<Value = crate::NativeMode> {
-    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser as _};
-    PossibleValuesParser::new([
-        PossibleValue::new("true")
-            .help("Always native sidecars (init containers with `restartPolicy: Always`)"),
-        PossibleValue::new("false").help("Never native sidecars"),
-        PossibleValue::new("auto")
-            .help("Decide from the cluster; offline this follows `ENABLE_NATIVE_SIDECARS`"),
-    ])
-    .map(crate::native_mode_value)
-}

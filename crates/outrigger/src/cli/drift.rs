@@ -2,8 +2,9 @@
 
 use std::path::PathBuf;
 
-use super::common::{native_mode_flag, ConfigFiles};
+use super::common::ConfigFiles;
 use super::inject::ClusterArgs;
+use outrigger_inject::decide::native::NativeMode;
 
 /// Output format of `outrigger drift`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -35,8 +36,8 @@ pub struct DriftArgs {
     pub scope: super::common::ListScope,
     /// Native sidecars in the configuration in force: true, false, or auto (offline: follows
     /// ENABLE_NATIVE_SIDECARS).
-    #[arg(long = "native-sidecars", value_parser = native_mode_flag())]
-    pub native_sidecars: Option<crate::NativeMode>,
+    #[arg(long = "native-sidecars", value_parser = super::values::native_mode())]
+    pub native_sidecars: Option<NativeMode>,
     /// Revision in force (`default` means none): pods injected by another are `wrong-revision`.
     #[arg(long = "revision", default_value = "")]
     pub revision: String,
@@ -68,12 +69,12 @@ pub struct RestartArgs {
     /// With --restart: how long to wait, for each workload, for its PodDisruptionBudgets to
     /// allow a disruption and then for its rollout to complete (Go duration: 90s, 5m, 1h).
     #[arg(long = "timeout", default_value = "5m", requires = "restart",
-          value_parser = crate::parse_duration_flag)]
+          value_parser = super::values::duration)]
     pub timeout: std::time::Duration,
     /// With --restart: how often the workload and its PodDisruptionBudgets are read while
     /// waiting.
     #[arg(long = "poll-interval", default_value = "2s", hide = true,
-          value_parser = crate::parse_duration_flag)]
+          value_parser = super::values::duration)]
     pub poll_interval: std::time::Duration,
 }
 

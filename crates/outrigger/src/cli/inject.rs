@@ -2,7 +2,8 @@
 
 use std::path::PathBuf;
 
-use super::common::{native_mode_flag, ClusterTarget, ConfigFiles, TemplateEnvArgs};
+use super::common::{ClusterTarget, ConfigFiles, TemplateEnvArgs};
+use outrigger_inject::decide::native::NativeMode;
 
 /// Flags of `outrigger inject`.
 #[derive(Debug, clap::Args)]
@@ -24,8 +25,8 @@ pub struct InjectArgs {
     #[command(flatten)]
     pub cluster: ClusterArgs,
     /// Native sidecars: true, false, or auto (offline: follows ENABLE_NATIVE_SIDECARS).
-    #[arg(long = "native-sidecars", value_parser = native_mode_flag())]
-    pub native_sidecars: Option<crate::NativeMode>,
+    #[arg(long = "native-sidecars", value_parser = super::values::native_mode())]
+    pub native_sidecars: Option<NativeMode>,
     /// Control plane revision (`default` means none). With --kube, the default ConfigMap names
     /// get `-REVISION` appended, as istioctl does.
     #[arg(long = "revision", default_value = "")]

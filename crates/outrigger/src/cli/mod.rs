@@ -1,9 +1,9 @@
 //! The command line of `outrigger`: every subcommand's flags, and the post-processing that gives
 //! each long flag its other spelling.
 //!
-//! This module depends on `clap` and `std` only: `build.rs` includes it (`#[path]`) to render
-//! the man pages from the very definition the binary parses with. Behaviour belongs in the
-//! subcommand modules, not here.
+//! Flags parse into plain values ([`values`]: durations, the native-sidecar mode); the man pages
+//! (`outrigger man`) are rendered from this very definition. Behaviour belongs in the subcommand
+//! modules, not here.
 
 pub mod check;
 pub mod common;
@@ -13,6 +13,7 @@ pub mod drift;
 pub mod inject;
 pub mod preview;
 pub mod serve;
+pub mod values;
 pub mod webhook_config;
 
 use clap::{Parser, Subcommand};

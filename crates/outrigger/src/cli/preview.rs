@@ -2,8 +2,9 @@
 
 use std::path::PathBuf;
 
-use super::common::{native_mode_flag, ConfigFiles};
+use super::common::ConfigFiles;
 use super::inject::ClusterArgs;
+use outrigger_inject::decide::native::NativeMode;
 
 /// Output format of `outrigger preview`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -52,8 +53,8 @@ pub struct CandidateArgs {
     )]
     pub mesh_config_file: Option<PathBuf>,
     /// Native sidecars under the candidate: true, false, or auto (default: as --native-sidecars).
-    #[arg(id = "candidate_native_sidecars", value_name = "NATIVE_SIDECARS", long = "candidate-native-sidecars", value_parser = native_mode_flag())]
-    pub native_sidecars: Option<crate::NativeMode>,
+    #[arg(id = "candidate_native_sidecars", value_name = "NATIVE_SIDECARS", long = "candidate-native-sidecars", value_parser = super::values::native_mode())]
+    pub native_sidecars: Option<NativeMode>,
 }
 
 impl CandidateArgs {
@@ -92,8 +93,8 @@ pub struct PreviewArgs {
     pub scope: super::common::ListScope,
     /// Native sidecars in the configuration in force: true, false, or auto (offline: follows
     /// ENABLE_NATIVE_SIDECARS).
-    #[arg(long = "native-sidecars", value_parser = native_mode_flag())]
-    pub native_sidecars: Option<crate::NativeMode>,
+    #[arg(long = "native-sidecars", value_parser = super::values::native_mode())]
+    pub native_sidecars: Option<NativeMode>,
     /// Revision in force (`default` means none); with --kube, the workloads its webhook selects.
     #[arg(long = "revision", default_value = "")]
     pub revision: String,

@@ -4,8 +4,8 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::common::native_mode_flag;
 use super::defaults;
+use outrigger_inject::decide::native::NativeMode;
 
 /// Default name of the MutatingWebhookConfiguration in standalone mode.
 pub const DEFAULT_WEBHOOK_CONFIG_NAME: &str = defaults::WEBHOOK_CONFIG_NAME;
@@ -77,8 +77,8 @@ pub struct ServeArgs {
     #[arg(long = "meshConfig", default_value = "/etc/istio/config/mesh")]
     pub mesh_config: PathBuf,
     /// Native sidecars: true, false or auto (default: ENABLE_NATIVE_SIDECARS, else auto).
-    #[arg(long = "native-sidecars", value_parser = native_mode_flag())]
-    pub native_sidecars: Option<crate::NativeMode>,
+    #[arg(long = "native-sidecars", value_parser = super::values::native_mode())]
+    pub native_sidecars: Option<NativeMode>,
     /// Log format.
     #[arg(long = "log-format", value_enum, default_value = "text")]
     pub log_format: LogFormat,
@@ -89,7 +89,7 @@ pub struct ServeArgs {
     #[arg(long = "max-request-bytes", default_value_t = 3 * 1024 * 1024)]
     pub max_request_bytes: usize,
     /// Deadline for one admission request (keep it below the webhook's timeoutSeconds).
-    #[arg(long = "request-timeout", default_value = "8s", value_parser = crate::parse_duration_flag)]
+    #[arg(long = "request-timeout", default_value = "8s", value_parser = super::values::duration)]
     pub request_timeout: Duration,
     /// Admission requests processed at once; more wait (within their deadline).
     #[arg(long = "max-concurrency", default_value_t = 256)]
@@ -111,7 +111,7 @@ pub struct ServeArgs {
     pub max_connection_bytes: usize,
     /// Time allowed between the end of a request head and the first byte of its body (`408`
     /// beyond).
-    #[arg(long = "body-first-byte-timeout", default_value = "2s", value_parser = crate::parse_duration_flag)]
+    #[arg(long = "body-first-byte-timeout", default_value = "2s", value_parser = super::values::duration)]
     pub body_first_byte_timeout: Duration,
     /// Minimum rate of a request body after its first-byte allowance, in bytes per second: `n`
     /// bytes must have arrived by --body-first-byte-timeout + n / rate after the head (`408`
@@ -124,25 +124,25 @@ pub struct ServeArgs {
     pub max_concurrent_streams: u32,
     /// HTTP/2: interval of the server's PINGs; a client that does not answer one within 10 s is
     /// disconnected. 0 turns them off.
-    #[arg(long = "http2-keepalive-interval", default_value = "30s", value_parser = crate::parse_duration_flag)]
+    #[arg(long = "http2-keepalive-interval", default_value = "30s", value_parser = super::values::duration)]
     pub http2_keepalive_interval: Duration,
     /// Deadline of the TLS handshake.
-    #[arg(long = "handshake-timeout", default_value = "10s", value_parser = crate::parse_duration_flag)]
+    #[arg(long = "handshake-timeout", default_value = "10s", value_parser = super::values::duration)]
     pub handshake_timeout: Duration,
     /// Time allowed for a request's headers to arrive in full (HTTP/1.1; for the first request,
     /// counted from the handshake).
-    #[arg(long = "header-read-timeout", default_value = "10s", value_parser = crate::parse_duration_flag)]
+    #[arg(long = "header-read-timeout", default_value = "10s", value_parser = super::values::duration)]
     pub header_read_timeout: Duration,
     /// A connection with no request in flight for this long is closed (HTTP/1.1 with TLS
     /// close_notify, HTTP/2 with GOAWAY). Keep it above the clients' keep-alive so that they
     /// close first: the API server keeps idle connections for 90 s.
-    #[arg(long = "idle-timeout", default_value = "90s", value_parser = crate::parse_duration_flag)]
+    #[arg(long = "idle-timeout", default_value = "90s", value_parser = super::values::duration)]
     pub idle_timeout: Duration,
     /// After SIGTERM, keep serving (but report not ready) this long before closing the listener.
-    #[arg(long = "drain-delay", default_value = "5s", value_parser = crate::parse_duration_flag)]
+    #[arg(long = "drain-delay", default_value = "5s", value_parser = super::values::duration)]
     pub drain_delay: Duration,
     /// After closing the listener, time allowed for in-flight requests.
-    #[arg(long = "shutdown-grace", default_value = "20s", value_parser = crate::parse_duration_flag)]
+    #[arg(long = "shutdown-grace", default_value = "20s", value_parser = super::values::duration)]
     pub shutdown_grace: Duration,
     /// Serve, and report ready with, a configuration that cannot inject pods (no templates, or
     /// default templates that add no container or init container to a plain pod, or render a pod
@@ -151,7 +151,7 @@ pub struct ServeArgs {
     #[arg(long = "allow-empty-config")]
     pub allow_empty_config: bool,
     /// Debounce of file-change events before a reload.
-    #[arg(long = "reload-debounce", default_value = "100ms", value_parser = crate::parse_duration_flag)]
+    #[arg(long = "reload-debounce", default_value = "100ms", value_parser = super::values::duration)]
     pub reload_debounce: Duration,
     /// JSON file `{"<namespace>": {"<annotation>": "<value>"}}`: Namespace annotations used with
     /// `PLATFORM=openshift` (UID/GID ranges) where the server has no Kubernetes API access.
@@ -175,7 +175,7 @@ pub struct KubeArgs {
     #[arg(long = "kube")]
     pub kube: bool,
     /// How long start-up retries, with backoff, while the API server is unreachable.
-    #[arg(long = "kube-connect-timeout", default_value = "30s", value_parser = crate::parse_duration_flag)]
+    #[arg(long = "kube-connect-timeout", default_value = "30s", value_parser = super::values::duration)]
     pub connect_timeout: Duration,
     /// Secret (in the injector's namespace) holding the shared CA and serving certificate.
     #[arg(long = "tls-secret", default_value = defaults::TLS_SECRET)]
@@ -186,7 +186,7 @@ pub struct KubeArgs {
     /// With --failure-policy-once-ready or --webhook-owned-by-namespace: how long /readyz must
     /// pass before the webhook configuration is activated (time for the kubelet's readiness
     /// probe to put this replica behind the Service).
-    #[arg(long = "activation-delay", default_value = "10s", value_parser = crate::parse_duration_flag)]
+    #[arg(long = "activation-delay", default_value = "10s", value_parser = super::values::duration)]
     pub activation_delay: Duration,
     /// Once this replica is ready (--activation-delay after /readyz first passes), set the failurePolicy of
     /// the injector's entries of --webhook-config-name to this value, and again whenever it

@@ -119,7 +119,7 @@ impl ServerSettings {
                 .and_then(|e| e.value.clone())
         };
         if let Some(Some(t)) = flag(&["request-timeout", "requestTimeout"]) {
-            if let Ok(d) = crate::parse_duration_flag(&t) {
+            if let Ok(d) = crate::cli::values::duration(&t) {
                 s.request_timeout = d;
             }
         }

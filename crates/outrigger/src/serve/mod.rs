@@ -43,16 +43,6 @@ use handler::{InjectSettings, Limits, State};
 
 pub use crate::cli::serve::{LogFormat, ServeArgs};
 
-/// Parse a duration flag with Go's `time.ParseDuration` grammar, as istiod's flags are parsed
-/// (`300ms`, `1.5s`, `2m`, `1h30m`, a bare `0`; units ns, us, ms, s, m, h). Negative durations
-/// are refused. clap names the flag in the error.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let d = outrigger_inject::go::duration::parse_go_duration(s).map_err(|e| e.to_string())?;
-    u64::try_from(d.nanos)
-        .map(Duration::from_nanos)
-        .map_err(|_| format!("negative duration {s:?}: a time span must be positive or 0"))
-}
-
 fn init_logging(args: &ServeArgs) {
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_default_env()
@@ -444,49 +434,5 @@ impl Signals {
             _ = self.term.recv() => "SIGTERM",
             _ = self.int.recv() => "SIGINT",
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn durations_follow_go() {
-        let ms = Duration::from_millis;
-        for (text, want) in [
-            ("500ms", ms(500)),
-            ("300ms", ms(300)),
-            ("8s", ms(8_000)),
-            ("1.5s", ms(1_500)),
-            ("0.5s", ms(500)),
-            ("2m", ms(120_000)),
-            ("2h", ms(7_200_000)),
-            ("1h30m", ms(5_400_000)),
-            ("1m0.25s", ms(60_250)),
-            ("0", Duration::ZERO),
-            ("+5s", ms(5_000)),
-            ("250us", Duration::from_micros(250)),
-            ("7ns", Duration::from_nanos(7)),
-        ] {
-            assert_eq!(parse_duration(text), Ok(want), "{text}");
-        }
-        assert_eq!(
-            parse_duration("3"),
-            Err("time: missing unit in duration \"3\"".to_string()),
-            "as Go, a bare number other than 0 has no unit"
-        );
-        assert_eq!(
-            parse_duration("5d"),
-            Err("time: unknown unit \"d\" in duration \"5d\"".to_string())
-        );
-        assert_eq!(
-            parse_duration("x"),
-            Err("time: invalid duration \"x\"".to_string())
-        );
-        assert!(parse_duration("").is_err());
-        assert!(parse_duration("-1s")
-            .unwrap_err()
-            .contains("negative duration"));
     }
 }
