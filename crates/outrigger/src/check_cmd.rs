@@ -20,8 +20,8 @@ use serde_json::{Map, Value};
 
 use crate::input;
 use crate::kube::check::LiveQuery;
+use crate::kube::webhook_object::{self, WebhookOptions};
 use crate::settings;
-use crate::webhook_config::{self, WebhookOptions};
 
 pub use crate::cli::check::{CheckArgs, CheckOutput};
 
@@ -288,7 +288,7 @@ fn explain_live(args: &CheckArgs) -> Result<Vec<Report>> {
     };
     let webhooks = match live.webhooks {
         Some(w) => w,
-        None => webhook_config::entries(&webhook_options(args)),
+        None => webhook_object::entries(&webhook_options(args)),
     };
     let docs = match (live.pod, &args.filename) {
         (Some(pod), _) => vec![pod],
@@ -355,13 +355,13 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
             }
             _ => {}
         }
-        if let Some(w) = webhook_config::auto_entry_dropped(&options) {
+        if let Some(w) = webhook_object::auto_entry_dropped(&options) {
             if !notes.contains(&w) {
                 eprintln!("{w}");
                 notes.push(w);
             }
         }
-        let webhooks = webhook_config::entries(&options);
+        let webhooks = webhook_object::entries(&options);
         reports.extend(check::explain_documents(
             std::slice::from_ref(doc),
             args.namespace.as_deref(),
@@ -436,7 +436,7 @@ mod tests {
         wh: &WebhookOptions,
     ) -> Report {
         let labels = ns_labels.as_object().cloned().expect("labels object");
-        let entries = webhook_config::entries(wh);
+        let entries = webhook_object::entries(wh);
         let ctx = CheckContext {
             namespace: ns,
             namespace_labels: &labels,

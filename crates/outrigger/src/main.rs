@@ -19,7 +19,6 @@ mod safe_write;
 mod serve;
 mod settings;
 mod template_env;
-mod webhook;
 mod webhook_config;
 
 use clap::FromArgMatches;

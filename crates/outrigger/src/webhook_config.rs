@@ -1,6 +1,6 @@
-//! `outrigger webhook-config`: the MutatingWebhookConfiguration that routes pods to the injector,
-//! argument handling and printing of the MutatingWebhookConfiguration built by
-//! [`crate::webhook`] (which also serves `check` and the kube layer).
+//! `outrigger webhook-config`: the flags' checks and the printing of the
+//! MutatingWebhookConfiguration that routes pods to the injector, built by
+//! [`crate::kube::webhook_object`] (which also serves `check` and the kube layer).
 
 use std::io::Write;
 
@@ -8,10 +8,9 @@ use anyhow::{bail, Context, Result};
 use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
 
 use crate::cli::defaults;
-use crate::webhook::with_revision;
-pub use crate::webhook::{
-    auto_entry_dropped, build, entries, is_dns1123_label, is_dns1123_subdomain, parse_namespaced,
-    Endpoint, WebhookOptions, DEFAULT_SERVICE, ISTIO_SYSTEM,
+use crate::kube::webhook_object::{
+    auto_entry_dropped, build, is_dns1123_label, is_dns1123_subdomain, parse_namespaced,
+    with_revision, Endpoint, WebhookOptions, DEFAULT_SERVICE, ISTIO_SYSTEM,
 };
 
 /// What `--istio` means for the cluster, printed on stderr and repeated in the docs.

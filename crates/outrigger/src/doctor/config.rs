@@ -81,7 +81,7 @@ pub fn checks(facts: &Facts) -> Vec<Check> {
             format!(
                 "MutatingWebhookConfiguration {} has no injecting entry (*{})",
                 facts.webhook_config_name,
-                crate::webhook::ENTRY_SUFFIX
+                crate::kube::webhook_object::ENTRY_SUFFIX
             ),
             "regenerate it with outrigger webhook-config",
         )];

@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::Namespace;
 use serde_json::{Map, Value};
 
 use crate::kube::overlap;
-use crate::webhook::ENTRY_SUFFIX;
+use crate::kube::webhook_object::ENTRY_SUFFIX;
 
 /// Labels as a JSON map.
 pub type Labels = Map<String, Value>;

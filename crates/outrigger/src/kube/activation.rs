@@ -24,7 +24,7 @@ use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
 use k8s_openapi::api::core::v1::Namespace;
 use serde_json::{json, Value};
 
-use crate::webhook::ENTRY_SUFFIX;
+use crate::kube::webhook_object::ENTRY_SUFFIX;
 
 /// What a ready replica makes true of its webhook configuration.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -196,8 +196,8 @@ mod tests {
                               "spec": {"containers": [{"name": "web", "image": "nginx"}]}}));
         let r = mock::next(&mut handle).await;
         r.assert(Method::GET, "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/outrigger-sidecar-injector");
-        let generated = serde_json::to_value(crate::webhook::build(
-            &crate::webhook::WebhookOptions::default(),
+        let generated = serde_json::to_value(crate::kube::webhook_object::build(
+            &crate::kube::webhook_object::WebhookOptions::default(),
         ))
         .expect("encodes");
         r.respond(200, generated.clone());

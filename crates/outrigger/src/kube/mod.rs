@@ -23,3 +23,4 @@ pub mod objects;
 pub mod overlap;
 pub mod pods;
 pub mod runtime;
+pub mod webhook_object;

@@ -26,7 +26,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use serde_json::{Map, Value};
 
-use crate::webhook::ENTRY_SUFFIX;
+use crate::kube::webhook_object::ENTRY_SUFFIX;
 
 /// `configuration` label of the overlap gauge.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -156,7 +156,7 @@ pub async fn detect(client: Client, ours: &str) -> Result<Vec<Overlap>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::webhook::{build, WebhookOptions};
+    use crate::kube::webhook_object::{build, WebhookOptions};
     use serde_json::json;
 
     fn ns(name: &str, labels: Value) -> Namespace {

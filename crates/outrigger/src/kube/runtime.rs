@@ -112,7 +112,7 @@ impl ConfigSources {
 pub fn config_sources(args: &KubeArgs) -> Result<Option<ConfigSources>> {
     use crate::cli::inject::{DEFAULT_INJECT_CONFIG_MAP, DEFAULT_MESH_CONFIG_MAP};
     if args.istio_configmaps {
-        use crate::webhook::is_dns1123_label;
+        use crate::kube::webhook_object::is_dns1123_label;
         if !is_dns1123_label(&args.istio_namespace) {
             anyhow::bail!(
                 "--istioNamespace {:?}: not a namespace name (a DNS-1123 label)",

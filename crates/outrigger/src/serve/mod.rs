@@ -187,7 +187,7 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
             args.max_request_bytes
         );
     }
-    if !crate::webhook::is_dns1123_label(&args.kube.revision) {
+    if !crate::kube::webhook_object::is_dns1123_label(&args.kube.revision) {
         bail!(
             "--revision {:?}: not a revision name (a DNS-1123 label, as Istio requires)",
             args.kube.revision

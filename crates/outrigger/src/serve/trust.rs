@@ -20,7 +20,7 @@ use futures::StreamExt;
 use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
 
 use super::handler::State;
-use crate::webhook::ENTRY_SUFFIX;
+use crate::kube::webhook_object::ENTRY_SUFFIX;
 
 /// What readiness knows about the API server's trust in the served certificate.
 #[derive(Debug, Default)]

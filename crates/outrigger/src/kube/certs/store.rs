@@ -16,8 +16,8 @@ use serde_json::{json, Value};
 use time::OffsetDateTime;
 
 use super::bundle::{add_trusted, CertBundle};
+use crate::kube::webhook_object::ENTRY_SUFFIX;
 use crate::pki::{self, first, parse_certs};
-use crate::webhook::ENTRY_SUFFIX;
 
 /// Secret key of the signing CA certificate (PEM).
 pub const CA_CERT_KEY: &str = "ca.crt";
@@ -162,7 +162,7 @@ fn warn_if_istio_labelled(mwc: &MutatingWebhookConfiguration) {
         .metadata
         .labels
         .as_ref()
-        .and_then(|l| l.get(crate::webhook::REV_LABEL));
+        .and_then(|l| l.get(crate::kube::webhook_object::REV_LABEL));
     if let Some(rev) = rev {
         if !WARNED.swap(true, std::sync::atomic::Ordering::Relaxed) {
             tracing::warn!(
