@@ -13,7 +13,6 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use outrigger_inject::check::{self, Report, NOT_SELECTED};
 use outrigger_inject::config::input_kind::InputKind;
-use outrigger_inject::config::Snapshot;
 use outrigger_inject::kube::names::REVISION_LABEL;
 use outrigger_inject::kube_inject::shift_yaml_line;
 use serde_json::{Map, Value};
@@ -21,7 +20,6 @@ use serde_json::{Map, Value};
 use crate::input;
 use crate::kube::check::LiveQuery;
 use crate::kube::webhook_object::{self, WebhookOptions};
-use crate::settings;
 
 pub use crate::cli::check::{CheckArgs, CheckOutput};
 
@@ -165,28 +163,6 @@ pub fn verdict_status(reports: &[Report]) -> ExitCode {
     }
 }
 
-/// The injector configuration as the webhook uses it: the files when given (read and checked as
-/// `inject` reads them: a file given for another input is refused), else the embedded default.
-pub fn load_snapshot(args: &CheckArgs) -> Result<Snapshot> {
-    let files = &args.files;
-    let Some(cfg) = &files.inject_config_file else {
-        return outrigger_inject::config::defaults::snapshot()
-            .context("loading the embedded default configuration");
-    };
-    let config = settings::read_input(&files.inject_config_file, InputKind::InjectorConfig)?
-        .unwrap_or_default();
-    let values = settings::read_input(&files.values_file, InputKind::Values)?.unwrap_or_default();
-    let mesh = settings::read_input(&files.mesh_config_file, InputKind::MeshConfig)?;
-    if let Some(p) = &files.values_file {
-        // Named alone, as `inject` and `serve` name it.
-        outrigger_inject::config::parse_values(&values)
-            .with_context(|| format!("loading values {}", p.display()))?;
-    }
-    Snapshot::load(&config, &values, mesh.as_deref())
-        .map(|s| s.with_template_env(crate::template_env::current()))
-        .with_context(|| format!("loading injector config {}", cfg.display()))
-}
-
 /// The webhook configuration `check` evaluates.
 pub fn webhook_options(args: &CheckArgs) -> WebhookOptions {
     WebhookOptions {
@@ -268,7 +244,7 @@ fn explain_live(args: &CheckArgs) -> Result<Vec<Report>> {
     // The mesh file goes with a ConfigMap's configuration (offline, with the files).
     let mesh = match (&config_map, &args.files.mesh_config_file) {
         (Some(_), Some(_)) => {
-            settings::read_input(&args.files.mesh_config_file, InputKind::MeshConfig)?
+            crate::config_source::read_input(&args.files.mesh_config_file, InputKind::MeshConfig)?
         }
         _ => None,
     };
@@ -284,7 +260,7 @@ fn explain_live(args: &CheckArgs) -> Result<Vec<Report>> {
     let live = crate::kube::check::fetch(&query)?;
     let snapshot = match live.snapshot {
         Some(s) => s,
-        None => load_snapshot(args)?,
+        None => crate::config_source::webhook_snapshot(&args.files)?,
     };
     let webhooks = match live.webhooks {
         Some(w) => w,
@@ -333,7 +309,7 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
     let Some(file) = &args.filename else {
         bail!("-f is required without --kube")
     };
-    let snapshot = load_snapshot(args)?;
+    let snapshot = crate::config_source::webhook_snapshot(&args.files)?;
     let docs = read_documents(file)?;
     let ns_labels = parse_labels(&args.namespace_labels)?;
     let mut reports = Vec::new();
@@ -388,6 +364,7 @@ mod tests {
     use outrigger_inject::check::{explain, pods_of, Context as CheckContext};
     use outrigger_inject::config::InjectorConfig;
     use outrigger_inject::config::Policy;
+    use outrigger_inject::config::Snapshot;
     use outrigger_inject::config::ValuesFacts;
     use outrigger_inject::kube::names::NAMESPACE_NAME_LABEL;
     use outrigger_inject::kube::selector::LabelSelector;

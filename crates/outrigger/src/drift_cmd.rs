@@ -34,7 +34,7 @@ struct Row {
 
 /// Run `outrigger drift`.
 pub fn run(args: &DriftArgs) -> Result<ExitCode> {
-    let setup = crate::inject_cmd::Setup::load(&args.cluster, &args.files, &args.revision)?;
+    let setup = crate::config_source::Setup::load(&args.cluster, &args.files, &args.revision)?;
     let opts = setup.options(args.native_sidecars, false);
     let Some(filename) = &args.filename else {
         return cluster::run(args, &opts, native_auto(args.native_sidecars));

@@ -6,20 +6,14 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use outrigger_inject::config::Snapshot;
 use outrigger_inject::kube::names::STATUS_ANNOTATION;
 use outrigger_inject::kube_inject::{
     self, KubeInjectOptions, Outcome, ProcessedDocument, SkipReason,
 };
 use outrigger_inject::yaml;
 
-use crate::cli::common::ConfigFiles;
-use crate::cli::inject::{ClusterArgs, DEFAULT_INJECT_CONFIG_MAP, DEFAULT_MESH_CONFIG_MAP};
+use crate::config_source::Setup;
 use crate::input;
-use crate::kube::config_watch::{self, ConfigMapRef};
-use crate::kube::inject_source;
-use crate::settings::{self, Input};
-use outrigger_inject::decide::native::NativeMode;
 
 pub use crate::cli::inject::{ColorMode, InjectArgs};
 
@@ -110,55 +104,6 @@ impl Output {
     }
 }
 
-/// What `inject` and `drift` inject with: the configuration (the cluster's ConfigMaps with
-/// `--kube`, else the files or the embedded default), the revision as the library takes it
-/// (`default` is none) and Istio's `COMPLIANCE_POLICY`.
-pub(crate) struct Setup {
-    snapshot: Snapshot,
-    revision: String,
-    compliance: String,
-}
-
-impl Setup {
-    /// Read the configuration as the flags say.
-    pub(crate) fn load(
-        cluster: &ClusterArgs,
-        files: &ConfigFiles,
-        revision: &str,
-    ) -> Result<Setup> {
-        let snapshot = if cluster.kube {
-            cluster_snapshot(cluster, files, revision)?
-        } else {
-            settings::kube_inject_snapshot(
-                files.inject_config_file.as_deref(),
-                files.values_file.as_deref(),
-                files.mesh_config_file.as_deref(),
-                revision,
-            )?
-        };
-        Ok(Setup {
-            snapshot,
-            revision: if revision == "default" { "" } else { revision }.to_string(),
-            compliance: std::env::var("COMPLIANCE_POLICY").unwrap_or_default(),
-        })
-    }
-
-    /// The library's options for a run (`--native-sidecars` as given, `--reinject`).
-    pub(crate) fn options(
-        &self,
-        native_sidecars: Option<NativeMode>,
-        reinject: bool,
-    ) -> KubeInjectOptions<'_> {
-        KubeInjectOptions {
-            snapshot: &self.snapshot,
-            native_sidecars: settings::native_sidecars_offline(native_sidecars),
-            revision: &self.revision,
-            compliance_policy: &self.compliance,
-            reinject,
-        }
-    }
-}
-
 /// Run `outrigger inject`.
 ///
 /// Documents are read, injected and written one at a time, so memory follows the largest
@@ -219,117 +164,6 @@ pub fn run(args: &InjectArgs) -> Result<ExitCode> {
             }
         }
     }
-}
-
-/// The snapshot of `inject --kube`: the injector ConfigMap's `config` and `values` keys and the
-/// mesh ConfigMap's `mesh` key, as `istioctl kube-inject` reads them, except the inputs given as
-/// files. The cluster is not contacted when every input is a file. `drift --kube` reads its
-/// configuration in force the same way.
-pub(crate) fn cluster_snapshot(
-    c: &ClusterArgs,
-    files: &ConfigFiles,
-    revision: &str,
-) -> Result<Snapshot> {
-    let configmap = |name: &str, default: &str| ConfigMapRef {
-        namespace: c.target.istio_namespace.clone(),
-        name: inject_source::configmap_name(name, default, revision),
-    };
-    let inject = configmap(&c.inject_config_map_name, DEFAULT_INJECT_CONFIG_MAP);
-    let mesh = configmap(&c.mesh_config_map_name, DEFAULT_MESH_CONFIG_MAP);
-    let mut inject_keys = Vec::new();
-    if files.inject_config_file.is_none() {
-        inject_keys.push(config_watch::CONFIG_KEY);
-    }
-    if files.values_file.is_none() {
-        inject_keys.push(config_watch::VALUES_KEY);
-    }
-    let read_mesh = files.mesh_config_file.is_none();
-    let (mut inject_values, mesh_value) = if inject_keys.is_empty() && !read_mesh {
-        (Vec::new(), None)
-    } else {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .context("starting the runtime")?;
-        rt.block_on(async {
-            let cluster = crate::kube::client::connect(
-                c.target.kubeconfig.as_deref(),
-                c.target.context.as_deref(),
-            )
-            .await?;
-            let client = cluster.client.clone();
-            let hint = |flag: &str, file_flags: &str| {
-                format!(
-                    "is Istio installed in namespace {}? choose it with --istioNamespace, {flag} \
-                     or --revision, or pass {file_flags}",
-                    c.target.istio_namespace
-                )
-            };
-            let inject_values = if inject_keys.is_empty() {
-                Vec::new()
-            } else {
-                inject_source::read_keys(
-                    client.clone(),
-                    &inject,
-                    &inject_keys,
-                    &hint(
-                        "--injectConfigMapName",
-                        "--injectConfigFile and --valuesFile",
-                    ),
-                )
-                .await
-                .map_err(|e| cluster.explain(e))?
-            };
-            let mesh_value = if read_mesh {
-                let mut v = inject_source::read_keys(
-                    client.clone(),
-                    &mesh,
-                    &[config_watch::MESH_KEY],
-                    &hint("--meshConfigMapName", "--meshConfigFile"),
-                )
-                .await
-                .map_err(|e| cluster.explain(e))?;
-                v.pop()
-            } else {
-                None
-            };
-            anyhow::Ok((inject_values, mesh_value))
-        })
-        .map_err(|e| e.context("--kube"))?
-    };
-    let name =
-        |r: &ConfigMapRef, key: &str| format!("ConfigMap {}/{} key {key:?}", r.namespace, r.name);
-    let config_name = name(&inject, config_watch::CONFIG_KEY);
-    let values_name = name(&inject, config_watch::VALUES_KEY);
-    let mesh_name = name(&mesh, config_watch::MESH_KEY);
-    // Taken in the order they were asked for.
-    let values_text = files
-        .values_file
-        .is_none()
-        .then(|| inject_values.pop())
-        .flatten();
-    let config_text = files
-        .inject_config_file
-        .is_none()
-        .then(|| inject_values.pop())
-        .flatten();
-    fn input<'a>(
-        file: &'a Option<PathBuf>,
-        text: &'a Option<String>,
-        name: &'a str,
-    ) -> Option<Input<'a>> {
-        match (file, text) {
-            (Some(p), _) => Some(Input::File(p)),
-            (None, Some(t)) => Some(Input::Text { name, text: t }),
-            (None, None) => None,
-        }
-    }
-    settings::kube_inject_snapshot_from(
-        input(&files.inject_config_file, &config_text, &config_name),
-        input(&files.values_file, &values_text, &values_name),
-        input(&files.mesh_config_file, &mesh_value, &mesh_name),
-        revision,
-    )
 }
 
 /// Counts and warnings of one run.

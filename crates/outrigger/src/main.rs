@@ -6,6 +6,7 @@
 
 mod check_cmd;
 mod cli;
+mod config_source;
 mod doctor;
 mod drift_cmd;
 mod inject_cmd;
@@ -17,7 +18,6 @@ mod preview_cmd;
 mod report;
 mod safe_write;
 mod serve;
-mod settings;
 mod template_env;
 mod webhook_config;
 

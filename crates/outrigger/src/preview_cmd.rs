@@ -19,8 +19,8 @@ use outrigger_inject::yaml;
 use serde_json::{json, Value};
 
 use crate::cli::preview::{PreviewArgs, PreviewOutput};
+use crate::config_source::Setup;
 use crate::drift_cmd::{columns, show};
-use crate::inject_cmd::Setup;
 use crate::input;
 
 /// The pods of the cluster.

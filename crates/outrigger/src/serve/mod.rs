@@ -38,7 +38,6 @@ use outrigger_inject::decide::native::NativeMode;
 use serde_json::{Map, Value};
 use tokio::sync::{watch, Semaphore};
 
-use crate::settings;
 use handler::{InjectSettings, Limits, State};
 
 pub use crate::cli::serve::{LogFormat, ServeArgs};
@@ -86,7 +85,7 @@ fn env(name: &str) -> String {
 /// client (`--kube`), `auto` cannot inspect kubelets and means "not native" (logged once here).
 fn native_mode(flag: Option<NativeMode>, kube: bool) -> NativeMode {
     let env = std::env::var("ENABLE_NATIVE_SIDECARS").ok();
-    let (mode, warning) = settings::native_mode(flag, env.as_deref());
+    let (mode, warning) = crate::config_source::native_mode(flag, env.as_deref());
     if let Some(w) = warning {
         tracing::warn!("{w}");
     }

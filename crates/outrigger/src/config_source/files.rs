@@ -1,4 +1,7 @@
-//! Loading injector settings: Istio's files when given, otherwise the embedded default.
+//! The injector configuration from files (istioctl's `--injectConfigFile`, `--valuesFile`,
+//! `--meshConfigFile`) or from text read elsewhere (a ConfigMap's key), else the embedded
+//! default: read the way `istioctl kube-inject` reads them ([`manifests_snapshot`]) or the way the
+//! webhook reads its mounted ConfigMaps ([`webhook_snapshot`]).
 
 use std::path::Path;
 
@@ -8,29 +11,8 @@ use outrigger_inject::config::defaults;
 use outrigger_inject::config::inject_file::{self, InjectConfigShape};
 use outrigger_inject::config::input_kind::{self, InputKind};
 use outrigger_inject::config::{self, InjectorConfig, Snapshot};
-use outrigger_inject::decide::native::NativeMode;
 
-/// The native-sidecar mode: the flag when given, else `ENABLE_NATIVE_SIDECARS` (`env`, unset is
-/// `auto`) through the library's parser, with its warning for a value Istio does not know.
-pub fn native_mode(flag: Option<NativeMode>, env: Option<&str>) -> (NativeMode, Option<String>) {
-    match flag {
-        Some(mode) => (mode, None),
-        None => NativeMode::from_env(env),
-    }
-}
-
-/// Offline native-sidecar decision: an explicit `true`/`false` wins, else (no flag or `auto`)
-/// `ENABLE_NATIVE_SIDECARS=true` (`auto` and empty mean off offline). A value Istio does not know
-/// is off, with a warning on stderr naming the variable and the accepted values.
-pub fn native_sidecars_offline(flag: Option<NativeMode>) -> bool {
-    let env = std::env::var("ENABLE_NATIVE_SIDECARS").ok();
-    let flag = flag.filter(|m| *m != NativeMode::Auto);
-    let (mode, warning) = native_mode(flag, env.as_deref().filter(|v| !v.is_empty()));
-    if let Some(w) = warning {
-        eprintln!("warning: {w} (accepted values: true, false, auto)");
-    }
-    mode == NativeMode::Enabled
-}
+use crate::cli::common::ConfigFiles;
 
 fn read(path: &Path) -> Result<String> {
     std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
@@ -105,13 +87,13 @@ fn shown(p: Option<Input<'_>>) -> String {
 /// through its `config` key (and its `values` key when no values file is given), with a note on
 /// stderr. Templates without values (`--injectConfigFile` alone) get a warning: Istio's templates
 /// then fail in ways that do not point at the missing file.
-pub fn kube_inject_snapshot(
+pub fn manifests_snapshot(
     inject_config: Option<&Path>,
     values: Option<&Path>,
     mesh: Option<&Path>,
     revision: &str,
 ) -> Result<Snapshot> {
-    kube_inject_snapshot_from(
+    manifests_snapshot_from(
         inject_config.map(Input::File),
         values.map(Input::File),
         mesh.map(Input::File),
@@ -149,11 +131,11 @@ fn embedded_mesh(revision: &str) -> Result<String> {
     Ok(mesh.to_string())
 }
 
-/// [`kube_inject_snapshot`] from inputs that are files or text read from the cluster; an absent
+/// [`manifests_snapshot`] from inputs that are files or text read from the cluster; an absent
 /// input is the embedded default (values: the whole ConfigMap's, or none, when only the injector
 /// config is given), made for `revision` as Istio's chart makes a revision's
 /// ([`embedded_values`], [`embedded_mesh`]).
-pub fn kube_inject_snapshot_from(
+pub fn manifests_snapshot_from(
     inject_config: Option<Input<'_>>,
     values: Option<Input<'_>>,
     mesh: Option<Input<'_>>,
@@ -214,6 +196,27 @@ pub fn kube_inject_snapshot_from(
     Snapshot::with_config(config, &values_text, mesh_text.as_deref())
         .map(|s| s.with_template_env(crate::template_env::current()))
         .with_context(|| format!("loading mesh config {}", shown(mesh)))
+}
+
+/// The injector configuration as the webhook uses it: the files when given (read and checked as
+/// `inject` reads them: a file given for another input is refused), else the embedded default.
+pub fn webhook_snapshot(files: &ConfigFiles) -> Result<Snapshot> {
+    let Some(cfg) = &files.inject_config_file else {
+        return outrigger_inject::config::defaults::snapshot()
+            .context("loading the embedded default configuration");
+    };
+    let config =
+        read_input(&files.inject_config_file, InputKind::InjectorConfig)?.unwrap_or_default();
+    let values = read_input(&files.values_file, InputKind::Values)?.unwrap_or_default();
+    let mesh = read_input(&files.mesh_config_file, InputKind::MeshConfig)?;
+    if let Some(p) = &files.values_file {
+        // Named alone, as `inject` and `serve` name it.
+        outrigger_inject::config::parse_values(&values)
+            .with_context(|| format!("loading values {}", p.display()))?;
+    }
+    Snapshot::load(&config, &values, mesh.as_deref())
+        .map(|s| s.with_template_env(crate::template_env::current()))
+        .with_context(|| format!("loading injector config {}", cfg.display()))
 }
 
 #[cfg(test)]

@@ -1,0 +1,84 @@
+//! Where the injector configuration comes from, for every command but `serve` (which watches
+//! its mounted files or the cluster's ConfigMaps, see `crate::serve`): files given with istioctl's
+//! flags ([`files`]), the cluster's ConfigMaps with `--kube` ([`cluster`]), else the embedded
+//! default; and the native-sidecar mode the flags and `ENABLE_NATIVE_SIDECARS` choose.
+
+pub mod cluster;
+pub mod files;
+
+use anyhow::Result;
+use outrigger_inject::config::Snapshot;
+use outrigger_inject::decide::native::NativeMode;
+use outrigger_inject::kube_inject::KubeInjectOptions;
+
+use crate::cli::common::ConfigFiles;
+use crate::cli::inject::ClusterArgs;
+
+pub use files::{read_input, webhook_snapshot};
+
+/// The native-sidecar mode: the flag when given, else `ENABLE_NATIVE_SIDECARS` (`env`, unset is
+/// `auto`) through the library's parser, with its warning for a value Istio does not know.
+pub fn native_mode(flag: Option<NativeMode>, env: Option<&str>) -> (NativeMode, Option<String>) {
+    match flag {
+        Some(mode) => (mode, None),
+        None => NativeMode::from_env(env),
+    }
+}
+
+/// Offline native-sidecar decision: an explicit `true`/`false` wins, else (no flag or `auto`)
+/// `ENABLE_NATIVE_SIDECARS=true` (`auto` and empty mean off offline). A value Istio does not know
+/// is off, with a warning on stderr naming the variable and the accepted values.
+pub fn native_sidecars_offline(flag: Option<NativeMode>) -> bool {
+    let env = std::env::var("ENABLE_NATIVE_SIDECARS").ok();
+    let flag = flag.filter(|m| *m != NativeMode::Auto);
+    let (mode, warning) = native_mode(flag, env.as_deref().filter(|v| !v.is_empty()));
+    if let Some(w) = warning {
+        eprintln!("warning: {w} (accepted values: true, false, auto)");
+    }
+    mode == NativeMode::Enabled
+}
+
+/// What `inject` and `drift` inject with: the configuration (the cluster's ConfigMaps with
+/// `--kube`, else the files or the embedded default), the revision as the library takes it
+/// (`default` is none) and Istio's `COMPLIANCE_POLICY`.
+pub struct Setup {
+    snapshot: Snapshot,
+    revision: String,
+    compliance: String,
+}
+
+impl Setup {
+    /// Read the configuration as the flags say.
+    pub fn load(cluster: &ClusterArgs, files: &ConfigFiles, revision: &str) -> Result<Setup> {
+        let snapshot = if cluster.kube {
+            cluster::cluster_snapshot(cluster, files, revision)?
+        } else {
+            files::manifests_snapshot(
+                files.inject_config_file.as_deref(),
+                files.values_file.as_deref(),
+                files.mesh_config_file.as_deref(),
+                revision,
+            )?
+        };
+        Ok(Setup {
+            snapshot,
+            revision: if revision == "default" { "" } else { revision }.to_string(),
+            compliance: std::env::var("COMPLIANCE_POLICY").unwrap_or_default(),
+        })
+    }
+
+    /// The library's options for a run (`--native-sidecars` as given, `--reinject`).
+    pub fn options(
+        &self,
+        native_sidecars: Option<NativeMode>,
+        reinject: bool,
+    ) -> KubeInjectOptions<'_> {
+        KubeInjectOptions {
+            snapshot: &self.snapshot,
+            native_sidecars: native_sidecars_offline(native_sidecars),
+            revision: &self.revision,
+            compliance_policy: &self.compliance,
+            reinject,
+        }
+    }
+}
