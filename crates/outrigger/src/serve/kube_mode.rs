@@ -25,13 +25,6 @@ use crate::kube::runtime::{self, KubeArgs, KubeContext, KubeServices};
 /// ConfigMap read) before giving up.
 pub const START_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Start-up phases that run before the listener opens, each bounded by [`START_TIMEOUT`]: the
-/// API server's version check ([`connect`]), the certificate bootstrap and caBundle patch
-/// ([`runtime::start`]), the node and namespace caches, and the first ConfigMap read. The
-/// Deployment's startupProbe must allow all of them (checked by a test against deploy/).
-#[allow(dead_code)] // documentation of the start-up sequence; read by the probe test.
-pub const START_PHASES: u32 = 4;
-
 /// How often a replica checks that the webhook configuration is still activated.
 pub const ACTIVATION_PERIOD: Duration = Duration::from_secs(30);
 
@@ -402,8 +395,14 @@ impl Cluster {
 
 #[cfg(test)]
 mod probe_tests {
-    use super::{START_PHASES, START_TIMEOUT};
+    use super::START_TIMEOUT;
     use serde_json::Value;
+
+    /// Start-up phases that run before the listener opens, each bounded by `START_TIMEOUT`: the
+    /// API server's version check (`connect`), the certificate bootstrap and caBundle patch
+    /// (`runtime::start`), the node and namespace caches, and the first ConfigMap read. The
+    /// Deployment's startupProbe must allow all of them.
+    const START_PHASES: u32 = 4;
 
     fn container() -> Value {
         let text = include_str!("../../../../deploy/base/deployment.yaml");
