@@ -66,7 +66,7 @@ pub fn run(args: &DriftArgs) -> Result<ExitCode> {
 /// Whether the native-sidecar mode is auto: `--native-sidecars auto`, or without the flag
 /// `ENABLE_NATIVE_SIDECARS=auto`. Against a cluster, auto is judged per pod by its node; offline
 /// it is off.
-fn native_auto(flag: Option<crate::NativeMode>) -> bool {
+pub(crate) fn native_auto(flag: Option<crate::NativeMode>) -> bool {
     match flag {
         Some(mode) => mode == crate::NativeMode::Auto,
         None => std::env::var("ENABLE_NATIVE_SIDECARS").is_ok_and(|v| v == "auto"),

@@ -303,6 +303,69 @@ fn native_sidecars_on_an_old_kubelet_are_refused() {
     );
 }
 
+/// Auto mode is decided by the nodes as Istio's webhook decides a pod not yet scheduled: every
+/// node must run kubelet 1.33 or later. One older node turns native sidecars off for the
+/// workload's pods (nothing changes, nothing refused); with only new nodes they are on.
+#[test]
+fn auto_native_sidecars_are_decided_by_every_node() {
+    let api = cluster(|_| {});
+    let flags = ["--candidate-native-sidecars", "auto"];
+    let (run, _dir) = preview(&api, "preview-auto-new", &flags);
+    let rows = json_rows(run.exited(1));
+    assert!(findings(&rows).is_empty(), "{rows:#?}");
+    assert!(
+        rows[0]["changes"]
+            .as_array()
+            .expect("changes")
+            .iter()
+            .any(|c| c["path"] == "spec.initContainers[istio-proxy]"
+                && c["cause"] == "native sidecars"),
+        "{rows:#?}"
+    );
+    assert!(
+        run.stderr
+            .contains("native sidecars (auto mode, the candidate): on")
+            && run.stderr.contains("all 1 nodes run kubelet 1.33 or later"),
+        "{}",
+        run.stderr
+    );
+
+    let api = cluster(|c| c.put(node("node-2", "v1.28.5")));
+    let (run, _dir) = preview(&api, "preview-auto-mixed", &flags);
+    let rows = json_rows(run.exited(0));
+    assert_eq!(rows[0]["changes"], json!([]), "{rows:#?}");
+    assert!(findings(&rows).is_empty(), "{rows:#?}");
+    assert!(
+        run.stderr
+            .contains("native sidecars (auto mode, the candidate): off")
+            && run.stderr.contains("1 of 2 nodes")
+            && run.stderr.contains("node-2 (v1.28.5)"),
+        "{}",
+        run.stderr
+    );
+
+    // The configuration in force in auto mode on the new cluster: the same on both sides.
+    let api = cluster(|_| {});
+    let (run, _dir) = preview(
+        &api,
+        "preview-auto-both",
+        &[
+            "--native-sidecars",
+            "auto",
+            "--candidate-revision",
+            "default",
+        ],
+    );
+    let rows = json_rows(run.exited(0));
+    assert_eq!(rows[0]["changes"], json!([]), "{rows:#?}");
+    assert!(
+        run.stderr
+            .contains("native sidecars (auto mode, both configurations): on"),
+        "{}",
+        run.stderr
+    );
+}
+
 /// A candidate injector config of one template, `sidecar`, rendering `body`.
 fn candidate_config(dir: &TempDir, body: &str) -> String {
     let text = format!(

@@ -178,6 +178,7 @@ pub(crate) fn rows(args: &PreviewArgs, configs: &Configs<'_>) -> Result<Vec<Row>
                 .map_err(explain)?,
             nodes: nodes(client.clone()).await,
         };
+        super::native::report(configs, facts.nodes.as_deref());
         let mut rows = Vec::new();
         let mut counts = Counts::default();
         let chunk = args.scope.chunk_size;
