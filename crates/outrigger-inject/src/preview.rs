@@ -272,7 +272,8 @@ fn push(w: &Walk<'_>, out: &mut Vec<Change>) {
 /// One thing the cluster would refuse, or that would not run.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Finding {
-    /// Which check: `pod-security`, `limit-range`, `resource-quota`, `native-sidecars`,
+    /// Which check: `pod-security` (`pod-security-warn`, `pod-security-audit`: admitted),
+    /// `limit-range`, `resource-quota`, `native-sidecars`,
     /// `duplicate-container-name`, `template`.
     pub check: &'static str,
     /// The rule (`restricted: capabilities`, `max cpu per Container`, `requests.memory`, ...).
@@ -281,6 +282,17 @@ pub struct Finding {
     pub container: Option<String>,
     /// What is wrong, with the figures.
     pub message: String,
+}
+
+impl Finding {
+    /// Whether the cluster would refuse the pod for it (a Pod Security `warn` or `audit`
+    /// finding admits it).
+    pub fn refuses(&self) -> bool {
+        !matches!(
+            self.check,
+            pod_security::WARN_CHECK | pod_security::AUDIT_CHECK
+        )
+    }
 }
 
 /// A node and its kubelet version.
@@ -297,6 +309,11 @@ pub struct NodeVersion {
 pub struct Admission {
     /// The namespace's `pod-security.kubernetes.io/enforce` level.
     pub pod_security: Option<pod_security::Level>,
+    /// The namespace's `warn` and `audit` Pod Security levels (their findings do not refuse:
+    /// [`Finding::refuses`]).
+    pub pod_security_warn: Option<pod_security::Level>,
+    /// The namespace's `audit` level.
+    pub pod_security_audit: Option<pod_security::Level>,
     /// The namespace's LimitRange objects.
     pub limit_ranges: Vec<Value>,
     /// The namespace's ResourceQuota objects (`spec.hard`, `status.used`).
@@ -321,9 +338,14 @@ pub fn preflight(preview: &PodPreview, admission: &Admission, replicas: u64) -> 
         Outcome::Injected(p) | Outcome::NotInjected(p) => p,
     };
     let mut out = Vec::new();
-    if let Some(level) = admission.pod_security {
-        out.extend(pod_security::check(pod, level));
-    }
+    out.extend(pod_security::check_modes(
+        pod,
+        &pod_security::Modes {
+            enforce: admission.pod_security,
+            warn: admission.pod_security_warn,
+            audit: admission.pod_security_audit,
+        },
+    ));
     for lr in &admission.limit_ranges {
         out.extend(limit_range::check(pod, lr));
     }

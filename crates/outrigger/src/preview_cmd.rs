@@ -69,7 +69,9 @@ pub(crate) struct Row {
 
 impl Row {
     fn refused(&self) -> bool {
-        self.findings.iter().any(|(_, o)| *o != Origin::Workload)
+        self.findings
+            .iter()
+            .any(|(f, o)| *o != Origin::Workload && f.refuses())
     }
 
     fn changed(&self) -> bool {
@@ -317,7 +319,7 @@ fn table(rows: &[Row]) -> String {
             let refused = r
                 .findings
                 .iter()
-                .filter(|(_, o)| *o != Origin::Workload)
+                .filter(|(f, o)| *o != Origin::Workload && f.refuses())
                 .count();
             let preflight = if refused > 0 {
                 format!("refused ({refused})")

@@ -198,6 +198,61 @@ fn a_restricted_namespace_refuses_istio_init() {
     );
 }
 
+/// A `warn` (or `audit`) level stricter than the enforced one admits the pod: its findings are
+/// listed under their own check and do not make the exit status 3.
+#[test]
+fn a_warn_level_lists_what_it_would_say_without_refusing() {
+    let api = cluster(|c| {
+        let labels = &mut c.get_mut("namespaces", "", "shop").expect("shop")["metadata"]["labels"];
+        labels["pod-security.kubernetes.io/enforce"] = json!("baseline");
+        labels["pod-security.kubernetes.io/warn"] = json!("restricted");
+    });
+    let (run, _dir) = preview(
+        &api,
+        "preview-psa-warn",
+        &["--candidate-revision", "default"],
+    );
+    let rows = json_rows(run.exited(3));
+    let f = findings(&rows);
+    // Baseline is enforced: istio-init's NET_ADMIN/NET_RAW is refused ...
+    assert!(
+        f.iter().any(|(check, r, c, _)| check == "pod-security"
+            && r == "baseline: non-default capabilities"
+            && c == "istio-init"),
+        "{f:#?}"
+    );
+    // ... and restricted's own rules are warnings.
+    assert!(
+        f.iter().any(|(check, r, c, _)| check == "pod-security-warn"
+            && r == "restricted: runAsUser=0"
+            && c == "istio-init"),
+        "{f:#?}"
+    );
+    assert!(
+        f.iter()
+            .all(|(check, r, ..)| check != "pod-security" || r.starts_with("baseline:")),
+        "{f:#?}"
+    );
+
+    let api = cluster(|c| {
+        c.get_mut("namespaces", "", "shop").expect("shop")["metadata"]["labels"]
+            ["pod-security.kubernetes.io/audit"] = json!("restricted");
+    });
+    let (run, _dir) = preview(
+        &api,
+        "preview-psa-audit",
+        &["--candidate-revision", "default"],
+    );
+    let rows = json_rows(run.exited(0));
+    let f = findings(&rows);
+    assert!(!f.is_empty(), "{rows:#?}");
+    assert!(
+        f.iter().all(|(check, ..)| check == "pod-security-audit"),
+        "{f:#?}"
+    );
+    assert_eq!(rows[0]["refused"], json!(false));
+}
+
 #[test]
 fn a_limitrange_max_below_the_sidecars_limit_is_refused() {
     let api = cluster(|c| {

@@ -34,6 +34,64 @@ pub enum Level {
 /// The label holding the level a namespace enforces.
 pub const ENFORCE_LABEL: &str = "pod-security.kubernetes.io/enforce";
 
+/// The label holding the level a namespace warns about (the pod is admitted; the client is
+/// shown a warning).
+pub const WARN_LABEL: &str = "pod-security.kubernetes.io/warn";
+
+/// The label holding the level a namespace audits (the pod is admitted; the audit log records
+/// the violation).
+pub const AUDIT_LABEL: &str = "pod-security.kubernetes.io/audit";
+
+/// The check name of the findings of a `warn` level: they do not refuse.
+pub const WARN_CHECK: &str = "pod-security-warn";
+
+/// The check name of the findings of an `audit` level: they do not refuse.
+pub const AUDIT_CHECK: &str = "pod-security-audit";
+
+/// The namespace's three Pod Security modes (`None`: label absent or not a level).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Modes {
+    /// `pod-security.kubernetes.io/enforce`: pods breaking it are refused.
+    pub enforce: Option<Level>,
+    /// `pod-security.kubernetes.io/warn`: admitted with a warning to the client.
+    pub warn: Option<Level>,
+    /// `pod-security.kubernetes.io/audit`: admitted, the violation in the audit log.
+    pub audit: Option<Level>,
+}
+
+/// What `pod` breaks of `modes`: the enforced level's findings (check `pod-security`), then, for
+/// a `warn` or `audit` level stricter than the enforced one, the findings of that level the
+/// enforced one does not have, under [`WARN_CHECK`] or [`AUDIT_CHECK`] (they do not refuse).
+pub fn check_modes(pod: &Value, modes: &Modes) -> Vec<Finding> {
+    let mut out = modes.enforce.map(|l| check(pod, l)).unwrap_or_default();
+    let enforced = modes.enforce.unwrap_or(Level::Privileged);
+    for (level, name, what) in [
+        (modes.warn, WARN_CHECK, "admitted with a warning"),
+        (
+            modes.audit,
+            AUDIT_CHECK,
+            "admitted, recorded in the audit log",
+        ),
+    ] {
+        let Some(level) = level.filter(|l| *l > enforced) else {
+            continue;
+        };
+        for f in check(pod, level) {
+            let same = |e: &Finding| {
+                e.check == "pod-security" && e.rule == f.rule && e.container == f.container
+            };
+            if !out.iter().any(same) {
+                out.push(Finding {
+                    check: name,
+                    message: format!("{} ({what})", f.message),
+                    ..f
+                });
+            }
+        }
+    }
+    out
+}
+
 impl Level {
     /// The level of a label value; `None` for a value the admission plugin does not know.
     pub fn parse(value: &str) -> Option<Level> {
@@ -980,5 +1038,31 @@ mod tests {
             "{}",
             selinux.message
         );
+    }
+
+    #[test]
+    fn warn_and_audit_levels_add_findings_that_do_not_refuse() {
+        let pod = json!({"spec": {"containers": [{"name": "app"}]}});
+        let modes = Modes {
+            enforce: Some(Level::Baseline),
+            warn: Some(Level::Restricted),
+            audit: Some(Level::Baseline),
+        };
+        let f = check_modes(&pod, &modes);
+        assert!(!f.is_empty());
+        assert!(f.iter().all(|f| f.check == WARN_CHECK), "{f:?}");
+        assert!(f[0].message.ends_with("(admitted with a warning)"), "{f:?}");
+        // An enforced restricted level already refuses what a restricted warn would say.
+        let modes = Modes {
+            enforce: Some(Level::Restricted),
+            warn: Some(Level::Restricted),
+            audit: None,
+        };
+        let f = check_modes(&pod, &modes);
+        assert!(
+            !f.is_empty() && f.iter().all(|f| f.check == "pod-security"),
+            "{f:?}"
+        );
+        assert!(check_modes(&pod, &Modes::default()).is_empty());
     }
 }
