@@ -16,7 +16,9 @@ use std::collections::BTreeSet;
 
 use serde_json::{Map, Value};
 
-use crate::decide::native::node_supports_native;
+use crate::decide::native::{
+    detect_native_sidecars, node_supports_native, ClusterFacts, NativeMode,
+};
 use crate::inject::{inject_pod, InjectParams};
 use crate::kube::names::{PROXY_CONTAINER, STATUS_ANNOTATION};
 use crate::kube::pod::container_name;
@@ -270,7 +272,8 @@ fn push(w: &Walk<'_>, out: &mut Vec<Change>) {
 /// One thing the cluster would refuse, or that would not run.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Finding {
-    /// Which check: `pod-security`, `limit-range`, `resource-quota`, `native-sidecars`,
+    /// Which check: `pod-security` (`pod-security-warn`, `pod-security-audit`: admitted),
+    /// `limit-range`, `resource-quota`, `native-sidecars`,
     /// `duplicate-container-name`, `template`.
     pub check: &'static str,
     /// The rule (`restricted: capabilities`, `max cpu per Container`, `requests.memory`, ...).
@@ -279,6 +282,17 @@ pub struct Finding {
     pub container: Option<String>,
     /// What is wrong, with the figures.
     pub message: String,
+}
+
+impl Finding {
+    /// Whether the cluster would refuse the pod for it (a Pod Security `warn` or `audit`
+    /// finding admits it).
+    pub fn refuses(&self) -> bool {
+        !matches!(
+            self.check,
+            pod_security::WARN_CHECK | pod_security::AUDIT_CHECK
+        )
+    }
 }
 
 /// A node and its kubelet version.
@@ -295,6 +309,11 @@ pub struct NodeVersion {
 pub struct Admission {
     /// The namespace's `pod-security.kubernetes.io/enforce` level.
     pub pod_security: Option<pod_security::Level>,
+    /// The namespace's `warn` and `audit` Pod Security levels (their findings do not refuse:
+    /// [`Finding::refuses`]).
+    pub pod_security_warn: Option<pod_security::Level>,
+    /// The namespace's `audit` level.
+    pub pod_security_audit: Option<pod_security::Level>,
     /// The namespace's LimitRange objects.
     pub limit_ranges: Vec<Value>,
     /// The namespace's ResourceQuota objects (`spec.hard`, `status.used`).
@@ -319,9 +338,14 @@ pub fn preflight(preview: &PodPreview, admission: &Admission, replicas: u64) -> 
         Outcome::Injected(p) | Outcome::NotInjected(p) => p,
     };
     let mut out = Vec::new();
-    if let Some(level) = admission.pod_security {
-        out.extend(pod_security::check(pod, level));
-    }
+    out.extend(pod_security::check_modes(
+        pod,
+        &pod_security::Modes {
+            enforce: admission.pod_security,
+            warn: admission.pod_security_warn,
+            audit: admission.pod_security_audit,
+        },
+    ));
     for lr in &admission.limit_ranges {
         out.extend(limit_range::check(pod, lr));
     }
@@ -381,6 +405,53 @@ fn duplicate_names(pod: &Value) -> Vec<Finding> {
         }
     }
     out
+}
+
+/// Whether every one of `nodes` runs a kubelet with native sidecars, by the library's rule
+/// ([`node_supports_native`]; an unreadable version does not, no nodes at all do): auto mode's
+/// answer for a pod admitted unscheduled.
+pub fn every_node_native(nodes: &[NodeVersion]) -> bool {
+    nodes
+        .iter()
+        .all(|n| node_supports_native(&n.name, &n.kubelet_version, &mut Vec::new()))
+}
+
+/// The nodes as the native-sidecar decision asks about them, the every-node answer given.
+#[derive(Debug)]
+struct KnownNodes<'a> {
+    nodes: &'a [NodeVersion],
+    every_node: bool,
+}
+
+impl ClusterFacts for KnownNodes<'_> {
+    fn has_nodes(&self) -> bool {
+        true
+    }
+
+    fn kubelet_version(&self, name: &str) -> Option<String> {
+        self.nodes
+            .iter()
+            .find(|n| n.name == name)
+            .map(|n| n.kubelet_version.clone())
+    }
+
+    fn all_nodes_native(&self, _warnings: &mut Vec<String>) -> bool {
+        self.every_node
+    }
+}
+
+/// Native sidecars for `pod` in auto mode as the webhook decides at admission
+/// ([`detect_native_sidecars`]): by the node its `spec.nodeName` names when that node is known,
+/// else by every node (`every_node`, from [`every_node_native`]). A pod template names no node,
+/// so its pods get the every-node answer: on a cluster with some older kubelets, no native
+/// sidecars.
+pub fn auto_native_sidecars(pod: &Value, nodes: &[NodeVersion], every_node: bool) -> bool {
+    let node = pod
+        .pointer("/spec/nodeName")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let facts = KnownNodes { nodes, every_node };
+    detect_native_sidecars(NativeMode::Auto, &facts, node, &mut Vec::new())
 }
 
 /// Native sidecars (init containers with `restartPolicy: Always`) on a cluster with nodes whose
@@ -511,5 +582,26 @@ mod tests {
         assert_eq!(checks, ["duplicate-container-name", "native-sidecars"]);
         assert!(f[1].message.contains("n2 (v1.30.4)"), "{}", f[1].message);
         assert!(!f[1].message.contains("n1"), "{}", f[1].message);
+    }
+
+    #[test]
+    fn auto_mode_follows_the_named_node_else_every_node() {
+        let node = |name: &str, v: &str| NodeVersion {
+            name: name.into(),
+            kubelet_version: v.into(),
+        };
+        let mixed = [node("new", "v1.33.1"), node("old", "v1.30.4")];
+        let all_new = [node("a", "v1.34.0"), node("b", "1.33.0+k3s1")];
+        assert!(!every_node_native(&mixed));
+        assert!(every_node_native(&all_new));
+        assert!(every_node_native(&[]));
+        let template = json!({"spec": {"containers": [{"name": "app"}]}});
+        assert!(!auto_native_sidecars(&template, &mixed, false));
+        assert!(auto_native_sidecars(&template, &all_new, true));
+        let on = |n: &str| json!({"spec": {"nodeName": n, "containers": []}});
+        assert!(auto_native_sidecars(&on("new"), &mixed, false));
+        assert!(!auto_native_sidecars(&on("old"), &mixed, false));
+        // A node that is not there: the every-node answer, as Istio falls back.
+        assert!(!auto_native_sidecars(&on("gone"), &mixed, false));
     }
 }

@@ -18,7 +18,6 @@ use serde_json::{json, Value};
 
 use crate::cli::drift::{DriftArgs, DriftOutput};
 use crate::input;
-use outrigger_inject::decide::native::NativeMode;
 
 /// Fields listed under a pod in the table; the rest are counted.
 const TABLE_FIELDS: usize = 10;
@@ -37,7 +36,11 @@ pub fn run(args: &DriftArgs) -> Result<ExitCode> {
     let setup = crate::config_source::Setup::load(&args.cluster, &args.files, &args.revision)?;
     let opts = setup.options(args.native_sidecars, false);
     let Some(filename) = &args.filename else {
-        return cluster::run(args, &opts, native_auto(args.native_sidecars));
+        return cluster::run(
+            args,
+            &opts,
+            crate::config_source::native_auto(args.native_sidecars),
+        );
     };
     let source = input::name(filename);
     let mut text = String::new();
@@ -62,16 +65,6 @@ pub fn run(args: &DriftArgs) -> Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
-}
-
-/// Whether the native-sidecar mode is auto: `--native-sidecars auto`, or without the flag
-/// `ENABLE_NATIVE_SIDECARS=auto`. Against a cluster, auto is judged per pod by its node; offline
-/// it is off.
-fn native_auto(flag: Option<NativeMode>) -> bool {
-    match flag {
-        Some(mode) => mode == NativeMode::Auto,
-        None => std::env::var("ENABLE_NATIVE_SIDECARS").is_ok_and(|v| v == "auto"),
-    }
 }
 
 /// Classify every pod template of the stream `text`.

@@ -19,12 +19,14 @@ use outrigger_inject::yaml;
 use serde_json::{json, Value};
 
 use crate::cli::preview::{PreviewArgs, PreviewOutput};
-use crate::config_source::Setup;
+use crate::config_source::{native_auto, Setup};
 use crate::drift_cmd::{columns, show};
 use crate::input;
 
 /// The pods of the cluster.
 mod cluster;
+/// Native sidecars in auto mode, decided by the cluster's nodes.
+mod native;
 
 /// Changed fields listed under a workload in the table; the rest are counted.
 const TABLE_FIELDS: usize = 10;
@@ -67,7 +69,9 @@ pub(crate) struct Row {
 
 impl Row {
     fn refused(&self) -> bool {
-        self.findings.iter().any(|(_, o)| *o != Origin::Workload)
+        self.findings
+            .iter()
+            .any(|(f, o)| *o != Origin::Workload && f.refuses())
     }
 
     fn changed(&self) -> bool {
@@ -85,6 +89,9 @@ impl Row {
 pub(crate) struct Configs<'a> {
     current: KubeInjectOptions<'a>,
     candidate: KubeInjectOptions<'a>,
+    /// Whether each (current, candidate) is in auto native-sidecar mode: with the nodes known
+    /// (`--kube`), decided per pod template as the webhook decides ([`native`]).
+    auto: (bool, bool),
 }
 
 /// Run `outrigger preview`.
@@ -104,6 +111,10 @@ pub fn run(args: &PreviewArgs) -> Result<ExitCode> {
             args.candidate.native_sidecars.or(args.native_sidecars),
             false,
         ),
+        auto: (
+            native_auto(args.native_sidecars),
+            native_auto(args.candidate.native_sidecars.or(args.native_sidecars)),
+        ),
     };
     let rows = match &args.filename {
         Some(filename) => {
@@ -116,7 +127,9 @@ pub fn run(args: &PreviewArgs) -> Result<ExitCode> {
             let facts = if args.cluster.kube {
                 let namespaces: BTreeSet<String> =
                     templates.iter().map(|t| t.1.namespace.clone()).collect();
-                cluster::admission_for(args, &namespaces)?
+                let facts = cluster::admission_for(args, &namespaces)?;
+                native::report(&configs, facts.nodes.as_deref());
+                facts
             } else {
                 Facts::default()
             };
@@ -238,8 +251,9 @@ pub(crate) fn evaluate(
     replicas: u64,
     document: Option<(usize, String)>,
 ) -> Row {
-    let cur = kube_inject::inject_params(&configs.current, workload.clone());
-    let cand = kube_inject::inject_params(&configs.candidate, workload.clone());
+    let mut cur = kube_inject::inject_params(&configs.current, workload.clone());
+    let mut cand = kube_inject::inject_params(&configs.candidate, workload.clone());
+    native::decide(pod, configs, admission, &mut cur, &mut cand);
     let preview = preview::preview_pod(pod, (&cur, wanted.0), (&cand, wanted.1));
     let findings = preview::preflight(&preview, admission, replicas);
     let key = |f: &Finding| (f.check, f.rule.clone(), f.container.clone());
@@ -305,7 +319,7 @@ fn table(rows: &[Row]) -> String {
             let refused = r
                 .findings
                 .iter()
-                .filter(|(_, o)| *o != Origin::Workload)
+                .filter(|(f, o)| *o != Origin::Workload && f.refuses())
                 .count();
             let preflight = if refused > 0 {
                 format!("refused ({refused})")

@@ -295,3 +295,134 @@ fn a_rollout_that_hangs_times_out_and_stops_there() {
     assert_eq!(api.lock().rollouts.log, ["patched deployments/shop/api"]);
     assert!(restarted_at(&api, "deployments", "web").is_none());
 }
+
+/// `(resource, name, resourceVersion, generation)` of the three restartable workloads.
+fn versions(api: &FakeApi) -> Vec<(String, String, Value, Value)> {
+    [
+        ("deployments", "api"),
+        ("deployments", "web"),
+        ("statefulsets", "db"),
+    ]
+    .iter()
+    .map(|(r, n)| {
+        let c = api.lock();
+        let o = c.get(r, "shop", n).expect("workload");
+        (
+            r.to_string(),
+            n.to_string(),
+            o["metadata"]["resourceVersion"].clone(),
+            o["metadata"]["generation"].clone(),
+        )
+    })
+    .collect()
+}
+
+/// The requests with `dryRun=All`.
+fn dry_runs(api: &FakeApi) -> Vec<String> {
+    api.lock()
+        .queries
+        .iter()
+        .filter(|q| q.contains("dryRun=All"))
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn a_server_dry_run_sends_each_patch_with_dry_run_and_stores_nothing() {
+    // --yes or not: a dry run changes nothing, as kubectl's.
+    for (test, flags) in [
+        ("restart-server-dry-run", &["--dry-run", "server"][..]),
+        (
+            "restart-server-dry-run-yes",
+            &["--dry-run=server", "--yes"][..],
+        ),
+    ] {
+        let api = cluster(|c| c.put(pdb("api-pdb", "api", 0)));
+        let before = versions(&api);
+        let (run, _dir) = restart(&api, test, flags);
+        let out = run.exited(1);
+        assert!(!out.contains("nothing was changed"), "{out}");
+        let sent = dry_runs(&api);
+        assert_eq!(sent.len(), 3, "{sent:#?}");
+        assert!(
+            sent[0].starts_with("PATCH /apis/apps/v1/namespaces/shop/deployments/api?"),
+            "{sent:#?}"
+        );
+        assert!(sent.iter().all(|q| q.starts_with("PATCH ")), "{sent:#?}");
+        assert_eq!(writes(&api).len(), 3, "only the dry-run patches");
+        assert_eq!(versions(&api), before, "nothing stored");
+        assert!(api.lock().rollouts.log.is_empty());
+        assert!(restarted_at(&api, "deployments", "api").is_none());
+        for what in [
+            "Deployment shop/api restarted (server dry run)",
+            "Deployment shop/web restarted (server dry run)",
+            "StatefulSet shop/db restarted (server dry run)",
+            "PodDisruptionBudget api-pdb allows no disruption now",
+        ] {
+            assert!(run.stderr.contains(what), "{what}: {}", run.stderr);
+        }
+        // The PDB is reported, not waited for: read once per workload.
+        let polls = api
+            .requests()
+            .iter()
+            .filter(|r| r.ends_with("/poddisruptionbudgets"))
+            .count();
+        assert_eq!(polls, 3);
+    }
+}
+
+#[test]
+fn a_server_dry_run_reports_every_refusal_and_fails() {
+    let api = cluster(|c| {
+        c.forbidden
+            .push("PATCH /apis/apps/v1/namespaces/shop/deployments/api".into());
+    });
+    let before = versions(&api);
+    let (run, _dir) = restart(
+        &api,
+        "restart-server-dry-run-refused",
+        &["--dry-run=server"],
+    );
+    let err = run.failure();
+    assert_eq!(run.code, Some(2));
+    assert!(
+        err.contains("the API server refused the restart of Deployment shop/api (server dry run; nothing was changed)"),
+        "{err}"
+    );
+    assert!(
+        run.stderr
+            .contains("Deployment shop/api refused (server dry run)")
+            && run.stderr.contains("cannot patch resource \"deployments\""),
+        "{}",
+        run.stderr
+    );
+    // The others were still sent and judged (the refused one was sent too).
+    assert!(
+        run.stderr
+            .contains("StatefulSet shop/db restarted (server dry run)"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(dry_runs(&api).len(), 3);
+    assert_eq!(versions(&api), before);
+}
+
+#[test]
+fn a_client_dry_run_sends_nothing_even_with_yes() {
+    let api = cluster(|_| {});
+    let (run, _dir) = restart(
+        &api,
+        "restart-client-dry-run",
+        &["--dry-run=client", "--yes"],
+    );
+    let out = run.exited(1);
+    assert!(
+        out.contains("nothing was changed (client dry run)"),
+        "{out}"
+    );
+    assert_eq!(writes(&api), Vec::<String>::new());
+    assert!(api.lock().rollouts.log.is_empty());
+    let (run, _dir) = restart(&api, "restart-bad-dry-run", &["--dry-run=maybe"]);
+    assert_eq!(run.code, Some(2), "{}", run.stderr);
+    assert!(run.stderr.contains("maybe"), "{}", run.stderr);
+}

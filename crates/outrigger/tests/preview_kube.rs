@@ -198,6 +198,61 @@ fn a_restricted_namespace_refuses_istio_init() {
     );
 }
 
+/// A `warn` (or `audit`) level stricter than the enforced one admits the pod: its findings are
+/// listed under their own check and do not make the exit status 3.
+#[test]
+fn a_warn_level_lists_what_it_would_say_without_refusing() {
+    let api = cluster(|c| {
+        let labels = &mut c.get_mut("namespaces", "", "shop").expect("shop")["metadata"]["labels"];
+        labels["pod-security.kubernetes.io/enforce"] = json!("baseline");
+        labels["pod-security.kubernetes.io/warn"] = json!("restricted");
+    });
+    let (run, _dir) = preview(
+        &api,
+        "preview-psa-warn",
+        &["--candidate-revision", "default"],
+    );
+    let rows = json_rows(run.exited(3));
+    let f = findings(&rows);
+    // Baseline is enforced: istio-init's NET_ADMIN/NET_RAW is refused ...
+    assert!(
+        f.iter().any(|(check, r, c, _)| check == "pod-security"
+            && r == "baseline: non-default capabilities"
+            && c == "istio-init"),
+        "{f:#?}"
+    );
+    // ... and restricted's own rules are warnings.
+    assert!(
+        f.iter().any(|(check, r, c, _)| check == "pod-security-warn"
+            && r == "restricted: runAsUser=0"
+            && c == "istio-init"),
+        "{f:#?}"
+    );
+    assert!(
+        f.iter()
+            .all(|(check, r, ..)| check != "pod-security" || r.starts_with("baseline:")),
+        "{f:#?}"
+    );
+
+    let api = cluster(|c| {
+        c.get_mut("namespaces", "", "shop").expect("shop")["metadata"]["labels"]
+            ["pod-security.kubernetes.io/audit"] = json!("restricted");
+    });
+    let (run, _dir) = preview(
+        &api,
+        "preview-psa-audit",
+        &["--candidate-revision", "default"],
+    );
+    let rows = json_rows(run.exited(0));
+    let f = findings(&rows);
+    assert!(!f.is_empty(), "{rows:#?}");
+    assert!(
+        f.iter().all(|(check, ..)| check == "pod-security-audit"),
+        "{f:#?}"
+    );
+    assert_eq!(rows[0]["refused"], json!(false));
+}
+
 #[test]
 fn a_limitrange_max_below_the_sidecars_limit_is_refused() {
     let api = cluster(|c| {
@@ -300,6 +355,69 @@ fn native_sidecars_on_an_old_kubelet_are_refused() {
             .any(|c| c["path"] == "spec.initContainers[istio-proxy]"
                 && c["cause"] == "native sidecars"),
         "{rows:#?}"
+    );
+}
+
+/// Auto mode is decided by the nodes as Istio's webhook decides a pod not yet scheduled: every
+/// node must run kubelet 1.33 or later. One older node turns native sidecars off for the
+/// workload's pods (nothing changes, nothing refused); with only new nodes they are on.
+#[test]
+fn auto_native_sidecars_are_decided_by_every_node() {
+    let api = cluster(|_| {});
+    let flags = ["--candidate-native-sidecars", "auto"];
+    let (run, _dir) = preview(&api, "preview-auto-new", &flags);
+    let rows = json_rows(run.exited(1));
+    assert!(findings(&rows).is_empty(), "{rows:#?}");
+    assert!(
+        rows[0]["changes"]
+            .as_array()
+            .expect("changes")
+            .iter()
+            .any(|c| c["path"] == "spec.initContainers[istio-proxy]"
+                && c["cause"] == "native sidecars"),
+        "{rows:#?}"
+    );
+    assert!(
+        run.stderr
+            .contains("native sidecars (auto mode, the candidate): on")
+            && run.stderr.contains("all 1 nodes run kubelet 1.33 or later"),
+        "{}",
+        run.stderr
+    );
+
+    let api = cluster(|c| c.put(node("node-2", "v1.28.5")));
+    let (run, _dir) = preview(&api, "preview-auto-mixed", &flags);
+    let rows = json_rows(run.exited(0));
+    assert_eq!(rows[0]["changes"], json!([]), "{rows:#?}");
+    assert!(findings(&rows).is_empty(), "{rows:#?}");
+    assert!(
+        run.stderr
+            .contains("native sidecars (auto mode, the candidate): off")
+            && run.stderr.contains("1 of 2 nodes")
+            && run.stderr.contains("node-2 (v1.28.5)"),
+        "{}",
+        run.stderr
+    );
+
+    // The configuration in force in auto mode on the new cluster: the same on both sides.
+    let api = cluster(|_| {});
+    let (run, _dir) = preview(
+        &api,
+        "preview-auto-both",
+        &[
+            "--native-sidecars",
+            "auto",
+            "--candidate-revision",
+            "default",
+        ],
+    );
+    let rows = json_rows(run.exited(0));
+    assert_eq!(rows[0]["changes"], json!([]), "{rows:#?}");
+    assert!(
+        run.stderr
+            .contains("native sidecars (auto mode, both configurations): on"),
+        "{}",
+        run.stderr
     );
 }
 

@@ -54,18 +54,41 @@ pub struct DriftArgs {
     pub restart: RestartArgs,
 }
 
+/// `--dry-run` of `drift --restart`, kubectl's values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DryRun {
+    /// Not a dry run: with --yes the workloads are restarted.
+    None,
+    /// The plan only; nothing is sent.
+    Client,
+    /// Each restart's patch is sent with `dryRun=All`: admitted and validated, never stored.
+    Server,
+}
+
 /// Flags of `drift --kube --restart`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct RestartArgs {
     /// With --kube: re-roll the drifted Deployments, StatefulSets and DaemonSets one at a time
     /// (the pod template annotation `kubectl.kubernetes.io/restartedAt`, as `kubectl rollout
     /// restart`), each after its PodDisruptionBudgets allow a disruption and once the one
-    /// before has rolled out. Prints the plan only, unless --yes.
+    /// before has rolled out. Prints the plan only, unless --yes (or --dry-run=server, which
+    /// has the API server judge each restart without storing it).
     #[arg(long = "restart", requires = "kube", conflicts_with = "filename")]
     pub restart: bool,
     /// With --restart: carry the plan out (without it nothing is changed).
     #[arg(long = "yes", requires = "restart")]
     pub yes: bool,
+    /// With --restart, as kubectl's --dry-run: `none` restarts with --yes (else prints the
+    /// plan), `client` only prints the plan, `server` sends each restart's patch with
+    /// `dryRun=All` (the API server's admission and validation run, nothing is stored) and
+    /// reports what it answered. A dry run changes nothing, with or without --yes.
+    #[arg(
+        long = "dry-run",
+        value_enum,
+        default_value = "none",
+        requires = "restart"
+    )]
+    pub dry_run: DryRun,
     /// With --restart: how long to wait, for each workload, for its PodDisruptionBudgets to
     /// allow a disruption and then for its rollout to complete (Go duration: 90s, 5m, 1h).
     #[arg(long = "timeout", default_value = "5m", requires = "restart",

@@ -25,6 +25,16 @@ pub fn native_mode(flag: Option<NativeMode>, env: Option<&str>) -> (NativeMode, 
     }
 }
 
+/// Whether the native-sidecar mode is auto: `--native-sidecars auto`, or without the flag
+/// `ENABLE_NATIVE_SIDECARS=auto`. Against a cluster, auto is judged per pod by its node; offline
+/// it is off.
+pub fn native_auto(flag: Option<NativeMode>) -> bool {
+    match flag {
+        Some(mode) => mode == NativeMode::Auto,
+        None => std::env::var("ENABLE_NATIVE_SIDECARS").is_ok_and(|v| v == "auto"),
+    }
+}
+
 /// Offline native-sidecar decision: an explicit `true`/`false` wins, else (no flag or `auto`)
 /// `ENABLE_NATIVE_SIDECARS=true` (`auto` and empty mean off offline). A value Istio does not know
 /// is off, with a warning on stderr naming the variable and the accepted values.

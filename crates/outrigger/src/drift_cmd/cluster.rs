@@ -154,12 +154,18 @@ pub fn run(args: &DriftArgs, opts: &KubeInjectOptions<'_>, per_node: bool) -> Re
             });
         let owners = super::restart::owners(drifted);
         // The plan follows the table; with -o json standard output stays JSON.
-        let plan = super::restart::plan(&owners, args.restart.yes);
+        let plan = super::restart::plan(&owners, &args.restart);
         match args.output {
             DriftOutput::Table => print!("{plan}"),
             DriftOutput::Json => eprint!("{plan}"),
         }
-        if args.restart.yes {
+        if args.restart.dry_run == crate::cli::drift::DryRun::Server {
+            rt.block_on(super::restart::server_dry_run(
+                client.client.clone(),
+                &owners,
+            ))
+            .map_err(|e| client.explain(e))?;
+        } else if super::restart::acts(&args.restart) {
             rt.block_on(super::restart::run(
                 client.client.clone(),
                 &owners,

@@ -2,7 +2,9 @@
 //! restart` re-rolls one (a strategic merge patch of the pod template annotation
 //! `kubectl.kubernetes.io/restartedAt`), each only once its PodDisruptionBudgets allow a
 //! disruption (`status.disruptionsAllowed > 0`) and the workload before it has rolled out (as
-//! `kubectl rollout status` judges). Without `--yes` only the plan is printed. Bare pods,
+//! `kubectl rollout status` judges). Without `--yes` only the plan is printed; `--dry-run` takes
+//! kubectl's values (`client`: the plan; `server`: each patch sent with `dryRun=All`, which the
+//! API server admits and validates without storing, and its answer reported). Bare pods,
 //! Jobs, CronJobs and ReplicaSets no Deployment owns are never touched: a restart of theirs
 //! would be a deletion.
 
@@ -16,7 +18,7 @@ use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use serde_json::{json, Value};
 
-use crate::cli::drift::RestartArgs;
+use crate::cli::drift::{DryRun, RestartArgs};
 use crate::kube::client::api_error;
 use crate::kube::objects;
 
@@ -61,8 +63,14 @@ fn why_not(kind: &str) -> &'static str {
     }
 }
 
-/// The plan: which owners are restarted, in order, and which are not, with why.
-pub fn plan(owners: &[Owner], yes: bool) -> String {
+/// Whether `args` restart for real: `--yes` and not a dry run.
+pub fn acts(args: &RestartArgs) -> bool {
+    args.yes && args.dry_run == DryRun::None
+}
+
+/// The plan: which owners are restarted, in order, and which are not, with why; it ends
+/// saying that nothing was changed unless `args` act or send a server dry run.
+pub fn plan(owners: &[Owner], args: &RestartArgs) -> String {
     let mut out = String::new();
     let (restart, skip): (Vec<&Owner>, Vec<&Owner>) =
         owners.iter().partition(|o| resource(&o.kind).is_some());
@@ -90,10 +98,108 @@ pub fn plan(owners: &[Owner], yes: bool) -> String {
             why_not(&o.kind)
         ));
     }
-    if !yes && !restart.is_empty() {
-        out.push_str("nothing was changed: pass --yes to restart them\n");
+    if !restart.is_empty() {
+        match args.dry_run {
+            DryRun::None if !args.yes => {
+                out.push_str("nothing was changed: pass --yes to restart them\n");
+            }
+            DryRun::Client => out.push_str("nothing was changed (client dry run)\n"),
+            _ => {}
+        }
     }
     out
+}
+
+/// `--dry-run=server`: each restartable owner's restart patch sent with `dryRun=All`, in the
+/// plan's order, none waited for (nothing rolls out). A PodDisruptionBudget that allows no
+/// disruption now is reported (a real run would wait for it). Every owner is tried; those the
+/// API server refuses make the error, each with its refusal.
+pub async fn server_dry_run(client: Client, owners: &[Owner]) -> Result<()> {
+    let mut refused = Vec::new();
+    for o in owners.iter().filter(|o| resource(&o.kind).is_some()) {
+        let what = format!("{} {}/{}", o.kind, o.namespace, o.name);
+        match dry_run_one(client.clone(), o).await {
+            Ok(blocking) => {
+                eprintln!("{what} restarted (server dry run)");
+                if !blocking.is_empty() {
+                    eprintln!(
+                        "  PodDisruptionBudget {} allows no disruption now: a restart would wait \
+                         for it",
+                        blocking.join(", ")
+                    );
+                }
+            }
+            Err(e) => {
+                eprintln!(
+                    "{what} refused (server dry run): {}",
+                    crate::report::chain(&e)
+                );
+                refused.push(what);
+            }
+        }
+    }
+    if refused.is_empty() {
+        Ok(())
+    } else {
+        bail!(
+            "the API server refused the restart of {} (server dry run; nothing was changed)",
+            refused.join(", ")
+        )
+    }
+}
+
+/// One owner's server dry run: its blocking PodDisruptionBudgets now, then the patch with
+/// `dryRun=All`.
+async fn dry_run_one(client: Client, o: &Owner) -> Result<Vec<String>> {
+    let ar = resource(&o.kind).ok_or_else(|| anyhow!("{} cannot be restarted", o.kind))?;
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &o.namespace, &ar);
+    let object = api
+        .get(&o.name)
+        .await
+        .map_err(|e| api_error(e).context(format!("reading {} {}", o.kind, o.name)))?;
+    let object = serde_json::to_value(object).context("encoding the workload")?;
+    let blocking = blocking_pdbs(client, o, &object).await?;
+    let params = PatchParams {
+        dry_run: true,
+        ..PatchParams::default()
+    };
+    api.patch(&o.name, &params, &Patch::Strategic(&restart_patch()))
+        .await
+        .map_err(|e| api_error(e).context(format!("patching {} {}", o.kind, o.name)))?;
+    Ok(blocking)
+}
+
+/// The names of `o`'s PodDisruptionBudgets (those selecting `object`'s pod template) that allow
+/// no disruption now.
+async fn blocking_pdbs(client: Client, o: &Owner, object: &Value) -> Result<Vec<String>> {
+    let labels = object
+        .pointer("/spec/template/metadata/labels")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
+    let pdbs = objects::list::<PodDisruptionBudget>(client, Some(&o.namespace), 500).await?;
+    Ok(pdbs
+        .iter()
+        .filter(|p| selects(p.pointer("/spec/selector"), &labels))
+        .filter(|p| {
+            p.pointer("/status/disruptionsAllowed")
+                .and_then(Value::as_i64)
+                .unwrap_or(0)
+                <= 0
+        })
+        .map(|p| {
+            p.pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        })
+        .collect())
+}
+
+/// The patch `kubectl rollout restart` sends: the pod template annotated with the time.
+fn restart_patch() -> Value {
+    json!({"spec": {"template": {"metadata": {"annotations": {
+        RESTARTED_AT: now_rfc3339()
+    }}}}})
 }
 
 /// Restart the restartable `owners` one at a time.
@@ -133,30 +239,9 @@ async fn restart_one(client: Client, o: &Owner, args: &RestartArgs) -> Result<()
         serde_json::to_value(obj).context("encoding the workload")
     };
     let object = read().await?;
-    let labels = object
-        .pointer("/spec/template/metadata/labels")
-        .cloned()
-        .unwrap_or_else(|| json!({}));
     let deadline = Instant::now() + args.timeout;
     loop {
-        let pdbs =
-            objects::list::<PodDisruptionBudget>(client.clone(), Some(&o.namespace), 500).await?;
-        let blocking: Vec<String> = pdbs
-            .iter()
-            .filter(|p| selects(p.pointer("/spec/selector"), &labels))
-            .filter(|p| {
-                p.pointer("/status/disruptionsAllowed")
-                    .and_then(Value::as_i64)
-                    .unwrap_or(0)
-                    <= 0
-            })
-            .map(|p| {
-                p.pointer("/metadata/name")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_string()
-            })
-            .collect();
+        let blocking = blocking_pdbs(client.clone(), o, &object).await?;
         if blocking.is_empty() {
             break;
         }
@@ -177,12 +262,13 @@ async fn restart_one(client: Client, o: &Owner, args: &RestartArgs) -> Result<()
         );
         tokio::time::sleep(args.poll_interval.min(remaining(deadline))).await;
     }
-    let patch = json!({"spec": {"template": {"metadata": {"annotations": {
-        RESTARTED_AT: now_rfc3339()
-    }}}}});
-    api.patch(&o.name, &PatchParams::default(), &Patch::Strategic(&patch))
-        .await
-        .map_err(|e| api_error(e).context(format!("patching {} {}", o.kind, o.name)))?;
+    api.patch(
+        &o.name,
+        &PatchParams::default(),
+        &Patch::Strategic(&restart_patch()),
+    )
+    .await
+    .map_err(|e| api_error(e).context(format!("patching {} {}", o.kind, o.name)))?;
     let deadline = Instant::now() + args.timeout;
     loop {
         let object = read().await?;
@@ -440,13 +526,28 @@ mod tests {
             name: name.into(),
             pods: 1,
         };
-        let p = plan(
-            &[o("Deployment", "web"), o("Pod", "debug"), o("Job", "once")],
-            false,
-        );
+        let args = |yes: bool, dry_run: DryRun| RestartArgs {
+            restart: true,
+            yes,
+            dry_run,
+            timeout: Duration::from_secs(1),
+            poll_interval: Duration::from_secs(1),
+        };
+        let owners = [o("Deployment", "web"), o("Pod", "debug"), o("Job", "once")];
+        let p = plan(&owners, &args(false, DryRun::None));
         assert!(p.contains("1. Deployment shop/web"), "{p}");
         assert!(p.contains("not restarted: Pod shop/debug"), "{p}");
         assert!(p.contains("not restarted: Job shop/once"), "{p}");
         assert!(p.contains("pass --yes"), "{p}");
+        let client = plan(&owners, &args(true, DryRun::Client));
+        assert!(
+            client.ends_with("nothing was changed (client dry run)\n"),
+            "{client}"
+        );
+        for acting in [args(true, DryRun::None), args(false, DryRun::Server)] {
+            assert!(!plan(&owners, &acting).contains("nothing was changed"));
+        }
+        assert!(acts(&args(true, DryRun::None)));
+        assert!(!acts(&args(true, DryRun::Server)) && !acts(&args(true, DryRun::Client)));
     }
 }

@@ -14,7 +14,7 @@ use k8s_openapi::api::core::v1::{LimitRange, Node, ResourceQuota};
 use outrigger_inject::decide::inject_required;
 use outrigger_inject::drift::selecting_revision;
 use outrigger_inject::kube_inject::{self, KubeInjectOptions};
-use outrigger_inject::preview::pod_security::{Level, ENFORCE_LABEL};
+use outrigger_inject::preview::pod_security::{Level, AUDIT_LABEL, ENFORCE_LABEL, WARN_LABEL};
 use outrigger_inject::preview::{Admission, NodeVersion, Outcome};
 use serde_json::{Map, Value};
 
@@ -77,13 +77,20 @@ async fn namespace_facts(
 ) -> Result<BTreeMap<String, Admission>> {
     let mut out: BTreeMap<String, Admission> = BTreeMap::new();
     for (ns, l) in labels {
-        let level = l.get(ENFORCE_LABEL).and_then(Value::as_str);
-        out.entry(ns.clone()).or_default().pod_security = level.and_then(Level::parse);
-        if let Some(v) = level.filter(|v| Level::parse(v).is_none()) {
-            eprintln!(
-                "warning: namespace {ns} has {ENFORCE_LABEL}={v}, not a Pod Security level \
-                 (privileged, baseline, restricted); not checked"
-            );
+        let a = out.entry(ns.clone()).or_default();
+        for (label, slot) in [
+            (ENFORCE_LABEL, &mut a.pod_security),
+            (WARN_LABEL, &mut a.pod_security_warn),
+            (AUDIT_LABEL, &mut a.pod_security_audit),
+        ] {
+            let level = l.get(label).and_then(Value::as_str);
+            *slot = level.and_then(Level::parse);
+            if let Some(v) = level.filter(|v| Level::parse(v).is_none()) {
+                eprintln!(
+                    "warning: namespace {ns} has {label}={v}, not a Pod Security level \
+                     (privileged, baseline, restricted); not checked"
+                );
+            }
         }
     }
     let ns_of = |o: &Value| {
@@ -178,6 +185,7 @@ pub(crate) fn rows(args: &PreviewArgs, configs: &Configs<'_>) -> Result<Vec<Row>
                 .map_err(explain)?,
             nodes: nodes(client.clone()).await,
         };
+        super::native::report(configs, facts.nodes.as_deref());
         let mut rows = Vec::new();
         let mut counts = Counts::default();
         let chunk = args.scope.chunk_size;

@@ -13,7 +13,8 @@
 //!   generation and its status catches up a tick later, unless made to hang
 //!   ([`super::controllers`]).
 //! - Verbs: GET (one object, or a list honouring `fieldSelector=metadata.name=...`), watch
-//!   (`?watch=true`), POST (create), PUT (replace), PATCH (merge and strategic merge).
+//!   (`?watch=true`), POST (create), PUT (replace), PATCH (merge and strategic merge); PUT and
+//!   PATCH with `?dryRun=All` are checked and answered, not stored ([`dry_run_write`]).
 //! - Errors are `Status` objects (`kind: Status`, `reason`, `code`, `details`): 404 NotFound,
 //!   403 Forbidden (RBAC rules of the test), 409 AlreadyExists and Conflict (a stale
 //!   `resourceVersion`), 410 Expired (a watch from a compacted version), 415
@@ -651,7 +652,12 @@ async fn answer(cluster: &Mutex<Cluster>, req: Request<hyper::body::Incoming>) -
             } else {
                 None
             };
-            match c.write(t.resource, t.namespace, name, &parsed, patch) {
+            let write = if query.split('&').any(|kv| kv == "dryRun=All") {
+                dry_run_write
+            } else {
+                Cluster::write
+            };
+            match write(&mut c, t.resource, t.namespace, name, &parsed, patch) {
                 Ok(next) => (200, next),
                 Err(e) => e,
             }
@@ -776,6 +782,36 @@ fn unsupported(content_type: &str) -> (u16, Value) {
          application/apply-patch+yaml"
     );
     (415, status(415, "UnsupportedMediaType", &msg))
+}
+
+/// A PUT or PATCH with `?dryRun=All`, as the API server answers it: checked as [`Cluster::write`]
+/// checks (RBAC before it, [`update`]'s validation), the object it would store returned (a spec
+/// change raises `metadata.generation`, as the workload's registry strategy does), and nothing
+/// stored: the stored `resourceVersion` stays, no watch sees a change, no rollout starts.
+fn dry_run_write(
+    c: &mut Cluster,
+    resource: &str,
+    ns: &str,
+    name: &str,
+    incoming: &Value,
+    patch: Option<PatchType>,
+) -> Result<Value, (u16, Value)> {
+    let Some(stored) = c.get(resource, ns, name) else {
+        let t = Target {
+            group: resource_type(resource).map_or("", |r| r.0),
+            resource,
+            namespace: ns,
+            name: Some(name),
+        };
+        return Err(not_found(&t));
+    };
+    let mut next = update(stored, incoming, patch)?;
+    if stored.get("spec") != next.get("spec") && stored["metadata"].get("generation").is_some() {
+        let generation = stored["metadata"]["generation"].as_i64().unwrap_or(1) + 1;
+        next["metadata"]["generation"] = json!(generation);
+    }
+    next["metadata"]["resourceVersion"] = stored["metadata"]["resourceVersion"].clone();
+    Ok(next)
 }
 
 /// The patch types the fake applies. JSON Patch and server-side apply are not modelled: a PATCH
