@@ -100,6 +100,8 @@ run() {
   local before_inj before after
   before_inj=$(metric outrigger_injections_total)
   before=$(ticks "$pid")
+  # h2load appends to its log: without this, percentiles would mix in every earlier run.
+  rm -f "$work/h2load.log"
   h2load -c "$CLIENTS" -m "$STREAMS" -n "$n" -H 'content-type: application/json' \
     -d "$work/$class.json" --log-file "$work/h2load.log" "$url" > "$work/h2load.out"
   after=$(ticks "$pid")
