@@ -7,7 +7,6 @@
 //! That our reading of each fixture equals Go's is checked by the `go_yaml` differential test.
 
 mod harness;
-#[allow(dead_code)]
 mod support;
 
 use serde_json::Value;
