@@ -83,17 +83,23 @@ impl Resp {
     }
 }
 
-/// TLS client config trusting only the given PEM CAs, with the given ALPN protocols.
-pub fn client_config(cas: &[&[u8]], alpn: &[&[u8]], tls12_only: bool) -> rustls::ClientConfig {
+/// The root store of a client: the certificates of the PEM bundles `cas`.
+fn trusted(cas: &[&[u8]]) -> rustls::RootCertStore {
+    use rustls::pki_types::pem::PemObject;
     let mut roots = rustls::RootCertStore::empty();
     for pem in cas {
-        use rustls::pki_types::pem::PemObject;
         for cert in rustls::pki_types::CertificateDer::pem_slice_iter(pem) {
             roots
                 .add(cert.expect("CA PEM parses"))
                 .expect("CA is a valid certificate");
         }
     }
+    roots
+}
+
+/// TLS client config trusting only the given PEM CAs, with the given ALPN protocols.
+pub fn client_config(cas: &[&[u8]], alpn: &[&[u8]], tls12_only: bool) -> rustls::ClientConfig {
+    let roots = trusted(cas);
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = rustls::ClientConfig::builder_with_provider(provider);
     let builder = if tls12_only {
@@ -116,12 +122,7 @@ pub fn client_config_with_cert(
 ) -> rustls::ClientConfig {
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-    let mut roots = rustls::RootCertStore::empty();
-    for pem in cas {
-        for cert in CertificateDer::pem_slice_iter(pem) {
-            roots.add(cert.expect("CA PEM parses")).expect("valid CA");
-        }
-    }
+    let roots = trusted(cas);
     let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(chain_pem)
         .map(|c| c.expect("certificate PEM parses"))
         .collect();
