@@ -1,6 +1,7 @@
 //! `outrigger drift -f manifests` end to end: the states, the fields, the formats and the exit
 //! statuses (0 nothing drifted, 1 drift, 2 error), on manifests injected by `outrigger inject`.
 
+#[allow(dead_code)] // the helpers of the inject tests; this file uses some
 mod support;
 
 use serde_json::Value;

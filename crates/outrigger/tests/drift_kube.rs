@@ -7,6 +7,7 @@
 #[path = "../../outrigger-inject/tests/model/apiserver.rs"]
 mod apiserver;
 mod common;
+#[allow(dead_code)] // the helpers of the inject tests; this file uses some
 mod support;
 
 use common::kube_api::{self, Cluster, FakeApi};

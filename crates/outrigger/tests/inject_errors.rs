@@ -2,6 +2,7 @@
 //! nothing or give a pod Kubernetes refuses, and bad input (issue 2, item 7): a non-zero exit,
 //! a message naming the cause, never a panic.
 
+#[allow(dead_code)] // the helpers of the inject tests; this file uses some
 mod support;
 
 use support::{docs, fixture, hello, names_at, read, repo_root, single, Inject, TempDir};

@@ -2,6 +2,7 @@
 //! input and output (`-f -`, `-o`), `--diff`, native sidecars, the configuration files
 //! (`--valuesFile`, `--meshConfigFile`, `--injectConfigFile`), `--revision` and `--reinject`.
 
+#[allow(dead_code)] // the helpers of the inject tests; this file uses some
 mod support;
 
 use serde_json::{json, Value};

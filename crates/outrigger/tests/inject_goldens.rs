@@ -3,6 +3,7 @@
 //! produced with the embedded default configuration. Run with `UPDATE_GOLDEN=1` to regenerate
 //! them, otherwise they are compared semantically (document by document, as parsed YAML).
 
+#[allow(dead_code)] // the helpers of the inject tests; this file uses some
 mod support;
 
 use serde_json::{json, Value};

@@ -2,6 +2,7 @@
 //! answer Go's errors or ours (never a stack overflow), deeply nested manifests are refused,
 //! the templates see only the environment they are allowed, and `-o` replaces its file safely.
 
+#[allow(dead_code)] // the helpers of the inject tests; this file uses some
 mod support;
 
 use std::os::unix::fs::PermissionsExt;

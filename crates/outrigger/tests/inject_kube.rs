@@ -3,6 +3,7 @@
 //! ConfigMap GET as the API server does: the object, a 404 `Status`, or a 403 RBAC `Status`.
 
 mod common;
+#[allow(dead_code)] // the helpers of the inject tests; this file uses some
 mod support;
 
 use common::kube_api::{self, configmap, Cluster, FakeApi};

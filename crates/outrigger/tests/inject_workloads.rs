@@ -3,6 +3,7 @@
 //! kind kube-inject injects, where it writes the pod, what passes through verbatim, what is
 //! skipped (host network, injection disabled) and large streams, document by document.
 
+#[allow(dead_code)] // the helpers of the inject tests; this file uses some
 mod support;
 
 use serde_json::{json, Value};

@@ -1,6 +1,5 @@
 //! Helpers of the `outrigger inject` integration tests: run the real binary, read fixtures,
 //! compare YAML streams semantically.
-#![allow(dead_code)] // each test binary takes some
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
