@@ -39,6 +39,11 @@ fn outrigger(args: &[&str], env: &[(&str, &str)]) -> Run {
 /// One failing invocation: its arguments, its environment, and a word its message must contain.
 type Case<'a> = (Vec<&'a str>, &'a [(&'a str, &'a str)], &'a str);
 
+/// A [`Case`] run with no environment of its own.
+fn case<'a>(args: &[&'a str], names: &'a str) -> Case<'a> {
+    (args.to_vec(), &[], names)
+}
+
 /// A scratch directory for this test binary.
 fn scratch() -> PathBuf {
     let dir = std::env::temp_dir().join(format!("outrigger-voice-{}", std::process::id()));
@@ -203,25 +208,23 @@ fn no_error_message_repeats_itself() {
     let home = [("HOME", tmp.as_str())];
     let missing = format!("{tmp}/missing.yaml");
     let cases: Vec<Case> = vec![
-        (
-            vec!["inject", "-f", &hello, "--valuesFile", &bad_values],
-            &[],
+        case(
+            &["inject", "-f", &hello, "--valuesFile", &bad_values],
             "global",
         ),
-        (vec!["inject", "-f", &no_kind], &[], "Kind"),
-        (
-            vec![
+        case(&["inject", "-f", &no_kind], "Kind"),
+        case(
+            &[
                 "inject",
                 "-f",
                 &hello,
                 "--injectConfigFile",
                 &unparsable_template,
             ],
-            &[],
             "sidecar",
         ),
-        (
-            vec![
+        case(
+            &[
                 "inject",
                 "-f",
                 &hello,
@@ -230,60 +233,51 @@ fn no_error_message_repeats_itself() {
                 "--valuesFile",
                 &values,
             ],
-            &[],
             "boom",
         ),
-        (
-            vec!["inject", "-f", &hello, "--valuesFile", &values_syntax],
-            &[],
+        case(
+            &["inject", "-f", &hello, "--valuesFile", &values_syntax],
             "line 1",
         ),
-        (
-            vec!["inject", "-f", &hello, "--meshConfigFile", &mesh_syntax],
-            &[],
+        case(
+            &["inject", "-f", &hello, "--meshConfigFile", &mesh_syntax],
             "line 1",
         ),
-        (vec!["inject", "-f", &wrong_type], &[], "containers"),
-        (vec!["inject", "-f", &tab_indent], &[], "line 4"),
-        (vec!["check", "-f", &tab_indent], &[], "line 4"),
-        (vec!["inject", "--nosuch"], &[], "--nosuch"),
-        (
-            vec!["inject", "-f", &hello, "--native-sidecars", "maybe"],
-            &[],
+        case(&["inject", "-f", &wrong_type], "containers"),
+        case(&["inject", "-f", &tab_indent], "line 4"),
+        case(&["check", "-f", &tab_indent], "line 4"),
+        case(&["inject", "--nosuch"], "--nosuch"),
+        case(
+            &["inject", "-f", &hello, "--native-sidecars", "maybe"],
             "maybe",
         ),
-        (vec!["drift", "-f", &bad_yaml], &[], "document 1"),
-        (vec!["inject", "-f", &tmp], &[], "directory"),
-        (vec!["inject", "-f", &missing], &[], "missing.yaml"),
-        (vec!["inject", "-f", &bad_yaml], &[], "line 9"),
-        (
-            vec!["inject", "-f", &hello, "--meshConfigFile", &values],
-            &[],
+        case(&["drift", "-f", &bad_yaml], "document 1"),
+        case(&["inject", "-f", &tmp], "directory"),
+        case(&["inject", "-f", &missing], "missing.yaml"),
+        case(&["inject", "-f", &bad_yaml], "line 9"),
+        case(
+            &["inject", "-f", &hello, "--meshConfigFile", &values],
             "--valuesFile",
         ),
-        (
-            vec!["inject", "-f", &hello, "--valuesFile", &config],
-            &[],
+        case(
+            &["inject", "-f", &hello, "--valuesFile", &config],
             "--injectConfigFile",
         ),
-        (
-            vec!["inject", "-f", &hello, "--valuesFile", &mesh],
-            &[],
+        case(
+            &["inject", "-f", &hello, "--valuesFile", &mesh],
             "--meshConfigFile",
         ),
-        (
-            vec!["inject", "-f", &hello, "--injectConfigFile", &mesh],
-            &[],
+        case(
+            &["inject", "-f", &hello, "--injectConfigFile", &mesh],
             "--meshConfigFile",
         ),
-        (vec!["inject", "-f", &hello, "-o", "json"], &[], "./json"),
-        (
-            vec!["inject", "--kube", "-f", &hello, "--kubeconfig", &missing],
-            &[],
+        case(&["inject", "-f", &hello, "-o", "json"], "./json"),
+        case(
+            &["inject", "--kube", "-f", &hello, "--kubeconfig", &missing],
             "missing.yaml",
         ),
-        (
-            vec![
+        case(
+            &[
                 "inject",
                 "--kube",
                 "-f",
@@ -291,11 +285,10 @@ fn no_error_message_repeats_itself() {
                 "--kubeconfig",
                 &unreachable,
             ],
-            &[],
             "127.0.0.1:1",
         ),
-        (
-            vec![
+        case(
+            &[
                 "inject",
                 "--kube",
                 "-f",
@@ -305,7 +298,6 @@ fn no_error_message_repeats_itself() {
                 "--context",
                 "nope",
             ],
-            &[],
             "nope",
         ),
         (
@@ -313,21 +305,20 @@ fn no_error_message_repeats_itself() {
             &home,
             "--kubeconfig",
         ),
-        (vec!["check", "-f", &bad_yaml], &[], "line 9"),
-        (vec!["check", "-f", &missing], &[], "missing.yaml"),
-        (
-            vec![
+        case(&["check", "-f", &bad_yaml], "line 9"),
+        case(&["check", "-f", &missing], "missing.yaml"),
+        case(
+            &[
                 "check",
                 "-f",
                 &hello,
                 "--namespace-labels",
                 "istio-injection",
             ],
-            &[],
             "istio-injection",
         ),
-        (
-            vec![
+        case(
+            &[
                 "check",
                 "-f",
                 &hello,
@@ -336,44 +327,25 @@ fn no_error_message_repeats_itself() {
                 "--valuesFile",
                 &mesh,
             ],
-            &[],
             "--meshConfigFile",
         ),
-        (
-            vec!["check", "--kube", "--kubeconfig", &unreachable],
-            &[],
+        case(
+            &["check", "--kube", "--kubeconfig", &unreachable],
             "127.0.0.1:1",
         ),
-        (
-            vec!["doctor", "--kubeconfig", &unreachable],
-            &[],
-            "127.0.0.1:1",
-        ),
-        (
-            vec!["doctor", "--kubeconfig", &missing],
-            &[],
+        case(&["doctor", "--kubeconfig", &unreachable], "127.0.0.1:1"),
+        case(&["doctor", "--kubeconfig", &missing], "missing.yaml"),
+        case(&["doctor", "--expiry-warning", "soon"], "soon"),
+        case(&["webhook-config", "--revision", "Bad_Rev"], "Bad_Rev"),
+        case(&["serve", "--revision", "Bad_Rev"], "Bad_Rev"),
+        case(&["webhook-config", "--url", "http://x/inject"], "https"),
+        case(
+            &["webhook-config", "--ca-bundle-file", &missing],
             "missing.yaml",
         ),
-        (vec!["doctor", "--expiry-warning", "soon"], &[], "soon"),
-        (
-            vec!["webhook-config", "--revision", "Bad_Rev"],
-            &[],
-            "Bad_Rev",
-        ),
-        (vec!["serve", "--revision", "Bad_Rev"], &[], "Bad_Rev"),
-        (
-            vec!["webhook-config", "--url", "http://x/inject"],
-            &[],
-            "https",
-        ),
-        (
-            vec!["webhook-config", "--ca-bundle-file", &missing],
-            &[],
-            "missing.yaml",
-        ),
-        (vec!["man", "bogus"], &[], "bogus"),
-        (
-            vec![
+        case(&["man", "bogus"], "bogus"),
+        case(
+            &[
                 "serve",
                 "--port",
                 "0",
@@ -382,7 +354,6 @@ fn no_error_message_repeats_itself() {
                 "--tlsKeyFile",
                 &missing,
             ],
-            &[],
             "missing.yaml",
         ),
         (
@@ -390,24 +361,22 @@ fn no_error_message_repeats_itself() {
             &home,
             "--kubeconfig",
         ),
-        (
-            vec!["preview", "-f", &missing, "--candidate-revision", "canary"],
-            &[],
+        case(
+            &["preview", "-f", &missing, "--candidate-revision", "canary"],
             "missing.yaml",
         ),
-        (
-            vec![
+        case(
+            &[
                 "preview",
                 "-f",
                 &hello,
                 "--candidateValuesFile",
                 &bad_values,
             ],
-            &[],
             "global",
         ),
-        (
-            vec![
+        case(
+            &[
                 "preview",
                 "--kube",
                 "--kubeconfig",
@@ -415,11 +384,10 @@ fn no_error_message_repeats_itself() {
                 "--candidate-revision",
                 "canary",
             ],
-            &[],
             "127.0.0.1:1",
         ),
-        (
-            vec![
+        case(
+            &[
                 "drift",
                 "--kube",
                 "--kubeconfig",
@@ -427,7 +395,6 @@ fn no_error_message_repeats_itself() {
                 "--restart",
                 "--yes",
             ],
-            &[],
             "127.0.0.1:1",
         ),
     ];

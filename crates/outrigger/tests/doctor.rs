@@ -153,53 +153,17 @@ fn start_istiod_like(dir: &Path) -> (Server, String) {
     for (name, text) in &files {
         std::fs::write(dir.join(name), text).expect("write");
     }
-    let path = |n: &str| dir.join(n).display().to_string();
-    let (config, values, mesh, ca) = (
-        path("config"),
-        path("values"),
-        path("mesh"),
-        path("istiod-ca.pem"),
-    );
-    let server = Server::start(
-        &[
-            "--injectConfig",
-            &config,
-            "--injectValues",
-            &values,
-            "--meshConfig",
-            &mesh,
-            "--service",
-            "istiod",
-            "--namespace",
-            "istio-system",
-            "--caBundleFile",
-            &ca,
-            "--native-sidecars",
-            "false",
-        ],
-        &[],
-    );
-    let pem = std::fs::read(&ca).expect("CA written");
+    let server = Outrigger::in_dir(dir)
+        .config_in(dir)
+        .flags(&["--service", "istiod", "--namespace", "istio-system"])
+        .generated_ca_at(&dir.join("istiod-ca.pem"))
+        .native_sidecars(false)
+        .start();
+    let pem = server.ca();
     (
         server,
         base64::engine::general_purpose::STANDARD.encode(pem),
     )
-}
-
-/// A webhook configuration as `outrigger webhook-config ARGS -o json` prints it.
-fn webhook_config(args: &[&str]) -> Value {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_outrigger"))
-        .arg("webhook-config")
-        .args(args)
-        .args(["-o", "json"])
-        .output()
-        .expect("runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("JSON")
 }
 
 /// Change every entry of outrigger's configuration; the previous configuration.
@@ -267,7 +231,7 @@ async fn a_healthy_install_passes_and_each_seeded_fault_is_named() {
     // sidecar wins (one sorting first would be overridden by outrigger, Istio's webhook
     // re-injecting an injected pod).
     let (istiod, istiod_ca) = start_istiod_like(&dir);
-    let mut istiod_config = webhook_config(&["--istio"]);
+    let mut istiod_config = printed_webhook_config(&["--istio"]);
     istiod_config["metadata"]["name"] = json!("vendor-sidecar-injector");
     for e in istiod_config["webhooks"].as_array_mut().expect("entries") {
         e["clientConfig"]["caBundle"] = json!(istiod_ca);

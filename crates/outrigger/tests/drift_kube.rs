@@ -10,7 +10,7 @@ mod common;
 #[allow(dead_code)] // the helpers of the inject tests; this file uses some
 mod support;
 
-use common::kube_api::{self, configmap, Cluster, FakeApi};
+use common::kube_api::{self, Cluster, FakeApi};
 use outrigger_inject::config::{defaults, Snapshot, ValuesFacts};
 use outrigger_inject::ingest::workload::workload_from_pod;
 use outrigger_inject::inject::{inject_pod, InjectParams, Mode};
@@ -86,18 +86,7 @@ fn cluster() -> FakeApi {
     old.values_facts = ValuesFacts::from_values(&old.values);
     let mut c = Cluster::default();
     c.user = "alice".into();
-    c.put(configmap(
-        "istio-system",
-        "istio-sidecar-injector",
-        "1",
-        &[("config", defaults::CONFIG), ("values", defaults::VALUES)],
-    ));
-    c.put(configmap(
-        "istio-system",
-        "istio",
-        "1",
-        &[("mesh", defaults::MESH)],
-    ));
+    kube_api::put_istio_configmaps(&mut c);
     c.put(namespace("shop", json!({"istio-injection": "enabled"})));
     c.put(namespace("legacy", json!({})));
     c.put(namespace("next", json!({"istio.io/rev": "canary"})));

@@ -4,7 +4,6 @@
 mod common;
 
 use std::collections::VecDeque;
-use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -25,29 +24,19 @@ fn server_with_policy(
     policy: &str,
     extra: &[&str],
 ) -> (Server, Vec<u8>, std::path::PathBuf) {
-    let dir = scratch(name);
+    let start_up = Outrigger::builder(name);
+    let dir = start_up.dir().to_path_buf();
     std::fs::write(dir.join("config"), format!("policy: {policy}\n{SELECTORS}"))
         .expect("write config");
-    let ca = dir.join("ca.pem");
-    let mut args = vec![
-        "--injectConfig".to_string(),
-        dir.join("config").display().to_string(),
-        "--injectValues".into(),
-        dir.join("values").display().to_string(),
-        "--meshConfig".into(),
-        dir.join("mesh").display().to_string(),
-        "--caBundleFile".into(),
-        ca.display().to_string(),
+    let server = start_up
+        .config_in(&dir)
+        .generated_ca()
         // These configs have selectors and no templates: serve them as ready.
-        "--allow-empty-config".into(),
-    ];
-    if !extra.contains(&"--drain-delay") {
-        args.extend(["--drain-delay".to_string(), "100ms".to_string()]);
-    }
-    args.extend(extra.iter().map(|s| s.to_string()));
-    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-    let server = Server::start(&refs, &[]);
-    let pem = std::fs::read(&ca).expect("CA bundle written");
+        .flag("--allow-empty-config")
+        .quick_drain()
+        .flags(extra)
+        .start();
+    let pem = server.ca();
     (server, pem, dir)
 }
 
@@ -567,17 +556,6 @@ async fn probe_reason(server: &Server, c: &H2, uid: &str) -> String {
     v["reason"].as_str().unwrap_or("").to_string()
 }
 
-fn config_args(dir: &Path) -> Vec<String> {
-    vec![
-        "--injectConfig".into(),
-        dir.join("config").display().to_string(),
-        "--injectValues".into(),
-        dir.join("values").display().to_string(),
-        "--meshConfig".into(),
-        dir.join("mesh").display().to_string(),
-    ]
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn config_broken_then_fixed_while_requests_flow() {
     let dir = scratch("reload");
@@ -585,14 +563,11 @@ async fn config_broken_then_fixed_while_requests_flow() {
     let good1 = format!("policy: disabled\n{SELECTORS}");
     let good2 = "policy: disabled\nneverInjectSelector:\n- matchLabels: {app: probe}\n- matchLabels: {never: \"yes\"}\n";
     write_volume(&vol, 1, &[("config", good1.as_bytes()), ("values", b"{}")]);
-    let mut args = config_args(&vol);
-    args.extend([
-        "--caBundleFile".to_string(),
-        dir.join("ca.pem").display().to_string(),
-    ]);
-    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-    let server = Server::start(&refs, &[]);
-    let ca = std::fs::read(dir.join("ca.pem")).unwrap();
+    let server = Outrigger::in_dir(&dir)
+        .config_in(&vol)
+        .generated_ca()
+        .start();
+    let ca = server.ca();
     let c = H2::connect(server.addr, &ca).await.unwrap();
     let load = Load::start(std::slice::from_ref(&c), 4);
     load.wait_more(20).await;
@@ -694,16 +669,14 @@ async fn certificate_rotated_while_requests_flow() {
             ("tls.key", key_a.as_bytes()),
         ],
     );
-    let mut args = config_args(&dir);
-    args.extend([
-        "--tlsCertFile".to_string(),
-        tls.join("tls.crt").display().to_string(),
-        "--tlsKeyFile".into(),
-        tls.join("tls.key").display().to_string(),
-        "--allow-empty-config".into(),
-    ]);
-    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-    let server = Server::start(&refs, &[]);
+    let server = Outrigger::in_dir(&dir)
+        .config_in(&dir)
+        .flag("--tlsCertFile")
+        .flag(tls.join("tls.crt").display().to_string())
+        .flag("--tlsKeyFile")
+        .flag(tls.join("tls.key").display().to_string())
+        .flag("--allow-empty-config")
+        .start();
     assert!(!dir.join("ca.pem").exists());
     let both = client_config(&[ca_a.as_bytes(), ca_b.as_bytes()], &[b"h2"], false);
     let only_b = || client_config(&[ca_b.as_bytes()], &[b"h2"], false);
@@ -868,18 +841,13 @@ fn apply_patch(pod: &Value, response: &Value) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn embedded_default_injects_with_path_parameters() {
-    let dir = scratch("embedded");
-    let mut args = config_args(&dir);
-    args.extend([
-        "--caBundleFile".to_string(),
-        dir.join("ca.pem").display().to_string(),
-    ]);
-    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-    let mut cmd_args = refs.clone();
-    cmd_args.push("--native-sidecars=false");
-    let server = Server::start(&cmd_args, &[]);
+    let server = Outrigger::builder("embedded")
+        .embedded_config()
+        .generated_ca()
+        .native_sidecars(false)
+        .start();
     assert!(server.log_text().contains("embedded default configuration"));
-    let ca = std::fs::read(dir.join("ca.pem")).unwrap();
+    let ca = server.ca();
     let c = H2::connect(server.addr, &ca).await.unwrap();
     let p = pod("hello");
     let r = c

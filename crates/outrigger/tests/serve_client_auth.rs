@@ -5,6 +5,7 @@
 
 mod common;
 
+use common::server::start_embedded;
 use common::*;
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,

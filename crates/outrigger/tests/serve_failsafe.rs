@@ -46,28 +46,14 @@ impl Files {
         std::fs::write(self.path(name), text).expect("write");
     }
 
-    fn args(&self) -> Vec<String> {
-        let p = |n: &str| self.path(n).display().to_string();
-        vec![
-            "--injectConfig".into(),
-            p("config"),
-            "--injectValues".into(),
-            p("values"),
-            "--meshConfig".into(),
-            p("mesh"),
-            "--caBundleFile".into(),
-            p("ca.pem"),
-            "--native-sidecars".into(),
-            "false".into(),
-        ]
-    }
-
     fn start(&self, extra: &[&str]) -> (Server, H2Fut) {
-        let mut args = self.args();
-        args.extend(extra.iter().map(|s| s.to_string()));
-        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-        let server = Server::start(&refs, &[]);
-        let ca = std::fs::read(self.path("ca.pem")).expect("CA bundle written");
+        let server = Outrigger::in_dir(&self.dir)
+            .config_in(&self.dir)
+            .generated_ca()
+            .native_sidecars(false)
+            .flags(extra)
+            .start();
+        let ca = server.ca();
         let addr = server.addr;
         (server, H2Fut { addr, ca })
     }

@@ -15,6 +15,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use common::server::start_embedded;
 use common::*;
 use http_body_util::{BodyExt, StreamBody};
 use hyper::body::Frame;

@@ -983,19 +983,11 @@ async fn the_webhook_fails_open_until_a_ready_replica_activates_it_and_owns_it_b
     // Istio's ConfigMaps are missing: the replica is not ready and must not activate.
     cluster.remove("configmaps", "istio-system", "istio-sidecar-injector");
     let api = FakeApi::start(cluster);
-    let args = [
-        "--dns-name",
-        "localhost",
-        "--istio-configmaps",
-        "--native-sidecars",
-        "false",
-        "--failure-policy-once-ready",
-        "Fail",
-        "--webhook-owned-by-namespace",
-        "--activation-delay",
-        "300ms",
-    ];
-    let server = serve_against(&api, "kube-api-activation", &args, &[]);
+    let server = Outrigger::builder("kube-api-activation")
+        .kube(&api)
+        .flags(common::admission::DEPLOY_BASE_FLAGS)
+        .flags(&["--activation-delay", "300ms"])
+        .start();
     let c = connect_trusting_the_secret(&server, &api).await;
     assert_eq!(c.get("/readyz").await.expect("readyz").status, 503);
     // Five times the activation delay: a replica that is not ready never activates (no event to
@@ -1056,25 +1048,15 @@ async fn start_up_waits_for_an_api_server_that_comes_up_late() {
         .and_then(|l| l.local_addr())
         .expect("free port")
         .port();
-    let dir = scratch("kube-api-late");
-    std::fs::write(dir.join("kubeconfig"), common::kube_api::kubeconfig(port))
-        .expect("write kubeconfig");
-    let kc = dir.join("kubeconfig").display().to_string();
-    let home = dir.display().to_string();
-    let mut args = vec!["--kube", "--namespace", "outrigger"];
-    args.extend_from_slice(CONFIGMAP_SERVER);
-    let env = [
-        ("NO_PROXY", "127.0.0.1,localhost"),
-        ("no_proxy", "127.0.0.1,localhost"),
-        ("KUBECONFIG", kc.as_str()),
-        ("HOME", home.as_str()),
-    ];
+    let start_up = Outrigger::builder("kube-api-late")
+        .kube_at(port)
+        .flags(CONFIGMAP_SERVER);
     // The API server comes up after 1.5 s; the server retries with backoff meanwhile.
     let late = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(1500));
         FakeApi::start_on(cluster(), port)
     });
-    let server = Server::start(&args, &env);
+    let server = start_up.start();
     let api = late.join().expect("API server started");
     assert!(
         server

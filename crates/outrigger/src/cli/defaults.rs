@@ -2,8 +2,8 @@
 //! Service the API server calls, the objects it installs, the namespaces never sent to it.
 //!
 //! One place, so that a command run without flags produces exactly what the install expects
-//! (`tests/kube_deploy.rs` renders `deploy/base` and compares). Constants only: the integration
-//! tests include this file as it is.
+//! (`tests/deploy_manifests.rs` renders `deploy/base` and compares). Constants only: the
+//! integration tests include this file as it is.
 
 /// The namespace the injector is installed in (`deploy/base`), and `serve --namespace`'s default
 /// without `POD_NAMESPACE`.

@@ -606,28 +606,33 @@ pub async fn create_pod(
     Ok(Admitted { pod, calls })
 }
 
-/// outrigger's server as deploy/base runs it (reading Istio's ConfigMaps, activating the webhook
-/// configuration once ready, native sidecars off: the fake has no nodes), with `extra` flags,
-/// behind Service `outrigger/outrigger`.
+/// The flags deploy/base runs outrigger's server with (reading Istio's ConfigMaps, activating the
+/// webhook configuration once ready, native sidecars off: the fake has no nodes), before
+/// `--activation-delay`.
+pub const DEPLOY_BASE_FLAGS: &[&str] = &[
+    "--dns-name",
+    "localhost",
+    "--istio-configmaps",
+    "--native-sidecars",
+    "false",
+    "--failure-policy-once-ready",
+    "Fail",
+    "--webhook-owned-by-namespace",
+];
+
+/// outrigger's server as deploy/base runs it ([`DEPLOY_BASE_FLAGS`], a 200 ms activation delay),
+/// with `extra` flags, behind Service `outrigger/outrigger`.
 pub fn start_outrigger(
     api: &super::kube_api::FakeApi,
     name: &str,
     extra: &[&str],
 ) -> super::Server {
-    let mut args = vec![
-        "--dns-name",
-        "localhost",
-        "--istio-configmaps",
-        "--native-sidecars",
-        "false",
-        "--failure-policy-once-ready",
-        "Fail",
-        "--webhook-owned-by-namespace",
-        "--activation-delay",
-        "200ms",
-    ];
-    args.extend_from_slice(extra);
-    let server = super::kube_api::serve_against(api, name, &args, &[]);
+    let server = super::Outrigger::builder(name)
+        .kube(api)
+        .flags(DEPLOY_BASE_FLAGS)
+        .flags(&["--activation-delay", "200ms"])
+        .flags(extra)
+        .start();
     api.lock()
         .endpoints
         .insert(("outrigger".into(), "outrigger".into()), vec![server.addr]);

@@ -44,7 +44,7 @@ use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
 
-use super::{scratch, Server};
+use super::Server;
 
 /// Key of a stored object: (resource, namespace or "" when cluster-scoped, name).
 pub type Key = (String, String, String);
@@ -1017,19 +1017,11 @@ pub fn secret_ca(api: &FakeApi, what: &str) -> Vec<u8> {
 /// `outrigger serve --kube --namespace outrigger` with `args` against `api` (kubeconfig and
 /// HOME in a scratch directory named `name`, the proxy bypassed for the fake, `env` added).
 pub fn serve_against(api: &FakeApi, name: &str, args: &[&str], env: &[(&str, &str)]) -> Server {
-    let dir = scratch(name);
-    let kc = write_kubeconfig(&dir, api);
-    let home = dir.display().to_string();
-    let mut all_env = vec![
-        ("NO_PROXY", "127.0.0.1,localhost"),
-        ("no_proxy", "127.0.0.1,localhost"),
-        ("KUBECONFIG", kc.as_str()),
-        ("HOME", home.as_str()),
-    ];
-    all_env.extend_from_slice(env);
-    let mut all_args = vec!["--kube", "--namespace", "outrigger"];
-    all_args.extend_from_slice(args);
-    Server::start(&all_args, &all_env)
+    super::Outrigger::builder(name)
+        .kube(api)
+        .envs(env)
+        .flags(args)
+        .start()
 }
 
 /// A kubeconfig for `api` in `dir`.

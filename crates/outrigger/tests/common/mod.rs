@@ -1,5 +1,5 @@
-//! Shared helpers of the server integration tests: start the real binary on 127.0.0.1 and talk
-//! to it over TLS (HTTP/2 or HTTP/1.1 by ALPN) trusting only the CA the test was given; wait on
+//! Shared helpers of the server integration tests: start the real binary on 127.0.0.1
+//! ([`server`]) and talk to it over TLS (HTTP/2 or HTTP/1.1 by ALPN) trusting only the CA the test was given; wait on
 //! conditions ([`eventually`], [`holds_within`]); fake the Kubernetes API server ([`kube_api`]).
 #![allow(dead_code)]
 
@@ -7,15 +7,16 @@ pub mod admission;
 pub mod controllers;
 pub mod kube_api;
 pub mod rbac;
+pub mod server;
+
+pub use server::{Outrigger, Server};
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
-use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -29,137 +30,12 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use rustls::pki_types::ServerName;
 use serde_json::{json, Value};
 
-/// A running `outrigger serve`.
-pub struct Server {
-    child: Child,
-    /// Listening address.
-    pub addr: SocketAddr,
-    /// Log lines (JSON) seen so far.
-    pub logs: Arc<Mutex<Vec<String>>>,
-}
-
 /// A fresh scratch directory for one test.
 pub fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("outrigger-it-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("create scratch dir");
     dir
-}
-
-impl Server {
-    /// Start the binary with `args` (after `serve --address 127.0.0.1 --port 0 --log-format json`)
-    /// and wait until it listens.
-    pub fn start(args: &[&str], env: &[(&str, &str)]) -> Server {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_outrigger"));
-        cmd.args([
-            "serve",
-            "--address",
-            "127.0.0.1",
-            "--port",
-            "0",
-            "--log-format",
-            "json",
-        ])
-        .args(args);
-        for var in [
-            "ENABLE_NATIVE_SIDECARS",
-            "PLATFORM",
-            "COMPLIANCE_POLICY",
-            "RUST_LOG",
-            "POD_NAMESPACE",
-        ] {
-            cmd.env_remove(var);
-        }
-        cmd.env("RUST_BACKTRACE", "0");
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        let mut child = cmd
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn outrigger");
-        let stderr = child.stderr.take().expect("stderr piped");
-        let logs = Arc::new(Mutex::new(Vec::new()));
-        let sink = logs.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                sink.lock().expect("log lock").push(line);
-            }
-        });
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let found = logs.lock().expect("log lock").iter().find_map(|l| {
-                let v: Value = serde_json::from_str(l).ok()?;
-                (v["message"]
-                    .as_str()?
-                    .starts_with("outrigger webhook listening"))
-                .then(|| v["address"].as_str().map(str::to_string))?
-            });
-            if let Some(a) = found {
-                let addr = a.parse().expect("address parses");
-                return Server { child, addr, logs };
-            }
-            if let Ok(Some(status)) = child.try_wait() {
-                panic!(
-                    "server exited early ({status}):\n{}",
-                    logs.lock().expect("log lock").join("\n")
-                );
-            }
-            assert!(
-                Instant::now() < deadline,
-                "server did not start:\n{}",
-                logs.lock().expect("log lock").join("\n")
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    /// Send SIGTERM.
-    pub fn sigterm(&self) {
-        let ok = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status()
-            .expect("run kill");
-        assert!(ok.success());
-    }
-
-    /// Wait for the process to exit.
-    pub fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
-        let deadline = Instant::now() + timeout;
-        while Instant::now() < deadline {
-            if let Ok(Some(s)) = self.child.try_wait() {
-                return Some(s);
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        None
-    }
-
-    /// All log lines joined.
-    pub fn log_text(&self) -> String {
-        self.logs.lock().expect("log lock").join("\n")
-    }
-
-    /// Wait until a log line contains `needle`.
-    pub async fn wait_log(&self, needle: &str, timeout: Duration) -> bool {
-        holds_within(timeout, || async {
-            self.logs
-                .lock()
-                .expect("log lock")
-                .iter()
-                .any(|l| l.contains(needle))
-        })
-        .await
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// A request body with no known length (no `content-length` header is sent).
@@ -207,17 +83,23 @@ impl Resp {
     }
 }
 
-/// TLS client config trusting only the given PEM CAs, with the given ALPN protocols.
-pub fn client_config(cas: &[&[u8]], alpn: &[&[u8]], tls12_only: bool) -> rustls::ClientConfig {
+/// The root store of a client: the certificates of the PEM bundles `cas`.
+fn trusted(cas: &[&[u8]]) -> rustls::RootCertStore {
+    use rustls::pki_types::pem::PemObject;
     let mut roots = rustls::RootCertStore::empty();
     for pem in cas {
-        use rustls::pki_types::pem::PemObject;
         for cert in rustls::pki_types::CertificateDer::pem_slice_iter(pem) {
             roots
                 .add(cert.expect("CA PEM parses"))
                 .expect("CA is a valid certificate");
         }
     }
+    roots
+}
+
+/// TLS client config trusting only the given PEM CAs, with the given ALPN protocols.
+pub fn client_config(cas: &[&[u8]], alpn: &[&[u8]], tls12_only: bool) -> rustls::ClientConfig {
+    let roots = trusted(cas);
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = rustls::ClientConfig::builder_with_provider(provider);
     let builder = if tls12_only {
@@ -240,12 +122,7 @@ pub fn client_config_with_cert(
 ) -> rustls::ClientConfig {
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-    let mut roots = rustls::RootCertStore::empty();
-    for pem in cas {
-        for cert in CertificateDer::pem_slice_iter(pem) {
-            roots.add(cert.expect("CA PEM parses")).expect("valid CA");
-        }
-    }
+    let roots = trusted(cas);
     let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(chain_pem)
         .map(|c| c.expect("certificate PEM parses"))
         .collect();
@@ -439,32 +316,6 @@ pub async fn http1_request(
     collect(resp).await
 }
 
-/// Start a server with the embedded default configuration (policy enabled), a generated
-/// certificate, native sidecars off, a 100 ms drain delay unless `extra` sets one, and `extra`
-/// flags; the server and its CA bundle.
-pub fn start_embedded(name: &str, extra: &[&str]) -> (Server, Vec<u8>) {
-    let dir = scratch(name);
-    let mut args: Vec<String> = vec![
-        "--injectConfig".into(),
-        dir.join("none/config").display().to_string(),
-        "--injectValues".into(),
-        dir.join("none/values").display().to_string(),
-        "--meshConfig".into(),
-        dir.join("none/mesh").display().to_string(),
-        "--caBundleFile".into(),
-        dir.join("ca.pem").display().to_string(),
-        "--native-sidecars=false".into(),
-    ];
-    if !extra.contains(&"--drain-delay") {
-        args.extend(["--drain-delay".to_string(), "100ms".to_string()]);
-    }
-    args.extend(extra.iter().map(|s| s.to_string()));
-    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-    let server = Server::start(&refs, &[]);
-    let ca = std::fs::read(dir.join("ca.pem")).expect("CA bundle written");
-    (server, ca)
-}
-
 /// An AdmissionReview request document.
 pub fn review(api_version: &str, uid: &str, namespace: &str, pod: Value) -> Vec<u8> {
     serde_json::to_vec(&json!({
@@ -569,4 +420,20 @@ pub fn shipped_webhook_config() -> Value {
     );
     let text = std::fs::read_to_string(path).expect("deploy/base/mutatingwebhook.yaml");
     outrigger_inject::yaml::from_str(&text).expect("YAML")
+}
+
+/// A MutatingWebhookConfiguration as `outrigger webhook-config ARGS -o json` prints it.
+pub fn printed_webhook_config(args: &[&str]) -> Value {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_outrigger"))
+        .arg("webhook-config")
+        .args(args)
+        .args(["-o", "json"])
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON")
 }

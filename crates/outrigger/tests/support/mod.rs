@@ -107,7 +107,6 @@ impl Inject {
     }
 
     /// Another subcommand of `outrigger` (`drift`), with the same helpers.
-    #[allow(dead_code)] // drift_cli.rs
     pub fn command(sub: &str) -> Inject {
         Inject {
             sub: sub.to_string(),
@@ -250,10 +249,21 @@ impl Drop for TempDir {
 }
 
 /// The JSON array `text` (a command's `-o json` output), its elements.
-#[allow(dead_code)] // the drift tests use it
 pub fn json_rows(text: &str) -> Vec<serde_json::Value> {
     match serde_json::from_str(text) {
         Ok(serde_json::Value::Array(rows)) => rows,
         other => panic!("not a JSON array: {other:?}\n{text}"),
     }
+}
+
+/// `examples/hello.yaml`: a Deployment and a Service.
+pub fn hello() -> std::path::PathBuf {
+    repo_root().join("examples/hello.yaml")
+}
+
+/// The one document of `text` (panics unless there is exactly one).
+pub fn single(text: &str) -> Value {
+    let d = docs(text);
+    assert_eq!(d.len(), 1, "expected one document:\n{text}");
+    d.into_iter().next().expect("one document")
 }

@@ -7,7 +7,7 @@
 //! That our reading of each fixture equals Go's is checked by the `go_yaml` differential test.
 
 mod harness;
-#[allow(dead_code)]
+#[allow(dead_code)] // the helpers of the inject tests; this file uses some
 mod support;
 
 use serde_json::Value;

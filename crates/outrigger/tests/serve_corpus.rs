@@ -291,21 +291,6 @@ async fn istio_webhook_golden_cases() {
             "--native-sidecars=false"
         };
         let ca = scratch_dir.join(format!("ca-{gi}.pem"));
-        let args = [
-            "--injectConfig".to_string(),
-            settings.join("config.yaml").display().to_string(),
-            "--injectValues".into(),
-            settings.join("values.json").display().to_string(),
-            "--meshConfig".into(),
-            mesh.display().to_string(),
-            "--caBundleFile".into(),
-            ca.display().to_string(),
-            "--namespace-annotations".into(),
-            ns_file.display().to_string(),
-            native.into(),
-            "--drain-delay".into(),
-            "0s".into(),
-        ];
         let env: Vec<(String, String)> = c0["env"]
             .as_object()
             .map(|m| {
@@ -314,11 +299,20 @@ async fn istio_webhook_golden_cases() {
                     .collect()
             })
             .unwrap_or_default();
-        let env_refs: Vec<(&str, &str)> =
-            env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-        let server = Server::start(&refs, &env_refs);
-        let client = H2::connect(server.addr, &std::fs::read(&ca).unwrap())
+        let server = Outrigger::in_dir(&scratch_dir)
+            .config_files(
+                settings.join("config.yaml"),
+                settings.join("values.json"),
+                mesh,
+            )
+            .generated_ca_at(&ca)
+            .flag("--namespace-annotations")
+            .flag(ns_file.display().to_string())
+            .flag(native)
+            .flags(&["--drain-delay", "0s"])
+            .envs(&env)
+            .start();
+        let client = H2::connect(server.addr, &server.ca())
             .await
             .expect("connect");
         for case in group {

@@ -15,7 +15,7 @@ use std::time::Duration;
 use base64::Engine as _;
 use bytes::Bytes;
 use common::admission::{activated, start_outrigger};
-use common::kube_api::{self, configmap, serve_against, Cluster, FakeApi};
+use common::kube_api::{self, configmap, Cluster, FakeApi};
 use common::*;
 use http_body_util::{BodyExt, Full};
 use serde_json::{json, Value};
@@ -56,22 +56,6 @@ fn proxy_image(pod: &Value) -> Option<String> {
         )
         .find(|c| c["name"] == "istio-proxy")
         .and_then(|c| c["image"].as_str().map(str::to_string))
-}
-
-/// A MutatingWebhookConfiguration as `outrigger webhook-config ARGS -o json` prints it.
-fn webhook_config(args: &[&str]) -> Value {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_outrigger"))
-        .arg("webhook-config")
-        .args(args)
-        .args(["-o", "json"])
-        .output()
-        .expect("runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("JSON")
 }
 
 /// Namespaces `outrigger`, `kube-system`, `istio-system` and `others`; Istio's ConfigMaps with
@@ -328,7 +312,7 @@ fn toy_config(name: &str, hook: &str, svc: (&str, &str), ca: &str, extra: Value)
 /// Istio's own configuration (`webhook-config --istio`) calling the istiod-like server.
 async fn istiod_like(api: &FakeApi) -> Arc<AtomicUsize> {
     let (addr, ca, count) = toy_webhook("istiod.istio-system.svc", Behaviour::Istiod).await;
-    let mut istio = webhook_config(&[
+    let mut istio = printed_webhook_config(&[
         "--istio",
         "--ca-bundle-file",
         &write_temp("istiod-ca.pem", &ca),
@@ -412,7 +396,7 @@ async fn beside_istiod_both_inject_then_a_revision_moves_namespaces_one_at_a_tim
     );
 
     // Coexistence: outrigger as revision `outrigger`, selected by istio.io/rev=outrigger only.
-    let mut rev = webhook_config(&[
+    let mut rev = printed_webhook_config(&[
         "--revision",
         "outrigger",
         "--name",
@@ -692,7 +676,7 @@ async fn match_conditions_let_skipped_pods_through_while_the_injector_is_down() 
     let mut c = cluster();
     c.put(namespace("apps", json!({"istio-injection": "enabled"})));
     // `webhook-config --match-conditions` under failurePolicy Fail, no replica yet.
-    let mut cfg = webhook_config(&["--match-conditions", "--failure-policy", "Fail"]);
+    let mut cfg = printed_webhook_config(&["--match-conditions", "--failure-policy", "Fail"]);
     cfg["metadata"]["resourceVersion"] = json!("2");
     let entries = cfg["webhooks"].as_array().expect("entries");
     assert!(
@@ -871,18 +855,11 @@ fn more_than_64_match_conditions_are_refused() {
 /// A replica of outrigger as deploy/ runs it, not yet behind the Service (the endpoints
 /// controller adds it once its readiness probe passes: [`behind_service_once_ready`]).
 fn replica(api: &FakeApi, name: &str, extra: &[&str]) -> Server {
-    let mut args = vec![
-        "--dns-name",
-        "localhost",
-        "--istio-configmaps",
-        "--native-sidecars",
-        "false",
-        "--failure-policy-once-ready",
-        "Fail",
-        "--webhook-owned-by-namespace",
-    ];
-    args.extend_from_slice(extra);
-    serve_against(api, name, &args, &[])
+    Outrigger::builder(name)
+        .kube(api)
+        .flags(common::admission::DEPLOY_BASE_FLAGS)
+        .flags(extra)
+        .start()
 }
 
 /// Whether the replica's `/readyz` answers 200 (its CA from the shared Secret).
@@ -1058,7 +1035,7 @@ async fn a_blocked_port_refuses_under_fail_and_admits_uninjected_under_ignore() 
             .endpoints
             .insert(("outrigger".into(), "outrigger".into()), vec![addr]);
         for policy in ["Fail", "Ignore"] {
-            let mut cfg = webhook_config(&["--failure-policy", policy, "--timeout", "1"]);
+            let mut cfg = printed_webhook_config(&["--failure-policy", policy, "--timeout", "1"]);
             cfg["metadata"]["resourceVersion"] = json!("2");
             api.lock().put(cfg);
             let name = format!("{fault}-{}", policy.to_lowercase());
