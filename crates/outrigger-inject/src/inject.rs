@@ -6,21 +6,20 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use crate::config::Snapshot;
-use crate::decide::annotations;
+use crate::decide::validate_pod_annotations;
 use crate::finish::{self, PostProcess};
+use crate::ingest::params::cluster_and_network;
 use crate::ingest::previous::strip_pod;
 use crate::ingest::workload::WorkloadMeta;
-use crate::kube::names::{DEFAULT_PROXY_ID, POD_TYPE, PROXY_CONFIG_ANNOTATION};
-use crate::kube::pod::{annotation, int_of, label, meta_str, potential_name};
+use crate::kube::names::{POD_TYPE, PROXY_CONFIG_ANNOTATION};
+use crate::kube::pod::{annotation, int_of, meta_str, potential_name};
 use crate::kube::typed;
 use crate::merge::overrides::reapply_overwritten_containers;
-use crate::merge::pod::{move_native_proxy, names_overlay, typed_template_pod};
-use crate::merge::strategic;
-use crate::render::{images, select_templates, RenderError};
-use crate::template::TemplateData;
+use crate::merge::pod::TemplateMerge;
+use crate::render::{render_templates, RenderParams};
 use crate::{mesh, Result};
 
 /// Which caller runs the pipeline; the two differ in a few places (kube-inject applies the
@@ -160,7 +159,9 @@ pub fn inject_normalized(original: &Value, p: &InjectParams<'_>) -> Result<Injec
     })
 }
 
-/// Istio's `RunTemplate`: returns `(mergedPod, templatePod)`.
+/// Istio's `RunTemplate`: the annotations validated (decide), the proxy environment completed
+/// (ingest), the previous injection stripped (ingest), then each selected template rendered
+/// (render) and merged (merge). Returns `(mergedPod, templatePod)`.
 fn run_templates(
     pod: &Value,
     p: &InjectParams<'_>,
@@ -169,40 +170,8 @@ fn run_templates(
     proxy_envs: &mut BTreeMap<String, String>,
 ) -> Result<(Value, Value)> {
     let snapshot = p.snapshot;
-    let empty = Map::new();
-    let annotations = pod
-        .get("metadata")
-        .and_then(|m| m.get("annotations"))
-        .and_then(Value::as_object)
-        .unwrap_or(&empty);
-    annotations::validate_annotations(annotations)?;
-
-    // Cluster and network (values, path parameters, the pod's network label), written back
-    // into the proxy environment.
-    let mut cluster = snapshot.values_facts.cluster_name.clone();
-    if let Some(c) = proxy_envs
-        .get("ISTIO_META_CLUSTER_ID")
-        .filter(|c| !c.is_empty())
-    {
-        cluster = c.clone();
-    }
-    let mut network = snapshot.values_facts.network.clone();
-    if let Some(n) = proxy_envs
-        .get("ISTIO_META_NETWORK")
-        .filter(|n| !n.is_empty())
-    {
-        network = n.clone();
-    }
-    if let Some(n) = label(pod, "topology.istio.io/network") {
-        network = n.to_string();
-    }
-    if !cluster.is_empty() {
-        proxy_envs.insert("ISTIO_META_CLUSTER_ID".into(), cluster);
-    }
-    if !network.is_empty() {
-        proxy_envs.insert("ISTIO_META_NETWORK".into(), network);
-    }
-
+    validate_pod_annotations(pod)?;
+    cluster_and_network(snapshot, pod, proxy_envs);
     let status_port = int_of(
         snapshot
             .mesh
@@ -211,74 +180,18 @@ fn run_templates(
     )
     .unwrap_or(0);
     let stripped = strip_pod(pod, status_port)?;
-    let (uid, gid) = p
-        .proxy_uid_gid
-        .unwrap_or((DEFAULT_PROXY_ID, DEFAULT_PROXY_ID));
-    let (proxy_image, proxy_init_image) = images(snapshot, proxy_config, &stripped);
-    let inbound = mesh::inbound_traffic_policy_mode(mesh_eff);
-    let null = Value::Null;
-    let data = TemplateData {
-        kind: &p.workload.kind,
-        api_version: &p.workload.api_version,
-        deployment_name: &p.workload.name,
-        deployment_namespace: &p.workload.namespace,
-        object_meta: stripped.get("metadata").unwrap_or(&null),
-        spec: stripped.get("spec").unwrap_or(&null),
+    let params = RenderParams {
+        workload: &p.workload,
+        mesh: mesh_eff,
         proxy_config,
-        mesh_config: mesh_eff,
-        values: &snapshot.values,
         revision: p.revision,
         native_sidecars: p.native_sidecars,
-        proxy_image: &proxy_image,
-        proxy_init_image: &proxy_init_image,
-        proxy_uid: uid,
-        proxy_gid: gid,
-        inbound_traffic_policy_mode: inbound,
+        proxy_uid_gid: p.proxy_uid_gid,
         compliance_policy: p.compliance_policy,
-        env: &snapshot.template_env,
     };
-
-    // Merge onto the unstripped pod, as Istio does: on re-injection the previous sidecar keeps
-    // what post-processing merges back (e.g. `ISTIO_KUBE_APP_PROBERS` of already rewritten probes).
-    let mut merged = crate::json::compact::clone(pod);
-    let mut template_pod = json!({});
-    let mut rendered: Vec<(String, String)> = Vec::new();
-    for name in select_templates(snapshot, pod) {
-        let Some(tmpl) = snapshot.config.templates.get(&name) else {
-            return Err(RenderError::TemplateNotFound {
-                name,
-                have: snapshot.config.templates.keys().cloned().collect(),
-            }
-            .into());
-        };
-        let (text, overlay) = crate::render::memo::render_patch(snapshot, &name, tmpl, &data)?;
-        // The template-only pod is read for its container, volume and pull-secret names only,
-        // which typed normalisation leaves alone: it is merged from the names alone (the whole
-        // overlay when it holds patch directives) and not normalised. Istio normalises it; its
-        // errors are reproduced below when the real merge fails.
-        let names = names_overlay(&overlay);
-        strategic::strategic_merge(
-            POD_TYPE,
-            &mut template_pod,
-            names.as_ref().unwrap_or(&overlay),
-        )
-        .map_err(|e| e.context("failed applying injection overlay"))?;
-        move_native_proxy(&mut merged, &template_pod, p.native_sidecars);
-        rendered.push((name, text));
-        let result =
-            strategic::strategic_merge_owned(POD_TYPE, &mut merged, overlay).and_then(|()| {
-                typed::normalize(POD_TYPE, &mut merged)
-                    .map_err(|e| e.context("unmarshal patched pod"))
-            });
-        if let Err(e) = result {
-            typed_template_pod(&rendered)
-                .map_err(|e| e.context("failed applying injection overlay"))?;
-            return Err(e.context(
-                "failed parsing generated injected YAML (check Istio sidecar injector configuration)",
-            ));
-        }
-    }
-    Ok((merged, template_pod))
+    let mut merge = TemplateMerge::new(pod, p.native_sidecars);
+    render_templates(snapshot, pod, &stripped, &params, |r| merge.add(r))?;
+    Ok(merge.into_parts())
 }
 
 #[cfg(test)]

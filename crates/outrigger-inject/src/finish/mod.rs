@@ -28,8 +28,6 @@ const SECURE_PORT: &str = "prometheus_istio_io_secure_port";
 const MERGE_METRICS: &str = "prometheus.istio.io/merge-metrics";
 const REWRITE_PROBERS: &str = "sidecar.istio.io/rewriteAppHTTPProbers";
 const STATUS_PORT_ANNOTATION: &str = "status.sidecar.istio.io/port";
-const NETWORK_LABEL: &str = "topology.istio.io/network";
-const NETWORK_ENV: &str = "ISTIO_META_NETWORK";
 const SECURE_PORT_ENV: &str = "ENVOY_SECURE_MERGED_METRICS_PORT";
 
 /// Inputs of [`post_process`] besides the pod itself.

@@ -3,9 +3,10 @@
 use serde_json::Value;
 
 use super::tree::{annotations_mut, container_name};
-use super::{PostProcess, NETWORK_ENV, NETWORK_LABEL, STATUS_ANNOTATION};
+use super::{PostProcess, STATUS_ANNOTATION};
 use crate::go::json as gojson;
 use crate::json::lookup as jsonmap;
+use crate::kube::names::{NETWORK_ENV, NETWORK_LABEL};
 
 /// `sidecar.istio.io/status` computed from the template pod.
 pub fn injection_status(template_pod: &Value, revision: &str) -> String {

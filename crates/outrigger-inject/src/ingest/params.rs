@@ -1,7 +1,40 @@
-//! Parameters in the webhook's URL path (`/inject/cluster/c1/net/n1`, `/inject/:ENV:K=V`),
-//! which become proxy environment variables.
+//! The proxy environment: parameters in the webhook's URL path (`/inject/cluster/c1/net/n1`,
+//! `/inject/:ENV:K=V`), completed with the cluster and network of the values and the pod.
 
 use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use crate::config::Snapshot;
+use crate::kube::names::{CLUSTER_ID_ENV, NETWORK_ENV, NETWORK_LABEL};
+use crate::kube::pod::label;
+
+/// Cluster and network of the injected proxy (the values, then the path parameters already in
+/// `proxy_envs`, then for the network the pod's `topology.istio.io/network` label), written back
+/// into the proxy environment as Istio's `RunTemplate` does.
+pub fn cluster_and_network(
+    snapshot: &Snapshot,
+    pod: &Value,
+    proxy_envs: &mut BTreeMap<String, String>,
+) {
+    let mut cluster = snapshot.values_facts.cluster_name.clone();
+    if let Some(c) = proxy_envs.get(CLUSTER_ID_ENV).filter(|c| !c.is_empty()) {
+        cluster = c.clone();
+    }
+    let mut network = snapshot.values_facts.network.clone();
+    if let Some(n) = proxy_envs.get(NETWORK_ENV).filter(|n| !n.is_empty()) {
+        network = n.clone();
+    }
+    if let Some(n) = label(pod, NETWORK_LABEL) {
+        network = n.to_string();
+    }
+    if !cluster.is_empty() {
+        proxy_envs.insert(CLUSTER_ID_ENV.into(), cluster);
+    }
+    if !network.is_empty() {
+        proxy_envs.insert(NETWORK_ENV.into(), network);
+    }
+}
 
 /// Path parameters → proxy environment (`/inject/cluster/c1/net/n1` or `/inject/:ENV:K=V`;
 /// `cluster` and `net` name `ISTIO_META_CLUSTER_ID` and `ISTIO_META_NETWORK`, other keys are
@@ -38,8 +71,8 @@ pub fn proxy_envs(path: &str) -> (BTreeMap<String, String>, Vec<String>) {
     }
     for (k, v) in pairs {
         let name = match k.as_str() {
-            "cluster" => "ISTIO_META_CLUSTER_ID".to_string(),
-            "net" => "ISTIO_META_NETWORK".to_string(),
+            "cluster" => CLUSTER_ID_ENV.to_string(),
+            "net" => NETWORK_ENV.to_string(),
             other => other.to_uppercase(),
         };
         if !name.is_empty() {

@@ -23,7 +23,7 @@
 use serde_json::{Map, Value};
 
 use super::previous::{parse_overrides, tidy_lists, Status};
-use crate::kube::names::{OVERRIDES_ANNOTATION, PROXY_CONTAINER, STATUS_ANNOTATION};
+use crate::kube::names::{NETWORK_LABEL, OVERRIDES_ANNOTATION, PROXY_CONTAINER, STATUS_ANNOTATION};
 use crate::kube::pod::{annotation, container_name, containers, containers_mut};
 use crate::kube::prometheus::{
     remove_prometheus_annotations, sanitized_values, PATH, PORT, SCRAPE,
@@ -36,7 +36,7 @@ pub const INJECTED_LABELS: &[&str] = &[
     "networking.istio.io/tunnel",
     "service.istio.io/canonical-name",
     "service.istio.io/canonical-revision",
-    "topology.istio.io/network",
+    NETWORK_LABEL,
 ];
 
 /// Annotations Istio's injection templates and post-processing write on a pod (besides the

@@ -30,6 +30,12 @@ pub const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
 pub const DEFAULT_PROXY_ID: i64 = 1337;
 /// Default cluster ID.
 pub const DEFAULT_CLUSTER_ID: &str = "Kubernetes";
+/// The pod label naming its network (`topology.istio.io/network`).
+pub const NETWORK_LABEL: &str = "topology.istio.io/network";
+/// The proxy environment variable carrying the network.
+pub const NETWORK_ENV: &str = "ISTIO_META_NETWORK";
+/// The proxy environment variable carrying the cluster ID.
+pub const CLUSTER_ID_ENV: &str = "ISTIO_META_CLUSTER_ID";
 /// Go type of a pod in the schema tables.
 pub const POD_TYPE: &str = "corev1.Pod";
 /// Istio's revision label: the control plane revision a pod or namespace asks for.

@@ -7,8 +7,71 @@ use crate::kube::names::{NATIVE_SIDECAR_ANNOTATION, POD_TYPE, PROXY_CONTAINER};
 use crate::kube::pod::{annotation, container_name, containers_mut, find_container};
 use crate::kube::typed;
 use crate::merge::strategic;
-use crate::render::rendered_patch;
+use crate::render::{rendered_patch, Rendered};
 use crate::Result;
+
+/// The merge stage's per-template loop (Istio's `RunTemplate` after each render): each rendered
+/// template is merged onto the pod, and its names onto the template-only pod.
+///
+/// The merge is onto the unstripped pod, as Istio does: on re-injection the previous sidecar
+/// keeps what post-processing merges back (e.g. `ISTIO_KUBE_APP_PROBERS` of already rewritten
+/// probes).
+#[derive(Debug)]
+pub struct TemplateMerge {
+    merged: Value,
+    template_pod: Value,
+    native_sidecars: bool,
+    /// The texts merged so far (name, text), to reproduce Istio's errors on the error path.
+    rendered: Vec<(String, String)>,
+}
+
+impl TemplateMerge {
+    /// Start from `pod` (the pod as received, normalised) and the global native-sidecar
+    /// decision.
+    pub fn new(pod: &Value, native_sidecars: bool) -> TemplateMerge {
+        TemplateMerge {
+            merged: crate::json::compact::clone(pod),
+            template_pod: json!({}),
+            native_sidecars,
+            rendered: Vec::new(),
+        }
+    }
+
+    /// Merge one rendered template.
+    pub fn add(&mut self, r: Rendered) -> Result<()> {
+        // The template-only pod is read for its container, volume and pull-secret names only,
+        // which typed normalisation leaves alone: it is merged from the names alone (the whole
+        // overlay when it holds patch directives) and not normalised. Istio normalises it; its
+        // errors are reproduced below when the real merge fails.
+        let names = names_overlay(&r.overlay);
+        strategic::strategic_merge(
+            POD_TYPE,
+            &mut self.template_pod,
+            names.as_ref().unwrap_or(&r.overlay),
+        )
+        .map_err(|e| e.context("failed applying injection overlay"))?;
+        move_native_proxy(&mut self.merged, &self.template_pod, self.native_sidecars);
+        self.rendered.push((r.name, r.text));
+        let result = strategic::strategic_merge_owned(POD_TYPE, &mut self.merged, r.overlay)
+            .and_then(|()| {
+                typed::normalize(POD_TYPE, &mut self.merged)
+                    .map_err(|e| e.context("unmarshal patched pod"))
+            });
+        if let Err(e) = result {
+            typed_template_pod(&self.rendered)
+                .map_err(|e| e.context("failed applying injection overlay"))?;
+            return Err(e.context(
+                "failed parsing generated injected YAML (check Istio sidecar injector configuration)",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The merged pod and the template-only pod.
+    pub fn into_parts(self) -> (Value, Value) {
+        (self.merged, self.template_pod)
+    }
+}
 
 pub fn merge_pod(target: &mut Value, patch: &Value) -> Result<()> {
     strategic::strategic_merge(POD_TYPE, target, patch)?;

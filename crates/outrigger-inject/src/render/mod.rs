@@ -1,14 +1,102 @@
-//! Render stage: which templates a pod gets, the images they reference, and a rendered template
-//! read back as a pod-shaped patch. Template execution itself is [`crate::template`].
+//! Render stage: which templates a pod gets, the data they see (`.ObjectMeta`, `.ProxyImage`,
+//! ...), running each of them (through the snapshot's memo, [`memo`]) and reading its text back
+//! as a pod-shaped patch. [`render_templates`] is the stage's one entry; the template language
+//! itself is [`crate::template`].
 
 pub mod memo;
 
 use serde_json::{Map, Value};
 
 use crate::config::Snapshot;
-use crate::kube::names::TEMPLATES_ANNOTATION;
+use crate::ingest::workload::WorkloadMeta;
+use crate::kube::names::{DEFAULT_PROXY_ID, TEMPLATES_ANNOTATION};
 use crate::kube::pod::annotation;
-use crate::{yaml, Error, Result};
+use crate::template::TemplateData;
+use crate::{mesh, yaml, Error, Result};
+
+/// What the templates are rendered with besides the snapshot and the pod.
+#[derive(Debug, Clone, Copy)]
+pub struct RenderParams<'a> {
+    /// Workload identity (`.TypeMeta`, `.DeploymentMeta`).
+    pub workload: &'a WorkloadMeta,
+    /// The mesh config in force for this pod (`.MeshConfig`).
+    pub mesh: &'a Value,
+    /// Its `defaultConfig` (`.ProxyConfig`).
+    pub proxy_config: &'a Value,
+    /// `.Revision`.
+    pub revision: &'a str,
+    /// `.NativeSidecars`.
+    pub native_sidecars: bool,
+    /// Proxy UID/GID (OpenShift namespaces); `None` means 1337.
+    pub proxy_uid_gid: Option<(i64, i64)>,
+    /// `.CompliancePolicy`.
+    pub compliance_policy: &'a str,
+}
+
+/// One selected template, rendered: its name, its text and the text read as a pod-shaped patch.
+#[derive(Debug, Clone)]
+pub struct Rendered {
+    /// The template's name.
+    pub name: String,
+    /// What it rendered.
+    pub text: String,
+    /// The text read as a pod-shaped patch ([`rendered_patch`]).
+    pub overlay: Value,
+}
+
+/// The render stage: run the templates selected for `pod` ([`select_templates`]) in order, with
+/// the data of the pod as it should be injected (`stripped`: a previous injection removed), and
+/// hand each result to `each` (the merge stage) before the next one runs, as Istio's
+/// `RunTemplate` does: a template's merge error stops the loop before the next template renders.
+pub fn render_templates(
+    snapshot: &Snapshot,
+    pod: &Value,
+    stripped: &Value,
+    p: &RenderParams<'_>,
+    mut each: impl FnMut(Rendered) -> Result<()>,
+) -> Result<()> {
+    let (uid, gid) = p
+        .proxy_uid_gid
+        .unwrap_or((DEFAULT_PROXY_ID, DEFAULT_PROXY_ID));
+    let (proxy_image, proxy_init_image) = images(snapshot, p.proxy_config, stripped);
+    let null = Value::Null;
+    let data = TemplateData {
+        kind: &p.workload.kind,
+        api_version: &p.workload.api_version,
+        deployment_name: &p.workload.name,
+        deployment_namespace: &p.workload.namespace,
+        object_meta: stripped.get("metadata").unwrap_or(&null),
+        spec: stripped.get("spec").unwrap_or(&null),
+        proxy_config: p.proxy_config,
+        mesh_config: p.mesh,
+        values: &snapshot.values,
+        revision: p.revision,
+        native_sidecars: p.native_sidecars,
+        proxy_image: &proxy_image,
+        proxy_init_image: &proxy_init_image,
+        proxy_uid: uid,
+        proxy_gid: gid,
+        inbound_traffic_policy_mode: mesh::inbound_traffic_policy_mode(p.mesh),
+        compliance_policy: p.compliance_policy,
+        env: &snapshot.template_env,
+    };
+    for name in select_templates(snapshot, pod) {
+        let Some(tmpl) = snapshot.config.templates.get(&name) else {
+            return Err(RenderError::TemplateNotFound {
+                name,
+                have: snapshot.config.templates.keys().cloned().collect(),
+            }
+            .into());
+        };
+        let (text, overlay) = memo::render_patch(snapshot, &name, tmpl, &data)?;
+        each(Rendered {
+            name,
+            text,
+            overlay,
+        })?;
+    }
+    Ok(())
+}
 
 /// Why rendering produced no usable patch.
 #[derive(Debug, thiserror::Error)]
