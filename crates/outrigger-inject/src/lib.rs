@@ -59,6 +59,7 @@ pub mod ingest;
 pub mod merge;
 pub mod patch;
 pub mod render;
+pub mod respond;
 
 // Orchestrators: one pod, an AdmissionReview, a manifest stream, a configuration's fitness,
 // the explanation of a decision.

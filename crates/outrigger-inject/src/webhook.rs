@@ -16,7 +16,7 @@ use crate::decide::native::{detect_native_sidecars, ClusterFacts, NativeMode};
 use crate::decide::openshift::{proxy_uid_gid, reset_openshift_proxy_user};
 use crate::decide::{inject_required, Reason};
 use crate::ingest::admission::{
-    decode_pod, decode_review, encode_response, prepare_metadata, prepare_pod, Answer, ApiVersion,
+    decode_pod, decode_review, prepare_metadata, prepare_pod, ApiVersion,
 };
 use crate::ingest::params::proxy_envs;
 use crate::ingest::workload::workload_from_pod;
@@ -26,6 +26,7 @@ use crate::kube::names;
 use crate::kube::pod::{meta_str, potential_name};
 use crate::mesh::MeshError;
 use crate::render::RenderError;
+use crate::respond::{encode_response, Answer};
 use crate::Error;
 
 /// The revision of an injector that names none (istiod's `REVISION` unset): what
@@ -111,74 +112,81 @@ pub struct Reviewed {
 /// pipeline, or the caller's [`ClusterFacts`]) is answered as a refusal with reason
 /// `internal_error`, in the request's version and with its UID when they were read.
 pub fn review(body: &[u8], path: &str, ctx: &Context<'_>) -> Reviewed {
-    let mut out = Reviewed::empty(Vec::new());
-    match catch_unwind(AssertUnwindSafe(|| review_inner(body, path, ctx, &mut out))) {
-        Ok(reviewed) => reviewed,
-        Err(panic) => {
-            let failure = Failure {
-                reason: "internal_error",
-                message: format!(
-                    "internal error: injection panicked: {}",
-                    panic_text(&*panic)
-                ),
-                malformed: false,
-            };
-            let (version, uid) = (out.version, std::mem::take(&mut out.uid));
-            finish(version, uid, Outcome::Failed(failure), None, out)
-        }
+    let mut known = Known::default();
+    let verdict = catch_unwind(AssertUnwindSafe(|| {
+        review_inner(body, path, ctx, &mut known)
+    }))
+    .unwrap_or_else(|panic| {
+        Err(Outcome::Failed(Failure {
+            reason: "internal_error",
+            message: format!(
+                "internal error: injection panicked: {}",
+                panic_text(&*panic)
+            ),
+            malformed: false,
+        }))
+    });
+    match verdict {
+        Ok(patch) => respond(known, Outcome::Injected, Some(patch)),
+        Err(outcome) => respond(known, outcome, None),
     }
 }
 
-/// [`review`] inside its panic boundary; `out` holds what is known so far (version, UID,
-/// names, warnings) should a panic end it early.
-fn review_inner(body: &[u8], path: &str, ctx: &Context<'_>, out: &mut Reviewed) -> Reviewed {
-    let req = match decode_review(body) {
-        Ok(r) => r,
-        Err(m) => {
-            let failure = Failure {
-                reason: m.reason,
-                message: m.message,
-                malformed: true,
-            };
-            return finish(
-                m.version,
-                String::new(),
-                Outcome::Failed(failure),
-                None,
-                Reviewed::empty(Vec::new()),
-            );
-        }
-    };
-    out.uid = req.uid.clone();
-    out.version = Some(req.version);
-    out.dry_run = req.dry_run;
+/// What a review has learnt so far (version, UID, names, the decision, warnings): what its
+/// answer carries besides the outcome, kept outside the panic boundary so that a panic is
+/// answered with it.
+#[derive(Debug, Default)]
+struct Known {
+    version: Option<ApiVersion>,
+    uid: String,
+    dry_run: bool,
+    namespace: String,
+    pod_name: String,
+    decision: String,
+    warnings: Vec<String>,
+    pod_metadata: Option<Map<String, Value>>,
+}
+
+/// [`review`] inside its panic boundary, each stage once and in order: ingest (the review, the
+/// pod), decide, the proxy's parameters, inject, patch. Returns the JSON Patch, or the outcome
+/// that ended the review before it (a malformed review, a pod that does not decode, a skip, a
+/// failed injection); `known` gathers what the answer carries besides.
+fn review_inner(
+    body: &[u8],
+    path: &str,
+    ctx: &Context<'_>,
+    known: &mut Known,
+) -> Result<String, Outcome> {
+    // Ingest: the review, then the pod in it.
+    let req = decode_review(body).map_err(|m| {
+        known.version = m.version;
+        Outcome::Failed(Failure {
+            reason: m.reason,
+            message: m.message,
+            malformed: true,
+        })
+    })?;
+    known.uid = req.uid.clone();
+    known.version = Some(req.version);
+    known.dry_run = req.dry_run;
     if ctx.keep_metadata {
-        out.pod_metadata = req
+        known.pod_metadata = req
             .object
             .as_ref()
             .map(|pod| event_metadata(pod, &req.namespace));
     }
-    let mut pod = match decode_pod(req.object) {
-        Ok(p) => p,
-        Err(message) => {
-            let failure = Failure {
-                reason: "pod_decode",
-                message,
-                malformed: false,
-            };
-            return finish(
-                Some(req.version),
-                req.uid,
-                Outcome::Failed(failure),
-                None,
-                std::mem::replace(out, Reviewed::empty(Vec::new())),
-            );
-        }
-    };
+    let mut pod = decode_pod(req.object).map_err(|message| {
+        Outcome::Failed(Failure {
+            reason: "pod_decode",
+            message,
+            malformed: false,
+        })
+    })?;
     prepare_pod(&mut pod, &req.namespace);
-    out.namespace = meta_str(&pod, "namespace").to_string();
-    out.pod_name = potential_name(&pod);
+    known.namespace = meta_str(&pod, "namespace").to_string();
+    known.pod_name = potential_name(&pod);
 
+    // Decide.
     let snap = ctx.snapshot;
     let decision = inject_required(
         &pod,
@@ -186,30 +194,25 @@ fn review_inner(body: &[u8], path: &str, ctx: &Context<'_>, out: &mut Reviewed) 
         &snap.config.never_inject_selector,
         &snap.config.always_inject_selector,
     );
-    out.warnings.extend(decision.warnings.iter().cloned());
-    out.decision = decision.message.clone();
+    known.warnings.extend(decision.warnings.iter().cloned());
+    known.decision = decision.message;
     if !decision.inject {
-        return finish(
-            Some(req.version),
-            req.uid,
-            Outcome::Skipped(decision.reason),
-            None,
-            std::mem::replace(out, Reviewed::empty(Vec::new())),
-        );
+        return Err(Outcome::Skipped(decision.reason));
     }
 
+    // The proxy's parameters: path, OpenShift user, native sidecars.
     let (proxy_envs, env_warnings) = proxy_envs(path);
-    out.warnings.extend(env_warnings);
+    known.warnings.extend(env_warnings);
     // Whether `pod` is still the pod exactly as received (after managedFields removal and
     // namespace defaulting), which the patch is computed against.
     let mut as_received = true;
     let uid_gid = if ctx.openshift {
-        as_received = !reset_openshift_proxy_user(&mut pod, &mut out.warnings);
+        as_received = !reset_openshift_proxy_user(&mut pod, &mut known.warnings);
         let annotations = ctx
             .cluster
             .namespace_annotations(meta_str(&pod, "namespace"));
         if annotations.is_none() {
-            out.warnings.push(format!(
+            known.warnings.push(format!(
                 "unable to fetch namespace, failed to get client for {:?}",
                 names::DEFAULT_CLUSTER_ID
             ));
@@ -221,7 +224,8 @@ fn review_inner(body: &[u8], path: &str, ctx: &Context<'_>, out: &mut Reviewed) 
     let node_name = jsonmap::path(&pod, &["spec", "nodeName"])
         .and_then(Value::as_str)
         .unwrap_or("");
-    let native = detect_native_sidecars(ctx.native_mode, ctx.cluster, node_name, &mut out.warnings);
+    let native =
+        detect_native_sidecars(ctx.native_mode, ctx.cluster, node_name, &mut known.warnings);
     let params = InjectParams {
         snapshot: snap,
         mode: Mode::Webhook,
@@ -232,34 +236,18 @@ fn review_inner(body: &[u8], path: &str, ctx: &Context<'_>, out: &mut Reviewed) 
         proxy_uid_gid: uid_gid,
         compliance_policy: ctx.compliance_policy,
     };
-    let result = inject_and_diff(pod, as_received, body, &req.namespace, &params);
-    let mut out = std::mem::replace(out, Reviewed::empty(Vec::new()));
-    match result {
-        Ok((patch, injected_warnings)) => {
-            out.warnings.extend(injected_warnings);
-            finish(
-                Some(req.version),
-                req.uid,
-                Outcome::Injected,
-                Some(patch),
-                out,
-            )
-        }
-        Err(e) => {
-            let failure = Failure {
+
+    // Inject, then patch.
+    let (patch, injected_warnings) =
+        inject_and_diff(pod, as_received, body, &req.namespace, &params).map_err(|e| {
+            Outcome::Failed(Failure {
                 reason: error_code(&e),
                 message: e.to_string(),
                 malformed: false,
-            };
-            finish(
-                Some(req.version),
-                req.uid,
-                Outcome::Failed(failure),
-                None,
-                out,
-            )
-        }
-    }
+            })
+        })?;
+    known.warnings.extend(injected_warnings);
+    Ok(patch)
 }
 
 /// The pod's metadata as the Event target: without `managedFields`, the namespace defaulted
@@ -344,43 +332,28 @@ fn identical(a: &Value, b: &Value) -> bool {
     }
 }
 
-impl Reviewed {
-    fn empty(warnings: Vec<String>) -> Reviewed {
-        Reviewed {
-            response: Vec::new(),
-            outcome: Outcome::Injected,
-            version: None,
-            uid: String::new(),
-            namespace: String::new(),
-            pod_name: String::new(),
-            decision: String::new(),
-            warnings,
-            patch: None,
-            pod_metadata: None,
-            dry_run: false,
-        }
-    }
-}
-
-/// Fill in the response bytes and outcome.
-fn finish(
-    version: Option<ApiVersion>,
-    uid: String,
-    outcome: Outcome,
-    patch: Option<String>,
-    mut out: Reviewed,
-) -> Reviewed {
+/// Respond stage of a review: the answer in the request's version, with what the review learnt
+/// and its outcome.
+fn respond(known: Known, outcome: Outcome, patch: Option<String>) -> Reviewed {
     let answer = match &outcome {
         Outcome::Failed(f) => Answer::Refuse(&f.message),
         Outcome::Skipped(_) => Answer::Allow(None),
         Outcome::Injected => Answer::Allow(patch.as_deref()),
     };
-    out.response = encode_response(version, &uid, answer).into_bytes();
-    out.version = version;
-    out.uid = uid;
-    out.outcome = outcome;
-    out.patch = patch;
-    out
+    let response = encode_response(known.version, &known.uid, answer).into_bytes();
+    Reviewed {
+        response,
+        outcome,
+        version: known.version,
+        uid: known.uid,
+        namespace: known.namespace,
+        pod_name: known.pod_name,
+        decision: known.decision,
+        warnings: known.warnings,
+        patch,
+        pod_metadata: known.pod_metadata,
+        dry_run: known.dry_run,
+    }
 }
 
 /// Metrics reason code of a pipeline error.
