@@ -1,12 +1,12 @@
 //! Istio's injection decision (`injectRequired`) step by step: what each step looked at, which one decided and with which
-//! reason code ([`Reason::code`], as the server's metrics and logs name it). `outrigger check`
+//! reason code ([`super::Reason::code`], as the server's metrics and logs name it). `outrigger check`
 //! prints these steps; they are derived from the same [`Decision`] the webhook and
 //! `outrigger inject` act on, so they cannot drift from it.
 
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::{Decision, LabelSelector, Policy, Reason, IGNORED_NAMESPACES};
+use super::{first_match, Decision, DecisionStep, LabelSelector, Policy, IGNORED_NAMESPACES};
 use crate::kube::names::INJECT_KEY;
 
 /// One step of the injection decision.
@@ -23,30 +23,12 @@ pub struct Step {
     pub code: Option<&'static str>,
 }
 
-/// Index of the decision step that produced `reason` (0-based, in [`decision_steps`] order).
-fn deciding_step(reason: Reason) -> usize {
-    match reason {
-        Reason::HostNetwork => 0,
-        Reason::IgnoredNamespace => 1,
-        Reason::LabelDisabled
-        | Reason::LabelEnabled
-        | Reason::AnnotationDisabled
-        | Reason::AnnotationEnabled => 2,
-        Reason::NeverInjectSelector => 3,
-        Reason::AlwaysInjectSelector => 4,
-        Reason::PolicyEnabled | Reason::PolicyDisabled | Reason::PolicyInvalid => 5,
-    }
-}
-
-fn first_match(selectors: &[LabelSelector], labels: &Map<String, Value>) -> String {
-    selectors
-        .iter()
-        .enumerate()
-        .find(|(_, s)| !s.is_empty() && s.matches(labels))
-        .map_or_else(
-            || format!("none of {} entries match", selectors.len()),
-            |(i, s)| format!("entry [{i}] ({s}) matches"),
-        )
+/// What a selector list says about the pod's labels.
+fn selector_facts(selectors: &[LabelSelector], labels: &Map<String, Value>) -> String {
+    first_match(selectors, labels).map_or_else(
+        || format!("none of {} entries match", selectors.len()),
+        |(i, s)| format!("entry [{i}] ({s}) matches"),
+    )
 }
 
 /// The facts each decision step looks at, for the pod.
@@ -55,7 +37,7 @@ fn step_facts(
     policy: &Policy,
     never: &[LabelSelector],
     always: &[LabelSelector],
-) -> [(&'static str, String); 6] {
+) -> [String; 6] {
     let empty = Map::new();
     let labels = pod
         .pointer("/metadata/labels")
@@ -84,23 +66,21 @@ fn step_facts(
         (None, Some(a)) => format!("annotation {INJECT_KEY}={a:?}"),
         (None, None) => format!("no {INJECT_KEY} label or annotation"),
     };
+    // In the order of `DecisionStep::ALL`.
     [
-        ("hostNetwork", format!("spec.hostNetwork={host_network}")),
-        (
-            "ignoredNamespace",
-            format!(
-                "namespace {ns:?} {}",
-                if ignored {
-                    "is ignored"
-                } else {
-                    "is not ignored"
-                }
-            ),
+        format!("spec.hostNetwork={host_network}"),
+        format!(
+            "namespace {ns:?} {}",
+            if ignored {
+                "is ignored"
+            } else {
+                "is not ignored"
+            }
         ),
-        ("injectLabelOrAnnotation", object_value),
-        ("neverInjectSelector", first_match(never, labels)),
-        ("alwaysInjectSelector", first_match(always, labels)),
-        ("policy", format!("policy {:?}", policy.as_str())),
+        object_value,
+        selector_facts(never, labels),
+        selector_facts(always, labels),
+        format!("policy {:?}", policy.as_str()),
     ]
 }
 
@@ -113,18 +93,18 @@ pub fn decision_steps(
     always: &[LabelSelector],
     d: &Decision,
 ) -> Vec<Step> {
-    let decided_at = deciding_step(d.reason);
-    step_facts(pod, policy, never, always)
+    let decided_at = d.reason.step();
+    DecisionStep::ALL
         .into_iter()
-        .enumerate()
-        .map(|(i, (step, detail))| {
-            let (outcome, code) = match i.cmp(&decided_at) {
+        .zip(step_facts(pod, policy, never, always))
+        .map(|(step, detail)| {
+            let (outcome, code) = match step.cmp(&decided_at) {
                 std::cmp::Ordering::Less => ("continue", None),
                 std::cmp::Ordering::Equal => ("decided", Some(d.reason.code())),
                 std::cmp::Ordering::Greater => ("not evaluated", None),
             };
             Step {
-                step,
+                step: step.name(),
                 detail,
                 outcome,
                 code,

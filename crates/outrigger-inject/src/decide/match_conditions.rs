@@ -3,7 +3,8 @@
 //! injected, so the API server need not call the injector for it (and a down injector no longer
 //! blocks it).
 //!
-//! The conditions are the decision's first steps, which no configuration can override: host
+//! The conditions are the decision's first steps ([`super::DecisionStep`] `HostNetwork`,
+//! `IgnoredNamespace`, `InjectLabelOrAnnotation`), which no configuration can override: host
 //! networking, the ignored namespaces, and an explicit `sidecar.istio.io/inject: "false"` (the
 //! label, else the annotation). Selectors and the policy depend on the configuration and stay
 //! with the injector.

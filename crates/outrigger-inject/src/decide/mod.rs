@@ -66,7 +66,67 @@ pub enum Reason {
     PolicyEnabled,
 }
 
+/// The steps of the decision, in the order [`inject_required`] takes them: the first that
+/// decides ends it. [`explain`] reports them in this order, and [`match_conditions`] expresses the
+/// first three as CEL. Steps order as they are taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum DecisionStep {
+    /// `spec.hostNetwork` is true: never injected.
+    HostNetwork,
+    /// The namespace is one of [`IGNORED_NAMESPACES`]: never injected.
+    IgnoredNamespace,
+    /// The `sidecar.istio.io/inject` label, else annotation.
+    InjectLabelOrAnnotation,
+    /// The first matching `neverInjectSelector`.
+    NeverInjectSelector,
+    /// The first matching `alwaysInjectSelector`.
+    AlwaysInjectSelector,
+    /// The injector policy.
+    Policy,
+}
+
+impl DecisionStep {
+    /// Every step, in order.
+    pub const ALL: [DecisionStep; 6] = [
+        DecisionStep::HostNetwork,
+        DecisionStep::IgnoredNamespace,
+        DecisionStep::InjectLabelOrAnnotation,
+        DecisionStep::NeverInjectSelector,
+        DecisionStep::AlwaysInjectSelector,
+        DecisionStep::Policy,
+    ];
+
+    /// The step's name in `outrigger check` (`hostNetwork`, `injectLabelOrAnnotation`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            DecisionStep::HostNetwork => "hostNetwork",
+            DecisionStep::IgnoredNamespace => "ignoredNamespace",
+            DecisionStep::InjectLabelOrAnnotation => "injectLabelOrAnnotation",
+            DecisionStep::NeverInjectSelector => "neverInjectSelector",
+            DecisionStep::AlwaysInjectSelector => "alwaysInjectSelector",
+            DecisionStep::Policy => "policy",
+        }
+    }
+}
+
 impl Reason {
+    /// The step that decides with this reason.
+    pub fn step(self) -> DecisionStep {
+        match self {
+            Reason::HostNetwork => DecisionStep::HostNetwork,
+            Reason::IgnoredNamespace => DecisionStep::IgnoredNamespace,
+            Reason::LabelDisabled
+            | Reason::LabelEnabled
+            | Reason::AnnotationDisabled
+            | Reason::AnnotationEnabled => DecisionStep::InjectLabelOrAnnotation,
+            Reason::NeverInjectSelector => DecisionStep::NeverInjectSelector,
+            Reason::AlwaysInjectSelector => DecisionStep::AlwaysInjectSelector,
+            Reason::PolicyEnabled | Reason::PolicyDisabled | Reason::PolicyInvalid => {
+                DecisionStep::Policy
+            }
+        }
+    }
+
     /// snake_case code used in metrics labels, logs and `explain` output.
     pub fn code(&self) -> &'static str {
         match self {
@@ -184,6 +244,18 @@ fn object_selector(
     })
 }
 
+/// The first non-empty selector matching `labels`, with its index: how Istio reads
+/// `neverInjectSelector` and `alwaysInjectSelector` (an empty selector matches nothing).
+pub fn first_match<'s>(
+    selectors: &'s [LabelSelector],
+    labels: &Map<String, Value>,
+) -> Option<(usize, &'s LabelSelector)> {
+    selectors
+        .iter()
+        .enumerate()
+        .find(|(_, s)| !s.is_empty() && s.matches(labels))
+}
+
 /// Steps 5–6: the first non-empty selector matching the pod's labels.
 fn selector_match(
     labels: &Map<String, Value>,
@@ -195,15 +267,11 @@ fn selector_match(
     } else {
         ("neverInjectSelector", Reason::NeverInjectSelector)
     };
-    selectors
-        .iter()
-        .enumerate()
-        .find(|(_, s)| !s.is_empty() && s.matches(labels))
-        .map(|(i, s)| Explicit {
-            inject,
-            reason,
-            what: format!("{name}[{i}] ({s}) matching the pod labels"),
-        })
+    first_match(selectors, labels).map(|(i, s)| Explicit {
+        inject,
+        reason,
+        what: format!("{name}[{i}] ({s}) matching the pod labels"),
+    })
 }
 
 /// Convert config selector entries, returning the valid ones and Istio's warning for each

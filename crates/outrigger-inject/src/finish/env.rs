@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::tree::{env_entry, env_mut, find_sidecar_mut};
+use crate::kube::pod::{env_entry, env_mut, find_sidecar_mut};
 
 /// Replace the sidecar's env entries named in `proxy_envs` by plain entries appended in
 /// ascending name order.

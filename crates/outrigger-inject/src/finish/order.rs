@@ -3,9 +3,10 @@
 
 use serde_json::{Map, Value};
 
-use super::tree::{container_name, json_bool};
+use super::tree::json_bool;
 use super::{PostProcess, PROXY_CONTAINER};
 use crate::json::lookup as jsonmap;
+use crate::kube::pod::container_name;
 
 /// Where [`move_container`] puts the element.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,7 +107,7 @@ pub(super) fn reorder_containers(pod: &mut Value, p: &PostProcess<'_>) {
 
 #[cfg(test)]
 mod tests {
-    use crate::finish::tree::find_sidecar;
+    use crate::kube::pod::find_sidecar;
     use serde_json::json;
 
     use super::*;

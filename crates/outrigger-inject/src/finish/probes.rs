@@ -5,16 +5,16 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-use super::tree::{
-    annotation, annotations, container_name, env_entry, env_mut, find_sidecar, find_sidecar_mut,
-    json_bool, mesh_status_port, parse_go_bool, parse_go_int,
-};
+use super::tree::{json_bool, mesh_status_port, parse_go_bool, parse_go_int};
 use super::{
     PostProcess, APP_PROBERS_ENV, PROXY_CONTAINER, REWRITE_PROBERS, STATUS_ANNOTATION,
     STATUS_PORT_ANNOTATION,
 };
 use crate::go::json as gojson;
 use crate::json::lookup as jsonmap;
+use crate::kube::pod::{
+    annotation, annotations, container_name, env_entry, env_mut, find_sidecar, find_sidecar_mut,
+};
 
 /// `IntOrString` of a probe port.
 #[derive(Debug, Clone, PartialEq, Eq)]

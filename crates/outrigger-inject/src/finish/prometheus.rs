@@ -3,12 +3,12 @@
 
 use serde_json::{Map, Value};
 
-use super::tree::{
-    annotations, annotations_mut, env_entry, env_mut, find_sidecar, find_sidecar_mut, json_bool,
-    mesh_status_port, parse_go_bool, parse_go_int,
-};
+use super::tree::{json_bool, mesh_status_port, parse_go_bool, parse_go_int};
 use super::{MERGE_METRICS, PROMETHEUS_ENV, SECURE_PORT, SECURE_PORT_ENV};
 use crate::go::json as gojson;
+use crate::kube::pod::{
+    annotations, env_entry, env_mut, existing_annotations_mut, find_sidecar, find_sidecar_mut,
+};
 use crate::kube::prometheus::{
     first_sanitized, remove_prometheus_annotations, sanitized_values, sanitizes_to, PATH, PORT,
     SCRAPE, TARGETS,
@@ -262,7 +262,7 @@ pub(super) fn apply_prometheus_merge(
             env_mut(sidecar).push(env_entry(PROMETHEUS_ENV, &cfg.to_json()));
         }
     }
-    if let Some(ann) = annotations_mut(pod) {
+    if let Some(ann) = existing_annotations_mut(pod) {
         remove_prometheus_annotations(ann);
         ann.insert("prometheus.io/port".into(), Value::String(target));
         ann.insert("prometheus.io/path".into(), "/stats/prometheus".into());
@@ -290,7 +290,7 @@ pub(super) fn apply_secure_port(pod: &mut Value) {
         .map(|e| e.get("value").and_then(Value::as_str).unwrap_or(""))
         .filter(|v| !v.is_empty() && *v != "0")
         .map(str::to_string);
-    if let (Some(port), Some(ann)) = (port, annotations_mut(pod)) {
+    if let (Some(port), Some(ann)) = (port, existing_annotations_mut(pod)) {
         ann.insert(
             "prometheus.istio.io/secure-port".into(),
             Value::String(port),

@@ -2,11 +2,11 @@
 
 use serde_json::Value;
 
-use super::tree::{annotations_mut, container_name};
 use super::{PostProcess, STATUS_ANNOTATION};
 use crate::go::json as gojson;
 use crate::json::lookup as jsonmap;
 use crate::kube::names::{NETWORK_ENV, NETWORK_LABEL};
+use crate::kube::pod::{container_name, existing_annotations_mut};
 
 /// `sidecar.istio.io/status` computed from the template pod.
 pub fn injection_status(template_pod: &Value, revision: &str) -> String {
@@ -59,7 +59,7 @@ pub(super) fn apply_metadata(pod: &mut Value, p: &PostProcess<'_>) {
         }
     }
     let status = injection_status(p.template_pod, p.revision);
-    if let Some(ann) = annotations_mut(pod) {
+    if let Some(ann) = existing_annotations_mut(pod) {
         ann.insert(STATUS_ANNOTATION.into(), Value::String(status));
         for (k, v) in p.injected_annotations {
             ann.insert(k.clone(), Value::String(v.clone()));

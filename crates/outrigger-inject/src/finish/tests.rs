@@ -4,8 +4,8 @@
 use serde_json::json;
 
 use super::probes::dump_app_probers;
-use super::tree::*;
 use super::*;
+use crate::kube::pod::{annotations, container_name, find_sidecar};
 
 pub(super) const CORPUS: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),

@@ -1,8 +1,8 @@
-//! Helpers on the pod's JSON tree shared by the finishing steps.
+//! Helpers shared by the finishing steps: the metadata maps they write into, and Go's and proto
+//! JSON's readings of scalar values. Accessors on the pod are [`crate::kube::pod`].
 
 use serde_json::{Map, Value};
 
-use super::PROXY_CONTAINER;
 use crate::json::lookup as jsonmap;
 use crate::json::JsonError;
 use crate::kube::typed::TypeError;
@@ -29,70 +29,6 @@ pub(super) fn object_entry<'m>(
     }
     slot.as_object_mut()
         .ok_or_else(|| TypeError::NotAnObject(path.to_string()).into())
-}
-
-pub(super) fn annotations(pod: &Value) -> Option<&Map<String, Value>> {
-    jsonmap::path(pod, &["metadata", "annotations"]).and_then(Value::as_object)
-}
-
-pub(super) fn annotations_mut(pod: &mut Value) -> Option<&mut Map<String, Value>> {
-    jsonmap::path_mut(pod, &["metadata", "annotations"]).and_then(Value::as_object_mut)
-}
-
-pub(super) fn annotation<'v>(pod: &'v Value, name: &str) -> Option<&'v str> {
-    annotations(pod)?.get(name)?.as_str()
-}
-
-pub(super) fn container_name(c: &Value) -> &str {
-    c.get("name").and_then(Value::as_str).unwrap_or("")
-}
-
-/// The sidecar: first `istio-proxy` in `spec.containers`, else in `spec.initContainers`.
-pub(super) fn find_sidecar_mut(pod: &mut Value) -> Option<&mut Map<String, Value>> {
-    let spec = pod.get_mut("spec")?.as_object_mut()?;
-    let in_containers = spec
-        .get("containers")
-        .and_then(Value::as_array)
-        .is_some_and(|cs| cs.iter().any(|c| container_name(c) == PROXY_CONTAINER));
-    let list = if in_containers {
-        "containers"
-    } else {
-        "initContainers"
-    };
-    spec.get_mut(list)?
-        .as_array_mut()?
-        .iter_mut()
-        .find(|c| container_name(c) == PROXY_CONTAINER)?
-        .as_object_mut()
-}
-
-pub(super) fn find_sidecar(pod: &Value) -> Option<&Map<String, Value>> {
-    ["containers", "initContainers"].iter().find_map(|list| {
-        pod.get("spec")?
-            .get(*list)?
-            .as_array()?
-            .iter()
-            .find(|c| container_name(c) == PROXY_CONTAINER)?
-            .as_object()
-    })
-}
-
-/// The container's `env` list, created when missing or not a list.
-pub(super) fn env_mut(container: &mut Map<String, Value>) -> &mut Vec<Value> {
-    let slot = container
-        .entry("env")
-        .or_insert_with(|| Value::Array(Vec::new()));
-    if !slot.is_array() {
-        *slot = Value::Array(Vec::new());
-    }
-    slot.as_array_mut().expect("env was just made an array")
-}
-
-pub(super) fn env_entry(name: &str, value: &str) -> Value {
-    let mut m = Map::new();
-    m.insert("name".into(), Value::String(name.into()));
-    m.insert("value".into(), Value::String(value.into()));
-    Value::Object(m)
 }
 
 /// Go `strconv.ParseBool`.

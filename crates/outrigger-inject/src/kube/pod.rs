@@ -2,6 +2,8 @@
 
 use serde_json::{Map, Value};
 
+use crate::kube::names::PROXY_CONTAINER;
+
 /// Annotation value of a pod.
 pub fn annotation<'a>(pod: &'a Value, name: &str) -> Option<&'a str> {
     pod.get("metadata")?.get("annotations")?.get(name)?.as_str()
@@ -39,9 +41,73 @@ pub fn map_object<'a>(m: &'a mut Map<String, Value>, key: &str) -> &'a mut Map<S
     e.as_object_mut().expect("just made an object")
 }
 
-/// `metadata.annotations`, created when missing.
+/// `metadata.annotations`, created when missing or not an object (compare
+/// [`existing_annotations_mut`]).
 pub fn annotations_mut(pod: &mut Value) -> &mut Map<String, Value> {
     map_object(object_mut(pod, "metadata"), "annotations")
+}
+
+/// `metadata.annotations` when it is an object.
+pub fn annotations(pod: &Value) -> Option<&Map<String, Value>> {
+    pod.get("metadata")?.get("annotations")?.as_object()
+}
+
+/// `metadata.annotations` when it is already an object, without creating it (compare
+/// [`annotations_mut`]).
+pub fn existing_annotations_mut(pod: &mut Value) -> Option<&mut Map<String, Value>> {
+    pod.get_mut("metadata")?
+        .get_mut("annotations")?
+        .as_object_mut()
+}
+
+/// The sidecar: first `istio-proxy` in `spec.containers`, else in `spec.initContainers`.
+pub fn find_sidecar_mut(pod: &mut Value) -> Option<&mut Map<String, Value>> {
+    let spec = pod.get_mut("spec")?.as_object_mut()?;
+    let in_containers = spec
+        .get("containers")
+        .and_then(Value::as_array)
+        .is_some_and(|cs| cs.iter().any(|c| container_name(c) == PROXY_CONTAINER));
+    let list = if in_containers {
+        "containers"
+    } else {
+        "initContainers"
+    };
+    spec.get_mut(list)?
+        .as_array_mut()?
+        .iter_mut()
+        .find(|c| container_name(c) == PROXY_CONTAINER)?
+        .as_object_mut()
+}
+
+/// The sidecar: first `istio-proxy` in `spec.containers`, else in `spec.initContainers`.
+pub fn find_sidecar(pod: &Value) -> Option<&Map<String, Value>> {
+    ["containers", "initContainers"].iter().find_map(|list| {
+        pod.get("spec")?
+            .get(*list)?
+            .as_array()?
+            .iter()
+            .find(|c| container_name(c) == PROXY_CONTAINER)?
+            .as_object()
+    })
+}
+
+/// The container's `env` list, created when missing or not a list.
+pub fn env_mut(container: &mut Map<String, Value>) -> &mut Vec<Value> {
+    let slot = container
+        .entry("env")
+        .or_insert_with(|| Value::Array(Vec::new()));
+    if !slot.is_array() {
+        *slot = Value::Array(Vec::new());
+    }
+    slot.as_array_mut().expect("env was just made an array")
+}
+
+/// An `env` entry `{name, value}`.
+pub fn env_entry(name: &str, value: &str) -> Value {
+    let mut m = Map::new();
+    m.insert("name".into(), Value::String(name.into()));
+    m.insert("value".into(), Value::String(value.into()));
+    Value::Object(m)
 }
 
 /// The container list `list` (`containers`, `initContainers`) of `spec`; empty when absent.
