@@ -1,7 +1,11 @@
-//! The injection pipeline: strip a previous injection, render the selected templates,
-//! strategic-merge them onto the pod, re-apply user overrides, post-process, and diff.
+//! One pod through the pipeline, once it is to be injected: its annotations validated (decide),
+//! the proxy environment completed and a previous injection stripped (ingest), the selected
+//! templates rendered (render) and strategic-merged onto the pod one by one (merge), user
+//! overrides re-applied (merge) and the result post-processed (finish).
 //!
-//! [`inject_pod`] is the one entry point shared by the webhook and `outrigger inject`.
+//! [`inject_pod`] is the entry for a pod as given; the webhook normalises the pod itself to keep
+//! the received one for the diff ([`normalize_pod`], [`inject_normalized`]), and kube-inject
+//! hands its pod over ([`inject_pod_owned`]).
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -150,8 +154,8 @@ pub fn inject_normalized(original: &Value, p: &InjectParams<'_>) -> Result<Injec
         original_pod: original,
         proxy_config_annotation_mesh: annotation_mesh,
     };
-    let pp_warnings = finish::post_process_with_warnings(&mut merged, &pp)
-        .map_err(|e| e.context("failed to process pod"))?;
+    let pp_warnings =
+        finish::post_process(&mut merged, &pp).map_err(|e| e.context("failed to process pod"))?;
     warnings.extend(pp_warnings);
     Ok(Injected {
         pod: merged,

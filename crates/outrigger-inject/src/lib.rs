@@ -1,8 +1,10 @@
 //! # outrigger-inject
 //!
 //! The injection pipeline of outrigger, an Istio-compatible sidecar injector, as a library without
-//! I/O or async. The webhook server and `outrigger inject` both call [`inject::inject_pod`], so
-//! they cannot drift apart; `outrigger check` explains the same decision through [`check`].
+//! I/O or async. The webhook ([`webhook::review`]) and `outrigger inject`
+//! ([`kube_inject::inject_manifests`]) both inject a pod through [`inject`] (`inject_pod` and
+//! its variants for a pod already normalised or owned), so they cannot drift apart;
+//! `outrigger check` explains the same decision through [`check`].
 //! Every Istio rule has its owner here; the binary does I/O.
 //!
 //! State that outlives a call: the embedded schema tables, the template function table and a
@@ -20,11 +22,15 @@
 //!   through a dev-dependency on the crate itself; the fuzz targets enable it explicitly.
 //!
 //! Data flows one way through the stages, one module each:
-//! pod JSON → [`ingest`] → [`decide`] → [`render`] → [`merge`] → [`finish`] → [`patch`].
+//! pod JSON → [`ingest`] → [`decide`] → [`render`] → [`merge`] → [`finish`] → [`patch`] →
+//! [`respond`] (the webhook's answer).
 //! Pods stay `serde_json::Value` trees end to end, so fields unknown to our tables are never lost.
 //!
-//! The orchestrators run the stages: [`inject`] one pod (render, merge, finish), [`webhook`] an
-//! AdmissionReview (ingest, decide, inject, patch), [`kube_inject`] a stream of manifests, and
+//! The orchestrators run the stages, one per entry point, each stage once and in order:
+//! [`inject`] one pod (annotations validated, previous injection stripped, render, merge,
+//! finish), [`webhook`] an AdmissionReview (ingest, decide, inject, patch, respond),
+//! [`kube_inject`] a stream of manifests, [`reinject`] a pod from scratch, [`drift`] and
+//! [`preview`] a pod against a configuration, [`check`] the explanation of a decision, and
 //! [`guard`] checks that a configuration can inject at all. Below the stages are their inputs
 //! ([`config`], and [`unsupported`]: what a configuration's templates use that outrigger lacks)
 //! and the engines they use: [`template`] (Go `text/template`), [`mesh`] (mesh and

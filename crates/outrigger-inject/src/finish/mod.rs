@@ -54,14 +54,10 @@ pub struct PostProcess<'a> {
     pub proxy_config_annotation_mesh: Option<&'a Value>,
 }
 
-/// Post-process the merged `pod` in place. Warnings the reference would log are
-/// discarded; use [`post_process_with_warnings`] to get them.
-pub fn post_process(pod: &mut Value, p: &PostProcess<'_>) -> Result<()> {
-    post_process_with_warnings(pod, p).map(|_| ())
-}
-
-/// Like [`post_process`], returning the warning log lines the reference would write.
-pub fn post_process_with_warnings(pod: &mut Value, p: &PostProcess<'_>) -> Result<Vec<String>> {
+/// The finish stage: post-process the merged `pod` in place (cluster env, Prometheus merge,
+/// secure port, probe rewrite, status metadata, container order, in that order). Returns the
+/// warning log lines the reference would write.
+pub fn post_process(pod: &mut Value, p: &PostProcess<'_>) -> Result<Vec<String>> {
     let mut warnings = Vec::new();
     tree::ensure_metadata_maps(pod)?;
     env::apply_cluster_envs(pod, p.proxy_envs);

@@ -124,7 +124,7 @@ impl Inputs {
             original_pod: &self.original,
             proxy_config_annotation_mesh: self.annotation_mesh.as_ref(),
         };
-        post_process_with_warnings(pod, &p)
+        post_process(pod, &p)
     }
 }
 
