@@ -104,6 +104,12 @@ boxed_from!(
     Mesh(MeshError),
 );
 
+impl From<crate::kube::quantity::QuantityError> for Error {
+    fn from(e: crate::kube::quantity::QuantityError) -> Error {
+        TypeError::Quantity(e).into()
+    }
+}
+
 impl From<crate::go::time::TimeError> for Error {
     fn from(e: crate::go::time::TimeError) -> Error {
         TypeError::Time(e).into()

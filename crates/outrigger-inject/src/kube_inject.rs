@@ -252,8 +252,11 @@ pub fn inject_raw_document(
     let (before, after, outcome) = process_document(doc, opts, &mut processed.warnings, keep_trees)
         .map_err(|e| e.context(&label))?;
     // istioctl writes the object with sigs.k8s.io/yaml `Marshal` (JSON, then `JSONToYAML`).
-    let mut text = yaml::json_to_yaml(&after)
-        .map_err(|e| e.context("error converting JSON to YAML").context(&label))?;
+    let mut text = yaml::json_to_yaml(&after).map_err(|e| {
+        Error::from(e)
+            .context("error converting JSON to YAML")
+            .context(&label)
+    })?;
     text.push_str("---\n");
     processed.text = text;
     processed.outcome = outcome;
@@ -279,8 +282,8 @@ fn ignored_warning(index: usize, ignored: &yaml::IgnoredText) -> String {
 /// Move the document-relative line of a YAML error of a document starting on (0-based) line
 /// `first_line` of the stream to the line of the stream, so the message points at the file line
 /// (`inject` and `check` report the same line).
-pub fn shift_yaml_line(e: Error, first_line: usize) -> Error {
-    match e {
+pub fn shift_yaml_line(e: impl Into<Error>, first_line: usize) -> Error {
+    match e.into() {
         Error::Yaml(y) => y.shifted(first_line).into(),
         other => other,
     }
@@ -634,7 +637,7 @@ mod tests {
         assert_eq!(e.to_string(), "yaml: bad (column 1)");
         let other = shift_yaml_line(Error::from(yaml::YamlError::Decode("x".into())), 2);
         assert_eq!(other.to_string(), "yaml: x");
-        let other = shift_yaml_line(WorkloadError::UnsupportedKind("line 2".into()).into(), 2);
+        let other = shift_yaml_line(WorkloadError::UnsupportedKind("line 2".into()), 2);
         assert_eq!(other.to_string(), "unsupported kind \"line 2\"");
     }
 }

@@ -262,7 +262,7 @@ pub fn parse_values(text: &str) -> Result<Value> {
     let v = match serde_json::from_str::<Value>(text) {
         Ok(v) => v,
         Err(json_err) => yaml::from_str(text).map_err(|e| ConfigError::ValuesSyntax {
-            yaml: Box::new(e),
+            yaml: Box::new(e.into()),
             json: json_err.to_string(),
         })?,
     };
@@ -412,7 +412,7 @@ fn selectors(
 impl InjectorConfig {
     /// Parse an injector `config` document (YAML or JSON) and all of its templates.
     pub fn parse(text: &str) -> Result<InjectorConfig> {
-        let doc = yaml::from_str(text).map_err(|e| ConfigError::Unmarshal(Box::new(e)))?;
+        let doc = yaml::from_str(text).map_err(|e| ConfigError::Unmarshal(Box::new(e.into())))?;
         let m = match doc {
             Value::Object(m) => m,
             Value::Null => Map::new(),

@@ -402,7 +402,7 @@ fn go_bool(v: &str) -> std::result::Result<(), String> {
 
 /// `proxy.istio.io/config`: applied over the built-in default ProxyConfig, then validated.
 fn proxy_config(v: &str) -> std::result::Result<(), String> {
-    check_proxy_config_tree(crate::yaml::from_str(v))
+    check_proxy_config_tree(crate::yaml::from_str(v).map_err(Into::into))
 }
 
 /// The `proxy.istio.io/config` check on the annotation's parsed YAML.

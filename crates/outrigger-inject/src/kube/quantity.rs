@@ -9,8 +9,8 @@
 
 use std::fmt;
 
-use crate::kube::typed::TypeError;
-use crate::Result;
+/// Results of quantity parsing: Kubernetes' error texts.
+type Result<T, E = QuantityError> = std::result::Result<T, E>;
 
 /// Why a text is not a Kubernetes quantity (Kubernetes' `ErrFormatWrong`, `ErrNumeric`,
 /// `ErrSuffix`).
@@ -25,10 +25,6 @@ pub enum QuantityError {
     /// The suffix is not a known one.
     #[error("{}", ERR_SUFFIX)]
     Suffix,
-}
-
-fn err(e: QuantityError) -> crate::Error {
-    TypeError::Quantity(e).into()
 }
 
 /// Kubernetes' `ErrFormatWrong` text.
@@ -178,7 +174,7 @@ pub fn canonicalize(s: &str) -> Result<String> {
 /// where Kubernetes does, e.g. in `UnmarshalJSON`).
 pub fn parse(s: &str) -> Result<Quantity> {
     if s.is_empty() {
-        return Err(err(QuantityError::FormatWrong));
+        return Err(QuantityError::FormatWrong);
     }
     if s == "0" {
         return Ok(Quantity {
@@ -190,8 +186,7 @@ pub fn parse(s: &str) -> Result<Quantity> {
         });
     }
     let parts = split_quantity(s)?;
-    let (base, exponent, format) =
-        interpret_suffix(parts.suffix).ok_or_else(|| err(QuantityError::Suffix))?;
+    let (base, exponent, format) = interpret_suffix(parts.suffix).ok_or(QuantityError::Suffix)?;
     if let Some(q) = fast_path(s, &parts, base, exponent, format) {
         return Ok(q);
     }
@@ -285,7 +280,7 @@ fn split_quantity(s: &str) -> Result<Parts<'_>> {
         pos += 1;
     }
     if digits_end(b, pos) < end {
-        return Err(err(QuantityError::FormatWrong));
+        return Err(QuantityError::FormatWrong);
     }
     Ok(Parts {
         positive,
@@ -395,7 +390,7 @@ fn fast_path(s: &str, p: &Parts<'_>, base: u32, exponent: i64, format: Format) -
 /// The arbitrary-precision path of `ParseQuantity`.
 fn slow_path(p: &Parts<'_>, base: u32, exponent: i64, mut format: Format) -> Result<Quantity> {
     if !p.value.bytes().any(|c| c.is_ascii_digit()) {
-        return Err(err(QuantityError::Numeric));
+        return Err(QuantityError::Numeric);
     }
     let mut digits = to_digits(&format!("{}{}", p.num, p.denom));
     let mut exp = -(p.denom.len() as i64);

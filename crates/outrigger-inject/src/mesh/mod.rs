@@ -166,7 +166,8 @@ pub fn apply_mesh_config_value(overlay: &Value, base: &Value) -> Result<Value> {
 /// Apply a `proxy.istio.io/config` annotation (YAML ProxyConfig) onto `mesh.defaultConfig`,
 /// returning the new mesh config.
 pub fn apply_proxy_config(yaml: &str, mesh: &Value) -> Result<Value> {
-    let tree = crate::yaml::from_str(yaml).map_err(|e| MeshError::ProxyConfig(Box::new(e)))?;
+    let tree =
+        crate::yaml::from_str(yaml).map_err(|e| MeshError::ProxyConfig(Box::new(e.into())))?;
     apply_proxy_config_value(&tree, mesh)
 }
 

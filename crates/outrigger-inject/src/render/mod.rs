@@ -203,7 +203,7 @@ pub fn select_templates(snapshot: &Snapshot, pod: &Value) -> Vec<String> {
 pub fn rendered_patch(name: &str, text: &str) -> Result<Value> {
     let v = yaml::from_str(text).map_err(|e| RenderError::InvalidYaml {
         template: name.to_string(),
-        source: Box::new(e),
+        source: Box::new(e.into()),
     })?;
     match v {
         Value::Null => Ok(Value::Object(Map::new())),

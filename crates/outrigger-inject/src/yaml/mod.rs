@@ -28,7 +28,9 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
-use crate::Result;
+/// Results of the YAML engine: its own error type, which converts into the crate's sum above the
+/// stages.
+type Result<T, E = YamlError> = std::result::Result<T, E>;
 
 mod emit;
 mod events;
@@ -54,7 +56,7 @@ mod tests_parse;
 /// expanded. Keys keep document order; non-string keys become their string form (`1`, `true`,
 /// `.inf`); a repeated key replaces the earlier value (non-strict `yaml.Unmarshal`). Syntax errors,
 /// `.inf`/`.nan` values (not representable in JSON), null keys and documents nested deeper than
-/// 512 collections are [`crate::Error::Yaml`] errors with go-yaml's message
+/// 512 collections are [`YamlError`]s with go-yaml's message
 /// (`yaml: line L: message`). Empty, whitespace-only or comment-only input is `Value::Null`.
 pub fn from_str(text: &str) -> Result<Value> {
     #[cfg(feature = "test-support")]
@@ -240,7 +242,7 @@ pub fn to_string(v: &Value) -> String {
 }
 
 /// sigs.k8s.io/yaml `JSONToYAML` of `v`'s Go JSON encoding, including its failures on JSON it
-/// cannot read back ([`crate::Error::Yaml`] with go-yaml's message): a mapping key over 1,022
+/// cannot read back ([`YamlError`] with go-yaml's message): a mapping key over 1,022
 /// characters of JSON, or holding a raw U+0085 (a YAML line break), is
 /// `yaml: [line N: ]did not find expected ',' or '}'`; a DEL, C1 control or U+FFFE/U+FFFF
 /// anywhere (Go's JSON leaves them raw) is `yaml: control characters are not allowed`.
@@ -248,7 +250,7 @@ pub fn to_string(v: &Value) -> String {
 /// through `JSONToYAML`.
 pub fn json_to_yaml(v: &Value) -> Result<String> {
     if let Some(e) = emit::json_read_error(v) {
-        return Err(e.into());
+        return Err(e);
     }
     Ok(emit::to_string(v))
 }

@@ -19,9 +19,8 @@ use serde_json::{Map, Number, Value};
 use super::events::{Event, EventKind, Parser};
 use super::resolve::{resolve_scalar, Resolved};
 use super::scan::{ScalarStyle, ScanError};
-use super::YamlError;
+use super::{Result, YamlError};
 use crate::go::float::{format_g32, format_g64};
-use crate::{Error, Result};
 
 /// Deepest collection nesting accepted. go-yaml allows 10,000 flow levels and 10,000
 /// indentation levels; every consumer of the tree here recurses, so documents are kept to a
@@ -67,13 +66,13 @@ pub(crate) fn load(text: &str) -> Result<Loaded> {
     Ok(Loaded { value, ignored })
 }
 
-fn yaml_error(e: &ScanError) -> Error {
-    e.to_error().into()
+fn yaml_error(e: &ScanError) -> YamlError {
+    e.to_error()
 }
 
 /// go-yaml's `failf`: `yaml: <message>`, no line.
-fn fail(msg: impl std::fmt::Display) -> Error {
-    YamlError::Decode(msg.to_string()).into()
+fn fail(msg: impl std::fmt::Display) -> YamlError {
+    YamlError::Decode(msg.to_string())
 }
 
 // -------------------------------------------------------------------------------------------
@@ -567,13 +566,13 @@ impl<'t> Decoder<'t> {
 
 #[cold]
 #[inline(never)]
-fn too_deep() -> Error {
+fn too_deep() -> YamlError {
     fail(format!("exceeded max depth of {MAX_DEPTH}"))
 }
 
 #[cold]
 #[inline(never)]
-fn contains_itself(alias: &Node) -> Error {
+fn contains_itself(alias: &Node) -> YamlError {
     let name = match alias {
         Node::Alias { name, .. } => name.as_str(),
         _ => "",
@@ -608,7 +607,7 @@ fn go_key(v: Go) -> Result<GoKey> {
 
 #[cold]
 #[inline(never)]
-fn invalid_key(v: &Go) -> Error {
+fn invalid_key(v: &Go) -> YamlError {
     fail(format!("invalid map key: {}", go_sharp_v(v)))
 }
 
@@ -833,11 +832,11 @@ fn to_json(go: Go) -> Result<Value> {
     let mut p = Problems::default();
     let v = convert(go, &mut p);
     match (p.key, p.float) {
-        (Some(k), _) => Err(YamlError::ToJson(k).into()),
+        (Some(k), _) => Err(YamlError::ToJson(k)),
         (None, true) => {
             // json.Marshal reports the first one in its (sorted key) order.
             let go = first_not_finite(&v).unwrap_or("NaN");
-            Err(YamlError::ToJson(format!("json: unsupported value: {go}")).into())
+            Err(YamlError::ToJson(format!("json: unsupported value: {go}")))
         }
         (None, false) => Ok(v),
     }

@@ -14,8 +14,7 @@ use std::borrow::Cow;
 use std::io::BufRead;
 use std::ops::Range;
 
-use super::YamlError;
-use crate::{Error, Result};
+use super::{Result, YamlError};
 
 /// Split `text` as `YAMLReader` does; see [`crate::yaml::split_documents`].
 pub(crate) fn split_documents(text: &str) -> Result<Vec<Cow<'_, str>>> {
@@ -95,7 +94,7 @@ impl Splitter {
         if let Some(rest) = line.strip_prefix("---") {
             let trimmed = rest.trim();
             if !trimmed.is_empty() && !trimmed.starts_with('#') {
-                return Err(YamlError::Separator(trimmed.to_string()).into());
+                return Err(YamlError::Separator(trimmed.to_string()));
             }
             if self.open {
                 let span = self.take(line_start);
@@ -140,7 +139,7 @@ pub enum ReadError {
     Io(#[from] std::io::Error),
     /// The stream is not a valid document stream (a bad separator).
     #[error("{0}")]
-    Split(#[from] Error),
+    Split(#[from] YamlError),
 }
 
 /// Streaming form of [`crate::yaml::split_documents`]: reads a stream line by line and yields

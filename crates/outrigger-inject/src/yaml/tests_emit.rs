@@ -16,7 +16,7 @@ fn to_string(v: &Value) -> String {
 }
 
 /// [`super::from_str`], with the fast path checked against the full loader on `text`.
-fn from_str(text: &str) -> crate::Result<Value> {
+fn from_str(text: &str) -> Result<Value, super::YamlError> {
     check(text);
     super::from_str(text)
 }

@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 use super::tests_fast::check;
 
 /// [`super::from_str`], with the fast path checked against the full loader on `text`.
-fn from_str(text: &str) -> crate::Result<Value> {
+fn from_str(text: &str) -> Result<Value, super::YamlError> {
     check(text);
     super::from_str(text)
 }
