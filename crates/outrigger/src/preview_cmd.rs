@@ -20,7 +20,7 @@ use serde_json::{json, Value};
 
 use crate::cli::preview::{PreviewArgs, PreviewOutput};
 use crate::config_source::{native_auto, Setup};
-use crate::drift_cmd::{columns, show};
+use crate::drift::{columns, show};
 use crate::input;
 
 /// The pods of the cluster.

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use super::common::ConfigFiles;
-use super::inject::ClusterArgs;
+use crate::cli::common::ClusterArgs;
 use outrigger_inject::decide::native::NativeMode;
 
 /// Output format of `outrigger preview`.

@@ -6,6 +6,8 @@
 //! error (like `diff`). `--kube --restart` re-rolls the drifted workloads after the table
 //! ([`restart`]).
 
+pub mod args;
+
 use std::io::{Read, Write};
 use std::process::ExitCode;
 
@@ -16,7 +18,7 @@ use outrigger_inject::kube_inject::{self, KubeInjectOptions};
 use outrigger_inject::yaml;
 use serde_json::{json, Value};
 
-use crate::cli::drift::{DriftArgs, DriftOutput};
+use crate::drift::args::{DriftArgs, DriftOutput};
 use crate::input;
 
 /// Fields listed under a pod in the table; the rest are counted.
