@@ -491,3 +491,60 @@ fn every_workload_kind_is_read_and_what_a_controller_owns_is_left_to_it() {
         .count();
     assert_eq!(pages, 2, "{:#?}", c.queries);
 }
+
+#[test]
+fn manifests_are_checked_against_their_namespaces_each_read_once() {
+    let api = cluster(|c| {
+        c.get_mut("namespaces", "", "shop").expect("shop")["metadata"]["labels"]
+            ["pod-security.kubernetes.io/enforce"] = json!("restricted");
+        c.put(json!({"apiVersion": "v1", "kind": "Namespace",
+                     "metadata": {"name": "open", "labels": {"istio-injection": "enabled"}}}));
+    });
+    // More workloads than a batch, the two namespaces taking turns.
+    let n = 80;
+    let manifests: String = (0..n)
+        .map(|i| {
+            let ns = if i % 2 == 0 { "shop" } else { "open" };
+            let text = serde_json::to_string(&deployment(ns, &format!("app-{i}"), 1));
+            text.expect("json") + "\n---\n"
+        })
+        .collect();
+    let dir = TempDir::new("preview-kube-manifests");
+    let kc = dir
+        .write("kubeconfig", &kube_api::kubeconfig(api.port))
+        .display()
+        .to_string();
+    let file = dir.write("apps.yaml", &manifests).display().to_string();
+    let run = Inject::command("preview")
+        .args(["--kube", "--kubeconfig", &kc, "-f", &file])
+        .args(["--candidate-revision", "canary", "-o", "json"])
+        .run();
+    let rows = json_rows(run.exited(3));
+    assert_eq!(rows.len(), n);
+    for (i, row) in rows.iter().enumerate() {
+        assert_eq!(row["name"], format!("app-{i}"));
+        let restricted = row["findings"]
+            .as_array()
+            .expect("findings")
+            .iter()
+            .any(|f| f["check"] == "pod-security" && f["container"] == "istio-init");
+        assert_eq!(restricted, row["namespace"] == "shop", "{row:#}");
+    }
+    let requests = api.requests();
+    for (what, request) in [
+        ("namespace shop", "GET /api/v1/namespaces/shop"),
+        ("namespace open", "GET /api/v1/namespaces/open"),
+        (
+            "shop's LimitRanges",
+            "GET /api/v1/namespaces/shop/limitranges",
+        ),
+        (
+            "open's ResourceQuotas",
+            "GET /api/v1/namespaces/open/resourcequotas",
+        ),
+        ("nodes", "GET /api/v1/nodes"),
+    ] {
+        let asked = requests.iter().filter(|r| *r == request).count();
+        assert_eq!(asked, 1, "{what}: {requests:#?}");
+    }
+}
