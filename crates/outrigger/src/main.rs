@@ -14,7 +14,7 @@ mod input;
 mod kube;
 mod man;
 mod pki;
-mod preview_cmd;
+mod preview;
 mod report;
 mod safe_write;
 mod serve;
@@ -60,7 +60,7 @@ fn main() -> std::process::ExitCode {
         Command::Check(args) => (check::run(&args), 2),
         Command::Drift(args) => (drift::run(&args), 2),
         Command::Doctor(args) => (doctor::run(&args), 2),
-        Command::Preview(args) => (preview_cmd::run(&args), 2),
+        Command::Preview(args) => (preview::run(&args), 2),
         Command::Version => {
             print!("{}", version_text());
             (Ok(ExitCode::SUCCESS), 1)

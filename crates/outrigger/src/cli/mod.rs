@@ -7,7 +7,6 @@
 
 pub mod common;
 pub mod defaults;
-pub mod preview;
 pub mod values;
 
 use clap::{Parser, Subcommand};
@@ -44,7 +43,7 @@ pub enum Command {
     /// workloads of manifests or of the cluster (--kube): what changes, field by field, and what
     /// the cluster would refuse (Pod Security, LimitRange, ResourceQuota, native sidecars on
     /// old kubelets, duplicate container names, templates that fail).
-    Preview(preview::PreviewArgs),
+    Preview(crate::preview::args::PreviewArgs),
     /// Print the version, the git commit and the Istio versions the injector was verified against.
     Version,
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).

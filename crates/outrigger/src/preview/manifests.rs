@@ -15,8 +15,8 @@ use serde_json::Value;
 
 use super::report::{Rendered, Report};
 use super::{cluster, evaluate, replicas, Configs, Facts};
-use crate::cli::preview::PreviewArgs;
 use crate::input;
+use crate::preview::args::PreviewArgs;
 
 /// Documents read before a batch is previewed.
 const BATCH_DOCUMENTS: usize = 64;

@@ -21,9 +21,9 @@ use serde_json::{Map, Value};
 
 use super::report::{Rendered, Report};
 use super::{evaluate, replicas, Configs, Facts};
-use crate::cli::preview::{PreviewArgs, PreviewOutput};
 use crate::kube::client::{self, api_error};
 use crate::kube::{objects, pods};
+use crate::preview::args::{PreviewArgs, PreviewOutput};
 
 /// Connect as the flags say; the namespace the context names.
 async fn connect(args: &PreviewArgs) -> Result<client::Connected> {

@@ -7,6 +7,8 @@
 //! 3 when the cluster would refuse a pod of the candidate (whether or not something changes
 //! too), 2 on error.
 
+pub mod args;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::ExitCode;
 
@@ -16,8 +18,8 @@ use outrigger_inject::kube_inject::{self, KubeInjectOptions};
 use outrigger_inject::preview::{self, Admission, Finding, Outcome, PodPreview};
 use serde_json::Value;
 
-use crate::cli::preview::PreviewArgs;
 use crate::config_source::{native_auto, Setup};
+use crate::preview::args::PreviewArgs;
 use report::Report;
 
 /// The pods of the cluster.

@@ -13,8 +13,8 @@ use outrigger_inject::preview::{Change, Outcome};
 use serde_json::{json, Value};
 
 use super::{Origin, Row, REFUSED, TABLE_FIELDS};
-use crate::cli::preview::PreviewOutput;
 use crate::drift::{column_line, show};
+use crate::preview::args::PreviewOutput;
 
 /// Columns of the table.
 const HEAD: [&str; 5] = ["NAMESPACE", "WORKLOAD", "REPLICAS", "CHANGES", "PREFLIGHT"];
