@@ -53,17 +53,7 @@ pub enum Command {
     },
     /// Print a man page (roff): `outrigger man > outrigger.1`, `outrigger man inject`, or write
     /// them all with `--dir`.
-    Man(ManArgs),
-}
-
-/// Flags of `outrigger man`.
-#[derive(Debug, clap::Args)]
-pub struct ManArgs {
-    /// The subcommand whose page to print (default: the page of `outrigger` itself).
-    pub subcommand: Option<String>,
-    /// Write every page (`outrigger.1`, `outrigger-inject.1`, ...) into this directory instead.
-    #[arg(long = "dir", conflicts_with = "subcommand")]
-    pub dir: Option<std::path::PathBuf>,
+    Man(crate::man::ManArgs),
 }
 
 /// The note every command's help ends with (the counterparts are hidden aliases, so that
