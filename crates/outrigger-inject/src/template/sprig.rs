@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use super::funcs::{quote_str, register, str_of, Table, P};
 use super::value::{IntTy, V};
+use crate::go::strconv;
 
 type R<T> = Result<T, String>;
 
@@ -401,7 +402,7 @@ fn to_i64(v: &V<'_>) -> i64 {
         V::Uint(u) => *u as i64,
         V::Float(f) => f2i(*f),
         V::Bool(b) => i64::from(*b),
-        V::Str(s) => super::parse::parse_int(trim_zero_decimal(s)).unwrap_or(0),
+        V::Str(s) => strconv::parse_int(trim_zero_decimal(s), 0, 64).unwrap_or(0),
         V::Ptr(p) => to_i64(p),
         _ => 0,
     }
@@ -429,33 +430,11 @@ fn trim_zero_decimal(s: &str) -> &str {
 fn to_f64(v: &V<'_>) -> f64 {
     match v {
         V::Float(f) => *f,
-        V::Str(s) => go_parse_float(s).unwrap_or(0.0),
+        V::Str(s) => strconv::parse_float(s).unwrap_or(0.0),
         V::Int(..) | V::Uint(_) | V::Enum(..) | V::Bool(_) => to_i64(v) as f64,
         V::Ptr(p) => to_f64(p),
         _ => 0.0,
     }
-}
-
-/// Go's `strconv.ParseFloat(s, 64)`: also `inf`, `infinity`, `nan` in any case and with a sign;
-/// a value out of range is an error.
-pub fn go_parse_float(s: &str) -> Option<f64> {
-    let (neg, body) = match s.as_bytes().first() {
-        Some(b'-') => (true, &s[1..]),
-        Some(b'+') => (false, &s[1..]),
-        _ => (false, s),
-    };
-    let l = body.to_ascii_lowercase();
-    if l == "inf" || l == "infinity" {
-        return Some(if neg {
-            f64::NEG_INFINITY
-        } else {
-            f64::INFINITY
-        });
-    }
-    if l == "nan" {
-        return Some(f64::NAN);
-    }
-    super::parse::parse_float(s).ok()
 }
 
 /// Go's `reflect.Kind` name of a value.
@@ -2031,7 +2010,7 @@ fn register_numbers(m: &mut Table) {
     register(m, "atoi", &[Str], None, |a| {
         let s = str_of(&a[0]);
         let v = if s.starts_with(['+', '-']) && s.len() > 1 || !s.starts_with(['+', '-']) {
-            atoi(s)
+            strconv::atoi(s).unwrap_or(0)
         } else {
             0
         };
@@ -2092,7 +2071,7 @@ fn register_numbers(m: &mut Table) {
     });
     register(m, "toDecimal", &[Any], None, |a| {
         let s = a[0].sprint();
-        let parsed = parse_int_base8(&s).unwrap_or(0);
+        let parsed = strconv::parse_int(&s, 8, 64).unwrap_or(0);
         Ok(i64v(parsed))
     });
     register(m, "addf", &[], Some(Any), |a| {
@@ -2161,45 +2140,6 @@ fn register_numbers(m: &mut Table) {
         let s: Vec<String> = items.iter().map(i64::to_string).collect();
         Ok(V::string(s.join(" ")))
     });
-}
-
-/// Go's `strconv.Atoi` (errors give 0 in Sprig's `atoi`).
-fn atoi(s: &str) -> i64 {
-    let (neg, body) = match s.as_bytes().first() {
-        Some(b'-') => (true, &s[1..]),
-        Some(b'+') => (false, &s[1..]),
-        _ => (false, s),
-    };
-    if body.is_empty() || !body.bytes().all(|c| c.is_ascii_digit()) {
-        return 0;
-    }
-    let text = if neg {
-        format!("-{body}")
-    } else {
-        body.to_string()
-    };
-    text.parse::<i64>().unwrap_or(0)
-}
-
-/// `strconv.ParseInt(s, 8, 64)`.
-fn parse_int_base8(s: &str) -> Option<i64> {
-    let (neg, body) = match s.as_bytes().first() {
-        Some(b'-') => (true, &s[1..]),
-        Some(b'+') => (false, &s[1..]),
-        _ => (false, s),
-    };
-    if body.is_empty() || !body.bytes().all(|c| (b'0'..=b'7').contains(&c)) {
-        return None;
-    }
-    let u = u64::from_str_radix(body, 8).ok()?;
-    if neg {
-        if u > 1 << 63 {
-            return None;
-        }
-        Some((u as i64).wrapping_neg())
-    } else {
-        i64::try_from(u).ok()
-    }
 }
 
 /// Sprig's `execDecimalOp`: shopspring/decimal arithmetic on the shortest decimal forms of the
