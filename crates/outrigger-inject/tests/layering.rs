@@ -11,8 +11,9 @@ use std::path::Path;
 /// then the stages in pipeline order (ingest, decide, render, merge, finish, patch), then the
 /// orchestrators (`inject` runs one pod and is used by the others). `error` is the crate-wide
 /// sum of the stages' error types, so it sits above all of them and names each stage's error
-/// type; the stages return it through the root re-exports `crate::Error`/`crate::Result` (the
-/// one sanctioned loop: a stage's error converts into the sum, never the other way).
+/// type. Naming it through the root re-exports `crate::Error`/`crate::Result` counts as naming
+/// `error`: the engines return their own error types, and the files that still return the sum
+/// from below are listed in `NAMES_THE_SUM`.
 const LAYERS: &[(&str, u8)] = &[
     ("go", 0),
     ("json", 1),
@@ -37,6 +38,47 @@ const LAYERS: &[(&str, u8)] = &[
     ("drift", 13),
     ("preview", 13),
     ("error", 14),
+];
+
+/// Files that still name the crate-wide sum (`crate::Error`/`crate::Result`, the `error`
+/// module) from below it: to be fixed by the stages pass (issue 23), which gives each engine and
+/// stage its own error type and puts the sum only above the stages. The engines `go` and
+/// `template` are done and must not come back here; remove a file from this list once it no
+/// longer names the sum.
+const NAMES_THE_SUM: &[&str] = &[
+    // engines
+    "yaml/mod.rs",
+    "yaml/parse.rs",
+    "yaml/split.rs",
+    "kube/quantity.rs",
+    "kube/typed.rs",
+    "mesh/decode.rs",
+    "mesh/merge.rs",
+    "mesh/mod.rs",
+    "mesh/validate_pc.rs",
+    // configuration
+    "config/defaults.rs",
+    "config/inject_file.rs",
+    "config/mod.rs",
+    // stages
+    "ingest/previous.rs",
+    "ingest/recover.rs",
+    "decide/annotations.rs",
+    "render/memo.rs",
+    "render/mod.rs",
+    "merge/overrides.rs",
+    "merge/pod.rs",
+    "merge/strategic.rs",
+    "finish/mod.rs",
+    "finish/prometheus.rs",
+    "finish/tree.rs",
+    "patch/mod.rs",
+    // orchestrators (the sum names their error types, so it sits above them today)
+    "inject.rs",
+    "reinject.rs",
+    "kube_inject.rs",
+    "webhook.rs",
+    "drift.rs",
 ];
 
 /// Source without comments and without the test module at its end.
@@ -104,11 +146,18 @@ fn modules_import_only_lower_layers() {
             violations.push(format!("{}: module {top:?} has no layer", rel.display()));
             continue;
         };
+        let rel_name = rel.to_string_lossy().replace('\\', "/");
         let code = production_code(&std::fs::read_to_string(&file).expect("readable"));
         for m in named_modules(&code) {
+            // The root re-exports `crate::Error`/`crate::Result` are the `error` module.
+            let m = match m.as_str() {
+                "Error" | "Result" => "error".to_string(),
+                _ => m,
+            };
             match layer.get(m.as_str()) {
                 _ if m == top || m.is_empty() || m.starts_with(char::is_uppercase) => {}
                 Some(&l) if l < own => {}
+                Some(_) if m == "error" && NAMES_THE_SUM.contains(&rel_name.as_str()) => {}
                 Some(_) => violations.push(format!("{}: {top} imports {m}", rel.display())),
                 None => violations.push(format!("{}: unknown module crate::{m}", rel.display())),
             }

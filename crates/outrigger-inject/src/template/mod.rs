@@ -25,8 +25,6 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde_json::Value;
 
-use crate::{Error, Result};
-
 /// Why a template failed, in Go's words.
 #[derive(Debug, thiserror::Error)]
 pub enum TemplateError {
@@ -140,8 +138,8 @@ impl Template {
     ///
     /// Errors are Go's, `template: NAME:LINE: ...`; a function name that is neither a Go
     /// builtin, a Sprig v3 function nor an Istio function is a parse error, as in Go.
-    pub fn parse(name: &str, text: &str) -> Result<Template> {
-        let trees = parse::parse(name, text, &funcs::is_defined).map_err(Error::from)?;
+    pub fn parse(name: &str, text: &str) -> Result<Template, TemplateError> {
+        let trees = parse::parse(name, text, &funcs::is_defined)?;
         let calls = mutation::calls(trees.values());
         let (mutates_maps, deterministic) = (
             mutation::mutates_maps(&calls),
@@ -194,15 +192,19 @@ impl Template {
     /// Execute the template with `data`, returning the rendered text.
     ///
     /// Execution errors are Go-shaped: `template: inject:LINE:COL: executing "inject" at <...>: ...`.
-    pub fn render(&self, data: &TemplateData<'_>) -> Result<String> {
+    pub fn render(&self, data: &TemplateData<'_>) -> Result<String, TemplateError> {
         self.render_at(data, &Clock::system())
     }
 
     /// [`Template::render`] with `clock` as Sprig's clock and local zone (`now`, `date`, `ago`,
     /// `toDate`, `metav1.Time` values): a fixed one in tests.
-    pub fn render_at(&self, data: &TemplateData<'_>, clock: &Clock) -> Result<String> {
+    pub fn render_at(
+        &self,
+        data: &TemplateData<'_>,
+        clock: &Clock,
+    ) -> Result<String, TemplateError> {
         crate::go::zone::with_local(clock.local(), || exec::Exec::run(self, data, clock))
-            .map_err(|m| TemplateError::Exec(m).into())
+            .map_err(TemplateError::Exec)
     }
 
     /// Execute the template over a generic JSON value, as Go's `text/template` executes over
@@ -210,23 +212,22 @@ impl Template {
     /// arrays `[]interface{}`, numbers `float64`, `null` a nil interface). Istio's own data is
     /// typed ([`Template::render`]); this entry point serves users' generic data and lets the
     /// engine be compared with Go's on arbitrary values.
-    pub fn render_json(&self, data: &Value) -> Result<String> {
+    pub fn render_json(&self, data: &Value) -> Result<String, TemplateError> {
         self.render_json_at(data, &Clock::system())
     }
 
     /// [`Template::render_json`] with `clock` as Sprig's clock and local zone.
-    pub fn render_json_at(&self, data: &Value, clock: &Clock) -> Result<String> {
+    pub fn render_json_at(&self, data: &Value, clock: &Clock) -> Result<String, TemplateError> {
         crate::go::zone::with_local(clock.local(), || {
             exec::Exec::run_json(self, data, true, clock)
         })
-        .map_err(|m| TemplateError::Exec(m).into())
+        .map_err(TemplateError::Exec)
     }
 
     /// Like [`Template::render_json`], but the JSON is viewed in place, as Istio's `.Values`
     /// is during injection: the same results, except that `set`, `unset` and `merge` on a map
     /// of the data return an updated copy instead of changing the data.
-    pub fn render_json_view(&self, data: &Value) -> Result<String> {
-        exec::Exec::run_json(self, data, false, &Clock::system())
-            .map_err(|m| TemplateError::Exec(m).into())
+    pub fn render_json_view(&self, data: &Value) -> Result<String, TemplateError> {
+        exec::Exec::run_json(self, data, false, &Clock::system()).map_err(TemplateError::Exec)
     }
 }
