@@ -92,9 +92,14 @@ fn production_code(text: &str) -> String {
 
 /// Top-level modules named by `crate::x` paths and `use crate::{x, y::z}` groups.
 fn named_modules(code: &str) -> Vec<String> {
+    named_after(code, "crate::")
+}
+
+/// Modules named by `PREFIX x` paths and `use PREFIX{x, y::z}` groups.
+fn named_after(code: &str, prefix: &str) -> Vec<String> {
     let mut out = Vec::new();
-    for (i, _) in code.match_indices("crate::") {
-        let rest = &code[i + "crate::".len()..];
+    for (i, _) in code.match_indices(prefix) {
+        let rest = &code[i + prefix.len()..];
         if let Some(group) = rest.strip_prefix('{') {
             let group = group.split('}').next().unwrap_or("");
             for item in group.split(',') {
@@ -166,6 +171,78 @@ fn modules_import_only_lower_layers() {
     }
     assert!(
         checked > 100,
+        "only {checked} imports seen: is the scan broken?"
+    );
+    assert!(violations.is_empty(), "{violations:#?}");
+}
+
+/// The template engine's modules by layer, so the import circle between the function families
+/// and the function table cannot come back: the leaves (lexer, syntax tree, Go's string, path
+/// and semver rules), then the parser, the value model and the digests, then what every function
+/// family builds on (`printf`, the function `signature`), then the families (`dates`, `sprig`),
+/// then the function table (`funcs`), then what runs templates (`exec`, and `mutation`, which
+/// asks the table about the calls of a parsed template).
+const TEMPLATE_LAYERS: &[(&str, u8)] = &[
+    ("lex", 0),
+    ("ast", 0),
+    ("gostr", 0),
+    ("gopath", 0),
+    ("digest", 1),
+    ("semver", 0),
+    ("parse", 1),
+    ("value", 1),
+    ("printf", 2),
+    ("signature", 2),
+    ("dates", 3),
+    ("sprig", 3),
+    ("funcs", 4),
+    ("mutation", 5),
+    ("exec", 5),
+];
+
+#[test]
+fn template_modules_import_only_lower_layers() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/template");
+    let layer: BTreeMap<&str, u8> = TEMPLATE_LAYERS.iter().copied().collect();
+    let mut files = Vec::new();
+    visit(&dir, &mut files);
+    let mut violations = Vec::new();
+    let mut checked = 0;
+    for file in files {
+        let rel = file.strip_prefix(&dir).expect("under src/template");
+        let first = rel.iter().next().and_then(|s| s.to_str()).unwrap_or("");
+        let top = first.trim_end_matches(".rs");
+        let name = file.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+        if top == "mod" || name.starts_with("tests") {
+            continue;
+        }
+        let Some(&own) = layer.get(top) else {
+            violations.push(format!(
+                "template/{}: module {top:?} has no layer",
+                rel.display()
+            ));
+            continue;
+        };
+        let code = production_code(&std::fs::read_to_string(&file).expect("readable"));
+        // A module one level down names its siblings as `super::x`; deeper ones as
+        // `crate::template::x`.
+        let mut named = named_after(&code, "super::");
+        named.extend(named_after(&code, "crate::template::"));
+        for m in named {
+            match layer.get(m.as_str()) {
+                _ if m == top || m.is_empty() || m.starts_with(char::is_uppercase) => {}
+                Some(&l) if l < own => {}
+                Some(_) => {
+                    violations.push(format!("template/{}: {top} imports {m}", rel.display()))
+                }
+                // Items of the template module itself (`super::TemplateData`, ...).
+                None => {}
+            }
+            checked += 1;
+        }
+    }
+    assert!(
+        checked > 20,
         "only {checked} imports seen: is the scan broken?"
     );
     assert!(violations.is_empty(), "{violations:#?}");

@@ -6,158 +6,16 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 
+use super::value::{check_size, go_unmarshal, str_of};
 use super::value::{duration_parts, IntTy, V};
-use super::{printf, sprig};
-use crate::go::quote::{format_duration, quote as go_quote};
+use super::{dates, printf, sprig, value};
+use crate::go::quote::format_duration;
 use crate::json::lookup as jsonmap;
 
 type R<T> = Result<T, String>;
 
-/// A function implementation.
-pub type Func = for<'a> fn(Vec<V<'a>>) -> R<V<'a>>;
-
-/// Go parameter types, driving argument conversion as Go's `text/template` converts call
-/// arguments.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum P {
-    /// `reflect.Value`: passed through as-is (missing stays missing).
-    Raw,
-    /// `interface{}`: missing becomes nil.
-    Any,
-    /// `string`.
-    Str,
-    /// `int`.
-    Int,
-    /// `float64`.
-    Float,
-    /// `bool`.
-    Bool,
-    /// `map[string]string`.
-    StrMap,
-    /// `map[string]interface{}`.
-    Map,
-    /// `metav1.ObjectMeta`.
-    Meta,
-    /// `[]corev1.Container`.
-    Containers,
-    /// A protobuf message pointer (`proto.Message`, `*MeshConfig`, `*Duration`).
-    Proto,
-    /// `time.Time`.
-    Time,
-}
-
-impl P {
-    /// Can the Go type hold nil?
-    pub fn can_be_nil(self) -> bool {
-        matches!(
-            self,
-            P::Raw | P::Any | P::StrMap | P::Map | P::Containers | P::Proto
-        )
-    }
-
-    /// Go type name for messages.
-    pub fn go_name(self) -> &'static str {
-        match self {
-            P::Raw => "reflect.Value",
-            P::Any => "interface {}",
-            P::Str => "string",
-            P::Int => "int",
-            P::Float => "float64",
-            P::Bool => "bool",
-            P::StrMap => "map[string]string",
-            P::Map => "map[string]interface {}",
-            P::Meta => "v1.ObjectMeta",
-            P::Containers => "[]v1.Container",
-            P::Proto => "proto.Message",
-            P::Time => "time.Time",
-        }
-    }
-}
-
-/// A registered function.
-#[derive(Clone, Copy)]
-pub struct FuncDef {
-    /// Fixed parameter types.
-    pub params: &'static [P],
-    /// Element type of the variadic parameter.
-    pub variadic: Option<P>,
-    /// Implementation.
-    pub f: Func,
-    /// False for the Sprig names outrigger parses but does not implement (they fail at
-    /// execution with `not implemented by outrigger`).
-    pub implemented: bool,
-}
-
-/// Convert an evaluated argument to parameter type `p`.
-pub fn convert(v: V<'_>, p: P) -> R<V<'_>> {
-    let wrong = |v: &V<'_>| {
-        format!(
-            "wrong type for value; expected {}; got {}",
-            p.go_name(),
-            v.type_name()
-        )
-    };
-    if v.is_missing() {
-        return if p == P::Raw {
-            Ok(V::Missing)
-        } else if p.can_be_nil() {
-            Ok(V::Nil)
-        } else {
-            Err(format!("invalid value; expected {}", p.go_name()))
-        };
-    }
-    if let (V::Ptr(inner), P::Str | P::Int | P::Float | P::Bool) = (&v, p) {
-        // One level of pointer indirection is attempted, as in Go.
-        return convert((**inner).clone(), p);
-    }
-    match p {
-        P::Raw | P::Any => Ok(v),
-        P::Str => match v {
-            V::Str(_) => Ok(v),
-            _ => Err(wrong(&v)),
-        },
-        P::Int => match v {
-            V::Int(_, IntTy::Int) => Ok(v),
-            _ => Err(wrong(&v)),
-        },
-        P::Float => match v {
-            V::Float(_) => Ok(v),
-            _ => Err(wrong(&v)),
-        },
-        P::Bool => match v {
-            V::Bool(_) => Ok(v),
-            _ => Err(wrong(&v)),
-        },
-        P::StrMap => match v {
-            V::StrMapJ(_) | V::StrMap(_) => Ok(v),
-            _ => Err(wrong(&v)),
-        },
-        P::Map => match v {
-            V::Json(Value::Object(_)) | V::Map(_) => Ok(v),
-            V::NilOf(t) if t.starts_with("map[string]interface") => Ok(V::Nil),
-            _ => Err(wrong(&v)),
-        },
-        P::Meta => match v {
-            V::K8s {
-                ty: "metav1.ObjectMeta",
-                ..
-            } => Ok(v),
-            _ => Err(wrong(&v)),
-        },
-        P::Containers => match v {
-            V::K8sSlice(f, _) if f.elem.as_deref() == Some("corev1.Container") => Ok(v),
-            _ => Err(wrong(&v)),
-        },
-        P::Proto => match v {
-            V::Proto { .. } => Ok(v),
-            _ => Err(wrong(&v)),
-        },
-        P::Time => match v {
-            V::Time(_) => Ok(v),
-            _ => Err(wrong(&v)),
-        },
-    }
-}
+use super::signature::register;
+pub use super::signature::{convert, FuncDef, Table, P};
 
 /// Look a function up by name.
 pub fn lookup(name: &str) -> Option<&'static FuncDef> {
@@ -181,24 +39,9 @@ pub fn is_defined(name: &str) -> bool {
     name == "and" || name == "or" || table().contains_key(name)
 }
 
-/// The function table type.
-pub type Table = rustc_hash::FxHashMap<&'static str, FuncDef>;
-
 fn table() -> &'static Table {
     static T: OnceLock<Table> = OnceLock::new();
     T.get_or_init(build)
-}
-
-fn def(m: &mut Table, name: &'static str, params: &'static [P], variadic: Option<P>, f: Func) {
-    m.insert(
-        name,
-        FuncDef {
-            params,
-            variadic,
-            f,
-            implemented: true,
-        },
-    );
 }
 
 fn build() -> Table {
@@ -207,6 +50,7 @@ fn build() -> Table {
     // map is merged last (`indent`, `contains`, `env`, `omit` override Sprig's).
     builtins(&mut m);
     sprig::register_all(&mut m);
+    dates::register_dates(&mut m);
     // Sprig's `mustX` differs from `X` only by returning its error instead of panicking, and a
     // panicking function fails the template execution in Go as an error does here.
     for name in sprig::SPRIG_NAMES {
@@ -239,17 +83,6 @@ fn build() -> Table {
     }
     istio(&mut m);
     m
-}
-
-/// Register a function (used by the Sprig module).
-pub fn register(
-    m: &mut Table,
-    name: &'static str,
-    params: &'static [P],
-    variadic: Option<P>,
-    f: Func,
-) {
-    def(m, name, params, variadic, f);
 }
 
 fn not_implemented_stub<'a>(_: Vec<V<'a>>) -> R<V<'a>> {
@@ -381,24 +214,24 @@ pub fn expand_env<'e>(s: &str, mapping: impl Fn(&str) -> &'e str) -> String {
 
 fn builtins(m: &mut Table) {
     use P::*;
-    def(m, "not", &[Raw], None, |a| Ok(V::Bool(!a[0].truth())));
-    def(m, "eq", &[Raw], Some(Raw), f_eq);
-    def(m, "ne", &[Raw, Raw], None, |a| {
+    register(m, "not", &[Raw], None, |a| Ok(V::Bool(!a[0].truth())));
+    register(m, "eq", &[Raw], Some(Raw), f_eq);
+    register(m, "ne", &[Raw, Raw], None, |a| {
         f_eq(a).map(|v| V::Bool(!v.truth()))
     });
-    def(m, "lt", &[Raw, Raw], None, |a| {
+    register(m, "lt", &[Raw, Raw], None, |a| {
         lt(&a[0], &a[1]).map(V::Bool)
     });
-    def(m, "le", &[Raw, Raw], None, |a| {
+    register(m, "le", &[Raw, Raw], None, |a| {
         le(&a[0], &a[1]).map(V::Bool)
     });
-    def(m, "gt", &[Raw, Raw], None, |a| {
+    register(m, "gt", &[Raw, Raw], None, |a| {
         le(&a[0], &a[1]).map(|b| V::Bool(!b))
     });
-    def(m, "ge", &[Raw, Raw], None, |a| {
+    register(m, "ge", &[Raw, Raw], None, |a| {
         lt(&a[0], &a[1]).map(|b| V::Bool(!b))
     });
-    def(m, "len", &[Raw], None, |a| match a[0].len() {
+    register(m, "len", &[Raw], None, |a| match a[0].len() {
         Some(n) => Ok(V::Int(n as i64, IntTy::Int)),
         None => match a[0] {
             V::Missing => Err("reflect: call of reflect.Value.Type on zero Value".into()),
@@ -406,28 +239,28 @@ fn builtins(m: &mut Table) {
             _ => Err(format!("len of type {}", a[0].type_name())),
         },
     });
-    def(m, "index", &[Raw], Some(Raw), f_index);
-    def(m, "slice", &[Raw], Some(Raw), f_slice);
-    def(m, "print", &[], Some(Any), |a| Ok(V::string(go_sprint(&a))));
-    def(m, "println", &[], Some(Any), |a| {
+    register(m, "index", &[Raw], Some(Raw), f_index);
+    register(m, "slice", &[Raw], Some(Raw), f_slice);
+    register(m, "print", &[], Some(Any), |a| Ok(V::string(go_sprint(&a))));
+    register(m, "println", &[], Some(Any), |a| {
         let s: Vec<String> = a.iter().map(V::sprint).collect();
         Ok(V::string(s.join(" ") + "\n"))
     });
-    def(m, "printf", &[Str], Some(Any), |a| {
+    register(m, "printf", &[Str], Some(Any), |a| {
         let fmt = str_of(&a[0]).to_string();
         Ok(V::string(printf::sprintf(&fmt, &a[1..])))
     });
-    def(m, "html", &[], Some(Any), |a| {
+    register(m, "html", &[], Some(Any), |a| {
         Ok(V::string(html_escape(&eval_args(&a))))
     });
-    def(m, "js", &[], Some(Any), |a| {
+    register(m, "js", &[], Some(Any), |a| {
         Ok(V::string(js_escape(&eval_args(&a))))
     });
-    def(m, "urlquery", &[], Some(Any), |a| {
+    register(m, "urlquery", &[], Some(Any), |a| {
         Ok(V::string(query_escape(&eval_args(&a))))
     });
     // The executor puts the callee's name first (see `value_string`).
-    def(m, "call", &[Raw], Some(Raw), |a| match &a[1] {
+    register(m, "call", &[Raw], Some(Raw), |a| match &a[1] {
         V::Missing | V::Nil => Err("call of nil".into()),
         other => Err(format!(
             "non-function {} of type {}",
@@ -666,14 +499,6 @@ fn le<'a>(a: &V<'a>, b: &V<'a>) -> R<bool> {
     f_eq(vec![a.clone(), b.clone()]).map(|v| v.truth())
 }
 
-/// String content of a string value ("" otherwise).
-pub fn str_of<'s>(v: &'s V<'_>) -> &'s str {
-    match v {
-        V::Str(s) => s,
-        _ => "",
-    }
-}
-
 fn index_int(v: &V<'_>) -> R<i64> {
     match v {
         V::Int(i, _) => Ok(*i),
@@ -795,7 +620,7 @@ fn f_slice<'a>(a: Vec<V<'a>>) -> R<V<'a>> {
             ))
         }
         v => {
-            let items = sprig::to_list(v)
+            let items = value::to_list(v)
                 .ok_or_else(|| format!("can't slice item of type {}", v.type_name()))?;
             let (i, j) = (
                 idx.first().copied().unwrap_or(0),
@@ -864,7 +689,7 @@ fn query_escape(s: &str) -> String {
 
 fn istio(m: &mut Table) {
     use P::*;
-    def(m, "formatDuration", &[Proto], None, |a| {
+    register(m, "formatDuration", &[Proto], None, |a| {
         let (s, n) = match &a[0] {
             V::Proto { json: Some(j), .. } => duration_parts(j),
             _ => (0, 0),
@@ -873,32 +698,32 @@ fn istio(m: &mut Table) {
             i128::from(s) * 1_000_000_000 + i128::from(n),
         )))
     });
-    def(m, "isset", &[StrMap, Str], None, |a| {
+    register(m, "isset", &[StrMap, Str], None, |a| {
         Ok(V::Bool(strmap_get(&a[0], str_of(&a[1])).is_some()))
     });
-    def(m, "excludeInboundPort", &[Any, Str], None, |a| {
+    register(m, "excludeInboundPort", &[Any, Str], None, |a| {
         Ok(V::string(exclude_inbound_port(
             &a[0].sprint(),
             str_of(&a[1]),
         )))
     });
-    def(m, "includeInboundPorts", &[Containers], None, |a| {
+    register(m, "includeInboundPorts", &[Containers], None, |a| {
         Ok(V::string(container_ports(&a[0], false)))
     });
-    def(m, "applicationPorts", &[Containers], None, |a| {
+    register(m, "applicationPorts", &[Containers], None, |a| {
         Ok(V::string(container_ports(&a[0], true)))
     });
-    def(m, "kubevirtInterfaces", &[Str], None, |mut a| {
+    register(m, "kubevirtInterfaces", &[Str], None, |mut a| {
         Ok(a.remove(0))
     });
-    def(
+    register(
         m,
         "excludeInterfaces",
         &[Str],
         None,
         |mut a| Ok(a.remove(0)),
     );
-    def(m, "annotation", &[Meta, Str, Any], None, |a| {
+    register(m, "annotation", &[Meta, Str, Any], None, |a| {
         let ann = match &a[0] {
             V::K8s { json, .. } => json
                 .and_then(|j| jsonmap::field(j, "annotations"))
@@ -910,7 +735,7 @@ fn istio(m: &mut Table) {
             None => V::string(a[2].sprint()),
         })
     });
-    def(m, "valueOrDefault", &[Any, Any], None, |mut a| {
+    register(m, "valueOrDefault", &[Any, Any], None, |mut a| {
         let d = a.pop().unwrap_or(V::Nil);
         let v = a.pop().unwrap_or(V::Nil);
         Ok(match &v {
@@ -919,16 +744,16 @@ fn istio(m: &mut Table) {
             _ => v,
         })
     });
-    def(m, "toJSON", &[StrMap], None, |a| {
+    register(m, "toJSON", &[StrMap], None, |a| {
         Ok(V::string(strmap_json(&a[0]).unwrap_or_else(|| "{}".into())))
     });
-    def(m, "fromJSON", &[Str], None, |a| {
+    register(m, "fromJSON", &[Str], None, |a| {
         Ok(go_unmarshal(str_of(&a[0])).unwrap_or(V::s("{}")))
     });
-    def(m, "structToJSON", &[Any], None, |a| {
+    register(m, "structToJSON", &[Any], None, |a| {
         Ok(V::string(struct_to_json(&a[0])))
     });
-    def(m, "protoToJSON", &[Proto], None, |a| {
+    register(m, "protoToJSON", &[Proto], None, |a| {
         Ok(V::string(match &a[0] {
             V::Proto {
                 name,
@@ -938,27 +763,27 @@ fn istio(m: &mut Table) {
             _ => "{}".into(),
         }))
     });
-    def(m, "toYaml", &[Any], None, |a| Ok(V::string(to_yaml(&a[0]))));
-    def(m, "indent", &[Int, Str], None, |a| {
+    register(m, "toYaml", &[Any], None, |a| Ok(V::string(to_yaml(&a[0]))));
+    register(m, "indent", &[Int, Str], None, |a| {
         let n = usize::try_from(as_i(&a[0]).unsigned_abs()).unwrap_or(usize::MAX);
         let s = str_of(&a[1]);
         check_size(s.len(), s.matches('\n').count(), n)?;
         let pad = " ".repeat(n);
         Ok(V::string(s.replace('\n', &format!("\n{pad}"))))
     });
-    def(m, "directory", &[Str], None, |a| {
+    register(m, "directory", &[Str], None, |a| {
         let s = str_of(&a[0]);
         Ok(V::string(
             s.rfind('/').map_or(String::new(), |i| s[..=i].to_string()),
         ))
     });
-    def(m, "contains", &[Str, Str], None, |a| {
+    register(m, "contains", &[Str, Str], None, |a| {
         Ok(V::Bool(str_of(&a[1]).contains(str_of(&a[0]))))
     });
-    def(m, "toLower", &[Str], None, |a| {
+    register(m, "toLower", &[Str], None, |a| {
         Ok(V::string(super::gostr::lower(str_of(&a[0]))))
     });
-    def(m, "appendMultusNetwork", &[Str, Str], None, |a| {
+    register(m, "appendMultusNetwork", &[Str, Str], None, |a| {
         Ok(V::string(append_multus_network(
             str_of(&a[0]),
             str_of(&a[1]),
@@ -966,17 +791,17 @@ fn istio(m: &mut Table) {
     });
     // Istio's `env KEY DEFAULT` (overriding Sprig's one-argument `env`); executed by
     // [`call_env`] over the render's environment map, never the process environment.
-    def(m, "env", &[Str, Str], None, needs_env);
+    register(m, "env", &[Str, Str], None, needs_env);
     // Sprig's `expandenv`, likewise over the render's environment map.
-    def(m, "expandenv", &[Str], None, needs_env);
-    def(m, "omit", &[StrMap], Some(Str), |a| {
+    register(m, "expandenv", &[Str], None, needs_env);
+    register(m, "omit", &[StrMap], Some(Str), |a| {
         let mut out = strmap_owned(&a[0]);
         for k in &a[1..] {
             out.remove(str_of(k));
         }
         Ok(V::StrMap(Some(Rc::new(out))))
     });
-    def(m, "strdict", &[], Some(Str), |a| {
+    register(m, "strdict", &[], Some(Str), |a| {
         let mut out = BTreeMap::new();
         for pair in a.chunks(2) {
             let v = pair.get(1).map_or("", str_of);
@@ -984,7 +809,7 @@ fn istio(m: &mut Table) {
         }
         Ok(V::StrMap(Some(Rc::new(out))))
     });
-    def(m, "toJsonMap", &[], Some(StrMap), |a| {
+    register(m, "toJsonMap", &[], Some(StrMap), |a| {
         if a.is_empty() {
             return Ok(V::s("null"));
         }
@@ -996,7 +821,7 @@ fn istio(m: &mut Table) {
             strmap_json(&V::StrMap(Some(Rc::new(out)))).unwrap_or_default(),
         ))
     });
-    def(m, "mergeMaps", &[], Some(StrMap), |a| {
+    register(m, "mergeMaps", &[], Some(StrMap), |a| {
         if a.is_empty() {
             return Ok(V::StrMap(None));
         }
@@ -1006,10 +831,10 @@ fn istio(m: &mut Table) {
         }
         Ok(V::StrMap(Some(Rc::new(out))))
     });
-    def(m, "omitNil", &[Any], None, |a| {
+    register(m, "omitNil", &[Any], None, |a| {
         Ok(omit_nil(&a[0]).unwrap_or(V::Nil))
     });
-    def(
+    register(
         m,
         "otelResourceAttributes",
         &[Proto, StrMap, StrMap, Str, Containers],
@@ -1078,7 +903,7 @@ fn struct_to_json(v: &V<'_>) -> String {
                 }
             }
         }
-        other => sprig::to_json_go(other),
+        other => value::to_json_go(other),
     }
 }
 
@@ -1211,7 +1036,7 @@ fn omit_nil<'a>(v: &V<'a>) -> Option<V<'a>> {
             }
         }
         V::Json(Value::Array(_)) | V::List(_) => {
-            let items = sprig::to_list(v).unwrap_or_default();
+            let items = value::to_list(v).unwrap_or_default();
             let n = items.len();
             let out: Vec<V<'a>> = items.iter().filter_map(omit_nil).collect();
             if out.is_empty() && n > 0 {
@@ -1298,46 +1123,4 @@ fn image_version(image: &str) -> Option<String> {
         (false, true) => Some(tag.to_string()),
         (true, true) => None,
     }
-}
-
-/// Go's `json.Unmarshal` into `interface{}`: objects, arrays, float64 numbers.
-pub fn go_unmarshal<'a>(s: &str) -> R<V<'a>> {
-    match serde_json::from_str::<Value>(s) {
-        Ok(v) => Ok(sprig::owned(v)),
-        Err(e) => Err(go_json_error(s, &e)),
-    }
-}
-
-/// Go's `encoding/json` syntax error text for the common cases.
-fn go_json_error(s: &str, e: &serde_json::Error) -> String {
-    if s.trim().is_empty() || e.is_eof() {
-        return "unexpected end of JSON input".into();
-    }
-    let line_start: usize = s
-        .split_inclusive('\n')
-        .take(e.line().saturating_sub(1))
-        .map(str::len)
-        .sum();
-    let off = (line_start + e.column()).saturating_sub(1);
-    let c = s[off.min(s.len())..].chars().next().unwrap_or(' ');
-    format!(
-        "invalid character {} looking for beginning of value",
-        crate::go::quote::quote_rune(c, false)
-    )
-}
-
-/// Largest string a function may build (a guard against memory exhaustion; Go has none).
-pub const MAX_OUTPUT: usize = 64 << 20;
-
-/// Fail when `base + copies * each` bytes would exceed [`MAX_OUTPUT`].
-pub fn check_size(base: usize, copies: usize, each: usize) -> R<()> {
-    match copies.checked_mul(each).and_then(|x| x.checked_add(base)) {
-        Some(n) if n <= MAX_OUTPUT => Ok(()),
-        _ => Err(format!("result exceeds {MAX_OUTPUT} bytes")),
-    }
-}
-
-/// `%q` of a string (used by Sprig's `quote`).
-pub fn quote_str(s: &str) -> String {
-    go_quote(s)
 }

@@ -14,12 +14,15 @@
 //!   (`template: inject:LINE:COL: executing "inject" at <...>: ...`).
 //!
 //! Layout: `lex`/`parse`/`ast` (Go's lexer, parser and parse tree, with Go's messages), `value`
-//! (the value model: lazy views over the pod/proto JSON), `exec` (the executor), `funcs`
-//! (argument conversion against Go parameter types, Go builtins, Istio functions), `sprig`
+//! (the value model: lazy views over the pod/proto JSON, and the conversions, JSON encoding and
+//! size guard every function family uses), `signature` (a function's Go parameter types and the
+//! argument conversion against them, the table entry), `exec` (the executor), `funcs` (the
+//! function table, Go builtins, Istio functions), `sprig`
 //! (Sprig v3: every name parses; all but randomness, cryptography, the network and URLs are
 //! implemented, the rest fail with `error calling X: not implemented by outrigger`), `dates`
 //! (Sprig's date functions over Go's `time.Time`, layouts and zones, read from a [`Clock`]),
-//! `printf` (`fmt.Sprintf`).
+//! `printf` (`fmt.Sprintf`). Imports go one way: value <- signature/printf <- the families <-
+//! the table <- exec (`tests/layering.rs` checks it).
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -56,6 +59,7 @@ mod mutation;
 mod parse;
 mod printf;
 mod semver;
+mod signature;
 mod sprig;
 mod value;
 

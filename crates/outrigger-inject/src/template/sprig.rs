@@ -1,5 +1,5 @@
 //! Sprig v3 text functions. Every Sprig name is accepted at parse time; the ones implemented
-//! here (and the date functions, in `dates`) follow Sprig's semantics, the rest (randomness,
+//! here (the date functions are in `dates`) follow Sprig's semantics, the rest (randomness,
 //! cryptography, the network, URLs: `docs/go-exactness.md`) fail at execution with
 //! `error calling X: not implemented by outrigger`.
 
@@ -8,8 +8,11 @@ use std::rc::Rc;
 
 use serde_json::Value;
 
-use super::funcs::{quote_str, register, str_of, Table, P};
-use super::value::{IntTy, V};
+use super::signature::{register, Func, Table, P};
+use super::value::{
+    check_size, go_cap, go_unmarshal, map_entries, marshal, quote_str, shared_map, str_of, to_list,
+    to_map, IntTy, V,
+};
 use crate::go::strconv;
 
 type R<T> = Result<T, String>;
@@ -228,131 +231,6 @@ pub const SPRIG_NAMES: &[&str] = &[
     "urlParse",
     "urlJoin",
 ];
-
-/// Convert an owned JSON value to a generic template value.
-pub fn owned<'a>(v: Value) -> V<'a> {
-    match v {
-        Value::Null => V::Nil,
-        Value::Bool(b) => V::Bool(b),
-        Value::Number(n) => V::Float(n.as_f64().unwrap_or(0.0)),
-        Value::String(s) => V::string(s),
-        Value::Array(a) => V::List(Rc::new(a.into_iter().map(owned).collect())),
-        Value::Object(o) => V::map(o.into_iter().map(|(k, v)| (k, owned(v))).collect()),
-    }
-}
-
-/// Elements of a list-like value (`None`: not a slice).
-pub fn to_list<'a>(v: &V<'a>) -> Option<Vec<V<'a>>> {
-    Some(match v {
-        V::Json(Value::Array(a)) => a.iter().map(V::json).collect(),
-        V::List(l) | V::TList(_, l) => (**l).clone(),
-        V::NilOf(t) if !t.starts_with("map[") => Vec::new(),
-        V::K8sSlice(f, s) => s
-            .iter()
-            .flat_map(|s| s.iter())
-            .map(|j| super::value::k8s_elem_value(f, Some(j)))
-            .collect(),
-        V::ProtoList(f, s) => s
-            .iter()
-            .flat_map(|s| s.iter())
-            .map(|j| super::value::proto_scalar(f, Some(j)))
-            .collect(),
-        _ => return None,
-    })
-}
-
-/// The capacity Go gives a slice: `json.Unmarshal` builds arrays by appending, so a JSON array
-/// of n elements has the next power of two as capacity (exact up to 512 elements); other
-/// slices have their length.
-pub fn go_cap(v: &V<'_>) -> usize {
-    match v {
-        V::Json(Value::Array(a)) if !a.is_empty() && a.len() <= 512 => a.len().next_power_of_two(),
-        other => other.len().unwrap_or(0),
-    }
-}
-
-/// Entries of any map value, sorted by key (Go's printing and ranging order).
-pub fn map_entries<'a>(v: &V<'a>) -> Vec<(String, V<'a>)> {
-    match v {
-        V::Json(Value::Object(o)) => {
-            let mut e: Vec<_> = o.iter().map(|(k, x)| (k.clone(), V::json(x))).collect();
-            e.sort_by(|a, b| a.0.cmp(&b.0));
-            e
-        }
-        V::Map(m) => m
-            .borrow()
-            .iter()
-            .map(|(k, x)| (k.clone(), x.clone()))
-            .collect(),
-        V::StrMap(m) => m
-            .iter()
-            .flat_map(|m| m.iter())
-            .map(|(k, x)| (k.clone(), V::string(x.clone())))
-            .collect(),
-        V::StrMapJ(m) => {
-            let mut e: Vec<_> = m
-                .iter()
-                .flat_map(|m| m.iter())
-                .map(|(k, x)| (k.clone(), V::string(x.as_str().unwrap_or("").to_string())))
-                .collect();
-            e.sort_by(|a, b| a.0.cmp(&b.0));
-            e
-        }
-        _ => Vec::new(),
-    }
-}
-
-/// Entries of a generic map value (a copy).
-fn to_map<'a>(v: &V<'a>) -> BTreeMap<String, V<'a>> {
-    match v {
-        V::Json(Value::Object(o)) => o.iter().map(|(k, x)| (k.clone(), V::json(x))).collect(),
-        V::Map(m) => m.borrow().clone(),
-        _ => BTreeMap::new(),
-    }
-}
-
-/// The shared map behind a `map[string]interface{}` argument: the same map for a template map
-/// (so `set` and `merge` change it, as in Go); a new map for JSON viewed in place or nil.
-fn shared_map<'a>(v: &V<'a>) -> super::value::GoMap<'a> {
-    match v {
-        V::Map(m) => m.clone(),
-        other => Rc::new(std::cell::RefCell::new(to_map(other))),
-    }
-}
-
-/// Go `encoding/json.Marshal` of a template value (maps sorted); Go's error for values JSON
-/// cannot hold.
-pub fn marshal(v: &V<'_>, html: bool, indent: Option<&str>) -> R<String> {
-    check_marshal(v)?;
-    let j = match v {
-        V::K8s { ty, json, .. } => {
-            let j = json
-                .cloned()
-                .unwrap_or_else(|| Value::Object(Default::default()));
-            crate::kube::typed::to_go_value(ty, &j).map_err(|e| e.to_string())?
-        }
-        other => other.to_json(),
-    };
-    Ok(crate::go::json::marshal_sorted(&j, html, indent))
-}
-
-fn check_marshal(v: &V<'_>) -> R<()> {
-    match v {
-        V::Float(f) if !f.is_finite() => Err(format!(
-            "json: unsupported value: {}",
-            crate::go::float::format_float(*f, 'g', -1)
-        )),
-        V::Complex(..) => Err("json: unsupported type: complex128".into()),
-        V::List(l) | V::TList(_, l) => l.iter().try_for_each(check_marshal),
-        V::Map(m) => m.borrow().values().try_for_each(check_marshal),
-        _ => Ok(()),
-    }
-}
-
-/// Go JSON encoding of a generic value (maps sorted; errors give an empty string).
-pub fn to_json_go(v: &V<'_>) -> String {
-    marshal(v, true, None).unwrap_or_default()
-}
 
 /// Sprig's `strval`: strings as they are, `String()` methods, else `fmt.Sprintf("%v")`.
 pub fn strval(v: &V<'_>) -> String {
@@ -906,7 +784,7 @@ fn go_repeat(s: &str, n: i64) -> R<String> {
     if total > i64::MAX as u128 {
         return Err("strings: Repeat output length overflow".into());
     }
-    super::funcs::check_size(0, n as usize, s.len())?;
+    check_size(0, n as usize, s.len())?;
     Ok(s.repeat(n as usize))
 }
 
@@ -935,7 +813,6 @@ pub fn register_all(m: &mut Table) {
     register_numbers(m);
     register_misc(m);
     register_semver(m);
-    super::dates::register_dates(m);
 }
 
 /// `semver` (the version in its canonical form: Go prints a `*semver.Version` through its
@@ -966,7 +843,7 @@ fn register_strings(m: &mut Table) {
     register(m, "trim", &[Str], None, |a| {
         Ok(V::string(gostr::trim_space(str_of(&a[0])).to_string()))
     });
-    let trim_all: super::funcs::Func = |a| {
+    let trim_all: Func = |a| {
         let cut: Vec<char> = str_of(&a[0]).chars().collect();
         Ok(V::string(
             str_of(&a[1]).trim_matches(|c| cut.contains(&c)).to_string(),
@@ -1041,7 +918,7 @@ fn register_strings(m: &mut Table) {
         let n = to_i64(&a[0]);
         let pad = go_repeat(" ", n)?;
         let s = str_of(&a[1]);
-        super::funcs::check_size(s.len() + 1, s.matches('\n').count() + 1, pad.len())?;
+        check_size(s.len() + 1, s.matches('\n').count() + 1, pad.len())?;
         Ok(V::string(format!(
             "\n{pad}{}",
             s.replace('\n', &format!("\n{pad}"))
@@ -1599,10 +1476,10 @@ fn register_digests(m: &mut Table) {
 
 fn register_lists(m: &mut Table) {
     use P::*;
-    let list_f: super::funcs::Func = |a| Ok(list(a));
+    let list_f: Func = |a| Ok(list(a));
     register(m, "list", &[], Some(Any), list_f);
     register(m, "tuple", &[], Some(Any), list_f);
-    let push: super::funcs::Func = |a| {
+    let push: Func = |a| {
         let mut l = list_or("push", &a[0])?;
         l.push(a[1].clone());
         Ok(list(l))
@@ -1611,26 +1488,26 @@ fn register_lists(m: &mut Table) {
     register(m, "push", &[Any, Any], None, push);
     register(m, "mustAppend", &[Any, Any], None, push);
     register(m, "mustPush", &[Any, Any], None, push);
-    let prepend: super::funcs::Func = |a| {
+    let prepend: Func = |a| {
         let mut l = list_or("prepend", &a[0])?;
         l.insert(0, a[1].clone());
         Ok(list(l))
     };
     register(m, "prepend", &[Any, Any], None, prepend);
     register(m, "mustPrepend", &[Any, Any], None, prepend);
-    let first: super::funcs::Func = |a| {
+    let first: Func = |a| {
         let l = to_list(&a[0]).ok_or_else(|| not_list("find first", &a[0]))?;
         Ok(l.first().cloned().unwrap_or(V::Nil))
     };
     register(m, "first", &[Any], None, first);
     register(m, "mustFirst", &[Any], None, first);
-    let last: super::funcs::Func = |a| {
+    let last: Func = |a| {
         let l = to_list(&a[0]).ok_or_else(|| not_list("find last", &a[0]))?;
         Ok(l.last().cloned().unwrap_or(V::Nil))
     };
     register(m, "last", &[Any], None, last);
     register(m, "mustLast", &[Any], None, last);
-    let rest: super::funcs::Func = |a| {
+    let rest: Func = |a| {
         let l = to_list(&a[0]).ok_or_else(|| not_list("find rest", &a[0]))?;
         if l.is_empty() {
             return Ok(V::NilOf("[]interface {}"));
@@ -1639,7 +1516,7 @@ fn register_lists(m: &mut Table) {
     };
     register(m, "rest", &[Any], None, rest);
     register(m, "mustRest", &[Any], None, rest);
-    let initial: super::funcs::Func = |a| {
+    let initial: Func = |a| {
         let l = to_list(&a[0]).ok_or_else(|| not_list("find initial", &a[0]))?;
         if l.is_empty() {
             return Ok(V::NilOf("[]interface {}"));
@@ -1648,14 +1525,14 @@ fn register_lists(m: &mut Table) {
     };
     register(m, "initial", &[Any], None, initial);
     register(m, "mustInitial", &[Any], None, initial);
-    let reverse: super::funcs::Func = |a| {
+    let reverse: Func = |a| {
         let mut l = to_list(&a[0]).ok_or_else(|| not_list("find reverse", &a[0]))?;
         l.reverse();
         Ok(list(l))
     };
     register(m, "reverse", &[Any], None, reverse);
     register(m, "mustReverse", &[Any], None, reverse);
-    let has: super::funcs::Func = |a| {
+    let has: Func = |a| {
         if matches!(a[1], V::Nil | V::Missing) {
             return Ok(V::Bool(false));
         }
@@ -1664,7 +1541,7 @@ fn register_lists(m: &mut Table) {
     };
     register(m, "has", &[Any, Any], None, has);
     register(m, "mustHas", &[Any, Any], None, has);
-    let uniq: super::funcs::Func = |a| {
+    let uniq: Func = |a| {
         let l = to_list(&a[0]).ok_or_else(|| not_list("find uniq", &a[0]))?;
         let mut out: Vec<V<'_>> = Vec::new();
         for x in l {
@@ -1676,7 +1553,7 @@ fn register_lists(m: &mut Table) {
     };
     register(m, "uniq", &[Any], None, uniq);
     register(m, "mustUniq", &[Any], None, uniq);
-    let without: super::funcs::Func = |a| {
+    let without: Func = |a| {
         let l = to_list(&a[0]).ok_or_else(|| not_list("find without", &a[0]))?;
         Ok(list(
             l.into_iter()
@@ -1686,7 +1563,7 @@ fn register_lists(m: &mut Table) {
     };
     register(m, "without", &[Any], Some(Any), without);
     register(m, "mustWithout", &[Any], Some(Any), without);
-    let compact: super::funcs::Func = |a| {
+    let compact: Func = |a| {
         let l = list_or("compact", &a[0])?;
         Ok(list(l.into_iter().filter(|x| !empty(x)).collect()))
     };
@@ -1710,7 +1587,7 @@ fn register_lists(m: &mut Table) {
         }
         Ok(list(out))
     });
-    let slice: super::funcs::Func = |a| {
+    let slice: Func = |a| {
         let Some(l) = to_list(&a[0]) else {
             return Err(match &a[0] {
                 V::Nil | V::Missing => {
@@ -1748,7 +1625,7 @@ fn register_lists(m: &mut Table) {
     register(m, "untilStep", &[Int, Int, Int], None, |a| {
         until_step(to_i64(&a[0]), to_i64(&a[1]), to_i64(&a[2])).map(ints)
     });
-    let chunk_f: super::funcs::Func = |a| {
+    let chunk_f: Func = |a| {
         let size = to_i64(&a[0]);
         let items = to_list(&a[1]).ok_or_else(|| match &a[1] {
             V::Nil | V::Missing => {
@@ -1870,10 +1747,10 @@ fn register_dicts(m: &mut Table) {
             a[1..].iter().filter_map(|d| to_map(d).remove(k)).collect(),
         ))
     });
-    let merge: super::funcs::Func = |a| merge_maps(&a, false);
+    let merge: Func = |a| merge_maps(&a, false);
     register(m, "merge", &[Map], Some(Map), merge);
     register(m, "mustMerge", &[Map], Some(Map), merge);
-    let merge_ow: super::funcs::Func = |a| merge_maps(&a, true);
+    let merge_ow: Func = |a| merge_maps(&a, true);
     register(m, "mergeOverwrite", &[Map], Some(Map), merge_ow);
     register(m, "mustMergeOverwrite", &[Map], Some(Map), merge_ow);
     register(m, "dig", &[], Some(Any), |a| {
@@ -2047,7 +1924,7 @@ fn register_numbers(m: &mut Table) {
         }
         Ok(i64v(x.wrapping_rem(y)))
     });
-    let max: super::funcs::Func = |a| Ok(i64v(a.iter().map(to_i64).max().unwrap_or(0)));
+    let max: Func = |a| Ok(i64v(a.iter().map(to_i64).max().unwrap_or(0)));
     register(m, "max", &[Any], Some(Any), max);
     register(m, "biggest", &[Any], Some(Any), max);
     register(m, "min", &[Any], Some(Any), |a| {
@@ -2325,16 +2202,16 @@ fn register_misc(m: &mut Table) {
     register(m, "mustToPrettyJson", &[Any], None, |a| {
         marshal(&a[0], true, Some("  ")).map(V::string)
     });
-    let raw: super::funcs::Func = |a| marshal(&a[0], false, None).map(V::string);
+    let raw: Func = |a| marshal(&a[0], false, None).map(V::string);
     register(m, "toRawJson", &[Any], None, raw);
     register(m, "mustToRawJson", &[Any], None, raw);
     register(m, "fromJson", &[Str], None, |a| {
-        Ok(super::funcs::go_unmarshal(str_of(&a[0])).unwrap_or(V::Nil))
+        Ok(go_unmarshal(str_of(&a[0])).unwrap_or(V::Nil))
     });
     register(m, "mustFromJson", &[Str], None, |a| {
-        super::funcs::go_unmarshal(str_of(&a[0]))
+        go_unmarshal(str_of(&a[0]))
     });
-    let deep_copy: super::funcs::Func = |a| match &a[0] {
+    let deep_copy: Func = |a| match &a[0] {
         V::Nil | V::Missing => Err("reflect: call of reflect.Value.Type on zero Value".into()),
         v => Ok(deep_copy(v)),
     };
