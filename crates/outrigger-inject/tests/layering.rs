@@ -179,7 +179,7 @@ fn modules_import_only_lower_layers() {
 /// The template engine's modules by layer, so the import circle between the function families
 /// and the function table cannot come back: the leaves (lexer, syntax tree, Go's string, path
 /// and semver rules), then the parser, the value model and the digests, then what every function
-/// family builds on (`printf`, the function `signature`), then the families (`dates`, `sprig`),
+/// family builds on (`printf`, the function `signature`, then Go's `regexp` rules), then the families (`dates`, `sprig`),
 /// then the function table (`funcs`), then what runs templates (`exec`, and `mutation`, which
 /// asks the table about the calls of a parsed template).
 const TEMPLATE_LAYERS: &[(&str, u8)] = &[
@@ -193,11 +193,12 @@ const TEMPLATE_LAYERS: &[(&str, u8)] = &[
     ("value", 1),
     ("printf", 2),
     ("signature", 2),
-    ("dates", 3),
-    ("sprig", 3),
-    ("funcs", 4),
-    ("mutation", 5),
-    ("exec", 5),
+    ("regexp", 3),
+    ("dates", 4),
+    ("sprig", 4),
+    ("funcs", 5),
+    ("mutation", 6),
+    ("exec", 6),
 ];
 
 #[test]

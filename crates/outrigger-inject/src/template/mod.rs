@@ -21,7 +21,7 @@
 //! (Sprig v3: every name parses; all but randomness, cryptography, the network and URLs are
 //! implemented, the rest fail with `error calling X: not implemented by outrigger`), `dates`
 //! (Sprig's date functions over Go's `time.Time`, layouts and zones, read from a [`Clock`]),
-//! `printf` (`fmt.Sprintf`). Imports go one way: value <- signature/printf <- the families <-
+//! `printf` (`fmt.Sprintf`), `regexp` (Go's `regexp` behaviour for Sprig). Imports go one way: value <- signature/printf <- the families <-
 //! the table <- exec (`tests/layering.rs` checks it).
 
 use std::collections::{BTreeMap, HashMap};
@@ -58,6 +58,7 @@ mod lex;
 mod mutation;
 mod parse;
 mod printf;
+mod regexp;
 mod semver;
 mod signature;
 mod sprig;
