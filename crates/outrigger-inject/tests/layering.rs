@@ -179,7 +179,8 @@ fn modules_import_only_lower_layers() {
 /// The template engine's modules by layer, so the import circle between the function families
 /// and the function table cannot come back: the leaves (lexer, syntax tree, Go's string, path
 /// and semver rules), then the parser, the value model and the digests, then what every function
-/// family builds on (`printf`, the function `signature`, then Go's `regexp` rules), then the families (`dates`, `sprig`),
+/// family builds on (`printf`, the function `signature`, then Go's `regexp` rules and Go's
+/// `builtins`), then the families (`dates`, `sprig`, `istio`),
 /// then the function table (`funcs`), then what runs templates (`exec`, and `mutation`, which
 /// asks the table about the calls of a parsed template).
 const TEMPLATE_LAYERS: &[(&str, u8)] = &[
@@ -194,8 +195,10 @@ const TEMPLATE_LAYERS: &[(&str, u8)] = &[
     ("printf", 2),
     ("signature", 2),
     ("regexp", 3),
+    ("builtins", 3),
     ("dates", 4),
     ("sprig", 4),
+    ("istio", 4),
     ("funcs", 5),
     ("mutation", 6),
     ("exec", 6),

@@ -725,7 +725,7 @@ impl<'t> Exec<'t> {
             // piped value's `reflect.Value.String()`.
             let callee = match (args.first(), argv.first()) {
                 (Some(a), _) => expr_str(a),
-                (None, Some(v)) => funcs::value_string(v),
+                (None, Some(v)) => super::builtins::value_string(v),
                 (None, None) => String::new(),
             };
             argv.insert(0, V::string(callee));

@@ -17,7 +17,7 @@
 //! (the value model: lazy views over the pod/proto JSON, and the conversions, JSON encoding and
 //! size guard every function family uses), `signature` (a function's Go parameter types and the
 //! argument conversion against them, the table entry), `exec` (the executor), `funcs` (the
-//! function table, Go builtins, Istio functions), `sprig`
+//! function table), `builtins` (Go's builtin functions), `istio` (Istio's functions), `sprig`
 //! (Sprig v3: every name parses; all but randomness, cryptography, the network and URLs are
 //! implemented, the rest fail with `error calling X: not implemented by outrigger`), `dates`
 //! (Sprig's date functions over Go's `time.Time`, layouts and zones, read from a [`Clock`]),
@@ -48,12 +48,14 @@ pub enum TemplateError {
 }
 
 mod ast;
+mod builtins;
 mod dates;
 mod digest;
 mod exec;
 mod funcs;
 mod gopath;
 mod gostr;
+mod istio;
 mod lex;
 mod mutation;
 mod parse;

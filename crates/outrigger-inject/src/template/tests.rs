@@ -562,7 +562,7 @@ fn parse_errors_name_template_and_line() {
 
 #[test]
 fn istio_exclude_inbound_port() {
-    use super::funcs::exclude_inbound_port as f;
+    use super::istio::exclude_inbound_port as f;
     assert_eq!(f("15020", ""), "15020");
     assert_eq!(f("15020", "8080, 9090"), "8080,9090,15020");
     assert_eq!(f("15020", "8080, 15020"), "8080,15020,15020");
@@ -666,7 +666,7 @@ fn istio_value_or_default_and_omit_nil() {
 
 #[test]
 fn istio_multus() {
-    use super::funcs::append_multus_network as f;
+    use super::istio::append_multus_network as f;
     assert_eq!(f("", "default/istio-cni"), "default/istio-cni");
     assert_eq!(f("a, b", "default/istio-cni"), "a, b, default/istio-cni");
     assert_eq!(
