@@ -205,15 +205,10 @@ fn struct_to_json(v: &V<'_>) -> String {
     match v {
         V::Nil | V::Missing => "{}".into(),
         V::NilPtr(_) | V::Proto { json: None, .. } => "null".into(),
-        V::K8s { ty, json, .. } => {
-            let j = json
-                .cloned()
-                .unwrap_or_else(|| Value::Object(Default::default()));
-            match crate::kube::typed::to_go_value(ty, &j) {
-                Ok(g) => crate::go::json::to_string(&g),
-                Err(_) => "{}".into(),
-            }
-        }
+        V::K8s { ty, json, .. } => match value::k8s_go_value(ty, *json) {
+            Ok(g) => crate::go::json::to_string(&g),
+            Err(_) => "{}".into(),
+        },
         V::K8sSlice(f, s) => {
             let ty = f.elem.as_deref().unwrap_or("");
             match s {
@@ -221,7 +216,7 @@ fn struct_to_json(v: &V<'_>) -> String {
                 Some(items) => {
                     let mut out = Vec::new();
                     for j in items.iter() {
-                        match crate::kube::typed::to_go_value(ty, j) {
+                        match value::k8s_go_value(ty, Some(j)) {
                             Ok(g) => out.push(g),
                             Err(_) => return "{}".into(),
                         }
@@ -236,15 +231,10 @@ fn struct_to_json(v: &V<'_>) -> String {
 
 fn to_yaml(v: &V<'_>) -> String {
     let j = match v {
-        V::K8s { ty, json, .. } => {
-            let j = json
-                .cloned()
-                .unwrap_or_else(|| Value::Object(Default::default()));
-            match crate::kube::typed::to_go_value(ty, &j) {
-                Ok(g) => g,
-                Err(_) => return String::new(),
-            }
-        }
+        V::K8s { ty, json, .. } => match value::k8s_go_value(ty, *json) {
+            Ok(g) => g,
+            Err(_) => return String::new(),
+        },
         other => other.to_json(),
     };
     // Istio's toYaml: sigs.k8s.io/yaml `Marshal`; an error gives "".

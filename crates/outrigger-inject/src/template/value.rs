@@ -865,17 +865,20 @@ pub fn shared_map<'a>(v: &V<'a>) -> GoMap<'a> {
     }
 }
 
+/// A Kubernetes struct as Go's encoders see it: its JSON (an empty struct when `json` is
+/// `None`) in Go's field order with Go's `omitempty` rules ([`crate::kube::typed::to_go_value`]);
+/// the conversion's message when it fails.
+pub fn k8s_go_value(ty: &str, json: Option<&Value>) -> Result<Value, String> {
+    let empty = Value::Object(Map::new());
+    crate::kube::typed::to_go_value(ty, json.unwrap_or(&empty)).map_err(|e| e.to_string())
+}
+
 /// Go `encoding/json.Marshal` of a template value (maps sorted); Go's error for values JSON
 /// cannot hold.
 pub fn marshal(v: &V<'_>, html: bool, indent: Option<&str>) -> Result<String, String> {
     check_marshal(v)?;
     let j = match v {
-        V::K8s { ty, json, .. } => {
-            let j = json
-                .cloned()
-                .unwrap_or_else(|| Value::Object(Default::default()));
-            crate::kube::typed::to_go_value(ty, &j).map_err(|e| e.to_string())?
-        }
+        V::K8s { ty, json, .. } => k8s_go_value(ty, *json)?,
         other => other.to_json(),
     };
     Ok(crate::go::json::marshal_sorted(&j, html, indent))
