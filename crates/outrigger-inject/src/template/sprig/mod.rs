@@ -3,9 +3,10 @@
 //! cryptography, the network, URLs: `docs/go-exactness.md`) fail at execution with
 //! `error calling X: not implemented by outrigger`.
 //!
-//! Families: `strings`, `case`, `lists`, `dicts`, `numbers` in their own files; paths, digests,
-//! semver and the rest (type tests, JSON, `deepCopy`, ...) here, with the conversions the
-//! families share (`cast`'s `ToInt64`/`ToFloat64`, `strval`, Go's `reflect.DeepEqual`).
+//! Families, a file each: `strings`, `case`, `lists`, `dicts`, `numbers`, `paths`, `encoding`
+//! (digests, base32/64, JSON), `semver`, `defaults`, `reflect`. Here: the table of Sprig's names
+//! and the conversions the families share (`cast`'s `ToInt64`/`ToFloat64`, `strval`, Go's
+//! `reflect.DeepEqual`).
 
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -20,16 +21,33 @@ use super::value::{
 };
 use crate::go::strconv;
 
+/// Register functions of one string argument returning a string.
+macro_rules! string_fns {
+    ($m:expr, $($name:literal => $f:path),* $(,)?) => {
+        $(register($m, $name, &[P::Str], None, |a| Ok(V::string($f(str_of(&a[0]))))));*
+    };
+}
+
 mod case;
+mod defaults;
 mod dicts;
+mod encoding;
 mod lists;
 mod numbers;
+mod paths;
+mod reflect;
+mod semver;
 mod strings;
 
 use case::register_case;
+use defaults::register_defaults;
 use dicts::register_dicts;
+use encoding::{register_digests, register_json};
 use lists::register_lists;
 use numbers::register_numbers;
+use paths::register_paths;
+use reflect::register_reflect;
+use semver::register_semver;
 use strings::register_strings;
 
 type R<T> = Result<T, String>;
@@ -408,31 +426,6 @@ pub fn deep_equal(a: &V<'_>, b: &V<'_>) -> bool {
     }
 }
 
-/// Go's `math.Max` (`max`) or `math.Min`: infinities win, then NaN; between zeros +0 is the
-/// max and -0 the min.
-fn go_extreme(x: f64, y: f64, max: bool) -> f64 {
-    let inf = if max {
-        f64::INFINITY
-    } else {
-        f64::NEG_INFINITY
-    };
-    if x == inf || y == inf {
-        inf
-    } else if x.is_nan() || y.is_nan() {
-        f64::NAN
-    } else if x == 0.0 && y == 0.0 {
-        if x.is_sign_negative() == max {
-            y
-        } else {
-            x
-        }
-    } else if max {
-        x.max(y)
-    } else {
-        x.min(y)
-    }
-}
-
 /// Go's `int(f)` on amd64: NaN and values out of the int64 range become the smallest int.
 fn go_int(f: f64) -> i64 {
     // NaN is outside every range too.
@@ -441,104 +434,6 @@ fn go_int(f: f64) -> i64 {
     } else {
         i64::MIN
     }
-}
-
-/// goutils `AbbreviateFull` (byte offsets, as in Go).
-fn abbreviate_full(s: &str, mut offset: i64, max: i64) -> R<String> {
-    if s.is_empty() {
-        return Ok(String::new());
-    }
-    if max < 4 {
-        return Err("stringutils illegal argument: Minimum abbreviation width is 4".into());
-    }
-    let len = s.len() as i64;
-    if len <= max {
-        return Ok(s.to_string());
-    }
-    let b = s.as_bytes();
-    if offset > len {
-        offset = len;
-    }
-    if len - offset < max - 3 {
-        offset = len - (max - 3);
-    }
-    if offset <= 4 {
-        return Ok(super::gostr::lossy(&b[..(max - 3) as usize]) + "...");
-    }
-    if max < 7 {
-        return Err(
-            "stringutils illegal argument: Minimum abbreviation width with offset is 7".into(),
-        );
-    }
-    if offset + max - 3 < len {
-        let inner = abbreviate_full(&super::gostr::lossy(&b[offset as usize..]), 0, max - 3)?;
-        return Ok(format!("...{inner}"));
-    }
-    Ok(format!(
-        "...{}",
-        super::gostr::lossy(&b[(len - (max - 3)) as usize..])
-    ))
-}
-
-/// goutils `WrapCustom` (byte offsets, as in Go).
-fn wrap_custom(s: &str, wrap_len: i64, nl: &str, long_words: bool) -> String {
-    if s.is_empty() {
-        return String::new();
-    }
-    let nl = if nl.is_empty() { "\n" } else { nl };
-    let wl = wrap_len.max(1) as usize;
-    let b = s.as_bytes();
-    let len = b.len();
-    let mut offset = 0usize;
-    let mut out: Vec<u8> = Vec::with_capacity(len + 8);
-    while len - offset > wl {
-        if b[offset] == b' ' {
-            offset += 1;
-            continue;
-        }
-        let end = wl + offset + 1;
-        let space = b[offset..end].iter().rposition(|&c| c == b' ');
-        if let Some(sp) = space {
-            let at = sp + offset;
-            out.extend_from_slice(&b[offset..at]);
-            out.extend_from_slice(nl.as_bytes());
-            offset = at + 1;
-        } else if long_words {
-            let end = wl + offset;
-            out.extend_from_slice(&b[offset..end]);
-            out.extend_from_slice(nl.as_bytes());
-            offset += wl;
-        } else {
-            let end = wl + offset;
-            match b[end..].iter().position(|&c| c == b' ') {
-                None => {
-                    out.extend_from_slice(&b[offset..]);
-                    offset = len;
-                }
-                Some(ix) => {
-                    let at = ix + end;
-                    out.extend_from_slice(&b[offset..at]);
-                    out.extend_from_slice(nl.as_bytes());
-                    offset = at + 1;
-                }
-            }
-        }
-    }
-    out.extend_from_slice(&b[offset..]);
-    super::gostr::lossy(&out)
-}
-
-/// Go's `strings.Repeat` with its panics.
-fn go_repeat(s: &str, n: i64) -> R<String> {
-    if n < 0 {
-        return Err("strings: negative Repeat count".into());
-    }
-    let total = (s.len() as u128) * (n as u128);
-    if total > i64::MAX as u128 {
-        return Err("strings: Repeat output length overflow".into());
-    }
-    check_size(0, n as usize, s.len())?;
-    Ok(s.repeat(n as usize))
 }
 
 /// The error of a Sprig list function given something that is not a slice.
@@ -564,139 +459,8 @@ pub fn register_all(m: &mut Table) {
     register_lists(m);
     register_dicts(m);
     register_numbers(m);
-    register_misc(m);
+    register_defaults(m);
+    register_json(m);
+    register_reflect(m);
     register_semver(m);
-}
-
-/// `semver` (the version in its canonical form: Go prints a `*semver.Version` through its
-/// `String` method) and `semverCompare`.
-fn register_semver(m: &mut Table) {
-    use P::*;
-    register(m, "semver", &[Str], None, |a| {
-        super::semver::Version::parse(str_of(&a[0])).map(|v| V::string(v.to_string()))
-    });
-    register(m, "semverCompare", &[Str, Str], None, |a| {
-        super::semver::compare(str_of(&a[0]), str_of(&a[1])).map(V::Bool)
-    });
-}
-
-/// Register functions of one string argument returning a string.
-macro_rules! string_fns {
-    ($m:expr, $($name:literal => $f:path),* $(,)?) => {
-        $(register($m, $name, &[P::Str], None, |a| Ok(V::string($f(str_of(&a[0]))))));*
-    };
-}
-
-/// Go's `path` functions; on Linux the `os*` (`path/filepath`) variants are the same.
-fn register_paths(m: &mut Table) {
-    use super::gopath;
-    string_fns!(m,
-        "base" => gopath::base, "osBase" => gopath::base,
-        "dir" => gopath::dir, "osDir" => gopath::dir,
-        "ext" => gopath::ext, "osExt" => gopath::ext,
-        "clean" => gopath::clean, "osClean" => gopath::clean,
-    );
-    for name in ["isAbs", "osIsAbs"] {
-        register(m, name, &[P::Str], None, |a| {
-            Ok(V::Bool(gopath::is_abs(str_of(&a[0]))))
-        });
-    }
-}
-
-/// Digests and base32/base64.
-fn register_digests(m: &mut Table) {
-    use super::digest;
-    string_fns!(m,
-        "sha1sum" => digest::sha1sum, "sha256sum" => digest::sha256sum,
-        "sha512sum" => digest::sha512sum, "adler32sum" => digest::adler32sum,
-        "b32enc" => digest::b32enc, "b32dec" => digest::b32dec,
-        "b64enc" => digest::b64enc, "b64dec" => digest::b64dec,
-    );
-}
-
-fn register_misc(m: &mut Table) {
-    use P::*;
-    register(m, "default", &[Any], Some(Any), |a| {
-        Ok(match a.get(1) {
-            Some(g) if !empty(g) => g.clone(),
-            _ => a[0].clone(),
-        })
-    });
-    register(m, "empty", &[Any], None, |a| Ok(V::Bool(empty(&a[0]))));
-    register(m, "coalesce", &[], Some(Any), |a| {
-        Ok(a.iter().find(|v| !empty(v)).cloned().unwrap_or(V::Nil))
-    });
-    register(m, "all", &[], Some(Any), |a| {
-        Ok(V::Bool(a.iter().all(|v| !empty(v))))
-    });
-    register(m, "any", &[], Some(Any), |a| {
-        Ok(V::Bool(a.iter().any(|v| !empty(v))))
-    });
-    register(m, "ternary", &[Any, Any, Bool], None, |a| {
-        Ok(if a[2].truth() {
-            a[0].clone()
-        } else {
-            a[1].clone()
-        })
-    });
-    register(m, "fail", &[Str], None, |a| Err(str_of(&a[0]).to_string()));
-    register(m, "toJson", &[Any], None, |a| {
-        Ok(V::string(marshal(&a[0], true, None).unwrap_or_default()))
-    });
-    register(m, "mustToJson", &[Any], None, |a| {
-        marshal(&a[0], true, None).map(V::string)
-    });
-    register(m, "toPrettyJson", &[Any], None, |a| {
-        Ok(V::string(
-            marshal(&a[0], true, Some("  ")).unwrap_or_default(),
-        ))
-    });
-    register(m, "mustToPrettyJson", &[Any], None, |a| {
-        marshal(&a[0], true, Some("  ")).map(V::string)
-    });
-    let raw: Func = |a| marshal(&a[0], false, None).map(V::string);
-    register(m, "toRawJson", &[Any], None, raw);
-    register(m, "mustToRawJson", &[Any], None, raw);
-    register(m, "fromJson", &[Str], None, |a| {
-        Ok(go_unmarshal(str_of(&a[0])).unwrap_or(V::Nil))
-    });
-    register(m, "mustFromJson", &[Str], None, |a| {
-        go_unmarshal(str_of(&a[0]))
-    });
-    let deep_copy: Func = |a| match &a[0] {
-        V::Nil | V::Missing => Err("reflect: call of reflect.Value.Type on zero Value".into()),
-        v => Ok(deep_copy(v)),
-    };
-    register(m, "deepCopy", &[Any], None, deep_copy);
-    register(m, "mustDeepCopy", &[Any], None, deep_copy);
-    register(m, "typeOf", &[Any], None, |a| Ok(V::string(type_of(&a[0]))));
-    register(m, "typeIs", &[Str, Any], None, |a| {
-        Ok(V::Bool(str_of(&a[0]) == type_of(&a[1])))
-    });
-    register(m, "typeIsLike", &[Str, Any], None, |a| {
-        let t = type_of(&a[1]);
-        let target = str_of(&a[0]);
-        Ok(V::Bool(target == t || format!("*{target}") == t))
-    });
-    register(m, "kindOf", &[Any], None, |a| Ok(V::s(go_kind(&a[0]))));
-    register(m, "kindIs", &[Str, Any], None, |a| {
-        Ok(V::Bool(str_of(&a[0]) == go_kind(&a[1])))
-    });
-    register(m, "deepEqual", &[Any, Any], None, |a| {
-        Ok(V::Bool(deep_equal(&a[0], &a[1])))
-    });
-}
-
-/// Sprig's `deepCopy` (copystructure): maps and lists copied deeply.
-fn deep_copy<'a>(v: &V<'a>) -> V<'a> {
-    match v {
-        V::Map(m) => V::map(
-            m.borrow()
-                .iter()
-                .map(|(k, x)| (k.clone(), deep_copy(x)))
-                .collect(),
-        ),
-        V::List(l) => list(l.iter().map(deep_copy).collect()),
-        other => other.clone(),
-    }
 }

@@ -283,3 +283,28 @@ mod decimal {
         Some(Dec::Exact(q, -PREC))
     }
 }
+
+/// Go's `math.Max` (`max`) or `math.Min`: infinities win, then NaN; between zeros +0 is the
+/// max and -0 the min.
+fn go_extreme(x: f64, y: f64, max: bool) -> f64 {
+    let inf = if max {
+        f64::INFINITY
+    } else {
+        f64::NEG_INFINITY
+    };
+    if x == inf || y == inf {
+        inf
+    } else if x.is_nan() || y.is_nan() {
+        f64::NAN
+    } else if x == 0.0 && y == 0.0 {
+        if x.is_sign_negative() == max {
+            y
+        } else {
+            x
+        }
+    } else if max {
+        x.max(y)
+    } else {
+        x.min(y)
+    }
+}

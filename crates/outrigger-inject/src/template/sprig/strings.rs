@@ -396,3 +396,105 @@ fn strslice(v: &V<'_>) -> Vec<String> {
         None => vec![strval(v)],
     }
 }
+
+/// goutils `AbbreviateFull` (byte offsets, as in Go).
+fn abbreviate_full(s: &str, mut offset: i64, max: i64) -> R<String> {
+    if s.is_empty() {
+        return Ok(String::new());
+    }
+    if max < 4 {
+        return Err("stringutils illegal argument: Minimum abbreviation width is 4".into());
+    }
+    let len = s.len() as i64;
+    if len <= max {
+        return Ok(s.to_string());
+    }
+    let b = s.as_bytes();
+    if offset > len {
+        offset = len;
+    }
+    if len - offset < max - 3 {
+        offset = len - (max - 3);
+    }
+    if offset <= 4 {
+        return Ok(crate::template::gostr::lossy(&b[..(max - 3) as usize]) + "...");
+    }
+    if max < 7 {
+        return Err(
+            "stringutils illegal argument: Minimum abbreviation width with offset is 7".into(),
+        );
+    }
+    if offset + max - 3 < len {
+        let inner = abbreviate_full(
+            &crate::template::gostr::lossy(&b[offset as usize..]),
+            0,
+            max - 3,
+        )?;
+        return Ok(format!("...{inner}"));
+    }
+    Ok(format!(
+        "...{}",
+        crate::template::gostr::lossy(&b[(len - (max - 3)) as usize..])
+    ))
+}
+
+/// goutils `WrapCustom` (byte offsets, as in Go).
+fn wrap_custom(s: &str, wrap_len: i64, nl: &str, long_words: bool) -> String {
+    if s.is_empty() {
+        return String::new();
+    }
+    let nl = if nl.is_empty() { "\n" } else { nl };
+    let wl = wrap_len.max(1) as usize;
+    let b = s.as_bytes();
+    let len = b.len();
+    let mut offset = 0usize;
+    let mut out: Vec<u8> = Vec::with_capacity(len + 8);
+    while len - offset > wl {
+        if b[offset] == b' ' {
+            offset += 1;
+            continue;
+        }
+        let end = wl + offset + 1;
+        let space = b[offset..end].iter().rposition(|&c| c == b' ');
+        if let Some(sp) = space {
+            let at = sp + offset;
+            out.extend_from_slice(&b[offset..at]);
+            out.extend_from_slice(nl.as_bytes());
+            offset = at + 1;
+        } else if long_words {
+            let end = wl + offset;
+            out.extend_from_slice(&b[offset..end]);
+            out.extend_from_slice(nl.as_bytes());
+            offset += wl;
+        } else {
+            let end = wl + offset;
+            match b[end..].iter().position(|&c| c == b' ') {
+                None => {
+                    out.extend_from_slice(&b[offset..]);
+                    offset = len;
+                }
+                Some(ix) => {
+                    let at = ix + end;
+                    out.extend_from_slice(&b[offset..at]);
+                    out.extend_from_slice(nl.as_bytes());
+                    offset = at + 1;
+                }
+            }
+        }
+    }
+    out.extend_from_slice(&b[offset..]);
+    crate::template::gostr::lossy(&out)
+}
+
+/// Go's `strings.Repeat` with its panics.
+fn go_repeat(s: &str, n: i64) -> R<String> {
+    if n < 0 {
+        return Err("strings: negative Repeat count".into());
+    }
+    let total = (s.len() as u128) * (n as u128);
+    if total > i64::MAX as u128 {
+        return Err("strings: Repeat output length overflow".into());
+    }
+    check_size(0, n as usize, s.len())?;
+    Ok(s.repeat(n as usize))
+}
