@@ -33,6 +33,9 @@
 //     Deployment (the fields below, with Kubernetes' names, JSON tags, types and inline
 //     structs: TypeMeta, ProbeHandler, VolumeSource, LocalObjectReference), then
 //     encoding/json.Marshal
+//   - strconv           a strconv call: "name" is Atoi, ParseInt:BASE:BITS, ParseUint:BASE:BITS
+//     or ParseFloat; the answer is the number (%d, or math.Float64bits of the float as %d)
+//     or the *NumError text
 //   - template          text/template with Sprig's TxtFuncMap and Istio's overrides: parse
 //     "input" as template "name" (default "t") and execute it over "data"
 //     (any JSON value)
@@ -60,6 +63,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"sort"
 	"strconv"
@@ -177,6 +181,8 @@ func run(req request) (a answer) {
 				err = fmt.Errorf("parse: %w", err)
 			}
 		}
+	case "strconv":
+		out, err = strconvCall(req.Name, req.Input)
 	case "openshift_block":
 		var b block
 		if b, err = parseBlock(req.Input); err == nil {
@@ -646,4 +652,32 @@ func parseBlock(in string) (block, error) {
 		return block{}, fmt.Errorf("block not in the format \"<start>-<end>\"")
 	}
 	return block{Start: start, End: end}, nil
+}
+
+// strconvCall runs one strconv parser named by "Func[:base:bits]" on s.
+func strconvCall(name, s string) ([]byte, error) {
+	parts := strings.Split(name, ":")
+	arg := func(i int) int {
+		n, _ := strconv.Atoi(parts[i])
+		return n
+	}
+	switch {
+	case parts[0] == "Atoi":
+		i, err := strconv.Atoi(s)
+		return []byte(strconv.Itoa(i)), err
+	case parts[0] == "ParseInt" && len(parts) == 3:
+		i, err := strconv.ParseInt(s, arg(1), arg(2))
+		return []byte(strconv.FormatInt(i, 10)), err
+	case parts[0] == "ParseUint" && len(parts) == 3:
+		u, err := strconv.ParseUint(s, arg(1), arg(2))
+		return []byte(strconv.FormatUint(u, 10)), err
+	case parts[0] == "ParseFloat":
+		f, err := strconv.ParseFloat(s, 64)
+		if f != f {
+			// Every NaN is the same answer.
+			return []byte("NaN"), err
+		}
+		return []byte(strconv.FormatUint(math.Float64bits(f), 10)), err
+	}
+	return nil, fmt.Errorf("oracle: unknown strconv call %q", name)
 }

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use serde_json::{json, Value};
 
 use crate::config::Snapshot;
-use crate::decide::validate_pod_annotations;
+use crate::decide::annotations::validate_pod_annotations;
 use crate::finish::{self, PostProcess};
 use crate::ingest::params::cluster_and_network;
 use crate::ingest::previous::strip_pod;

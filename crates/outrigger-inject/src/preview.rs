@@ -111,6 +111,9 @@ pub fn preview_pod(
 /// differs beside other changes is left out: they say what it records.
 pub fn changes(current: &Value, candidate: &Value) -> Vec<Change> {
     let mut out = Vec::new();
+    if current == candidate {
+        return out;
+    }
     for top in ["metadata", "spec"] {
         let (a, b) = (current.get(top), candidate.get(top));
         if top == "metadata" {
@@ -121,6 +124,9 @@ pub fn changes(current: &Value, candidate: &Value) -> Vec<Change> {
                 let (am, bm) = (am.unwrap_or(&empty), bm.unwrap_or(&empty));
                 let keys: BTreeSet<&String> = am.keys().chain(bm.keys()).collect();
                 for k in keys {
+                    if same(am.get(k), bm.get(k)) {
+                        continue;
+                    }
                     let ptr = format!("/metadata/{field}/{}", escape(k));
                     let w = Walk {
                         path: format!("metadata.{field}[{k}]"),
@@ -173,6 +179,11 @@ fn escape(token: &str) -> String {
     token.replace('~', "~0").replace('/', "~1")
 }
 
+/// Both present and equal: a subtree that yields no change, skipped before its paths are built.
+fn same(a: Option<&Value>, b: Option<&Value>) -> bool {
+    a.is_some() && a == b
+}
+
 fn named_list(l: &[Value]) -> bool {
     !l.is_empty()
         && l.iter()
@@ -188,6 +199,9 @@ fn walk(w: Walk<'_>, out: &mut Vec<Change>) {
         (Some(Value::Object(am)), Some(Value::Object(bm))) => {
             let keys: BTreeSet<&String> = am.keys().chain(bm.keys()).collect();
             for k in keys {
+                if same(am.get(k), bm.get(k)) {
+                    continue;
+                }
                 let t = escape(k);
                 walk(
                     Walk {
@@ -215,6 +229,9 @@ fn walk(w: Walk<'_>, out: &mut Vec<Change>) {
             for n in names {
                 let find = |l: &[Value]| l.iter().position(|x| container_name(x) == n);
                 let (ia, ib) = (find(al), find(bl));
+                if same(ia.map(|i| &al[i]), ib.map(|i| &bl[i])) {
+                    continue;
+                }
                 walk(
                     Walk {
                         path: format!("{}[{n}]", w.path),
@@ -230,6 +247,9 @@ fn walk(w: Walk<'_>, out: &mut Vec<Change>) {
         }
         (Some(Value::Array(al)), Some(Value::Array(bl))) if al.len() == bl.len() => {
             for (i, (x, y)) in al.iter().zip(bl).enumerate() {
+                if x == y {
+                    continue;
+                }
                 let t = i.to_string();
                 walk(
                     Walk {
@@ -326,8 +346,25 @@ pub struct Admission {
 /// `admission`: everything the candidate's pod would meet (refusals it shares with the current
 /// configuration's pod included; see [`PodPreview::current`]).
 pub fn preflight(preview: &PodPreview, admission: &Admission, replicas: u64) -> Vec<Finding> {
-    let pod = match &preview.candidate {
-        Outcome::Failed(e) => {
+    let candidate = match &preview.candidate {
+        Outcome::Failed(e) => Err(e.as_str()),
+        Outcome::Injected(p) | Outcome::NotInjected(p) => Ok(p),
+    };
+    preflight_pod(preview.current.pod(), candidate, admission, replicas)
+}
+
+/// [`preflight`] on borrowed pods: `after` is the candidate's pod (`Err`: the candidate's
+/// injection failed, its error), `before` the current configuration's (`None`: its injection
+/// failed; the quota check, which weighs what the candidate adds, is then skipped). The same pod
+/// on both sides gives what that pod meets by itself.
+pub fn preflight_pod(
+    before: Option<&Value>,
+    after: Result<&Value, &str>,
+    admission: &Admission,
+    replicas: u64,
+) -> Vec<Finding> {
+    let pod = match after {
+        Err(e) => {
             return vec![Finding {
                 check: "template",
                 rule: "render".into(),
@@ -335,7 +372,7 @@ pub fn preflight(preview: &PodPreview, admission: &Admission, replicas: u64) -> 
                 message: format!("the candidate configuration cannot inject this pod: {e}"),
             }]
         }
-        Outcome::Injected(p) | Outcome::NotInjected(p) => p,
+        Ok(p) => p,
     };
     let mut out = Vec::new();
     out.extend(pod_security::check_modes(
@@ -349,7 +386,7 @@ pub fn preflight(preview: &PodPreview, admission: &Admission, replicas: u64) -> 
     for lr in &admission.limit_ranges {
         out.extend(limit_range::check(pod, lr));
     }
-    if let Some(before) = preview.current.pod() {
+    if let Some(before) = before.filter(|_| !admission.quotas.is_empty()) {
         // Quota admission sees the pods with the LimitRanges' defaults in.
         let stored = |p: &Value| {
             admission

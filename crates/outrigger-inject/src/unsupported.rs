@@ -22,7 +22,6 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::template::{Template, TemplateError};
-use crate::Error;
 
 /// The Istio minors whose injector templates outrigger was verified against (their charts'
 /// rendered `config`: every template parses, and none calls what outrigger lacks).
@@ -132,12 +131,9 @@ pub fn config_findings(config: &str) -> Vec<Finding> {
 }
 
 /// Classify a parse failure of template `name`.
-fn parse_finding(name: &str, e: &Error) -> Finding {
+fn parse_finding(name: &str, e: &TemplateError) -> Finding {
     let (line, msg) = match e {
-        Error::Template(t) => match t.as_ref() {
-            TemplateError::Parse { line, msg, .. } => (*line, msg.clone()),
-            other => (0, other.to_string()),
-        },
+        TemplateError::Parse { line, msg, .. } => (*line, msg.clone()),
         other => (0, other.to_string()),
     };
     let unknown = msg

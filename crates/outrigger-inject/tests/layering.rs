@@ -11,8 +11,9 @@ use std::path::Path;
 /// then the stages in pipeline order (ingest, decide, render, merge, finish, patch), then the
 /// orchestrators (`inject` runs one pod and is used by the others). `error` is the crate-wide
 /// sum of the stages' error types, so it sits above all of them and names each stage's error
-/// type; the stages return it through the root re-exports `crate::Error`/`crate::Result` (the
-/// one sanctioned loop: a stage's error converts into the sum, never the other way).
+/// type. Naming it through the root re-exports `crate::Error`/`crate::Result` counts as naming
+/// `error`: the engines return their own error types, and the files that still return the sum
+/// from below are listed in `NAMES_THE_SUM`.
 const LAYERS: &[(&str, u8)] = &[
     ("go", 0),
     ("json", 1),
@@ -40,6 +41,43 @@ const LAYERS: &[(&str, u8)] = &[
     ("error", 15),
 ];
 
+/// Files that still name the crate-wide sum (`crate::Error`/`crate::Result`, the `error`
+/// module) from below it (issue 23: each engine and stage gets its own error type and the sum
+/// sits only above the stages). The engines `go`, `template`, `yaml` and `kube::quantity` are
+/// done and must not come back here; remove a file from this list once it no longer names the
+/// sum.
+const NAMES_THE_SUM: &[&str] = &[
+    // engines
+    "kube/typed.rs",
+    "mesh/decode.rs",
+    "mesh/merge.rs",
+    "mesh/mod.rs",
+    "mesh/validate_pc.rs",
+    // configuration
+    "config/defaults.rs",
+    "config/inject_file.rs",
+    "config/mod.rs",
+    // stages
+    "ingest/previous.rs",
+    "ingest/recover.rs",
+    "decide/annotations.rs",
+    "render/memo.rs",
+    "render/mod.rs",
+    "merge/overrides.rs",
+    "merge/pod.rs",
+    "merge/strategic.rs",
+    "finish/mod.rs",
+    "finish/prometheus.rs",
+    "finish/tree.rs",
+    "patch/mod.rs",
+    // orchestrators (the sum names their error types, so it sits above them today)
+    "inject.rs",
+    "reinject.rs",
+    "kube_inject.rs",
+    "webhook.rs",
+    "drift.rs",
+];
+
 /// Source without comments and without the test module at its end.
 fn production_code(text: &str) -> String {
     let text = text.split("#[cfg(test)]").next().unwrap_or("");
@@ -51,9 +89,14 @@ fn production_code(text: &str) -> String {
 
 /// Top-level modules named by `crate::x` paths and `use crate::{x, y::z}` groups.
 fn named_modules(code: &str) -> Vec<String> {
+    named_after(code, "crate::")
+}
+
+/// Modules named by `PREFIX x` paths and `use PREFIX{x, y::z}` groups.
+fn named_after(code: &str, prefix: &str) -> Vec<String> {
     let mut out = Vec::new();
-    for (i, _) in code.match_indices("crate::") {
-        let rest = &code[i + "crate::".len()..];
+    for (i, _) in code.match_indices(prefix) {
+        let rest = &code[i + prefix.len()..];
         if let Some(group) = rest.strip_prefix('{') {
             let group = group.split('}').next().unwrap_or("");
             for item in group.split(',') {
@@ -105,11 +148,18 @@ fn modules_import_only_lower_layers() {
             violations.push(format!("{}: module {top:?} has no layer", rel.display()));
             continue;
         };
+        let rel_name = rel.to_string_lossy().replace('\\', "/");
         let code = production_code(&std::fs::read_to_string(&file).expect("readable"));
         for m in named_modules(&code) {
+            // The root re-exports `crate::Error`/`crate::Result` are the `error` module.
+            let m = match m.as_str() {
+                "Error" | "Result" => "error".to_string(),
+                _ => m,
+            };
             match layer.get(m.as_str()) {
                 _ if m == top || m.is_empty() || m.starts_with(char::is_uppercase) => {}
                 Some(&l) if l < own => {}
+                Some(_) if m == "error" && NAMES_THE_SUM.contains(&rel_name.as_str()) => {}
                 Some(_) => violations.push(format!("{}: {top} imports {m}", rel.display())),
                 None => violations.push(format!("{}: unknown module crate::{m}", rel.display())),
             }
@@ -118,6 +168,82 @@ fn modules_import_only_lower_layers() {
     }
     assert!(
         checked > 100,
+        "only {checked} imports seen: is the scan broken?"
+    );
+    assert!(violations.is_empty(), "{violations:#?}");
+}
+
+/// The template engine's modules by layer, so the import circle between the function families
+/// and the function table cannot come back: the leaves (lexer, syntax tree, Go's string, path
+/// and semver rules), then the parser, the value model and the digests, then what every function
+/// family builds on (`printf`, the function `signature`, then Go's `regexp` rules and Go's
+/// `builtins`), then the families (`dates`, `sprig`, `istio`),
+/// then the function table (`funcs`), then what runs templates (`exec`, and `mutation`, which
+/// asks the table about the calls of a parsed template).
+const TEMPLATE_LAYERS: &[(&str, u8)] = &[
+    ("lex", 0),
+    ("ast", 0),
+    ("gostr", 0),
+    ("gopath", 0),
+    ("digest", 1),
+    ("semver", 0),
+    ("parse", 1),
+    ("value", 1),
+    ("printf", 2),
+    ("signature", 2),
+    ("regexp", 3),
+    ("builtins", 3),
+    ("dates", 4),
+    ("sprig", 4),
+    ("istio", 4),
+    ("funcs", 5),
+    ("mutation", 6),
+    ("exec", 6),
+];
+
+#[test]
+fn template_modules_import_only_lower_layers() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/template");
+    let layer: BTreeMap<&str, u8> = TEMPLATE_LAYERS.iter().copied().collect();
+    let mut files = Vec::new();
+    visit(&dir, &mut files);
+    let mut violations = Vec::new();
+    let mut checked = 0;
+    for file in files {
+        let rel = file.strip_prefix(&dir).expect("under src/template");
+        let first = rel.iter().next().and_then(|s| s.to_str()).unwrap_or("");
+        let top = first.trim_end_matches(".rs");
+        let name = file.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+        if top == "mod" || name.starts_with("tests") {
+            continue;
+        }
+        let Some(&own) = layer.get(top) else {
+            violations.push(format!(
+                "template/{}: module {top:?} has no layer",
+                rel.display()
+            ));
+            continue;
+        };
+        let code = production_code(&std::fs::read_to_string(&file).expect("readable"));
+        // A module one level down names its siblings as `super::x`; deeper ones as
+        // `crate::template::x`.
+        let mut named = named_after(&code, "super::");
+        named.extend(named_after(&code, "crate::template::"));
+        for m in named {
+            match layer.get(m.as_str()) {
+                _ if m == top || m.is_empty() || m.starts_with(char::is_uppercase) => {}
+                Some(&l) if l < own => {}
+                Some(_) => {
+                    violations.push(format!("template/{}: {top} imports {m}", rel.display()))
+                }
+                // Items of the template module itself (`super::TemplateData`, ...).
+                None => {}
+            }
+            checked += 1;
+        }
+    }
+    assert!(
+        checked > 20,
         "only {checked} imports seen: is the scan broken?"
     );
     assert!(violations.is_empty(), "{violations:#?}");

@@ -4,17 +4,17 @@
 //! `istioctl kube-inject`), `serve` (the HTTPS admission webhook), `webhook-config`, `check`,
 //! `drift`, `doctor`, `preview`, `version`, `completion` and `man`. The flags are defined in [`cli`].
 
-mod check_cmd;
+mod check;
 mod cli;
 mod config_source;
 mod doctor;
-mod drift_cmd;
-mod inject_cmd;
+mod drift;
+mod inject;
 mod input;
 mod kube;
 mod man;
 mod pki;
-mod preview_cmd;
+mod preview;
 mod report;
 mod safe_write;
 mod serve;
@@ -54,13 +54,13 @@ fn main() -> std::process::ExitCode {
     // changed; `check`: not injected; `drift`: drift found; `doctor`: a check failed;
     // `preview`: changes), else 1.
     let (result, error_status) = match cli.command {
-        Command::Inject(args) => (inject_cmd::run(&args), if args.diff { 2 } else { 1 }),
+        Command::Inject(args) => (inject::run(&args), if args.diff { 2 } else { 1 }),
         Command::Serve(args) => (serve::run(&args).map(|()| ExitCode::SUCCESS), 1),
         Command::WebhookConfig(args) => (webhook_config::run(&args).map(|()| ExitCode::SUCCESS), 1),
-        Command::Check(args) => (check_cmd::run(&args), 2),
-        Command::Drift(args) => (drift_cmd::run(&args), 2),
+        Command::Check(args) => (check::run(&args), 2),
+        Command::Drift(args) => (drift::run(&args), 2),
         Command::Doctor(args) => (doctor::run(&args), 2),
-        Command::Preview(args) => (preview_cmd::run(&args), 2),
+        Command::Preview(args) => (preview::run(&args), 2),
         Command::Version => {
             print!("{}", version_text());
             (Ok(ExitCode::SUCCESS), 1)

@@ -5,7 +5,15 @@ use std::io::Write;
 
 use anyhow::{Context, Result};
 
-use crate::cli::ManArgs;
+/// Flags of `outrigger man`.
+#[derive(Debug, clap::Args)]
+pub struct ManArgs {
+    /// The subcommand whose page to print (default: the page of `outrigger` itself).
+    pub subcommand: Option<String>,
+    /// Write every page (`outrigger.1`, `outrigger-inject.1`, ...) into this directory instead.
+    #[arg(long = "dir", conflicts_with = "subcommand")]
+    pub dir: Option<std::path::PathBuf>,
+}
 
 /// The man pages: (subcommand, roff), the page of `outrigger` itself under `""`, then one per
 /// visible subcommand in the order of `outrigger --help`.

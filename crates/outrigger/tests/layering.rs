@@ -1,18 +1,23 @@
-//! The binary's kube layer (cluster I/O) does not import the command modules: commands call
-//! it, never the other way round. Scans the non-test code of `src/kube/` for `crate::…` paths.
-//! The flag definitions (`src/cli/`) are below both: they name no module of the crate (only
-//! crate-root value parsers), so the kube layer may take its flag structs from there.
+//! The binary's modules import downward: each command (`src/inject/`, `src/serve/`, ...: its
+//! flags in `args.rs`, its behaviour beside them) may use the config loader (`config_source`),
+//! the kube layer (cluster I/O) and the foundations (`report`, `pki`, `input`, the shared flag
+//! groups and value parsers of `src/cli/`); the kube layer never names a command or the loader;
+//! the shared flag groups name no command either. Only `cli/mod.rs` (the subcommand enum) and
+//! `main.rs` sit above the commands. Scans the non-test code for `crate::…` paths.
 
 use std::path::{Path, PathBuf};
 
-/// Modules `src/kube/` must not name: the commands and the server that use it.
-const ABOVE_KUBE: &[&str] = &[
-    "check_cmd",
-    "inject_cmd",
-    "input",
+/// The commands and the config loader: modules `src/kube/` and the shared flag groups must
+/// not name.
+const COMMANDS: &[&str] = &[
+    "check",
+    "config_source",
+    "doctor",
+    "drift",
+    "inject",
     "man",
+    "preview",
     "serve",
-    "settings",
     "webhook_config",
 ];
 
@@ -68,27 +73,36 @@ fn the_kube_layer_imports_no_command_module() {
     assert!(paths.len() >= 5, "only {} paths scanned", paths.len());
     let violations: Vec<String> = paths
         .iter()
-        .filter(|(_, n)| ABOVE_KUBE.contains(&n.as_str()))
+        .filter(|(_, n)| COMMANDS.contains(&n.as_str()))
         .map(|(p, n)| format!("{}: crate::{n}", p.display()))
         .collect();
     assert!(violations.is_empty(), "{violations:#?}");
 }
 
 #[test]
-fn the_flag_definitions_import_no_module() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let main = std::fs::read_to_string(src.join("main.rs")).expect("main.rs");
+fn every_command_is_a_module_of_main() {
+    let main = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/main.rs"))
+        .expect("main.rs");
     let modules: Vec<&str> = main
         .lines()
         .filter_map(|l| l.trim().strip_prefix("mod ")?.strip_suffix(';'))
         .collect();
-    assert!(
-        modules.contains(&"kube") && modules.contains(&"cli"),
-        "{modules:?}"
-    );
-    let violations: Vec<String> = crate_paths(&src.join("cli"))
+    for command in COMMANDS {
+        assert!(modules.contains(command), "{command} not in {modules:?}");
+    }
+}
+
+#[test]
+fn the_shared_flag_groups_import_no_command() {
+    let cli = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/cli");
+    let paths: Vec<(PathBuf, String)> = crate_paths(&cli)
+        .into_iter()
+        .filter(|(p, _)| !p.ends_with("mod.rs"))
+        .collect();
+    assert!(paths.len() >= 3, "only {} paths scanned", paths.len());
+    let violations: Vec<String> = paths
         .iter()
-        .filter(|(_, n)| modules.contains(&n.as_str()))
+        .filter(|(_, n)| COMMANDS.contains(&n.as_str()))
         .map(|(p, n)| format!("{}: crate::{n}", p.display()))
         .collect();
     assert!(violations.is_empty(), "{violations:#?}");

@@ -159,3 +159,76 @@ fn the_candidate_is_required_and_offline_needs_no_cluster() {
         "{out}"
     );
 }
+
+/// `examples/hello.yaml` (a Deployment and its Service) `n` times, the Deployments named
+/// `hello-0`, `hello-1`, ...: 2n documents.
+fn hellos(n: usize) -> String {
+    let hello = std::fs::read_to_string(repo_root().join("examples/hello.yaml")).expect("example");
+    (0..n)
+        .map(|i| hello.replacen("name: hello\n", &format!("name: hello-{i}\n"), 1) + "---\n")
+        .collect()
+}
+
+fn preview_stdin(input: &str, output: &str) -> support::Run {
+    Inject::command("preview")
+        .args(["-f", "-", "--candidate-revision", "canary", "-o", output])
+        .stdin(input)
+        .run()
+}
+
+#[test]
+fn rows_come_in_document_order_across_batches() {
+    // More documents than one batch, previewed on several threads.
+    let n = 150;
+    let run = preview_stdin(&hellos(n), "json");
+    let rows = json_rows(run.exited(1));
+    let got: Vec<(u64, String)> = rows
+        .iter()
+        .map(|r| {
+            let doc = r["document"].as_u64().unwrap_or(u64::MAX);
+            (doc, r["name"].as_str().unwrap_or("").to_string())
+        })
+        .collect();
+    let want: Vec<(u64, String)> = (0..n)
+        .map(|i| (2 * i as u64, format!("hello-{i}")))
+        .collect();
+    assert_eq!(got, want);
+    let table = preview_stdin(&hellos(n), "table");
+    let out = table.exited(1);
+    let names: Vec<&str> = out
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(1))
+        .filter(|w| w.starts_with("Deployment/"))
+        .collect();
+    let want: Vec<String> = (0..n).map(|i| format!("Deployment/hello-{i}")).collect();
+    assert_eq!(names, want);
+    assert!(
+        out.contains(&format!("{n} workloads: {n} changed, 0 would be refused")),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_bad_document_stops_the_run_after_the_rows_before_it() {
+    let input = hellos(70) + "kind: Deployment\nmetadata: [\n";
+    let run = preview_stdin(&input, "json");
+    let err = run.failure();
+    assert_eq!(run.code, Some(2));
+    assert!(err.contains("document 140"), "{err}");
+    // Its line in the stream, as `inject` reports it.
+    let line = input.lines().count();
+    assert!(err.contains(&format!("line {line}")), "{err}");
+    assert!(
+        err.contains("the 70 workload(s) before it were written to standard output"),
+        "{err}"
+    );
+    // The rows before it are out, in an array left open: never read as a whole answer.
+    assert!(run.stdout.starts_with("[\n  {"), "{}", run.stdout);
+    assert!(serde_json::from_str::<Value>(&run.stdout).is_err());
+    assert_eq!(run.stdout.matches("\"name\": \"hello-").count(), 70);
+    // The table is aligned on all its rows, so nothing of it is written.
+    let run = preview_stdin(&input, "table");
+    run.failure();
+    assert_eq!(run.stdout, "");
+    assert!(!run.stderr.contains("were written"), "{}", run.stderr);
+}

@@ -521,7 +521,7 @@ pub fn parse_templates(raw: &BTreeMap<String, String>) -> Result<BTreeMap<String
                 .map_err(|e| {
                     ConfigError::Template {
                         name: name.clone(),
-                        source: Box::new(e),
+                        source: Box::new(e.into()),
                     }
                     .into()
                 })

@@ -8,7 +8,9 @@
 use serde_json::{Map, Value};
 
 use crate::go::multierror::format_multierror;
+use crate::go::netip::parse_prefix;
 use crate::go::quote::quote as go_quote;
+use crate::go::strconv::parse_uint;
 use crate::{Error, Result};
 
 /// A checker: `Err(reason)` on an invalid value.
@@ -55,6 +57,19 @@ const CHECKS: &[(&str, Check)] = &[
     ("sidecar.istio.io/proxyMemoryLimit", quantity),
 ];
 
+/// The decision's second half, once a pod is to be injected: its annotations validated
+/// (Istio's `RunTemplate` refuses a pod with an invalid one before rendering). Errors are
+/// [`Error::InvalidAnnotations`], one message per invalid annotation.
+pub fn validate_pod_annotations(pod: &Value) -> Result<()> {
+    let empty = Map::new();
+    let given = pod
+        .get("metadata")
+        .and_then(|m| m.get("annotations"))
+        .and_then(Value::as_object)
+        .unwrap_or(&empty);
+    validate_annotations(given)
+}
+
 /// Validate the pod's annotations.
 pub fn validate_annotations(annotations: &Map<String, Value>) -> Result<()> {
     let errs = annotation_errors(annotations);
@@ -97,26 +112,9 @@ fn interception_mode(v: &str) -> std::result::Result<(), String> {
     }
 }
 
-/// Go `strconv.ParseUint(s, 10, bits)` with its error texts.
-pub fn parse_uint(s: &str, bits: u32) -> std::result::Result<u64, String> {
-    let err = |why: &str| format!("strconv.ParseUint: parsing {}: {why}", go_quote(s));
-    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(err("invalid syntax"));
-    }
-    let max = if bits >= 64 {
-        u64::MAX
-    } else {
-        (1u64 << bits) - 1
-    };
-    match s.parse::<u64>() {
-        Ok(n) if n <= max => Ok(n),
-        _ => Err(err("value out of range")),
-    }
-}
-
 /// Istio's `parsePort`: trimmed unsigned 16-bit decimal; the message quotes the raw text.
 fn parse_port(raw: &str) -> std::result::Result<u64, String> {
-    parse_uint(raw.trim(), 16).map_err(|e| format!("failed parsing port '{raw}': {e}"))
+    parse_uint(raw.trim(), 10, 16).map_err(|e| format!("failed parsing port '{raw}': {e}"))
 }
 
 fn status_port(v: &str) -> std::result::Result<(), String> {
@@ -126,7 +124,7 @@ fn status_port(v: &str) -> std::result::Result<(), String> {
 }
 
 fn uint32(v: &str) -> std::result::Result<(), String> {
-    parse_uint(v, 32).map(|_| ())
+    parse_uint(v, 10, 32).map(|_| ()).map_err(|e| e.to_string())
 }
 
 /// Istio's `parsePorts`: a comma-separated port list; empty means none.
@@ -180,184 +178,6 @@ fn include_ip_ranges(v: &str) -> std::result::Result<(), String> {
 
 fn exclude_ip_ranges(v: &str) -> std::result::Result<(), String> {
     cidr_list("excludeIPRanges", v)
-}
-
-/// Go `netip.ParsePrefix` (validity and error texts).
-pub fn parse_prefix(s: &str) -> std::result::Result<(), String> {
-    let err = |msg: &str| format!("netip.ParsePrefix({}): {msg}", go_quote(s));
-    let Some(i) = s.rfind('/') else {
-        return Err(err("no '/'"));
-    };
-    let is6 = parse_addr(&s[..i]).map_err(|e| err(&e))?;
-    if is6 && s[..i].contains('%') {
-        return Err(err("IPv6 zones cannot be present in a prefix"));
-    }
-    let bits_str = &s[i + 1..];
-    let bad_bits = || err(&format!("bad bits after slash: {}", go_quote(bits_str)));
-    if bits_str.len() > 1 && !(b'1'..=b'9').contains(&bits_str.as_bytes()[0]) {
-        return Err(bad_bits());
-    }
-    let bits: i64 = crate::mesh::go_atoi(bits_str).map_err(|_| bad_bits())?;
-    let max = if is6 { 128 } else { 32 };
-    if !(0..=max).contains(&bits) {
-        return Err(err("prefix length out of range"));
-    }
-    Ok(())
-}
-
-/// Go `netip.ParseAddr` (validity and error texts); `Ok(true)` for IPv6.
-fn parse_addr(s: &str) -> std::result::Result<bool, String> {
-    for c in s.bytes() {
-        match c {
-            b'.' => return parse_ipv4_fields(s, 0, s.len()).map(|_| false),
-            b':' => return parse_ipv6(s).map(|_| true),
-            b'%' => return Err(addr_err(s, "missing IPv6 address", None)),
-            _ => {}
-        }
-    }
-    Err(addr_err(s, "unable to parse IP", None))
-}
-
-/// Go's `parseAddrError` text.
-fn addr_err(input: &str, msg: &str, at: Option<&str>) -> String {
-    match at {
-        Some(at) if !at.is_empty() => format!(
-            "ParseAddr({}): {msg} (at {})",
-            go_quote(input),
-            go_quote(at)
-        ),
-        _ => format!("ParseAddr({}): {msg}", go_quote(input)),
-    }
-}
-
-/// Go `parseIPv4Fields` over `input[off..end]`.
-fn parse_ipv4_fields(input: &str, off: usize, end: usize) -> std::result::Result<(), String> {
-    let s = &input[off..end];
-    let b = s.as_bytes();
-    let (mut val, mut pos, mut dig_len) = (0u32, 0, 0);
-    for i in 0..b.len() {
-        match b[i] {
-            c @ b'0'..=b'9' => {
-                if dig_len == 1 && val == 0 {
-                    return Err(addr_err(
-                        input,
-                        "IPv4 field has octet with leading zero",
-                        None,
-                    ));
-                }
-                val = val * 10 + u32::from(c - b'0');
-                dig_len += 1;
-                if val > 255 {
-                    return Err(addr_err(input, "IPv4 field has value >255", None));
-                }
-            }
-            b'.' => {
-                if i == 0 || i == b.len() - 1 || b[i - 1] == b'.' {
-                    let msg = "IPv4 field must have at least one digit";
-                    return Err(addr_err(input, msg, Some(&s[i..])));
-                }
-                if pos == 3 {
-                    return Err(addr_err(input, "IPv4 address too long", None));
-                }
-                pos += 1;
-                val = 0;
-                dig_len = 0;
-            }
-            _ => return Err(addr_err(input, "unexpected character", Some(&s[i..]))),
-        }
-    }
-    if pos < 3 {
-        return Err(addr_err(input, "IPv4 address too short", None));
-    }
-    Ok(())
-}
-
-/// Go `parseIPv6` (netip), validity and error texts.
-fn parse_ipv6(input: &str) -> std::result::Result<(), String> {
-    let err = |msg: &str, at: &str| Err(addr_err(input, msg, Some(at)));
-    let (mut s, zone) = match input.find('%') {
-        Some(i) if i + 1 == input.len() => {
-            return Err(addr_err(input, "zone must be a non-empty string", None))
-        }
-        Some(i) => (&input[..i], &input[i + 1..]),
-        None => (input, ""),
-    };
-    let mut ellipsis: Option<usize> = None;
-    if s.starts_with("::") {
-        ellipsis = Some(0);
-        s = &s[2..];
-        if s.is_empty() {
-            return Ok(());
-        }
-    }
-    let mut i = 0;
-    while i < 16 {
-        let b = s.as_bytes();
-        let mut off = 0;
-        let mut acc: u32 = 0;
-        while off < b.len() {
-            let Some(d) = (b[off] as char).to_digit(16) else {
-                break;
-            };
-            acc = (acc << 4) + d;
-            if off > 3 {
-                return err("each group must have 4 or less digits", s);
-            }
-            if acc > 0xffff {
-                return err("IPv6 field has value >=2^16", s);
-            }
-            off += 1;
-        }
-        if off == 0 {
-            return err("each colon-separated field must have at least one digit", s);
-        }
-        if off < b.len() && b[off] == b'.' {
-            if ellipsis.is_none() && i != 12 {
-                let msg = "embedded IPv4 address must replace the final 2 fields of the address";
-                return err(msg, s);
-            }
-            if i + 4 > 16 {
-                let msg = "too many hex fields to fit an embedded IPv4 at the end of the address";
-                return err(msg, s);
-            }
-            let end = input.len() - if zone.is_empty() { 0 } else { zone.len() + 1 };
-            parse_ipv4_fields(input, end - s.len(), end)?;
-            s = "";
-            i += 4;
-            break;
-        }
-        i += 2;
-        s = &s[off..];
-        if s.is_empty() {
-            break;
-        }
-        if !s.starts_with(':') {
-            return err("unexpected character, want colon", s);
-        } else if s.len() == 1 {
-            return err("colon must be followed by more characters", s);
-        }
-        s = &s[1..];
-        if s.starts_with(':') {
-            if ellipsis.is_some() {
-                return err("multiple :: in address", s);
-            }
-            ellipsis = Some(i);
-            s = &s[1..];
-            if s.is_empty() {
-                break;
-            }
-        }
-    }
-    if !s.is_empty() {
-        return err("trailing garbage after address", s);
-    }
-    if i < 16 && ellipsis.is_none() {
-        return Err(addr_err(input, "address string too short", None));
-    }
-    if i >= 16 && ellipsis.is_some() {
-        return err("the :: must expand to at least one field of zeros", s);
-    }
-    Ok(())
 }
 
 fn interfaces(v: &str) -> std::result::Result<(), String> {

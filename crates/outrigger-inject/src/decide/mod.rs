@@ -18,19 +18,6 @@ use crate::json::lookup as jsonmap;
 use crate::kube::names::INJECT_KEY;
 use crate::kube::selector::{label_text, LabelSelector};
 
-/// The decision's second half, once a pod is to be injected: its annotations validated
-/// (Istio's `RunTemplate` refuses a pod with an invalid one before rendering). Errors are
-/// [`crate::Error::InvalidAnnotations`], one message per invalid annotation.
-pub fn validate_pod_annotations(pod: &Value) -> crate::Result<()> {
-    let empty = Map::new();
-    let given = pod
-        .get("metadata")
-        .and_then(|m| m.get("annotations"))
-        .and_then(Value::as_object)
-        .unwrap_or(&empty);
-    annotations::validate_annotations(given)
-}
-
 /// Namespaces whose pods are never injected (`kube-system`, `kube-public`, ...).
 pub const IGNORED_NAMESPACES: [&str; 4] = [
     "kube-system",

@@ -5,12 +5,13 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-use super::tree::{json_bool, mesh_status_port, parse_go_bool, parse_go_int};
+use super::tree::{json_bool, mesh_status_port, parse_go_bool};
 use super::{
     PostProcess, APP_PROBERS_ENV, PROXY_CONTAINER, REWRITE_PROBERS, STATUS_ANNOTATION,
     STATUS_PORT_ANNOTATION,
 };
 use crate::go::json as gojson;
+use crate::go::strconv::atoi;
 use crate::json::lookup as jsonmap;
 use crate::kube::pod::{
     annotation, annotations, container_name, env_entry, env_mut, find_sidecar, find_sidecar_mut,
@@ -464,9 +465,9 @@ pub(super) fn apply_probe_rewrite(
         record_probers(pod, probers, warnings);
     }
     let status_port = match annotation(pod, STATUS_PORT_ANNOTATION) {
-        Some(v) => parse_go_int(v).unwrap_or_else(|| {
+        Some(v) => atoi(v).unwrap_or_else(|e| {
             warnings.push(format!(
-                "Invalid annotation {STATUS_PORT_ANNOTATION}={v}: strconv.Atoi: parsing {v:?}: invalid syntax"
+                "Invalid annotation {STATUS_PORT_ANNOTATION}={v}: {e}"
             ));
             0
         }),
@@ -899,7 +900,7 @@ mod tests {
             assert_eq!(dump_app_probers(&input, 15020), expected, "{name}");
             let mut rewritten = input.clone();
             let port = annotation(&input, STATUS_PORT_ANNOTATION)
-                .and_then(parse_go_int)
+                .and_then(|v| atoi(v).ok())
                 .unwrap_or(15020);
             rewrite_probes(&mut rewritten, port);
             for c in app_containers(&rewritten) {

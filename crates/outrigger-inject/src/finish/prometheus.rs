@@ -3,9 +3,10 @@
 
 use serde_json::{Map, Value};
 
-use super::tree::{json_bool, mesh_status_port, parse_go_bool, parse_go_int};
+use super::tree::{json_bool, mesh_status_port, parse_go_bool};
 use super::{MERGE_METRICS, PROMETHEUS_ENV, SECURE_PORT, SECURE_PORT_ENV};
 use crate::go::json as gojson;
+use crate::go::strconv::atoi;
 use crate::kube::pod::{
     annotations, env_entry, env_mut, existing_annotations_mut, find_sidecar, find_sidecar_mut,
 };
@@ -141,7 +142,8 @@ fn validate_scrape_port(
     prefix: &str,
     what: &'static str,
 ) -> Result<()> {
-    let n = parse_go_int(port)
+    let n = atoi(port)
+        .ok()
         .filter(|n| (1..=65535).contains(n))
         .ok_or_else(|| ScrapeError::InvalidPort {
             annotation: prefix.to_string(),

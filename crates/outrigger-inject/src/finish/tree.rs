@@ -40,15 +40,6 @@ pub(super) fn parse_go_bool(s: &str) -> Option<bool> {
     }
 }
 
-/// Go `strconv.Atoi` on a 64-bit platform: optional sign, decimal digits only.
-pub(super) fn parse_go_int(s: &str) -> Option<i64> {
-    let digits = s.strip_prefix(['+', '-']).unwrap_or(s);
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    s.parse::<i64>().ok()
-}
-
 /// Mesh `defaultConfig.statusPort` (0 when unset).
 pub(super) fn mesh_status_port(mesh: &Value) -> i64 {
     jsonmap::path(mesh, &["defaultConfig", "statusPort"])

@@ -20,7 +20,7 @@ use crate::{Error, Result};
 
 pub use decode::Unknown;
 pub use validate_pc::{
-    go_atoi, mesh_config_errors, proxy_config_errors, validate_mesh_config, validate_proxy_address,
+    mesh_config_errors, proxy_config_errors, validate_mesh_config, validate_proxy_address,
     validate_proxy_config,
 };
 

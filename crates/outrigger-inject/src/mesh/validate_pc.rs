@@ -7,7 +7,9 @@ use serde_json::Value;
 
 use super::MeshError;
 use crate::go::duration::parse_go_duration;
+use crate::go::net::split_host_port;
 use crate::go::quote::quote as go_quote;
+use crate::go::strconv::atoi;
 use crate::Result;
 
 /// Validate a canonical ProxyConfig; on failure the error carries Istio's multierror text.
@@ -309,7 +311,7 @@ pub fn validate_port(port: i64) -> std::result::Result<(), String> {
 pub fn validate_proxy_address(addr: &str) -> std::result::Result<(), String> {
     let (host, port) =
         split_host_port(addr).map_err(|e| format!("unable to split {}: {e}", go_quote(addr)))?;
-    let port = go_atoi(port).map_err(|e| format!("port ({port}) is not a number: {e}"))?;
+    let port = atoi(port).map_err(|e| format!("port ({port}) is not a number: {e}"))?;
     validate_port(port)?;
     if validate_fqdn(host).is_err() && host.parse::<IpAddr>().is_err() {
         return Err(format!(
@@ -318,64 +320,6 @@ pub fn validate_proxy_address(addr: &str) -> std::result::Result<(), String> {
         ));
     }
     Ok(())
-}
-
-/// Go `strconv.Atoi` with its error texts.
-pub fn go_atoi(s: &str) -> std::result::Result<i64, String> {
-    let digits = s.strip_prefix(['+', '-']).unwrap_or(s);
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(format!(
-            "strconv.Atoi: parsing {}: invalid syntax",
-            go_quote(s)
-        ));
-    }
-    s.parse::<i64>()
-        .map_err(|_| format!("strconv.Atoi: parsing {}: value out of range", go_quote(s)))
-}
-
-/// Go `net.SplitHostPort` with its error texts.
-pub fn split_host_port(hostport: &str) -> std::result::Result<(&str, &str), String> {
-    let addr_err = |why: &str| {
-        if hostport.is_empty() {
-            why.to_string()
-        } else {
-            format!("address {hostport}: {why}")
-        }
-    };
-    let Some(i) = hostport.rfind(':') else {
-        return Err(addr_err("missing port in address"));
-    };
-    let (host, j, k);
-    if hostport.starts_with('[') {
-        let Some(end) = hostport.find(']') else {
-            return Err(addr_err("missing ']' in address"));
-        };
-        if end + 1 == hostport.len() {
-            return Err(addr_err("missing port in address"));
-        } else if end + 1 != i {
-            if hostport.as_bytes()[end + 1] == b':' {
-                return Err(addr_err("too many colons in address"));
-            }
-            return Err(addr_err("missing port in address"));
-        }
-        host = &hostport[1..end];
-        j = 1;
-        k = end + 1;
-    } else {
-        host = &hostport[..i];
-        if host.contains(':') {
-            return Err(addr_err("too many colons in address"));
-        }
-        j = 0;
-        k = 0;
-    }
-    if hostport[j..].contains('[') {
-        return Err(addr_err("unexpected '[' in address"));
-    }
-    if hostport[k..].contains(']') {
-        return Err(addr_err("unexpected ']' in address"));
-    }
-    Ok((host, &hostport[i + 1..]))
 }
 
 /// Istio's `ValidateFQDN`: ≤ 255 chars, RFC 1123 labels, TLD not all-numeric.
@@ -388,7 +332,7 @@ pub fn validate_fqdn(fqdn: &str) -> std::result::Result<(), String> {
     }
     let parts: Vec<&str> = fqdn.split('.').collect();
     let tld = parts.last().copied().unwrap_or("");
-    if go_atoi(tld).is_ok() {
+    if atoi(tld).is_ok() {
         return Err(format!(
             "domain name {} invalid (top level domain {} cannot be all-numeric)",
             go_quote(fqdn),

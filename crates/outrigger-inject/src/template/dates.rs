@@ -6,7 +6,8 @@ use std::rc::Rc;
 use std::sync::OnceLock;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use super::funcs::{register, str_of, Table, P};
+use super::signature::{register, Table, P};
+use super::value::str_of;
 use super::value::{IntTy, V};
 use crate::go::duration::parse_go_duration;
 use crate::go::layout::parse_in_location;

@@ -83,7 +83,7 @@ impl<'t> Exec<'t> {
     /// Run the template's main body with `data` as dot.
     pub fn run(tmpl: &'t Template, data: &'t TemplateData<'t>, clock: &'t Clock) -> R<String> {
         let values = tmpl.mutates_maps.then(|| match data.values {
-            Value::Object(_) => super::sprig::owned(data.values.clone()),
+            Value::Object(_) => super::value::owned(data.values.clone()),
             _ => V::map(BTreeMap::new()),
         });
         Self::run_dot_with(tmpl, V::Root(data), values, data.env, clock)
@@ -102,7 +102,7 @@ impl<'t> Exec<'t> {
     ) -> R<String> {
         let dot = match data {
             Value::Null => V::Missing,
-            v if owned => super::sprig::owned(v.clone()),
+            v if owned => super::value::owned(v.clone()),
             v => V::json(v),
         };
         Self::run_dot_with(tmpl, dot, None, &NO_ENV, clock)
@@ -725,7 +725,7 @@ impl<'t> Exec<'t> {
             // piped value's `reflect.Value.String()`.
             let callee = match (args.first(), argv.first()) {
                 (Some(a), _) => expr_str(a),
-                (None, Some(v)) => funcs::value_string(v),
+                (None, Some(v)) => super::builtins::value_string(v),
                 (None, None) => String::new(),
             };
             argv.insert(0, V::string(callee));

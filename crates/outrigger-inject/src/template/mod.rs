@@ -14,18 +14,19 @@
 //!   (`template: inject:LINE:COL: executing "inject" at <...>: ...`).
 //!
 //! Layout: `lex`/`parse`/`ast` (Go's lexer, parser and parse tree, with Go's messages), `value`
-//! (the value model: lazy views over the pod/proto JSON), `exec` (the executor), `funcs`
-//! (argument conversion against Go parameter types, Go builtins, Istio functions), `sprig`
+//! (the value model: lazy views over the pod/proto JSON, and the conversions, JSON encoding and
+//! size guard every function family uses), `signature` (a function's Go parameter types and the
+//! argument conversion against them, the table entry), `exec` (the executor), `funcs` (the
+//! function table), `builtins` (Go's builtin functions), `istio` (Istio's functions), `sprig`
 //! (Sprig v3: every name parses; all but randomness, cryptography, the network and URLs are
 //! implemented, the rest fail with `error calling X: not implemented by outrigger`), `dates`
 //! (Sprig's date functions over Go's `time.Time`, layouts and zones, read from a [`Clock`]),
-//! `printf` (`fmt.Sprintf`).
+//! `printf` (`fmt.Sprintf`), `regexp` (Go's `regexp` behaviour for Sprig). Imports go one way: value <- signature/printf <- the families <-
+//! the table <- exec (`tests/layering.rs` checks it).
 
 use std::collections::{BTreeMap, HashMap};
 
 use serde_json::Value;
-
-use crate::{Error, Result};
 
 /// Why a template failed, in Go's words.
 #[derive(Debug, thiserror::Error)]
@@ -47,17 +48,21 @@ pub enum TemplateError {
 }
 
 mod ast;
+mod builtins;
 mod dates;
 mod digest;
 mod exec;
 mod funcs;
 mod gopath;
 mod gostr;
+mod istio;
 mod lex;
 mod mutation;
 mod parse;
 mod printf;
+mod regexp;
 mod semver;
+mod signature;
 mod sprig;
 mod value;
 
@@ -140,8 +145,8 @@ impl Template {
     ///
     /// Errors are Go's, `template: NAME:LINE: ...`; a function name that is neither a Go
     /// builtin, a Sprig v3 function nor an Istio function is a parse error, as in Go.
-    pub fn parse(name: &str, text: &str) -> Result<Template> {
-        let trees = parse::parse(name, text, &funcs::is_defined).map_err(Error::from)?;
+    pub fn parse(name: &str, text: &str) -> Result<Template, TemplateError> {
+        let trees = parse::parse(name, text, &funcs::is_defined)?;
         let calls = mutation::calls(trees.values());
         let (mutates_maps, deterministic) = (
             mutation::mutates_maps(&calls),
@@ -194,15 +199,19 @@ impl Template {
     /// Execute the template with `data`, returning the rendered text.
     ///
     /// Execution errors are Go-shaped: `template: inject:LINE:COL: executing "inject" at <...>: ...`.
-    pub fn render(&self, data: &TemplateData<'_>) -> Result<String> {
+    pub fn render(&self, data: &TemplateData<'_>) -> Result<String, TemplateError> {
         self.render_at(data, &Clock::system())
     }
 
     /// [`Template::render`] with `clock` as Sprig's clock and local zone (`now`, `date`, `ago`,
     /// `toDate`, `metav1.Time` values): a fixed one in tests.
-    pub fn render_at(&self, data: &TemplateData<'_>, clock: &Clock) -> Result<String> {
+    pub fn render_at(
+        &self,
+        data: &TemplateData<'_>,
+        clock: &Clock,
+    ) -> Result<String, TemplateError> {
         crate::go::zone::with_local(clock.local(), || exec::Exec::run(self, data, clock))
-            .map_err(|m| TemplateError::Exec(m).into())
+            .map_err(TemplateError::Exec)
     }
 
     /// Execute the template over a generic JSON value, as Go's `text/template` executes over
@@ -210,23 +219,22 @@ impl Template {
     /// arrays `[]interface{}`, numbers `float64`, `null` a nil interface). Istio's own data is
     /// typed ([`Template::render`]); this entry point serves users' generic data and lets the
     /// engine be compared with Go's on arbitrary values.
-    pub fn render_json(&self, data: &Value) -> Result<String> {
+    pub fn render_json(&self, data: &Value) -> Result<String, TemplateError> {
         self.render_json_at(data, &Clock::system())
     }
 
     /// [`Template::render_json`] with `clock` as Sprig's clock and local zone.
-    pub fn render_json_at(&self, data: &Value, clock: &Clock) -> Result<String> {
+    pub fn render_json_at(&self, data: &Value, clock: &Clock) -> Result<String, TemplateError> {
         crate::go::zone::with_local(clock.local(), || {
             exec::Exec::run_json(self, data, true, clock)
         })
-        .map_err(|m| TemplateError::Exec(m).into())
+        .map_err(TemplateError::Exec)
     }
 
     /// Like [`Template::render_json`], but the JSON is viewed in place, as Istio's `.Values`
     /// is during injection: the same results, except that `set`, `unset` and `merge` on a map
     /// of the data return an updated copy instead of changing the data.
-    pub fn render_json_view(&self, data: &Value) -> Result<String> {
-        exec::Exec::run_json(self, data, false, &Clock::system())
-            .map_err(|m| TemplateError::Exec(m).into())
+    pub fn render_json_view(&self, data: &Value) -> Result<String, TemplateError> {
+        exec::Exec::run_json(self, data, false, &Clock::system()).map_err(TemplateError::Exec)
     }
 }

@@ -10,6 +10,7 @@ use super::ast::{
 };
 use super::lex::{Item, Lexer, Tok};
 use super::TemplateError;
+use crate::go::strconv::{parse_float, parse_int, parse_uint};
 
 type R<T> = Result<T, TemplateError>;
 
@@ -834,11 +835,11 @@ fn new_number(text: &str, typ: Tok) -> Result<NumberLit, String> {
             return Ok(n);
         }
     }
-    let u = parse_uint(text);
+    let u = parse_uint(text, 0, 64);
     if let Ok(u) = u {
         n.uint = Some(u);
     }
-    if let Ok(i) = parse_int(text) {
+    if let Ok(i) = parse_int(text, 0, 64) {
         n.int = Some(i);
         if i == 0 {
             n.uint = Some(u.unwrap_or(0));
@@ -912,176 +913,4 @@ fn scan_complex(text: &str) -> Result<(f64, f64), String> {
     let re = parse_float(&text[..i]).map_err(|_| bad())?;
     let im = parse_float(im).map_err(|_| bad())?;
     Ok((re, im))
-}
-
-/// Go's `underscoreOK`.
-fn underscore_ok(s: &str) -> bool {
-    let mut b = s.as_bytes();
-    if let Some(&(b'-' | b'+')) = b.first() {
-        b = &b[1..];
-    }
-    let mut saw = b'^';
-    let mut i = 0;
-    let mut hex = false;
-    if b.len() >= 2 && b[0] == b'0' && matches!(b[1] | 0x20, b'b' | b'o' | b'x') {
-        i = 2;
-        saw = b'0';
-        hex = b[1] | 0x20 == b'x';
-    }
-    while i < b.len() {
-        let c = b[i];
-        if c.is_ascii_digit() || (hex && (c | 0x20).is_ascii_hexdigit()) {
-            saw = b'0';
-        } else if c == b'_' {
-            if saw != b'0' {
-                return false;
-            }
-            saw = b'_';
-        } else {
-            if saw == b'_' {
-                return false;
-            }
-            saw = b'!';
-        }
-        i += 1;
-    }
-    saw != b'_'
-}
-
-/// Go's `strconv.ParseUint(s, 0, 64)`.
-pub fn parse_uint(s0: &str) -> Result<u64, ()> {
-    if s0.is_empty() {
-        return Err(());
-    }
-    let b = s0.as_bytes();
-    let (base, digits): (u64, &[u8]) = if b[0] == b'0' {
-        match b.get(1).map(|c| c | 0x20) {
-            Some(b'b') if b.len() >= 3 => (2, &b[2..]),
-            Some(b'o') if b.len() >= 3 => (8, &b[2..]),
-            Some(b'x') if b.len() >= 3 => (16, &b[2..]),
-            _ => (8, &b[1..]),
-        }
-    } else {
-        (10, b)
-    };
-    let mut n: u64 = 0;
-    let mut underscores = false;
-    for &c in digits {
-        let d = match c {
-            b'_' => {
-                underscores = true;
-                continue;
-            }
-            b'0'..=b'9' => u64::from(c - b'0'),
-            _ if c.is_ascii_alphabetic() => u64::from((c | 0x20) - b'a' + 10),
-            _ => return Err(()),
-        };
-        if d >= base {
-            return Err(());
-        }
-        n = n
-            .checked_mul(base)
-            .and_then(|n| n.checked_add(d))
-            .ok_or(())?;
-    }
-    if underscores && !underscore_ok(s0) {
-        return Err(());
-    }
-    Ok(n)
-}
-
-/// Go's `strconv.ParseInt(s, 0, 64)`.
-pub fn parse_int(s: &str) -> Result<i64, ()> {
-    let (neg, body) = match s.as_bytes().first() {
-        Some(b'-') => (true, &s[1..]),
-        Some(b'+') => (false, &s[1..]),
-        _ => (false, s),
-    };
-    let u = parse_uint(body)?;
-    if neg {
-        if u > 1 << 63 {
-            return Err(());
-        }
-        Ok((u as i64).wrapping_neg())
-    } else {
-        i64::try_from(u).map_err(|_| ())
-    }
-}
-
-/// Go's `strconv.ParseFloat(s, 64)` for the literals the lexer produces (decimal and hexadecimal
-/// mantissas, underscores between digits); out of range is an error, as in Go.
-pub fn parse_float(s: &str) -> Result<f64, ()> {
-    let (neg, body) = match s.as_bytes().first() {
-        Some(b'-') => (true, &s[1..]),
-        Some(b'+') => (false, &s[1..]),
-        _ => (false, s),
-    };
-    if s.contains('_') && !underscore_ok(s) {
-        return Err(());
-    }
-    let clean: String = body.chars().filter(|&c| c != '_').collect();
-    let lower = clean.to_ascii_lowercase();
-    let v = if let Some(hex) = lower.strip_prefix("0x") {
-        parse_hex_float(hex)?
-    } else {
-        let ok = !lower.is_empty()
-            && lower
-                .bytes()
-                .all(|c| c.is_ascii_digit() || matches!(c, b'.' | b'e' | b'+' | b'-'))
-            && lower.bytes().any(|c| c.is_ascii_digit());
-        if !ok {
-            return Err(());
-        }
-        let mant_end = lower.find('e').unwrap_or(lower.len());
-        if !lower[..mant_end].bytes().any(|c| c.is_ascii_digit()) {
-            return Err(());
-        }
-        lower.parse::<f64>().map_err(|_| ())?
-    };
-    if v.is_infinite() {
-        return Err(());
-    }
-    Ok(if neg { -v } else { v })
-}
-
-fn parse_hex_float(s: &str) -> Result<f64, ()> {
-    let (mant, exp) = s.split_once('p').ok_or(())?;
-    let exp: i64 = exp.parse().map_err(|_| ())?;
-    let (int, frac) = mant.split_once('.').unwrap_or((mant, ""));
-    if int.is_empty() && frac.is_empty() {
-        return Err(());
-    }
-    let mut m: u128 = 0;
-    let mut e2: i64 = exp;
-    let mut sticky = false;
-    for (i, c) in int.chars().chain(frac.chars()).enumerate() {
-        let d = c.to_digit(16).ok_or(())?;
-        if i >= int.len() {
-            e2 -= 4;
-        }
-        if m >> 120 == 0 {
-            m = (m << 4) | u128::from(d);
-        } else {
-            if i < int.len() {
-                e2 += 4;
-            }
-            sticky |= d != 0;
-        }
-    }
-    if sticky {
-        m |= 1;
-    }
-    let mut v = m as f64;
-    let mut e = e2;
-    while e > 0 {
-        let k = e.min(1000);
-        v *= 2f64.powi(k as i32);
-        e -= k;
-    }
-    while e < 0 {
-        let k = (-e).min(1000);
-        v /= 2f64.powi(k as i32);
-        e += k;
-    }
-    Ok(v)
 }

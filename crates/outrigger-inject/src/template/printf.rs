@@ -89,9 +89,9 @@ fn kind<'v, 'a>(v: &'v V<'a>) -> Kind<'v, 'a> {
         | V::K8sSlice(..)
         | V::ProtoList(..)
         | V::TList(..)
-        | V::NilOf(_) => Kind::List(super::sprig::to_list(v).unwrap_or_default()),
+        | V::NilOf(_) => Kind::List(super::value::to_list(v).unwrap_or_default()),
         V::Json(serde_json::Value::Object(_)) | V::Map(_) | V::StrMap(_) | V::StrMapJ(_) => {
-            Kind::Map(super::sprig::map_entries(v))
+            Kind::Map(super::value::map_entries(v))
         }
         _ => Kind::Other,
     }

@@ -55,7 +55,7 @@ impl Fx {
         }
     }
 
-    fn render(&self, src: &str) -> Result<String> {
+    fn render(&self, src: &str) -> Result<String, TemplateError> {
         Template::parse("inject", src)?.render(&self.data())
     }
 
@@ -562,7 +562,7 @@ fn parse_errors_name_template_and_line() {
 
 #[test]
 fn istio_exclude_inbound_port() {
-    use super::funcs::exclude_inbound_port as f;
+    use super::istio::exclude_inbound_port as f;
     assert_eq!(f("15020", ""), "15020");
     assert_eq!(f("15020", "8080, 9090"), "8080,9090,15020");
     assert_eq!(f("15020", "8080, 15020"), "8080,15020,15020");
@@ -666,7 +666,7 @@ fn istio_value_or_default_and_omit_nil() {
 
 #[test]
 fn istio_multus() {
-    use super::funcs::append_multus_network as f;
+    use super::istio::append_multus_network as f;
     assert_eq!(f("", "default/istio-cni"), "default/istio-cni");
     assert_eq!(f("a, b", "default/istio-cni"), "a, b, default/istio-cni");
     assert_eq!(
@@ -1036,7 +1036,7 @@ fn hello_data(fx: &Fx) -> TemplateData<'_> {
 }
 
 /// The hello pod of the corpus rendered with the `sidecar` template of the default settings.
-fn render_hello_sidecar(root: &std::path::Path, body: &str) -> Result<String> {
+fn render_hello_sidecar(root: &std::path::Path, body: &str) -> Result<String, TemplateError> {
     let fx = hello_fixture(root);
     Template::parse("sidecar", body)?.render(&hello_data(&fx))
 }
@@ -1317,11 +1317,8 @@ fn sprig_numeric_helpers_follow_sprig() {
 #[test]
 fn parse_errors_keep_template_and_line() {
     let e = Template::parse("sidecar", "a\n{{ if }}").expect_err("missing condition");
-    let crate::Error::Template(t) = &e else {
-        panic!("not a template error: {e:?}");
-    };
-    let TemplateError::Parse { template, line, .. } = &**t else {
-        panic!("not a parse error: {t:?}");
+    let TemplateError::Parse { template, line, .. } = &e else {
+        panic!("not a parse error: {e:?}");
     };
     assert_eq!((template.as_str(), *line), ("sidecar", 2));
     assert!(e.to_string().starts_with("template: sidecar:2: "), "{e}");

@@ -1,5 +1,7 @@
 //! The template value model: Go's distinctions between missing, nil and zero values, typed
-//! Kubernetes structs and protobuf messages viewed lazily over JSON.
+//! Kubernetes structs and protobuf messages viewed lazily over JSON; and the helpers every
+//! function family and the executor share (lists and maps of any value, Go's JSON encoding and
+//! decoding of values, the output size guard).
 
 use std::borrow::Cow;
 use std::cell::RefCell;
@@ -307,7 +309,7 @@ impl<'a> V<'a> {
                 sorted(
                     m.iter()
                         .flat_map(|m| m.iter())
-                        .map(|(k, v)| (k.as_str(), str_of(v))),
+                        .map(|(k, v)| (k.as_str(), json_str_value(v))),
                 ),
             ),
             V::StrMap(m) => write_map(
@@ -504,7 +506,7 @@ fn as_float64s(v: &Value) -> Value {
     }
 }
 
-fn str_of(v: &Value) -> V<'_> {
+fn json_str_value(v: &Value) -> V<'_> {
     match v {
         Value::String(s) => V::s(s),
         other => V::json(other),
@@ -768,4 +770,184 @@ pub fn duration_parts(j: &Value) -> (i64, i64) {
     } else {
         (secs, nanos)
     }
+}
+
+// ---------------------------------------------------------------- helpers of every function family
+
+/// Convert an owned JSON value to a generic template value.
+pub fn owned<'a>(v: Value) -> V<'a> {
+    match v {
+        Value::Null => V::Nil,
+        Value::Bool(b) => V::Bool(b),
+        Value::Number(n) => V::Float(n.as_f64().unwrap_or(0.0)),
+        Value::String(s) => V::string(s),
+        Value::Array(a) => V::List(Rc::new(a.into_iter().map(owned).collect())),
+        Value::Object(o) => V::map(o.into_iter().map(|(k, v)| (k, owned(v))).collect()),
+    }
+}
+
+/// Elements of a list-like value (`None`: not a slice).
+pub fn to_list<'a>(v: &V<'a>) -> Option<Vec<V<'a>>> {
+    Some(match v {
+        V::Json(Value::Array(a)) => a.iter().map(V::json).collect(),
+        V::List(l) | V::TList(_, l) => (**l).clone(),
+        V::NilOf(t) if !t.starts_with("map[") => Vec::new(),
+        V::K8sSlice(f, s) => s
+            .iter()
+            .flat_map(|s| s.iter())
+            .map(|j| k8s_elem_value(f, Some(j)))
+            .collect(),
+        V::ProtoList(f, s) => s
+            .iter()
+            .flat_map(|s| s.iter())
+            .map(|j| proto_scalar(f, Some(j)))
+            .collect(),
+        _ => return None,
+    })
+}
+
+/// The capacity Go gives a slice: `json.Unmarshal` builds arrays by appending, so a JSON array
+/// of n elements has the next power of two as capacity (exact up to 512 elements); other
+/// slices have their length.
+pub fn go_cap(v: &V<'_>) -> usize {
+    match v {
+        V::Json(Value::Array(a)) if !a.is_empty() && a.len() <= 512 => a.len().next_power_of_two(),
+        other => other.len().unwrap_or(0),
+    }
+}
+
+/// Entries of any map value, sorted by key (Go's printing and ranging order).
+pub fn map_entries<'a>(v: &V<'a>) -> Vec<(String, V<'a>)> {
+    match v {
+        V::Json(Value::Object(o)) => {
+            let mut e: Vec<_> = o.iter().map(|(k, x)| (k.clone(), V::json(x))).collect();
+            e.sort_by(|a, b| a.0.cmp(&b.0));
+            e
+        }
+        V::Map(m) => m
+            .borrow()
+            .iter()
+            .map(|(k, x)| (k.clone(), x.clone()))
+            .collect(),
+        V::StrMap(m) => m
+            .iter()
+            .flat_map(|m| m.iter())
+            .map(|(k, x)| (k.clone(), V::string(x.clone())))
+            .collect(),
+        V::StrMapJ(m) => {
+            let mut e: Vec<_> = m
+                .iter()
+                .flat_map(|m| m.iter())
+                .map(|(k, x)| (k.clone(), V::string(x.as_str().unwrap_or("").to_string())))
+                .collect();
+            e.sort_by(|a, b| a.0.cmp(&b.0));
+            e
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// Entries of a generic map value (a copy).
+pub fn to_map<'a>(v: &V<'a>) -> BTreeMap<String, V<'a>> {
+    match v {
+        V::Json(Value::Object(o)) => o.iter().map(|(k, x)| (k.clone(), V::json(x))).collect(),
+        V::Map(m) => m.borrow().clone(),
+        _ => BTreeMap::new(),
+    }
+}
+
+/// The shared map behind a `map[string]interface{}` argument: the same map for a template map
+/// (so `set` and `merge` change it, as in Go); a new map for JSON viewed in place or nil.
+pub fn shared_map<'a>(v: &V<'a>) -> GoMap<'a> {
+    match v {
+        V::Map(m) => m.clone(),
+        other => Rc::new(std::cell::RefCell::new(to_map(other))),
+    }
+}
+
+/// A Kubernetes struct as Go's encoders see it: its JSON (an empty struct when `json` is
+/// `None`) in Go's field order with Go's `omitempty` rules ([`crate::kube::typed::to_go_value`]);
+/// the conversion's message when it fails.
+pub fn k8s_go_value(ty: &str, json: Option<&Value>) -> Result<Value, String> {
+    let empty = Value::Object(Map::new());
+    crate::kube::typed::to_go_value(ty, json.unwrap_or(&empty)).map_err(|e| e.to_string())
+}
+
+/// Go `encoding/json.Marshal` of a template value (maps sorted); Go's error for values JSON
+/// cannot hold.
+pub fn marshal(v: &V<'_>, html: bool, indent: Option<&str>) -> Result<String, String> {
+    check_marshal(v)?;
+    let j = match v {
+        V::K8s { ty, json, .. } => k8s_go_value(ty, *json)?,
+        other => other.to_json(),
+    };
+    Ok(crate::go::json::marshal_sorted(&j, html, indent))
+}
+
+pub fn check_marshal(v: &V<'_>) -> Result<(), String> {
+    match v {
+        V::Float(f) if !f.is_finite() => Err(format!(
+            "json: unsupported value: {}",
+            crate::go::float::format_float(*f, 'g', -1)
+        )),
+        V::Complex(..) => Err("json: unsupported type: complex128".into()),
+        V::List(l) | V::TList(_, l) => l.iter().try_for_each(check_marshal),
+        V::Map(m) => m.borrow().values().try_for_each(check_marshal),
+        _ => Ok(()),
+    }
+}
+
+/// Go JSON encoding of a generic value (maps sorted; errors give an empty string).
+pub fn to_json_go(v: &V<'_>) -> String {
+    marshal(v, true, None).unwrap_or_default()
+}
+
+/// String content of a string value ("" otherwise).
+pub fn str_of<'s>(v: &'s V<'_>) -> &'s str {
+    match v {
+        V::Str(s) => s,
+        _ => "",
+    }
+}
+
+/// Go's `json.Unmarshal` into `interface{}`: objects, arrays, float64 numbers.
+pub fn go_unmarshal<'a>(s: &str) -> Result<V<'a>, String> {
+    match serde_json::from_str::<Value>(s) {
+        Ok(v) => Ok(owned(v)),
+        Err(e) => Err(go_json_error(s, &e)),
+    }
+}
+
+/// Go's `encoding/json` syntax error text for the common cases.
+fn go_json_error(s: &str, e: &serde_json::Error) -> String {
+    if s.trim().is_empty() || e.is_eof() {
+        return "unexpected end of JSON input".into();
+    }
+    let line_start: usize = s
+        .split_inclusive('\n')
+        .take(e.line().saturating_sub(1))
+        .map(str::len)
+        .sum();
+    let off = (line_start + e.column()).saturating_sub(1);
+    let c = s[off.min(s.len())..].chars().next().unwrap_or(' ');
+    format!(
+        "invalid character {} looking for beginning of value",
+        crate::go::quote::quote_rune(c, false)
+    )
+}
+
+/// Largest string a function may build (a guard against memory exhaustion; Go has none).
+pub const MAX_OUTPUT: usize = 64 << 20;
+
+/// Fail when `base + copies * each` bytes would exceed [`MAX_OUTPUT`].
+pub fn check_size(base: usize, copies: usize, each: usize) -> Result<(), String> {
+    match copies.checked_mul(each).and_then(|x| x.checked_add(base)) {
+        Some(n) if n <= MAX_OUTPUT => Ok(()),
+        _ => Err(format!("result exceeds {MAX_OUTPUT} bytes")),
+    }
+}
+
+/// `%q` of a string (used by Sprig's `quote`).
+pub fn quote_str(s: &str) -> String {
+    crate::go::quote::quote(s)
 }

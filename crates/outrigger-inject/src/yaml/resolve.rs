@@ -7,6 +7,8 @@ use std::sync::OnceLock;
 
 use regex::Regex;
 
+use crate::go::strconv;
+
 /// What a plain scalar resolves to.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Resolved {
@@ -76,68 +78,7 @@ fn resolve_word(s: &str) -> Option<Resolved> {
 /// `strconv.ParseFloat` as it is, which reads `.5`, `.5e3` and, with Go's digit separators,
 /// `.5_0` or `.5e1_0`.
 fn resolve_dot_float(s: &str) -> Resolved {
-    if !go_decimal_float_syntax(s) || !underscores_ok(s) {
-        return Resolved::Str;
-    }
-    let plain: String = s.chars().filter(|&c| c != '_').collect();
-    parse_finite_float(&plain).map_or(Resolved::Str, Resolved::Float)
-}
-
-/// The decimal part of Go's float syntax (no sign, no hexadecimal, no `inf`/`nan`): digits
-/// and underscores with at most one `.` and at least one digit, then an optional exponent whose
-/// first character after the sign is a digit.
-fn go_decimal_float_syntax(s: &str) -> bool {
-    let b = s.as_bytes();
-    let mut i = 0;
-    let (mut dot, mut digits) = (false, false);
-    while let Some(&c) = b.get(i) {
-        match c {
-            b'0'..=b'9' => digits = true,
-            b'_' => {}
-            b'.' if !dot => dot = true,
-            _ => break,
-        }
-        i += 1;
-    }
-    if !digits {
-        return false;
-    }
-    if matches!(b.get(i), Some(b'e' | b'E')) {
-        i += 1;
-        if matches!(b.get(i), Some(b'+' | b'-')) {
-            i += 1;
-        }
-        if !b.get(i).is_some_and(u8::is_ascii_digit) {
-            return false;
-        }
-        while b.get(i).is_some_and(|c| c.is_ascii_digit() || *c == b'_') {
-            i += 1;
-        }
-    }
-    i == b.len()
-}
-
-/// Go's `underscoreOK` (decimal case): every `_` sits between two digits.
-fn underscores_ok(s: &str) -> bool {
-    let mut saw = b'^';
-    for &c in s.trim_start_matches(['+', '-']).as_bytes() {
-        if c.is_ascii_digit() {
-            saw = b'0';
-            continue;
-        }
-        if c == b'_' {
-            if saw != b'0' {
-                return false;
-            }
-            saw = b'_';
-            continue;
-        }
-        if saw == b'_' {
-            return false;
-        }
-        saw = b'!';
-    }
-    saw != b'_'
+    strconv::parse_float(s).map_or(Resolved::Str, Resolved::Float)
 }
 
 /// Scalars starting with a digit or a sign: timestamp (when `timestamps`), int, uint, float,
@@ -151,27 +92,27 @@ fn resolve_number(s: &str, timestamps: bool) -> Resolved {
     } else {
         s.into()
     };
-    if let Some(i) = go_parse_int(&plain) {
+    if let Ok(i) = strconv::parse_int(&plain, 0, 64) {
         return Resolved::Int(i);
     }
-    if let Some(u) = go_parse_uint(&plain) {
+    if let Ok(u) = strconv::parse_uint(&plain, 0, 64) {
         return Resolved::Uint(u);
     }
     if yaml_style_float(&plain) {
-        if let Some(f) = parse_finite_float(&plain) {
+        if let Ok(f) = strconv::parse_float(&plain) {
             return Resolved::Float(f);
         }
     }
     if let Some(rest) = plain.strip_prefix("0b") {
         // `strconv.ParseInt(rest, 2, 64)`: a sign is allowed after the prefix (`0b-11` is -3).
-        if let Some(i) = parse_signed(rest, 2) {
+        if let Ok(i) = strconv::parse_int(rest, 2, 64) {
             return Resolved::Int(i);
         }
-        if let Some(u) = parse_digits(rest, 2) {
+        if let Ok(u) = strconv::parse_uint(rest, 2, 64) {
             return Resolved::Uint(u);
         }
     } else if let Some(rest) = plain.strip_prefix("-0b") {
-        if let Some(i) = parse_digits(rest, 2).and_then(neg_i64) {
+        if let Some(i) = strconv::parse_uint(rest, 2, 64).ok().and_then(neg_i64) {
             return Resolved::Int(i);
         }
     }
@@ -194,41 +135,6 @@ fn yaml_style_float(s: &str) -> bool {
     .is_match(s)
 }
 
-/// `strconv.ParseFloat` for strings already known to be decimal floats; out of range → `None`.
-fn parse_finite_float(s: &str) -> Option<f64> {
-    s.parse::<f64>().ok().filter(|f| f.is_finite())
-}
-
-/// Go's `strconv.ParseInt(s, 0, 64)` (underscores already removed).
-pub(crate) fn go_parse_int(s: &str) -> Option<i64> {
-    let (neg, body) = match s.as_bytes().first() {
-        Some(b'-') => (true, &s[1..]),
-        Some(b'+') => (false, &s[1..]),
-        _ => (false, s),
-    };
-    let u = go_parse_uint(body)?;
-    if neg {
-        neg_i64(u)
-    } else {
-        i64::try_from(u).ok()
-    }
-}
-
-/// Go's `strconv.ParseInt(s, radix, 64)` for an explicit radix: optional sign, then digits.
-fn parse_signed(s: &str, radix: u32) -> Option<i64> {
-    let (neg, body) = match s.as_bytes().first() {
-        Some(b'-') => (true, &s[1..]),
-        Some(b'+') => (false, &s[1..]),
-        _ => (false, s),
-    };
-    let u = parse_digits(body, radix)?;
-    if neg {
-        neg_i64(u)
-    } else {
-        i64::try_from(u).ok()
-    }
-}
-
 /// Negate a magnitude into `i64`, allowing `i64::MIN`.
 fn neg_i64(u: u64) -> Option<i64> {
     if u <= i64::MAX as u64 {
@@ -238,46 +144,6 @@ fn neg_i64(u: u64) -> Option<i64> {
     } else {
         None
     }
-}
-
-/// Go's `strconv.ParseUint(s, 0, 64)`: base prefixes `0b`, `0o`, `0x`, leading-`0` octal.
-pub(crate) fn go_parse_uint(s: &str) -> Option<u64> {
-    let b = s.as_bytes();
-    if b.is_empty() {
-        return None;
-    }
-    if b[0] == b'0' {
-        if b.len() >= 3 {
-            match b[1].to_ascii_lowercase() {
-                b'b' => return parse_digits(&s[2..], 2),
-                b'o' => return parse_digits(&s[2..], 8),
-                b'x' => return parse_digits(&s[2..], 16),
-                _ => {}
-            }
-        }
-        return if b.len() == 1 {
-            Some(0)
-        } else {
-            parse_digits(&s[1..], 8)
-        };
-    }
-    parse_digits(s, 10)
-}
-
-/// Digits in `radix` (no sign, no prefix); empty is invalid.
-fn parse_digits(s: &str, radix: u32) -> Option<u64> {
-    if s.is_empty() {
-        return None;
-    }
-    let mut n: u64 = 0;
-    for c in s.chars() {
-        let d = c.to_digit(36)?;
-        if d >= radix {
-            return None;
-        }
-        n = n.checked_mul(u64::from(radix))?.checked_add(u64::from(d))?;
-    }
-    Some(n)
 }
 
 /// go-yaml's `parseTimestamp`: the formats `2006-1-2T15:4:5.999999999Z07:00` (also with `t`),

@@ -1,4 +1,8 @@
-//! Flags shared by several subcommands.
+//! Flags shared by several subcommands, and the flag groups the kube layer takes as they are.
+
+use std::time::Duration;
+
+use crate::cli::defaults;
 
 /// Istio's configuration files, as `istioctl kube-inject` names its flags.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -82,4 +86,106 @@ pub struct TemplateEnvArgs {
         value_delimiter = ','
     )]
     pub template_env: Vec<String>,
+}
+
+/// Flags of `outrigger inject --kube`, as `istioctl kube-inject` names them.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ClusterArgs {
+    /// Read the injector config and values (ConfigMap --injectConfigMapName, keys `config` and
+    /// `values`) and the mesh config (ConfigMap --meshConfigMapName, key `mesh`) from the
+    /// cluster, as istioctl kube-inject does; --injectConfigFile, --valuesFile and
+    /// --meshConfigFile still override their input.
+    #[arg(long = "kube")]
+    pub kube: bool,
+    /// With --kube: the injector ConfigMap (`-REVISION` is appended to the default name).
+    #[arg(
+        long = "injectConfigMapName",
+        default_value = DEFAULT_INJECT_CONFIG_MAP,
+        requires = "kube"
+    )]
+    pub inject_config_map_name: String,
+    /// With --kube: the mesh ConfigMap (`-REVISION` is appended to the default name).
+    #[arg(
+        long = "meshConfigMapName",
+        default_value = DEFAULT_MESH_CONFIG_MAP,
+        requires = "kube"
+    )]
+    pub mesh_config_map_name: String,
+    /// With --kube: which cluster, and the namespace of Istio's ConfigMaps.
+    #[command(flatten)]
+    pub target: ClusterTarget,
+}
+
+/// istioctl's default injector ConfigMap name.
+pub const DEFAULT_INJECT_CONFIG_MAP: &str = "istio-sidecar-injector";
+/// istioctl's default mesh ConfigMap name.
+pub const DEFAULT_MESH_CONFIG_MAP: &str = "istio";
+
+/// Kubernetes flags of `outrigger serve` (`--kube` and its group), which the kube layer's
+/// runtime takes as they are.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct KubeArgs {
+    /// Use the Kubernetes API (certificates in a Secret, caBundle sync, cluster facts).
+    #[arg(long = "kube")]
+    pub kube: bool,
+    /// How long start-up retries, with backoff, while the API server is unreachable.
+    #[arg(long = "kube-connect-timeout", default_value = "30s", value_parser = crate::cli::values::duration)]
+    pub connect_timeout: Duration,
+    /// Secret (in the injector's namespace) holding the shared CA and serving certificate.
+    #[arg(long = "tls-secret", default_value = defaults::TLS_SECRET)]
+    pub tls_secret: String,
+    /// MutatingWebhookConfiguration whose caBundle is kept in sync.
+    #[arg(long = "webhook-config-name", default_value = defaults::WEBHOOK_CONFIG_NAME)]
+    pub webhook_config_name: String,
+    /// With --failure-policy-once-ready or --webhook-owned-by-namespace: how long /readyz must
+    /// pass before the webhook configuration is activated (time for the kubelet's readiness
+    /// probe to put this replica behind the Service).
+    #[arg(long = "activation-delay", default_value = "10s", value_parser = crate::cli::values::duration)]
+    pub activation_delay: Duration,
+    /// Once this replica is ready (--activation-delay after /readyz first passes), set the failurePolicy of
+    /// the injector's entries of --webhook-config-name to this value, and again whenever it
+    /// differs (checked every 30 s). The shipped configuration fails open (Ignore) until then, so
+    /// an install never blocks pods before a replica can answer.
+    #[arg(long = "failure-policy-once-ready", value_parser = ["Fail", "Ignore"])]
+    pub failure_policy_once_ready: Option<String>,
+    /// Make --webhook-config-name owned by this replica's namespace (an ownerReference), so that
+    /// deleting the namespace deletes the webhook configuration (the API server's garbage
+    /// collector) instead of leaving one that calls a deleted Service.
+    #[arg(long = "webhook-owned-by-namespace")]
+    pub webhook_owned_by_namespace: bool,
+    /// At start-up, name the other injecting webhook configurations (istiod's, revision tags)
+    /// that select namespaces --webhook-config-name selects (log and metric). Needs list on
+    /// mutatingwebhookconfigurations and namespaces.
+    #[arg(long = "detect-overlaps")]
+    pub detect_overlaps: bool,
+    /// Never write the webhook configuration (cert-manager's CA injector or GitOps own caBundle).
+    #[arg(long = "ca-bundle-managed-externally")]
+    pub ca_bundle_managed_externally: bool,
+    /// Read Istio's own ConfigMaps from the cluster: `istio-sidecar-injector[-REVISION]` (keys
+    /// `config` and `values`) and `istio[-REVISION]` (key `mesh`) in --istioNamespace, watched
+    /// and kept last good. Not ready while either is missing or unusable (never the embedded
+    /// default).
+    #[arg(long = "istio-configmaps", conflicts_with_all = ["inject_config_map", "mesh_config_map"])]
+    pub istio_configmaps: bool,
+    /// With --istio-configmaps: the namespace of Istio's ConfigMaps.
+    #[arg(
+        long = "istioNamespace",
+        env = "ISTIO_NAMESPACE",
+        default_value = "istio-system"
+    )]
+    pub istio_namespace: String,
+    /// The Istio control-plane revision this injector serves, as istiod's: written into the
+    /// templates' `.Revision` (the pods' `istio.io/rev` label) and the status annotation; with
+    /// --istio-configmaps, `-REVISION` is appended to the ConfigMaps' names (`default`: none).
+    #[arg(long = "revision", default_value = "default")]
+    pub revision: String,
+    /// Injector ConfigMap to watch, NAMESPACE/NAME (keys `config` and `values`).
+    #[arg(long = "injectConfigMap")]
+    pub inject_config_map: Option<String>,
+    /// Mesh ConfigMap to watch, NAMESPACE/NAME (key `mesh`).
+    #[arg(long = "meshConfigMap")]
+    pub mesh_config_map: Option<String>,
+    /// Record a Kubernetes Event on the pod's owner for every injection and skip.
+    #[arg(long = "events")]
+    pub events: bool,
 }

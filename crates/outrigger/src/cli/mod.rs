@@ -5,16 +5,9 @@
 //! (`outrigger man`) are rendered from this very definition. Behaviour belongs in the subcommand
 //! modules, not here.
 
-pub mod check;
 pub mod common;
 pub mod defaults;
-pub mod doctor;
-pub mod drift;
-pub mod inject;
-pub mod preview;
-pub mod serve;
 pub mod values;
-pub mod webhook_config;
 
 use clap::{Parser, Subcommand};
 
@@ -31,26 +24,26 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Inject sidecars into Kubernetes manifests (like `istioctl kube-inject`).
-    Inject(inject::InjectArgs),
+    Inject(crate::inject::args::InjectArgs),
     /// Run the HTTPS mutating admission webhook (like istiod's `/inject`).
-    Serve(Box<serve::ServeArgs>),
+    Serve(Box<crate::serve::args::ServeArgs>),
     /// Print the MutatingWebhookConfiguration that routes pods to the injector (Istio chart's).
-    WebhookConfig(webhook_config::WebhookConfigArgs),
+    WebhookConfig(crate::webhook_config::args::WebhookConfigArgs),
     /// Explain whether a pod or workload would be injected, and why.
-    Check(check::CheckArgs),
+    Check(crate::check::args::CheckArgs),
     /// Tell which injected workloads of manifests, or pods of the cluster (--kube), differ from
     /// what the configuration in force injects (current, stale, wrong-revision,
     /// missing-sidecar, unwanted-sidecar), and how.
-    Drift(drift::DriftArgs),
+    Drift(crate::drift::args::DriftArgs),
     /// Examine an install in the cluster: a verdict per check (webhook selection and overlaps,
     /// endpoints, caBundle, certificate expiry, timeouts, failurePolicy, RBAC) and an end-to-end
     /// dry-run probe; exit status 1 when a check fails.
-    Doctor(doctor::DoctorArgs),
+    Doctor(crate::doctor::args::DoctorArgs),
     /// Preview a candidate configuration (another revision's ConfigMaps, or files) on the
     /// workloads of manifests or of the cluster (--kube): what changes, field by field, and what
     /// the cluster would refuse (Pod Security, LimitRange, ResourceQuota, native sidecars on
     /// old kubelets, duplicate container names, templates that fail).
-    Preview(preview::PreviewArgs),
+    Preview(crate::preview::args::PreviewArgs),
     /// Print the version, the git commit and the Istio versions the injector was verified against.
     Version,
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
@@ -60,17 +53,7 @@ pub enum Command {
     },
     /// Print a man page (roff): `outrigger man > outrigger.1`, `outrigger man inject`, or write
     /// them all with `--dir`.
-    Man(ManArgs),
-}
-
-/// Flags of `outrigger man`.
-#[derive(Debug, clap::Args)]
-pub struct ManArgs {
-    /// The subcommand whose page to print (default: the page of `outrigger` itself).
-    pub subcommand: Option<String>,
-    /// Write every page (`outrigger.1`, `outrigger-inject.1`, ...) into this directory instead.
-    #[arg(long = "dir", conflicts_with = "subcommand")]
-    pub dir: Option<std::path::PathBuf>,
+    Man(crate::man::ManArgs),
 }
 
 /// The note every command's help ends with (the counterparts are hidden aliases, so that

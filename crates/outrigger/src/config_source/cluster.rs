@@ -8,7 +8,7 @@ use outrigger_inject::config::Snapshot;
 
 use super::files::{manifests_snapshot_from, Input};
 use crate::cli::common::ConfigFiles;
-use crate::cli::inject::{ClusterArgs, DEFAULT_INJECT_CONFIG_MAP, DEFAULT_MESH_CONFIG_MAP};
+use crate::cli::common::{ClusterArgs, DEFAULT_INJECT_CONFIG_MAP, DEFAULT_MESH_CONFIG_MAP};
 use crate::kube::config_watch::{self, ConfigMapRef};
 use crate::kube::inject_source;
 

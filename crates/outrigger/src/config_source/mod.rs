@@ -11,8 +11,8 @@ use outrigger_inject::config::Snapshot;
 use outrigger_inject::decide::native::NativeMode;
 use outrigger_inject::kube_inject::KubeInjectOptions;
 
+use crate::cli::common::ClusterArgs;
 use crate::cli::common::ConfigFiles;
-use crate::cli::inject::ClusterArgs;
 
 pub use files::{read_input, webhook_snapshot};
 

@@ -286,7 +286,7 @@ pub(crate) fn test_args() -> DoctorArgs {
         istio_namespace: None,
         probe_namespace: None,
         expiry_warning: Duration::from_secs(30 * 24 * 3600),
-        output: crate::cli::doctor::DoctorOutput::Table,
+        output: crate::doctor::args::DoctorOutput::Table,
     }
 }
 

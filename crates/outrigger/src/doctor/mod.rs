@@ -9,6 +9,7 @@
 //! server-side dry-run create (`dryRun=All`: nothing is stored). Exit status: 0 when no check
 //! failed (warnings and skipped checks allowed), 1 when one did, 2 when the doctor could not run.
 
+pub mod args;
 pub mod certs;
 pub mod config;
 pub mod facts;
@@ -24,7 +25,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-pub use crate::cli::doctor::{DoctorArgs, DoctorOutput};
+pub use crate::doctor::args::{DoctorArgs, DoctorOutput};
 
 /// The verdict of one check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]

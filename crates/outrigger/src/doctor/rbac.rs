@@ -300,7 +300,7 @@ pub async fn check(client: &Client, facts: &Facts) -> Check {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::doctor::DoctorArgs;
+    use crate::doctor::args::DoctorArgs;
     use k8s_openapi::api::apps::v1::Deployment;
     use serde_json::Value;
     use std::collections::BTreeSet;

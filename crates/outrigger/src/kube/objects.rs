@@ -28,6 +28,24 @@ where
     K: Resource<Scope = NamespaceResourceScope> + Clone + DeserializeOwned + Serialize + Debug,
     K::DynamicType: Default,
 {
+    for_each_page::<K>(client, namespace, chunk, |page| {
+        page.into_iter().try_for_each(&mut each)
+    })
+    .await
+}
+
+/// [`for_each`] a page at a time: `each` gets the objects of one page (in the order listed)
+/// before the next page is asked for.
+pub async fn for_each_page<K>(
+    client: Client,
+    namespace: Option<&str>,
+    chunk: u32,
+    mut each: impl FnMut(Vec<Value>) -> Result<()>,
+) -> Result<()>
+where
+    K: Resource<Scope = NamespaceResourceScope> + Clone + DeserializeOwned + Serialize + Debug,
+    K::DynamicType: Default,
+{
     let plural = K::plural(&K::DynamicType::default()).to_string();
     let (api, what) = match namespace {
         Some(ns) => (
@@ -46,9 +64,13 @@ where
             .list(&params)
             .await
             .map_err(|e| api_error(e).context(what.clone()))?;
-        for object in page.items {
-            each(serde_json::to_value(object).with_context(|| format!("encoding {plural}"))?)?;
-        }
+        let objects = page
+            .items
+            .into_iter()
+            .map(serde_json::to_value)
+            .collect::<Result<Vec<Value>, _>>()
+            .with_context(|| format!("encoding {plural}"))?;
+        each(objects)?;
         match page.metadata.continue_ {
             Some(t) if !t.is_empty() => token = Some(t),
             _ => return Ok(()),

@@ -18,7 +18,7 @@ use super::events::EventRecorder;
 use super::namespaces::NamespaceCache;
 use super::nodes::NodeCache;
 
-pub use crate::cli::serve::KubeArgs;
+pub use crate::cli::common::KubeArgs;
 
 /// Everything [`start`] needs besides the flags.
 #[derive(Debug, Clone)]
@@ -110,7 +110,7 @@ impl ConfigSources {
 /// istioctl names them), or `--injectConfigMap` / `--meshConfigMap`; `None` without either
 /// (the mounted files or the embedded default are used).
 pub fn config_sources(args: &KubeArgs) -> Result<Option<ConfigSources>> {
-    use crate::cli::inject::{DEFAULT_INJECT_CONFIG_MAP, DEFAULT_MESH_CONFIG_MAP};
+    use crate::cli::common::{DEFAULT_INJECT_CONFIG_MAP, DEFAULT_MESH_CONFIG_MAP};
     if args.istio_configmaps {
         use crate::kube::webhook_object::is_dns1123_label;
         if !is_dns1123_label(&args.istio_namespace) {

@@ -33,7 +33,6 @@ use k8s_openapi::ByteString;
 use serde_json::Value;
 
 use crate::cli::defaults;
-pub use crate::cli::webhook_config::{FailurePolicy, ReinvocationPolicy};
 
 /// Suffix shared by every injection webhook entry name (and what the CA patcher looks for).
 pub const ENTRY_SUFFIX: &str = "sidecar-injector.istio.io";
@@ -52,6 +51,28 @@ pub const AUTO_EXCLUDED: [&str; 4] = [
     "kube-node-lease",
     "local-path-storage",
 ];
+
+/// `failurePolicy` of the webhook entries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FailurePolicy {
+    /// Reject the pod when the injector cannot be reached (the chart's choice).
+    #[value(name = "Fail")]
+    Fail,
+    /// Admit the pod uninjected when the injector cannot be reached.
+    #[value(name = "Ignore")]
+    Ignore,
+}
+
+/// `reinvocationPolicy` of the webhook entries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReinvocationPolicy {
+    /// Call the injector once (the chart's default).
+    #[value(name = "Never")]
+    Never,
+    /// Call the injector again when a later webhook changed the pod.
+    #[value(name = "IfNeeded")]
+    IfNeeded,
+}
 
 impl FailurePolicy {
     fn as_str(self) -> &'static str {
@@ -742,7 +763,7 @@ mod tests {
         }
         assert_eq!(
             WebhookOptions::default().object_name(),
-            crate::cli::serve::DEFAULT_WEBHOOK_CONFIG_NAME
+            crate::cli::defaults::WEBHOOK_CONFIG_NAME
         );
         let canary = WebhookOptions {
             revision: "canary".into(),

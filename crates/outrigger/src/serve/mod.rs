@@ -7,6 +7,7 @@
 //! ([`kube_mode`]), certificates come from a Secret, configuration from ConfigMaps, and cluster
 //! facts and Events from the Kubernetes API.
 
+pub mod args;
 pub mod body;
 pub mod budget;
 pub mod client_auth;
@@ -40,7 +41,7 @@ use tokio::sync::{watch, Semaphore};
 
 use handler::{InjectSettings, Limits, State};
 
-pub use crate::cli::serve::{LogFormat, ServeArgs};
+pub use crate::serve::args::{LogFormat, ServeArgs};
 
 fn init_logging(args: &ServeArgs) {
     use tracing_subscriber::EnvFilter;

@@ -211,6 +211,28 @@ impl Cluster {
             .collect()
     }
 
+    /// The stored `resource` `ns/name` and what a PUT (`patch` `None`) or PATCH would make of it
+    /// ([`update`]'s validation), or the API server's error (404 when there is no such object).
+    fn updated(
+        &self,
+        resource: &str,
+        ns: &str,
+        name: &str,
+        incoming: &Value,
+        patch: Option<PatchType>,
+    ) -> Result<(&Value, Value), (u16, Value)> {
+        let Some(stored) = self.get(resource, ns, name) else {
+            let t = Target {
+                group: resource_type(resource).map_or("", |r| r.0),
+                resource,
+                namespace: ns,
+                name: Some(name),
+            };
+            return Err(not_found(&t));
+        };
+        Ok((stored, update(stored, incoming, patch)?))
+    }
+
     /// A PUT (`patch` `None`) or PATCH of `resource` `ns/name` as the API server answers it:
     /// the stored object with its next `resourceVersion`, or the error [`update`] finds.
     pub fn write(
@@ -221,16 +243,7 @@ impl Cluster {
         incoming: &Value,
         patch: Option<PatchType>,
     ) -> Result<Value, (u16, Value)> {
-        let Some(stored) = self.get(resource, ns, name) else {
-            let t = Target {
-                group: resource_type(resource).map_or("", |r| r.0),
-                resource,
-                namespace: ns,
-                name: Some(name),
-            };
-            return Err(not_found(&t));
-        };
-        let mut next = update(stored, incoming, patch)?;
+        let (stored, mut next) = self.updated(resource, ns, name, incoming, patch)?;
         let stored = stored.clone();
         self.rollouts
             .written(&key(resource, ns, name), &stored, &mut next);
@@ -796,16 +809,7 @@ fn dry_run_write(
     incoming: &Value,
     patch: Option<PatchType>,
 ) -> Result<Value, (u16, Value)> {
-    let Some(stored) = c.get(resource, ns, name) else {
-        let t = Target {
-            group: resource_type(resource).map_or("", |r| r.0),
-            resource,
-            namespace: ns,
-            name: Some(name),
-        };
-        return Err(not_found(&t));
-    };
-    let mut next = update(stored, incoming, patch)?;
+    let (stored, mut next) = c.updated(resource, ns, name, incoming, patch)?;
     if stored.get("spec") != next.get("spec") && stored["metadata"].get("generation").is_some() {
         let generation = stored["metadata"]["generation"].as_i64().unwrap_or(1) + 1;
         next["metadata"]["generation"] = json!(generation);

@@ -21,7 +21,7 @@ use outrigger_inject::kube_inject::KubeInjectOptions;
 use serde_json::{json, Map, Value};
 
 use super::{columns, fields_json, fields_lines};
-use crate::cli::drift::{DriftArgs, DriftOutput};
+use crate::drift::args::{DriftArgs, DriftOutput};
 use crate::kube::{client, drift_facts, pods};
 
 /// Pods of one workload in one state with the same differing fields.
@@ -159,7 +159,7 @@ pub fn run(args: &DriftArgs, opts: &KubeInjectOptions<'_>, per_node: bool) -> Re
             DriftOutput::Table => print!("{plan}"),
             DriftOutput::Json => eprint!("{plan}"),
         }
-        if args.restart.dry_run == crate::cli::drift::DryRun::Server {
+        if args.restart.dry_run == crate::drift::args::DryRun::Server {
             rt.block_on(super::restart::server_dry_run(
                 client.client.clone(),
                 &owners,

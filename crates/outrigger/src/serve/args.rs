@@ -4,11 +4,8 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::defaults;
+use crate::cli::defaults;
 use outrigger_inject::decide::native::NativeMode;
-
-/// Default name of the MutatingWebhookConfiguration in standalone mode.
-pub const DEFAULT_WEBHOOK_CONFIG_NAME: &str = defaults::WEBHOOK_CONFIG_NAME;
 
 /// Log output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -77,7 +74,7 @@ pub struct ServeArgs {
     #[arg(long = "meshConfig", default_value = "/etc/istio/config/mesh")]
     pub mesh_config: PathBuf,
     /// Native sidecars: true, false or auto (default: ENABLE_NATIVE_SIDECARS, else auto).
-    #[arg(long = "native-sidecars", value_parser = super::values::native_mode())]
+    #[arg(long = "native-sidecars", value_parser = crate::cli::values::native_mode())]
     pub native_sidecars: Option<NativeMode>,
     /// Log format.
     #[arg(long = "log-format", value_enum, default_value = "text")]
@@ -89,7 +86,7 @@ pub struct ServeArgs {
     #[arg(long = "max-request-bytes", default_value_t = 3 * 1024 * 1024)]
     pub max_request_bytes: usize,
     /// Deadline for one admission request (keep it below the webhook's timeoutSeconds).
-    #[arg(long = "request-timeout", default_value = "8s", value_parser = super::values::duration)]
+    #[arg(long = "request-timeout", default_value = "8s", value_parser = crate::cli::values::duration)]
     pub request_timeout: Duration,
     /// Admission requests processed at once; more wait (within their deadline).
     #[arg(long = "max-concurrency", default_value_t = 256)]
@@ -111,7 +108,7 @@ pub struct ServeArgs {
     pub max_connection_bytes: usize,
     /// Time allowed between the end of a request head and the first byte of its body (`408`
     /// beyond).
-    #[arg(long = "body-first-byte-timeout", default_value = "2s", value_parser = super::values::duration)]
+    #[arg(long = "body-first-byte-timeout", default_value = "2s", value_parser = crate::cli::values::duration)]
     pub body_first_byte_timeout: Duration,
     /// Minimum rate of a request body after its first-byte allowance, in bytes per second: `n`
     /// bytes must have arrived by --body-first-byte-timeout + n / rate after the head (`408`
@@ -124,25 +121,25 @@ pub struct ServeArgs {
     pub max_concurrent_streams: u32,
     /// HTTP/2: interval of the server's PINGs; a client that does not answer one within 10 s is
     /// disconnected. 0 turns them off.
-    #[arg(long = "http2-keepalive-interval", default_value = "30s", value_parser = super::values::duration)]
+    #[arg(long = "http2-keepalive-interval", default_value = "30s", value_parser = crate::cli::values::duration)]
     pub http2_keepalive_interval: Duration,
     /// Deadline of the TLS handshake.
-    #[arg(long = "handshake-timeout", default_value = "10s", value_parser = super::values::duration)]
+    #[arg(long = "handshake-timeout", default_value = "10s", value_parser = crate::cli::values::duration)]
     pub handshake_timeout: Duration,
     /// Time allowed for a request's headers to arrive in full (HTTP/1.1; for the first request,
     /// counted from the handshake).
-    #[arg(long = "header-read-timeout", default_value = "10s", value_parser = super::values::duration)]
+    #[arg(long = "header-read-timeout", default_value = "10s", value_parser = crate::cli::values::duration)]
     pub header_read_timeout: Duration,
     /// A connection with no request in flight for this long is closed (HTTP/1.1 with TLS
     /// close_notify, HTTP/2 with GOAWAY). Keep it above the clients' keep-alive so that they
     /// close first: the API server keeps idle connections for 90 s.
-    #[arg(long = "idle-timeout", default_value = "90s", value_parser = super::values::duration)]
+    #[arg(long = "idle-timeout", default_value = "90s", value_parser = crate::cli::values::duration)]
     pub idle_timeout: Duration,
     /// After SIGTERM, keep serving (but report not ready) this long before closing the listener.
-    #[arg(long = "drain-delay", default_value = "5s", value_parser = super::values::duration)]
+    #[arg(long = "drain-delay", default_value = "5s", value_parser = crate::cli::values::duration)]
     pub drain_delay: Duration,
     /// After closing the listener, time allowed for in-flight requests.
-    #[arg(long = "shutdown-grace", default_value = "20s", value_parser = super::values::duration)]
+    #[arg(long = "shutdown-grace", default_value = "20s", value_parser = crate::cli::values::duration)]
     pub shutdown_grace: Duration,
     /// Serve, and report ready with, a configuration that cannot inject pods (no templates, or
     /// default templates that add no container or init container to a plain pod, or render a pod
@@ -151,7 +148,7 @@ pub struct ServeArgs {
     #[arg(long = "allow-empty-config")]
     pub allow_empty_config: bool,
     /// Debounce of file-change events before a reload.
-    #[arg(long = "reload-debounce", default_value = "100ms", value_parser = super::values::duration)]
+    #[arg(long = "reload-debounce", default_value = "100ms", value_parser = crate::cli::values::duration)]
     pub reload_debounce: Duration,
     /// JSON file `{"<namespace>": {"<annotation>": "<value>"}}`: Namespace annotations used with
     /// `PLATFORM=openshift` (UID/GID ranges) where the server has no Kubernetes API access.
@@ -162,76 +159,8 @@ pub struct ServeArgs {
     pub worker_threads: Option<usize>,
     /// What the templates may read of the environment.
     #[command(flatten)]
-    pub env: super::common::TemplateEnvArgs,
+    pub env: crate::cli::common::TemplateEnvArgs,
     /// Kubernetes API integration (`--kube` and its flags).
     #[command(flatten)]
-    pub kube: KubeArgs,
-}
-
-/// Kubernetes flags of `outrigger serve`.
-#[derive(Debug, Clone, Default, clap::Args)]
-pub struct KubeArgs {
-    /// Use the Kubernetes API (certificates in a Secret, caBundle sync, cluster facts).
-    #[arg(long = "kube")]
-    pub kube: bool,
-    /// How long start-up retries, with backoff, while the API server is unreachable.
-    #[arg(long = "kube-connect-timeout", default_value = "30s", value_parser = super::values::duration)]
-    pub connect_timeout: Duration,
-    /// Secret (in the injector's namespace) holding the shared CA and serving certificate.
-    #[arg(long = "tls-secret", default_value = defaults::TLS_SECRET)]
-    pub tls_secret: String,
-    /// MutatingWebhookConfiguration whose caBundle is kept in sync.
-    #[arg(long = "webhook-config-name", default_value = DEFAULT_WEBHOOK_CONFIG_NAME)]
-    pub webhook_config_name: String,
-    /// With --failure-policy-once-ready or --webhook-owned-by-namespace: how long /readyz must
-    /// pass before the webhook configuration is activated (time for the kubelet's readiness
-    /// probe to put this replica behind the Service).
-    #[arg(long = "activation-delay", default_value = "10s", value_parser = super::values::duration)]
-    pub activation_delay: Duration,
-    /// Once this replica is ready (--activation-delay after /readyz first passes), set the failurePolicy of
-    /// the injector's entries of --webhook-config-name to this value, and again whenever it
-    /// differs (checked every 30 s). The shipped configuration fails open (Ignore) until then, so
-    /// an install never blocks pods before a replica can answer.
-    #[arg(long = "failure-policy-once-ready", value_parser = ["Fail", "Ignore"])]
-    pub failure_policy_once_ready: Option<String>,
-    /// Make --webhook-config-name owned by this replica's namespace (an ownerReference), so that
-    /// deleting the namespace deletes the webhook configuration (the API server's garbage
-    /// collector) instead of leaving one that calls a deleted Service.
-    #[arg(long = "webhook-owned-by-namespace")]
-    pub webhook_owned_by_namespace: bool,
-    /// At start-up, name the other injecting webhook configurations (istiod's, revision tags)
-    /// that select namespaces --webhook-config-name selects (log and metric). Needs list on
-    /// mutatingwebhookconfigurations and namespaces.
-    #[arg(long = "detect-overlaps")]
-    pub detect_overlaps: bool,
-    /// Never write the webhook configuration (cert-manager's CA injector or GitOps own caBundle).
-    #[arg(long = "ca-bundle-managed-externally")]
-    pub ca_bundle_managed_externally: bool,
-    /// Read Istio's own ConfigMaps from the cluster: `istio-sidecar-injector[-REVISION]` (keys
-    /// `config` and `values`) and `istio[-REVISION]` (key `mesh`) in --istioNamespace, watched
-    /// and kept last good. Not ready while either is missing or unusable (never the embedded
-    /// default).
-    #[arg(long = "istio-configmaps", conflicts_with_all = ["inject_config_map", "mesh_config_map"])]
-    pub istio_configmaps: bool,
-    /// With --istio-configmaps: the namespace of Istio's ConfigMaps.
-    #[arg(
-        long = "istioNamespace",
-        env = "ISTIO_NAMESPACE",
-        default_value = "istio-system"
-    )]
-    pub istio_namespace: String,
-    /// The Istio control-plane revision this injector serves, as istiod's: written into the
-    /// templates' `.Revision` (the pods' `istio.io/rev` label) and the status annotation; with
-    /// --istio-configmaps, `-REVISION` is appended to the ConfigMaps' names (`default`: none).
-    #[arg(long = "revision", default_value = "default")]
-    pub revision: String,
-    /// Injector ConfigMap to watch, NAMESPACE/NAME (keys `config` and `values`).
-    #[arg(long = "injectConfigMap")]
-    pub inject_config_map: Option<String>,
-    /// Mesh ConfigMap to watch, NAMESPACE/NAME (key `mesh`).
-    #[arg(long = "meshConfigMap")]
-    pub mesh_config_map: Option<String>,
-    /// Record a Kubernetes Event on the pod's owner for every injection and skip.
-    #[arg(long = "events")]
-    pub events: bool,
+    pub kube: crate::cli::common::KubeArgs,
 }

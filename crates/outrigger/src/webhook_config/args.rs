@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use crate::kube::webhook_object::{FailurePolicy, ReinvocationPolicy};
+
 /// Output format of generated objects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum OutputFormat {
@@ -9,28 +11,6 @@ pub enum OutputFormat {
     Yaml,
     /// Indented JSON.
     Json,
-}
-
-/// `failurePolicy` of the webhook entries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum FailurePolicy {
-    /// Reject the pod when the injector cannot be reached (the chart's choice).
-    #[value(name = "Fail")]
-    Fail,
-    /// Admit the pod uninjected when the injector cannot be reached.
-    #[value(name = "Ignore")]
-    Ignore,
-}
-
-/// `reinvocationPolicy` of the webhook entries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ReinvocationPolicy {
-    /// Call the injector once (the chart's default).
-    #[value(name = "Never")]
-    Never,
-    /// Call the injector again when a later webhook changed the pod.
-    #[value(name = "IfNeeded")]
-    IfNeeded,
 }
 
 /// Flags of `outrigger webhook-config`.

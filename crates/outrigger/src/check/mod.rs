@@ -5,6 +5,8 @@
 //! the webhook and `inject` do. This command only gathers the inputs (a manifest offline, or the
 //! live cluster with `--kube`, read by [`crate::kube::check`]) and prints the reports.
 
+pub mod args;
+
 use std::fmt::Write as _;
 use std::io::Write;
 use std::path::Path;
@@ -21,7 +23,7 @@ use crate::input;
 use crate::kube::check::LiveQuery;
 use crate::kube::webhook_object::{self, WebhookOptions};
 
-pub use crate::cli::check::{CheckArgs, CheckOutput};
+pub use crate::check::args::{CheckArgs, CheckOutput};
 
 /// Split a YAML stream as `inject` does (the library's
 /// [`outrigger_inject::yaml::DocumentReader`]) and parse each document; errors name the document

@@ -6,6 +6,8 @@
 //! error (like `diff`). `--kube --restart` re-rolls the drifted workloads after the table
 //! ([`restart`]).
 
+pub mod args;
+
 use std::io::{Read, Write};
 use std::process::ExitCode;
 
@@ -16,7 +18,7 @@ use outrigger_inject::kube_inject::{self, KubeInjectOptions};
 use outrigger_inject::yaml;
 use serde_json::{json, Value};
 
-use crate::cli::drift::{DriftArgs, DriftOutput};
+use crate::drift::args::{DriftArgs, DriftOutput};
 use crate::input;
 
 /// Fields listed under a pod in the table; the rest are counted.
@@ -215,23 +217,26 @@ pub(crate) fn columns<const N: usize>(
                 .unwrap_or(0)
         })
         .collect();
-    let line = |c: [&str; N]| {
-        let mut s = String::new();
-        for (i, cell) in c.iter().enumerate() {
-            if i + 1 == N {
-                s.push_str(cell);
-            } else {
-                s.push_str(&format!("{cell:<w$}  ", w = widths[i]));
-            }
-        }
-        s + "\n"
-    };
-    let mut out = line(head);
+    let mut out = column_line(head, &widths);
     for (cells, below) in &rows {
-        out.push_str(&line(cells.each_ref().map(String::as_str)));
+        out.push_str(&column_line(cells.each_ref().map(String::as_str), &widths));
         out.push_str(below);
     }
     out
+}
+
+/// One line of [`columns`]: each cell but the last padded to its column's width (`widths`,
+/// the longest cell's length in bytes) and two spaces.
+pub(crate) fn column_line<const N: usize>(cells: [&str; N], widths: &[usize]) -> String {
+    let mut s = String::new();
+    for (i, cell) in cells.iter().enumerate() {
+        if i + 1 == N {
+            s.push_str(cell);
+        } else {
+            s.push_str(&format!("{cell:<w$}  ", w = widths[i]));
+        }
+    }
+    s + "\n"
 }
 
 /// The differing fields under a row: up to [`TABLE_FIELDS`], then how many more.

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use super::common::{ClusterTarget, ConfigFiles};
+use crate::cli::common::{ClusterTarget, ConfigFiles};
 
 /// Output format of `outrigger check`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -31,7 +31,7 @@ pub struct CheckArgs {
     pub files: ConfigFiles,
     /// What the templates may read of the environment.
     #[command(flatten)]
-    pub env: super::common::TemplateEnvArgs,
+    pub env: crate::cli::common::TemplateEnvArgs,
     /// Control plane revision of the webhook configuration to evaluate.
     #[arg(long = "revision", default_value = "")]
     pub revision: String,

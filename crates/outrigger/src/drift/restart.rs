@@ -18,7 +18,7 @@ use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use serde_json::{json, Value};
 
-use crate::cli::drift::{DryRun, RestartArgs};
+use crate::drift::args::{DryRun, RestartArgs};
 use crate::kube::client::api_error;
 use crate::kube::objects;
 

@@ -4,6 +4,7 @@
 //! Security labels, LimitRanges, ResourceQuotas, the nodes' kubelet versions).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
 
 use ::kube::api::ListParams;
 use ::kube::{Api, Client};
@@ -12,16 +13,17 @@ use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet}
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::{LimitRange, Node, ResourceQuota};
 use outrigger_inject::decide::inject_required;
-use outrigger_inject::drift::selecting_revision;
+use outrigger_inject::drift::{self, selecting_revision};
 use outrigger_inject::kube_inject::{self, KubeInjectOptions};
 use outrigger_inject::preview::pod_security::{Level, AUDIT_LABEL, ENFORCE_LABEL, WARN_LABEL};
 use outrigger_inject::preview::{Admission, NodeVersion, Outcome};
 use serde_json::{Map, Value};
 
-use super::{evaluate, replicas, Configs, Facts, Row};
-use crate::cli::preview::PreviewArgs;
+use super::report::{Rendered, Report};
+use super::{evaluate, replicas, Configs, Facts};
 use crate::kube::client::{self, api_error};
 use crate::kube::{objects, pods};
+use crate::preview::args::{PreviewArgs, PreviewOutput};
 
 /// Connect as the flags say; the namespace the context names.
 async fn connect(args: &PreviewArgs) -> Result<client::Connected> {
@@ -36,35 +38,87 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
         .context("starting the runtime")
 }
 
-/// What the cluster enforces in `namespaces` (the empty name is the context's namespace), for
-/// `preview -f --kube`.
-pub(crate) fn admission_for(args: &PreviewArgs, namespaces: &BTreeSet<String>) -> Result<Facts> {
-    runtime()?.block_on(async {
-        let cluster = connect(args).await?;
-        let client = cluster.client.clone();
-        let mut facts = Facts {
-            nodes: nodes(client.clone()).await,
-            ..Facts::default()
+/// The cluster `preview -f --kube` checks the manifests' workloads against: connected, and its
+/// nodes read, when the first namespace is asked for; each namespace's facts read once, when
+/// the manifests first name it (the empty name is the context's namespace).
+pub(crate) struct Enforced<'a> {
+    args: &'a PreviewArgs,
+    /// Whose auto native-sidecar mode the nodes decide (reported once the nodes are read).
+    configs: &'a Configs<'a>,
+    /// The runtime, the cluster and what is known of it, once connected.
+    known: Option<(tokio::runtime::Runtime, client::Connected, Facts)>,
+    /// The namespaces asked for so far.
+    asked: BTreeSet<String>,
+    /// What is known before anything is read: nothing.
+    nothing: Facts,
+}
+
+impl<'a> Enforced<'a> {
+    /// Not connected yet.
+    pub(crate) fn new(args: &'a PreviewArgs, configs: &'a Configs<'a>) -> Self {
+        Enforced {
+            args,
+            configs,
+            known: None,
+            asked: BTreeSet::new(),
+            nothing: Facts::default(),
+        }
+    }
+
+    /// Read what the cluster enforces in those of `namespaces` not read yet.
+    pub(crate) fn learn<'n>(&mut self, namespaces: impl Iterator<Item = &'n str>) -> Result<()> {
+        let new: BTreeSet<String> = namespaces
+            .filter(|ns| !self.asked.contains(*ns))
+            .map(str::to_string)
+            .collect();
+        if new.is_empty() {
+            return Ok(());
+        }
+        if self.known.is_none() {
+            let rt = runtime()?;
+            let (cluster, nodes) = rt.block_on(async {
+                let cluster = connect(self.args).await?;
+                let nodes = nodes(cluster.client.clone()).await;
+                anyhow::Ok((cluster, nodes))
+            })?;
+            super::native::report(self.configs, nodes.as_deref());
+            self.known = Some((rt, cluster, Facts::new(nodes)));
+        }
+        let Some((rt, cluster, facts)) = &mut self.known else {
+            return Ok(());
         };
-        for ns in namespaces {
-            let name = if ns.is_empty() {
-                client.default_namespace().to_string()
-            } else {
-                ns.clone()
-            };
-            let labels = pods::namespace_labels(client.clone(), Some(&name))
-                .await
-                .map_err(|e| cluster.explain(e))?;
-            let mut one =
-                namespace_facts(client.clone(), Some(&name), &labels, args.scope.chunk_size)
+        let chunk = self.args.scope.chunk_size;
+        rt.block_on(async {
+            let client = cluster.client.clone();
+            for ns in &new {
+                let name = if ns.is_empty() {
+                    client.default_namespace().to_string()
+                } else {
+                    ns.clone()
+                };
+                let labels = pods::namespace_labels(client.clone(), Some(&name))
                     .await
                     .map_err(|e| cluster.explain(e))?;
-            if let Some(a) = one.remove(&name) {
-                facts.namespaces.insert(ns.clone(), a);
+                let mut one = namespace_facts(client.clone(), Some(&name), &labels, chunk)
+                    .await
+                    .map_err(|e| cluster.explain(e))?;
+                if let Some(a) = one.remove(&name) {
+                    facts.insert(ns.clone(), a);
+                }
             }
+            anyhow::Ok(())
+        })?;
+        self.asked.extend(new);
+        Ok(())
+    }
+
+    /// What is known so far (nothing before the first namespace is asked for).
+    pub(crate) fn facts(&self) -> &Facts {
+        match &self.known {
+            Some((_, _, facts)) => facts,
+            None => &self.nothing,
         }
-        anyhow::Ok(facts)
-    })
+    }
 }
 
 /// The Pod Security level, LimitRanges and ResourceQuotas of `namespace` (of every namespace
@@ -168,9 +222,27 @@ struct Counts {
     not_injected: usize,
 }
 
-/// Preview every workload of the namespaces the flags name.
-pub(crate) fn rows(args: &PreviewArgs, configs: &Configs<'_>) -> Result<Vec<Row>> {
-    let (rows, counts) = runtime()?.block_on(async {
+/// What became of one pod template.
+enum Seen {
+    /// Another revision's webhook selects it.
+    OtherRevision,
+    /// Neither configuration injects it.
+    NotInjected,
+    /// Previewed: its row.
+    Row(Rendered),
+}
+
+/// Preview every workload of the namespaces the flags name, a page at a time: each page's
+/// objects examined on all cores, their rows handed to `report` in the order listed before the
+/// next page is read.
+pub(crate) fn preview<W: Write>(
+    args: &PreviewArgs,
+    configs: &Configs<'_>,
+    report: &mut Report<W>,
+) -> Result<()> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let output = report.output();
+    let counts = runtime()?.block_on(async {
         let cluster = connect(args).await?;
         let client = cluster.client.clone();
         let namespace = args.scope.namespace_or(client.default_namespace());
@@ -179,51 +251,67 @@ pub(crate) fn rows(args: &PreviewArgs, configs: &Configs<'_>) -> Result<Vec<Row>
         let labels = pods::namespace_labels(client.clone(), ns)
             .await
             .map_err(explain)?;
-        let facts = Facts {
-            namespaces: namespace_facts(client.clone(), ns, &labels, args.scope.chunk_size)
-                .await
-                .map_err(explain)?,
-            nodes: nodes(client.clone()).await,
-        };
-        super::native::report(configs, facts.nodes.as_deref());
-        let mut rows = Vec::new();
+        let mut facts = Facts::new(nodes(client.clone()).await);
+        super::native::report(configs, facts.other.nodes.as_deref());
+        let enforced = namespace_facts(client.clone(), ns, &labels, args.scope.chunk_size)
+            .await
+            .map_err(explain)?;
+        for (name, admission) in enforced {
+            facts.insert(name, admission);
+        }
         let mut counts = Counts::default();
+        let mut read = 0usize;
         let chunk = args.scope.chunk_size;
-        let mut each = |object: Value| -> Result<()> {
-            if controlled(&object) {
-                return Ok(());
+        let mut each = |page: Vec<Value>| -> Result<()> {
+            read += page.len();
+            let page: Vec<Value> = page.into_iter().filter(|o| !controlled(o)).collect();
+            let examined = drift::in_parallel(page, threads, |object| {
+                examine(object, &labels, &facts, configs, output)
+            });
+            for seen in examined {
+                for seen in seen? {
+                    match seen {
+                        Seen::OtherRevision => counts.other_revision += 1,
+                        Seen::NotInjected => counts.not_injected += 1,
+                        Seen::Row(r) => report.add(r)?,
+                    }
+                }
             }
-            examine(object, &labels, &facts, configs, &mut rows, &mut counts)
+            report.progress(&format!("{read} objects read"));
+            Ok(())
         };
-        objects::for_each::<Deployment>(client.clone(), ns, chunk, &mut each)
+        objects::for_each_page::<Deployment>(client.clone(), ns, chunk, &mut each)
             .await
             .map_err(explain)?;
-        objects::for_each::<StatefulSet>(client.clone(), ns, chunk, &mut each)
+        objects::for_each_page::<StatefulSet>(client.clone(), ns, chunk, &mut each)
             .await
             .map_err(explain)?;
-        objects::for_each::<DaemonSet>(client.clone(), ns, chunk, &mut each)
+        objects::for_each_page::<DaemonSet>(client.clone(), ns, chunk, &mut each)
             .await
             .map_err(explain)?;
-        objects::for_each::<ReplicaSet>(client.clone(), ns, chunk, &mut each)
+        objects::for_each_page::<ReplicaSet>(client.clone(), ns, chunk, &mut each)
             .await
             .map_err(explain)?;
-        objects::for_each::<CronJob>(client.clone(), ns, chunk, &mut each)
+        objects::for_each_page::<CronJob>(client.clone(), ns, chunk, &mut each)
             .await
             .map_err(explain)?;
-        objects::for_each::<Job>(client.clone(), ns, chunk, &mut each)
+        objects::for_each_page::<Job>(client.clone(), ns, chunk, &mut each)
             .await
             .map_err(explain)?;
-        pods::for_each(client.clone(), ns, chunk, |mut pod| {
-            if pod.get("kind").is_none() {
-                pod["kind"] = Value::String("Pod".into());
-                pod["apiVersion"] = Value::String("v1".into());
+        pods::for_each_page(client.clone(), ns, chunk, |mut page| {
+            for pod in &mut page {
+                if pod.get("kind").is_none() {
+                    pod["kind"] = Value::String("Pod".into());
+                    pod["apiVersion"] = Value::String("v1".into());
+                }
             }
-            each(pod)
+            each(page)
         })
         .await
         .map_err(explain)?;
-        anyhow::Ok((rows, counts))
+        anyhow::Ok(counts)
     })?;
+    report.end_progress();
     if counts.other_revision > 0 {
         eprintln!(
             "{} workloads selected by another revision's webhook were not previewed (--revision \
@@ -237,18 +325,17 @@ pub(crate) fn rows(args: &PreviewArgs, configs: &Configs<'_>) -> Result<Vec<Row>
             counts.not_injected
         );
     }
-    Ok(rows)
+    Ok(())
 }
 
-/// Preview the pod template of one workload object.
+/// Preview the pod template of one workload object (on any thread).
 fn examine(
     object: Value,
     labels: &BTreeMap<String, Map<String, Value>>,
     facts: &Facts,
     configs: &Configs<'_>,
-    rows: &mut Vec<Row>,
-    counts: &mut Counts,
-) -> Result<()> {
+    output: PreviewOutput,
+) -> Result<Vec<Seen>> {
     let count = replicas(&object);
     let kind = object
         .get("kind")
@@ -276,12 +363,13 @@ fn examine(
     }
     let templates = kube_inject::pod_templates(object)
         .with_context(|| format!("reading the pod template of {kind} {ns}/{name}"))?;
+    let mut out = Vec::new();
     for t in templates {
         let empty = Map::new();
         let selected = selecting_revision(labels.get(&ns).unwrap_or(&empty), &t.pod);
         let revision = revision_name(&configs.current);
         if selected.as_deref().is_some_and(|r| r != revision) {
-            counts.other_revision += 1;
+            out.push(Seen::OtherRevision);
             continue;
         }
         let wanted = |o: &KubeInjectOptions<'_>| {
@@ -297,21 +385,21 @@ fn examine(
         };
         let w = (wanted(&configs.current), wanted(&configs.candidate));
         if w == (false, false) {
-            counts.not_injected += 1;
+            out.push(Seen::NotInjected);
             continue;
         }
         let admission = facts.admission(&ns);
-        let row = evaluate(&t.pod, t.workload, configs, w, &admission, count, None);
+        let row = evaluate(&t.pod, t.workload, configs, w, admission, count, None);
         if matches!(
             (&row.preview.current, &row.preview.candidate),
             (Outcome::NotInjected(_), Outcome::NotInjected(_))
         ) {
-            counts.not_injected += 1;
+            out.push(Seen::NotInjected);
             continue;
         }
-        rows.push(row);
+        out.push(Seen::Row(Rendered::of(&row, output)?));
     }
-    Ok(())
+    Ok(out)
 }
 
 /// The revision name of `opts` (`default` when none).

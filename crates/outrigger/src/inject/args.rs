@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use super::common::{ClusterTarget, ConfigFiles, TemplateEnvArgs};
+use crate::cli::common::{ClusterArgs, ConfigFiles, TemplateEnvArgs};
 use outrigger_inject::decide::native::NativeMode;
 
 /// Flags of `outrigger inject`.
@@ -25,7 +25,7 @@ pub struct InjectArgs {
     #[command(flatten)]
     pub cluster: ClusterArgs,
     /// Native sidecars: true, false, or auto (offline: follows ENABLE_NATIVE_SIDECARS).
-    #[arg(long = "native-sidecars", value_parser = super::values::native_mode())]
+    #[arg(long = "native-sidecars", value_parser = crate::cli::values::native_mode())]
     pub native_sidecars: Option<NativeMode>,
     /// Control plane revision (`default` means none). With --kube, the default ConfigMap names
     /// get `-REVISION` appended, as istioctl does.
@@ -49,39 +49,6 @@ pub struct InjectArgs {
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
 }
-
-/// Flags of `outrigger inject --kube`, as `istioctl kube-inject` names them.
-#[derive(Debug, Clone, clap::Args)]
-pub struct ClusterArgs {
-    /// Read the injector config and values (ConfigMap --injectConfigMapName, keys `config` and
-    /// `values`) and the mesh config (ConfigMap --meshConfigMapName, key `mesh`) from the
-    /// cluster, as istioctl kube-inject does; --injectConfigFile, --valuesFile and
-    /// --meshConfigFile still override their input.
-    #[arg(long = "kube")]
-    pub kube: bool,
-    /// With --kube: the injector ConfigMap (`-REVISION` is appended to the default name).
-    #[arg(
-        long = "injectConfigMapName",
-        default_value = DEFAULT_INJECT_CONFIG_MAP,
-        requires = "kube"
-    )]
-    pub inject_config_map_name: String,
-    /// With --kube: the mesh ConfigMap (`-REVISION` is appended to the default name).
-    #[arg(
-        long = "meshConfigMapName",
-        default_value = DEFAULT_MESH_CONFIG_MAP,
-        requires = "kube"
-    )]
-    pub mesh_config_map_name: String,
-    /// With --kube: which cluster, and the namespace of Istio's ConfigMaps.
-    #[command(flatten)]
-    pub target: ClusterTarget,
-}
-
-/// istioctl's default injector ConfigMap name.
-pub const DEFAULT_INJECT_CONFIG_MAP: &str = "istio-sidecar-injector";
-/// istioctl's default mesh ConfigMap name.
-pub const DEFAULT_MESH_CONFIG_MAP: &str = "istio";
 
 /// When to colour the diff.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

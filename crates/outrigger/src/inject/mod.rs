@@ -1,6 +1,8 @@
 //! `outrigger inject`: manual sidecar injection of manifests, flag-compatible with
 //! `istioctl kube-inject`.
 
+pub mod args;
+
 use std::io::{BufRead, BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -15,7 +17,7 @@ use outrigger_inject::yaml;
 use crate::config_source::Setup;
 use crate::input;
 
-pub use crate::cli::inject::{ColorMode, InjectArgs};
+pub use crate::inject::args::{ColorMode, InjectArgs};
 
 impl ColorMode {
     /// Whether to colour output going to `output` (`None`: standard output).

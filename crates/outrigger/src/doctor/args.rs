@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::defaults;
+use crate::cli::defaults;
 
 /// Output format of `outrigger doctor`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -53,7 +53,7 @@ pub struct DoctorArgs {
     #[arg(long = "probe-namespace")]
     pub probe_namespace: Option<String>,
     /// Warn when the serving certificate or its CA expires within this duration.
-    #[arg(long = "expiry-warning", default_value = "720h", value_parser = super::values::duration)]
+    #[arg(long = "expiry-warning", default_value = "720h", value_parser = crate::cli::values::duration)]
     pub expiry_warning: Duration,
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value = "table")]

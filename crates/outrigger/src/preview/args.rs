@@ -2,8 +2,8 @@
 
 use std::path::PathBuf;
 
-use super::common::ConfigFiles;
-use super::inject::ClusterArgs;
+use crate::cli::common::ClusterArgs;
+use crate::cli::common::ConfigFiles;
 use outrigger_inject::decide::native::NativeMode;
 
 /// Output format of `outrigger preview`.
@@ -53,7 +53,7 @@ pub struct CandidateArgs {
     )]
     pub mesh_config_file: Option<PathBuf>,
     /// Native sidecars under the candidate: true, false, or auto (default: as --native-sidecars).
-    #[arg(id = "candidate_native_sidecars", value_name = "NATIVE_SIDECARS", long = "candidate-native-sidecars", value_parser = super::values::native_mode())]
+    #[arg(id = "candidate_native_sidecars", value_name = "NATIVE_SIDECARS", long = "candidate-native-sidecars", value_parser = crate::cli::values::native_mode())]
     pub native_sidecars: Option<NativeMode>,
 }
 
@@ -90,10 +90,10 @@ pub struct PreviewArgs {
     /// With --kube and without -f: which namespaces are read (`-n`, `-A`) and how many objects
     /// a list request asks for (`--chunk-size`).
     #[command(flatten)]
-    pub scope: super::common::ListScope,
+    pub scope: crate::cli::common::ListScope,
     /// Native sidecars in the configuration in force: true, false, or auto (offline: follows
     /// ENABLE_NATIVE_SIDECARS).
-    #[arg(long = "native-sidecars", value_parser = super::values::native_mode())]
+    #[arg(long = "native-sidecars", value_parser = crate::cli::values::native_mode())]
     pub native_sidecars: Option<NativeMode>,
     /// Revision in force (`default` means none); with --kube, the workloads its webhook selects.
     #[arg(long = "revision", default_value = "")]

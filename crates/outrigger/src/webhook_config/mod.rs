@@ -2,6 +2,8 @@
 //! MutatingWebhookConfiguration that routes pods to the injector, built by
 //! [`crate::kube::webhook_object`] (which also serves `check` and the kube layer).
 
+pub mod args;
+
 use std::io::Write;
 
 use anyhow::{bail, Context, Result};
@@ -19,7 +21,7 @@ pub const ISTIO_MODE_NOTE: &str =
 istiod's own sidecar injector must be off (no default-revision istiod running its webhook \
 patcher), or istiod and outrigger will overwrite each other's caBundle forever";
 
-pub use crate::cli::webhook_config::{OutputFormat, WebhookConfigArgs};
+pub use crate::webhook_config::args::{OutputFormat, WebhookConfigArgs};
 
 const DNS1123_LABEL_HELP: &str =
     "lower-case letters, digits and '-', starting and ending with a letter or digit, at most 63 characters";

@@ -2,8 +2,8 @@
 
 use std::path::PathBuf;
 
-use super::common::ConfigFiles;
-use super::inject::ClusterArgs;
+use crate::cli::common::ClusterArgs;
+use crate::cli::common::ConfigFiles;
 use outrigger_inject::decide::native::NativeMode;
 
 /// Output format of `outrigger drift`.
@@ -33,10 +33,10 @@ pub struct DriftArgs {
     /// With --kube and without -f: which namespaces are read (`-n`, `-A`) and how many objects
     /// a list request asks for (`--chunk-size`).
     #[command(flatten)]
-    pub scope: super::common::ListScope,
+    pub scope: crate::cli::common::ListScope,
     /// Native sidecars in the configuration in force: true, false, or auto (offline: follows
     /// ENABLE_NATIVE_SIDECARS).
-    #[arg(long = "native-sidecars", value_parser = super::values::native_mode())]
+    #[arg(long = "native-sidecars", value_parser = crate::cli::values::native_mode())]
     pub native_sidecars: Option<NativeMode>,
     /// Revision in force (`default` means none): pods injected by another are `wrong-revision`.
     #[arg(long = "revision", default_value = "")]
@@ -92,12 +92,12 @@ pub struct RestartArgs {
     /// With --restart: how long to wait, for each workload, for its PodDisruptionBudgets to
     /// allow a disruption and then for its rollout to complete (Go duration: 90s, 5m, 1h).
     #[arg(long = "timeout", default_value = "5m", requires = "restart",
-          value_parser = super::values::duration)]
+          value_parser = crate::cli::values::duration)]
     pub timeout: std::time::Duration,
     /// With --restart: how often the workload and its PodDisruptionBudgets are read while
     /// waiting.
     #[arg(long = "poll-interval", default_value = "2s", hide = true,
-          value_parser = super::values::duration)]
+          value_parser = crate::cli::values::duration)]
     pub poll_interval: std::time::Duration,
 }
 
