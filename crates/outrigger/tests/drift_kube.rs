@@ -589,29 +589,16 @@ fn scale_ten_thousand_pods() {
         .write("kubeconfig", &kube_api::kubeconfig(api.port))
         .display()
         .to_string();
-    let bin = std::env::var("OUTRIGGER_SCALE_BIN")
-        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_outrigger").to_string());
-    let time = std::path::Path::new("/usr/bin/time");
-    assert!(time.exists(), "/usr/bin/time is needed for the figures");
-    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-    let out = std::process::Command::new(time)
-        .args([
-            "-f",
-            "SCALE wall %e s, user %U s, system %S s, peak RSS %M KiB",
-        ])
-        .arg(&bin)
-        .args([
-            "drift",
-            "--kube",
-            "--kubeconfig",
-            &kc,
-            "-n",
-            "scale",
-            "-o",
-            "json",
-        ])
-        .output()
-        .expect("run drift");
+    let (out, figures) = support::timed_scale_run(&[
+        "drift",
+        "--kube",
+        "--kubeconfig",
+        &kc,
+        "-n",
+        "scale",
+        "-o",
+        "json",
+    ]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
@@ -624,9 +611,5 @@ fn scale_ten_thousand_pods() {
             Some(SCALE_PODS / SCALE_DEPLOYMENTS)
         );
     }
-    let figures = stderr
-        .lines()
-        .find(|l| l.starts_with("SCALE "))
-        .unwrap_or("no figures");
-    println!("{figures} ({bin}; load average before: {})", load.trim());
+    println!("{figures}");
 }

@@ -723,21 +723,18 @@ fn scale_ten_thousand_deployments() {
         .write("kubeconfig", &kube_api::kubeconfig(api.port))
         .display()
         .to_string();
-    let bin = std::env::var("OUTRIGGER_SCALE_BIN")
-        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_outrigger").to_string());
-    let time = std::path::Path::new("/usr/bin/time");
-    assert!(time.exists(), "/usr/bin/time is needed for the figures");
-    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-    let out = std::process::Command::new(time)
-        .args([
-            "-f",
-            "SCALE wall %e s, user %U s, system %S s, peak RSS %M KiB",
-        ])
-        .arg(&bin)
-        .args(["preview", "--kube", "--kubeconfig", &kc, "-n", "scale"])
-        .args(["--candidate-revision", "canary", "-o", "json"])
-        .output()
-        .expect("run preview");
+    let (out, figures) = support::timed_scale_run(&[
+        "preview",
+        "--kube",
+        "--kubeconfig",
+        &kc,
+        "-n",
+        "scale",
+        "--candidate-revision",
+        "canary",
+        "-o",
+        "json",
+    ]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
@@ -760,9 +757,5 @@ fn scale_ten_thousand_deployments() {
             "{paths:?}"
         );
     }
-    let figures = stderr
-        .lines()
-        .find(|l| l.starts_with("SCALE "))
-        .unwrap_or("no figures");
-    println!("{figures} ({bin}; load average before: {})", load.trim());
+    println!("{figures}");
 }

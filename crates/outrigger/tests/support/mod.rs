@@ -267,3 +267,30 @@ pub fn single(text: &str) -> Value {
     assert_eq!(d.len(), 1, "expected one document:\n{text}");
     d.into_iter().next().expect("one document")
 }
+
+/// A scale run's `outrigger ARGS` (the binary of `OUTRIGGER_SCALE_BIN`, else the test's) under
+/// `/usr/bin/time`: its output, and the line of figures to print (wall, user and system time,
+/// peak RSS, the binary and the load average before the run).
+pub fn timed_scale_run(args: &[&str]) -> (std::process::Output, String) {
+    let bin = std::env::var("OUTRIGGER_SCALE_BIN")
+        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_outrigger").to_string());
+    let time = std::path::Path::new("/usr/bin/time");
+    assert!(time.exists(), "/usr/bin/time is needed for the figures");
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let out = std::process::Command::new(time)
+        .args([
+            "-f",
+            "SCALE wall %e s, user %U s, system %S s, peak RSS %M KiB",
+        ])
+        .arg(&bin)
+        .args(args)
+        .output()
+        .expect("run outrigger under /usr/bin/time");
+    let figures = String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .find(|l| l.starts_with("SCALE "))
+        .unwrap_or("no figures")
+        .to_string();
+    let line = format!("{figures} ({bin}; load average before: {})", load.trim());
+    (out, line)
+}
