@@ -15,6 +15,7 @@ mod kube;
 mod man;
 mod pki;
 mod preview;
+mod print;
 mod report;
 mod safe_write;
 mod serve;

@@ -1,8 +1,7 @@
 //! `outrigger man`: the man pages, rendered (clap_mangen) from the same flag definitions the
 //! binary parses with ([`crate::cli`]).
 
-use std::io::Write;
-
+use crate::print;
 use anyhow::{Context, Result};
 
 /// Flags of `outrigger man`.
@@ -75,8 +74,5 @@ pub fn run(args: &ManArgs) -> Result<()> {
         )
         .exit();
     };
-    let mut out = std::io::stdout().lock();
-    out.write_all(roff.as_bytes())
-        .and_then(|()| out.flush())
-        .context("writing standard output")
+    print::stdout(&roff)
 }

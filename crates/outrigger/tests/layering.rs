@@ -1,8 +1,8 @@
 //! The binary's modules import downward: each command (`src/inject/`, `src/serve/`, ...: its
 //! flags in `args.rs`, its behaviour beside them) may use the config loader (`config_source`),
-//! the kube layer (cluster I/O) and the foundations (`report`, `pki`, `input`, the shared flag
-//! groups and value parsers of `src/cli/`); the kube layer never names a command or the loader;
-//! the shared flag groups name no command either. Only `cli/mod.rs` (the subcommand enum) and
+//! the kube layer (cluster I/O) and the foundations (`report`, `print`, `pki`, `input`, the
+//! shared flag groups and value parsers of `src/cli/`); the kube layer never names a command or
+//! the loader; the shared flag groups name no command either. Only `cli/mod.rs` (the subcommand enum) and
 //! `main.rs` sit above the commands. Scans the non-test code for `crate::…` paths.
 
 use std::path::{Path, PathBuf};

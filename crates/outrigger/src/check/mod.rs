@@ -8,10 +8,10 @@
 pub mod args;
 
 use std::fmt::Write as _;
-use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
+use crate::print;
 use anyhow::{bail, Context, Result};
 use outrigger_inject::check::{self, Report, NOT_SELECTED};
 use outrigger_inject::config::input_kind::InputKind;
@@ -178,12 +178,9 @@ pub fn webhook_options(args: &CheckArgs) -> WebhookOptions {
 pub fn print(reports: &[Report], output: CheckOutput) -> Result<()> {
     let text = match output {
         CheckOutput::Table => render_table(reports),
-        CheckOutput::Json => serde_json::to_string_pretty(reports).context("encoding JSON")? + "\n",
+        CheckOutput::Json => print::pretty_json(&reports)?,
     };
-    std::io::stdout()
-        .lock()
-        .write_all(text.as_bytes())
-        .context("writing standard output")
+    print::stdout(&text)
 }
 
 /// Read and parse the `-f` manifest; warnings about ignored text go to stderr, naming the file.

@@ -1,9 +1,8 @@
 //! How `doctor` prints its checks: a table for people (verdict, check, finding; the hint on the
 //! line below a check that did not pass; a summary line), or JSON for tools.
 
-use std::io::Write;
-
-use anyhow::{Context, Result};
+use crate::print;
+use anyhow::Result;
 use serde_json::json;
 
 use super::{Check, DoctorOutput, Verdict};
@@ -73,16 +72,9 @@ pub fn json(checks: &[Check]) -> serde_json::Value {
 pub fn print(checks: &[Check], format: DoctorOutput) -> Result<()> {
     let text = match format {
         DoctorOutput::Table => table(checks),
-        DoctorOutput::Json => {
-            let mut s = serde_json::to_string_pretty(&json(checks)).context("encoding JSON")?;
-            s.push('\n');
-            s
-        }
+        DoctorOutput::Json => print::pretty_json(&json(checks))?,
     };
-    std::io::stdout()
-        .lock()
-        .write_all(text.as_bytes())
-        .context("writing standard output")
+    print::stdout(&text)
 }
 
 #[cfg(test)]

@@ -4,9 +4,10 @@
 //! ([`outrigger_inject::drift::stored_pod_drift`]); the outcome grouped by owning workload.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
+use crate::print;
 use anyhow::{Context, Result};
 use outrigger_inject::decide::inject_required;
 use outrigger_inject::decide::native::{detect_native_sidecars, NativeMode, StaticFacts};
@@ -137,13 +138,10 @@ pub fn run(args: &DriftArgs, opts: &KubeInjectOptions<'_>, per_node: bool) -> Re
         DriftOutput::Table => table(&report),
         DriftOutput::Json => {
             let rows: Vec<Value> = report.groups.iter().map(group_json).collect();
-            serde_json::to_string_pretty(&Value::Array(rows))? + "\n"
+            print::pretty_json(&Value::Array(rows))?
         }
     };
-    std::io::stdout()
-        .lock()
-        .write_all(out.as_bytes())
-        .context("writing standard output")?;
+    print::stdout(&out)?;
     if args.restart.restart {
         let drifted = report
             .groups

@@ -8,9 +8,10 @@
 
 pub mod args;
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::process::ExitCode;
 
+use crate::print;
 use anyhow::{Context, Result};
 use outrigger_inject::drift::{pod_drift, FieldDiff, PodDrift, RevisionTags, State};
 use outrigger_inject::kube::pod::label as pod_label;
@@ -55,13 +56,10 @@ pub fn run(args: &DriftArgs) -> Result<ExitCode> {
     let out = match args.output {
         DriftOutput::Table => table(&rows, other_revision),
         DriftOutput::Json => {
-            serde_json::to_string_pretty(&Value::Array(rows.iter().map(row_json).collect()))? + "\n"
+            print::pretty_json(&Value::Array(rows.iter().map(row_json).collect()))?
         }
     };
-    std::io::stdout()
-        .lock()
-        .write_all(out.as_bytes())
-        .context("writing standard output")?;
+    print::stdout(&out)?;
     Ok(if rows.iter().any(|r| r.drift.state.is_drift()) {
         ExitCode::from(1)
     } else {

@@ -4,8 +4,7 @@
 
 pub mod args;
 
-use std::io::Write;
-
+use crate::print;
 use anyhow::{bail, Context, Result};
 use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
 
@@ -157,7 +156,7 @@ pub fn read_ca_bundle(path: &std::path::Path) -> Result<Vec<u8>> {
 pub fn render(v: &MutatingWebhookConfiguration, format: OutputFormat) -> Result<String> {
     let json = serde_json::to_value(v).context("encoding the object")?;
     Ok(match format {
-        OutputFormat::Json => serde_json::to_string_pretty(&json).context("encoding JSON")? + "\n",
+        OutputFormat::Json => print::pretty_json(&json)?,
         OutputFormat::Yaml => outrigger_inject::yaml::to_string(&json),
     })
 }
@@ -171,11 +170,7 @@ pub fn run(args: &WebhookConfigArgs) -> Result<()> {
     if opts.istio {
         eprintln!("{ISTIO_MODE_NOTE}");
     }
-    let text = render(&build(&opts), args.output)?;
-    std::io::stdout()
-        .lock()
-        .write_all(text.as_bytes())
-        .context("writing standard output")
+    print::stdout(&render(&build(&opts), args.output)?)
 }
 
 #[cfg(test)]
