@@ -74,5 +74,5 @@ pub fn run(args: &ManArgs) -> Result<()> {
         )
         .exit();
     };
-    print::stdout(&roff)
+    print::stdout(roff)
 }
