@@ -10,7 +10,7 @@ mod common;
 #[allow(dead_code)] // the helpers of the inject tests; this file uses some
 mod support;
 
-use common::kube_api::{self, Cluster, FakeApi};
+use common::kube_api::{self, node, Cluster, FakeApi};
 use outrigger_inject::config::{defaults, Snapshot, ValuesFacts};
 use outrigger_inject::ingest::workload::workload_from_pod;
 use outrigger_inject::inject::{inject_pod, InjectParams, Mode};
@@ -87,6 +87,9 @@ fn cluster() -> FakeApi {
     let mut c = Cluster::default();
     c.user = "alice".into();
     kube_api::put_istio_configmaps(&mut c);
+    // A node whose kubelet predates native sidecars: Istio's default mode (auto) injects classic
+    // proxies here, as the pods below have.
+    c.put(node("node-1", "v1.31.2"));
     c.put(namespace("shop", json!({"istio-injection": "enabled"})));
     c.put(namespace("legacy", json!({})));
     c.put(namespace("next", json!({"istio.io/rev": "canary"})));
@@ -385,14 +388,6 @@ fn without_access_to_webhook_configurations_tags_are_skipped_with_a_warning() {
     );
 }
 
-fn node(name: &str, kubelet: &str) -> Value {
-    json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
-        "status": {"nodeInfo": {"kubeletVersion": kubelet,
-            "architecture": "", "bootID": "", "containerRuntimeVersion": "",
-            "kernelVersion": "", "kubeProxyVersion": "", "machineID": "",
-            "operatingSystem": "", "osImage": "", "systemUUID": ""}}})
-}
-
 /// In namespace `nodes` (injection enabled), one Deployment per pod: `<form>-on-<node>`, the
 /// proxy native or not, scheduled on `node`.
 fn node_cluster(api: &FakeApi, old_kubelet: &str) {
@@ -400,6 +395,8 @@ fn node_cluster(api: &FakeApi, old_kubelet: &str) {
     let mut c = api.lock();
     c.put(namespace("nodes", json!({"istio-injection": "enabled"})));
     c.put(node("node-old", old_kubelet));
+    // The base cluster's node runs what node-old runs.
+    c.put(node("node-1", old_kubelet));
     c.put(node("node-new", "v1.33.1"));
     for (native, on) in [
         (true, "node-new"),
@@ -505,6 +502,67 @@ fn auto_native_sidecars_are_judged_by_the_pods_node() {
             .any(|r| r.starts_with("GET /api/v1/nodes")),
         "{:?}",
         api.requests()
+    );
+}
+
+#[test]
+fn without_the_flag_the_mode_is_istios_default_auto() {
+    // The tests run the binary with ENABLE_NATIVE_SIDECARS unset: Istio's default, auto.
+    let (api, _dir, kc) = setup("drift-kube-nodes-default");
+    node_cluster(&api, "v1.32.4");
+    let auto = states(&json_rows(
+        drift(
+            &kc,
+            &["-n", "nodes", "--native-sidecars", "auto", "-o", "json"],
+        )
+        .exited(1),
+    ));
+    let unset = states(&json_rows(
+        drift(&kc, &["-n", "nodes", "-o", "json"]).exited(1),
+    ));
+    assert_eq!(unset, auto);
+    let with_env = |value: &str| {
+        Inject::command("drift")
+            .args([
+                "--kube",
+                "--kubeconfig",
+                kc.as_str(),
+                "-n",
+                "nodes",
+                "-o",
+                "json",
+            ])
+            .env("ENABLE_NATIVE_SIDECARS", value)
+            .run()
+    };
+    assert_eq!(states(&json_rows(with_env("auto").exited(1))), auto);
+    // A fixed value is what the configuration in force does: native pods are current with
+    // `true`, classic ones with `false`, whatever their nodes.
+    for (value, current) in [("true", "native"), ("false", "classic")] {
+        let got = states(&json_rows(with_env(value).exited(1)));
+        assert!(
+            got.iter()
+                .all(|(n, s)| (s == "current") == n.starts_with(current)),
+            "{value}: {got:?}"
+        );
+    }
+
+    // Nodes that cannot be listed: a warning, and native sidecars judged off for every pod,
+    // as Istio's auto mode does without node facts.
+    api.lock().forbidden.push("GET /api/v1/nodes".into());
+    let run = drift(&kc, &["-n", "nodes", "-o", "json"]);
+    let got = states(&json_rows(run.exited(1)));
+    assert!(
+        got.iter()
+            .all(|(n, s)| (s == "current") == n.starts_with("classic")),
+        "{got:?}"
+    );
+    assert!(
+        run.stderr.contains("listing nodes")
+            && run.stderr.contains("nodes is forbidden")
+            && run.stderr.contains("native sidecars are judged off"),
+        "{}",
+        run.stderr
     );
 }
 

@@ -91,6 +91,9 @@ async fn the_changes_previewed_are_what_admission_gives_the_pods() {
             "apps",
             "--candidate-revision",
             "canary",
+            // As the candidate's server below runs.
+            "--native-sidecars",
+            "false",
         ])
         .args(["-o", "json"])
         .run();

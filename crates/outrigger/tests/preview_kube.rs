@@ -10,7 +10,7 @@ mod common;
 mod support;
 
 use common::controllers::settle;
-use common::kube_api::{self, configmap, Cluster, FakeApi};
+use common::kube_api::{self, configmap, node, Cluster, FakeApi};
 use outrigger_inject::config::defaults;
 use serde_json::{json, Value};
 use support::{json_rows, Inject, TempDir};
@@ -36,11 +36,6 @@ fn deployment(ns: &str, name: &str, replicas: i64) -> Value {
     });
     settle(&mut d);
     d
-}
-
-fn node(name: &str, kubelet: &str) -> Value {
-    json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
-           "status": {"nodeInfo": {"kubeletVersion": kubelet}}})
 }
 
 /// Istio's embedded configuration in force, a `canary` revision beside it, namespace `shop`
@@ -114,7 +109,17 @@ fn findings(rows: &[Value]) -> Vec<(String, String, String, String)> {
 #[test]
 fn a_candidate_revision_is_read_from_its_configmaps_and_its_changes_listed() {
     let api = cluster(|_| {});
-    let (run, _dir) = preview(&api, "preview-canary", &["--candidate-revision", "canary"]);
+    // Native sidecars off on both sides (the node runs kubelet 1.33: auto would turn them on).
+    let (run, _dir) = preview(
+        &api,
+        "preview-canary",
+        &[
+            "--candidate-revision",
+            "canary",
+            "--native-sidecars",
+            "false",
+        ],
+    );
     let rows = json_rows(run.exited(1));
     assert_eq!(rows.len(), 1, "{rows:#?}");
     assert_eq!(rows[0]["kind"], "Deployment");
@@ -364,7 +369,13 @@ fn native_sidecars_on_an_old_kubelet_are_refused() {
 #[test]
 fn auto_native_sidecars_are_decided_by_every_node() {
     let api = cluster(|_| {});
-    let flags = ["--candidate-native-sidecars", "auto"];
+    // The configuration in force without native sidecars, the candidate in auto mode.
+    let flags = [
+        "--native-sidecars",
+        "false",
+        "--candidate-native-sidecars",
+        "auto",
+    ];
     let (run, _dir) = preview(&api, "preview-auto-new", &flags);
     let rows = json_rows(run.exited(1));
     assert!(findings(&rows).is_empty(), "{rows:#?}");
@@ -410,6 +421,22 @@ fn auto_native_sidecars_are_decided_by_every_node() {
             "--candidate-revision",
             "default",
         ],
+    );
+    let rows = json_rows(run.exited(0));
+    assert_eq!(rows[0]["changes"], json!([]), "{rows:#?}");
+    assert!(
+        run.stderr
+            .contains("native sidecars (auto mode, both configurations): on"),
+        "{}",
+        run.stderr
+    );
+
+    // Without the flags and with ENABLE_NATIVE_SIDECARS unset (as the tests run): Istio's
+    // default, auto, on both sides.
+    let (run, _dir) = preview(
+        &api,
+        "preview-auto-default",
+        &["--candidate-revision", "default"],
     );
     let rows = json_rows(run.exited(0));
     assert_eq!(rows[0]["changes"], json!([]), "{rows:#?}");

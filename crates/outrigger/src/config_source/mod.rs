@@ -26,13 +26,12 @@ pub fn native_mode(flag: Option<NativeMode>, env: Option<&str>) -> (NativeMode, 
 }
 
 /// Whether the native-sidecar mode is auto: `--native-sidecars auto`, or without the flag
-/// `ENABLE_NATIVE_SIDECARS=auto`. Against a cluster, auto is judged per pod by its node; offline
-/// it is off.
+/// `ENABLE_NATIVE_SIDECARS` unset, empty or `auto` (Istio's default is auto). Against a cluster,
+/// auto is judged per pod by its node; offline it is off.
 pub fn native_auto(flag: Option<NativeMode>) -> bool {
-    match flag {
-        Some(mode) => mode == NativeMode::Auto,
-        None => std::env::var("ENABLE_NATIVE_SIDECARS").is_ok_and(|v| v == "auto"),
-    }
+    let env = std::env::var("ENABLE_NATIVE_SIDECARS").ok();
+    let env = env.as_deref().filter(|v| !v.is_empty());
+    native_mode(flag, env).0 == NativeMode::Auto
 }
 
 /// Offline native-sidecar decision: an explicit `true`/`false` wins, else (no flag or `auto`)

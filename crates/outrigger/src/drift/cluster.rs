@@ -88,17 +88,22 @@ pub fn run(args: &DriftArgs, opts: &KubeInjectOptions<'_>, per_node: bool) -> Re
                 RevisionTags::default()
             });
         tags.0.extend(args.revision_tags.iter().cloned());
-        let nodes = if per_node {
-            Some(StaticFacts {
-                nodes: Some(
-                    drift_facts::nodes(client.clone())
-                        .await
-                        .map_err(|e| cluster.explain(e))?,
-                ),
-                namespaces: BTreeMap::new(),
-            })
-        } else {
-            None
+        let nodes = match per_node {
+            true => match drift_facts::nodes(client.clone()).await {
+                Ok(nodes) => Some(StaticFacts {
+                    nodes: Some(nodes),
+                    namespaces: BTreeMap::new(),
+                }),
+                Err(e) => {
+                    warnings.insert(format!(
+                        "{}; native sidecars are judged off for every pod, as Istio's auto mode \
+                         does without node facts (--native-sidecars true|false chooses)",
+                        crate::report::chain(&cluster.explain(e))
+                    ));
+                    None
+                }
+            },
+            false => None,
         };
         let facts = Facts {
             labels,

@@ -395,6 +395,16 @@ pub fn configmap(ns: &str, name: &str, rv: &str, data: &[(&str, &str)]) -> Value
            "data": data})
 }
 
+/// A Node whose kubelet reports `kubelet` (`v1.33.1`), with the `nodeInfo` fields the API
+/// server requires.
+pub fn node(name: &str, kubelet: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
+        "status": {"nodeInfo": {"kubeletVersion": kubelet,
+            "architecture": "", "bootID": "", "containerRuntimeVersion": "",
+            "kernelVersion": "", "kubeProxyVersion": "", "machineID": "",
+            "operatingSystem": "", "osImage": "", "systemUUID": ""}}})
+}
+
 /// Istio's ConfigMaps in `istio-system` holding the embedded configuration:
 /// `istio-sidecar-injector` (`config`, `values`) and `istio` (`mesh`).
 pub fn put_istio_configmaps(c: &mut Cluster) {
