@@ -1,31 +1,48 @@
-//! The library's error type. Every message names its cause: the document, field path, template
-//! line or annotation that was wrong.
+//! The crate-wide error sum, [`Error`](enum@Error), and [`Result`]. Every message names its
+//! cause: the document, field path, template line or annotation that was wrong.
 //!
-//! Each stage has its own error type where its failures have a structure worth keeping (a YAML
-//! error's line, ...); they convert into [`Error`](enum@Error) with `?`. A step that fails inside a larger
-//! one is wrapped with [`Error::context`], which puts the outer step in front of the message as
-//! Istio does (`failed to run injection template: ...`) and keeps the inner error reachable
+//! The engines (YAML, templates, Kubernetes types, mesh config, configuration) and the stages
+//! of the pipeline (ingest, decide, render, merge, finish, patch) return their own error types
+//! and never name this sum: an engine's error holds the lower engines' errors it can meet
+//! (`ConfigError::Mesh` holds a [`MeshError`], `MeshError::ProxyConfig` another), and a stage's
+//! error holds the other stages' and engines' errors it passes on (`MergeError::Type` holds a
+//! [`TypeError`]), with its own context wrapper where a step puts its name in front
+//! (`MergeError::context`, `ConfigError::context`). The sum sits above the stages, in the
+//! orchestrators (`inject`, `webhook`, `kube_inject`, ...), which convert with `?`.
+//!
+//! The conversions flatten: a stage error becomes the sum's variant of what actually failed,
+//! exactly as if that error had been converted on its own, so messages, [`Error::root`] and the
+//! webhook's metrics reason stay those of the cause. A [`TypeError`] raised by the merge stage
+//! under `unmarshal patched pod` becomes `Error::Context { context: "unmarshal patched pod",
+//! source: Error::Type(..) }`, not an `Error::Merge`; a template that fails to execute in the
+//! render stage becomes `Error::Template`; a mesh config that is not YAML becomes
+//! `Error::Yaml`. A step that fails inside a larger one in an orchestrator is wrapped with
+//! [`Error::context`], which puts the outer step in front of the message as Istio does
+//! (`failed to run injection template: ...`) and keeps the inner error reachable
 //! ([`Error::root`]).
 
 use thiserror::Error;
 
 use crate::config::ConfigError;
+use crate::decide::annotations::InvalidAnnotations;
 use crate::finish::prometheus::ScrapeError;
+use crate::finish::FinishError;
 use crate::go::multierror::format_multierror;
+use crate::ingest::workload::WorkloadError;
 use crate::json::JsonError;
 use crate::kube::typed::TypeError;
-use crate::kube_inject::WorkloadError;
 use crate::merge::strategic::MergeError;
 use crate::mesh::MeshError;
 use crate::render::RenderError;
 use crate::template::TemplateError;
 use crate::yaml::YamlError;
 
-/// Errors of the injection pipeline.
+/// Errors of the injection pipeline, as the orchestrators return them.
 ///
-/// Every variant is at most a `String` wide (stage errors are boxed): results travel through
-/// the YAML reader's and the merge's recursion, and a wider error makes every frame wider
-/// (a 512-deep document must not overflow a test thread's stack).
+/// Every variant is at most a `String` wide (stage errors are boxed), as are the engines' and
+/// stages' own error types: results travel through the YAML reader's, the merge's, the typed
+/// round-trip's and the mesh decoder's recursion, and a wider error makes every frame wider (a
+/// 512-deep document must not overflow a test thread's stack).
 #[derive(Debug, Error)]
 pub enum Error {
     /// YAML that could not be parsed, or a tree that cannot be written as YAML.
@@ -96,12 +113,8 @@ boxed_from!(
     Json(JsonError),
     Scrape(ScrapeError),
     Workload(WorkloadError),
-    Config(ConfigError),
-    Render(RenderError),
     Template(TemplateError),
     Type(TypeError),
-    Merge(MergeError),
-    Mesh(MeshError),
 );
 
 impl From<crate::kube::quantity::QuantityError> for Error {
@@ -116,13 +129,84 @@ impl From<crate::go::time::TimeError> for Error {
     }
 }
 
+/// `context: source` as the sum's context wrapper, moving the prefix (no copy).
+fn with_context(context: String, source: Error) -> Error {
+    Error::Context(Box::new(ErrorContext { context, source }))
+}
+
+/// A mesh config text that is not YAML is the YAML error; every other mesh error is
+/// `Error::Mesh`.
+impl From<MeshError> for Error {
+    fn from(e: MeshError) -> Error {
+        match e {
+            MeshError::Yaml(y) => Error::Yaml(y),
+            other => Error::Mesh(Box::new(other)),
+        }
+    }
+}
+
+/// `ConfigError::Context` becomes `Error::Context` around its inner error's conversion; every
+/// other configuration error is `Error::Config`.
+impl From<ConfigError> for Error {
+    fn from(e: ConfigError) -> Error {
+        match e {
+            ConfigError::Context { context, source } => with_context(context, (*source).into()),
+            other => Error::Config(Box::new(other)),
+        }
+    }
+}
+
+/// The decide stage's list of invalid annotations is `Error::InvalidAnnotations`.
+impl From<InvalidAnnotations> for Error {
+    fn from(e: InvalidAnnotations) -> Error {
+        Error::InvalidAnnotations(e.0)
+    }
+}
+
+/// A template that fails to execute is `Error::Template`; the render stage's own failures are
+/// `Error::Render`.
+impl From<RenderError> for Error {
+    fn from(e: RenderError) -> Error {
+        match e {
+            RenderError::Template(t) => Error::Template(t),
+            other => Error::Render(Box::new(other)),
+        }
+    }
+}
+
+/// The merge stage's wrappers become what the wrapped error becomes (`MergeError::Type` is
+/// `Error::Type`, `MergeError::Context` is `Error::Context`, ...); a strategic merge failure is
+/// `Error::Merge`.
+impl From<MergeError> for Error {
+    fn from(e: MergeError) -> Error {
+        match e {
+            MergeError::Type(t) => Error::Type(t),
+            MergeError::Render(r) => (*r).into(),
+            MergeError::Json(j) => Error::Json(j),
+            MergeError::Context(c) => {
+                let c = *c;
+                with_context(c.context, c.source.into())
+            }
+            other => Error::Merge(Box::new(other)),
+        }
+    }
+}
+
+/// Each of the finish stage's errors is the sum's variant of that error.
+impl From<FinishError> for Error {
+    fn from(e: FinishError) -> Error {
+        match e {
+            FinishError::Json(j) => Error::Json(j),
+            FinishError::Type(t) => Error::Type(t),
+            FinishError::Scrape(s) => Error::Scrape(s),
+        }
+    }
+}
+
 impl Error {
     /// Put the step that failed in front of the message (`failed to run injection template: ...`).
     pub fn context(self, prefix: &str) -> Error {
-        Error::Context(Box::new(ErrorContext {
-            context: prefix.to_string(),
-            source: self,
-        }))
+        with_context(prefix.to_string(), self)
     }
 
     /// The error under every [`Error::Context`] wrapper: what actually failed.

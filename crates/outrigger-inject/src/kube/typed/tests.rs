@@ -634,12 +634,12 @@ fn repeated_quantities_stay_canonical() {
 fn type_errors_name_the_struct_the_path_and_the_go_type() {
     let mut v = json!({"spec": {"containers": [{"name": "a", "ports": [{"containerPort": "x"}]}]}});
     let e = normalize("corev1.Pod", &mut v).expect_err("a string port");
-    let crate::Error::Type(t) = &e else {
-        panic!("not a type error: {e:?}");
+    let TypeError::Field(f) = &e else {
+        panic!("not a field type error: {e:?}");
     };
     assert_eq!(
-        **t,
-        TypeError::Field {
+        **f,
+        FieldTypeError {
             got: "string".into(),
             owner: "ContainerPort".into(),
             path: ["spec", "containers", "ports", "containerPort"]
