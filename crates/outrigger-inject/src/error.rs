@@ -232,9 +232,143 @@ mod tests {
     }
 
     #[test]
+    fn stage_and_engine_errors_stay_one_string_wide() {
+        let wide = std::mem::size_of::<String>() + 8;
+        assert!(std::mem::size_of::<FinishError>() <= wide);
+        assert!(std::mem::size_of::<InvalidAnnotations>() <= wide);
+        // TypeError, MergeError and MeshError have the same test next to their recursions.
+    }
+
+    #[test]
     fn context_prefixes_and_root_reaches_the_cause() {
         let e = Error::Internal("bad").context("inner").context("outer");
         assert_eq!(e.to_string(), "outer: inner: internal error: bad");
         assert!(matches!(e.root(), Error::Internal("bad")));
+    }
+
+    /// A type error of the merge stage's typed round-trip keeps its prefix and becomes the sum's
+    /// context around `Error::Type`, as it was when the stage returned the sum.
+    #[test]
+    fn a_merge_stage_type_error_is_a_type_error_in_context() {
+        let mut pod = serde_json::json!({});
+        let patch = serde_json::json!({"spec": {"containers": [{"name": "a", "ports": [{"containerPort": "x"}]}]}});
+        let e = crate::merge::pod::merge_pod(&mut pod, &patch).expect_err("a string port");
+        let e = Error::from(e.context("failed applying injection overlay"));
+        let Error::Context(outer) = &e else {
+            panic!("not a context: {e:?}");
+        };
+        assert_eq!(outer.context, "failed applying injection overlay");
+        let Error::Context(inner) = &outer.source else {
+            panic!("not a context: {:?}", outer.source);
+        };
+        assert_eq!(inner.context, "unmarshal patched pod");
+        assert!(matches!(inner.source, Error::Type(_)), "{e:?}");
+        assert!(matches!(e.root(), Error::Type(_)));
+        assert_eq!(crate::webhook::error_code(&e), "type");
+        assert_eq!(
+            e.to_string(),
+            "failed applying injection overlay: unmarshal patched pod: json: cannot unmarshal \
+             string into Go struct field ContainerPort.spec.containers.ports.containerPort of type int32"
+        );
+    }
+
+    /// The merge stage's other wrappers become what their errors become on their own.
+    #[test]
+    fn merge_stage_wrappers_flatten() {
+        let strategic = MergeError::PatchNotAnObject;
+        let e = Error::from(strategic);
+        assert!(matches!(e, Error::Merge(_)));
+        assert_eq!(crate::webhook::error_code(&e), "merge");
+
+        let yaml = crate::render::rendered_patch("sidecar", "a: [").expect_err("not YAML");
+        let e = Error::from(MergeError::from(yaml));
+        assert!(matches!(e, Error::Render(_)), "{e:?}");
+        assert_eq!(crate::webhook::error_code(&e), "merge");
+
+        let failed = crate::render::RenderError::from(TemplateError::Exec(
+            "template: sidecar:1:3: executing \"sidecar\" at <fail>: no".into(),
+        ));
+        let e = Error::from(MergeError::from(failed));
+        assert!(matches!(e, Error::Template(_)), "{e:?}");
+        assert_eq!(crate::webhook::error_code(&e), "template");
+
+        let json = crate::ingest::previous::parse_overrides(&serde_json::json!({
+            "metadata": {"annotations": {"proxy.istio.io/overrides": "{"}}
+        }))
+        .expect_err("not JSON");
+        let text = json.to_string();
+        let e = Error::from(MergeError::from(json).context("failed to apply sidecar container"));
+        assert!(matches!(e.root(), Error::Json(_)), "{e:?}");
+        assert_eq!(crate::webhook::error_code(&e), "json");
+        assert_eq!(
+            e.to_string(),
+            format!("failed to apply sidecar container: {text}")
+        );
+    }
+
+    /// A mesh config that is not YAML is the YAML error; under `ProxyConfig` it stays a mesh
+    /// error (`proxy_config`) with the YAML text after the prefix.
+    #[test]
+    fn mesh_yaml_errors_flatten_only_at_the_top() {
+        let e = crate::mesh::apply_mesh_config("a: [", &crate::mesh::default_mesh_config())
+            .expect_err("not YAML");
+        let e = Error::from(e);
+        assert!(matches!(e, Error::Yaml(_)), "{e:?}");
+        assert_eq!(crate::webhook::error_code(&e), "yaml");
+
+        let e = crate::mesh::apply_proxy_config("a: [", &crate::mesh::default_mesh_config())
+            .expect_err("not YAML");
+        let yaml = crate::yaml::from_str("a: [")
+            .expect_err("not YAML")
+            .to_string();
+        let e = Error::from(e);
+        assert!(matches!(&e, Error::Mesh(m) if matches!(**m, MeshError::ProxyConfig(_))));
+        assert_eq!(crate::webhook::error_code(&e), "proxy_config");
+        assert_eq!(
+            e.to_string(),
+            format!("could not parse proxy config: {yaml}")
+        );
+    }
+
+    /// The configuration's context wrapper is the sum's, around `Error::Config`.
+    #[test]
+    fn config_context_flattens() {
+        let e = crate::config::inject_file::load_inject_config(
+            "kind: ConfigMap\ndata:\n  config: |\n    policy: enabled\n",
+        )
+        .expect_err("a static text");
+        let e = Error::from(e);
+        let Error::Context(c) = &e else {
+            panic!("not a context: {e:?}");
+        };
+        assert_eq!(c.context, "the ConfigMap's data.config");
+        assert!(matches!(c.source, Error::Config(_)));
+        assert_eq!(crate::webhook::error_code(&e), "config");
+        assert!(e
+            .to_string()
+            .starts_with("the ConfigMap's data.config: not an injector config"));
+    }
+
+    /// The decide, render and finish stages' errors land on the variants the sum had for them.
+    #[test]
+    fn decide_render_and_finish_errors_keep_their_variants() {
+        let e = Error::from(InvalidAnnotations(vec!["bad".into()]));
+        assert!(matches!(&e, Error::InvalidAnnotations(v) if v == &["bad"]));
+        assert_eq!(e.to_string(), "1 error occurred:\n\t* bad\n\n");
+        assert_eq!(crate::webhook::error_code(&e), "invalid_annotations");
+
+        let missing = Error::from(RenderError::TemplateNotFound {
+            name: "x".into(),
+            have: vec!["sidecar".into()],
+        });
+        assert_eq!(crate::webhook::error_code(&missing), "template");
+        let not_a_map = Error::from(RenderError::NotAMapping("x".into()));
+        assert_eq!(crate::webhook::error_code(&not_a_map), "merge");
+
+        let json = Error::from(FinishError::from(JsonError::PodNotAnObject));
+        assert!(matches!(json, Error::Json(_)));
+        let ty = Error::from(FinishError::from(TypeError::NotAnObject("metadata".into())));
+        assert!(matches!(ty, Error::Type(_)));
+        assert_eq!(ty.to_string(), "metadata: expected an object");
     }
 }

@@ -881,8 +881,15 @@ fn sort_by_index(items: &mut [Value], pos: impl Fn(&Value) -> Option<usize>) {
 mod tests {
     use serde_json::{json, Value};
 
-    use super::{strategic_merge, strategic_merge_owned};
+    use super::{strategic_merge, strategic_merge_owned, MergeError};
     use crate::kube::typed::normalize;
+
+    /// Results travel through the merge's recursion: the error stays at most a `String` wide
+    /// (a 512-deep document must not overflow a test thread's stack).
+    #[test]
+    fn merge_errors_stay_one_string_wide() {
+        assert!(std::mem::size_of::<MergeError>() <= std::mem::size_of::<String>() + 8);
+    }
 
     /// Merge with both the borrowed and the owned entry point; they must agree (key order too).
     fn smp(target: Value, patch: Value) -> Value {
