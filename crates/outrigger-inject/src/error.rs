@@ -39,10 +39,11 @@ use crate::yaml::YamlError;
 
 /// Errors of the injection pipeline, as the orchestrators return them.
 ///
-/// Every variant is at most a `String` wide (stage errors are boxed), as are the engines' and
-/// stages' own error types: results travel through the YAML reader's, the merge's, the typed
-/// round-trip's and the mesh decoder's recursion, and a wider error makes every frame wider (a
-/// 512-deep document must not overflow a test thread's stack).
+/// Every variant is at most a `String` wide (stage errors are boxed), as are the error types the
+/// typed round-trip, the strategic merge and the mesh decoder recurse with ([`TypeError`],
+/// [`MergeError`], [`MeshError`]): results travel through the YAML reader's, the merge's, the
+/// typed round-trip's and the mesh decoder's recursion, and a wider error makes every frame
+/// wider (a 512-deep document must not overflow a test thread's stack).
 #[derive(Debug, Error)]
 pub enum Error {
     /// YAML that could not be parsed, or a tree that cannot be written as YAML.
