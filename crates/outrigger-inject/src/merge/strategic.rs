@@ -891,6 +891,29 @@ mod tests {
         assert!(std::mem::size_of::<MergeError>() <= std::mem::size_of::<String>() + 8);
     }
 
+    /// A 512-deep overlay (as deep as the YAML reader lets a document be) merges, and its error
+    /// at the bottom comes back up, on a test thread's stack, with the typed round-trip after it.
+    #[test]
+    fn a_512_deep_merge_and_its_error_fit_a_test_thread() {
+        let nest = |leaf: Value| (0..510).fold(leaf, |v, _| json!({ "x": v }));
+        let mut pod = json!({"metadata": {"annotations": {}}, "spec": {"containers": []}});
+        let mut patch = json!({"spec": {"containers": []}});
+        patch["spec"]["x"] = nest(json!({"a": 1}));
+        pod["spec"]["x"] = nest(json!({"b": 2}));
+        let original = pod.clone();
+        strategic_merge("corev1.Pod", &mut pod, &patch).expect("merges");
+        normalize("corev1.Pod", &mut pod).expect("normalises");
+        patch["spec"]["x"] = nest(json!({"$patch": "bogus"}));
+        let mut pod = original;
+        let e = strategic_merge("corev1.Pod", &mut pod.clone(), &patch).expect_err("bad patch");
+        assert!(matches!(e, MergeError::UnknownPatchType { .. }), "{e}");
+        let e = crate::merge::pod::merge_pod(&mut pod, &patch).expect_err("bad patch");
+        assert!(
+            e.to_string().starts_with("unknown patch type: bogus"),
+            "{e}"
+        );
+    }
+
     /// Merge with both the borrowed and the owned entry point; they must agree (key order too).
     fn smp(target: Value, patch: Value) -> Value {
         let mut t = target.clone();
