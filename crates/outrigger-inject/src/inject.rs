@@ -24,7 +24,7 @@ use crate::kube::typed;
 use crate::merge::overrides::reapply_overwritten_containers;
 use crate::merge::pod::TemplateMerge;
 use crate::render::{render_templates, RenderParams};
-use crate::{mesh, Result};
+use crate::{mesh, Error, Result};
 
 /// Which caller runs the pipeline; the two differ in a few places (kube-inject applies the
 /// pod's `proxy.istio.io/config` to the mesh it finishes with and fails on an invalid one).
@@ -73,7 +73,7 @@ fn mesh_for_pod<'a>(snapshot: &'a Snapshot, pod: &Value, mode: Mode) -> Result<C
     match annotation(pod, PROXY_CONFIG_ANNOTATION) {
         Some(text) => match mesh::apply_proxy_config(text, &snapshot.mesh) {
             Ok(m) => Ok(Cow::Owned(m)),
-            Err(e) if mode == Mode::KubeInject => Err(e),
+            Err(e) if mode == Mode::KubeInject => Err(e.into()),
             Err(_) => Ok(Cow::Borrowed(&snapshot.mesh)),
         },
         None => Ok(Cow::Borrowed(&snapshot.mesh)),
@@ -97,7 +97,7 @@ pub fn inject_pod_owned(pod: Value, p: &InjectParams<'_>) -> Result<Injected> {
 /// The typed round-trip of a pod that [`inject_pod`] starts with (Go decoding the pod into its
 /// struct: omitempty, canonical quantities), with Istio's error wrapping.
 pub fn normalize_pod(pod: &mut Value) -> Result<()> {
-    typed::normalize(POD_TYPE, pod).map_err(|e| e.context("could not decode pod"))
+    typed::normalize(POD_TYPE, pod).map_err(|e| Error::from(e).context("could not decode pod"))
 }
 
 /// [`inject_pod`] for a pod that [`normalize_pod`] has already normalised, without copying it
@@ -154,8 +154,8 @@ pub fn inject_normalized(original: &Value, p: &InjectParams<'_>) -> Result<Injec
         original_pod: original,
         proxy_config_annotation_mesh: annotation_mesh,
     };
-    let pp_warnings =
-        finish::post_process(&mut merged, &pp).map_err(|e| e.context("failed to process pod"))?;
+    let pp_warnings = finish::post_process(&mut merged, &pp)
+        .map_err(|e| Error::from(e).context("failed to process pod"))?;
     warnings.extend(pp_warnings);
     Ok(Injected {
         pod: merged,

@@ -5,6 +5,9 @@ use serde_json::{json, Value};
 
 use crate::config::{Policy, Snapshot};
 use crate::decide;
+/// Why a document cannot be injected by kube-inject (defined with the workload kinds in
+/// [`crate::ingest::workload`], below the crate-wide sum that holds it).
+pub use crate::ingest::workload::WorkloadError;
 use crate::ingest::workload::{
     is_supported_kind, schema_type, set_pointer, take_pointer, template_pointers, WorkloadMeta,
 };
@@ -14,50 +17,6 @@ use crate::kube::names;
 use crate::kube::typed;
 use crate::reinject;
 use crate::{yaml, Error, Result};
-
-/// Why a document cannot be injected by kube-inject.
-#[derive(Debug, thiserror::Error)]
-pub enum WorkloadError {
-    /// The document is not a mapping.
-    #[error("expected a Kubernetes object (a mapping), got {0}")]
-    NotAnObject(String),
-    /// The document has no `kind`.
-    #[error("Object 'Kind' is missing")]
-    MissingKind,
-    /// A kind kube-inject does not inject.
-    #[error("unsupported kind {0:?}")]
-    UnsupportedKind(String),
-    /// A workload without `spec.template` (istioctl's message).
-    #[error("spec.template is required value")]
-    TemplateRequired,
-    /// The templates rendered no sidecar.
-    #[error(
-        "the injection template(s) {} added no container: a sidecar template must add \
-         istio-proxy under spec.containers or spec.initContainers (is the injector config the \
-         `config` key of the istio-sidecar-injector ConfigMap?)",
-        .templates.join(", ")
-    )]
-    NoSidecarAdded {
-        /// The templates that ran.
-        templates: Vec<String>,
-    },
-    /// The workload has no pod spec or template.
-    #[error(
-        "no pod {what}: {field} is missing (a pod needs at least one container in \
-         {field}.containers); nothing to inject into"
-    )]
-    NoPod {
-        /// `spec` (a Pod) or `template` (a workload).
-        what: &'static str,
-        /// Dotted path of the pod spec (`spec.template.spec`).
-        field: String,
-    },
-    /// The pod has no container.
-    #[error(
-        "no containers in {0}.containers (Kubernetes requires at least one); nothing to inject into"
-    )]
-    NoContainers(String),
-}
 
 /// Options of a kube-inject run.
 #[derive(Debug, Clone)]
@@ -355,7 +314,7 @@ fn decode_workload(ty: &str, doc: &mut Value) -> Result<()> {
 }
 
 fn normalize_workload(ty: &str, doc: &mut Value) -> Result<()> {
-    typed::normalize(ty, doc)
+    Ok(typed::normalize(ty, doc)?)
 }
 
 fn meta_field<'a>(v: Option<&'a Value>, f: &str) -> &'a str {

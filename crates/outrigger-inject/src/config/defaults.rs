@@ -10,6 +10,6 @@ pub const VALUES: &str = include_str!("../../defaults/values.json");
 pub const MESH: &str = include_str!("../../defaults/mesh.yaml");
 
 /// The embedded default as a snapshot.
-pub fn snapshot() -> crate::Result<crate::config::Snapshot> {
+pub fn snapshot() -> Result<crate::config::Snapshot, crate::config::ConfigError> {
     crate::config::Snapshot::load(CONFIG, VALUES, Some(MESH))
 }

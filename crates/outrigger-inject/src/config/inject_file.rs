@@ -6,7 +6,7 @@ use serde_json::Value;
 use crate::config::input_kind::{classify, InputKind};
 use crate::config::{ConfigError, InjectorConfig};
 use crate::json::short;
-use crate::{yaml, Result};
+use crate::yaml;
 
 /// How kube-inject read its `--injectConfigFile` ([`load_inject_config`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,7 +40,7 @@ pub struct LoadedInjectConfig {
 /// * a text without template actions that is empty, not a mapping, or a mapping without `spec`
 ///   cannot add a container: an error saying what was expected, and what the file looks like
 ///   (the `values` key, a mesh config, an empty `templates`).
-pub fn load_inject_config(text: &str) -> Result<LoadedInjectConfig> {
+pub fn load_inject_config(text: &str) -> Result<LoadedInjectConfig, ConfigError> {
     let parsed = yaml::from_str(text).ok();
     if let Some(Value::Object(m)) = &parsed {
         if m.get("kind").and_then(Value::as_str) == Some("ConfigMap") {
@@ -49,7 +49,7 @@ pub fn load_inject_config(text: &str) -> Result<LoadedInjectConfig> {
                 .and_then(|d| d.get("config"))
                 .and_then(Value::as_str)
             else {
-                return Err(ConfigError::ConfigMapWithoutConfig.into());
+                return Err(ConfigError::ConfigMapWithoutConfig);
             };
             let loaded =
                 load_inject_config(config).map_err(|e| e.context("the ConfigMap's data.config"))?;
@@ -73,7 +73,7 @@ pub fn load_inject_config(text: &str) -> Result<LoadedInjectConfig> {
         && !has_templates(parsed.as_ref());
     if bare && !text.contains("{{") {
         if let Some(problem) = not_a_template(parsed.as_ref()) {
-            return Err(ConfigError::NotAnInjectorConfig { problem }.into());
+            return Err(ConfigError::NotAnInjectorConfig { problem });
         }
     }
     Ok(LoadedInjectConfig {

@@ -15,8 +15,13 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use crate::kube::selector::LabelSelector;
+use crate::mesh::{self, MeshError};
 use crate::template::Template;
-use crate::{mesh, yaml, Error, Result};
+use crate::template::TemplateError;
+use crate::yaml::{self, YamlError};
+
+/// Results of loading the configuration: [`ConfigError`] unless said otherwise.
+type Result<T, E = ConfigError> = std::result::Result<T, E>;
 
 /// The injector config's `policy`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,7 +59,7 @@ impl Policy {
 pub enum ConfigError {
     /// The `config` document is not YAML.
     #[error("failed to unmarshal injection template: {0}")]
-    Unmarshal(#[source] Box<Error>),
+    Unmarshal(#[source] Box<YamlError>),
     /// A field of the `config` document has the wrong shape (`path` empty for the document).
     #[error("failed to unmarshal injection template: {}expected {expected}, got {got}", field_prefix(.path))]
     Shape {
@@ -71,13 +76,13 @@ pub enum ConfigError {
         /// The template's name.
         name: String,
         /// The parse error (`template: NAME:LINE: ...`).
-        source: Box<Error>,
+        source: Box<TemplateError>,
     },
     /// The `values` document is neither JSON nor YAML.
     #[error("could not parse configuration values: {yaml} (as JSON: {json})")]
     ValuesSyntax {
         /// The YAML reader's error.
-        yaml: Box<Error>,
+        yaml: Box<YamlError>,
         /// The JSON reader's error.
         json: String,
     },
@@ -89,7 +94,7 @@ pub enum ConfigError {
     Values(#[from] values::ValuesError),
     /// The mesh config could not be read or applied.
     #[error("failed to read mesh config: {0}")]
-    Mesh(#[source] Box<Error>),
+    Mesh(#[source] Box<MeshError>),
     /// `--injectConfigFile` is a whole ConfigMap without a `data.config` key.
     #[error(
         "this is a whole ConfigMap without a `data.config` key; pass the `config` key of the \
@@ -121,6 +126,28 @@ pub enum ConfigError {
         /// The flag that takes it, or how to extract the key.
         fix: String,
     },
+    /// An error of an inner step, with the step in front (`the ConfigMap's data.config: ...`).
+    /// It converts into the crate-wide sum as that sum's context wrapper (`Error::Context`)
+    /// around the inner error's own conversion.
+    #[error("{context}: {source}")]
+    Context {
+        /// The outer step.
+        context: String,
+        /// The inner error.
+        #[source]
+        source: Box<ConfigError>,
+    },
+}
+
+impl ConfigError {
+    /// Put the step that failed in front of the message (as the crate-wide sum's
+    /// `Error::context` does, which this becomes).
+    pub fn context(self, prefix: &str) -> ConfigError {
+        ConfigError::Context {
+            context: prefix.to_string(),
+            source: Box::new(self),
+        }
+    }
 }
 
 fn field_prefix(path: &str) -> String {
@@ -131,13 +158,12 @@ fn field_prefix(path: &str) -> String {
     }
 }
 
-fn shape(path: &str, expected: &'static str, got: String) -> Error {
+fn shape(path: &str, expected: &'static str, got: String) -> ConfigError {
     ConfigError::Shape {
         path: path.to_string(),
         expected,
         got,
     }
-    .into()
 }
 
 /// Name of the default template.
@@ -262,7 +288,7 @@ pub fn parse_values(text: &str) -> Result<Value> {
     let v = match serde_json::from_str::<Value>(text) {
         Ok(v) => v,
         Err(json_err) => yaml::from_str(text).map_err(|e| ConfigError::ValuesSyntax {
-            yaml: Box::new(e.into()),
+            yaml: Box::new(e),
             json: json_err.to_string(),
         })?,
     };
@@ -272,7 +298,7 @@ pub fn parse_values(text: &str) -> Result<Value> {
             Ok(v)
         }
         Value::Null => Ok(Value::Object(Map::new())),
-        other => Err(ConfigError::ValuesNotMap(kind_name(&other)).into()),
+        other => Err(ConfigError::ValuesNotMap(kind_name(&other))),
     }
 }
 
@@ -412,7 +438,7 @@ fn selectors(
 impl InjectorConfig {
     /// Parse an injector `config` document (YAML or JSON) and all of its templates.
     pub fn parse(text: &str) -> Result<InjectorConfig> {
-        let doc = yaml::from_str(text).map_err(|e| ConfigError::Unmarshal(Box::new(e.into())))?;
+        let doc = yaml::from_str(text).map_err(|e| ConfigError::Unmarshal(Box::new(e)))?;
         let m = match doc {
             Value::Object(m) => m,
             Value::Null => Map::new(),
@@ -518,12 +544,9 @@ pub fn parse_templates(raw: &BTreeMap<String, String>) -> Result<BTreeMap<String
         .map(|(name, text)| {
             Template::parse(name, text)
                 .map(|t| (name.clone(), Arc::new(t)))
-                .map_err(|e| {
-                    ConfigError::Template {
-                        name: name.clone(),
-                        source: Box::new(e.into()),
-                    }
-                    .into()
+                .map_err(|e| ConfigError::Template {
+                    name: name.clone(),
+                    source: Box::new(e),
                 })
         })
         .collect()

@@ -2,7 +2,8 @@
 //!
 //! [`validate_annotations`] checks every annotation Istio validates (interception mode, ports,
 //! IP ranges, interfaces, booleans, quantities, `proxy.istio.io/config`) and returns
-//! `Error::InvalidAnnotations` with Istio's multierror text.
+//! [`InvalidAnnotations`] with Istio's multierror text (the crate-wide sum's
+//! `Error::InvalidAnnotations`).
 //! Failures are reported sorted by annotation name (Istio's order is map iteration order).
 
 use serde_json::{Map, Value};
@@ -11,10 +12,17 @@ use crate::go::multierror::format_multierror;
 use crate::go::netip::parse_prefix;
 use crate::go::quote::quote as go_quote;
 use crate::go::strconv::parse_uint;
-use crate::{Error, Result};
+use crate::mesh::MeshError;
+
+/// Pod annotations that failed validation: one message per invalid annotation (sorted by
+/// annotation name), shown in Istio's multierror format. The decide stage's error; it converts
+/// into the crate-wide sum as `Error::InvalidAnnotations` with the same list.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", format_multierror(.0))]
+pub struct InvalidAnnotations(pub Vec<String>);
 
 /// A checker: `Err(reason)` on an invalid value.
-type Check = fn(&str) -> std::result::Result<(), String>;
+type Check = fn(&str) -> Result<(), String>;
 
 /// The validated annotations and their checks.
 const CHECKS: &[(&str, Check)] = &[
@@ -59,8 +67,8 @@ const CHECKS: &[(&str, Check)] = &[
 
 /// The decision's second half, once a pod is to be injected: its annotations validated
 /// (Istio's `RunTemplate` refuses a pod with an invalid one before rendering). Errors are
-/// [`Error::InvalidAnnotations`], one message per invalid annotation.
-pub fn validate_pod_annotations(pod: &Value) -> Result<()> {
+/// [`InvalidAnnotations`], one message per invalid annotation.
+pub fn validate_pod_annotations(pod: &Value) -> Result<(), InvalidAnnotations> {
     let empty = Map::new();
     let given = pod
         .get("metadata")
@@ -71,12 +79,12 @@ pub fn validate_pod_annotations(pod: &Value) -> Result<()> {
 }
 
 /// Validate the pod's annotations.
-pub fn validate_annotations(annotations: &Map<String, Value>) -> Result<()> {
+pub fn validate_annotations(annotations: &Map<String, Value>) -> Result<(), InvalidAnnotations> {
     let errs = annotation_errors(annotations);
     if errs.is_empty() {
         Ok(())
     } else {
-        Err(Error::InvalidAnnotations(errs))
+        Err(InvalidAnnotations(errs))
     }
 }
 
@@ -103,7 +111,7 @@ pub fn annotation_errors(annotations: &Map<String, Value>) -> Vec<String> {
     errs
 }
 
-fn interception_mode(v: &str) -> std::result::Result<(), String> {
+fn interception_mode(v: &str) -> Result<(), String> {
     match v {
         "REDIRECT" | "TPROXY" | "NONE" => Ok(()),
         _ => Err(format!(
@@ -113,22 +121,22 @@ fn interception_mode(v: &str) -> std::result::Result<(), String> {
 }
 
 /// Istio's `parsePort`: trimmed unsigned 16-bit decimal; the message quotes the raw text.
-fn parse_port(raw: &str) -> std::result::Result<u64, String> {
+fn parse_port(raw: &str) -> Result<u64, String> {
     parse_uint(raw.trim(), 10, 16).map_err(|e| format!("failed parsing port '{raw}': {e}"))
 }
 
-fn status_port(v: &str) -> std::result::Result<(), String> {
+fn status_port(v: &str) -> Result<(), String> {
     parse_port(v)
         .map(|_| ())
         .map_err(|e| format!("excludeInboundPorts invalid: {e}"))
 }
 
-fn uint32(v: &str) -> std::result::Result<(), String> {
+fn uint32(v: &str) -> Result<(), String> {
     parse_uint(v, 10, 32).map(|_| ()).map_err(|e| e.to_string())
 }
 
 /// Istio's `parsePorts`: a comma-separated port list; empty means none.
-fn parse_ports(list: &str) -> std::result::Result<(), String> {
+fn parse_ports(list: &str) -> Result<(), String> {
     let list = list.trim();
     if list.is_empty() {
         return Ok(());
@@ -139,26 +147,26 @@ fn parse_ports(list: &str) -> std::result::Result<(), String> {
     Ok(())
 }
 
-fn port_list(label: &str, v: &str) -> std::result::Result<(), String> {
+fn port_list(label: &str, v: &str) -> Result<(), String> {
     parse_ports(v).map_err(|e| format!("{label} invalid: {e}"))
 }
 
-fn include_inbound_ports(v: &str) -> std::result::Result<(), String> {
+fn include_inbound_ports(v: &str) -> Result<(), String> {
     if v == "*" {
         return Ok(());
     }
     port_list("includeInboundPorts", v)
 }
 
-fn exclude_inbound_ports(v: &str) -> std::result::Result<(), String> {
+fn exclude_inbound_ports(v: &str) -> Result<(), String> {
     port_list("excludeInboundPorts", v)
 }
 
-fn exclude_outbound_ports(v: &str) -> std::result::Result<(), String> {
+fn exclude_outbound_ports(v: &str) -> Result<(), String> {
     port_list("excludeOutboundPorts", v)
 }
 
-fn cidr_list(label: &str, v: &str) -> std::result::Result<(), String> {
+fn cidr_list(label: &str, v: &str) -> Result<(), String> {
     if v.is_empty() {
         return Ok(());
     }
@@ -169,18 +177,18 @@ fn cidr_list(label: &str, v: &str) -> std::result::Result<(), String> {
     Ok(())
 }
 
-fn include_ip_ranges(v: &str) -> std::result::Result<(), String> {
+fn include_ip_ranges(v: &str) -> Result<(), String> {
     if v == "*" {
         return Ok(());
     }
     cidr_list("includeIPRanges", v)
 }
 
-fn exclude_ip_ranges(v: &str) -> std::result::Result<(), String> {
+fn exclude_ip_ranges(v: &str) -> Result<(), String> {
     cidr_list("excludeIPRanges", v)
 }
 
-fn interfaces(v: &str) -> std::result::Result<(), String> {
+fn interfaces(v: &str) -> Result<(), String> {
     if v.is_empty() {
         return Ok(());
     }
@@ -209,7 +217,7 @@ fn interfaces(v: &str) -> std::result::Result<(), String> {
     Ok(())
 }
 
-fn go_bool(v: &str) -> std::result::Result<(), String> {
+fn go_bool(v: &str) -> Result<(), String> {
     match v {
         "1" | "t" | "T" | "TRUE" | "true" | "True" | "0" | "f" | "F" | "FALSE" | "false"
         | "False" => Ok(()),
@@ -221,12 +229,12 @@ fn go_bool(v: &str) -> std::result::Result<(), String> {
 }
 
 /// `proxy.istio.io/config`: applied over the built-in default ProxyConfig, then validated.
-fn proxy_config(v: &str) -> std::result::Result<(), String> {
-    check_proxy_config_tree(crate::yaml::from_str(v).map_err(Into::into))
+fn proxy_config(v: &str) -> Result<(), String> {
+    check_proxy_config_tree(crate::yaml::from_str(v).map_err(MeshError::from))
 }
 
 /// The `proxy.istio.io/config` check on the annotation's parsed YAML.
-fn check_proxy_config_tree(tree: Result<Value>) -> std::result::Result<(), String> {
+fn check_proxy_config_tree(tree: Result<Value, MeshError>) -> Result<(), String> {
     let pc = tree
         .and_then(|t| crate::mesh::apply_onto_default_proxy_config(&t))
         .map_err(|e| format!("failed to convert to apply proxy config: {e}"))?;
@@ -239,7 +247,7 @@ fn check_proxy_config_tree(tree: Result<Value>) -> std::result::Result<(), Strin
 }
 
 /// Kubernetes `resource.ParseQuantity` (the k8s module's port), after a control-character check.
-fn quantity(v: &str) -> std::result::Result<(), String> {
+fn quantity(v: &str) -> Result<(), String> {
     if v.chars().any(char::is_control) {
         return Err("value contains control characters".to_string());
     }

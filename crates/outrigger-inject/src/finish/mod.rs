@@ -16,8 +16,43 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use crate::json::JsonError;
 use crate::kube::names::{PROXY_CONTAINER, STATUS_ANNOTATION};
-use crate::Result;
+use crate::kube::typed::TypeError;
+use prometheus::ScrapeError;
+
+/// Why post-processing failed: the finish stage's error. Each case converts into the
+/// crate-wide sum as its own error does (`Error::Json`, `Error::Type`, `Error::Scrape`).
+#[derive(Debug, thiserror::Error)]
+pub enum FinishError {
+    /// The pod is not a JSON object.
+    #[error(transparent)]
+    Json(Box<JsonError>),
+    /// A metadata field that must be an object is not.
+    #[error(transparent)]
+    Type(Box<TypeError>),
+    /// A Prometheus scrape configuration the agent cannot serve.
+    #[error(transparent)]
+    Scrape(Box<ScrapeError>),
+}
+
+impl From<JsonError> for FinishError {
+    fn from(e: JsonError) -> FinishError {
+        FinishError::Json(Box::new(e))
+    }
+}
+
+impl From<TypeError> for FinishError {
+    fn from(e: TypeError) -> FinishError {
+        FinishError::Type(Box::new(e))
+    }
+}
+
+impl From<ScrapeError> for FinishError {
+    fn from(e: ScrapeError) -> FinishError {
+        FinishError::Scrape(Box::new(e))
+    }
+}
 
 /// Env var carrying the app probers for the agent.
 pub const APP_PROBERS_ENV: &str = "ISTIO_KUBE_APP_PROBERS";
@@ -57,7 +92,7 @@ pub struct PostProcess<'a> {
 /// The finish stage: post-process the merged `pod` in place (cluster env, Prometheus merge,
 /// secure port, probe rewrite, status metadata, container order, in that order). Returns the
 /// warning log lines the reference would write.
-pub fn post_process(pod: &mut Value, p: &PostProcess<'_>) -> Result<Vec<String>> {
+pub fn post_process(pod: &mut Value, p: &PostProcess<'_>) -> Result<Vec<String>, FinishError> {
     let mut warnings = Vec::new();
     tree::ensure_metadata_maps(pod)?;
     env::apply_cluster_envs(pod, p.proxy_envs);

@@ -14,7 +14,9 @@ use crate::kube::prometheus::{
     first_sanitized, remove_prometheus_annotations, sanitized_values, sanitizes_to, PATH, PORT,
     SCRAPE, TARGETS,
 };
-use crate::Result;
+
+/// Results of the Prometheus merge: [`ScrapeError`] unless said otherwise.
+type Result<T, E = ScrapeError> = std::result::Result<T, E>;
 
 /// A Prometheus scrape configuration the agent cannot serve.
 #[derive(Debug, thiserror::Error)]
@@ -155,8 +157,7 @@ fn validate_scrape_port(
             annotation: prefix.to_string(),
             what,
             port: n,
-        }
-        .into());
+        });
     }
     if let Some((_, reason)) = RESERVED_PORTS.iter().find(|(p, _)| *p == n) {
         return Err(ScrapeError::Reserved {
@@ -164,8 +165,7 @@ fn validate_scrape_port(
             what,
             port: n,
             reason,
-        }
-        .into());
+        });
     }
     Ok(())
 }

@@ -113,7 +113,7 @@ impl Inputs {
         }
     }
 
-    pub(super) fn run(&self, pod: &mut Value) -> Result<Vec<String>> {
+    pub(super) fn run(&self, pod: &mut Value) -> Result<Vec<String>, FinishError> {
         let p = PostProcess {
             mesh: &self.mesh,
             values: &self.values,

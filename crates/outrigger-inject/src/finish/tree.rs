@@ -3,13 +3,13 @@
 
 use serde_json::{Map, Value};
 
+use super::FinishError;
 use crate::json::lookup as jsonmap;
 use crate::json::JsonError;
 use crate::kube::typed::TypeError;
-use crate::Result;
 
 /// Make sure `metadata`, `metadata.annotations` and `metadata.labels` are objects.
-pub(super) fn ensure_metadata_maps(pod: &mut Value) -> Result<()> {
+pub(super) fn ensure_metadata_maps(pod: &mut Value) -> Result<(), FinishError> {
     let root = pod.as_object_mut().ok_or(JsonError::PodNotAnObject)?;
     let meta = object_entry(root, "metadata", "metadata")?;
     object_entry(meta, "annotations", "metadata.annotations")?;
@@ -22,13 +22,13 @@ pub(super) fn object_entry<'m>(
     map: &'m mut Map<String, Value>,
     key: &str,
     path: &str,
-) -> Result<&'m mut Map<String, Value>> {
+) -> Result<&'m mut Map<String, Value>, TypeError> {
     let slot = map.entry(key).or_insert(Value::Null);
     if slot.is_null() {
         *slot = Value::Object(Map::new());
     }
     slot.as_object_mut()
-        .ok_or_else(|| TypeError::NotAnObject(path.to_string()).into())
+        .ok_or_else(|| TypeError::NotAnObject(path.to_string()))
 }
 
 /// Go `strconv.ParseBool`.

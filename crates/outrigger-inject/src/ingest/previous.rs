@@ -8,7 +8,6 @@ use crate::json::JsonError;
 use crate::kube::names::{OVERRIDES_ANNOTATION, STATUS_ANNOTATION};
 use crate::kube::pod::{annotation, annotations_mut, container_name, containers, containers_mut};
 use crate::kube::prometheus::strip_prometheus_annotations;
-use crate::Result;
 
 /// Parsed `sidecar.istio.io/status` annotation.
 #[derive(Debug, Clone, Default)]
@@ -72,7 +71,7 @@ impl Status {
 
 /// The pod for the template data: previous injection removed, overrides re-inserted.
 /// A pod with neither a status nor an overrides annotation is used as is, without a copy.
-pub fn strip_pod(pod: &Value, status_port: i64) -> Result<Cow<'_, Value>> {
+pub fn strip_pod(pod: &Value, status_port: i64) -> Result<Cow<'_, Value>, JsonError> {
     let status = Status::parse_strict(pod);
     if status.is_none() && annotation(pod, OVERRIDES_ANNOTATION).is_none() {
         return Ok(Cow::Borrowed(pod));
@@ -138,20 +137,19 @@ pub fn tidy_lists(pod: &mut Value) {
 }
 
 /// `proxy.istio.io/overrides`: `(containers, initContainers)`; invalid JSON is an error.
-pub fn parse_overrides(pod: &Value) -> Result<(Vec<Value>, Vec<Value>)> {
+pub fn parse_overrides(pod: &Value) -> Result<(Vec<Value>, Vec<Value>), JsonError> {
     let Some(text) = annotation(pod, OVERRIDES_ANNOTATION) else {
         return Ok((Vec::new(), Vec::new()));
     };
     let v: Value = serde_json::from_str(text).map_err(JsonError::Overrides)?;
-    let list = |k: &str| -> Result<Vec<Value>> {
+    let list = |k: &str| -> Result<Vec<Value>, JsonError> {
         match v.get(k) {
             None | Some(Value::Null) => Ok(Vec::new()),
             Some(Value::Array(a)) => Ok(a.clone()),
             Some(other) => Err(JsonError::OverridesList {
                 key: k.to_string(),
                 got: other.clone(),
-            }
-            .into()),
+            }),
         }
     };
     Ok((list("containers")?, list("initContainers")?))

@@ -23,12 +23,12 @@
 use serde_json::{Map, Value};
 
 use super::previous::{parse_overrides, tidy_lists, Status};
+use crate::json::JsonError;
 use crate::kube::names::{NETWORK_LABEL, OVERRIDES_ANNOTATION, PROXY_CONTAINER, STATUS_ANNOTATION};
 use crate::kube::pod::{annotation, container_name, containers, containers_mut};
 use crate::kube::prometheus::{
     remove_prometheus_annotations, sanitized_values, PATH, PORT, SCRAPE,
 };
-use crate::Result;
 
 /// Labels Istio's injection templates and post-processing write on a pod.
 pub const INJECTED_LABELS: &[&str] = &[
@@ -107,7 +107,7 @@ pub struct Recovered {
 /// Undo the injection recorded in `pod`'s `sidecar.istio.io/status` (see the module
 /// documentation). A pod without that annotation is returned unchanged, with nothing removed.
 /// Errors: an unreadable `proxy.istio.io/overrides` annotation (as for injection itself).
-pub fn recover(pod: &Value) -> Result<Recovered> {
+pub fn recover(pod: &Value) -> Result<Recovered, JsonError> {
     let Some(status) = Status::parse_strict(pod) else {
         return Ok(Recovered {
             pod: pod.clone(),

@@ -5,6 +5,51 @@ use serde_json::{Map, Value};
 
 use crate::kube::pod::{label, meta_str};
 
+/// Why a document cannot be injected by kube-inject (`outrigger inject`): a document that is
+/// not a workload of a supported kind, or whose pod cannot take a sidecar.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkloadError {
+    /// The document is not a mapping.
+    #[error("expected a Kubernetes object (a mapping), got {0}")]
+    NotAnObject(String),
+    /// The document has no `kind`.
+    #[error("Object 'Kind' is missing")]
+    MissingKind,
+    /// A kind kube-inject does not inject.
+    #[error("unsupported kind {0:?}")]
+    UnsupportedKind(String),
+    /// A workload without `spec.template` (istioctl's message).
+    #[error("spec.template is required value")]
+    TemplateRequired,
+    /// The templates rendered no sidecar.
+    #[error(
+        "the injection template(s) {} added no container: a sidecar template must add \
+         istio-proxy under spec.containers or spec.initContainers (is the injector config the \
+         `config` key of the istio-sidecar-injector ConfigMap?)",
+        .templates.join(", ")
+    )]
+    NoSidecarAdded {
+        /// The templates that ran.
+        templates: Vec<String>,
+    },
+    /// The workload has no pod spec or template.
+    #[error(
+        "no pod {what}: {field} is missing (a pod needs at least one container in \
+         {field}.containers); nothing to inject into"
+    )]
+    NoPod {
+        /// `spec` (a Pod) or `template` (a workload).
+        what: &'static str,
+        /// Dotted path of the pod spec (`spec.template.spec`).
+        field: String,
+    },
+    /// The pod has no container.
+    #[error(
+        "no containers in {0}.containers (Kubernetes requires at least one); nothing to inject into"
+    )]
+    NoContainers(String),
+}
+
 /// Workload identity seen by templates as `.TypeMeta` and `.DeploymentMeta`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct WorkloadMeta {

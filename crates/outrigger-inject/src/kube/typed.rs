@@ -23,32 +23,22 @@ use crate::go::{fmt as gofmt, time};
 use crate::kube::index::{self, FieldInfo, StructIndex};
 use crate::kube::quantity;
 use crate::kube::schema::Kind;
-use crate::{Error, Result};
+
+/// Results of typed normalisation: [`TypeError`] unless said otherwise.
+type Result<T, E = TypeError> = std::result::Result<T, E>;
 
 /// A value that does not fit the Kubernetes Go type it is decoded as, in `encoding/json`'s words.
+///
+/// At most a `String` wide (the wide cases are boxed): results travel through the recursion of
+/// [`normalize`], and a wider error makes every frame wider.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TypeError {
     /// A struct field of the wrong JSON kind.
-    #[error("json: cannot unmarshal {got} into Go struct field {owner}.{} of type {ty}", .path.join("."))]
-    Field {
-        /// What the document holds (`string`, `number 1.5`, ...).
-        got: String,
-        /// Go name of the struct owning the field (`ContainerPort`).
-        owner: String,
-        /// JSON path of the field from the top of the document, as Go reports it
-        /// (`spec`, `containers`, `ports`, `containerPort`).
-        path: Vec<String>,
-        /// Go type of the field (`int32`, `[]v1.ContainerPort`).
-        ty: String,
-    },
+    #[error(transparent)]
+    Field(Box<FieldTypeError>),
     /// A whole value of the wrong JSON kind.
-    #[error("json: cannot unmarshal {got} into Go value of type {ty}")]
-    Value {
-        /// What the document holds.
-        got: String,
-        /// The Go type.
-        ty: String,
-    },
+    #[error(transparent)]
+    Value(Box<ValueTypeError>),
     /// A type the schema tables do not have.
     #[error("unknown Kubernetes type {0:?}")]
     UnknownType(String),
@@ -61,6 +51,38 @@ pub enum TypeError {
     /// A `metav1.Time` that does not parse.
     #[error(transparent)]
     Time(#[from] time::TimeError),
+}
+
+/// A struct field of the wrong JSON kind ([`TypeError::Field`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("json: cannot unmarshal {got} into Go struct field {owner}.{} of type {ty}", .path.join("."))]
+pub struct FieldTypeError {
+    /// What the document holds (`string`, `number 1.5`, ...).
+    pub got: String,
+    /// Go name of the struct owning the field (`ContainerPort`).
+    pub owner: String,
+    /// JSON path of the field from the top of the document, as Go reports it
+    /// (`spec`, `containers`, `ports`, `containerPort`).
+    pub path: Vec<String>,
+    /// Go type of the field (`int32`, `[]v1.ContainerPort`).
+    pub ty: String,
+}
+
+/// A whole value of the wrong JSON kind ([`TypeError::Value`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("json: cannot unmarshal {got} into Go value of type {ty}")]
+pub struct ValueTypeError {
+    /// What the document holds.
+    pub got: String,
+    /// The Go type.
+    pub ty: String,
+}
+
+impl TypeError {
+    /// A whole value of the wrong JSON kind: `got` decoded as Go type `ty`.
+    pub fn value(got: String, ty: String) -> TypeError {
+        TypeError::Value(Box::new(ValueTypeError { got, ty }))
+    }
 }
 
 /// Normalise `v` (of Go type `ty`, e.g. `corev1.Pod`) in place as a typed round-trip would.
@@ -83,11 +105,10 @@ pub fn normalize(ty: &str, v: &mut Value) -> Result<()> {
             *v = zero_struct(idx, 0);
             Ok(())
         }
-        other => Err(TypeError::Value {
-            got: gojson::unmarshal_kind(other).to_string(),
-            ty: index::short_type(idx.name),
-        }
-        .into()),
+        other => Err(TypeError::value(
+            gojson::unmarshal_kind(other).to_string(),
+            index::short_type(idx.name),
+        )),
     }
 }
 
@@ -116,12 +137,8 @@ pub fn to_go_value(ty: &str, v: &Value) -> Result<Value> {
 
 /// Top-level values of non-struct types; `None` when `ty` is not one of them.
 fn normalize_leaf(ty: &str, v: &mut Value) -> Option<Result<()>> {
-    let err = |v: &Value, t: &str| -> Error {
-        TypeError::Value {
-            got: gojson::unmarshal_kind(v).to_string(),
-            ty: t.to_string(),
-        }
-        .into()
+    let err = |v: &Value, t: &str| -> TypeError {
+        TypeError::value(gojson::unmarshal_kind(v).to_string(), t.to_string())
     };
     let quantity_map = crate::kube::schema::k8s()
         .named_types
@@ -148,20 +165,21 @@ fn normalize_leaf(ty: &str, v: &mut Value) -> Option<Result<()>> {
                 *v = Value::from(x as i64);
                 Ok(())
             }
-            _ => Err(TypeError::Value {
-                got: format!("number {}", gofmt::number_text(n)),
-                ty: "int32".into(),
-            }
-            .into()),
+            _ => Err(TypeError::value(
+                format!("number {}", gofmt::number_text(n)),
+                "int32".into(),
+            )),
         },
         ("intstr.IntOrString", other) => Err(err(other, "int32")),
-        ("metav1.Time", Value::String(s)) => time::canonicalize(s).map_err(Error::from).map(|c| {
-            *v = if c == time::ZERO {
-                Value::Null
-            } else {
-                Value::from(c)
-            };
-        }),
+        ("metav1.Time", Value::String(s)) => {
+            time::canonicalize(s).map_err(TypeError::from).map(|c| {
+                *v = if c == time::ZERO {
+                    Value::Null
+                } else {
+                    Value::from(c)
+                };
+            })
+        }
         ("metav1.Time", Value::Null) => Ok(()),
         ("metav1.Time", other) => Err(err(other, "string")),
         (_, Value::Object(m)) if quantity_map => m.values_mut().try_for_each(|q| {
@@ -179,7 +197,7 @@ fn normalize_leaf(ty: &str, v: &mut Value) -> Option<Result<()>> {
 }
 
 fn root_index(ty: &str) -> Result<&'static StructIndex> {
-    index::get(ty).ok_or_else(|| TypeError::UnknownType(ty.to_string()).into())
+    index::get(ty).ok_or_else(|| TypeError::UnknownType(ty.to_string()))
 }
 
 /// Where a value sits, for Go-shaped error messages.
@@ -189,14 +207,13 @@ struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    fn type_error(&self, what: &str, ty: &str) -> Error {
-        TypeError::Field {
+    fn type_error(&self, what: &str, ty: &str) -> TypeError {
+        TypeError::Field(Box::new(FieldTypeError {
             got: what.to_string(),
             owner: self.owner.to_string(),
             path: self.path.iter().map(|p| p.to_string()).collect(),
             ty: ty.to_string(),
-        }
-        .into()
+        }))
     }
 }
 
@@ -215,7 +232,7 @@ fn norm_struct(
     let mut dropped: Vec<usize> = Vec::new();
     // Go decodes the JSON text sigs.k8s.io/yaml writes, keys sorted, and reports the first
     // type error in that order: on an error, the other fields are still checked.
-    let mut first_error: Option<(String, Error)> = None;
+    let mut first_error: Option<(String, TypeError)> = None;
     for (pos, (k, v)) in obj.iter_mut().enumerate() {
         let Some((i, exact)) = idx.lookup_exactness(k) else {
             continue;
@@ -405,7 +422,12 @@ fn norm_struct_value(
 }
 
 /// Go's unmarshal error for a value whose JSON kind does not fit field `f`.
-fn mismatch(owner: &'static StructIndex, f: &FieldInfo, v: &Value, path: &[&'static str]) -> Error {
+fn mismatch(
+    owner: &'static StructIndex,
+    f: &FieldInfo,
+    v: &Value,
+    path: &[&'static str],
+) -> TypeError {
     let ctx = Ctx {
         owner: owner.go_name,
         path,
@@ -455,7 +477,7 @@ fn norm_map(
         Value::Null => Ok(!f.omitempty),
         Value::Object(m) => {
             // The first error in sorted key order, as Go meets it.
-            let mut first_error: Option<(&String, Error)> = None;
+            let mut first_error: Option<(&String, TypeError)> = None;
             for (k, item) in m.iter_mut() {
                 if let Err(e) = norm_element(owner, f, item, path, convert) {
                     if first_error.as_ref().is_none_or(|(fk, _)| k < *fk) {

@@ -14,7 +14,7 @@ use crate::kube::pod::{
 };
 use crate::kube::typed;
 use crate::merge::pod::merge_pod;
-use crate::Result;
+use crate::merge::strategic::MergeError;
 
 /// Istio's `reapplyOverwrittenContainers`: user definitions of injected containers win.
 pub fn reapply_overwritten_containers(
@@ -23,7 +23,7 @@ pub fn reapply_overwritten_containers(
     template_pod: &Value,
     proxy_config: &Value,
     warnings: &mut Vec<String>,
-) -> Result<()> {
+) -> Result<(), MergeError> {
     let (over_containers, over_init) = parse_overrides(original)?;
     let already_injected = annotation(original, STATUS_ANNOTATION).is_some();
     let injected = if already_injected {

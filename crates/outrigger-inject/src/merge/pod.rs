@@ -6,9 +6,8 @@ use serde_json::{json, Map, Value};
 use crate::kube::names::{NATIVE_SIDECAR_ANNOTATION, POD_TYPE, PROXY_CONTAINER};
 use crate::kube::pod::{annotation, container_name, containers_mut, find_container};
 use crate::kube::typed;
-use crate::merge::strategic;
+use crate::merge::strategic::{self, MergeError};
 use crate::render::{rendered_patch, Rendered};
-use crate::Result;
 
 /// The merge stage's per-template loop (Istio's `RunTemplate` after each render): each rendered
 /// template is merged onto the pod, and its names onto the template-only pod.
@@ -38,7 +37,7 @@ impl TemplateMerge {
     }
 
     /// Merge one rendered template.
-    pub fn add(&mut self, r: Rendered) -> Result<()> {
+    pub fn add(&mut self, r: Rendered) -> Result<(), MergeError> {
         // The template-only pod is read for its container, volume and pull-secret names only,
         // which typed normalisation leaves alone: it is merged from the names alone (the whole
         // overlay when it holds patch directives) and not normalised. Istio normalises it; its
@@ -55,7 +54,7 @@ impl TemplateMerge {
         let result = strategic::strategic_merge_owned(POD_TYPE, &mut self.merged, r.overlay)
             .and_then(|()| {
                 typed::normalize(POD_TYPE, &mut self.merged)
-                    .map_err(|e| e.context("unmarshal patched pod"))
+                    .map_err(|e| MergeError::from(e).context("unmarshal patched pod"))
             });
         if let Err(e) = result {
             typed_template_pod(&self.rendered)
@@ -73,9 +72,12 @@ impl TemplateMerge {
     }
 }
 
-pub fn merge_pod(target: &mut Value, patch: &Value) -> Result<()> {
+/// Merge `patch` onto the pod `target` and normalise the result as Go's typed round-trip
+/// would (errors of the round-trip read `unmarshal patched pod: ...`).
+pub fn merge_pod(target: &mut Value, patch: &Value) -> Result<(), MergeError> {
     strategic::strategic_merge(POD_TYPE, target, patch)?;
-    typed::normalize(POD_TYPE, target).map_err(|e| e.context("unmarshal patched pod"))
+    typed::normalize(POD_TYPE, target)
+        .map_err(|e| MergeError::from(e).context("unmarshal patched pod"))
 }
 
 /// The lists of the template-only pod whose element names injection reads.
@@ -133,7 +135,7 @@ pub fn names_overlay(overlay: &Value) -> Option<Value> {
 
 /// The template-only pod as Istio builds it (every rendered overlay merged onto an empty pod,
 /// normalised after each): only its errors matter, on the error path.
-pub fn typed_template_pod(rendered: &[(String, String)]) -> Result<()> {
+pub fn typed_template_pod(rendered: &[(String, String)]) -> Result<(), MergeError> {
     let mut pod = json!({});
     for (name, text) in rendered {
         let overlay = rendered_patch(name, text)?;

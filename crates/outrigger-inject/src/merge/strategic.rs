@@ -16,12 +16,27 @@ use rustc_hash::FxHashMap;
 use serde_json::{Map, Value};
 
 use crate::go::fmt::sprint;
+use crate::json::JsonError;
 use crate::kube::index::{self, Strategy, StructIndex};
 use crate::kube::schema::{Kind, PatchStrategy};
-use crate::{Error, Result};
+use crate::kube::typed::TypeError;
+use crate::render::RenderError;
 
-/// Why a strategic merge failed. Messages are those of Kubernetes' `strategicpatch`, values
-/// printed as Go's `%v` prints them.
+/// Results of the merge stage: [`MergeError`] unless said otherwise.
+type Result<T, E = MergeError> = std::result::Result<T, E>;
+
+/// Why a strategic merge failed (messages are those of Kubernetes' `strategicpatch`, values
+/// printed as Go's `%v` prints them), or, for the merge stage around it, the typed round-trip,
+/// the rendered patch or the overrides annotation it read ([`MergeError::Type`],
+/// [`MergeError::Render`], [`MergeError::Json`]), with the step that failed in front
+/// ([`MergeError::Context`]).
+///
+/// It converts into the crate-wide sum as `Error::Merge`, except the wrappers of other stages'
+/// errors, which become what those errors become (`Error::Type`, ...), and
+/// [`MergeError::Context`], which becomes `Error::Context`.
+///
+/// At most a `String` wide (large payloads are boxed): results travel through the merge's
+/// recursion.
 #[derive(Debug, thiserror::Error)]
 pub enum MergeError {
     /// A type the schema tables do not have.
@@ -40,7 +55,7 @@ pub enum MergeError {
     #[error("map: {} does not contain declared merge key: {key}", sprint(.element))]
     NoMergeKey {
         /// The element.
-        element: Value,
+        element: Box<Value>,
         /// The merge key.
         key: String,
     },
@@ -48,9 +63,9 @@ pub enum MergeError {
     #[error("unknown patch type: {} in map: {}", sprint(.directive), sprint(.map))]
     UnknownPatchType {
         /// The directive's value.
-        directive: Value,
+        directive: Box<Value>,
         /// The map holding it.
-        map: Value,
+        map: Box<Value>,
     },
     /// `$retainKeys` is not a list of strings.
     #[error("invalid patch format of retainKeys")]
@@ -60,7 +75,7 @@ pub enum MergeError {
     SetElementOrderFormat(String),
     /// A list field holds something else.
     #[error("expected a slice, but received {}", sprint(.0))]
-    NotASlice(Value),
+    NotASlice(Box<Value>),
     /// The patch list's order contradicts `$setElementOrder`.
     #[error(
         "The order in patch list:\n{}\n doesn't match {SET_ORDER_PREFIX} list:\n{}\n",
@@ -69,9 +84,9 @@ pub enum MergeError {
     )]
     OrderMismatch {
         /// The patch list.
-        patch: Value,
+        patch: Box<Value>,
         /// The `$setElementOrder` list.
-        order: Value,
+        order: Box<Value>,
     },
     /// A list of lists.
     #[error("lists of lists are not supported")]
@@ -80,9 +95,9 @@ pub enum MergeError {
     #[error("list element types are not identical: [{} {}]", sprint(.original), sprint(.patch))]
     MixedElementTypes {
         /// The original list.
-        original: Value,
+        original: Box<Value>,
         /// The patch list.
-        patch: Value,
+        patch: Box<Value>,
     },
     /// Both lists are empty where an element type is needed.
     #[error("no elements in any of the given slices")]
@@ -93,6 +108,60 @@ pub enum MergeError {
     /// `$patch: merge` inside a list.
     #[error("merging lists cannot yet be specified in the patch")]
     MergeDirectiveInList,
+    /// The merged pod does not fit the Pod type (the typed round-trip after the merge).
+    #[error(transparent)]
+    Type(Box<TypeError>),
+    /// A rendered template that cannot be read back as a patch.
+    #[error(transparent)]
+    Render(Box<RenderError>),
+    /// The `proxy.istio.io/overrides` annotation could not be read.
+    #[error(transparent)]
+    Json(Box<JsonError>),
+    /// An error of an inner step, with the step that failed in front
+    /// (`failed applying injection overlay: ...`).
+    #[error(transparent)]
+    Context(Box<MergeContext>),
+}
+
+/// A merge-stage error with the step that failed in front: `{context}: {source}`
+/// ([`MergeError::Context`]).
+#[derive(Debug, thiserror::Error)]
+#[error("{context}: {source}")]
+pub struct MergeContext {
+    /// The outer step (`unmarshal patched pod`, `failed to apply sidecar container`, ...).
+    pub context: String,
+    /// The inner error.
+    #[source]
+    pub source: MergeError,
+}
+
+impl MergeError {
+    /// Put the step that failed in front of the message (as the crate-wide sum's
+    /// `Error::context` does, which this becomes).
+    pub fn context(self, prefix: &str) -> MergeError {
+        MergeError::Context(Box::new(MergeContext {
+            context: prefix.to_string(),
+            source: self,
+        }))
+    }
+}
+
+impl From<TypeError> for MergeError {
+    fn from(e: TypeError) -> MergeError {
+        MergeError::Type(Box::new(e))
+    }
+}
+
+impl From<RenderError> for MergeError {
+    fn from(e: RenderError) -> MergeError {
+        MergeError::Render(Box::new(e))
+    }
+}
+
+impl From<JsonError> for MergeError {
+    fn from(e: JsonError) -> MergeError {
+        MergeError::Json(Box::new(e))
+    }
 }
 
 const DIRECTIVE: &str = "$patch";
@@ -127,13 +196,13 @@ pub fn strategic_merge_owned(ty: &str, target: &mut Value, patch: Value) -> Resu
 }
 
 fn root_index(ty: &str) -> Result<&'static StructIndex> {
-    index::get(ty).ok_or_else(|| MergeError::UnknownType(ty.to_string()).into())
+    index::get(ty).ok_or_else(|| MergeError::UnknownType(ty.to_string()))
 }
 
 fn patch_object(patch: &Value) -> Result<&Map<String, Value>> {
     match patch {
         Value::Object(m) => Ok(m),
-        _ => Err(MergeError::PatchNotAnObject.into()),
+        _ => Err(MergeError::PatchNotAnObject),
     }
 }
 
@@ -144,7 +213,7 @@ fn take_target(ty: &str, target: &mut Value) -> Result<Map<String, Value>> {
         Value::Null => Ok(Map::new()),
         other => {
             *target = other;
-            Err(MergeError::TargetNotAnObject(ty.to_string()).into())
+            Err(MergeError::TargetNotAnObject(ty.to_string()))
         }
     }
 }
@@ -202,24 +271,22 @@ fn lookup(schema: Schema, key: &str) -> Result<FieldMeta<'_>> {
 }
 
 /// `extractRetainKeysPatchStrategy`'s error for a malformed strategy list.
-fn strategy_error(parts: &[String]) -> Error {
-    MergeError::UnexpectedStrategy(parts.to_vec()).into()
+fn strategy_error(parts: &[String]) -> MergeError {
+    MergeError::UnexpectedStrategy(parts.to_vec())
 }
 
-fn no_merge_key(m: &Value, key: &str) -> Error {
+fn no_merge_key(m: &Value, key: &str) -> MergeError {
     MergeError::NoMergeKey {
-        element: m.clone(),
+        element: Box::new(m.clone()),
         key: key.to_string(),
     }
-    .into()
 }
 
-fn bad_patch_type(directive: &Value, m: &Map<String, Value>) -> Error {
+fn bad_patch_type(directive: &Value, m: &Map<String, Value>) -> MergeError {
     MergeError::UnknownPatchType {
-        directive: directive.clone(),
-        map: Value::Object(m.clone()),
+        directive: Box::new(directive.clone()),
+        map: Box::new(Value::Object(m.clone())),
     }
-    .into()
 }
 
 /// Go's `reflect.TypeOf` identity of decoded JSON values.
@@ -381,7 +448,7 @@ fn apply_retain_keys(
     let Some(retain) = patch.shift_remove(RETAIN_KEYS) else {
         return Ok(());
     };
-    let bad = || Error::from(MergeError::RetainKeysFormat);
+    let bad = || MergeError::RetainKeysFormat;
     let Value::Array(list) = retain else {
         return Err(bad());
     };
@@ -413,17 +480,17 @@ fn merge_set_element_order(
     for dkey in directives {
         let field = dkey[SET_ORDER_PREFIX.len()..].to_string();
         let Some(Value::Array(order)) = patch.get(&dkey).cloned() else {
-            return Err(MergeError::SetElementOrderFormat(field).into());
+            return Err(MergeError::SetElementOrderFormat(field));
         };
         let orig_list = match original.get(&field) {
             None => None,
             Some(Value::Array(a)) => Some(a.clone()),
-            Some(other) => return Err(MergeError::NotASlice(other.clone()).into()),
+            Some(other) => return Err(MergeError::NotASlice(Box::new(other.clone()))),
         };
         let patch_list = match patch.get(&field) {
             None => None,
             Some(Value::Array(a)) => Some(a.clone()),
-            Some(other) => return Err(MergeError::NotASlice(other.clone()).into()),
+            Some(other) => return Err(MergeError::NotASlice(Box::new(other.clone()))),
         };
         let meta = lookup(schema, &field)?;
         validate_patch_with_set_order(
@@ -502,10 +569,9 @@ fn validate_patch_with_set_order(patch: &[Value], order: &[Value], merge_key: &s
     }
     if pi < items.len() && oi >= order.len() {
         return Err(MergeError::OrderMismatch {
-            patch: Value::Array(patch.to_vec()),
-            order: Value::Array(order.to_vec()),
-        }
-        .into());
+            patch: Box::new(Value::Array(patch.to_vec())),
+            order: Box::new(Value::Array(order.to_vec())),
+        });
     }
     Ok(())
 }
@@ -574,23 +640,22 @@ fn element_kind_is_map(original: &[Value], patch: &[Value]) -> Result<bool> {
         match first {
             None => {
                 if v.is_array() {
-                    return Err(MergeError::ListOfLists.into());
+                    return Err(MergeError::ListOfLists);
                 }
                 first = Some(v);
             }
             Some(f) if !same_type(f, v) => {
                 return Err(MergeError::MixedElementTypes {
-                    original: Value::Array(original.to_vec()),
-                    patch: Value::Array(patch.to_vec()),
-                }
-                .into());
+                    original: Box::new(Value::Array(original.to_vec())),
+                    patch: Box::new(Value::Array(patch.to_vec())),
+                });
             }
             Some(_) => {}
         }
     }
     match first {
         Some(f) => Ok(f.is_object()),
-        None => Err(MergeError::NoElements.into()),
+        None => Err(MergeError::NoElements),
     }
 }
 
@@ -608,7 +673,7 @@ fn merge_slice(
     let key = meta.merge_key;
     let (server_pos, patch_pos, merged) = if is_map {
         if key.is_empty() {
-            return Err(MergeError::NoMergeKeyDeclared(meta.name.to_string()).into());
+            return Err(MergeError::NoMergeKeyDeclared(meta.name.to_string()));
         }
         let (original, patch) = apply_special_elements(original, patch, key)?;
         // Positions in the original list (Go's `serverOrder`), taken before merging in place.
@@ -662,7 +727,7 @@ fn apply_special_elements(
             }
             Some("replace") => replace = true,
             Some("merge") => {
-                return Err(MergeError::MergeDirectiveInList.into());
+                return Err(MergeError::MergeDirectiveInList);
             }
             _ => {
                 let m = v.as_object().cloned().unwrap_or_default();
@@ -816,8 +881,38 @@ fn sort_by_index(items: &mut [Value], pos: impl Fn(&Value) -> Option<usize>) {
 mod tests {
     use serde_json::{json, Value};
 
-    use super::{strategic_merge, strategic_merge_owned};
+    use super::{strategic_merge, strategic_merge_owned, MergeError};
     use crate::kube::typed::normalize;
+
+    /// Results travel through the merge's recursion: the error stays at most a `String` wide
+    /// (a 512-deep document must not overflow a test thread's stack).
+    #[test]
+    fn merge_errors_stay_one_string_wide() {
+        assert!(std::mem::size_of::<MergeError>() <= std::mem::size_of::<String>() + 8);
+    }
+
+    /// A 512-deep overlay (as deep as the YAML reader lets a document be) merges, and its error
+    /// at the bottom comes back up, on a test thread's stack, with the typed round-trip after it.
+    #[test]
+    fn a_512_deep_merge_and_its_error_fit_a_test_thread() {
+        let nest = |leaf: Value| (0..510).fold(leaf, |v, _| json!({ "x": v }));
+        let mut pod = json!({"metadata": {"annotations": {}}, "spec": {"containers": []}});
+        let mut patch = json!({"spec": {"containers": []}});
+        patch["spec"]["x"] = nest(json!({"a": 1}));
+        pod["spec"]["x"] = nest(json!({"b": 2}));
+        let original = pod.clone();
+        strategic_merge("corev1.Pod", &mut pod, &patch).expect("merges");
+        normalize("corev1.Pod", &mut pod).expect("normalises");
+        patch["spec"]["x"] = nest(json!({"$patch": "bogus"}));
+        let mut pod = original;
+        let e = strategic_merge("corev1.Pod", &mut pod.clone(), &patch).expect_err("bad patch");
+        assert!(matches!(e, MergeError::UnknownPatchType { .. }), "{e}");
+        let e = crate::merge::pod::merge_pod(&mut pod, &patch).expect_err("bad patch");
+        assert!(
+            e.to_string().starts_with("unknown patch type: bogus"),
+            "{e}"
+        );
+    }
 
     /// Merge with both the borrowed and the owned entry point; they must agree (key order too).
     fn smp(target: Value, patch: Value) -> Value {

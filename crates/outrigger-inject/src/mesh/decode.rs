@@ -7,10 +7,9 @@
 
 use serde_json::{Map, Number, Value};
 
-use super::MeshError;
+use super::{DecodeError, MeshError, Result};
 use crate::go::duration::parse_go_duration;
 use crate::kube::schema::{self, ProtoField, ProtoKind, ProtoMessage};
-use crate::{Error, Result};
 
 /// How unknown fields are treated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,7 +37,7 @@ pub fn decode_message(msg: &str, v: &Value, path: &str, unknown: Unknown) -> Res
     for (key, raw) in obj {
         let Some(idx) = field_index(desc, key) else {
             if unknown == Unknown::Reject {
-                return Err(MeshError::UnknownField {
+                return Err(DecodeError::UnknownField {
                     path: path.to_string(),
                     key: key.to_string(),
                     message: msg.to_string(),
@@ -54,7 +53,7 @@ pub fn decode_message(msg: &str, v: &Value, path: &str, unknown: Unknown) -> Res
                 .iter()
                 .any(|(_, g, _)| g.oneof.as_ref() == Some(oneof))
             {
-                return Err(MeshError::OneofAlreadySet {
+                return Err(DecodeError::OneofAlreadySet {
                     path: fpath,
                     oneof: oneof.to_string(),
                     message: msg.to_string(),
@@ -78,7 +77,7 @@ pub fn decode_message(msg: &str, v: &Value, path: &str, unknown: Unknown) -> Res
 pub fn message(msg: &str) -> Result<&'static ProtoMessage> {
     schema::proto()
         .message(msg)
-        .ok_or_else(|| MeshError::UnknownMessage(msg.to_string()).into())
+        .ok_or_else(|| MeshError::UnknownMessage(msg.to_string()))
 }
 
 /// Index of the field named `key` (JSON name or proto name).
@@ -106,10 +105,10 @@ pub fn join(path: &str, name: &str) -> String {
     }
 }
 
-fn type_err(path: &str, what: &str, got: &Value) -> Error {
+fn type_err(path: &str, what: &str, got: &Value) -> MeshError {
     let shown = crate::go::json::to_string(got);
     let shown: String = shown.chars().take(80).collect();
-    MeshError::WrongType {
+    DecodeError::WrongType {
         path: path.to_string(),
         expected: what.to_string(),
         got: shown,
@@ -140,7 +139,7 @@ fn decode_field(
         for (i, item) in items.iter().enumerate() {
             let ipath = format!("{path}[{i}]");
             if item.is_null() && f.ty != "google.protobuf.Value" {
-                return Err(MeshError::NullListElement(ipath).into());
+                return Err(MeshError::NullListElement(ipath));
             }
             out.push(decode_single(&f.ty, f.type_kind, item, &ipath, unknown)?);
         }
@@ -161,7 +160,7 @@ fn decode_map(f: &ProtoField, raw: &Value, path: &str, unknown: Unknown) -> Resu
         let kpath = format!("{path}[{k:?}]");
         check_map_key(key_ty, k, &kpath)?;
         if v.is_null() && val_ty != "google.protobuf.Value" {
-            return Err(MeshError::NullMapValue(kpath).into());
+            return Err(MeshError::NullMapValue(kpath));
         }
         out.insert(
             k.clone(),
@@ -183,7 +182,7 @@ fn check_map_key(key_ty: &str, k: &str, path: &str) -> Result<()> {
     if ok {
         Ok(())
     } else {
-        Err(MeshError::MapKey {
+        Err(DecodeError::MapKey {
             path: path.to_string(),
             key_type: key_ty.to_string(),
         }
@@ -212,7 +211,7 @@ fn decode_wkt_or_message(ty: &str, raw: &Value, path: &str, unknown: Unknown) ->
             let Value::String(s) = raw else {
                 return Err(type_err(path, "expected a Duration string", raw));
             };
-            let d = parse_go_duration(s).map_err(|e| MeshError::Duration {
+            let d = parse_go_duration(s).map_err(|e| DecodeError::Duration {
                 path: path.to_string(),
                 reason: e,
             })?;
@@ -250,7 +249,7 @@ fn decode_wkt_or_message(ty: &str, raw: &Value, path: &str, unknown: Unknown) ->
 
 fn decode_enum(ty: &str, raw: &Value, path: &str) -> Result<Value> {
     let Some(e) = schema::proto().enumeration(ty) else {
-        return Err(MeshError::UnknownEnum {
+        return Err(DecodeError::UnknownEnum {
             path: path.to_string(),
             ty: ty.to_string(),
         }
@@ -259,7 +258,7 @@ fn decode_enum(ty: &str, raw: &Value, path: &str) -> Result<Value> {
     match raw {
         Value::String(s) => match e.number_of(s) {
             Some(_) => Ok(Value::String(s.clone())),
-            None => Err(MeshError::UnknownEnumValue {
+            None => Err(DecodeError::UnknownEnumValue {
                 path: path.to_string(),
                 value: s.to_string(),
                 ty: ty.to_string(),

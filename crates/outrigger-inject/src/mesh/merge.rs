@@ -7,9 +7,8 @@ use std::collections::BTreeSet;
 use serde_json::{Map, Value};
 
 use super::decode::{self, Unknown};
-use super::MeshError;
+use super::{DecodeError, MeshError, Result};
 use crate::kube::schema::{MESH_CONFIG, PROXY_CONFIG};
-use crate::{Error, Result};
 
 const DEFAULT_PROVIDERS: &str = "istio.mesh.v1alpha1.MeshConfig.DefaultProviders";
 const PROXY_HEADER_RESTORED: [&str; 5] = [
@@ -65,7 +64,7 @@ fn as_object(v: &Value, what: &str) -> Result<Map<String, Value>> {
     match v {
         Value::Object(m) => Ok(m.clone()),
         Value::Null => Ok(Map::new()),
-        other => Err(MeshError::NotAnObject {
+        other => Err(DecodeError::NotAnObject {
             what: what.to_string(),
             got: crate::go::json::to_string(other),
         }
@@ -181,8 +180,8 @@ pub fn apply_mesh(overlay: &Value, base: &Value) -> Result<Value> {
 }
 
 /// Go's `multierror.Prefix(err, "failed to convert to proto.")` (prefix, space, error).
-fn proto_prefix(e: Error) -> Error {
-    MeshError::ToProto(Box::new(e)).into()
+fn proto_prefix(e: MeshError) -> MeshError {
+    MeshError::ToProto(Box::new(e))
 }
 
 /// A top-level field of the raw overlay, when present and not null. Istio's

@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use crate::go::multierror::format_multierror;
 use crate::kube::schema::{MESH_CONFIG, PROXY_CONFIG};
-use crate::{Error, Result};
+use crate::yaml::YamlError;
 
 pub use decode::Unknown;
 pub use validate_pc::{
@@ -24,11 +24,58 @@ pub use validate_pc::{
     validate_proxy_config,
 };
 
-/// `mesh.DefaultMeshConfig()` in canonical form.
 /// Why a mesh or proxy config could not be decoded, merged or validated. Messages are istiod's
 /// (golang/protobuf jsonpb and Istio's validation).
+///
+/// At most a `String` wide (the decoding errors with a field path are boxed in
+/// [`MeshError::Decode`]): results travel through the recursion of message decoding.
 #[derive(Debug, thiserror::Error)]
 pub enum MeshError {
+    /// A value that does not decode as its message (unknown field, wrong type, ...).
+    #[error(transparent)]
+    Decode(Box<DecodeError>),
+    /// A message type the tables do not have.
+    #[error("unknown message type {0}")]
+    UnknownMessage(String),
+    /// `null` inside a repeated field.
+    #[error("{0}: null list element")]
+    NullListElement(String),
+    /// `null` as a map value.
+    #[error("{0}: null map value")]
+    NullMapValue(String),
+    /// A mesh or proxy config text that is not YAML. On its own (a mesh config text) it
+    /// converts into the crate-wide sum as its YAML error (`Error::Yaml`).
+    #[error(transparent)]
+    Yaml(Box<YamlError>),
+    /// A conversion error, with Go's `multierror.Prefix(err, "failed to convert to proto.")`.
+    #[error("failed to convert to proto. {0}")]
+    ToProto(#[source] Box<MeshError>),
+    /// A `proxy.istio.io/config` text or overlay that could not be applied.
+    #[error("could not parse proxy config: {0}")]
+    ProxyConfig(#[source] Box<MeshError>),
+    /// ProxyConfig validation failures (Istio's multierror text).
+    #[error("{}", format_multierror(.0))]
+    InvalidProxyConfig(Vec<String>),
+    /// MeshConfig validation failures (Istio's multierror text).
+    #[error("{}", format_multierror(.0))]
+    InvalidMeshConfig(Vec<String>),
+}
+
+impl From<DecodeError> for MeshError {
+    fn from(e: DecodeError) -> MeshError {
+        MeshError::Decode(Box::new(e))
+    }
+}
+
+impl From<YamlError> for MeshError {
+    fn from(e: YamlError) -> MeshError {
+        MeshError::Yaml(Box::new(e))
+    }
+}
+
+/// A value that does not decode as its message, with the field path ([`MeshError::Decode`]).
+#[derive(Debug, thiserror::Error)]
+pub enum DecodeError {
     /// A field the message does not have (refused when decoding strictly).
     #[error("{}unknown field {key:?} in {message}", decode::prefix(.path))]
     UnknownField {
@@ -49,9 +96,6 @@ pub enum MeshError {
         /// Fully qualified message name.
         message: String,
     },
-    /// A message type the tables do not have.
-    #[error("unknown message type {0}")]
-    UnknownMessage(String),
     /// A value of the wrong JSON type.
     #[error("{}{expected}, got {got}", decode::prefix(.path))]
     WrongType {
@@ -62,12 +106,6 @@ pub enum MeshError {
         /// The value as Go's JSON encoder writes it, cut to 80 characters.
         got: String,
     },
-    /// `null` inside a repeated field.
-    #[error("{0}: null list element")]
-    NullListElement(String),
-    /// `null` as a map value.
-    #[error("{0}: null map value")]
-    NullMapValue(String),
     /// A map key that does not parse as the key type.
     #[error("{path}: invalid {key_type} map key")]
     MapKey {
@@ -110,20 +148,12 @@ pub enum MeshError {
         /// The value as Go's JSON encoder writes it.
         got: String,
     },
-    /// A conversion error, with Go's `multierror.Prefix(err, "failed to convert to proto.")`.
-    #[error("failed to convert to proto. {0}")]
-    ToProto(#[source] Box<Error>),
-    /// A `proxy.istio.io/config` text or overlay that could not be applied.
-    #[error("could not parse proxy config: {0}")]
-    ProxyConfig(#[source] Box<Error>),
-    /// ProxyConfig validation failures (Istio's multierror text).
-    #[error("{}", format_multierror(.0))]
-    InvalidProxyConfig(Vec<String>),
-    /// MeshConfig validation failures (Istio's multierror text).
-    #[error("{}", format_multierror(.0))]
-    InvalidMeshConfig(Vec<String>),
 }
 
+/// Results of the mesh engine: [`MeshError`] unless said otherwise.
+type Result<T, E = MeshError> = std::result::Result<T, E>;
+
+/// `mesh.DefaultMeshConfig()` in canonical form.
 pub fn default_mesh_config() -> Value {
     to_canonical(MESH_CONFIG, &defaults::mesh_config())
         .expect("built-in default MeshConfig is valid")
@@ -166,8 +196,8 @@ pub fn apply_mesh_config_value(overlay: &Value, base: &Value) -> Result<Value> {
 /// Apply a `proxy.istio.io/config` annotation (YAML ProxyConfig) onto `mesh.defaultConfig`,
 /// returning the new mesh config.
 pub fn apply_proxy_config(yaml: &str, mesh: &Value) -> Result<Value> {
-    let tree =
-        crate::yaml::from_str(yaml).map_err(|e| MeshError::ProxyConfig(Box::new(e.into())))?;
+    let tree = crate::yaml::from_str(yaml)
+        .map_err(|e| MeshError::ProxyConfig(Box::new(MeshError::from(e))))?;
     apply_proxy_config_value(&tree, mesh)
 }
 
@@ -219,7 +249,7 @@ pub fn effective_proxy_config_value(mesh: &Value, annotation: Option<&Value>) ->
 /// (present fields replace, `proxyMetadata` merged key by key, unset `proxyHeaders` sub-fields
 /// restored, `null` a no-op). Errors read `could not parse proxy config: <err>`.
 pub fn merge_proxy_config(overlay: &Value, base: &Value) -> Result<Value> {
-    merge::merge_proxy_config(overlay, base).map_err(|e| MeshError::ProxyConfig(Box::new(e)).into())
+    merge::merge_proxy_config(overlay, base).map_err(|e| MeshError::ProxyConfig(Box::new(e)))
 }
 
 /// Istio's `protomarshal.ApplyYAML(annotation, DefaultProxyConfig())` as used by annotation

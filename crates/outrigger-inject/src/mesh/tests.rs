@@ -8,6 +8,13 @@ use serde_json::{json, Value};
 use super::*;
 use crate::testing::{corpus, yaml, yaml_docs};
 
+/// Results travel through the decoder's recursion: the error stays at most a `String` wide
+/// (the wide decoding errors are boxed in `MeshError::Decode`).
+#[test]
+fn mesh_errors_stay_one_string_wide() {
+    assert!(std::mem::size_of::<MeshError>() <= std::mem::size_of::<String>() + 8);
+}
+
 fn read(p: &Path) -> String {
     std::fs::read_to_string(p).unwrap_or_else(|e| panic!("read {}: {e}", p.display()))
 }

@@ -5,12 +5,11 @@ use std::net::IpAddr;
 
 use serde_json::Value;
 
-use super::MeshError;
+use super::{MeshError, Result};
 use crate::go::duration::parse_go_duration;
 use crate::go::net::split_host_port;
 use crate::go::quote::quote as go_quote;
 use crate::go::strconv::atoi;
-use crate::Result;
 
 /// Validate a canonical ProxyConfig; on failure the error carries Istio's multierror text.
 pub fn validate_proxy_config(pc: &Value) -> Result<()> {
@@ -18,7 +17,7 @@ pub fn validate_proxy_config(pc: &Value) -> Result<()> {
     if errs.is_empty() {
         Ok(())
     } else {
-        Err(MeshError::InvalidProxyConfig(errs).into())
+        Err(MeshError::InvalidProxyConfig(errs))
     }
 }
 
@@ -30,7 +29,7 @@ pub fn validate_mesh_config(mesh: &Value) -> Result<()> {
     if errs.is_empty() {
         Ok(())
     } else {
-        Err(MeshError::InvalidMeshConfig(errs).into())
+        Err(MeshError::InvalidMeshConfig(errs))
     }
 }
 

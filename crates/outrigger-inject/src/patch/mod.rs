@@ -170,10 +170,10 @@ impl<'a> Diff<'a> {
 }
 
 /// Apply RFC 6902 `ops` to `doc`, failing with the offending operation's message.
-pub fn apply(doc: &mut Value, ops: &Value) -> crate::Result<()> {
+pub fn apply(doc: &mut Value, ops: &Value) -> Result<(), crate::json::JsonError> {
     let patch: json_patch::Patch =
         serde_json::from_value(ops.clone()).map_err(crate::json::JsonError::PatchFormat)?;
-    json_patch::patch(doc, &patch).map_err(|e| crate::json::JsonError::PatchApply(e).into())
+    json_patch::patch(doc, &patch).map_err(crate::json::JsonError::PatchApply)
 }
 
 #[cfg(test)]

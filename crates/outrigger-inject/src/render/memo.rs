@@ -11,11 +11,10 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::rendered_patch;
+use super::{rendered_patch, RenderError};
 use crate::config::render_memo::{key_hash, Rendered, MAX_KEY};
 use crate::config::Snapshot;
 use crate::template::{Template, TemplateData};
-use crate::Result;
 
 /// Render `tmpl` (called `name`) with `data` and read the text as a pod-shaped patch
 /// ([`rendered_patch`]), answering from the snapshot's memo when the same data was rendered
@@ -25,7 +24,7 @@ pub fn render_patch(
     name: &str,
     tmpl: &Template,
     data: &TemplateData<'_>,
-) -> Result<(String, Value)> {
+) -> Result<(String, Value), RenderError> {
     let Some(key) = tmpl
         .is_deterministic()
         .then(|| memo_key(snapshot, name, data))

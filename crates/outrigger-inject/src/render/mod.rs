@@ -11,8 +11,9 @@ use crate::config::Snapshot;
 use crate::ingest::workload::WorkloadMeta;
 use crate::kube::names::{DEFAULT_PROXY_ID, TEMPLATES_ANNOTATION};
 use crate::kube::pod::annotation;
-use crate::template::TemplateData;
-use crate::{mesh, yaml, Error, Result};
+use crate::mesh;
+use crate::template::{TemplateData, TemplateError};
+use crate::yaml::{self, YamlError};
 
 /// What the templates are rendered with besides the snapshot and the pod.
 #[derive(Debug, Clone, Copy)]
@@ -48,13 +49,15 @@ pub struct Rendered {
 /// the data of the pod as it should be injected (`stripped`: a previous injection removed), and
 /// hand each result to `each` (the merge stage) before the next one runs, as Istio's
 /// `RunTemplate` does: a template's merge error stops the loop before the next template renders.
-pub fn render_templates(
+///
+/// Errors are `each`'s, and the render stage's own ([`RenderError`]) converted into that type.
+pub fn render_templates<E: From<RenderError>>(
     snapshot: &Snapshot,
     pod: &Value,
     stripped: &Value,
     p: &RenderParams<'_>,
-    mut each: impl FnMut(Rendered) -> Result<()>,
-) -> Result<()> {
+    mut each: impl FnMut(Rendered) -> Result<(), E>,
+) -> Result<(), E> {
     let (uid, gid) = p
         .proxy_uid_gid
         .unwrap_or((DEFAULT_PROXY_ID, DEFAULT_PROXY_ID));
@@ -82,11 +85,10 @@ pub fn render_templates(
     };
     for name in select_templates(snapshot, pod) {
         let Some(tmpl) = snapshot.config.templates.get(&name) else {
-            return Err(RenderError::TemplateNotFound {
+            return Err(E::from(RenderError::TemplateNotFound {
                 name,
                 have: snapshot.config.templates.keys().cloned().collect(),
-            }
-            .into());
+            }));
         };
         let (text, overlay) = memo::render_patch(snapshot, &name, tmpl, &data)?;
         each(Rendered {
@@ -98,9 +100,14 @@ pub fn render_templates(
     Ok(())
 }
 
-/// Why rendering produced no usable patch.
+/// Why rendering produced no usable patch: the render stage's error. It converts into the
+/// crate-wide sum as `Error::Render`, except a template that fails to execute
+/// ([`RenderError::Template`]), which becomes `Error::Template`.
 #[derive(Debug, thiserror::Error)]
 pub enum RenderError {
+    /// A template failed to execute.
+    #[error(transparent)]
+    Template(Box<TemplateError>),
     /// The pod asks for a template the configuration does not have.
     #[error("requested template {name:?} not found; have {}", .have.join(", "))]
     TemplateNotFound {
@@ -118,11 +125,17 @@ pub enum RenderError {
         /// The template's name.
         template: String,
         /// The YAML error.
-        source: Box<Error>,
+        source: Box<YamlError>,
     },
     /// A template rendered YAML that is not a mapping.
     #[error("strategic merge: invalid JSON document: template {0:?} did not render a mapping")]
     NotAMapping(String),
+}
+
+impl From<TemplateError> for RenderError {
+    fn from(e: TemplateError) -> RenderError {
+        RenderError::Template(Box::new(e))
+    }
 }
 
 /// Strip the image-type suffix (`-distroless`, `-debug`) and append the requested one.
@@ -200,15 +213,15 @@ pub fn select_templates(snapshot: &Snapshot, pod: &Value) -> Vec<String> {
 }
 
 /// Parse a rendered template into a pod-shaped patch (empty text is an empty patch).
-pub fn rendered_patch(name: &str, text: &str) -> Result<Value> {
+pub fn rendered_patch(name: &str, text: &str) -> Result<Value, RenderError> {
     let v = yaml::from_str(text).map_err(|e| RenderError::InvalidYaml {
         template: name.to_string(),
-        source: Box::new(e.into()),
+        source: Box::new(e),
     })?;
     match v {
         Value::Null => Ok(Value::Object(Map::new())),
         Value::Object(_) => Ok(v),
-        _ => Err(RenderError::NotAMapping(name.to_string()).into()),
+        _ => Err(RenderError::NotAMapping(name.to_string())),
     }
 }
 

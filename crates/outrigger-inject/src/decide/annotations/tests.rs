@@ -164,7 +164,7 @@ fn errors_are_sorted_and_rendered_as_multierror() {
     );
     assert!(matches!(
         validate_annotations(&m),
-        Err(Error::InvalidAnnotations(_))
+        Err(InvalidAnnotations(_))
     ));
 }
 
@@ -211,7 +211,7 @@ fn proxy_config_annotation_checks() {
         e.starts_with("failed to convert to apply proxy config: statusPort"),
         "{e}"
     );
-    let e = check_proxy_config_tree(Err(Error::from(crate::yaml::YamlError::Syntax {
+    let e = check_proxy_config_tree(Err(MeshError::from(crate::yaml::YamlError::Syntax {
         line: Some(1),
         problem: "bad".into(),
     })))

@@ -630,16 +630,23 @@ fn repeated_quantities_stay_canonical() {
     }
 }
 
+/// Results travel through the recursion of [`normalize`]: the error stays at most a `String`
+/// wide (a 512-deep document must not overflow a test thread's stack).
+#[test]
+fn type_errors_stay_one_string_wide() {
+    assert!(std::mem::size_of::<TypeError>() <= std::mem::size_of::<String>() + 8);
+}
+
 #[test]
 fn type_errors_name_the_struct_the_path_and_the_go_type() {
     let mut v = json!({"spec": {"containers": [{"name": "a", "ports": [{"containerPort": "x"}]}]}});
     let e = normalize("corev1.Pod", &mut v).expect_err("a string port");
-    let crate::Error::Type(t) = &e else {
-        panic!("not a type error: {e:?}");
+    let TypeError::Field(f) = &e else {
+        panic!("not a field type error: {e:?}");
     };
     assert_eq!(
-        **t,
-        TypeError::Field {
+        **f,
+        FieldTypeError {
             got: "string".into(),
             owner: "ContainerPort".into(),
             path: ["spec", "containers", "ports", "containerPort"]
