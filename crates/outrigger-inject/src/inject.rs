@@ -19,7 +19,7 @@ use crate::ingest::params::cluster_and_network;
 use crate::ingest::previous::strip_pod;
 use crate::ingest::workload::WorkloadMeta;
 use crate::kube::names::{POD_TYPE, PROXY_CONFIG_ANNOTATION};
-use crate::kube::pod::{annotation, int_of, meta_str, potential_name};
+use crate::kube::pod::{annotation, meta_str, potential_name};
 use crate::kube::typed;
 use crate::merge::overrides::reapply_overwritten_containers;
 use crate::merge::pod::TemplateMerge;
@@ -176,13 +176,7 @@ fn run_templates(
     let snapshot = p.snapshot;
     validate_pod_annotations(pod)?;
     cluster_and_network(snapshot, pod, proxy_envs);
-    let status_port = int_of(
-        snapshot
-            .mesh
-            .get("defaultConfig")
-            .and_then(|d| d.get("statusPort")),
-    )
-    .unwrap_or(0);
+    let status_port = crate::mesh::default_status_port(&snapshot.mesh);
     let stripped = strip_pod(pod, status_port)?;
     let params = RenderParams {
         workload: &p.workload,

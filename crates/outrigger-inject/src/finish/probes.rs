@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-use super::tree::{json_bool, mesh_status_port, parse_go_bool};
+use super::tree::{json_bool, parse_go_bool};
 use super::{
     PostProcess, APP_PROBERS_ENV, PROXY_CONTAINER, REWRITE_PROBERS, STATUS_ANNOTATION,
     STATUS_PORT_ANNOTATION,
@@ -16,6 +16,7 @@ use crate::json::lookup as jsonmap;
 use crate::kube::pod::{
     annotation, annotations, container_name, env_entry, env_mut, find_sidecar, find_sidecar_mut,
 };
+use crate::mesh::default_status_port;
 
 /// `IntOrString` of a probe port.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -459,7 +460,7 @@ pub(super) fn apply_probe_rewrite(
     if find_sidecar(pod).is_none() || !should_rewrite(pod, p.values) {
         return;
     }
-    let mesh_port = mesh_status_port(p.mesh);
+    let mesh_port = default_status_port(p.mesh);
     let probers = dump_app_probers(pod, mesh_port);
     if !probers.is_empty() {
         record_probers(pod, probers, warnings);

@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value};
 
-use super::tree::{json_bool, mesh_status_port, parse_go_bool};
+use super::tree::{json_bool, parse_go_bool};
 use super::{MERGE_METRICS, PROMETHEUS_ENV, SECURE_PORT, SECURE_PORT_ENV};
 use crate::go::json as gojson;
 use crate::go::strconv::atoi;
@@ -14,6 +14,7 @@ use crate::kube::prometheus::{
     first_sanitized, remove_prometheus_annotations, sanitized_values, sanitizes_to, PATH, PORT,
     SCRAPE, TARGETS,
 };
+use crate::mesh::default_status_port;
 
 /// Results of the Prometheus merge: [`ScrapeError`] unless said otherwise.
 type Result<T, E = ScrapeError> = std::result::Result<T, E>;
@@ -254,7 +255,7 @@ pub(super) fn apply_prometheus_merge(
     if !(prometheus_scrape(ann) && prometheus_merge_enabled(ann, mesh, warnings)) {
         return Ok(());
     }
-    let target = mesh_status_port(mesh).to_string();
+    let target = default_status_port(mesh).to_string();
     if sanitized_values(ann, PORT).iter().any(|v| *v == target) {
         return Ok(());
     }

@@ -4,7 +4,6 @@
 use serde_json::{Map, Value};
 
 use super::FinishError;
-use crate::json::lookup as jsonmap;
 use crate::json::JsonError;
 use crate::kube::typed::TypeError;
 
@@ -36,23 +35,6 @@ pub(super) fn parse_go_bool(s: &str) -> Option<bool> {
     match s {
         "1" | "t" | "T" | "TRUE" | "true" | "True" => Some(true),
         "0" | "f" | "F" | "FALSE" | "false" | "False" => Some(false),
-        _ => None,
-    }
-}
-
-/// Mesh `defaultConfig.statusPort` (0 when unset).
-pub(super) fn mesh_status_port(mesh: &Value) -> i64 {
-    jsonmap::path(mesh, &["defaultConfig", "statusPort"])
-        .and_then(json_int)
-        .unwrap_or(0)
-}
-
-/// A JSON integer, also accepting a `{"value": n}` wrapper or a decimal string.
-pub(super) fn json_int(v: &Value) -> Option<i64> {
-    match v {
-        Value::Number(n) => n.as_i64(),
-        Value::String(s) => s.parse().ok(),
-        Value::Object(m) => m.get("value").and_then(json_int),
         _ => None,
     }
 }

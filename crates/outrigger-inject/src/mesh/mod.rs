@@ -284,6 +284,14 @@ pub fn inbound_traffic_policy_mode(mesh: &Value) -> &'static str {
     }
 }
 
+/// The mesh's `defaultConfig.statusPort` (0 when unset): the port the agent serves health,
+/// probes and merged metrics on. The mesh is in canonical form (an int32 is a JSON number).
+pub fn default_status_port(mesh: &Value) -> i64 {
+    crate::json::lookup::path(mesh, &["defaultConfig", "statusPort"])
+        .and_then(Value::as_i64)
+        .unwrap_or(0)
+}
+
 fn empty() -> Value {
     Value::Object(serde_json::Map::new())
 }
