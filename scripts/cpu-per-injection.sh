@@ -35,6 +35,7 @@ set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
+. scripts/lib/serve.sh
 CLASSES=${CLASSES:-"hello env-400 containers-16 managedfields-200"}
 REVIEWS=${REVIEWS:-20000}
 ROUNDS=${ROUNDS:-3}
@@ -69,13 +70,7 @@ CONFIG_DIR=${CONFIG_DIR:-$corpus/settings/default}
 work=$(mktemp -d)
 pid=
 trap 'if [ -n "$pid" ]; then kill -TERM "$pid" 2>/dev/null || true; fi; rm -rf "$work"' EXIT
-if [ -f "$CONFIG_DIR/config.yaml" ]; then
-  cfg=(--injectConfig "$CONFIG_DIR/config.yaml" --injectValues "$CONFIG_DIR/values.json" --meshConfig "$CONFIG_DIR/mesh.yaml")
-  settings="Istio chart defaults ($CONFIG_DIR)"
-else
-  cfg=(--injectConfig "$work/none/config" --injectValues "$work/none/values" --meshConfig "$work/none/mesh")
-  settings="embedded default"
-fi
+corpus_config "$CONFIG_DIR" "$work"
 threads=()
 [ -n "${WORKER_THREADS:-}" ] && threads=(--worker-threads "$WORKER_THREADS")
 hz=$(getconf CLK_TCK)
@@ -89,11 +84,7 @@ run() {
   RUST_LOG=info "$bin" serve --address 127.0.0.1 --port "$PORT" --caBundleFile "$work/ca.pem" \
     --drain-delay 0s "${threads[@]}" "${cfg[@]}" 2>"$work/server.log" &
   pid=$!
-  for _ in $(seq 1 400); do
-    grep -q "webhook listening" "$work/server.log" 2>/dev/null && break
-    kill -0 "$pid" 2>/dev/null || { cat "$work/server.log" >&2; exit 1; }
-    sleep 0.05
-  done
+  wait_listening "$pid" "$work/server.log"
   # Warm-up (connections, caches, allocator), not measured.
   h2load -c "$CLIENTS" -m "$STREAMS" -n $((n / 10 > 200 ? n / 10 : 200)) -H 'content-type: application/json' \
     -d "$work/$class.json" "$url" > /dev/null

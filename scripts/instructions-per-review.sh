@@ -17,6 +17,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
+. scripts/lib/serve.sh
 CLASSES=${CLASSES:-"hello env-400"}
 N1=${N1:-100}
 N2=${N2:-600}
@@ -34,11 +35,7 @@ CONFIG_DIR=${CONFIG_DIR:-$corpus/settings/default}
 work=$(mktemp -d)
 pid=
 trap 'if [ -n "$pid" ]; then kill -TERM "$pid" 2>/dev/null || true; fi; rm -rf "$work"' EXIT
-if [ -f "$CONFIG_DIR/config.yaml" ]; then
-  cfg=(--injectConfig "$CONFIG_DIR/config.yaml" --injectValues "$CONFIG_DIR/values.json" --meshConfig "$CONFIG_DIR/mesh.yaml")
-else
-  cfg=(--injectConfig "$work/none/config" --injectValues "$work/none/values" --meshConfig "$work/none/mesh")
-fi
+corpus_config "$CONFIG_DIR" "$work"
 
 median() { sort -g | awk '{v[NR]=$1} END {if (NR%2) print v[(NR+1)/2]; else printf "%.0f\n", (v[NR/2]+v[NR/2+1])/2}'; }
 
@@ -50,11 +47,7 @@ count() {
     --address 127.0.0.1 --port "$PORT" --caBundleFile "$work/ca.pem" --drain-delay 0s \
     --worker-threads 2 "${cfg[@]}" 2>"$work/server.log" &
   pid=$!
-  for _ in $(seq 1 1200); do
-    grep -q "webhook listening" "$work/server.log" 2>/dev/null && break
-    kill -0 "$pid" 2>/dev/null || { cat "$work/server.log" >&2; exit 1; }
-    sleep 0.1
-  done
+  wait_listening "$pid" "$work/server.log" 1200 0.1
   h2load -c 1 -m 4 -n "$n" -H 'content-type: application/json' -d "$work/$class.json" \
     "https://127.0.0.1:$PORT/inject" > "$work/h2load.out"
   grep -qE "^requests: $n total, $n started, $n done, $n succeeded" "$work/h2load.out" \
@@ -63,7 +56,7 @@ count() {
   awk '/Collected :/ {print $NF}' "$work/server.log" | tail -1
 }
 
-echo "settings: $CONFIG_DIR; N1=$N1 N2=$N2; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "settings: $settings; N1=$N1 N2=$N2; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "baseline: $BASELINE_BIN"
 echo "new:      $NEW_BIN"
 printf '%-12s %-8s %5s %14s\n' class binary round instr/review

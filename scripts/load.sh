@@ -27,6 +27,7 @@ CONFIG_DIR=${CONFIG_DIR:-}
 LOG_LEVEL=${LOG_LEVEL:-info}
 
 root=$(cd "$(dirname "$0")/.." && pwd)
+. "$root/scripts/lib/serve.sh"
 command -v h2load >/dev/null || { echo "h2load not found: apt-get install nghttp2-client" >&2; exit 2; }
 if [ -z "${NO_BUILD:-}" ]; then
   (cd "$root" && cargo build --release -p outrigger >&2)
@@ -52,11 +53,7 @@ JSON
 RUST_LOG=$LOG_LEVEL "$bin" serve --address 127.0.0.1 --port "$PORT" --caBundleFile "$work/ca.pem" \
   --drain-delay 0s "${cfg[@]}" 2>"$work/server.log" &
 pid=$!
-for _ in $(seq 1 200); do
-  grep -q "webhook listening" "$work/server.log" 2>/dev/null && break
-  kill -0 "$pid" 2>/dev/null || { cat "$work/server.log" >&2; exit 1; }
-  sleep 0.05
-done
+wait_listening "$pid" "$work/server.log" 200
 url="https://127.0.0.1:$PORT/inject"
 
 # Pre-flight: show what one response looks like.
