@@ -593,6 +593,25 @@ fn the_shipped_webhook_fails_open_until_a_ready_replica_activates_it() {
         assert_eq!(rules.len(), 1, "{overlay}");
         assert_eq!(strings(&rules[0]["resourceNames"]), [ns], "{overlay}");
         assert_eq!(strings(&rules[0]["verbs"]), ["get"], "{overlay}");
+        // Failing open while the Deployment is deleted or scaled to zero reads that Deployment,
+        // by name, and nothing else.
+        let deployment = object(&docs, "Deployment", "outrigger")["metadata"]["name"]
+            .as_str()
+            .expect("name")
+            .to_string();
+        assert!(
+            a.contains(&format!("--fail-open-without-deployment={deployment}")),
+            "{overlay}: {a:?}"
+        );
+        let rules = rules_for(&docs, "Role", "outrigger", "deployments");
+        assert_eq!(rules.len(), 1, "{overlay}");
+        assert_eq!(strings(&rules[0]["apiGroups"]), ["apps"], "{overlay}");
+        assert_eq!(
+            strings(&rules[0]["resourceNames"]),
+            [deployment],
+            "{overlay}"
+        );
+        assert_eq!(strings(&rules[0]["verbs"]), ["get"], "{overlay}");
     }
 }
 
@@ -639,8 +658,21 @@ fn a_namespace_override_moves_the_exclusion_but_not_the_istio_role() {
             assert_eq!(s["namespace"], ns, "{kind}/{name}");
         }
     }
-    assert!(
-        !kustomize("overlays/namespace").contains("- outrigger\n"),
+    // No list names the old namespace any more: the only list item `outrigger` left is the
+    // Deployment's own name (kept by the namespace override) in the Role's deployments rule.
+    let text = kustomize("overlays/namespace");
+    let role = object(&docs, "Role", "outrigger");
+    let by_name = role["rules"]
+        .as_array()
+        .expect("rules")
+        .iter()
+        .filter(|r| strings(&r["resourceNames"]).contains(&"outrigger".to_string()))
+        .map(|r| strings(&r["resources"]))
+        .collect::<Vec<_>>();
+    assert_eq!(by_name, [["deployments"]], "{role}");
+    assert_eq!(
+        text.matches("- outrigger\n").count(),
+        1,
         "no exclusion of the old namespace is left"
     );
 }

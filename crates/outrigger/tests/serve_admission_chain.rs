@@ -66,6 +66,7 @@ fn cluster() -> Cluster {
         c.put(namespace(ns, json!({})));
     }
     kube_api::put_istio_configmaps(&mut c);
+    c.put(kube_api::outrigger_deployment(2));
     c
 }
 
@@ -1091,6 +1092,7 @@ async fn a_fresh_apply_blocks_no_pod_and_deleting_the_install_leaves_nothing_tha
     };
     let mut c = cluster();
     c.remove("namespaces", "", "outrigger");
+    c.remove("deployments", "outrigger", "outrigger");
     c.put(namespace("apps", json!({"istio-injection": "enabled"})));
     let api = FakeApi::start(c);
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -1115,7 +1117,13 @@ async fn a_fresh_apply_blocks_no_pod_and_deleting_the_install_leaves_nothing_tha
         for (i, mut m) in manifests.into_iter().enumerate() {
             if !matches!(
                 m["kind"].as_str(),
-                Some("Namespace" | "MutatingWebhookConfiguration" | "ConfigMap" | "Secret")
+                Some(
+                    "Namespace"
+                        | "MutatingWebhookConfiguration"
+                        | "ConfigMap"
+                        | "Secret"
+                        | "Deployment"
+                )
             ) {
                 continue;
             }
@@ -1267,6 +1275,60 @@ async fn a_fresh_apply_blocks_no_pod_and_deleting_the_install_leaves_nothing_tha
         .await
         .expect("nothing blocks");
     assert!(a.calls.is_empty(), "{:?}", a.calls);
+}
+
+/// `kubectl delete deployment -n outrigger outrigger` alone: the Deployment goes at once
+/// (background propagation), then the garbage collector deletes its ReplicaSet and pods, whose
+/// replicas are told to stop. The last replica sets the configuration back to fail open, so
+/// pods are created (uninjected) instead of refused by a webhook no replica answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_only_the_deployment_fails_open_instead_of_refusing_pods() {
+    let mut c = cluster();
+    c.put(namespace("apps", json!({"istio-injection": "enabled"})));
+    c.put(shipped_webhook_config());
+    let api = FakeApi::start(c);
+    let mut server = start_outrigger(&api, "chain-deployment-deleted", &[]);
+    activated(&api, "outrigger-sidecar-injector").await;
+    let a = api
+        .create_pod("apps", pod("before", json!({})), false)
+        .await
+        .expect("admitted");
+    assert!(proxy_image(&a.pod).is_some(), "injected while it runs");
+
+    let gone = api.lock().delete("deployments", "outrigger", "outrigger");
+    assert_eq!(gone.len(), 1, "{gone:?}");
+    server.sigterm();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    out_of_service(&api, &server);
+    assert!(
+        server.wait_exit(Duration::from_secs(20)).is_some(),
+        "exited"
+    );
+    assert!(
+        server
+            .log_text()
+            .contains("Deployment deleted: webhook configuration set to fail open"),
+        "{}",
+        server.log_text()
+    );
+    let policies: Vec<Value> = api
+        .lock()
+        .get(
+            "mutatingwebhookconfigurations",
+            "",
+            "outrigger-sidecar-injector",
+        )
+        .and_then(|m| m["webhooks"].as_array().cloned())
+        .expect("the configuration stays")
+        .iter()
+        .map(|e| e["failurePolicy"].clone())
+        .collect();
+    assert!(policies.iter().all(|p| p == "Ignore"), "{policies:?}");
+    let a = api
+        .create_pod("apps", pod("after", json!({})), false)
+        .await
+        .expect("not refused once no replica runs");
+    assert_eq!(containers(&a.pod), ["app"]);
 }
 
 /// Istio's injector ConfigMap with `config` as given and the embedded values, at `rv`.

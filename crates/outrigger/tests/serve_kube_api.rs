@@ -980,6 +980,7 @@ async fn the_webhook_fails_open_until_a_ready_replica_activates_it_and_owns_it_b
     cluster.put(mwc);
     cluster.put(json!({"apiVersion": "v1", "kind": "Namespace",
         "metadata": {"name": "outrigger", "uid": "0f1e-outrigger-ns", "resourceVersion": "2"}}));
+    cluster.put(common::kube_api::outrigger_deployment(2));
     // Istio's ConfigMaps are missing: the replica is not ready and must not activate.
     cluster.remove("configmaps", "istio-system", "istio-sidecar-injector");
     let api = FakeApi::start(cluster);

@@ -137,9 +137,10 @@ pub struct KubeArgs {
     /// MutatingWebhookConfiguration whose caBundle is kept in sync.
     #[arg(long = "webhook-config-name", default_value = defaults::WEBHOOK_CONFIG_NAME)]
     pub webhook_config_name: String,
-    /// With --failure-policy-once-ready or --webhook-owned-by-namespace: how long /readyz must
-    /// pass before the webhook configuration is activated (time for the kubelet's readiness
-    /// probe to put this replica behind the Service).
+    /// With --failure-policy-once-ready, --webhook-owned-by-namespace or
+    /// --fail-open-without-deployment: how long /readyz must pass before the webhook
+    /// configuration is activated (time for the kubelet's readiness probe to put this replica
+    /// behind the Service).
     #[arg(long = "activation-delay", default_value = "10s", value_parser = crate::cli::values::duration)]
     pub activation_delay: Duration,
     /// Once this replica is ready (--activation-delay after /readyz first passes), set the failurePolicy of
@@ -153,6 +154,13 @@ pub struct KubeArgs {
     /// collector) instead of leaving one that calls a deleted Service.
     #[arg(long = "webhook-owned-by-namespace")]
     pub webhook_owned_by_namespace: bool,
+    /// The Deployment (in this replica's namespace) that runs the replicas: while it is
+    /// deleted, being deleted or scaled to zero, --webhook-config-name's injector entries are
+    /// set to failurePolicy Ignore (by the periodic activation, and by every replica told to
+    /// stop), so that pods are not refused by a webhook no replica answers. Needs get on that
+    /// Deployment.
+    #[arg(long = "fail-open-without-deployment", value_name = "NAME")]
+    pub fail_open_without_deployment: Option<String>,
     /// At start-up, name the other injecting webhook configurations (istiod's, revision tags)
     /// that select namespaces --webhook-config-name selects (log and metric). Needs list on
     /// mutatingwebhookconfigurations and namespaces.

@@ -49,6 +49,8 @@ pub struct ServerSettings {
     /// `--failure-policy-once-ready` or `--webhook-owned-by-namespace`: the server patches its
     /// webhook configuration.
     pub activates: bool,
+    /// `--fail-open-without-deployment NAME`: the Deployment the server reads.
+    pub fail_open_deployment: Option<String>,
     /// The pod's service account.
     pub service_account: String,
 }
@@ -72,6 +74,7 @@ impl ServerSettings {
             openshift: false,
             ca_external: false,
             activates: true,
+            fail_open_deployment: Some(args.deployment.clone()),
             service_account: "default".into(),
         }
     }
@@ -82,6 +85,7 @@ impl ServerSettings {
         let mut s = ServerSettings::defaults(args);
         s.istio_configmaps = false;
         s.activates = false;
+        s.fail_open_deployment = None;
         let Some(pod) = deployment.spec.as_ref().map(|d| &d.template) else {
             return s;
         };
@@ -144,8 +148,10 @@ impl ServerSettings {
         s.openshift = env("PLATFORM").is_some_and(|p| p.eq_ignore_ascii_case("openshift"));
         s.ca_external =
             flag(&["ca-bundle-managed-externally", "caBundleManagedExternally"]).is_some();
+        s.fail_open_deployment = flag(&["fail-open-without-deployment"]).flatten();
         s.activates = flag(&["failure-policy-once-ready", "failurePolicyOnceReady"]).is_some()
-            || flag(&["webhook-owned-by-namespace", "webhookOwnedByNamespace"]).is_some();
+            || flag(&["webhook-owned-by-namespace", "webhookOwnedByNamespace"]).is_some()
+            || s.fail_open_deployment.is_some();
         s
     }
 }

@@ -112,6 +112,16 @@ pub fn needs(
             "the owner reference's uid",
         );
     }
+    if let Some(deployment) = &server.fail_open_deployment {
+        add(
+            namespace,
+            "apps",
+            "deployments",
+            Some(deployment),
+            &["get"],
+            "failing open while the Deployment is deleted or scaled to zero",
+        );
+    }
     if server
         .native_sidecars
         .as_deref()

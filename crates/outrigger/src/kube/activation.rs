@@ -7,13 +7,16 @@
 //! garbage collector delete the configuration instead of leaving one that calls a deleted
 //! Service. A later `kubectl apply` that resets the policy is corrected at the next check.
 //!
-//! While the owner namespace is terminating (the install is being deleted), the activation
-//! sets `Ignore` instead, and every replica does so when it is told to stop
-//! ([`fail_open_if_uninstalling`]): the replicas go before the garbage collector deletes the
-//! configuration, and pods must not be refused in between.
+//! While the owner namespace is terminating (the install is being deleted), or the replicas'
+//! Deployment (`--fail-open-without-deployment`) is deleted, being deleted or scaled to zero,
+//! the activation sets `Ignore` instead, and every replica does so when it is told to stop
+//! ([`fail_open_if_uninstalling`]): no replica will answer, and pods must not be refused by a
+//! configuration that calls a Service without endpoints. A rollout changes none of these, so it
+//! writes nothing.
 //!
-//! Needs `get` and `patch` on the one webhook configuration and `get` on the one namespace
-//! (both grantable by resource name): no `create`, nothing cluster-wide.
+//! Needs `get` and `patch` on the one webhook configuration, `get` on the one namespace and
+//! `get` on the one Deployment (all grantable by resource name): no `create`, nothing
+//! cluster-wide.
 
 use std::time::Duration;
 
@@ -21,6 +24,7 @@ use ::kube::api::{Api, Patch, PatchParams};
 use ::kube::Client;
 use anyhow::{anyhow, Result};
 use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
+use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Namespace;
 use serde_json::{json, Value};
 
@@ -35,6 +39,58 @@ pub struct Activation {
     pub failure_policy: Option<String>,
     /// The namespace that owns it (the replica's own).
     pub owner_namespace: Option<String>,
+    /// The replicas' Deployment, `(namespace, name)`: while it is gone, being deleted or scaled
+    /// to zero, the configuration fails open.
+    pub deployment: Option<(String, String)>,
+}
+
+/// Why no replica will answer: the configuration must fail open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Uninstalling {
+    /// The owner namespace is terminating.
+    NamespaceTerminating,
+    /// The Deployment does not exist.
+    DeploymentDeleted,
+    /// The Deployment has a deletion timestamp (foreground deletion).
+    DeploymentDeleting,
+    /// The Deployment asks for zero replicas.
+    ScaledToZero,
+}
+
+impl Uninstalling {
+    /// The log line's words.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Uninstalling::NamespaceTerminating => "namespace terminating",
+            Uninstalling::DeploymentDeleted => "Deployment deleted",
+            Uninstalling::DeploymentDeleting => "Deployment being deleted",
+            Uninstalling::ScaledToZero => "Deployment scaled to zero",
+        }
+    }
+}
+
+/// Whether the Deployment `(namespace, name)` will run no replica. Errors name the verb and
+/// the object.
+async fn deployment_gone(
+    client: Client,
+    (ns, name): &(String, String),
+) -> Result<Option<Uninstalling>> {
+    let api: Api<Deployment> = Api::namespaced(client, ns);
+    let object = api
+        .get_opt(name)
+        .await
+        .map_err(|e| anyhow!("get deployments {ns}/{name}: {e}"))?;
+    Ok(match object {
+        None => Some(Uninstalling::DeploymentDeleted),
+        Some(d) if d.metadata.deletion_timestamp.is_some() => {
+            Some(Uninstalling::DeploymentDeleting)
+        }
+        // An absent replicas field means 1 (the API server's default).
+        Some(d) if d.spec.as_ref().and_then(|s| s.replicas) == Some(0) => {
+            Some(Uninstalling::ScaledToZero)
+        }
+        Some(_) => None,
+    })
 }
 
 /// The owner reference to a namespace (`name`, `uid`).
@@ -116,8 +172,12 @@ pub async fn ensure(client: Client, a: &Activation) -> Result<bool> {
         None => None,
     };
     let owner_ref = owner.as_ref().map(|(n, u)| (n.as_str(), u.as_str()));
-    // The install is being deleted: fail open (see [`fail_open_if_uninstalling`]).
-    let policy = match terminating {
+    let gone = match (&a.deployment, terminating) {
+        (Some(d), false) => deployment_gone(client.clone(), d).await?.is_some(),
+        _ => false,
+    };
+    // No replica will answer: fail open (see [`fail_open_if_uninstalling`]).
+    let policy = match terminating || gone {
         true => Some(FAIL_OPEN),
         false => a.failure_policy.as_deref(),
     };
@@ -138,34 +198,43 @@ pub async fn ensure(client: Client, a: &Activation) -> Result<bool> {
 /// The failure policy of the shipped configuration, restored while the install is deleted.
 const FAIL_OPEN: &str = "Ignore";
 
-/// At shutdown: when the owner namespace is terminating (the install is being deleted), set
-/// the injector's entries back to `failurePolicy: Ignore`, so that pods in selected namespaces
-/// are created (uninjected) while the replicas stop and until the garbage collector deletes the
-/// configuration, instead of being refused by a configuration that calls a Service without
-/// endpoints. Nothing is written otherwise (a rollout keeps the policy in force). Returns
-/// whether a patch was sent.
-pub async fn fail_open_if_uninstalling(client: Client, a: &Activation) -> Result<bool> {
-    let Some(ns) = &a.owner_namespace else {
-        return Ok(false);
-    };
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    let object = namespaces
-        .get(ns)
-        .await
-        .map_err(|e| anyhow!("get namespaces {ns:?}: {e}"))?;
-    if object.metadata.deletion_timestamp.is_none() {
-        return Ok(false);
+/// At shutdown: when no replica will answer any more ([`Uninstalling`]: the owner namespace
+/// terminating, the Deployment deleted, being deleted or scaled to zero), set the injector's
+/// entries back to `failurePolicy: Ignore`, so that pods in selected namespaces are created
+/// (uninjected) while the replicas stop and afterwards, instead of being refused by a
+/// configuration that calls a Service without endpoints. Nothing is written otherwise (a
+/// rollout keeps the policy in force). Returns why a patch was sent.
+pub async fn fail_open_if_uninstalling(
+    client: Client,
+    a: &Activation,
+) -> Result<Option<Uninstalling>> {
+    let mut why = None;
+    if let Some(ns) = &a.owner_namespace {
+        let namespaces: Api<Namespace> = Api::all(client.clone());
+        let object = namespaces
+            .get(ns)
+            .await
+            .map_err(|e| anyhow!("get namespaces {ns:?}: {e}"))?;
+        if object.metadata.deletion_timestamp.is_some() {
+            why = Some(Uninstalling::NamespaceTerminating);
+        }
     }
+    if let (None, Some(d)) = (why, &a.deployment) {
+        why = deployment_gone(client.clone(), d).await?;
+    }
+    let Some(why) = why else {
+        return Ok(None);
+    };
     let api: Api<MutatingWebhookConfiguration> = Api::all(client);
     let Some(mwc) = api
         .get_opt(&a.webhook)
         .await
         .map_err(|e| anyhow!("get mutatingwebhookconfigurations {:?}: {e}", a.webhook))?
     else {
-        return Ok(false);
+        return Ok(None);
     };
     let Some(patch) = patch_for(&mwc, Some(FAIL_OPEN), None) else {
-        return Ok(false);
+        return Ok(None);
     };
     api.patch(
         &a.webhook,
@@ -174,8 +243,8 @@ pub async fn fail_open_if_uninstalling(client: Client, a: &Activation) -> Result
     )
     .await
     .map_err(|e| anyhow!("patch mutatingwebhookconfigurations {:?}: {e}", a.webhook))?;
-    tracing::warn!(webhook = %a.webhook, namespace = %ns, "namespace terminating: webhook configuration set to fail open");
-    Ok(true)
+    tracing::warn!(webhook = %a.webhook, reason = why.describe(), "{}: webhook configuration set to fail open", why.describe());
+    Ok(Some(why))
 }
 
 /// Forever: once `ready()` has held for `settle` (the kubelet's readiness probe has then put
@@ -263,6 +332,7 @@ mod tests {
             webhook: "outrigger-sidecar-injector".into(),
             failure_policy: Some("Fail".into()),
             owner_namespace: Some("outrigger".into()),
+            deployment: None,
         };
         let task = tokio::spawn(async move { ensure(client, &a).await });
         let r = mock::next(&mut handle).await;
@@ -305,6 +375,7 @@ mod tests {
             webhook: "outrigger-sidecar-injector".into(),
             failure_policy: Some("Fail".into()),
             owner_namespace: None,
+            deployment: None,
         };
         let task = tokio::spawn(async move { ensure(client, &a).await });
         mock::next(&mut handle).await.respond(
@@ -332,6 +403,7 @@ mod tests {
             webhook: "outrigger-sidecar-injector".into(),
             failure_policy: Some("Fail".into()),
             owner_namespace: Some("outrigger".into()),
+            deployment: None,
         };
         // The periodic activation sets Ignore, not Fail, while the namespace terminates.
         let (client, mut handle) = mock::client();
@@ -378,7 +450,10 @@ mod tests {
         let r = mock::next(&mut handle).await;
         assert_eq!(r.body["webhooks"][0]["failurePolicy"], "Ignore");
         r.respond(200, mwc(&[], json!([])));
-        assert!(task.await.expect("join").expect("patched"));
+        assert_eq!(
+            task.await.expect("join").expect("patched"),
+            Some(Uninstalling::NamespaceTerminating)
+        );
 
         // A rollout (namespace alive): one read, nothing written.
         let (client, mut handle) = mock::client();
@@ -387,6 +462,113 @@ mod tests {
             200,
             json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "outrigger", "uid": "ns-uid"}}),
         );
-        assert!(!task.await.expect("join").expect("read"));
+        assert_eq!(task.await.expect("join").expect("read"), None);
+    }
+
+    fn deployment(replicas: Option<i32>, deleting: bool) -> Value {
+        let mut d = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "outrigger", "namespace": "outrigger"},
+            "spec": {"selector": {"matchLabels": {"app": "outrigger"}},
+                     "template": {"metadata": {"labels": {"app": "outrigger"}},
+                                  "spec": {"containers": [{"name": "outrigger"}]}}}});
+        if let Some(r) = replicas {
+            d["spec"]["replicas"] = json!(r);
+        }
+        if deleting {
+            d["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
+        }
+        d
+    }
+
+    /// At shutdown, the Deployment decides: deleted, being deleted or scaled to zero fails
+    /// open; one that still asks for replicas (a rollout, an absent replicas field meaning 1)
+    /// writes nothing.
+    #[tokio::test]
+    async fn a_deployment_that_runs_no_replica_fails_open_at_shutdown() {
+        let a = Activation {
+            webhook: "outrigger-sidecar-injector".into(),
+            failure_policy: Some("Fail".into()),
+            owner_namespace: None,
+            deployment: Some(("outrigger".into(), "outrigger".into())),
+        };
+        let not_found = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+            "code": 404, "reason": "NotFound", "message": "deployments.apps \"outrigger\" not found"});
+        let cases = [
+            ((404, not_found), Some(Uninstalling::DeploymentDeleted)),
+            (
+                (200, deployment(Some(2), true)),
+                Some(Uninstalling::DeploymentDeleting),
+            ),
+            (
+                (200, deployment(Some(0), false)),
+                Some(Uninstalling::ScaledToZero),
+            ),
+            ((200, deployment(Some(2), false)), None),
+            ((200, deployment(None, false)), None),
+        ];
+        for ((code, answer), want) in cases {
+            let (client, mut handle) = mock::client();
+            let task = tokio::spawn({
+                let a = a.clone();
+                async move { fail_open_if_uninstalling(client, &a).await }
+            });
+            let r = mock::next(&mut handle).await;
+            r.assert(
+                Method::GET,
+                "/apis/apps/v1/namespaces/outrigger/deployments/outrigger",
+            );
+            r.respond(code, answer);
+            if want.is_some() {
+                mock::next(&mut handle).await.respond(
+                    200,
+                    mwc(
+                        &[("namespace.sidecar-injector.istio.io", "Fail")],
+                        json!([]),
+                    ),
+                );
+                let r = mock::next(&mut handle).await;
+                r.assert(
+                    Method::PATCH,
+                    "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/outrigger-sidecar-injector",
+                );
+                assert_eq!(
+                    r.body,
+                    json!({"webhooks": [{"name": "namespace.sidecar-injector.istio.io", "failurePolicy": "Ignore"}]})
+                );
+                r.respond(200, mwc(&[], json!([])));
+            }
+            assert_eq!(task.await.expect("join").expect("answered"), want, "{code}");
+        }
+    }
+
+    /// The periodic activation keeps the policy at Ignore while the Deployment is scaled to
+    /// zero (a replica still draining must not set Fail again).
+    #[tokio::test]
+    async fn the_activation_sets_ignore_while_the_deployment_is_scaled_to_zero() {
+        let a = Activation {
+            webhook: "outrigger-sidecar-injector".into(),
+            failure_policy: Some("Fail".into()),
+            owner_namespace: None,
+            deployment: Some(("outrigger".into(), "outrigger".into())),
+        };
+        let (client, mut handle) = mock::client();
+        let task = tokio::spawn(async move { ensure(client, &a).await });
+        mock::next(&mut handle).await.respond(
+            200,
+            mwc(
+                &[("namespace.sidecar-injector.istio.io", "Fail")],
+                json!([]),
+            ),
+        );
+        let r = mock::next(&mut handle).await;
+        r.assert(
+            Method::GET,
+            "/apis/apps/v1/namespaces/outrigger/deployments/outrigger",
+        );
+        r.respond(200, deployment(Some(0), false));
+        let r = mock::next(&mut handle).await;
+        assert_eq!(r.body["webhooks"][0]["failurePolicy"], "Ignore");
+        r.respond(200, mwc(&[], json!([])));
+        assert!(task.await.expect("join").expect("patched"));
     }
 }

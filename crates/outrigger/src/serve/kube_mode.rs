@@ -65,6 +65,10 @@ pub fn reject_kube_only_flags(k: &KubeArgs) -> Result<()> {
             k.failure_policy_once_ready.is_some(),
         ),
         ("--webhook-owned-by-namespace", k.webhook_owned_by_namespace),
+        (
+            "--fail-open-without-deployment",
+            k.fail_open_without_deployment.is_some(),
+        ),
         ("--detect-overlaps", k.detect_overlaps),
         (
             "--ca-bundle-managed-externally",
@@ -169,13 +173,18 @@ pub async fn start(args: &ServeArgs, native: NativeMode, openshift: bool) -> Res
         source: sources.map(|s| s.describe()).unwrap_or_default(),
         tasks: Vec::new(),
         client,
-        activation: (k.failure_policy_once_ready.is_some() || k.webhook_owned_by_namespace).then(
-            || crate::kube::activation::Activation {
-                webhook: k.webhook_config_name.clone(),
-                failure_policy: k.failure_policy_once_ready.clone(),
-                owner_namespace: k.webhook_owned_by_namespace.then(|| ctx.namespace.clone()),
-            },
-        ),
+        activation: (k.failure_policy_once_ready.is_some()
+            || k.webhook_owned_by_namespace
+            || k.fail_open_without_deployment.is_some())
+        .then(|| crate::kube::activation::Activation {
+            webhook: k.webhook_config_name.clone(),
+            failure_policy: k.failure_policy_once_ready.clone(),
+            owner_namespace: k.webhook_owned_by_namespace.then(|| ctx.namespace.clone()),
+            deployment: k
+                .fail_open_without_deployment
+                .clone()
+                .map(|d| (ctx.namespace.clone(), d)),
+        }),
     })
 }
 
@@ -360,7 +369,7 @@ impl Cluster {
         }
     }
 
-    /// Told to stop: fail open when the install is being deleted
+    /// Told to stop: fail open when the install is being deleted or no replica will answer
     /// ([`crate::kube::activation::fail_open_if_uninstalling`]), within `limit`; a failure is
     /// logged.
     pub async fn on_shutdown(&self, limit: Duration) {

@@ -618,6 +618,8 @@ pub const DEPLOY_BASE_FLAGS: &[&str] = &[
     "--failure-policy-once-ready",
     "Fail",
     "--webhook-owned-by-namespace",
+    "--fail-open-without-deployment",
+    "outrigger",
 ];
 
 /// outrigger's server as deploy/base runs it ([`DEPLOY_BASE_FLAGS`], a 200 ms activation delay),

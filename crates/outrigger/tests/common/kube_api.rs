@@ -395,6 +395,19 @@ pub fn configmap(ns: &str, name: &str, rv: &str, data: &[(&str, &str)]) -> Value
            "data": data})
 }
 
+/// The Deployment `outrigger/outrigger` that runs outrigger's replicas (what
+/// `--fail-open-without-deployment outrigger` reads), asking for `replicas`.
+pub fn outrigger_deployment(replicas: i32) -> Value {
+    json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "outrigger", "namespace": "outrigger", "uid": "outrigger-deploy",
+                     "resourceVersion": "2"},
+        "spec": {"replicas": replicas,
+                 "selector": {"matchLabels": {"app.kubernetes.io/name": "outrigger"}},
+                 "template": {"metadata": {"labels": {"app.kubernetes.io/name": "outrigger"}},
+                              "spec": {"containers": [{"name": "outrigger",
+                                                       "image": "ghcr.io/outrigger/outrigger:0.1.0"}]}}}})
+}
+
 /// A Node whose kubelet reports `kubelet` (`v1.33.1`), with the `nodeInfo` fields the API
 /// server requires.
 pub fn node(name: &str, kubelet: &str) -> Value {
