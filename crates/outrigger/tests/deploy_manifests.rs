@@ -749,9 +749,25 @@ fn rbac_follows_the_enabled_features() {
             "components/openshift",
             "components/network-policy",
             "components/overlap-detection",
+            "components/probe",
         ],
     ));
     assert!(args(&docs).contains(&"--events".to_string()));
+    // The admission probe: its flags, a namespace of its own that the injector selects, and
+    // create on pods there only.
+    for flag in ["--probe-interval=1m", "--probe-namespace=outrigger-probe"] {
+        assert!(args(&docs).contains(&flag.to_string()), "{flag}");
+    }
+    let probe_ns = object(&docs, "Namespace", "outrigger-probe");
+    assert_eq!(probe_ns["metadata"]["labels"]["istio-injection"], "enabled");
+    let role = object(&docs, "Role", "outrigger-probe");
+    assert_eq!(role["metadata"]["namespace"], "outrigger-probe");
+    assert_eq!(
+        role["rules"],
+        serde_json::json!([{"apiGroups": [""], "resources": ["pods"], "verbs": ["create"]}])
+    );
+    let binding = object(&docs, "RoleBinding", "outrigger-probe");
+    assert_eq!(binding["subjects"][0]["name"], "outrigger");
     assert!(args(&docs).contains(&"--detect-overlaps".to_string()));
     let lists = rules_for(
         &docs,
@@ -783,6 +799,7 @@ fn rbac_follows_the_enabled_features() {
             "components/openshift",
             "components/network-policy",
             "components/overlap-detection",
+            "components/probe",
         ],
     );
     std::fs::write(&path, text).expect("write");

@@ -1331,6 +1331,94 @@ async fn deleting_only_the_deployment_fails_open_instead_of_refusing_pods() {
     assert_eq!(containers(&a.pod), ["app"]);
 }
 
+/// The value of the sample `name` on the replica's `/metrics` (0 when absent).
+async fn replica_metric(api: &FakeApi, server: &Server, name: &str) -> f64 {
+    let Some(ca) = common::kube_api::stored_secret(api).and_then(|s| {
+        s.pointer("/data/ca-bundle.crt")
+            .and_then(Value::as_str)
+            .and_then(|b| B64.decode(b).ok())
+    }) else {
+        return 0.0;
+    };
+    let Ok(c) = H2::connect(server.addr, &ca).await else {
+        return 0.0;
+    };
+    let Ok(r) = c.get("/metrics").await else {
+        return 0.0;
+    };
+    metric(&String::from_utf8_lossy(&r.body), name).unwrap_or(0.0)
+}
+
+/// `--probe-interval`: each probe is a dry-run create through the API server's admission chain,
+/// counted by outcome; none is stored. While the Service has no endpoints the webhook cannot
+/// be called and `failurePolicy: Fail` refuses the probe pod: counted and logged as refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_interval_probe_counts_what_the_admission_path_does_to_a_pod() {
+    let mut c = cluster();
+    c.put(namespace(
+        "outrigger-probe",
+        json!({"istio-injection": "enabled"}),
+    ));
+    c.put(shipped_webhook_config());
+    let api = FakeApi::start(c);
+    let server = start_outrigger(
+        &api,
+        "chain-probe",
+        &[
+            "--probe-interval",
+            "200ms",
+            "--probe-namespace",
+            "outrigger-probe",
+        ],
+    );
+    activated(&api, "outrigger-sidecar-injector").await;
+    let injected = r#"outrigger_admission_probe_total{outcome="injected"}"#;
+    let refused = r#"outrigger_admission_probe_total{outcome="refused"}"#;
+    eventually("a probe pod came back injected", || async {
+        replica_metric(&api, &server, injected).await >= 1.0
+    })
+    .await;
+    assert!(
+        replica_metric(
+            &api,
+            &server,
+            "outrigger_admission_probe_last_injected_timestamp_seconds"
+        )
+        .await
+            > 1.7e9
+    );
+    assert!(
+        api.lock()
+            .get("pods", "outrigger-probe", "outrigger-serve-probe")
+            .is_none(),
+        "dry runs store nothing"
+    );
+    assert!(
+        api.requests()
+            .iter()
+            .any(|r| r == "POST /api/v1/namespaces/outrigger-probe/pods"),
+        "{:?}",
+        api.requests()
+    );
+
+    // The replica runs but is no longer behind the Service: nothing answers the API server's
+    // call, and the entry's failurePolicy Fail refuses the pod.
+    api.lock()
+        .endpoints
+        .remove(&("outrigger".to_string(), "outrigger".to_string()));
+    eventually("a probe pod was refused", || async {
+        replica_metric(&api, &server, refused).await >= 1.0
+    })
+    .await;
+    assert!(
+        server
+            .log_text()
+            .contains("admission probe: a dry-run pod in outrigger-probe was refused"),
+        "{}",
+        server.log_text()
+    );
+}
+
 /// Istio's injector ConfigMap with `config` as given and the embedded values, at `rv`.
 fn injector_configmap(config: &str, rv: &str) -> Value {
     configmap(

@@ -161,6 +161,17 @@ pub struct KubeArgs {
     /// Deployment.
     #[arg(long = "fail-open-without-deployment", value_name = "NAME")]
     pub fail_open_without_deployment: Option<String>,
+    /// Probe the admission path end to end every interval: a dry-run create of a plain pod in
+    /// --probe-namespace through the API server, counted by outcome in
+    /// outrigger_admission_probe_total (injected, not_injected, refused, error) and logged when
+    /// not injected. Off by default; needs create on pods in that namespace.
+    #[arg(long = "probe-interval", requires = "probe_namespace",
+          value_parser = crate::cli::values::duration)]
+    pub probe_interval: Option<Duration>,
+    /// With --probe-interval: the namespace the probe pod is created in (dry run), one where
+    /// this injector injects.
+    #[arg(long = "probe-namespace", requires = "probe_interval")]
+    pub probe_namespace: Option<String>,
     /// At start-up, name the other injecting webhook configurations (istiod's, revision tags)
     /// that select namespaces --webhook-config-name selects (log and metric). Needs list on
     /// mutatingwebhookconfigurations and namespaces.

@@ -51,6 +51,8 @@ pub struct ServerSettings {
     pub activates: bool,
     /// `--fail-open-without-deployment NAME`: the Deployment the server reads.
     pub fail_open_deployment: Option<String>,
+    /// `--probe-namespace NS` with `--probe-interval`: where the server creates probe pods.
+    pub probe_namespace: Option<String>,
     /// The pod's service account.
     pub service_account: String,
 }
@@ -75,6 +77,7 @@ impl ServerSettings {
             ca_external: false,
             activates: true,
             fail_open_deployment: Some(args.deployment.clone()),
+            probe_namespace: None,
             service_account: "default".into(),
         }
     }
@@ -149,6 +152,8 @@ impl ServerSettings {
         s.ca_external =
             flag(&["ca-bundle-managed-externally", "caBundleManagedExternally"]).is_some();
         s.fail_open_deployment = flag(&["fail-open-without-deployment"]).flatten();
+        s.probe_namespace =
+            flag(&["probe-interval"]).and_then(|_| flag(&["probe-namespace"]).flatten());
         s.activates = flag(&["failure-policy-once-ready", "failurePolicyOnceReady"]).is_some()
             || flag(&["webhook-owned-by-namespace", "webhookOwnedByNamespace"]).is_some()
             || s.fail_open_deployment.is_some();

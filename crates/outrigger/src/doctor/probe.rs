@@ -19,19 +19,13 @@ use super::selection::{self, Labels};
 use super::{Check, Verdict};
 use crate::kube::config_watch::{self, ConfigMapRef, RawConfig};
 use crate::kube::inject_source::{configmap_name, read_keys};
+use crate::kube::probe::{dry_run_create, injected, probe_pod};
 
 /// Name of the check.
 pub const PROBE: &str = "probe";
 
 /// The probe pod's name.
 pub const POD_NAME: &str = "outrigger-doctor-probe";
-
-/// The pod the probe creates (dry run).
-pub fn probe_pod() -> Value {
-    json!({"apiVersion": "v1", "kind": "Pod",
-           "metadata": {"name": POD_NAME, "labels": {"app": POD_NAME}},
-           "spec": {"containers": [{"name": "probe", "image": "registry.k8s.io/pause:3.10"}]}})
-}
 
 /// The ConfigMap keys of the configuration outrigger serves, read as `serve` reads them; `None`
 /// when it serves the embedded default.
@@ -138,16 +132,6 @@ pub fn render(
         }
     }
     (pod, reviewed.outcome)
-}
-
-/// Whether `pod` carries a sidecar (Istio's status annotation or an `istio-proxy` container).
-pub fn injected(pod: &Value) -> bool {
-    pod["metadata"]["annotations"]["sidecar.istio.io/status"].is_string()
-        || ["containers", "initContainers"].iter().any(|k| {
-            pod["spec"][k]
-                .as_array()
-                .is_some_and(|cs| cs.iter().any(|c| c["name"] == "istio-proxy"))
-        })
 }
 
 fn short(v: &Value) -> String {
@@ -331,7 +315,7 @@ pub async fn check(
         },
         _ => StaticFacts::default(),
     };
-    let pod = probe_pod();
+    let pod = probe_pod(POD_NAME);
     let (expected, outcome) = render(&snapshot, native, &nodes, &facts.server, ns, &pod);
     let ns_labels = selection::labels_of(facts.namespaces.as_deref().unwrap_or(&[]), ns);
     let pod_labels: Labels = pod["metadata"]["labels"]
@@ -518,20 +502,6 @@ fn refused_by(
         .filter(|(_, _, n)| *n || !narrowed)
         .map(|(c, e, _)| format!("{c}/{e}"))
         .collect()
-}
-
-/// `POST /api/v1/namespaces/NS/pods?dryRun=All`: the admitted pod, or the refusal.
-async fn dry_run_create(client: &Client, ns: &str, pod: &Value) -> Result<Value, (u16, String)> {
-    let body = serde_json::to_vec(pod).map_err(|e| (0, e.to_string()))?;
-    let req = hyper::Request::post(format!("/api/v1/namespaces/{ns}/pods?dryRun=All"))
-        .header("content-type", "application/json")
-        .body(body)
-        .map_err(|e| (0, e.to_string()))?;
-    match client.request::<Value>(req).await {
-        Ok(v) => Ok(v),
-        Err(::kube::Error::Api(s)) => Err((s.code, s.message)),
-        Err(e) => Err((0, crate::report::chain(&crate::kube::client::api_error(e)))),
-    }
 }
 
 #[cfg(test)]

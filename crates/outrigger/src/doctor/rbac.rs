@@ -112,6 +112,16 @@ pub fn needs(
             "the owner reference's uid",
         );
     }
+    if let Some(ns) = &server.probe_namespace {
+        add(
+            ns,
+            "",
+            "pods",
+            None,
+            &["create"],
+            "the admission probe's dry-run creates (--probe-interval)",
+        );
+    }
     if let Some(deployment) = &server.fail_open_deployment {
         add(
             namespace,

@@ -22,5 +22,6 @@ pub mod nodes;
 pub mod objects;
 pub mod overlap;
 pub mod pods;
+pub mod probe;
 pub mod runtime;
 pub mod webhook_object;

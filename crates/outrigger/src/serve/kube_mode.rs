@@ -70,6 +70,7 @@ pub fn reject_kube_only_flags(k: &KubeArgs) -> Result<()> {
             k.fail_open_without_deployment.is_some(),
         ),
         ("--detect-overlaps", k.detect_overlaps),
+        ("--probe-interval", k.probe_interval.is_some()),
         (
             "--ca-bundle-managed-externally",
             k.ca_bundle_managed_externally,
@@ -367,6 +368,17 @@ impl Cluster {
                 ACTIVATION_PERIOD,
             )));
         }
+    }
+
+    /// `--probe-interval`: probe the admission path in `namespace` every `every`
+    /// ([`super::probe`]).
+    pub fn spawn_probe(&mut self, state: Arc<State>, namespace: String, every: Duration) {
+        self.tasks.push(tokio::spawn(super::probe::run(
+            self.client.clone(),
+            namespace,
+            every,
+            state.metrics.clone(),
+        )));
     }
 
     /// Told to stop: fail open when the install is being deleted or no replica will answer
@@ -945,6 +957,29 @@ mod tests {
         })
         .expect_err("refused");
         assert!(e.to_string().contains("--injectConfigMap"), "{e}");
+        for (args, flag) in [
+            (
+                KubeArgs {
+                    probe_interval: Some(Duration::from_secs(60)),
+                    probe_namespace: Some("p".into()),
+                    ..KubeArgs::default()
+                },
+                "--probe-interval",
+            ),
+            (
+                KubeArgs {
+                    fail_open_without_deployment: Some("outrigger".into()),
+                    ..KubeArgs::default()
+                },
+                "--fail-open-without-deployment",
+            ),
+        ] {
+            let e = reject_kube_only_flags(&args).expect_err("refused");
+            assert!(
+                e.to_string().contains(&format!("{flag} needs --kube")),
+                "{e}"
+            );
+        }
     }
 
     fn series(st: &State, kind: &str, result: &str) -> f64 {

@@ -45,6 +45,13 @@ pub struct FeatureLabel {
     pub feature: String,
 }
 
+/// Labels of `outrigger_admission_probe_total`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct OutcomeLabel {
+    /// `injected`, `not_injected`, `refused` or `error` (`serve --probe-interval`).
+    pub outcome: String,
+}
+
 /// All metrics of the server.
 #[derive(Debug)]
 pub struct Metrics {
@@ -91,6 +98,10 @@ pub struct Metrics {
     /// `outrigger_connections_closed_total{reason}`: connections the server closed on a timeout
     /// (`handshake_timeout`, `header_timeout`, `idle_timeout`).
     pub connections_closed: Family<ReasonLabel, Counter>,
+    /// `outrigger_admission_probe_total{outcome}` (`--probe-interval`).
+    pub probe: Family<OutcomeLabel, Counter>,
+    /// `outrigger_admission_probe_last_injected_timestamp_seconds` (`--probe-interval`).
+    pub probe_last_injected: Gauge<f64, AtomicU64>,
 }
 
 impl Metrics {
@@ -131,6 +142,8 @@ impl Metrics {
         let open_connections = Gauge::default();
         let connections_rejected = Counter::default();
         let connections_closed = Family::<ReasonLabel, Counter>::default();
+        let probe = Family::<OutcomeLabel, Counter>::default();
+        let probe_last_injected = Gauge::<f64, AtomicU64>::default();
         registry.register(
             "sidecar_injection_requests",
             "Total number of sidecar injection requests",
@@ -247,6 +260,16 @@ impl Metrics {
             "Connections closed by the server on a timeout, by reason",
             connections_closed.clone(),
         );
+        registry.register(
+            "outrigger_admission_probe",
+            "Dry-run creates of a probe pod through the API server (--probe-interval), by outcome: injected, not_injected, refused, error",
+            probe.clone(),
+        );
+        registry.register(
+            "outrigger_admission_probe_last_injected_timestamp_seconds",
+            "Unix time of the last probe pod that came back injected (--probe-interval)",
+            probe_last_injected.clone(),
+        );
         Arc::new(Metrics {
             registry,
             requests,
@@ -268,6 +291,8 @@ impl Metrics {
             open_connections,
             connections_rejected,
             connections_closed,
+            probe,
+            probe_last_injected,
         })
     }
 
@@ -305,6 +330,21 @@ impl Metrics {
                 reason: reason.to_string(),
             })
             .inc();
+    }
+
+    /// Record the outcome of an admission probe (`outcome`: the label's value).
+    pub fn probed(&self, outcome: &str) {
+        self.probe
+            .get_or_create(&OutcomeLabel {
+                outcome: outcome.to_string(),
+            })
+            .inc();
+        if outcome == "injected" {
+            let now = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .unwrap_or(Duration::ZERO);
+            self.probe_last_injected.set(now.as_secs_f64());
+        }
     }
 
     /// Record the outcome of a config or certificate (re)load.

@@ -19,6 +19,7 @@ pub mod health;
 pub mod kube_mode;
 pub mod listen;
 pub mod metrics;
+pub mod probe;
 pub mod reload;
 pub mod server;
 pub mod snapshot;
@@ -354,6 +355,9 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
     if let Some(c) = cluster.as_mut() {
         c.spawn_trust_check(state.clone(), args.kube.webhook_config_name.clone());
         c.spawn_activation(state.clone(), args.kube.activation_delay);
+        if let (Some(every), Some(ns)) = (args.kube.probe_interval, &args.kube.probe_namespace) {
+            c.spawn_probe(state.clone(), ns.clone(), every);
+        }
     }
     let server = tokio::spawn(server::serve(
         listener,
