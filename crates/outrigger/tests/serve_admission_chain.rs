@@ -900,6 +900,33 @@ fn out_of_service(api: &FakeApi, server: &Server) {
     }
 }
 
+/// The replica stopped as the kubelet stops its pod (SIGTERM; out of the Service's endpoints
+/// 100 ms later, as the endpoints controller acts concurrently), waited for until it exits.
+async fn stop_replica(api: &FakeApi, server: &mut Server) {
+    server.sigterm();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    out_of_service(api, server);
+    assert!(
+        server.wait_exit(Duration::from_secs(20)).is_some(),
+        "exited"
+    );
+}
+
+/// The `failurePolicy` of every entry of outrigger's webhook configuration, which must exist.
+fn entry_policies(api: &FakeApi) -> Vec<Value> {
+    api.lock()
+        .get(
+            "mutatingwebhookconfigurations",
+            "",
+            "outrigger-sidecar-injector",
+        )
+        .and_then(|m| m["webhooks"].as_array().cloned())
+        .expect("the configuration is there")
+        .iter()
+        .map(|e| e["failurePolicy"].clone())
+        .collect()
+}
+
 /// One create of a loop of creates.
 #[derive(Debug, PartialEq)]
 struct Create {
@@ -978,13 +1005,8 @@ async fn a_rolling_update_refuses_and_misses_no_pod() {
         let r = replica(&api, name, &args);
         behind_service_once_ready(&api, &r).await;
         new.push(r);
-        retired.sigterm();
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        out_of_service(&api, &retired);
-        assert!(
-            retired.wait_exit(Duration::from_secs(20)).is_some(),
-            "drained and exited"
-        );
+        // Drained and exited.
+        stop_replica(&api, &mut retired).await;
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
     stop.store(true, Ordering::SeqCst);
@@ -1229,13 +1251,7 @@ async fn a_fresh_apply_blocks_no_pod_and_deleting_the_install_leaves_nothing_tha
         ns["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
         ns["status"] = json!({"phase": "Terminating"});
     }
-    server.sigterm();
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    out_of_service(&api, &server);
-    assert!(
-        server.wait_exit(Duration::from_secs(20)).is_some(),
-        "exited"
-    );
+    stop_replica(&api, &mut server).await;
     assert!(
         server
             .log_text()
@@ -1243,18 +1259,8 @@ async fn a_fresh_apply_blocks_no_pod_and_deleting_the_install_leaves_nothing_tha
         "{}",
         server.log_text()
     );
-    let policies: Vec<Value> = api
-        .lock()
-        .get(
-            "mutatingwebhookconfigurations",
-            "",
-            "outrigger-sidecar-injector",
-        )
-        .and_then(|m| m["webhooks"].as_array().cloned())
-        .expect("still there until the namespace is gone")
-        .iter()
-        .map(|e| e["failurePolicy"].clone())
-        .collect();
+    // Still there until the namespace is gone.
+    let policies = entry_policies(&api);
     assert!(policies.iter().all(|p| p == "Ignore"), "{policies:?}");
     let a = api
         .create_pod("apps", pod("while-terminating", json!({})), false)
@@ -1297,13 +1303,7 @@ async fn deleting_only_the_deployment_fails_open_instead_of_refusing_pods() {
 
     let gone = api.lock().delete("deployments", "outrigger", "outrigger");
     assert_eq!(gone.len(), 1, "{gone:?}");
-    server.sigterm();
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    out_of_service(&api, &server);
-    assert!(
-        server.wait_exit(Duration::from_secs(20)).is_some(),
-        "exited"
-    );
+    stop_replica(&api, &mut server).await;
     assert!(
         server
             .log_text()
@@ -1311,18 +1311,8 @@ async fn deleting_only_the_deployment_fails_open_instead_of_refusing_pods() {
         "{}",
         server.log_text()
     );
-    let policies: Vec<Value> = api
-        .lock()
-        .get(
-            "mutatingwebhookconfigurations",
-            "",
-            "outrigger-sidecar-injector",
-        )
-        .and_then(|m| m["webhooks"].as_array().cloned())
-        .expect("the configuration stays")
-        .iter()
-        .map(|e| e["failurePolicy"].clone())
-        .collect();
+    // The configuration stays.
+    let policies = entry_policies(&api);
     assert!(policies.iter().all(|p| p == "Ignore"), "{policies:?}");
     let a = api
         .create_pod("apps", pod("after", json!({})), false)
