@@ -39,6 +39,17 @@ pub struct ClusterTarget {
     pub context: Option<String>,
 }
 
+/// `--native-sidecars` of the commands that judge pods against the configuration in force
+/// (`drift`, `preview`).
+#[derive(Debug, Clone, Copy, Default, clap::Args)]
+pub struct NativeSidecarsInForce {
+    /// Native sidecars in the configuration in force: true, false, or auto (default:
+    /// ENABLE_NATIVE_SIDECARS, else auto, Istio's default; auto asks the nodes with --kube and
+    /// is off offline).
+    #[arg(long = "native-sidecars", value_parser = crate::cli::values::native_mode())]
+    pub native_sidecars: Option<outrigger_inject::decide::native::NativeMode>,
+}
+
 /// What a `--kube` command lists, as kubectl's `-n`/`-A`/`--chunk-size` say it (`drift`'s pods,
 /// `preview`'s workloads).
 #[derive(Debug, Clone, clap::Args)]

@@ -37,12 +37,12 @@ struct Row {
 /// Run `outrigger drift`.
 pub fn run(args: &DriftArgs) -> Result<ExitCode> {
     let setup = crate::config_source::Setup::load(&args.cluster, &args.files, &args.revision)?;
-    let opts = setup.options(args.native_sidecars, false);
+    let opts = setup.options(args.in_force.native_sidecars, false);
     let Some(filename) = &args.filename else {
         return cluster::run(
             args,
             &opts,
-            crate::config_source::native_auto(args.native_sidecars),
+            crate::config_source::native_auto(args.in_force.native_sidecars),
         );
     };
     let source = input::name(filename);

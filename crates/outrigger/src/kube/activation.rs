@@ -480,17 +480,32 @@ mod tests {
         d
     }
 
+    /// Activation to Fail, failing open without Deployment `outrigger/outrigger`.
+    fn without_deployment_fails_open() -> Activation {
+        Activation {
+            webhook: "outrigger-sidecar-injector".into(),
+            failure_policy: Some("Fail".into()),
+            owner_namespace: None,
+            deployment: Some(("outrigger".into(), "outrigger".into())),
+        }
+    }
+
+    /// The next request reads Deployment `outrigger/outrigger`; answer it with `code`, `body`.
+    async fn answer_deployment(handle: &mut mock::Handle, code: u16, body: Value) {
+        let r = mock::next(handle).await;
+        r.assert(
+            Method::GET,
+            "/apis/apps/v1/namespaces/outrigger/deployments/outrigger",
+        );
+        r.respond(code, body);
+    }
+
     /// At shutdown, the Deployment decides: deleted, being deleted or scaled to zero fails
     /// open; one that still asks for replicas (a rollout, an absent replicas field meaning 1)
     /// writes nothing.
     #[tokio::test]
     async fn a_deployment_that_runs_no_replica_fails_open_at_shutdown() {
-        let a = Activation {
-            webhook: "outrigger-sidecar-injector".into(),
-            failure_policy: Some("Fail".into()),
-            owner_namespace: None,
-            deployment: Some(("outrigger".into(), "outrigger".into())),
-        };
+        let a = without_deployment_fails_open();
         let not_found = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
             "code": 404, "reason": "NotFound", "message": "deployments.apps \"outrigger\" not found"});
         let cases = [
@@ -512,12 +527,7 @@ mod tests {
                 let a = a.clone();
                 async move { fail_open_if_uninstalling(client, &a).await }
             });
-            let r = mock::next(&mut handle).await;
-            r.assert(
-                Method::GET,
-                "/apis/apps/v1/namespaces/outrigger/deployments/outrigger",
-            );
-            r.respond(code, answer);
+            answer_deployment(&mut handle, code, answer).await;
             if want.is_some() {
                 mock::next(&mut handle).await.respond(
                     200,
@@ -545,12 +555,7 @@ mod tests {
     /// zero (a replica still draining must not set Fail again).
     #[tokio::test]
     async fn the_activation_sets_ignore_while_the_deployment_is_scaled_to_zero() {
-        let a = Activation {
-            webhook: "outrigger-sidecar-injector".into(),
-            failure_policy: Some("Fail".into()),
-            owner_namespace: None,
-            deployment: Some(("outrigger".into(), "outrigger".into())),
-        };
+        let a = without_deployment_fails_open();
         let (client, mut handle) = mock::client();
         let task = tokio::spawn(async move { ensure(client, &a).await });
         mock::next(&mut handle).await.respond(
@@ -560,12 +565,7 @@ mod tests {
                 json!([]),
             ),
         );
-        let r = mock::next(&mut handle).await;
-        r.assert(
-            Method::GET,
-            "/apis/apps/v1/namespaces/outrigger/deployments/outrigger",
-        );
-        r.respond(200, deployment(Some(0), false));
+        answer_deployment(&mut handle, 200, deployment(Some(0), false)).await;
         let r = mock::next(&mut handle).await;
         assert_eq!(r.body["webhooks"][0]["failurePolicy"], "Ignore");
         r.respond(200, mwc(&[], json!([])));

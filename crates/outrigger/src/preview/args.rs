@@ -91,11 +91,9 @@ pub struct PreviewArgs {
     /// a list request asks for (`--chunk-size`).
     #[command(flatten)]
     pub scope: crate::cli::common::ListScope,
-    /// Native sidecars in the configuration in force: true, false, or auto (default:
-    /// ENABLE_NATIVE_SIDECARS, else auto, Istio's default; auto asks the nodes with --kube and
-    /// is off offline).
-    #[arg(long = "native-sidecars", value_parser = crate::cli::values::native_mode())]
-    pub native_sidecars: Option<NativeMode>,
+    /// `--native-sidecars` of the configuration in force.
+    #[command(flatten)]
+    pub in_force: crate::cli::common::NativeSidecarsInForce,
     /// Revision in force (`default` means none); with --kube, the workloads its webhook selects.
     #[arg(long = "revision", default_value = "")]
     pub revision: String,

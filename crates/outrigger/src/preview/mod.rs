@@ -110,14 +110,20 @@ pub fn run(args: &PreviewArgs) -> Result<ExitCode> {
     let candidate = Setup::load(&args.cluster, &args.candidate.files(), &candidate_revision)
         .context("loading the candidate configuration")?;
     let configs = Configs {
-        current: current.options(args.native_sidecars, false),
+        current: current.options(args.in_force.native_sidecars, false),
         candidate: candidate.options(
-            args.candidate.native_sidecars.or(args.native_sidecars),
+            args.candidate
+                .native_sidecars
+                .or(args.in_force.native_sidecars),
             false,
         ),
         auto: (
-            native_auto(args.native_sidecars),
-            native_auto(args.candidate.native_sidecars.or(args.native_sidecars)),
+            native_auto(args.in_force.native_sidecars),
+            native_auto(
+                args.candidate
+                    .native_sidecars
+                    .or(args.in_force.native_sidecars),
+            ),
         ),
     };
     let mut report = Report::stdout(args.output);
