@@ -1,0 +1,66 @@
+{{/*
+The name of every object: the release name, or `<release>-outrigger` when the release name does
+not contain the chart's (as `helm create` names them). The default install (release `outrigger`)
+names everything `outrigger`, as deploy/base does.
+*/}}
+{{- define "outrigger.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Labels of every object (the selector label of deploy/base). */}}
+{{- define "outrigger.labels" -}}
+app.kubernetes.io/name: {{ include "outrigger.fullname" . }}
+{{- end -}}
+
+{{/* The webhook configuration's name. */}}
+{{- define "outrigger.webhookName" -}}
+{{- printf "%s-sidecar-injector" (include "outrigger.fullname" .) -}}
+{{- end -}}
+
+{{/* The serving certificate's Secret. */}}
+{{- define "outrigger.tlsSecret" -}}
+{{- printf "%s-tls" (include "outrigger.fullname" .) -}}
+{{- end -}}
+
+{{/* The image reference: by digest when one is given, else by tag (default appVersion). */}}
+{{- define "outrigger.image" -}}
+{{- if .Values.image.digest -}}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
+{{- else -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Istio's ConfigMap names for `.Values.revision` (`-REV` appended unless default). */}}
+{{- define "outrigger.istioConfigMaps" -}}
+{{- if or (eq .Values.revision "default") (eq .Values.revision "") -}}
+istio-sidecar-injector,istio
+{{- else -}}
+istio-sidecar-injector-{{ .Values.revision }},istio-{{ .Values.revision }}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Refusals of contradictory values, each naming the values at fault (the schema refuses the rest).
+*/}}
+{{- define "outrigger.validate" -}}
+{{- if and .Values.takeover.enabled (not (or (eq .Values.revision "default") (eq .Values.revision ""))) -}}
+{{- fail (printf "takeover.enabled takes over istiod's default revision: it cannot serve revision %q at once (set revision=default, or select revision %q's pods without takeover)" .Values.revision .Values.revision) -}}
+{{- end -}}
+{{- if and .Values.takeover.enabled (ne .Values.selectorRevision "outrigger") -}}
+{{- fail "takeover.enabled selects istiod's default revision: selectorRevision cannot be set with it" -}}
+{{- end -}}
+{{- if and (not .Values.takeover.enabled) (or (eq .Values.selectorRevision "default") (eq .Values.selectorRevision "")) -}}
+{{- fail "selectorRevision \"default\" selects the pods istiod selects: set takeover.enabled=true instead, after removing istiod's injector webhooks" -}}
+{{- end -}}
+{{- if and (eq .Values.webhook.failurePolicy "Fail") (lt (int .Values.replicaCount) 2) (not .Values.podDisruptionBudget.enabled) -}}
+{{- fail "webhook.failurePolicy Fail with a single replica and no PodDisruptionBudget refuses every selected pod while that replica is down: set replicaCount >= 2, podDisruptionBudget.enabled=true or webhook.failurePolicy=Ignore" -}}
+{{- end -}}
+{{- if and .Values.metrics.serviceMonitor.enabled .Values.metrics.podMonitor.enabled -}}
+{{- fail "metrics.serviceMonitor and metrics.podMonitor both scrape the same pods: enable one" -}}
+{{- end -}}
+{{- end -}}
