@@ -19,6 +19,10 @@ pub enum Need {
     Kubectl,
     /// `kubernetes-validate` (PyPI).
     KubernetesValidate,
+    /// Helm's Go SDK for Python (PyPI `helm-python-sdk`), as `tools/chart.py` uses it.
+    Helm,
+    /// `promtool` (Debian `prometheus`).
+    Promtool,
 }
 
 /// What of `needs` cannot be had here (`None` when all can).
@@ -27,6 +31,8 @@ fn missing(needs: &[Need]) -> Option<absent::Missing> {
         Need::Corpus => absent::corpus(),
         Need::Kubectl => absent::tool("kubectl", &["version", "--client"]),
         Need::KubernetesValidate => absent::tool("kubernetes-validate", &["--version"]),
+        Need::Helm => absent::tool("python3", &["-c", "import helm_python, jsonschema"]),
+        Need::Promtool => absent::tool("promtool", &["--version"]),
     })
 }
 

@@ -1,0 +1,491 @@
+//! charts/outrigger, with real Helm (Helm's Go SDK, PyPI `helm-python-sdk`, driven by
+//! `tools/chart.py`): `helm lint --strict` is clean; the default render is the install of
+//! `kubectl kustomize deploy/base`; every render is schema-valid for Kubernetes 1.29–1.34
+//! (`kubernetes-validate --strict`) and its custom resources valid against their CRDs' schemas
+//! (`tests/fixtures/crd-schemas`); contradictory values are refused naming the values; the
+//! alert rules pass `promtool test rules`; every metric the rules and the dashboard query is
+//! exported by the server or listed as external with its source. Each test is reported ignored
+//! without its tools and fails under CI (tests/harness).
+
+mod common;
+mod harness;
+mod support_validate;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use harness::Need;
+use serde_json::{json, Value};
+use support_validate::{kubernetes_validate_at, kustomize};
+
+fn main() {
+    let helm: &'static [Need] = &[Need::Helm];
+    let mut trials = trials![
+        helm => [
+            chart_lints_clean_in_strict_mode,
+            contradictory_values_are_refused_naming_them,
+            the_prometheus_rule_is_the_shipped_rules_file,
+        ],
+        &[Need::Helm, Need::Kubectl] => [default_render_is_the_kustomize_base],
+        &[Need::Helm, Need::KubernetesValidate] => [renders_are_schema_valid_on_kubernetes_1_29_to_1_34],
+        &[Need::Promtool] => [alert_rules_pass_promtool_unit_tests],
+        &[] => [
+            chart_versions_follow_the_crate,
+            match_conditions_file_is_what_webhook_config_prints,
+            every_queried_metric_is_exported_or_external,
+        ],
+    ];
+    trials.sort_by(|a, b| a.name().cmp(b.name()));
+    harness::run(trials);
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn chart_dir() -> PathBuf {
+    root().join("charts/outrigger")
+}
+
+/// `tools/chart.py ARGS`: (success, stdout, stderr).
+fn chart_py(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new("python3")
+        .arg(root().join("tools/chart.py"))
+        .args(args)
+        .output()
+        .expect("python3 runs");
+    (
+        out.status.success(),
+        String::from_utf8(out.stdout).expect("UTF-8"),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The chart rendered with `values` (release and namespace `outrigger`), as documents.
+fn render(values: Value) -> Vec<Value> {
+    let chart = chart_dir().display().to_string();
+    let (ok, out, err) = chart_py(&["render", &chart, &values.to_string()]);
+    assert!(ok, "helm render with {values}: {err}");
+    docs(&out)
+}
+
+fn docs(text: &str) -> Vec<Value> {
+    outrigger_inject::yaml::split_documents(text)
+        .expect("a YAML stream")
+        .iter()
+        .map(|d| outrigger_inject::yaml::from_str(d).expect("YAML"))
+        .filter(|d: &Value| !d.is_null())
+        .collect()
+}
+
+/// Objects by (kind, namespace, name).
+fn by_key(objects: Vec<Value>) -> BTreeMap<(String, String, String), Value> {
+    objects
+        .into_iter()
+        .map(|o| {
+            let s = |v: &Value| v.as_str().unwrap_or_default().to_string();
+            let m = &o["metadata"];
+            ((s(&o["kind"]), s(&m["namespace"]), s(&m["name"])), o)
+        })
+        .collect()
+}
+
+/// Every optional object of the chart turned on.
+fn everything() -> Value {
+    json!({
+        "metrics": {"serviceMonitor": {"enabled": true}, "prometheusRule": {"enabled": true},
+                    "dashboard": {"enabled": true}},
+        "certificates": {"mode": "certManager"},
+        "networkPolicy": {"enabled": true},
+        "probe": {"interval": "1m"},
+        "webhook": {"matchConditions": true, "excludeNamespaces": ["legacy"]},
+        "image": {"digest": format!("sha256:{}", "a".repeat(64))},
+    })
+}
+
+fn chart_lints_clean_in_strict_mode() {
+    let (ok, out, err) = chart_py(&["lint", &chart_dir().display().to_string()]);
+    assert!(ok, "helm lint: {err}");
+    let report: Value = serde_json::from_str(&out).expect("lint JSON");
+    assert_eq!(report["errors"], json!([]), "{out}");
+    // Helm's severities: 1 info, 2 warning, 3 error. Strict mode fails on warnings too.
+    let loud: Vec<&Value> = report["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter(|m| m["severity"].as_i64().unwrap_or(3) >= 2)
+        .collect();
+    assert!(loud.is_empty(), "lint warnings or errors: {loud:?}");
+}
+
+fn default_render_is_the_kustomize_base() {
+    let chart = by_key(render(json!({})));
+    let mut base = by_key(docs(&kustomize("base")));
+    // Helm installs into a namespace it is given (`helm install -n outrigger --create-namespace`).
+    base.remove(&("Namespace".into(), "".into(), "outrigger".into()));
+    let chart_keys: BTreeSet<_> = chart.keys().collect();
+    let base_keys: BTreeSet<_> = base.keys().collect();
+    assert_eq!(chart_keys, base_keys, "the same objects");
+    for (key, object) in &base {
+        assert_eq!(
+            &chart[key], object,
+            "{key:?}: the chart renders it as deploy/base has it"
+        );
+    }
+}
+
+fn renders_are_schema_valid_on_kubernetes_1_29_to_1_34() {
+    let dir = common::scratch("chart-validate");
+    let renders = [
+        ("default", json!({})),
+        ("everything", everything()),
+        ("takeover", json!({"takeover": {"enabled": true}})),
+        (
+            "podmonitor",
+            json!({"metrics": {"podMonitor": {"enabled": true}}}),
+        ),
+    ];
+    let mut files = Vec::new();
+    for (name, values) in renders {
+        let objects = render(values);
+        let text: String = objects
+            .iter()
+            .map(|o| format!("---\n{}\n", serde_json::to_string(o).expect("JSON")))
+            .collect();
+        let path = dir.join(format!("{name}.yaml"));
+        std::fs::write(&path, text).expect("write render");
+        let (ok, report, err) = chart_py(&[
+            "validate",
+            &root()
+                .join("tests/fixtures/crd-schemas")
+                .display()
+                .to_string(),
+            &path.display().to_string(),
+        ]);
+        assert!(ok, "{name}: custom resources: {report}{err}");
+        files.push(path);
+    }
+    for minor in 29..=34 {
+        let (ok, report) = kubernetes_validate_at(&format!("1.{minor}.0"), &files);
+        assert!(ok, "Kubernetes 1.{minor}: {report}");
+    }
+}
+
+fn contradictory_values_are_refused_naming_them() {
+    let chart = chart_dir().display().to_string();
+    let cases = [
+        (
+            json!({"takeover": {"enabled": true}, "revision": "canary"}),
+            "cannot serve revision \"canary\"",
+        ),
+        (
+            json!({"selectorRevision": "default"}),
+            "set takeover.enabled=true instead",
+        ),
+        (
+            json!({"takeover": {"enabled": true}, "selectorRevision": "mine"}),
+            "selectorRevision cannot be set with it",
+        ),
+        (
+            json!({"replicaCount": 1, "podDisruptionBudget": {"enabled": false}}),
+            "single replica and no PodDisruptionBudget",
+        ),
+        (
+            json!({"webhook": {"timeoutSeconds": 31}}),
+            "/webhook/timeoutSeconds",
+        ),
+        (
+            json!({"replicas": 3}),
+            "additional properties 'replicas' not allowed",
+        ),
+        (json!({"revision": "Not_A_Label"}), "/revision"),
+        (
+            json!({"webhook": {"failurePolicy": "Sometimes"}}),
+            "/webhook/failurePolicy",
+        ),
+        (json!({"image": {"digest": "latest"}}), "/image/digest"),
+        (
+            json!({"metrics": {"serviceMonitor": {"enabled": true}, "podMonitor": {"enabled": true}}}),
+            "enable one",
+        ),
+    ];
+    for (values, expected) in cases {
+        let (ok, _, err) = chart_py(&["render", &chart, &values.to_string()]);
+        assert!(!ok, "{values} was accepted");
+        assert!(
+            err.contains(expected),
+            "{values}: {expected:?} not in:\n{err}"
+        );
+    }
+}
+
+fn the_prometheus_rule_is_the_shipped_rules_file() {
+    let objects = by_key(render(
+        json!({"metrics": {"prometheusRule": {"enabled": true}}}),
+    ));
+    let rule = &objects[&(
+        "PrometheusRule".to_string(),
+        "outrigger".to_string(),
+        "outrigger".to_string(),
+    )];
+    let file = std::fs::read_to_string(chart_dir().join("files/outrigger-alerts.yaml"))
+        .expect("rules file");
+    let shipped: Value = outrigger_inject::yaml::from_str(&file).expect("rules YAML");
+    assert_eq!(
+        rule["spec"], shipped,
+        "release outrigger in namespace outrigger"
+    );
+    // Another release in another namespace: the rules read its names.
+    let chart = chart_dir().display().to_string();
+    let values = json!({"metrics": {"prometheusRule": {"enabled": true}}}).to_string();
+    let (ok, out, err) = chart_py(&["render", &chart, &values, "mesh", "mesh-system"]);
+    assert!(ok, "{err}");
+    let text = serde_json::to_string(
+        &by_key(docs(&out))[&(
+            "PrometheusRule".to_string(),
+            "mesh-system".to_string(),
+            "mesh-outrigger".to_string(),
+        )]["spec"],
+    )
+    .expect("JSON");
+    assert!(text.contains(r#"job=\"mesh-outrigger\""#), "{text}");
+    assert!(text.contains(r#"namespace=\"mesh-system\""#), "{text}");
+    assert!(!text.contains(r#"job=\"outrigger\""#), "{text}");
+}
+
+fn alert_rules_pass_promtool_unit_tests() {
+    let rules = chart_dir().join("files/outrigger-alerts.yaml");
+    let check = Command::new("promtool")
+        .args(["check", "rules"])
+        .arg(&rules)
+        .output()
+        .expect("promtool");
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stdout)
+    );
+    let test = Command::new("promtool")
+        .args([
+            "test",
+            "rules",
+            "tests/monitoring/outrigger-alerts.test.yaml",
+        ])
+        .current_dir(root())
+        .output()
+        .expect("promtool");
+    assert!(
+        test.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&test.stdout),
+        String::from_utf8_lossy(&test.stderr)
+    );
+}
+
+fn chart_versions_follow_the_crate() {
+    let text = std::fs::read_to_string(chart_dir().join("Chart.yaml")).expect("Chart.yaml");
+    let chart: Value = outrigger_inject::yaml::from_str(&text).expect("YAML");
+    assert_eq!(chart["version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(chart["appVersion"], env!("CARGO_PKG_VERSION"));
+}
+
+fn match_conditions_file_is_what_webhook_config_prints() {
+    let out = Command::new(env!("CARGO_BIN_EXE_outrigger"))
+        .args(["webhook-config", "--match-conditions"])
+        .output()
+        .expect("outrigger runs");
+    assert!(out.status.success());
+    let printed: Value =
+        outrigger_inject::yaml::from_str(&String::from_utf8(out.stdout).expect("UTF-8"))
+            .expect("YAML");
+    let file = std::fs::read_to_string(chart_dir().join("files/match-conditions.yaml"))
+        .expect("match-conditions.yaml");
+    let shipped: Value = outrigger_inject::yaml::from_str(&file).expect("YAML");
+    for entry in printed["webhooks"].as_array().expect("entries") {
+        assert_eq!(entry["matchConditions"], shipped, "{}", entry["name"]);
+    }
+}
+
+/// Metrics the rules and the dashboard read that outrigger does not export, with their source.
+const EXTERNAL: &[(&str, &str)] = &[
+    ("up", "Prometheus, per scrape target"),
+    (
+        "apiserver_admission_webhook_rejection_count",
+        "kube-apiserver",
+    ),
+    (
+        "apiserver_admission_webhook_fail_open_count",
+        "kube-apiserver",
+    ),
+    (
+        "kube_deployment_status_replicas_available",
+        "kube-state-metrics",
+    ),
+];
+
+/// The metric names a PromQL expression reads: identifiers that are neither functions,
+/// keywords, label names (inside `{}` or a `by`/`without`/`on`/`ignoring` list), durations,
+/// numbers, Grafana variables nor strings.
+fn metric_names(expr: &str) -> BTreeSet<String> {
+    const KEYWORDS: &[&str] = &[
+        "and",
+        "or",
+        "unless",
+        "bool",
+        "offset",
+        "inf",
+        "nan",
+        "sum",
+        "min",
+        "max",
+        "avg",
+        "count",
+        "group",
+        "stddev",
+        "stdvar",
+        "topk",
+        "bottomk",
+        "quantile",
+        "count_values",
+    ];
+    const GROUPING: &[&str] = &[
+        "by",
+        "without",
+        "on",
+        "ignoring",
+        "group_left",
+        "group_right",
+    ];
+    let ident = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == ':';
+    let chars: Vec<char> = expr.chars().collect();
+    let skip_to = |from: usize, end: char| {
+        let mut j = from;
+        while j < chars.len() && chars[j] != end {
+            j += 1;
+        }
+        j
+    };
+    let mut names = BTreeSet::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if c == '"' || c == '\'' || c == '`' {
+            i += 1;
+            while i < chars.len() && chars[i] != c {
+                i += if chars[i] == '\\' { 2 } else { 1 };
+            }
+        } else if c == '{' {
+            i = skip_to(i, '}');
+        } else if c == '[' {
+            i = skip_to(i, ']');
+        } else if c == '$' || c.is_ascii_digit() {
+            while i + 1 < chars.len() && (ident(chars[i + 1]) || chars[i + 1] == '.') {
+                i += 1;
+            }
+        } else if c.is_ascii_alphabetic() || c == '_' || c == ':' {
+            let start = i;
+            while i + 1 < chars.len() && ident(chars[i + 1]) {
+                i += 1;
+            }
+            let word: String = chars[start..=i].iter().collect();
+            let next = chars[i + 1..].iter().find(|c| !c.is_whitespace()).copied();
+            if GROUPING.contains(&word.as_str()) {
+                if next == Some('(') {
+                    i = skip_to(i, ')');
+                }
+            } else if next != Some('(') && !KEYWORDS.contains(&word.to_ascii_lowercase().as_str()) {
+                names.insert(word);
+            }
+        }
+        i += 1;
+    }
+    names
+}
+
+/// The families a running server exports (`# TYPE` lines), with the sample names each gives.
+fn exported() -> BTreeSet<String> {
+    let (server, ca) = common::server::start_embedded("chart-metrics", &[]);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let text = runtime.block_on(async {
+        let client = common::H2::connect(server.addr, &ca)
+            .await
+            .expect("connect");
+        common::metrics(&client).await
+    });
+    let mut names = BTreeSet::new();
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let mut words = rest.split_whitespace();
+            let (Some(name), Some(kind)) = (words.next(), words.next()) else {
+                continue;
+            };
+            match kind {
+                // The text format names counters with `_total`; OpenMetrics' TYPE line without.
+                "counter" if name.ends_with("_total") => {
+                    names.insert(name.to_string());
+                }
+                "counter" => {
+                    names.insert(format!("{name}_total"));
+                }
+                "histogram" => {
+                    for suffix in ["_bucket", "_sum", "_count"] {
+                        names.insert(format!("{name}{suffix}"));
+                    }
+                }
+                _ => {
+                    names.insert(name.to_string());
+                }
+            }
+        }
+    }
+    names
+}
+
+fn every_queried_metric_is_exported_or_external() {
+    let rules =
+        std::fs::read_to_string(chart_dir().join("files/outrigger-alerts.yaml")).expect("rules");
+    let rules: Value = outrigger_inject::yaml::from_str(&rules).expect("YAML");
+    let dashboard: Value = serde_json::from_str(
+        &std::fs::read_to_string(chart_dir().join("files/outrigger-dashboard.json"))
+            .expect("dashboard"),
+    )
+    .expect("dashboard JSON");
+    let mut exprs = Vec::new();
+    for group in rules["groups"].as_array().expect("groups") {
+        for rule in group["rules"].as_array().expect("rules") {
+            exprs.push(rule["expr"].as_str().expect("expr").to_string());
+        }
+    }
+    for panel in dashboard["panels"].as_array().expect("panels") {
+        for target in panel["targets"].as_array().expect("targets") {
+            exprs.push(target["expr"].as_str().expect("expr").to_string());
+        }
+    }
+    assert!(exprs.len() >= 20, "{} expressions", exprs.len());
+    let exported = exported();
+    let external: BTreeSet<&str> = EXTERNAL.iter().map(|(m, _)| *m).collect();
+    let mut missing = Vec::new();
+    let mut read = BTreeSet::new();
+    for expr in &exprs {
+        for name in metric_names(expr) {
+            if !exported.contains(&name) && !external.contains(name.as_str()) {
+                missing.push(format!("{name} (in {expr})"));
+            }
+            read.insert(name);
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "not exported and not listed as external: {missing:#?}\nexported: {exported:?}"
+    );
+    for (name, source) in EXTERNAL {
+        assert!(
+            read.contains(*name),
+            "{name} ({source}) is listed but never read"
+        );
+    }
+}
