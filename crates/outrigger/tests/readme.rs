@@ -12,6 +12,12 @@
 //! - `kubectl` commands are carried out on the fake as kubectl would (`apply -k` renders with
 //!   the real `kubectl kustomize`; `label`, `rollout restart`, `get -o jsonpath`): a shape the
 //!   test does not know fails the test, so the README cannot grow an unchecked command.
+//! - The install is real: once `kubectl apply -k deploy/base` has stored the install,
+//!   outrigger's server runs as its Deployment would, behind its Service, and the fake's
+//!   mutating admission chain calls it. `kubectl rollout restart` creates the Deployment's pods
+//!   through admission, as its ReplicaSet would: a pod in a namespace labelled for outrigger
+//!   (`istio.io/rev=outrigger`) must come out injected by outrigger, any other must not, so the
+//!   README's install and migration steps are checked to do what they say.
 //! - `cargo test --workspace` is the run this test is part of, and `cargo install` builds the
 //!   release binary CI builds and runs (`.ci/run`); both are recognised, not run.
 
@@ -26,6 +32,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::admission::{activated, start_outrigger};
 use common::kube_api::{self, configmap, node, Cluster, FakeApi};
 use harness::Need;
 use outrigger_inject::config::defaults;
@@ -201,6 +208,11 @@ struct Reader {
     kubeconfig: String,
     bin: PathBuf,
     ran: usize,
+    runtime: tokio::runtime::Runtime,
+    /// outrigger's server, once the install is applied.
+    server: Option<common::Server>,
+    /// Pods created by `rollout restart`, and how many came out injected by outrigger.
+    pods: (usize, usize),
 }
 
 impl Reader {
@@ -358,21 +370,7 @@ impl Reader {
                     }
                 }
             }
-            ["rollout", "restart", "deployment", ..] => {
-                let mut c = self.api.lock();
-                let names: Vec<String> = c
-                    .all("deployments")
-                    .iter()
-                    .filter(|d| d["metadata"]["namespace"] == ns)
-                    .filter_map(|d| d["metadata"]["name"].as_str().map(String::from))
-                    .collect();
-                assert!(!names.is_empty(), "`{}`: no Deployment in {ns}", cmd.line);
-                for name in names {
-                    let d = c.get_mut("deployments", ns, &name).expect("deployment");
-                    d["spec"]["template"]["metadata"]["annotations"]
-                        ["kubectl.kubernetes.io/restartedAt"] = json!("2026-01-01T00:00:00Z");
-                }
-            }
+            ["rollout", "restart", "deployment", ..] => self.restart(ns, cmd),
             ["get", "cm", name, ..] => {
                 let path = flag("-o")
                     .and_then(|o| o.strip_prefix("jsonpath={.data."))
@@ -391,7 +389,87 @@ impl Reader {
         }
     }
 
-    /// `kubectl apply -k DIR`: what `kubectl kustomize DIR` renders, stored.
+    /// `kubectl rollout restart deployment -n NS`: each Deployment's template annotated, and its
+    /// pod created anew through the admission chain (the old one deleted), as its ReplicaSet
+    /// would. The pod must be injected by outrigger exactly when its namespace is labelled for
+    /// outrigger.
+    fn restart(&mut self, ns: &str, cmd: &Cmd) {
+        let (templates, for_outrigger) = {
+            let mut c = self.api.lock();
+            let names: Vec<String> = c
+                .all("deployments")
+                .iter()
+                .filter(|d| d["metadata"]["namespace"] == ns)
+                .filter_map(|d| d["metadata"]["name"].as_str().map(String::from))
+                .collect();
+            assert!(!names.is_empty(), "`{}`: no Deployment in {ns}", cmd.line);
+            let mut templates = Vec::new();
+            for name in names {
+                let d = c.get_mut("deployments", ns, &name).expect("deployment");
+                d["spec"]["template"]["metadata"]["annotations"]
+                    ["kubectl.kubernetes.io/restartedAt"] = json!("2026-01-01T00:00:00Z");
+                templates.push((name, d["spec"]["template"].clone()));
+            }
+            let labels = &c.get("namespaces", "", ns).expect("namespace")["metadata"]["labels"];
+            (templates, labels["istio.io/rev"] == "outrigger")
+        };
+        if self.server.is_none() {
+            return;
+        }
+        for (name, template) in templates {
+            let pod_name = format!("{name}-{}", self.pods.0);
+            {
+                let mut c = self.api.lock();
+                let old: Vec<String> = c
+                    .all("pods")
+                    .iter()
+                    .filter(|p| p["metadata"]["namespace"] == ns)
+                    .filter(|p| {
+                        p["metadata"]["labels"]["app"] == template["metadata"]["labels"]["app"]
+                    })
+                    .filter_map(|p| p["metadata"]["name"].as_str().map(String::from))
+                    .collect();
+                for old in old {
+                    c.remove("pods", ns, &old);
+                }
+            }
+            let mut pod = json!({"apiVersion": "v1", "kind": "Pod",
+                "metadata": template["metadata"].clone(), "spec": template["spec"].clone()});
+            pod["metadata"]["name"] = json!(pod_name);
+            pod["metadata"]["namespace"] = json!(ns);
+            let admitted = self
+                .runtime
+                .block_on(self.api.create_pod(ns, pod, false))
+                .unwrap_or_else(|e| panic!("`{}`: creating {ns}/{pod_name}: {e:?}", cmd.line));
+            let by_outrigger = admitted.pod["metadata"]["annotations"]
+                .get("outrigger.dev/injected-by")
+                .is_some();
+            let proxy = admitted.pod["spec"]["containers"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .chain(
+                    admitted.pod["spec"]["initContainers"]
+                        .as_array()
+                        .into_iter()
+                        .flatten(),
+                )
+                .any(|c| c["name"] == "istio-proxy");
+            assert_eq!(
+                (by_outrigger, proxy),
+                (for_outrigger, for_outrigger),
+                "`{}`: pod {ns}/{pod_name} (namespace labelled for outrigger: {for_outrigger}) \
+                 marked injected by outrigger, has istio-proxy; webhooks called: {:?}",
+                cmd.line,
+                admitted.calls
+            );
+            self.pods.0 += 1;
+            self.pods.1 += usize::from(by_outrigger);
+        }
+    }
+
+    /// `kubectl apply -k DIR`: what `kubectl kustomize DIR` renders, stored; for the install,
+    /// outrigger's server started as its Deployment runs it and its activation awaited.
     fn apply(&mut self, dir: &str, cmd: &Cmd) {
         let out = Command::new("kubectl")
             .args(["kustomize", dir])
@@ -400,11 +478,22 @@ impl Reader {
             .expect("kubectl kustomize");
         assert!(out.status.success(), "{}", describe(cmd, &out));
         let text = String::from_utf8(out.stdout).expect("UTF-8");
-        let mut c = self.api.lock();
-        for (i, mut doc) in support::docs(&text).into_iter().enumerate() {
-            doc["metadata"]["uid"] = json!(format!("applied-{i}"));
-            doc["metadata"]["resourceVersion"] = json!("3");
-            c.put(doc);
+        let mut webhook = None;
+        {
+            let mut c = self.api.lock();
+            for (i, mut doc) in support::docs(&text).into_iter().enumerate() {
+                doc["metadata"]["uid"] = json!(format!("applied-{i}"));
+                doc["metadata"]["resourceVersion"] = json!("3");
+                if doc["kind"] == "MutatingWebhookConfiguration" {
+                    webhook = doc["metadata"]["name"].as_str().map(String::from);
+                }
+                c.put(doc);
+            }
+        }
+        if let (Some(name), None) = (webhook, &self.server) {
+            let server = start_outrigger(&self.api, "readme-install", &[]);
+            self.runtime.block_on(activated(&self.api, &name));
+            self.server = Some(server);
         }
     }
 }
@@ -426,6 +515,13 @@ fn every_readme_command_runs() {
         kubeconfig,
         bin: PathBuf::from(env!("CARGO_BIN_EXE_outrigger")),
         ran: 0,
+        runtime: tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("tokio runtime"),
+        server: None,
+        pods: (0, 0),
     };
     let mut seen = BTreeMap::new();
     for cmd in blocks.iter().flatten() {
@@ -433,6 +529,16 @@ fn every_readme_command_runs() {
         reader.run(cmd);
     }
     assert!(reader.ran >= 15, "outrigger commands run: {}", reader.ran);
-    eprintln!("README: {seen:?} commands, {} outrigger runs", reader.ran);
+    assert!(reader.server.is_some(), "the README installs outrigger");
+    assert!(
+        reader.pods.1 >= 1 && reader.pods.1 < reader.pods.0,
+        "pods created through admission, injected by outrigger: {:?} (the README injects a \
+         first pod, and moves a namespace back to istiod)",
+        reader.pods
+    );
+    eprintln!(
+        "README: {seen:?} commands, {} outrigger runs, pods created {} (injected by outrigger {})",
+        reader.ran, reader.pods.0, reader.pods.1
+    );
     let _ = std::fs::remove_dir_all(Path::new(&dir));
 }
