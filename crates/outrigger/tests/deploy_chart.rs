@@ -128,10 +128,36 @@ fn default_render_is_the_kustomize_base() {
     let base_keys: BTreeSet<_> = base.keys().collect();
     assert_eq!(chart_keys, base_keys, "the same objects");
     for (key, object) in &base {
-        assert_eq!(
-            &chart[key], object,
-            "{key:?}: the chart renders it as deploy/base has it"
+        let mut differences = Vec::new();
+        differ("", &chart[key], object, &mut differences);
+        assert!(
+            differences.is_empty(),
+            "{key:?}: the chart renders it otherwise than deploy/base has it (chart | base):\n{}",
+            differences.join("\n")
         );
+    }
+}
+
+/// The JSON Pointers at which `a` and `b` differ, with both values.
+fn differ(at: &str, a: &Value, b: &Value, out: &mut Vec<String>) {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            let keys: BTreeSet<&String> = x.keys().chain(y.keys()).collect();
+            for k in keys {
+                let (va, vb) = (
+                    x.get(k).unwrap_or(&Value::Null),
+                    y.get(k).unwrap_or(&Value::Null),
+                );
+                differ(&format!("{at}/{k}"), va, vb, out);
+            }
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
+            for (i, (va, vb)) in x.iter().zip(y).enumerate() {
+                differ(&format!("{at}/{i}"), va, vb, out);
+            }
+        }
+        _ if a != b => out.push(format!("  {at}: {a} | {b}")),
+        _ => {}
     }
 }
 
