@@ -270,6 +270,11 @@ impl Metrics {
             "Unix time of the last probe pod that came back injected (--probe-interval)",
             probe_last_injected.clone(),
         );
+        registry.register(
+            "outrigger_webhook_failure_policy",
+            "failurePolicy of each injector entry of the webhook configuration as last read or patched in the cluster (--kube with an activation flag): 1 for the policy in force, 0 for the other",
+            crate::kube::activation::POLICIES.clone(),
+        );
         Arc::new(Metrics {
             registry,
             requests,
