@@ -291,6 +291,14 @@ async fn the_failure_policy_gauge_shows_ignore_then_fail_across_activation() {
         policy_gauges(&plain_get(&addr, "/metrics", None).await.body, &entries) == failing_open
     })
     .await;
+    // Failing open while Fail is desired: what an alert looks for.
+    let m = plain_get(&addr, "/metrics", None).await.body;
+    for (policy, want) in [("Fail", 1.0), ("Ignore", 0.0)] {
+        let series = format!(
+            "outrigger_webhook_failure_policy_desired{{configuration=\"outrigger-sidecar-injector\",policy=\"{policy}\"}}"
+        );
+        assert_eq!(metric(&m, &series), Some(want), "{m}");
+    }
     let ca = kube_api::secret_ca(&api, "Secret created");
     let h = H2::connect(server.addr, &ca).await.expect("TLS");
     assert_eq!(

@@ -57,6 +57,33 @@ pub struct PolicyLabels {
 /// metrics).
 pub static POLICIES: LazyLock<Family<PolicyLabels, Gauge>> = LazyLock::new(Family::default);
 
+/// Labels of `outrigger_webhook_failure_policy_desired`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct DesiredLabels {
+    /// The MutatingWebhookConfiguration (`--webhook-config-name`).
+    pub configuration: String,
+    /// `Fail` or `Ignore`.
+    pub policy: String,
+}
+
+/// `outrigger_webhook_failure_policy_desired`: the policy this replica brings the injector's
+/// entries to (1; 0 for the other): `--failure-policy-once-ready`, or `Ignore` while the
+/// install is being deleted ([`Uninstalling`]). With [`POLICIES`], an alert tells failing open
+/// by design from failing open by accident (registered by the server's metrics).
+pub static DESIRED: LazyLock<Family<DesiredLabels, Gauge>> = LazyLock::new(Family::default);
+
+/// Record `policy` as the one desired for configuration `configuration` in [`DESIRED`].
+fn record_desired(configuration: &str, policy: &str) {
+    for value in POLICY_VALUES {
+        DESIRED
+            .get_or_create(&DesiredLabels {
+                configuration: configuration.to_string(),
+                policy: value.to_string(),
+            })
+            .set(i64::from(policy == value));
+    }
+}
+
 /// The `(configuration, entry)` pairs [`POLICIES`] has series for, to drop those of entries
 /// that left the configuration.
 static RECORDED: Mutex<BTreeSet<(String, String)>> = Mutex::new(BTreeSet::new());
@@ -294,6 +321,9 @@ pub async fn ensure(client: Client, a: &Activation) -> Result<bool> {
         true => Some(FAIL_OPEN),
         false => a.failure_policy.as_deref(),
     };
+    if let Some(p) = policy {
+        record_desired(&a.webhook, p);
+    }
     let Some(patch) = patch_for(&mwc, policy, owner_ref) else {
         return Ok(false);
     };
@@ -340,6 +370,7 @@ pub async fn fail_open_if_uninstalling(
     let Some(why) = why else {
         return Ok(None);
     };
+    record_desired(&a.webhook, FAIL_OPEN);
     let api: Api<MutatingWebhookConfiguration> = Api::all(client);
     let Some(mwc) = api
         .get_opt(&a.webhook)
@@ -378,6 +409,9 @@ where
     let step = Duration::from_millis(200).min(settle.max(Duration::from_millis(1)));
     let mut ready_since: Option<tokio::time::Instant> = None;
     let mut observed: Option<tokio::time::Instant> = None;
+    if let Some(p) = &a.failure_policy {
+        record_desired(&a.webhook, p);
+    }
     loop {
         let now = tokio::time::Instant::now();
         if observed.is_none_or(|t| now.duration_since(t) >= period) {
@@ -753,7 +787,11 @@ mod tests {
     /// zero (a replica still draining must not set Fail again).
     #[tokio::test]
     async fn the_activation_sets_ignore_while_the_deployment_is_scaled_to_zero() {
-        let a = without_deployment_fails_open();
+        // A name of its own: the desired-policy gauge is shared by the tests running alongside.
+        let a = Activation {
+            webhook: "scaled-to-zero".into(),
+            ..without_deployment_fails_open()
+        };
         let (client, mut handle) = mock::client();
         let task = tokio::spawn(async move { ensure(client, &a).await });
         mock::next(&mut handle).await.respond(
@@ -768,5 +806,18 @@ mod tests {
         assert_eq!(r.body["webhooks"][0]["failurePolicy"], "Ignore");
         r.respond(200, mwc(&[], json!([])));
         assert!(task.await.expect("join").expect("patched"));
+        let desired = |p: &str| {
+            DESIRED
+                .get_or_create(&DesiredLabels {
+                    configuration: "scaled-to-zero".into(),
+                    policy: p.into(),
+                })
+                .get()
+        };
+        assert_eq!(
+            (desired("Ignore"), desired("Fail")),
+            (1, 0),
+            "desired: Ignore"
+        );
     }
 }
