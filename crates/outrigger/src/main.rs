@@ -20,6 +20,7 @@ mod report;
 mod safe_write;
 mod serve;
 mod template_env;
+mod version;
 mod webhook_config;
 
 use clap::FromArgMatches;
@@ -30,20 +31,6 @@ use cli::{Cli, Command};
 /// webhook's CPU time under load.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-/// What `outrigger version` says the injector was verified against.
-const VERIFIED_AGAINST: &str = "Istio's golden injection cases (pkg/kube/inject/testdata) of \
-istio/istio commit 86c9f01fd735 (2026-08-22): 104 of 104 kube-inject cases; the embedded default \
-config names proxy image tag 1.28.0";
-
-/// Text of `outrigger version`.
-fn version_text() -> String {
-    format!(
-        "outrigger {}\ngit commit: {}\nverified against: {VERIFIED_AGAINST}\n",
-        env!("CARGO_PKG_VERSION"),
-        option_env!("OUTRIGGER_GIT_COMMIT").unwrap_or("unknown"),
-    )
-}
 
 fn main() -> std::process::ExitCode {
     use std::process::ExitCode;
@@ -62,10 +49,7 @@ fn main() -> std::process::ExitCode {
         Command::Drift(args) => (drift::run(&args), 2),
         Command::Doctor(args) => (doctor::run(&args), 2),
         Command::Preview(args) => (preview::run(&args), 2),
-        Command::Version => {
-            print!("{}", version_text());
-            (Ok(ExitCode::SUCCESS), 1)
-        }
+        Command::Version(args) => (version::run(&args).map(|()| ExitCode::SUCCESS), 1),
         Command::Completion { shell } => {
             let mut cmd = cli::completion_command();
             clap_complete::generate(shell, &mut cmd, "outrigger", &mut std::io::stdout());

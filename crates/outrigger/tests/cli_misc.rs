@@ -34,6 +34,77 @@ fn version_names_the_build_and_what_it_was_verified_against() {
     assert!(lines[2].starts_with("verified against: ") && lines[2].contains("istio/istio commit"));
 }
 
+/// The quoted strings of the first line of `file` (repository-relative) containing `marker`.
+fn quoted_on_line(file: &str, marker: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(repo_file(file)).expect(file);
+    let line = text
+        .lines()
+        .find(|l| l.contains(marker))
+        .unwrap_or_else(|| panic!("{file}: no line with {marker:?}"));
+    line.split('"')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn version_json_names_the_build_and_the_verified_versions() {
+    let (code, out, err) = outrigger(&["version", "-o", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(v["version"], env!("CARGO_PKG_VERSION"));
+    let (_, text, _) = outrigger(&["version"]);
+    let commit = text
+        .lines()
+        .nth(1)
+        .and_then(|l| l.strip_prefix("git commit: "));
+    assert_eq!(v["gitCommit"].as_str(), commit, "the text's commit");
+    // The compiler cargo ran for this build (rustup resolves `rustc` to the same toolchain).
+    let rustc = Command::new("rustc")
+        .arg("--version")
+        .output()
+        .expect("rustc");
+    assert_eq!(
+        v["rustVersion"].as_str(),
+        Some(String::from_utf8_lossy(&rustc.stdout).trim()),
+        "{out}"
+    );
+    assert!(
+        v["target"]
+            .as_str()
+            .is_some_and(|t| t.contains("-linux-") || t.contains("-apple-")),
+        "{out}"
+    );
+    // The releases the tests verify, and the versions the manifests are validated on.
+    let releases = quoted_on_line(
+        "crates/outrigger-inject/tests/verified_istio.rs",
+        "const RELEASES",
+    );
+    assert_eq!(v["istio"]["verifiedReleases"], serde_json::json!(releases));
+    let matrix = std::fs::read_to_string(repo_file("docs/kubernetes.md")).expect("docs");
+    assert!(matrix.contains(&format!("| {} (each release", releases.join(", "))));
+    let validated: Vec<String> = quoted_on_line(
+        "crates/outrigger/tests/deploy_manifests.rs",
+        "for version in [",
+    )
+    .iter()
+    .map(|v| v.trim_end_matches(".0").to_string())
+    .collect();
+    assert_eq!(
+        v["kubernetes"]["validatedVersions"],
+        serde_json::json!(validated)
+    );
+    assert_eq!(
+        v["kubernetes"]["minimum"].as_str(),
+        validated.first().map(String::as_str)
+    );
+    // -o yaml: the same object.
+    let (code, yaml, err) = outrigger(&["version", "-o", "yaml"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(outrigger_inject::yaml::from_str(&yaml).expect("YAML"), v);
+}
+
 #[test]
 fn completion_scripts_for_each_shell() {
     for (shell, marker) in [

@@ -142,6 +142,10 @@ fn deployment_probes_resources_and_service_port() {
         "path: /readyz",
         "scheme: HTTPS",
         "containerPort: 9443",
+        // Plain-HTTP /metrics for Prometheus, where the pod annotations say.
+        "- --metrics-port=15014",
+        "name: http-monitoring\n          containerPort: 15014",
+        "prometheus.io/port: \"15014\"",
         "cpu: 50m",
         "memory: 64Mi",
         "runAsNonRoot: true",

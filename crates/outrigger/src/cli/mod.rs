@@ -44,8 +44,10 @@ pub enum Command {
     /// the cluster would refuse (Pod Security, LimitRange, ResourceQuota, native sidecars on
     /// old kubelets, duplicate container names, templates that fail).
     Preview(crate::preview::args::PreviewArgs),
-    /// Print the version, the git commit and the Istio versions the injector was verified against.
-    Version,
+    /// Print the version, the git commit and the Istio versions the injector was verified against
+    /// (`-o json` or `-o yaml`: also the build's Rust version and target, the Istio releases
+    /// and Kubernetes versions verified).
+    Version(crate::version::VersionArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completion {
         /// The shell.

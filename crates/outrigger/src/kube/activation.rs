@@ -17,7 +17,15 @@
 //! Needs `get` and `patch` on the one webhook configuration, `get` on the one namespace and
 //! `get` on the one Deployment (all grantable by resource name): no `create`, nothing
 //! cluster-wide.
+//!
+//! Every read and every patch of the configuration (the patch's answer is the object as stored)
+//! updates `outrigger_webhook_failure_policy{configuration,webhook,policy}` ([`POLICIES`]): 1 for
+//! the policy each injector entry has in the cluster, 0 for the other, so that failing open
+//! (`policy="Ignore"` at 1) is visible and alertable. Until the replica is ready the loop reads
+//! the configuration every period too, so the gauge is there from start-up.
 
+use std::collections::BTreeSet;
+use std::sync::{LazyLock, Mutex};
 use std::time::Duration;
 
 use ::kube::api::{Api, Patch, PatchParams};
@@ -26,9 +34,140 @@ use anyhow::{anyhow, Result};
 use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Namespace;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use serde_json::{json, Value};
 
 use crate::kube::webhook_object::ENTRY_SUFFIX;
+
+/// Labels of `outrigger_webhook_failure_policy`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PolicyLabels {
+    /// The MutatingWebhookConfiguration (`--webhook-config-name`).
+    pub configuration: String,
+    /// The entry's name (`*sidecar-injector.istio.io`).
+    pub webhook: String,
+    /// `Fail` or `Ignore`.
+    pub policy: String,
+}
+
+/// `outrigger_webhook_failure_policy`: per injector entry of the configuration as last read or
+/// patched, 1 for its `failurePolicy` and 0 for the other one (registered by the server's
+/// metrics).
+pub static POLICIES: LazyLock<Family<PolicyLabels, Gauge>> = LazyLock::new(Family::default);
+
+/// Labels of `outrigger_webhook_failure_policy_desired`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct DesiredLabels {
+    /// The MutatingWebhookConfiguration (`--webhook-config-name`).
+    pub configuration: String,
+    /// `Fail` or `Ignore`.
+    pub policy: String,
+}
+
+/// `outrigger_webhook_failure_policy_desired`: the policy this replica brings the injector's
+/// entries to (1; 0 for the other): `--failure-policy-once-ready`, or `Ignore` while the
+/// install is being deleted ([`Uninstalling`]). With [`POLICIES`], an alert tells failing open
+/// by design from failing open by accident (registered by the server's metrics).
+pub static DESIRED: LazyLock<Family<DesiredLabels, Gauge>> = LazyLock::new(Family::default);
+
+/// Record `policy` as the one desired for configuration `configuration` in [`DESIRED`].
+fn record_desired(configuration: &str, policy: &str) {
+    for value in POLICY_VALUES {
+        DESIRED
+            .get_or_create(&DesiredLabels {
+                configuration: configuration.to_string(),
+                policy: value.to_string(),
+            })
+            .set(i64::from(policy == value));
+    }
+}
+
+/// The `(configuration, entry)` pairs [`POLICIES`] has series for, to drop those of entries
+/// that left the configuration.
+static RECORDED: Mutex<BTreeSet<(String, String)>> = Mutex::new(BTreeSet::new());
+
+/// The values of `failurePolicy` (admissionregistration/v1 `FailurePolicyType`).
+const POLICY_VALUES: [&str; 2] = ["Fail", "Ignore"];
+
+/// Record the failure policies of the injector's entries of `mwc` as the cluster has them in
+/// [`POLICIES`]; entries no longer there lose their series. An absent policy is `Fail`, the
+/// API server's default (Kubernetes `pkg/apis/admissionregistration/v1/defaults.go`,
+/// `SetDefaults_MutatingWebhook`).
+pub fn record_policies(mwc: &MutatingWebhookConfiguration) {
+    let configuration = mwc.metadata.name.clone().unwrap_or_default();
+    let entries: Vec<(String, &str)> = mwc
+        .webhooks
+        .iter()
+        .flatten()
+        .filter(|w| w.name.ends_with(ENTRY_SUFFIX))
+        .map(|w| {
+            (
+                w.name.clone(),
+                w.failure_policy.as_deref().unwrap_or("Fail"),
+            )
+        })
+        .collect();
+    let mut recorded = RECORDED.lock().unwrap_or_else(|e| e.into_inner());
+    for (name, policy) in &entries {
+        for value in POLICY_VALUES {
+            POLICIES
+                .get_or_create(&PolicyLabels {
+                    configuration: configuration.clone(),
+                    webhook: name.clone(),
+                    policy: value.to_string(),
+                })
+                .set(i64::from(*policy == value));
+        }
+    }
+    let now: BTreeSet<(String, String)> = entries
+        .into_iter()
+        .map(|(name, _)| (configuration.clone(), name))
+        .collect();
+    forget(&mut recorded, |key| {
+        !now.contains(key) && key.0 == configuration
+    });
+    recorded.extend(now);
+}
+
+/// Drop the series of configuration `name` (deleted).
+fn forget_configuration(name: &str) {
+    let mut recorded = RECORDED.lock().unwrap_or_else(|e| e.into_inner());
+    forget(&mut recorded, |key| key.0 == name);
+}
+
+/// Remove the series of the recorded pairs `gone` selects.
+fn forget(recorded: &mut BTreeSet<(String, String)>, gone: impl Fn(&(String, String)) -> bool) {
+    recorded.retain(|key| {
+        if !gone(key) {
+            return true;
+        }
+        for value in POLICY_VALUES {
+            POLICIES.remove(&PolicyLabels {
+                configuration: key.0.clone(),
+                webhook: key.1.clone(),
+                policy: value.to_string(),
+            });
+        }
+        false
+    });
+}
+
+/// Read configuration `name` and record its failure policies ([`record_policies`]); a
+/// configuration that does not exist has none.
+async fn observe(client: Client, name: &str) -> Result<()> {
+    let api: Api<MutatingWebhookConfiguration> = Api::all(client);
+    match api
+        .get_opt(name)
+        .await
+        .map_err(|e| anyhow!("get mutatingwebhookconfigurations {name:?}: {e}"))?
+    {
+        Some(mwc) => record_policies(&mwc),
+        None => forget_configuration(name),
+    }
+    Ok(())
+}
 
 /// What a ready replica makes true of its webhook configuration.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -154,6 +293,7 @@ pub async fn ensure(client: Client, a: &Activation) -> Result<bool> {
                 a.webhook, a.webhook
             )
         })?;
+    record_policies(&mwc);
     let mut terminating = false;
     let owner = match &a.owner_namespace {
         Some(ns) => {
@@ -181,16 +321,21 @@ pub async fn ensure(client: Client, a: &Activation) -> Result<bool> {
         true => Some(FAIL_OPEN),
         false => a.failure_policy.as_deref(),
     };
+    if let Some(p) = policy {
+        record_desired(&a.webhook, p);
+    }
     let Some(patch) = patch_for(&mwc, policy, owner_ref) else {
         return Ok(false);
     };
-    api.patch(
-        &a.webhook,
-        &PatchParams::default(),
-        &Patch::Strategic(&patch),
-    )
-    .await
-    .map_err(named("patch", "mutatingwebhookconfigurations", &a.webhook))?;
+    let patched = api
+        .patch(
+            &a.webhook,
+            &PatchParams::default(),
+            &Patch::Strategic(&patch),
+        )
+        .await
+        .map_err(named("patch", "mutatingwebhookconfigurations", &a.webhook))?;
+    record_policies(&patched);
     tracing::info!(webhook = %a.webhook, patch = %patch, "webhook configuration activated by a ready replica");
     Ok(true)
 }
@@ -225,24 +370,29 @@ pub async fn fail_open_if_uninstalling(
     let Some(why) = why else {
         return Ok(None);
     };
+    record_desired(&a.webhook, FAIL_OPEN);
     let api: Api<MutatingWebhookConfiguration> = Api::all(client);
     let Some(mwc) = api
         .get_opt(&a.webhook)
         .await
         .map_err(|e| anyhow!("get mutatingwebhookconfigurations {:?}: {e}", a.webhook))?
     else {
+        forget_configuration(&a.webhook);
         return Ok(None);
     };
+    record_policies(&mwc);
     let Some(patch) = patch_for(&mwc, Some(FAIL_OPEN), None) else {
         return Ok(None);
     };
-    api.patch(
-        &a.webhook,
-        &PatchParams::default(),
-        &Patch::Strategic(&patch),
-    )
-    .await
-    .map_err(|e| anyhow!("patch mutatingwebhookconfigurations {:?}: {e}", a.webhook))?;
+    let patched = api
+        .patch(
+            &a.webhook,
+            &PatchParams::default(),
+            &Patch::Strategic(&patch),
+        )
+        .await
+        .map_err(|e| anyhow!("patch mutatingwebhookconfigurations {:?}: {e}", a.webhook))?;
+    record_policies(&patched);
     tracing::warn!(webhook = %a.webhook, reason = why.describe(), "{}: webhook configuration set to fail open", why.describe());
     Ok(Some(why))
 }
@@ -250,21 +400,33 @@ pub async fn fail_open_if_uninstalling(
 /// Forever: once `ready()` has held for `settle` (the kubelet's readiness probe has then put
 /// this replica behind the Service), [`ensure`] the activation; check again every `period`
 /// (a `kubectl apply` of the manifests resets the shipped fail-open policy). Failures are
-/// logged and retried.
+/// logged and retried. Until then the configuration is read every `period`, from the start, for
+/// the failure-policy gauge ([`POLICIES`]).
 pub async fn run<F>(client: Client, a: Activation, ready: F, settle: Duration, period: Duration)
 where
     F: Fn() -> bool + Send + 'static,
 {
     let step = Duration::from_millis(200).min(settle.max(Duration::from_millis(1)));
     let mut ready_since: Option<tokio::time::Instant> = None;
+    let mut observed: Option<tokio::time::Instant> = None;
+    if let Some(p) = &a.failure_policy {
+        record_desired(&a.webhook, p);
+    }
     loop {
         let now = tokio::time::Instant::now();
+        if observed.is_none_or(|t| now.duration_since(t) >= period) {
+            observed = Some(now);
+            if let Err(e) = observe(client.clone(), &a.webhook).await {
+                tracing::warn!("reading the webhook configuration's failure policies: {e:#}");
+            }
+        }
         if ready() {
             let since = *ready_since.get_or_insert(now);
             if now.duration_since(since) >= settle {
                 match ensure(client.clone(), &a).await {
                     Ok(_) => {
                         tokio::time::sleep(period).await;
+                        observed = Some(tokio::time::Instant::now());
                         continue;
                     }
                     Err(e) => tracing::error!("activating the webhook configuration: {e:#}"),
@@ -323,6 +485,76 @@ mod tests {
             None
         );
         assert_eq!(patch_for(&m, None, None), None, "nothing asked");
+    }
+
+    /// The gauge's series of configuration `cfg`, as `(entry, policy, value)`.
+    fn gauge(cfg: &str) -> Vec<(String, String, i64)> {
+        let mut text = String::new();
+        let mut registry = prometheus_client::registry::Registry::default();
+        registry.register("p", "p", POLICIES.clone());
+        prometheus_client::encoding::text::encode(&mut text, &registry).expect("encode");
+        let mut out: Vec<(String, String, i64)> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("p{"))
+            .filter(|l| l.starts_with(&format!("configuration=\"{cfg}\",")))
+            .map(|l| {
+                let field = |k: &str| {
+                    l.split(&format!("{k}=\""))
+                        .nth(1)
+                        .and_then(|r| r.split('"').next())
+                        .unwrap_or("")
+                        .to_string()
+                };
+                let value = l
+                    .rsplit(' ')
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(-1);
+                (field("webhook"), field("policy"), value)
+            })
+            .collect();
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn the_gauge_follows_the_entries_and_their_policies() {
+        let mut m: MutatingWebhookConfiguration = serde_json::from_value(mwc(
+            &[
+                ("namespace.sidecar-injector.istio.io", "Ignore"),
+                ("object.sidecar-injector.istio.io", "Fail"),
+                ("other.example.com", "Ignore"),
+            ],
+            json!([]),
+        ))
+        .expect("mwc");
+        m.metadata.name = Some("gauge-test".into());
+        record_policies(&m);
+        let row = |w: &str, p: &str, v| (w.to_string(), p.to_string(), v);
+        assert_eq!(
+            gauge("gauge-test"),
+            [
+                row("namespace.sidecar-injector.istio.io", "Fail", 0),
+                row("namespace.sidecar-injector.istio.io", "Ignore", 1),
+                row("object.sidecar-injector.istio.io", "Fail", 1),
+                row("object.sidecar-injector.istio.io", "Ignore", 0),
+            ]
+        );
+        // The object entry leaves, the namespace entry's policy is absent (the API server's
+        // default, Fail).
+        let webhooks = m.webhooks.as_mut().expect("entries");
+        webhooks.retain(|w| w.name != "object.sidecar-injector.istio.io");
+        webhooks[0].failure_policy = None;
+        record_policies(&m);
+        assert_eq!(
+            gauge("gauge-test"),
+            [
+                row("namespace.sidecar-injector.istio.io", "Fail", 1),
+                row("namespace.sidecar-injector.istio.io", "Ignore", 0),
+            ]
+        );
+        forget_configuration("gauge-test");
+        assert_eq!(gauge("gauge-test"), []);
     }
 
     #[tokio::test]
@@ -555,7 +787,11 @@ mod tests {
     /// zero (a replica still draining must not set Fail again).
     #[tokio::test]
     async fn the_activation_sets_ignore_while_the_deployment_is_scaled_to_zero() {
-        let a = without_deployment_fails_open();
+        // A name of its own: the desired-policy gauge is shared by the tests running alongside.
+        let a = Activation {
+            webhook: "scaled-to-zero".into(),
+            ..without_deployment_fails_open()
+        };
         let (client, mut handle) = mock::client();
         let task = tokio::spawn(async move { ensure(client, &a).await });
         mock::next(&mut handle).await.respond(
@@ -570,5 +806,18 @@ mod tests {
         assert_eq!(r.body["webhooks"][0]["failurePolicy"], "Ignore");
         r.respond(200, mwc(&[], json!([])));
         assert!(task.await.expect("join").expect("patched"));
+        let desired = |p: &str| {
+            DESIRED
+                .get_or_create(&DesiredLabels {
+                    configuration: "scaled-to-zero".into(),
+                    policy: p.into(),
+                })
+                .get()
+        };
+        assert_eq!(
+            (desired("Ignore"), desired("Fail")),
+            (1, 0),
+            "desired: Ignore"
+        );
     }
 }

@@ -157,6 +157,15 @@ pub struct ServeArgs {
     /// Tokio worker threads (default: number of CPUs).
     #[arg(long = "worker-threads")]
     pub worker_threads: Option<usize>,
+    /// Serve `/metrics` (only) over plain HTTP on this port too, for Prometheus (istiod's
+    /// monitoring port by default); `off` turns it off, 0 picks a free port.
+    #[arg(
+        long = "metrics-port",
+        default_value = "15014",
+        value_name = "PORT|off",
+        value_parser = super::metrics_port::parse_port
+    )]
+    pub metrics_port: super::metrics_port::MetricsPort,
     /// What the templates may read of the environment.
     #[command(flatten)]
     pub env: crate::cli::common::TemplateEnvArgs,

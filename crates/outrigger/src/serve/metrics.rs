@@ -270,6 +270,16 @@ impl Metrics {
             "Unix time of the last probe pod that came back injected (--probe-interval)",
             probe_last_injected.clone(),
         );
+        registry.register(
+            "outrigger_webhook_failure_policy",
+            "failurePolicy of each injector entry of the webhook configuration as last read or patched in the cluster (--kube with an activation flag): 1 for the policy in force, 0 for the other",
+            crate::kube::activation::POLICIES.clone(),
+        );
+        registry.register(
+            "outrigger_webhook_failure_policy_desired",
+            "failurePolicy this replica brings the injector's entries to (--failure-policy-once-ready; Ignore while the install is deleted): 1 for it, 0 for the other",
+            crate::kube::activation::DESIRED.clone(),
+        );
         Arc::new(Metrics {
             registry,
             requests,

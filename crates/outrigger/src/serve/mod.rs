@@ -19,6 +19,7 @@ pub mod health;
 pub mod kube_mode;
 pub mod listen;
 pub mod metrics;
+pub mod metrics_port;
 pub mod probe;
 pub mod reload;
 pub mod server;
@@ -329,6 +330,7 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
 
     let addr = SocketAddr::new(args.address, args.port);
     let listener = listen::bind(args.address, args.port)?;
+    let metrics_listener = metrics_port::bind(args.address, args.metrics_port)?;
     let local = listener.local_addr().unwrap_or(addr);
     if let Some(ca) = pending_ca {
         ca.write()?;
@@ -358,6 +360,9 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
         if let (Some(every), Some(ns)) = (args.kube.probe_interval, &args.kube.probe_namespace) {
             c.spawn_probe(state.clone(), ns.clone(), every);
         }
+    }
+    if let Some(l) = metrics_listener {
+        metrics_port::spawn(l, state.metrics.clone(), stop_rx.clone())?;
     }
     let server = tokio::spawn(server::serve(
         listener,

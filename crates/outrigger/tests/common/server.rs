@@ -165,6 +165,10 @@ impl Outrigger {
         if self.quick_drain && !self.args.iter().any(|a| a == "--drain-delay") {
             self.args.extend(["--drain-delay".into(), "100ms".into()]);
         }
+        // Servers run side by side: no fixed metrics port unless the test asks for one.
+        if !self.args.iter().any(|a| a.starts_with("--metrics-port")) {
+            self.args.extend(["--metrics-port".into(), "off".into()]);
+        }
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_outrigger"));
         cmd.args([
             "serve",
