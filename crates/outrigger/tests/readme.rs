@@ -7,8 +7,8 @@
 //!
 //! - `outrigger ARGS` (and `cargo run --release -- ARGS`) runs the built binary; its exit status
 //!   must be one the README's "Exit status" section allows for that command, and nothing panics.
-//!   `serve` must start listening (on a free port: the one change made to a command) and is
-//!   stopped.
+//!   `serve` must start listening (on free ports, webhook and metrics: the one change made to a
+//!   command) and is stopped.
 //! - `kubectl` commands are carried out on the fake as kubectl would (`apply -k` renders with
 //!   the real `kubectl kustomize`; `label`, `rollout restart`, `get -o jsonpath`): a shape the
 //!   test does not know fails the test, so the README cannot grow an unchecked command.
@@ -291,6 +291,8 @@ impl Reader {
             cmd.line
         );
         args.push("--port=0".into());
+        // And its metrics port (15014 by default), which parallel tests may hold.
+        args.push("--metrics-port=0".into());
         let mut child = self
             .outrigger(&args)
             .env("POD_NAMESPACE", "outrigger")
