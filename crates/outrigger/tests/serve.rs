@@ -1108,9 +1108,7 @@ fn the_ca_file_is_written_only_after_the_port_is_bound() {
         .args(["serve", "--address", "127.0.0.1", "--port", &port])
         .arg("--caBundleFile")
         .arg(&ca)
-        .args(["--injectConfig", "/nonexistent/config"])
-        .args(["--injectValues", "/nonexistent/values"])
-        .args(["--meshConfig", "/nonexistent/mesh", "--allow-empty-config"])
+        .arg("--allow-empty-config")
         .env_remove("RUST_LOG")
         .output()
         .expect("runs");

@@ -30,12 +30,13 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
     LabelSelector, LabelSelectorRequirement, ObjectMeta,
 };
 use k8s_openapi::ByteString;
+use outrigger_inject::decide::selection::{self, OUTRIGGER_SELECTOR};
 use serde_json::Value;
 
 use crate::cli::defaults;
 
 /// Suffix shared by every injection webhook entry name (and what the CA patcher looks for).
-pub const ENTRY_SUFFIX: &str = "sidecar-injector.istio.io";
+pub const ENTRY_SUFFIX: &str = selection::INJECTOR_ENTRY_SUFFIX;
 /// The Istio namespace that the chart's naming treats as the default release namespace.
 pub const ISTIO_SYSTEM: &str = "istio-system";
 /// Default Service (`NAMESPACE`, `NAME`) in standalone mode: what `deploy/base` installs.
@@ -117,6 +118,12 @@ pub struct WebhookOptions {
     pub revision: String,
     /// Revision tag (an `istio-revision-tag-TAG` object selecting `istio.io/rev=TAG`).
     pub tag: Option<String>,
+    /// What the entries select (`--selector-revision`): the `istio.io/rev` value of the
+    /// namespaces and pods sent to this injector, `default` for the default revision's entries
+    /// (`istio-injection=enabled`, `sidecar.istio.io/inject=true`: taking over from istiod).
+    /// Unset: [`OUTRIGGER_SELECTOR`] (only what opted into outrigger), or with `istio` the
+    /// revision, as Istio's chart.
+    pub selector: Option<String>,
     /// Istio replacement mode: Istio's names and labels.
     pub istio: bool,
     /// Where reviews are sent.
@@ -145,6 +152,7 @@ impl Default for WebhookOptions {
         WebhookOptions {
             revision: String::new(),
             tag: None,
+            selector: None,
             istio: false,
             endpoint: Endpoint::Service {
                 namespace: DEFAULT_SERVICE.0.into(),
@@ -155,7 +163,7 @@ impl Default for WebhookOptions {
             name: None,
             ca_bundle: None,
             failure_policy: FailurePolicy::Fail,
-            timeout: None,
+            timeout: Some(defaults::WEBHOOK_TIMEOUT_SECONDS),
             reinvocation_policy: ReinvocationPolicy::Never,
             enable_namespaces_by_default: false,
             exclude_namespaces: defaults::EXCLUDED_NAMESPACES.map(str::to_string).to_vec(),
@@ -167,13 +175,7 @@ impl Default for WebhookOptions {
 /// Whether `s` is a DNS-1123 label (`[a-z0-9]([-a-z0-9]*[a-z0-9])?`, at most 63 characters):
 /// what the API server requires of namespace and Service names, and Istio of revision names.
 pub fn is_dns1123_label(s: &str) -> bool {
-    let b = s.as_bytes();
-    !b.is_empty()
-        && b.len() <= 63
-        && b.iter()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
-        && b[0] != b'-'
-        && b[b.len() - 1] != b'-'
+    selection::is_revision_name(s)
 }
 
 /// Whether `s` is a DNS-1123 subdomain (dot-separated labels, at most 253 characters): what the
@@ -185,16 +187,27 @@ pub fn is_dns1123_subdomain(s: &str) -> bool {
 impl WebhookOptions {
     /// The revision as selectors see it: `default` when empty.
     pub fn revision_label(&self) -> &str {
-        if self.revision.is_empty() {
-            "default"
+        selection::revision_name(&self.revision)
+    }
+
+    /// What the `istio.io/rev` selectors match: the tag when one is set, else the selector
+    /// given, else with `istio` the revision (Istio's chart), else [`OUTRIGGER_SELECTOR`]: the
+    /// shipped install selects only pods that opted into outrigger, never istiod's.
+    pub fn selector_revision(&self) -> &str {
+        if let Some(t) = self.tag.as_deref().or(self.selector.as_deref()) {
+            return selection::revision_name(t);
+        }
+        if self.istio {
+            self.revision_label()
         } else {
-            &self.revision
+            OUTRIGGER_SELECTOR
         }
     }
 
-    /// What the `istio.io/rev` selectors match: the tag when one is set, else the revision.
-    pub fn selector_revision(&self) -> &str {
-        self.tag.as_deref().unwrap_or_else(|| self.revision_label())
+    /// Whether the entries take over from istiod: they select what istiod's default revision
+    /// selects (`istio-injection=enabled`, ...), so istiod's injector webhooks must be gone.
+    pub fn is_takeover(&self) -> bool {
+        !self.istio && self.is_default_revision()
     }
 
     /// Whether the default-revision entries (`namespace.`, `object.`, `auto.`) are rendered: for
@@ -254,8 +267,9 @@ impl WebhookOptions {
     }
 }
 
+/// `base`, or `base-REVISION` for a revision other than the default one (Istio's naming).
 pub fn with_revision(base: &str, revision: &str) -> String {
-    if revision.is_empty() || revision == "default" {
+    if selection::is_default_revision(revision) {
         base.to_string()
     } else {
         format!("{base}-{revision}")

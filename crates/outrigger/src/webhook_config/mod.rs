@@ -56,6 +56,11 @@ impl WebhookOptions {
                 bail!("--tag {tag:?} is not a valid revision tag ({DNS1123_LABEL_HELP})");
             }
         }
+        if let Some(sel) = &args.selector_revision {
+            if !is_dns1123_label(sel) {
+                bail!("--selector-revision {sel:?} is not a valid revision name ({DNS1123_LABEL_HELP})");
+            }
+        }
         if !args.path.starts_with('/') {
             bail!("--path {:?} must start with '/'", args.path);
         }
@@ -110,12 +115,13 @@ impl WebhookOptions {
         let opts = WebhookOptions {
             revision,
             tag: args.tag.clone(),
+            selector: args.selector_revision.clone(),
             istio: args.istio,
             endpoint,
             name: args.name.clone(),
             ca_bundle,
             failure_policy: args.failure_policy,
-            timeout: args.timeout,
+            timeout: Some(args.timeout),
             reinvocation_policy: args.reinvocation_policy,
             enable_namespaces_by_default: args.enable_namespaces_by_default,
             exclude_namespaces,
