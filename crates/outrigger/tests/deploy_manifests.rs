@@ -48,6 +48,7 @@ fn kustomize_builds_base_and_ha_overlay_and_output_validates() {
         "overlays/ha",
         "overlays/standalone",
         "overlays/namespace",
+        "overlays/takeover",
     ] {
         let text = kustomize(overlay);
         for kind in [
@@ -516,6 +517,75 @@ fn the_base_reads_the_clusters_istio_with_a_role_limited_to_its_configmaps() {
     }
 }
 
+/// `webhook-config --failure-policy Ignore` with `extra` flags, as JSON.
+fn generated_webhook(extra: &[&str]) -> serde_json::Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_outrigger"))
+        .args(["webhook-config", "-o", "json", "--failure-policy", "Ignore"])
+        .args(extra)
+        .output()
+        .expect("binary runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("webhook-config -o json")
+}
+
+/// The base selects only what opted into outrigger (`istio.io/rev=outrigger`); taking over
+/// istiod's selectors is the separate takeover overlay, whose webhook is generated too and
+/// differs from the base's in the entries only.
+fn the_base_selects_its_own_value_and_takeover_is_a_separate_overlay() {
+    let base = rendered("base");
+    let ours = object(
+        &base,
+        "MutatingWebhookConfiguration",
+        defaults::WEBHOOK_CONFIG_NAME,
+    );
+    let names: Vec<&str> = ours["webhooks"]
+        .as_array()
+        .expect("webhooks")
+        .iter()
+        .map(|w| w["name"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "rev.namespace.sidecar-injector.istio.io",
+            "rev.object.sidecar-injector.istio.io"
+        ]
+    );
+    let text = serde_json::to_string(ours).expect("encodes");
+    assert!(
+        text.contains(r#""values":["outrigger"]"#) && !text.contains(r#""values":["enabled"]"#),
+        "{text}"
+    );
+    for w in ours["webhooks"].as_array().expect("webhooks") {
+        assert_eq!(w["timeoutSeconds"], 5, "{}", w["name"]);
+    }
+    let takeover = rendered("overlays/takeover");
+    let theirs = object(
+        &takeover,
+        "MutatingWebhookConfiguration",
+        defaults::WEBHOOK_CONFIG_NAME,
+    );
+    assert_eq!(
+        theirs,
+        &generated_webhook(&["--selector-revision", "default"]),
+        "deploy/overlays/takeover/mutatingwebhook.yaml drifted from `outrigger webhook-config \
+         --failure-policy Ignore --selector-revision default` (regenerate it)"
+    );
+    assert_eq!(theirs["webhooks"].as_array().map(Vec::len), Some(4));
+    // Everything else is the base's.
+    let rest = |docs: &[serde_json::Value]| -> Vec<serde_json::Value> {
+        docs.iter()
+            .filter(|d| d["kind"] != "MutatingWebhookConfiguration")
+            .cloned()
+            .collect()
+    };
+    assert_eq!(rest(&base), rest(&takeover));
+}
+
 fn standalone_use_of_the_embedded_default_is_an_explicit_overlay() {
     let docs = rendered("overlays/standalone");
     let a = args(&docs);
@@ -670,11 +740,15 @@ fn a_namespace_override_moves_the_exclusion_but_not_the_istio_role() {
         .map(|r| strings(&r["resources"]))
         .collect::<Vec<_>>();
     assert_eq!(by_name, [["deployments"]], "{role}");
+    // Besides it, the two entries' selector value istio.io/rev=outrigger (not a namespace).
     assert_eq!(
         text.matches("- outrigger\n").count(),
-        1,
+        3,
         "no exclusion of the old namespace is left"
     );
+    for excluded in excluded_namespaces(&docs) {
+        assert!(!excluded.contains(&"outrigger".to_string()), "{excluded:?}");
+    }
 }
 
 /// Build an overlay of `resource` with `components` (paths relative to deploy/), as an operator
@@ -878,6 +952,7 @@ fn main() {
             deploy_base_webhook_config_and_serve_share_one_set_of_defaults,
             the_base_reads_the_clusters_istio_with_a_role_limited_to_its_configmaps,
             standalone_use_of_the_embedded_default_is_an_explicit_overlay,
+            the_base_selects_its_own_value_and_takeover_is_a_separate_overlay,
             the_shipped_webhook_fails_open_until_a_ready_replica_activates_it,
             a_namespace_override_moves_the_exclusion_but_not_the_istio_role,
             the_ha_overlay_evicts_replicas_of_lost_nodes_quickly,

@@ -151,23 +151,24 @@ mod tests {
 
     #[test]
     fn istiods_configuration_overlaps_on_the_shared_namespaces_only() {
-        let ours = config(&WebhookOptions::default());
+        // Taking over istiod's selectors while istiod's configuration is still there.
+        let takeover = config(&WebhookOptions {
+            selector: Some("default".into()),
+            ..WebhookOptions::default()
+        });
         let istio = config(&WebhookOptions {
             istio: true,
             ..WebhookOptions::default()
         });
-        let rev = config(&WebhookOptions {
-            revision: "outrigger".into(),
-            ..WebhookOptions::default()
-        });
+        let ours = config(&WebhookOptions::default());
         let namespaces = [
             ns("apps", json!({"istio-injection": "enabled"})),
             ns("canary", json!({"istio.io/rev": "outrigger"})),
             ns("plain", json!({})),
         ];
-        let ours_name = ours.metadata.name.clone().expect("name");
+        let name = takeover.metadata.name.clone().expect("name");
         let istio_name = istio.metadata.name.clone().expect("name");
-        let found = find(&ours_name, &[ours.clone(), istio.clone()], &namespaces);
+        let found = find(&name, &[takeover.clone(), istio.clone()], &namespaces);
         assert_eq!(
             found,
             [Overlap {
@@ -175,9 +176,8 @@ mod tests {
                 namespaces: vec!["apps".into()]
             }]
         );
-        // A revision of outrigger's own shares no namespace with istiod's default revision.
-        let rev_name = rev.metadata.name.clone().expect("name");
-        assert_eq!(find(&rev_name, &[rev, istio], &namespaces), []);
+        // The shipped default (istio.io/rev=outrigger) shares no namespace with istiod's.
+        assert_eq!(find(&name, &[ours.clone(), istio], &namespaces), []);
         assert_eq!(find("absent", &[ours], &namespaces), []);
     }
 }

@@ -458,11 +458,23 @@ pub fn build(o: &WebhookOptions) -> MutatingWebhookConfiguration {
 /// chart's `auto.` entry exists for the default revision only.
 pub fn auto_entry_dropped(o: &WebhookOptions) -> Option<String> {
     (o.enable_namespaces_by_default && !o.is_default_revision()).then(|| {
+        let sel = o.selector_revision();
+        let with = if o.tag.is_some() {
+            format!("--tag {sel}")
+        } else if o.selector.is_some() {
+            format!("--selector-revision {sel}")
+        } else if o.istio {
+            format!("--revision {}", o.revision)
+        } else {
+            format!(
+                "the entries selecting istio.io/rev={sel} (the default; --selector-revision \
+                 default takes over istiod's selectors)"
+            )
+        };
         format!(
-            "warning: --enable-namespaces-by-default has no effect with --revision {}: the `auto.` \
+            "warning: --enable-namespaces-by-default has no effect with {with}: the `auto.` \
              entry exists for the default revision only (as in Istio's chart); label namespaces \
-             istio.io/rev={} instead",
-            o.revision, o.revision
+             istio.io/rev={sel} instead"
         )
     })
 }
@@ -472,6 +484,62 @@ mod tests {
     use super::*;
     use outrigger_inject::kube::selector::LabelSelector;
     use serde_json::json;
+
+    /// The default options selecting what istiod's default revision selects (the takeover
+    /// overlay's): the chart's four entries.
+    fn takeover() -> WebhookOptions {
+        WebhookOptions {
+            selector: Some("default".into()),
+            ..WebhookOptions::default()
+        }
+    }
+
+    #[test]
+    fn the_default_selects_only_what_opted_into_outrigger() {
+        let o = WebhookOptions::default();
+        assert_eq!(o.selector_revision(), "outrigger");
+        assert!(!o.is_takeover());
+        assert_eq!(
+            names(&o),
+            [
+                "rev.namespace.sidecar-injector.istio.io",
+                "rev.object.sidecar-injector.istio.io"
+            ]
+        );
+        assert_eq!(
+            entry(&o, "rev.namespace.")["namespaceSelector"]["matchExpressions"][0],
+            json!({"key": "istio.io/rev", "operator": "In", "values": ["outrigger"]})
+        );
+        for w in entries(&o) {
+            assert_eq!(w["timeoutSeconds"], 5, "{}", w["name"]);
+            for ns in [
+                json!({"istio-injection": "enabled"}),
+                json!({"istio.io/rev": "default"}),
+                json!({}),
+            ] {
+                assert!(
+                    !(matches(&w["namespaceSelector"], ns.clone())
+                        && matches(&w["objectSelector"], json!({}))),
+                    "{ns} selected by {}",
+                    w["name"]
+                );
+            }
+        }
+        // The revision names the ConfigMaps and .Revision, not what is selected.
+        let canary = WebhookOptions {
+            revision: "canary".into(),
+            ..WebhookOptions::default()
+        };
+        assert_eq!(canary.selector_revision(), "outrigger");
+        // Istio's replacement mode selects its revision, as the chart; a tag its tag.
+        let istio = WebhookOptions {
+            istio: true,
+            ..canary.clone()
+        };
+        assert_eq!(istio.selector_revision(), "canary");
+        assert!(takeover().is_takeover());
+        assert_eq!(names(&takeover()).len(), 4);
+    }
 
     fn names(o: &WebhookOptions) -> Vec<String> {
         entries(o)
@@ -494,7 +562,7 @@ mod tests {
 
     #[test]
     fn default_revision_renders_four_entries_in_chart_order() {
-        let o = WebhookOptions::default();
+        let o = takeover();
         assert_eq!(
             names(&o),
             [
@@ -510,7 +578,7 @@ mod tests {
     fn match_conditions_only_with_the_option_and_on_every_entry() {
         let o = WebhookOptions {
             enable_namespaces_by_default: true,
-            ..Default::default()
+            ..takeover()
         };
         assert!(entries(&o)
             .iter()
@@ -538,15 +606,15 @@ mod tests {
     fn auto_entry_only_with_flag_and_default_revision() {
         let mut o = WebhookOptions {
             enable_namespaces_by_default: true,
-            ..Default::default()
+            ..takeover()
         };
         assert_eq!(names(&o).len(), 5);
         assert_eq!(names(&o)[4], "auto.sidecar-injector.istio.io");
-        o.revision = "canary".into();
+        o.selector = Some("canary".into());
         assert_eq!(
             names(&o).len(),
             2,
-            "a non-default revision renders only rev.* entries"
+            "a selector other than default renders only rev.* entries"
         );
     }
 
@@ -554,7 +622,7 @@ mod tests {
     fn default_spelled_out_is_the_default_revision() {
         let o = WebhookOptions {
             revision: "default".into(),
-            ..Default::default()
+            ..takeover()
         };
         assert_eq!(names(&o).len(), 4);
         assert_eq!(o.object_name(), "outrigger-sidecar-injector");
@@ -576,7 +644,7 @@ mod tests {
     fn chart() -> WebhookOptions {
         WebhookOptions {
             exclude_namespaces: Vec::new(),
-            ..Default::default()
+            ..takeover()
         }
     }
 
@@ -584,6 +652,7 @@ mod tests {
     fn rev_namespace_selectors_exact() {
         let o = WebhookOptions {
             revision: "canary".into(),
+            selector: Some("canary".into()),
             ..chart()
         };
         let w = entry(&o, "rev.namespace.");
@@ -652,7 +721,7 @@ mod tests {
     fn legacy_label_takes_precedence_over_revision_label() {
         let o = WebhookOptions {
             enable_namespaces_by_default: true,
-            ..Default::default()
+            ..takeover()
         };
         let ns_labels = json!({"istio-injection": "enabled", "istio.io/rev": "default"});
         let matching: Vec<String> = entries(&o)
@@ -669,13 +738,13 @@ mod tests {
 
     #[test]
     fn only_the_label_opt_out_is_visible_to_selectors() {
-        let w = entry(&WebhookOptions::default(), "namespace.");
+        let w = entry(&takeover(), "namespace.");
         assert!(!matches(
             &w["objectSelector"],
             json!({"sidecar.istio.io/inject": "false"})
         ));
         assert!(matches(&w["objectSelector"], json!({"app": "x"})));
-        let obj = entry(&WebhookOptions::default(), "object.");
+        let obj = entry(&takeover(), "object.");
         assert!(matches(
             &obj["objectSelector"],
             json!({"sidecar.istio.io/inject": "true"})
@@ -690,7 +759,7 @@ mod tests {
     fn auto_entry_skips_kube_system_by_name() {
         let o = WebhookOptions {
             enable_namespaces_by_default: true,
-            ..Default::default()
+            ..takeover()
         };
         let auto = entry(&o, "auto.");
         assert!(matches(
@@ -707,7 +776,7 @@ mod tests {
     fn excluded_namespaces_are_added_to_every_entry() {
         let o = WebhookOptions {
             exclude_namespaces: vec!["outrigger".into(), "kube-system".into()],
-            ..Default::default()
+            ..takeover()
         };
         for w in entries(&o) {
             let exprs = w["namespaceSelector"]["matchExpressions"]
@@ -740,7 +809,7 @@ mod tests {
             failure_policy: FailurePolicy::Ignore,
             timeout: Some(5),
             reinvocation_policy: ReinvocationPolicy::IfNeeded,
-            ..Default::default()
+            ..takeover()
         };
         for w in entries(&o) {
             assert_eq!(w["sideEffects"], "None");
@@ -767,7 +836,7 @@ mod tests {
         for revision in ["", "default", "canary"] {
             let o = WebhookOptions {
                 revision: revision.into(),
-                ..Default::default()
+                ..takeover()
             };
             let labels = o.labels();
             assert!(
@@ -776,12 +845,12 @@ mod tests {
             );
         }
         assert_eq!(
-            WebhookOptions::default().object_name(),
+            takeover().object_name(),
             crate::cli::defaults::WEBHOOK_CONFIG_NAME
         );
         let canary = WebhookOptions {
             revision: "canary".into(),
-            ..Default::default()
+            ..takeover()
         };
         assert_eq!(canary.object_name(), "outrigger-sidecar-injector-canary");
     }
@@ -797,7 +866,7 @@ mod tests {
                 port: 443,
                 path: "/inject".into(),
             },
-            ..Default::default()
+            ..takeover()
         };
         let v = serde_json::to_value(build(&o)).expect("encodes");
         assert_eq!(v["metadata"]["name"], "istio-sidecar-injector-1-24");
@@ -805,7 +874,7 @@ mod tests {
         assert_eq!(v["metadata"]["labels"]["app"], "sidecar-injector");
         let d = WebhookOptions {
             istio: true,
-            ..Default::default()
+            ..takeover()
         };
         assert_eq!(
             d.labels().get(REV_LABEL).map(String::as_str),
@@ -819,7 +888,7 @@ mod tests {
             revision: "1-24".into(),
             tag: Some("stable".into()),
             istio: true,
-            ..Default::default()
+            ..takeover()
         };
         assert_eq!(o.object_name(), "istio-revision-tag-stable");
         let l = o.labels();
@@ -852,7 +921,7 @@ mod tests {
     fn url_mode_replaces_the_service() {
         let o = WebhookOptions {
             endpoint: Endpoint::Url("https://injector.example:9443/inject".into()),
-            ..Default::default()
+            ..takeover()
         };
         for w in entries(&o) {
             assert_eq!(
