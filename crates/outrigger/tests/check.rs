@@ -205,6 +205,8 @@ fn auto_entry_of_a_revision_is_reported_as_dropped() {
             "--enable-namespaces-by-default",
             "--selector-revision",
             "default",
+            "--failure-policy",
+            "Ignore",
         ])
         .output()
         .expect("binary runs");

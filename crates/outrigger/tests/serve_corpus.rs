@@ -209,16 +209,21 @@ async fn inject(c: &H2, pod: &Value, namespace: &str, uid: &str) -> Result<Value
 }
 
 /// outrigger's one addition to istiod's output: the marker annotation its webhook writes on
-/// every pod it injects (`outrigger_inject::decide::selection`). Checked and taken out, so the
-/// rest is compared with istiod's golden as it is.
-fn take_marker(pod: &mut Value) -> Result<(), String> {
+/// every pod it injects, and only there (`outrigger_inject::decide::selection`). Checked (there
+/// exactly when the golden pod is injected, i.e. carries `sidecar.istio.io/status`) and taken
+/// out, so the rest is compared with istiod's golden as it is.
+fn take_marker(pod: &mut Value, golden: &Value) -> Result<(), String> {
     use outrigger_inject::decide::selection::{INJECTED_BY_ANNOTATION, INJECTED_BY_VALUE};
+    let injected = golden["metadata"]["annotations"]
+        .get("sidecar.istio.io/status")
+        .is_some();
     let removed = pod["metadata"]["annotations"]
         .as_object_mut()
         .and_then(|a| a.remove(INJECTED_BY_ANNOTATION));
-    if removed.as_ref().and_then(Value::as_str) != Some(INJECTED_BY_VALUE) {
+    let want = injected.then(|| Value::String(INJECTED_BY_VALUE.into()));
+    if removed != want {
         return Err(format!(
-            "the webhook did not mark the pod {INJECTED_BY_ANNOTATION}: {INJECTED_BY_VALUE} (found {removed:?})"
+            "marker {INJECTED_BY_ANNOTATION}: want {want:?} (injected: {injected}), found {removed:?}"
         ));
     }
     Ok(())
@@ -253,7 +258,7 @@ async fn run_case(c: &H2, root: &Path, case: &Value) -> Result<usize, String> {
         let mut got = inject(c, &pod, ns, &uid)
             .await
             .map_err(|e| format!("[doc {i}] {e}"))?;
-        take_marker(&mut got).map_err(|e| format!("[doc {i}] {e}"))?;
+        take_marker(&mut got, &want_pod).map_err(|e| format!("[doc {i}] {e}"))?;
         scrub(&mut got, false);
         let mut want_scrubbed = want_pod.clone();
         scrub(&mut want_scrubbed, false);
@@ -264,7 +269,7 @@ async fn run_case(c: &H2, root: &Path, case: &Value) -> Result<usize, String> {
         let mut again = inject(c, &want_pod, ns, &format!("{uid}-again"))
             .await
             .map_err(|e| format!("[doc {i}] re-injection: {e}"))?;
-        take_marker(&mut again).map_err(|e| format!("[doc {i}] re-injection: {e}"))?;
+        take_marker(&mut again, &want_pod).map_err(|e| format!("[doc {i}] re-injection: {e}"))?;
         scrub(&mut again, true);
         scrub(&mut want_pod, true);
         if let Some(d) = first_diff(&want_pod, &again, "") {

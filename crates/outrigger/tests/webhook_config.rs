@@ -152,8 +152,18 @@ fn standalone_output_never_carries_istios_revision_label() {
             v["metadata"]["name"]
         );
     }
-    let (ok, err) = stderr_of(&[]);
+    let (ok, err) = stderr_of(&["--failure-policy", "Ignore"]);
     assert!(ok && err.is_empty(), "{err}");
+    // failurePolicy Fail (the default) without a caBundle: said on stderr, output unchanged.
+    let (ok, err) = stderr_of(&[]);
+    assert!(
+        ok && err
+            == "warning: failurePolicy Fail without a caBundle: until one is set (serve --kube \
+                keeps it in step; or pass --ca-bundle-file) the API server cannot call the \
+                injector and refuses every pod the entries select\n",
+        "{err}"
+    );
+    assert_eq!(generate(&[]), generate(&["--failure-policy", "Fail"]));
     let (ok, err) = stderr_of(&["--istio"]);
     assert!(
         ok && err.contains("istiod's own sidecar injector must be off"),
@@ -224,7 +234,13 @@ fn ca_bundle_file_is_base64_encoded() {
         &ca.to_string_lossy(),
     ]))
     .expect("JSON");
-    let encoded = json["webhooks"][3]["clientConfig"]["caBundle"]
+    // Every entry carries it (the shipped default renders two).
+    let entries = json["webhooks"].as_array().expect("webhooks");
+    assert_eq!(entries.len(), 2);
+    assert!(entries
+        .iter()
+        .all(|e| e["clientConfig"]["caBundle"] == entries[0]["clientConfig"]["caBundle"]));
+    let encoded = json["webhooks"][1]["clientConfig"]["caBundle"]
         .as_str()
         .expect("caBundle set")
         .to_string();

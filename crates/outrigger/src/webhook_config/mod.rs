@@ -11,7 +11,7 @@ use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
 use crate::cli::defaults;
 use crate::kube::webhook_object::{
     auto_entry_dropped, build, is_dns1123_label, is_dns1123_subdomain, parse_namespaced,
-    with_revision, Endpoint, WebhookOptions, DEFAULT_SERVICE, ISTIO_SYSTEM,
+    with_revision, Endpoint, FailurePolicy, WebhookOptions, DEFAULT_SERVICE, ISTIO_SYSTEM,
 };
 
 /// What `--istio` means for the cluster, printed on stderr and repeated in the docs.
@@ -167,6 +167,16 @@ pub fn render(v: &MutatingWebhookConfiguration, format: OutputFormat) -> Result<
     })
 }
 
+/// The warning for `failurePolicy: Fail` without a `caBundle`: the API server cannot verify the
+/// injector until one is set, so every pod the entries select is refused.
+pub fn missing_ca_bundle(o: &WebhookOptions) -> Option<&'static str> {
+    (o.failure_policy == FailurePolicy::Fail && o.ca_bundle.is_none()).then_some(
+        "warning: failurePolicy Fail without a caBundle: until one is set (serve --kube keeps it \
+         in step; or pass --ca-bundle-file) the API server cannot call the injector and refuses \
+         every pod the entries select",
+    )
+}
+
 /// Run `outrigger webhook-config`.
 pub fn run(args: &WebhookConfigArgs) -> Result<()> {
     let opts = WebhookOptions::from_args(args)?;
@@ -175,6 +185,9 @@ pub fn run(args: &WebhookConfigArgs) -> Result<()> {
     }
     if opts.istio {
         eprintln!("{ISTIO_MODE_NOTE}");
+    }
+    if let Some(w) = missing_ca_bundle(&opts) {
+        eprintln!("{w}");
     }
     print::stdout(&render(&build(&opts), args.output)?)
 }
