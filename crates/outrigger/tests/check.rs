@@ -211,7 +211,13 @@ fn auto_entry_of_a_revision_is_reported_as_dropped() {
         .output()
         .expect("binary runs");
     assert!(String::from_utf8_lossy(&out.stdout).contains("auto.sidecar-injector"));
-    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with(
+            "note: --selector-revision default selects what istiod's default revision selects"
+        ) && err.lines().count() == 1,
+        "{err}"
+    );
 }
 
 const CANARY_POD: &str = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  labels:\n    istio.io/rev: canary\nspec:\n  containers:\n  - name: app\n    image: app\n";

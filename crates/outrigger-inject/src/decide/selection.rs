@@ -253,6 +253,41 @@ pub fn selecting_injectors(
         .collect()
 }
 
+/// The label combinations selection is judged over (by `doctor`'s takeover check and the
+/// migration tests): namespace `istio-injection` absent, `enabled` or `disabled` × `istio.io/rev`
+/// absent, `default`, `canary`, `other` or [`OUTRIGGER_SELECTOR`]; pod `istio.io/rev` the same
+/// five × `sidecar.istio.io/inject` absent, `true` or `false`: 15 × 15 = 225 pairs of
+/// (namespace labels, pod labels), without `kubernetes.io/metadata.name`.
+pub fn label_combinations() -> Vec<(Map<String, Value>, Map<String, Value>)> {
+    let revs = [
+        None,
+        Some(DEFAULT_REVISION),
+        Some("canary"),
+        Some("other"),
+        Some(OUTRIGGER_SELECTOR),
+    ];
+    let labels = |pairs: [(&str, Option<&str>); 2]| -> Map<String, Value> {
+        pairs
+            .into_iter()
+            .filter_map(|(k, v)| v.map(|v| (k.to_string(), Value::String(v.to_string()))))
+            .collect()
+    };
+    let mut namespaces = Vec::new();
+    let mut pods = Vec::new();
+    for rev in revs {
+        for inj in [None, Some("enabled"), Some("disabled")] {
+            namespaces.push(labels([("istio-injection", inj), (REVISION_LABEL, rev)]));
+        }
+        for inj in [None, Some("true"), Some("false")] {
+            pods.push(labels([(INJECT_KEY, inj), (REVISION_LABEL, rev)]));
+        }
+    }
+    namespaces
+        .iter()
+        .flat_map(|ns| pods.iter().map(move |p| (ns.clone(), p.clone())))
+        .collect()
+}
+
 /// Write the marker: [`INJECTED_BY_ANNOTATION`]`: `[`INJECTED_BY_VALUE`] on the pod (outrigger's
 /// webhook does, on every pod it injects).
 pub fn mark_injected(pod: &mut Value) {
@@ -406,6 +441,16 @@ mod tests {
             first.map(|e| e["name"].clone()),
             Some(json!("rev.namespace.sidecar-injector.istio.io"))
         );
+    }
+
+    #[test]
+    fn the_label_table_has_every_combination_once() {
+        let t = label_combinations();
+        assert_eq!(t.len(), 225);
+        let distinct: std::collections::BTreeSet<String> =
+            t.iter().map(|(n, p)| format!("{n:?}{p:?}")).collect();
+        assert_eq!(distinct.len(), 225);
+        assert!(t.iter().any(|(n, p)| n.is_empty() && p.is_empty()));
     }
 
     #[test]

@@ -20,6 +20,13 @@ pub const ISTIO_MODE_NOTE: &str =
 istiod's own sidecar injector must be off (no default-revision istiod running its webhook \
 patcher), or istiod and outrigger will overwrite each other's caBundle forever";
 
+/// What `--selector-revision default` means for the cluster, printed on stderr.
+pub const TAKEOVER_NOTE: &str =
+    "note: --selector-revision default selects what istiod's default revision selects \
+(istio-injection=enabled, istio.io/rev=default, sidecar.istio.io/inject=true): remove istiod's \
+injector webhooks first (docs/kubernetes.md, \"Taking over from istiod\"), or every such pod goes \
+through both injectors; outrigger doctor fails while they remain";
+
 pub use crate::webhook_config::args::{OutputFormat, WebhookConfigArgs};
 
 const DNS1123_LABEL_HELP: &str =
@@ -185,6 +192,9 @@ pub fn run(args: &WebhookConfigArgs) -> Result<()> {
     }
     if opts.istio {
         eprintln!("{ISTIO_MODE_NOTE}");
+    }
+    if opts.is_takeover() {
+        eprintln!("{TAKEOVER_NOTE}");
     }
     if let Some(w) = missing_ca_bundle(&opts) {
         eprintln!("{w}");
