@@ -272,6 +272,16 @@ impl RevisionTags {
     pub fn resolve<'a>(&'a self, selected: &'a str) -> &'a str {
         self.0.get(selected).map_or(selected, String::as_str)
     }
+
+    /// These tags, with outrigger's own selector value
+    /// ([`crate::decide::selection::OUTRIGGER_SELECTOR`], what its shipped webhook selects)
+    /// standing for `revision`, the revision it injects as, unless a tag of that name exists.
+    pub fn with_outrigger(mut self, revision: &str) -> RevisionTags {
+        self.0
+            .entry(crate::decide::selection::OUTRIGGER_SELECTOR.to_string())
+            .or_insert_with(|| crate::decide::selection::revision_name(revision).to_string());
+        self
+    }
 }
 
 /// Resource requests and limits the injected containers of `actual` have and those of
