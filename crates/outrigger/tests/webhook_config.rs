@@ -191,6 +191,14 @@ fn defaults_agree_with_serve_and_rbac() {
         help.contains("[default: outrigger-sidecar-injector]"),
         "serve --webhook-config-name default: {help}"
     );
+    // Every entry's timeoutSeconds sits above serve's request deadline.
+    assert!(
+        help.contains("[default: 4s]"),
+        "serve --request-timeout: {help}"
+    );
+    for w in v["webhooks"].as_array().expect("entries") {
+        assert_eq!(w["timeoutSeconds"], 5, "{}", w["name"]);
+    }
     let rbac = std::fs::read_to_string(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/base/rbac.yaml"),
     )
@@ -209,6 +217,15 @@ fn values_the_api_server_refuses_are_refused() {
         (vec!["--revision", "Canary"], "not a valid revision name"),
         (vec!["--revision", "a.b"], "not a valid revision name"),
         (vec!["--tag=-x"], "not a valid revision tag"),
+        (
+            vec!["--selector-revision", "Outrigger"],
+            "--selector-revision \"Outrigger\" is not a valid revision name",
+        ),
+        (
+            vec!["--selector-revision", "a", "--tag", "b"],
+            "cannot be used with",
+        ),
+        (vec!["--timeout", "31"], "31 is not in 1..=30"),
         (vec!["--url", "http://x/inject"], "https://"),
         (vec!["--url", "https://x/inject?a=1"], "query"),
         (vec!["--service", "Mesh/outrigger"], "DNS-1123"),

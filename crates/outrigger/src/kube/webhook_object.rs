@@ -8,6 +8,12 @@
 //! Shared by the `webhook-config` and `check` commands and the kube layer; it knows nothing of
 //! command-line flags (those are in `webhook_config`).
 //!
+//! What the entries select is [`WebhookOptions::selector_revision`]: by default
+//! `istio.io/rev=outrigger` ([`OUTRIGGER_SELECTOR`]), so the shipped install never selects a pod
+//! istiod selects; `--selector-revision default` renders the default revision's four entries
+//! (taking over from istiod, [`WebhookOptions::is_takeover`]); `--istio` selects its revision, as
+//! Istio's chart. The revision itself only names the object (and, with `--istio`, the Service).
+//!
 //! Two naming modes:
 //!
 //! * **standalone** (the default): object `outrigger-sidecar-injector[-REV]`, Service
