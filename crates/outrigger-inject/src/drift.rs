@@ -759,4 +759,21 @@ mod tests {
             assert!(states.contains(&state), "{states:?}");
         }
     }
+
+    #[test]
+    fn outriggers_own_selector_stands_for_the_revision_in_force() {
+        let tags = RevisionTags::default().with_outrigger("");
+        assert_eq!(tags.resolve("outrigger"), "default");
+        assert_eq!(tags.resolve("canary"), "canary");
+        let tags = RevisionTags::default().with_outrigger("canary");
+        assert_eq!(tags.resolve("outrigger"), "canary");
+        // A revision tag of that name (the cluster's, or --revision-tag) wins.
+        let named = RevisionTags(
+            [("outrigger".to_string(), "stable".to_string())]
+                .into_iter()
+                .collect(),
+        )
+        .with_outrigger("canary");
+        assert_eq!(named.resolve("outrigger"), "stable");
+    }
 }
