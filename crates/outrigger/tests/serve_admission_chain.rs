@@ -6,7 +6,6 @@
 //! a time and back; the takeover's overlap), and against seeded faults.
 
 #[path = "../../outrigger-inject/tests/harness/absent.rs"]
-#[allow(dead_code)]
 mod absent;
 mod common;
 
