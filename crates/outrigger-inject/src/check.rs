@@ -19,9 +19,9 @@ use serde_json::{Map, Value};
 
 use crate::config::Snapshot;
 use crate::decide::explain::{decision_steps, Step};
-use crate::decide::{self, Reason};
+use crate::decide::{self, selection, Reason};
 use crate::ingest::workload::workload_kind;
-use crate::kube::names::{INJECT_KEY, NAMESPACE_NAME_LABEL};
+use crate::kube::names::INJECT_KEY;
 use crate::kube::pod;
 use crate::kube::selector::LabelSelector;
 use crate::render;
@@ -29,18 +29,8 @@ use crate::render;
 /// Check-only code: no webhook entry selects the pod, the injector never sees it.
 pub const NOT_SELECTED: &str = "webhook_not_selected";
 
-/// Whether one webhook entry selects the pod.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct EntryMatch {
-    /// Entry name (`rev.namespace.sidecar-injector.istio.io`, ...).
-    pub name: String,
-    /// The namespaceSelector matched the namespace labels.
-    pub namespace_selector: bool,
-    /// The objectSelector matched the pod labels.
-    pub object_selector: bool,
-    /// Both matched: the API server calls the injector for this entry.
-    pub selected: bool,
-}
+/// Whether one webhook entry selects the pod (the library's one rule, [`selection`]).
+pub use crate::decide::selection::EntryMatch;
 
 /// The explanation for one pod.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -105,7 +95,8 @@ fn selector_matches(sel: &Value, labels: &Map<String, Value>) -> bool {
     LabelSelector::from_json(sel).is_ok_and(|s| s.matches(labels))
 }
 
-/// Evaluate every webhook entry's selectors, as the API server does.
+/// Evaluate every webhook entry's rules and selectors, as the API server does
+/// ([`selection::entry_match`]).
 pub fn webhook_matches(
     entries: &[Value],
     namespace_labels: &Map<String, Value>,
@@ -113,24 +104,8 @@ pub fn webhook_matches(
 ) -> Vec<EntryMatch> {
     entries
         .iter()
-        .map(|w| {
-            let ns = selector_matches(&w["namespaceSelector"], namespace_labels);
-            let obj = selector_matches(&w["objectSelector"], pod_labels);
-            EntryMatch {
-                name: w["name"].as_str().unwrap_or_default().to_string(),
-                namespace_selector: ns,
-                object_selector: obj,
-                selected: ns && obj,
-            }
-        })
+        .map(|w| selection::entry_match(w, namespace_labels, pod_labels))
         .collect()
-}
-
-fn with_name_label(namespace: &str, labels: &Map<String, Value>) -> Map<String, Value> {
-    let mut l = labels.clone();
-    l.entry(NAMESPACE_NAME_LABEL.to_string())
-        .or_insert_with(|| Value::String(namespace.to_string()));
-    l
 }
 
 /// Explain the fate of `pod` (metadata.namespace is set to the context's namespace); when it is
@@ -334,7 +309,7 @@ fn explain_once(workload: &str, pod: &Value, ctx: &Context<'_>) -> Report {
             serde_json::json!({"namespace": ctx.namespace}),
         );
     }
-    let ns_labels = with_name_label(ctx.namespace, ctx.namespace_labels);
+    let ns_labels = selection::namespace_labels(ctx.namespace, ctx.namespace_labels);
     let empty = Map::new();
     let pod_labels = pod
         .pointer("/metadata/labels")

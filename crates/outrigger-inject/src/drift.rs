@@ -18,7 +18,7 @@ use crate::ingest::previous::Status;
 use crate::ingest::recover::{INJECTED_ANNOTATIONS, INJECTED_LABELS};
 use crate::inject::{normalize_pod, InjectParams};
 use crate::kube::names::{PROXY_CONTAINER, STATUS_ANNOTATION};
-use crate::kube::pod::{annotation, container_name, label};
+use crate::kube::pod::{annotation, container_name};
 use crate::kube::prometheus::sanitize_label_name;
 use crate::kube::stored::store_defaults;
 use crate::reinject::reinject_pod;
@@ -253,25 +253,9 @@ fn stored_view_owned(pod: Value) -> Value {
     Value::Object(view)
 }
 
-/// The revision whose webhook receives `pod` in a namespace labelled `namespace_labels`, as
-/// Istio's revisioned `MutatingWebhookConfiguration`s select: the namespace label
-/// `istio-injection=enabled` (the default revision; `disabled` selects none), else the namespace
-/// label `istio.io/rev`, else the pod's `istio.io/rev` label, else the pod's
-/// `sidecar.istio.io/inject=true` label (the default revision's object selector). `None`: no
-/// webhook sees the pod. The default revision is named `default`.
-pub fn selecting_revision(namespace_labels: &Map<String, Value>, pod: &Value) -> Option<String> {
-    let ns = |k: &str| namespace_labels.get(k).and_then(Value::as_str);
-    if let Some(v) = ns("istio-injection") {
-        return (v == "enabled").then(|| "default".to_string());
-    }
-    if let Some(rev) = ns("istio.io/rev") {
-        return Some(rev.to_string());
-    }
-    if let Some(rev) = label(pod, "istio.io/rev") {
-        return Some(rev.to_string());
-    }
-    (label(pod, "sidecar.istio.io/inject") == Some("true")).then(|| "default".to_string())
-}
+/// The revision whose webhook receives a pod: the library's one rule
+/// ([`crate::decide::selection::selecting_revision`]).
+pub use crate::decide::selection::selecting_revision;
 
 /// Istio's revision tags: tag name to the revision it points to (a
 /// `MutatingWebhookConfiguration` `istio-revision-tag-TAG` labelled `istio.io/tag: TAG` and
@@ -287,6 +271,16 @@ impl RevisionTags {
     /// revision when it is a tag, else itself.
     pub fn resolve<'a>(&'a self, selected: &'a str) -> &'a str {
         self.0.get(selected).map_or(selected, String::as_str)
+    }
+
+    /// These tags, with outrigger's own selector value
+    /// ([`crate::decide::selection::OUTRIGGER_SELECTOR`], what its shipped webhook selects)
+    /// standing for `revision`, the revision it injects as, unless a tag of that name exists.
+    pub fn with_outrigger(mut self, revision: &str) -> RevisionTags {
+        self.0
+            .entry(crate::decide::selection::OUTRIGGER_SELECTOR.to_string())
+            .or_insert_with(|| crate::decide::selection::revision_name(revision).to_string());
+        self
     }
 }
 
@@ -767,49 +761,19 @@ mod tests {
     }
 
     #[test]
-    fn the_selecting_revision_follows_istios_webhook_selectors() {
-        let ns = |v: Value| v.as_object().cloned().expect("labels");
-        let pod = |labels: Value| json!({"metadata": {"labels": labels}});
-        let none = pod(json!({}));
-        let cases = [
-            (
-                json!({"istio-injection": "enabled"}),
-                pod(json!({"istio.io/rev": "c"})),
-                Some("default"),
-            ),
-            (
-                json!({"istio-injection": "disabled", "istio.io/rev": "c"}),
-                none.clone(),
-                None,
-            ),
-            (
-                json!({"istio.io/rev": "canary"}),
-                none.clone(),
-                Some("canary"),
-            ),
-            (
-                json!({}),
-                pod(json!({"istio.io/rev": "canary"})),
-                Some("canary"),
-            ),
-            (
-                json!({}),
-                pod(json!({"sidecar.istio.io/inject": "true"})),
-                Some("default"),
-            ),
-            (
-                json!({}),
-                pod(json!({"sidecar.istio.io/inject": "false"})),
-                None,
-            ),
-            (json!({}), none.clone(), None),
-        ];
-        for (labels, p, want) in cases {
-            assert_eq!(
-                selecting_revision(&ns(labels.clone()), &p).as_deref(),
-                want,
-                "{labels} {p}"
-            );
-        }
+    fn outriggers_own_selector_stands_for_the_revision_in_force() {
+        let tags = RevisionTags::default().with_outrigger("");
+        assert_eq!(tags.resolve("outrigger"), "default");
+        assert_eq!(tags.resolve("canary"), "canary");
+        let tags = RevisionTags::default().with_outrigger("canary");
+        assert_eq!(tags.resolve("outrigger"), "canary");
+        // A revision tag of that name (the cluster's, or --revision-tag) wins.
+        let named = RevisionTags(
+            [("outrigger".to_string(), "stable".to_string())]
+                .into_iter()
+                .collect(),
+        )
+        .with_outrigger("canary");
+        assert_eq!(named.resolve("outrigger"), "stable");
     }
 }

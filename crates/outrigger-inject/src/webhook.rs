@@ -14,6 +14,7 @@ use serde_json::{Map, Value};
 use crate::config::Snapshot;
 use crate::decide::native::{detect_native_sidecars, ClusterFacts, NativeMode};
 use crate::decide::openshift::{proxy_uid_gid, reset_openshift_proxy_user};
+use crate::decide::selection::mark_injected;
 use crate::decide::{inject_required, Reason};
 use crate::ingest::admission::{
     decode_pod, decode_review, prepare_metadata, prepare_pod, ApiVersion,
@@ -272,7 +273,8 @@ fn event_metadata(pod: &Value, request_namespace: &str) -> Map<String, Value> {
 /// it again for the diff: the extra tree is small, and decoding costs more than holding it.
 const REDECODE_MIN_BODY: usize = 64 * 1024;
 
-/// Inject `pod` and diff the result against the pod as received, holding at most two pod-sized
+/// Inject `pod`, mark it as outrigger's ([`mark_injected`]: the one difference from istiod's
+/// webhook, which never writes the marker), and diff the result against the pod as received, holding at most two pod-sized
 /// trees at a time (the webhook's memory budget).
 ///
 /// The patch is computed against the pod exactly as received (after managedFields removal and
@@ -291,18 +293,21 @@ fn inject_and_diff(
     inject::normalize_pod(&mut normalized)?;
     if as_received && identical(&normalized, &pod) {
         drop(normalized);
-        let injected = inject::inject_normalized(&pod, params)?;
+        let mut injected = inject::inject_normalized(&pod, params)?;
+        mark_injected(&mut injected.pod);
         let patch = crate::patch::create_json(&pod, &injected.pod);
         return Ok((patch, injected.warnings));
     }
     if as_received && body.len() < REDECODE_MIN_BODY {
-        let injected = inject::inject_normalized(&normalized, params)?;
+        let mut injected = inject::inject_normalized(&normalized, params)?;
+        mark_injected(&mut injected.pod);
         let patch = crate::patch::create_json(&pod, &injected.pod);
         return Ok((patch, injected.warnings));
     }
     drop(pod);
-    let injected = inject::inject_normalized(&normalized, params)?;
+    let mut injected = inject::inject_normalized(&normalized, params)?;
     drop(normalized);
+    mark_injected(&mut injected.pod);
     let received = decode_review(body)
         .ok()
         .and_then(|r| decode_pod(r.object).ok())
@@ -814,7 +819,12 @@ mod tests {
                 proxy_uid_gid: None,
                 compliance_policy: "",
             };
-            let injected = inject::inject_pod(&input, &params).expect("injects");
+            let mut injected = inject::inject_pod(&input, &params).expect("injects");
+            // The webhook's one addition to the pipeline's pod: outrigger's marker.
+            assert!(!crate::decide::selection::injected_by_outrigger(
+                &injected.pod
+            ));
+            mark_injected(&mut injected.pod);
             let want = crate::patch::create_json(pod, &injected.pod);
             assert_eq!(
                 String::from_utf8(patch).expect("UTF-8 patch"),

@@ -32,13 +32,8 @@ fn check_manifest(manifest: &str, args: &[&str]) -> (i32, String, String) {
     )
 }
 
-/// Namespace `apps`, labelled for injection.
-const LABELLED_APPS: &[&str] = &[
-    "-n",
-    "apps",
-    "--namespace-labels",
-    "istio-injection=enabled",
-];
+/// Namespace `apps`, labelled for injection by outrigger (what the shipped webhook selects).
+const LABELLED_APPS: &[&str] = &["-n", "apps", "--namespace-labels", "istio.io/rev=outrigger"];
 
 #[test]
 fn check_explains_each_workload_in_json() {
@@ -46,7 +41,7 @@ fn check_explains_each_workload_in_json() {
         "--namespace",
         "apps",
         "--namespace-labels",
-        "istio-injection=enabled",
+        "istio.io/rev=outrigger",
         "-o",
         "json",
     ]);
@@ -95,8 +90,8 @@ fn exit_status_is_the_verdict() {
 fn every_not_injected_verdict_ends_with_the_change_that_injects_it() {
     let (_, out, _) = check(&["-n", "apps"]);
     // Each report's last line is the fix. In an unlabelled namespace the opted-out pod is
-    // injected by turning its label around (the `object.` entry), one change; removing it is not
-    // enough there.
+    // injected by its own labels (the `rev.object.` entry of the shipped default: outrigger's
+    // label, the opt-out removed), one change; removing the opt-out is not enough there.
     let lines: Vec<&str> = out.lines().collect();
     let mut ends = Vec::new();
     for (i, l) in lines.iter().enumerate() {
@@ -107,8 +102,8 @@ fn every_not_injected_verdict_ends_with_the_change_that_injects_it() {
     assert_eq!(
         ends,
         [
-            "  to inject it: kubectl label namespace apps istio-injection=enabled --overwrite",
-            "  to inject it: change the labels of the pod: sidecar.istio.io/inject=true",
+            "  to inject it: kubectl label namespace apps istio.io/rev=outrigger --overwrite",
+            "  to inject it: change the labels of the pod: sidecar.istio.io/inject- istio.io/rev=outrigger",
         ],
         "{out}"
     );
@@ -120,12 +115,27 @@ fn every_not_injected_verdict_ends_with_the_change_that_injects_it() {
         v[1]["fix"],
         "remove the label sidecar.istio.io/inject=\"false\" from the pod"
     );
-    // A non-default revision is labelled with istio.io/rev.
-    let (_, json, _) = check(&["-n", "apps", "--revision", "canary", "-o", "json"]);
+    // Another selector is labelled with its istio.io/rev value.
+    let (_, json, _) = check(&["-n", "apps", "--selector-revision", "canary", "-o", "json"]);
     let v: serde_json::Value = serde_json::from_str(&json).expect("JSON array");
     assert_eq!(
         v[0]["fix"],
         "kubectl label namespace apps istio.io/rev=canary --overwrite"
+    );
+    // A namespace labelled for istiod is moved to outrigger: its label replaced, istiod's
+    // istio-injection removed (istiod's namespace entry selects it whatever istio.io/rev says).
+    let (_, json, _) = check(&[
+        "-n",
+        "apps",
+        "--namespace-labels",
+        "istio-injection=enabled",
+        "-o",
+        "json",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&json).expect("JSON array");
+    assert_eq!(
+        v[0]["fix"],
+        "kubectl label namespace apps istio.io/rev=outrigger istio-injection- --overwrite"
     );
 }
 
@@ -162,7 +172,11 @@ fn auto_entry_of_a_revision_is_reported_as_dropped() {
     for cmd in [&["webhook-config"][..], &["check", "-f", "-"][..]] {
         let mut child = Command::new(env!("CARGO_BIN_EXE_outrigger"))
             .args(cmd)
-            .args(["--revision", "canary", "--enable-namespaces-by-default"])
+            .args([
+                "--selector-revision",
+                "canary",
+                "--enable-namespaces-by-default",
+            ])
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
@@ -176,19 +190,34 @@ fn auto_entry_of_a_revision_is_reported_as_dropped() {
         let out = child.wait_with_output().expect("binary runs");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(
-            err.contains("--enable-namespaces-by-default has no effect with --revision canary"),
+            err.contains(
+                "--enable-namespaces-by-default has no effect with --selector-revision canary"
+            ),
             "{cmd:?}: {err}"
         );
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(!stdout.contains("auto.sidecar-injector"), "{stdout}");
     }
-    // The default revision renders the entry, silently.
+    // The default revision's selectors (the takeover) render the entry, silently.
     let out = Command::new(env!("CARGO_BIN_EXE_outrigger"))
-        .args(["webhook-config", "--enable-namespaces-by-default"])
+        .args([
+            "webhook-config",
+            "--enable-namespaces-by-default",
+            "--selector-revision",
+            "default",
+            "--failure-policy",
+            "Ignore",
+        ])
         .output()
         .expect("binary runs");
     assert!(String::from_utf8_lossy(&out.stdout).contains("auto.sidecar-injector"));
-    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with(
+            "note: --selector-revision default selects what istiod's default revision selects"
+        ) && err.lines().count() == 1,
+        "{err}"
+    );
 }
 
 const CANARY_POD: &str = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  labels:\n    istio.io/rev: canary\nspec:\n  containers:\n  - name: app\n    image: app\n";
@@ -217,9 +246,14 @@ fn a_pod_asking_for_a_revision_is_checked_against_it() {
         fix.contains("istio.io/rev=canary") && !fix.contains("istio-injection"),
         "{out}"
     );
+    let (_, _, err) = check_manifest(CANARY_POD, &["-n", "apps", "--selector-revision", "stable"]);
+    assert!(
+        err.contains("Pod/p asks for revision \"canary\" (label istio.io/rev) but --selector-revision stable is evaluated"),
+        "{err}"
+    );
     let (_, _, err) = check_manifest(CANARY_POD, &["-n", "apps", "--revision", "stable"]);
     assert!(
-        err.contains("Pod/p asks for revision \"canary\" (label istio.io/rev) but --revision stable is evaluated"),
+        err.contains("Pod/p asks for revision \"canary\" (label istio.io/rev) but --revision stable (entries selecting istio.io/rev=outrigger) is evaluated"),
         "{err}"
     );
 }

@@ -202,14 +202,14 @@ fn webhook_config_and_check_flags_work_in_both_spellings() {
         "-f",
         &pod,
         "--namespaceLabels",
-        "istio-injection=enabled",
+        "istio.io/rev=outrigger",
     ]);
     let b = outrigger(&[
         "check",
         "-f",
         &pod,
         "--namespace-labels",
-        "istio-injection=enabled",
+        "istio.io/rev=outrigger",
     ]);
     assert_eq!(a, b);
     assert!(a.1.contains("INJECTED"), "{}", a.1);
@@ -356,7 +356,7 @@ fn check_warns_about_text_kubernetes_ignores_as_inject_does() {
         "-f",
         path,
         "--namespace-labels",
-        "istio-injection=enabled",
+        "istio.io/rev=outrigger",
     ]);
     assert_eq!(code, 0, "{err}");
     assert!(

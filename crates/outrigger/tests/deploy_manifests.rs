@@ -48,6 +48,7 @@ fn kustomize_builds_base_and_ha_overlay_and_output_validates() {
         "overlays/ha",
         "overlays/standalone",
         "overlays/namespace",
+        "overlays/takeover",
     ] {
         let text = kustomize(overlay);
         for kind in [
@@ -497,7 +498,8 @@ fn the_base_reads_the_clusters_istio_with_a_role_limited_to_its_configmaps() {
             format!("istio{suffix}")
         ]
     );
-    assert_eq!(strings(&rules[0]["verbs"]), ["get", "list", "watch"]);
+    // The server only lists and watches them (a metadata.name field selector): no get.
+    assert_eq!(strings(&rules[0]["verbs"]), ["list", "watch"]);
     let binding = object(&docs, "RoleBinding", "outrigger-istio-config");
     assert_eq!(binding["metadata"]["namespace"], istio_ns.as_str());
     assert_eq!(binding["roleRef"]["name"], "outrigger-istio-config");
@@ -518,6 +520,75 @@ fn the_base_reads_the_clusters_istio_with_a_role_limited_to_its_configmaps() {
             );
         }
     }
+}
+
+/// `webhook-config --failure-policy Ignore` with `extra` flags, as JSON.
+fn generated_webhook(extra: &[&str]) -> serde_json::Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_outrigger"))
+        .args(["webhook-config", "-o", "json", "--failure-policy", "Ignore"])
+        .args(extra)
+        .output()
+        .expect("binary runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("webhook-config -o json")
+}
+
+/// The base selects only what opted into outrigger (`istio.io/rev=outrigger`); taking over
+/// istiod's selectors is the separate takeover overlay, whose webhook is generated too and
+/// differs from the base's in the entries only.
+fn the_base_selects_its_own_value_and_takeover_is_a_separate_overlay() {
+    let base = rendered("base");
+    let ours = object(
+        &base,
+        "MutatingWebhookConfiguration",
+        defaults::WEBHOOK_CONFIG_NAME,
+    );
+    let names: Vec<&str> = ours["webhooks"]
+        .as_array()
+        .expect("webhooks")
+        .iter()
+        .map(|w| w["name"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "rev.namespace.sidecar-injector.istio.io",
+            "rev.object.sidecar-injector.istio.io"
+        ]
+    );
+    let text = serde_json::to_string(ours).expect("encodes");
+    assert!(
+        text.contains(r#""values":["outrigger"]"#) && !text.contains(r#""values":["enabled"]"#),
+        "{text}"
+    );
+    for w in ours["webhooks"].as_array().expect("webhooks") {
+        assert_eq!(w["timeoutSeconds"], 5, "{}", w["name"]);
+    }
+    let takeover = rendered("overlays/takeover");
+    let theirs = object(
+        &takeover,
+        "MutatingWebhookConfiguration",
+        defaults::WEBHOOK_CONFIG_NAME,
+    );
+    assert_eq!(
+        theirs,
+        &generated_webhook(&["--selector-revision", "default"]),
+        "deploy/overlays/takeover/mutatingwebhook.yaml drifted from `outrigger webhook-config \
+         --failure-policy Ignore --selector-revision default` (regenerate it)"
+    );
+    assert_eq!(theirs["webhooks"].as_array().map(Vec::len), Some(4));
+    // Everything else is the base's.
+    let rest = |docs: &[serde_json::Value]| -> Vec<serde_json::Value> {
+        docs.iter()
+            .filter(|d| d["kind"] != "MutatingWebhookConfiguration")
+            .cloned()
+            .collect()
+    };
+    assert_eq!(rest(&base), rest(&takeover));
 }
 
 fn standalone_use_of_the_embedded_default_is_an_explicit_overlay() {
@@ -581,12 +652,12 @@ fn the_shipped_webhook_fails_open_until_a_ready_replica_activates_it() {
                 ["outrigger-sidecar-injector"],
                 "{overlay}"
             );
-            for verb in strings(&rule["verbs"]) {
-                assert!(
-                    ["get", "list", "watch", "patch", "update"].contains(&verb.as_str()),
-                    "{overlay}: {verb}"
-                );
-            }
+            // What the server uses (get, a watch, patch), never update.
+            assert_eq!(
+                strings(&rule["verbs"]),
+                ["get", "list", "watch", "patch"],
+                "{overlay}"
+            );
         }
         // The owner reference needs the uid of the injector's own namespace, and only that.
         let ns = object(&docs, "Deployment", "outrigger")["metadata"]["namespace"]
@@ -674,11 +745,15 @@ fn a_namespace_override_moves_the_exclusion_but_not_the_istio_role() {
         .map(|r| strings(&r["resources"]))
         .collect::<Vec<_>>();
     assert_eq!(by_name, [["deployments"]], "{role}");
+    // Besides it, the two entries' selector value istio.io/rev=outrigger (not a namespace).
     assert_eq!(
         text.matches("- outrigger\n").count(),
-        1,
+        3,
         "no exclusion of the old namespace is left"
     );
+    for excluded in excluded_namespaces(&docs) {
+        assert!(!excluded.contains(&"outrigger".to_string()), "{excluded:?}");
+    }
 }
 
 /// Build an overlay of `resource` with `components` (paths relative to deploy/), as an operator
@@ -763,7 +838,11 @@ fn rbac_follows_the_enabled_features() {
         assert!(args(&docs).contains(&flag.to_string()), "{flag}");
     }
     let probe_ns = object(&docs, "Namespace", "outrigger-probe");
-    assert_eq!(probe_ns["metadata"]["labels"]["istio-injection"], "enabled");
+    // Selected by outrigger only: istiod's selectors never match it.
+    assert_eq!(probe_ns["metadata"]["labels"]["istio.io/rev"], "outrigger");
+    assert!(probe_ns["metadata"]["labels"]
+        .get("istio-injection")
+        .is_none());
     let role = object(&docs, "Role", "outrigger-probe");
     assert_eq!(role["metadata"]["namespace"], "outrigger-probe");
     assert_eq!(
@@ -882,6 +961,7 @@ fn main() {
             deploy_base_webhook_config_and_serve_share_one_set_of_defaults,
             the_base_reads_the_clusters_istio_with_a_role_limited_to_its_configmaps,
             standalone_use_of_the_embedded_default_is_an_explicit_overlay,
+            the_base_selects_its_own_value_and_takeover_is_a_separate_overlay,
             the_shipped_webhook_fails_open_until_a_ready_replica_activates_it,
             a_namespace_override_moves_the_exclusion_but_not_the_istio_role,
             the_ha_overlay_evicts_replicas_of_lost_nodes_quickly,

@@ -57,7 +57,7 @@ fn cluster() -> Cluster {
     for ns in ["kube-system", "istio-system"] {
         c.put(namespace(ns, json!({})));
     }
-    c.put(namespace("apps", json!({"istio-injection": "enabled"})));
+    c.put(namespace("apps", json!({"istio.io/rev": "outrigger"})));
     kube_api::put_istio_configmaps(&mut c);
     c
 }
@@ -226,10 +226,36 @@ async fn a_healthy_install_passes_and_each_seeded_fault_is_named() {
     assert_eq!(r.with("skipped"), ["probe"]);
     assert_eq!(r.status, 0);
 
-    // Overlap: an istiod-like injector (another server, proxy images from another hub) selecting
-    // the same namespace. Its configuration sorts after outrigger's: it is called last and its
-    // sidecar wins (one sorting first would be overridden by outrigger, Istio's webhook
-    // re-injecting an injected pod).
+    // Takeover while istiod's webhooks remain: outrigger's configuration switched to the
+    // takeover's entries (istiod's default revision's selectors, `webhook-config
+    // --selector-revision default`), `apps` labelled for istiod, and an istiod-like injector
+    // (another server, proxy images from another hub) still selecting the same pods. Its
+    // configuration sorts after outrigger's: it is called last and its sidecar wins (one sorting
+    // first would be overridden by outrigger, Istio's webhook re-injecting an injected pod).
+    let shipped = {
+        let mut a = api.lock();
+        let cfg = a
+            .get_mut(
+                "mutatingwebhookconfigurations",
+                "",
+                "outrigger-sidecar-injector",
+            )
+            .expect("configuration");
+        let before = cfg.clone();
+        let live = before["webhooks"][0].clone();
+        let mut entries = printed_webhook_config(&["--selector-revision", "default"])["webhooks"]
+            .as_array()
+            .cloned()
+            .expect("entries");
+        for e in &mut entries {
+            e["clientConfig"]["caBundle"] = live["clientConfig"]["caBundle"].clone();
+            e["failurePolicy"] = live["failurePolicy"].clone();
+        }
+        cfg["webhooks"] = Value::Array(entries);
+        before
+    };
+    api.lock()
+        .put(namespace("apps", json!({"istio-injection": "enabled"})));
     let (istiod, istiod_ca) = start_istiod_like(&dir);
     let mut istiod_config = printed_webhook_config(&["--istio"]);
     istiod_config["metadata"]["name"] = json!("vendor-sidecar-injector");
@@ -249,7 +275,11 @@ async fn a_healthy_install_passes_and_each_seeded_fault_is_named() {
     r.fails(
         &["overlaps", "probe"],
         &[
-            "vendor-sidecar-injector (namespaces apps)",
+            "outrigger-sidecar-injector/object.sidecar-injector.istio.io and \
+             vendor-sidecar-injector/object.sidecar-injector.istio.io both select a pod \
+             (namespace labels none, pod labels sidecar.istio.io/inject=true)",
+            "of 225 label combinations",
+            "selected together now: vendor-sidecar-injector (namespaces apps)",
             "spec.containers[istio-proxy].image: rendered \"docker.io/istio/proxyv2",
             "got \"istiod.example/proxyv2",
             "changed by vendor-sidecar-injector/namespace.sidecar-injector.istio.io",
@@ -265,12 +295,22 @@ async fn a_healthy_install_passes_and_each_seeded_fault_is_named() {
         "call order for its pods: outrigger-sidecar-injector → \
          vendor-sidecar-injector/namespace.sidecar-injector.istio.io"
     ));
+    // The takeover alone, istiod's configuration still there but no namespace labelled for
+    // both (apps now labelled for outrigger's own value, which the takeover does not select):
+    // doctor still fails, from the selectors.
+    api.lock()
+        .put(namespace("apps", json!({"istio.io/rev": "outrigger"})));
+    doctor(&api, &dir, &[]).await.fails(
+        &["namespace-selection", "overlaps"],
+        &["outrigger-sidecar-injector/object.sidecar-injector.istio.io and vendor-sidecar-injector/object.sidecar-injector.istio.io both select"],
+    );
     api.lock().remove(
         "mutatingwebhookconfigurations",
         "",
         "vendor-sidecar-injector",
     );
     drop(istiod);
+    restore(&api, shipped);
 
     // Selector gap: a namespace labelled for a revision nothing serves.
     api.lock()
@@ -292,11 +332,11 @@ async fn a_healthy_install_passes_and_each_seeded_fault_is_named() {
         .fails(&["excluded-namespaces"], &["outrigger (", "kube-system ("]);
     restore(&api, before);
 
-    // timeoutSeconds not above the server's deadline (8s), and above the API server's 30.
-    let before = edit_entries(&api, |e| e["timeoutSeconds"] = json!(5));
+    // timeoutSeconds not above the server's deadline (4s), and above the API server's 30.
+    let before = edit_entries(&api, |e| e["timeoutSeconds"] = json!(4));
     doctor(&api, &dir, &[]).await.fails(
         &["timeout"],
-        &["timeoutSeconds 5 is not above the injector's request deadline 8s"],
+        &["timeoutSeconds 4 is not above the injector's request deadline 4s"],
     );
     edit_entries(&api, |e| e["timeoutSeconds"] = json!(40));
     doctor(&api, &dir, &[])
@@ -314,7 +354,7 @@ async fn a_healthy_install_passes_and_each_seeded_fault_is_named() {
         &["service-endpoints", "probe"],
         &[
             "Service outrigger/outrigger has no ready endpoints",
-            "by outrigger-sidecar-injector/namespace.sidecar-injector.istio.io",
+            "by outrigger-sidecar-injector/rev.namespace.sidecar-injector.istio.io",
         ],
     );
 
@@ -433,7 +473,7 @@ async fn a_healthy_install_passes_and_each_seeded_fault_is_named() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_missing_install_fails_and_an_unreachable_cluster_exits_2() {
     let mut c = Cluster::default();
-    c.put(namespace("apps", json!({"istio-injection": "enabled"})));
+    c.put(namespace("apps", json!({"istio.io/rev": "outrigger"})));
     let api = FakeApi::start(c);
     let dir = scratch("doctor-missing");
     let r = doctor(&api, &dir, &[]).await;

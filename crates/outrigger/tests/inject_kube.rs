@@ -334,7 +334,7 @@ fn check_names_the_injector_configmap_as_inject_does() {
     let t = setup("check-configmap", "");
     t.cluster.lock().put(serde_json::json!({
         "apiVersion": "v1", "kind": "Namespace",
-        "metadata": {"name": "apps", "labels": {"istio-injection": "enabled"}}}));
+        "metadata": {"name": "apps", "labels": {"istio.io/rev": "outrigger"}}}));
     let check = |args: &[&str]| {
         std::process::Command::new(env!("CARGO_BIN_EXE_outrigger"))
             .args([

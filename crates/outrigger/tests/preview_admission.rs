@@ -53,7 +53,7 @@ async fn the_changes_previewed_are_what_admission_gives_the_pods() {
     for ns in ["outrigger", "kube-system", "istio-system"] {
         c.put(namespace(ns, json!({})));
     }
-    c.put(namespace("apps", json!({"istio-injection": "enabled"})));
+    c.put(namespace("apps", json!({"istio.io/rev": "outrigger"})));
     kube_api::put_istio_configmaps(&mut c);
     let mut values: Value = serde_json::from_str(defaults::VALUES).expect("values");
     values["global"]["hub"] = json!("registry.example/next");

@@ -847,6 +847,13 @@ async fn embedded_default_injects_with_path_parameters() {
         .native_sidecars(false)
         .start();
     assert!(server.log_text().contains("embedded default configuration"));
+    // Said at WARN: no configuration flag and nothing mounted at Istio's path.
+    let warned = server.log_text().lines().any(|l| {
+        l.contains(r#""level":"WARN""#)
+            && l.contains("serving the embedded default configuration, not Istio's")
+            && l.contains("/etc/istio/inject/config")
+    });
+    assert!(warned, "{}", server.log_text());
     let ca = server.ca();
     let c = H2::connect(server.addr, &ca).await.unwrap();
     let p = pod("hello");
@@ -1096,6 +1103,43 @@ async fn plain_http_on_the_tls_port_gets_a_clear_400() {
     );
 }
 
+/// A configuration path given that does not exist (or cannot be read) is never replaced by the
+/// embedded default: `serve` stops at start-up naming it, before it listens.
+#[test]
+fn a_missing_config_path_fails_at_start_up_naming_it() {
+    let dir = scratch("missing-config");
+    let config = dir.join("no-such-config");
+    for extra in [
+        vec!["--injectConfig", config.to_str().expect("UTF-8")],
+        // Only the values or mesh path given: the config path is Istio's mount path, absent
+        // here, and the embedded default is not allowed either.
+        vec!["--meshConfig", "/nonexistent/mesh"],
+    ] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_outrigger"))
+            .args(["serve", "--address", "127.0.0.1", "--port", "0"])
+            .args(&extra)
+            .env_remove("RUST_LOG")
+            .output()
+            .expect("runs");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{extra:?}: {err}");
+        let named = if extra[0] == "--injectConfig" {
+            config.display().to_string()
+        } else {
+            "/etc/istio/inject/config".to_string()
+        };
+        assert!(
+            err.contains(&format!(
+                "injector config {named} does not exist (--injectConfig): the embedded default is \
+                 served only when no configuration flag is given and /etc/istio/inject/config is \
+                 absent"
+            )),
+            "{extra:?}: {err}"
+        );
+        assert!(!err.contains("listening"), "{err}");
+    }
+}
+
 /// The generated CA file is written only once the port is bound: a server that cannot listen
 /// leaves no fresh CA behind.
 #[test]
@@ -1108,9 +1152,7 @@ fn the_ca_file_is_written_only_after_the_port_is_bound() {
         .args(["serve", "--address", "127.0.0.1", "--port", &port])
         .arg("--caBundleFile")
         .arg(&ca)
-        .args(["--injectConfig", "/nonexistent/config"])
-        .args(["--injectValues", "/nonexistent/values"])
-        .args(["--meshConfig", "/nonexistent/mesh", "--allow-empty-config"])
+        .arg("--allow-empty-config")
         .env_remove("RUST_LOG")
         .output()
         .expect("runs");

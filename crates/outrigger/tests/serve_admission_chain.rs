@@ -1,9 +1,12 @@
 //! Pods created through the fake API server's mutating admission chain (`common::admission`,
 //! kube-apiserver's webhook selection, TLS against the caBundle, timeouts, failurePolicy, JSON
 //! patches, reinvocation, dryRun), with the real `outrigger serve --kube` behind its Service:
-//! alone with the manifest deploy/ ships, beside an istiod-like injector (overlap, then a
-//! migration one namespace at a time and back), and against seeded faults.
+//! alone with the manifest deploy/ ships, beside an istiod-like injector and istiod's real
+//! configurations rendered from Istio's chart (no overlap by default, a migration one namespace at
+//! a time and back; the takeover's overlap), and against seeded faults.
 
+#[path = "../../outrigger-inject/tests/harness/absent.rs"]
+mod absent;
 mod common;
 
 use std::convert::Infallible;
@@ -73,7 +76,7 @@ fn cluster() -> Cluster {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn outrigger_alone_injects_through_the_admission_chain() {
     let mut c = cluster();
-    c.put(namespace("apps", json!({"istio-injection": "enabled"})));
+    c.put(namespace("apps", json!({"istio.io/rev": "outrigger"})));
     c.put(namespace("plain", json!({})));
     c.put(shipped_webhook_config());
     let api = FakeApi::start(c);
@@ -86,7 +89,7 @@ async fn outrigger_alone_injects_through_the_admission_chain() {
         .expect("admitted");
     assert_eq!(
         a.calls,
-        ["outrigger-sidecar-injector/namespace.sidecar-injector.istio.io"]
+        ["outrigger-sidecar-injector/rev.namespace.sidecar-injector.istio.io"]
     );
     assert!(
         proxy_image(&a.pod).is_some(),
@@ -130,7 +133,7 @@ async fn outrigger_alone_injects_through_the_admission_chain() {
     assert_eq!(e.code, 500);
     assert!(
         e.message.starts_with(
-            "Internal error occurred: failed calling webhook \"namespace.sidecar-injector.istio.io\": "
+            "Internal error occurred: failed calling webhook \"rev.namespace.sidecar-injector.istio.io\": "
         ) && e.message.contains("no ready endpoints"),
         "{}",
         e.message
@@ -332,8 +335,18 @@ fn write_temp(name: &str, text: &str) -> String {
     path.display().to_string()
 }
 
+/// Whether outrigger's webhook injected `pod`: its marker (istiod never writes it).
+fn marked(pod: &Value) -> bool {
+    pod["metadata"]["annotations"]["outrigger.dev/injected-by"] == "outrigger"
+}
+
+/// Beside an istiod-like injector selecting `istio-injection=enabled`, the shipped
+/// configuration (istio.io/rev=outrigger) shares no pod with it: the detector finds no overlap,
+/// and namespaces move to outrigger one at a time and back, each pod reaching exactly one
+/// injector. The takeover's configuration (`--selector-revision default`) beside the same
+/// istiod does overlap: both are called for one pod, and the last one called wins.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn beside_istiod_both_inject_then_a_revision_moves_namespaces_one_at_a_time() {
+async fn beside_istiod_the_default_never_overlaps_and_a_takeover_does() {
     let mut c = cluster();
     let teams = ["team-1", "team-2", "team-3"];
     for t in teams {
@@ -344,92 +357,35 @@ async fn beside_istiod_both_inject_then_a_revision_moves_namespaces_one_at_a_tim
     let istiod_calls = istiod_like(&api).await;
     let server = start_outrigger(&api, "chain-beside", &["--detect-overlaps"]);
     activated(&api, "outrigger-sidecar-injector").await;
-    // At start-up the server named the overlap: log line and metric.
     assert!(
         server
             .wait_log(
-                "another injector selects namespaces",
+                "no other injector selects this injector's namespaces",
                 Duration::from_secs(5)
             )
             .await,
         "{}",
         server.log_text()
     );
-    let ca = common::kube_api::secret_ca(&api, "Secret created");
-    let c = H2::connect(server.addr, &ca).await.expect("TLS");
-    let m = metrics(&c).await;
-    assert_eq!(
-        metric(
-            &m,
-            r#"outrigger_overlapping_injector_namespaces{configuration="istio-sidecar-injector"}"#
-        ),
-        Some(3.0),
-        "team-1..3: {m}"
-    );
-
-    // Overlap: both configurations select team-1, so both injectors are called for one pod.
     let a = api
-        .create_pod("team-1", pod("both", json!({})), false)
+        .create_pod("team-1", pod("istiods", json!({})), false)
         .await
         .expect("admitted");
     assert_eq!(
         a.calls,
-        [
-            "istio-sidecar-injector/namespace.sidecar-injector.istio.io",
-            "outrigger-sidecar-injector/namespace.sidecar-injector.istio.io"
-        ],
-        "both injectors are called for the same pod"
+        ["istio-sidecar-injector/namespace.sidecar-injector.istio.io"],
+        "the shipped configuration never selects istiod's namespaces"
     );
     assert_eq!(istiod_calls.load(Ordering::SeqCst), 1);
-    // Configurations run in name order: istiod's injected first, then outrigger injected again
-    // over it (as istiod re-injects an injected pod): the last one wins, silently.
     assert_eq!(
         proxy_image(&a.pod).as_deref(),
-        Some("docker.io/istio/proxyv2:1.28.0"),
-        "outrigger's embedded values replaced istiod's proxy"
+        Some("istiod.example/proxyv2")
     );
-    assert_eq!(
-        containers(&a.pod)
-            .iter()
-            .filter(|c| *c == "istio-proxy")
-            .count(),
-        1
-    );
-
-    // Coexistence: outrigger as revision `outrigger`, selected by istio.io/rev=outrigger only.
-    let mut rev = printed_webhook_config(&[
-        "--revision",
-        "outrigger",
-        "--name",
-        "outrigger-sidecar-injector",
-        "--exclude-namespaces",
-        "outrigger,kube-system",
-    ]);
-    {
-        // A replacement the fake versions (a PUT with the stored resourceVersion).
-        let mut a = api.lock();
-        let stored = a
-            .get(
-                "mutatingwebhookconfigurations",
-                "",
-                "outrigger-sidecar-injector",
-            )
-            .expect("installed")["metadata"]["resourceVersion"]
-            .clone();
-        rev["metadata"]["resourceVersion"] = stored;
-        a.write(
-            "mutatingwebhookconfigurations",
-            "",
-            "outrigger-sidecar-injector",
-            &rev,
-            None,
-        )
-        .expect("replaced");
-    }
-    activated(&api, "outrigger-sidecar-injector").await;
+    assert!(!marked(&a.pod), "istiod never writes outrigger's marker");
 
     // Migrate one namespace at a time, then back; after each step every namespace gets exactly
-    // one injector: 0 pods uninjected, 0 injected twice.
+    // one injector: 0 pods uninjected, 0 injected twice. The documented relabel: outrigger's
+    // label, istiod's istio-injection removed, in one update.
     let relabel = |ns: &str, to_outrigger: bool| {
         let labels = if to_outrigger {
             json!({"istio.io/rev": "outrigger"})
@@ -473,9 +429,305 @@ async fn beside_istiod_both_inject_then_a_revision_moves_namespaces_one_at_a_tim
                 !on_outrigger,
                 "step {step}, {t}: {image:?}"
             );
+            assert_eq!(marked(&a.pod), on_outrigger, "step {step}, {t}");
         }
     }
     assert_eq!((uninjected, twice, pods), (0, 0, 18));
+
+    // The takeover beside the same istiod: both configurations select team-1.
+    let mut takeover = printed_webhook_config(&[
+        "--selector-revision",
+        "default",
+        "--failure-policy",
+        "Ignore",
+    ]);
+    {
+        let mut a = api.lock();
+        let stored = a
+            .get(
+                "mutatingwebhookconfigurations",
+                "",
+                "outrigger-sidecar-injector",
+            )
+            .expect("installed");
+        takeover["metadata"]["resourceVersion"] = stored["metadata"]["resourceVersion"].clone();
+        a.write(
+            "mutatingwebhookconfigurations",
+            "",
+            "outrigger-sidecar-injector",
+            &takeover,
+            None,
+        )
+        .expect("replaced");
+    }
+    activated(&api, "outrigger-sidecar-injector").await;
+    let a = api
+        .create_pod("team-1", pod("both", json!({})), false)
+        .await
+        .expect("admitted");
+    assert_eq!(
+        a.calls,
+        [
+            "istio-sidecar-injector/namespace.sidecar-injector.istio.io",
+            "outrigger-sidecar-injector/namespace.sidecar-injector.istio.io"
+        ],
+        "both injectors are called for the same pod"
+    );
+    // Configurations run in name order: istiod's injected first, then outrigger injected again
+    // over it (as istiod re-injects an injected pod): the last one wins, silently.
+    assert_eq!(
+        proxy_image(&a.pod).as_deref(),
+        Some("docker.io/istio/proxyv2:1.28.0"),
+        "outrigger's embedded values replaced istiod's proxy"
+    );
+    assert!(marked(&a.pod));
+    assert_eq!(
+        containers(&a.pod)
+            .iter()
+            .filter(|c| *c == "istio-proxy")
+            .count(),
+        1
+    );
+}
+
+/// Istio's releases whose charts the migration tests render.
+const ISTIO_RELEASES: [&str; 3] = ["1.24.6", "1.26.8", "1.28.10"];
+
+/// istiod's MutatingWebhookConfigurations as Istio release `tag`'s own chart renders them
+/// (`helm install istiod CHART -n istio-system` with `values`, Helm values as JSON), by
+/// `tools/render_istiod_webhooks.py` (Helm's Go SDK from PyPI `helm-python-sdk`, offline).
+/// `None`, with a notice, where the chart (Istio's corpus) or the SDK is missing; under CI
+/// (`CI=true`) or with `OUTRIGGER_REQUIRE_TOOLS=1` that is a failure instead.
+fn istiod_chart(tag: &str, values: &str) -> Option<Vec<Value>> {
+    let chart = absent::corpus_dir()
+        .join("releases")
+        .join(tag)
+        .join("chart/istio-discovery");
+    let missing = |why: String| -> Option<Vec<Value>> {
+        if absent::required("OUTRIGGER_REQUIRE_TOOLS") {
+            panic!("{why}, and this run requires it (OUTRIGGER_REQUIRE_TOOLS=1 or CI=true)");
+        }
+        eprintln!("NOTICE: {why}; the test is skipped");
+        None
+    };
+    if !chart.join("Chart.yaml").exists() {
+        return missing(format!("Istio's chart not found at {}", chart.display()));
+    }
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tools/render_istiod_webhooks.py"
+    );
+    let out = match std::process::Command::new("python3")
+        .arg(script)
+        .arg(&chart)
+        .arg(values)
+        .output()
+    {
+        Ok(out) => out,
+        Err(e) => return missing(format!("python3 cannot run: {e}")),
+    };
+    if out.status.code() == Some(3) {
+        return missing(String::from_utf8_lossy(&out.stderr).trim().to_string());
+    }
+    assert!(
+        out.status.success(),
+        "rendering {tag}'s chart with {values}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let configs: Vec<Value> = serde_json::from_slice(&out.stdout).expect("JSON array");
+    assert!(!configs.is_empty(), "{tag} {values}: no configuration");
+    Some(configs)
+}
+
+/// Whether a pod with `pod` labels in a namespace with `ns` labels is labelled for outrigger, by
+/// Istio's precedence (a namespace's `istio-injection` wins, then its `istio.io/rev`, then the
+/// pod's) and not opted out.
+fn labelled_for_outrigger(ns: &Value, pod: &Value) -> bool {
+    let opted_out = pod["sidecar.istio.io/inject"] == "false";
+    let asks = if ns.get("istio-injection").is_some() {
+        false
+    } else if let Some(rev) = ns.get("istio.io/rev") {
+        rev == "outrigger"
+    } else {
+        pod["istio.io/rev"] == "outrigger"
+    };
+    asks && !opted_out
+}
+
+/// Over every combination of namespace labels (`istio-injection` absent/enabled/disabled ×
+/// `istio.io/rev` absent/default/canary/other/outrigger) and pod labels (`istio.io/rev` the same
+/// five × `sidecar.istio.io/inject` absent/true/false), as the API server selects: the shipped
+/// configuration selects none that istiod's (1.24.6, 1.26.8, 1.28.10; the default revision, a
+/// revision `canary` and revision tags `other` and `default`, rendered from Istio's chart)
+/// selects, and selects every one labelled for outrigger, by exactly one entry. The takeover's
+/// configuration beside the same istiod selects many combinations twice.
+#[test]
+fn the_default_install_never_overlaps_istiod() {
+    let ours = shipped_webhook_config();
+    let takeover = printed_webhook_config(&["--selector-revision", "default"]);
+    let table = outrigger_inject::decide::selection::label_combinations();
+    assert_eq!(table.len(), 225);
+    for tag in ISTIO_RELEASES {
+        let mut istiod = Vec::new();
+        for values in [
+            r#"{"revisionTags": ["other", "default"]}"#,
+            r#"{"revision": "canary"}"#,
+        ] {
+            let Some(configs) = istiod_chart(tag, values) else {
+                return;
+            };
+            istiod.extend(configs);
+        }
+        let names: Vec<&str> = istiod
+            .iter()
+            .map(|c| c["metadata"]["name"].as_str().unwrap_or(""))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "istio-sidecar-injector",
+                "istio-revision-tag-other",
+                "istio-revision-tag-default",
+                "istio-sidecar-injector-canary"
+            ],
+            "{tag}"
+        );
+        let (mut by_istiod, mut by_ours, mut both_takeover) = (0, 0, 0);
+        for (ns, pod) in &table {
+            let (ns, pod) = (Value::Object(ns.clone()), Value::Object(pod.clone()));
+            let theirs = common::admission::selecting(&istiod, "apps", &ns, &pod);
+            let mine = common::admission::selecting(std::slice::from_ref(&ours), "apps", &ns, &pod);
+            let taken =
+                common::admission::selecting(std::slice::from_ref(&takeover), "apps", &ns, &pod);
+            by_istiod += usize::from(!theirs.is_empty());
+            by_ours += usize::from(!mine.is_empty());
+            both_takeover += usize::from(!theirs.is_empty() && !taken.is_empty());
+            assert!(
+                theirs.is_empty() || mine.is_empty(),
+                "{tag}: namespace {ns}, pod {pod}: both {theirs:?} and {mine:?}"
+            );
+            assert_eq!(
+                mine.len(),
+                usize::from(labelled_for_outrigger(&ns, &pod)),
+                "{tag}: namespace {ns}, pod {pod}: {mine:?}"
+            );
+        }
+        eprintln!(
+            "{tag}: of {} label combinations istiod selects {by_istiod}, the shipped \
+             configuration {by_ours} (both: 0); the takeover beside istiod: {both_takeover} both",
+            table.len()
+        );
+        assert!(by_istiod > 0 && by_ours > 0 && both_takeover > 0);
+    }
+}
+
+/// Namespaces move from istiod to outrigger one at a time with the documented relabel, then
+/// back, with istiod's real configurations (Istio 1.24.6, 1.26.8 and 1.28.10's chart: the default
+/// revision and a revision tag `prod`) and an istiod stand-in behind istiod's Service: at every
+/// step each pod is injected by exactly one injector, none is missed in a labelled namespace,
+/// and after the rollback no new pod carries outrigger's marker.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migration_to_outrigger_and_back_beside_istiods_chart() {
+    let mut charts = Vec::new();
+    for tag in ISTIO_RELEASES {
+        let Some(configs) = istiod_chart(tag, r#"{"revisionTags": ["prod"]}"#) else {
+            return;
+        };
+        charts.push((tag, configs));
+    }
+    // Namespaces labelled for istiod three ways: the legacy label, the default revision, a tag.
+    let teams = [
+        ("team-1", json!({"istio-injection": "enabled"})),
+        ("team-2", json!({"istio.io/rev": "default"})),
+        ("team-3", json!({"istio.io/rev": "prod"})),
+    ];
+    let mut c = cluster();
+    for (t, labels) in &teams {
+        c.put(namespace(t, labels.clone()));
+    }
+    c.put(shipped_webhook_config());
+    let api = FakeApi::start(c);
+    let (addr, ca, _) = toy_webhook("istiod.istio-system.svc", Behaviour::Istiod).await;
+    api.lock()
+        .endpoints
+        .insert(("istio-system".into(), "istiod".into()), vec![addr]);
+    let _server = start_outrigger(&api, "chain-migration", &[]);
+    activated(&api, "outrigger-sidecar-injector").await;
+    let mut installed: Vec<String> = Vec::new();
+    let mut pods = 0;
+    for (tag, configs) in charts {
+        // istiod's webhooks of this release, with the stand-in's CA (istiod patches its own).
+        {
+            let mut a = api.lock();
+            for name in installed.drain(..) {
+                a.remove("mutatingwebhookconfigurations", "", &name);
+            }
+            for mut cfg in configs {
+                for e in cfg["webhooks"].as_array_mut().expect("entries") {
+                    assert_eq!(e["clientConfig"]["service"]["name"], "istiod", "{tag}: {e}");
+                    e["clientConfig"]["caBundle"] = json!(B64.encode(&ca));
+                }
+                cfg["metadata"]["resourceVersion"] = json!("2");
+                installed.push(cfg["metadata"]["name"].as_str().expect("name").to_string());
+                a.put(cfg);
+            }
+        }
+        // Forward one namespace at a time, then back (the rollback), each pod checked.
+        let mut steps: Vec<(usize, bool)> = (0..teams.len()).map(|i| (i, true)).collect();
+        steps.extend((0..teams.len()).map(|i| (i, false)));
+        for (step, (moved, to_outrigger)) in steps.iter().enumerate() {
+            let labels = if *to_outrigger {
+                // kubectl label namespace T istio.io/rev=outrigger istio-injection- --overwrite
+                json!({"istio.io/rev": "outrigger"})
+            } else {
+                teams[*moved].1.clone()
+            };
+            api.lock().put(namespace(teams[*moved].0, labels));
+            for (i, (t, _)) in teams.iter().enumerate() {
+                let on_outrigger = steps[..=step]
+                    .iter()
+                    .rev()
+                    .find(|(n, _)| *n == i)
+                    .is_some_and(|(_, o)| *o);
+                let a = api
+                    .create_pod(t, pod(&format!("{tag}-p{step}"), json!({})), false)
+                    .await
+                    .expect("admitted");
+                pods += 1;
+                assert_eq!(a.calls.len(), 1, "{tag} step {step}, {t}: {:?}", a.calls);
+                let want = if on_outrigger {
+                    "outrigger-sidecar-injector/"
+                } else if i == 2 {
+                    "istio-revision-tag-prod/"
+                } else {
+                    "istio-sidecar-injector/"
+                };
+                assert!(
+                    a.calls[0].starts_with(want),
+                    "{tag} step {step}, {t}: {:?}",
+                    a.calls
+                );
+                assert!(
+                    proxy_image(&a.pod).is_some(),
+                    "{tag} step {step}, {t}: missed"
+                );
+                assert_eq!(marked(&a.pod), on_outrigger, "{tag} step {step}, {t}");
+            }
+        }
+        // After the rollback (every namespace back on istiod), no new pod is outrigger's.
+        for (t, _) in &teams {
+            let a = api
+                .create_pod(t, pod(&format!("{tag}-after"), json!({})), false)
+                .await
+                .expect("admitted");
+            pods += 1;
+            assert!(
+                !marked(&a.pod) && proxy_image(&a.pod).is_some(),
+                "{tag} {t}"
+            );
+        }
+    }
+    assert_eq!(pods, 3 * (6 * 3 + 3));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -675,7 +927,7 @@ fn pod_with(name: &str, labels: Value, annotations: Value, spec: Value) -> Value
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn match_conditions_let_skipped_pods_through_while_the_injector_is_down() {
     let mut c = cluster();
-    c.put(namespace("apps", json!({"istio-injection": "enabled"})));
+    c.put(namespace("apps", json!({"istio.io/rev": "outrigger"})));
     // `webhook-config --match-conditions` under failurePolicy Fail, no replica yet.
     let mut cfg = printed_webhook_config(&["--match-conditions", "--failure-policy", "Fail"]);
     cfg["metadata"]["resourceVersion"] = json!("2");
@@ -727,7 +979,7 @@ async fn match_conditions_let_skipped_pods_through_while_the_injector_is_down() 
         .expect("admitted");
     assert_eq!(
         a.calls,
-        ["outrigger-sidecar-injector/namespace.sidecar-injector.istio.io"]
+        ["outrigger-sidecar-injector/rev.namespace.sidecar-injector.istio.io"]
     );
     assert!(proxy_image(&a.pod).is_some(), "{:?}", containers(&a.pod));
     for mut p in never_injected() {
@@ -982,7 +1234,7 @@ fn create_continuously(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rolling_update_refuses_and_misses_no_pod() {
     let mut c = cluster();
-    c.put(namespace("apps", json!({"istio-injection": "enabled"})));
+    c.put(namespace("apps", json!({"istio.io/rev": "outrigger"})));
     c.put(shipped_webhook_config());
     let api = FakeApi::start(c);
     let args = ["--activation-delay", "200ms", "--drain-delay", "1s"];
@@ -1047,7 +1299,7 @@ async fn black_hole() -> SocketAddr {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_blocked_port_refuses_under_fail_and_admits_uninjected_under_ignore() {
     let mut c = cluster();
-    c.put(namespace("apps", json!({"istio-injection": "enabled"})));
+    c.put(namespace("apps", json!({"istio.io/rev": "outrigger"})));
     let api = FakeApi::start(c);
     let hole = black_hole().await;
     for (fault, addr, cause) in [
@@ -1068,7 +1320,7 @@ async fn a_blocked_port_refuses_under_fail_and_admits_uninjected_under_ignore() 
                     let e = outcome.expect_err("Fail refuses");
                     assert_eq!(e.code, 500, "{fault}: {}", e.message);
                     assert!(
-                        e.message.starts_with("Internal error occurred: failed calling webhook \"namespace.sidecar-injector.istio.io\": ")
+                        e.message.starts_with("Internal error occurred: failed calling webhook \"rev.namespace.sidecar-injector.istio.io\": ")
                             && e.message.contains(cause),
                         "{fault}: {}",
                         e.message
@@ -1115,7 +1367,7 @@ async fn a_fresh_apply_blocks_no_pod_and_deleting_the_install_leaves_nothing_tha
     let mut c = cluster();
     c.remove("namespaces", "", "outrigger");
     c.remove("deployments", "outrigger", "outrigger");
-    c.put(namespace("apps", json!({"istio-injection": "enabled"})));
+    c.put(namespace("apps", json!({"istio.io/rev": "outrigger"})));
     let api = FakeApi::start(c);
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     // Pods are created in a selected namespace from before the apply to after the activation.
@@ -1290,7 +1542,7 @@ async fn a_fresh_apply_blocks_no_pod_and_deleting_the_install_leaves_nothing_tha
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deleting_only_the_deployment_fails_open_instead_of_refusing_pods() {
     let mut c = cluster();
-    c.put(namespace("apps", json!({"istio-injection": "enabled"})));
+    c.put(namespace("apps", json!({"istio.io/rev": "outrigger"})));
     c.put(shipped_webhook_config());
     let api = FakeApi::start(c);
     let mut server = start_outrigger(&api, "chain-deployment-deleted", &[]);
@@ -1347,7 +1599,7 @@ async fn the_interval_probe_counts_what_the_admission_path_does_to_a_pod() {
     let mut c = cluster();
     c.put(namespace(
         "outrigger-probe",
-        json!({"istio-injection": "enabled"}),
+        json!({"istio.io/rev": "outrigger"}),
     ));
     c.put(shipped_webhook_config());
     let api = FakeApi::start(c);
@@ -1431,7 +1683,7 @@ async fn a_newer_istios_templates_are_named_and_never_block_every_pod() {
     );
     let mut c = cluster();
     c.put(injector_configmap(&newer, "3"));
-    c.put(namespace("apps", json!({"istio-injection": "enabled"})));
+    c.put(namespace("apps", json!({"istio.io/rev": "outrigger"})));
     c.put(shipped_webhook_config());
     let api = FakeApi::start(c);
     let server = replica(&api, "newer-istio", &["--activation-delay", "200ms"]);

@@ -7,7 +7,8 @@
 //! get `generateName <name>-fake-`, label `pod-template-hash: fake` and a ReplicaSet owner), is
 //! sent as an AdmissionReview with the input's namespace, the returned JSON Patch is applied with
 //! the `json-patch` crate, and the result is compared with the golden document converted the same
-//! way, after deleting `sidecar.istio.io/status` and clearing `fieldRef.apiVersion`. The patched
+//! way, after deleting `sidecar.istio.io/status` and clearing `fieldRef.apiVersion` (and taking out
+//! outrigger's marker `outrigger.dev/injected-by`, which must be there). The patched
 //! pod is then sent again: re-injection must be idempotent (ignoring `ISTIO_METAJSON_ANNOTATIONS`).
 
 mod common;
@@ -207,6 +208,27 @@ async fn inject(c: &H2, pod: &Value, namespace: &str, uid: &str) -> Result<Value
     Ok(doc)
 }
 
+/// outrigger's one addition to istiod's output: the marker annotation its webhook writes on
+/// every pod it injects, and only there (`outrigger_inject::decide::selection`). Checked (there
+/// exactly when the golden pod is injected, i.e. carries `sidecar.istio.io/status`) and taken
+/// out, so the rest is compared with istiod's golden as it is.
+fn take_marker(pod: &mut Value, golden: &Value) -> Result<(), String> {
+    use outrigger_inject::decide::selection::{INJECTED_BY_ANNOTATION, INJECTED_BY_VALUE};
+    let injected = golden["metadata"]["annotations"]
+        .get("sidecar.istio.io/status")
+        .is_some();
+    let removed = pod["metadata"]["annotations"]
+        .as_object_mut()
+        .and_then(|a| a.remove(INJECTED_BY_ANNOTATION));
+    let want = injected.then(|| Value::String(INJECTED_BY_VALUE.into()));
+    if removed != want {
+        return Err(format!(
+            "marker {INJECTED_BY_ANNOTATION}: want {want:?} (injected: {injected}), found {removed:?}"
+        ));
+    }
+    Ok(())
+}
+
 async fn run_case(c: &H2, root: &Path, case: &Value) -> Result<usize, String> {
     let s = |k: &str| case[k].as_str().unwrap_or("");
     let read = |p: &str| std::fs::read_to_string(root.join(p)).map_err(|e| format!("{p}: {e}"));
@@ -236,6 +258,7 @@ async fn run_case(c: &H2, root: &Path, case: &Value) -> Result<usize, String> {
         let mut got = inject(c, &pod, ns, &uid)
             .await
             .map_err(|e| format!("[doc {i}] {e}"))?;
+        take_marker(&mut got, &want_pod).map_err(|e| format!("[doc {i}] {e}"))?;
         scrub(&mut got, false);
         let mut want_scrubbed = want_pod.clone();
         scrub(&mut want_scrubbed, false);
@@ -246,6 +269,7 @@ async fn run_case(c: &H2, root: &Path, case: &Value) -> Result<usize, String> {
         let mut again = inject(c, &want_pod, ns, &format!("{uid}-again"))
             .await
             .map_err(|e| format!("[doc {i}] re-injection: {e}"))?;
+        take_marker(&mut again, &want_pod).map_err(|e| format!("[doc {i}] re-injection: {e}"))?;
         scrub(&mut again, true);
         scrub(&mut want_pod, true);
         if let Some(d) = first_diff(&want_pod, &again, "") {

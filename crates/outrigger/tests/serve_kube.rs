@@ -20,8 +20,6 @@ fn serve(dir: &std::path::Path, args: &[&str], env: &[(&str, &str)]) -> (Output,
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_outrigger"));
     cmd.arg("serve")
         .args(["--port", "0", "--address", "127.0.0.1"])
-        .args(["--injectConfig", &dir.join("none").display().to_string()])
-        .args(["--meshConfig", &dir.join("none-mesh").display().to_string()])
         .args(args)
         .env_remove("KUBERNETES_SERVICE_HOST")
         .env_remove("KUBERNETES_SERVICE_PORT")

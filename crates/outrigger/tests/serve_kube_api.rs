@@ -282,17 +282,11 @@ async fn certificate_from_the_secret_and_configuration_from_the_configmap() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dry_run_reviews_create_no_event() {
     let api = FakeApi::start(cluster());
-    let absent = scratch("kube-api-dry-run-config").join("absent");
+    // No configuration flag: the embedded default (Istio's mount path is absent here).
     let server = serve_against(
         &api,
         "kube-api-dry-run",
-        &[
-            "--dns-name",
-            "localhost",
-            "--events",
-            "--injectConfig",
-            &absent.display().to_string(),
-        ],
+        &["--dns-name", "localhost", "--events"],
         &[("POD_NAME", "outrigger-0")],
     );
     let c = connect_trusting_the_secret(&server, &api).await;
@@ -337,7 +331,7 @@ async fn dry_run_reviews_create_no_event() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn native_sidecars_from_the_node_cache_and_events_for_each_outcome() {
     let api = FakeApi::start(cluster());
-    let absent = scratch("kube-api-events-config").join("absent");
+    // No configuration flag: the embedded default (Istio's mount path is absent here).
     let server = serve_against(
         &api,
         "kube-api-events",
@@ -347,8 +341,6 @@ async fn native_sidecars_from_the_node_cache_and_events_for_each_outcome() {
             "--events",
             "--native-sidecars",
             "auto",
-            "--injectConfig",
-            &absent.display().to_string(),
         ],
         &[("POD_NAME", "outrigger-0")],
     );

@@ -152,8 +152,18 @@ fn standalone_output_never_carries_istios_revision_label() {
             v["metadata"]["name"]
         );
     }
-    let (ok, err) = stderr_of(&[]);
+    let (ok, err) = stderr_of(&["--failure-policy", "Ignore"]);
     assert!(ok && err.is_empty(), "{err}");
+    // failurePolicy Fail (the default) without a caBundle: said on stderr, output unchanged.
+    let (ok, err) = stderr_of(&[]);
+    assert!(
+        ok && err
+            == "warning: failurePolicy Fail without a caBundle: until one is set (serve --kube \
+                keeps it in step; or pass --ca-bundle-file) the API server cannot call the \
+                injector and refuses every pod the entries select\n",
+        "{err}"
+    );
+    assert_eq!(generate(&[]), generate(&["--failure-policy", "Fail"]));
     let (ok, err) = stderr_of(&["--istio"]);
     assert!(
         ok && err.contains("istiod's own sidecar injector must be off"),
@@ -181,6 +191,14 @@ fn defaults_agree_with_serve_and_rbac() {
         help.contains("[default: outrigger-sidecar-injector]"),
         "serve --webhook-config-name default: {help}"
     );
+    // Every entry's timeoutSeconds sits above serve's request deadline.
+    assert!(
+        help.contains("[default: 4s]"),
+        "serve --request-timeout: {help}"
+    );
+    for w in v["webhooks"].as_array().expect("entries") {
+        assert_eq!(w["timeoutSeconds"], 5, "{}", w["name"]);
+    }
     let rbac = std::fs::read_to_string(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/base/rbac.yaml"),
     )
@@ -199,6 +217,15 @@ fn values_the_api_server_refuses_are_refused() {
         (vec!["--revision", "Canary"], "not a valid revision name"),
         (vec!["--revision", "a.b"], "not a valid revision name"),
         (vec!["--tag=-x"], "not a valid revision tag"),
+        (
+            vec!["--selector-revision", "Outrigger"],
+            "--selector-revision \"Outrigger\" is not a valid revision name",
+        ),
+        (
+            vec!["--selector-revision", "a", "--tag", "b"],
+            "cannot be used with",
+        ),
+        (vec!["--timeout", "31"], "31 is not in 1..=30"),
         (vec!["--url", "http://x/inject"], "https://"),
         (vec!["--url", "https://x/inject?a=1"], "query"),
         (vec!["--service", "Mesh/outrigger"], "DNS-1123"),
@@ -224,7 +251,13 @@ fn ca_bundle_file_is_base64_encoded() {
         &ca.to_string_lossy(),
     ]))
     .expect("JSON");
-    let encoded = json["webhooks"][3]["clientConfig"]["caBundle"]
+    // Every entry carries it (the shipped default renders two).
+    let entries = json["webhooks"].as_array().expect("webhooks");
+    assert_eq!(entries.len(), 2);
+    assert!(entries
+        .iter()
+        .all(|e| e["clientConfig"]["caBundle"] == entries[0]["clientConfig"]["caBundle"]));
+    let encoded = json["webhooks"][1]["clientConfig"]["caBundle"]
         .as_str()
         .expect("caBundle set")
         .to_string();

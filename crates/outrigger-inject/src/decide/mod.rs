@@ -10,6 +10,7 @@ pub mod explain;
 pub mod match_conditions;
 pub mod native;
 pub mod openshift;
+pub mod selection;
 
 use serde_json::{Map, Value};
 

@@ -24,7 +24,9 @@ use serde_json::{Map, Value};
 
 use super::previous::{parse_overrides, tidy_lists, Status};
 use crate::json::JsonError;
-use crate::kube::names::{NETWORK_LABEL, OVERRIDES_ANNOTATION, PROXY_CONTAINER, STATUS_ANNOTATION};
+use crate::kube::names::{
+    INJECTED_BY_ANNOTATION, NETWORK_LABEL, OVERRIDES_ANNOTATION, PROXY_CONTAINER, STATUS_ANNOTATION,
+};
 use crate::kube::pod::{annotation, container_name, containers, containers_mut};
 use crate::kube::prometheus::{
     remove_prometheus_annotations, sanitized_values, PATH, PORT, SCRAPE,
@@ -163,6 +165,8 @@ pub fn recover(pod: &Value) -> Result<Recovered, JsonError> {
         if let Some(ann) = meta.get_mut("annotations").and_then(Value::as_object_mut) {
             ann.remove(STATUS_ANNOTATION);
             ann.remove(OVERRIDES_ANNOTATION);
+            // outrigger's webhook marker: the pod before injection had none.
+            ann.remove(INJECTED_BY_ANNOTATION);
             restore_prometheus(
                 ann,
                 proxy_env.get(PROMETHEUS_ENV).map(String::as_str),

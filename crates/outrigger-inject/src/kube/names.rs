@@ -40,3 +40,8 @@ pub const CLUSTER_ID_ENV: &str = "ISTIO_META_CLUSTER_ID";
 pub const POD_TYPE: &str = "corev1.Pod";
 /// Istio's revision label: the control plane revision a pod or namespace asks for.
 pub const REVISION_LABEL: &str = "istio.io/rev";
+/// Annotation outrigger's webhook writes on every pod it injects (istiod never writes it), so
+/// the two injectors' pods can be told apart (`decide::selection::injected_by_outrigger`).
+pub const INJECTED_BY_ANNOTATION: &str = "outrigger.dev/injected-by";
+/// Value of [`INJECTED_BY_ANNOTATION`].
+pub const INJECTED_BY_VALUE: &str = "outrigger";

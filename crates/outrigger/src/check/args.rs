@@ -35,6 +35,10 @@ pub struct CheckArgs {
     /// Control plane revision of the webhook configuration to evaluate.
     #[arg(long = "revision", default_value = "")]
     pub revision: String,
+    /// The `istio.io/rev` value the evaluated entries select, as webhook-config's (default
+    /// `outrigger`, what deploy/base installs; `default` for the takeover's entries).
+    #[arg(long = "selector-revision", value_parser = crate::cli::values::revision_name)]
+    pub selector_revision: Option<String>,
     /// Evaluate the `auto.` entry too (webhook-config --enable-namespaces-by-default).
     #[arg(long = "enable-namespaces-by-default")]
     pub enable_namespaces_by_default: bool,

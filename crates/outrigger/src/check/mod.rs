@@ -169,6 +169,7 @@ pub fn verdict_status(reports: &[Report]) -> ExitCode {
 pub fn webhook_options(args: &CheckArgs) -> WebhookOptions {
     WebhookOptions {
         revision: args.revision.clone(),
+        selector: args.selector_revision.clone(),
         enable_namespaces_by_default: args.enable_namespaces_by_default,
         ..WebhookOptions::default()
     }
@@ -315,16 +316,29 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
     // Said once, however many documents it applies to.
     let mut notes: Vec<String> = Vec::new();
     for doc in &docs {
-        // Each pod is evaluated against the webhooks of the revision it asks for (its
-        // `istio.io/rev` label, else the namespace's), unless --revision names one.
+        // Each pod is evaluated against the entries selecting the revision it asks for (its
+        // `istio.io/rev` label, else the namespace's), unless --selector-revision or --revision
+        // names what is evaluated; without either and without a label, the shipped default's
+        // (`istio.io/rev=outrigger`).
         let asked = requested_revision(doc, &ns_labels);
         let mut options = webhook_options(args);
-        match (&asked, args.revision.as_str()) {
-            (Some(rev), "") => options.revision = rev.clone(),
-            (Some(rev), given) if rev != given && !(rev == "default" && given.is_empty()) => {
+        let given = match (&args.selector_revision, args.revision.as_str()) {
+            (Some(sel), _) => Some(format!("--selector-revision {sel}")),
+            (None, "") => None,
+            (None, rev) => Some(format!(
+                "--revision {rev} (entries selecting istio.io/rev={})",
+                options.selector_revision()
+            )),
+        };
+        match (&asked, given) {
+            (Some(rev), None) => {
+                options.revision = rev.clone();
+                options.selector = Some(rev.clone());
+            }
+            (Some(rev), Some(given)) if rev != options.selector_revision() => {
                 eprintln!(
-                    "warning: {} asks for revision {rev:?} (label istio.io/rev) but --revision \
-                     {given} is evaluated",
+                    "warning: {} asks for revision {rev:?} (label istio.io/rev) but {given} is \
+                     evaluated",
                     doc_name(doc)
                 );
             }
@@ -398,6 +412,42 @@ mod tests {
         }
     }
 
+    /// The webhook entries of the takeover (istiod's default revision's selectors: Istio's
+    /// chart), which most of these explanations are about.
+    fn takeover() -> WebhookOptions {
+        WebhookOptions {
+            selector: Some("default".into()),
+            ..WebhookOptions::default()
+        }
+    }
+
+    /// The shipped default selects only what opted into outrigger: a namespace labelled for
+    /// istiod is not selected, and the fix is outrigger's label (replacing istiod's).
+    #[test]
+    fn the_default_install_selects_only_namespaces_labelled_for_outrigger() {
+        let snap = Snapshot::load("policy: enabled", "{}", None).expect("config");
+        let p = pod(json!({}), json!({}));
+        let wh = WebhookOptions::default();
+        let r = run_explain(
+            &p,
+            "apps",
+            json!({"istio-injection": "enabled"}),
+            &snap,
+            &wh,
+        );
+        assert!(selected(&r).is_empty());
+        assert_eq!(r.reason, NOT_SELECTED);
+        assert_eq!(
+            r.fix.as_deref(),
+            Some(
+                "kubectl label namespace apps istio.io/rev=outrigger istio-injection- --overwrite"
+            )
+        );
+        let r = run_explain(&p, "apps", json!({"istio.io/rev": "outrigger"}), &snap, &wh);
+        assert_eq!(selected(&r), ["rev.namespace.sidecar-injector.istio.io"]);
+        assert!(r.injected);
+    }
+
     fn pod(labels: Value, annotations: Value) -> Value {
         json!({"apiVersion": "v1", "kind": "Pod",
                "metadata": {"name": "p", "labels": labels, "annotations": annotations},
@@ -438,7 +488,7 @@ mod tests {
             "apps",
             json!({"istio-injection": "enabled"}),
             &snap,
-            &WebhookOptions::default(),
+            &takeover(),
         );
         assert_eq!(selected(&r), ["namespace.sidecar-injector.istio.io"]);
         assert!(r.injected);
@@ -470,7 +520,7 @@ mod tests {
             "apps",
             json!({}),
             &snap,
-            &WebhookOptions::default(),
+            &takeover(),
         );
         assert!(selected(&r).is_empty());
         assert!(!r.injected);
@@ -483,7 +533,7 @@ mod tests {
         let snap = snapshot("enabled", vec![], vec![]);
         let wh = WebhookOptions {
             enable_namespaces_by_default: true,
-            ..Default::default()
+            ..takeover()
         };
         let r = run_explain(&pod(json!({}), json!({})), "apps", json!({}), &snap, &wh);
         assert_eq!(selected(&r), ["auto.sidecar-injector.istio.io"]);
@@ -502,7 +552,7 @@ mod tests {
     fn pod_label_opt_in_uses_object_entry() {
         let snap = snapshot("enabled", vec![], vec![]);
         let p = pod(json!({"sidecar.istio.io/inject": "true"}), json!({}));
-        let r = run_explain(&p, "apps", json!({}), &snap, &WebhookOptions::default());
+        let r = run_explain(&p, "apps", json!({}), &snap, &takeover());
         assert_eq!(selected(&r), ["object.sidecar-injector.istio.io"]);
         assert!(r.injected);
         assert_eq!(r.reason, "label_enabled");
@@ -519,7 +569,7 @@ mod tests {
             "apps",
             json!({"istio-injection": "enabled"}),
             &snap,
-            &WebhookOptions::default(),
+            &takeover(),
         );
         assert_eq!(selected(&r), ["namespace.sidecar-injector.istio.io"]);
         assert!(!r.injected);
@@ -532,6 +582,7 @@ mod tests {
         let snap = snapshot("enabled", vec![], vec![]);
         let wh = WebhookOptions {
             revision: "canary".into(),
+            selector: Some("canary".into()),
             ..Default::default()
         };
         let r = run_explain(
@@ -565,7 +616,7 @@ mod tests {
             "apps",
             json!({"istio-injection": "enabled"}),
             &snap,
-            &WebhookOptions::default(),
+            &takeover(),
         );
         assert_eq!(r.reason, "never_inject_selector");
         assert!(
@@ -580,7 +631,7 @@ mod tests {
             "apps",
             json!({"istio-injection": "enabled"}),
             &snap,
-            &WebhookOptions::default(),
+            &takeover(),
         );
         assert_eq!(r.reason, "host_network");
         assert!(r.steps[1..].iter().all(|s| s.outcome == "not evaluated"));
@@ -589,7 +640,7 @@ mod tests {
             "kube-public",
             json!({"istio-injection": "enabled"}),
             &snap,
-            &WebhookOptions::default(),
+            &takeover(),
         );
         assert_eq!(r.reason, "ignored_namespace");
     }
@@ -601,7 +652,7 @@ mod tests {
             vec![],
             vec![json!({"matchLabels": {"mesh": "yes"}})],
         );
-        let wh = WebhookOptions::default();
+        let wh = takeover();
         let ns = json!({"istio-injection": "enabled"});
         let r = run_explain(&pod(json!({}), json!({})), "apps", ns.clone(), &snap, &wh);
         assert_eq!(r.reason, "policy_disabled");
@@ -623,7 +674,7 @@ mod tests {
             "apps",
             json!({"istio-injection": "enabled"}),
             &snap,
-            &WebhookOptions::default(),
+            &takeover(),
         );
         assert_eq!(r.reason, "policy_invalid");
         assert_eq!(r.warnings.len(), 1);
@@ -708,7 +759,7 @@ mod tests {
             "apps",
             json!({"istio-injection": "enabled"}),
             &snap,
-            &WebhookOptions::default(),
+            &takeover(),
         );
         let t = render_table(std::slice::from_ref(&r));
         assert!(

@@ -34,3 +34,11 @@ pub fn service_dns_names(service: &str, namespace: &str) -> [String; 4] {
         format!("{service}.{namespace}.svc.cluster.local"),
     ]
 }
+
+/// `timeoutSeconds` of every webhook entry `webhook-config` prints and `deploy/` ships: a hung
+/// replica costs a pod creation this long, not the API server's default of 10 s.
+pub const WEBHOOK_TIMEOUT_SECONDS: u8 = 5;
+
+/// `serve --request-timeout`'s default: below [`WEBHOOK_TIMEOUT_SECONDS`], so the server answers
+/// (or gives up) before the API server stops waiting.
+pub const REQUEST_TIMEOUT: &str = "4s";

@@ -6,6 +6,19 @@ use std::time::Duration;
 
 use outrigger_inject::decide::native::NativeMode;
 
+/// A revision (or selector) name: a DNS-1123 label, as Istio requires of revisions
+/// (`outrigger_inject::decide::selection::is_revision_name`).
+pub fn revision_name(s: &str) -> Result<String, String> {
+    if outrigger_inject::decide::selection::is_revision_name(s) {
+        Ok(s.to_string())
+    } else {
+        Err(format!(
+            "{s:?} is not a revision name (a DNS-1123 label: lower-case letters, digits and '-', \
+             starting and ending with a letter or digit, at most 63 characters)"
+        ))
+    }
+}
+
 /// A duration flag, with Go's `time.ParseDuration` grammar as istiod's flags are parsed
 /// (`300ms`, `1.5s`, `2m`, `1h30m`, a bare `0`; units ns, us, ms, s, m, h). Negative durations
 /// are refused. clap names the flag in the error.

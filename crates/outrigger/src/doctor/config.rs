@@ -249,42 +249,42 @@ fn exclusions(
     if facts.namespace != "kube-system" {
         own.push("kube-system".into());
     }
-    let rev = &facts.server.revision;
+    // As labelled, then labelled as any namespace of the library's label table (whatever
+    // value the entries select: istio-injection, the revision, outrigger's own), with any pod.
+    let table = outrigger_inject::decide::selection::label_combinations();
     let mut found = Vec::new();
     for ns in &own {
         let labels = selection::labels_of(namespaces, ns);
-        let variants: [(&str, Option<(&str, &str)>); 3] = [
-            ("as labelled", None),
-            (
-                "if labelled istio-injection=enabled",
-                Some(("istio-injection", "enabled")),
-            ),
-            (
-                "if labelled istio.io/rev",
-                Some(("istio.io/rev", rev.as_str())),
-            ),
-        ];
-        for (how, extra) in variants {
-            let mut l = labels.clone();
-            if let Some((k, v)) = extra {
-                l.insert(k.into(), Value::String(v.into()));
-            }
-            let pods = [Labels::new(), {
-                let mut p = Labels::new();
-                p.insert(
-                    "sidecar.istio.io/inject".into(),
-                    Value::String("true".into()),
-                );
-                p
-            }];
-            let hit: Vec<&str> = pods
-                .iter()
-                .flat_map(|p| selection::injecting_entries_selecting(ours, &l, p))
-                .collect();
-            if let Some(entry) = hit.first() {
-                found.push(format!("{ns} ({how}, by entry {entry})"));
-                break;
-            }
+        let as_labelled = [(Labels::new(), Labels::new()), {
+            let mut p = Labels::new();
+            p.insert(
+                "sidecar.istio.io/inject".into(),
+                Value::String("true".into()),
+            );
+            (Labels::new(), p)
+        }];
+        let hit = as_labelled
+            .iter()
+            .chain(table.iter())
+            .find_map(|(extra, pod)| {
+                let mut l = labels.clone();
+                l.extend(extra.clone());
+                let entry = selection::injecting_entries_selecting(ours, &l, pod)
+                    .first()
+                    .map(|e| e.to_string())?;
+                let how = if extra.is_empty() {
+                    "as labelled".to_string()
+                } else {
+                    let text: Vec<String> = extra
+                        .iter()
+                        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+                        .collect();
+                    format!("if labelled {}", text.join(","))
+                };
+                Some((how, entry))
+            });
+        if let Some((how, entry)) = hit {
+            found.push(format!("{ns} ({how}, by entry {entry})"));
         }
     }
     if found.is_empty() {
@@ -321,6 +321,36 @@ fn overlaps(
     namespaces: &[k8s_openapi::api::core::v1::Namespace],
 ) -> Check {
     let found = overlap::find(&facts.webhook_config_name, configs, namespaces);
+    if let Some(shared) = shared_selection(&facts.webhook_config_name, configs) {
+        let named = found
+            .iter()
+            .map(|o| {
+                format!(
+                    "{} (namespaces {})",
+                    o.configuration,
+                    short_list(&o.namespaces)
+                )
+            })
+            .collect::<Vec<_>>();
+        return Check::with(
+            OVERLAPS,
+            Verdict::Fail,
+            format!(
+                "{shared}{}: every such pod goes through both injectors, the last one called \
+                 wins, and either being down refuses it",
+                if named.is_empty() {
+                    String::new()
+                } else {
+                    format!("; selected together now: {}", named.join("; "))
+                }
+            ),
+            "remove istiod's injector webhooks before taking over (docs/kubernetes.md, \
+             \"Taking over from istiod\": helm upgrade istiod with \
+             --set global.operatorManageWebhooks=true, then kubectl delete \
+             mutatingwebhookconfiguration of istiod and its revision tags), or install \
+             deploy/base, which selects only istio.io/rev=outrigger",
+        );
+    }
     if found.is_empty() {
         return Check::pass(
             OVERLAPS,
@@ -352,6 +382,63 @@ fn overlaps(
         "move each namespace to one injector (docs/kubernetes.md, migration): change its \
          injection label, or the other configuration's namespaceSelector",
     )
+}
+
+/// Whether another injecting configuration selects some pod outrigger's configuration `ours`
+/// selects, over the library's table of namespace and pod label combinations
+/// ([`outrigger_inject::decide::selection::label_combinations`]), whatever namespaces exist
+/// today: a takeover of istiod's selectors while istiod's webhooks remain. Names the first
+/// pair of entries per other configuration, and how many combinations both select.
+fn shared_selection(ours: &str, configs: &[MutatingWebhookConfiguration]) -> Option<String> {
+    use outrigger_inject::decide::selection as sel;
+    let objects = selection::as_json(configs);
+    let all: Vec<sel::Configuration<'_>> = objects.iter().map(sel::Configuration::of).collect();
+    let own = all.iter().find(|c| c.name == ours)?;
+    let table = sel::label_combinations();
+    let mut found = Vec::new();
+    for other in all.iter().filter(|c| c.name != ours) {
+        let mut first = None;
+        let mut count = 0;
+        for (ns, pod) in &table {
+            let ns = sel::namespace_labels("apps", ns);
+            let (Some(a), Some(b)) = (
+                sel::selecting_entry(own.webhooks, &ns, pod),
+                sel::selecting_entry(other.webhooks, &ns, pod),
+            ) else {
+                continue;
+            };
+            count += 1;
+            first.get_or_insert_with(|| {
+                let text = |m: &Labels| {
+                    let l: Vec<String> = m
+                        .iter()
+                        .filter(|(k, _)| k.as_str() != "kubernetes.io/metadata.name")
+                        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+                        .collect();
+                    if l.is_empty() {
+                        "none".to_string()
+                    } else {
+                        l.join(",")
+                    }
+                };
+                format!(
+                    "{ours}/{} and {}/{} both select a pod (namespace labels {}, pod labels {})",
+                    a["name"].as_str().unwrap_or_default(),
+                    other.name,
+                    b["name"].as_str().unwrap_or_default(),
+                    text(&ns),
+                    text(pod)
+                )
+            });
+        }
+        if let Some(first) = first {
+            found.push(format!(
+                "{first}: {count} of {} label combinations",
+                table.len()
+            ));
+        }
+    }
+    (!found.is_empty()).then(|| found.join("; "))
 }
 
 /// Other mutating webhooks called for pods of outrigger's namespaces, in the API server's call

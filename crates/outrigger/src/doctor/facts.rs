@@ -61,7 +61,8 @@ impl ServerSettings {
     /// `serve`'s defaults, for an install whose Deployment cannot be read.
     fn defaults(args: &DoctorArgs) -> ServerSettings {
         ServerSettings {
-            request_timeout: Duration::from_secs(8),
+            request_timeout: crate::cli::values::duration(crate::cli::defaults::REQUEST_TIMEOUT)
+                .unwrap_or(Duration::from_secs(4)),
             revision: args.revision.clone().unwrap_or_else(|| "default".into()),
             istio_namespace: args
                 .istio_namespace

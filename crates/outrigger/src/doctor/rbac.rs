@@ -92,7 +92,7 @@ pub fn needs(
     let writes: &[&'static str] = if server.ca_external && !server.activates {
         &["get", "list", "watch"]
     } else {
-        &["get", "list", "watch", "patch", "update"]
+        &["get", "list", "watch", "patch"]
     };
     add(
         "",
@@ -142,7 +142,7 @@ pub fn needs(
             "",
             "nodes",
             None,
-            &["get", "list", "watch"],
+            &["list", "watch"],
             "native-sidecar auto mode",
         );
     }
@@ -170,7 +170,7 @@ pub fn needs(
             "",
             "configmaps",
             Some(name),
-            &["get", "list", "watch"],
+            &["list", "watch"],
             "Istio's configuration",
         );
     }
@@ -461,7 +461,7 @@ mod tests {
         s.revision = "canary".into();
         let names: Vec<String> = needs(&s, "o", "t", "w")
             .into_iter()
-            .filter(|n| n.resource == "configmaps" && n.verb == "get")
+            .filter(|n| n.resource == "configmaps" && n.verb == "list")
             .filter_map(|n| n.name)
             .collect();
         assert_eq!(names, ["istio-sidecar-injector-canary", "istio-canary"]);

@@ -1,46 +1,31 @@
-//! Which webhook entries the API server calls for a pod create: `rules`, `namespaceSelector`
-//! (with `kubernetes.io/metadata.name`) and `objectSelector`, as its admission dispatcher
-//! decides (the label selectors are the library's, as `serve --detect-overlaps` reads them).
+//! Which webhook entries the API server calls for a pod create, on the typed objects `doctor`
+//! reads: the library's one rule ([`outrigger_inject::decide::selection`]: `rules`,
+//! `namespaceSelector` with `kubernetes.io/metadata.name`, `objectSelector`, the call order).
 
-use k8s_openapi::api::admissionregistration::v1::{
-    MutatingWebhook, MutatingWebhookConfiguration, RuleWithOperations,
-};
+use k8s_openapi::api::admissionregistration::v1::{MutatingWebhook, MutatingWebhookConfiguration};
 use k8s_openapi::api::core::v1::Namespace;
+use outrigger_inject::decide::selection;
 use serde_json::{Map, Value};
 
 use crate::kube::overlap;
-use crate::kube::webhook_object::ENTRY_SUFFIX;
 
 /// Labels as a JSON map.
 pub type Labels = Map<String, Value>;
 
-/// Whether `rule` covers a CREATE of pods in `v1`.
-fn rule_covers_pod_create(rule: &RuleWithOperations) -> bool {
-    let has = |list: &Option<Vec<String>>, want: &str| {
-        list.iter().flatten().any(|v| v == want || v == "*")
-    };
-    has(&rule.operations, "CREATE")
-        && has(&rule.api_groups, "")
-        && has(&rule.api_versions, "v1")
-        && rule
-            .resources
-            .iter()
-            .flatten()
-            .any(|r| r == "pods" || r == "*" || r == "*/*")
+/// The JSON of a typed entry, as the library reads it.
+fn json(entry: &MutatingWebhook) -> Value {
+    serde_json::to_value(entry).unwrap_or(Value::Null)
 }
 
 /// Whether `entry` is called for a pod with `pod_labels` created in a namespace with
 /// `ns_labels` (`kubernetes.io/metadata.name` included).
 pub fn entry_selects(entry: &MutatingWebhook, ns_labels: &Labels, pod_labels: &Labels) -> bool {
-    entry.rules.iter().flatten().any(rule_covers_pod_create)
-        && overlap::selector(entry.namespace_selector.as_ref())
-            .is_some_and(|s| s.matches(ns_labels))
-        && overlap::selector(entry.object_selector.as_ref()).is_some_and(|s| s.matches(pod_labels))
+    selection::entry_match(&json(entry), ns_labels, pod_labels).selected
 }
 
 /// Whether `entry` injects sidecars (Istio's naming, `*sidecar-injector.istio.io`).
 pub fn is_injector(entry: &MutatingWebhook) -> bool {
-    entry.name.ends_with(ENTRY_SUFFIX)
+    entry.name.ends_with(selection::INJECTOR_ENTRY_SUFFIX)
 }
 
 /// The name of a configuration.
@@ -88,6 +73,14 @@ pub fn labels_of(namespaces: &[Namespace], name: &str) -> Labels {
         })
 }
 
+/// The JSON of every configuration (for [`selection::Configuration::of`]).
+pub fn as_json(configurations: &[MutatingWebhookConfiguration]) -> Vec<Value> {
+    configurations
+        .iter()
+        .map(|c| serde_json::to_value(c).unwrap_or(Value::Null))
+        .collect()
+}
+
 /// `CONFIGURATION/ENTRY` of every entry (of every configuration, in the API server's call
 /// order: configurations by name, entries in order) called for the pod.
 pub fn call_order(
@@ -95,14 +88,11 @@ pub fn call_order(
     ns_labels: &Labels,
     pod_labels: &Labels,
 ) -> Vec<(String, String)> {
-    let mut sorted: Vec<&MutatingWebhookConfiguration> = configurations.iter().collect();
-    sorted.sort_by(|a, b| name(a).cmp(name(b)));
-    sorted
+    let objects = as_json(configurations);
+    let configs: Vec<selection::Configuration<'_>> =
+        objects.iter().map(selection::Configuration::of).collect();
+    selection::call_order(&configs, ns_labels, pod_labels)
         .into_iter()
-        .flat_map(|c| {
-            entries(c)
-                .filter(|e| entry_selects(e, ns_labels, pod_labels))
-                .map(move |e| (name(c).to_string(), e.name.clone()))
-        })
+        .map(|c| (c.configuration, c.entry))
         .collect()
 }

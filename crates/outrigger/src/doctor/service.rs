@@ -45,8 +45,48 @@ fn references(facts: &Facts) -> Vec<(String, ServiceReference)> {
         .collect()
 }
 
+/// A half-removed install: the Deployment is gone (a SIGKILL, an OOM or a lost node after a
+/// delete kept the last replica from failing the configuration open) while outrigger's
+/// configuration still has `failurePolicy: Fail` entries, so every pod they select is refused.
+fn half_removed(facts: &Facts) -> Option<Check> {
+    if !matches!(facts.deployment, Ok(None)) {
+        return None;
+    }
+    let failing: Vec<String> = facts
+        .ours()
+        .into_iter()
+        .flat_map(selection::entries)
+        .filter(|e| selection::is_injector(e) && e.failure_policy.as_deref() != Some("Ignore"))
+        .map(|e| e.name.clone())
+        .collect();
+    if failing.is_empty() {
+        return None;
+    }
+    Some(Check::with(
+        ENDPOINTS,
+        Verdict::Fail,
+        format!(
+            "half-removed install: Deployment {}/{} is gone but MutatingWebhookConfiguration {} \
+             still has failurePolicy Fail on {}: no replica answers, so every pod it selects is \
+             refused",
+            facts.namespace,
+            facts.deployment_name,
+            facts.webhook_config_name,
+            failing.join(", ")
+        ),
+        format!(
+            "kubectl delete mutatingwebhookconfiguration {} (finishing the removal), or \
+             kubectl apply -k deploy/base (reinstalling)",
+            facts.webhook_config_name
+        ),
+    ))
+}
+
 /// The `service-endpoints` check.
 pub fn endpoints(facts: &Facts) -> Check {
+    if let Some(c) = half_removed(facts) {
+        return c;
+    }
     let svc_name = format!("{}/{}", facts.namespace, facts.service_name);
     let service = match &facts.service {
         Err(e) => {
@@ -126,5 +166,37 @@ pub fn endpoints(facts: &Facts) -> Check {
                 super::config::short_list(&ready)
             ),
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::doctor::facts::test_facts;
+    use crate::kube::webhook_object::{build, FailurePolicy, WebhookOptions};
+
+    #[test]
+    fn a_fail_configuration_without_its_deployment_is_named_with_the_fix() {
+        let failing = build(&WebhookOptions::default());
+        let c = endpoints(&test_facts(vec![failing], None));
+        assert_eq!(c.verdict, Verdict::Fail);
+        assert_eq!(
+            c.finding,
+            "half-removed install: Deployment outrigger/outrigger is gone but \
+             MutatingWebhookConfiguration outrigger-sidecar-injector still has failurePolicy \
+             Fail on rev.namespace.sidecar-injector.istio.io, \
+             rev.object.sidecar-injector.istio.io: no replica answers, so every pod it selects \
+             is refused"
+        );
+        assert!(c.hint.is_some_and(|h| h.starts_with(
+            "kubectl delete mutatingwebhookconfiguration outrigger-sidecar-injector"
+        )));
+        // Failing open (as the shipped configuration and the removal leave it): not this state.
+        let open = build(&WebhookOptions {
+            failure_policy: FailurePolicy::Ignore,
+            ..Default::default()
+        });
+        let c = endpoints(&test_facts(vec![open], None));
+        assert!(!c.finding.contains("half-removed"), "{}", c.finding);
     }
 }

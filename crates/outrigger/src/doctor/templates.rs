@@ -14,18 +14,18 @@ pub const TEMPLATES: &str = "templates";
 /// Judge the templates of the configuration outrigger serves, as
 /// [`super::probe::served_raw`] read it.
 pub fn check(served: &Result<Option<RawConfig>, String>) -> Check {
-    let raw = match served {
-        Ok(raw) => raw,
-        Err(e) => {
-            return Check::with(
+    let raw =
+        match served {
+            Ok(raw) => raw,
+            Err(e) => return Check::with(
                 TEMPLATES,
                 Verdict::Fail,
                 format!("cannot read the configuration outrigger serves: {e}"),
-                "the server cannot either: it stays not ready (see its /readyz) until the \
-                 ConfigMaps exist and it may read them",
-            )
-        }
-    };
+                "install Istio first (its namespace and the ConfigMaps named above), and let the \
+                 server read them (deploy/base's istio-rbac.yaml): until then it cannot either \
+                 and stays not ready (see its /readyz)",
+            ),
+        };
     let Some(raw) = raw else {
         return Check::pass(
             TEMPLATES,

@@ -397,21 +397,29 @@ pub async fn fail_open_if_uninstalling(
     Ok(Some(why))
 }
 
+/// The longest wait between two attempts of a failing activation.
+const MAX_RETRY: Duration = Duration::from_secs(30);
+
 /// Forever: once `ready()` has held for `settle` (the kubelet's readiness probe has then put
 /// this replica behind the Service), [`ensure`] the activation; check again every `period`
-/// (a `kubectl apply` of the manifests resets the shipped fail-open policy). Failures are
-/// logged and retried. Until then the configuration is read every `period`, from the start, for
-/// the failure-policy gauge ([`POLICIES`]).
+/// (a `kubectl apply` of the manifests resets the shipped fail-open policy). A failure (a
+/// missing permission: the error names the verb and the resource) is logged once, and again
+/// only when its cause changes, and retried with backoff (doubling up to 30 s, or `period` when
+/// shorter), not on every readiness step. Until then the configuration is read every `period`,
+/// from the start, for the failure-policy gauge ([`POLICIES`]).
 pub async fn run<F>(client: Client, a: Activation, ready: F, settle: Duration, period: Duration)
 where
     F: Fn() -> bool + Send + 'static,
 {
     let step = Duration::from_millis(200).min(settle.max(Duration::from_millis(1)));
+    let max_retry = MAX_RETRY.min(period).max(step);
     let mut ready_since: Option<tokio::time::Instant> = None;
     let mut observed: Option<tokio::time::Instant> = None;
     if let Some(p) = &a.failure_policy {
         record_desired(&a.webhook, p);
     }
+    let mut failing: Option<String> = None;
+    let mut retry = step;
     loop {
         let now = tokio::time::Instant::now();
         if observed.is_none_or(|t| now.duration_since(t) >= period) {
@@ -425,11 +433,28 @@ where
             if now.duration_since(since) >= settle {
                 match ensure(client.clone(), &a).await {
                     Ok(_) => {
+                        if failing.take().is_some() {
+                            tracing::info!(webhook = %a.webhook, "activating the webhook configuration succeeded");
+                        }
+                        retry = step;
                         tokio::time::sleep(period).await;
                         observed = Some(tokio::time::Instant::now());
                         continue;
                     }
-                    Err(e) => tracing::error!("activating the webhook configuration: {e:#}"),
+                    Err(e) => {
+                        let cause = format!("{e:#}");
+                        if failing.as_deref() != Some(cause.as_str()) {
+                            tracing::error!(
+                                "activating the webhook configuration: {cause} (retried with \
+                                 backoff up to {}s; logged again when the cause changes)",
+                                max_retry.as_secs_f64()
+                            );
+                            failing = Some(cause);
+                        }
+                        tokio::time::sleep(retry).await;
+                        retry = (retry * 2).min(max_retry);
+                        continue;
+                    }
                 }
             }
         } else {

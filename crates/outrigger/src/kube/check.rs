@@ -196,8 +196,12 @@ mod tests {
                               "spec": {"containers": [{"name": "web", "image": "nginx"}]}}));
         let r = mock::next(&mut handle).await;
         r.assert(Method::GET, "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/outrigger-sidecar-injector");
+        // The takeover's entries (istiod's default revision's selectors).
         let generated = serde_json::to_value(crate::kube::webhook_object::build(
-            &crate::kube::webhook_object::WebhookOptions::default(),
+            &crate::kube::webhook_object::WebhookOptions {
+                selector: Some("default".into()),
+                ..Default::default()
+            },
         ))
         .expect("encodes");
         r.respond(200, generated.clone());

@@ -20,13 +20,11 @@ use ::kube::Client;
 use anyhow::{anyhow, Result};
 use k8s_openapi::api::admissionregistration::v1::{MutatingWebhook, MutatingWebhookConfiguration};
 use k8s_openapi::api::core::v1::Namespace;
-use outrigger_inject::kube::selector::LabelSelector;
+use outrigger_inject::decide::selection;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use serde_json::{Map, Value};
-
-use crate::kube::webhook_object::ENTRY_SUFFIX;
 
 /// `configuration` label of the overlap gauge.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -48,25 +46,12 @@ pub struct Overlap {
     pub namespaces: Vec<String>,
 }
 
-pub(crate) fn selector(
-    s: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector>,
-) -> Option<LabelSelector> {
-    let v = s
-        .map(|s| serde_json::to_value(s).unwrap_or(Value::Null))
-        .unwrap_or(Value::Null);
-    if v.is_null() {
-        return LabelSelector::from_json(&Value::Object(Map::new())).ok();
-    }
-    LabelSelector::from_json(&v).ok()
-}
-
 /// Whether entry `w` injects sidecars and is called for an unlabelled pod in a namespace with
-/// `labels`.
+/// `labels` (the library's rule, [`selection`]).
 fn selects(w: &MutatingWebhook, labels: &Map<String, Value>) -> bool {
-    let empty = Map::new();
-    w.name.ends_with(ENTRY_SUFFIX)
-        && selector(w.namespace_selector.as_ref()).is_some_and(|s| s.matches(labels))
-        && selector(w.object_selector.as_ref()).is_some_and(|s| s.matches(&empty))
+    let entry = serde_json::to_value(w).unwrap_or(Value::Null);
+    selection::is_injector_entry(&entry)
+        && selection::entry_match(&entry, labels, &Map::new()).selected
 }
 
 fn configuration_selects(c: &MutatingWebhookConfiguration, labels: &Map<String, Value>) -> bool {
@@ -76,17 +61,14 @@ fn configuration_selects(c: &MutatingWebhookConfiguration, labels: &Map<String, 
 /// The namespace's labels as the API server sees them (`kubernetes.io/metadata.name` included).
 pub(crate) fn labels(ns: &Namespace) -> (String, Map<String, Value>) {
     let name = ns.metadata.name.clone().unwrap_or_default();
-    let mut m: Map<String, Value> = ns
+    let m: Map<String, Value> = ns
         .metadata
         .labels
         .iter()
         .flatten()
         .map(|(k, v)| (k.clone(), Value::String(v.clone())))
         .collect();
-    m.insert(
-        "kubernetes.io/metadata.name".into(),
-        Value::String(name.clone()),
-    );
+    let m = selection::namespace_labels(&name, &m);
     (name, m)
 }
 
@@ -169,23 +151,24 @@ mod tests {
 
     #[test]
     fn istiods_configuration_overlaps_on_the_shared_namespaces_only() {
-        let ours = config(&WebhookOptions::default());
+        // Taking over istiod's selectors while istiod's configuration is still there.
+        let takeover = config(&WebhookOptions {
+            selector: Some("default".into()),
+            ..WebhookOptions::default()
+        });
         let istio = config(&WebhookOptions {
             istio: true,
             ..WebhookOptions::default()
         });
-        let rev = config(&WebhookOptions {
-            revision: "outrigger".into(),
-            ..WebhookOptions::default()
-        });
+        let ours = config(&WebhookOptions::default());
         let namespaces = [
             ns("apps", json!({"istio-injection": "enabled"})),
             ns("canary", json!({"istio.io/rev": "outrigger"})),
             ns("plain", json!({})),
         ];
-        let ours_name = ours.metadata.name.clone().expect("name");
+        let name = takeover.metadata.name.clone().expect("name");
         let istio_name = istio.metadata.name.clone().expect("name");
-        let found = find(&ours_name, &[ours.clone(), istio.clone()], &namespaces);
+        let found = find(&name, &[takeover.clone(), istio.clone()], &namespaces);
         assert_eq!(
             found,
             [Overlap {
@@ -193,9 +176,8 @@ mod tests {
                 namespaces: vec!["apps".into()]
             }]
         );
-        // A revision of outrigger's own shares no namespace with istiod's default revision.
-        let rev_name = rev.metadata.name.clone().expect("name");
-        assert_eq!(find(&rev_name, &[rev, istio], &namespaces), []);
+        // The shipped default (istio.io/rev=outrigger) shares no namespace with istiod's.
+        assert_eq!(find(&name, &[ours.clone(), istio], &namespaces), []);
         assert_eq!(find("absent", &[ours], &namespaces), []);
     }
 }

@@ -8,6 +8,12 @@
 //! Shared by the `webhook-config` and `check` commands and the kube layer; it knows nothing of
 //! command-line flags (those are in `webhook_config`).
 //!
+//! What the entries select is [`WebhookOptions::selector_revision`]: by default
+//! `istio.io/rev=outrigger` ([`OUTRIGGER_SELECTOR`]), so the shipped install never selects a pod
+//! istiod selects; `--selector-revision default` renders the default revision's four entries
+//! (taking over from istiod, [`WebhookOptions::is_takeover`]); `--istio` selects its revision, as
+//! Istio's chart. The revision itself only names the object (and, with `--istio`, the Service).
+//!
 //! Two naming modes:
 //!
 //! * **standalone** (the default): object `outrigger-sidecar-injector[-REV]`, Service
@@ -30,12 +36,13 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
     LabelSelector, LabelSelectorRequirement, ObjectMeta,
 };
 use k8s_openapi::ByteString;
+use outrigger_inject::decide::selection::{self, OUTRIGGER_SELECTOR};
 use serde_json::Value;
 
 use crate::cli::defaults;
 
 /// Suffix shared by every injection webhook entry name (and what the CA patcher looks for).
-pub const ENTRY_SUFFIX: &str = "sidecar-injector.istio.io";
+pub const ENTRY_SUFFIX: &str = selection::INJECTOR_ENTRY_SUFFIX;
 /// The Istio namespace that the chart's naming treats as the default release namespace.
 pub const ISTIO_SYSTEM: &str = "istio-system";
 /// Default Service (`NAMESPACE`, `NAME`) in standalone mode: what `deploy/base` installs.
@@ -117,6 +124,12 @@ pub struct WebhookOptions {
     pub revision: String,
     /// Revision tag (an `istio-revision-tag-TAG` object selecting `istio.io/rev=TAG`).
     pub tag: Option<String>,
+    /// What the entries select (`--selector-revision`): the `istio.io/rev` value of the
+    /// namespaces and pods sent to this injector, `default` for the default revision's entries
+    /// (`istio-injection=enabled`, `sidecar.istio.io/inject=true`: taking over from istiod).
+    /// Unset: [`OUTRIGGER_SELECTOR`] (only what opted into outrigger), or with `istio` the
+    /// revision, as Istio's chart.
+    pub selector: Option<String>,
     /// Istio replacement mode: Istio's names and labels.
     pub istio: bool,
     /// Where reviews are sent.
@@ -145,6 +158,7 @@ impl Default for WebhookOptions {
         WebhookOptions {
             revision: String::new(),
             tag: None,
+            selector: None,
             istio: false,
             endpoint: Endpoint::Service {
                 namespace: DEFAULT_SERVICE.0.into(),
@@ -155,7 +169,7 @@ impl Default for WebhookOptions {
             name: None,
             ca_bundle: None,
             failure_policy: FailurePolicy::Fail,
-            timeout: None,
+            timeout: Some(defaults::WEBHOOK_TIMEOUT_SECONDS),
             reinvocation_policy: ReinvocationPolicy::Never,
             enable_namespaces_by_default: false,
             exclude_namespaces: defaults::EXCLUDED_NAMESPACES.map(str::to_string).to_vec(),
@@ -167,13 +181,7 @@ impl Default for WebhookOptions {
 /// Whether `s` is a DNS-1123 label (`[a-z0-9]([-a-z0-9]*[a-z0-9])?`, at most 63 characters):
 /// what the API server requires of namespace and Service names, and Istio of revision names.
 pub fn is_dns1123_label(s: &str) -> bool {
-    let b = s.as_bytes();
-    !b.is_empty()
-        && b.len() <= 63
-        && b.iter()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
-        && b[0] != b'-'
-        && b[b.len() - 1] != b'-'
+    selection::is_revision_name(s)
 }
 
 /// Whether `s` is a DNS-1123 subdomain (dot-separated labels, at most 253 characters): what the
@@ -185,16 +193,27 @@ pub fn is_dns1123_subdomain(s: &str) -> bool {
 impl WebhookOptions {
     /// The revision as selectors see it: `default` when empty.
     pub fn revision_label(&self) -> &str {
-        if self.revision.is_empty() {
-            "default"
+        selection::revision_name(&self.revision)
+    }
+
+    /// What the `istio.io/rev` selectors match: the tag when one is set, else the selector
+    /// given, else with `istio` the revision (Istio's chart), else [`OUTRIGGER_SELECTOR`]: the
+    /// shipped install selects only pods that opted into outrigger, never istiod's.
+    pub fn selector_revision(&self) -> &str {
+        if let Some(t) = self.tag.as_deref().or(self.selector.as_deref()) {
+            return selection::revision_name(t);
+        }
+        if self.istio {
+            self.revision_label()
         } else {
-            &self.revision
+            OUTRIGGER_SELECTOR
         }
     }
 
-    /// What the `istio.io/rev` selectors match: the tag when one is set, else the revision.
-    pub fn selector_revision(&self) -> &str {
-        self.tag.as_deref().unwrap_or_else(|| self.revision_label())
+    /// Whether the entries take over from istiod: they select what istiod's default revision
+    /// selects (`istio-injection=enabled`, ...), so istiod's injector webhooks must be gone.
+    pub fn is_takeover(&self) -> bool {
+        !self.istio && self.is_default_revision()
     }
 
     /// Whether the default-revision entries (`namespace.`, `object.`, `auto.`) are rendered: for
@@ -254,8 +273,9 @@ impl WebhookOptions {
     }
 }
 
+/// `base`, or `base-REVISION` for a revision other than the default one (Istio's naming).
 pub fn with_revision(base: &str, revision: &str) -> String {
-    if revision.is_empty() || revision == "default" {
+    if selection::is_default_revision(revision) {
         base.to_string()
     } else {
         format!("{base}-{revision}")
@@ -444,11 +464,23 @@ pub fn build(o: &WebhookOptions) -> MutatingWebhookConfiguration {
 /// chart's `auto.` entry exists for the default revision only.
 pub fn auto_entry_dropped(o: &WebhookOptions) -> Option<String> {
     (o.enable_namespaces_by_default && !o.is_default_revision()).then(|| {
+        let sel = o.selector_revision();
+        let with = if o.tag.is_some() {
+            format!("--tag {sel}")
+        } else if o.selector.is_some() {
+            format!("--selector-revision {sel}")
+        } else if o.istio {
+            format!("--revision {}", o.revision)
+        } else {
+            format!(
+                "the entries selecting istio.io/rev={sel} (the default; --selector-revision \
+                 default takes over istiod's selectors)"
+            )
+        };
         format!(
-            "warning: --enable-namespaces-by-default has no effect with --revision {}: the `auto.` \
+            "warning: --enable-namespaces-by-default has no effect with {with}: the `auto.` \
              entry exists for the default revision only (as in Istio's chart); label namespaces \
-             istio.io/rev={} instead",
-            o.revision, o.revision
+             istio.io/rev={sel} instead"
         )
     })
 }
@@ -458,6 +490,62 @@ mod tests {
     use super::*;
     use outrigger_inject::kube::selector::LabelSelector;
     use serde_json::json;
+
+    /// The default options selecting what istiod's default revision selects (the takeover
+    /// overlay's): the chart's four entries.
+    fn takeover() -> WebhookOptions {
+        WebhookOptions {
+            selector: Some("default".into()),
+            ..WebhookOptions::default()
+        }
+    }
+
+    #[test]
+    fn the_default_selects_only_what_opted_into_outrigger() {
+        let o = WebhookOptions::default();
+        assert_eq!(o.selector_revision(), "outrigger");
+        assert!(!o.is_takeover());
+        assert_eq!(
+            names(&o),
+            [
+                "rev.namespace.sidecar-injector.istio.io",
+                "rev.object.sidecar-injector.istio.io"
+            ]
+        );
+        assert_eq!(
+            entry(&o, "rev.namespace.")["namespaceSelector"]["matchExpressions"][0],
+            json!({"key": "istio.io/rev", "operator": "In", "values": ["outrigger"]})
+        );
+        for w in entries(&o) {
+            assert_eq!(w["timeoutSeconds"], 5, "{}", w["name"]);
+            for ns in [
+                json!({"istio-injection": "enabled"}),
+                json!({"istio.io/rev": "default"}),
+                json!({}),
+            ] {
+                assert!(
+                    !(matches(&w["namespaceSelector"], ns.clone())
+                        && matches(&w["objectSelector"], json!({}))),
+                    "{ns} selected by {}",
+                    w["name"]
+                );
+            }
+        }
+        // The revision names the ConfigMaps and .Revision, not what is selected.
+        let canary = WebhookOptions {
+            revision: "canary".into(),
+            ..WebhookOptions::default()
+        };
+        assert_eq!(canary.selector_revision(), "outrigger");
+        // Istio's replacement mode selects its revision, as the chart; a tag its tag.
+        let istio = WebhookOptions {
+            istio: true,
+            ..canary.clone()
+        };
+        assert_eq!(istio.selector_revision(), "canary");
+        assert!(takeover().is_takeover());
+        assert_eq!(names(&takeover()).len(), 4);
+    }
 
     fn names(o: &WebhookOptions) -> Vec<String> {
         entries(o)
@@ -480,7 +568,7 @@ mod tests {
 
     #[test]
     fn default_revision_renders_four_entries_in_chart_order() {
-        let o = WebhookOptions::default();
+        let o = takeover();
         assert_eq!(
             names(&o),
             [
@@ -496,7 +584,7 @@ mod tests {
     fn match_conditions_only_with_the_option_and_on_every_entry() {
         let o = WebhookOptions {
             enable_namespaces_by_default: true,
-            ..Default::default()
+            ..takeover()
         };
         assert!(entries(&o)
             .iter()
@@ -524,15 +612,15 @@ mod tests {
     fn auto_entry_only_with_flag_and_default_revision() {
         let mut o = WebhookOptions {
             enable_namespaces_by_default: true,
-            ..Default::default()
+            ..takeover()
         };
         assert_eq!(names(&o).len(), 5);
         assert_eq!(names(&o)[4], "auto.sidecar-injector.istio.io");
-        o.revision = "canary".into();
+        o.selector = Some("canary".into());
         assert_eq!(
             names(&o).len(),
             2,
-            "a non-default revision renders only rev.* entries"
+            "a selector other than default renders only rev.* entries"
         );
     }
 
@@ -540,7 +628,7 @@ mod tests {
     fn default_spelled_out_is_the_default_revision() {
         let o = WebhookOptions {
             revision: "default".into(),
-            ..Default::default()
+            ..takeover()
         };
         assert_eq!(names(&o).len(), 4);
         assert_eq!(o.object_name(), "outrigger-sidecar-injector");
@@ -562,7 +650,7 @@ mod tests {
     fn chart() -> WebhookOptions {
         WebhookOptions {
             exclude_namespaces: Vec::new(),
-            ..Default::default()
+            ..takeover()
         }
     }
 
@@ -570,6 +658,7 @@ mod tests {
     fn rev_namespace_selectors_exact() {
         let o = WebhookOptions {
             revision: "canary".into(),
+            selector: Some("canary".into()),
             ..chart()
         };
         let w = entry(&o, "rev.namespace.");
@@ -638,7 +727,7 @@ mod tests {
     fn legacy_label_takes_precedence_over_revision_label() {
         let o = WebhookOptions {
             enable_namespaces_by_default: true,
-            ..Default::default()
+            ..takeover()
         };
         let ns_labels = json!({"istio-injection": "enabled", "istio.io/rev": "default"});
         let matching: Vec<String> = entries(&o)
@@ -655,13 +744,13 @@ mod tests {
 
     #[test]
     fn only_the_label_opt_out_is_visible_to_selectors() {
-        let w = entry(&WebhookOptions::default(), "namespace.");
+        let w = entry(&takeover(), "namespace.");
         assert!(!matches(
             &w["objectSelector"],
             json!({"sidecar.istio.io/inject": "false"})
         ));
         assert!(matches(&w["objectSelector"], json!({"app": "x"})));
-        let obj = entry(&WebhookOptions::default(), "object.");
+        let obj = entry(&takeover(), "object.");
         assert!(matches(
             &obj["objectSelector"],
             json!({"sidecar.istio.io/inject": "true"})
@@ -676,7 +765,7 @@ mod tests {
     fn auto_entry_skips_kube_system_by_name() {
         let o = WebhookOptions {
             enable_namespaces_by_default: true,
-            ..Default::default()
+            ..takeover()
         };
         let auto = entry(&o, "auto.");
         assert!(matches(
@@ -693,7 +782,7 @@ mod tests {
     fn excluded_namespaces_are_added_to_every_entry() {
         let o = WebhookOptions {
             exclude_namespaces: vec!["outrigger".into(), "kube-system".into()],
-            ..Default::default()
+            ..takeover()
         };
         for w in entries(&o) {
             let exprs = w["namespaceSelector"]["matchExpressions"]
@@ -726,7 +815,7 @@ mod tests {
             failure_policy: FailurePolicy::Ignore,
             timeout: Some(5),
             reinvocation_policy: ReinvocationPolicy::IfNeeded,
-            ..Default::default()
+            ..takeover()
         };
         for w in entries(&o) {
             assert_eq!(w["sideEffects"], "None");
@@ -753,7 +842,7 @@ mod tests {
         for revision in ["", "default", "canary"] {
             let o = WebhookOptions {
                 revision: revision.into(),
-                ..Default::default()
+                ..takeover()
             };
             let labels = o.labels();
             assert!(
@@ -762,12 +851,12 @@ mod tests {
             );
         }
         assert_eq!(
-            WebhookOptions::default().object_name(),
+            takeover().object_name(),
             crate::cli::defaults::WEBHOOK_CONFIG_NAME
         );
         let canary = WebhookOptions {
             revision: "canary".into(),
-            ..Default::default()
+            ..takeover()
         };
         assert_eq!(canary.object_name(), "outrigger-sidecar-injector-canary");
     }
@@ -783,7 +872,7 @@ mod tests {
                 port: 443,
                 path: "/inject".into(),
             },
-            ..Default::default()
+            ..takeover()
         };
         let v = serde_json::to_value(build(&o)).expect("encodes");
         assert_eq!(v["metadata"]["name"], "istio-sidecar-injector-1-24");
@@ -791,7 +880,7 @@ mod tests {
         assert_eq!(v["metadata"]["labels"]["app"], "sidecar-injector");
         let d = WebhookOptions {
             istio: true,
-            ..Default::default()
+            ..takeover()
         };
         assert_eq!(
             d.labels().get(REV_LABEL).map(String::as_str),
@@ -805,7 +894,7 @@ mod tests {
             revision: "1-24".into(),
             tag: Some("stable".into()),
             istio: true,
-            ..Default::default()
+            ..takeover()
         };
         assert_eq!(o.object_name(), "istio-revision-tag-stable");
         let l = o.labels();
@@ -838,7 +927,7 @@ mod tests {
     fn url_mode_replaces_the_service() {
         let o = WebhookOptions {
             endpoint: Endpoint::Url("https://injector.example:9443/inject".into()),
-            ..Default::default()
+            ..takeover()
         };
         for w in entries(&o) {
             assert_eq!(

@@ -366,8 +366,15 @@ fn examine(
     let mut out = Vec::new();
     for t in templates {
         let empty = Map::new();
-        let selected = selecting_revision(labels.get(&ns).unwrap_or(&empty), &t.pod);
         let revision = revision_name(&configs.current);
+        // outrigger's own selector value (its shipped webhook's) stands for the revision in force.
+        let selected = selecting_revision(labels.get(&ns).unwrap_or(&empty), &t.pod).map(|s| {
+            if s == outrigger_inject::decide::selection::OUTRIGGER_SELECTOR {
+                revision.to_string()
+            } else {
+                s
+            }
+        });
         if selected.as_deref().is_some_and(|r| r != revision) {
             out.push(Seen::OtherRevision);
             continue;

@@ -65,13 +65,13 @@ pub struct ServeArgs {
     #[arg(long = "dns-name")]
     pub dns_names: Vec<String>,
     /// Injector config (the `config` key of the istio-sidecar-injector ConfigMap).
-    #[arg(long = "injectConfig", default_value = "/etc/istio/inject/config")]
+    #[arg(long = "injectConfig", default_value = super::snapshot::DEFAULT_CONFIG)]
     pub inject_config: PathBuf,
     /// Injector values (the `values` key).
-    #[arg(long = "injectValues", default_value = "/etc/istio/inject/values")]
+    #[arg(long = "injectValues", default_value = super::snapshot::DEFAULT_VALUES)]
     pub inject_values: PathBuf,
     /// Mesh config (the `mesh` key of the istio ConfigMap).
-    #[arg(long = "meshConfig", default_value = "/etc/istio/config/mesh")]
+    #[arg(long = "meshConfig", default_value = super::snapshot::DEFAULT_MESH)]
     pub mesh_config: PathBuf,
     /// Native sidecars: true, false or auto (default: ENABLE_NATIVE_SIDECARS, else auto).
     #[arg(long = "native-sidecars", value_parser = crate::cli::values::native_mode())]
@@ -86,7 +86,7 @@ pub struct ServeArgs {
     #[arg(long = "max-request-bytes", default_value_t = 3 * 1024 * 1024)]
     pub max_request_bytes: usize,
     /// Deadline for one admission request (keep it below the webhook's timeoutSeconds).
-    #[arg(long = "request-timeout", default_value = "8s", value_parser = crate::cli::values::duration)]
+    #[arg(long = "request-timeout", default_value = defaults::REQUEST_TIMEOUT, value_parser = crate::cli::values::duration)]
     pub request_timeout: Duration,
     /// Admission requests processed at once; more wait (within their deadline).
     #[arg(long = "max-concurrency", default_value_t = 256)]

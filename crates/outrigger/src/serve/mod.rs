@@ -170,6 +170,13 @@ async fn file_config(paths: &snapshot::Paths) -> Result<(Snapshot, snapshot::Tex
     for w in &snap.config.warnings {
         tracing::warn!("{w}");
     }
+    if texts.embedded {
+        tracing::warn!(
+            path = %paths.config.display(),
+            "no injector configuration is mounted and no configuration flag is given: serving the \
+             embedded default configuration, not Istio's"
+        );
+    }
     tracing::info!(source = %texts.describe(paths), "configuration loaded");
     Ok((snap, texts))
 }
@@ -196,11 +203,11 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
         );
     }
     let compliance = env("COMPLIANCE_POLICY");
-    let paths = snapshot::Paths {
-        config: args.inject_config.clone(),
-        values: args.inject_values.clone(),
-        mesh: args.mesh_config.clone(),
-    };
+    let paths = snapshot::Paths::new(
+        args.inject_config.clone(),
+        args.inject_values.clone(),
+        args.mesh_config.clone(),
+    );
     let native = native_mode(args.native_sidecars, args.kube.kube);
     let openshift = env("PLATFORM").eq_ignore_ascii_case("openshift");
     let mut cluster = match args.kube.kube {

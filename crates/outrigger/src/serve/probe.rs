@@ -2,8 +2,10 @@
 //! server asks the API server for a dry-run create of a probe pod in `--probe-namespace`
 //! ([`crate::kube::probe`]), which runs the whole admission chain (every mutating webhook the
 //! API server would call, this injector's Service and caBundle included) and stores nothing,
-//! and counts the outcome: `injected`, `not_injected` (admitted without a sidecar: the webhook
-//! was not called, failed open, or skipped the pod), `refused` (the API server refused the pod:
+//! and counts the outcome: `injected` (with outrigger's marker, `outrigger.dev/injected-by`:
+//! this injector's webhook injected it), `not_injected` (admitted without a sidecar: the webhook
+//! was not called, failed open, or skipped the pod; or with another injector's sidecar and no
+//! marker, e.g. istiod's while outrigger's endpoints are gone), `refused` (the API server refused the pod:
 //! a webhook failed under `failurePolicy: Fail`, or a policy refused it) or `error` (no answer).
 //! The outcome is a metric and, when it is not `injected`, a warning with the API server's
 //! message; readiness does not depend on it (a probe that fails because the API server or
@@ -11,12 +13,13 @@
 //!
 //! Off by default. It needs `create` on pods in the probe's namespace, which the injector's
 //! namespace-scoped Role does not grant: `deploy/components/probe` adds a namespace of its own
-//! (injection enabled) and that one permission.
+//! (labelled `istio.io/rev=outrigger`: only outrigger selects it) and that one permission.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use ::kube::Client;
+use outrigger_inject::decide::selection::{injected_by_outrigger, INJECTED_BY_ANNOTATION};
 use serde_json::Value;
 
 use super::metrics::Metrics;
@@ -51,10 +54,18 @@ impl Outcome {
 }
 
 /// The outcome of a dry-run create's answer, with the API server's message when it refused or
-/// did not answer.
+/// did not answer (or why a pod with a sidecar is not counted as outrigger's). Only outrigger's
+/// marker counts as `injected`: another injector's sidecar is `not_injected`.
 pub fn judge(answer: &Result<Value, (u16, String)>) -> (Outcome, Option<String>) {
     match answer {
-        Ok(pod) if injected(pod) => (Outcome::Injected, None),
+        Ok(pod) if injected_by_outrigger(pod) => (Outcome::Injected, None),
+        Ok(pod) if injected(pod) => (
+            Outcome::NotInjected,
+            Some(format!(
+                "it came back with a sidecar but without {INJECTED_BY_ANNOTATION}: another \
+                 injector injected it, not this one"
+            )),
+        ),
         Ok(_) => (Outcome::NotInjected, None),
         Err((0, message)) => (Outcome::Error, Some(message.clone())),
         Err((code, message)) => (Outcome::Refused, Some(format!("{code}: {message}"))),
@@ -74,7 +85,12 @@ pub async fn run(client: Client, namespace: String, interval: Duration, metrics:
             (Outcome::Injected, _) => {
                 tracing::debug!(namespace = %namespace, "admission probe: injected")
             }
-            (Outcome::NotInjected, _) => tracing::warn!(
+            (Outcome::NotInjected, Some(why)) => tracing::warn!(
+                namespace = %namespace,
+                outcome = outcome.label(),
+                "admission probe: a dry-run pod in {namespace} was not injected by outrigger: {why}"
+            ),
+            (Outcome::NotInjected, None) => tracing::warn!(
                 namespace = %namespace,
                 outcome = outcome.label(),
                 "admission probe: a dry-run pod in {namespace} was admitted without a sidecar (the webhook was not called, failed open, or skipped it)"
@@ -100,7 +116,12 @@ mod tests {
         let plain = probe_pod(POD_NAME);
         let mut with = plain.clone();
         with["metadata"]["annotations"] = json!({"sidecar.istio.io/status": "{}"});
-        assert_eq!(judge(&Ok(with)).0, Outcome::Injected);
+        // A sidecar without outrigger's marker is another injector's (istiod's).
+        let (o, m) = judge(&Ok(with.clone()));
+        assert_eq!(o, Outcome::NotInjected);
+        assert!(m.is_some_and(|m| m.contains("outrigger.dev/injected-by")));
+        outrigger_inject::decide::selection::mark_injected(&mut with);
+        assert_eq!(judge(&Ok(with)), (Outcome::Injected, None));
         assert_eq!(judge(&Ok(plain)).0, Outcome::NotInjected);
         let (o, m) = judge(&Err((500, "failed calling webhook".into())));
         assert_eq!(o, Outcome::Refused);

@@ -17,6 +17,33 @@ pub struct Paths {
     pub values: PathBuf,
     /// Mesh config (`--meshConfig`).
     pub mesh: PathBuf,
+    /// Whether a missing config file means the embedded default: only when no configuration
+    /// flag names a file of its own (each path is Istio's mount path, [`DEFAULT_CONFIG`] and
+    /// its siblings). A configuration path given that does not exist is an error, never the
+    /// embedded default.
+    pub embedded_allowed: bool,
+}
+
+/// Istio's mount path of the injector config: `serve --injectConfig`'s default.
+pub const DEFAULT_CONFIG: &str = "/etc/istio/inject/config";
+/// Istio's mount path of the injector values: `serve --injectValues`'s default.
+pub const DEFAULT_VALUES: &str = "/etc/istio/inject/values";
+/// Istio's mount path of the mesh config: `serve --meshConfig`'s default.
+pub const DEFAULT_MESH: &str = "/etc/istio/config/mesh";
+
+impl Paths {
+    /// The paths `serve` was given; [`Paths::embedded_allowed`] when all three are the defaults.
+    pub fn new(config: PathBuf, values: PathBuf, mesh: PathBuf) -> Paths {
+        let embedded_allowed = config == Path::new(DEFAULT_CONFIG)
+            && values == Path::new(DEFAULT_VALUES)
+            && mesh == Path::new(DEFAULT_MESH);
+        Paths {
+            config,
+            values,
+            mesh,
+            embedded_allowed,
+        }
+    }
 }
 
 /// The raw documents a snapshot was built from.
@@ -81,8 +108,9 @@ fn read_optional(path: &Path) -> Result<Option<String>> {
     }
 }
 
-/// Read the documents: the files when the config file exists, else the embedded default
-/// (with the mounted mesh config, if any).
+/// Read the documents: the files when the config file exists, else, when
+/// [`Paths::embedded_allowed`], the embedded default (with the mounted mesh config, if any);
+/// a config path given that does not exist is an error naming it.
 pub fn read(paths: &Paths) -> Result<Texts> {
     let mesh = read_optional(&paths.mesh)?;
     let mesh_present = mesh.is_some();
@@ -98,6 +126,11 @@ pub fn read(paths: &Paths) -> Result<Texts> {
                 embedded: false,
             })
         }
+        None if !paths.embedded_allowed => Err(anyhow!(
+            "injector config {} does not exist (--injectConfig): the embedded default is served \
+             only when no configuration flag is given and {DEFAULT_CONFIG} is absent",
+            paths.config.display()
+        )),
         None => Ok(Texts {
             config: defaults::CONFIG.to_string(),
             values: defaults::VALUES.to_string(),
@@ -147,12 +180,30 @@ mod tests {
     use super::*;
 
     #[test]
-    fn falls_back_to_the_embedded_default() {
+    fn falls_back_to_the_embedded_default_only_when_allowed() {
         let dir = std::env::temp_dir().join(format!("outrigger-snap-{}", std::process::id()));
+        let given = Paths::new(dir.join("config"), dir.join("values"), dir.join("mesh"));
+        assert!(!given.embedded_allowed);
+        let e = read(&given).expect_err("a given path that does not exist");
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "injector config {} does not exist (--injectConfig): the embedded default is \
+                 served only when no configuration flag is given and {DEFAULT_CONFIG} is absent",
+                dir.join("config").display()
+            )
+        );
+        assert!(
+            Paths::new(
+                DEFAULT_CONFIG.into(),
+                DEFAULT_VALUES.into(),
+                DEFAULT_MESH.into()
+            )
+            .embedded_allowed
+        );
         let paths = Paths {
-            config: dir.join("config"),
-            values: dir.join("values"),
-            mesh: dir.join("mesh"),
+            embedded_allowed: true,
+            ..given
         };
         let t = read(&paths).unwrap();
         assert!(t.embedded);

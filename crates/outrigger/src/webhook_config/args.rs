@@ -23,6 +23,12 @@ pub struct WebhookConfigArgs {
     /// and that routes to the revision's injector (as Istio's chart's revision tags).
     #[arg(long = "tag")]
     pub tag: Option<String>,
+    /// The `istio.io/rev` value the entries select (default `outrigger`: only namespaces and pods
+    /// labelled for outrigger, never istiod's). `default` takes over from istiod's default
+    /// revision (`istio-injection=enabled`, `sidecar.istio.io/inject=true`): remove istiod's
+    /// injector webhooks first (see docs/kubernetes.md). With --istio: the revision.
+    #[arg(long = "selector-revision", conflicts_with = "tag")]
+    pub selector_revision: Option<String>,
     /// Istio replacement: Istio's object names, Service and labels (istiod's injector must be off).
     #[arg(long = "istio")]
     pub istio: bool,
@@ -49,9 +55,10 @@ pub struct WebhookConfigArgs {
     /// failurePolicy of every entry.
     #[arg(long = "failure-policy", value_enum, default_value = "Fail")]
     pub failure_policy: FailurePolicy,
-    /// timeoutSeconds of every entry (1-30; unset: the API server's default of 10).
-    #[arg(long = "timeout", value_parser = clap::value_parser!(u8).range(1..=30))]
-    pub timeout: Option<u8>,
+    /// timeoutSeconds of every entry (1-30), above serve's --request-timeout (default 4s).
+    #[arg(long = "timeout", default_value_t = crate::cli::defaults::WEBHOOK_TIMEOUT_SECONDS,
+          value_parser = clap::value_parser!(u8).range(1..=30))]
+    pub timeout: u8,
     /// reinvocationPolicy of every entry.
     #[arg(long = "reinvocation-policy", value_enum, default_value = "Never")]
     pub reinvocation_policy: ReinvocationPolicy,

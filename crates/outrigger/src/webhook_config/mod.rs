@@ -11,7 +11,7 @@ use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
 use crate::cli::defaults;
 use crate::kube::webhook_object::{
     auto_entry_dropped, build, is_dns1123_label, is_dns1123_subdomain, parse_namespaced,
-    with_revision, Endpoint, WebhookOptions, DEFAULT_SERVICE, ISTIO_SYSTEM,
+    with_revision, Endpoint, FailurePolicy, WebhookOptions, DEFAULT_SERVICE, ISTIO_SYSTEM,
 };
 
 /// What `--istio` means for the cluster, printed on stderr and repeated in the docs.
@@ -19,6 +19,13 @@ pub const ISTIO_MODE_NOTE: &str =
     "note: --istio emits Istio's object names and the istio.io/rev label on purpose: \
 istiod's own sidecar injector must be off (no default-revision istiod running its webhook \
 patcher), or istiod and outrigger will overwrite each other's caBundle forever";
+
+/// What `--selector-revision default` means for the cluster, printed on stderr.
+pub const TAKEOVER_NOTE: &str =
+    "note: --selector-revision default selects what istiod's default revision selects \
+(istio-injection=enabled, istio.io/rev=default, sidecar.istio.io/inject=true): remove istiod's \
+injector webhooks first (docs/kubernetes.md, \"Taking over from istiod\"), or every such pod goes \
+through both injectors; outrigger doctor fails while they remain";
 
 pub use crate::webhook_config::args::{OutputFormat, WebhookConfigArgs};
 
@@ -54,6 +61,11 @@ impl WebhookOptions {
         if let Some(tag) = &args.tag {
             if !is_dns1123_label(tag) {
                 bail!("--tag {tag:?} is not a valid revision tag ({DNS1123_LABEL_HELP})");
+            }
+        }
+        if let Some(sel) = &args.selector_revision {
+            if !is_dns1123_label(sel) {
+                bail!("--selector-revision {sel:?} is not a valid revision name ({DNS1123_LABEL_HELP})");
             }
         }
         if !args.path.starts_with('/') {
@@ -110,12 +122,13 @@ impl WebhookOptions {
         let opts = WebhookOptions {
             revision,
             tag: args.tag.clone(),
+            selector: args.selector_revision.clone(),
             istio: args.istio,
             endpoint,
             name: args.name.clone(),
             ca_bundle,
             failure_policy: args.failure_policy,
-            timeout: args.timeout,
+            timeout: Some(args.timeout),
             reinvocation_policy: args.reinvocation_policy,
             enable_namespaces_by_default: args.enable_namespaces_by_default,
             exclude_namespaces,
@@ -161,6 +174,16 @@ pub fn render(v: &MutatingWebhookConfiguration, format: OutputFormat) -> Result<
     })
 }
 
+/// The warning for `failurePolicy: Fail` without a `caBundle`: the API server cannot verify the
+/// injector until one is set, so every pod the entries select is refused.
+pub fn missing_ca_bundle(o: &WebhookOptions) -> Option<&'static str> {
+    (o.failure_policy == FailurePolicy::Fail && o.ca_bundle.is_none()).then_some(
+        "warning: failurePolicy Fail without a caBundle: until one is set (serve --kube keeps it \
+         in step; or pass --ca-bundle-file) the API server cannot call the injector and refuses \
+         every pod the entries select",
+    )
+}
+
 /// Run `outrigger webhook-config`.
 pub fn run(args: &WebhookConfigArgs) -> Result<()> {
     let opts = WebhookOptions::from_args(args)?;
@@ -169,6 +192,12 @@ pub fn run(args: &WebhookConfigArgs) -> Result<()> {
     }
     if opts.istio {
         eprintln!("{ISTIO_MODE_NOTE}");
+    }
+    if opts.is_takeover() {
+        eprintln!("{TAKEOVER_NOTE}");
+    }
+    if let Some(w) = missing_ca_bundle(&opts) {
+        eprintln!("{w}");
     }
     print::stdout(&render(&build(&opts), args.output)?)
 }

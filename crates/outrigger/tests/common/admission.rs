@@ -169,6 +169,49 @@ fn selected(hook: &Hook, ns_labels: &Value, pod: &Value) -> bool {
         )
 }
 
+/// `CONFIGURATION/WEBHOOK` of every entry of `configurations` whose rules and selectors select
+/// a pod with `pod_labels` created in namespace `ns` labelled `ns_labels`, in the API server's
+/// call order (configurations by name, entries in order): what [`create_pod`] would call,
+/// before `matchConditions` (the entries evaluated here carry none).
+pub fn selecting(
+    configurations: &[Value],
+    ns: &str,
+    ns_labels: &Value,
+    pod_labels: &Value,
+) -> Vec<String> {
+    let mut labels = if ns_labels.is_object() {
+        ns_labels.clone()
+    } else {
+        json!({})
+    };
+    labels["kubernetes.io/metadata.name"] = json!(ns);
+    let pod = json!({"metadata": {"labels": pod_labels}});
+    let mut configs: Vec<&Value> = configurations.iter().collect();
+    configs.sort_by(|a, b| {
+        a["metadata"]["name"]
+            .as_str()
+            .cmp(&b["metadata"]["name"].as_str())
+    });
+    let mut out = Vec::new();
+    for cfg in configs {
+        let name = cfg["metadata"]["name"].as_str().unwrap_or("").to_string();
+        for spec in cfg["webhooks"].as_array().into_iter().flatten() {
+            assert!(
+                spec.get("matchConditions").is_none(),
+                "selecting() does not evaluate matchConditions"
+            );
+            let hook = Hook {
+                configuration: name.clone(),
+                spec: spec.clone(),
+            };
+            if selected(&hook, &labels, &pod) {
+                out.push(format!("{name}/{}", hook.name()));
+            }
+        }
+    }
+    out
+}
+
 /// The most `matchConditions` one entry may carry (the API server refuses more at write).
 pub const MAX_MATCH_CONDITIONS: usize = 64;
 

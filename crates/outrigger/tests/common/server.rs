@@ -35,6 +35,10 @@ pub struct Outrigger {
     quick_drain: bool,
 }
 
+/// Istio's mount path of the injector config: without configuration flags, `serve` serves
+/// its embedded default only while this is absent.
+pub const EMBEDDED_ONLY_WITHOUT: &str = "/etc/istio/inject/config";
+
 impl Outrigger {
     /// A start-up in a fresh scratch directory named `name` (emptied if it exists).
     pub fn builder(name: &str) -> Outrigger {
@@ -109,10 +113,15 @@ impl Outrigger {
         self.config_files(dir.join("config"), dir.join("values"), dir.join("mesh"))
     }
 
-    /// Configuration files that do not exist: the server serves its embedded default.
+    /// No configuration flag: the server serves its embedded default (Istio's mount path
+    /// `/etc/istio/inject/config` must be absent on the test machine, as it is outside a pod; a
+    /// configuration path given that does not exist is an error, never the embedded default).
     pub fn embedded_config(self) -> Outrigger {
-        let none = self.dir.join("none");
-        self.config_in(&none)
+        assert!(
+            !Path::new(EMBEDDED_ONLY_WITHOUT).exists(),
+            "{EMBEDDED_ONLY_WITHOUT} exists: serve would read it instead of the embedded default"
+        );
+        self
     }
 
     /// A generated certificate whose CA bundle the server writes to `ca.pem` in the scratch
