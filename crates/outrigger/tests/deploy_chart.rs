@@ -120,21 +120,31 @@ fn chart_lints_clean_in_strict_mode() {
 }
 
 fn default_render_is_the_kustomize_base() {
-    let chart = by_key(render(json!({})));
-    let mut base = by_key(docs(&kustomize("base")));
-    // Helm installs into a namespace it is given (`helm install -n outrigger --create-namespace`).
-    base.remove(&("Namespace".into(), "".into(), "outrigger".into()));
-    let chart_keys: BTreeSet<_> = chart.keys().collect();
-    let base_keys: BTreeSet<_> = base.keys().collect();
-    assert_eq!(chart_keys, base_keys, "the same objects");
-    for (key, object) in &base {
-        let mut differences = Vec::new();
-        differ("", &chart[key], object, &mut differences);
-        assert!(
-            differences.is_empty(),
-            "{key:?}: the chart renders it otherwise than deploy/base has it (chart | base):\n{}",
-            differences.join("\n")
+    // The default install, and the takeover: the chart's value and kustomize's overlay.
+    for (values, overlay) in [
+        (json!({}), "base"),
+        (json!({"takeover": {"enabled": true}}), "overlays/takeover"),
+    ] {
+        let chart = by_key(render(values.clone()));
+        let mut base = by_key(docs(&kustomize(overlay)));
+        // Helm installs into a namespace it is given (`helm install -n outrigger --create-namespace`).
+        base.remove(&("Namespace".into(), "".into(), "outrigger".into()));
+        let chart_keys: BTreeSet<_> = chart.keys().collect();
+        let base_keys: BTreeSet<_> = base.keys().collect();
+        assert_eq!(
+            chart_keys, base_keys,
+            "{values} and {overlay}: the same objects"
         );
+        for (key, object) in &base {
+            let mut differences = Vec::new();
+            differ("", &chart[key], object, &mut differences);
+            assert!(
+                differences.is_empty(),
+                "{key:?}: the chart with {values} renders it otherwise than deploy/{overlay} has it \
+                 (chart | kustomize):\n{}",
+                differences.join("\n")
+            );
+        }
     }
 }
 
