@@ -270,6 +270,11 @@ impl Metrics {
             "Unix time of the last probe pod that came back injected (--probe-interval)",
             probe_last_injected.clone(),
         );
+        registry.register(
+            "outrigger_pods",
+            "Pods outrigger's webhook selects, by namespace, state (current, stale, missing: admitted without a sidecar while the webhook failed open) and cause class of stale pods (--watch-pods)",
+            super::pod_watch::PODS.clone(),
+        );
         Arc::new(Metrics {
             registry,
             requests,

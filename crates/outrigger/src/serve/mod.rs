@@ -19,6 +19,7 @@ pub mod health;
 pub mod kube_mode;
 pub mod listen;
 pub mod metrics;
+pub mod pod_watch;
 pub mod probe;
 pub mod reload;
 pub mod server;
@@ -364,6 +365,9 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
         c.spawn_activation(state.clone(), args.kube.activation_delay);
         if let (Some(every), Some(ns)) = (args.kube.probe_interval, &args.kube.probe_namespace) {
             c.spawn_probe(state.clone(), ns.clone(), every);
+        }
+        if args.kube.watch_pods {
+            c.spawn_pod_watch(state.clone(), args.kube.webhook_config_name.clone());
         }
     }
     let server = tokio::spawn(server::serve(
