@@ -212,3 +212,40 @@ async fn a_namespace_newly_selected_has_its_pods_judged_again() {
         server.log_text()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_configuration_reload_judges_every_pod_again() {
+    let api = cluster();
+    let server = serve_against(&api, "serve-pod-watch-reload", SERVER, &[]);
+    let ca = secret_ca(&api, "Secret created");
+    let c = H2::connect(server.addr, &ca).await.expect("TLS");
+    eventually("the pods judged", || async {
+        server.log_text().contains("every pod judged")
+    })
+    .await;
+    // The injector ConfigMap now names a third hub: both injected pods are stale by their
+    // image.
+    let mut values: Value = serde_json::from_str(defaults::VALUES).expect("values");
+    values["global"]["hub"] = json!("registry.example/next");
+    let values = values.to_string();
+    api.lock().put(kube_api::configmap(
+        "istio-system",
+        "istio-sidecar-injector",
+        "3000",
+        &[("config", defaults::CONFIG), ("values", values.as_str())],
+    ));
+    eventually("the pods judged against the new configuration", || async {
+        let m = metrics(&c).await;
+        pods(&m, "apps", "current", "") == 0.0 && pods(&m, "apps", "stale", "image") == 2.0
+    })
+    .await;
+    assert!(
+        server
+            .log_text()
+            .contains("the configuration in force changed: judging every pod again"),
+        "{}",
+        server.log_text()
+    );
+    let m = metrics(&c).await;
+    assert_eq!(pods(&m, "apps", "missing", ""), 1.0, "{m}");
+}
