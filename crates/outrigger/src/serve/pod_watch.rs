@@ -633,7 +633,7 @@ mod tests {
             cause: String::new(),
         };
         assert!(
-            family.remove(&label("missing")) == false,
+            !family.remove(&label("missing")),
             "the series was removed at 0"
         );
         assert_eq!(family.get_or_create(&label("current")).get(), 3);
@@ -653,6 +653,57 @@ mod tests {
             "removed by the replacement"
         );
         assert_eq!(t.len(), 1);
+    }
+
+    fn resident_bytes() -> Option<u64> {
+        let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+        let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+        Some(pages * 4096)
+    }
+
+    /// Benchmark, run on demand (`cargo test -p outrigger --bin outrigger --release --
+    /// --ignored bench_pod_watch`): the memory of 150,000 pods' summaries (process resident
+    /// growth, an upper bound) and the time to judge 1,000 injected pods, printed.
+    #[test]
+    #[ignore = "benchmark: run with --ignored on a quiet machine"]
+    fn bench_pod_watch_memory_and_judging() {
+        let before = resident_bytes();
+        let mut t = Tally::new(Family::default());
+        let current = Some(Verdict {
+            state: "current",
+            cause: "",
+        });
+        for i in 0..150_000 {
+            let key = (
+                format!("team-{:03}", i % 500),
+                format!("web-7c9d8f6b5d-{i:06}"),
+            );
+            t.set(
+                key,
+                Entry {
+                    fingerprint: i,
+                    verdict: current,
+                },
+            );
+        }
+        let after = resident_bytes();
+        let grown = after.zip(before).map_or(0, |(a, b)| a.saturating_sub(b));
+        eprintln!(
+            "150,000 pod summaries: resident +{} KiB ({} bytes a pod)",
+            grown / 1024,
+            grown / 150_000
+        );
+        let snap = defaults::snapshot().expect("defaults");
+        let judge = judge_with(snap.clone());
+        let pods: Vec<Value> = (0..1_000)
+            .map(|i| injected(&snap, "apps", &format!("p{i}"), true))
+            .collect();
+        let start = std::time::Instant::now();
+        for pod in pods {
+            assert_eq!(judge.verdict(pod, &selected()).expect("judged"), current);
+        }
+        eprintln!("1,000 pods judged in {:?}", start.elapsed());
+        assert_eq!(t.len(), 150_000);
     }
 
     #[test]
