@@ -285,23 +285,24 @@ impl Tally {
     }
 }
 
-/// The `webhooks` of the MutatingWebhookConfiguration `name`; none (nothing is selected, and
-/// said at WARN) when it cannot be read.
-async fn read_webhooks(client: &Client, name: &str) -> Vec<Value> {
+/// The `webhooks` of the MutatingWebhookConfiguration `name`; `None` (said at WARN) when it
+/// cannot be read.
+async fn read_webhooks(client: &Client, name: &str) -> Option<Vec<Value>> {
     let api = Api::<MutatingWebhookConfiguration>::all(client.clone());
     match api.get(name).await {
-        Ok(c) => serde_json::to_value(&c)
-            .ok()
-            .and_then(|v| v.get("webhooks").and_then(Value::as_array).cloned())
-            .unwrap_or_default(),
+        Ok(c) => Some(
+            serde_json::to_value(&c)
+                .ok()
+                .and_then(|v| v.get("webhooks").and_then(Value::as_array).cloned())
+                .unwrap_or_default(),
+        ),
         Err(e) => {
             tracing::warn!(
                 webhook = name,
-                "--watch-pods: reading the webhook configuration: {}; no pod is counted until it \
-                 is read",
+                "--watch-pods: reading the webhook configuration: {}",
                 crate::report::chain(&crate::kube::client::api_error(e))
             );
-            Vec::new()
+            None
         }
     }
 }
@@ -412,7 +413,8 @@ pub async fn run(client: Client, state: Arc<handler::State>, webhook: String) {
     loop {
         let judge = Arc::new(Judge {
             snapshot: state.snapshot.load_full(),
-            webhooks: read_webhooks(&client, &webhook).await,
+            // Unread, nothing is selected (and counted) until a later read succeeds.
+            webhooks: read_webhooks(&client, &webhook).await.unwrap_or_default(),
             native_mode: state.inject.native_mode,
             nodes: state.cluster.clone(),
             revision: state.inject.revision.clone(),
@@ -480,7 +482,11 @@ pub async fn run(client: Client, state: Arc<handler::State>, webhook: String) {
                     }
                 }
                 _ = webhook_check.tick() => {
-                    if read_webhooks(&client, &webhook).await != judge.webhooks {
+                    // A failed read keeps the entries judged with.
+                    if read_webhooks(&client, &webhook)
+                        .await
+                        .is_some_and(|w| w != judge.webhooks)
+                    {
                         break Restart::Webhook;
                     }
                 }
