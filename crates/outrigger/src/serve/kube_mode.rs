@@ -984,6 +984,13 @@ mod tests {
                 },
                 "--fail-open-without-deployment",
             ),
+            (
+                KubeArgs {
+                    watch_pods: true,
+                    ..KubeArgs::default()
+                },
+                "--watch-pods",
+            ),
         ] {
             let e = reject_kube_only_flags(&args).expect_err("refused");
             assert!(
