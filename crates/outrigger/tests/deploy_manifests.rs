@@ -828,6 +828,7 @@ fn rbac_follows_the_enabled_features() {
             "components/openshift",
             "components/network-policy",
             "components/overlap-detection",
+            "components/pod-watch",
             "components/probe",
         ],
     ));
@@ -859,6 +860,9 @@ fn rbac_follows_the_enabled_features() {
         "mutatingwebhookconfigurations",
     );
     assert_eq!(strings(&lists[0]["verbs"]), ["list"]);
+    assert!(args(&docs).contains(&"--watch-pods".to_string()));
+    let pods = rules_for(&docs, "ClusterRole", "outrigger-pod-watch", "pods");
+    assert_eq!(strings(&pods[0]["verbs"]), ["list", "watch"]);
     assert_eq!(env(&docs, "PLATFORM").as_deref(), Some("openshift"));
     let events = rules_for(&docs, "ClusterRole", "outrigger-events", "events");
     assert_eq!(strings(&events[0]["verbs"]), ["create", "patch"]);
@@ -870,7 +874,11 @@ fn rbac_follows_the_enabled_features() {
         np["spec"]["podSelector"]["matchLabels"]["app.kubernetes.io/name"],
         "outrigger"
     );
-    for binding in ["outrigger-events", "outrigger-namespaces"] {
+    for binding in [
+        "outrigger-events",
+        "outrigger-namespaces",
+        "outrigger-pod-watch",
+    ] {
         let b = object(&docs, "ClusterRoleBinding", binding);
         assert_eq!(b["subjects"][0]["name"], "outrigger");
     }
@@ -882,6 +890,7 @@ fn rbac_follows_the_enabled_features() {
             "components/openshift",
             "components/network-policy",
             "components/overlap-detection",
+            "components/pod-watch",
             "components/probe",
         ],
     );

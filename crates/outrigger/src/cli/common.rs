@@ -218,4 +218,11 @@ pub struct KubeArgs {
     /// Record a Kubernetes Event on the pod's owner for every injection and skip.
     #[arg(long = "events")]
     pub events: bool,
+    /// Keep drift's judgement of the pods this injector's webhook selects current from a watch
+    /// of every pod (and namespace), exported as `outrigger_pods{namespace,state,cause}`:
+    /// current, stale (by cause) and missing a sidecar (admitted while the webhook failed
+    /// open). Needs list and watch on pods and namespaces cluster-wide
+    /// (deploy/components/pod-watch).
+    #[arg(long = "watch-pods")]
+    pub watch_pods: bool,
 }

@@ -42,6 +42,8 @@ pub struct ServerSettings {
     pub events: bool,
     /// `--detect-overlaps`.
     pub detect_overlaps: bool,
+    /// `--watch-pods`.
+    pub watch_pods: bool,
     /// `PLATFORM=openshift`.
     pub openshift: bool,
     /// `--ca-bundle-managed-externally`.
@@ -74,6 +76,7 @@ impl ServerSettings {
             native_sidecars: None,
             events: false,
             detect_overlaps: false,
+            watch_pods: false,
             openshift: false,
             ca_external: false,
             activates: true,
@@ -149,6 +152,7 @@ impl ServerSettings {
             .or_else(|| env("ENABLE_NATIVE_SIDECARS"));
         s.events = flag(&["events"]).is_some();
         s.detect_overlaps = flag(&["detect-overlaps", "detectOverlaps"]).is_some();
+        s.watch_pods = flag(&["watch-pods", "watchPods"]).is_some();
         s.openshift = env("PLATFORM").is_some_and(|p| p.eq_ignore_ascii_case("openshift"));
         s.ca_external =
             flag(&["ca-bundle-managed-externally", "caBundleManagedExternally"]).is_some();

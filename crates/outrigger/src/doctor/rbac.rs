@@ -205,6 +205,24 @@ pub fn needs(
         );
         add("", "", "namespaces", None, &["list"], "--detect-overlaps");
     }
+    if server.watch_pods {
+        add(
+            "",
+            "",
+            "pods",
+            None,
+            &["list", "watch"],
+            "--watch-pods: every pod judged",
+        );
+        add(
+            "",
+            "",
+            "namespaces",
+            None,
+            &["list", "watch"],
+            "--watch-pods: the namespaces' labels",
+        );
+    }
     out
 }
 
@@ -313,7 +331,8 @@ pub async fn check(client: &Client, facts: &Facts) -> Check {
             denied.join("; ")
         ),
         "apply deploy/base's Role and ClusterRole (and the components' for --events, \
-         PLATFORM=openshift, --detect-overlaps); docs/kubernetes.md lists each rule",
+         PLATFORM=openshift, --detect-overlaps, --watch-pods); docs/kubernetes.md lists each \
+         rule",
     )
 }
 
@@ -432,6 +451,7 @@ mod tests {
             ),
             ("openshift", |s| s.openshift = true),
             ("overlap-detection", |s| s.detect_overlaps = true),
+            ("pod-watch", |s| s.watch_pods = true),
         ] {
             let mut s = base.clone();
             set(&mut s);

@@ -10,7 +10,9 @@ use std::process::ExitCode;
 use crate::print;
 use anyhow::{Context, Result};
 use outrigger_inject::decide::inject_required;
-use outrigger_inject::decide::native::{detect_native_sidecars, NativeMode, StaticFacts};
+use outrigger_inject::decide::native::{
+    detect_native_sidecars, ClusterFacts, NativeMode, StaticFacts,
+};
 use outrigger_inject::drift::{
     self, selecting_revision, stored_pod_drift, stored_pod_drift_owned, PodDrift, RevisionTags,
     State,
@@ -218,8 +220,35 @@ fn judge(pod: Value, facts: &Facts, opts: &KubeInjectOptions<'_>) -> Result<(Jud
     if selected.is_some_and(|r| r != revision) {
         return Ok((None, Vec::new()));
     }
+    let (drift, workload, warnings) = judge_selected(
+        pod,
+        selected.is_some(),
+        facts.nodes.as_ref().map(|n| n as &dyn ClusterFacts),
+        opts,
+    )
+    .with_context(|| format!("pod {namespace}/{name}"))?;
+    let judged = Judgement {
+        namespace,
+        name,
+        workload,
+        drift,
+    };
+    Ok((Some(judged), warnings))
+}
+
+/// The drift of one stored pod that the webhook of this configuration does (`selected`) or does
+/// not receive: whether the configuration injects it, with native sidecars as its node decides
+/// when `nodes` is given (auto mode; else `opts.native_sidecars` holds), and its workload.
+/// Warnings of the native-sidecar detection come back with it. `drift --kube` and `serve
+/// --watch-pods` ([`crate::serve::pod_watch`]) judge with it.
+pub(crate) fn judge_selected(
+    pod: Value,
+    selected: bool,
+    nodes: Option<&dyn ClusterFacts>,
+    opts: &KubeInjectOptions<'_>,
+) -> Result<(PodDrift, WorkloadMeta, Vec<String>)> {
     let config = &opts.snapshot.config;
-    let wanted = selected.is_some()
+    let wanted = selected
         && inject_required(
             &pod,
             &config.policy,
@@ -231,7 +260,7 @@ fn judge(pod: Value, facts: &Facts, opts: &KubeInjectOptions<'_>) -> Result<(Jud
     // Auto mode: the webhook asks about the pod's node when the pod names one at admission,
     // else about every node. A stored pod names its node either way (the scheduler's, or its
     // creator's), so both answers are what its injection may have been given.
-    let (native_sidecars, all_nodes) = match &facts.nodes {
+    let (native_sidecars, all_nodes) = match nodes {
         Some(nodes) if wanted => {
             let node = pod
                 .get("spec")
@@ -255,17 +284,16 @@ fn judge(pod: Value, facts: &Facts, opts: &KubeInjectOptions<'_>) -> Result<(Jud
         proxy_uid_gid: None,
         compliance_policy: opts.compliance_policy,
     };
-    let what = || format!("pod {namespace}/{name}");
     let drift = match all_nodes {
-        None => stored_pod_drift_owned(pod, &params, wanted).with_context(what)?,
+        None => stored_pod_drift_owned(pod, &params, wanted)?,
         // Judged by its node and stale: current if the every-node answer, which a pod created
         // unscheduled was given, injects what it has (restarting it gives that answer again).
         Some(all) => {
-            let on_node = stored_pod_drift(&pod, &params, wanted).with_context(what)?;
+            let on_node = stored_pod_drift(&pod, &params, wanted)?;
             params.native_sidecars = all;
             match on_node.state {
                 State::Stale => {
-                    let other = stored_pod_drift_owned(pod, &params, wanted).with_context(what)?;
+                    let other = stored_pod_drift_owned(pod, &params, wanted)?;
                     if other.state == State::Current {
                         other
                     } else {
@@ -276,13 +304,7 @@ fn judge(pod: Value, facts: &Facts, opts: &KubeInjectOptions<'_>) -> Result<(Jud
             }
         }
     };
-    let judged = Judgement {
-        namespace,
-        name,
-        workload,
-        drift,
-    };
-    Ok((Some(judged), warnings))
+    Ok((drift, workload, warnings))
 }
 
 /// Add one judged pod to its group.

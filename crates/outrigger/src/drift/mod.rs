@@ -132,7 +132,7 @@ fn examine(
 }
 
 /// The pods of the cluster.
-mod cluster;
+pub(crate) mod cluster;
 
 /// Re-rolling the drifted workloads (`--restart`).
 mod restart;

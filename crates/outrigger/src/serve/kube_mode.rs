@@ -75,6 +75,7 @@ pub fn reject_kube_only_flags(k: &KubeArgs) -> Result<()> {
             "--ca-bundle-managed-externally",
             k.ca_bundle_managed_externally,
         ),
+        ("--watch-pods", k.watch_pods),
     ];
     match set.iter().find(|(_, on)| *on) {
         Some((flag, _)) => bail!("{flag} needs --kube (it uses the Kubernetes API)"),
@@ -403,6 +404,16 @@ impl Cluster {
             self.client.clone(),
             webhook,
             state,
+        )));
+    }
+
+    /// `--watch-pods`: keep `outrigger_pods` current from a watch of every pod, selecting with
+    /// the webhook configuration `webhook` ([`super::pod_watch`]).
+    pub fn spawn_pod_watch(&mut self, state: Arc<State>, webhook: String) {
+        self.tasks.push(tokio::spawn(super::pod_watch::run(
+            self.client.clone(),
+            state,
+            webhook,
         )));
     }
 
@@ -972,6 +983,13 @@ mod tests {
                     ..KubeArgs::default()
                 },
                 "--fail-open-without-deployment",
+            ),
+            (
+                KubeArgs {
+                    watch_pods: true,
+                    ..KubeArgs::default()
+                },
+                "--watch-pods",
             ),
         ] {
             let e = reject_kube_only_flags(&args).expect_err("refused");

@@ -280,6 +280,11 @@ impl Metrics {
             "failurePolicy this replica brings the injector's entries to (--failure-policy-once-ready; Ignore while the install is deleted): 1 for it, 0 for the other",
             crate::kube::activation::DESIRED.clone(),
         );
+        registry.register(
+            "outrigger_pods",
+            "Pods outrigger's webhook selects, by namespace, state (current, stale, missing: admitted without a sidecar while the webhook failed open) and cause class of stale pods (--watch-pods)",
+            super::pod_watch::PODS.clone(),
+        );
         Arc::new(Metrics {
             registry,
             requests,

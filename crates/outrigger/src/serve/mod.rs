@@ -20,6 +20,7 @@ pub mod kube_mode;
 pub mod listen;
 pub mod metrics;
 pub mod metrics_port;
+pub mod pod_watch;
 pub mod probe;
 pub mod reload;
 pub mod server;
@@ -366,6 +367,9 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
         c.spawn_activation(state.clone(), args.kube.activation_delay);
         if let (Some(every), Some(ns)) = (args.kube.probe_interval, &args.kube.probe_namespace) {
             c.spawn_probe(state.clone(), ns.clone(), every);
+        }
+        if args.kube.watch_pods {
+            c.spawn_pod_watch(state.clone(), args.kube.webhook_config_name.clone());
         }
     }
     if let Some(l) = metrics_listener {

@@ -84,6 +84,10 @@ pub struct Cluster {
     pub admissions: u64,
     /// The workload controllers' rollouts ([`super::controllers`]).
     pub rollouts: super::controllers::Rollouts,
+    /// Objects deleted ([`Cluster::remove`], [`Cluster::delete`]), each with the
+    /// `resourceVersion` of its deletion: a watch from an earlier version delivers their
+    /// `DELETED` events, as the API server's watch cache does.
+    deleted: Vec<(Key, Value)>,
 }
 
 impl Default for Cluster {
@@ -101,6 +105,7 @@ impl Default for Cluster {
             endpoints: BTreeMap::new(),
             admissions: 0,
             rollouts: Default::default(),
+            deleted: Vec::new(),
         }
     }
 }
@@ -143,7 +148,16 @@ impl Cluster {
 
     /// Remove a stored object.
     pub fn remove(&mut self, resource: &str, ns: &str, name: &str) -> Option<Value> {
-        self.objects.remove(&key(resource, ns, name))
+        let gone = self.objects.remove(&key(resource, ns, name))?;
+        self.tombstone(key(resource, ns, name), gone.clone());
+        Some(gone)
+    }
+
+    /// Remember the deletion of `object` (at the next `resourceVersion`) for the watches that
+    /// start from an earlier version.
+    fn tombstone(&mut self, k: Key, mut object: Value) {
+        object["metadata"]["resourceVersion"] = json!(self.next_revision());
+        self.deleted.push((k, object));
     }
 
     /// A DELETE of `resource` `ns/name`, with what follows it in the API server: deleting a
@@ -154,7 +168,7 @@ impl Cluster {
     /// Returns the keys deleted, the named object first.
     pub fn delete(&mut self, resource: &str, ns: &str, name: &str) -> Vec<Key> {
         let mut gone = Vec::new();
-        if self.objects.remove(&key(resource, ns, name)).is_none() {
+        if self.remove(resource, ns, name).is_none() {
             return gone;
         }
         gone.push(key(resource, ns, name));
@@ -166,7 +180,9 @@ impl Cluster {
                 .cloned()
                 .collect();
             for k in inside {
-                self.objects.remove(&k);
+                if let Some(o) = self.objects.remove(&k) {
+                    self.tombstone(k.clone(), o);
+                }
                 gone.push(k);
             }
             self.endpoints.retain(|(n, _), _| n != name);
@@ -196,7 +212,9 @@ impl Cluster {
                 return gone;
             }
             for k in orphans {
-                self.objects.remove(&k);
+                if let Some(o) = self.objects.remove(&k) {
+                    self.tombstone(k.clone(), o);
+                }
                 gone.push(k);
             }
         }
@@ -951,8 +969,8 @@ fn strategic_merge(target: &mut Value, patch: &Value) {
 /// `expire_first_watch` ends with 410 Gone; any other delivers the changes of the objects it
 /// selects made while it is open (polled every 50 ms), ending after 30 s without one.
 /// A watch from `resourceVersion` `from` first delivers the selected objects written after it
-/// (between the client's list and its watch; the fake keeps no history, so deletions in that
-/// gap are not delivered).
+/// (between the client's list and its watch) and those deleted after it ([`Cluster::remove`]
+/// keeps the deletions).
 async fn watch_answer(
     cluster: &Mutex<Cluster>,
     t: &Target<'_>,
@@ -973,6 +991,20 @@ async fn watch_answer(
                     .and_then(|v| v.parse::<u64>().ok())
                     .is_none_or(|v| v <= from)
             });
+            let rv = |o: &Value| {
+                o["metadata"]["resourceVersion"]
+                    .as_str()
+                    .and_then(|v| v.parse::<u64>().ok())
+            };
+            for (k, o) in &c.deleted {
+                let (r, ns, n) = k;
+                let selected = r == t.resource
+                    && (t.namespace.is_empty() || ns == t.namespace)
+                    && name.as_deref().is_none_or(|want| n == want);
+                if selected && rv(o).is_some_and(|v| v > from) && !c.objects.contains_key(k) {
+                    since.insert(k.clone(), o.clone());
+                }
+            }
         }
         (gone, script, since)
     };
