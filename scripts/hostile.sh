@@ -21,9 +21,9 @@
 #   window0    W0_CONNS (3) HTTP/2 connections from 127.0.0.2.. that advertise a stream window of
 #              0 and post W0_STREAMS (100) reviews each whose answer the server cannot send: a
 #              `uid` of W0_UID_BYTES (1 MiB, the answer repeats it; refused now) and a pod of
-#              W0_CONTAINERS containers with HTTP probes (the patch rewrites them). RSS is read
-#              before, while the answers are held, and after --write-timeout. Target: < 64 MiB
-#              added.
+#              W0_CONTAINERS containers with HTTP probes (the patch rewrites them, about 870
+#              bytes of answer each: 1,200 make a 1 MiB answer). RSS is read before, while the
+#              answers are held, and after --write-timeout. Target: < 64 MiB added.
 #
 # Environment knobs (defaults in brackets):
 #   SCENARIOS [stall handshake window0]
@@ -38,8 +38,9 @@
 #   NO_BUILD  []           set to skip `cargo build --release`
 #   CONFIG_DIR []          Istio's config/values/mesh files; empty = the embedded default
 #   SERVER_ARGS []         extra flags for the server
-# Needs python3 only (its ssl module). Loopback only; every loop is bounded by DURATION; the
-# server is stopped on exit.
+# Needs python3 (its ssl module), and for window0 the `h2` package (pip install h2). Loopback
+# only; every loop is bounded by DURATION (window0: by the server's --write-timeout, at most
+# 150 s); the server is stopped on exit.
 set -euo pipefail
 
 SCENARIOS=${SCENARIOS:-stall handshake window0}
@@ -374,7 +375,8 @@ main()
 PY
 
 cat > "$work/window0.py" <<'PY'
-import asyncio, json, ssl, struct, sys, time
+import asyncio, json, ssl, sys, time
+import h2.config, h2.connection, h2.events, h2.exceptions, h2.settings
 
 PORT, CA, CONNS, STREAMS, UID_BYTES, CONTAINERS, PID = (int(sys.argv[1]), sys.argv[2],
     int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]), sys.argv[7])
@@ -382,22 +384,6 @@ PORT, CA, CONNS, STREAMS, UID_BYTES, CONTAINERS, PID = (int(sys.argv[1]), sys.ar
 def rss():
     with open("/proc/%s/status" % PID) as f:
         return {l.split(":")[0]: int(l.split()[1]) // 1024 for l in f if l.startswith(("VmRSS", "VmHWM"))}
-
-def frame(kind, flags, stream, payload):
-    return struct.pack(">I", len(payload))[1:] + bytes([kind, flags]) + struct.pack(">I", stream) + payload
-
-def lit(index, value):
-    v = value.encode()
-    head = bytes([index]) if index < 15 else bytes([0x0f, index - 15])
-    n = len(v)
-    if n < 127:
-        return head + bytes([n]) + v
-    # HPACK integer with a 7-bit prefix.
-    out, n = bytearray([127]), n - 127
-    while n >= 128:
-        out.append(n % 128 + 128); n //= 128
-    out.append(n)
-    return head + bytes(out) + v
 
 def review(i):
     containers = [{"name": "c%d" % c, "image": "nginx", "ports": [{"containerPort": 8000 + c}],
@@ -411,53 +397,71 @@ def review(i):
         "request": {"uid": uid, "namespace": "default", "operation": "CREATE", "object": pod}}).encode()
 
 statuses = {}
+def count(k):
+    statuses[k] = statuses.get(k, 0) + 1
+
 async def conn(ci):
     c = ssl.create_default_context(cafile=CA); c.set_alpn_protocols(["h2"])
     r, w = await asyncio.open_connection("127.0.0.1", PORT, ssl=c, server_hostname="localhost",
         local_addr=("127.0.0.%d" % (2 + ci), 0))
-    # SETTINGS_INITIAL_WINDOW_SIZE = 0; a connection window large enough for our uploads.
-    w.write(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + frame(4, 0, 0, struct.pack(">HI", 4, 0)))
+    h = h2.connection.H2Connection(config=h2.config.H2Configuration(client_side=True))
+    h.initiate_connection()
+    # Stream window 0: the server can send no answer byte; received data is never acknowledged.
+    h.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 0})
+    pending = {}
     for s in range(STREAMS):
-        sid = 1 + 2 * s
+        sid = h.get_next_available_stream_id()
         body = review(ci * 1000 + s)
-        block = (bytes([0x83, 0x87]) + lit(4, "/inject") + lit(1, "localhost")
-                 + lit(31, "application/json") + lit(28, str(len(body))))
-        w.write(frame(1, 0x4, sid, block))
-        for off in range(0, len(body), 16384):
-            chunk = body[off:off + 16384]
-            w.write(frame(0, 0x1 if off + 16384 >= len(body) else 0, sid, chunk))
-        await w.drain()
+        h.send_headers(sid, [(":method", "POST"), (":scheme", "https"), (":authority", "localhost"),
+            (":path", "/inject"), ("content-type", "application/json"),
+            ("content-length", str(len(body)))])
+        pending[sid] = [body, 0]
+    def pump():
+        for sid in list(pending):
+            body, off = pending[sid]
+            try:
+                while off < len(body):
+                    room = min(h.local_flow_control_window(sid), h.max_outbound_frame_size)
+                    if room <= 0:
+                        break
+                    chunk = body[off:off + room]
+                    off += len(chunk)
+                    h.send_data(sid, chunk, end_stream=off >= len(body))
+            except (h2.exceptions.StreamClosedError, h2.exceptions.ProtocolError):
+                off = len(body)
+            pending[sid][1] = off
+            if off >= len(body):
+                del pending[sid]
+        w.write(h.data_to_send())
+    pump()
     try:
         while True:
-            head = await asyncio.wait_for(r.readexactly(9), 60)
-            n = int.from_bytes(head[:3], "big"); kind, flags = head[3], head[4]
-            payload = await r.readexactly(n)
-            if kind == 4 and not flags & 1:
-                w.write(frame(4, 1, 0, b""))
-            elif kind == 6 and not flags & 1:
-                w.write(frame(6, 1, 0, payload))
-            elif kind == 1:
-                # :status as an indexed static entry (0x88 200, 0x8c 400, ...) or a literal.
-                code = {0x88: "200", 0x89: "204", 0x8a: "206", 0x8b: "304", 0x8c: "400", 0x8d: "404", 0x8e: "500"}.get(payload[0], "other")
-                statuses[code] = statuses.get(code, 0) + 1
-            elif kind == 7:
-                statuses["goaway"] = statuses.get("goaway", 0) + 1
-                break
-    except (asyncio.TimeoutError, asyncio.IncompleteReadError, OSError, ssl.SSLError):
-        statuses["closed"] = statuses.get("closed", 0) + 1
+            data = await asyncio.wait_for(r.read(65536), 120)
+            if not data:
+                count("closed_by_server"); break
+            for e in h.receive_data(data):
+                if isinstance(e, h2.events.ResponseReceived):
+                    count(dict(e.headers).get(b":status", b"?").decode())
+                elif isinstance(e, h2.events.StreamReset):
+                    pending.pop(e.stream_id, None); count("reset")
+                elif isinstance(e, h2.events.ConnectionTerminated):
+                    count("goaway")
+            pump()
+    except (asyncio.TimeoutError, OSError, ssl.SSLError, h2.exceptions.ProtocolError) as e:
+        count(type(e).__name__)
 
 async def main():
     before = rss()
     tasks = [asyncio.create_task(conn(i)) for i in range(CONNS)]
     peak = before["VmRSS"]
     t0 = time.monotonic()
-    while not all(t.done() for t in tasks) and time.monotonic() - t0 < 60:
+    while not all(t.done() for t in tasks) and time.monotonic() - t0 < 150:
         await asyncio.sleep(0.2)
         peak = max(peak, rss()["VmRSS"])
     await asyncio.gather(*tasks, return_exceptions=True)
     after = rss()
     print(json.dumps({"connections": CONNS, "streams": STREAMS, "uid_bytes": UID_BYTES,
-        "containers": CONTAINERS, "statuses": statuses, "held_seconds": round(time.monotonic() - t0, 1),
+        "containers": CONTAINERS, "statuses": statuses, "seconds": round(time.monotonic() - t0, 1),
         "rss_before_mib": before["VmRSS"], "rss_peak_mib": peak, "rss_after_mib": after["VmRSS"],
         "added_mib": peak - before["VmRSS"], "vmhwm_mib": after["VmHWM"]}))
 

@@ -740,13 +740,21 @@ async fn drive<C>(
         closing = true;
     }
     let mut watch_evict = true;
+    // A connection closed for idleness or to make room has no request in flight: its graceful
+    // close ends at once unless an answer is stuck past what the answer watch sees (a last chunk
+    // in HTTP/2's buffer), so it gets the write timeout, then it is dropped.
+    let mut give_up: Option<Instant> = None;
     loop {
         if activity.is_killed() {
             tracing::debug!(%peer, "an answer's bytes were preempted; closing the connection");
             metrics.connection_closed("answer_preempted");
             return;
         }
-        let deadline = activity.deadline(opts, closing);
+        let deadline = match (activity.deadline(opts, closing), give_up) {
+            (Some(d), Some(g)) if g < d.0 => Some((g, Timeout::Write)),
+            (None, Some(g)) => Some((g, Timeout::Write)),
+            (d, _) => d,
+        };
         let timer = async {
             match deadline {
                 Some((at, _)) => tokio::time::sleep_until(at).await,
@@ -774,13 +782,20 @@ async fn drive<C>(
                     metrics.connection_closed("evicted_idle");
                     conn.as_mut().graceful_shutdown();
                     closing = true;
+                    give_up = Some(Instant::now() + opts.write_timeout);
                 }
             }
             () = activity.changed.notified() => {}
             () = timer => {
                 // The phase may have moved on since the deadline was computed.
+                let now = Instant::now();
+                if give_up.is_some_and(|g| g <= now) {
+                    tracing::debug!(%peer, "a closing connection did not end in time; dropping it");
+                    metrics.connection_closed("write_timeout");
+                    return;
+                }
                 let Some((at, kind)) = activity.deadline(opts, closing) else { continue };
-                if at > Instant::now() {
+                if at > now {
                     continue;
                 }
                 match kind {
@@ -796,6 +811,7 @@ async fn drive<C>(
                         }
                         conn.as_mut().graceful_shutdown();
                         closing = true;
+                        give_up = Some(Instant::now() + opts.write_timeout);
                     }
                     Timeout::Header => {
                         tracing::debug!(%peer, "request head not received in time; closing the connection");
