@@ -711,8 +711,13 @@ mod tests {
             "/inject",
             &ctx(&snap),
         );
-        assert!(!matches!(r.outcome, Outcome::Failed(_)), "{:?}", r.outcome);
+        assert!(
+            !matches!(&r.outcome, Outcome::Failed(f) if f.malformed),
+            "{:?}",
+            r.outcome
+        );
         assert_eq!(r.uid, at_limit);
+        assert!(text(&r).contains(&format!("\"uid\":\"{at_limit}\"")));
     }
 
     #[test]
