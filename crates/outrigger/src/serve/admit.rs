@@ -378,10 +378,8 @@ impl Admission {
             t.open.0 < l.connections || t.evict_idle(None, false) || t.evict_idle(None, true)
         } else {
             let mine = t.held(e.addr).open;
-            if mine >= l.connections_per_address {
-                if !t.evict_idle(Some(e.addr), false) {
-                    return Err(Refused::ConnectionShare);
-                }
+            if mine >= l.connections_per_address && !t.evict_idle(Some(e.addr), false) {
+                return Err(Refused::ConnectionShare);
             }
             let cap = l.connections - self.reserve(l.connections);
             (t.open.1 < cap && t.open.0 < l.connections) || t.evict_idle(None, false)

@@ -500,18 +500,27 @@ pub struct Pools {
     pub health_reserve: Arc<Semaphore>,
 }
 
-/// Serve one accepted connection, admitted to the handshake pool (`ticket`), until it ends.
-/// `close` turns true when the server shuts down.
+/// A connection accepted into the handshake pool.
+#[derive(Debug)]
+pub struct Accepted {
+    /// The socket.
+    pub tcp: TcpStream,
+    /// The client's address.
+    pub peer: SocketAddr,
+    /// Its place in the pools.
+    pub ticket: Ticket,
+}
+
+/// Serve one accepted connection until it ends. `close` turns true when the server shuts down.
 pub async fn serve(
-    tcp: TcpStream,
-    peer: SocketAddr,
+    accepted: Accepted,
     acceptor: TlsAcceptor,
     state: Arc<State>,
     opts: ConnOptions,
     mut close: watch::Receiver<bool>,
-    ticket: Ticket,
     pools: Pools,
 ) {
+    let Accepted { tcp, peer, ticket } = accepted;
     state.metrics.open_connections.inc();
     let _open = Open(state.clone());
     let metrics = state.metrics.clone();

@@ -63,7 +63,8 @@ pub async fn serve(
         let close = close_rx.clone();
         let pools = pools.clone();
         tokio::spawn(async move {
-            conn::serve(tcp, peer, acceptor, state, opts, close, ticket, pools).await;
+            let accepted = conn::Accepted { tcp, peer, ticket };
+            conn::serve(accepted, acceptor, state, opts, close, pools).await;
         });
     }
     drop(listener);
