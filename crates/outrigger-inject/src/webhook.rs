@@ -688,6 +688,43 @@ mod tests {
         );
     }
 
+    /// A UID longer than Kubernetes ever sends is refused as malformed and not repeated in the
+    /// answer; one at the limit is answered as usual.
+    #[test]
+    fn oversized_uids_are_refused_and_not_echoed() {
+        let snap = snapshot(Policy::Enabled);
+        let pod = json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i"}]}});
+        let long = "u".repeat(129);
+        let r = review(
+            &body(ADMISSION_V1, &long, "ns", pod.clone()),
+            "/inject",
+            &ctx(&snap),
+        );
+        let Outcome::Failed(f) = &r.outcome else {
+            panic!("expected failure")
+        };
+        assert_eq!((f.reason, f.malformed), ("uid_too_long", true));
+        assert_eq!(
+            f.message,
+            "request.uid is 129 bytes long, over the limit of 128 (the API server sends a 36-byte UID)"
+        );
+        assert!(r.uid.is_empty());
+        assert!(!text(&r).contains(&long), "{}", text(&r));
+        let at_limit = "u".repeat(128);
+        let r = review(
+            &body(ADMISSION_V1, &at_limit, "ns", pod),
+            "/inject",
+            &ctx(&snap),
+        );
+        assert!(
+            !matches!(&r.outcome, Outcome::Failed(f) if f.malformed),
+            "{:?}",
+            r.outcome
+        );
+        assert_eq!(r.uid, at_limit);
+        assert!(text(&r).contains(&format!("\"uid\":\"{at_limit}\"")));
+    }
+
     #[test]
     fn bad_pods_are_refused_not_malformed() {
         let snap = snapshot(Policy::Enabled);

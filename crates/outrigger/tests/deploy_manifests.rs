@@ -141,12 +141,14 @@ fn deployment_probes_resources_and_service_port() {
     for needle in [
         "path: /healthz",
         "path: /readyz",
-        "scheme: HTTPS",
         "containerPort: 9443",
         // Plain-HTTP /metrics for Prometheus, where the pod annotations say.
         "- --metrics-port=15014",
         "name: http-monitoring\n          containerPort: 15014",
         "prometheus.io/port: \"15014\"",
+        "- --health-port=9444",
+        "- --log-format=json",
+        "- name: health\n          containerPort: 9444\n",
         "cpu: 50m",
         "memory: 64Mi",
         "runAsNonRoot: true",
@@ -154,6 +156,20 @@ fn deployment_probes_resources_and_service_port() {
     ] {
         assert!(dep.contains(needle), "deployment.yaml lacks {needle:?}");
     }
+    // Every probe goes to the health port (plain HTTP), which connections to the webhook port
+    // cannot crowd out.
+    let probes = ["startupProbe:", "readinessProbe:", "livenessProbe:"];
+    assert_eq!(
+        dep.matches("            port: health\n            scheme: HTTP\n")
+            .count(),
+        probes.len(),
+        "{dep}"
+    );
+    assert!(probes.iter().all(|p| dep.contains(p)));
+    assert!(
+        !dep.contains("scheme: HTTPS"),
+        "no probe on the webhook port"
+    );
     let svc = std::fs::read_to_string(deploy_dir().join("base/service.yaml")).expect("service");
     assert!(svc.contains("port: 443") && svc.contains("targetPort: https"));
     let docker = std::fs::read_to_string(deploy_dir().join("Dockerfile")).expect("Dockerfile");

@@ -250,3 +250,59 @@ fn symlinked_output_is_written_through() {
     let out: Vec<Value> = docs(&read(&real));
     assert_eq!(out.len(), 1);
 }
+
+/// `-o` naming something that is not a regular file (here a FIFO; a device such as `/dev/null`
+/// is the same case) writes into it in place: it is never replaced by a regular file.
+#[test]
+fn output_to_a_fifo_is_written_in_place_never_replaced() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = TempDir::new("output-fifo");
+    let fifo = dir.path("out.fifo");
+    rustix::fs::mkfifoat(
+        rustix::fs::CWD,
+        &fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+    )
+    .expect("mkfifo");
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read_to_string(&fifo).expect("read the FIFO"))
+    };
+    let expected = Inject::file(&fixture("pod.yaml")).run();
+    Inject::file(&fixture("pod.yaml"))
+        .path_arg("-o", &fifo)
+        .run()
+        .success();
+    assert_eq!(reader.join().expect("reader"), expected.success());
+    let t = std::fs::symlink_metadata(&fifo).expect("there").file_type();
+    assert!(t.is_fifo(), "the FIFO was replaced: {t:?}");
+}
+
+/// In a sticky world-writable directory (like /tmp), `-o` does not follow a symlink another
+/// user planted there (root only: making a link owned by another user needs it).
+#[test]
+fn output_through_a_link_planted_by_another_user_is_refused() {
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("NOTICE: not root: a link owned by another user cannot be made here");
+        return;
+    }
+    let dir = TempDir::new("output-planted");
+    let shared = dir.path("tmp");
+    std::fs::create_dir(&shared).expect("dir");
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).expect("chmod");
+    let victim = dir.write("victim", "untouched\n");
+    let planted = shared.join("out.yaml");
+    std::os::unix::fs::symlink(&victim, &planted).expect("symlink");
+    std::os::unix::fs::lchown(&planted, Some(65534), Some(65534)).expect("lchown");
+    let run = Inject::file(&fixture("pod.yaml"))
+        .path_arg("-o", &planted)
+        .run();
+    let err = run.failure();
+    assert!(
+        err.contains(
+            "symlink owned by another user (uid 65534) in the sticky world-writable directory"
+        ),
+        "{err}"
+    );
+    assert_eq!(read(&victim), "untouched\n");
+}

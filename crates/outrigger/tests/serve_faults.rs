@@ -559,14 +559,51 @@ async fn handshake_header_and_idle_timeouts_close_connections() {
     }
 }
 
+/// A request whose body sends one byte and stalls, keeping its connection busy (an idle
+/// connection would be closed to make room instead).
+fn stalled_request(c: &H2) -> tokio::task::JoinHandle<Result<Resp, String>> {
+    use http_body_util::{BodyExt, StreamBody};
+    let c = c.clone();
+    tokio::spawn(async move {
+        let first = futures::stream::iter([Ok::<_, std::convert::Infallible>(
+            hyper::body::Frame::data(bytes::Bytes::from_static(b"{")),
+        )]);
+        let body = StreamBody::new(futures::StreamExt::chain(first, futures::stream::pending()));
+        let headers = [
+            ("content-type", "application/json"),
+            ("content-length", "1000"),
+        ];
+        c.request_with("POST", "/inject", &headers, body.boxed())
+            .await
+    })
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn health_is_answered_at_the_connection_cap() {
-    let (server, ca) = start("cap", &["--max-connections", "2"]);
+    let (server, ca) = start(
+        "cap",
+        &[
+            "--max-connections",
+            "2",
+            "--body-first-byte-timeout",
+            "60s",
+            "--body-min-rate",
+            "0",
+            "--request-timeout",
+            "60s",
+        ],
+    );
     let addr = server.addr;
     let held = [
         H2::connect(addr, &ca).await.unwrap(),
         H2::connect(addr, &ca).await.unwrap(),
     ];
+    // Both busy: none can be closed to make room.
+    let stalls = [stalled_request(&held[0]), stalled_request(&held[1])];
+    eventually("both stalled requests to be read", || async {
+        metric(&metrics(&held[0]).await, "outrigger_inflight_request_bytes") == Some(2.0)
+    })
+    .await;
     assert_eq!(held[0].get("/healthz").await.unwrap().status, 200);
     // At the cap: probes are answered on reserve connections (HTTP/1.1 as kubelet, and HTTP/2).
     for path in ["/healthz", "/readyz"] {
@@ -601,9 +638,17 @@ async fn health_is_answered_at_the_connection_cap() {
     for _ in 0..8 {
         extra.push(H2::connect(addr, &ca).await.unwrap());
     }
-    let refused = tokio::time::timeout(Duration::from_secs(5), H2::connect(addr, &ca)).await;
-    assert!(
-        matches!(refused, Ok(Err(_))),
+    // Closed once its handshake ends (the pools decide past TLS): its first request fails.
+    let beyond = async {
+        match H2::connect(addr, &ca).await {
+            Err(_) => true,
+            Ok(c) => c.get("/healthz").await.is_err(),
+        }
+    };
+    let refused = tokio::time::timeout(Duration::from_secs(5), beyond).await;
+    assert_eq!(
+        refused,
+        Ok(true),
         "connection beyond the reserve must be closed"
     );
     drop(extra);
@@ -620,6 +665,9 @@ async fn health_is_answered_at_the_connection_cap() {
         Some(1.0)
     );
     // Below the cap again, everything is served.
+    for s in stalls {
+        s.abort();
+    }
     drop(held);
     assert!(
         holds_within(Duration::from_secs(5), || async {

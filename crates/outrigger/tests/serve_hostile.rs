@@ -437,3 +437,357 @@ async fn slowloris_headers_are_cut_at_the_header_read_timeout() {
         "{m}"
     );
 }
+
+/// The address of the `--health-port` listener, from the server's log.
+async fn health_addr(server: &common::Server) -> SocketAddr {
+    let find = || {
+        server.logs.lock().expect("logs").iter().find_map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).ok()?;
+            v["message"]
+                .as_str()?
+                .starts_with("health endpoints listening")
+                .then(|| v["address"].as_str()?.parse().ok())?
+        })
+    };
+    eventually("the health port to listen", || async { find().is_some() }).await;
+    find().expect("found")
+}
+
+/// A plain HTTP/1.1 GET on a fresh connection; the status line's code.
+async fn plain_get(addr: SocketAddr, path: &str) -> Result<u16, String> {
+    let mut tcp = tokio::net::TcpStream::connect(addr)
+        .await
+        .map_err(|e| format!("connect: {e}"))?;
+    let req = format!("GET {path} HTTP/1.1\r\nhost: localhost\r\nconnection: close\r\n\r\n");
+    tcp.write_all(req.as_bytes())
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut out = Vec::new();
+    tcp.read_to_end(&mut out).await.map_err(|e| e.to_string())?;
+    let text = String::from_utf8_lossy(&out);
+    text.split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .ok_or_else(|| format!("no status in {text:?}"))
+}
+
+/// Open `n` TCP connections from `ip` that never send a byte (no ClientHello).
+async fn silent(addr: SocketAddr, ip: IpAddr, n: usize) -> Vec<tokio::net::TcpStream> {
+    let mut held = Vec::new();
+    for _ in 0..n {
+        held.push(tcp_from(ip, addr).await.expect("attacker connects"));
+    }
+    held
+}
+
+/// Connections that never start TLS, from 8 addresses (127.0.0.2–.9), fill the handshake pool
+/// past each address's share; reviews on fresh connections from 127.0.0.1 take the place of the
+/// flood's oldest handshakes and are all injected, and every probe on the health port is
+/// answered. (At full size, 4,200 connections: scripts/hostile.sh.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_silent_connections_leaves_reviews_and_probes_answered() {
+    let (server, ca) = start_embedded(
+        "handshake-flood",
+        &[
+            "--health-port",
+            "0",
+            "--max-handshakes",
+            "64",
+            "--max-handshakes-per-address",
+            "8",
+            // Held for the whole test: the pool, not the deadline, is what is tested.
+            "--handshake-timeout",
+            "120s",
+        ],
+    );
+    let addr = server.addr;
+    let health = health_addr(&server).await;
+    let mut held = Vec::new();
+    for i in 2..=9u8 {
+        held.push(silent(addr, IpAddr::V4(Ipv4Addr::new(127, 0, 0, i)), 40).await);
+    }
+    let api = H2::connect(addr, &ca).await.expect("API server connects");
+    // 8 addresses × 32 beyond their share of 8 were refused at accept; the 64 kept fill the pool.
+    eventually("the flood to be accepted and refused", || async {
+        metric(
+            &metrics(&api).await,
+            "outrigger_connections_closed_total{reason=\"handshake_address_share\"}",
+        ) == Some(256.0)
+    })
+    .await;
+    let mut failures = Vec::new();
+    for i in 0..20 {
+        let c = match H2::connect(addr, &ca).await {
+            Ok(c) => c,
+            Err(e) => {
+                failures.push(format!("review {i}: {e}"));
+                continue;
+            }
+        };
+        match c.post("/inject", hello_review(&format!("fresh-{i}"))).await {
+            Ok(r) if r.status == 200 && r.json()["response"]["patch"].is_string() => {}
+            other => failures.push(format!("review {i}: {other:?}")),
+        }
+        match plain_get(health, "/healthz").await {
+            Ok(200) => {}
+            other => failures.push(format!("healthz {i}: {other:?}")),
+        }
+    }
+    assert!(failures.is_empty(), "{failures:?}");
+    let m = metrics(&api).await;
+    let evicted = metric(
+        &m,
+        "outrigger_connections_closed_total{reason=\"handshake_evicted\"}",
+    );
+    // The first fresh connection took a flood slot; the flood does not reconnect here, so the
+    // next ones found the slots the earlier ones gave back.
+    assert!(
+        evicted >= Some(1.0),
+        "a fresh connection took a flood slot: {m}"
+    );
+    drop(held);
+}
+
+/// When the connection pool (or an address's share of it) is full, the connection idle the
+/// longest is closed for a newcomer (of the same address when the share is what is full).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_connections_give_way_to_new_ones() {
+    let (server, ca) = start_embedded(
+        "idle-evict",
+        &[
+            "--max-connections",
+            "4",
+            "--max-connections-per-address",
+            "2",
+        ],
+    );
+    let addr = server.addr;
+    let connect_from = |i: usize| {
+        let ca = ca.clone();
+        async move {
+            let tcp = tcp_from(attacker_ip(i), addr).await.expect("connect");
+            let tls = tls_over(tcp, client_config(&[&ca], &[b"h2"], false))
+                .await
+                .expect("TLS");
+            H2::handshake(tls).await.expect("h2")
+        }
+    };
+    // Address 0 holds its share (2); its third connection closes its first.
+    let a1 = connect_from(0).await;
+    let a2 = connect_from(0).await;
+    let a3 = connect_from(0).await;
+    eventually(
+        "the first idle connection of the address to close",
+        || async { a1.is_closed() },
+    )
+    .await;
+    assert!(!a2.is_closed() && !a3.is_closed());
+    // Another address fills the pool (2 + 2); the API server's connection closes the oldest
+    // idle one (a2) and its review is injected.
+    let _b1 = connect_from(1).await;
+    let _b2 = connect_from(1).await;
+    let api = H2::connect(addr, &ca).await.expect("API server connects");
+    eventually("the oldest idle connection to close", || async {
+        a2.is_closed()
+    })
+    .await;
+    let (_, failures) = real_reviews(&api, 3).await;
+    assert!(failures.is_empty(), "{failures:?}");
+    assert!(!a3.is_closed());
+    let m = metrics(&api).await;
+    assert_eq!(
+        metric(
+            &m,
+            "outrigger_connections_closed_total{reason=\"evicted_idle\"}"
+        ),
+        Some(2.0),
+        "{m}"
+    );
+}
+
+/// An HTTP/2 client that opens no flow-control window: its answers are counted in the memory
+/// budget (and, past its connection's cap, refused), and after the write timeout its connection
+/// is closed and the bytes given back; reviews from the API server go on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_a_client_does_not_read_are_counted_and_cut() {
+    let (server, ca) = start_embedded(
+        "window-zero",
+        &[
+            "--write-timeout",
+            "2s",
+            "--max-request-bytes",
+            "40000",
+            "--max-connection-bytes",
+            "40000",
+        ],
+    );
+    let addr = server.addr;
+    let api = H2::connect(addr, &ca).await.expect("API server connects");
+    // Pods with 8 containers whose probes the injection rewrites: an answer over 4 KiB.
+    let big_review = |uid: &str| {
+        let containers: Vec<_> = (0..8)
+            .map(|i| {
+                json!({"name": format!("c{i}"), "image": "nginx",
+                "ports": [{"containerPort": 8000 + i}],
+                "readinessProbe": {"httpGet": {"path": "/ready", "port": 8000 + i}},
+                "livenessProbe": {"httpGet": {"path": "/live", "port": 8000 + i}}})
+            })
+            .collect();
+        review(
+            V1,
+            uid,
+            "default",
+            json!({"apiVersion": "v1", "kind": "Pod",
+                   "metadata": {"generateName": "big-", "labels": {"app": "big"}},
+                   "spec": {"containers": containers}}),
+        )
+    };
+    let size = api
+        .post("/inject", big_review("probe-00"))
+        .await
+        .expect("review");
+    assert_eq!(size.status, 200);
+    let answer = size.body.len();
+    assert!(answer > 4096, "the answer must be charged: {answer} bytes");
+    let tcp = tcp_from(attacker_ip(0), addr).await.expect("connect");
+    let (tls, _) = tls_over(tcp, client_config(&[&ca], &[b"h2"], false))
+        .await
+        .expect("TLS");
+    let (send, conn) =
+        hyper::client::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
+            .initial_stream_window_size(0)
+            .handshake::<_, ReqBody>(hyper_util::rt::TokioIo::new(tls))
+            .await
+            .expect("h2");
+    tokio::spawn(conn);
+    let n = 12;
+    let mut heads = Vec::new();
+    for i in 0..n {
+        let mut send = send.clone();
+        send.ready().await.expect("ready");
+        let req = hyper::Request::builder()
+            .method("POST")
+            .uri("https://localhost/inject")
+            .header("content-type", "application/json")
+            .body(full(big_review(&format!("stuck-{i:02}"))))
+            .unwrap();
+        heads.push(tokio::spawn(async move {
+            send.send_request(req)
+                .await
+                .map(|r| (r.status().as_u16(), r))
+        }));
+    }
+    let mut statuses = Vec::new();
+    let mut bodies = Vec::new();
+    for h in heads {
+        let (status, r) = h.await.unwrap().expect("a head, not flow-controlled");
+        statuses.push(status);
+        bodies.push(r);
+    }
+    let held = statuses.iter().filter(|s| **s == 200).count();
+    let refused = statuses.iter().filter(|s| **s == 429).count();
+    assert_eq!(held + refused, n, "{statuses:?}");
+    assert!(
+        held >= 1 && refused >= 1,
+        "the connection's cap: {statuses:?}"
+    );
+    assert!(
+        held * answer <= 40_000,
+        "{held} answers of {answer} bytes held"
+    );
+    eventually("the held answers to be counted", || async {
+        metric(&metrics(&api).await, "outrigger_inflight_request_bytes")
+            == Some((held * answer) as f64)
+    })
+    .await;
+    // Refused: answers over the connection's cap, and request bodies that arrived while the
+    // answers held it.
+    let m = metrics(&api).await;
+    let answers = metric(
+        &m,
+        "outrigger_rejected_requests_total{reason=\"answer_connection_bytes\"}",
+    )
+    .unwrap_or(0.0);
+    let body_refusals = metric(
+        &m,
+        "outrigger_rejected_requests_total{reason=\"connection_bytes\"}",
+    )
+    .unwrap_or(0.0);
+    assert!(answers >= 1.0, "{m}");
+    assert_eq!(answers + body_refusals, refused as f64, "{m}");
+    let (_, failures) = real_reviews(&api, 3).await;
+    assert!(failures.is_empty(), "{failures:?}");
+    eventually("the stuck connection to be closed", || async {
+        metric(
+            &metrics(&api).await,
+            "outrigger_connections_closed_total{reason=\"write_timeout\"}",
+        ) == Some(1.0)
+    })
+    .await;
+    eventually("the client to see its connection closed", || async {
+        send.is_closed()
+    })
+    .await;
+    eventually("the held answers to be given back", || async {
+        metric(&metrics(&api).await, "outrigger_inflight_request_bytes") == Some(0.0)
+    })
+    .await;
+    drop(bodies);
+}
+
+/// A `uid` longer than Kubernetes sends is refused (400, a clear reason), never repeated.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oversized_uid_is_refused_and_not_echoed() {
+    let (server, ca) = start_embedded("long-uid", &[]);
+    let api = H2::connect(server.addr, &ca).await.expect("connects");
+    let uid = "u".repeat(1024 * 1024);
+    let r = api
+        .post("/inject", hello_review(&uid))
+        .await
+        .expect("answer");
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert_eq!(
+        r.text(),
+        "malformed AdmissionReview: request.uid is 1048576 bytes long, over the limit of 128 (the API server sends a 36-byte UID)\n"
+    );
+    let (_, failures) = real_reviews(&api, 1).await;
+    assert!(failures.is_empty(), "{failures:?}");
+}
+
+/// Request values with line breaks and escapes (uid, generateName, annotation values) stay
+/// inside their line of the text log, escaped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn request_values_cannot_forge_text_log_lines() {
+    let server = common::Outrigger::builder("log-forgery")
+        .embedded_config()
+        .generated_ca()
+        .native_sidecars(false)
+        .quick_drain()
+        .text_logs()
+        .start();
+    let ca = server.ca();
+    let api = H2::connect(server.addr, &ca).await.expect("connects");
+    let forged = "\nFORGED outrigger: injected\r\u{1b}[2K";
+    let pod = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"generateName": format!("web-{forged}-"),
+            "annotations": {"sidecar.istio.io/inject": format!("maybe{forged}")}},
+        "spec": {"containers": [{"name": "app", "image": "nginx"}]}});
+    let r = api
+        .post("/inject", review(V1, &format!("u{forged}"), "default", pod))
+        .await
+        .expect("answer");
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(
+        server
+            .wait_log("web-\\nFORGED", Duration::from_secs(30))
+            .await,
+        "the escaped pod name is logged:\n{}",
+        server.log_text()
+    );
+    let logs = server.log_text();
+    assert!(
+        !logs.lines().any(|l| l.starts_with("FORGED")),
+        "a forged line:\n{logs}"
+    );
+    assert!(!logs.contains('\u{1b}') && !logs.contains('\r'), "{logs:?}");
+}

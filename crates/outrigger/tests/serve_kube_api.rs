@@ -120,6 +120,29 @@ fn set_ca_bundle(api: &FakeApi, encoded: &str) {
 }
 
 /// A client of `server` trusting only the CA bundle the server stored in the Secret.
+/// A client CA in a scratch directory (`--clientCaFile`): the API server's side of mutual TLS.
+fn client_ca(name: &str) -> (common::client_ca::TestCa, String) {
+    let ca = common::client_ca::TestCa::new("apiserver client CA");
+    let file = scratch(name).join("client-ca.pem");
+    std::fs::write(&file, &ca.pem).expect("write the client CA");
+    (ca, file.display().to_string())
+}
+
+/// Connect as the API server does with its admission kubeconfig: trusting the Secret's CA and
+/// presenting a client certificate of `ca`.
+async fn connect_as_api_server(
+    server: &Server,
+    api: &FakeApi,
+    ca: &common::client_ca::TestCa,
+) -> H2 {
+    let server_ca = secret_ca(api, "Secret created");
+    let (chain, key) = ca.client("kube-apiserver", &[]);
+    let cfg = client_config_with_cert(&[&server_ca], &[b"h2"], chain.as_bytes(), key.as_bytes());
+    H2::connect_with(server.addr, cfg)
+        .await
+        .expect("mutual TLS")
+}
+
 async fn connect_trusting_the_secret(server: &Server, api: &FakeApi) -> H2 {
     let ca = secret_ca(api, "Secret created");
     H2::connect(server.addr, &ca).await.expect("TLS")
@@ -283,13 +306,20 @@ async fn certificate_from_the_secret_and_configuration_from_the_configmap() {
 async fn dry_run_reviews_create_no_event() {
     let api = FakeApi::start(cluster());
     // No configuration flag: the embedded default (Istio's mount path is absent here).
+    let (ca, ca_file) = client_ca("kube-api-dry-run-client-ca");
     let server = serve_against(
         &api,
         "kube-api-dry-run",
-        &["--dns-name", "localhost", "--events"],
+        &[
+            "--dns-name",
+            "localhost",
+            "--events",
+            "--clientCaFile",
+            &ca_file,
+        ],
         &[("POD_NAME", "outrigger-0")],
     );
-    let c = connect_trusting_the_secret(&server, &api).await;
+    let c = connect_as_api_server(&server, &api, &ca).await;
     let owned = |name: &str| {
         let mut p = pod(name, json!({}));
         p["metadata"]["ownerReferences"] = json!([{"apiVersion": "apps/v1", "kind": "ReplicaSet",
@@ -325,13 +355,44 @@ async fn dry_run_reviews_create_no_event() {
     assert_eq!(events.len(), 1, "{events:?}");
     assert_eq!(events[0]["regarding"]["name"], "real-rs");
     let note = events[0]["note"].as_str().unwrap_or_default();
-    assert!(note.starts_with("unverified: "), "{note}");
+    assert!(note.starts_with("injected: "), "{note}");
+}
+
+/// Events are written only for callers authenticated by a client certificate: a review from
+/// anyone else (here: a server without --clientCaFile) writes none, and says so in the metrics.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unauthenticated_callers_write_no_events() {
+    let api = FakeApi::start(cluster());
+    // No configuration flag: the embedded default (Istio's mount path is absent here).
+    let server = serve_against(
+        &api,
+        "kube-api-anon-events",
+        &["--dns-name", "localhost", "--events"],
+        &[("POD_NAME", "outrigger-0")],
+    );
+    let c = connect_trusting_the_secret(&server, &api).await;
+    let mut p = pod("anon", json!({}));
+    p["metadata"]["ownerReferences"] = json!([{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+        "name": "victim-rs", "uid": "victim", "controller": true}]);
+    let r = review_pod(&c, "anon", "team", p).await;
+    assert!(r.json()["response"]["patch"].is_string(), "{}", r.text());
+    let series = "outrigger_events_dropped_total{reason=\"unauthenticated\"}";
+    eventually("the Event to be dropped", || async {
+        metric(&metrics(&c).await, series) == Some(1.0)
+    })
+    .await;
+    // The drop happens when the review is answered, before anything is queued.
+    assert!(api.lock().all("events").is_empty());
+    assert!(server
+        .log_text()
+        .contains("Events are written only for callers authenticated"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn native_sidecars_from_the_node_cache_and_events_for_each_outcome() {
     let api = FakeApi::start(cluster());
     // No configuration flag: the embedded default (Istio's mount path is absent here).
+    let (ca, ca_file) = client_ca("kube-api-events-client-ca");
     let server = serve_against(
         &api,
         "kube-api-events",
@@ -339,12 +400,14 @@ async fn native_sidecars_from_the_node_cache_and_events_for_each_outcome() {
             "--dns-name",
             "localhost",
             "--events",
+            "--clientCaFile",
+            &ca_file,
             "--native-sidecars",
             "auto",
         ],
         &[("POD_NAME", "outrigger-0")],
     );
-    let c = connect_trusting_the_secret(&server, &api).await;
+    let c = connect_as_api_server(&server, &api, &ca).await;
     let mut on_node = pod("web-abc", json!({}));
     on_node["spec"]["nodeName"] = json!("n1");
     on_node["metadata"]["ownerReferences"] = json!([{"apiVersion": "apps/v1", "kind": "ReplicaSet",

@@ -213,9 +213,6 @@ async fn a_metrics_port_in_use_fails_start_up_naming_the_flag_and_off_serves_non
         .args(["--metrics-port", &port, "--native-sidecars", "false"])
         .arg("--caBundleFile")
         .arg(dir.join("ca.pem"))
-        .args(["--injectConfig", "/nonexistent/config"])
-        .args(["--injectValues", "/nonexistent/values"])
-        .args(["--meshConfig", "/nonexistent/mesh"])
         .env_remove("RUST_LOG")
         .output()
         .expect("runs");

@@ -64,6 +64,9 @@ impl Malformed {
     }
 }
 
+/// The longest `request.uid` accepted, in bytes: the API server sends a UUID (36 bytes).
+pub const MAX_UID_BYTES: usize = 128;
+
 /// Decode the body as an AdmissionReview (JSON, or YAML as the universal deserializer allows).
 pub(crate) fn decode_review(body: &[u8]) -> Result<Request, Malformed> {
     let doc = parse_document(body)?;
@@ -119,9 +122,21 @@ pub(crate) fn decode_review(body: &[u8]) -> Result<Request, Malformed> {
             ))
         }
     };
+    let uid = request_string(request, "uid", "types.UID")?;
+    if uid.len() > MAX_UID_BYTES {
+        // The answer repeats the UID: an oversized one is refused, not echoed.
+        return Err(Malformed {
+            reason: "uid_too_long",
+            message: format!(
+                "request.uid is {} bytes long, over the limit of {MAX_UID_BYTES} (the API server sends a 36-byte UID)",
+                uid.len()
+            ),
+            version: Some(version),
+        });
+    }
     Ok(Request {
         version,
-        uid: request_string(request, "uid", "types.UID")?,
+        uid,
         namespace: request_string(request, "namespace", "string")?,
         dry_run: request_bool(request, "dryRun")?,
         object: request.remove("object"),

@@ -3,6 +3,7 @@
 //! reason code, so `kubectl describe` on the workload answers "why was my pod not injected".
 
 use std::collections::HashMap;
+use std::net::IpAddr;
 use std::sync::LazyLock;
 use std::time::Duration;
 
@@ -87,16 +88,9 @@ pub fn event_target(pod: &Value, namespace: &str) -> Option<ObjectReference> {
     })
 }
 
-/// What every Event from an unauthenticated review starts with: its pod, owner and namespace
-/// are what the request said, which nothing checked.
-pub const UNVERIFIED: &str =
-    "unverified: an admission request from an unauthenticated caller claimed this; ";
-
-/// The human note of an Event: `<reason code>: <message>`, after [`UNVERIFIED`] when the review
-/// came from an unauthenticated caller (`claimed`); at most 1 kB, as the API requires.
-pub fn note(code: &str, message: &str, claimed: bool) -> String {
-    let prefix = if claimed { UNVERIFIED } else { "" };
-    let mut n = format!("{prefix}{code}: {message}");
+/// The human note of an Event: `<reason code>: <message>`; at most 1 kB, as the API requires.
+pub fn note(code: &str, message: &str) -> String {
+    let mut n = format!("{code}: {message}");
     if n.len() > 1024 {
         let mut cut = 1021;
         while !n.is_char_boundary(cut) {
@@ -132,9 +126,8 @@ impl EventRecorder {
         }
     }
 
-    /// Record `outcome` for `pod` with its reason code (`claimed`: worded as what an
-    /// unauthenticated review claimed); a pod without an addressable target is ignored (returns
-    /// `Ok(false)`).
+    /// Record `outcome` for `pod` with its reason code; a pod without an addressable target is
+    /// ignored (returns `Ok(false)`).
     pub async fn record(
         &self,
         pod: &Value,
@@ -142,7 +135,6 @@ impl EventRecorder {
         outcome: Outcome,
         code: &str,
         message: &str,
-        claimed: bool,
     ) -> Result<bool, ::kube::Error> {
         let Some(target) = event_target(pod, namespace) else {
             return Ok(false);
@@ -150,7 +142,7 @@ impl EventRecorder {
         let event = Event {
             type_: outcome.event_type(),
             reason: outcome.reason().into(),
-            note: Some(note(code, message, claimed)),
+            note: Some(note(code, message)),
             action: "Inject".into(),
             secondary: None,
         };
@@ -162,7 +154,7 @@ impl EventRecorder {
 /// `reason` label of the dropped-Event counter.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct DropLabel {
-    /// `queue_full`, `rate_limited`, `namespace_rate_limited` or `too_many_keys`.
+    /// `unauthenticated`, `queue_full`, `rate_limited` or `too_many_keys`.
     pub reason: String,
 }
 
@@ -195,19 +187,16 @@ pub static EVENT_STATS: LazyLock<EventStats> = LazyLock::new(EventStats::default
 pub struct EventLimits {
     /// Events waiting for the publisher; beyond, new ones are dropped (`queue_full`).
     pub queue: usize,
-    /// Token bucket: Events written at once after a quiet period.
+    /// Token bucket of each source address (an API server): Events written at once after a
+    /// quiet period.
     pub burst: u32,
-    /// Token bucket: sustained Events written per second.
+    /// Same: sustained Events written per second.
     pub per_second: f64,
     /// An identical Event (same object, outcome and reason code) is written at most once per
     /// window; repeats are folded into one series update at the end of the window.
     pub window: Duration,
-    /// Distinct Events remembered for correlation; beyond, new ones are dropped.
+    /// Distinct Events (and source addresses) remembered; beyond, new ones are dropped.
     pub max_keys: usize,
-    /// Token bucket per namespace for Events of unauthenticated reviews: Events written at once.
-    pub unverified_burst: u32,
-    /// Same: sustained Events per second and namespace.
-    pub unverified_per_second: f64,
 }
 
 impl Default for EventLimits {
@@ -218,8 +207,6 @@ impl Default for EventLimits {
             per_second: 5.0,
             window: Duration::from_secs(60),
             max_keys: 10_000,
-            unverified_burst: 5,
-            unverified_per_second: 0.1,
         }
     }
 }
@@ -237,9 +224,11 @@ pub struct PendingEvent {
     pub code: String,
     /// Human message.
     pub message: String,
-    /// The review came from a caller authenticated by its client certificate; otherwise the
-    /// Event says the facts are claimed, and is rate-limited per namespace.
+    /// The review came from a caller authenticated by its client certificate: only such
+    /// reviews are recorded (anyone on the network could claim anything in the others).
     pub authenticated: bool,
+    /// The caller's address: each has its own rate limit.
+    pub source: IpAddr,
 }
 
 /// What makes two Events "the same" for correlation.
@@ -314,8 +303,13 @@ impl EventQueue {
         (EventQueue { tx, stats }, worker)
     }
 
-    /// Queue an Event; when the queue is full it is dropped and counted.
+    /// Queue an Event; one from an unauthenticated caller, or when the queue is full, is
+    /// dropped and counted.
     pub fn push(&self, event: PendingEvent) {
+        if !event.authenticated {
+            self.stats.drop("unauthenticated");
+            return;
+        }
         if self.tx.try_send(event).is_err() {
             self.stats.drop("queue_full");
         }
@@ -324,14 +318,7 @@ impl EventQueue {
 
 async fn publish_one(recorder: &EventRecorder, e: &PendingEvent, stats: &EventStats) {
     match recorder
-        .record(
-            &e.pod,
-            &e.namespace,
-            e.outcome,
-            &e.code,
-            &e.message,
-            !e.authenticated,
-        )
+        .record(&e.pod, &e.namespace, e.outcome, &e.code, &e.message)
         .await
     {
         Ok(true) => {
@@ -345,7 +332,8 @@ async fn publish_one(recorder: &EventRecorder, e: &PendingEvent, stats: &EventSt
 }
 
 /// The publisher: one API call at a time; an Event identical to one written within the window
-/// is folded into it (one series update when the window ends); a token bucket bounds the rate.
+/// is folded into it (one series update when the window ends); a token bucket per source
+/// address bounds the rate, so one caller cannot use up another's.
 async fn publish_loop(
     recorder: EventRecorder,
     mut rx: mpsc::Receiver<PendingEvent>,
@@ -354,8 +342,22 @@ async fn publish_loop(
 ) {
     let mut written: HashMap<EventKey, Instant> = HashMap::new();
     let mut repeats: HashMap<EventKey, PendingEvent> = HashMap::new();
-    let mut bucket = TokenBucket::new(limits.burst, limits.per_second);
-    let mut unverified: HashMap<String, TokenBucket> = HashMap::new();
+    let mut buckets: HashMap<IpAddr, TokenBucket> = HashMap::new();
+    // The source's bucket, or `None` when too many sources are remembered.
+    let mut bucket = move |source: IpAddr, now: Instant| -> Option<bool> {
+        if buckets.len() >= limits.max_keys && !buckets.contains_key(&source) {
+            buckets.retain(|_, b| !b.is_full(now));
+            if buckets.len() >= limits.max_keys {
+                return None;
+            }
+        }
+        Some(
+            buckets
+                .entry(source)
+                .or_insert_with(|| TokenBucket::new(limits.burst, limits.per_second))
+                .take(now),
+        )
+    };
     let mut tick = tokio::time::interval(limits.window.max(Duration::from_millis(10)) / 4);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -384,25 +386,16 @@ async fn publish_loop(
                         continue;
                     }
                 }
-                if !e.authenticated {
-                    if unverified.len() >= limits.max_keys {
-                        unverified.retain(|_, b| !b.is_full(now));
-                    }
-                    if unverified.len() >= limits.max_keys && !unverified.contains_key(&e.namespace) {
+                match bucket(e.source, now) {
+                    None => {
                         stats.drop("too_many_keys");
                         continue;
                     }
-                    let ns = unverified.entry(e.namespace.clone()).or_insert_with(|| {
-                        TokenBucket::new(limits.unverified_burst, limits.unverified_per_second)
-                    });
-                    if !ns.take(now) {
-                        stats.drop("namespace_rate_limited");
+                    Some(false) => {
+                        stats.drop("rate_limited");
                         continue;
                     }
-                }
-                if !bucket.take(now) {
-                    stats.drop("rate_limited");
-                    continue;
+                    Some(true) => {}
                 }
                 publish_one(&recorder, &e, &stats).await;
                 written.insert(key, now);
@@ -415,8 +408,9 @@ async fn publish_loop(
                     .cloned()
                     .collect();
                 for key in due {
-                    if !bucket.take(now) {
-                        break;
+                    let Some(source) = repeats.get(&key).map(|e| e.source) else { continue };
+                    if bucket(source, now) != Some(true) {
+                        continue;
                     }
                     if let Some(e) = repeats.remove(&key) {
                         publish_one(&recorder, &e, &stats).await;
@@ -457,14 +451,9 @@ mod tests {
 
     #[test]
     fn notes_are_bounded() {
-        assert_eq!(note("policy_enabled", "ok", false), "policy_enabled: ok");
-        assert_eq!(
-            note("policy_enabled", "ok", true),
-            format!("{UNVERIFIED}policy_enabled: ok")
-        );
-        let long = note("x", &"é".repeat(2000), true);
+        assert_eq!(note("policy_enabled", "ok"), "policy_enabled: ok");
+        let long = note("x", &"é".repeat(2000));
         assert!(long.len() <= 1024 && long.ends_with("..."));
-        assert!(long.starts_with(UNVERIFIED), "the caveat survives the cut");
     }
 
     #[tokio::test]
@@ -478,7 +467,6 @@ mod tests {
                 Outcome::Skipped,
                 "annotation_disabled",
                 "injection explicitly disabled",
-                false,
             )
             .await
         });
@@ -513,7 +501,6 @@ mod tests {
                 Outcome::Failed,
                 "template_error",
                 "boom",
-                false,
             )
             .await
         });
@@ -535,6 +522,7 @@ mod tests {
             code: code.into(),
             message: "m".into(),
             authenticated: true,
+            source: IpAddr::from([10, 0, 0, 1]),
         }
     }
 
@@ -609,55 +597,50 @@ mod tests {
         task.abort();
     }
 
+    /// Events of unauthenticated callers are never written; each source address has its own
+    /// rate limit, so one that uses its up does not stop another's.
     #[tokio::test]
-    async fn unverified_events_are_rate_limited_per_namespace_and_say_so() {
+    async fn only_authenticated_callers_get_events_each_within_its_own_limit() {
         let (client, mut handle) = mock::client();
         let stats = EventStats::default();
         let limits = EventLimits {
-            unverified_burst: 2,
-            unverified_per_second: 0.001,
+            burst: 2,
+            per_second: 0.001,
             ..EventLimits::default()
         };
         let (q, worker) =
             EventQueue::start(EventRecorder::new(client, None), limits, stats.clone());
         let task = tokio::spawn(worker);
-        // Five distinct unverified Events in "apps", one in "other", one authenticated in "apps".
-        for i in 0..5 {
+        for i in 0..3 {
             q.push(PendingEvent {
                 authenticated: false,
-                ..pending(&format!("rs-{i}"), "policy_enabled")
+                ..pending(&format!("anon-{i}"), "policy_enabled")
             });
         }
+        assert_eq!(dropped(&stats, "unauthenticated"), 3);
+        // A noisy caller sends five, another one: the second is not starved by the first.
+        for i in 0..5 {
+            q.push(pending(&format!("noisy-{i}"), "policy_enabled"));
+        }
         q.push(PendingEvent {
-            authenticated: false,
-            namespace: "other".into(),
-            ..pending("rs-x", "policy_enabled")
+            source: IpAddr::from([10, 0, 0, 2]),
+            ..pending("quiet", "policy_enabled")
         });
-        q.push(pending("rs-auth", "policy_enabled"));
-        let mut notes = Vec::new();
-        for _ in 0..4 {
+        let mut names = Vec::new();
+        for _ in 0..3 {
             let r = mock::next(&mut handle).await;
-            notes.push((
+            names.push(
                 r.body["regarding"]["name"]
                     .as_str()
                     .unwrap_or("")
                     .to_string(),
-                r.body["note"].as_str().unwrap_or("").to_string(),
-            ));
+            );
             let echo = r.body.clone();
             r.respond(201, echo);
         }
         mock::assert_no_request(&mut handle).await;
-        assert_eq!(dropped(&stats, "namespace_rate_limited"), 3, "{notes:?}");
-        let names: Vec<&str> = notes.iter().map(|(n, _)| n.as_str()).collect();
-        assert_eq!(names, ["rs-0", "rs-1", "rs-x", "rs-auth"]);
-        for (name, note) in &notes {
-            assert_eq!(
-                note.starts_with(UNVERIFIED),
-                name != "rs-auth",
-                "{name}: {note}"
-            );
-        }
+        assert_eq!(names, ["noisy-0", "noisy-1", "quiet"]);
+        assert_eq!(dropped(&stats, "rate_limited"), 3);
         task.abort();
     }
 

@@ -23,7 +23,8 @@ pub struct ServeArgs {
     #[arg(long = "port", default_value_t = 9443)]
     pub port: u16,
     /// Also serve `/healthz` and `/readyz` (only) over plain HTTP on this port, for kubelet
-    /// probes when --clientCaFile makes the HTTPS port require client certificates.
+    /// probes: connections to the HTTPS port cannot crowd them out, and they need no client
+    /// certificate when --clientCaFile is set. The shipped Deployment probes it.
     #[arg(long = "health-port")]
     pub health_port: Option<u16>,
     /// Address to listen on. `::` (the default) listens on IPv6 and IPv4 alike (one socket with
@@ -91,10 +92,31 @@ pub struct ServeArgs {
     /// Admission requests processed at once; more wait (within their deadline).
     #[arg(long = "max-concurrency", default_value_t = 256)]
     pub max_concurrency: usize,
-    /// Maximum open connections. Beyond it, a reserve of 8 more connections answers only
-    /// `/healthz` and `/readyz` (one request each); further connections are closed at once.
+    /// Maximum open connections past their TLS handshake. A connection beyond it, or beyond
+    /// its address's share, first closes the connection idle the longest (of that address, for
+    /// the share); when none is idle, a reserve of 8 more connections answers only `/healthz`
+    /// and `/readyz` (one request each), and further connections are closed at once.
     #[arg(long = "max-connections", default_value_t = 4096)]
     pub max_connections: usize,
+    /// Connections past their TLS handshake from one source address (--api-server-cidrs and
+    /// client-certificate callers excepted).
+    #[arg(long = "max-connections-per-address", default_value_t = 128)]
+    pub max_connections_per_address: usize,
+    /// Connections still in their TLS handshake, a pool separate from --max-connections. When
+    /// it is full, a newcomer takes the place of the oldest handshake of the address holding
+    /// the most (if it holds more than the newcomer's); otherwise it is closed at once.
+    #[arg(long = "max-handshakes", default_value_t = 256)]
+    pub max_handshakes: usize,
+    /// Connections still in their TLS handshake from one source address (--api-server-cidrs
+    /// excepted).
+    #[arg(long = "max-handshakes-per-address", default_value_t = 16)]
+    pub max_handshakes_per_address: usize,
+    /// Source ranges of the API server (CIDR or address; repeat the flag or separate with
+    /// commas): their connections are held to no per-address share, keep a quarter of each
+    /// pool reserved and are never closed for others. Callers with a verified client certificate
+    /// (--clientCaFile) are treated so once their handshake completes.
+    #[arg(long = "api-server-cidrs", value_delimiter = ',')]
+    pub api_server_cidrs: Vec<super::admit::Cidr>,
     /// Bound on request body bytes held at once by all requests; a request that does not fit
     /// is answered `429` with `Retry-After`. Reviews over 128 KiB are processed one per worker
     /// thread at a time (each takes about 8 times its size while processed), so the default
@@ -123,8 +145,8 @@ pub struct ServeArgs {
     /// disconnected. 0 turns them off.
     #[arg(long = "http2-keepalive-interval", default_value = "30s", value_parser = crate::cli::values::duration)]
     pub http2_keepalive_interval: Duration,
-    /// Deadline of the TLS handshake.
-    #[arg(long = "handshake-timeout", default_value = "10s", value_parser = crate::cli::values::duration)]
+    /// Deadline of the TLS handshake (from accept, the client's first byte included).
+    #[arg(long = "handshake-timeout", default_value = "3s", value_parser = crate::cli::values::duration)]
     pub handshake_timeout: Duration,
     /// Time allowed for a request's headers to arrive in full (HTTP/1.1; for the first request,
     /// counted from the handshake).
@@ -135,6 +157,10 @@ pub struct ServeArgs {
     /// close first: the API server keeps idle connections for 90 s.
     #[arg(long = "idle-timeout", default_value = "90s", value_parser = crate::cli::values::duration)]
     pub idle_timeout: Duration,
+    /// An answer that makes no progress for this long (an HTTP/2 stream at flow-control window
+    /// 0, a client that does not read) closes its connection, resetting its streams.
+    #[arg(long = "write-timeout", default_value = "10s", value_parser = crate::cli::values::duration)]
+    pub write_timeout: Duration,
     /// After SIGTERM, keep serving (but report not ready) this long before closing the listener.
     #[arg(long = "drain-delay", default_value = "5s", value_parser = crate::cli::values::duration)]
     pub drain_delay: Duration,

@@ -10,6 +10,9 @@
 //! review that arrives in full from finding room; a connection within its share is never
 //! preempted, and neither is a review whose body has been read (it is being processed).
 //!
+//! Answers are charged too (by [`super::answer`]) until they are handed over in full, and can be
+//! preempted like bodies being read: that ends their connection.
+//!
 //! Processing a review takes several times its size (pod trees), so large reviews also take one
 //! of a few processing slots (as many as worker threads: more at once would not finish sooner);
 //! the others wait holding only their body.
@@ -64,12 +67,24 @@ impl Account {
     }
 }
 
+/// What else a preemption does (an answer's: end its connection).
+type Hook = Box<dyn Fn() + Send + Sync>;
+
 /// A charge's slot: its bytes live in the budget's table (changed under its lock); the flag and
-/// the notification tell the reader it was preempted.
-#[derive(Debug, Default)]
+/// the notification tell the reader it was preempted, and the hook acts on it.
+#[derive(Default)]
 struct Signal {
     preempted: AtomicBool,
     notify: Notify,
+    hook: std::sync::OnceLock<Hook>,
+}
+
+impl std::fmt::Debug for Signal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Signal")
+            .field("preempted", &self.preempted)
+            .finish_non_exhaustive()
+    }
 }
 
 #[derive(Debug)]
@@ -204,6 +219,11 @@ impl Charge {
         }
     }
 
+    /// Call `hook` (once, under the budget's lock: it must be quick) if the charge is preempted.
+    pub fn on_preempt(&self, hook: impl Fn() + Send + Sync + 'static) {
+        let _ = self.signal.hook.set(Box::new(hook));
+    }
+
     /// The body is read in full: from now on the charge cannot be preempted.
     pub fn done_reading(&self) {
         if let Some(s) = self.shared.lock().slots.get_mut(&self.id) {
@@ -278,6 +298,9 @@ fn preempt_one(t: &mut Table, requester: u64, fair: usize, sh: &Shared) -> bool 
     slot.reading = false;
     slot.signal.preempted.store(true, Ordering::Release);
     slot.signal.notify.notify_waiters();
+    if let Some(hook) = slot.signal.hook.get() {
+        hook();
+    }
     release(t, victim_conn, freed, sh);
     true
 }

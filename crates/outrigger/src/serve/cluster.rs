@@ -31,8 +31,11 @@ pub struct InjectionEvent {
     pub code: String,
     /// Human message.
     pub message: String,
-    /// The caller was authenticated by its client certificate.
+    /// The caller was authenticated by its client certificate (only such callers' reviews are
+    /// recorded).
     pub authenticated: bool,
+    /// The caller's address (rate limits are per address).
+    pub source: std::net::IpAddr,
 }
 
 /// Where Events go. `record` must return at once: the admission response never waits for it.
@@ -95,6 +98,7 @@ impl EventSink for KubeEvents {
             code: e.code,
             message: e.message,
             authenticated: e.authenticated,
+            source: e.source,
         });
     }
 }

@@ -8,9 +8,10 @@
 //! next request, and ends the connection with an error (no `close_notify`); it is off here and
 //! [`Activity`] tells the two waits apart instead.
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -24,10 +25,12 @@ use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulConnection;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
-use tokio::sync::{watch, Notify};
+use tokio::sync::{watch, Notify, Semaphore};
 use tokio::time::Instant;
 use tokio_rustls::TlsAcceptor;
 
+use super::admit::{Admission, Ticket};
+use super::answer;
 use super::body;
 use super::budget::Account;
 use super::handler::{self, State};
@@ -36,10 +39,9 @@ use super::metrics::Metrics;
 /// Connection-level options.
 #[derive(Debug, Clone, Copy)]
 pub struct ConnOptions {
-    /// Maximum open connections serving every route.
-    pub max_connections: usize,
-    /// Connections accepted beyond `max_connections` that answer only `/healthz` and `/readyz`
-    /// (anything else gets `503`), one request each, so probes keep working at the cap.
+    /// Connections refused by the connection pool ([`super::admit`]) that are kept to answer
+    /// only `/healthz` and `/readyz` (anything else gets `503`), one request each, so probes
+    /// keep working at the cap.
     pub health_reserve: usize,
     /// TLS handshake deadline.
     pub handshake_timeout: Duration,
@@ -48,6 +50,9 @@ pub struct ConnOptions {
     pub header_read_timeout: Duration,
     /// A connection with no request in flight for this long is closed gracefully.
     pub idle_timeout: Duration,
+    /// An answer that makes no progress (HTTP/2 flow control at 0, or a socket the client does
+    /// not read) for this long closes its connection, resetting its streams.
+    pub write_timeout: Duration,
     /// Time allowed for in-flight requests once shutdown starts.
     pub grace: Duration,
     /// HTTP/2 settings.
@@ -132,6 +137,8 @@ const MAX_H1_HEADERS: usize = 64;
 pub struct Caller {
     /// The client presented a certificate the server verified (`--clientCaFile`).
     pub authenticated: bool,
+    /// The client's address.
+    pub source: std::net::IpAddr,
 }
 
 /// What a connection is waiting for, for its timers.
@@ -150,6 +157,7 @@ enum Phase {
 enum Timeout {
     Header,
     Idle,
+    Write,
 }
 
 /// The request activity of one connection, updated by its reads and its requests.
@@ -163,9 +171,17 @@ pub struct Activity {
     /// The protocol is known (ALPN, or the first bytes seen).
     protocol_known: AtomicBool,
     /// Health-reserve connections close once idle after their first request.
-    close_when_idle: bool,
+    close_when_idle: AtomicBool,
     served: AtomicBool,
+    /// Answers not yet handed over in full, by id: when each last made progress.
+    answers: Mutex<HashMap<u64, Instant>>,
+    /// Since when writes to the socket have been blocked (the client does not read).
+    write_blocked: Mutex<Option<Instant>>,
+    /// Set when the connection must end at once (an answer of it was preempted).
+    killed: AtomicBool,
 }
+
+static NEXT_ANSWER: AtomicU64 = AtomicU64::new(1);
 
 /// Marks its connection busy while it lives (a request being answered, or a refused body being
 /// discarded).
@@ -173,7 +189,7 @@ pub struct Activity {
 pub struct Busy(Arc<Activity>);
 
 impl Activity {
-    fn new(track_heads: bool, protocol_known: bool, close_when_idle: bool) -> Arc<Activity> {
+    fn new(track_heads: bool, protocol_known: bool) -> Arc<Activity> {
         let now = Instant::now();
         Arc::new(Activity {
             // The first request head must arrive within the header-read timeout, as the next
@@ -186,9 +202,95 @@ impl Activity {
             changed: Notify::new(),
             track_heads: AtomicBool::new(track_heads),
             protocol_known: AtomicBool::new(protocol_known),
-            close_when_idle,
+            close_when_idle: AtomicBool::new(false),
             served: AtomicBool::new(false),
+            answers: Mutex::new(HashMap::new()),
+            write_blocked: Mutex::new(None),
+            killed: AtomicBool::new(false),
         })
+    }
+
+    /// An HTTP/2-like activity (no request heads tracked), for tests of other modules.
+    #[cfg(test)]
+    pub fn for_test() -> Arc<Activity> {
+        Activity::new(false, true)
+    }
+
+    /// Since when the connection has had no request in flight (a request head still arriving
+    /// counts: no request is in flight yet); `None` while one is.
+    pub fn idle_since(&self) -> Option<Instant> {
+        match *self.phase.lock().unwrap_or_else(|e| e.into_inner()) {
+            Phase::Idle(t) | Phase::Head(t) => Some(t),
+            Phase::Busy(_) => None,
+        }
+    }
+
+    /// An answer starts: until [`Activity::answer_done`], it must make progress within the
+    /// write timeout.
+    pub fn answer_started(&self) -> u64 {
+        let id = NEXT_ANSWER.fetch_add(1, Ordering::Relaxed);
+        self.answers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id, Instant::now());
+        self.changed.notify_one();
+        id
+    }
+
+    /// Answer `id` handed a chunk over.
+    pub fn answer_progress(&self, id: u64) {
+        if let Some(t) = self
+            .answers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_mut(&id)
+        {
+            *t = Instant::now();
+        }
+    }
+
+    /// Answer `id` was handed over in full (or abandoned).
+    pub fn answer_done(&self, id: u64) {
+        self.answers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&id);
+    }
+
+    /// End the connection at once (its streams are reset).
+    pub fn kill(&self) {
+        self.killed.store(true, Ordering::Release);
+        self.changed.notify_one();
+    }
+
+    /// Whether [`Activity::kill`] was called.
+    pub fn is_killed(&self) -> bool {
+        self.killed.load(Ordering::Acquire)
+    }
+
+    fn write_blocked(&self, blocked: bool) {
+        let mut w = self.write_blocked.lock().unwrap_or_else(|e| e.into_inner());
+        match (blocked, w.is_some()) {
+            (true, false) => {
+                *w = Some(Instant::now());
+                drop(w);
+                self.changed.notify_one();
+            }
+            (false, true) => *w = None,
+            _ => {}
+        }
+    }
+
+    /// Since when an answer or a socket write has made no progress.
+    fn stalled_since(&self) -> Option<Instant> {
+        let answers = self.answers.lock().unwrap_or_else(|e| e.into_inner());
+        let oldest = answers.values().min().copied();
+        drop(answers);
+        let blocked = *self.write_blocked.lock().unwrap_or_else(|e| e.into_inner());
+        match (oldest, blocked) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     fn update(&self, f: impl FnOnce(Phase) -> Phase) {
@@ -229,15 +331,28 @@ impl Activity {
         }
     }
 
-    /// The next deadline, if the connection is waiting for one.
-    fn deadline(&self, opts: &ConnOptions) -> Option<(Instant, Timeout)> {
-        match *self.phase.lock().unwrap_or_else(|e| e.into_inner()) {
+    /// The next deadline, if the connection is waiting for one (`closing`: only the write
+    /// deadline still applies).
+    fn deadline(&self, opts: &ConnOptions, closing: bool) -> Option<(Instant, Timeout)> {
+        let phase = *self.phase.lock().unwrap_or_else(|e| e.into_inner());
+        let request = match phase {
+            _ if closing => None,
             Phase::Busy(_) => None,
             Phase::Head(t) => Some((t + opts.header_read_timeout, Timeout::Header)),
-            Phase::Idle(t) if self.close_when_idle && self.served.load(Ordering::Relaxed) => {
+            Phase::Idle(t)
+                if self.close_when_idle.load(Ordering::Relaxed)
+                    && self.served.load(Ordering::Relaxed) =>
+            {
                 Some((t, Timeout::Idle))
             }
             Phase::Idle(t) => Some((t + opts.idle_timeout, Timeout::Idle)),
+        };
+        let write = self
+            .stalled_since()
+            .map(|t| (t + opts.write_timeout, Timeout::Write));
+        match (request, write) {
+            (Some(r), Some(w)) => Some(if w.0 < r.0 { w } else { r }),
+            (r, w) => r.or(w),
         }
     }
 }
@@ -279,11 +394,15 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Tracked<S> {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write(cx, buf)
+        let r = Pin::new(&mut self.inner).poll_write(cx, buf);
+        self.activity.write_blocked(r.is_pending());
+        r
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.inner).poll_flush(cx)
+        let r = Pin::new(&mut self.inner).poll_flush(cx);
+        self.activity.write_blocked(r.is_pending());
+        r
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
@@ -295,7 +414,9 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Tracked<S> {
         cx: &mut Context<'_>,
         bufs: &[std::io::IoSlice<'_>],
     ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+        let r = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        self.activity.write_blocked(r.is_pending());
+        r
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -370,17 +491,36 @@ async fn answer_plain_http(mut tcp: TcpStream, wait: Duration) {
     }
 }
 
-/// Serve one accepted connection until it ends. `reserve`: a health-reserve connection.
-/// `close` turns true when the server shuts down.
+/// The pools a connection is admitted to ([`super::admit`]) and the health reserve.
+#[derive(Debug, Clone)]
+pub struct Pools {
+    /// Handshake and connection pools.
+    pub admission: Arc<Admission>,
+    /// Connections kept beyond the connection pool to answer health checks only.
+    pub health_reserve: Arc<Semaphore>,
+}
+
+/// A connection accepted into the handshake pool.
+#[derive(Debug)]
+pub struct Accepted {
+    /// The socket.
+    pub tcp: TcpStream,
+    /// The client's address.
+    pub peer: SocketAddr,
+    /// Its place in the pools.
+    pub ticket: Ticket,
+}
+
+/// Serve one accepted connection until it ends. `close` turns true when the server shuts down.
 pub async fn serve(
-    tcp: TcpStream,
-    peer: SocketAddr,
+    accepted: Accepted,
     acceptor: TlsAcceptor,
     state: Arc<State>,
     opts: ConnOptions,
     mut close: watch::Receiver<bool>,
-    reserve: bool,
+    pools: Pools,
 ) {
+    let Accepted { tcp, peer, ticket } = accepted;
     state.metrics.open_connections.inc();
     let _open = Open(state.clone());
     let metrics = state.metrics.clone();
@@ -391,7 +531,16 @@ pub async fn serve(
             Opening::Tls => Ok(acceptor.accept(tcp).await),
         }
     };
-    let tls = match tokio::time::timeout(opts.handshake_timeout, handshake).await {
+    let handshake = tokio::time::timeout(opts.handshake_timeout, handshake);
+    let done = tokio::select! {
+        r = handshake => r,
+        () = ticket.evict.wait() => {
+            state.metrics.connection_closed("handshake_evicted");
+            tracing::debug!(%peer, "TLS handshake abandoned: its slot went to another address");
+            return;
+        }
+    };
+    let tls = match done {
         Ok(Ok(Ok(s))) => s,
         Ok(Err(tcp)) => {
             state.metrics.connection_closed("plain_http");
@@ -425,10 +574,32 @@ pub async fn serve(
             .1
             .peer_certificates()
             .is_some_and(|c| !c.is_empty()),
+        source: peer.ip().to_canonical(),
     };
     let h2 = alpn.as_deref() == Some(b"h2");
     let known = matches!(alpn.as_deref(), Some(b"h2" | b"http/1.1"));
-    let activity = Activity::new(!h2, known, reserve);
+    let activity = Activity::new(!h2, known);
+    let mut _reserve_permit = None;
+    let reserve = match pools
+        .admission
+        .open(&ticket, caller.authenticated, activity.clone())
+    {
+        Ok(()) => false,
+        Err(why) => match pools.health_reserve.clone().try_acquire_owned() {
+            Ok(p) => {
+                _reserve_permit = Some(p);
+                activity.close_when_idle.store(true, Ordering::Relaxed);
+                tracing::debug!(%peer, reason = why.reason(), "connection limit reached; this connection answers health checks only");
+                true
+            }
+            Err(_) => {
+                state.metrics.connections_rejected.inc();
+                state.metrics.connection_closed(why.reason());
+                tracing::debug!(%peer, reason = why.reason(), "connection limit reached; closing connection");
+                return;
+            }
+        },
+    };
     let io = TokioIo::new(Tracked {
         inner: tls,
         activity: activity.clone(),
@@ -442,12 +613,25 @@ pub async fn serve(
         req.extensions_mut().insert(account.clone());
         req.extensions_mut().insert(caller);
         let state = state.clone();
+        let (activity, account) = (act.clone(), account.clone());
         async move {
             let resp = if reserve {
-                reserved(state, req).await
+                reserved(state.clone(), req).await
             } else {
-                handler::handle(state, req).await
+                handler::handle(state.clone(), req).await
             };
+            let resp = resp.map(|r| {
+                let (r, refused) = answer::hold(r, &state.budget, &account, &activity);
+                if let Some(reason) = refused {
+                    state.metrics.reject(reason);
+                    tracing::warn!(
+                        reason,
+                        status = 429,
+                        "an answer did not fit in the memory budget; answered 429"
+                    );
+                }
+                r
+            });
             drop(busy);
             resp
         }
@@ -463,6 +647,7 @@ pub async fn serve(
                 &mut close,
                 &metrics,
                 peer,
+                &ticket.evict,
             )
             .await;
         }
@@ -478,6 +663,7 @@ pub async fn serve(
                 &mut close,
                 &metrics,
                 peer,
+                &ticket.evict,
             )
             .await;
         }
@@ -496,6 +682,7 @@ pub async fn serve(
                 &mut close,
                 &metrics,
                 peer,
+                &ticket.evict,
             )
             .await;
         }
@@ -549,6 +736,7 @@ async fn drive<C>(
     close: &mut watch::Receiver<bool>,
     metrics: &Metrics,
     peer: SocketAddr,
+    evict: &super::admit::Evict,
 ) where
     C: GracefulConnection,
     C::Error: std::fmt::Display,
@@ -560,11 +748,21 @@ async fn drive<C>(
         conn.as_mut().graceful_shutdown();
         closing = true;
     }
+    let mut watch_evict = true;
+    // A connection closed for idleness or to make room has no request in flight: its graceful
+    // close ends at once unless an answer is stuck past what the answer watch sees (a last chunk
+    // in HTTP/2's buffer), so it gets the write timeout, then it is dropped.
+    let mut give_up: Option<Instant> = None;
     loop {
-        let deadline = if closing {
-            None
-        } else {
-            activity.deadline(opts)
+        if activity.is_killed() {
+            tracing::debug!(%peer, "an answer's bytes were preempted; closing the connection");
+            metrics.connection_closed("answer_preempted");
+            return;
+        }
+        let deadline = match (activity.deadline(opts, closing), give_up) {
+            (Some(d), Some(g)) if g < d.0 => Some((g, Timeout::Write)),
+            (None, Some(g)) => Some((g, Timeout::Write)),
+            (d, _) => d,
         };
         let timer = async {
             match deadline {
@@ -586,21 +784,43 @@ async fn drive<C>(
                     closing = true;
                 }
             }
+            () = evict.wait(), if watch_evict => {
+                watch_evict = false;
+                if !closing {
+                    tracing::debug!(%peer, "closing an idle connection to make room for a new one");
+                    metrics.connection_closed("evicted_idle");
+                    conn.as_mut().graceful_shutdown();
+                    closing = true;
+                    give_up = Some(Instant::now() + opts.write_timeout);
+                }
+            }
             () = activity.changed.notified() => {}
             () = timer => {
                 // The phase may have moved on since the deadline was computed.
-                let Some((at, kind)) = activity.deadline(opts) else { continue };
-                if at > Instant::now() {
+                let now = Instant::now();
+                if give_up.is_some_and(|g| g <= now) {
+                    tracing::debug!(%peer, "a closing connection did not end in time; dropping it");
+                    metrics.connection_closed("write_timeout");
+                    return;
+                }
+                let Some((at, kind)) = activity.deadline(opts, closing) else { continue };
+                if at > now {
                     continue;
                 }
                 match kind {
+                    Timeout::Write => {
+                        tracing::debug!(%peer, timeout = ?opts.write_timeout, "an answer made no progress in time; closing the connection");
+                        metrics.connection_closed("write_timeout");
+                        return;
+                    }
                     Timeout::Idle => {
-                        if !activity.close_when_idle {
+                        if !activity.close_when_idle.load(Ordering::Relaxed) {
                             tracing::debug!(%peer, "closing an idle connection");
                             metrics.connection_closed("idle_timeout");
                         }
                         conn.as_mut().graceful_shutdown();
                         closing = true;
+                        give_up = Some(Instant::now() + opts.write_timeout);
                     }
                     Timeout::Header => {
                         tracing::debug!(%peer, "request head not received in time; closing the connection");

@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
 use bytes::Bytes;
-use http_body_util::Full;
 use hyper::body::Body;
 use hyper::header::{
     HeaderValue, ACCEPT, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, LOCATION, RETRY_AFTER,
@@ -21,6 +20,7 @@ use outrigger_inject::webhook::{self, Outcome};
 use serde_json::{Map, Value};
 use tokio::sync::Semaphore;
 
+use super::answer::Answer;
 use super::body::{self, BodyError, BodyLimits};
 use super::budget::{Account, ByteBudget, Refusal};
 use super::cluster::{EventSink, InjectionEvent, SharedFacts};
@@ -96,7 +96,7 @@ pub struct State {
 }
 
 /// The response type of every route.
-pub type Resp = Response<Full<Bytes>>;
+pub type Resp = Response<Answer>;
 
 /// Route a request.
 pub async fn handle<B>(state: Arc<State>, req: Request<B>) -> Result<Resp, Infallible>
@@ -133,7 +133,7 @@ where
         "/readyz" => readyz(&state),
         "/metrics" => {
             let format = super::metrics::Format::negotiate(req.headers().get(ACCEPT));
-            let mut r = Response::new(Full::new(Bytes::from(state.metrics.encode_as(format))));
+            let mut r = Response::new(Answer::from(state.metrics.encode_as(format)));
             r.headers_mut().insert(
                 CONTENT_TYPE,
                 HeaderValue::from_static(format.content_type()),
@@ -209,7 +209,7 @@ fn readyz(state: &State) -> Resp {
 
 /// A plain-text response in Go's `http.Error` convention (message + newline, `nosniff`).
 pub fn text(status: StatusCode, msg: &str) -> Resp {
-    let mut r = Response::new(Full::new(Bytes::from(format!("{msg}\n"))));
+    let mut r = Response::new(Answer::from(format!("{msg}\n")));
     *r.status_mut() = status;
     r.headers_mut().insert(
         CONTENT_TYPE,
@@ -296,6 +296,7 @@ where
     let activity = req.extensions().get::<Arc<Activity>>().cloned();
     let caller = req.extensions().get::<Caller>().copied().unwrap_or(Caller {
         authenticated: false,
+        source: std::net::Ipv6Addr::UNSPECIFIED.into(),
     });
     let path = percent_decode(req.uri().path());
     let json_type = req
@@ -412,7 +413,7 @@ where
     };
     // A dry run must have no side effect (the webhook declares `sideEffects: None`).
     if let (Some(sink), false) = (&state.events, reviewed.dry_run) {
-        if let Some(e) = injection_event(&mut reviewed, caller.authenticated) {
+        if let Some(e) = injection_event(&mut reviewed, caller) {
             sink.record(e);
         }
     }
@@ -420,8 +421,9 @@ where
 }
 
 /// The Event for a reviewed pod (none for malformed reviews, nor without a pod object: there
-/// is nothing to point at); `authenticated`: the caller presented a verified certificate.
-fn injection_event(r: &mut webhook::Reviewed, authenticated: bool) -> Option<InjectionEvent> {
+/// is nothing to point at); `caller`: who asked (only authenticated callers' Events are
+/// written).
+fn injection_event(r: &mut webhook::Reviewed, caller: Caller) -> Option<InjectionEvent> {
     let (outcome, code, message) = match &r.outcome {
         Outcome::Injected => (EventOutcome::Injected, "injected", r.decision.clone()),
         Outcome::Skipped(reason) => (EventOutcome::Skipped, reason.code(), r.decision.clone()),
@@ -446,7 +448,8 @@ fn injection_event(r: &mut webhook::Reviewed, authenticated: bool) -> Option<Inj
         outcome,
         code: code.to_string(),
         message,
-        authenticated,
+        authenticated: caller.authenticated,
+        source: caller.source,
     })
 }
 
@@ -536,7 +539,7 @@ fn respond(state: &State, r: webhook::Reviewed, path: &str, start: Instant) -> R
         }
     }
     m.success.inc();
-    let mut resp = Response::new(Full::new(Bytes::from(r.response)));
+    let mut resp = Response::new(Answer::from(r.response));
     resp.headers_mut()
         .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     resp

@@ -606,10 +606,15 @@ mod tests {
                 "kind": {"group": "", "version": "v1", "kind": "Pod"},
                 "resource": {"group": "", "version": "v1", "resource": "pods"}, "object": pod}}))
         .expect("json");
+        // As from the API server, authenticated by its client certificate.
         let req = http::Request::builder()
             .method("POST")
             .uri("/inject")
             .header("content-type", "application/json")
+            .extension(crate::serve::conn::Caller {
+                authenticated: true,
+                source: std::net::IpAddr::from([10, 0, 0, 1]),
+            })
             .body(Full::new(Bytes::from(body)))
             .expect("request");
         let resp = handler::handle(state.clone(), req)
@@ -869,6 +874,9 @@ mod tests {
         assert_ne!(events[1].code, "injected");
         assert!(!events[1].code.is_empty());
         assert!(!events[1].message.is_empty(), "decision sentence");
+        assert!(events
+            .iter()
+            .all(|e| e.authenticated && e.source == std::net::IpAddr::from([10, 0, 0, 1])));
     }
 
     fn node_detector(nodes: &[(&str, &str)]) -> nodes::NodeCache {
@@ -942,11 +950,7 @@ mod tests {
         assert_eq!(r.body["regarding"]["kind"], "ReplicaSet");
         assert_eq!(r.body["regarding"]["name"], "web-1");
         let note = r.body["note"].as_str().unwrap_or_default();
-        // No client certificate authenticated the caller: the note says the facts are claimed.
-        assert!(
-            note.starts_with(&format!("{}injected: ", crate::kube::events::UNVERIFIED)),
-            "{note}"
-        );
+        assert!(note.starts_with("injected: "), "{note}");
         // A failing API server only costs a warning.
         r.respond(500, json!({"kind": "Status", "code": 500}));
         let again = post(&st, "team", pod("b", None, json!({}))).await;

@@ -7,6 +7,8 @@
 //! ([`kube_mode`]), certificates come from a Secret, configuration from ConfigMaps, and cluster
 //! facts and Events from the Kubernetes API.
 
+pub mod admit;
+pub mod answer;
 pub mod args;
 pub mod body;
 pub mod budget;
@@ -18,6 +20,7 @@ pub mod handler;
 pub mod health;
 pub mod kube_mode;
 pub mod listen;
+pub mod log_line;
 pub mod metrics;
 pub mod metrics_port;
 pub mod pod_watch;
@@ -51,16 +54,19 @@ fn init_logging(args: &ServeArgs) {
     let filter = EnvFilter::try_from_default_env()
         .or_else(|_| EnvFilter::try_new(&args.log_level))
         .unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt().with_env_filter(filter);
     let _ = match args.log_format {
         LogFormat::Json => builder
+            .with_writer(std::io::stderr)
             .json()
             .flatten_event(true)
             .with_current_span(false)
             .try_init(),
-        LogFormat::Text => builder.with_ansi(false).try_init(),
+        // Request values may hold line breaks and escapes: written escaped, one event per line.
+        LogFormat::Text => builder
+            .with_writer(log_line::OneLine(std::io::stderr))
+            .with_ansi(false)
+            .try_init(),
     };
 }
 
@@ -123,7 +129,7 @@ struct PendingCa {
 impl PendingCa {
     /// Write the bundle (atomically) and log where.
     fn write(self) -> Result<()> {
-        crate::safe_write::write_file(&self.path, self.pem.as_bytes())
+        crate::safe_write::write_owned(&self.path, self.pem.as_bytes())
             .with_context(|| format!("writing the CA bundle to {}", self.path.display()))?;
         tracing::info!(ca_bundle = %self.path.display(), names = ?self.names, "generated a self-signed CA and serving certificate; CA bundle written");
         Ok(())
@@ -280,6 +286,9 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
         Some(c) => (Some(c.facts()), c.events()),
         None => (None, None),
     };
+    if events.is_some() && client_auth.is_none() {
+        tracing::warn!("--events: Events are written only for callers authenticated by a client certificate (--clientCaFile); without it, none are written");
+    }
     let workers = args
         .worker_threads
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
@@ -353,12 +362,20 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
         tracing::info!(address = %local, "health endpoints listening (plain HTTP: /healthz, /readyz)");
         tokio::spawn(health::serve(health, state.clone(), stop_rx.clone()));
     }
+    let admission = admit::Admission::new(admit::AdmitLimits {
+        handshakes: args.max_handshakes.max(1),
+        handshakes_per_address: args.max_handshakes_per_address.max(1),
+        connections: args.max_connections.max(1),
+        connections_per_address: args.max_connections_per_address.max(1),
+        trusted: args.api_server_cidrs.clone(),
+        reserve: !args.api_server_cidrs.is_empty() || args.client_ca_file.is_some(),
+    });
     let opts = server::ConnOptions {
-        max_connections: args.max_connections.max(1),
         health_reserve: HEALTH_RESERVE,
         handshake_timeout: args.handshake_timeout,
         header_read_timeout: args.header_read_timeout,
         idle_timeout: args.idle_timeout,
+        write_timeout: args.write_timeout,
         grace: args.shutdown_grace,
         h2: conn::Http2Limits::new(args.max_concurrent_streams, args.http2_keepalive_interval),
     };
@@ -381,6 +398,7 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
         state.clone(),
         stop_rx,
         opts,
+        admission,
     ));
 
     let mut signals = Signals::install()?;

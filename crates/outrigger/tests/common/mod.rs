@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod admission;
+pub mod client_ca;
 pub mod controllers;
 pub mod kube_api;
 pub mod rbac;
@@ -250,6 +251,11 @@ impl H2 {
             .await
             .map_err(|e| format!("send: {e}"))?;
         collect(resp).await
+    }
+
+    /// Whether the server closed the connection.
+    pub fn is_closed(&self) -> bool {
+        self.send.is_closed()
     }
 
     /// POST a JSON review to `path`.

@@ -33,6 +33,7 @@ pub struct Outrigger {
     env: Vec<(String, String)>,
     ca_file: Option<PathBuf>,
     quick_drain: bool,
+    text_logs: bool,
 }
 
 /// Istio's mount path of the injector config: without configuration flags, `serve` serves
@@ -53,6 +54,7 @@ impl Outrigger {
             env: Vec::new(),
             ca_file: None,
             quick_drain: false,
+            text_logs: false,
         }
     }
 
@@ -142,6 +144,12 @@ impl Outrigger {
         self.flag(format!("--native-sidecars={on}"))
     }
 
+    /// Logs in the text format (`--log-format text`) instead of JSON.
+    pub fn text_logs(mut self) -> Outrigger {
+        self.text_logs = true;
+        self
+    }
+
     /// A 100 ms drain delay on shutdown unless the flags set `--drain-delay` themselves.
     pub fn quick_drain(mut self) -> Outrigger {
         self.quick_drain = true;
@@ -186,7 +194,7 @@ impl Outrigger {
             "--port",
             "0",
             "--log-format",
-            "json",
+            if self.text_logs { "text" } else { "json" },
         ])
         .args(&self.args);
         for var in ISOLATED_ENV {
@@ -213,6 +221,12 @@ impl Outrigger {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             let found = logs.lock().expect("log lock").iter().find_map(|l| {
+                if !l.starts_with('{') {
+                    // Text: `... outrigger webhook listening (...) address=127.0.0.1:PORT`.
+                    let rest = l.split("outrigger webhook listening").nth(1)?;
+                    let a = rest.split("address=").nth(1)?;
+                    return Some(a.split_whitespace().next()?.to_string());
+                }
                 let v: Value = serde_json::from_str(l).ok()?;
                 (v["message"]
                     .as_str()?
