@@ -420,7 +420,7 @@ fn exit_statuses_follow_the_conventions() {
         (vec!["inject", "--nosuch"], 2, "error: "),
         (vec!["man", "bogus"], 2, "error: "),
         (vec!["inject", "-f", &hello, "-o", "yaml"], 2, "error: "),
-        (vec!["inject", "-f", "/nonexistent/x.yaml"], 1, "Error: "),
+        (vec!["inject", "-f", "/nonexistent/x.yaml"], 2, "Error: "),
         (
             vec!["inject", "-f", "/nonexistent/x.yaml", "--diff"],
             2,
@@ -434,7 +434,7 @@ fn exit_statuses_follow_the_conventions() {
         ),
         (
             vec!["webhook-config", "--revision", "Bad_Rev"],
-            1,
+            2,
             "Error: ",
         ),
     ] {

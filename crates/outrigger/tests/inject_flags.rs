@@ -210,7 +210,7 @@ fn diff_error_exits_2() {
         .stdin("kind: Pod\nmetadata: {name: p}\nspec: {}\n")
         .run();
     plain.failure();
-    assert_eq!(plain.code, Some(1));
+    assert_eq!(plain.code, Some(2));
 }
 
 #[test]

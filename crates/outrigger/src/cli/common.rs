@@ -139,6 +139,12 @@ pub struct KubeArgs {
     /// Use the Kubernetes API (certificates in a Secret, caBundle sync, cluster facts).
     #[arg(long = "kube")]
     pub kube: bool,
+    /// With --kube: the kubeconfig file (default: KUBECONFIG, ~/.kube/config, or in-cluster).
+    #[arg(long = "kubeconfig", requires = "kube")]
+    pub kubeconfig: Option<std::path::PathBuf>,
+    /// With --kube: the kubeconfig context (default: its current context).
+    #[arg(long = "context", requires = "kube")]
+    pub context: Option<String>,
     /// How long start-up retries, with backoff, while the API server is unreachable.
     #[arg(long = "kube-connect-timeout", default_value = "30s", value_parser = crate::cli::values::duration)]
     pub connect_timeout: Duration,

@@ -289,6 +289,7 @@ pub(crate) fn test_args() -> DoctorArgs {
         kubeconfig: None,
         context: None,
         namespace: "outrigger".into(),
+        refused_namespace: None,
         webhook_config_name: "outrigger-sidecar-injector".into(),
         service: "outrigger".into(),
         deployment: "outrigger".into(),

@@ -159,7 +159,7 @@ pub fn run(args: &DriftArgs, opts: &KubeInjectOptions<'_>, per_node: bool) -> Re
         // The plan follows the table; with -o json standard output stays JSON.
         let plan = super::restart::plan(&owners, &args.restart);
         match args.output {
-            DriftOutput::Table => print!("{plan}"),
+            DriftOutput::Table => crate::print::stdout(&plan)?,
             DriftOutput::Json => eprint!("{plan}"),
         }
         if args.restart.dry_run == crate::drift::args::DryRun::Server {

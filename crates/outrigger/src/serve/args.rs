@@ -64,14 +64,29 @@ pub struct ServeArgs {
     /// Extra DNS names or IP addresses for the generated certificate.
     #[arg(long = "dns-name")]
     pub dns_names: Vec<String>,
-    /// Injector config (the `config` key of the istio-sidecar-injector ConfigMap).
-    #[arg(long = "injectConfig", default_value = "/etc/istio/inject/config")]
+    /// Injector config file (the `config` key of the istio-sidecar-injector ConfigMap), as
+    /// every command names it (`--injectConfig` is its former name).
+    #[arg(
+        long = "injectConfigFile",
+        alias = "injectConfig",
+        default_value = "/etc/istio/inject/config"
+    )]
     pub inject_config: PathBuf,
-    /// Injector values (the `values` key).
-    #[arg(long = "injectValues", default_value = "/etc/istio/inject/values")]
+    /// Injector values file (the `values` key of the same ConfigMap; `--injectValues` is its
+    /// former name).
+    #[arg(
+        long = "valuesFile",
+        alias = "injectValues",
+        default_value = "/etc/istio/inject/values"
+    )]
     pub inject_values: PathBuf,
-    /// Mesh config (the `mesh` key of the istio ConfigMap).
-    #[arg(long = "meshConfig", default_value = "/etc/istio/config/mesh")]
+    /// Mesh config file (the `mesh` key of the istio ConfigMap; `--meshConfig` is its former
+    /// name).
+    #[arg(
+        long = "meshConfigFile",
+        alias = "meshConfig",
+        default_value = "/etc/istio/config/mesh"
+    )]
     pub mesh_config: PathBuf,
     /// Native sidecars: true, false or auto (default: ENABLE_NATIVE_SIDECARS, else auto).
     #[arg(long = "native-sidecars", value_parser = crate::cli::values::native_mode())]
