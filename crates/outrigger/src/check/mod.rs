@@ -241,9 +241,10 @@ fn explain_live(args: &CheckArgs) -> Result<Vec<Report>> {
         (None, None) => None,
     };
     // The mesh file goes with a ConfigMap's configuration (offline, with the files).
-    let mesh = match (&config_map, &args.files.mesh_config_file) {
+    let files = args.files.resolved()?;
+    let mesh = match (&config_map, &files.mesh_config_file) {
         (Some(_), Some(_)) => {
-            crate::config_source::read_input(&args.files.mesh_config_file, InputKind::MeshConfig)?
+            crate::config_source::read_input(&files.mesh_config_file, InputKind::MeshConfig)?
         }
         _ => None,
     };

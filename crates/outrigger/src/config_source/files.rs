@@ -61,13 +61,65 @@ fn expect_input(text: &str, kind: InputKind) -> Result<()> {
     }
 }
 
+/// The key of Istio's ConfigMaps that holds `kind`'s input.
+fn configmap_key(kind: InputKind) -> &'static str {
+    match kind {
+        InputKind::InjectorConfig | InputKind::ConfigMap => "config",
+        InputKind::Values => "values",
+        InputKind::MeshConfig => "mesh",
+    }
+}
+
+/// `text` read as a whole ConfigMap (`kind: ConfigMap`, as `kubectl get cm -o yaml` prints it):
+/// its `data`, or `None` when it is not one.
+fn configmap_data(text: &str) -> Option<serde_json::Map<String, serde_json::Value>> {
+    if !text.contains("ConfigMap") {
+        return None;
+    }
+    let doc = serde_json::from_str::<serde_json::Value>(text)
+        .ok()
+        .or_else(|| outrigger_inject::yaml::from_str(text).ok())?;
+    if doc.get("kind").and_then(serde_json::Value::as_str) != Some("ConfigMap") {
+        return None;
+    }
+    Some(doc.get("data").and_then(|d| d.as_object()).cloned().unwrap_or_default())
+}
+
+/// `text` of the input `name` given for `kind`, or when it is a whole ConfigMap, its key for
+/// `kind` (`values`, `mesh`), said in a note on stderr; a ConfigMap without that key is refused,
+/// naming the keys it has.
+fn unwrap_configmap(text: String, kind: InputKind, name: &str) -> Result<String> {
+    let Some(data) = configmap_data(&text) else {
+        return Ok(text);
+    };
+    let key = configmap_key(kind);
+    match data.get(key).and_then(serde_json::Value::as_str) {
+        Some(value) => {
+            eprintln!("note: {name} is a whole ConfigMap; using its data.{key} key");
+            Ok(value.to_string())
+        }
+        None => {
+            let keys: Vec<&str> = data.keys().map(String::as_str).collect();
+            anyhow::bail!(
+                "{name} is a ConfigMap without the key {key:?} (its keys: {})",
+                if keys.is_empty() {
+                    "none".to_string()
+                } else {
+                    keys.join(", ")
+                }
+            )
+        }
+    }
+}
+
 /// Read the file given for `kind`'s flag, if any, refusing one that looks like another of
-/// Istio's inputs; errors name the file. Shared by `inject` and `check`.
+/// Istio's inputs; errors name the file. A whole ConfigMap is read through its key for `kind`.
+/// Shared by `inject` and `check`.
 pub fn read_input(path: &Option<std::path::PathBuf>, kind: InputKind) -> Result<Option<String>> {
     let Some(path) = path else {
         return Ok(None);
     };
-    let text = read(path)?;
+    let text = unwrap_configmap(read(path)?, kind, &path.display().to_string())?;
     let what = match kind {
         InputKind::InjectorConfig => "injector config",
         InputKind::Values => "values",
@@ -172,7 +224,7 @@ pub fn manifests_snapshot_from(
             .context("loading the embedded default injector config")?,
     };
     let values_text = match values {
-        Some(p) => p.text()?,
+        Some(p) => unwrap_configmap(p.text()?, InputKind::Values, &p.name())?,
         None if inject_config.is_none() => embedded_values(revision)?,
         None => configmap_values.unwrap_or_default(),
     };
@@ -186,7 +238,7 @@ pub fn manifests_snapshot_from(
         .with_context(|| format!("loading values {}", shown(values)))?;
     let mesh_text = match mesh {
         Some(p) => {
-            let text = p.text()?;
+            let text = unwrap_configmap(p.text()?, InputKind::MeshConfig, &p.name())?;
             expect_input(&text, InputKind::MeshConfig)
                 .with_context(|| format!("loading mesh config {}", p.name()))?;
             Some(text)
@@ -201,13 +253,26 @@ pub fn manifests_snapshot_from(
 /// The injector configuration as the webhook uses it: the files when given (read and checked as
 /// `inject` reads them: a file given for another input is refused), else the embedded default.
 pub fn webhook_snapshot(files: &ConfigFiles) -> Result<Snapshot> {
+    let files = &files.resolved()?;
     let Some(cfg) = &files.inject_config_file else {
         return outrigger_inject::config::defaults::snapshot()
             .context("loading the embedded default configuration");
     };
-    let config =
-        read_input(&files.inject_config_file, InputKind::InjectorConfig)?.unwrap_or_default();
-    let values = read_input(&files.values_file, InputKind::Values)?.unwrap_or_default();
+    // A whole ConfigMap gives its `config` key, and its `values` key unless a values file is
+    // given (as `inject` reads it).
+    let raw = read(cfg)?;
+    let configmap_values = match (configmap_data(&raw), &files.values_file) {
+        (Some(data), None) => data
+            .get("values")
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_string),
+        _ => None,
+    };
+    let config = read_input(&files.inject_config_file, InputKind::InjectorConfig)?.unwrap_or_default();
+    let values = match configmap_values {
+        Some(v) => v,
+        None => read_input(&files.values_file, InputKind::Values)?.unwrap_or_default(),
+    };
     let mesh = read_input(&files.mesh_config_file, InputKind::MeshConfig)?;
     if let Some(p) = &files.values_file {
         // Named alone, as `inject` and `serve` name it.
