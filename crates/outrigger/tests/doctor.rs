@@ -155,7 +155,7 @@ fn start_istiod_like(dir: &Path) -> (Server, String) {
     }
     let server = Outrigger::in_dir(dir)
         .config_in(dir)
-        .flags(&["--service", "istiod", "--outrigger-namespace", "istio-system"])
+        .flags(&["--service", "istiod", "--namespace", "istio-system"])
         .generated_ca_at(&dir.join("istiod-ca.pem"))
         .native_sidecars(false)
         .start();

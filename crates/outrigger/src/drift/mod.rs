@@ -150,15 +150,45 @@ fn namespaced(meta: Option<&Value>) -> String {
     }
 }
 
-pub(crate) fn show(v: &Option<Value>) -> String {
-    v.as_ref().map_or("(absent)".to_string(), |v| {
-        let s = v.to_string();
-        if s.chars().count() > 80 {
-            format!("{}...", s.chars().take(77).collect::<String>())
-        } else {
-            s
+/// The longest value a table shows whole, in characters.
+const SHOWN_CHARS: usize = 80;
+/// How much of the common part precedes the first difference when a value is shortened.
+const SHOWN_CONTEXT: usize = 20;
+
+/// Two values of a field as a table shows them (`(absent)` for none): whole when they fit in
+/// [`SHOWN_CHARS`], else both cut to the same window that starts [`SHOWN_CONTEXT`] characters
+/// before their first difference, `...` marking what is left out, so that the part that
+/// differs is what is shown.
+pub(crate) fn show_pair(a: &Option<Value>, b: &Option<Value>) -> (String, String) {
+    let text = |v: &Option<Value>| v.as_ref().map_or("(absent)".to_string(), Value::to_string);
+    let (a, b) = (text(a), text(b));
+    let (ac, bc): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    if ac.len() <= SHOWN_CHARS && bc.len() <= SHOWN_CHARS {
+        return (a, b);
+    }
+    let common = ac.iter().zip(&bc).take_while(|(x, y)| x == y).count();
+    let start = if common + SHOWN_CHARS / 2 < SHOWN_CHARS {
+        0
+    } else {
+        common - SHOWN_CONTEXT
+    };
+    let window = |chars: &[char]| {
+        if chars.len() <= SHOWN_CHARS && start == 0 {
+            return chars.iter().collect::<String>();
         }
-    })
+        let room = SHOWN_CHARS - 3 - if start > 0 { 3 } else { 0 };
+        let end = (start + room).min(chars.len());
+        let mut s = String::new();
+        if start > 0 {
+            s.push_str("...");
+        }
+        s.extend(&chars[start.min(chars.len())..end]);
+        if end < chars.len() {
+            s.push_str("...");
+        }
+        s
+    };
+    (window(&ac), window(&bc))
 }
 
 /// The table: a row per pod template, its differing fields indented below.
@@ -187,14 +217,16 @@ fn table(rows: &[Row], other_revision: usize) -> String {
     );
     let drifted = rows.iter().filter(|r| r.drift.state.is_drift()).count();
     out.push_str(&format!(
-        "{} pod templates: {drifted} drifted, {} current or rightly not injected\n",
-        rows.len(),
+        "{}: {drifted} drifted, {} current or rightly not injected\n",
+        crate::print::count(rows.len(), "pod template", "pod templates"),
         rows.len() - drifted
     ));
     if other_revision > 0 {
         out.push_str(&format!(
-            "{other_revision} pod templates on the revision their revision tag points to, not \
-             --revision, were not examined\n"
+            "{} on the revision their revision tag points to, not --revision, {} not \
+             examined\n",
+            crate::print::count(other_revision, "pod template", "pod templates"),
+            if other_revision == 1 { "was" } else { "were" }
         ));
     }
     out
@@ -242,19 +274,19 @@ pub(crate) fn fields_lines(fields: &[FieldDiff]) -> String {
     let mut out: String = fields.iter().take(TABLE_FIELDS).map(field_line).collect();
     if fields.len() > TABLE_FIELDS {
         out.push_str(&format!(
-            "    ... {} more fields (-o json lists them all)\n",
-            fields.len() - TABLE_FIELDS
+            "    ... {} more {} (-o json lists them all)\n",
+            fields.len() - TABLE_FIELDS,
+            if fields.len() - TABLE_FIELDS == 1 { "field" } else { "fields" }
         ));
     }
     out
 }
 
 fn field_line(f: &FieldDiff) -> String {
+    let (actual, expected) = show_pair(&f.actual, &f.expected);
     format!(
-        "    {}: {} -> {} ({})\n",
+        "    {}: {actual} -> {expected} ({})\n",
         f.path,
-        show(&f.actual),
-        show(&f.expected),
         f.cause
     )
 }
@@ -285,4 +317,29 @@ pub(crate) fn fields_json(fields: &[FieldDiff]) -> Vec<Value> {
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_values_are_shown_where_they_differ() {
+        let image = |tag: &str| Some(Value::String(format!("{}/proxyv2:{tag}", "r".repeat(90))));
+        let (a, b) = show_pair(&image("1.24.6"), &image("1.28.10"));
+        assert!(a.ends_with("proxyv2:1.24.6\""), "{a}");
+        assert!(b.ends_with("proxyv2:1.28.10\""), "{b}");
+        assert!(a.starts_with("...") && b.starts_with("..."), "{a} {b}");
+        assert!(a.chars().count() <= SHOWN_CHARS && b.chars().count() <= SHOWN_CHARS);
+        // A difference near the start: the start is shown, as before.
+        let long = |head: &str| Some(Value::String(format!("{head}{}", "x".repeat(100))));
+        let (a, b) = show_pair(&long("a"), &long("b"));
+        assert_eq!(a, format!("\"a{}...", "x".repeat(75)));
+        assert_eq!(b, format!("\"b{}...", "x".repeat(75)));
+        // Short values whole; an absent one named.
+        assert_eq!(
+            show_pair(&None, &Some(Value::from(1))),
+            ("(absent)".to_string(), "1".to_string())
+        );
+    }
 }
