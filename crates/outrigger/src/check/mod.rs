@@ -153,7 +153,19 @@ pub fn render_table(reports: &[Report]) -> String {
             let _ = writeln!(s, "  to inject it: {fix}");
         }
     }
+    s.push_str(&summary(reports));
     s
+}
+
+/// The table's last line: how many workloads (pods and pod templates) were explained and how
+/// many of them are injected (`3 workloads: 2 injected, 1 not injected`).
+pub fn summary(reports: &[Report]) -> String {
+    let injected = reports.iter().filter(|r| r.injected).count();
+    format!(
+        "{}: {injected} injected, {} not injected\n",
+        crate::print::count(reports.len(), "workload", "workloads"),
+        reports.len() - injected
+    )
 }
 
 /// Exit status of `check`: 0 when every pod would be injected, 1 when any would not.
@@ -717,6 +729,7 @@ mod tests {
             "{t}"
         );
         assert!(t.contains("namespace.sidecar-injector.istio.io"));
+        assert!(t.ends_with("\n1 workload: 1 injected, 0 not injected\n"), "{t}");
         let j = serde_json::to_value(std::slice::from_ref(&r)).expect("serialisable");
         assert_eq!(j[0]["reason"], "policy_enabled");
         assert_eq!(j[0]["steps"][5]["code"], "policy_enabled");
