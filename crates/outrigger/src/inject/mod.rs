@@ -258,7 +258,7 @@ fn stream(
         stats.count(doc.outcome, unchanged);
         stats.warnings.extend(doc.warnings.iter().cloned());
         if args.diff {
-            let diff = render_diff(&doc, stats.color);
+            let diff = render_diff(&doc, &raw.text, stats.color);
             if !diff.is_empty() {
                 output.write(&diff)?;
                 stats.written += 1;
@@ -272,11 +272,11 @@ fn stream(
     Ok(())
 }
 
-/// Unified diff of one injected document: the document as read (its parsed, normalised tree,
-/// written as the output is) against the output, so that only what injection changed shows
-/// (not a key order, a comment or a quantity's spelling). Empty when the document was not
-/// injected or injection changed nothing (the two trees are equal).
-fn render_diff(doc: &ProcessedDocument, color: bool) -> String {
+/// Unified diff of one injected document: its bytes as written in the input (`written`, its
+/// leading `---` separator line left out, comments and key order kept) against the output, as
+/// `diff` would compare them. Empty when the document was not injected or injection changed
+/// nothing (the two trees are equal), however differently the output spells it.
+fn render_diff(doc: &ProcessedDocument, written: &str, color: bool) -> String {
     if doc.outcome != Outcome::Injected {
         return String::new();
     }
@@ -286,8 +286,9 @@ fn render_diff(doc: &ProcessedDocument, color: bool) -> String {
     if before == after_tree {
         return String::new();
     }
-    let Ok(raw) = yaml::json_to_yaml(before) else {
-        return String::new();
+    let raw = match written.split_once('\n') {
+        Some((first, rest)) if first.trim_end() == "---" => rest,
+        _ => written,
     };
     let after = doc.text.strip_suffix("---\n").unwrap_or(&doc.text);
     let full = if doc.namespace.is_empty() {
@@ -298,7 +299,7 @@ fn render_diff(doc: &ProcessedDocument, color: bool) -> String {
     let label = format!("{} {full} (document {}", doc.kind, doc.index);
     let diff = similar::TextDiff::configure()
         .algorithm(similar::Algorithm::Patience)
-        .diff_lines(&raw, after)
+        .diff_lines(raw, after)
         .unified_diff()
         .context_radius(3)
         .header(
