@@ -129,6 +129,53 @@ pub fn read_input(path: &Option<std::path::PathBuf>, kind: InputKind) -> Result<
     Ok(Some(text))
 }
 
+/// The fields of a values tree that hold a Kubernetes quantity and cannot be one: every
+/// `resources.requests.*` and `resources.limits.*` (at any depth: `global.proxy.resources`,
+/// `global.proxy_init.resources`), as `path: "value" is not ...`. istiod loads such values
+/// (the proto field is a string map) and every injection then fails with Kubernetes' quantity
+/// error, which names no field; these name it.
+pub fn quantity_problems(values: &serde_json::Value) -> Vec<String> {
+    fn walk(v: &serde_json::Value, path: &str, out: &mut Vec<String>) {
+        let Some(map) = v.as_object() else {
+            return;
+        };
+        for (key, child) in map {
+            let here = if path.is_empty() {
+                key.clone()
+            } else {
+                format!("{path}.{key}")
+            };
+            if key == "resources" {
+                for part in ["requests", "limits"] {
+                    let entries = child.get(part).and_then(serde_json::Value::as_object);
+                    for (name, q) in entries.into_iter().flatten() {
+                        let Some(text) = q.as_str() else { continue };
+                        if outrigger_inject::kube::quantity::parse(text.trim()).is_err() {
+                            out.push(format!(
+                                "{here}.{part}.{name}: {text:?} is not a Kubernetes quantity \
+                                 (such as 100m or 128Mi)"
+                            ));
+                        }
+                    }
+                }
+            }
+            walk(child, &here, out);
+        }
+    }
+    let mut out = Vec::new();
+    walk(values, "", &mut out);
+    out
+}
+
+/// Warn, naming the values input and the field, of each of [`quantity_problems`].
+fn warn_quantities(values: &serde_json::Value, name: &str) {
+    for problem in quantity_problems(values) {
+        eprintln!(
+            "warning: values {name}: {problem}; every injection fails on it, as istiod's does"
+        );
+    }
+}
+
 /// Display name of an optional input (`(embedded)` when absent).
 fn shown(p: Option<Input<'_>>) -> String {
     p.map_or("(embedded)".into(), |p| p.name())
@@ -234,8 +281,11 @@ pub fn manifests_snapshot_from(
         expect_input(&values_text, InputKind::Values)
             .with_context(|| format!("loading values {}", p.name()))?;
     }
-    config::parse_values(&values_text)
+    let parsed = config::parse_values(&values_text)
         .with_context(|| format!("loading values {}", shown(values)))?;
+    if let Some(p) = values {
+        warn_quantities(&parsed, &p.name());
+    }
     let mesh_text = match mesh {
         Some(p) => {
             let text = unwrap_configmap(p.text()?, InputKind::MeshConfig, &p.name())?;
@@ -276,8 +326,9 @@ pub fn webhook_snapshot(files: &ConfigFiles) -> Result<Snapshot> {
     let mesh = read_input(&files.mesh_config_file, InputKind::MeshConfig)?;
     if let Some(p) = &files.values_file {
         // Named alone, as `inject` and `serve` name it.
-        outrigger_inject::config::parse_values(&values)
+        let parsed = outrigger_inject::config::parse_values(&values)
             .with_context(|| format!("loading values {}", p.display()))?;
+        warn_quantities(&parsed, &p.display().to_string());
     }
     Snapshot::load(&config, &values, mesh.as_deref())
         .map(|s| s.with_template_env(crate::template_env::current()))
@@ -287,6 +338,28 @@ pub fn webhook_snapshot(files: &ConfigFiles) -> Result<Snapshot> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_value_that_is_no_quantity_is_named_by_its_path() {
+        let values = serde_json::json!({
+            "global": {
+                "proxy": {"resources": {"requests": {"cpu": "lots", "memory": "128Mi"}}},
+                "proxy_init": {"resources": {"limits": {"memory": "1 GB"}}}
+            }
+        });
+        assert_eq!(
+            quantity_problems(&values),
+            [
+                "global.proxy.resources.requests.cpu: \"lots\" is not a Kubernetes quantity \
+                 (such as 100m or 128Mi)",
+                "global.proxy_init.resources.limits.memory: \"1 GB\" is not a Kubernetes \
+                 quantity (such as 100m or 128Mi)",
+            ]
+        );
+        let embedded: serde_json::Value =
+            serde_json::from_str(defaults::VALUES).expect("embedded values");
+        assert!(quantity_problems(&embedded).is_empty());
+    }
 
     #[test]
     fn broken_template_in_a_config_is_named() {

@@ -159,7 +159,11 @@ pub fn run(args: &InjectArgs) -> Result<ExitCode> {
             if to_stdout && written > 0 && !args.diff {
                 Err(crate::report::with_note(
                     e,
-                    format!("the {written} document(s) before it were written to standard output"),
+                    format!(
+                        "the {} before it {} written to standard output",
+                        crate::print::count(written, "document", "documents"),
+                        if written == 1 { "was" } else { "were" }
+                    ),
                 ))
             } else {
                 Err(e)
