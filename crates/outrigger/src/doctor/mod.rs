@@ -125,6 +125,9 @@ pub fn run(args: &DoctorArgs) -> Result<ExitCode> {
         let cluster =
             crate::kube::client::connect(args.kubeconfig.as_deref(), args.context.as_deref())
                 .await?;
+        facts::is_kubernetes_api(&cluster.client, &cluster.target)
+            .await
+            .map_err(|e| cluster.explain(e))?;
         examine(&cluster.client, args)
             .await
             .map_err(|e| cluster.explain(e))
