@@ -44,21 +44,84 @@ use handler::{InjectSettings, Limits, State};
 
 pub use crate::serve::args::{LogFormat, ServeArgs};
 
-fn init_logging(args: &ServeArgs) {
+/// The log filter: `RUST_LOG` when set, else `--log-level`. Unless one of them names
+/// `kube_client`, kube-rs' own failure log (`kube_client::client::builder`: an ERROR line per
+/// failed request, `failed with error client error (Connect)`) is off: every failure it reports
+/// is returned to outrigger, which logs it once, with what it was doing.
+fn log_filter(rust_log: Option<&str>, log_level: &str) -> tracing_subscriber::EnvFilter {
     use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_default_env()
-        .or_else(|_| EnvFilter::try_new(&args.log_level))
-        .unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+    let (filter, spec) = match rust_log.map(|v| (EnvFilter::try_new(v), v)) {
+        Some((Ok(f), v)) => (f, v),
+        _ => match EnvFilter::try_new(log_level) {
+            Ok(f) => (f, log_level),
+            Err(_) => (EnvFilter::new("info"), "info"),
+        },
+    };
+    if spec.contains("kube_client") {
+        return filter;
+    }
+    match "kube_client::client::builder=off".parse() {
+        Ok(directive) => filter.add_directive(directive),
+        Err(_) => filter,
+    }
+}
+
+/// The text log's writer: one event per line, as the JSON log has. An event's line breaks (a
+/// multi-line error, a `hint:` line) are written as `\n`; the event is written to stderr in
+/// one piece when tracing drops the writer, which it does after each event.
+struct OneLine(Vec<u8>);
+
+impl std::io::Write for OneLine {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Drop for OneLine {
+    fn drop(&mut self) {
+        use std::io::Write;
+        if !self.0.is_empty() {
+            let _ = std::io::stderr().lock().write_all(&one_line(&self.0));
+        }
+    }
+}
+
+/// `event` as one line: its inner line breaks written `\n` (carriage returns dropped), ending
+/// with one newline.
+fn one_line(event: &[u8]) -> Vec<u8> {
+    let body = event.strip_suffix(b"\n").unwrap_or(event);
+    let mut line = Vec::with_capacity(event.len() + 8);
+    for &b in body {
+        match b {
+            b'\n' => line.extend_from_slice(b"\\n"),
+            b'\r' => {}
+            _ => line.push(b),
+        }
+    }
+    line.push(b'\n');
+    line
+}
+
+fn init_logging(args: &ServeArgs) {
+    let rust_log = std::env::var("RUST_LOG").ok().filter(|v| !v.trim().is_empty());
+    let filter = log_filter(rust_log.as_deref(), &args.log_level);
+    let builder = tracing_subscriber::fmt().with_env_filter(filter);
     let _ = match args.log_format {
         LogFormat::Json => builder
+            .with_writer(std::io::stderr)
             .json()
             .flatten_event(true)
             .with_current_span(false)
             .try_init(),
-        LogFormat::Text => builder.with_ansi(false).try_init(),
+        LogFormat::Text => builder
+            .with_writer(|| OneLine(Vec::new()))
+            .with_ansi(false)
+            .try_init(),
     };
 }
 
@@ -376,7 +439,18 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
         tracing::warn!(signal = again, "second signal: exiting without draining");
         std::process::exit(1);
     });
-    tracing::info!(signal, drain_delay = ?args.drain_delay, "shutdown requested: not ready, still serving during the drain delay");
+    // Said at once, with what is left to wait for and how to skip it.
+    let open = state.metrics.open_connections.get();
+    tracing::info!(
+        signal,
+        open_connections = open,
+        drain_delay = ?args.drain_delay,
+        shutdown_grace = ?args.shutdown_grace,
+        "shutdown requested: not ready, still serving during the drain delay, then draining {} \
+         (up to {:?} in all; a second {signal} exits at once)",
+        crate::print::count(open.max(0) as usize, "open connection", "open connections"),
+        args.drain_delay + args.shutdown_grace,
+    );
     let drained = tokio::time::sleep(args.drain_delay);
     if let Some(c) = &cluster {
         c.on_shutdown(SHUTDOWN_API_LIMIT).await;
@@ -438,5 +512,29 @@ impl Signals {
             _ = self.term.recv() => "SIGTERM",
             _ = self.int.recv() => "SIGINT",
         }
+    }
+}
+
+#[cfg(test)]
+mod log_tests {
+    use super::*;
+
+    #[test]
+    fn a_text_log_event_is_one_line() {
+        assert_eq!(
+            one_line(b"ERROR x: loading config: bad\nhint: fix it\r\n"),
+            b"ERROR x: loading config: bad\\nhint: fix it\n"
+        );
+        assert_eq!(one_line(b"INFO ok\n"), b"INFO ok\n");
+    }
+
+    #[test]
+    fn kube_rs_failure_log_is_off_unless_asked_for() {
+        let quiet = log_filter(None, "info").to_string();
+        assert!(quiet.contains("kube_client::client::builder=off"), "{quiet}");
+        let asked = log_filter(Some("kube_client=debug"), "info").to_string();
+        assert!(!asked.contains("=off"), "{asked}");
+        let level = log_filter(None, "debug").to_string();
+        assert!(level.contains("debug"), "{level}");
     }
 }
