@@ -179,3 +179,45 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub kube: crate::cli::common::KubeArgs,
 }
+
+/// The former names of `serve`'s configuration flags (hidden aliases now) and their names, as
+/// every command spells them.
+pub const RENAMED: [(&str, &str); 3] = [
+    ("injectConfig", "injectConfigFile"),
+    ("injectValues", "valuesFile"),
+    ("meshConfig", "meshConfigFile"),
+];
+
+/// The former names given on the command line `argv` (`--injectConfig X` or
+/// `--injectConfig=X`), with their names now, for a deprecation warning.
+pub fn former_names_used<S: AsRef<str>>(argv: &[S]) -> Vec<(&'static str, &'static str)> {
+    RENAMED
+        .into_iter()
+        .filter(|(old, _)| {
+            argv.iter().any(|a| {
+                a.as_ref()
+                    .strip_prefix("--")
+                    .and_then(|rest| rest.strip_prefix(old))
+                    .is_some_and(|tail| tail.is_empty() || tail.starts_with('='))
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn former_names_are_found_in_both_forms() {
+        let argv = ["serve", "--injectConfig=/a", "--meshConfig", "/m", "--injectConfigFile"];
+        assert_eq!(
+            former_names_used(&argv),
+            [
+                ("injectConfig", "injectConfigFile"),
+                ("meshConfig", "meshConfigFile")
+            ]
+        );
+        assert!(former_names_used(&["serve", "--valuesFile", "v"]).is_empty());
+    }
+}

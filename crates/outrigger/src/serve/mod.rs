@@ -130,6 +130,10 @@ pub fn run(args: &ServeArgs) -> Result<()> {
     crate::template_env::init(&args.env.template_env)?;
     outrigger_alloc::tune();
     init_logging(args);
+    let argv: Vec<String> = std::env::args().collect();
+    for (old, new) in crate::serve::args::former_names_used(&argv) {
+        tracing::warn!("--{old} is deprecated: use --{new} (as every other command names it)");
+    }
     tracing::debug!(allocator = %outrigger_alloc::describe(), "allocator settings");
     let threads = args
         .worker_threads
