@@ -396,3 +396,112 @@ fn a_values_quantity_that_is_none_is_named_by_its_field_path() {
         "{err}"
     );
 }
+
+#[test]
+fn drift_takes_the_namespace_labels_check_takes_and_agrees_with_it() {
+    let hello = repo("examples/hello.yaml");
+    // No label selects the Deployment: check says not selected, drift says rightly not injected.
+    let (code, out, _) = outrigger(&["check", "-f", &hello, "--namespace-labels", "team=a"]);
+    assert_eq!(code, 1);
+    assert!(out.contains("NOT INJECTED (webhook_not_selected)"), "{out}");
+    let (code, out, err) = outrigger(&["drift", "-f", &hello, "--namespace-labels", "team=a"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("demo/hello  not-injected"), "{out}");
+    // Without the labels, drift expects what inject gives: a missing sidecar.
+    let (code, out, _) = outrigger(&["drift", "-f", &hello]);
+    assert_eq!(code, 1);
+    assert!(out.contains("missing-sidecar"), "{out}");
+    // Labelled for injection: both expect the sidecar.
+    let (code, _, _) = outrigger(&[
+        "check",
+        "-f",
+        &hello,
+        "--namespace-labels",
+        "istio-injection=enabled",
+    ]);
+    assert_eq!(code, 0);
+    let (code, out, _) = outrigger(&[
+        "drift",
+        "-f",
+        &hello,
+        "--namespace-labels",
+        "istio-injection=enabled",
+    ]);
+    assert_eq!(code, 1);
+    assert!(out.contains("missing-sidecar"), "{out}");
+    // Another revision's namespace: not this revision's to judge.
+    let (code, out, _) = outrigger(&[
+        "drift",
+        "-f",
+        &hello,
+        "--namespace-labels",
+        "istio.io/rev=canary",
+    ]);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("1 pod template selected by another revision's webhook was not examined"),
+        "{out}"
+    );
+    let (code, _, err) = outrigger(&["drift", "-f", &hello, "--namespace-labels", "bad"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--namespace-labels: \"bad\" has no value"), "{err}");
+}
+
+#[test]
+fn inject_warns_as_check_does_of_an_invalid_inject_value() {
+    let dir = scratch("maybe");
+    let pod = |value: &str| {
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  namespace: apps\n  annotations:\n    \
+             sidecar.istio.io/inject: \"{value}\"\nspec:\n  containers:\n  - name: a\n    image: nginx\n"
+        )
+    };
+    let maybe = write(&dir, "maybe.yaml", &pod("maybe"));
+    let warning = "Invalid value for sidecar.istio.io/inject: \"maybe\". Only 'true' and 'false' \
+                   are accepted. Falling back to default injection policy.";
+    let (code, check_out, err) = outrigger(&[
+        "check",
+        "-f",
+        &maybe,
+        "--namespace-labels",
+        "istio-injection=enabled",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(check_out.contains(&format!("warning: {warning}")), "{check_out}");
+    let (code, injected, err) = outrigger(&["inject", "-f", &maybe]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains(&format!("warning: document 0 (Pod \"apps/p\"): {warning}")),
+        "{err}"
+    );
+    // The output is the injection's alone, as before.
+    assert!(!injected.contains("Invalid value"), "{injected}");
+    assert!(injected.contains("name: istio-proxy"), "{injected}");
+    // A valid value: no warning.
+    let yes = write(&dir, "yes.yaml", &pod("true"));
+    let (_, _, err) = outrigger(&["inject", "-f", &yes]);
+    assert!(!err.contains("Invalid value"), "{err}");
+}
+
+#[test]
+fn check_says_when_injected_assumes_a_revisions_control_plane() {
+    let dir = scratch("canary");
+    let pod = write(
+        &dir,
+        "canary.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  namespace: apps\n  labels:\n    \
+         istio.io/rev: canary\nspec:\n  containers:\n  - name: a\n    image: nginx\n",
+    );
+    let (code, out, err) = outrigger(&["check", "-f", &pod]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("INJECTED (policy_enabled)"), "{out}");
+    assert!(
+        err.contains("note: Pod/p is INJECTED by revision \"canary\"'s webhooks")
+            && err.contains("only if a control plane of revision canary runs"),
+        "{err}"
+    );
+    // Named with --revision, nothing is assumed.
+    let (code, _, err) = outrigger(&["check", "-f", &pod, "--revision", "canary"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("note:"), "{err}");
+}

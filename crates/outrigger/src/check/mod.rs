@@ -237,6 +237,35 @@ fn doc_name(doc: &Value) -> String {
     )
 }
 
+/// The note for a verdict that rests on an assumption: a pod (or its namespace) asks for a
+/// revision other than `default` (label `istio.io/rev`), `--revision` names none, and the
+/// configuration is the default revision's (its values name no `revision`). It is then judged by
+/// that revision's webhooks, as if a control plane of that revision served it with this
+/// configuration, which nothing offline can confirm.
+fn assumed_revision(
+    doc: &Value,
+    asked: &Option<String>,
+    given: &str,
+    snapshot: &outrigger_inject::config::Snapshot,
+    reports: &[Report],
+) -> Option<String> {
+    let rev = asked.as_deref().filter(|r| *r != "default")?;
+    let config_revision = snapshot
+        .values
+        .get("revision")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if !given.is_empty() || !config_revision.is_empty() || !reports.iter().any(|r| r.injected) {
+        return None;
+    }
+    Some(format!(
+        "note: {} is INJECTED by revision {rev:?}'s webhooks (label istio.io/rev={rev}) only if \
+         a control plane of revision {rev} runs; the configuration given is the default \
+         revision's (pass revision {rev}'s files, or --revision {rev} to evaluate it as such)",
+        doc_name(doc)
+    ))
+}
+
 /// Gather the live facts (`--kube`) and explain.
 fn explain_live(args: &CheckArgs) -> Result<Vec<Report>> {
     // `--injectConfigMapName NAME -i NS`, as `inject --kube`; `--injectConfigMap NS/NAME` is
@@ -350,13 +379,17 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
             }
         }
         let webhooks = webhook_object::entries(&options);
-        reports.extend(check::explain_documents(
+        let explained = check::explain_documents(
             std::slice::from_ref(doc),
             args.namespace.as_deref(),
             &ns_labels,
             &webhooks,
             &snapshot,
-        ));
+        );
+        if let Some(note) = assumed_revision(doc, &asked, &args.revision, &snapshot, &explained) {
+            eprintln!("{note}");
+        }
+        reports.extend(explained);
     }
     if reports.is_empty() {
         bail!(

@@ -13,7 +13,10 @@ use std::process::ExitCode;
 
 use crate::print;
 use anyhow::{Context, Result};
-use outrigger_inject::drift::{pod_drift, FieldDiff, PodDrift, RevisionTags, State};
+use outrigger_inject::decide::inject_required;
+use outrigger_inject::drift::{
+    pod_drift, selecting_revision, FieldDiff, PodDrift, RevisionTags, State,
+};
 use outrigger_inject::kube::pod::label as pod_label;
 use outrigger_inject::kube_inject::{self, KubeInjectOptions};
 use outrigger_inject::yaml;
@@ -51,10 +54,16 @@ pub fn run(args: &DriftArgs) -> Result<ExitCode> {
         .read_to_string(&mut text)
         .with_context(|| format!("reading {source}"))?;
     let tags = RevisionTags(args.revision_tags.iter().cloned().collect());
-    let mut other_revision = 0;
-    let rows = examine(&text, &opts, &tags, &mut other_revision).with_context(|| source.clone())?;
+    let ns_labels = if args.namespace_labels.is_empty() {
+        None
+    } else {
+        Some(crate::check::parse_labels(&args.namespace_labels)?)
+    };
+    let mut skipped = Skipped::default();
+    let rows = examine(&text, &opts, &tags, ns_labels.as_ref(), &mut skipped)
+        .with_context(|| source.clone())?;
     let out = match args.output {
-        DriftOutput::Table => table(&rows, other_revision),
+        DriftOutput::Table => table(&rows, &skipped),
         DriftOutput::Json => {
             print::pretty_json(&Value::Array(rows.iter().map(row_json).collect()))?
         }
@@ -67,15 +76,32 @@ pub fn run(args: &DriftArgs) -> Result<ExitCode> {
     })
 }
 
+/// The pod templates left out of the table, and why.
+#[derive(Debug, Default)]
+struct Skipped {
+    /// On the revision their revision tag points to, which is not the one in force.
+    other_revision: usize,
+    /// With --namespace-labels: selected by another revision's webhook.
+    other_webhook: usize,
+}
+
 /// Classify every pod template of the stream `text`.
 /// `tags` resolve pods' `istio.io/rev` labels; pods their tag puts on another revision, and on
-/// it, are counted in `other_revision`, not examined.
+/// it, are counted in `skipped`, not examined. With `ns_labels` (the namespace's labels), each
+/// pod template is judged as `drift --kube` judges a pod: the webhook that selects it
+/// ([`selecting_revision`]), then the injector's policy ([`inject_required`]).
 fn examine(
     text: &str,
     opts: &KubeInjectOptions<'_>,
     tags: &RevisionTags,
-    other_revision: &mut usize,
+    ns_labels: Option<&serde_json::Map<String, Value>>,
+    skipped: &mut Skipped,
 ) -> Result<Vec<Row>> {
+    let revision_in_force = if opts.revision.is_empty() {
+        "default"
+    } else {
+        opts.revision
+    };
     let mut rows = Vec::new();
     for (document, raw) in yaml::split_documents(text)?.into_iter().enumerate() {
         let doc = yaml::from_str(&raw).with_context(|| format!("document {document}"))?;
@@ -90,7 +116,25 @@ fn examine(
         let name = namespaced(doc.get("metadata"));
         let label = format!("document {document} ({kind} {name:?})");
         for t in kube_inject::pod_templates(doc).with_context(|| label.clone())? {
-            let wanted = kube_inject::skip_reason(&t.pod).is_none();
+            let mut wanted = kube_inject::skip_reason(&t.pod).is_none();
+            if let Some(labels) = ns_labels {
+                let selected = selecting_revision(labels, &t.pod);
+                let selected = selected.as_deref().map(|r| tags.resolve(r));
+                if selected.is_some_and(|r| r != revision_in_force) {
+                    skipped.other_webhook += 1;
+                    continue;
+                }
+                let config = &opts.snapshot.config;
+                wanted = wanted
+                    && selected.is_some()
+                    && inject_required(
+                        &t.pod,
+                        &config.policy,
+                        &config.never_inject_selector,
+                        &config.always_inject_selector,
+                    )
+                    .inject;
+            }
             let name = if t.item.is_empty() {
                 name.clone()
             } else {
@@ -110,7 +154,7 @@ fn examine(
                 .filter(|rev| **rev != drift.expected_revision)
             {
                 if drift.injected_revision.as_ref() == Some(rev) {
-                    *other_revision += 1;
+                    skipped.other_revision += 1;
                     continue;
                 }
                 if drift.injected_revision.is_some() {
@@ -192,7 +236,8 @@ pub(crate) fn show_pair(a: &Option<Value>, b: &Option<Value>) -> (String, String
 }
 
 /// The table: a row per pod template, its differing fields indented below.
-fn table(rows: &[Row], other_revision: usize) -> String {
+fn table(rows: &[Row], skipped: &Skipped) -> String {
+    let other_revision = skipped.other_revision;
     let mut out = columns(
         ["DOC", "KIND", "NAME", "STATE", "REVISION"],
         rows.iter().map(|r| {
@@ -227,6 +272,18 @@ fn table(rows: &[Row], other_revision: usize) -> String {
              examined\n",
             crate::print::count(other_revision, "pod template", "pod templates"),
             if other_revision == 1 { "was" } else { "were" }
+        ));
+    }
+    if skipped.other_webhook > 0 {
+        out.push_str(&format!(
+            "{} selected by another revision's webhook {} not examined (--revision \
+             chooses)\n",
+            crate::print::count(skipped.other_webhook, "pod template", "pod templates"),
+            if skipped.other_webhook == 1 {
+                "was"
+            } else {
+                "were"
+            }
         ));
     }
     out

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
+use outrigger_inject::decide::inject_required;
 use outrigger_inject::kube::names::STATUS_ANNOTATION;
 use outrigger_inject::kube_inject::{
     self, KubeInjectOptions, Outcome, ProcessedDocument, SkipReason,
@@ -261,6 +262,11 @@ fn stream(
                 .is_some_and(|(before, after)| before == after);
         stats.count(doc.outcome, unchanged);
         stats.warnings.extend(doc.warnings.iter().cloned());
+        if raw.text.contains("sidecar.istio.io/inject") {
+            stats
+                .warnings
+                .extend(decision_warnings(&raw.text, opts, &doc.label()));
+        }
         if args.diff {
             let diff = render_diff(&doc, &raw.text, stats.color);
             if !diff.is_empty() {
@@ -274,6 +280,35 @@ fn stream(
         }
     }
     Ok(())
+}
+
+/// What the injector's decision says of each pod (template) of the document `text`, as `check`
+/// prints it (an invalid `sidecar.istio.io/inject` value, an invalid policy): the library's
+/// [`inject_required`] warnings, named by `label`. The output is not affected.
+fn decision_warnings(text: &str, opts: &KubeInjectOptions<'_>, label: &str) -> Vec<String> {
+    let Ok(doc) = yaml::from_str(text) else {
+        return Vec::new();
+    };
+    let Ok(templates) = kube_inject::pod_templates(doc) else {
+        return Vec::new();
+    };
+    let config = &opts.snapshot.config;
+    let mut out: Vec<String> = Vec::new();
+    for t in templates {
+        let decision = inject_required(
+            &t.pod,
+            &config.policy,
+            &config.never_inject_selector,
+            &config.always_inject_selector,
+        );
+        for w in decision.warnings {
+            let line = format!("warning: {label}: {w}\n");
+            if !out.contains(&line) {
+                out.push(line);
+            }
+        }
+    }
+    out
 }
 
 /// Unified diff of one injected document: its bytes as written in the input (`written`, its
