@@ -105,7 +105,13 @@ fn every_error_exits_2_and_no_message_shows_an_os_error_number() {
         vec!["inject", "-f", "/nonexistent/x.yaml"],
         vec!["check", "-f", "/nonexistent/x.yaml"],
         vec!["drift", "-f", "/nonexistent/x.yaml"],
-        vec!["preview", "-f", "/nonexistent/x.yaml", "--candidate-revision", "x"],
+        vec![
+            "preview",
+            "-f",
+            "/nonexistent/x.yaml",
+            "--candidate-revision",
+            "x",
+        ],
         vec!["webhook-config", "--revision", "Bad_Rev"],
         vec!["man", "--dir", &not_a_dir],
         vec![
@@ -222,13 +228,7 @@ fn serve_names_its_files_as_every_command_and_keeps_the_old_names() {
         assert!(!help.contains(old), "{old} hidden");
     }
     // The old names and the new are the same flag: given both, clap refuses the second.
-    let (code, _, err) = outrigger(&[
-        "serve",
-        "--injectConfig",
-        "/a",
-        "--injectConfigFile",
-        "/b",
-    ]);
+    let (code, _, err) = outrigger(&["serve", "--injectConfig", "/a", "--injectConfigFile", "/b"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("cannot be used multiple times"), "{err}");
     // --kubeconfig belongs to --kube, and is the one read.
@@ -305,8 +305,12 @@ fn config_dir_and_whole_configmaps_read_as_the_three_files() {
     assert_eq!(by_cm.0, 0, "{}", by_cm.2);
     assert_eq!(by_cm.1, by_flags.1);
     assert!(
-        by_cm.2.contains("is a whole ConfigMap; using its data.values key")
-            && by_cm.2.contains("is a whole ConfigMap; using its data.mesh key"),
+        by_cm
+            .2
+            .contains("is a whole ConfigMap; using its data.values key")
+            && by_cm
+                .2
+                .contains("is a whole ConfigMap; using its data.mesh key"),
         "{}",
         by_cm.2
     );
@@ -365,7 +369,10 @@ fn config_dir_and_whole_configmaps_read_as_the_three_files() {
     assert_eq!(out, by_flags.1);
     let (code, _, err) = outrigger(&["inject", "-f", &hello, "--config-dir", "/nonexistent"]);
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("--config-dir /nonexistent: no such directory"), "{err}");
+    assert!(
+        err.contains("--config-dir /nonexistent: no such directory"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -444,7 +451,10 @@ fn drift_takes_the_namespace_labels_check_takes_and_agrees_with_it() {
     );
     let (code, _, err) = outrigger(&["drift", "-f", &hello, "--namespace-labels", "bad"]);
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("--namespace-labels: \"bad\" has no value"), "{err}");
+    assert!(
+        err.contains("--namespace-labels: \"bad\" has no value"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -467,7 +477,10 @@ fn inject_warns_as_check_does_of_an_invalid_inject_value() {
         "istio-injection=enabled",
     ]);
     assert_eq!(code, 0, "{err}");
-    assert!(check_out.contains(&format!("warning: {warning}")), "{check_out}");
+    assert!(
+        check_out.contains(&format!("warning: {warning}")),
+        "{check_out}"
+    );
     let (code, injected, err) = outrigger(&["inject", "-f", &maybe]);
     assert_eq!(code, 0, "{err}");
     assert!(

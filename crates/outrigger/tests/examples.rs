@@ -21,7 +21,13 @@ fn each_release_values_file_loads_and_names_its_proxy_image() {
     for tag in RELEASES {
         let values = repo(&format!("examples/values/istio-{tag}.yaml"));
         let out = Command::new(env!("CARGO_BIN_EXE_outrigger"))
-            .args(["inject", "-f", &repo("examples/hello.yaml"), "--valuesFile", &values])
+            .args([
+                "inject",
+                "-f",
+                &repo("examples/hello.yaml"),
+                "--valuesFile",
+                &values,
+            ])
             .env_remove("ENABLE_NATIVE_SIDECARS")
             .output()
             .expect("runs");
@@ -33,7 +39,13 @@ fn each_release_values_file_loads_and_names_its_proxy_image() {
         assert_eq!(stdout.matches(&image).count(), 2, "{tag}: {stdout}");
         // check reads it the same way.
         let check = Command::new(env!("CARGO_BIN_EXE_outrigger"))
-            .args(["check", "-f", &repo("examples/hello.yaml"), "--valuesFile", &values])
+            .args([
+                "check",
+                "-f",
+                &repo("examples/hello.yaml"),
+                "--valuesFile",
+                &values,
+            ])
             .args(["--namespace-labels", "istio-injection=enabled"])
             .output()
             .expect("runs");

@@ -136,7 +136,10 @@ fn diff_compares_with_the_bytes_as_written() {
         .collect();
     assert!(!original.is_empty(), "{text}");
     for l in &original {
-        assert!(input.contains(l), "{l:?} is not a line of the input:\n{text}");
+        assert!(
+            input.contains(l),
+            "{l:?} is not a line of the input:\n{text}"
+        );
     }
     assert!(text.contains("\n-# my pod\n"), "{text}");
     assert!(text.contains("\n-  - image: nginx # pinned\n"), "{text}");

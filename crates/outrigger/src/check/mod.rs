@@ -762,7 +762,10 @@ mod tests {
             "{t}"
         );
         assert!(t.contains("namespace.sidecar-injector.istio.io"));
-        assert!(t.ends_with("\n1 workload: 1 injected, 0 not injected\n"), "{t}");
+        assert!(
+            t.ends_with("\n1 workload: 1 injected, 0 not injected\n"),
+            "{t}"
+        );
         let j = serde_json::to_value(std::slice::from_ref(&r)).expect("serialisable");
         assert_eq!(j[0]["reason"], "policy_enabled");
         assert_eq!(j[0]["steps"][5]["code"], "policy_enabled");

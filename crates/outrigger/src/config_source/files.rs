@@ -82,7 +82,12 @@ fn configmap_data(text: &str) -> Option<serde_json::Map<String, serde_json::Valu
     if doc.get("kind").and_then(serde_json::Value::as_str) != Some("ConfigMap") {
         return None;
     }
-    Some(doc.get("data").and_then(|d| d.as_object()).cloned().unwrap_or_default())
+    Some(
+        doc.get("data")
+            .and_then(|d| d.as_object())
+            .cloned()
+            .unwrap_or_default(),
+    )
 }
 
 /// `text` of the input `name` given for `kind`, or when it is a whole ConfigMap, its key for
@@ -318,7 +323,8 @@ pub fn webhook_snapshot(files: &ConfigFiles) -> Result<Snapshot> {
             .map(str::to_string),
         _ => None,
     };
-    let config = read_input(&files.inject_config_file, InputKind::InjectorConfig)?.unwrap_or_default();
+    let config =
+        read_input(&files.inject_config_file, InputKind::InjectorConfig)?.unwrap_or_default();
     let values = match configmap_values {
         Some(v) => v,
         None => read_input(&files.values_file, InputKind::Values)?.unwrap_or_default(),

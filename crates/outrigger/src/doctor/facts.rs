@@ -234,7 +234,10 @@ pub async fn is_kubernetes_api(client: &Client, target: &str) -> Result<()> {
         Ok(_) => Ok(()),
         Err(::kube::Error::Api(status)) if status.code == 401 || status.code == 403 => {
             if status.reason == NOT_A_STATUS {
-                Err(not_api(format!("answered {} without a Kubernetes Status", status.code)))
+                Err(not_api(format!(
+                    "answered {} without a Kubernetes Status",
+                    status.code
+                )))
             } else {
                 Ok(())
             }
@@ -247,9 +250,9 @@ pub async fn is_kubernetes_api(client: &Client, target: &str) -> Result<()> {
                 format!("answered {} ({})", status.code, status.message)
             }))
         }
-        Err(::kube::Error::SerdeError(e)) => {
-            Err(not_api(format!("answered with something other than a version ({e})")))
-        }
+        Err(::kube::Error::SerdeError(e)) => Err(not_api(format!(
+            "answered with something other than a version ({e})"
+        ))),
         Err(e) => Err(api_error(e).context("reading its version")),
     }
 }

@@ -357,7 +357,11 @@ fn table(report: &Report) -> String {
             "{} selected by another revision's webhook {} not examined (--revision \
              chooses)\n",
             crate::print::count(report.other_revision, "pod", "pods"),
-            if report.other_revision == 1 { "was" } else { "were" }
+            if report.other_revision == 1 {
+                "was"
+            } else {
+                "were"
+            }
         ));
     }
     out

@@ -333,7 +333,11 @@ pub(crate) fn fields_lines(fields: &[FieldDiff]) -> String {
         out.push_str(&format!(
             "    ... {} more {} (-o json lists them all)\n",
             fields.len() - TABLE_FIELDS,
-            if fields.len() - TABLE_FIELDS == 1 { "field" } else { "fields" }
+            if fields.len() - TABLE_FIELDS == 1 {
+                "field"
+            } else {
+                "fields"
+            }
         ));
     }
     out
@@ -341,11 +345,7 @@ pub(crate) fn fields_lines(fields: &[FieldDiff]) -> String {
 
 fn field_line(f: &FieldDiff) -> String {
     let (actual, expected) = show_pair(&f.actual, &f.expected);
-    format!(
-        "    {}: {actual} -> {expected} ({})\n",
-        f.path,
-        f.cause
-    )
+    format!("    {}: {actual} -> {expected} ({})\n", f.path, f.cause)
 }
 
 fn row_json(r: &Row) -> Value {

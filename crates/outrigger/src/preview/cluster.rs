@@ -317,14 +317,22 @@ pub(crate) fn preview<W: Write>(
             "{} selected by another revision's webhook {} not previewed (--revision \
              chooses)",
             crate::print::count(counts.other_revision, "workload", "workloads"),
-            if counts.other_revision == 1 { "was" } else { "were" }
+            if counts.other_revision == 1 {
+                "was"
+            } else {
+                "were"
+            }
         );
     }
     if counts.not_injected > 0 {
         eprintln!(
             "{} no sidecar under either configuration and {} not listed",
             crate::print::count(counts.not_injected, "workload gets", "workloads get"),
-            if counts.not_injected == 1 { "is" } else { "are" }
+            if counts.not_injected == 1 {
+                "is"
+            } else {
+                "are"
+            }
         );
     }
     Ok(())

@@ -295,7 +295,11 @@ fn below(r: &Row) -> String {
         out.push_str(&format!(
             "    ... {} more {} (-o json lists them all)\n",
             r.preview.changes.len() - TABLE_FIELDS,
-            if r.preview.changes.len() - TABLE_FIELDS == 1 { "field" } else { "fields" }
+            if r.preview.changes.len() - TABLE_FIELDS == 1 {
+                "field"
+            } else {
+                "fields"
+            }
         ));
     }
     for (f, origin) in &r.findings {

@@ -210,7 +210,13 @@ mod tests {
 
     #[test]
     fn former_names_are_found_in_both_forms() {
-        let argv = ["serve", "--injectConfig=/a", "--meshConfig", "/m", "--injectConfigFile"];
+        let argv = [
+            "serve",
+            "--injectConfig=/a",
+            "--meshConfig",
+            "/m",
+            "--injectConfigFile",
+        ];
         assert_eq!(
             former_names_used(&argv),
             [

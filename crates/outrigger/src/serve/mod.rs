@@ -108,7 +108,9 @@ fn one_line(event: &[u8]) -> Vec<u8> {
 }
 
 fn init_logging(args: &ServeArgs) {
-    let rust_log = std::env::var("RUST_LOG").ok().filter(|v| !v.trim().is_empty());
+    let rust_log = std::env::var("RUST_LOG")
+        .ok()
+        .filter(|v| !v.trim().is_empty());
     let filter = log_filter(rust_log.as_deref(), &args.log_level);
     let builder = tracing_subscriber::fmt().with_env_filter(filter);
     let _ = match args.log_format {
@@ -535,7 +537,10 @@ mod log_tests {
     #[test]
     fn kube_rs_failure_log_is_off_unless_asked_for() {
         let quiet = log_filter(None, "info").to_string();
-        assert!(quiet.contains("kube_client::client::builder=off"), "{quiet}");
+        assert!(
+            quiet.contains("kube_client::client::builder=off"),
+            "{quiet}"
+        );
         let asked = log_filter(Some("kube_client=debug"), "info").to_string();
         assert!(!asked.contains("=off"), "{asked}");
         let level = log_filter(None, "debug").to_string();
