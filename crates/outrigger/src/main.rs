@@ -38,30 +38,34 @@ fn main() -> std::process::ExitCode {
         Ok(cli) => cli,
         Err(e) => e.exit(),
     };
-    // Exit status of an error: 2 where 1 has a meaning of its own (`inject --diff`: something
-    // changed; `check`: not injected; `drift`: drift found; `doctor`: a check failed;
-    // `preview`: changes), else 1.
-    let (result, error_status) = match cli.command {
-        Command::Inject(args) => (inject::run(&args), if args.diff { 2 } else { 1 }),
-        Command::Serve(args) => (serve::run(&args).map(|()| ExitCode::SUCCESS), 1),
-        Command::WebhookConfig(args) => (webhook_config::run(&args).map(|()| ExitCode::SUCCESS), 1),
-        Command::Check(args) => (check::run(&args), 2),
-        Command::Drift(args) => (drift::run(&args), 2),
-        Command::Doctor(args) => (doctor::run(&args), 2),
-        Command::Preview(args) => (preview::run(&args), 2),
-        Command::Version(args) => (version::run(&args).map(|()| ExitCode::SUCCESS), 1),
+    // Exit status (README, "Exit status"): 0 ok, 1 findings (`inject --diff`: something
+    // changed; `check`: not injected; `drift`: drift found; `doctor`: a check failed; `preview`:
+    // changes), 2 an error, in every command (clap's usage errors are 2 too).
+    let result = match cli.command {
+        Command::Inject(args) => inject::run(&args),
+        Command::Serve(args) => serve::run(&args).map(|()| ExitCode::SUCCESS),
+        Command::WebhookConfig(args) => webhook_config::run(&args).map(|()| ExitCode::SUCCESS),
+        Command::Check(args) => check::run(&args),
+        Command::Drift(args) => drift::run(&args),
+        Command::Doctor(args) => doctor::run(&args),
+        Command::Preview(args) => preview::run(&args),
+        Command::Version(args) => version::run(&args).map(|()| ExitCode::SUCCESS),
         Command::Completion { shell } => {
             let mut cmd = cli::completion_command();
-            clap_complete::generate(shell, &mut cmd, "outrigger", &mut std::io::stdout());
-            (Ok(ExitCode::SUCCESS), 1)
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut cmd, "outrigger", &mut script);
+            print::stdout(&String::from_utf8_lossy(&script)).map(|()| ExitCode::SUCCESS)
         }
-        Command::Man(args) => (man::run(&args).map(|()| ExitCode::SUCCESS), 1),
+        Command::Man(args) => man::run(&args).map(|()| ExitCode::SUCCESS),
     };
     match result {
         Ok(code) => code,
+        // A reader that went away (`outrigger inject ... | head -1`) ends the run quietly, with
+        // the status a shell reports for kubectl or any Go program killed by SIGPIPE.
+        Err(e) if report::is_closed_pipe(&e) => ExitCode::from(report::CLOSED_PIPE_STATUS),
         Err(e) => {
             eprintln!("{}", report::render(&e));
-            ExitCode::from(error_status)
+            ExitCode::from(2)
         }
     }
 }

@@ -49,7 +49,7 @@ pub fn run(args: &ManArgs) -> Result<()> {
         for (name, roff) in pages() {
             let path = dir.join(file_name(&name));
             std::fs::write(&path, roff).with_context(|| format!("writing {}", path.display()))?;
-            println!("{}", path.display());
+            crate::print::stdout(&format!("{}\n", path.display()))?;
         }
         return Ok(());
     }

@@ -57,9 +57,47 @@ pub fn chain(error: &anyhow::Error) -> String {
     out
 }
 
+/// The exit status of a run whose standard output was closed by its reader: 141 (128 + SIGPIPE),
+/// what a shell reports for kubectl or any Go program writing to a closed pipe. Nothing is
+/// printed.
+pub const CLOSED_PIPE_STATUS: u8 = 141;
+
+/// Whether `error` is a write to a pipe whose reader went away (`| head -1`).
+pub fn is_closed_pipe(error: &anyhow::Error) -> bool {
+    error.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+/// `text` without the ` (os error N)` that Rust's `io::Error` appends to the system's message
+/// (`No such file or directory (os error 2)` → `No such file or directory`), as Go prints it.
+fn without_os_error(text: &str) -> std::borrow::Cow<'_, str> {
+    const MARK: &str = " (os error ";
+    if !text.contains(MARK) {
+        return text.into();
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(MARK) {
+        let after = &rest[at + MARK.len()..];
+        let digits = after.chars().take_while(char::is_ascii_digit).count();
+        if digits > 0 && after[digits..].starts_with(')') {
+            out.push_str(&rest[..at]);
+            rest = &after[digits + 1..];
+        } else {
+            out.push_str(&rest[..at + MARK.len()]);
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out.into()
+}
+
 /// Append `text` to `out` as the next cause: nothing when `out` already says it, the part after
 /// the overlap when `text` starts with a `: `-separated tail of `out`.
 fn append(out: &mut String, text: &str) {
+    let text = without_os_error(text);
     let text = text.trim();
     if text.is_empty() || out.contains(text) {
         return;
@@ -126,10 +164,20 @@ mod tests {
         let inner = Embeds("document 0".into(), Box::new(io));
         let e = anyhow::Error::new(inner).context("injecting /tmp");
         assert_eq!(format!("{e:#}").matches("os error 21").count(), 2);
+        assert_eq!(chain(&e), "injecting /tmp: document 0: Is a directory");
+    }
+
+    #[test]
+    fn os_error_numbers_are_left_out() {
         assert_eq!(
-            chain(&e),
-            "injecting /tmp: document 0: Is a directory (os error 21)"
+            without_os_error("open a: No such file or directory (os error 2)"),
+            "open a: No such file or directory"
         );
+        assert_eq!(without_os_error("x (os error y) z"), "x (os error y) z");
+        let pipe = anyhow::Error::new(std::io::Error::from(std::io::ErrorKind::BrokenPipe))
+            .context("writing standard output");
+        assert!(is_closed_pipe(&pipe));
+        assert!(!is_closed_pipe(&anyhow!("Broken pipe")));
     }
 
     #[test]
@@ -151,7 +199,7 @@ mod tests {
         .context("inject");
         assert_eq!(
             render(&e),
-            "Error: inject: reading a.yaml: No such file or directory (os error 2)\nhint: check the path"
+            "Error: inject: reading a.yaml: No such file or directory\nhint: check the path"
         );
     }
 }

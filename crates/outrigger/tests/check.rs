@@ -89,10 +89,13 @@ fn exit_status_is_the_verdict() {
 #[test]
 fn every_not_injected_verdict_ends_with_the_change_that_injects_it() {
     let (_, out, _) = check(&["-n", "apps"]);
-    // Each report's last line is the fix. In an unlabelled namespace the opted-out pod is
-    // injected by its own labels (the `rev.object.` entry of the shipped default: outrigger's
-    // label, the opt-out removed), one change; removing the opt-out is not enough there.
-    let lines: Vec<&str> = out.lines().collect();
+    // Each report's last line is the fix, and the table ends with the summary. In an
+    // unlabelled namespace the opted-out pod is injected by its own labels (the `rev.object.`
+    // entry of the shipped default: outrigger's label, the opt-out removed), one change;
+    // removing the opt-out is not enough there.
+    let (reports, summary) = out.trim_end().rsplit_once('\n').expect("lines");
+    assert_eq!(summary, "2 workloads: 0 injected, 2 not injected", "{out}");
+    let lines: Vec<&str> = reports.lines().collect();
     let mut ends = Vec::new();
     for (i, l) in lines.iter().enumerate() {
         if i + 1 == lines.len() || !lines[i + 1].starts_with(' ') {

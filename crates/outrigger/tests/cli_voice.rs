@@ -420,7 +420,7 @@ fn exit_statuses_follow_the_conventions() {
         (vec!["inject", "--nosuch"], 2, "error: "),
         (vec!["man", "bogus"], 2, "error: "),
         (vec!["inject", "-f", &hello, "-o", "yaml"], 2, "error: "),
-        (vec!["inject", "-f", "/nonexistent/x.yaml"], 1, "Error: "),
+        (vec!["inject", "-f", "/nonexistent/x.yaml"], 2, "Error: "),
         (
             vec!["inject", "-f", "/nonexistent/x.yaml", "--diff"],
             2,
@@ -434,7 +434,7 @@ fn exit_statuses_follow_the_conventions() {
         ),
         (
             vec!["webhook-config", "--revision", "Bad_Rev"],
-            1,
+            2,
             "Error: ",
         ),
     ] {
@@ -477,11 +477,11 @@ fn a_bad_values_file_is_worded_alike_by_inject_check_and_serve() {
                 "127.0.0.1",
                 "--port",
                 "0",
-                "--injectConfig",
+                "--injectConfigFile",
                 &config,
-                "--injectValues",
+                "--valuesFile",
                 &values,
-                "--meshConfig",
+                "--meshConfigFile",
                 &mesh,
                 "--caBundleFile",
                 &ca,

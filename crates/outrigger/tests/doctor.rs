@@ -534,7 +534,7 @@ async fn a_missing_install_fails_and_an_unreachable_cluster_exits_2() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.starts_with("Error: cannot reach the Kubernetes API server http://127.0.0.1:1/")
-            && err.contains("listing mutatingwebhookconfigurations: ")
+            && err.contains("reading its version: ")
             && err.contains("Connection refused"),
         "{err}"
     );

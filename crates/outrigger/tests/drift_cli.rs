@@ -70,7 +70,7 @@ fn a_configuration_change_makes_pods_stale_with_the_fields_and_cause() {
     );
     assert!(table.contains("(native sidecars)"), "{table}");
     assert!(
-        table.ends_with("1 pod templates: 1 drifted, 0 current or rightly not injected\n"),
+        table.ends_with("1 pod template: 1 drifted, 0 current or rightly not injected\n"),
         "{table}"
     );
 }
@@ -155,8 +155,8 @@ fn a_revision_tag_flag_puts_tagged_pods_on_the_tags_revision() {
     assert!(
         out.contains("0 pod templates: 0 drifted")
             && out.contains(
-                "1 pod templates on the revision their revision tag points to, not --revision, \
-                 were not examined"
+                "1 pod template on the revision their revision tag points to, not --revision, \
+                 was not examined"
             ),
         "{out}"
     );

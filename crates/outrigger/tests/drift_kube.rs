@@ -229,11 +229,11 @@ fn one_namespace_a_table_and_the_exit_status() {
     let (_api, _dir, kc) = setup("drift-kube-quiet");
     assert!(drift(&kc, &["-n", "legacy"])
         .exited(0)
-        .contains("1 pods of 1 workloads: 0 drifted"));
+        .contains("1 pod of 1 workload: 0 drifted"));
     let next = drift(&kc, &["-n", "next"]);
     assert!(
         next.exited(0)
-            .contains("1 pods selected by another revision's webhook were not examined"),
+            .contains("1 pod selected by another revision's webhook was not examined"),
         "{}",
         next.exited(0)
     );
@@ -314,7 +314,7 @@ fn a_revision_tag_puts_its_pods_on_the_revision_it_points_to() {
     let run = drift(&kc, &["-n", "tagged"]);
     let out = run.exited(0);
     assert!(
-        out.contains("2 pods of 1 workloads: 0 drifted, 2 current"),
+        out.contains("2 pods of 1 workload: 0 drifted, 2 current"),
         "{out}"
     );
     let lists = api.requests();
@@ -380,7 +380,7 @@ fn without_access_to_webhook_configurations_tags_are_skipped_with_a_warning() {
         .push("GET /apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations".into());
     let run = drift(&kc, &["-n", "legacy"]);
     let out = run.exited(0);
-    assert!(out.contains("1 pods of 1 workloads: 0 drifted"), "{out}");
+    assert!(out.contains("1 pod of 1 workload: 0 drifted"), "{out}");
     assert!(
         run.stderr.contains("revision tags") && run.stderr.contains("--revision-tag"),
         "{}",

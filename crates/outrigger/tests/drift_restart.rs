@@ -159,16 +159,16 @@ fn without_yes_the_plan_is_printed_and_nothing_changes() {
             "restart plan: 3 workloads, one at a time (PodDisruptionBudget, then rollout):",
             "  1. Deployment shop/api (2 drifted pods)",
             "  2. Deployment shop/web (2 drifted pods)",
-            "  3. StatefulSet shop/db (1 drifted pods)",
+            "  3. StatefulSet shop/db (1 drifted pod)",
         ],
         "{out}"
     );
     assert!(
-        out.contains("not restarted: Job shop/once (1 drifted pods)"),
+        out.contains("not restarted: Job shop/once (1 drifted pod)"),
         "{out}"
     );
     assert!(
-        out.contains("not restarted: Pod shop/debug-0 (1 drifted pods)"),
+        out.contains("not restarted: Pod shop/debug-0 (1 drifted pod)"),
         "{out}"
     );
     assert!(out.contains("nothing was changed: pass --yes"), "{out}");

@@ -241,7 +241,7 @@ mod bad_input {
         let written = docs(&run.stdout);
         assert_eq!(written.len(), 1, "document 0 only:\n{}", run.stdout);
         assert!(
-            err.contains("the 1 document(s) before it were written to standard output"),
+            err.contains("the 1 document before it was written to standard output"),
             "{err}"
         );
         let dir = TempDir::new("failed-run-output");

@@ -93,11 +93,11 @@ fn diff_shows_the_added_sidecar_lines() {
             && text.contains("+++ Deployment demo/hello (document 0, injected)"),
         "diff header should name the workload:\n{text}"
     );
-    // The Service is not part of the diff. The original side is the document as read (its
-    // tree written as the output is), so a comment or a key order is not a change; the
+    // The Service is not part of the diff. The original side is the document's bytes as
+    // written, so its comment (which the output does not keep) is shown removed; the
     // application image is still there.
     assert!(!text.contains("kind: Service"), "{text}");
-    assert!(!text.contains("# A small Deployment"), "{text}");
+    assert!(text.contains("\n-# A small Deployment"), "{text}");
     let image = |l: &str| l[1..].trim_start_matches([' ', '-']).to_string();
     let removed: Vec<String> = text
         .lines()
@@ -117,24 +117,33 @@ fn diff_shows_the_added_sidecar_lines() {
     }
 }
 
-/// A user's container whose keys are written in another order than the output's: only the
-/// injection's changes are shown, none of the container's own lines.
+/// The original side is the input's bytes as written, as `diff` would compare them: its
+/// comments and its key order are kept (the output's own order then shows as changes), and
+/// every line it shows as removed or unchanged is a line of the input, verbatim.
 #[test]
-fn diff_ignores_the_key_order_of_a_users_container() {
-    let pod = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n  - \
-               image: nginx\n    name: web\n    ports:\n    - name: http\n      containerPort: \
+fn diff_compares_with_the_bytes_as_written() {
+    let pod = "# my pod\napiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n  - \
+               image: nginx # pinned\n    name: web\n    ports:\n    - name: http\n      containerPort: \
                8080\n    args: [\"--a\"]\n";
     let out = Inject::new().args(["-f", "-", "--diff"]).stdin(pod).run();
     let text = out.exited(1);
-    let removed: Vec<&str> = text
+    let input: Vec<&str> = pod.lines().collect();
+    let original: Vec<&str> = text
         .lines()
-        .filter(|l| l.starts_with('-') && !l.starts_with("---"))
+        .skip(2)
+        .filter(|l| !l.starts_with('+') && !l.starts_with("@@"))
+        .map(|l| &l[1..])
         .collect();
-    assert!(removed.is_empty(), "only additions expected:\n{text}");
-    assert!(
-        text.contains("+  - args:") || text.contains("name: istio-proxy"),
-        "{text}"
-    );
+    assert!(!original.is_empty(), "{text}");
+    for l in &original {
+        assert!(
+            input.contains(l),
+            "{l:?} is not a line of the input:\n{text}"
+        );
+    }
+    assert!(text.contains("\n-# my pod\n"), "{text}");
+    assert!(text.contains("\n-  - image: nginx # pinned\n"), "{text}");
+    assert!(text.contains("name: istio-proxy"), "{text}");
 }
 
 /// Re-injecting an injected manifest changes nothing, and the summary says so.
@@ -210,7 +219,7 @@ fn diff_error_exits_2() {
         .stdin("kind: Pod\nmetadata: {name: p}\nspec: {}\n")
         .run();
     plain.failure();
-    assert_eq!(plain.code, Some(1));
+    assert_eq!(plain.code, Some(2));
 }
 
 #[test]

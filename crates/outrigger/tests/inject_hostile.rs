@@ -47,9 +47,9 @@ fn proxy_args(out: &str) -> Vec<String> {
         .collect()
 }
 
-/// A clean failure: exit status 1 (not a signal), an `Error:` line, no panic.
+/// A clean failure: exit status 2 (not a signal), an `Error:` line, no panic.
 fn refused(run: &Run) -> &str {
-    assert_eq!(run.code, Some(1), "not a clean exit:\n{}", run.stderr);
+    assert_eq!(run.code, Some(2), "not a clean exit:\n{}", run.stderr);
     run.failure()
 }
 

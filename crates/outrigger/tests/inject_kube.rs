@@ -237,7 +237,7 @@ fn missing_configmap_missing_key_and_rbac_denial_are_errors_naming_them() {
     let out = inject_kube(&pod, &t.kc)
         .args(["--revision", "stable"])
         .run();
-    assert_eq!(out.code, Some(1));
+    assert_eq!(out.code, Some(2));
     assert_eq!(
         out.failure().trim_end(),
         "Error: --kube: ConfigMap istio-system/istio-sidecar-injector-stable not found (is Istio \
@@ -253,7 +253,7 @@ fn missing_configmap_missing_key_and_rbac_denial_are_errors_naming_them() {
         &[("meshNetworks", "{}")],
     ));
     let out = inject_kube(&pod, &t.kc).run();
-    assert_eq!(out.code, Some(1));
+    assert_eq!(out.code, Some(2));
     assert_eq!(
         out.failure().trim_end(),
         "Error: --kube: ConfigMap istio-system/istio has no key \"mesh\" (its keys: meshNetworks)"
@@ -261,7 +261,7 @@ fn missing_configmap_missing_key_and_rbac_denial_are_errors_naming_them() {
     // RBAC.
     t.cluster.lock().forbidden.push(INJECTOR.to_string());
     let out = inject_kube(&pod, &t.kc).run();
-    assert_eq!(out.code, Some(1));
+    assert_eq!(out.code, Some(2));
     assert_eq!(
         out.failure().trim_end(),
         "Error: --kube: reading ConfigMap istio-system/istio-sidecar-injector: forbidden (RBAC): \

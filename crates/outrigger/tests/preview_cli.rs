@@ -155,7 +155,7 @@ fn the_candidate_is_required_and_offline_needs_no_cluster() {
         "{out}"
     );
     assert!(
-        out.contains("1 workloads: 1 changed, 0 would be refused"),
+        out.contains("1 workload: 1 changed, 0 would be refused"),
         "{out}"
     );
 }

@@ -169,7 +169,7 @@ fn the_same_configuration_changes_nothing_and_exits_0() {
     );
     let out = run.exited(0);
     assert!(
-        out.contains("1 workloads: 0 changed, 0 would be refused"),
+        out.contains("1 workload: 0 changed, 0 would be refused"),
         "{out}"
     );
 }
@@ -623,7 +623,7 @@ fn every_workload_kind_is_read_and_what_a_controller_owns_is_left_to_it() {
     );
     assert!(
         run.stderr
-            .contains("1 workloads get no sidecar under either configuration"),
+            .contains("1 workload gets no sidecar under either configuration"),
         "{}",
         run.stderr
     );

@@ -250,6 +250,11 @@ impl Reader {
                 _ => panic!("README command `{}` is not covered by this test", cmd.line),
             },
             Some("kubectl") => self.kubectl(cmd),
+            Some("mkdir") => {
+                for dir in &words[1..] {
+                    std::fs::create_dir_all(self.dir.join(dir)).expect("mkdir");
+                }
+            }
             _ => panic!("README command `{}` is not covered by this test", cmd.line),
         }
     }

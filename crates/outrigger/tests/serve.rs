@@ -1110,10 +1110,10 @@ fn a_missing_config_path_fails_at_start_up_naming_it() {
     let dir = scratch("missing-config");
     let config = dir.join("no-such-config");
     for extra in [
-        vec!["--injectConfig", config.to_str().expect("UTF-8")],
+        vec!["--injectConfigFile", config.to_str().expect("UTF-8")],
         // Only the values or mesh path given: the config path is Istio's mount path, absent
         // here, and the embedded default is not allowed either.
-        vec!["--meshConfig", "/nonexistent/mesh"],
+        vec!["--meshConfigFile", "/nonexistent/mesh"],
     ] {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_outrigger"))
             .args(["serve", "--address", "127.0.0.1", "--port", "0"])
@@ -1123,14 +1123,14 @@ fn a_missing_config_path_fails_at_start_up_naming_it() {
             .expect("runs");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success(), "{extra:?}: {err}");
-        let named = if extra[0] == "--injectConfig" {
+        let named = if extra[0] == "--injectConfigFile" {
             config.display().to_string()
         } else {
             "/etc/istio/inject/config".to_string()
         };
         assert!(
             err.contains(&format!(
-                "injector config {named} does not exist (--injectConfig): the embedded default is \
+                "injector config {named} does not exist (--injectConfigFile): the embedded default is \
                  served only when no configuration flag is given and /etc/istio/inject/config is \
                  absent"
             )),

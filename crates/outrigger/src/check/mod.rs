@@ -153,7 +153,19 @@ pub fn render_table(reports: &[Report]) -> String {
             let _ = writeln!(s, "  to inject it: {fix}");
         }
     }
+    s.push_str(&summary(reports));
     s
+}
+
+/// The table's last line: how many workloads (pods and pod templates) were explained and how
+/// many of them are injected (`3 workloads: 2 injected, 1 not injected`).
+pub fn summary(reports: &[Report]) -> String {
+    let injected = reports.iter().filter(|r| r.injected).count();
+    format!(
+        "{}: {injected} injected, {} not injected\n",
+        crate::print::count(reports.len(), "workload", "workloads"),
+        reports.len() - injected
+    )
 }
 
 /// Exit status of `check`: 0 when every pod would be injected, 1 when any would not.
@@ -226,6 +238,35 @@ fn doc_name(doc: &Value) -> String {
     )
 }
 
+/// The note for a verdict that rests on an assumption: a pod (or its namespace) asks for a
+/// revision other than `default` (label `istio.io/rev`), `--revision` names none, and the
+/// configuration is the default revision's (its values name no `revision`). It is then judged by
+/// that revision's webhooks, as if a control plane of that revision served it with this
+/// configuration, which nothing offline can confirm.
+fn assumed_revision(
+    doc: &Value,
+    asked: &Option<String>,
+    given: &str,
+    snapshot: &outrigger_inject::config::Snapshot,
+    reports: &[Report],
+) -> Option<String> {
+    let rev = asked.as_deref().filter(|r| *r != "default")?;
+    let config_revision = snapshot
+        .values
+        .get("revision")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if !given.is_empty() || !config_revision.is_empty() || !reports.iter().any(|r| r.injected) {
+        return None;
+    }
+    Some(format!(
+        "note: {} is INJECTED by revision {rev:?}'s webhooks (label istio.io/rev={rev}) only if \
+         a control plane of revision {rev} runs; the configuration given is the default \
+         revision's (pass revision {rev}'s files, or --revision {rev} to evaluate it as such)",
+        doc_name(doc)
+    ))
+}
+
 /// Gather the live facts (`--kube`) and explain.
 fn explain_live(args: &CheckArgs) -> Result<Vec<Report>> {
     // `--injectConfigMapName NAME -i NS`, as `inject --kube`; `--injectConfigMap NS/NAME` is
@@ -242,9 +283,10 @@ fn explain_live(args: &CheckArgs) -> Result<Vec<Report>> {
         (None, None) => None,
     };
     // The mesh file goes with a ConfigMap's configuration (offline, with the files).
-    let mesh = match (&config_map, &args.files.mesh_config_file) {
+    let files = args.files.resolved()?;
+    let mesh = match (&config_map, &files.mesh_config_file) {
         (Some(_), Some(_)) => {
-            crate::config_source::read_input(&args.files.mesh_config_file, InputKind::MeshConfig)?
+            crate::config_source::read_input(&files.mesh_config_file, InputKind::MeshConfig)?
         }
         _ => None,
     };
@@ -351,13 +393,17 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
             }
         }
         let webhooks = webhook_object::entries(&options);
-        reports.extend(check::explain_documents(
+        let explained = check::explain_documents(
             std::slice::from_ref(doc),
             args.namespace.as_deref(),
             &ns_labels,
             &webhooks,
             &snapshot,
-        ));
+        );
+        if let Some(note) = assumed_revision(doc, &asked, &args.revision, &snapshot, &explained) {
+            eprintln!("{note}");
+        }
+        reports.extend(explained);
     }
     if reports.is_empty() {
         bail!(
@@ -767,6 +813,10 @@ mod tests {
             "{t}"
         );
         assert!(t.contains("namespace.sidecar-injector.istio.io"));
+        assert!(
+            t.ends_with("\n1 workload: 1 injected, 0 not injected\n"),
+            "{t}"
+        );
         let j = serde_json::to_value(std::slice::from_ref(&r)).expect("serialisable");
         assert_eq!(j[0]["reason"], "policy_enabled");
         assert_eq!(j[0]["steps"][5]["code"], "policy_enabled");

@@ -16,6 +16,71 @@ pub struct ConfigFiles {
     /// Mesh config file (the `mesh` key of the istio ConfigMap).
     #[arg(long = "meshConfigFile")]
     pub mesh_config_file: Option<std::path::PathBuf>,
+    /// Directory holding the three inputs as files named after their ConfigMap keys: `config`,
+    /// `values` (both required) and `mesh` (optional: else the embedded mesh config), as
+    /// `kubectl get cm istio-sidecar-injector -o jsonpath='{.data.config}' > DIR/config` (and
+    /// `{.data.values}`, and `kubectl get cm istio -o jsonpath='{.data.mesh}'`) write them. A
+    /// file flag overrides its input.
+    #[arg(long = "config-dir", value_name = "DIR")]
+    pub config_dir: Option<std::path::PathBuf>,
+}
+
+/// The file names `--config-dir` reads: the keys of Istio's ConfigMaps, as istiod mounts them.
+pub const CONFIG_DIR_FILES: [&str; 3] = ["config", "values", "mesh"];
+
+impl ConfigFiles {
+    /// The files to read: the flags, with `--config-dir`'s files for the inputs not given
+    /// (`config` and `values` must be there; `mesh` is taken when present).
+    pub fn resolved(&self) -> anyhow::Result<ConfigFiles> {
+        let Some(dir) = &self.config_dir else {
+            return Ok(self.clone());
+        };
+        if !dir.is_dir() {
+            anyhow::bail!(
+                "--config-dir {}: {}",
+                dir.display(),
+                if dir.exists() {
+                    "not a directory"
+                } else {
+                    "no such directory"
+                }
+            );
+        }
+        let pick = |given: &Option<std::path::PathBuf>,
+                    name: &str,
+                    required: bool|
+         -> anyhow::Result<Option<std::path::PathBuf>> {
+            if given.is_some() {
+                return Ok(given.clone());
+            }
+            let path = dir.join(name);
+            if path.is_file() {
+                Ok(Some(path))
+            } else if required {
+                let (cm, key) = match name {
+                    "mesh" => ("istio", "mesh"),
+                    other => ("istio-sidecar-injector", other),
+                };
+                Err(crate::report::with_hint(
+                    anyhow::anyhow!("--config-dir {}: no file {name:?}", dir.display()),
+                    format!(
+                        "write it with `kubectl get cm {cm} -n istio-system -o \
+                         jsonpath='{{.data.{key}}}' > {}`",
+                        path.display()
+                    ),
+                ))
+            } else {
+                Ok(None)
+            }
+        };
+        let [config, values, mesh] = CONFIG_DIR_FILES;
+        Ok(ConfigFiles {
+            inject_config_file: pick(&self.inject_config_file, config, true)?,
+            values_file: pick(&self.values_file, values, true)?,
+            mesh_config_file: pick(&self.mesh_config_file, mesh, false)?,
+            config_dir: None,
+        })
+    }
 }
 
 /// Which cluster, and which namespace of it holds Istio's ConfigMaps, a `--kube` command reads:
@@ -139,6 +204,12 @@ pub struct KubeArgs {
     /// Use the Kubernetes API (certificates in a Secret, caBundle sync, cluster facts).
     #[arg(long = "kube")]
     pub kube: bool,
+    /// With --kube: the kubeconfig file (default: KUBECONFIG, ~/.kube/config, or in-cluster).
+    #[arg(long = "kubeconfig", requires = "kube")]
+    pub kubeconfig: Option<std::path::PathBuf>,
+    /// With --kube: the kubeconfig context (default: its current context).
+    #[arg(long = "context", requires = "kube")]
+    pub context: Option<String>,
     /// How long start-up retries, with backoff, while the API server is unreachable.
     #[arg(long = "kube-connect-timeout", default_value = "30s", value_parser = crate::cli::values::duration)]
     pub connect_timeout: Duration,

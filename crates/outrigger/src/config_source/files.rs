@@ -61,13 +61,70 @@ fn expect_input(text: &str, kind: InputKind) -> Result<()> {
     }
 }
 
+/// The key of Istio's ConfigMaps that holds `kind`'s input.
+fn configmap_key(kind: InputKind) -> &'static str {
+    match kind {
+        InputKind::InjectorConfig | InputKind::ConfigMap => "config",
+        InputKind::Values => "values",
+        InputKind::MeshConfig => "mesh",
+    }
+}
+
+/// `text` read as a whole ConfigMap (`kind: ConfigMap`, as `kubectl get cm -o yaml` prints it):
+/// its `data`, or `None` when it is not one.
+fn configmap_data(text: &str) -> Option<serde_json::Map<String, serde_json::Value>> {
+    if !text.contains("ConfigMap") {
+        return None;
+    }
+    let doc = serde_json::from_str::<serde_json::Value>(text)
+        .ok()
+        .or_else(|| outrigger_inject::yaml::from_str(text).ok())?;
+    if doc.get("kind").and_then(serde_json::Value::as_str) != Some("ConfigMap") {
+        return None;
+    }
+    Some(
+        doc.get("data")
+            .and_then(|d| d.as_object())
+            .cloned()
+            .unwrap_or_default(),
+    )
+}
+
+/// `text` of the input `name` given for `kind`, or when it is a whole ConfigMap, its key for
+/// `kind` (`values`, `mesh`), said in a note on stderr; a ConfigMap without that key is refused,
+/// naming the keys it has.
+fn unwrap_configmap(text: String, kind: InputKind, name: &str) -> Result<String> {
+    let Some(data) = configmap_data(&text) else {
+        return Ok(text);
+    };
+    let key = configmap_key(kind);
+    match data.get(key).and_then(serde_json::Value::as_str) {
+        Some(value) => {
+            eprintln!("note: {name} is a whole ConfigMap; using its data.{key} key");
+            Ok(value.to_string())
+        }
+        None => {
+            let keys: Vec<&str> = data.keys().map(String::as_str).collect();
+            anyhow::bail!(
+                "{name} is a ConfigMap without the key {key:?} (its keys: {})",
+                if keys.is_empty() {
+                    "none".to_string()
+                } else {
+                    keys.join(", ")
+                }
+            )
+        }
+    }
+}
+
 /// Read the file given for `kind`'s flag, if any, refusing one that looks like another of
-/// Istio's inputs; errors name the file. Shared by `inject` and `check`.
+/// Istio's inputs; errors name the file. A whole ConfigMap is read through its key for `kind`.
+/// Shared by `inject` and `check`.
 pub fn read_input(path: &Option<std::path::PathBuf>, kind: InputKind) -> Result<Option<String>> {
     let Some(path) = path else {
         return Ok(None);
     };
-    let text = read(path)?;
+    let text = unwrap_configmap(read(path)?, kind, &path.display().to_string())?;
     let what = match kind {
         InputKind::InjectorConfig => "injector config",
         InputKind::Values => "values",
@@ -75,6 +132,53 @@ pub fn read_input(path: &Option<std::path::PathBuf>, kind: InputKind) -> Result<
     };
     expect_input(&text, kind).with_context(|| format!("loading {what} {}", path.display()))?;
     Ok(Some(text))
+}
+
+/// The fields of a values tree that hold a Kubernetes quantity and cannot be one: every
+/// `resources.requests.*` and `resources.limits.*` (at any depth: `global.proxy.resources`,
+/// `global.proxy_init.resources`), as `path: "value" is not ...`. istiod loads such values
+/// (the proto field is a string map) and every injection then fails with Kubernetes' quantity
+/// error, which names no field; these name it.
+pub fn quantity_problems(values: &serde_json::Value) -> Vec<String> {
+    fn walk(v: &serde_json::Value, path: &str, out: &mut Vec<String>) {
+        let Some(map) = v.as_object() else {
+            return;
+        };
+        for (key, child) in map {
+            let here = if path.is_empty() {
+                key.clone()
+            } else {
+                format!("{path}.{key}")
+            };
+            if key == "resources" {
+                for part in ["requests", "limits"] {
+                    let entries = child.get(part).and_then(serde_json::Value::as_object);
+                    for (name, q) in entries.into_iter().flatten() {
+                        let Some(text) = q.as_str() else { continue };
+                        if outrigger_inject::kube::quantity::parse(text.trim()).is_err() {
+                            out.push(format!(
+                                "{here}.{part}.{name}: {text:?} is not a Kubernetes quantity \
+                                 (such as 100m or 128Mi)"
+                            ));
+                        }
+                    }
+                }
+            }
+            walk(child, &here, out);
+        }
+    }
+    let mut out = Vec::new();
+    walk(values, "", &mut out);
+    out
+}
+
+/// Warn, naming the values input and the field, of each of [`quantity_problems`].
+fn warn_quantities(values: &serde_json::Value, name: &str) {
+    for problem in quantity_problems(values) {
+        eprintln!(
+            "warning: values {name}: {problem}; every injection fails on it, as istiod's does"
+        );
+    }
 }
 
 /// Display name of an optional input (`(embedded)` when absent).
@@ -172,7 +276,7 @@ pub fn manifests_snapshot_from(
             .context("loading the embedded default injector config")?,
     };
     let values_text = match values {
-        Some(p) => p.text()?,
+        Some(p) => unwrap_configmap(p.text()?, InputKind::Values, &p.name())?,
         None if inject_config.is_none() => embedded_values(revision)?,
         None => configmap_values.unwrap_or_default(),
     };
@@ -182,11 +286,14 @@ pub fn manifests_snapshot_from(
         expect_input(&values_text, InputKind::Values)
             .with_context(|| format!("loading values {}", p.name()))?;
     }
-    config::parse_values(&values_text)
+    let parsed = config::parse_values(&values_text)
         .with_context(|| format!("loading values {}", shown(values)))?;
+    if let Some(p) = values {
+        warn_quantities(&parsed, &p.name());
+    }
     let mesh_text = match mesh {
         Some(p) => {
-            let text = p.text()?;
+            let text = unwrap_configmap(p.text()?, InputKind::MeshConfig, &p.name())?;
             expect_input(&text, InputKind::MeshConfig)
                 .with_context(|| format!("loading mesh config {}", p.name()))?;
             Some(text)
@@ -201,18 +308,33 @@ pub fn manifests_snapshot_from(
 /// The injector configuration as the webhook uses it: the files when given (read and checked as
 /// `inject` reads them: a file given for another input is refused), else the embedded default.
 pub fn webhook_snapshot(files: &ConfigFiles) -> Result<Snapshot> {
+    let files = &files.resolved()?;
     let Some(cfg) = &files.inject_config_file else {
         return outrigger_inject::config::defaults::snapshot()
             .context("loading the embedded default configuration");
     };
+    // A whole ConfigMap gives its `config` key, and its `values` key unless a values file is
+    // given (as `inject` reads it).
+    let raw = read(cfg)?;
+    let configmap_values = match (configmap_data(&raw), &files.values_file) {
+        (Some(data), None) => data
+            .get("values")
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_string),
+        _ => None,
+    };
     let config =
         read_input(&files.inject_config_file, InputKind::InjectorConfig)?.unwrap_or_default();
-    let values = read_input(&files.values_file, InputKind::Values)?.unwrap_or_default();
+    let values = match configmap_values {
+        Some(v) => v,
+        None => read_input(&files.values_file, InputKind::Values)?.unwrap_or_default(),
+    };
     let mesh = read_input(&files.mesh_config_file, InputKind::MeshConfig)?;
     if let Some(p) = &files.values_file {
         // Named alone, as `inject` and `serve` name it.
-        outrigger_inject::config::parse_values(&values)
+        let parsed = outrigger_inject::config::parse_values(&values)
             .with_context(|| format!("loading values {}", p.display()))?;
+        warn_quantities(&parsed, &p.display().to_string());
     }
     Snapshot::load(&config, &values, mesh.as_deref())
         .map(|s| s.with_template_env(crate::template_env::current()))
@@ -222,6 +344,28 @@ pub fn webhook_snapshot(files: &ConfigFiles) -> Result<Snapshot> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_value_that_is_no_quantity_is_named_by_its_path() {
+        let values = serde_json::json!({
+            "global": {
+                "proxy": {"resources": {"requests": {"cpu": "lots", "memory": "128Mi"}}},
+                "proxy_init": {"resources": {"limits": {"memory": "1 GB"}}}
+            }
+        });
+        assert_eq!(
+            quantity_problems(&values),
+            [
+                "global.proxy.resources.requests.cpu: \"lots\" is not a Kubernetes quantity \
+                 (such as 100m or 128Mi)",
+                "global.proxy_init.resources.limits.memory: \"1 GB\" is not a Kubernetes \
+                 quantity (such as 100m or 128Mi)",
+            ]
+        );
+        let embedded: serde_json::Value =
+            serde_json::from_str(defaults::VALUES).expect("embedded values");
+        assert!(quantity_problems(&embedded).is_empty());
+    }
 
     #[test]
     fn broken_template_in_a_config_is_named() {

@@ -59,6 +59,7 @@ pub struct Setup {
 impl Setup {
     /// Read the configuration as the flags say.
     pub fn load(cluster: &ClusterArgs, files: &ConfigFiles, revision: &str) -> Result<Setup> {
+        let files = &files.resolved()?;
         let snapshot = if cluster.kube {
             cluster::cluster_snapshot(cluster, files, revision)?
         } else {

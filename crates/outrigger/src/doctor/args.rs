@@ -24,19 +24,23 @@ pub struct DoctorArgs {
     #[arg(long = "context")]
     pub context: Option<String>,
     /// The namespace outrigger is installed in.
-    #[arg(short = 'n', long = "namespace", default_value = defaults::NAMESPACE)]
+    #[arg(long = "outrigger-namespace", value_name = "NAMESPACE", default_value = defaults::NAMESPACE)]
     pub namespace: String,
+    /// Refused: `-n` is the workloads' namespace in every command; outrigger's own namespace is
+    /// --outrigger-namespace (and the probe's, --probe-namespace).
+    #[arg(short = 'n', long = "namespace", hide = true, value_name = "NAMESPACE")]
+    pub refused_namespace: Option<String>,
     /// The MutatingWebhookConfiguration that routes pods to outrigger.
     #[arg(long = "webhook-config-name", default_value = defaults::WEBHOOK_CONFIG_NAME)]
     pub webhook_config_name: String,
-    /// The Service in front of outrigger (in --namespace).
+    /// The Service in front of outrigger (in --outrigger-namespace).
     #[arg(long = "service", default_value = defaults::SERVICE)]
     pub service: String,
-    /// The Deployment running `outrigger serve` (in --namespace): its flags, environment and
+    /// The Deployment running `outrigger serve` (in --outrigger-namespace): its flags, environment and
     /// service account are read.
     #[arg(long = "deployment", default_value = defaults::SERVICE)]
     pub deployment: String,
-    /// The Secret holding the serving certificate (in --namespace).
+    /// The Secret holding the serving certificate (in --outrigger-namespace).
     #[arg(long = "tls-secret", default_value = defaults::TLS_SECRET)]
     pub tls_secret: String,
     /// The Istio revision outrigger serves (`default`: none); default: the Deployment's

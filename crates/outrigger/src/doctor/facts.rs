@@ -221,6 +221,47 @@ where
     )
 }
 
+/// Whether the server answers as a Kubernetes API server does: `GET /version` gives a version,
+/// or a Kubernetes `Status` refusing it (401, 403: permissions, which the checks report). An
+/// answer that is no Kubernetes answer (an HTTP proxy or a web server's 404 page, a body that is
+/// not a version) ends the run, as an unreachable server does, instead of every read being
+/// blamed on permissions.
+pub async fn is_kubernetes_api(client: &Client, target: &str) -> Result<()> {
+    const NOT_A_STATUS: &str = "Failed to parse error data";
+    let not_api = |what: String| {
+        crate::report::with_hint(
+            anyhow::anyhow!("{target} is not a Kubernetes API server: GET /version {what}"),
+            "check the server of the kubeconfig context (--kubeconfig, --context): a proxy or \
+             another service answers there",
+        )
+    };
+    match client.apiserver_version().await {
+        Ok(_) => Ok(()),
+        Err(::kube::Error::Api(status)) if status.code == 401 || status.code == 403 => {
+            if status.reason == NOT_A_STATUS {
+                Err(not_api(format!(
+                    "answered {} without a Kubernetes Status",
+                    status.code
+                )))
+            } else {
+                Ok(())
+            }
+        }
+        Err(::kube::Error::Api(status)) => {
+            let body: String = status.message.chars().take(80).collect();
+            Err(not_api(if status.reason == NOT_A_STATUS {
+                format!("answered {} {body:?}", status.code)
+            } else {
+                format!("answered {} ({})", status.code, status.message)
+            }))
+        }
+        Err(::kube::Error::SerdeError(e)) => Err(not_api(format!(
+            "answered with something other than a version ({e})"
+        ))),
+        Err(e) => Err(api_error(e).context("reading its version")),
+    }
+}
+
 /// Read everything (a connection failure ends the run; any other error is kept for the checks).
 pub async fn gather(client: &Client, args: &DoctorArgs) -> Result<Facts> {
     let ns = args.namespace.as_str();
@@ -294,6 +335,7 @@ pub(crate) fn test_args() -> DoctorArgs {
         kubeconfig: None,
         context: None,
         namespace: "outrigger".into(),
+        refused_namespace: None,
         webhook_config_name: "outrigger-sidecar-injector".into(),
         service: "outrigger".into(),
         deployment: "outrigger".into(),

@@ -106,6 +106,17 @@ pub fn exit_status(checks: &[Check]) -> ExitCode {
 
 /// Run `outrigger doctor`.
 pub fn run(args: &DoctorArgs) -> Result<ExitCode> {
+    if let Some(ns) = &args.refused_namespace {
+        return Err(crate::report::with_hint(
+            anyhow::anyhow!(
+                "-n/--namespace is the workloads' namespace in every command; doctor has none"
+            ),
+            format!(
+                "outrigger's own namespace is --outrigger-namespace {ns}; the probe's is \
+                 --probe-namespace {ns}"
+            ),
+        ));
+    }
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -114,6 +125,9 @@ pub fn run(args: &DoctorArgs) -> Result<ExitCode> {
         let cluster =
             crate::kube::client::connect(args.kubeconfig.as_deref(), args.context.as_deref())
                 .await?;
+        facts::is_kubernetes_api(&cluster.client, &cluster.target)
+            .await
+            .map_err(|e| cluster.explain(e))?;
         examine(&cluster.client, args)
             .await
             .map_err(|e| cluster.explain(e))

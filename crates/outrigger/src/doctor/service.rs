@@ -122,7 +122,7 @@ pub fn endpoints(facts: &Facts) -> Check {
                     "entry {entry} calls Service {}/{}, not {svc_name}",
                     r.namespace, r.name
                 ),
-                "point clientConfig.service at outrigger's Service (or pass --namespace / \
+                "point clientConfig.service at outrigger's Service (or pass --outrigger-namespace / \
                  --service)",
             );
         }

@@ -36,6 +36,18 @@ pub struct DriftArgs {
     /// `--native-sidecars` of the configuration in force.
     #[command(flatten)]
     pub in_force: crate::cli::common::NativeSidecarsInForce,
+    /// With -f: labels of the manifests' namespace, comma-separated k=v, as `check
+    /// --namespace-labels` takes them: each pod template is then judged as the webhooks see it
+    /// (selected by the revision in force, another revision's, or none, which is rightly not
+    /// injected), as `drift --kube` judges the cluster's pods. Without it every pod template is
+    /// expected injected unless it opts out, as `inject` injects it.
+    #[arg(
+        long = "namespace-labels",
+        value_delimiter = ',',
+        requires = "filename",
+        value_name = "KEY=VALUE"
+    )]
+    pub namespace_labels: Vec<String>,
     /// Revision in force (`default` means none): pods injected by another are `wrong-revision`.
     #[arg(long = "revision", default_value = "")]
     pub revision: String,

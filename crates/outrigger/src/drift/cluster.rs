@@ -129,7 +129,11 @@ pub fn run(args: &DriftArgs, opts: &KubeInjectOptions<'_>, per_node: bool) -> Re
                 }
                 pages += 1;
                 if progress {
-                    eprint!("\r{pages} pages read, {} pods examined", report.examined);
+                    eprint!(
+                        "\r{}, {} examined",
+                        crate::print::count(pages, "page read", "pages read"),
+                        crate::print::count(report.examined, "pod", "pods")
+                    );
                 }
                 Ok(())
             },
@@ -164,7 +168,7 @@ pub fn run(args: &DriftArgs, opts: &KubeInjectOptions<'_>, per_node: bool) -> Re
         // The plan follows the table; with -o json standard output stays JSON.
         let plan = super::restart::plan(&owners, &args.restart);
         match args.output {
-            DriftOutput::Table => print!("{plan}"),
+            DriftOutput::Table => crate::print::stdout(&plan)?,
             DriftOutput::Json => eprint!("{plan}"),
         }
         if args.restart.dry_run == crate::drift::args::DryRun::Server {
@@ -368,16 +372,21 @@ fn table(report: &Report) -> String {
         .map(|(ns, kind, name, ..)| (ns, kind, name))
         .collect();
     out.push_str(&format!(
-        "{} pods of {} workloads: {drifted} drifted, {} current or rightly not injected\n",
-        report.examined,
-        workloads.len(),
+        "{} of {}: {drifted} drifted, {} current or rightly not injected\n",
+        crate::print::count(report.examined, "pod", "pods"),
+        crate::print::count(workloads.len(), "workload", "workloads"),
         report.examined - drifted
     ));
     if report.other_revision > 0 {
         out.push_str(&format!(
-            "{} pods selected by another revision's webhook were not examined (--revision \
+            "{} selected by another revision's webhook {} not examined (--revision \
              chooses)\n",
-            report.other_revision
+            crate::print::count(report.other_revision, "pod", "pods"),
+            if report.other_revision == 1 {
+                "was"
+            } else {
+                "were"
+            }
         ));
     }
     out

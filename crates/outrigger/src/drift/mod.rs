@@ -13,7 +13,10 @@ use std::process::ExitCode;
 
 use crate::print;
 use anyhow::{Context, Result};
-use outrigger_inject::drift::{pod_drift, FieldDiff, PodDrift, RevisionTags, State};
+use outrigger_inject::decide::inject_required;
+use outrigger_inject::drift::{
+    pod_drift, selecting_revision, FieldDiff, PodDrift, RevisionTags, State,
+};
 use outrigger_inject::kube::pod::label as pod_label;
 use outrigger_inject::kube_inject::{self, KubeInjectOptions};
 use outrigger_inject::yaml;
@@ -51,10 +54,16 @@ pub fn run(args: &DriftArgs) -> Result<ExitCode> {
         .read_to_string(&mut text)
         .with_context(|| format!("reading {source}"))?;
     let tags = RevisionTags(args.revision_tags.iter().cloned().collect());
-    let mut other_revision = 0;
-    let rows = examine(&text, &opts, &tags, &mut other_revision).with_context(|| source.clone())?;
+    let ns_labels = if args.namespace_labels.is_empty() {
+        None
+    } else {
+        Some(crate::check::parse_labels(&args.namespace_labels)?)
+    };
+    let mut skipped = Skipped::default();
+    let rows = examine(&text, &opts, &tags, ns_labels.as_ref(), &mut skipped)
+        .with_context(|| source.clone())?;
     let out = match args.output {
-        DriftOutput::Table => table(&rows, other_revision),
+        DriftOutput::Table => table(&rows, &skipped),
         DriftOutput::Json => {
             print::pretty_json(&Value::Array(rows.iter().map(row_json).collect()))?
         }
@@ -67,15 +76,32 @@ pub fn run(args: &DriftArgs) -> Result<ExitCode> {
     })
 }
 
+/// The pod templates left out of the table, and why.
+#[derive(Debug, Default)]
+struct Skipped {
+    /// On the revision their revision tag points to, which is not the one in force.
+    other_revision: usize,
+    /// With --namespace-labels: selected by another revision's webhook.
+    other_webhook: usize,
+}
+
 /// Classify every pod template of the stream `text`.
 /// `tags` resolve pods' `istio.io/rev` labels; pods their tag puts on another revision, and on
-/// it, are counted in `other_revision`, not examined.
+/// it, are counted in `skipped`, not examined. With `ns_labels` (the namespace's labels), each
+/// pod template is judged as `drift --kube` judges a pod: the webhook that selects it
+/// ([`selecting_revision`]), then the injector's policy ([`inject_required`]).
 fn examine(
     text: &str,
     opts: &KubeInjectOptions<'_>,
     tags: &RevisionTags,
-    other_revision: &mut usize,
+    ns_labels: Option<&serde_json::Map<String, Value>>,
+    skipped: &mut Skipped,
 ) -> Result<Vec<Row>> {
+    let revision_in_force = if opts.revision.is_empty() {
+        "default"
+    } else {
+        opts.revision
+    };
     let mut rows = Vec::new();
     for (document, raw) in yaml::split_documents(text)?.into_iter().enumerate() {
         let doc = yaml::from_str(&raw).with_context(|| format!("document {document}"))?;
@@ -90,7 +116,25 @@ fn examine(
         let name = namespaced(doc.get("metadata"));
         let label = format!("document {document} ({kind} {name:?})");
         for t in kube_inject::pod_templates(doc).with_context(|| label.clone())? {
-            let wanted = kube_inject::skip_reason(&t.pod).is_none();
+            let mut wanted = kube_inject::skip_reason(&t.pod).is_none();
+            if let Some(labels) = ns_labels {
+                let selected = selecting_revision(labels, &t.pod);
+                let selected = selected.as_deref().map(|r| tags.resolve(r));
+                if selected.is_some_and(|r| r != revision_in_force) {
+                    skipped.other_webhook += 1;
+                    continue;
+                }
+                let config = &opts.snapshot.config;
+                wanted = wanted
+                    && selected.is_some()
+                    && inject_required(
+                        &t.pod,
+                        &config.policy,
+                        &config.never_inject_selector,
+                        &config.always_inject_selector,
+                    )
+                    .inject;
+            }
             let name = if t.item.is_empty() {
                 name.clone()
             } else {
@@ -110,7 +154,7 @@ fn examine(
                 .filter(|rev| **rev != drift.expected_revision)
             {
                 if drift.injected_revision.as_ref() == Some(rev) {
-                    *other_revision += 1;
+                    skipped.other_revision += 1;
                     continue;
                 }
                 if drift.injected_revision.is_some() {
@@ -150,19 +194,50 @@ fn namespaced(meta: Option<&Value>) -> String {
     }
 }
 
-pub(crate) fn show(v: &Option<Value>) -> String {
-    v.as_ref().map_or("(absent)".to_string(), |v| {
-        let s = v.to_string();
-        if s.chars().count() > 80 {
-            format!("{}...", s.chars().take(77).collect::<String>())
-        } else {
-            s
+/// The longest value a table shows whole, in characters.
+const SHOWN_CHARS: usize = 80;
+/// How much of the common part precedes the first difference when a value is shortened.
+const SHOWN_CONTEXT: usize = 20;
+
+/// Two values of a field as a table shows them (`(absent)` for none): whole when they fit in
+/// [`SHOWN_CHARS`], else both cut to the same window that starts [`SHOWN_CONTEXT`] characters
+/// before their first difference, `...` marking what is left out, so that the part that
+/// differs is what is shown.
+pub(crate) fn show_pair(a: &Option<Value>, b: &Option<Value>) -> (String, String) {
+    let text = |v: &Option<Value>| v.as_ref().map_or("(absent)".to_string(), Value::to_string);
+    let (a, b) = (text(a), text(b));
+    let (ac, bc): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    if ac.len() <= SHOWN_CHARS && bc.len() <= SHOWN_CHARS {
+        return (a, b);
+    }
+    let common = ac.iter().zip(&bc).take_while(|(x, y)| x == y).count();
+    let start = if common + SHOWN_CHARS / 2 < SHOWN_CHARS {
+        0
+    } else {
+        common - SHOWN_CONTEXT
+    };
+    let window = |chars: &[char]| {
+        if chars.len() <= SHOWN_CHARS && start == 0 {
+            return chars.iter().collect::<String>();
         }
-    })
+        let room = SHOWN_CHARS - 3 - if start > 0 { 3 } else { 0 };
+        let end = (start + room).min(chars.len());
+        let mut s = String::new();
+        if start > 0 {
+            s.push_str("...");
+        }
+        s.extend(&chars[start.min(chars.len())..end]);
+        if end < chars.len() {
+            s.push_str("...");
+        }
+        s
+    };
+    (window(&ac), window(&bc))
 }
 
 /// The table: a row per pod template, its differing fields indented below.
-fn table(rows: &[Row], other_revision: usize) -> String {
+fn table(rows: &[Row], skipped: &Skipped) -> String {
+    let other_revision = skipped.other_revision;
     let mut out = columns(
         ["DOC", "KIND", "NAME", "STATE", "REVISION"],
         rows.iter().map(|r| {
@@ -187,14 +262,28 @@ fn table(rows: &[Row], other_revision: usize) -> String {
     );
     let drifted = rows.iter().filter(|r| r.drift.state.is_drift()).count();
     out.push_str(&format!(
-        "{} pod templates: {drifted} drifted, {} current or rightly not injected\n",
-        rows.len(),
+        "{}: {drifted} drifted, {} current or rightly not injected\n",
+        crate::print::count(rows.len(), "pod template", "pod templates"),
         rows.len() - drifted
     ));
     if other_revision > 0 {
         out.push_str(&format!(
-            "{other_revision} pod templates on the revision their revision tag points to, not \
-             --revision, were not examined\n"
+            "{} on the revision their revision tag points to, not --revision, {} not \
+             examined\n",
+            crate::print::count(other_revision, "pod template", "pod templates"),
+            if other_revision == 1 { "was" } else { "were" }
+        ));
+    }
+    if skipped.other_webhook > 0 {
+        out.push_str(&format!(
+            "{} selected by another revision's webhook {} not examined (--revision \
+             chooses)\n",
+            crate::print::count(skipped.other_webhook, "pod template", "pod templates"),
+            if skipped.other_webhook == 1 {
+                "was"
+            } else {
+                "were"
+            }
         ));
     }
     out
@@ -242,21 +331,21 @@ pub(crate) fn fields_lines(fields: &[FieldDiff]) -> String {
     let mut out: String = fields.iter().take(TABLE_FIELDS).map(field_line).collect();
     if fields.len() > TABLE_FIELDS {
         out.push_str(&format!(
-            "    ... {} more fields (-o json lists them all)\n",
-            fields.len() - TABLE_FIELDS
+            "    ... {} more {} (-o json lists them all)\n",
+            fields.len() - TABLE_FIELDS,
+            if fields.len() - TABLE_FIELDS == 1 {
+                "field"
+            } else {
+                "fields"
+            }
         ));
     }
     out
 }
 
 fn field_line(f: &FieldDiff) -> String {
-    format!(
-        "    {}: {} -> {} ({})\n",
-        f.path,
-        show(&f.actual),
-        show(&f.expected),
-        f.cause
-    )
+    let (actual, expected) = show_pair(&f.actual, &f.expected);
+    format!("    {}: {actual} -> {expected} ({})\n", f.path, f.cause)
 }
 
 fn row_json(r: &Row) -> Value {
@@ -285,4 +374,29 @@ pub(crate) fn fields_json(fields: &[FieldDiff]) -> Vec<Value> {
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_values_are_shown_where_they_differ() {
+        let image = |tag: &str| Some(Value::String(format!("{}/proxyv2:{tag}", "r".repeat(90))));
+        let (a, b) = show_pair(&image("1.24.6"), &image("1.28.10"));
+        assert!(a.ends_with("proxyv2:1.24.6\""), "{a}");
+        assert!(b.ends_with("proxyv2:1.28.10\""), "{b}");
+        assert!(a.starts_with("...") && b.starts_with("..."), "{a} {b}");
+        assert!(a.chars().count() <= SHOWN_CHARS && b.chars().count() <= SHOWN_CHARS);
+        // A difference near the start: the start is shown, as before.
+        let long = |head: &str| Some(Value::String(format!("{head}{}", "x".repeat(100))));
+        let (a, b) = show_pair(&long("a"), &long("b"));
+        assert_eq!(a, format!("\"a{}...", "x".repeat(75)));
+        assert_eq!(b, format!("\"b{}...", "x".repeat(75)));
+        // Short values whole; an absent one named.
+        assert_eq!(
+            show_pair(&None, &Some(Value::from(1))),
+            ("(absent)".to_string(), "1".to_string())
+        );
+    }
 }

@@ -75,26 +75,26 @@ pub fn plan(owners: &[Owner], args: &RestartArgs) -> String {
     let (restart, skip): (Vec<&Owner>, Vec<&Owner>) =
         owners.iter().partition(|o| resource(&o.kind).is_some());
     out.push_str(&format!(
-        "restart plan: {} workloads, one at a time (PodDisruptionBudget, then rollout):\n",
-        restart.len()
+        "restart plan: {}, one at a time (PodDisruptionBudget, then rollout):\n",
+        crate::print::count(restart.len(), "workload", "workloads")
     ));
     for (i, o) in restart.iter().enumerate() {
         out.push_str(&format!(
-            "  {}. {} {}/{} ({} drifted pods)\n",
+            "  {}. {} {}/{} ({})\n",
             i + 1,
             o.kind,
             o.namespace,
             o.name,
-            o.pods
+            crate::print::count(o.pods, "drifted pod", "drifted pods")
         ));
     }
     for o in &skip {
         out.push_str(&format!(
-            "  not restarted: {} {}/{} ({} drifted pods): {}\n",
+            "  not restarted: {} {}/{} ({}): {}\n",
             o.kind,
             o.namespace,
             o.name,
-            o.pods,
+            crate::print::count(o.pods, "drifted pod", "drifted pods"),
             why_not(&o.kind)
         ));
     }

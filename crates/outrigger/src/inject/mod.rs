@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
+use outrigger_inject::decide::inject_required;
 use outrigger_inject::kube::names::STATUS_ANNOTATION;
 use outrigger_inject::kube_inject::{
     self, KubeInjectOptions, Outcome, ProcessedDocument, SkipReason,
@@ -159,7 +160,11 @@ pub fn run(args: &InjectArgs) -> Result<ExitCode> {
             if to_stdout && written > 0 && !args.diff {
                 Err(crate::report::with_note(
                     e,
-                    format!("the {written} document(s) before it were written to standard output"),
+                    format!(
+                        "the {} before it {} written to standard output",
+                        crate::print::count(written, "document", "documents"),
+                        if written == 1 { "was" } else { "were" }
+                    ),
                 ))
             } else {
                 Err(e)
@@ -257,8 +262,13 @@ fn stream(
                 .is_some_and(|(before, after)| before == after);
         stats.count(doc.outcome, unchanged);
         stats.warnings.extend(doc.warnings.iter().cloned());
+        if raw.text.contains("sidecar.istio.io/inject") {
+            stats
+                .warnings
+                .extend(decision_warnings(&raw.text, opts, &doc.label()));
+        }
         if args.diff {
-            let diff = render_diff(&doc, stats.color);
+            let diff = render_diff(&doc, &raw.text, stats.color);
             if !diff.is_empty() {
                 output.write(&diff)?;
                 stats.written += 1;
@@ -272,11 +282,40 @@ fn stream(
     Ok(())
 }
 
-/// Unified diff of one injected document: the document as read (its parsed, normalised tree,
-/// written as the output is) against the output, so that only what injection changed shows
-/// (not a key order, a comment or a quantity's spelling). Empty when the document was not
-/// injected or injection changed nothing (the two trees are equal).
-fn render_diff(doc: &ProcessedDocument, color: bool) -> String {
+/// What the injector's decision says of each pod (template) of the document `text`, as `check`
+/// prints it (an invalid `sidecar.istio.io/inject` value, an invalid policy): the library's
+/// [`inject_required`] warnings, named by `label`. The output is not affected.
+fn decision_warnings(text: &str, opts: &KubeInjectOptions<'_>, label: &str) -> Vec<String> {
+    let Ok(doc) = yaml::from_str(text) else {
+        return Vec::new();
+    };
+    let Ok(templates) = kube_inject::pod_templates(doc) else {
+        return Vec::new();
+    };
+    let config = &opts.snapshot.config;
+    let mut out: Vec<String> = Vec::new();
+    for t in templates {
+        let decision = inject_required(
+            &t.pod,
+            &config.policy,
+            &config.never_inject_selector,
+            &config.always_inject_selector,
+        );
+        for w in decision.warnings {
+            let line = format!("warning: {label}: {w}\n");
+            if !out.contains(&line) {
+                out.push(line);
+            }
+        }
+    }
+    out
+}
+
+/// Unified diff of one injected document: its bytes as written in the input (`written`, its
+/// leading `---` separator line left out, comments and key order kept) against the output, as
+/// `diff` would compare them. Empty when the document was not injected or injection changed
+/// nothing (the two trees are equal), however differently the output spells it.
+fn render_diff(doc: &ProcessedDocument, written: &str, color: bool) -> String {
     if doc.outcome != Outcome::Injected {
         return String::new();
     }
@@ -286,8 +325,9 @@ fn render_diff(doc: &ProcessedDocument, color: bool) -> String {
     if before == after_tree {
         return String::new();
     }
-    let Ok(raw) = yaml::json_to_yaml(before) else {
-        return String::new();
+    let raw = match written.split_once('\n') {
+        Some((first, rest)) if first.trim_end() == "---" => rest,
+        _ => written,
     };
     let after = doc.text.strip_suffix("---\n").unwrap_or(&doc.text);
     let full = if doc.namespace.is_empty() {
@@ -298,7 +338,7 @@ fn render_diff(doc: &ProcessedDocument, color: bool) -> String {
     let label = format!("{} {full} (document {}", doc.kind, doc.index);
     let diff = similar::TextDiff::configure()
         .algorithm(similar::Algorithm::Patience)
-        .diff_lines(&raw, after)
+        .diff_lines(raw, after)
         .unified_diff()
         .context_radius(3)
         .header(

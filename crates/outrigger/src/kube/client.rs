@@ -196,7 +196,7 @@ mod tests {
         let text = report::chain(&err);
         assert_eq!(
             text,
-            "reading kubeconfig /nonexistent/kube/config: No such file or directory (os error 2)"
+            "reading kubeconfig /nonexistent/kube/config: No such file or directory"
         );
     }
 

@@ -52,6 +52,14 @@ pub struct CandidateArgs {
         value_name = "FILE"
     )]
     pub mesh_config_file: Option<PathBuf>,
+    /// The candidate's files in a directory, as --config-dir takes them (`config`, `values`,
+    /// `mesh`); the candidate's file flags override their input.
+    #[arg(
+        id = "candidate_config_dir",
+        long = "candidate-config-dir",
+        value_name = "DIR"
+    )]
+    pub config_dir: Option<PathBuf>,
     /// Native sidecars under the candidate: true, false, or auto (default: as --native-sidecars).
     #[arg(id = "candidate_native_sidecars", value_name = "NATIVE_SIDECARS", long = "candidate-native-sidecars", value_parser = crate::cli::values::native_mode())]
     pub native_sidecars: Option<NativeMode>,
@@ -64,6 +72,7 @@ impl CandidateArgs {
             inject_config_file: self.inject_config_file.clone(),
             values_file: self.values_file.clone(),
             mesh_config_file: self.mesh_config_file.clone(),
+            config_dir: self.config_dir.clone(),
         }
     }
 }

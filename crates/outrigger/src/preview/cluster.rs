@@ -314,15 +314,25 @@ pub(crate) fn preview<W: Write>(
     report.end_progress();
     if counts.other_revision > 0 {
         eprintln!(
-            "{} workloads selected by another revision's webhook were not previewed (--revision \
+            "{} selected by another revision's webhook {} not previewed (--revision \
              chooses)",
-            counts.other_revision
+            crate::print::count(counts.other_revision, "workload", "workloads"),
+            if counts.other_revision == 1 {
+                "was"
+            } else {
+                "were"
+            }
         );
     }
     if counts.not_injected > 0 {
         eprintln!(
-            "{} workloads get no sidecar under either configuration and are not listed",
-            counts.not_injected
+            "{} no sidecar under either configuration and {} not listed",
+            crate::print::count(counts.not_injected, "workload gets", "workloads get"),
+            if counts.not_injected == 1 {
+                "is"
+            } else {
+                "are"
+            }
         );
     }
     Ok(())

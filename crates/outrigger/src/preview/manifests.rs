@@ -107,7 +107,10 @@ pub(crate) fn preview<W: Write>(
         for r in rendered {
             report.add(r?)?;
         }
-        report.progress(&format!("{read} documents read"));
+        report.progress(&format!(
+            "{} read",
+            crate::print::count(read, "document", "documents")
+        ));
         if let Some(e) = failure {
             return Err(e);
         }

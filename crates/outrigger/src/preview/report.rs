@@ -13,7 +13,7 @@ use outrigger_inject::preview::{Change, Outcome};
 use serde_json::{json, Value};
 
 use super::{Origin, Row, REFUSED, TABLE_FIELDS};
-use crate::drift::{column_line, show};
+use crate::drift::{column_line, show_pair};
 use crate::preview::args::PreviewOutput;
 
 /// Columns of the table.
@@ -130,7 +130,10 @@ impl<W: Write> Report<W> {
     /// Show how far the run is (`what` read so far), on a terminal only.
     pub(crate) fn progress(&mut self, what: &str) {
         if self.progress {
-            eprint!("\r{what}, {} workloads previewed", self.rows);
+            eprint!(
+                "\r{what}, {} previewed",
+                crate::print::count(self.rows, "workload", "workloads")
+            );
             self.progress_shown = true;
         }
     }
@@ -192,8 +195,10 @@ impl<W: Write> Report<W> {
         }
         writeln!(
             self.out,
-            "{} workloads: {} changed, {} would be refused",
-            self.rows, self.changed, self.refused
+            "{}: {} changed, {} would be refused",
+            crate::print::count(self.rows, "workload", "workloads"),
+            self.changed,
+            self.refused
         )?;
         if !self.by_field.is_empty() {
             writeln!(self.out, "changes by field (workloads):")?;
@@ -280,18 +285,21 @@ fn below(r: &Row) -> String {
         out.push_str(&format!("    the configuration in force fails: {e}\n"));
     }
     for c in r.preview.changes.iter().take(TABLE_FIELDS) {
+        let (current, candidate) = show_pair(&c.current, &c.candidate);
         out.push_str(&format!(
-            "    {}: {} -> {} ({})\n",
-            c.path,
-            show(&c.current),
-            show(&c.candidate),
-            c.cause
+            "    {}: {current} -> {candidate} ({})\n",
+            c.path, c.cause
         ));
     }
     if r.preview.changes.len() > TABLE_FIELDS {
         out.push_str(&format!(
-            "    ... {} more fields (-o json lists them all)\n",
-            r.preview.changes.len() - TABLE_FIELDS
+            "    ... {} more {} (-o json lists them all)\n",
+            r.preview.changes.len() - TABLE_FIELDS,
+            if r.preview.changes.len() - TABLE_FIELDS == 1 {
+                "field"
+            } else {
+                "fields"
+            }
         ));
     }
     for (f, origin) in &r.findings {

@@ -65,14 +65,29 @@ pub struct ServeArgs {
     /// Extra DNS names or IP addresses for the generated certificate.
     #[arg(long = "dns-name")]
     pub dns_names: Vec<String>,
-    /// Injector config (the `config` key of the istio-sidecar-injector ConfigMap).
-    #[arg(long = "injectConfig", default_value = super::snapshot::DEFAULT_CONFIG)]
+    /// Injector config file (the `config` key of the istio-sidecar-injector ConfigMap), as
+    /// every command names it (`--injectConfig` is its former name).
+    #[arg(
+        long = "injectConfigFile",
+        alias = "injectConfig",
+        default_value = super::snapshot::DEFAULT_CONFIG
+    )]
     pub inject_config: PathBuf,
-    /// Injector values (the `values` key).
-    #[arg(long = "injectValues", default_value = super::snapshot::DEFAULT_VALUES)]
+    /// Injector values file (the `values` key of the same ConfigMap; `--injectValues` is its
+    /// former name).
+    #[arg(
+        long = "valuesFile",
+        alias = "injectValues",
+        default_value = super::snapshot::DEFAULT_VALUES
+    )]
     pub inject_values: PathBuf,
-    /// Mesh config (the `mesh` key of the istio ConfigMap).
-    #[arg(long = "meshConfig", default_value = super::snapshot::DEFAULT_MESH)]
+    /// Mesh config file (the `mesh` key of the istio ConfigMap; `--meshConfig` is its former
+    /// name).
+    #[arg(
+        long = "meshConfigFile",
+        alias = "meshConfig",
+        default_value = super::snapshot::DEFAULT_MESH
+    )]
     pub mesh_config: PathBuf,
     /// Native sidecars: true, false or auto (default: ENABLE_NATIVE_SIDECARS, else auto).
     #[arg(long = "native-sidecars", value_parser = crate::cli::values::native_mode())]
@@ -198,4 +213,52 @@ pub struct ServeArgs {
     /// Kubernetes API integration (`--kube` and its flags).
     #[command(flatten)]
     pub kube: crate::cli::common::KubeArgs,
+}
+
+/// The former names of `serve`'s configuration flags (hidden aliases now) and their names, as
+/// every command spells them.
+pub const RENAMED: [(&str, &str); 3] = [
+    ("injectConfig", "injectConfigFile"),
+    ("injectValues", "valuesFile"),
+    ("meshConfig", "meshConfigFile"),
+];
+
+/// The former names given on the command line `argv` (`--injectConfig X` or
+/// `--injectConfig=X`), with their names now, for a deprecation warning.
+pub fn former_names_used<S: AsRef<str>>(argv: &[S]) -> Vec<(&'static str, &'static str)> {
+    RENAMED
+        .into_iter()
+        .filter(|(old, _)| {
+            argv.iter().any(|a| {
+                a.as_ref()
+                    .strip_prefix("--")
+                    .and_then(|rest| rest.strip_prefix(old))
+                    .is_some_and(|tail| tail.is_empty() || tail.starts_with('='))
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn former_names_are_found_in_both_forms() {
+        let argv = [
+            "serve",
+            "--injectConfig=/a",
+            "--meshConfig",
+            "/m",
+            "--injectConfigFile",
+        ];
+        assert_eq!(
+            former_names_used(&argv),
+            [
+                ("injectConfig", "injectConfigFile"),
+                ("meshConfig", "meshConfigFile")
+            ]
+        );
+        assert!(former_names_used(&["serve", "--valuesFile", "v"]).is_empty());
+    }
 }

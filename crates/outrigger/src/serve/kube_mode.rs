@@ -99,13 +99,15 @@ pub fn context(args: &ServeArgs, native: NativeMode, openshift: bool) -> KubeCon
 /// The longest wait between two attempts to reach the API server at start-up.
 const MAX_RETRY_DELAY: Duration = Duration::from_secs(8);
 
-/// Build a client ([`crate::kube::client::connect`]: kubeconfig, else in-cluster) and check that
+/// Build a client ([`crate::kube::client::connect`]: `--kubeconfig` and `--context`, else
+/// KUBECONFIG, else in-cluster) and check that
 /// the API server answers. While it is unreachable (no answer, connection refused, TLS not yet
 /// up: a control plane restarting, a node's network coming up), retry with exponential backoff
-/// (0.5 s doubling to 8 s) for `retry_for`, logging each failure; an answer that is an API error
+/// (0.5 s doubling to 8 s) for `--kube-connect-timeout`, logging each failure; an answer that is an API error
 /// is not retried.
-pub async fn connect(retry_for: Duration) -> Result<Client> {
-    let cluster = crate::kube::client::connect(None, None)
+pub async fn connect(k: &crate::cli::common::KubeArgs) -> Result<Client> {
+    let retry_for = k.connect_timeout;
+    let cluster = crate::kube::client::connect(k.kubeconfig.as_deref(), k.context.as_deref())
         .await
         .map_err(|e| e.context("--kube"))?;
     let target = &cluster.target;
@@ -152,7 +154,7 @@ pub async fn start(args: &ServeArgs, native: NativeMode, openshift: bool) -> Res
         bail!("--meshConfigMap needs --injectConfigMap (the mesh ConfigMap is read together with the injector ConfigMap)");
     }
     let sources = runtime::config_sources(k)?;
-    let client = connect(k.connect_timeout).await?;
+    let client = connect(k).await?;
     let ctx = context(args, native, openshift);
     let services = tokio::time::timeout(START_TIMEOUT, runtime::start(client.clone(), k, &ctx))
         .await

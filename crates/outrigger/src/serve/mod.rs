@@ -49,11 +49,33 @@ use handler::{InjectSettings, Limits, State};
 
 pub use crate::serve::args::{LogFormat, ServeArgs};
 
-fn init_logging(args: &ServeArgs) {
+/// The log filter: `RUST_LOG` when set, else `--log-level`. Unless one of them names
+/// `kube_client`, kube-rs' own failure log (`kube_client::client::builder`: an ERROR line per
+/// failed request, `failed with error client error (Connect)`) is off: every failure it reports
+/// is returned to outrigger, which logs it once, with what it was doing.
+fn log_filter(rust_log: Option<&str>, log_level: &str) -> tracing_subscriber::EnvFilter {
     use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_default_env()
-        .or_else(|_| EnvFilter::try_new(&args.log_level))
-        .unwrap_or_else(|_| EnvFilter::new("info"));
+    let (filter, spec) = match rust_log.map(|v| (EnvFilter::try_new(v), v)) {
+        Some((Ok(f), v)) => (f, v),
+        _ => match EnvFilter::try_new(log_level) {
+            Ok(f) => (f, log_level),
+            Err(_) => (EnvFilter::new("info"), "info"),
+        },
+    };
+    if spec.contains("kube_client") {
+        return filter;
+    }
+    match "kube_client::client::builder=off".parse() {
+        Ok(directive) => filter.add_directive(directive),
+        Err(_) => filter,
+    }
+}
+
+fn init_logging(args: &ServeArgs) {
+    let rust_log = std::env::var("RUST_LOG")
+        .ok()
+        .filter(|v| !v.trim().is_empty());
+    let filter = log_filter(rust_log.as_deref(), &args.log_level);
     let builder = tracing_subscriber::fmt().with_env_filter(filter);
     let _ = match args.log_format {
         LogFormat::Json => builder
@@ -75,6 +97,10 @@ pub fn run(args: &ServeArgs) -> Result<()> {
     crate::template_env::init(&args.env.template_env)?;
     outrigger_alloc::tune();
     init_logging(args);
+    let argv: Vec<String> = std::env::args().collect();
+    for (old, new) in crate::serve::args::former_names_used(&argv) {
+        tracing::warn!("--{old} is deprecated: use --{new} (as every other command names it)");
+    }
     tracing::debug!(allocator = %outrigger_alloc::describe(), "allocator settings");
     let threads = args
         .worker_threads
@@ -410,7 +436,18 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
         tracing::warn!(signal = again, "second signal: exiting without draining");
         std::process::exit(1);
     });
-    tracing::info!(signal, drain_delay = ?args.drain_delay, "shutdown requested: not ready, still serving during the drain delay");
+    // Said at once, with what is left to wait for and how to skip it.
+    let open = state.metrics.open_connections.get();
+    tracing::info!(
+        signal,
+        open_connections = open,
+        drain_delay = ?args.drain_delay,
+        shutdown_grace = ?args.shutdown_grace,
+        "shutdown requested: not ready, still serving during the drain delay, then draining {} \
+         (up to {:?} in all; a second {signal} exits at once)",
+        crate::print::count(open.max(0) as usize, "open connection", "open connections"),
+        args.drain_delay + args.shutdown_grace,
+    );
     let drained = tokio::time::sleep(args.drain_delay);
     if let Some(c) = &cluster {
         c.on_shutdown(SHUTDOWN_API_LIMIT).await;
@@ -472,5 +509,23 @@ impl Signals {
             _ = self.term.recv() => "SIGTERM",
             _ = self.int.recv() => "SIGINT",
         }
+    }
+}
+
+#[cfg(test)]
+mod log_tests {
+    use super::*;
+
+    #[test]
+    fn kube_rs_failure_log_is_off_unless_asked_for() {
+        let quiet = log_filter(None, "info").to_string();
+        assert!(
+            quiet.contains("kube_client::client::builder=off"),
+            "{quiet}"
+        );
+        let asked = log_filter(Some("kube_client=debug"), "info").to_string();
+        assert!(!asked.contains("=off"), "{asked}");
+        let level = log_filter(None, "debug").to_string();
+        assert!(level.contains("debug"), "{level}");
     }
 }

@@ -11,11 +11,11 @@ use outrigger_inject::config::Snapshot;
 /// Where the configuration files are.
 #[derive(Debug, Clone)]
 pub struct Paths {
-    /// Injector config (`--injectConfig`).
+    /// Injector config (`--injectConfigFile`).
     pub config: PathBuf,
-    /// Injector values (`--injectValues`).
+    /// Injector values (`--valuesFile`).
     pub values: PathBuf,
-    /// Mesh config (`--meshConfig`).
+    /// Mesh config (`--meshConfigFile`).
     pub mesh: PathBuf,
     /// Whether a missing config file means the embedded default: only when no configuration
     /// flag names a file of its own (each path is Istio's mount path, [`DEFAULT_CONFIG`] and
@@ -24,11 +24,11 @@ pub struct Paths {
     pub embedded_allowed: bool,
 }
 
-/// Istio's mount path of the injector config: `serve --injectConfig`'s default.
+/// Istio's mount path of the injector config: `serve --injectConfigFile`'s default.
 pub const DEFAULT_CONFIG: &str = "/etc/istio/inject/config";
-/// Istio's mount path of the injector values: `serve --injectValues`'s default.
+/// Istio's mount path of the injector values: `serve --valuesFile`'s default.
 pub const DEFAULT_VALUES: &str = "/etc/istio/inject/values";
-/// Istio's mount path of the mesh config: `serve --meshConfig`'s default.
+/// Istio's mount path of the mesh config: `serve --meshConfigFile`'s default.
 pub const DEFAULT_MESH: &str = "/etc/istio/config/mesh";
 
 impl Paths {
@@ -127,7 +127,7 @@ pub fn read(paths: &Paths) -> Result<Texts> {
             })
         }
         None if !paths.embedded_allowed => Err(anyhow!(
-            "injector config {} does not exist (--injectConfig): the embedded default is served \
+            "injector config {} does not exist (--injectConfigFile): the embedded default is served \
              only when no configuration flag is given and {DEFAULT_CONFIG} is absent",
             paths.config.display()
         )),
@@ -188,7 +188,7 @@ mod tests {
         assert_eq!(
             e.to_string(),
             format!(
-                "injector config {} does not exist (--injectConfig): the embedded default is \
+                "injector config {} does not exist (--injectConfigFile): the embedded default is \
                  served only when no configuration flag is given and {DEFAULT_CONFIG} is absent",
                 dir.join("config").display()
             )
