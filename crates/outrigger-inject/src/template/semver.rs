@@ -1,20 +1,24 @@
-//! Sprig's `semver` and `semverCompare`: Masterminds/semver v3's `NewVersion`, `NewConstraint`
-//! and `Constraints.Check`, with their quirks (the constraint grammar's regular expressions,
-//! `x`/`*` wildcards, `~`/`^` ranges, `a - b` hyphen ranges, `||` alternatives) and error texts.
+//! Sprig's `semver` and `semverCompare`: Masterminds/semver v3's `NewVersion` (its coercing
+//! parser, the default since v3.4), `NewConstraint` and `Constraints.Check` at the version Istio
+//! pins (v3.5), with their quirks (the constraint grammar's regular expressions, `x`/`*`
+//! wildcards, `~`/`^` ranges, `a - b` hyphen ranges, `||` alternatives, prereleases admitted by
+//! an `||` group as a whole when one of its constraints has one) and error texts; and the
+//! methods a template can call on a `*semver.Version` ([`method`]).
 
 use std::cmp::Ordering;
 use std::sync::OnceLock;
 
 use regex::Regex;
 
-/// A parsed version (`major.minor.patch[-pre][+metadata]`).
+/// A parsed version (`major.minor.patch[-pre][+metadata]`) and the text it was parsed from.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Version {
+pub struct Version {
     major: u64,
     minor: u64,
     patch: u64,
     pre: String,
     metadata: String,
+    original: String,
 }
 
 /// The version part of semver's regular expressions (`cvRegex` admits wildcards and `|`).
@@ -62,19 +66,48 @@ fn contains_only(s: &str, set: &str) -> bool {
 fn parse_segment(s: &str) -> Result<u64, String> {
     s.parse::<u64>().map_err(|_| {
         format!(
-            "Error parsing version segment: strconv.ParseUint: parsing {}: value out of range",
+            "error parsing version segment: strconv.ParseUint: parsing {}: value out of range",
             crate::go::quote::quote(s)
         )
     })
 }
 
+/// semver's `validatePrerelease` (an empty or foreign identifier, a numeric one with a leading
+/// zero).
+fn validate_prerelease(pre: &str) -> Result<(), String> {
+    for p in pre.split('.') {
+        if p.is_empty() {
+            return Err("invalid prerelease string".into());
+        } else if contains_only(p, NUM) {
+            if p.len() > 1 && p.starts_with('0') {
+                return Err("version segment starts with 0".into());
+            }
+        } else if !contains_only(p, ALLOWED) {
+            return Err("invalid prerelease string".into());
+        }
+    }
+    Ok(())
+}
+
+/// semver's `validateMetadata`.
+fn validate_metadata(meta: &str) -> Result<(), String> {
+    if meta
+        .split('.')
+        .any(|p| p.is_empty() || !contains_only(p, ALLOWED))
+    {
+        return Err("invalid metadata string".into());
+    }
+    Ok(())
+}
+
 impl Version {
-    /// semver's `NewVersion`.
-    pub(super) fn parse(v: &str) -> Result<Version, String> {
+    /// semver's `NewVersion` (`coerceNewVersion`: the loose expression, leading zeros allowed in
+    /// the numbers, then the prerelease and metadata validated).
+    pub fn parse(v: &str) -> Result<Version, String> {
         let m = regexes()
             .version
             .captures(v)
-            .ok_or("Invalid Semantic Version")?;
+            .ok_or("invalid semantic version")?;
         let group = |i: usize| m.get(i).map_or("", |g| g.as_str());
         let seg = |i: usize| -> Result<u64, String> {
             match group(i).trim_start_matches('.') {
@@ -88,27 +121,33 @@ impl Version {
             patch: seg(3)?,
             pre: group(5).to_string(),
             metadata: group(8).to_string(),
+            original: v.to_string(),
         };
         if !version.pre.is_empty() {
-            for p in version.pre.split('.') {
-                if contains_only(p, NUM) {
-                    if p.len() > 1 && p.starts_with('0') {
-                        return Err("Version segment starts with 0".into());
-                    }
-                } else if !contains_only(p, ALLOWED) {
-                    return Err("Invalid Prerelease string".into());
-                }
-            }
+            validate_prerelease(&version.pre)?;
         }
-        if !version.metadata.is_empty()
-            && !version
-                .metadata
-                .split('.')
-                .all(|p| contains_only(p, ALLOWED))
-        {
-            return Err("Invalid Metadata string".into());
+        if !version.metadata.is_empty() {
+            validate_metadata(&version.metadata)?;
         }
         Ok(version)
+    }
+
+    /// The `v` the original text started with, if any (semver's `originalVPrefix`).
+    fn v_prefix(&self) -> &'static str {
+        if self.original.starts_with('v') {
+            "v"
+        } else {
+            ""
+        }
+    }
+
+    /// This version changed by `f`, its original text rewritten as semver's `Inc*` and `Set*`
+    /// do (the `v` prefix kept, the canonical form after it).
+    fn next(&self, f: impl FnOnce(&mut Version)) -> Version {
+        let mut n = self.clone();
+        f(&mut n);
+        n.original = format!("{}{n}", self.v_prefix());
+        n
     }
 
     /// semver's `Compare`: segments, then prerelease (a release sorts after its prereleases).
@@ -211,7 +250,7 @@ impl Constraint {
         let m = regexes()
             .constraint
             .captures(c)
-            .ok_or_else(|| format!("improper constraint: {c}"))?;
+            .ok_or_else(|| format!("improper constraint: {}", crate::go::quote::quote(c)))?;
         let g = |i: usize| m.get(i).map_or("", |x| x.as_str());
         let (mut dirty, mut minor_dirty, mut patch_dirty) = (false, false, false);
         let ver = if is_x(g(3)) || g(3).is_empty() {
@@ -228,7 +267,7 @@ impl Constraint {
         } else {
             g(2).to_string()
         };
-        let con = Version::parse(&ver).map_err(|_| "constraint Parser Error".to_string())?;
+        let con = Version::parse(&ver).map_err(|_| "constraint parser error".to_string())?;
         Ok(Constraint {
             con,
             op: g(1).to_string(),
@@ -238,11 +277,13 @@ impl Constraint {
         })
     }
 
-    /// Whether `v` satisfies the constraint (semver's `check`, errors dropped as `Check` does).
-    fn check(&self, v: &Version) -> bool {
+    /// Whether `v` satisfies the constraint (semver's `check`, errors dropped as `Check` does);
+    /// `include_pre`: the constraint's `||` group admits prereleases (one of its constraints
+    /// has one).
+    fn check(&self, v: &Version, include_pre: bool) -> bool {
         let c = &self.con;
-        // Every operator but `!=` refuses a prerelease when the constraint has none.
-        if self.op != "!=" && !v.pre.is_empty() && c.pre.is_empty() {
+        // Every operator refuses a prerelease unless the group admits them.
+        if !v.pre.is_empty() && !include_pre {
             return false;
         }
         match self.op.as_str() {
@@ -287,9 +328,6 @@ impl Constraint {
     fn not_equal(&self, v: &Version) -> bool {
         let c = &self.con;
         if self.dirty {
-            if !v.pre.is_empty() && c.pre.is_empty() {
-                return false;
-            }
             if c.major != v.major {
                 return true;
             }
@@ -339,23 +377,28 @@ impl Constraint {
     }
 }
 
-/// semver's `rewriteRange`: `a - b` becomes `>= a, <= b`.
+/// semver's `rewriteRange`: `a - b` becomes `>= a, <= b ` (with semver's trailing space).
 fn rewrite_range(c: &str) -> String {
     let mut out = c.to_string();
     for m in regexes().range.captures_iter(c) {
         let (whole, a, b) = (&m[0], &m[1], &m[11]);
-        out = out.replacen(whole, &format!(">= {a}, <= {b}"), 1);
+        out = out.replacen(whole, &format!(">= {a}, <= {b} "), 1);
     }
     out
 }
 
-/// Sprig's `semverCompare constraint version`.
+/// Sprig's `semverCompare constraint version`: `NewConstraint`, `NewVersion`, `Check`.
 pub(super) fn compare(constraint: &str, version: &str) -> Result<bool, String> {
     let rewritten = rewrite_range(constraint);
-    let mut ors = Vec::new();
+    // Each `||` group: its constraints, and whether one of them has a prerelease (which admits
+    // prereleases for the whole group).
+    let mut ors: Vec<(Vec<Constraint>, bool)> = Vec::new();
     for alt in rewritten.split("||") {
         if !regexes().valid.is_match(alt) {
-            return Err(format!("improper constraint: {alt}"));
+            return Err(format!(
+                "improper constraint: {}",
+                crate::go::quote::quote(alt)
+            ));
         }
         let found: Vec<&str> = regexes().find.find_iter(alt).map(|m| m.as_str()).collect();
         let parts = if found.is_empty() { vec![alt] } else { found };
@@ -363,8 +406,142 @@ pub(super) fn compare(constraint: &str, version: &str) -> Result<bool, String> {
             .into_iter()
             .map(Constraint::parse)
             .collect::<Result<Vec<_>, _>>()?;
-        ors.push(ands);
+        let has_pre = ands.iter().any(|c| !c.con.pre.is_empty());
+        ors.push((ands, has_pre));
     }
     let v = Version::parse(version)?;
-    Ok(ors.iter().any(|ands| ands.iter().all(|c| c.check(&v))))
+    Ok(ors
+        .iter()
+        .any(|(ands, pre)| ands.iter().all(|c| c.check(&v, *pre))))
+}
+
+/// The outcome of calling a method of a version from a template.
+pub enum Call {
+    /// A `uint64` (`Major`, `Minor`, `Patch`).
+    Uint(u64),
+    /// An `int` (`Compare`).
+    Int(i64),
+    /// A string (`String`, `Original`, `Prerelease`, `Metadata`).
+    Str(String),
+    /// A bool (`LessThan`, `Equal`, ...).
+    Bool(bool),
+    /// A `semver.Version` value (`IncPatch`, `SetPrerelease`, ...).
+    Version(Version),
+    /// The method returned an error (`SetPrerelease`, `SetMetadata`).
+    Err(String),
+}
+
+/// The number of arguments method `name` takes, and whether a `semver.Version` value (not only
+/// a pointer) has it; `None` when a `*semver.Version` has no such method.
+pub fn method_arity(name: &str) -> Option<(usize, bool)> {
+    Some(match name {
+        "String" | "Major" | "Minor" | "Patch" | "Prerelease" | "Metadata" | "IncPatch"
+        | "IncMinor" | "IncMajor" => (0, true),
+        "Original" => (0, false),
+        "SetPrerelease" | "SetMetadata" => (1, true),
+        "LessThan" | "LessThanEqual" | "GreaterThan" | "GreaterThanEqual" | "Equal" | "Compare" => {
+            (1, false)
+        }
+        _ => return None,
+    })
+}
+
+/// The argument a method takes: a version for the comparisons, a string for the setters.
+pub enum Arg<'v> {
+    /// A `*semver.Version`.
+    Version(&'v Version),
+    /// A string.
+    Str(&'v str),
+}
+
+/// Call method `name` (of [`method_arity`]) of `v` with `args` (already checked by the caller
+/// for number and type: a version for the comparisons, a string for the setters).
+pub fn call(v: &Version, name: &str, args: &[Arg<'_>]) -> Option<Call> {
+    let other = || match args.first() {
+        Some(Arg::Version(o)) => Some(*o),
+        _ => None,
+    };
+    let text = || match args.first() {
+        Some(Arg::Str(s)) => Some(*s),
+        _ => None,
+    };
+    Some(match name {
+        "String" => Call::Str(v.to_string()),
+        "Original" => Call::Str(v.original.clone()),
+        "Major" => Call::Uint(v.major),
+        "Minor" => Call::Uint(v.minor),
+        "Patch" => Call::Uint(v.patch),
+        "Prerelease" => Call::Str(v.pre.clone()),
+        "Metadata" => Call::Str(v.metadata.clone()),
+        "IncPatch" => {
+            if v.pre.is_empty() && v.patch == u64::MAX {
+                return Some(Call::Err(
+                    "patch version increment would overflow uint64".into(),
+                ));
+            }
+            Call::Version(v.next(|n| {
+                if n.pre.is_empty() {
+                    n.patch += 1;
+                }
+                n.pre.clear();
+                n.metadata.clear();
+            }))
+        }
+        "IncMinor" => {
+            if v.minor == u64::MAX {
+                return Some(Call::Err(
+                    "minor version increment would overflow uint64".into(),
+                ));
+            }
+            Call::Version(v.next(|n| {
+                n.minor += 1;
+                n.patch = 0;
+                n.pre.clear();
+                n.metadata.clear();
+            }))
+        }
+        "IncMajor" => {
+            if v.major == u64::MAX {
+                return Some(Call::Err(
+                    "major version increment would overflow uint64".into(),
+                ));
+            }
+            Call::Version(v.next(|n| {
+                n.major += 1;
+                n.minor = 0;
+                n.patch = 0;
+                n.pre.clear();
+                n.metadata.clear();
+            }))
+        }
+        "SetPrerelease" => {
+            let p = text()?;
+            if !p.is_empty() {
+                if let Err(e) = validate_prerelease(p) {
+                    return Some(Call::Err(e));
+                }
+            }
+            Call::Version(v.next(|n| n.pre = p.to_string()))
+        }
+        "SetMetadata" => {
+            let m = text()?;
+            if !m.is_empty() {
+                if let Err(e) = validate_metadata(m) {
+                    return Some(Call::Err(e));
+                }
+            }
+            Call::Version(v.next(|n| n.metadata = m.to_string()))
+        }
+        "LessThan" => Call::Bool(v.compare(other()?) == Ordering::Less),
+        "LessThanEqual" => Call::Bool(v.compare(other()?) != Ordering::Greater),
+        "GreaterThan" => Call::Bool(v.compare(other()?) == Ordering::Greater),
+        "GreaterThanEqual" => Call::Bool(v.compare(other()?) != Ordering::Less),
+        "Equal" => Call::Bool(v.compare(other()?) == Ordering::Equal),
+        "Compare" => Call::Int(match v.compare(other()?) {
+            Ordering::Less => -1,
+            Ordering::Equal => 0,
+            Ordering::Greater => 1,
+        }),
+        _ => return None,
+    })
 }
