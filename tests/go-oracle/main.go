@@ -50,6 +50,7 @@
 //     "typed", "data" is {"ObjectMeta": M, "Values": V} decoded into a struct
 //     whose ObjectMeta has metav1.ObjectMeta's time fields (metav1.Time,
 //     transcribed in k8s/types.go), as istiod's template data has
+//   - version           the Go release the oracle was built with (runtime.Version())
 //   - openshift_block   OpenShift's uid.ParseBlock(input) (github.com/openshift/library-go
 //     pkg/security/uid, which istiod calls for the sa.scc.uid-range and
 //     supplemental-groups namespace annotations): fmt.Sscanf "%d/%d" (start,
@@ -70,6 +71,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -188,6 +190,8 @@ func run(req request) (a answer) {
 		}
 	case "strconv":
 		out, err = strconvCall(req.Name, req.Input)
+	case "version":
+		out = []byte(runtime.Version())
 	case "openshift_block":
 		var b block
 		if b, err = parseBlock(req.Input); err == nil {

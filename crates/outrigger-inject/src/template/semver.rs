@@ -545,3 +545,176 @@ pub fn call(v: &Version, name: &str, args: &[Arg<'_>]) -> Option<Call> {
         _ => return None,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whether `version` satisfies `constraint` (both valid).
+    fn ok(constraint: &str, version: &str) -> bool {
+        compare(constraint, version).expect("a valid constraint and version")
+    }
+
+    // The ranges semver's own comments give for `^` and `~` (constraints.go), at their edges;
+    // `go_template.rs` compares many more with Go.
+    #[test]
+    fn caret_ranges_stop_at_the_first_nonzero_part() {
+        for (c, inside, outside) in [
+            ("^1.2.3", "1.9.0", "2.0.0"),
+            ("^1.2", "1.2.0", "2.0.0"),
+            ("^0.2.3", "0.2.9", "0.3.0"),
+            ("^0.2", "0.2.0", "0.3.0"),
+            ("^0.0.3", "0.0.3", "0.0.4"),
+            ("^0.0", "0.0.9", "0.1.0"),
+            ("^0", "0.9.0", "1.0.0"),
+            ("^0.0.x", "0.0.7", "0.1.0"),
+            ("^0.x", "0.9.0", "1.0.0"),
+        ] {
+            assert!(ok(c, inside), "{c} admits {inside}");
+            assert!(!ok(c, outside), "{c} refuses {outside}");
+        }
+        assert!(!ok("^1.2.3", "1.2.2"), "below the range");
+        assert!(!ok("^0.0.3", "0.0.2"), "below the range");
+    }
+
+    #[test]
+    fn tilde_ranges_and_wildcards() {
+        for (c, inside, outside) in [
+            ("~1.2.3", "1.2.9", "1.3.0"),
+            ("~1.2", "1.2.0", "1.3.0"),
+            ("~1", "1.9.0", "2.0.0"),
+            ("~0", "0.5.0", "1.0.0"),
+            ("~>2.x", "2.9.9", "3.0.0"),
+            (">1.x", "2.0.0", "1.9.0"),
+            (">1.2.x", "1.3.0", "1.2.9"),
+            ("<=1.2.x", "1.2.9", "1.3.0"),
+            ("<=1.x", "1.9.9", "2.0.0"),
+            ("1.2.x", "1.2.5", "1.3.0"),
+            ("!=1.2.x", "1.3.0", "1.2.5"),
+            ("!=1.2.3", "1.2.4", "1.2.3"),
+            ("1.1 - 1.3", "1.3.0", "1.4.0"),
+            ("<1.2.3 || >1.5", "2.0.0", "1.3.0"),
+        ] {
+            assert!(ok(c, inside), "{c} admits {inside}");
+            assert!(!ok(c, outside), "{c} refuses {outside}");
+        }
+        assert!(ok("~0.0.0", "4.0.0"), "~0.0.0 is any version");
+        assert!(!ok("~1.2.3", "1.2.2"));
+    }
+
+    #[test]
+    fn prereleases_are_admitted_by_a_group_with_one() {
+        assert!(
+            !ok("!=1.2.3", "1.2.3-beta.1"),
+            "no group admits prereleases"
+        );
+        assert!(!ok(">1.0", "1.2.3-beta.1"));
+        assert!(ok("!=1.2.3-alpha", "1.2.3-beta.1"));
+        assert!(
+            ok(">=1.2.0-0 <2", "1.5.0-rc.1"),
+            "one constraint of the group has one"
+        );
+        assert!(!ok(">=1.2.0 <2", "1.5.0-rc.1"));
+        assert!(
+            ok("<2 || >=1.2.0-0", "1.5.0-rc.1"),
+            "the second group admits it"
+        );
+        assert!(
+            !ok("<2 || >=3.0.0-0", "2.5.0-rc.1"),
+            "admitted by the second, below it"
+        );
+        assert!(
+            ok("~1.2.3-beta.2", "1.2.3-beta.10"),
+            "numeric prerelease parts"
+        );
+        assert!(!ok("~1.2.3-beta.2", "1.2.3-beta.1"));
+        assert!(ok("!=1.2.x-rc", "1.2.0-rd"));
+        assert!(!ok("!=1.2.x-rc", "1.2.0-rc"));
+    }
+
+    #[test]
+    fn errors_are_semvers_texts() {
+        assert_eq!(
+            compare("", "1.0.0"),
+            Err("improper constraint: \"\"".into())
+        );
+        assert_eq!(
+            compare(">=a", "1.0.0"),
+            Err("improper constraint: \">=a\"".into())
+        );
+        assert_eq!(
+            compare("1.2.3", "x"),
+            Err("invalid semantic version".into())
+        );
+        assert_eq!(
+            Version::parse("1.2.3-01"),
+            Err("version segment starts with 0".into())
+        );
+        assert_eq!(
+            Version::parse("99999999999999999999.0.0"),
+            Err("error parsing version segment: strconv.ParseUint: parsing \"99999999999999999999\": value out of range".into())
+        );
+        assert_eq!(
+            Version::parse("01.02.03").map(|v| v.to_string()),
+            Ok("1.2.3".into()),
+            "leading zeros are coerced"
+        );
+    }
+
+    #[test]
+    fn methods_answer_as_semvers() {
+        let v = Version::parse("v1.2.3-rc.1+b.7").expect("a version");
+        let s = |c: Option<Call>| match c {
+            Some(Call::Str(s)) => s,
+            Some(Call::Version(v)) => format!("{v} ({})", v.original),
+            Some(Call::Uint(u)) => u.to_string(),
+            Some(Call::Int(i)) => i.to_string(),
+            Some(Call::Bool(b)) => b.to_string(),
+            Some(Call::Err(e)) => format!("error: {e}"),
+            None => "none".into(),
+        };
+        assert_eq!(s(call(&v, "Minor", &[])), "2");
+        assert_eq!(s(call(&v, "Original", &[])), "v1.2.3-rc.1+b.7");
+        assert_eq!(s(call(&v, "Prerelease", &[])), "rc.1");
+        assert_eq!(s(call(&v, "Metadata", &[])), "b.7");
+        assert_eq!(s(call(&v, "IncPatch", &[])), "1.2.3 (v1.2.3)");
+        assert_eq!(s(call(&v, "IncMinor", &[])), "1.3.0 (v1.3.0)");
+        assert_eq!(s(call(&v, "IncMajor", &[])), "2.0.0 (v2.0.0)");
+        let plain = Version::parse("1.2.3").expect("a version");
+        assert_eq!(s(call(&plain, "IncPatch", &[])), "1.2.4 (1.2.4)");
+        assert_eq!(
+            s(call(&plain, "SetPrerelease", &[Arg::Str("01")])),
+            "error: version segment starts with 0"
+        );
+        assert_eq!(
+            s(call(&plain, "SetMetadata", &[Arg::Str("m")])),
+            "1.2.3+m (1.2.3+m)"
+        );
+        let newer = Version::parse("1.3.0").expect("a version");
+        assert_eq!(s(call(&plain, "LessThan", &[Arg::Version(&newer)])), "true");
+        assert_eq!(s(call(&plain, "Compare", &[Arg::Version(&newer)])), "-1");
+        assert_eq!(s(call(&newer, "Compare", &[Arg::Version(&plain)])), "1");
+        assert_eq!(
+            s(call(&v, "Compare", &[Arg::Version(&plain)])),
+            "-1",
+            "a prerelease sorts first"
+        );
+        assert_eq!(s(call(&plain, "Equal", &[Arg::Version(&plain)])), "true");
+        assert_eq!(
+            s(call(&plain, "GreaterThanEqual", &[Arg::Version(&newer)])),
+            "false"
+        );
+        assert_eq!(
+            s(call(&plain, "LessThanEqual", &[Arg::Version(&plain)])),
+            "true"
+        );
+        assert_eq!(
+            s(call(&plain, "GreaterThan", &[Arg::Version(&plain)])),
+            "false"
+        );
+        assert_eq!(method_arity("Original"), Some((0, false)));
+        assert_eq!(method_arity("LessThan"), Some((1, false)));
+        assert_eq!(method_arity("SetPrerelease"), Some((1, true)));
+        assert_eq!(method_arity("major"), None);
+    }
+}
