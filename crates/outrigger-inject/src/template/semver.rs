@@ -575,6 +575,28 @@ mod tests {
         }
         assert!(!ok("^1.2.3", "1.2.2"), "below the range");
         assert!(!ok("^0.0.3", "0.0.2"), "below the range");
+        assert!(!ok("^0.2.3", "1.2.9"), "another major, the same minor");
+        assert!(!ok("^0.0.3", "0.1.3"), "another minor, the same patch");
+    }
+
+    #[test]
+    fn operators_on_exact_and_wildcard_versions() {
+        for (c, yes, no) in [
+            ("=1.2.3", "1.2.3", "1.2.4"),
+            ("1.2.3", "1.2.3+meta", "1.2.2"),
+            (">1.2.3", "1.2.4", "1.2.2"),
+            ("<=1.2.3", "1.2.2", "1.2.4"),
+            (">*", "0.0.1", "0.0.0"),
+            ("*", "1.2.3", "1.2.3-rc"),
+            ("x", "0.1.0", "0.1.0-rc"),
+            ("!=1.x", "2.0.0", "1.5.0"),
+            ("!=*", "0.0.5", "0.0.0"),
+            ("!=1.2.x-rc", "1.2.0", "1.2.0-rc"),
+            (">=1.0.0-0 !=1.2.x", "1.2.0-rc", "1.2.5"),
+        ] {
+            assert!(ok(c, yes), "{c} admits {yes}");
+            assert!(!ok(c, no), "{c} refuses {no}");
+        }
     }
 
     #[test]
@@ -659,6 +681,10 @@ mod tests {
             Ok("1.2.3".into()),
             "leading zeros are coerced"
         );
+        assert!(
+            Version::parse("1.2.3-0a").is_ok(),
+            "an identifier with a letter is not numeric"
+        );
     }
 
     #[test]
@@ -713,6 +739,34 @@ mod tests {
             "false"
         );
         assert_eq!(method_arity("Original"), Some((0, false)));
+        assert_eq!(method_arity("Minor"), Some((0, true)));
+        assert_eq!(
+            s(call(&v, "SetMetadata", &[Arg::Str("")])),
+            "1.2.3-rc.1 (v1.2.3-rc.1)"
+        );
+        assert_eq!(
+            s(call(&plain, "SetMetadata", &[Arg::Str("a..b")])),
+            "error: invalid metadata string"
+        );
+        assert_eq!(
+            s(call(&plain, "SetMetadata", &[Arg::Str("a_b")])),
+            "error: invalid metadata string"
+        );
+        assert_eq!(s(call(&v, "String", &[])), "1.2.3-rc.1+b.7");
+        assert_eq!(s(call(&v, "Major", &[])), "1");
+        assert_eq!(s(call(&v, "Patch", &[])), "3");
+        let (alpha, beta) = (
+            Version::parse("1.0.0-alpha").expect("a version"),
+            Version::parse("1.0.0-beta").expect("a version"),
+        );
+        assert_eq!(s(call(&beta, "Compare", &[Arg::Version(&alpha)])), "1");
+        assert_eq!(s(call(&alpha, "Compare", &[Arg::Version(&beta)])), "-1");
+        let (nine, ten) = (
+            Version::parse("1.0.0-a.9").expect("a version"),
+            Version::parse("1.0.0-a.10").expect("a version"),
+        );
+        assert_eq!(s(call(&ten, "Compare", &[Arg::Version(&nine)])), "1");
+        assert_eq!(s(call(&nine, "Compare", &[Arg::Version(&ten)])), "-1");
         assert_eq!(method_arity("LessThan"), Some((1, false)));
         assert_eq!(method_arity("SetPrerelease"), Some((1, true)));
         assert_eq!(method_arity("major"), None);
