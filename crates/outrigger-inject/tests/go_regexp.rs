@@ -26,7 +26,7 @@ fn go_literal(s: &str) -> Option<(Vec<u8>, &str)> {
     let q = s.chars().next()?;
     if q == '`' {
         let end = s[1..].find('`')?;
-        return Some((s[1..1 + end].as_bytes().to_vec(), &s[end + 2..]));
+        return Some((s.as_bytes()[1..1 + end].to_vec(), &s[end + 2..]));
     }
     if q != '"' {
         return None;

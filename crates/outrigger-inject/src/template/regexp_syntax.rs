@@ -755,7 +755,7 @@ pub fn check(re: &str) -> Result<(), SyntaxError> {
                             continue;
                         }
                         Some((min, max, n)) => {
-                            if min < 0 || min > 1000 || max > 1000 || (max >= 0 && min > max) {
+                            if !(0..=1000).contains(&min) || max > 1000 || (max >= 0 && min > max) {
                                 return Err(err(INVALID_REPEAT_SIZE, &t[..n]));
                             }
                             (RepeatOp::Counted, min, max, i + n)
