@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Checks on every injected output of Istio's conformance corpus (kube-inject cases):
 
-1. the output validates with `kubernetes-validate --strict` (kinds without a schema, such as
+1. the output is the golden file byte for byte (after Istio's StripVersion: a status annotation's
+   leading "version":"<hex>" blanked), as Istio's own test compares it;
+2. the output validates with `kubernetes-validate --strict` (kinds without a schema, such as
    OpenShift's DeploymentConfig, are reported and skipped by the validator);
-2. injecting the output again changes nothing (idempotency), compared as YAML trees with the
+3. injecting the output again changes nothing (idempotency), compared as YAML trees with the
    status annotation's version blanked.
 
 Usage: tools/corpus_checks.py OUTRIGGER_BINARY CORPUS_DIR
@@ -11,6 +13,7 @@ Last line: "N passed, M failed"; exit 1 on any failure.
 """
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -38,7 +41,28 @@ def run(binary, corpus, case, input_path):
     cmd = [binary, "inject", "--injectConfigFile", os.path.join(settings, "config.yaml"),
            "--valuesFile", os.path.join(settings, "values.json"), "--meshConfigFile", mesh,
            "--native-sidecars", "true" if case.get("native_sidecars") else "false", "-f", input_path]
-    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
+    # Text as written, byte for byte (no newline translation).
+    r = subprocess.run(cmd, env=env, capture_output=True, timeout=60)
+    return subprocess.CompletedProcess(r.args, r.returncode, r.stdout.decode("utf-8"),
+                                       r.stderr.decode("utf-8", "replace"))
+
+
+# pilot/test/util/diff.go StripVersion
+STATUS_VERSION = re.compile(r"sidecar.istio.io/status: '\{\"version\":\"([0-9a-f]+)\",")
+
+
+def strip_version(text):
+    return STATUS_VERSION.sub("sidecar.istio.io/status: '{\"version\":\"\",", text)
+
+
+def first_line_diff(want, got):
+    w, g = want.split("\n"), got.split("\n")
+    for i in range(max(len(w), len(g))):
+        a = w[i] if i < len(w) else None
+        b = g[i] if i < len(g) else None
+        if a != b:
+            return "line %d: want %r, got %r" % (i + 1, a, b)
+    return "same lines"
 
 
 def docs(text):
@@ -59,6 +83,12 @@ def main():
             if first.returncode != 0:
                 problems.append("injection failed: " + first.stderr.strip().splitlines()[-1:][0] if first.stderr.strip() else "injection failed")
             else:
+                if c.get("expected"):
+                    with open(os.path.join(corpus, c["expected"]), encoding="utf-8", newline="") as f:
+                        golden = f.read()
+                    if strip_version(first.stdout) != golden:
+                        problems.append("output differs from the golden file byte for byte: "
+                                        + first_line_diff(golden, strip_version(first.stdout)))
                 out = os.path.join(tmp, name + ".yaml")
                 with open(out, "w") as f:
                     f.write(first.stdout)

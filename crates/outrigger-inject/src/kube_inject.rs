@@ -290,7 +290,7 @@ fn process_document(
                 }
             }
         }
-        return Ok((before, doc, outcome));
+        return Ok((before, list_as_go_writes_it(doc), outcome));
     }
     let ty = schema_type(&kind).ok_or_else(|| WorkloadError::UnsupportedKind(kind.clone()))?;
     // Before normalisation, which writes the zero pod template of kinds that embed it.
@@ -302,6 +302,38 @@ fn process_document(
         normalize_workload(ty, &mut doc)?;
     }
     Ok((before, doc, outcome))
+}
+
+/// A `List` as istioctl writes it back: decoded into core/v1 `List` (`TypeMeta` inline,
+/// `ListMeta` as `metadata` (a struct, so written even when empty: `metadata: {}`), `items`
+/// without `omitempty`), then marshalled: other top-level keys are dropped, and `metadata` keeps
+/// only `ListMeta`'s fields that are set.
+fn list_as_go_writes_it(doc: Value) -> Value {
+    let Value::Object(mut m) = doc else {
+        return doc;
+    };
+    let mut meta = serde_json::Map::new();
+    if let Some(Value::Object(old)) = m.remove("metadata") {
+        for (k, v) in old {
+            let set = match (k.as_str(), &v) {
+                ("selfLink" | "resourceVersion" | "continue", Value::String(s)) => !s.is_empty(),
+                ("remainingItemCount", Value::Number(_)) => true,
+                _ => false,
+            };
+            if set {
+                meta.insert(k, v);
+            }
+        }
+    }
+    let mut out = serde_json::Map::new();
+    for key in ["apiVersion", "kind"] {
+        if let Some(v) = m.remove(key).filter(|v| v.as_str() != Some("")) {
+            out.insert(key.to_string(), v);
+        }
+    }
+    out.insert("metadata".into(), Value::Object(meta));
+    out.insert("items".into(), m.remove("items").unwrap_or(Value::Null));
+    Value::Object(out)
 }
 
 /// The typed round-trip of a document as istioctl decodes it (sigs.k8s.io/yaml `Unmarshal`, which

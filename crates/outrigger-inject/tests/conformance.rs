@@ -3,9 +3,12 @@
 //! Reads the corpus in place from `../shared/conformance/istio` (never copied into the repo). Each
 //! case is its own test (libtest-mimic harness), so `cargo test` reports them one by one; when the
 //! corpus is absent a single ignored test says so in the summary (`1 ignored`), and with
-//! `OUTRIGGER_REQUIRE_CORPUS=1` (set by CI) that test fails instead. Comparison follows the corpus' `check.py`:
-//! both sides parsed as multi-document YAML, the status annotation's `version` blanked and the
-//! annotation compared as parsed JSON, keys whose value is null, `{}` or `[]` deleted recursively.
+//! `OUTRIGGER_REQUIRE_CORPUS=1` (set by CI) that test fails instead. Two comparisons, both
+//! required: the output **byte for byte** against the golden file (as Istio's own test compares
+//! its output, after `StripVersion`: a status annotation's leading `"version":"<hex>"` blanked),
+//! and, for a readable report of what differs, the corpus' `check.py` way: both sides parsed as
+//! multi-document YAML, the status annotation compared as parsed JSON, keys whose value is null,
+//! `{}` or `[]` deleted recursively.
 
 mod corpus;
 
@@ -125,7 +128,45 @@ fn run_case(root: &Path, c: &Value) -> Result<(), String> {
             return Err(format!("[doc {i}] {d}"));
         }
     }
+    let golden = read(&root.join(s("expected")))?;
+    let text = strip_version(&out.text);
+    if text != golden {
+        return Err(format!(
+            "output differs from the golden file byte for byte: {}",
+            first_text_diff(&golden, &text)
+        ));
+    }
     Ok(())
+}
+
+/// Istio's `StripVersion` (pilot/test/util): the status annotation's leading
+/// `"version":"<hex>"` written as `"version":""`.
+fn strip_version(text: &str) -> String {
+    const KEY: &str = "sidecar.istio.io/status: '{\"version\":\"";
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find(KEY) {
+        out.push_str(&rest[..i + KEY.len()]);
+        rest = &rest[i + KEY.len()..];
+        let hex = rest.bytes().take_while(u8::is_ascii_hexdigit).count();
+        if hex > 0 && rest[hex..].starts_with("\",") {
+            rest = &rest[hex..];
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The first line where two texts differ, both sides shown.
+fn first_text_diff(want: &str, got: &str) -> String {
+    let (w, g): (Vec<&str>, Vec<&str>) = (want.split('\n').collect(), got.split('\n').collect());
+    for i in 0..w.len().max(g.len()) {
+        let (a, b) = (w.get(i), g.get(i));
+        if a != b {
+            return format!("line {}: want {:?}, got {:?}", i + 1, a, b);
+        }
+    }
+    "same lines".into()
 }
 
 fn main() {

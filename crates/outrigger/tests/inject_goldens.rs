@@ -1,6 +1,6 @@
 //! `outrigger inject`'s golden outputs: `tests/fixtures/<name>.injected.yaml` next to their
 //! inputs and every example under `examples/` with its checked-in `<input>.injected.yaml`,
-//! produced with the embedded default configuration. Run with `UPDATE_GOLDEN=1` to regenerate
+//! produced with the embedded default configuration. Run with `UPDATE_GOLDEN=1` to regenerate (each changed file's text diff is printed for review)
 //! them, otherwise they are compared semantically (document by document, as parsed YAML).
 
 #[allow(dead_code)] // the helpers of the inject tests; this file uses some
@@ -39,8 +39,7 @@ fn golden_outputs_of_the_embedded_default() {
         let run = Inject::file(input).run();
         let got = run.success();
         if update {
-            std::fs::write(&golden, got)
-                .unwrap_or_else(|e| panic!("writing {}: {e}", golden.display()));
+            bless(&golden, got);
             continue;
         }
         let Ok(want) = std::fs::read_to_string(&golden) else {
@@ -50,14 +49,53 @@ fn golden_outputs_of_the_embedded_default() {
             ));
             continue;
         };
-        if docs(got) != docs(&want) {
+        if got != want {
             failures.push(format!(
-                "{}: output differs from golden:\n{got}",
-                input.display()
+                "{}: output differs from the golden file byte for byte:\n{}",
+                input.display(),
+                text_diff(&want, got)
             ));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// `UPDATE_GOLDEN=1`: write `got` as the golden file `path`, printing the text diff against the
+/// old golden first (to be reviewed before committing; never blessed unseen).
+fn bless(path: &std::path::Path, got: &str) {
+    let old = std::fs::read_to_string(path).unwrap_or_default();
+    if old != got {
+        eprintln!(
+            "UPDATE_GOLDEN: {} changes:\n{}",
+            path.display(),
+            text_diff(&old, got)
+        );
+        std::fs::write(path, got).unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
+    }
+}
+
+/// A line diff of two texts (the lines from the first difference to the last, `-` the golden's,
+/// `+` the output's), at most 40 lines of each.
+fn text_diff(want: &str, got: &str) -> String {
+    let (w, g): (Vec<&str>, Vec<&str>) = (want.lines().collect(), got.lines().collect());
+    let head = w.iter().zip(&g).take_while(|(a, b)| a == b).count();
+    let tail = w[head..]
+        .iter()
+        .rev()
+        .zip(g[head..].iter().rev())
+        .take_while(|(a, b)| a == b)
+        .count();
+    let mut out = format!("@@ line {} @@\n", head + 1);
+    for l in w[head..w.len() - tail].iter().take(40) {
+        out.push_str(&format!("-{l}\n"));
+    }
+    for l in g[head..g.len() - tail].iter().take(40) {
+        out.push_str(&format!("+{l}\n"));
+    }
+    if want.ends_with('\n') != got.ends_with('\n') {
+        out.push_str("(final newline differs)\n");
+    }
+    out
 }
 
 /// Goldens that re-injection still changes.
@@ -161,14 +199,15 @@ fn every_example_gives_its_checked_in_output() {
         let got = out.success();
         let golden = root.join(input).with_extension("injected.yaml");
         if update {
-            std::fs::write(&golden, got).expect("writing the example output");
+            bless(&golden, got);
             continue;
         }
         let want = read(&golden);
-        if docs(got) != docs(&want) {
+        if got != want {
             failures.push(format!(
-                "{input}: output differs from {}:\n{got}",
-                golden.display()
+                "{input}: output differs from {} byte for byte:\n{}",
+                golden.display(),
+                text_diff(&want, got)
             ));
         }
     }

@@ -3,8 +3,11 @@
 //! change reported is a real difference between what `outrigger inject` writes with the one and
 //! with the other (its pointers lead, inside the workload's pod template, to its two values),
 //! the exit status is 1 exactly when the two injections differ, and a configuration previewed
-//! against itself exits 0 with no change. Without the corpus the runs are skipped with a notice.
+//! against itself exits 0 with no change. The corpus is `$OUTRIGGER_CORPUS`, else
+//! `../shared/conformance/istio`; without it those runs are reported ignored (`tests/harness`),
+//! and fail under CI (`CI=true`) or with `OUTRIGGER_REQUIRE_CORPUS=1`.
 
+mod harness;
 #[allow(dead_code)]
 mod support;
 
@@ -25,14 +28,9 @@ const INPUTS: [&str; 6] = [
     "hello-probes.yaml",
 ];
 
-fn corpus() -> Option<PathBuf> {
-    let dir = repo_root().join("../shared/conformance/istio");
-    if dir.join("cases.json").exists() {
-        Some(dir)
-    } else {
-        eprintln!("NOTICE: ../shared/conformance/istio not found; preview corpus runs skipped");
-        None
-    }
+/// The corpus (the harness has checked that it is there).
+fn corpus() -> PathBuf {
+    harness::absent::corpus_dir()
 }
 
 fn files(dir: &Path) -> [PathBuf; 3] {
@@ -85,9 +83,8 @@ fn document<'a>(docs: &'a [Value], row: &Value) -> &'a Value {
         .unwrap_or_else(|| panic!("no {kind} {name} in the injected documents"))
 }
 
-#[test]
 fn every_change_is_a_real_difference_between_the_two_injections() {
-    let Some(root) = corpus() else { return };
+    let root = corpus();
     let current = files(&root.join("settings/default"));
     let mut changes = 0;
     for release in RELEASES {
@@ -121,9 +118,8 @@ fn every_change_is_a_real_difference_between_the_two_injections() {
     assert!(changes > 0, "no release changed anything");
 }
 
-#[test]
 fn a_configuration_previewed_against_itself_changes_nothing() {
-    let Some(root) = corpus() else { return };
+    let root = corpus();
     let current = files(&root.join("settings/default"));
     for input in INPUTS {
         let run = preview(&root.join("cases").join(input), &current, &current);
@@ -134,7 +130,6 @@ fn a_configuration_previewed_against_itself_changes_nothing() {
     }
 }
 
-#[test]
 fn the_candidate_is_required_and_offline_needs_no_cluster() {
     let example = repo_root().join("examples/hello.yaml");
     let run = Inject::command("preview").path_arg("-f", &example).run();
@@ -176,7 +171,6 @@ fn preview_stdin(input: &str, output: &str) -> support::Run {
         .run()
 }
 
-#[test]
 fn rows_come_in_document_order_across_batches() {
     // More documents than one batch, previewed on several threads.
     let n = 150;
@@ -208,7 +202,6 @@ fn rows_come_in_document_order_across_batches() {
     );
 }
 
-#[test]
 fn a_bad_document_stops_the_run_after_the_rows_before_it() {
     let input = hellos(70) + "kind: Deployment\nmetadata: [\n";
     let run = preview_stdin(&input, "json");
@@ -231,4 +224,18 @@ fn a_bad_document_stops_the_run_after_the_rows_before_it() {
     run.failure();
     assert_eq!(run.stdout, "");
     assert!(!run.stderr.contains("were written"), "{}", run.stderr);
+}
+
+fn main() {
+    harness::run(trials![
+        &[harness::Need::Corpus] => [
+            every_change_is_a_real_difference_between_the_two_injections,
+            a_configuration_previewed_against_itself_changes_nothing,
+        ],
+        &[] => [
+            the_candidate_is_required_and_offline_needs_no_cluster,
+            rows_come_in_document_order_across_batches,
+            a_bad_document_stops_the_run_after_the_rows_before_it,
+        ],
+    ]);
 }

@@ -400,6 +400,11 @@ fn f_index<'a>(a: Vec<V<'a>>) -> R<V<'a>> {
         return Err("index of untyped nil".into());
     }
     for k in it {
+        // A nil interface reached by an earlier index (a missing map key, a null element):
+        // Go's `indirect` finds it nil.
+        if matches!(item, V::Missing | V::Nil) {
+            return Err("index of nil pointer".into());
+        }
         item = index1(item, &k)?;
     }
     Ok(item)

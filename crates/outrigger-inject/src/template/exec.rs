@@ -3,6 +3,7 @@
 //! recorded for error messages (`executing "NAME" at <NODE>: ...`).
 
 use std::collections::BTreeMap;
+use std::rc::Rc;
 
 use serde_json::Value;
 
@@ -15,7 +16,7 @@ use super::value::{
     self, duration_parts, is_wrapper, k8s_elem_value, k8s_lookup, proto_field_value, proto_plain,
     IntTy, PairKind, V,
 };
-use super::{dates, Clock, Template, TemplateData};
+use super::{dates, semver, Clock, Template, TemplateData};
 use crate::json::lookup as jsonmap;
 use crate::kube::schema;
 
@@ -488,7 +489,15 @@ impl<'t> Exec<'t> {
             Expr::Field(_, idents) => {
                 self.at = At::Expr(first);
                 let iface = self.dot_iface;
-                return self.eval_field_chain(dot.clone(), iface, idents, &cmd.args, fin);
+                return self.eval_field_chain(
+                    dot,
+                    first,
+                    dot.clone(),
+                    iface,
+                    idents,
+                    &cmd.args,
+                    fin,
+                );
             }
             Expr::Chain(_, inner, idents) => {
                 return self.eval_chain_node(dot, first, inner, idents, &cmd.args, fin)
@@ -501,7 +510,7 @@ impl<'t> Exec<'t> {
                 return self.eval_pipeline(dot, p);
             }
             Expr::Variable(_, name, idents) => {
-                return self.eval_variable_node(first, name, idents, &cmd.args, fin)
+                return self.eval_variable_node(dot, first, name, idents, &cmd.args, fin)
             }
             _ => {}
         }
@@ -556,6 +565,7 @@ impl<'t> Exec<'t> {
 
     fn eval_variable_node(
         &mut self,
+        dot: &V<'t>,
         e: &'t Expr,
         name: &str,
         idents: &'t [String],
@@ -570,7 +580,7 @@ impl<'t> Exec<'t> {
             self.not_a_function(args, &fin)?;
             return Ok(value);
         }
-        self.eval_field_chain(value, iface, idents, args, fin)
+        self.eval_field_chain(dot, e, value, iface, idents, args, fin)
     }
 
     fn eval_chain_node(
@@ -590,12 +600,15 @@ impl<'t> Exec<'t> {
             )));
         }
         let base = self.eval_arg(dot, P::Raw, inner)?;
-        self.eval_field_chain(base, false, idents, args, fin)
+        self.eval_field_chain(dot, e, base, false, idents, args, fin)
     }
 
     /// Go's `evalFieldChain`; `iface`: the receiver is held as `interface{}`.
+    #[allow(clippy::too_many_arguments)]
     fn eval_field_chain(
         &mut self,
+        dot: &V<'t>,
+        node: &'t Expr,
         mut receiver: V<'t>,
         mut iface: bool,
         idents: &'t [String],
@@ -606,11 +619,92 @@ impl<'t> Exec<'t> {
         for name in &idents[..n - 1] {
             // A value looked up in a generic map is an `interface{}` in Go.
             let from_generic = matches!(receiver, V::Json(_) | V::Map(_));
+            if let V::Semver(v, ptr) = &receiver {
+                if let Some((want, on_value)) = semver::method_arity(name) {
+                    if *ptr || on_value {
+                        receiver =
+                            self.call_semver_method(dot, node, &v.clone(), name, want, &[], None)?;
+                        iface = false;
+                        continue;
+                    }
+                }
+            }
             receiver = self.eval_field(name, false, receiver, iface)?;
             iface = from_generic;
         }
         let has_args = args.len() > 1 || fin.is_some();
+        if let V::Semver(v, ptr) = &receiver {
+            let name = &idents[n - 1];
+            if let Some((want, on_value)) = semver::method_arity(name) {
+                if *ptr || on_value {
+                    return self.call_semver_method(dot, node, &v.clone(), name, want, args, fin);
+                }
+            }
+        }
         self.eval_field(&idents[n - 1], has_args, receiver, iface)
+    }
+
+    /// Go's `evalCall` of a method of a semver version (`.Minor`, `.LessThan (semver "2")`,
+    /// `.SetPrerelease "rc.1"`): the number of arguments, their types, the results.
+    #[allow(clippy::too_many_arguments)]
+    fn call_semver_method(
+        &mut self,
+        dot: &V<'t>,
+        node: &'t Expr,
+        v: &semver::Version,
+        name: &str,
+        want: usize,
+        args: &'t [Expr],
+        fin: Final<'t>,
+    ) -> R<V<'t>> {
+        let args = args.get(1..).unwrap_or(&[]);
+        let got = args.len() + usize::from(fin.is_some());
+        if got != want {
+            return Err(self.errorf(&format!(
+                "wrong number of args for {name}: want {want} got {got}"
+            )));
+        }
+        let p = match name {
+            "SetPrerelease" | "SetMetadata" => P::Str,
+            _ => P::Semver,
+        };
+        let mut argv = Vec::with_capacity(got);
+        for a in args {
+            argv.push(self.eval_arg(dot, p, a)?);
+        }
+        if let Some(f) = fin {
+            argv.push(self.validate(f, p)?);
+        }
+        let held: Vec<semver::Arg<'_>> = argv
+            .iter()
+            .filter_map(|a| match a {
+                V::Semver(o, _) => Some(semver::Arg::Version(o)),
+                V::Str(s) => Some(semver::Arg::Str(s)),
+                _ => None,
+            })
+            .collect();
+        let outcome = if held.len() < argv.len() {
+            // A nil *semver.Version: the method dereferences it.
+            semver::Call::Err(
+                "runtime error: invalid memory address or nil pointer dereference".into(),
+            )
+        } else {
+            semver::call(v, name, &held).unwrap_or_else(|| {
+                semver::Call::Err(format!("method {name} is not implemented by outrigger"))
+            })
+        };
+        Ok(match outcome {
+            semver::Call::Uint(u) => V::Uint(u),
+            semver::Call::Int(i) => V::Int(i, IntTy::Int),
+            semver::Call::Str(s) => V::string(s),
+            semver::Call::Bool(b) => V::Bool(b),
+            semver::Call::Version(n) => V::Semver(Rc::new(n), false),
+            semver::Call::Err(m) => {
+                // Go reports a failed call at the field or chain node that named the method.
+                self.at = At::Expr(node);
+                return Err(self.errorf(&format!("error calling {name}: {m}")));
+            }
+        })
     }
 
     /// Go's `evalField` on one step of a chain.
@@ -788,6 +882,8 @@ impl<'t> Exec<'t> {
             Expr::Field(_, idents) => {
                 let iface = self.dot_iface;
                 let v = self.eval_field_chain(
+                    dot,
+                    a,
                     dot.clone(),
                     iface,
                     idents,
@@ -797,7 +893,7 @@ impl<'t> Exec<'t> {
                 return self.validate(v, p);
             }
             Expr::Variable(_, name, idents) => {
-                let v = self.eval_variable_node(a, name, idents, &[], None)?;
+                let v = self.eval_variable_node(dot, a, name, idents, &[], None)?;
                 return self.validate(v, p);
             }
             Expr::Pipe(_, pipe) => {
@@ -935,6 +1031,47 @@ pub fn field<'a>(v: &V<'a>, name: &str) -> Result<V<'a>, String> {
         V::Enum(..) if name == "Number" => Ok(V::Int(enum_num(v), IntTy::I32)),
         V::Leaf(..) if name == "String" => Ok(V::string(v.sprint())),
         V::Time(t) => dates::method(t, name).ok_or_else(|| cant(v, name)),
+        V::Semver(ver, ptr) => semver_field(v, ver, *ptr, name),
+        _ => Err(cant(v, name)),
+    }
+}
+
+/// A field or argument-less method of a semver version reached without arguments (a method
+/// with arguments is called by `Exec::call_semver_method`).
+fn semver_field<'a>(
+    v: &V<'a>,
+    ver: &semver::Version,
+    ptr: bool,
+    name: &str,
+) -> Result<V<'a>, String> {
+    match semver::method_arity(name) {
+        Some((0, on_value)) if ptr || on_value => match semver::call(ver, name, &[]) {
+            Some(semver::Call::Uint(u)) => Ok(V::Uint(u)),
+            Some(semver::Call::Str(s)) => Ok(V::string(s)),
+            Some(semver::Call::Version(n)) => Ok(V::Semver(Rc::new(n), false)),
+            Some(semver::Call::Err(m)) => Err(format!("error calling {name}: {m}")),
+            _ => Err(cant(v, name)),
+        },
+        Some((want, on_value)) if ptr || on_value => Err(format!(
+            "wrong number of args for {name}: want {want} got 0"
+        )),
+        _ if matches!(
+            name,
+            "major" | "minor" | "patch" | "pre" | "metadata" | "original"
+        ) =>
+        {
+            Err(format!(
+                "{name} is an unexported field of struct type {}",
+                v.type_name()
+            ))
+        }
+        _ if matches!(
+            name,
+            "MarshalJSON" | "MarshalText" | "UnmarshalJSON" | "UnmarshalText" | "Scan" | "Value"
+        ) =>
+        {
+            Err(format!("method {name} is not implemented by outrigger"))
+        }
         _ => Err(cant(v, name)),
     }
 }

@@ -61,6 +61,7 @@ mod mutation;
 mod parse;
 mod printf;
 mod regexp;
+mod regexp_syntax;
 mod semver;
 mod signature;
 mod sprig;

@@ -83,7 +83,7 @@ fn kind<'v, 'a>(v: &'v V<'a>) -> Kind<'v, 'a> {
         V::Complex(re, im) => Kind::Complex(*re, *im),
         V::Str(s) => Kind::Str(s),
         V::NilOf(t) if t.starts_with("map[") => Kind::Map(Vec::new()),
-        V::Enum(..) | V::Leaf(..) | V::Time(_) => Kind::Stringer(v.sprint()),
+        V::Enum(..) | V::Leaf(..) | V::Time(_) | V::Semver(..) => Kind::Stringer(v.sprint()),
         V::Json(serde_json::Value::Array(_))
         | V::List(_)
         | V::K8sSlice(..)

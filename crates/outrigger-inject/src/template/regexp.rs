@@ -5,8 +5,11 @@
 
 type R<T> = Result<T, String>;
 
-/// A Go regular expression compiled for Rust's engine: Go's Perl classes are ASCII-only.
+/// A Go regular expression compiled for Rust's engine: refused with Go's error where Go's
+/// parser refuses it ([`super::regexp_syntax::check`]), then translated (Go's Perl classes are
+/// ASCII-only, its escapes, Unicode class names and literal braces are Go's).
 pub fn regex(re: &str) -> R<regex::Regex> {
+    super::regexp_syntax::check(re).map_err(|e| e.to_string())?;
     let mut out = String::with_capacity(re.len() + 8);
     let b = re.as_bytes();
     let mut i = 0;
@@ -40,10 +43,8 @@ pub fn regex(re: &str) -> R<regex::Regex> {
             match rep {
                 Some(r) => out.push_str(r),
                 None => {
-                    out.push('\\');
-                    let ch = re[i + 1..].chars().next().unwrap_or('\\');
-                    out.push(ch);
-                    i += 1 + ch.len_utf8();
+                    // Go's own reading of the escape (the pattern passed Go's syntax check).
+                    i += translate_escape(&re[i..], &mut out);
                     continue;
                 }
             }
@@ -104,13 +105,87 @@ pub fn regex(re: &str) -> R<regex::Regex> {
         i += ch.len_utf8();
     }
     regex::Regex::new(&out).map_err(|e| {
+        if matches!(e, regex::Error::CompiledTooBig(_)) {
+            // Go's own limits are counted differently (`regexp_syntax`); past Rust's, Go's text.
+            return format!("error parsing regexp: expression too large: `{re}`");
+        }
         let m = e.to_string();
+        if m.contains("exceed the maximum number of nested parentheses") {
+            // Rust's parser nests groups 250 deep (its compiler recurses); Go's, 1,000.
+            return format!(
+                "error parsing regexp: expression nests too deeply for outrigger (groups more \
+                 than 250 deep; Go allows 1,000): `{re}`"
+            );
+        }
         let last = m.lines().last().unwrap_or("").trim().to_string();
         format!(
             "error parsing regexp: {}: `{re}`",
             last.trim_start_matches("error: ")
         )
     })
+}
+
+/// Translate the escape at the start of `s` (a `\` and what follows, valid in Go) for Rust's
+/// engine, appending it to `out`; the length read. Octal escapes become `\x{..}`, escaped
+/// punctuation a `\x{..}` literal (Rust reads `\<`, `\>` as assertions), Unicode classes
+/// Go's names as Rust's (`\p{Greek}` is `\p{sc=Greek}`, `\p{cntrl}` is `\p{gc=Cc}`).
+fn translate_escape(s: &str, out: &mut String) -> usize {
+    use std::fmt::Write as _;
+    let b = s.as_bytes();
+    match b.get(1) {
+        Some(b'p' | b'P') => {
+            let negated = b[1] == b'P';
+            let (seq_len, name) = if b.get(2) == Some(&b'{') {
+                let end = s.find('}').unwrap_or(s.len() - 1);
+                (end + 1, &s[3..end])
+            } else {
+                let c = s[2..].chars().next().unwrap_or('L');
+                (2 + c.len_utf8(), &s[2..2 + c.len_utf8()])
+            };
+            let (negated, name) = match name.strip_prefix('^') {
+                Some(n) => (!negated, n),
+                None => (negated, name),
+            };
+            let rust = super::regexp_syntax::unicode_class(name).unwrap_or_default();
+            let _ = write!(out, "\\{}{{{rust}}}", if negated { 'P' } else { 'p' });
+            seq_len
+        }
+        Some(b'x') => {
+            if b.get(2) == Some(&b'{') {
+                let end = s.find('}').unwrap_or(s.len() - 1);
+                out.push_str(&s[..end + 1]);
+                end + 1
+            } else {
+                out.push_str(&s[..4.min(s.len())]);
+                4.min(s.len())
+            }
+        }
+        Some(d @ b'0'..=b'7') => {
+            let mut r = u32::from(d - b'0');
+            let mut n = 2;
+            while n < 4 {
+                match b.get(n) {
+                    Some(d @ b'0'..=b'7') => {
+                        r = r * 8 + u32::from(d - b'0');
+                        n += 1;
+                    }
+                    _ => break,
+                }
+            }
+            let _ = write!(out, "\\x{{{r:x}}}");
+            n
+        }
+        Some(&c) if c.is_ascii() && !c.is_ascii_alphanumeric() => {
+            let _ = write!(out, "\\x{{{c:x}}}");
+            2
+        }
+        _ => {
+            let ch = s[1..].chars().next().unwrap_or('\\');
+            out.push('\\');
+            out.push(ch);
+            1 + ch.len_utf8()
+        }
+    }
 }
 
 /// Does `s` start with a counted repetition `{n}`, `{n,}` or `{n,m}`?

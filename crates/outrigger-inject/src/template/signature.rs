@@ -40,6 +40,8 @@ pub enum P {
     Proto,
     /// `time.Time`.
     Time,
+    /// `*semver.Version` (the argument of a version's comparison methods).
+    Semver,
 }
 
 impl P {
@@ -47,7 +49,7 @@ impl P {
     pub fn can_be_nil(self) -> bool {
         matches!(
             self,
-            P::Raw | P::Any | P::StrMap | P::Map | P::Containers | P::Proto
+            P::Raw | P::Any | P::StrMap | P::Map | P::Containers | P::Proto | P::Semver
         )
     }
 
@@ -66,6 +68,7 @@ impl P {
             P::Containers => "[]v1.Container",
             P::Proto => "proto.Message",
             P::Time => "time.Time",
+            P::Semver => "*semver.Version",
         }
     }
 }
@@ -150,6 +153,10 @@ pub fn convert(v: V<'_>, p: P) -> R<V<'_>> {
         },
         P::Time => match v {
             V::Time(_) => Ok(v),
+            _ => Err(wrong(&v)),
+        },
+        P::Semver => match v {
+            V::Semver(_, true) | V::Nil => Ok(v),
             _ => Err(wrong(&v)),
         },
     }

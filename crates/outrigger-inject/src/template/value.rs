@@ -87,6 +87,10 @@ pub enum V<'a> {
     Leaf(&'static str, &'a Value),
     /// A Go `time.Time` (Sprig's `now`, `toDate`, `dateModify`).
     Time(Rc<GoTime>),
+    /// A Masterminds/semver version: `*semver.Version` (`true`, as Sprig's `semver` returns it)
+    /// or a `semver.Version` value (`false`, as its `IncPatch`, `SetPrerelease`, ... return it);
+    /// printed through its `String` method, encoded by its `MarshalJSON`.
+    Semver(Rc<super::semver::Version>, bool),
     /// A protobuf message pointer (`json` None = nil pointer).
     Proto {
         /// Fully qualified message name.
@@ -204,6 +208,8 @@ impl<'a> V<'a> {
                 .unwrap_or_else(|| "map[string]interface {}".into()),
             V::Leaf(t, _) => k8s_go_name(t),
             V::Time(_) => "time.Time".into(),
+            V::Semver(_, true) => "*semver.Version".into(),
+            V::Semver(_, false) => "semver.Version".into(),
             V::Proto { name, .. } => format!("*{}", proto_go_name(name)),
             V::ProtoList(f, _) => format!("[]{}", f.ty),
             V::Enum(e, _) => e.go_type.clone().unwrap_or_else(|| "int32".into()),
@@ -237,7 +243,13 @@ impl<'a> V<'a> {
             V::ProtoList(_, s) => s.is_some_and(|s| !s.is_empty()),
             V::Proto { json, .. } => json.is_some(),
             V::Enum(_, n) => *n != 0,
-            V::K8s { .. } | V::Leaf(..) | V::Root(_) | V::Pair(..) | V::Ptr(_) | V::Time(_) => true,
+            V::K8s { .. }
+            | V::Leaf(..)
+            | V::Root(_)
+            | V::Pair(..)
+            | V::Ptr(_)
+            | V::Time(_)
+            | V::Semver(..) => true,
         }
     }
 
@@ -352,6 +364,7 @@ impl<'a> V<'a> {
             ),
             V::Leaf("v1.Time", j) => out.push_str(&meta_time(j).string()),
             V::Time(t) => out.push_str(&t.string()),
+            V::Semver(v, _) => out.push_str(&v.to_string()),
             V::Leaf(_, j) => match j {
                 Value::String(s) => out.push_str(s),
                 Value::Number(n) => out.push_str(&n.to_string()),
@@ -428,6 +441,7 @@ impl<'a> V<'a> {
             }
             V::Leaf(_, j) => (*j).clone(),
             V::Time(t) => Value::String(t.rfc3339_nano()),
+            V::Semver(v, _) => Value::String(v.to_string()),
             V::Proto { json, .. } => json.cloned().unwrap_or(Value::Null),
             V::Enum(..) => Value::String(self.sprint()),
             V::Root(_) | V::Pair(..) => Value::Object(Map::new()),

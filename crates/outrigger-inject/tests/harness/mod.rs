@@ -23,6 +23,8 @@ pub enum Need {
     Oracle,
     /// Istio's conformance corpus.
     Corpus,
+    /// Go's own source (`$GOROOT/src`, for the tables of Go's tests).
+    GoSource,
 }
 
 /// What of `needs` cannot be had here (`None` when all can).
@@ -33,6 +35,17 @@ fn missing(needs: &[Need]) -> Option<absent::Missing> {
             var: "OUTRIGGER_REQUIRE_GO_ORACLE",
         }),
         Need::Corpus => absent::corpus(),
+        Need::GoSource => match super::go_oracle::go_root() {
+            Ok(r) if r.join("src/regexp/syntax/parse_test.go").is_file() => None,
+            Ok(r) => Some(absent::Missing {
+                why: format!("no Go source under {}", r.display()),
+                var: "OUTRIGGER_REQUIRE_GO_ORACLE",
+            }),
+            Err(why) => Some(absent::Missing {
+                why,
+                var: "OUTRIGGER_REQUIRE_GO_ORACLE",
+            }),
+        },
     })
 }
 

@@ -395,6 +395,22 @@ mod tests {
     }
 
     #[test]
+    fn the_connection_most_above_its_share_is_preempted_first() {
+        let b = budget(120, 120);
+        let (a, c, newcomer) = (Account::new(), Account::new(), Account::new());
+        let mut less = b.charge(&a);
+        less.grow(45).unwrap();
+        let mut most = b.charge(&c);
+        most.grow(60).unwrap();
+        // Three holders: a fair share of 40; both are above it, the second the most.
+        let mut review = b.charge(&newcomer);
+        review.grow(20).unwrap();
+        assert!(most.is_preempted(), "the connection holding the most");
+        assert!(!less.is_preempted(), "one preemption freed enough");
+        assert_eq!(b.shared.gauge.get(), 65);
+    }
+
+    #[test]
     fn no_preemption_beyond_the_fair_share_nor_of_bodies_read_in_full() {
         let b = budget(100, 100);
         let (a, c) = (Account::new(), Account::new());

@@ -1,5 +1,5 @@
-//! Sprig's case functions (`snakecase`, `kebabcase`, `camelcase`, ...), a port of xstrings
-//! 1.3.3's word splitting.
+//! Sprig's case functions (`snakecase`, `kebabcase`, `camelcase`, ...): ports of xstrings
+//! 1.3.3's word splitting (snake and kebab case) and of v1.5.0's `ToPascalCase` (camel case).
 
 use super::*;
 
@@ -165,9 +165,13 @@ fn camel_to_lower(s: &str, connector: char) -> String {
     out
 }
 
-/// xstrings 1.3.3 `ToCamelCase`.
-fn to_camel(s: &str) -> String {
-    use crate::template::gostr::{to_lower, to_upper};
+/// xstrings v1.5.0 `ToPascalCase`, which Sprig 3.3.0's `camelcase` calls: connectors dropped
+/// (but for a run's extra ones and leading ones), the first letter of the text and of each word
+/// after a connector upper-cased, and in a word that began upper-case the upper-case letters
+/// following it lower-cased up to its first other rune (`"GOLANG_IS_GREAT"` gives
+/// `"GolangIsGreat"`, `"fooBar_baz"` gives `"FooBarBaz"`).
+fn to_pascal(s: &str) -> String {
+    use crate::template::gostr::{is_upper, to_lower, to_upper};
     if s.is_empty() {
         return String::new();
     }
@@ -175,10 +179,12 @@ fn to_camel(s: &str) -> String {
     let mut it = s.chars();
     let mut r0 = ' ';
     let mut any = false;
+    let mut upper_run = false;
     for c in it.by_ref() {
         any = true;
         r0 = c;
         if !is_connector(c) {
+            upper_run = is_upper(c);
             r0 = to_upper(c);
             break;
         }
@@ -200,9 +206,16 @@ fn to_camel(s: &str) -> String {
             continue;
         }
         if is_connector(r1) {
+            upper_run = is_upper(r0);
             r0 = to_upper(r0);
         } else {
-            r0 = to_lower(r0);
+            if upper_run {
+                if is_upper(r0) {
+                    r0 = to_lower(r0);
+                } else {
+                    upper_run = false;
+                }
+            }
             out.push(r1);
         }
     }
@@ -220,6 +233,6 @@ pub(super) fn register_case(m: &mut Table) {
         Ok(V::string(camel_to_lower(str_of(&a[0]), '-')))
     });
     register(m, "camelcase", &[Str], None, |a| {
-        Ok(V::string(to_camel(str_of(&a[0]))))
+        Ok(V::string(to_pascal(str_of(&a[0]))))
     });
 }

@@ -1,4 +1,4 @@
-//! Sprig's dictionary functions (`dict`, `get`, `set`, `unset`, `keys`, `pluck`, `merge`, `dig`, ...), with mergo's merge rules.
+//! Sprig's dictionary functions (`dict`, `get`, `set`, `unset`, `keys`, `pluck`, `merge`, `dig`, ...), with mergo v1.0.2's merge rules.
 
 use super::*;
 
@@ -123,7 +123,7 @@ fn contains_map<'a>(v: &V<'a>, m: &crate::template::value::GoMap<'a>) -> bool {
     }
 }
 
-/// mergo 0.3.x `Merge` / `MergeWithOverwrite` of generic maps into the first (changed in place).
+/// mergo v1.0.2 `Merge` / `MergeWithOverwrite` of generic maps into the first (changed in place).
 fn merge_maps<'a>(a: &[V<'a>], overwrite: bool) -> R<V<'a>> {
     let dst = shared_map(&a[0]);
     let holds_dst = |src: &V<'a>| match src {
@@ -148,14 +148,15 @@ fn is_mapish(v: &V<'_>) -> bool {
     matches!(v, V::Map(_) | V::Json(Value::Object(_)))
 }
 
-/// mergo 0.3.x `deepMerge` of one `map[string]interface{}` into another, as Sprig's `merge`
-/// (`overwrite` false) and `mergeOverwrite` use it:
+/// mergo v1.0.2 `deepMerge` of one `map[string]interface{}` into another, as Sprig 3.3.0's
+/// `merge` (`overwrite` false) and `mergeOverwrite` use it, key by key:
 /// * a nil source value is copied only when overwriting;
-/// * a map source value is merged into a map destination value (recursively, in place);
-/// * a map or slice source value never replaces a non-empty destination value, even when
-///   overwriting (`mergeOverwrite (dict "a" "x") (dict "a" (dict))` keeps `"x"`);
-/// * otherwise the source value is copied when overwriting or when the destination value is
-///   missing or empty.
+/// * a slice source value replaces the destination value when overwriting (even an empty slice,
+///   even over a non-slice value), and otherwise only a missing or empty one;
+/// * a map source value is merged into a map destination value (recursively, in place); a
+///   destination map that is not empty afterwards is kept; otherwise, as for any other value:
+/// * the source value is copied when overwriting or when the destination value is missing or
+///   empty (`mergeOverwrite (dict "a" "x") (dict "a" (dict "b" 1))` replaces `"x"`).
 fn deep_merge<'a>(
     dst: &mut BTreeMap<String, V<'a>>,
     src: &BTreeMap<String, V<'a>>,
@@ -168,28 +169,32 @@ fn deep_merge<'a>(
             }
             continue;
         }
-        let src_map = go_kind(sv) == "map";
-        let src_coll = src_map || go_kind(sv) == "slice";
-        if src_map {
-            if let Some(dv) = dst.get_mut(k) {
-                if is_mapish(dv) && is_mapish(sv) {
-                    // Copy the source first: it may be the destination map itself.
-                    let src_entries = to_map(sv);
-                    let m = shared_map(dv);
-                    if let Ok(mut inner) = m.try_borrow_mut() {
-                        deep_merge(&mut inner, &src_entries, overwrite);
-                    }
-                    *dv = V::Map(m);
+        match go_kind(sv) {
+            "slice" => {
+                if overwrite || dst.get(k).is_none_or(empty) {
+                    dst.insert(k.clone(), sv.clone());
                 }
-            }
-        }
-        let de = dst.get(k);
-        if let Some(dv) = de {
-            if !empty(dv) && src_coll {
                 continue;
             }
+            "map" => {
+                if let Some(dv) = dst.get_mut(k) {
+                    if is_mapish(dv) && is_mapish(sv) {
+                        // Copy the source first: it may be the destination map itself.
+                        let src_entries = to_map(sv);
+                        let m = shared_map(dv);
+                        if let Ok(mut inner) = m.try_borrow_mut() {
+                            deep_merge(&mut inner, &src_entries, overwrite);
+                        }
+                        *dv = V::Map(m);
+                        if !empty(dv) {
+                            continue;
+                        }
+                    }
+                }
+            }
+            _ => {}
         }
-        if overwrite || de.is_none_or(empty) {
+        if overwrite || dst.get(k).is_none_or(empty) {
             dst.insert(k.clone(), sv.clone());
         }
     }

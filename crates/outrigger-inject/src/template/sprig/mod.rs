@@ -370,9 +370,9 @@ fn go_kind(v: &V<'_>) -> &'static str {
         | V::K8sSlice(..)
         | V::ProtoList(..) => "slice",
         V::Json(_) | V::Map(_) | V::StrMapJ(_) | V::StrMap(_) | V::K8sMap(..) => "map",
-        V::NilPtr(_) | V::Proto { .. } | V::Root(_) | V::Ptr(_) => "ptr",
+        V::NilPtr(_) | V::Proto { .. } | V::Root(_) | V::Ptr(_) | V::Semver(_, true) => "ptr",
         V::K8s { ptr: true, .. } => "ptr",
-        V::K8s { .. } | V::Leaf(..) | V::Pair(..) | V::Time(_) => "struct",
+        V::K8s { .. } | V::Leaf(..) | V::Pair(..) | V::Time(_) | V::Semver(_, false) => "struct",
     }
 }
 
@@ -387,7 +387,11 @@ fn type_of(v: &V<'_>) -> String {
 /// Sprig's `empty`.
 pub fn empty(v: &V<'_>) -> bool {
     match v {
-        V::K8s { ptr: false, .. } | V::Leaf(..) | V::Pair(..) | V::Time(_) => false,
+        V::K8s { ptr: false, .. }
+        | V::Leaf(..)
+        | V::Pair(..)
+        | V::Time(_)
+        | V::Semver(_, false) => false,
         other => !other.truth(),
     }
 }
@@ -450,7 +454,7 @@ fn list_or<'a>(what: &str, v: &V<'a>) -> R<Vec<V<'a>>> {
     to_list(v).ok_or_else(|| not_list(what, v))
 }
 
-/// Register Sprig's implemented functions (Sprig v3.2.3 semantics and Go signatures).
+/// Register Sprig's implemented functions (Sprig v3.3.0 semantics and Go signatures).
 pub fn register_all(m: &mut Table) {
     register_paths(m);
     register_digests(m);
