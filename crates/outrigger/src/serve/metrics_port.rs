@@ -84,7 +84,13 @@ pub fn spawn(
 /// The answer to `path` with `Accept` header `accept`.
 fn answer(metrics: &Metrics, path: &str, accept: Option<&HeaderValue>) -> Response<Full<Bytes>> {
     if path != "/metrics" {
-        return super::handler::text(StatusCode::NOT_FOUND, "404 page not found");
+        let mut r = Response::new(Full::new(Bytes::from_static(b"404 page not found\n")));
+        *r.status_mut() = StatusCode::NOT_FOUND;
+        r.headers_mut().insert(
+            CONTENT_TYPE,
+            HeaderValue::from_static("text/plain; charset=utf-8"),
+        );
+        return r;
     }
     let format = Format::negotiate(accept);
     let mut r = Response::new(Full::new(Bytes::from(metrics.encode_as(format))));
