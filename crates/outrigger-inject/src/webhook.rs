@@ -53,7 +53,15 @@ pub struct Context<'a> {
     /// Keep the pod's metadata in [`Reviewed::pod_metadata`] (the target of a Kubernetes
     /// Event); off, the review does not copy it.
     pub keep_metadata: bool,
+    /// The most entries a list of a pod to inject may hold, its containers, init containers
+    /// and ephemeral containers counted together ([`MAX_LIST_ENTRIES`] by default): a pod
+    /// over it is refused (reason `too_large`) before anything is rendered.
+    pub max_list_entries: usize,
 }
+
+/// The default of [`Context::max_list_entries`]: far above any real pod, and low enough that
+/// the review of a pod at the limit stays a small fraction of a second.
+pub const MAX_LIST_ENTRIES: usize = 10_000;
 
 /// What happened to a review, for metrics and logs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -199,6 +207,13 @@ fn review_inner(
     if !decision.inject {
         return Err(Outcome::Skipped(decision.reason));
     }
+    if let Some(message) = oversized_list(&pod, ctx.max_list_entries) {
+        return Err(Outcome::Failed(Failure {
+            reason: "too_large",
+            message,
+            malformed: false,
+        }));
+    }
 
     // The proxy's parameters: path, OpenShift user, native sidecars.
     let (proxy_envs, env_warnings) = proxy_envs(path);
@@ -248,6 +263,63 @@ fn review_inner(
         })?;
     known.warnings.extend(injected_warnings);
     Ok(patch)
+}
+
+/// Why `pod` is too large to inject: its containers (init and ephemeral containers included)
+/// or any other list in it hold more than `max` entries (`None`: it is not). Linear in the pod.
+fn oversized_list(pod: &Value, max: usize) -> Option<String> {
+    let spec = pod.get("spec");
+    let containers: usize = ["containers", "initContainers", "ephemeralContainers"]
+        .iter()
+        .filter_map(|f| spec?.get(*f)?.as_array().map(Vec::len))
+        .sum();
+    if containers > max {
+        return Some(format!(
+            "the pod has {containers} containers (init and ephemeral containers included); \
+             outrigger injects pods of at most {max}"
+        ));
+    }
+    if !has_list_over(pod, max) {
+        return None;
+    }
+    // Found: walk again, naming where (only now, so the common case builds no paths).
+    let mut stack: Vec<(&Value, String)> = vec![(pod, String::new())];
+    while let Some((v, path)) = stack.pop() {
+        match v {
+            Value::Array(a) if a.len() > max => {
+                return Some(format!(
+                    "the pod's {path} has {} entries; outrigger injects pods whose lists hold at \
+                     most {max}",
+                    a.len()
+                ))
+            }
+            Value::Array(a) => stack.extend(
+                a.iter()
+                    .enumerate()
+                    .map(|(i, x)| (x, format!("{path}[{i}]"))),
+            ),
+            Value::Object(o) => stack.extend(o.iter().map(|(k, x)| {
+                let sep = if path.is_empty() { "" } else { "." };
+                (x, format!("{path}{sep}{k}"))
+            })),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Whether any list in `v` holds more than `max` entries.
+fn has_list_over(v: &Value, max: usize) -> bool {
+    let mut stack = vec![v];
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::Array(a) if a.len() > max => return true,
+            Value::Array(a) => stack.extend(a),
+            Value::Object(o) => stack.extend(o.values()),
+            _ => {}
+        }
+    }
+    false
 }
 
 /// The pod's metadata as the Event target: without `managedFields`, the namespace defaulted
@@ -433,6 +505,7 @@ mod tests {
             compliance_policy: "",
             revision: REVISION,
             keep_metadata: false,
+            max_list_entries: MAX_LIST_ENTRIES,
         }
     }
 

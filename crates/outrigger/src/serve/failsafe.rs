@@ -2,12 +2,18 @@
 //! configuration replaces the one in force only when the library's guard rules
 //! ([`outrigger_inject::guard`]) allow it, and a server whose configuration cannot inject pods
 //! reports itself not ready (unless `--allow-empty-config`).
+//!
+//! The check renders the templates for a probe pod; it runs on the blocking pool within a time
+//! budget ([`assess_within`]), so a template that loops for long can neither stall the
+//! connection workers nor hold up the reload: past its budget the configuration is refused.
 
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use outrigger_inject::config::Snapshot;
 use outrigger_inject::decide::native::NativeMode;
 use outrigger_inject::guard::{self, Adds, Unusable};
+use outrigger_inject::work::{self, Budget};
 
 use super::handler::State;
 
@@ -85,14 +91,36 @@ pub fn probe_native(mode: NativeMode) -> bool {
     mode == NativeMode::Enabled
 }
 
-/// Assess the configuration the server starts with; log when it cannot inject pods.
-pub fn initial(
-    snapshot: &Snapshot,
+/// [`guard::assess`] on the blocking pool, within `limit` (the request deadline: a
+/// configuration that cannot render a plain pod within it cannot inject any): past it, the
+/// render is stopped and the configuration is unusable.
+pub async fn assess_within(
+    snapshot: Arc<Snapshot>,
+    native: bool,
+    limit: Duration,
+) -> Result<Adds, Unusable> {
+    let budget = Budget::new(Some(Instant::now() + limit));
+    let b = budget.clone();
+    let check = move || work::scope(&b, || guard::assess(&snapshot, native));
+    match tokio::task::spawn_blocking(check).await {
+        Ok(Err(_)) if budget.is_exhausted() => Err(Unusable::RenderFails(format!(
+            "rendering a probe pod takes longer than {limit:?} (the request deadline)"
+        ))),
+        Ok(verdict) => verdict,
+        Err(e) => Err(Unusable::RenderFails(format!("the check failed: {e}"))),
+    }
+}
+
+/// Assess the configuration the server starts with (within `limit`, see [`assess_within`]);
+/// log when it cannot inject pods.
+pub async fn initial(
+    snapshot: &Arc<Snapshot>,
     native: NativeMode,
     allow_unusable: bool,
     source: &str,
+    limit: Duration,
 ) -> ConfigHealth {
-    let verdict = guard::assess(snapshot, probe_native(native));
+    let verdict = assess_within(snapshot.clone(), probe_native(native), limit).await;
     log_unsupported(source, &verdict);
     if let Ok(adds) = &verdict {
         tracing::info!(source, "configuration adds {adds} to a probe pod");
@@ -130,9 +158,11 @@ fn log_unsupported(source: &str, verdict: &Result<Adds, Unusable>) {
 }
 
 /// Offer a new configuration read from `source`: swapped in when the guard allows it (returns
-/// `true`), else refused with a log line and the failure metric (returns `false`).
-pub fn offer(state: &State, snapshot: Arc<Snapshot>, source: &str) -> bool {
-    let verdict = guard::assess(&snapshot, probe_native(state.inject.native_mode));
+/// `true`), else refused with a log line and the failure metric (returns `false`). The check
+/// runs within the request deadline ([`assess_within`]).
+pub async fn offer(state: &State, snapshot: Arc<Snapshot>, source: &str) -> bool {
+    let native = probe_native(state.inject.native_mode);
+    let verdict = assess_within(snapshot.clone(), native, state.limits.deadline).await;
     state.metrics.set_unsupported(&verdict);
     log_unsupported(source, &verdict);
     // While waiting for the cluster's configuration, the verdict in force is the placeholder's
