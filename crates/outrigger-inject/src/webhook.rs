@@ -1085,4 +1085,88 @@ mod tests {
             "failed to unmarshal injection template: expected a map, got a number"
         );
     }
+
+    /// A pod of `n` containers, each with a port and an env var, for the embedded default.
+    fn pod_of(n: usize) -> Value {
+        let containers: Vec<Value> = (0..n)
+            .map(|i| {
+                json!({"name": format!("c{i}"), "image": "nginx",
+                       "ports": [{"containerPort": 8000 + i}],
+                       "env": [{"name": "N", "value": format!("{i}")}]})
+            })
+            .collect();
+        json!({"metadata": {"name": "big"}, "spec": {"containers": containers}})
+    }
+
+    /// The work a review counts ([`crate::work`]): template steps, list elements copied and
+    /// merged.
+    fn review_work(snap: &Snapshot, pod: Value) -> u64 {
+        let budget = crate::work::Budget::new(None);
+        let r = crate::work::scope(&budget, || {
+            review(&body(ADMISSION_V1, "u", "ns", pod), "/inject", &ctx(snap))
+        });
+        assert_eq!(r.outcome, Outcome::Injected, "{}", text(&r));
+        budget.work()
+    }
+
+    #[test]
+    fn review_work_is_linear_in_the_containers() {
+        let snap = crate::config::defaults::snapshot().expect("embedded default");
+        let (one, two) = (
+            review_work(&snap, pod_of(400)),
+            review_work(&snap, pod_of(800)),
+        );
+        let ratio = two as f64 / one as f64;
+        assert!(
+            ratio <= 2.2,
+            "800 containers cost {ratio:.2}x the work of 400 ({two} vs {one})"
+        );
+    }
+
+    #[test]
+    fn pods_with_lists_over_the_bound_are_refused_before_rendering() {
+        let snap = crate::config::defaults::snapshot().expect("embedded default");
+        let mut small = ctx(&snap);
+        small.max_list_entries = 3;
+        let refused = |pod: Value| {
+            let r = review(&body(ADMISSION_V1, "u", "ns", pod), "/inject", &small);
+            match r.outcome {
+                Outcome::Failed(f) if f.reason == "too_large" && !f.malformed => f.message,
+                other => panic!("not refused as too large: {other:?}"),
+            }
+        };
+        assert_eq!(
+            refused(pod_of(4)),
+            "the pod has 4 containers (init and ephemeral containers included); outrigger \
+             injects pods of at most 3"
+        );
+        let mut mixed = pod_of(2);
+        mixed["spec"]["initContainers"] =
+            json!([{"name": "i1", "image": "x"}, {"name": "i2", "image": "x"}]);
+        assert!(refused(mixed).starts_with("the pod has 4 containers"));
+        let mut env = pod_of(1);
+        env["spec"]["containers"][0]["env"] =
+            json!([{"name": "A"}, {"name": "B"}, {"name": "C"}, {"name": "D"}]);
+        assert_eq!(
+            refused(env),
+            "the pod's spec.containers[0].env has 4 entries; outrigger injects pods whose lists \
+             hold at most 3"
+        );
+        // At the bound: injected; a pod the decision skips is skipped, whatever its size.
+        let r = review(&body(ADMISSION_V1, "u", "ns", pod_of(3)), "/inject", &small);
+        assert_eq!(r.outcome, Outcome::Injected);
+        let mut skipped = pod_of(10);
+        skipped["metadata"]["annotations"] = json!({"sidecar.istio.io/inject": "false"});
+        let r = review(&body(ADMISSION_V1, "u", "ns", skipped), "/inject", &small);
+        assert_eq!(r.outcome, Outcome::Skipped(Reason::AnnotationDisabled));
+        // The answer refuses the pod, naming why.
+        let r = review(&body(ADMISSION_V1, "u", "ns", pod_of(4)), "/inject", &small);
+        assert!(
+            text(&r).contains(
+                r#""allowed":false,"status":{"metadata":{},"message":"the pod has 4 containers"#
+            ),
+            "{}",
+            text(&r)
+        );
+    }
 }

@@ -92,7 +92,7 @@ pub struct ServeArgs {
     /// containers counted together; volumes; a container's env; ...): a pod over it is refused
     /// (allowed: false, reason too_large) before rendering. Keeps a review's cost bounded.
     #[arg(long = "max-list-entries", default_value_t = outrigger_inject::webhook::MAX_LIST_ENTRIES,
-        value_parser = clap::value_parser!(u64).range(1..).map(|n| n as usize))]
+        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub max_list_entries: usize,
     /// Admission requests processed at once; more wait (within their deadline).
     #[arg(long = "max-concurrency", default_value_t = 256)]
