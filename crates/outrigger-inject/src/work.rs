@@ -19,6 +19,8 @@ use std::time::Instant;
 #[derive(Debug)]
 pub struct Budget {
     deadline: Option<Instant>,
+    /// The work after which the budget is exhausted (a deterministic bound).
+    max_work: u64,
     cancelled: AtomicBool,
     work: AtomicU64,
 }
@@ -31,8 +33,15 @@ pub struct Exhausted;
 impl Budget {
     /// A budget ending at `deadline` (`None`: only [`Budget::cancel`] ends it).
     pub fn new(deadline: Option<Instant>) -> Arc<Budget> {
+        Budget::with_work_limit(deadline, u64::MAX)
+    }
+
+    /// A budget ending at `deadline` or once `max_work` units of work are counted, whichever
+    /// comes first: the work limit gives the same verdict on any machine, however loaded.
+    pub fn with_work_limit(deadline: Option<Instant>, max_work: u64) -> Arc<Budget> {
         Arc::new(Budget {
             deadline,
+            max_work,
             cancelled: AtomicBool::new(false),
             work: AtomicU64::new(0),
         })
@@ -46,6 +55,10 @@ impl Budget {
     /// Whether the budget has ended (cancelled, or its deadline has passed).
     pub fn is_exhausted(&self) -> bool {
         if self.cancelled.load(Ordering::Relaxed) {
+            return true;
+        }
+        if self.work() >= self.max_work {
+            self.cancel();
             return true;
         }
         if self.deadline.is_some_and(|d| Instant::now() >= d) {
@@ -225,6 +238,19 @@ mod tests {
         });
         assert!(current().is_none(), "the scope ends with its closure");
         assert!(!exhausted());
+    }
+
+    #[test]
+    fn a_work_limit_exhausts_the_budget() {
+        let b = Budget::with_work_limit(None, 3 * Meter::EVERY);
+        scope(&b, || {
+            let mut m = Meter::current();
+            let steps = (0..10 * Meter::EVERY)
+                .take_while(|_| m.step().is_ok())
+                .count() as u64;
+            assert_eq!(steps + 1, 3 * Meter::EVERY, "stopped at the limit");
+        });
+        assert!(b.is_exhausted());
     }
 
     #[test]

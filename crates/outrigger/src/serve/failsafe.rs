@@ -91,25 +91,39 @@ pub fn probe_native(mode: NativeMode) -> bool {
     mode == NativeMode::Enabled
 }
 
-/// [`guard::assess`] on the blocking pool, within `limit` (the request deadline: a
-/// configuration that cannot render a plain pod within it cannot inject any): past it, the
-/// render is stopped and the configuration is unusable.
+/// The work the configuration check may take ([`outrigger_inject::work`]: template steps, list
+/// elements copied, merged list elements): thousands of times what Istio's templates take for
+/// the probe pod (a few hundred), a fraction of a second. A work bound, not a time: the verdict on a configuration
+/// is the same however loaded the machine is.
+pub const CHECK_WORK: u64 = 4_000_000;
+
+/// [`guard::assess`] on the blocking pool, within [`CHECK_WORK`] and `limit` (a backstop in
+/// time): past either, the render is stopped and the configuration is unusable (a configuration
+/// whose templates take that long for a plain pod cannot inject pods within their deadline).
 pub async fn assess_within(
     snapshot: Arc<Snapshot>,
     native: bool,
     limit: Duration,
 ) -> Result<Adds, Unusable> {
-    let budget = Budget::new(Some(Instant::now() + limit));
+    let budget = Budget::with_work_limit(Some(Instant::now() + limit), CHECK_WORK);
     let b = budget.clone();
     let check = move || work::scope(&b, || guard::assess(&snapshot, native));
     match tokio::task::spawn_blocking(check).await {
+        Ok(Err(_)) if budget.is_exhausted() && budget.work() >= CHECK_WORK => {
+            Err(Unusable::RenderFails(format!(
+                "rendering a probe pod takes more than {CHECK_WORK} template steps"
+            )))
+        }
         Ok(Err(_)) if budget.is_exhausted() => Err(Unusable::RenderFails(format!(
-            "rendering a probe pod takes longer than {limit:?} (the request deadline)"
+            "rendering a probe pod takes longer than {limit:?}"
         ))),
         Ok(verdict) => verdict,
         Err(e) => Err(Unusable::RenderFails(format!("the check failed: {e}"))),
     }
 }
+
+/// The time backstop of the configuration check.
+pub const CHECK_TIME: Duration = Duration::from_secs(60);
 
 /// Assess the configuration the server starts with (within `limit`, see [`assess_within`]);
 /// log when it cannot inject pods.
@@ -162,7 +176,7 @@ fn log_unsupported(source: &str, verdict: &Result<Adds, Unusable>) {
 /// runs within the request deadline ([`assess_within`]).
 pub async fn offer(state: &State, snapshot: Arc<Snapshot>, source: &str) -> bool {
     let native = probe_native(state.inject.native_mode);
-    let verdict = assess_within(snapshot.clone(), native, state.limits.deadline).await;
+    let verdict = assess_within(snapshot.clone(), native, CHECK_TIME).await;
     state.metrics.set_unsupported(&verdict);
     log_unsupported(source, &verdict);
     // While waiting for the cluster's configuration, the verdict in force is the placeholder's

@@ -242,7 +242,7 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
                 native,
                 args.allow_empty_config,
                 "start-up",
-                args.request_timeout,
+                failsafe::CHECK_TIME,
             )
             .await
         }
