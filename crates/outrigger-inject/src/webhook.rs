@@ -265,13 +265,15 @@ fn review_inner(
     Ok(patch)
 }
 
-/// Why `pod` is too large to inject: its containers (init and ephemeral containers included)
-/// or any other list in it hold more than `max` entries (`None`: it is not). Linear in the pod.
+/// Why `pod` is too large to inject: its containers (init and ephemeral containers included),
+/// a list of its spec (volumes, ...) or a list of one of its containers (env, ports, ...) hold
+/// more than `max` entries (`None`: it is not). Looks at list lengths only, not at their entries.
 fn oversized_list(pod: &Value, max: usize) -> Option<String> {
-    let spec = pod.get("spec");
-    let containers: usize = ["containers", "initContainers", "ephemeralContainers"]
+    let spec = pod.get("spec")?.as_object()?;
+    const CONTAINERS: [&str; 3] = ["containers", "initContainers", "ephemeralContainers"];
+    let containers: usize = CONTAINERS
         .iter()
-        .filter_map(|f| spec?.get(*f)?.as_array().map(Vec::len))
+        .filter_map(|f| spec.get(*f)?.as_array().map(Vec::len))
         .sum();
     if containers > max {
         return Some(format!(
@@ -279,47 +281,30 @@ fn oversized_list(pod: &Value, max: usize) -> Option<String> {
              outrigger injects pods of at most {max}"
         ));
     }
-    if !has_list_over(pod, max) {
-        return None;
-    }
-    // Found: walk again, naming where (only now, so the common case builds no paths).
-    let mut stack: Vec<(&Value, String)> = vec![(pod, String::new())];
-    while let Some((v, path)) = stack.pop() {
-        match v {
-            Value::Array(a) if a.len() > max => {
-                return Some(format!(
-                    "the pod's {path} has {} entries; outrigger injects pods whose lists hold at \
-                     most {max}",
-                    a.len()
-                ))
+    let over = |path: String, len: usize| {
+        format!("the pod's {path} has {len} entries; outrigger injects pods whose lists hold at most {max}")
+    };
+    for (k, v) in spec {
+        let Some(list) = v.as_array() else { continue };
+        if list.len() > max {
+            return Some(over(format!("spec.{k}"), list.len()));
+        }
+        if !CONTAINERS.contains(&k.as_str()) {
+            continue;
+        }
+        for (i, c) in list.iter().enumerate() {
+            let Some(c) = c.as_object() else { continue };
+            for (f, x) in c {
+                match x.as_array() {
+                    Some(a) if a.len() > max => {
+                        return Some(over(format!("spec.{k}[{i}].{f}"), a.len()))
+                    }
+                    _ => {}
+                }
             }
-            Value::Array(a) => stack.extend(
-                a.iter()
-                    .enumerate()
-                    .map(|(i, x)| (x, format!("{path}[{i}]"))),
-            ),
-            Value::Object(o) => stack.extend(o.iter().map(|(k, x)| {
-                let sep = if path.is_empty() { "" } else { "." };
-                (x, format!("{path}{sep}{k}"))
-            })),
-            _ => {}
         }
     }
     None
-}
-
-/// Whether any list in `v` holds more than `max` entries.
-fn has_list_over(v: &Value, max: usize) -> bool {
-    let mut stack = vec![v];
-    while let Some(v) = stack.pop() {
-        match v {
-            Value::Array(a) if a.len() > max => return true,
-            Value::Array(a) => stack.extend(a),
-            Value::Object(o) => stack.extend(o.values()),
-            _ => {}
-        }
-    }
-    false
 }
 
 /// The pod's metadata as the Event target: without `managedFields`, the namespace defaulted

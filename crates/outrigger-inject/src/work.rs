@@ -77,6 +77,23 @@ impl Budget {
     fn add(&self, units: u64) {
         self.work.fetch_add(units, Ordering::Relaxed);
     }
+
+    /// Add `units` and check the budget, reading the clock only when the work crosses a
+    /// multiple of [`Meter::EVERY`] (so frequent small charges stay cheap).
+    fn charge(&self, units: u64) -> Result<(), Exhausted> {
+        let before = self.work.fetch_add(units, Ordering::Relaxed);
+        let crossed = before / Meter::EVERY != (before + units) / Meter::EVERY;
+        let exhausted = if crossed {
+            self.is_exhausted()
+        } else {
+            self.cancelled.load(Ordering::Relaxed) || before + units >= self.max_work
+        };
+        if exhausted {
+            Err(Exhausted)
+        } else {
+            Ok(())
+        }
+    }
 }
 
 thread_local! {
@@ -107,14 +124,7 @@ pub fn current() -> Option<Arc<Budget>> {
 /// without a budget in scope).
 pub fn charge(units: u64) -> Result<(), Exhausted> {
     CURRENT.with(|c| match &*c.borrow() {
-        Some(b) => {
-            b.add(units);
-            if b.is_exhausted() {
-                Err(Exhausted)
-            } else {
-                Ok(())
-            }
-        }
+        Some(b) => b.charge(units),
         None => Ok(()),
     })
 }

@@ -88,7 +88,8 @@ pub struct State {
     /// Bounds the admission requests processed at once.
     pub permits: Semaphore,
     /// Bounds the reviews of bodies up to `INLINE_BODY_LIMIT` running at once on the
-    /// blocking pool (larger ones take the byte budget's large slots).
+    /// blocking pool (`--max-concurrency`: they share the CPUs, so a review stopped only by its
+    /// deadline never holds up the others; larger ones take the byte budget's large slots).
     pub review_slots: Arc<Semaphore>,
     /// Bounds the request body bytes held at once (`--max-inflight-bytes`).
     pub budget: ByteBudget,

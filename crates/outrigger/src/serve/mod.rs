@@ -319,9 +319,7 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
         },
         permits: Semaphore::new(args.max_concurrency.max(1)),
         review_slots: Arc::new(Semaphore::new(
-            workers
-                .saturating_mul(REVIEW_SLOTS_PER_WORKER)
-                .clamp(1, Semaphore::MAX_PERMITS),
+            args.max_concurrency.clamp(1, Semaphore::MAX_PERMITS),
         )),
         budget,
         draining: AtomicBool::new(false),
@@ -418,11 +416,6 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
 
 /// How long the API calls made when told to stop may take (they run during the drain delay).
 const SHUTDOWN_API_LIMIT: Duration = Duration::from_secs(5);
-
-/// Reviews of small bodies running at once on the blocking pool, per worker thread: more than
-/// the CPUs, so that reviews stopped only by their deadline (a slow template a pod triggers)
-/// share the CPUs with the others instead of holding every slot.
-const REVIEW_SLOTS_PER_WORKER: usize = 4;
 
 /// Connections accepted beyond `--max-connections` that answer only the health endpoints.
 const HEALTH_RESERVE: usize = 8;
