@@ -49,6 +49,7 @@ fn bench(c: &mut Criterion) {
         compliance_policy: "",
         revision: outrigger_inject::webhook::REVISION,
         keep_metadata: false,
+        max_list_entries: outrigger_inject::webhook::MAX_LIST_ENTRIES,
     };
     for (name, pod) in [
         ("webhook/hello", hello_pod(1, 0, 0)),

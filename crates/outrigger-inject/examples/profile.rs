@@ -131,6 +131,7 @@ fn webhook(s: &Snapshot, pod: &serde_json::Value, n: usize, unique: bool) {
         compliance_policy: "",
         revision: outrigger_inject::webhook::REVISION,
         keep_metadata: false,
+        max_list_entries: outrigger_inject::webhook::MAX_LIST_ENTRIES,
     };
     let first = webhook::review(&bodies[n.max(1)], "/inject", &ctx);
     assert!(matches!(first.outcome, webhook::Outcome::Injected));

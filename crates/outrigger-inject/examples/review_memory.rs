@@ -46,6 +46,7 @@ fn main() {
         compliance_policy: "",
         revision: outrigger_inject::webhook::REVISION,
         keep_metadata: false,
+        max_list_entries: outrigger_inject::webhook::MAX_LIST_ENTRIES,
     };
     let body = std::fs::read(&path).expect("read the review");
     // A small review first, so lazily built tables are not counted.

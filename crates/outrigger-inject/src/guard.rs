@@ -318,6 +318,16 @@ mod tests {
     }
 
     #[test]
+    fn checking_the_embedded_default_takes_little_work() {
+        let s = snap(defaults::CONFIG, defaults::VALUES);
+        let budget = crate::work::Budget::new(None);
+        let verdict = crate::work::scope(&budget, || assess(&s, false));
+        assert!(verdict.is_ok());
+        // serve's configuration check allows 4,000,000 (serve::failsafe::CHECK_WORK).
+        assert!(budget.work() < 100_000, "{}", budget.work());
+    }
+
+    #[test]
     fn any_sidecar_is_usable() {
         let shipper = snap(
             include_str!("../../../examples/custom-template/config.yaml"),

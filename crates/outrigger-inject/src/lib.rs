@@ -34,7 +34,8 @@
 //! [`guard`] checks that a configuration can inject at all. Below the stages are their inputs
 //! ([`config`], and [`unsupported`]: what a configuration's templates use that outrigger lacks)
 //! and the engines they use: [`template`] (Go `text/template`), [`mesh`] (mesh and
-//! proxy config), [`yaml`], [`kube`] (Kubernetes types), [`json`] and [`go`] (Go formatting).
+//! proxy config), [`yaml`], [`kube`] (Kubernetes types), [`json`] and [`go`] (Go formatting);
+//! [`work`] is the budget a review's steps check so that it ends at its deadline.
 //!
 //! Imports go one way: an orchestrator uses the stages (and [`inject`]); a stage uses earlier
 //! stages, [`config`] and the engines; [`config`] uses the engines; each engine uses only the
@@ -51,6 +52,7 @@ pub mod json;
 pub mod kube;
 pub mod mesh;
 pub mod template;
+pub mod work;
 pub mod yaml;
 
 // Inputs: injector configuration, values, embedded defaults; what a configuration's templates

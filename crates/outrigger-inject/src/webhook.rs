@@ -54,7 +54,15 @@ pub struct Context<'a> {
     /// Keep the pod's metadata in [`Reviewed::pod_metadata`] (the target of a Kubernetes
     /// Event); off, the review does not copy it.
     pub keep_metadata: bool,
+    /// The most entries a list of a pod to inject may hold, its containers, init containers
+    /// and ephemeral containers counted together ([`MAX_LIST_ENTRIES`] by default): a pod
+    /// over it is refused (reason `too_large`) before anything is rendered.
+    pub max_list_entries: usize,
 }
+
+/// The default of [`Context::max_list_entries`]: far above any real pod, and low enough that
+/// the review of a pod at the limit stays a small fraction of a second.
+pub const MAX_LIST_ENTRIES: usize = 10_000;
 
 /// What happened to a review, for metrics and logs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -200,6 +208,13 @@ fn review_inner(
     if !decision.inject {
         return Err(Outcome::Skipped(decision.reason));
     }
+    if let Some(message) = oversized_list(&pod, ctx.max_list_entries) {
+        return Err(Outcome::Failed(Failure {
+            reason: "too_large",
+            message,
+            malformed: false,
+        }));
+    }
 
     // The proxy's parameters: path, OpenShift user, native sidecars.
     let (proxy_envs, env_warnings) = proxy_envs(path);
@@ -249,6 +264,48 @@ fn review_inner(
         })?;
     known.warnings.extend(injected_warnings);
     Ok(patch)
+}
+
+/// Why `pod` is too large to inject: its containers (init and ephemeral containers included),
+/// a list of its spec (volumes, ...) or a list of one of its containers (env, ports, ...) hold
+/// more than `max` entries (`None`: it is not). Looks at list lengths only, not at their entries.
+fn oversized_list(pod: &Value, max: usize) -> Option<String> {
+    let spec = pod.get("spec")?.as_object()?;
+    const CONTAINERS: [&str; 3] = ["containers", "initContainers", "ephemeralContainers"];
+    let containers: usize = CONTAINERS
+        .iter()
+        .filter_map(|f| spec.get(*f)?.as_array().map(Vec::len))
+        .sum();
+    if containers > max {
+        return Some(format!(
+            "the pod has {containers} containers (init and ephemeral containers included); \
+             outrigger injects pods of at most {max}"
+        ));
+    }
+    let over = |path: String, len: usize| {
+        format!("the pod's {path} has {len} entries; outrigger injects pods whose lists hold at most {max}")
+    };
+    for (k, v) in spec {
+        let Some(list) = v.as_array() else { continue };
+        if list.len() > max {
+            return Some(over(format!("spec.{k}"), list.len()));
+        }
+        if !CONTAINERS.contains(&k.as_str()) {
+            continue;
+        }
+        for (i, c) in list.iter().enumerate() {
+            let Some(c) = c.as_object() else { continue };
+            for (f, x) in c {
+                match x.as_array() {
+                    Some(a) if a.len() > max => {
+                        return Some(over(format!("spec.{k}[{i}].{f}"), a.len()))
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    None
 }
 
 /// The pod's metadata as the Event target: without `managedFields`, the namespace defaulted
@@ -438,6 +495,7 @@ mod tests {
             compliance_policy: "",
             revision: REVISION,
             keep_metadata: false,
+            max_list_entries: MAX_LIST_ENTRIES,
         }
     }
 
@@ -1057,6 +1115,90 @@ mod tests {
         assert_eq!(
             shape.to_string(),
             "failed to unmarshal injection template: expected a map, got a number"
+        );
+    }
+
+    /// A pod of `n` containers, each with a port and an env var, for the embedded default.
+    fn pod_of(n: usize) -> Value {
+        let containers: Vec<Value> = (0..n)
+            .map(|i| {
+                json!({"name": format!("c{i}"), "image": "nginx",
+                       "ports": [{"containerPort": 8000 + i}],
+                       "env": [{"name": "N", "value": format!("{i}")}]})
+            })
+            .collect();
+        json!({"metadata": {"name": "big"}, "spec": {"containers": containers}})
+    }
+
+    /// The work a review counts ([`crate::work`]): template steps, list elements copied and
+    /// merged.
+    fn review_work(snap: &Snapshot, pod: Value) -> u64 {
+        let budget = crate::work::Budget::new(None);
+        let r = crate::work::scope(&budget, || {
+            review(&body(ADMISSION_V1, "u", "ns", pod), "/inject", &ctx(snap))
+        });
+        assert_eq!(r.outcome, Outcome::Injected, "{}", text(&r));
+        budget.work()
+    }
+
+    #[test]
+    fn review_work_is_linear_in_the_containers() {
+        let snap = crate::config::defaults::snapshot().expect("embedded default");
+        let (one, two) = (
+            review_work(&snap, pod_of(400)),
+            review_work(&snap, pod_of(800)),
+        );
+        let ratio = two as f64 / one as f64;
+        assert!(
+            ratio <= 2.2,
+            "800 containers cost {ratio:.2}x the work of 400 ({two} vs {one})"
+        );
+    }
+
+    #[test]
+    fn pods_with_lists_over_the_bound_are_refused_before_rendering() {
+        let snap = crate::config::defaults::snapshot().expect("embedded default");
+        let mut small = ctx(&snap);
+        small.max_list_entries = 3;
+        let refused = |pod: Value| {
+            let r = review(&body(ADMISSION_V1, "u", "ns", pod), "/inject", &small);
+            match r.outcome {
+                Outcome::Failed(f) if f.reason == "too_large" && !f.malformed => f.message,
+                other => panic!("not refused as too large: {other:?}"),
+            }
+        };
+        assert_eq!(
+            refused(pod_of(4)),
+            "the pod has 4 containers (init and ephemeral containers included); outrigger \
+             injects pods of at most 3"
+        );
+        let mut mixed = pod_of(2);
+        mixed["spec"]["initContainers"] =
+            json!([{"name": "i1", "image": "x"}, {"name": "i2", "image": "x"}]);
+        assert!(refused(mixed).starts_with("the pod has 4 containers"));
+        let mut env = pod_of(1);
+        env["spec"]["containers"][0]["env"] =
+            json!([{"name": "A"}, {"name": "B"}, {"name": "C"}, {"name": "D"}]);
+        assert_eq!(
+            refused(env),
+            "the pod's spec.containers[0].env has 4 entries; outrigger injects pods whose lists \
+             hold at most 3"
+        );
+        // At the bound: injected; a pod the decision skips is skipped, whatever its size.
+        let r = review(&body(ADMISSION_V1, "u", "ns", pod_of(3)), "/inject", &small);
+        assert_eq!(r.outcome, Outcome::Injected);
+        let mut skipped = pod_of(10);
+        skipped["metadata"]["annotations"] = json!({"sidecar.istio.io/inject": "false"});
+        let r = review(&body(ADMISSION_V1, "u", "ns", skipped), "/inject", &small);
+        assert_eq!(r.outcome, Outcome::Skipped(Reason::AnnotationDisabled));
+        // The answer refuses the pod, naming why.
+        let r = review(&body(ADMISSION_V1, "u", "ns", pod_of(4)), "/inject", &small);
+        assert!(
+            text(&r).contains(
+                r#""allowed":false,"status":{"metadata":{},"message":"the pod has 4 containers"#
+            ),
+            "{}",
+            text(&r)
         );
     }
 }

@@ -15,6 +15,7 @@ use std::path::Path;
 /// re-exports `crate::Error`/`crate::Result` counts as naming `error`, so no module below it may.
 const LAYERS: &[(&str, u8)] = &[
     ("go", 0),
+    ("work", 0),
     ("json", 1),
     ("yaml", 1),
     ("kube", 1),
@@ -146,6 +147,7 @@ const TEMPLATE_LAYERS: &[(&str, u8)] = &[
     ("ast", 0),
     ("gostr", 0),
     ("gopath", 0),
+    ("list", 0),
     ("digest", 1),
     ("semver", 0),
     ("parse", 1),

@@ -117,6 +117,9 @@ pub enum MergeError {
     /// The `proxy.istio.io/overrides` annotation could not be read.
     #[error(transparent)]
     Json(Box<JsonError>),
+    /// The review's work budget ran out during the merge ([`crate::work`]).
+    #[error(transparent)]
+    Exhausted(#[from] crate::work::Exhausted),
     /// An error of an inner step, with the step that failed in front
     /// (`failed applying injection overlay: ...`).
     #[error(transparent)]
@@ -669,6 +672,8 @@ fn merge_slice(
     if original.is_empty() && patch.is_empty() {
         return Ok(original);
     }
+    // The merge's work is in proportion to the lists it merges.
+    crate::work::charge((original.len() + patch.len()) as u64)?;
     let is_map = element_kind_is_map(&original, &patch)?;
     let key = meta.merge_key;
     let (server_pos, patch_pos, merged) = if is_map {
@@ -711,6 +716,9 @@ fn apply_special_elements(
 ) -> Result<(Vec<Value>, Vec<Value>)> {
     let mut plain = Vec::with_capacity(patch.len());
     let mut replace = false;
+    // Deleted keys, removed in one pass after reading the directives (one pass per directive
+    // would be quadratic in the list).
+    let mut deleted: rustc_hash::FxHashSet<Option<Key>> = Default::default();
     for v in patch {
         let Some(d) = v.get(DIRECTIVE) else {
             plain.push(v);
@@ -719,11 +727,7 @@ fn apply_special_elements(
         match d.as_str() {
             Some("delete") => {
                 let target = v.get(key).ok_or_else(|| no_merge_key(&v, key))?;
-                let target = key_of(target);
-                original.retain(|o| {
-                    let k = o.get(key).and_then(key_of);
-                    k.is_none() || k != target
-                });
+                deleted.insert(key_of(target));
             }
             Some("replace") => replace = true,
             Some("merge") => {
@@ -734,6 +738,12 @@ fn apply_special_elements(
                 return Err(bad_patch_type(d, &m));
             }
         }
+    }
+    if !deleted.is_empty() {
+        original.retain(|o| {
+            let k = o.get(key).and_then(key_of);
+            k.is_none() || !deleted.contains(&k)
+        });
     }
     if replace {
         Ok((plain, Vec::new()))
@@ -780,7 +790,7 @@ fn merge_maps_by_key(
 
 /// `deleteFromSlice`.
 fn delete_from_slice(current: Vec<Value>, to_delete: &[Value]) -> Vec<Value> {
-    let del: Vec<Option<Key>> = to_delete.iter().map(key_of).collect();
+    let del: rustc_hash::FxHashSet<Option<Key>> = to_delete.iter().map(key_of).collect();
     current
         .into_iter()
         .filter(|v| {

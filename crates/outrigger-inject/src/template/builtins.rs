@@ -1,10 +1,9 @@
 //! Go `text/template`'s builtin functions: `and`, `or`, `not`, `len`, `index`, `slice`,
 //! `print`/`printf`/`println`, `eq`/`ne`/`lt`/`le`/`gt`/`ge`, `html`, `js`, `urlquery`, `call`.
 
-use std::rc::Rc;
-
 use serde_json::Value;
 
+use super::list::GoList;
 use super::signature::{register, Table, P};
 use super::value::{str_of, IntTy, V};
 use super::{printf, value};
@@ -337,8 +336,7 @@ fn index1<'a>(item: V<'a>, key: &V<'a>) -> R<V<'a>> {
     match item {
         V::Missing | V::Nil => Err("index of untyped nil".into()),
         V::Json(Value::Array(a)) => Ok(V::json(&a[list_get(a.len(), index_int(key)?)?])),
-        V::List(l) => Ok(l[list_get(l.len(), index_int(key)?)?].clone()),
-        V::TList(_, l) => Ok(l[list_get(l.len(), index_int(key)?)?].clone()),
+        V::List(l) | V::TList(_, l) => Ok(l.items()[list_get(l.len(), index_int(key)?)?].clone()),
         V::NilOf(t) if t.starts_with("map[") => {
             skey()?;
             Ok(V::Nil)
@@ -435,7 +433,7 @@ fn f_slice<'a>(a: Vec<V<'a>>) -> R<V<'a>> {
             if i < 0 || j < i || j as usize > items.len() {
                 return Err(format!("index out of range: {j}"));
             }
-            Ok(V::List(Rc::new(items[i as usize..j as usize].to_vec())))
+            Ok(V::List(GoList::new(items[i as usize..j as usize].to_vec())))
         }
     }
 }

@@ -19,6 +19,7 @@ use super::value::{
 use super::{dates, semver, Clock, Template, TemplateData};
 use crate::json::lookup as jsonmap;
 use crate::kube::schema;
+use crate::work::Meter;
 
 /// Go's `maxExecDepth`: `template` calls nest at most this deep (`exceeded maximum template
 /// depth (100000)`). Every recursive step runs through [`crate::go::stack::grow`], so the
@@ -70,6 +71,9 @@ pub struct Exec<'t> {
     /// (`set`, `unset`, `merge`): a change is seen later in the same render, as in Go, and never
     /// in another render.
     values: Option<V<'t>>,
+    /// Steps counted against the review's work budget ([`crate::work`]): a render stops with
+    /// an error once its review's deadline passes.
+    meter: Meter,
 }
 
 /// The environment of a render over generic JSON: no variable is set.
@@ -127,6 +131,7 @@ impl<'t> Exec<'t> {
             env,
             clock,
             values,
+            meter: Meter::current(),
         };
         ex.vars.push(("$", dot.clone(), false));
         let root = tmpl.root();
@@ -171,15 +176,42 @@ impl<'t> Exec<'t> {
         Ok(None)
     }
 
+    /// Count one step of work; fail once the review's budget is exhausted.
+    #[inline]
+    fn tick(&mut self) -> R<()> {
+        match self.meter.step() {
+            Ok(()) => Ok(()),
+            Err(e) => Err(self.errorf(&e.to_string())),
+        }
+    }
+
+    /// Fail once the output passes [`value::MAX_OUTPUT`] (outrigger's bound, as for the strings
+    /// functions build; Go has none).
+    #[inline]
+    fn check_output(&self) -> R<()> {
+        if self.out.len() > value::MAX_OUTPUT {
+            return Err(self.errorf(&format!(
+                "output exceeds {} bytes (outrigger's limit; Go has none)",
+                value::MAX_OUTPUT
+            )));
+        }
+        Ok(())
+    }
+
     fn walk(&mut self, node: &'t Node, dot: &V<'t>) -> R<Option<Ctl>> {
         self.at = At::Node(node);
+        self.tick()?;
         match node {
-            Node::Text(t) => self.out.push_str(&t.text),
+            Node::Text(t) => {
+                self.out.push_str(&t.text);
+                self.check_output()?;
+            }
             Node::Action(a) => {
                 let v = self.eval_pipeline(dot, &a.pipe)?;
                 if a.pipe.decl.is_empty() {
                     self.at = At::Node(node);
                     self.print(&v);
+                    self.check_output()?;
                 }
             }
             Node::If(b) => return crate::go::stack::grow(|| self.walk_if_or_with(b, dot, false)),
@@ -336,6 +368,7 @@ impl<'t> Exec<'t> {
         mark: usize,
         iface: bool,
     ) -> R<bool> {
+        self.tick()?;
         let decl = &b.pipe.decl;
         if !decl.is_empty() {
             if b.pipe.is_assign {
@@ -395,14 +428,14 @@ impl<'t> Exec<'t> {
                 e.into_iter().map(|(k, x)| (V::s(k), V::json(x))).collect()
             }
             V::List(l) => l
-                .iter()
-                .cloned()
+                .to_vec()
+                .into_iter()
                 .enumerate()
                 .map(|(i, x)| (idx(i), x))
                 .collect(),
             V::TList(_, l) => l
-                .iter()
-                .cloned()
+                .to_vec()
+                .into_iter()
                 .enumerate()
                 .map(|(i, x)| (idx(i), x))
                 .collect(),
@@ -484,6 +517,7 @@ impl<'t> Exec<'t> {
     }
 
     fn eval_command(&mut self, dot: &V<'t>, cmd: &'t CommandNode, fin: Final<'t>) -> R<V<'t>> {
+        self.tick()?;
         let first = &cmd.args[0];
         match first {
             Expr::Field(_, idents) => {
@@ -855,6 +889,7 @@ impl<'t> Exec<'t> {
                 env: self.env,
                 clock: self.clock,
                 values: None,
+                meter: Meter::current(),
             };
             if let At::None = call_node {
                 s.at = At::Expr(ident);

@@ -8,6 +8,7 @@ use std::rc::Rc;
 use serde_json::Value;
 
 use super::builtins::as_i;
+use super::list::GoList;
 use super::signature::{register, Table, P};
 use super::value;
 use super::value::{check_size, duration_parts, go_unmarshal, str_of, V};
@@ -359,7 +360,7 @@ fn omit_nil<'a>(v: &V<'a>) -> Option<V<'a>> {
             if out.is_empty() && n > 0 {
                 None
             } else {
-                Some(V::List(Rc::new(out)))
+                Some(V::List(GoList::new(out)))
             }
         }
         other => Some(other.clone()),

@@ -57,6 +57,7 @@ mod gopath;
 mod gostr;
 mod istio;
 mod lex;
+mod list;
 mod mutation;
 mod parse;
 mod printf;

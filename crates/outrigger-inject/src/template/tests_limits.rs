@@ -188,3 +188,95 @@ fn values_built_by_a_template_nest_up_to_a_bound() {
         );
     }
 }
+
+/// Render `src` over `{}` with a work budget in scope; the result and the work counted.
+fn render_with_budget(
+    src: &str,
+    budget: &std::sync::Arc<crate::work::Budget>,
+) -> (Result<String, String>, u64) {
+    let t = Template::parse("inject", src).expect("parses");
+    let r = crate::work::scope(budget, || {
+        t.render_json(&json!({})).map_err(|e| e.to_string())
+    });
+    (r, budget.work())
+}
+
+/// The work of a template that appends `n` items to a list one at a time, as Istio's templates
+/// do over the pod's containers.
+fn append_loop_work(n: usize) -> u64 {
+    let src = format!(
+        "{{{{ $l := list }}}}{{{{ range $i := until {n} }}}}{{{{ $l = append $l $i }}}}{{{{ end }}}}{{{{ len $l }}}} {{{{ last $l }}}}"
+    );
+    let (r, work) = render_with_budget(&src, &crate::work::Budget::new(None));
+    assert_eq!(r, Ok(format!("{n} {}", n - 1)));
+    work
+}
+
+#[test]
+fn appending_in_a_loop_is_linear() {
+    let (one, two) = (append_loop_work(5_000), append_loop_work(10_000));
+    let ratio = two as f64 / one as f64;
+    assert!(
+        ratio <= 2.2,
+        "work for 10,000 appends is {ratio:.2}x the work for 5,000 ({two} vs {one})"
+    );
+}
+
+#[test]
+fn appending_keeps_every_list_as_it_was() {
+    // Sprig copies: a list appended to twice gives two lists, each with its own last element,
+    // and the list appended to is unchanged.
+    let src = r#"{{ $a := list 1 2 }}{{ $b := append $a 3 }}{{ $c := append $a 4 }}{{ $d := append $b 5 }}{{ $e := append $b 6 }}{{ $a }} {{ $b }} {{ $c }} {{ $d }} {{ $e }} {{ append (list) 1 }} {{ prepend $b 0 }} {{ $b }}"#;
+    let t = Template::parse("inject", src).expect("parses");
+    assert_eq!(
+        t.render_json(&json!({})).map_err(|e| e.to_string()),
+        Ok("[1 2] [1 2 3] [1 2 4] [1 2 3 5] [1 2 3 6] [1] [0 1 2 3] [1 2 3]".into())
+    );
+    // Appending a list still counts the depth it adds: 512 levels pass, 513 do not.
+    let wrapped = |wraps: usize| {
+        format!(
+            "{{{{ $l := list }}}}{}{{{{ $m := list }}}}{{{{ $m = append $m $l }}}}ok",
+            "{{ $l = list $l }}".repeat(wraps)
+        )
+    };
+    let depth = exec::MAX_VALUE_DEPTH;
+    assert_eq!(render_on_default_stack(wrapped(depth - 1)), Ok("ok".into()));
+    let e = render_on_default_stack(wrapped(depth)).unwrap_err();
+    assert!(
+        e.contains("error calling append: value nested deeper than 512"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_render_stops_when_its_budget_is_exhausted() {
+    // A billion billion steps: only the budget ends it.
+    let src = "{{ range until 1048576 }}{{ range until 1048576 }}{{ end }}{{ end }}";
+    let budget = crate::work::Budget::new(None);
+    budget.cancel();
+    let (r, work) = render_with_budget(src, &budget);
+    let e = r.expect_err("stopped");
+    assert!(e.contains("work budget is exhausted"), "{e}");
+    assert!(
+        work <= 2 * crate::work::Meter::EVERY,
+        "stopped at the first check: {work}"
+    );
+    // A budget whose deadline passed stops it too; one in force lets a render finish.
+    let passed = crate::work::Budget::new(Some(std::time::Instant::now()));
+    assert!(render_with_budget(src, &passed).0.is_err());
+    let fine = crate::work::Budget::new(None);
+    assert_eq!(
+        render_with_budget("{{ range until 3000 }}.{{ end }}", &fine)
+            .0
+            .map(|s| s.len()),
+        Ok(3000)
+    );
+    assert!(fine.work() >= 3000, "every iteration counts");
+}
+
+#[test]
+fn output_is_bounded() {
+    let src = "{{ $s := repeat 1048576 \"x\" }}{{ range until 65 }}{{ $s }}{{ end }}";
+    let e = parse_and_render(src.into()).expect_err("64 MiB at most");
+    assert!(e.contains("output exceeds 67108864 bytes"), "{e}");
+}

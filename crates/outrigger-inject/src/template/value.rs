@@ -10,6 +10,7 @@ use std::rc::Rc;
 
 use serde_json::{Map, Value};
 
+use super::list::{Element, GoList};
 use super::TemplateData;
 use crate::go::float::format_g64;
 use crate::go::timeval::Time as GoTime;
@@ -49,10 +50,10 @@ pub enum V<'a> {
     /// Generic JSON object or array (`map[string]any` / `[]any`).
     Json(&'a Value),
     /// Generic list (`[]interface{}`) built by functions.
-    List(Rc<Vec<V<'a>>>),
+    List(GoList<V<'a>>),
     /// A typed slice built by functions, with its Go type (`[]string` from `splitList`,
     /// `[]int` from `until`, `[][]interface {}` from `chunk`).
-    TList(&'static str, Rc<Vec<V<'a>>>),
+    TList(&'static str, GoList<V<'a>>),
     /// A nil slice or map of the given Go type (`rest` of an empty list, `unset` of a nil map).
     NilOf(&'static str),
     /// Generic map (`map[string]interface{}`) built by functions or from owned data; shared and
@@ -108,6 +109,17 @@ pub enum V<'a> {
     Root(&'a TemplateData<'a>),
     /// `TypeMeta` (Kind, APIVersion) or `DeploymentMeta` (Namespace, Name).
     Pair(PairKind, &'a str, &'a str),
+}
+
+impl Element for V<'_> {
+    fn is_container(&self) -> bool {
+        match self {
+            V::List(_) | V::TList(..) | V::Map(_) => true,
+            V::Json(j) => j.is_array() || j.is_object(),
+            V::Ptr(p) => p.is_container(),
+            _ => false,
+        }
+    }
 }
 
 /// A shared, mutable generic map.
@@ -305,8 +317,8 @@ impl<'a> V<'a> {
                 write_map(out, sorted(o.iter().map(|(k, v)| (k.as_str(), V::json(v)))))
             }
             V::Json(v) => V::json(v).write_sprint(out, top),
-            V::List(l) => write_seq(out, l.iter().cloned()),
-            V::TList(_, l) => write_seq(out, l.iter().cloned()),
+            V::List(l) => write_seq(out, l.to_vec().into_iter()),
+            V::TList(_, l) => write_seq(out, l.to_vec().into_iter()),
             V::NilOf(t) if t.starts_with("map[") => out.push_str("map[]"),
             V::NilOf(_) => out.push_str("[]"),
             V::Map(m) => {
@@ -406,8 +418,8 @@ impl<'a> V<'a> {
             V::Float(f) => serde_json::Number::from_f64(*f).map_or(Value::Null, Value::Number),
             V::Str(s) => Value::String(s.to_string()),
             V::Json(v) => as_float64s(v),
-            V::List(l) => Value::Array(l.iter().map(V::to_json).collect()),
-            V::TList(_, l) => Value::Array(l.iter().map(V::to_json).collect()),
+            V::List(l) => Value::Array(l.items().iter().map(V::to_json).collect()),
+            V::TList(_, l) => Value::Array(l.items().iter().map(V::to_json).collect()),
             V::NilOf(_) => Value::Null,
             V::Map(m) => Value::Object(
                 m.borrow()
@@ -480,8 +492,16 @@ pub fn nested_deeper_than(v: &V<'_>, limit: usize) -> bool {
     while let Some((item, depth)) = stack.pop() {
         let before = stack.len();
         match item {
+            // A list holding no list or map is one level, known without a walk (so appending
+            // to a list in a loop stays linear).
+            Item::V(V::List(l) | V::TList(_, l)) if l.is_flat() => {
+                if !l.is_empty() && depth >= limit {
+                    return true;
+                }
+                continue;
+            }
             Item::V(V::List(l) | V::TList(_, l)) => {
-                stack.extend(l.iter().map(|c| (Item::V(c.clone()), depth + 1)));
+                stack.extend(l.items().iter().map(|c| (Item::V(c.clone()), depth + 1)));
             }
             Item::V(V::Map(m)) => {
                 stack.extend(m.borrow().values().map(|c| (Item::V(c.clone()), depth + 1)));
@@ -795,16 +815,16 @@ pub fn owned<'a>(v: Value) -> V<'a> {
         Value::Bool(b) => V::Bool(b),
         Value::Number(n) => V::Float(n.as_f64().unwrap_or(0.0)),
         Value::String(s) => V::string(s),
-        Value::Array(a) => V::List(Rc::new(a.into_iter().map(owned).collect())),
+        Value::Array(a) => V::List(a.into_iter().map(owned).collect()),
         Value::Object(o) => V::map(o.into_iter().map(|(k, v)| (k, owned(v))).collect()),
     }
 }
 
 /// Elements of a list-like value (`None`: not a slice).
 pub fn to_list<'a>(v: &V<'a>) -> Option<Vec<V<'a>>> {
-    Some(match v {
+    let items: Vec<V<'a>> = match v {
         V::Json(Value::Array(a)) => a.iter().map(V::json).collect(),
-        V::List(l) | V::TList(_, l) => (**l).clone(),
+        V::List(l) | V::TList(_, l) => l.to_vec(),
         V::NilOf(t) if !t.starts_with("map[") => Vec::new(),
         V::K8sSlice(f, s) => s
             .iter()
@@ -817,7 +837,10 @@ pub fn to_list<'a>(v: &V<'a>) -> Option<Vec<V<'a>>> {
             .map(|j| proto_scalar(f, Some(j)))
             .collect(),
         _ => return None,
-    })
+    };
+    // A copy of the elements: work in proportion to the list.
+    crate::work::count(items.len() as u64);
+    Some(items)
 }
 
 /// The capacity Go gives a slice: `json.Unmarshal` builds arrays by appending, so a JSON array
@@ -905,7 +928,7 @@ pub fn check_marshal(v: &V<'_>) -> Result<(), String> {
             crate::go::float::format_float(*f, 'g', -1)
         )),
         V::Complex(..) => Err("json: unsupported type: complex128".into()),
-        V::List(l) | V::TList(_, l) => l.iter().try_for_each(check_marshal),
+        V::List(l) | V::TList(_, l) => l.items().iter().try_for_each(check_marshal),
         V::Map(m) => m.borrow().values().try_for_each(check_marshal),
         _ => Ok(()),
     }

@@ -117,6 +117,7 @@ pub fn render(
         compliance_policy: "",
         revision: &server.revision,
         keep_metadata: false,
+        max_list_entries: webhook::MAX_LIST_ENTRIES,
     };
     let body = serde_json::to_vec(&review).unwrap_or_default();
     let reviewed = webhook::review(&body, "/inject", &ctx);

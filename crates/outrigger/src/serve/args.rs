@@ -104,6 +104,12 @@ pub struct ServeArgs {
     /// Deadline for one admission request (keep it below the webhook's timeoutSeconds).
     #[arg(long = "request-timeout", default_value = defaults::REQUEST_TIMEOUT, value_parser = crate::cli::values::duration)]
     pub request_timeout: Duration,
+    /// Most entries a list of a pod to inject may hold (its containers, init and ephemeral
+    /// containers counted together; volumes; a container's env; ...): a pod over it is refused
+    /// (allowed: false, reason too_large) before rendering. Keeps a review's cost bounded.
+    #[arg(long = "max-list-entries", default_value_t = outrigger_inject::webhook::MAX_LIST_ENTRIES,
+        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub max_list_entries: usize,
     /// Admission requests processed at once; more wait (within their deadline).
     #[arg(long = "max-concurrency", default_value_t = 256)]
     pub max_concurrency: usize,

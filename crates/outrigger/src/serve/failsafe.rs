@@ -2,12 +2,18 @@
 //! configuration replaces the one in force only when the library's guard rules
 //! ([`outrigger_inject::guard`]) allow it, and a server whose configuration cannot inject pods
 //! reports itself not ready (unless `--allow-empty-config`).
+//!
+//! The check renders the templates for a probe pod; it runs on the blocking pool within a time
+//! budget ([`assess_within`]), so a template that loops for long can neither stall the
+//! connection workers nor hold up the reload: past its budget the configuration is refused.
 
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use outrigger_inject::config::Snapshot;
 use outrigger_inject::decide::native::NativeMode;
 use outrigger_inject::guard::{self, Adds, Unusable};
+use outrigger_inject::work::{self, Budget};
 
 use super::handler::State;
 
@@ -85,14 +91,50 @@ pub fn probe_native(mode: NativeMode) -> bool {
     mode == NativeMode::Enabled
 }
 
-/// Assess the configuration the server starts with; log when it cannot inject pods.
-pub fn initial(
-    snapshot: &Snapshot,
+/// The work the configuration check may take ([`outrigger_inject::work`]: template steps, list
+/// elements copied, merged list elements): thousands of times what Istio's templates take for
+/// the probe pod (a few hundred), a fraction of a second. A work bound, not a time: the verdict on a configuration
+/// is the same however loaded the machine is.
+pub const CHECK_WORK: u64 = 4_000_000;
+
+/// [`guard::assess`] on the blocking pool, within [`CHECK_WORK`] and `limit` (a backstop in
+/// time): past either, the render is stopped and the configuration is unusable (a configuration
+/// whose templates take that long for a plain pod cannot inject pods within their deadline).
+pub async fn assess_within(
+    snapshot: Arc<Snapshot>,
+    native: bool,
+    limit: Duration,
+) -> Result<Adds, Unusable> {
+    let budget = Budget::with_work_limit(Some(Instant::now() + limit), CHECK_WORK);
+    let b = budget.clone();
+    let check = move || work::scope(&b, || guard::assess(&snapshot, native));
+    match tokio::task::spawn_blocking(check).await {
+        Ok(Err(_)) if budget.is_exhausted() && budget.work() >= CHECK_WORK => {
+            Err(Unusable::RenderFails(format!(
+                "rendering a probe pod takes more than {CHECK_WORK} template steps"
+            )))
+        }
+        Ok(Err(_)) if budget.is_exhausted() => Err(Unusable::RenderFails(format!(
+            "rendering a probe pod takes longer than {limit:?}"
+        ))),
+        Ok(verdict) => verdict,
+        Err(e) => Err(Unusable::RenderFails(format!("the check failed: {e}"))),
+    }
+}
+
+/// The time backstop of the configuration check.
+pub const CHECK_TIME: Duration = Duration::from_secs(60);
+
+/// Assess the configuration the server starts with (within `limit`, see [`assess_within`]);
+/// log when it cannot inject pods.
+pub async fn initial(
+    snapshot: &Arc<Snapshot>,
     native: NativeMode,
     allow_unusable: bool,
     source: &str,
+    limit: Duration,
 ) -> ConfigHealth {
-    let verdict = guard::assess(snapshot, probe_native(native));
+    let verdict = assess_within(snapshot.clone(), probe_native(native), limit).await;
     log_unsupported(source, &verdict);
     if let Ok(adds) = &verdict {
         tracing::info!(source, "configuration adds {adds} to a probe pod");
@@ -130,9 +172,11 @@ fn log_unsupported(source: &str, verdict: &Result<Adds, Unusable>) {
 }
 
 /// Offer a new configuration read from `source`: swapped in when the guard allows it (returns
-/// `true`), else refused with a log line and the failure metric (returns `false`).
-pub fn offer(state: &State, snapshot: Arc<Snapshot>, source: &str) -> bool {
-    let verdict = guard::assess(&snapshot, probe_native(state.inject.native_mode));
+/// `true`), else refused with a log line and the failure metric (returns `false`). The check
+/// runs within the request deadline ([`assess_within`]).
+pub async fn offer(state: &State, snapshot: Arc<Snapshot>, source: &str) -> bool {
+    let native = probe_native(state.inject.native_mode);
+    let verdict = assess_within(snapshot.clone(), native, CHECK_TIME).await;
     state.metrics.set_unsupported(&verdict);
     log_unsupported(source, &verdict);
     // While waiting for the cluster's configuration, the verdict in force is the placeholder's

@@ -17,6 +17,7 @@ use hyper::{Request, Response, StatusCode, Version};
 use outrigger_inject::config::Snapshot;
 use outrigger_inject::decide::native::{ClusterFacts, NativeMode};
 use outrigger_inject::webhook::{self, Outcome};
+use outrigger_inject::work::Budget;
 use serde_json::{Map, Value};
 use tokio::sync::Semaphore;
 
@@ -29,8 +30,11 @@ use super::metrics::Metrics;
 use super::tls::CertStore;
 use crate::kube::events::Outcome as EventOutcome;
 
-/// Bodies larger than this are processed on the blocking pool, so a huge pod cannot stall the
-/// I/O workers.
+/// Bodies larger than this take one of the large-review slots ([`ByteBudget::large_slot`]);
+/// smaller ones one of the review slots ([`State::review_slots`]). Either way the review runs
+/// on the blocking pool, never on the connection workers.
+///
+/// [`ByteBudget::large_slot`]: super::budget::ByteBudget::large_slot
 const INLINE_BODY_LIMIT: usize = 128 * 1024;
 
 /// After refusing a body early (413, 429), up to this many times `--max-request-bytes` of it is
@@ -64,6 +68,8 @@ pub struct InjectSettings {
     pub revision: String,
     /// Static Namespace annotations (`--namespace-annotations`), by namespace.
     pub namespaces: Option<BTreeMap<String, Map<String, Value>>>,
+    /// `--max-list-entries` ([`webhook::Context::max_list_entries`]).
+    pub max_list_entries: usize,
 }
 
 /// Everything a request needs, shared by all connections.
@@ -81,6 +87,10 @@ pub struct State {
     pub inject: InjectSettings,
     /// Bounds the admission requests processed at once.
     pub permits: Semaphore,
+    /// Bounds the reviews of bodies up to `INLINE_BODY_LIMIT` running at once on the
+    /// blocking pool (`--max-concurrency`: they share the CPUs, so a review stopped only by its
+    /// deadline never holds up the others; larger ones take the byte budget's large slots).
+    pub review_slots: Arc<Semaphore>,
     /// Bounds the request body bytes held at once (`--max-inflight-bytes`).
     pub budget: ByteBudget,
     /// Set on SIGTERM: `/readyz` fails while requests are still served.
@@ -248,17 +258,41 @@ where
     let resp =
         match tokio::time::timeout(state.limits.deadline, inject_inner(state, req, start)).await {
             Ok(r) => r,
-            Err(_) => {
-                m.fail("deadline_exceeded");
-                tracing::error!(deadline = ?state.limits.deadline, "request deadline exceeded");
-                text(
-                    StatusCode::GATEWAY_TIMEOUT,
-                    &format!("request deadline of {:?} exceeded", state.limits.deadline),
-                )
-            }
+            Err(_) => deadline_exceeded(state, None),
         };
     m.time.observe(start.elapsed().as_secs_f64());
     resp
+}
+
+/// The answer to a request past its deadline (`reviewed`: what its review, stopped by its work
+/// budget, had learnt): 504, counted and logged.
+fn deadline_exceeded(state: &State, reviewed: Option<&webhook::Reviewed>) -> Resp {
+    let deadline = state.limits.deadline;
+    state.metrics.fail("deadline_exceeded");
+    match reviewed {
+        Some(r) => {
+            let stage = match &r.outcome {
+                Outcome::Failed(f) => f.reason,
+                _ => "",
+            };
+            tracing::error!(uid = %r.uid, namespace = %r.namespace, pod = %r.pod_name, ?deadline, stage,
+                "request deadline exceeded: the review was stopped at its deadline")
+        }
+        None => tracing::error!(?deadline, "request deadline exceeded"),
+    }
+    text(
+        StatusCode::GATEWAY_TIMEOUT,
+        &format!("request deadline of {deadline:?} exceeded"),
+    )
+}
+
+/// Cancels a review's work budget when the request is given up (dropped).
+struct CancelOnDrop(Arc<Budget>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.cancel();
+    }
 }
 
 /// Count and log a refused request: client mistakes (4xx: bad body, too large, wrong content
@@ -386,31 +420,46 @@ where
     };
     m.inflight.inc();
     let _inflight = Inflight(m);
-    let reviewed = if body.len() > INLINE_BODY_LIMIT {
-        let slot = state.budget.large_slot().await;
-        let st = state.clone();
-        let p = path.clone();
-        // The body's charge and the slot go with the work: they are released when it ends,
-        // even if the request's deadline has passed by then.
-        let review = move || {
-            let _held = (charge, slot);
-            run_review(&st, &body, &p)
-        };
-        match tokio::task::spawn_blocking(review).await {
-            Ok(r) => Ok(r),
-            Err(e) => Err(format!("admission task failed: {e}")),
-        }
+    let slot = if body.len() > INLINE_BODY_LIMIT {
+        state.budget.large_slot().await
     } else {
-        let r = run_review(state, &body, &path);
-        drop(charge);
-        Ok(r)
-    };
-    let mut reviewed = match reviewed {
-        Ok(r) => r,
-        Err(msg) => {
-            return http_error(m, StatusCode::INTERNAL_SERVER_ERROR, "internal_error", &msg)
+        match state.review_slots.clone().acquire_owned().await {
+            Ok(p) => p,
+            Err(_) => {
+                return http_error(
+                    m,
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "shutting_down",
+                    "server is shutting down",
+                )
+            }
         }
     };
+    // The review's work budget ends at the request's deadline, or when this request is given
+    // up (the deadline's timeout or the client gone drops this future): the review checks it
+    // as it goes and stops, so its slot is free again by then.
+    let work = Budget::new(Some(start + state.limits.deadline));
+    let _cancel = CancelOnDrop(work.clone());
+    let st = state.clone();
+    let p = path.clone();
+    let w = work.clone();
+    // The body's charge and the slot go with the work: they are released when it ends.
+    let review = move || {
+        let _held = (charge, slot);
+        outrigger_inject::work::scope(&w, || run_review(&st, &body, &p))
+    };
+    let mut reviewed = match tokio::task::spawn_blocking(review).await {
+        Ok(r) => r,
+        Err(e) => {
+            let msg = format!("admission task failed: {e}");
+            return http_error(m, StatusCode::INTERNAL_SERVER_ERROR, "internal_error", &msg);
+        }
+    };
+    if work.is_exhausted() && !matches!(reviewed.outcome, Outcome::Injected | Outcome::Skipped(_)) {
+        // Cut short at the deadline: an error, so that the API server applies the webhook's
+        // failurePolicy, as for any request past its deadline.
+        return deadline_exceeded(state, Some(&reviewed));
+    }
     // A dry run must have no side effect (the webhook declares `sideEffects: None`).
     if let (Some(sink), false) = (&state.events, reviewed.dry_run) {
         if let Some(e) = injection_event(&mut reviewed, caller) {
@@ -498,6 +547,7 @@ fn run_review(state: &State, body: &[u8], path: &str) -> webhook::Reviewed {
         compliance_policy: &state.inject.compliance_policy,
         revision: &state.inject.revision,
         keep_metadata: state.events.is_some(),
+        max_list_entries: state.inject.max_list_entries,
     };
     webhook::review(body, path, &ctx)
 }

@@ -265,7 +265,7 @@ where
     while let Some(event) = stream.next().await {
         match event {
             ConfigEvent::Loaded(snap) => {
-                super::failsafe::offer(&state, snap, &format!("ConfigMap {source}"));
+                super::failsafe::offer(&state, snap, &format!("ConfigMap {source}")).await;
             }
             ConfigEvent::Rejected {
                 error,
@@ -575,8 +575,10 @@ mod tests {
                 compliance_policy: String::new(),
                 revision: outrigger_inject::webhook::REVISION.to_string(),
                 namespaces: None,
+                max_list_entries: outrigger_inject::webhook::MAX_LIST_ENTRIES,
             },
             permits: Semaphore::new(4),
+            review_slots: Arc::new(Semaphore::new(2)),
             budget: Default::default(),
             draining: AtomicBool::new(false),
             cluster,

@@ -110,8 +110,15 @@ pub fn run(args: &ServeArgs) -> Result<()> {
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    rt.block_on(run_async(args))
+    let result = rt.block_on(run_async(args));
+    // Work still on the blocking pool (a review or a configuration check stops at its own
+    // deadline) does not hold the process after the drain.
+    rt.shutdown_timeout(BLOCKING_SHUTDOWN);
+    result
 }
+
+/// How long the process waits at exit for work still running on the blocking pool.
+const BLOCKING_SHUTDOWN: Duration = Duration::from_secs(1);
 
 fn env(name: &str) -> String {
     std::env::var(name).unwrap_or_default()
@@ -270,7 +277,16 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
 
     let health = match waiting {
         Some(why) => failsafe::ConfigHealth::waiting(args.allow_empty_config, why),
-        None => failsafe::initial(&snap, native, args.allow_empty_config, "start-up"),
+        None => {
+            failsafe::initial(
+                &snap,
+                native,
+                args.allow_empty_config,
+                "start-up",
+                failsafe::CHECK_TIME,
+            )
+            .await
+        }
     };
     let metrics = metrics::Metrics::new();
     metrics
@@ -343,8 +359,12 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
             compliance_policy: compliance.clone(),
             revision: args.kube.revision.clone(),
             namespaces: load_namespaces(args.namespace_annotations.as_deref())?,
+            max_list_entries: args.max_list_entries,
         },
         permits: Semaphore::new(args.max_concurrency.max(1)),
+        review_slots: Arc::new(Semaphore::new(
+            args.max_concurrency.clamp(1, Semaphore::MAX_PERMITS),
+        )),
         budget,
         draining: AtomicBool::new(false),
         cluster: facts,

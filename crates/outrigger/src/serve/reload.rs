@@ -2,6 +2,10 @@
 //! (ConfigMap and Secret volumes swap a `..data` symlink), debounce, rebuild, and swap atomically.
 //! A broken new configuration or certificate is rejected with a log line and a metric; the last
 //! good one keeps serving.
+//!
+//! The configuration and the certificates reload in two tasks, each woken by every change: a
+//! configuration whose check takes long (it renders the templates, within the request
+//! deadline) never holds up a rotated certificate.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -40,18 +44,22 @@ struct FileConfig {
     good: Texts,
 }
 
-/// Reload bookkeeping.
-struct Reloader {
+/// Configuration reload bookkeeping.
+struct ConfigReloader {
     state: Arc<State>,
-    /// Configuration files (`None`: the configuration comes from elsewhere, e.g. a ConfigMap
-    /// under `serve --kube`).
-    config: Option<FileConfig>,
+    /// Configuration files.
+    config: FileConfig,
+    /// Pause between the reads of [`settled_read`].
+    settle: Duration,
+}
+
+/// Certificate and client CA reload bookkeeping.
+struct CertReloader {
+    state: Arc<State>,
     certs: Option<CertFiles>,
     last_cert: Option<(Vec<u8>, Vec<u8>)>,
     /// The client CA bundle (`--clientCaFile`).
     client_auth: Option<Arc<ClientAuth>>,
-    /// Pause between the reads of [`settled_read`].
-    settle: Duration,
 }
 
 /// Start watching the configuration files (`config`: their paths and the documents loaded at
@@ -64,9 +72,19 @@ pub fn spawn(
     client_auth: Option<Arc<ClientAuth>>,
     debounce: Duration,
 ) -> Result<RecommendedWatcher> {
-    let (tx, rx) = mpsc::unbounded_channel();
+    let (config_tx, config_rx) = mpsc::unbounded_channel();
+    let (cert_tx, cert_rx) = mpsc::unbounded_channel();
     let mut watcher = notify::recommended_watcher(move |ev: notify::Result<notify::Event>| {
-        let _ = tx.send(ev);
+        match ev {
+            Ok(e) if matches!(e.kind, EventKind::Access(_)) => return,
+            Ok(e) => tracing::debug!("Injector watch update: {e:?}"),
+            Err(e) => {
+                tracing::error!("Watcher error: {e}");
+                return;
+            }
+        }
+        let _ = config_tx.send(());
+        let _ = cert_tx.send(());
     })
     .context("creating the file watcher")?;
     let config = config.map(|(paths, texts)| FileConfig {
@@ -99,16 +117,46 @@ pub fn spawn(
     let last_cert = certs
         .as_ref()
         .and_then(|c| Some((std::fs::read(&c.cert).ok()?, std::fs::read(&c.key).ok()?)));
-    let reloader = Reloader {
+    if let Some(config) = config {
+        let reloader = ConfigReloader {
+            state: state.clone(),
+            config,
+            settle: debounce.max(Duration::from_millis(10)),
+        };
+        tokio::spawn(async move {
+            let mut reloader = reloader;
+            let mut rx = config_rx;
+            while changed(&mut rx, debounce).await {
+                reloader.reload_config().await;
+            }
+        });
+    }
+    let reloader = CertReloader {
         state,
-        config,
         certs,
         last_cert,
         client_auth,
-        settle: debounce.max(Duration::from_millis(10)),
     };
-    tokio::spawn(reloader.run(rx, debounce));
+    tokio::spawn(async move {
+        let mut reloader = reloader;
+        let mut rx = cert_rx;
+        while changed(&mut rx, debounce).await {
+            reloader.reload_cert();
+            reloader.reload_client_ca();
+        }
+    });
     Ok(watcher)
+}
+
+/// Wait for the next change, then `debounce` more (changes arriving meanwhile are absorbed:
+/// Istio's 100 ms debounce); false when the watcher is gone.
+async fn changed(rx: &mut mpsc::UnboundedReceiver<()>, debounce: Duration) -> bool {
+    if rx.recv().await.is_none() {
+        return false;
+    }
+    tokio::time::sleep(debounce).await;
+    while rx.try_recv().is_ok() {}
+    true
 }
 
 fn parent_dir(file: &Path) -> Option<PathBuf> {
@@ -134,39 +182,14 @@ async fn settled_read(paths: &Paths, settle: Duration) -> Result<Texts> {
     Ok(texts)
 }
 
-impl Reloader {
-    async fn run(
-        mut self,
-        mut rx: mpsc::UnboundedReceiver<notify::Result<notify::Event>>,
-        debounce: Duration,
-    ) {
-        while let Some(ev) = rx.recv().await {
-            match ev {
-                Ok(e) if matches!(e.kind, EventKind::Access(_)) => continue,
-                Ok(e) => tracing::debug!("Injector watch update: {e:?}"),
-                Err(e) => {
-                    tracing::error!("Watcher error: {e}");
-                    continue;
-                }
-            }
-            // Events arriving while the timer runs are absorbed (Istio's 100 ms debounce).
-            tokio::time::sleep(debounce).await;
-            while rx.try_recv().is_ok() {}
-            self.reload_config().await;
-            self.reload_cert();
-            self.reload_client_ca();
-        }
-    }
-
+impl ConfigReloader {
     /// Re-read the files and offer the configuration they make (see [`failsafe::offer`]).
     /// Keep-last-good holds for every breakage: a read or parse error, a config file, values or
     /// mesh file that disappeared or became empty, and a configuration that cannot inject pods
     /// where the one in force can (an empty or truncated config file).
     async fn reload_config(&mut self) {
         let settle = self.settle;
-        let Some(fc) = &mut self.config else {
-            return;
-        };
+        let fc = &mut self.config;
         let texts = match settled_read(&fc.paths, settle).await {
             Ok(t) => t,
             Err(e) => {
@@ -196,7 +219,7 @@ impl Reloader {
         let built = tokio::task::spawn_blocking(move || snapshot::build(&t, &p)).await;
         match built {
             Ok(Ok(snap)) => {
-                if failsafe::offer(&self.state, Arc::new(snap), &source) {
+                if failsafe::offer(&self.state, Arc::new(snap), &source).await {
                     fc.good = texts;
                 }
             }
@@ -204,7 +227,9 @@ impl Reloader {
             Err(e) => failsafe::refuse(&self.state, &source, &format!("reload task failed: {e}")),
         }
     }
+}
 
+impl CertReloader {
     fn reload_client_ca(&self) {
         let Some(auth) = &self.client_auth else {
             return;

@@ -118,7 +118,7 @@ fn contains_map<'a>(v: &V<'a>, m: &crate::template::value::GoMap<'a>) -> bool {
                 || x.try_borrow()
                     .map_or(true, |x| x.values().any(|y| contains_map(y, m)))
         }
-        V::List(l) | V::TList(_, l) => l.iter().any(|y| contains_map(y, m)),
+        V::List(l) | V::TList(_, l) => l.items().iter().any(|y| contains_map(y, m)),
         _ => false,
     }
 }

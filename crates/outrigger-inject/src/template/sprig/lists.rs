@@ -8,10 +8,16 @@ pub(super) fn register_lists(m: &mut Table) {
     let list_f: Func = |a| Ok(list(a));
     register(m, "list", &[], Some(Any), list_f);
     register(m, "tuple", &[], Some(Any), list_f);
-    let push: Func = |a| {
-        let mut l = list_or("push", &a[0])?;
-        l.push(a[1].clone());
-        Ok(list(l))
+    // Sprig copies the list and appends to the copy: the argument is unchanged. A template
+    // list shares its elements instead of copying them (see `GoList::push`), which keeps a
+    // loop of appends linear.
+    let push: Func = |a| match &a[0] {
+        V::List(l) => Ok(V::List(l.push(a[1].clone()))),
+        other => {
+            let mut l = list_or("push", other)?;
+            l.push(a[1].clone());
+            Ok(list(l))
+        }
     };
     register(m, "append", &[Any, Any], None, push);
     register(m, "push", &[Any, Any], None, push);
@@ -141,7 +147,7 @@ pub(super) fn register_lists(m: &mut Table) {
             .map(|i| l.get(i as usize).cloned().unwrap_or(V::Nil))
             .collect();
         Ok(match &a[0] {
-            V::TList(t, _) => V::TList(t, Rc::new(items)),
+            V::TList(t, _) => V::TList(t, GoList::new(items)),
             _ => list(items),
         })
     };
@@ -191,7 +197,7 @@ pub(super) fn register_lists(m: &mut Table) {
             }
             out.push(list(c));
         }
-        Ok(V::TList("[][]interface {}", Rc::new(out)))
+        Ok(V::TList("[][]interface {}", GoList::new(out)))
     };
     register(m, "chunk", &[Int, Any], None, chunk_f);
     register(m, "mustChunk", &[Int, Any], None, chunk_f);

@@ -13,6 +13,7 @@ use std::rc::Rc;
 
 use serde_json::Value;
 
+use super::list::GoList;
 use super::regexp::{find_all, must_compile, regex, regex_split, replace_all};
 use super::signature::{register, Func, Table, P};
 use super::value::{
@@ -277,20 +278,17 @@ pub fn strval(v: &V<'_>) -> String {
 }
 
 fn list(items: Vec<V<'_>>) -> V<'_> {
-    V::List(Rc::new(items))
+    V::List(GoList::new(items))
 }
 
 fn strs<'a>(items: Vec<String>) -> V<'a> {
-    V::TList(
-        "[]string",
-        Rc::new(items.into_iter().map(V::string).collect()),
-    )
+    V::TList("[]string", items.into_iter().map(V::string).collect())
 }
 
 fn ints<'a>(items: Vec<i64>) -> V<'a> {
     V::TList(
         "[]int",
-        Rc::new(items.into_iter().map(|i| V::Int(i, IntTy::Int)).collect()),
+        items.into_iter().map(|i| V::Int(i, IntTy::Int)).collect(),
     )
 }
 

@@ -39,7 +39,7 @@ fn deep_copy<'a>(v: &V<'a>) -> V<'a> {
                 .map(|(k, x)| (k.clone(), deep_copy(x)))
                 .collect(),
         ),
-        V::List(l) => list(l.iter().map(deep_copy).collect()),
+        V::List(l) => list(l.items().iter().map(deep_copy).collect()),
         other => other.clone(),
     }
 }
