@@ -36,7 +36,10 @@ const LISTS: [&str; 2] = ["initContainers", "containers"];
 /// namespace from the downward API) when some container needed it.
 pub fn service_account(pod: &mut Value, sa_automount: Option<bool>, volume_name: &str) {
     if pod
-        .pointer(&format!("/metadata/annotations/{}", MIRROR_ANNOTATION.replace('/', "~1")))
+        .pointer(&format!(
+            "/metadata/annotations/{}",
+            MIRROR_ANNOTATION.replace('/', "~1")
+        ))
         .is_some()
     {
         return;
@@ -145,7 +148,10 @@ pub fn default_toleration_seconds(pod: &mut Value, seconds: i64) {
                 (key == taint || key.is_empty()) && (effect == "NoExecute" || effect.is_empty())
             })
     };
-    for taint in ["node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"] {
+    for taint in [
+        "node.kubernetes.io/not-ready",
+        "node.kubernetes.io/unreachable",
+    ] {
         if tolerates(spec, taint) {
             continue;
         }
@@ -154,8 +160,10 @@ pub fn default_toleration_seconds(pod: &mut Value, seconds: i64) {
             *list = json!([]);
         }
         if let Some(list) = list.as_array_mut() {
-            list.push(json!({"key": taint, "operator": "Exists", "effect": "NoExecute",
-                             "tolerationSeconds": seconds}));
+            list.push(
+                json!({"key": taint, "operator": "Exists", "effect": "NoExecute",
+                             "tolerationSeconds": seconds}),
+            );
         }
     }
 }
@@ -257,7 +265,10 @@ pub fn limit_ranger(pod: &mut Value, limit_ranges: &[Value]) {
         let Some(spec) = pod.get_mut("spec").and_then(Value::as_object_mut) else {
             return;
         };
-        for (list, prefix) in [("containers", "container"), ("initContainers", "init container")] {
+        for (list, prefix) in [
+            ("containers", "container"),
+            ("initContainers", "init container"),
+        ] {
             for c in spec
                 .get_mut(list)
                 .and_then(Value::as_array_mut)
@@ -265,14 +276,24 @@ pub fn limit_ranger(pod: &mut Value, limit_ranges: &[Value]) {
                 .flatten()
                 .filter_map(Value::as_object_mut)
             {
-                let name = c.get("name").and_then(Value::as_str).unwrap_or("").to_string();
+                let name = c
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string();
                 let set_limits = fill_resources(c, "limits", &limits);
                 let set_requests = fill_resources(c, "requests", &requests);
                 if !set_requests.is_empty() {
-                    notes.push(format!("{} request for {prefix} {name}", set_requests.join(", ")));
+                    notes.push(format!(
+                        "{} request for {prefix} {name}",
+                        set_requests.join(", ")
+                    ));
                 }
                 if !set_limits.is_empty() {
-                    notes.push(format!("{} limit for {prefix} {name}", set_limits.join(", ")));
+                    notes.push(format!(
+                        "{} limit for {prefix} {name}",
+                        set_limits.join(", ")
+                    ));
                 }
             }
         }
@@ -289,7 +310,11 @@ pub fn limit_ranger(pod: &mut Value, limit_ranges: &[Value]) {
 }
 
 /// The resources of `from` container `c`'s `kind` lacks, added; their names, sorted.
-fn fill_resources(c: &mut Map<String, Value>, kind: &str, from: &Map<String, Value>) -> Vec<String> {
+fn fill_resources(
+    c: &mut Map<String, Value>,
+    kind: &str,
+    from: &Map<String, Value>,
+) -> Vec<String> {
     if from.is_empty() {
         return Vec::new();
     }
@@ -297,7 +322,10 @@ fn fill_resources(c: &mut Map<String, Value>, kind: &str, from: &Map<String, Val
     if !res.is_object() {
         *res = json!({});
     }
-    let Some(into) = res.as_object_mut().map(|r| r.entry(kind).or_insert_with(|| json!({}))) else {
+    let Some(into) = res
+        .as_object_mut()
+        .map(|r| r.entry(kind).or_insert_with(|| json!({})))
+    else {
         return Vec::new();
     };
     if !into.is_object() {
@@ -409,12 +437,23 @@ mod tests {
                 {"name": "b", "volumeMounts": [{"name": "own", "mountPath": TOKEN_MOUNT_PATH}]}]}});
         service_account(&mut pod, None, "kube-api-access-abcde");
         assert_eq!(pod["spec"]["serviceAccountName"], "default");
-        assert_eq!(pod["spec"]["volumes"], json!([token_volume("kube-api-access-abcde")]));
+        assert_eq!(
+            pod["spec"]["volumes"],
+            json!([token_volume("kube-api-access-abcde")])
+        );
         let mount = json!({"name": "kube-api-access-abcde", "readOnly": true,
                            "mountPath": TOKEN_MOUNT_PATH});
-        assert_eq!(pod["spec"]["initContainers"][0]["volumeMounts"], json!([mount]));
+        assert_eq!(
+            pod["spec"]["initContainers"][0]["volumeMounts"],
+            json!([mount])
+        );
         assert_eq!(pod["spec"]["containers"][0]["volumeMounts"], json!([mount]));
-        assert_eq!(pod["spec"]["containers"][1]["volumeMounts"].as_array().map(Vec::len), Some(1));
+        assert_eq!(
+            pod["spec"]["containers"][1]["volumeMounts"]
+                .as_array()
+                .map(Vec::len),
+            Some(1)
+        );
         // Again (a reinvocation): nothing changes.
         let once = pod.clone();
         service_account(&mut pod, None, "kube-api-access-zzzzz");

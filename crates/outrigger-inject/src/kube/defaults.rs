@@ -591,7 +591,9 @@ fn image_tag(image: &str) -> Option<String> {
         Some(t) => {
             let ok = !t.is_empty()
                 && t.len() <= 128
-                && t.bytes().next().is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_')
+                && t.bytes()
+                    .next()
+                    .is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_')
                 && t.bytes()
                     .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.' || b == b'-');
             ok.then(|| t.to_string())
@@ -619,9 +621,9 @@ fn valid_name(name: &str) -> bool {
             || first.bytes().any(|b| b.is_ascii_uppercase());
         if domain {
             let host_ok = !first.is_empty()
-                && first
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':' | b'[' | b']'));
+                && first.bytes().all(|b| {
+                    b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':' | b'[' | b']')
+                });
             if !host_ok {
                 return false;
             }
@@ -630,10 +632,15 @@ fn valid_name(name: &str) -> bool {
     }
     parts.iter().all(|p| {
         !p.is_empty()
-            && p.bytes().next().is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
-            && p.bytes().last().is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
             && p.bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'.' | b'_' | b'-'))
+                .next()
+                .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+            && p.bytes()
+                .last()
+                .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+            && p.bytes().all(|b| {
+                b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'.' | b'_' | b'-')
+            })
             && !p.contains("..")
             && !p.contains("___")
     })

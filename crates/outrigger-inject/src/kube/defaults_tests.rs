@@ -27,24 +27,43 @@ fn set_defaults_volume_gives_a_sourceless_volume_an_empty_dir() {
         {"name": "nulls", "secret": null},
         {"name": "data", "emptyDir": {"medium": "Memory"}},
         {"name": "cfg", "configMap": {"name": "c"}}]}));
-    assert_eq!(spec["volumes"][0], json!({"name": "workload-socket", "emptyDir": {}}));
+    assert_eq!(
+        spec["volumes"][0],
+        json!({"name": "workload-socket", "emptyDir": {}})
+    );
     assert_eq!(spec["volumes"][1]["emptyDir"], json!({}));
-    assert_eq!(spec["volumes"][2], json!({"name": "data", "emptyDir": {"medium": "Memory"}}));
+    assert_eq!(
+        spec["volumes"][2],
+        json!({"name": "data", "emptyDir": {"medium": "Memory"}})
+    );
     assert!(spec["volumes"][3].get("emptyDir").is_none());
 }
 
 /// `SetDefaults_Volume` with `ImageVolume` (off through 1.34): the pull policy by the tag.
 #[test]
 fn image_volumes_pull_policy_only_with_the_gate() {
-    let pod = || json!({"spec": {"volumes": [{"name": "m", "image": {"reference": "models:latest"}},
-        {"name": "n", "image": {"reference": "models:v1"}}]}});
+    let pod = || {
+        json!({"spec": {"volumes": [{"name": "m", "image": {"reference": "models:latest"}},
+        {"name": "n", "image": {"reference": "models:v1"}}]}})
+    };
     let mut off = pod();
     default_pod(&mut off, Gates::for_minor(34));
-    assert!(off["spec"]["volumes"][0]["image"].get("pullPolicy").is_none());
+    assert!(off["spec"]["volumes"][0]["image"]
+        .get("pullPolicy")
+        .is_none());
     let mut on = pod();
-    default_pod(&mut on, Gates { image_volume: true, ..Gates::default() });
+    default_pod(
+        &mut on,
+        Gates {
+            image_volume: true,
+            ..Gates::default()
+        },
+    );
     assert_eq!(on["spec"]["volumes"][0]["image"]["pullPolicy"], "Always");
-    assert_eq!(on["spec"]["volumes"][1]["image"]["pullPolicy"], "IfNotPresent");
+    assert_eq!(
+        on["spec"]["volumes"][1]["image"]["pullPolicy"],
+        "IfNotPresent"
+    );
 }
 
 /// The volume sources' defaults: `SetDefaults_HostPathVolumeSource`, `_SecretVolumeSource`,
@@ -72,19 +91,40 @@ fn volume_source_defaults() {
     assert_eq!(v[1]["secret"]["defaultMode"], 420);
     assert_eq!(v[2]["configMap"]["defaultMode"], 256);
     assert_eq!(v[3]["downwardAPI"]["defaultMode"], 420);
-    assert_eq!(v[3]["downwardAPI"]["items"][0]["fieldRef"]["apiVersion"], "v1");
+    assert_eq!(
+        v[3]["downwardAPI"]["items"][0]["fieldRef"]["apiVersion"],
+        "v1"
+    );
     assert_eq!(v[4]["projected"]["defaultMode"], 420);
-    assert_eq!(v[4]["projected"]["sources"][0]["serviceAccountToken"]["expirationSeconds"], 3600);
-    assert_eq!(v[4]["projected"]["sources"][1]["downwardAPI"]["items"][0]["fieldRef"]["apiVersion"], "v1");
-    assert!(v[4]["projected"]["sources"][1]["downwardAPI"].get("defaultMode").is_none());
+    assert_eq!(
+        v[4]["projected"]["sources"][0]["serviceAccountToken"]["expirationSeconds"],
+        3600
+    );
+    assert_eq!(
+        v[4]["projected"]["sources"][1]["downwardAPI"]["items"][0]["fieldRef"]["apiVersion"],
+        "v1"
+    );
+    assert!(v[4]["projected"]["sources"][1]["downwardAPI"]
+        .get("defaultMode")
+        .is_none());
     assert_eq!(v[5]["iscsi"]["iscsiInterface"], "default");
     assert_eq!(
-        (&v[6]["rbd"]["pool"], &v[6]["rbd"]["user"], &v[6]["rbd"]["keyring"]),
+        (
+            &v[6]["rbd"]["pool"],
+            &v[6]["rbd"]["user"],
+            &v[6]["rbd"]["keyring"]
+        ),
         (&json!("rbd"), &json!("admin"), &json!("/etc/ceph/keyring"))
     );
-    assert_eq!(v[7]["azureDisk"], json!({"diskName": "d", "diskURI": "u", "cachingMode": "ReadWrite",
-        "kind": "Shared", "fsType": "ext4", "readOnly": false}));
-    assert_eq!((&v[8]["scaleIO"]["storageMode"], &v[8]["scaleIO"]["fsType"]), (&json!("ThinProvisioned"), &json!("xfs")));
+    assert_eq!(
+        v[7]["azureDisk"],
+        json!({"diskName": "d", "diskURI": "u", "cachingMode": "ReadWrite",
+        "kind": "Shared", "fsType": "ext4", "readOnly": false})
+    );
+    assert_eq!(
+        (&v[8]["scaleIO"]["storageMode"], &v[8]["scaleIO"]["fsType"]),
+        (&json!("ThinProvisioned"), &json!("xfs"))
+    );
     let claim = &v[9]["ephemeral"]["volumeClaimTemplate"]["spec"];
     assert_eq!(claim["volumeMode"], "Filesystem");
     assert_eq!(claim["resources"]["requests"]["storage"], "1m");
@@ -108,7 +148,10 @@ fn pod_spec_defaults() {
         "terminationGracePeriodSeconds": 0, "containers": []}));
     assert_eq!(own["dnsPolicy"], "None");
     assert_eq!(own["enableServiceLinks"], false);
-    assert_eq!(own["terminationGracePeriodSeconds"], 0, "a pointer: 0 is set");
+    assert_eq!(
+        own["terminationGracePeriodSeconds"], 0,
+        "a pointer: 0 is set"
+    );
 }
 
 /// `SetDefaults_Pod`: requests from limits for containers and init containers (not
@@ -122,14 +165,24 @@ fn requests_from_limits_and_host_network_ports() {
             "resources": {"limits": {"cpu": "2", "memory": "1Gi"}, "requests": {"cpu": "100m"}},
             "ports": [{"containerPort": 80}, {"containerPort": 81, "hostPort": 8081}]}],
         "ephemeralContainers": [{"name": "e", "image": "e:1", "resources": {"limits": {"cpu": "1"}}}]}));
-    assert_eq!(spec["initContainers"][0]["resources"]["requests"], json!({"cpu": "1"}));
+    assert_eq!(
+        spec["initContainers"][0]["resources"]["requests"],
+        json!({"cpu": "1"})
+    );
     assert_eq!(spec["initContainers"][0]["ports"][0]["hostPort"], 9);
-    assert_eq!(spec["containers"][0]["resources"]["requests"], json!({"cpu": "100m", "memory": "1Gi"}));
+    assert_eq!(
+        spec["containers"][0]["resources"]["requests"],
+        json!({"cpu": "100m", "memory": "1Gi"})
+    );
     assert_eq!(spec["containers"][0]["ports"][0]["hostPort"], 80);
     assert_eq!(spec["containers"][0]["ports"][1]["hostPort"], 8081);
-    assert!(spec["ephemeralContainers"][0]["resources"].get("requests").is_none());
+    assert!(spec["ephemeralContainers"][0]["resources"]
+        .get("requests")
+        .is_none());
     let no_host = spec_of(json!({"containers": [{"name": "a", "ports": [{"containerPort": 80}]}]}));
-    assert!(no_host["containers"][0]["ports"][0].get("hostPort").is_none());
+    assert!(no_host["containers"][0]["ports"][0]
+        .get("hostPort")
+        .is_none());
 }
 
 /// `SetDefaults_Container` (also of ephemeral containers), the ports' `protocol`, env field
@@ -155,17 +208,50 @@ fn container_defaults() {
     assert_eq!(c["ports"][1]["protocol"], "UDP");
     assert_eq!(c["env"][0]["valueFrom"]["fieldRef"]["apiVersion"], "v1");
     assert_eq!(c["env"][1], json!({"name": "V", "value": "x"}));
-    let probe = |p: &str| (c[p]["timeoutSeconds"].clone(), c[p]["periodSeconds"].clone(),
-                           c[p]["successThreshold"].clone(), c[p]["failureThreshold"].clone());
-    assert_eq!(probe("livenessProbe"), (json!(1), json!(10), json!(1), json!(3)));
-    assert_eq!(probe("readinessProbe"), (json!(1), json!(5), json!(1), json!(3)));
-    assert_eq!(probe("startupProbe"), (json!(1), json!(10), json!(1), json!(3)));
-    assert_eq!(c["livenessProbe"]["grpc"], json!({"port": 9, "service": ""}));
-    assert_eq!(c["readinessProbe"]["httpGet"], json!({"port": 8080, "path": "/", "scheme": "HTTP"}));
-    assert_eq!(c["lifecycle"]["preStop"]["httpGet"], json!({"port": 1, "path": "/q", "scheme": "HTTP"}));
-    assert_eq!(c["lifecycle"]["postStart"], json!({"exec": {"command": ["x"]}}));
-    assert_eq!(spec["ephemeralContainers"][0]["imagePullPolicy"], "IfNotPresent");
-    assert_eq!(spec["ephemeralContainers"][0]["terminationMessagePolicy"], "File");
+    let probe = |p: &str| {
+        (
+            c[p]["timeoutSeconds"].clone(),
+            c[p]["periodSeconds"].clone(),
+            c[p]["successThreshold"].clone(),
+            c[p]["failureThreshold"].clone(),
+        )
+    };
+    assert_eq!(
+        probe("livenessProbe"),
+        (json!(1), json!(10), json!(1), json!(3))
+    );
+    assert_eq!(
+        probe("readinessProbe"),
+        (json!(1), json!(5), json!(1), json!(3))
+    );
+    assert_eq!(
+        probe("startupProbe"),
+        (json!(1), json!(10), json!(1), json!(3))
+    );
+    assert_eq!(
+        c["livenessProbe"]["grpc"],
+        json!({"port": 9, "service": ""})
+    );
+    assert_eq!(
+        c["readinessProbe"]["httpGet"],
+        json!({"port": 8080, "path": "/", "scheme": "HTTP"})
+    );
+    assert_eq!(
+        c["lifecycle"]["preStop"]["httpGet"],
+        json!({"port": 1, "path": "/q", "scheme": "HTTP"})
+    );
+    assert_eq!(
+        c["lifecycle"]["postStart"],
+        json!({"exec": {"command": ["x"]}})
+    );
+    assert_eq!(
+        spec["ephemeralContainers"][0]["imagePullPolicy"],
+        "IfNotPresent"
+    );
+    assert_eq!(
+        spec["ephemeralContainers"][0]["terminationMessagePolicy"],
+        "File"
+    );
 }
 
 /// `SetDefaults_Container`'s pull policy through `ParseImageName`: `latest` (named or implied)
@@ -208,12 +294,17 @@ fn resource_lists_round_up_to_milli() {
 /// from the pod's limits; nothing without pod-level resources or the gate.
 #[test]
 fn pod_level_resources_with_the_gate() {
-    let pod = || json!({"spec": {"resources": {"limits": {"cpu": "2", "memory": "1Gi"}},
+    let pod = || {
+        json!({"spec": {"resources": {"limits": {"cpu": "2", "memory": "1Gi"}},
         "containers": [{"name": "a", "resources": {"requests": {"cpu": "500m"}}},
-                       {"name": "b", "resources": {"requests": {"cpu": "250m"}}}]}});
+                       {"name": "b", "resources": {"requests": {"cpu": "250m"}}}]}})
+    };
     let mut on = pod();
     default_pod(&mut on, Gates::for_minor(34));
-    assert_eq!(on["spec"]["resources"]["requests"], json!({"cpu": "750m", "memory": "1Gi"}));
+    assert_eq!(
+        on["spec"]["resources"]["requests"],
+        json!({"cpu": "750m", "memory": "1Gi"})
+    );
     let mut off = pod();
     default_pod(&mut off, Gates::for_minor(33));
     assert!(off["spec"]["resources"].get("requests").is_none());

@@ -4,6 +4,9 @@
 #![allow(dead_code)]
 
 pub mod admission;
+/// kube-apiserver's defaulting and in-tree admission plugins, modelled on their own.
+#[path = "../../../outrigger-inject/tests/model/apiserver.rs"]
+pub mod apiserver_model;
 pub mod controllers;
 pub mod kube_api;
 pub mod rbac;
