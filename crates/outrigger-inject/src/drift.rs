@@ -350,11 +350,19 @@ const APP_PROBERS_ENV: &str = "ISTIO_KUBE_APP_PROBERS";
 fn env_as_stored(var: &str, text: &str) -> Option<Value> {
     let mut v: Value = serde_json::from_str(text).ok()?;
     if var == POD_PORTS_ENV {
-        for p in v.as_array_mut()?.iter_mut().filter_map(Value::as_object_mut) {
+        for p in v
+            .as_array_mut()?
+            .iter_mut()
+            .filter_map(Value::as_object_mut)
+        {
             p.entry("protocol").or_insert_with(|| json!("TCP"));
         }
     } else {
-        for p in v.as_object_mut()?.values_mut().filter_map(Value::as_object_mut) {
+        for p in v
+            .as_object_mut()?
+            .values_mut()
+            .filter_map(Value::as_object_mut)
+        {
             if p.get("timeoutSeconds").is_none_or(|t| t == 0) {
                 p.insert("timeoutSeconds".into(), json!(1));
             }
@@ -955,7 +963,10 @@ mod tests {
         let mut pod = pod();
         pod["spec"]["initContainers"] = json!([{"name": "setup", "image": "setup:1"}]);
         let injected = inject_pod(&pod, &p).expect("inject").pod;
-        assert_eq!(pod_drift(&injected, &p, true).expect("drift").state, State::Current);
+        assert_eq!(
+            pod_drift(&injected, &p, true).expect("drift").state,
+            State::Current
+        );
         let config = defaults::CONFIG
             .replace("defaultTemplates: [sidecar]", "defaultTemplates: [sidecar, setup]")
             .replace(
@@ -963,8 +974,9 @@ mod tests {
                 "templates:\n  setup: |\n    spec:\n      initContainers:\n      - name: setup\n        \
                  securityContext:\n          runAsUser: 0\n",
             );
-        let changed = crate::config::Snapshot::load(&config, defaults::VALUES, Some(defaults::MESH))
-            .expect("config");
+        let changed =
+            crate::config::Snapshot::load(&config, defaults::VALUES, Some(defaults::MESH))
+                .expect("config");
         let d = pod_drift(&injected, &params(&changed, "", false), true).expect("drift");
         assert_eq!(d.state, State::Stale);
         assert!(

@@ -186,14 +186,16 @@ fn stored_list(native: bool) -> Value {
     let s = defaults::snapshot().expect("defaults");
     let mut items = Vec::new();
     for example in ["hello.yaml", "probes.yaml", "statefulset.yaml"] {
-        let text = std::fs::read_to_string(repo_root().join("examples").join(example)).expect("example");
+        let text =
+            std::fs::read_to_string(repo_root().join("examples").join(example)).expect("example");
         for raw in outrigger_inject::yaml::split_documents(&text).expect("documents") {
             let doc = outrigger_inject::yaml::from_str(&raw).expect("yaml");
             for t in outrigger_inject::kube_inject::pod_templates(doc).expect("templates") {
                 let mut pod = t.pod;
                 pod["apiVersion"] = serde_json::json!("v1");
                 pod["kind"] = serde_json::json!("Pod");
-                pod["metadata"]["name"] = serde_json::json!(format!("{}-{}", t.workload.name, items.len()));
+                pod["metadata"]["name"] =
+                    serde_json::json!(format!("{}-{}", t.workload.name, items.len()));
                 pod["metadata"]["namespace"] = serde_json::json!("default");
                 pod["metadata"]["resourceVersion"] = serde_json::json!("12345");
                 apiserver::as_apiserver_stores(&mut pod, true);
@@ -231,7 +233,8 @@ fn stored_objects_are_judged_as_the_cluster_judges_them() {
         let flag = if native { "true" } else { "false" };
         let yaml = outrigger_inject::yaml::json_to_yaml(&list).expect("yaml");
         for text in [yaml, serde_json::to_string_pretty(&list).expect("json")] {
-            let rows = json_rows(drift(&text, &["--native-sidecars", flag, "-o", "json"]).exited(0));
+            let rows =
+                json_rows(drift(&text, &["--native-sidecars", flag, "-o", "json"]).exited(0));
             assert_eq!(rows.len(), list["items"].as_array().map_or(0, Vec::len));
             for r in &rows {
                 assert_eq!(r["state"], "current", "native {native}: {r}");
@@ -263,7 +266,10 @@ fn stored_objects_are_judged_as_the_cluster_judges_them() {
 fn bad_stored_input_is_an_error_naming_the_document() {
     let list = stored_list(false);
     let mut foreign = list.clone();
-    foreign["items"][1].as_object_mut().expect("item").remove("kind");
+    foreign["items"][1]
+        .as_object_mut()
+        .expect("item")
+        .remove("kind");
     let mut unknown = list.clone();
     unknown["items"][0]["spec"]["containers"][0]["imagePullPolicyy"] = serde_json::json!("Always");
     let yaml = outrigger_inject::yaml::json_to_yaml(&list).expect("yaml");

@@ -825,8 +825,7 @@ async fn match_conditions_false_skips_and_errors_follow_the_failure_policy() {
     assert!(
         e.message
             .starts_with("pods \"t6\" is forbidden: [expression 'object.spec.nodeName")
-            && e.message
-                .contains(", expression 'object.spec.hostname"),
+            && e.message.contains(", expression 'object.spec.hostname"),
         "errors aggregated as Go's: {}",
         e.message
     );

@@ -14,3 +14,4 @@ pub mod schema;
 pub mod selector;
 pub mod stored;
 pub mod typed;
+pub mod validate;

@@ -761,7 +761,9 @@ fn unknown_in(idx: &'static StructIndex, v: &Value, path: &str) -> Option<String
         let f = &idx.fields[i];
         let Some(target) = f.target() else { continue };
         let found = match (f.kind, val) {
-            (Kind::Struct | Kind::PointerToStruct, Value::Object(_)) => unknown_in(target, val, &here),
+            (Kind::Struct | Kind::PointerToStruct, Value::Object(_)) => {
+                unknown_in(target, val, &here)
+            }
             (Kind::Slice, Value::Array(items)) => items
                 .iter()
                 .enumerate()

@@ -17,8 +17,8 @@ use outrigger_inject::drift::{
 };
 use outrigger_inject::ingest::workload::WorkloadMeta;
 use outrigger_inject::kube::names::POD_TYPE;
-use outrigger_inject::kube::typed;
 use outrigger_inject::kube::pod::label as pod_label;
+use outrigger_inject::kube::typed;
 use outrigger_inject::kube_inject::{self, KubeInjectOptions};
 use outrigger_inject::yaml;
 use serde_json::{json, Value};
@@ -127,9 +127,13 @@ fn examine_stream(
             }
         }
         let last = batch.len().saturating_sub(1);
-        let parsed = drift::in_parallel(batch.into_iter().enumerate().collect(), threads, |(n, (index, raw))| {
-            templates(index, &raw.text, raw.first_line, ends_mid_line && n == last)
-        });
+        let parsed = drift::in_parallel(
+            batch.into_iter().enumerate().collect(),
+            threads,
+            |(n, (index, raw))| {
+                templates(index, &raw.text, raw.first_line, ends_mid_line && n == last)
+            },
+        );
         let mut ready = Vec::new();
         for p in parsed {
             ready.extend(p.with_context(|| source.clone())?);
