@@ -4,9 +4,8 @@
 //! stores them (the model in outrigger-inject's `tests/model/apiserver.rs`: defaults, token
 //! volume and mounts, a LimitRange's additions, managedFields, status, another webhook's label).
 
-#[path = "../../outrigger-inject/tests/model/apiserver.rs"]
-mod apiserver;
 mod common;
+use common::apiserver_model as apiserver;
 #[allow(dead_code)] // the helpers of the inject tests; this file uses some
 mod support;
 
