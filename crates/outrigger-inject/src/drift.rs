@@ -151,6 +151,7 @@ fn drift_of(
         store_defaults(&mut actual);
         store_defaults(&mut expected);
         keep_added_resources(&actual, &mut expected);
+        same_rendered_env(&mut actual, &expected);
     }
     let fields = owned_differences(&actual, &expected);
     let state = if injected_revision.as_deref() != Some(expected_revision.as_str()) {
@@ -327,6 +328,99 @@ fn keep_added_resources(actual: &Value, expected: &mut Value) {
     }
 }
 
+/// The sidecar's list of the pod's ports (`ISTIO_META_POD_PORTS`), rendered from the ports as
+/// the injector saw them.
+const POD_PORTS_ENV: &str = "ISTIO_META_POD_PORTS";
+
+/// The sidecar's rewritten application probes (`ISTIO_KUBE_APP_PROBERS`), rendered from the
+/// probes as the injector saw them.
+const APP_PROBERS_ENV: &str = "ISTIO_KUBE_APP_PROBERS";
+
+/// The value of `ISTIO_META_POD_PORTS` or `ISTIO_KUBE_APP_PROBERS` as the API server's
+/// defaults would have made it (`zz_generated.defaults.go`: a port's `protocol: TCP`;
+/// `SetDefaults_Probe`'s one-second timeout, `SetDefaults_HTTPGetAction`'s path `/` and
+/// scheme `HTTP`, a gRPC probe's empty service), for comparing values rendered before and
+/// after the pod was stored.
+fn env_as_stored(var: &str, text: &str) -> Option<Value> {
+    let mut v: Value = serde_json::from_str(text).ok()?;
+    if var == POD_PORTS_ENV {
+        for p in v
+            .as_array_mut()?
+            .iter_mut()
+            .filter_map(Value::as_object_mut)
+        {
+            p.entry("protocol").or_insert_with(|| json!("TCP"));
+        }
+    } else {
+        for p in v
+            .as_object_mut()?
+            .values_mut()
+            .filter_map(Value::as_object_mut)
+        {
+            if p.get("timeoutSeconds").is_none_or(|t| t == 0) {
+                p.insert("timeoutSeconds".into(), json!(1));
+            }
+            if let Some(g) = p.get_mut("httpGet").and_then(Value::as_object_mut) {
+                if g.get("path").is_none_or(|v| v == "") {
+                    g.insert("path".into(), json!("/"));
+                }
+                if g.get("scheme").is_none_or(|v| v == "") {
+                    g.insert("scheme".into(), json!("HTTP"));
+                }
+            }
+            if let Some(g) = p.get_mut("grpc").and_then(Value::as_object_mut) {
+                g.entry("service").or_insert_with(|| json!(""));
+            }
+        }
+    }
+    Some(v)
+}
+
+/// Where `actual`'s `ISTIO_META_POD_PORTS` or `ISTIO_KUBE_APP_PROBERS` differs from
+/// `expected`'s only by what the API server defaults in the ports and probes they are
+/// rendered from ([`env_as_stored`]: a pod injected from a manifest, then stored), take
+/// `expected`'s text: they say the same.
+fn same_rendered_env(actual: &mut Value, expected: &Value) {
+    for list in ["containers", "initContainers"] {
+        let Some(items) = actual
+            .pointer_mut(&format!("/spec/{list}"))
+            .and_then(Value::as_array_mut)
+        else {
+            continue;
+        };
+        for c in items {
+            let name = container_name(c).to_string();
+            for var in [POD_PORTS_ENV, APP_PROBERS_ENV] {
+                let Some(want) = named(expected, list, &name)
+                    .and_then(|e| e.get("env"))
+                    .and_then(Value::as_array)
+                    .and_then(|env| env.iter().find(|v| container_name(v) == var))
+                    .and_then(|v| v.get("value"))
+                    .and_then(Value::as_str)
+                else {
+                    continue;
+                };
+                let Some(have) = c
+                    .get_mut("env")
+                    .and_then(Value::as_array_mut)
+                    .and_then(|env| env.iter_mut().find(|v| container_name(v) == var))
+                    .and_then(|v| v.get_mut("value"))
+                else {
+                    continue;
+                };
+                if have.as_str() != Some(want)
+                    && have
+                        .as_str()
+                        .and_then(|h| env_as_stored(var, h))
+                        .is_some_and(|h| Some(h) == env_as_stored(var, want))
+                {
+                    *have = json!(want);
+                }
+            }
+        }
+    }
+}
+
 /// The revision a pod's status annotation records (`default` when it names none); `None` when
 /// the pod was not injected.
 fn injected_revision(pod: &Value) -> Option<String> {
@@ -370,27 +464,42 @@ fn owned_differences<'a>(actual: &'a Value, expected: &'a Value) -> Vec<FieldDif
             diff(&format!("spec.{list}[{name}]"), a, e, &mut out);
         }
     }
-    // Probes and lifecycle hooks of the application's containers.
+    // The application's own containers as injection leaves them: an init container whole (a
+    // template may rewrite or drop one), a container's probes and lifecycle hooks (what the
+    // templates rewrite of it); one on a side only is a difference either way.
     for list in ["containers", "initContainers"] {
-        let apps = expected
-            .pointer(&format!("/spec/{list}"))
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .map(container_name)
-            .filter(|n| !injected.contains(*n));
+        let mut apps: Vec<&str> = Vec::new();
+        for pod in [actual, expected] {
+            for name in pod
+                .pointer(&format!("/spec/{list}"))
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .map(container_name)
+                .filter(|n| !injected.contains(*n))
+            {
+                if !apps.contains(&name) {
+                    apps.push(name);
+                }
+            }
+        }
         for name in apps {
+            let (a, e) = (named(actual, list, name), named(expected, list, name));
+            if a.is_none() || e.is_none() || list == "initContainers" {
+                diff(&format!("spec.{list}[{name}]"), a, e, &mut out);
+                continue;
+            }
             for field in [
                 "readinessProbe",
                 "livenessProbe",
                 "startupProbe",
                 "lifecycle",
             ] {
-                let get = |pod| named(pod, list, name).and_then(|c| c.get(field));
+                let get = |c: Option<&'a Value>| c.and_then(|c| c.get(field));
                 diff(
                     &format!("spec.{list}[{name}].{field}"),
-                    get(actual),
-                    get(expected),
+                    get(a),
+                    get(e),
                     &mut out,
                 );
             }
@@ -795,5 +904,71 @@ mod tests {
         )
         .with_outrigger("canary");
         assert_eq!(named.resolve("outrigger"), "stable");
+    }
+
+    /// A pod injected from a manifest whose ports had no `protocol` and probes no timeout,
+    /// stored with the API server's defaults, is current: its ISTIO_META_POD_PORTS and
+    /// ISTIO_KUBE_APP_PROBERS say the same ports and probes.
+    #[test]
+    fn ports_and_probes_without_their_defaults_are_the_same_once_stored() {
+        let s = defaults::snapshot().expect("defaults");
+        let mut p = params(&s, "", false);
+        p.mode = crate::inject::Mode::Webhook;
+        let pod = live_pod();
+        p.workload = crate::ingest::workload::workload_from_pod(&pod);
+        let mut stored = inject_pod(&pod, &p).expect("inject").pod;
+        let ports = stored["spec"]["containers"][2]["env"]
+            .as_array()
+            .and_then(|e| e.iter().find(|v| v["name"] == POD_PORTS_ENV))
+            .and_then(|v| v["value"].as_str())
+            .expect("pod ports")
+            .to_string();
+        assert!(!ports.contains("protocol"), "{ports}");
+        apiserver_model::as_apiserver_stores(&mut stored, false);
+        let d = stored_pod_drift(&stored, &p, true).expect("drift");
+        assert_eq!(d.state, State::Current, "{:#?}", d.fields);
+        // A port that really differs is still drift.
+        let mut moved = stored.clone();
+        moved["spec"]["containers"][0]["ports"][0]["containerPort"] = json!(9090);
+        let d = stored_pod_drift(&moved, &p, true).expect("drift");
+        assert!(
+            d.fields.iter().any(|f| f.path.contains(POD_PORTS_ENV)),
+            "{:#?}",
+            d.fields
+        );
+    }
+
+    /// A template that changes (or drops) the application's own init container makes a pod
+    /// injected without that change stale, naming the init container.
+    #[test]
+    fn a_templates_change_of_the_apps_init_containers_is_drift() {
+        let s = defaults::snapshot().expect("defaults");
+        let p = params(&s, "", false);
+        let mut pod = pod();
+        pod["spec"]["initContainers"] = json!([{"name": "setup", "image": "setup:1"}]);
+        let injected = inject_pod(&pod, &p).expect("inject").pod;
+        assert_eq!(
+            pod_drift(&injected, &p, true).expect("drift").state,
+            State::Current
+        );
+        let config = defaults::CONFIG
+            .replace("defaultTemplates: [sidecar]", "defaultTemplates: [sidecar, setup]")
+            .replace(
+                "templates:\n",
+                "templates:\n  setup: |\n    spec:\n      initContainers:\n      - name: setup\n        \
+                 securityContext:\n          runAsUser: 0\n",
+            );
+        let changed =
+            crate::config::Snapshot::load(&config, defaults::VALUES, Some(defaults::MESH))
+                .expect("config");
+        let d = pod_drift(&injected, &params(&changed, "", false), true).expect("drift");
+        assert_eq!(d.state, State::Stale);
+        assert!(
+            d.fields
+                .iter()
+                .any(|f| f.path == "spec.initContainers[setup].securityContext"),
+            "{:#?}",
+            d.fields
+        );
     }
 }

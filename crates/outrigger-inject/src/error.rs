@@ -77,6 +77,14 @@ pub enum Error {
     /// A Prometheus scrape configuration the agent cannot serve.
     #[error(transparent)]
     Scrape(Box<ScrapeError>),
+    /// The injected pod breaks rules of the API server's pod validation that the pod before
+    /// injection did not ([`crate::kube::validate`]): the API server would refuse it. One
+    /// message per rule, naming it.
+    #[error(
+        "the injected pod would be refused by the API server: {}",
+        .0.join("; ")
+    )]
+    RefusedPod(Vec<String>),
     /// A state the pipeline never reaches on any input (reported, never panicking).
     #[error("internal error: {0}")]
     Internal(&'static str),

@@ -449,7 +449,9 @@ fn inject_template(
     if let Some(w) = revision_mismatch(pod, opts.revision, &subject) {
         warnings.push(w);
     }
+    let before = crate::kube::validate::validate_pod(pod);
     let injected = inject::inject_pod_owned(pod.take(), &params)?;
+    crate::kube::validate::check_new(&before, &injected.pod)?;
     if !adds_a_container(&injected.pod) {
         return Err(WorkloadError::NoSidecarAdded { templates }.into());
     }

@@ -400,6 +400,7 @@ pub fn preflight_pod(
         }
     }
     out.extend(duplicate_names(pod));
+    out.extend(refused(pod));
     if let Some(nodes) = &admission.nodes {
         out.extend(native_sidecars(pod, nodes));
     }
@@ -420,6 +421,22 @@ pub fn all_containers(pod: &Value) -> impl Iterator<Item = (&'static str, &Value
                 .flatten()
                 .map(move |c| (list, c))
         })
+}
+
+/// The API server's pod validation refusing the candidate pod ([`crate::kube::validate`]:
+/// no containers, a duplicate volume, a mount of no volume or of a path twice); duplicate
+/// container names are [`duplicate_names`]'.
+fn refused(pod: &Value) -> Vec<Finding> {
+    crate::kube::validate::validate_pod(pod)
+        .into_iter()
+        .filter(|v| !(v.rule.ends_with("Containers") && v.message.contains(".name: Duplicate")))
+        .map(|v| Finding {
+            check: "api-validation",
+            rule: v.rule.into(),
+            container: None,
+            message: v.message,
+        })
+        .collect()
 }
 
 /// Names used by more than one container of any kind (the API server refuses them:

@@ -351,18 +351,21 @@ fn inject_and_diff(
     if as_received && identical(&normalized, &pod) {
         drop(normalized);
         let mut injected = inject::inject_normalized(&pod, params)?;
+        crate::kube::validate::check_injected(&pod, &injected.pod)?;
         mark_injected(&mut injected.pod);
         let patch = crate::patch::create_json(&pod, &injected.pod);
         return Ok((patch, injected.warnings));
     }
     if as_received && body.len() < REDECODE_MIN_BODY {
         let mut injected = inject::inject_normalized(&normalized, params)?;
+        crate::kube::validate::check_injected(&normalized, &injected.pod)?;
         mark_injected(&mut injected.pod);
         let patch = crate::patch::create_json(&pod, &injected.pod);
         return Ok((patch, injected.warnings));
     }
     drop(pod);
     let mut injected = inject::inject_normalized(&normalized, params)?;
+    crate::kube::validate::check_injected(&normalized, &injected.pod)?;
     drop(normalized);
     mark_injected(&mut injected.pod);
     let received = decode_review(body)
@@ -434,6 +437,7 @@ pub fn error_code(e: &Error) -> &'static str {
         Error::Mesh(_) => "proxy_config",
         Error::Scrape(_) | Error::Internal(_) => "inject",
         Error::Workload(_) => "workload",
+        Error::RefusedPod(_) => "refused_pod",
     }
 }
 
@@ -507,6 +511,34 @@ mod tests {
 
     fn text(r: &Reviewed) -> &str {
         std::str::from_utf8(&r.response).expect("utf-8 response")
+    }
+
+    /// A pod whose only container is `istio-proxy`, injected with native sidecars, would have no
+    /// containers left: refused, naming the API server's rule, not patched.
+    #[test]
+    fn an_injection_the_api_server_would_refuse_is_refused_naming_the_rule() {
+        let snap = crate::config::defaults::snapshot().expect("defaults");
+        let mut c = ctx(&snap);
+        c.native_mode = NativeMode::Enabled;
+        let pod = json!({"metadata": {"name": "gw"},
+            "spec": {"containers": [{"name": "istio-proxy", "image": "auto"}]}});
+        let r = review(&body(ADMISSION_V1, "u-9", "ns", pod.clone()), "/inject", &c);
+        let Outcome::Failed(f) = &r.outcome else {
+            panic!("refused: {:?}", r.outcome)
+        };
+        assert_eq!(f.reason, "refused_pod");
+        assert!(
+            f.message
+                .contains("spec.containers: Required value (validateContainers)"),
+            "{}",
+            f.message
+        );
+        let answer: Value = serde_json::from_slice(&r.response).expect("json");
+        assert_eq!(answer["response"]["allowed"], false, "{answer}");
+        // Without native sidecars the proxy stays a container: injected.
+        c.native_mode = NativeMode::Disabled;
+        let r = review(&body(ADMISSION_V1, "u-10", "ns", pod), "/inject", &c);
+        assert_eq!(r.outcome, Outcome::Injected);
     }
 
     #[test]

@@ -4,9 +4,8 @@
 //! stores them (the model in outrigger-inject's `tests/model/apiserver.rs`: defaults, token
 //! volume and mounts, a LimitRange's additions, managedFields, status, another webhook's label).
 
-#[path = "../../outrigger-inject/tests/model/apiserver.rs"]
-mod apiserver;
 mod common;
+use common::apiserver_model as apiserver;
 #[allow(dead_code)] // the helpers of the inject tests; this file uses some
 mod support;
 
@@ -567,7 +566,11 @@ fn without_the_flag_the_mode_is_istios_default_auto() {
 }
 
 /// Pods in the scale run, and Deployments they belong to.
-const SCALE_PODS: usize = 10_000;
+/// Pods in the scale run: 10,000, or `OUTRIGGER_SCALE_COUNT` (a multiple of
+/// [`SCALE_DEPLOYMENTS`]).
+fn scale_pods() -> usize {
+    support::scale_count(10_000)
+}
 const SCALE_DEPLOYMENTS: usize = 50;
 
 /// A realistic stored pod for the scale run: three application containers with 10 env vars and
@@ -632,7 +635,7 @@ fn scale_ten_thousand_pods() {
         let stored: Vec<Value> = (0..SCALE_DEPLOYMENTS)
             .map(|d| scale_pod(&format!("app-{d}"), &current))
             .collect();
-        for i in 0..SCALE_PODS {
+        for i in 0..scale_pods() {
             let mut p = stored[i % SCALE_DEPLOYMENTS].clone();
             let name = p["metadata"]["generateName"]
                 .as_str()
@@ -666,7 +669,7 @@ fn scale_ten_thousand_pods() {
         assert_eq!(r["state"], "current", "{r}");
         assert_eq!(
             r["pods"].as_array().map(Vec::len),
-            Some(SCALE_PODS / SCALE_DEPLOYMENTS)
+            Some(scale_pods() / SCALE_DEPLOYMENTS)
         );
     }
     println!("{figures}");

@@ -4,9 +4,8 @@
 //! PodDisruptionBudget, and the timeouts (a PDB that never allows a disruption, a rollout that
 //! hangs). Bare pods and Jobs are named and never touched.
 
-#[path = "../../outrigger-inject/tests/model/apiserver.rs"]
-mod apiserver;
 mod common;
+use common::apiserver_model as apiserver;
 #[allow(dead_code)] // the helpers of the inject tests; this file uses some
 mod support;
 

@@ -601,3 +601,28 @@ mod bad_input {
         assert!(no_file.stderr.contains("--filename"), "{}", no_file.stderr);
     }
 }
+
+/// `inject --native-sidecars true` of a pod whose only container is `istio-proxy` would leave
+/// it no containers: an error naming the API server's rule (exit 1), nothing written.
+#[test]
+fn an_injection_the_api_server_would_refuse_names_the_rule() {
+    let pod = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: gw\nspec:\n  containers:\n  - name: istio-proxy\n    image: auto\n";
+    let run = Inject::new()
+        .args(["-f", "-", "--native-sidecars", "true"])
+        .stdin(pod)
+        .run();
+    let err = run.failure();
+    assert!(
+        err.contains(
+            "the injected pod would be refused by the API server: spec.containers: Required \
+             value (validateContainers)"
+        ),
+        "{err}"
+    );
+    assert!(run.stdout.is_empty(), "{}", run.stdout);
+    let run = Inject::new()
+        .args(["-f", "-", "--native-sidecars", "false"])
+        .stdin(pod)
+        .run();
+    run.success();
+}

@@ -236,6 +236,42 @@ fn main() {
             the_candidate_is_required_and_offline_needs_no_cluster,
             rows_come_in_document_order_across_batches,
             a_bad_document_stops_the_run_after_the_rows_before_it,
+            a_candidate_pod_the_api_server_refuses_is_a_preflight_finding,
         ],
     ]);
+}
+
+/// A candidate whose injection leaves a pod the API server refuses (native sidecars moving the
+/// only container, `istio-proxy`, out of `containers`) is a preflight finding naming the rule,
+/// and the workload is counted as refused (exit 3).
+fn a_candidate_pod_the_api_server_refuses_is_a_preflight_finding() {
+    let pod = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: gw\nspec:\n  containers:\n  - name: istio-proxy\n    image: auto\n";
+    let run = Inject::command("preview")
+        .args([
+            "-f",
+            "-",
+            "--native-sidecars",
+            "false",
+            "--candidate-native-sidecars",
+            "true",
+        ])
+        .stdin(pod)
+        .run();
+    let out = run.exited(3);
+    assert!(
+        out.contains("! api-validation validateContainers: spec.containers: Required value"),
+        "{out}"
+    );
+    let run = Inject::command("preview")
+        .args([
+            "-f",
+            "-",
+            "--native-sidecars",
+            "false",
+            "--candidate-native-sidecars",
+            "false",
+        ])
+        .stdin(pod)
+        .run();
+    assert!(!run.stdout.contains("api-validation"), "{}", run.stdout);
 }

@@ -694,8 +694,10 @@ fn manifests_are_checked_against_their_namespaces_each_read_once() {
     }
 }
 
-/// Deployments in the scale run.
-const SCALE_DEPLOYMENTS: usize = 10_000;
+/// Deployments in the scale run: 10,000, or `OUTRIGGER_SCALE_COUNT`.
+fn scale_deployments() -> usize {
+    support::scale_count(10_000)
+}
 
 /// A realistic stored Deployment for the scale run: three application containers with 10 env
 /// vars, a port and a probe each, and 4 KB of managedFields.
@@ -741,7 +743,7 @@ fn scale_ten_thousand_deployments() {
     let api = cluster(|c| {
         c.put(json!({"apiVersion": "v1", "kind": "Namespace",
                      "metadata": {"name": "scale", "labels": {"istio-injection": "enabled"}}}));
-        for i in 0..SCALE_DEPLOYMENTS {
+        for i in 0..scale_deployments() {
             c.put(scale_deployment(i));
         }
     });
@@ -770,7 +772,7 @@ fn scale_ten_thousand_deployments() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     let rows: Vec<Value> = serde_json::from_str(&stdout).expect("JSON rows");
-    assert_eq!(rows.len(), SCALE_DEPLOYMENTS);
+    assert_eq!(rows.len(), scale_deployments());
     for (i, r) in rows.iter().enumerate() {
         assert_eq!(
             r["name"],

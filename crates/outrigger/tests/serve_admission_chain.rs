@@ -1067,7 +1067,8 @@ async fn match_conditions_false_skips_and_errors_follow_the_failure_policy() {
         .await
         .expect("false wins over an error");
     assert!(a.calls.is_empty());
-    let two = json!({"name": "two", "expression": "object.spec.schedulerName == 'x'"});
+    // (`hostname`: a field the API server does not default, so absent is an error.)
+    let two = json!({"name": "two", "expression": "object.spec.hostname == 'x'"});
     configure(json!([unguarded, two]), "Fail");
     let e = api
         .create_pod("apps", pod("t6", json!({})), false)
@@ -1076,14 +1077,13 @@ async fn match_conditions_false_skips_and_errors_follow_the_failure_policy() {
     assert!(
         e.message
             .starts_with("pods \"t6\" is forbidden: [expression 'object.spec.nodeName")
-            && e.message
-                .contains(", expression 'object.spec.schedulerName"),
+            && e.message.contains(", expression 'object.spec.hostname"),
         "errors aggregated as Go's: {}",
         e.message
     );
     let mut scheduled = pod("t7", json!({}));
     scheduled["spec"]["nodeName"] = json!("n1");
-    scheduled["spec"]["schedulerName"] = json!("x");
+    scheduled["spec"]["hostname"] = json!("x");
     let a = api
         .create_pod("apps", scheduled, false)
         .await

@@ -2,6 +2,8 @@
 //! round-trip (normalisation as Go's decoder and encoder would), resource quantities, label
 //! selectors and pod list pages.
 
+pub mod admission_plugins;
+pub mod defaults;
 pub mod index;
 pub mod names;
 pub mod pod;
@@ -12,3 +14,4 @@ pub mod schema;
 pub mod selector;
 pub mod stored;
 pub mod typed;
+pub mod validate;

@@ -122,6 +122,46 @@ impl Quantity {
         }
     }
 
+    /// `RoundUp(-3)`, as `SetDefaults_ResourceList` applies it (`pkg/apis/core/v1/defaults.go`):
+    /// the value rounded up, away from zero, to thousandths, as its canonical text; `None` when
+    /// it is already a whole number of thousandths (the quantity, and its text, stay as they
+    /// were).
+    pub fn rounded_up_to_milli(&self) -> Option<String> {
+        if self.exp >= -3 {
+            return None;
+        }
+        let cut = usize::try_from(-3 - self.exp).unwrap_or(usize::MAX);
+        let split = self.digits.len().saturating_sub(cut);
+        if self.digits[split..].iter().all(|&d| d == 0) {
+            return None;
+        }
+        let mut keep = self.digits[..split].to_vec();
+        // Add one thousandth.
+        let mut i = keep.len();
+        loop {
+            if i == 0 {
+                keep.insert(0, 1);
+                break;
+            }
+            i -= 1;
+            if keep[i] == 9 {
+                keep[i] = 0;
+            } else {
+                keep[i] += 1;
+                break;
+            }
+        }
+        let first = keep.iter().position(|&d| d != 0).unwrap_or(keep.len());
+        let rounded = Quantity {
+            negative: self.negative,
+            digits: keep[first..].to_vec(),
+            exp: -3,
+            format: self.format,
+            cached: None,
+        };
+        Some(rounded.canonical())
+    }
+
     /// The value as an exact integer, if it is integral and fits an `i64`.
     fn as_exact_i64(&self) -> Option<i64> {
         let (int_digits, frac_nonzero) = if self.exp >= 0 {

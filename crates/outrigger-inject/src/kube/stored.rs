@@ -1,51 +1,43 @@
-//! A pod as the API server stores it, for the parts injection writes: what kube-apiserver's
-//! defaulting (`k8s.io/kubernetes/pkg/apis/core/v1/defaults.go`) and the `ServiceAccount`
-//! admission plugin add to containers and volumes after a mutating webhook has answered.
+//! A pod as the API server stores it, for drift: kube-apiserver's defaulting of the whole pod
+//! ([`crate::kube::defaults`], `SetObjectDefaults_Pod`) and the `ServiceAccount` admission
+//! plugin's token mount ([`crate::kube::admission_plugins::service_account`]) where the pod
+//! has the token volume.
 //!
-//! [`store_defaults`] applies them to a pod tree; it is idempotent, so applying it to a pod read
-//! from the cluster changes nothing, and applying it to a freshly injected pod makes the two
-//! comparable. Pod-level defaults (`dnsPolicy`, `schedulerName`, ...) are left alone: drift does
-//! not compare them.
+//! [`store_defaults`] is idempotent, so applying it to a pod read from the cluster changes
+//! nothing, and applying it to a freshly injected pod makes the two comparable. The token mount
+//! is given to every container when one container has it: the plugin runs before the webhooks,
+//! and again after them only when a webhook asks for a reinvocation, so whether an injected
+//! container has it depends on the cluster's webhooks, not on the injection.
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
+use crate::kube::admission_plugins::add_mount;
+pub use crate::kube::admission_plugins::TOKEN_MOUNT_PATH;
+use crate::kube::defaults::{default_pod, Gates, NEWEST_MINOR};
 use crate::kube::pod::container_name;
-
-/// Where the `ServiceAccount` admission plugin mounts the service-account token.
-pub const TOKEN_MOUNT_PATH: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
 
 /// The container lists of a pod spec.
 const LISTS: [&str; 3] = ["initContainers", "containers", "ephemeralContainers"];
 
-/// Apply the API server's container and volume defaults and the service-account token mount
-/// to `pod` (`{metadata, spec}`).
+/// Apply the API server's defaults of a pod ([`default_pod`], the newest supported release's
+/// feature gates) and the service-account token mount to `pod` (`{metadata, spec}`).
 pub fn store_defaults(pod: &mut Value) {
+    default_pod(pod, Gates::for_minor(NEWEST_MINOR));
     let Some(spec) = pod.get_mut("spec").and_then(Value::as_object_mut) else {
         return;
     };
-    let token = token_mount(spec);
+    let Some(token) = token_mount(spec) else {
+        return;
+    };
     for list in LISTS {
         for c in spec
             .get_mut(list)
             .and_then(Value::as_array_mut)
             .into_iter()
             .flatten()
+            .filter_map(Value::as_object_mut)
         {
-            let Some(c) = c.as_object_mut() else { continue };
-            if let Some(mount) = &token {
-                add_token_mount(c, mount);
-            }
-            container_defaults(c);
-        }
-    }
-    for v in spec
-        .get_mut("volumes")
-        .and_then(Value::as_array_mut)
-        .into_iter()
-        .flatten()
-    {
-        if let Some(v) = v.as_object_mut() {
-            volume_defaults(v);
+            add_mount(c, &token);
         }
     }
 }
@@ -69,163 +61,11 @@ fn token_mount(spec: &Map<String, Value>) -> Option<Value> {
         .cloned()
 }
 
-fn add_token_mount(c: &mut Map<String, Value>, mount: &Value) {
-    let mounts = c.entry("volumeMounts").or_insert_with(|| json!([]));
-    let Some(mounts) = mounts.as_array_mut() else {
-        return;
-    };
-    if !mounts
-        .iter()
-        .any(|m| m.get("mountPath").and_then(Value::as_str) == Some(TOKEN_MOUNT_PATH))
-    {
-        mounts.push(mount.clone());
-    }
-}
-
-/// Set `key` to `value` when absent.
-fn default(m: &mut Map<String, Value>, key: &str, value: Value) {
-    m.entry(key).or_insert(value);
-}
-
-/// `SetDefaults_Container`, `_ContainerPort`, `_EnvVar` (field references), `_Probe` and
-/// `_HTTPGetAction`, `_LifecycleHandler`, and requests defaulted from limits
-/// (`SetDefaults_Pod`).
-fn container_defaults(c: &mut Map<String, Value>) {
-    default(c, "terminationMessagePath", json!("/dev/termination-log"));
-    default(c, "terminationMessagePolicy", json!("File"));
-    if !c.contains_key("imagePullPolicy") {
-        let image = c.get("image").and_then(Value::as_str).unwrap_or("");
-        c.insert("imagePullPolicy".into(), json!(pull_policy(image)));
-    }
-    for p in c
-        .get_mut("ports")
-        .and_then(Value::as_array_mut)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_object_mut)
-    {
-        default(p, "protocol", json!("TCP"));
-    }
-    for e in c
-        .get_mut("env")
-        .and_then(Value::as_array_mut)
-        .into_iter()
-        .flatten()
-    {
-        if let Some(f) = e
-            .pointer_mut("/valueFrom/fieldRef")
-            .and_then(Value::as_object_mut)
-        {
-            default(f, "apiVersion", json!("v1"));
-        }
-    }
-    for probe in ["livenessProbe", "readinessProbe", "startupProbe"] {
-        if let Some(p) = c.get_mut(probe).and_then(Value::as_object_mut) {
-            default(p, "timeoutSeconds", json!(1));
-            default(p, "periodSeconds", json!(10));
-            default(p, "successThreshold", json!(1));
-            default(p, "failureThreshold", json!(3));
-            handler_defaults(p);
-        }
-    }
-    if let Some(l) = c.get_mut("lifecycle").and_then(Value::as_object_mut) {
-        for hook in ["postStart", "preStop"] {
-            if let Some(h) = l.get_mut(hook).and_then(Value::as_object_mut) {
-                handler_defaults(h);
-            }
-        }
-    }
-    if let Some(r) = c.get_mut("resources").and_then(Value::as_object_mut) {
-        if let Some(limits) = r.get("limits").and_then(Value::as_object).cloned() {
-            let requests = r
-                .entry("requests")
-                .or_insert_with(|| json!({}))
-                .as_object_mut();
-            if let Some(requests) = requests {
-                for (k, v) in limits {
-                    requests.entry(k).or_insert(v);
-                }
-            }
-        }
-    }
-}
-
-/// `SetDefaults_HTTPGetAction`: path `/`, scheme `HTTP`.
-fn handler_defaults(h: &mut Map<String, Value>) {
-    if let Some(g) = h.get_mut("httpGet").and_then(Value::as_object_mut) {
-        default(g, "path", json!("/"));
-        default(g, "scheme", json!("HTTP"));
-    }
-}
-
-/// `SetDefaults_Container`'s pull policy: `Always` for the `latest` tag or no tag (and no
-/// digest), else `IfNotPresent`.
-fn pull_policy(image: &str) -> &'static str {
-    if image.contains('@') {
-        return "IfNotPresent";
-    }
-    // The tag follows the last `:` after the last `/` (a `:` before it is a registry port).
-    let last = image.rsplit('/').next().unwrap_or(image);
-    match last.rsplit_once(':') {
-        Some((_, "latest")) | None => "Always",
-        Some(_) => "IfNotPresent",
-    }
-}
-
-/// `SetDefaults_{Secret,ConfigMap,DownwardAPI,Projected}VolumeSource` (mode 0644) and
-/// `SetDefaults_ServiceAccountTokenProjection` (one hour).
-fn volume_defaults(v: &mut Map<String, Value>) {
-    for source in ["secret", "configMap", "downwardAPI", "projected"] {
-        if let Some(s) = v.get_mut(source).and_then(Value::as_object_mut) {
-            default(s, "defaultMode", json!(420));
-            field_refs(s.get_mut("items"));
-        }
-    }
-    for s in v
-        .get_mut("projected")
-        .and_then(|p| p.get_mut("sources"))
-        .and_then(Value::as_array_mut)
-        .into_iter()
-        .flatten()
-    {
-        if let Some(t) = s
-            .get_mut("serviceAccountToken")
-            .and_then(Value::as_object_mut)
-        {
-            default(t, "expirationSeconds", json!(3600));
-        }
-        if let Some(d) = s.get_mut("downwardAPI") {
-            field_refs(d.get_mut("items"));
-        }
-    }
-}
-
-/// Field references of downward-API items: `apiVersion: v1`.
-fn field_refs(items: Option<&mut Value>) {
-    for i in items.and_then(Value::as_array_mut).into_iter().flatten() {
-        if let Some(f) = i.get_mut("fieldRef").and_then(Value::as_object_mut) {
-            default(f, "apiVersion", json!("v1"));
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use serde_json::json;
 
-    #[test]
-    fn pull_policy_follows_the_tag() {
-        for (image, want) in [
-            ("nginx", "Always"),
-            ("nginx:latest", "Always"),
-            ("nginx:1.27", "IfNotPresent"),
-            ("registry:5000/nginx", "Always"),
-            ("registry:5000/nginx:1", "IfNotPresent"),
-            ("nginx@sha256:abcd", "IfNotPresent"),
-        ] {
-            assert_eq!(pull_policy(image), want, "{image}");
-        }
-    }
+    use super::*;
 
     #[test]
     fn defaults_fill_only_what_is_absent_and_are_idempotent() {

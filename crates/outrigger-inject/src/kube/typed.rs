@@ -738,5 +738,47 @@ fn order_field(f: &FieldInfo, v: Value) -> Value {
     }
 }
 
+/// The path of the first field of `v` (an object of the Kubernetes type `ty`) that the type
+/// does not have, matched exactly as the API server's strict decoding matches JSON names
+/// (`spec.containers[0].volumeMount`); `None` when every field is known. What the API server
+/// stores has none: a stored object with one was not stored by it (or by a newer one).
+pub fn unknown_field(ty: &str, v: &Value) -> Option<String> {
+    let idx = index::get(ty)?;
+    unknown_in(idx, v, "")
+}
+
+fn unknown_in(idx: &'static StructIndex, v: &Value, path: &str) -> Option<String> {
+    let obj = v.as_object()?;
+    for (k, val) in obj {
+        let here = if path.is_empty() {
+            k.clone()
+        } else {
+            format!("{path}.{k}")
+        };
+        let Some(i) = idx.lookup(k).filter(|&i| idx.fields[i].json == k) else {
+            return Some(here);
+        };
+        let f = &idx.fields[i];
+        let Some(target) = f.target() else { continue };
+        let found = match (f.kind, val) {
+            (Kind::Struct | Kind::PointerToStruct, Value::Object(_)) => {
+                unknown_in(target, val, &here)
+            }
+            (Kind::Slice, Value::Array(items)) => items
+                .iter()
+                .enumerate()
+                .find_map(|(n, e)| unknown_in(target, e, &format!("{here}[{n}]"))),
+            (Kind::Map, Value::Object(m)) => m
+                .iter()
+                .find_map(|(mk, e)| unknown_in(target, e, &format!("{here}[{mk}]"))),
+            _ => None,
+        };
+        if found.is_some() {
+            return found;
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests;

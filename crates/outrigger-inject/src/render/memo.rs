@@ -73,7 +73,12 @@ impl Write for Capped {
 /// values end with a NUL byte (which JSON text never holds), so distinct data give distinct
 /// keys.
 fn memo_key(snapshot: &Snapshot, name: &str, d: &TemplateData<'_>) -> Option<Vec<u8>> {
-    if !std::ptr::eq(d.values, &snapshot.values) || !std::ptr::eq(d.env, &snapshot.template_env) {
+    // The environment is the snapshot's, or that with the native-sidecar variable set from
+    // `native_sidecars` (which the key holds).
+    if !std::ptr::eq(d.values, &snapshot.values)
+        || !(std::ptr::eq(d.env, &snapshot.template_env)
+            || super::differs_only_by_native(d.env, &snapshot.template_env))
+    {
         return None;
     }
     let mut k = Capped(Vec::with_capacity(1024));

@@ -34,6 +34,42 @@ pub struct RenderParams<'a> {
     pub compliance_policy: &'a str,
 }
 
+/// The environment variable Istio's templates before 1.28 read for the native-sidecar mode
+/// (`env "ENABLE_NATIVE_SIDECARS" "false"`), where later ones read `.NativeSidecars`.
+pub const NATIVE_SIDECARS_ENV: &str = "ENABLE_NATIVE_SIDECARS";
+
+/// The template environment in which `env "ENABLE_NATIVE_SIDECARS"` says the native-sidecar
+/// decision `native` (`true` or `false`), as istiod's own environment says it to the templates
+/// it runs: `None` when `env` says so already, else `env` with the variable set. So a template
+/// reading the variable and one reading `.NativeSidecars` inject the same way.
+pub fn native_sidecars_env(
+    env: &std::collections::BTreeMap<String, String>,
+    native: bool,
+) -> Option<std::collections::BTreeMap<String, String>> {
+    let want = if native { "true" } else { "false" };
+    if env.get(NATIVE_SIDECARS_ENV).map(String::as_str) == Some(want) {
+        return None;
+    }
+    let mut env = env.clone();
+    env.insert(NATIVE_SIDECARS_ENV.into(), want.into());
+    Some(env)
+}
+
+/// Whether `env` is `base` but for [`NATIVE_SIDECARS_ENV`] (what [`native_sidecars_env`]
+/// makes of it).
+pub(crate) fn differs_only_by_native(
+    env: &std::collections::BTreeMap<String, String>,
+    base: &std::collections::BTreeMap<String, String>,
+) -> bool {
+    let others = |m: &'_ std::collections::BTreeMap<String, String>| {
+        m.iter()
+            .filter(|(k, _)| k.as_str() != NATIVE_SIDECARS_ENV)
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect::<Vec<_>>()
+    };
+    others(env) == others(base)
+}
+
 /// One selected template, rendered: its name, its text and the text read as a pod-shaped patch.
 #[derive(Debug, Clone)]
 pub struct Rendered {
@@ -63,6 +99,7 @@ pub fn render_templates<E: From<RenderError>>(
         .unwrap_or((DEFAULT_PROXY_ID, DEFAULT_PROXY_ID));
     let (proxy_image, proxy_init_image) = images(snapshot, p.proxy_config, stripped);
     let null = Value::Null;
+    let native_env = native_sidecars_env(&snapshot.template_env, p.native_sidecars);
     let data = TemplateData {
         kind: &p.workload.kind,
         api_version: &p.workload.api_version,
@@ -81,7 +118,10 @@ pub fn render_templates<E: From<RenderError>>(
         proxy_gid: gid,
         inbound_traffic_policy_mode: mesh::inbound_traffic_policy_mode(p.mesh),
         compliance_policy: p.compliance_policy,
-        env: &snapshot.template_env,
+        env: match &native_env {
+            Some(env) => env,
+            None => &snapshot.template_env,
+        },
     };
     for name in select_templates(snapshot, pod) {
         let Some(tmpl) = snapshot.config.templates.get(&name) else {
@@ -239,5 +279,41 @@ mod tests {
             "1.12-this-is-unusual-tag-distroless"
         );
         assert_eq!(adjust_tag("11", ""), "11");
+    }
+
+    /// A template reading `ENABLE_NATIVE_SIDECARS` (Istio 1.24, 1.26) sees the native-sidecar
+    /// decision, whatever the process environment says, rendered afresh or from the memo.
+    #[test]
+    fn the_native_sidecar_variable_says_the_decision() {
+        let config = crate::config::InjectorConfig::parse(
+            "policy: enabled\ntemplates:\n  sidecar: |\n    metadata:\n      labels:\n        \
+             native: \"{{ env \"ENABLE_NATIVE_SIDECARS\" \"false\" }}\"\n",
+        )
+        .expect("config");
+        let env = [(NATIVE_SIDECARS_ENV.to_string(), "false".to_string())].into();
+        let s = Snapshot::with_config(config, "{}", None)
+            .expect("snapshot")
+            .with_template_env(env);
+        let pod = serde_json::json!({"metadata": {}, "spec": {"containers": [{"name": "a"}]}});
+        let workload = WorkloadMeta::default();
+        let mesh = serde_json::json!({});
+        for native in [true, false, true, false] {
+            let p = RenderParams {
+                workload: &workload,
+                mesh: &mesh,
+                proxy_config: &mesh,
+                revision: "",
+                native_sidecars: native,
+                proxy_uid_gid: None,
+                compliance_policy: "",
+            };
+            let mut labels = Vec::new();
+            render_templates::<RenderError>(&s, &pod, &pod, &p, |r| {
+                labels.push(r.overlay["metadata"]["labels"]["native"].clone());
+                Ok(())
+            })
+            .expect("render");
+            assert_eq!(labels, [serde_json::json!(native.to_string())]);
+        }
     }
 }

@@ -8,16 +8,19 @@
 
 pub mod args;
 
-use std::io::Read;
 use std::process::ExitCode;
 
 use crate::print;
 use anyhow::{Context, Result};
 use outrigger_inject::decide::inject_required;
 use outrigger_inject::drift::{
-    pod_drift, selecting_revision, FieldDiff, PodDrift, RevisionTags, State,
+    self, pod_drift, selecting_revision, stored_pod_drift, FieldDiff, PodDrift, RevisionTags,
+    State,
 };
+use outrigger_inject::ingest::workload::WorkloadMeta;
+use outrigger_inject::kube::names::POD_TYPE;
 use outrigger_inject::kube::pod::label as pod_label;
+use outrigger_inject::kube::typed;
 use outrigger_inject::kube_inject::{self, KubeInjectOptions};
 use outrigger_inject::yaml;
 use serde_json::{json, Value};
@@ -48,20 +51,16 @@ pub fn run(args: &DriftArgs) -> Result<ExitCode> {
             crate::config_source::native_auto(args.in_force.native_sidecars),
         );
     };
-    let source = input::name(filename);
-    let mut text = String::new();
-    input::open(filename)?
-        .read_to_string(&mut text)
-        .with_context(|| format!("reading {source}"))?;
-    let tags = RevisionTags(args.revision_tags.iter().cloned().collect());
+    // outrigger's own selector value stands for the revision in force, as `--kube` reads it.
+    let tags =
+        RevisionTags(args.revision_tags.iter().cloned().collect()).with_outrigger(&args.revision);
     let ns_labels = if args.namespace_labels.is_empty() {
         None
     } else {
         Some(crate::check::parse_labels(&args.namespace_labels)?)
     };
     let mut skipped = Skipped::default();
-    let rows = examine(&text, &opts, &tags, ns_labels.as_ref(), &mut skipped)
-        .with_context(|| source.clone())?;
+    let rows = examine_stream(filename, &opts, &tags, ns_labels.as_ref(), &mut skipped)?;
     let out = match args.output {
         DriftOutput::Table => table(&rows, &skipped),
         DriftOutput::Json => {
@@ -85,13 +84,34 @@ struct Skipped {
     other_webhook: usize,
 }
 
-/// Classify every pod template of the stream `text`.
+/// Documents read before a batch is judged (as `preview -f` batches them).
+const BATCH_DOCUMENTS: usize = 64;
+
+/// Bytes of documents read before a batch is judged.
+const BATCH_BYTES: usize = 4 << 20;
+
+/// One pod template to judge: where it is, what it is, and whether it was read back from the
+/// API server (a stored object, judged as `--kube` judges the cluster's pods).
+struct Template {
+    document: usize,
+    kind: String,
+    name: String,
+    item: String,
+    workload: WorkloadMeta,
+    pod: Value,
+    stored: bool,
+}
+
+/// Classify every pod template of the manifests `filename` names, read as a stream of
+/// documents (the library's [`yaml::DocumentReader`]), a bounded batch at a time, each
+/// batch's templates judged on all cores in order: memory follows the batch, not the file.
 /// `tags` resolve pods' `istio.io/rev` labels; pods their tag puts on another revision, and on
 /// it, are counted in `skipped`, not examined. With `ns_labels` (the namespace's labels), each
 /// pod template is judged as `drift --kube` judges a pod: the webhook that selects it
-/// ([`selecting_revision`]), then the injector's policy ([`inject_required`]).
-fn examine(
-    text: &str,
+/// ([`selecting_revision`]), then the injector's policy ([`inject_required`]). A document that
+/// fails is an error naming it; nothing is judged of it.
+fn examine_stream(
+    filename: &std::path::Path,
     opts: &KubeInjectOptions<'_>,
     tags: &RevisionTags,
     ns_labels: Option<&serde_json::Map<String, Value>>,
@@ -102,50 +122,56 @@ fn examine(
     } else {
         opts.revision
     };
+    let source = input::name(filename);
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut reader = yaml::DocumentReader::new(input::open(filename)?).enumerate();
     let mut rows = Vec::new();
-    for (document, raw) in yaml::split_documents(text)?.into_iter().enumerate() {
-        let doc = yaml::from_str(&raw).with_context(|| format!("document {document}"))?;
-        if doc.is_null() {
-            continue;
-        }
-        let kind = doc
-            .get("kind")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
-        let name = namespaced(doc.get("metadata"));
-        let label = format!("document {document} ({kind} {name:?})");
-        for t in kube_inject::pod_templates(doc).with_context(|| label.clone())? {
-            let mut wanted = kube_inject::skip_reason(&t.pod).is_none();
-            if let Some(labels) = ns_labels {
-                let selected = selecting_revision(labels, &t.pod);
-                let selected = selected.as_deref().map(|r| tags.resolve(r));
-                if selected.is_some_and(|r| r != revision_in_force) {
-                    skipped.other_webhook += 1;
-                    continue;
+    loop {
+        let mut batch = Vec::new();
+        let mut bytes = 0;
+        let mut done = false;
+        while batch.len() < BATCH_DOCUMENTS && bytes < BATCH_BYTES {
+            match reader.next() {
+                Some((index, Ok(raw))) => {
+                    bytes += raw.text.len();
+                    batch.push((index, raw));
                 }
-                let config = &opts.snapshot.config;
-                wanted = wanted
-                    && selected.is_some()
-                    && inject_required(
-                        &t.pod,
-                        &config.policy,
-                        &config.never_inject_selector,
-                        &config.always_inject_selector,
-                    )
-                    .inject;
+                Some((_, Err(yaml::ReadError::Io(e)))) => {
+                    return Err(anyhow::Error::new(e).context(format!("reading {source}")));
+                }
+                Some((_, Err(e))) => return Err(anyhow::Error::new(e).context(source.clone())),
+                None => {
+                    done = true;
+                    break;
+                }
             }
-            let name = if t.item.is_empty() {
-                name.clone()
-            } else {
-                namespaced(Some(&json!({
-                    "namespace": t.workload.namespace,
-                    "name": t.workload.name,
-                })))
+        }
+        let mut ends_mid_line = false;
+        if done {
+            if let Some((_, raw)) = batch.last() {
+                ends_mid_line = !raw.text.is_empty() && !raw.text.ends_with('\n');
+            }
+        }
+        let last = batch.len().saturating_sub(1);
+        let parsed = drift::in_parallel(
+            batch.into_iter().enumerate().collect(),
+            threads,
+            |(n, (index, raw))| {
+                templates(index, &raw.text, raw.first_line, ends_mid_line && n == last)
+            },
+        );
+        let mut ready = Vec::new();
+        for p in parsed {
+            ready.extend(p.with_context(|| source.clone())?);
+        }
+        let judged = drift::in_parallel(ready, threads, |t| {
+            judge(t, opts, ns_labels, tags, revision_in_force)
+        });
+        for j in judged {
+            let Some((t, mut drift)) = j.with_context(|| source.clone())? else {
+                skipped.other_webhook += 1;
+                continue;
             };
-            let kind = t.workload.kind.clone();
-            let params = kube_inject::inject_params(opts, t.workload);
-            let mut drift = pod_drift(&t.pod, &params, wanted).with_context(|| label.clone())?;
             // A pod labelled with a revision tag is on the tag's revision: when that is not the
             // revision in force, the pod is that revision's (left out when on it), else on the
             // wrong one, whatever the configuration in force would give it.
@@ -164,15 +190,165 @@ fn examine(
                 }
             }
             rows.push(Row {
-                document,
-                kind,
-                name,
+                document: t.document,
+                kind: t.kind,
+                name: t.name,
                 item: t.item,
                 drift,
             });
         }
+        if done {
+            return Ok(rows);
+        }
     }
-    Ok(rows)
+}
+
+/// The drift of one template: a stored object's as `--kube` judges a pod (the API server's
+/// defaults on both sides), a manifest's as written. With `ns_labels`, the template is judged
+/// as in that namespace: `None` when another revision's webhook selects it.
+fn judge(
+    t: Template,
+    opts: &KubeInjectOptions<'_>,
+    ns_labels: Option<&serde_json::Map<String, Value>>,
+    tags: &RevisionTags,
+    revision_in_force: &str,
+) -> Result<Option<(Template, PodDrift)>> {
+    let mut wanted = kube_inject::skip_reason(&t.pod).is_none();
+    if let Some(labels) = ns_labels {
+        let selected = selecting_revision(labels, &t.pod);
+        let selected = selected.as_deref().map(|r| tags.resolve(r));
+        if selected.is_some_and(|r| r != revision_in_force) {
+            return Ok(None);
+        }
+        let config = &opts.snapshot.config;
+        wanted = wanted
+            && selected.is_some()
+            && inject_required(
+                &t.pod,
+                &config.policy,
+                &config.never_inject_selector,
+                &config.always_inject_selector,
+            )
+            .inject;
+    }
+    let params = kube_inject::inject_params(opts, t.workload.clone());
+    let label = format!("document {} ({} {:?})", t.document, t.kind, t.name);
+    let drift = if t.stored {
+        stored_pod_drift(&t.pod, &params, wanted)
+    } else {
+        pod_drift(&t.pod, &params, wanted)
+    }
+    .with_context(|| label)?;
+    Ok(Some((t, drift)))
+}
+
+/// The pod templates of document `document` (text `raw`, from line `first_line` of the
+/// stream; `cut` when the stream ends inside it, mid-line). Stored objects (`kubectl get -o
+/// yaml|json` output, a `List` of them) are checked as what the API server stores: every field
+/// one it has, no List item without a kind or itself a List, nothing cut short.
+fn templates(document: usize, raw: &str, first_line: usize, cut: bool) -> Result<Vec<Template>> {
+    let doc = yaml::from_str(raw)
+        .map_err(|e| kube_inject::shift_yaml_line(e, first_line))
+        .with_context(|| format!("document {document}"))?;
+    if doc.is_null() {
+        return Ok(Vec::new());
+    }
+    let kind = doc
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let name = namespaced(doc.get("metadata"));
+    let label = format!("document {document} ({kind} {name:?})");
+    let items: Vec<&Value> = match doc.get("items").and_then(Value::as_array) {
+        Some(items) => items.iter().collect(),
+        None => vec![&doc],
+    };
+    if kind.is_empty() && doc.get("items").is_some() {
+        anyhow::bail!(
+            "document {document}: a list of items without a kind (a List cut short? kubectl \
+             writes its kind after the items)"
+        );
+    }
+    let stored: Vec<bool> = items.iter().map(|o| is_stored(o)).collect();
+    if kind == "List" {
+        for (i, item) in items.iter().enumerate() {
+            let item_kind = item.get("kind").and_then(Value::as_str).unwrap_or("");
+            let api_version = item.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+            if item_kind.is_empty() || api_version.is_empty() || item_kind.ends_with("List") {
+                anyhow::bail!(
+                    "{label}: items[{i}] is {}: a List holds Kubernetes objects, each with its \
+                     apiVersion and kind",
+                    if item_kind.is_empty() {
+                        "an object without a kind".to_string()
+                    } else {
+                        format!("a {item_kind:?} of apiVersion {api_version:?}")
+                    }
+                );
+            }
+        }
+    }
+    if stored.iter().any(|s| *s) {
+        if cut {
+            anyhow::bail!(
+                "{label}: the stream ends in the middle of a line: a stored object cut short is \
+                 not judged"
+            );
+        }
+        for (i, item) in items.iter().enumerate().filter(|(i, _)| stored[*i]) {
+            if item.get("kind").and_then(Value::as_str) == Some("Pod") {
+                if let Some(field) = typed::unknown_field(POD_TYPE, item) {
+                    let at = if kind == "List" {
+                        format!("items[{i}].")
+                    } else {
+                        String::new()
+                    };
+                    anyhow::bail!(
+                        "{label}: {at}{field}: a field the API server does not store in a Pod \
+                         (not a stored pod, or one of a newer Kubernetes)"
+                    );
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for t in kube_inject::pod_templates(doc.clone()).with_context(|| label.clone())? {
+        let index = t
+            .item
+            .strip_prefix("items[")
+            .and_then(|i| i.trim_end_matches(']').parse::<usize>().ok())
+            .unwrap_or(0);
+        let name = if t.item.is_empty() {
+            name.clone()
+        } else {
+            namespaced(Some(&json!({
+                "namespace": t.workload.namespace,
+                "name": t.workload.name,
+            })))
+        };
+        out.push(Template {
+            document,
+            kind: t.workload.kind.clone(),
+            name,
+            item: t.item,
+            stored: stored.get(index).copied().unwrap_or(false),
+            workload: t.workload,
+            pod: t.pod,
+        });
+    }
+    Ok(out)
+}
+
+/// Whether `object` was read back from the API server: it has what only the API server
+/// writes (`metadata.uid`, `resourceVersion` or `creationTimestamp`) or a `status`.
+fn is_stored(object: &Value) -> bool {
+    let meta = |k: &str| {
+        object
+            .get("metadata")
+            .and_then(|m| m.get(k))
+            .is_some_and(|v| !v.is_null() && v != "")
+    };
+    meta("uid") || meta("resourceVersion") || meta("creationTimestamp")
 }
 
 /// The pods of the cluster.

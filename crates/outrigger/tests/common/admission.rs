@@ -55,8 +55,13 @@
 //! prefixes above, not on the cause); how the API server reaches a Service (it may dial the
 //! ClusterIP and let kube-proxy choose, or an endpoint itself: the fake takes endpoints in turn,
 //! and a removed endpoint is never dialled again, with no propagation delay of its own); the
-//! Service's `port` → `targetPort` mapping (the endpoint's address is used as is); defaulting of
-//! the pod by the API server after admission.
+//! Service's `port` → `targetPort` mapping (the endpoint's address is used as is).
+//!
+//! - **Defaulting and in-tree plugins** ([`InTree`], the independent models of
+//!   outrigger-inject's `tests/model/apiserver.rs`): the pod is decoded with
+//!   `SetObjectDefaults_Pod` before admission and again after each webhook's patch; LimitRanger,
+//!   ServiceAccount, DefaultTolerationSeconds and Priority run before the webhooks and again when
+//!   a webhook is reinvoked.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -72,7 +77,73 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use rustls::pki_types::ServerName;
 use serde_json::{json, Value};
 
+use super::apiserver_model;
 use super::kube_api::Cluster;
+
+/// kube-apiserver's in-tree mutating admission plugins for one pod create, as the fake runs
+/// them (the models of [`apiserver_model`]): LimitRanger with the namespace's LimitRanges,
+/// ServiceAccount (the pod's account's `automountServiceAccountToken` when the account is
+/// stored), DefaultTolerationSeconds, Priority, in the API server's order.
+pub struct InTree {
+    limit_ranges: Vec<Value>,
+    sa_automount: Option<bool>,
+    token_volume: String,
+}
+
+impl InTree {
+    /// The plugins' inputs for a pod created in `ns` (the `admission`-th create names the
+    /// token volume).
+    pub fn of(c: &Cluster, ns: &str, pod: &Value, admission: u64) -> InTree {
+        let sa = pod["spec"]["serviceAccountName"]
+            .as_str()
+            .filter(|s| !s.is_empty())
+            .unwrap_or("default");
+        InTree {
+            limit_ranges: c
+                .all("limitranges")
+                .into_iter()
+                .filter(|l| l["metadata"]["namespace"] == ns)
+                .collect(),
+            sa_automount: c
+                .get("serviceaccounts", ns, sa)
+                .and_then(|a| a["automountServiceAccountToken"].as_bool()),
+            token_volume: format!("kube-api-access-{:05}", admission % 100_000),
+        }
+    }
+
+    /// Run the plugins on `pod` (a pod without a spec is left to validation).
+    pub fn admit(&self, pod: &mut Value) {
+        if !pod["spec"].is_object() {
+            return;
+        }
+        for lr in &self.limit_ranges {
+            apiserver_model::limit_ranger(pod, lr);
+        }
+        apiserver_model::service_account(pod, self.sa_automount, &self.token_volume);
+        apiserver_model::default_tolerations(pod);
+        apiserver_model::priority(pod);
+    }
+}
+
+/// Store `pod` in `ns` as the API server stores a pod whose only webhook is `webhook` (run in
+/// the test's process): decoded with defaults, the in-tree plugins, the webhook, the defaults
+/// again. Returns the stored pod.
+pub fn store_admitted(
+    c: &mut Cluster,
+    ns: &str,
+    mut pod: Value,
+    webhook: impl FnOnce(&Value) -> Value,
+) -> Value {
+    c.admissions += 1;
+    pod["metadata"]["namespace"] = json!(ns);
+    let in_tree = InTree::of(c, ns, &pod, c.admissions);
+    apiserver_model::decode_defaults(&mut pod);
+    in_tree.admit(&mut pod);
+    let mut pod = webhook(&pod);
+    apiserver_model::decode_defaults(&mut pod);
+    c.put(pod.clone());
+    pod
+}
 
 /// One webhook entry of a configuration, with the configuration's name.
 #[derive(Clone, Debug)]
@@ -551,11 +622,27 @@ pub async fn create_pod(
         (hooks, labels, c.endpoints.clone(), uid, c.admissions)
     };
     pod["metadata"]["namespace"] = json!(ns);
+    // The API server decodes the pod with its defaults, then runs its own mutating plugins,
+    // before any webhook.
+    let in_tree = InTree::of(&cluster.lock().expect("fake API lock"), ns, &pod, admission);
+    apiserver_model::decode_defaults(&mut pod);
+    in_tree.admit(&mut pod);
     let mut calls = Vec::new();
     // Per webhook index: the version of the pod it was last called with.
     let mut seen: BTreeMap<usize, u64> = BTreeMap::new();
     let mut version = 0u64;
     for pass in 0..2 {
+        if pass == 1 {
+            let any = hooks.iter().enumerate().any(|(i, hook)| {
+                hook.spec["reinvocationPolicy"] == "IfNeeded"
+                    && seen.get(&i).is_some_and(|v| *v != version)
+            });
+            if !any {
+                break;
+            }
+            // The reinvocation runs the whole chain again: the in-tree plugins first.
+            in_tree.admit(&mut pod);
+        }
         for (i, hook) in hooks.iter().enumerate() {
             if pass == 1 {
                 let reinvoke = hook.spec["reinvocationPolicy"] == "IfNeeded"
@@ -610,6 +697,8 @@ pub async fn create_pod(
                         code: 500,
                         message: format!("Internal error occurred: {e}"),
                     })?;
+                    // The dispatcher decodes the patched pod with the defaulter.
+                    apiserver_model::decode_defaults(&mut pod);
                     if pod != before {
                         version += 1;
                         seen.insert(i, version);

@@ -268,6 +268,15 @@ pub fn single(text: &str) -> Value {
     d.into_iter().next().expect("one document")
 }
 
+/// The count of a scale run: `OUTRIGGER_SCALE_COUNT` when set (the linearity runs of
+/// `scripts/scale-linearity.sh` take 5,000 and 10,000), else `default`.
+pub fn scale_count(default: usize) -> usize {
+    std::env::var("OUTRIGGER_SCALE_COUNT")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
 /// A scale run's `outrigger ARGS` (the binary of `OUTRIGGER_SCALE_BIN`, else the test's) under
 /// `/usr/bin/time`: its output, and the line of figures to print (wall, user and system time,
 /// peak RSS, the binary and the load average before the run).

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# drift --kube and preview --kube shown linear in the number of pods (Deployments): each scale
+# run (drift_kube's scale_ten_thousand_pods, preview_kube's scale_ten_thousand_deployments, the
+# fake API server paging 500 at a time) at N1 and N2 objects, RUNS times each, interleaved, by
+# the release binary. Prints each run's figures (the outrigger process' own wall, user and system
+# time, peak RSS, by /usr/bin/time), then per command and size the medians of CPU (user+system)
+# and peak RSS, the CPU ratio N2/N1 (2.0 is linear for N2 = 2 N1) and the CPU and memory
+# extrapolated to TARGET objects (CPU by the per-object slope between N1 and N2, RSS likewise).
+# Usage: scripts/scale-linearity.sh [N1 [N2 [RUNS [TARGET]]]] (defaults 5000 10000 3 150000).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+n1=${1:-5000} n2=${2:-10000} runs=${3:-3} target=${4:-150000}
+cargo build --release -p outrigger
+bin="${CARGO_TARGET_DIR:-$PWD/target}/release/outrigger"
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+for run in $(seq "$runs"); do
+  for n in "$n1" "$n2"; do
+    for t in "drift_kube scale_ten_thousand_pods" "preview_kube scale_ten_thousand_deployments"; do
+      set -- $t
+      line=$(OUTRIGGER_SCALE_BIN="$bin" OUTRIGGER_SCALE_COUNT="$n" \
+        cargo test -q -p outrigger --test "$1" -- --ignored --nocapture "$2" 2>/dev/null \
+        | grep '^SCALE ')
+      echo "$1 n=$n run=$run: $line"
+      echo "$1 $n $line" >>"$out"
+    done
+  done
+done
+python3 - "$out" "$n1" "$n2" "$target" <<'PY'
+import re, statistics, sys
+path, n1, n2, target = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+runs = {}
+for line in open(path):
+    test, n, rest = line.split(" ", 2)
+    m = re.search(r"user ([\d.]+) s, system ([\d.]+) s, peak RSS (\d+) KiB", rest)
+    runs.setdefault((test, int(n)), []).append((float(m[1]) + float(m[2]), int(m[3]) / 1024))
+for test in sorted({t for t, _ in runs}):
+    cpu = {n: statistics.median(c for c, _ in runs[(test, n)]) for n in (n1, n2)}
+    rss = {n: statistics.median(r for _, r in runs[(test, n)]) for n in (n1, n2)}
+    slope_cpu = (cpu[n2] - cpu[n1]) / (n2 - n1)
+    slope_rss = (rss[n2] - rss[n1]) / (n2 - n1)
+    print(f"{test}: median CPU {cpu[n1]:.2f} s at {n1}, {cpu[n2]:.2f} s at {n2} "
+          f"(ratio {cpu[n2] / cpu[n1]:.2f}); median peak RSS {rss[n1]:.1f} MiB, {rss[n2]:.1f} MiB; "
+          f"at {target}: CPU ~{cpu[n2] + slope_cpu * (target - n2):.1f} s, "
+          f"peak RSS ~{rss[n2] + slope_rss * (target - n2):.0f} MiB")
+PY
