@@ -126,6 +126,12 @@ boxed_from!(
     Type(TypeError),
 );
 
+impl From<crate::kube::validate::RefusedPod> for Error {
+    fn from(e: crate::kube::validate::RefusedPod) -> Self {
+        Error::RefusedPod(e.0)
+    }
+}
+
 impl From<crate::kube::quantity::QuantityError> for Error {
     fn from(e: crate::kube::quantity::QuantityError) -> Error {
         TypeError::Quantity(e).into()

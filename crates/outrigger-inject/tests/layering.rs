@@ -154,6 +154,7 @@ const TEMPLATE_LAYERS: &[(&str, u8)] = &[
     ("value", 1),
     ("printf", 2),
     ("signature", 2),
+    ("regexp_syntax", 2),
     ("regexp", 3),
     ("builtins", 3),
     ("dates", 4),

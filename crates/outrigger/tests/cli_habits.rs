@@ -418,13 +418,13 @@ fn drift_takes_the_namespace_labels_check_takes_and_agrees_with_it() {
     let (code, out, _) = outrigger(&["drift", "-f", &hello]);
     assert_eq!(code, 1);
     assert!(out.contains("missing-sidecar"), "{out}");
-    // Labelled for injection: both expect the sidecar.
+    // Labelled for outrigger: both expect the sidecar.
     let (code, _, _) = outrigger(&[
         "check",
         "-f",
         &hello,
         "--namespace-labels",
-        "istio-injection=enabled",
+        "istio.io/rev=outrigger",
     ]);
     assert_eq!(code, 0);
     let (code, out, _) = outrigger(&[
@@ -432,7 +432,7 @@ fn drift_takes_the_namespace_labels_check_takes_and_agrees_with_it() {
         "-f",
         &hello,
         "--namespace-labels",
-        "istio-injection=enabled",
+        "istio.io/rev=outrigger",
     ]);
     assert_eq!(code, 1);
     assert!(out.contains("missing-sidecar"), "{out}");
@@ -474,7 +474,7 @@ fn inject_warns_as_check_does_of_an_invalid_inject_value() {
         "-f",
         &maybe,
         "--namespace-labels",
-        "istio-injection=enabled",
+        "istio.io/rev=outrigger",
     ]);
     assert_eq!(code, 0, "{err}");
     assert!(
@@ -513,8 +513,16 @@ fn check_says_when_injected_assumes_a_revisions_control_plane() {
             && err.contains("only if a control plane of revision canary runs"),
         "{err}"
     );
-    // Named with --revision, nothing is assumed.
-    let (code, _, err) = outrigger(&["check", "-f", &pod, "--revision", "canary"]);
+    // Named with --revision (and its entries with --selector-revision), nothing is assumed.
+    let (code, _, err) = outrigger(&[
+        "check",
+        "-f",
+        &pod,
+        "--revision",
+        "canary",
+        "--selector-revision",
+        "canary",
+    ]);
     assert_eq!(code, 0, "{err}");
     assert!(!err.contains("note:"), "{err}");
 }

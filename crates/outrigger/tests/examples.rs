@@ -46,7 +46,7 @@ fn each_release_values_file_loads_and_names_its_proxy_image() {
                 "--valuesFile",
                 &values,
             ])
-            .args(["--namespace-labels", "istio-injection=enabled"])
+            .args(["--namespace-labels", "istio.io/rev=outrigger"])
             .output()
             .expect("runs");
         assert!(

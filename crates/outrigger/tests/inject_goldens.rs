@@ -154,8 +154,14 @@ const EXAMPLES: [(&str, &[&str]); 5] = [
 ];
 
 /// Files of `examples/` that are inputs of a flag, not examples of their own.
-const EXAMPLE_SUPPORT_FILES: [&str; 2] =
-    ["custom-template/config.yaml", "custom-template/values.yaml"];
+const EXAMPLE_SUPPORT_FILES: [&str; 5] = [
+    "custom-template/config.yaml",
+    "custom-template/values.yaml",
+    // Values of each verified Istio release (tests/examples.rs loads them).
+    "values/istio-1.24.6.yaml",
+    "values/istio-1.26.8.yaml",
+    "values/istio-1.28.10.yaml",
+];
 
 /// `examples/`-relative paths of every `.yaml` file under `examples/`, outputs excluded.
 fn example_inputs(dir: &std::path::Path, prefix: &str, out: &mut Vec<String>) {

@@ -159,9 +159,9 @@ async fn the_metrics_port_serves_the_https_exposition_over_plain_http() {
     }
 }
 
-/// Every connection slot of the webhook port, its health reserve included, is held by clients
-/// that never finish a handshake: the webhook port closes further connections at once, and
-/// the metrics port still answers (and counts them).
+/// Every handshake slot of the webhook port is held by clients that never finish a handshake:
+/// the webhook port closes further connections at once, and the metrics port still answers
+/// (and counts them).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_saturated_webhook_port_does_not_crowd_out_the_metrics_port() {
     let (server, _) = start_embedded(
@@ -169,16 +169,18 @@ async fn a_saturated_webhook_port_does_not_crowd_out_the_metrics_port() {
         &[
             "--metrics-port",
             "0",
-            "--max-connections",
-            "1",
+            "--max-handshakes",
+            "4",
+            "--max-handshakes-per-address",
+            "4",
             "--handshake-timeout",
             "120s",
         ],
     );
     let addr = metrics_addr(&server);
-    // One connection of --max-connections and the 8 of the health reserve.
+    // Every slot of the handshake pool, from this one address.
     let mut held = Vec::new();
-    for _ in 0..9 {
+    for _ in 0..4 {
         held.push(
             tokio::net::TcpStream::connect(server.addr)
                 .await

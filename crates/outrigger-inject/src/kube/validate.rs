@@ -89,14 +89,20 @@ pub fn validate_pod(pod: &Value) -> Vec<Violation> {
     out
 }
 
+/// The rules an injected pod breaks that the pod before injection did not, one message per
+/// rule, naming it: the API server would refuse the pod.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the injected pod would be refused by the API server: {}", .0.join("; "))]
+pub struct RefusedPod(pub Vec<String>);
+
 /// The rules `injected` breaks that `original` (the pod before injection) did not: what
 /// injection made the API server refuse, as an error naming each rule.
-pub fn check_injected(original: &Value, injected: &Value) -> crate::Result<()> {
+pub fn check_injected(original: &Value, injected: &Value) -> Result<(), RefusedPod> {
     check_new(&validate_pod(original), injected)
 }
 
 /// [`check_injected`] with the original pod's violations (`before`) found already.
-pub fn check_new(before: &[Violation], injected: &Value) -> crate::Result<()> {
+pub fn check_new(before: &[Violation], injected: &Value) -> Result<(), RefusedPod> {
     let before: BTreeSet<String> = before.iter().map(ToString::to_string).collect();
     let new: Vec<String> = validate_pod(injected)
         .iter()
@@ -106,7 +112,7 @@ pub fn check_new(before: &[Violation], injected: &Value) -> crate::Result<()> {
     if new.is_empty() {
         Ok(())
     } else {
-        Err(crate::Error::RefusedPod(new))
+        Err(RefusedPod(new))
     }
 }
 

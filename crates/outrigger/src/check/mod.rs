@@ -250,7 +250,10 @@ fn assumed_revision(
     snapshot: &outrigger_inject::config::Snapshot,
     reports: &[Report],
 ) -> Option<String> {
-    let rev = asked.as_deref().filter(|r| *r != "default")?;
+    // outrigger's own selector value names no control plane: the configuration given serves it.
+    let rev = asked.as_deref().filter(|r| {
+        *r != "default" && *r != outrigger_inject::decide::selection::OUTRIGGER_SELECTOR
+    })?;
     let config_revision = snapshot
         .values
         .get("revision")

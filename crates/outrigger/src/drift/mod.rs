@@ -14,8 +14,7 @@ use crate::print;
 use anyhow::{Context, Result};
 use outrigger_inject::decide::inject_required;
 use outrigger_inject::drift::{
-    self, pod_drift, selecting_revision, stored_pod_drift, FieldDiff, PodDrift, RevisionTags,
-    State,
+    self, pod_drift, selecting_revision, stored_pod_drift, FieldDiff, PodDrift, RevisionTags, State,
 };
 use outrigger_inject::ingest::workload::WorkloadMeta;
 use outrigger_inject::kube::names::POD_TYPE;

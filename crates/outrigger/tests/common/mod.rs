@@ -4,10 +4,10 @@
 #![allow(dead_code)]
 
 pub mod admission;
-pub mod client_ca;
 /// kube-apiserver's defaulting and in-tree admission plugins, modelled on their own.
 #[path = "../../../outrigger-inject/tests/model/apiserver.rs"]
 pub mod apiserver_model;
+pub mod client_ca;
 pub mod controllers;
 pub mod kube_api;
 pub mod rbac;
