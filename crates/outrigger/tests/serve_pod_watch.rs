@@ -5,9 +5,8 @@
 //! model in outrigger-inject's `tests/model/apiserver.rs`); the webhook configuration is
 //! deploy/base's (it selects namespaces labelled `istio.io/rev=outrigger`).
 
-#[path = "../../outrigger-inject/tests/model/apiserver.rs"]
-mod apiserver;
 mod common;
+use common::apiserver_model as apiserver;
 
 use common::kube_api::{self, secret_ca, serve_against, Cluster, FakeApi};
 use common::*;
