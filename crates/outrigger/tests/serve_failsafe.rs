@@ -515,11 +515,14 @@ async fn deep_templates_are_refused_on_reload_and_the_last_good_config_injects()
     assert_clean(load.finish("deep templates").await, 250);
 }
 
-/// The JSON Patch of one review of a plain pod, as text (empty when there is none).
+/// The JSON Patch of one review of a plain pod, as text (empty when there is none). The pod has
+/// the `app-logs` volume the log shipper of examples/custom-template mounts (without it the
+/// injected pod would be one the API server refuses, and is refused).
 async fn patch_of_plain_pod(c: &H2, name: &str) -> String {
     let pod = json!({"apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": name, "labels": {"app": "web"}},
-        "spec": {"containers": [{"name": "app", "image": "nginx"}]}});
+        "spec": {"containers": [{"name": "app", "image": "nginx"}],
+                 "volumes": [{"name": "app-logs", "emptyDir": {}}]}});
     let r = c
         .post("/inject", review(V1, name, "team", pod))
         .await
