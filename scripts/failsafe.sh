@@ -39,7 +39,7 @@ for scenario in $SCENARIOS; do
   rm -f "$work/ca.pem" "$work/server.log"
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   "$BIN" serve --address 127.0.0.1 --port "$port" --log-format json --native-sidecars false \
-    --injectConfig "$work/config" --injectValues "$work/values" --meshConfig "$work/mesh" \
+    --injectConfigFile "$work/config" --valuesFile "$work/values" --meshConfigFile "$work/mesh" \
     --caBundleFile "$work/ca.pem" --drain-delay 0s 2> "$work/server.log" &
   server_pid=$!
   for _ in $(seq 100); do

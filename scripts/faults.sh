@@ -55,7 +55,6 @@ trap 'stop_server; rm -rf "$work"' EXIT
 start_server() {
   local name=$1; shift
   "$BIN" serve --address 127.0.0.1 --port "$PORT" --caBundleFile "$work/ca.pem" \
-    --injectConfig "$work/none/config" --injectValues "$work/none/values" --meshConfig "$work/none/mesh" \
     --native-sidecars=false ${SERVER_ARGS:-} "$@" 2>"$work/$name.log" &
   pid=$!
   for _ in $(seq 1 200); do

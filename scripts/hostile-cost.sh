@@ -46,7 +46,7 @@ start_server() {
   rm -f "$work/ca.pem"
   "$BIN" serve --address 127.0.0.1 --port "$PORT" --caBundleFile "$work/ca.pem" \
     --native-sidecars=false --log-level warn --worker-threads 2 \
-    --injectConfig "$config/config" --injectValues "$config/values" --meshConfig "$config/mesh" \
+    --injectConfigFile "$config/config" --valuesFile "$config/values" --meshConfigFile "$config/mesh" \
     "$@" 2>"$work/$name.log" &
   pid=$!
   for _ in $(seq 1 200); do

@@ -71,9 +71,10 @@ trap 'stop_server; rm -rf "$work"' EXIT
 # 4,200 flood connections (client and server side) and the server's own descriptors.
 ulimit -n 16384 2>/dev/null || ulimit -n 4096 2>/dev/null || true
 
-cfg=(--injectConfig "$work/none/config" --injectValues "$work/none/values" --meshConfig "$work/none/mesh")
+# No configuration flag: the embedded default (a path given that does not exist stops serve).
+cfg=()
 if [ -n "$CONFIG_DIR" ]; then
-  cfg=(--injectConfig "$CONFIG_DIR/config" --injectValues "$CONFIG_DIR/values" --meshConfig "$CONFIG_DIR/mesh")
+  cfg=(--injectConfigFile "$CONFIG_DIR/config" --valuesFile "$CONFIG_DIR/values" --meshConfigFile "$CONFIG_DIR/mesh")
 fi
 
 start_server() {

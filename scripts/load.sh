@@ -36,9 +36,10 @@ bin="$root/target/release/outrigger"
 work=$(mktemp -d)
 trap 'kill -TERM "${pid:-}" 2>/dev/null || true; rm -rf "$work"' EXIT
 
-cfg=(--injectConfig "$work/none/config" --injectValues "$work/none/values" --meshConfig "$work/none/mesh")
+# No configuration flag: the embedded default (a path given that does not exist stops serve).
+cfg=()
 if [ -n "$CONFIG_DIR" ]; then
-  cfg=(--injectConfig "$CONFIG_DIR/config" --injectValues "$CONFIG_DIR/values" --meshConfig "$CONFIG_DIR/mesh")
+  cfg=(--injectConfigFile "$CONFIG_DIR/config" --valuesFile "$CONFIG_DIR/values" --meshConfigFile "$CONFIG_DIR/mesh")
 fi
 
 case "$POD" in

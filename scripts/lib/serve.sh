@@ -16,15 +16,16 @@ wait_listening() {
 
 # corpus_config DIR WORK: set the array `cfg` to serve's configuration flags and `settings` to
 # what they name: DIR's config.yaml, values.json and mesh.yaml (a corpus settings directory)
-# when DIR has them, else paths under WORK that do not exist (serve then uses the embedded
-# default).
+# when DIR has them, else none (serve then uses the embedded default: a path given that does
+# not exist stops it at start-up). The flags' former names are kept, which the baseline
+# binaries these scripts compare against also take.
 corpus_config() {
   local dir=$1 work=$2
   if [ -f "$dir/config.yaml" ]; then
     cfg=(--injectConfig "$dir/config.yaml" --injectValues "$dir/values.json" --meshConfig "$dir/mesh.yaml")
     settings="Istio chart defaults ($dir)"
   else
-    cfg=(--injectConfig "$work/none/config" --injectValues "$work/none/values" --meshConfig "$work/none/mesh")
+    cfg=()
     settings="embedded default"
   fi
 }
