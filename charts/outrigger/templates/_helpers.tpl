@@ -60,6 +60,14 @@ Refusals of contradictory values, each naming the values at fault (the schema re
 {{- if and (eq .Values.webhook.failurePolicy "Fail") (lt (int .Values.replicaCount) 2) (not .Values.podDisruptionBudget.enabled) -}}
 {{- fail "webhook.failurePolicy Fail with a single replica and no PodDisruptionBudget refuses every selected pod while that replica is down: set replicaCount >= 2, podDisruptionBudget.enabled=true or webhook.failurePolicy=Ignore" -}}
 {{- end -}}
+{{- range $which, $keys := dict "namespaceSelector" (list "istio.io/rev" "istio-injection") "objectSelector" (list "istio.io/rev" "sidecar.istio.io/inject") -}}
+{{- $sel := get $.Values.webhook $which | default dict -}}
+{{- $used := keys ($sel.matchLabels | default dict) -}}
+{{- range ($sel.matchExpressions | default list) }}{{ $used = append $used .key }}{{ end -}}
+{{- range $keys }}{{ if has . $used -}}
+{{- fail (printf "webhook.%s cannot name %s: the chart's own selection decides that label (selectorRevision, takeover.enabled, the opt-out label); another requirement on it contradicts that selection" $which .) -}}
+{{- end }}{{ end -}}
+{{- end -}}
 {{- if and .Values.metrics.serviceMonitor.enabled .Values.metrics.podMonitor.enabled -}}
 {{- fail "metrics.serviceMonitor and metrics.podMonitor both scrape the same pods: enable one" -}}
 {{- end -}}
