@@ -4,9 +4,12 @@
 //! (`kubernetes-validate --strict`) and its custom resources valid against their CRDs' schemas
 //! (`tests/fixtures/crd-schemas`); contradictory values are refused naming the values; the
 //! alert rules pass `promtool test rules`; every metric the rules and the dashboard query is
-//! exported by the server or listed as external with its source. Each test is reported ignored
-//! without its tools and fails under CI (tests/harness).
+//! exported by the server or listed as external with its source; every render is installed into
+//! the fake API server and its server run behind kube-apiserver's admission chain
+//! (`chart_install`: pods selected and not, the webhook's settings as applied, RBAC enforced).
+//! Each test is reported ignored without its tools and fails under CI (tests/harness).
 
+mod chart_install;
 mod common;
 mod harness;
 mod support_validate;
@@ -26,6 +29,7 @@ fn main() {
             chart_lints_clean_in_strict_mode,
             contradictory_values_are_refused_naming_them,
             the_prometheus_rule_is_the_shipped_rules_file,
+            every_render_installs_and_admits_through_the_admission_chain,
         ],
         &[Need::Helm, Need::Kubectl] => [default_render_is_the_kustomize_base],
         &[Need::Helm, Need::KubernetesValidate] => [renders_are_schema_valid_on_kubernetes_1_29_to_1_34],
@@ -64,10 +68,67 @@ fn chart_py(args: &[&str]) -> (bool, String, String) {
 
 /// The chart rendered with `values` (release and namespace `outrigger`), as documents.
 fn render(values: Value) -> Vec<Value> {
+    render_as(values, "outrigger", "outrigger")
+}
+
+/// The chart rendered with `values` as release `release` in namespace `ns`, as documents.
+fn render_as(values: Value, release: &str, ns: &str) -> Vec<Value> {
     let chart = chart_dir().display().to_string();
-    let (ok, out, err) = chart_py(&["render", &chart, &values.to_string()]);
+    let (ok, out, err) = chart_py(&["render", &chart, &values.to_string(), release, ns]);
     assert!(ok, "helm render with {values}: {err}");
     docs(&out)
+}
+
+/// The renders the tests make: (name, values, release, namespace). Every optional object, both
+/// certificate modes (the chart's own issuer and a ClusterIssuer of the user's), the takeover,
+/// the webhook's settings away from their defaults (failing open, a longer timeout,
+/// matchConditions, excluded namespaces, a revision with outrigger's own selector, one replica
+/// without a budget, the pod watch), the embedded configuration, and another release name in
+/// another namespace.
+fn renders() -> Vec<(&'static str, Value, &'static str, &'static str)> {
+    vec![
+        ("default", json!({}), "outrigger", "outrigger"),
+        ("everything", everything(), "outrigger", "outrigger"),
+        (
+            "takeover",
+            json!({"takeover": {"enabled": true}}),
+            "outrigger",
+            "outrigger",
+        ),
+        (
+            "podmonitor",
+            json!({"metrics": {"podMonitor": {"enabled": true}}}),
+            "outrigger",
+            "outrigger",
+        ),
+        (
+            "cluster-issuer",
+            json!({"certificates": {"mode": "certManager", "certManager": {"issuerRef":
+                {"name": "cluster-ca", "kind": "ClusterIssuer", "group": "cert-manager.io"}}}}),
+            "outrigger",
+            "outrigger",
+        ),
+        (
+            "webhook-settings",
+            json!({"revision": "canary", "selectorRevision": "canary-outrigger",
+                   "webhook": {"failurePolicy": "Ignore", "timeoutSeconds": 10,
+                               "matchConditions": true, "excludeNamespaces": ["legacy", "batch"],
+                               "namespaceSelector": {"matchLabels": {"team": "payments"}},
+                               "objectSelector": {"matchExpressions":
+                                   [{"key": "mesh", "operator": "NotIn", "values": ["off"]}]}},
+                   "replicaCount": 1, "podDisruptionBudget": {"enabled": false},
+                   "podWatch": {"enabled": true}}),
+            "outrigger",
+            "outrigger",
+        ),
+        (
+            "embedded",
+            json!({"istio": {"configMaps": false}}),
+            "outrigger",
+            "outrigger",
+        ),
+        ("other-release", everything(), "mesh", "mesh-system"),
+    ]
 }
 
 fn docs(text: &str) -> Vec<Value> {
@@ -173,18 +234,9 @@ fn differ(at: &str, a: &Value, b: &Value, out: &mut Vec<String>) {
 
 fn renders_are_schema_valid_on_kubernetes_1_29_to_1_34() {
     let dir = common::scratch("chart-validate");
-    let renders = [
-        ("default", json!({})),
-        ("everything", everything()),
-        ("takeover", json!({"takeover": {"enabled": true}})),
-        (
-            "podmonitor",
-            json!({"metrics": {"podMonitor": {"enabled": true}}}),
-        ),
-    ];
     let mut files = Vec::new();
-    for (name, values) in renders {
-        let objects = render(values);
+    for (name, values, release, ns) in renders() {
+        let objects = render_as(values, release, ns);
         let text: String = objects
             .iter()
             .map(|o| format!("---\n{}\n", serde_json::to_string(o).expect("JSON")))
@@ -206,6 +258,28 @@ fn renders_are_schema_valid_on_kubernetes_1_29_to_1_34() {
         let (ok, report) = kubernetes_validate_at(&format!("1.{minor}.0"), &files);
         assert!(ok, "Kubernetes 1.{minor}: {report}");
     }
+}
+
+/// Every render installed into the fake API server and run behind its admission chain
+/// (`chart_install`), the renders side by side.
+fn every_render_installs_and_admits_through_the_admission_chain() {
+    let renders: Vec<_> = renders()
+        .into_iter()
+        .map(|(name, values, release, ns)| {
+            let objects = render_as(values.clone(), release, ns);
+            (name, values, ns, objects)
+        })
+        .collect();
+    let root = root();
+    std::thread::scope(|scope| {
+        for (name, values, ns, objects) in &renders {
+            let root = &root;
+            scope.spawn(move || {
+                chart_install::install_and_admit(name, values, ns, objects, root);
+                eprintln!("{name}: installed, pods admitted as the values say");
+            });
+        }
+    });
 }
 
 fn contradictory_values_are_refused_naming_them() {
@@ -241,6 +315,20 @@ fn contradictory_values_are_refused_naming_them() {
             "/webhook/failurePolicy",
         ),
         (json!({"image": {"digest": "latest"}}), "/image/digest"),
+        (
+            json!({"webhook": {"namespaceSelector": {"matchLabels": {"istio-injection": "enabled"}}}}),
+            "webhook.namespaceSelector cannot name istio-injection",
+        ),
+        (
+            json!({"webhook": {"objectSelector": {"matchExpressions":
+                [{"key": "istio.io/rev", "operator": "Exists"}]}}}),
+            "webhook.objectSelector cannot name istio.io/rev",
+        ),
+        (
+            json!({"webhook": {"namespaceSelector": {"matchExpressions":
+                [{"key": "team", "operator": "In"}]}}}),
+            "missing property 'values'",
+        ),
         (
             json!({"metrics": {"serviceMonitor": {"enabled": true}, "podMonitor": {"enabled": true}}}),
             "enable one",

@@ -165,6 +165,26 @@ pub struct Admitted {
     pub pod: Value,
     /// `CONFIGURATION/WEBHOOK` of each call made, in order (reinvocations included).
     pub calls: Vec<String>,
+    /// What the chain applied to each entry whose rules and selectors selected the pod, in
+    /// order (reinvocations included).
+    pub applied: Vec<Applied>,
+}
+
+/// The settings the chain applied to one entry that selected the pod, with the API server's
+/// defaults for absent fields (`failurePolicy: Fail`, `timeoutSeconds: 10`: `SetDefaults_MutatingWebhook`,
+/// `pkg/apis/admissionregistration/v1/defaults.go`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Applied {
+    /// `CONFIGURATION/WEBHOOK`.
+    pub webhook: String,
+    /// The failure policy followed.
+    pub failure_policy: String,
+    /// The bound of the call, in seconds (also sent as `?timeout=Ns`).
+    pub timeout_seconds: u64,
+    /// The `matchConditions` evaluated.
+    pub match_conditions: Vec<String>,
+    /// `called`, `skipped by matchConditions`, or `failed open` (a failed call under `Ignore`).
+    pub outcome: &'static str,
 }
 
 /// A refusal: HTTP status and the `Status` the API server answers.
@@ -628,6 +648,7 @@ pub async fn create_pod(
     apiserver_model::decode_defaults(&mut pod);
     in_tree.admit(&mut pod);
     let mut calls = Vec::new();
+    let mut applied: Vec<Applied> = Vec::new();
     // Per webhook index: the version of the pod it was last called with.
     let mut seen: BTreeMap<usize, u64> = BTreeMap::new();
     let mut version = 0u64;
@@ -654,10 +675,30 @@ pub async fn create_pod(
             if !selected(hook, &ns_labels, &pod) {
                 continue;
             }
+            applied.push(Applied {
+                webhook: format!("{}/{}", hook.configuration, hook.name()),
+                failure_policy: hook.spec["failurePolicy"]
+                    .as_str()
+                    .unwrap_or("Fail")
+                    .to_string(),
+                timeout_seconds: hook.spec["timeoutSeconds"].as_u64().unwrap_or(10),
+                match_conditions: hook.spec["matchConditions"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|c| c["name"].as_str().map(str::to_string))
+                    .collect(),
+                outcome: "called",
+            });
             let request = &review("admission.k8s.io/v1", &uid, ns, &pod, dry_run)["request"];
             match conditions(hook.name(), &hook.spec, request) {
                 Conditions::Call => {}
-                Conditions::Skip => continue,
+                Conditions::Skip => {
+                    if let Some(last) = applied.last_mut() {
+                        last.outcome = "skipped by matchConditions";
+                    }
+                    continue;
+                }
                 Conditions::Fail(why) => {
                     // The dispatcher's `apierrors.NewForbidden(pods, name, err)`; the name is
                     // empty while a generated one is pending.
@@ -707,6 +748,9 @@ pub async fn create_pod(
                 Ok(Answer::Denied(refused)) => return Err(refused),
                 Err(CallError(why)) => {
                     if hook.spec["failurePolicy"] == "Ignore" {
+                        if let Some(last) = applied.last_mut() {
+                            last.outcome = "failed open";
+                        }
                         continue;
                     }
                     return Err(Refused {
@@ -735,7 +779,11 @@ pub async fn create_pod(
         }
         c.put(pod.clone());
     }
-    Ok(Admitted { pod, calls })
+    Ok(Admitted {
+        pod,
+        calls,
+        applied,
+    })
 }
 
 /// The flags deploy/base runs outrigger's server with (reading Istio's ConfigMaps, activating the

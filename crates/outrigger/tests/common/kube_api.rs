@@ -25,6 +25,21 @@
 //!   `clusterroles`, `clusterrolebindings` (stored as given); `endpointslices` (listed, made from
 //!   [`Cluster::endpoints`]); `selfsubjectaccessreviews` (created, evaluated against the stored
 //!   RBAC objects for the user named by `Impersonate-User`, else [`Cluster::user`]).
+//! - RBAC, when [`Cluster::enforce_rbac`] is set: every request is authorized for its user (the
+//!   `Impersonate-User` header's, else [`Cluster::user`]) against the stored RBAC objects by
+//!   [`super::rbac::allows`], and refused with 403 as above otherwise (recorded in
+//!   [`Cluster::denied`]). The request's attributes are kube-apiserver's `RequestInfo`
+//!   (`k8s.io/apiserver/pkg/endpoints/request/requestinfo.go`, `NewRequestInfo`): the verb from
+//!   the method (a GET without a name is `list`, or `watch` with `watch=true`), and a list or
+//!   watch with `fieldSelector=metadata.name=NAME` carries NAME, so a rule's `resourceNames`
+//!   applies to it. `/version` (ClusterRole `system:public-info-viewer`) and
+//!   SelfSubjectAccessReviews (`system:basic-user`) are allowed to everyone, as the API server's
+//!   bootstrap policy binds them to `system:authenticated`
+//!   (`plugin/pkg/auth/authorizer/rbac/bootstrappolicy/policy.go`).
+//! - Custom resources and other kinds the fake stores but serves no API for (`NetworkPolicy`;
+//!   Prometheus Operator's `ServiceMonitor`, `PodMonitor`, `PrometheusRule`; cert-manager's
+//!   `Certificate`, `Issuer`) are stored by [`Cluster::put`] as given, for tests that apply a whole
+//!   install; nothing acts on them.
 //! - DELETE is not served over HTTP; [`Cluster::delete`] deletes as the API server does, a
 //!   namespace's contents and the garbage collector's `ownerReferences` cascade included.
 //! - Watches deliver the changes of the selected objects made while they are open, then end (as
@@ -84,6 +99,11 @@ pub struct Cluster {
     pub admissions: u64,
     /// The workload controllers' rollouts ([`super::controllers`]).
     pub rollouts: super::controllers::Rollouts,
+    /// Authorize every request with the stored RBAC objects (see the module's documentation).
+    pub enforce_rbac: bool,
+    /// `"VERB GROUP/RESOURCE NAMESPACE/NAME (USER)"` of every request RBAC refused while
+    /// [`Cluster::enforce_rbac`] was set.
+    pub denied: Vec<String>,
     /// Objects deleted ([`Cluster::remove`], [`Cluster::delete`]), each with the
     /// `resourceVersion` of its deletion: a watch from an earlier version delivers their
     /// `DELETED` events, as the API server's watch cache does.
@@ -105,6 +125,8 @@ impl Default for Cluster {
             endpoints: BTreeMap::new(),
             admissions: 0,
             rollouts: Default::default(),
+            enforce_rbac: false,
+            denied: Vec::new(),
             deleted: Vec::new(),
         }
     }
@@ -328,6 +350,12 @@ fn resource_of(kind: &str) -> &'static str {
         "CronJob" => "cronjobs",
         "LimitRange" => "limitranges",
         "ResourceQuota" => "resourcequotas",
+        "NetworkPolicy" => "networkpolicies",
+        "ServiceMonitor" => "servicemonitors",
+        "PodMonitor" => "podmonitors",
+        "PrometheusRule" => "prometheusrules",
+        "Certificate" => "certificates",
+        "Issuer" => "issuers",
         other => panic!("the fake API server does not store {other}"),
     }
 }
@@ -641,6 +669,28 @@ async fn answer(cluster: &Mutex<Cluster>, req: Request<hyper::body::Incoming>) -
         return json_body_pair(no_such_resource());
     };
     let watch = query.split('&').any(|kv| kv == "watch=true");
+    let forbidden = forbidden.or_else(|| {
+        let mut c = cluster.lock().expect("fake API lock");
+        let user = impersonate.clone().unwrap_or_else(|| c.user.clone());
+        let verb = verb(&method, &t, watch);
+        let name = match (t.name, verb) {
+            (Some(n), _) => n.to_string(),
+            (None, "list" | "watch") => selected_name(&query).unwrap_or_default(),
+            _ => String::new(),
+        };
+        let attrs = json!({"group": t.group, "resource": t.resource, "verb": verb,
+                           "namespace": t.namespace, "name": name});
+        let refused = c.enforce_rbac
+            && t.resource != "selfsubjectaccessreviews"
+            && !super::rbac::allows(&c, &user, &attrs);
+        refused.then(|| {
+            c.denied.push(format!(
+                "{verb} {}/{} {}/{name} ({user})",
+                t.group, t.resource, t.namespace
+            ));
+            user
+        })
+    });
     if let Some(user) = forbidden {
         let name = t.name.map(|n| format!("{n:?} ")).unwrap_or_default();
         let scope = if t.namespace.is_empty() {

@@ -164,6 +164,14 @@ impl Outrigger {
 
     /// [`Outrigger::kube`] against whatever listens (or will listen) on 127.0.0.1:`port`.
     pub fn kube_at(self, port: u16) -> Outrigger {
+        self.kube_env(port)
+            .flags(&["--kube", "--namespace", "outrigger"])
+    }
+
+    /// The environment of [`Outrigger::kube_at`] (a kubeconfig for 127.0.0.1:`port`, HOME, the
+    /// proxy bypassed), without its flags: for flags the test takes from elsewhere (a rendered
+    /// Deployment's).
+    pub fn kube_env(self, port: u16) -> Outrigger {
         let path = self.dir.join("kubeconfig");
         std::fs::write(&path, kubeconfig(port)).expect("write kubeconfig");
         let (kc, home) = (path.display().to_string(), self.dir.display().to_string());
@@ -173,7 +181,6 @@ impl Outrigger {
             ("KUBECONFIG", kc.as_str()),
             ("HOME", home.as_str()),
         ])
-        .flags(&["--kube", "--namespace", "outrigger"])
     }
 
     /// Run the server and wait until it listens; panics with its logs if it exits or does not
