@@ -837,7 +837,7 @@ fn scrape_objects(
         );
         assert_eq!(
             strings(&sm["spec"]["namespaceSelector"]["matchNames"]),
-            [e.ns.clone()]
+            [e.ns.as_str()]
         );
         for ep in sm["spec"]["endpoints"].as_array().expect("endpoints") {
             let port = service["spec"]["ports"]
@@ -862,7 +862,7 @@ fn scrape_objects(
         assert!(selects(&pm["spec"]["selector"], pod_labels), "{label}");
         assert_eq!(
             strings(&pm["spec"]["namespaceSelector"]["matchNames"]),
-            [e.ns.clone()]
+            [e.ns.as_str()]
         );
         for ep in pm["spec"]["podMetricsEndpoints"]
             .as_array()
