@@ -45,6 +45,23 @@ istio-sidecar-injector-{{ .Values.revision }},istio-{{ .Values.revision }}
 {{- end -}}
 
 {{/*
+The labels that make a namespace selected by the values' extra namespace selector
+(webhook.namespaceSelector): its matchLabels, the first value of each In, an empty value for each
+Exists (NotIn and DoesNotExist hold without a label). As YAML lines.
+*/}}
+{{- define "outrigger.namespaceSelectorLabels" -}}
+{{- $labels := dict -}}
+{{- with .Values.webhook.namespaceSelector -}}
+{{- range $k, $v := .matchLabels }}{{ $_ := set $labels $k $v }}{{ end -}}
+{{- range .matchExpressions -}}
+{{- if eq .operator "In" }}{{ $_ := set $labels .key (first .values) }}{{ end -}}
+{{- if eq .operator "Exists" }}{{ $_ := set $labels .key "" }}{{ end -}}
+{{- end -}}
+{{- end -}}
+{{- with $labels }}{{ toYaml . }}{{ end -}}
+{{- end -}}
+
+{{/*
 Refusals of contradictory values, each naming the values at fault (the schema refuses the rest).
 */}}
 {{- define "outrigger.validate" -}}
@@ -67,6 +84,24 @@ Refusals of contradictory values, each naming the values at fault (the schema re
 {{- range $keys }}{{ if has . $used -}}
 {{- fail (printf "webhook.%s cannot name %s: the chart's own selection decides that label (selectorRevision, takeover.enabled, the opt-out label); another requirement on it contradicts that selection" $which .) -}}
 {{- end }}{{ end -}}
+{{- end -}}
+{{- if has (int .Values.metrics.port) (list 9443 9444) -}}
+{{- fail (printf "metrics.port %d is taken by the webhook (9443) or the health port (9444): choose another" (int .Values.metrics.port)) -}}
+{{- end -}}
+{{- if and (not .Values.istio.configMaps) (not (or (eq .Values.revision "default") (eq .Values.revision ""))) -}}
+{{- fail (printf "revision %q names Istio ConfigMaps to serve, but istio.configMaps=false serves the embedded configuration: set istio.configMaps=true, or leave revision at default" .Values.revision) -}}
+{{- end -}}
+{{- if .Values.probe.interval -}}
+{{- if has .Values.probe.namespace (concat (list .Release.Namespace "kube-system") .Values.webhook.excludeNamespaces) -}}
+{{- fail (printf "probe.namespace %q is a namespace the webhook never selects (its own, kube-system, webhook.excludeNamespaces): the probe would report every pod uninjected" .Values.probe.namespace) -}}
+{{- end -}}
+{{- with .Values.webhook.objectSelector -}}
+{{- $needs := keys (.matchLabels | default dict) -}}
+{{- range (.matchExpressions | default list) }}{{ if has .operator (list "In" "Exists") }}{{ $needs = append $needs .key }}{{ end }}{{ end -}}
+{{- with $needs -}}
+{{- fail (printf "probe.interval: the probe's pod carries only the label app, so webhook.objectSelector's requirement on %s would leave it uninjected: turn the probe off or require no pod label" (join ", " (sortAlpha .))) -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 {{- if and .Values.metrics.serviceMonitor.enabled .Values.metrics.podMonitor.enabled -}}
 {{- fail "metrics.serviceMonitor and metrics.podMonitor both scrape the same pods: enable one" -}}

@@ -117,7 +117,7 @@ fn renders() -> Vec<(&'static str, Value, &'static str, &'static str)> {
                                "objectSelector": {"matchExpressions":
                                    [{"key": "mesh", "operator": "NotIn", "values": ["off"]}]}},
                    "replicaCount": 1, "podDisruptionBudget": {"enabled": false},
-                   "podWatch": {"enabled": true}}),
+                   "podWatch": {"enabled": true}, "probe": {"interval": "2s"}}),
             "outrigger",
             "outrigger",
         ),
@@ -328,6 +328,24 @@ fn contradictory_values_are_refused_naming_them() {
             json!({"webhook": {"namespaceSelector": {"matchExpressions":
                 [{"key": "team", "operator": "In"}]}}}),
             "missing property 'values'",
+        ),
+        (
+            json!({"metrics": {"port": 9443}}),
+            "metrics.port 9443 is taken",
+        ),
+        (
+            json!({"revision": "canary", "istio": {"configMaps": false}}),
+            "istio.configMaps=false serves the embedded configuration",
+        ),
+        (
+            json!({"probe": {"interval": "1m", "namespace": "legacy"},
+                   "webhook": {"excludeNamespaces": ["legacy"]}}),
+            "probe.namespace \"legacy\" is a namespace the webhook never selects",
+        ),
+        (
+            json!({"probe": {"interval": "1m"},
+                   "webhook": {"objectSelector": {"matchLabels": {"mesh": "on"}}}}),
+            "requirement on mesh would leave it uninjected",
         ),
         (
             json!({"metrics": {"serviceMonitor": {"enabled": true}, "podMonitor": {"enabled": true}}}),

@@ -36,6 +36,9 @@
 //!   `failurePolicy`, `timeoutSeconds` and `matchConditions` the chain applied
 //!   (`admission::Applied`) are the values'; with the replica out of the Service, a pod is refused
 //!   under `Fail` and admitted uninjected under `Ignore`.
+//! - **The admission probe** (`--probe-interval`): the probe's namespace is one the render
+//!   creates and an entry selects (with the probe pod's label); with an interval of 10 s or less
+//!   the test waits until a probe pod came back injected (`outrigger_admission_probe_total`).
 //! - **Objects the fake does not act on** are checked for what would make them work in a
 //!   cluster: the ServiceMonitor (PodMonitor) selects the Service (the pods) in the release's
 //!   namespace, and its endpoint's `port` names the Service port (the container port) that
@@ -806,6 +809,37 @@ async fn run(label: &str, e: &Expect, objects: &[Value], root: &Path) {
             text.lines().any(|l| l == series),
             "{label}: {series} not in\n{text}"
         );
+    }
+    // The admission probe: its namespace is the render's and selected; a short interval is
+    // awaited until a probe pod came back injected.
+    if let Some(interval) = flag(&args, "--probe-interval") {
+        let probe_ns = flag(&args, "--probe-namespace").expect("--probe-namespace");
+        let namespace = object(objects, "Namespace", Some(probe_ns))
+            .unwrap_or_else(|| panic!("{label}: the render creates no namespace {probe_ns}"));
+        let mut labels = namespace["metadata"]["labels"].clone();
+        labels["kubernetes.io/metadata.name"] = json!(probe_ns);
+        let probe_pod = json!({"app": "outrigger-probe"});
+        assert!(
+            mwc["webhooks"].as_array().into_iter().flatten().any(|w| {
+                selects(&w["namespaceSelector"], &labels)
+                    && selects(&w["objectSelector"], &probe_pod)
+            }),
+            "{label}: no entry selects the probe's pod in {probe_ns} ({labels})"
+        );
+        let seconds = interval
+            .strip_suffix('s')
+            .and_then(|n| n.parse::<u64>().ok());
+        if seconds.is_some_and(|s| s <= 10) {
+            let series = r#"outrigger_admission_probe_total{outcome="injected"}"#;
+            eventually(&format!("{label}: a probe pod injected"), || async {
+                plain_get(&metrics, "/metrics")
+                    .await
+                    .is_some_and(|(_, text)| {
+                        crate::common::metric(&text, series).is_some_and(|v| v >= 1.0)
+                    })
+            })
+            .await;
+        }
     }
     let metrics_port = ports["--metrics-port"];
     scrape_objects(label, e, objects, service, template, metrics_port);
