@@ -103,6 +103,9 @@ Refusals of contradictory values, each naming the values at fault (the schema re
 {{- end -}}
 {{- end -}}
 {{- end -}}
+{{- if and (eq .Values.webhook.failurePolicy "Fail") (lt (int .Values.replicaCount) 2) .Values.podDisruptionBudget.enabled -}}
+{{- fail "webhook.failurePolicy Fail with a single replica: the PodDisruptionBudget (maxUnavailable 1) still lets that replica be evicted, and every selected pod is refused until it is back: set replicaCount >= 2 or webhook.failurePolicy=Ignore" -}}
+{{- end -}}
 {{- if and .Values.metrics.serviceMonitor.enabled .Values.metrics.podMonitor.enabled -}}
 {{- fail "metrics.serviceMonitor and metrics.podMonitor both scrape the same pods: enable one" -}}
 {{- end -}}

@@ -330,6 +330,10 @@ fn contradictory_values_are_refused_naming_them() {
             "missing property 'values'",
         ),
         (
+            json!({"replicaCount": 1}),
+            "the PodDisruptionBudget (maxUnavailable 1) still lets that replica be evicted",
+        ),
+        (
             json!({"metrics": {"port": 9443}}),
             "metrics.port 9443 is taken",
         ),
