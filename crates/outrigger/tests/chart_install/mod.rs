@@ -1,9 +1,9 @@
 //! One render of charts/outrigger installed into the fake API server (`common::kube_api`) and
 //! run behind its mutating admission chain (`common::admission`), as a cluster would run it:
 //!
-//! - **Applied as Helm applies it.** Namespaces first (Helm's install order,
-//!   `pkg/release/util/kind_sorter.go`), then every object, each namespaced one into a namespace
-//!   that exists (kube-apiserver's NamespaceLifecycle admission refuses a create in a namespace
+//! - **Applied as Helm applies it.** Namespaces first (Helm's `InstallOrder`,
+//!   `pkg/releaseutil/kind_sorter.go` in Helm 3), then every object, each namespaced one into a
+//!   namespace that exists (kube-apiserver's NamespaceLifecycle admission refuses a create in a namespace
 //!   that does not, `k8s.io/apiserver/pkg/admission/plugin/namespace/lifecycle/admission.go`),
 //!   each custom resource only where its CRD is installed (the API server has no REST mapping
 //!   for a kind without one: the CRDs of `tests/fixtures/crd-schemas`, against whose schemas
