@@ -1,56 +1,57 @@
-//! One render of charts/outrigger installed into the fake API server (`common::kube_api`) and
-//! run behind its mutating admission chain (`common::admission`), as a cluster would run it:
+//! One render of charts/outrigger installed into the fake API server (`common::kube_api`) and run
+//! behind its mutating admission chain (`common::admission`), as a cluster would run it:
 //!
 //! - **Applied as Helm applies it.** Namespaces first (Helm's `InstallOrder`,
 //!   `pkg/releaseutil/kind_sorter.go` in Helm 3), then every object, each namespaced one into a
-//!   namespace that exists (kube-apiserver's NamespaceLifecycle admission refuses a create in a namespace
-//!   that does not, `k8s.io/apiserver/pkg/admission/plugin/namespace/lifecycle/admission.go`),
-//!   each custom resource only where its CRD is installed (the API server has no REST mapping
-//!   for a kind without one: the CRDs of `tests/fixtures/crd-schemas`, against whose schemas
-//!   `tools/chart.py validate` checks them). Helm's `--create-namespace` made the release's
-//!   namespace.
+//!   namespace that exists (kube-apiserver's NamespaceLifecycle admission refuses a create in a
+//!   namespace that does not,
+//!   `k8s.io/apiserver/pkg/admission/plugin/namespace/lifecycle/admission.go`), each custom
+//!   resource only where its CRD is installed (the API server has no REST mapping for a kind
+//!   without one: the CRDs of `tests/fixtures/crd-schemas`, against whose schemas `tools/chart.py
+//!   validate` checks them). Helm's `--create-namespace` made the release's namespace.
 //! - **The server as the Deployment runs it**: the container's `args` and `env` from the render
 //!   (`fieldRef`s resolved as the kubelet resolves them), the only changes being the listening
 //!   addresses (127.0.0.1, free ports for the webhook, metrics and health ports: each port is
 //!   checked to be the container port its name resolves to) and the kube-apiserver address (a
-//!   kubeconfig instead of the in-cluster token). Its requests are authorized by the render's
-//!   RBAC objects for the Deployment's ServiceAccount (`Cluster::enforce_rbac`): a request the
-//!   render does not grant fails the test.
+//!   kubeconfig instead of the in-cluster token). Its requests are authorized by the render's RBAC
+//!   objects for the Deployment's ServiceAccount (`Cluster::enforce_rbac`): a request the render
+//!   does not grant fails the test.
 //! - **Behind its Service**: once the readiness probe's path answers 200 on the port the probe
 //!   names, the replica is the Service's endpoint (the fake dials the endpoint; the Service's
 //!   `port` → `targetPort` → container port mapping is checked here by name, as the endpoints
-//!   controller resolves a named `targetPort` to the pod's container port,
-//!   `k8s.io/api/core/v1` `ServicePort.targetPort`).
+//!   controller resolves a named `targetPort` to the pod's container port, `k8s.io/api/core/v1`
+//!   `ServicePort.targetPort`).
 //! - **Certificates.** `certificates.mode=self`: the server bootstraps its Secret (RBAC allowing).
-//!   `certManager`: cert-manager's part is played here, as its Certificate controller does it:
-//!   the Certificate's Issuer must exist (an Issuer in its namespace; a ClusterIssuer named by
-//!   the values is the user's), and the Secret `spec.secretName` is written with `tls.crt`,
-//!   `tls.key` and `ca.crt` (type `kubernetes.io/tls`, the `cert-manager.io/certificate-name`
-//!   annotation) for exactly the Certificate's `dnsNames`: the fake then verifies the webhook's
-//!   TLS for `<service>.<namespace>.svc` against the caBundle the server published, so a
-//!   Certificate without that name fails the test.
-//! - **Pods**: one in a namespace the values select (injected, with outrigger's marker), one in
-//!   a namespace istiod selects (untouched: no entry selects it), one in each excluded namespace
-//!   and where the values' extra namespace and object selectors leave it out (untouched), two that `matchConditions` skip (host network, the opt-out annotation: skipped
-//!   by the conditions when the values turn them on, else sent and declined by the server); the
-//!   `failurePolicy`, `timeoutSeconds` and `matchConditions` the chain applied
-//!   (`admission::Applied`) are the values'; with the replica out of the Service, a pod is refused
-//!   under `Fail` and admitted uninjected under `Ignore`.
-//! - **The admission probe** (`--probe-interval`): the probe's namespace is one the render
-//!   creates and an entry selects (with the probe pod's label); with an interval of 10 s or less
-//!   the test waits until a probe pod came back injected (`outrigger_admission_probe_total`).
-//! - **Objects the fake does not act on** are checked for what would make them work in a
-//!   cluster: the ServiceMonitor (PodMonitor) selects the Service (the pods) in the release's
-//!   namespace, and its endpoint's `port` names the Service port (the container port) that
-//!   reaches the metrics port, which is scraped here over plain HTTP (Prometheus Operator's API:
-//!   `endpoints[].port` is a Service port name, `podMetricsEndpoints[].port` a pod port name,
-//!   `jobLabel` names the Service's (pod's) label whose value is the `job` label,
-//!   `pkg/apis/monitoring/v1/servicemonitor_types.go`, `podmonitor_types.go`); the
-//!   PrometheusRule's `job` and `namespace` matchers name that job and namespace; the dashboard's
-//!   ConfigMap holds JSON; the NetworkPolicy selects the pods and lets in the webhook's and the
-//!   metrics' container ports (`NetworkPolicyPort.port` is a port on the pod, after the Service's
-//!   translation, `k8s.io/api/networking/v1`); the PodDisruptionBudget selects the pods and, with
-//!   every replica healthy, allows an eviction while keeping one replica up
+//!   `certManager`: cert-manager's part is played here, as its Certificate controller does it: the
+//!   Certificate's Issuer must exist (an Issuer in its namespace; a ClusterIssuer named by the
+//!   values is the user's), and the Secret `spec.secretName` is written with `tls.crt`, `tls.key`
+//!   and `ca.crt` (type `kubernetes.io/tls`, the `cert-manager.io/certificate-name` annotation) for
+//!   exactly the Certificate's `dnsNames`: the fake then verifies the webhook's TLS for
+//!   `<service>.<namespace>.svc` against the caBundle the server published, so a Certificate
+//!   without that name fails the test.
+//! - **Pods**: one in a namespace the values select (injected, with outrigger's marker), one in a
+//!   namespace istiod selects (untouched: no entry selects it), one in each excluded namespace and
+//!   where the values' extra namespace and object selectors leave it out (untouched), two that
+//!   `matchConditions` skip (host network, the opt-out annotation: skipped by the conditions when
+//!   the values turn them on, else sent and declined by the server); the `failurePolicy`,
+//!   `timeoutSeconds` and `matchConditions` the chain applied (`admission::Applied`) are the
+//!   values'; with the replica out of the Service, a pod is refused under `Fail` and admitted
+//!   uninjected under `Ignore`.
+//! - **The admission probe** (`--probe-interval`): the probe's namespace is one the render creates
+//!   and an entry selects (with the probe pod's label); with an interval of 10 s or less the test
+//!   waits until a probe pod came back injected (`outrigger_admission_probe_total`).
+//! - **Objects the fake does not act on** are checked for what would make them work in a cluster:
+//!   the ServiceMonitor (PodMonitor) selects the Service (the pods) in the release's namespace, and
+//!   its endpoint's `port` names the Service port (the container port) that reaches the metrics
+//!   port, which is scraped here over plain HTTP (Prometheus Operator's API: `endpoints[].port` is
+//!   a Service port name, `podMetricsEndpoints[].port` a pod port name, `jobLabel` names the
+//!   Service's (pod's) label whose value is the `job` label,
+//!   `pkg/apis/monitoring/v1/servicemonitor_types.go`, `podmonitor_types.go`); the PrometheusRule's
+//!   `job` and `namespace` matchers name that job and namespace; the dashboard's ConfigMap holds
+//!   JSON; the NetworkPolicy selects the pods and lets in the webhook's and the metrics' container
+//!   ports (`NetworkPolicyPort.port` is a port on the pod, after the Service's translation,
+//!   `k8s.io/api/networking/v1`); the PodDisruptionBudget selects the pods and, with every replica
+//!   healthy, allows an eviction while keeping one replica up
 //!   (`pkg/controller/disruption/disruption.go`: desired healthy = expected pods −
 //!   `maxUnavailable`, disruptions allowed = healthy − desired healthy).
 
