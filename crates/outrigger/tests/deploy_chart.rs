@@ -35,6 +35,7 @@ fn main() {
         &[Need::Helm, Need::KubernetesValidate] => [renders_are_schema_valid_on_kubernetes_1_29_to_1_34],
         &[Need::Promtool] => [alert_rules_pass_promtool_unit_tests],
         &[] => [
+            every_value_is_typed_described_and_closed,
             chart_versions_follow_the_crate,
             match_conditions_file_is_what_webhook_config_prints,
             every_queried_metric_is_exported_or_external,
@@ -427,6 +428,59 @@ fn alert_rules_pass_promtool_unit_tests() {
         String::from_utf8_lossy(&test.stdout),
         String::from_utf8_lossy(&test.stderr)
     );
+}
+
+/// `values.schema.json`: every value typed and described, every object closed to unknown keys
+/// (`additionalProperties`) but the Kubernetes types passed through as they are (checked in the
+/// renders by `kubernetes-validate`), and every key of `values.yaml` described by it.
+fn every_value_is_typed_described_and_closed() {
+    const PASSED_THROUGH: &[&str] = &[
+        "/global",
+        "/affinity",
+        "/tolerations/items",
+        "/topologySpreadConstraints/items",
+    ];
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(chart_dir().join("values.schema.json")).expect("schema"),
+    )
+    .expect("schema JSON");
+    fn walk(node: &Value, at: &str, faults: &mut Vec<String>) {
+        if node["type"] == "object"
+            && node.get("additionalProperties").is_none()
+            && !PASSED_THROUGH.contains(&at)
+        {
+            faults.push(format!("{at}: open to unknown keys"));
+        }
+        for (key, value) in node["properties"].as_object().into_iter().flatten() {
+            let here = format!("{at}/{key}");
+            for field in ["type", "description"] {
+                if value.get(field).is_none() {
+                    faults.push(format!("{here}: no {field}"));
+                }
+            }
+            walk(value, &here, faults);
+        }
+        if node["items"].is_object() {
+            walk(&node["items"], &format!("{at}/items"), faults);
+        }
+    }
+    let mut faults = Vec::new();
+    walk(&schema, "", &mut faults);
+    let text = std::fs::read_to_string(chart_dir().join("values.yaml")).expect("values.yaml");
+    let values: Value = outrigger_inject::yaml::from_str(&text).expect("YAML");
+    fn described(values: &Value, schema: &Value, at: &str, faults: &mut Vec<String>) {
+        for (key, value) in values.as_object().into_iter().flatten() {
+            let Some(node) = schema["properties"].get(key) else {
+                if schema["additionalProperties"] == false {
+                    faults.push(format!("values.yaml {at}/{key}: not in the schema"));
+                }
+                continue;
+            };
+            described(value, node, &format!("{at}/{key}"), faults);
+        }
+    }
+    described(&values, &schema, "", &mut faults);
+    assert!(faults.is_empty(), "{faults:#?}");
 }
 
 fn chart_versions_follow_the_crate() {
