@@ -632,22 +632,26 @@ async fn run(label: &str, e: &Expect, objects: &[Value], root: &Path) {
     api.lock()
         .endpoints
         .insert((e.ns.clone(), svc_name.clone()), vec![server.addr]);
-    // Activated: every entry at the values' failure policy, with a caBundle.
-    eventually(
-        &format!("{label}: the webhook configuration activated"),
-        || async {
-            let a = api.lock();
-            a.get("mutatingwebhookconfigurations", "", &mwc_name)
-                .and_then(|m| m["webhooks"].as_array().cloned())
-                .is_some_and(|w| {
-                    w.iter().all(|x| {
-                        x["failurePolicy"] == e.failure_policy.as_str()
-                            && x["clientConfig"]["caBundle"].is_string()
-                    })
+    // Activated: every entry at the values' failure policy, with a caBundle (after the
+    // Deployment's activation delay, 10 s by default: waited for up to three times the usual
+    // bound, eight servers starting side by side).
+    let activated = holds_within(3 * EVENTUALLY, || async {
+        let a = api.lock();
+        a.get("mutatingwebhookconfigurations", "", &mwc_name)
+            .and_then(|m| m["webhooks"].as_array().cloned())
+            .is_some_and(|w| {
+                w.iter().all(|x| {
+                    x["failurePolicy"] == e.failure_policy.as_str()
+                        && x["clientConfig"]["caBundle"].is_string()
                 })
-        },
-    )
+            })
+    })
     .await;
+    assert!(
+        activated,
+        "{label}: the webhook configuration was not activated:\n{}",
+        server.log_text()
+    );
 
     // What the chain applied to each entry it called: the values', and a server that answers
     // within the call's bound.
