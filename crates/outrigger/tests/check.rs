@@ -253,7 +253,7 @@ const CANARY_POD: &str = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  lab
 /// evaluated as asked, with a warning.
 #[test]
 fn a_pod_asking_for_a_revision_is_checked_against_it() {
-    let (code, out, err) = check_manifest(CANARY_POD, &["-n", "apps"]);
+    let (code, out, err) = check_manifest(CANARY_POD, &["-n", "apps", "-o", "wide"]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(
         out.contains("rev.object.sidecar-injector.istio.io"),
