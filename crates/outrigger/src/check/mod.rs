@@ -827,8 +827,9 @@ mod tests {
         assert!(err.to_string().contains("istio-injection=enabled"), "{err}");
     }
 
-    /// The table prints a line per workload, then the warnings, then the changes that would
-    /// inject the workloads not injected, then the summary.
+    /// The table prints a line per workload, then the warnings (this configuration has no
+    /// `sidecar` template: a warning of its own), then the changes that would inject the
+    /// workloads not injected, then the summary.
     #[test]
     fn the_table_groups_warnings_and_fixes_under_the_rows() {
         let snap = snapshot("enabled", vec![], vec![]);
@@ -869,8 +870,10 @@ mod tests {
              apps       Pod   p     INJECTED      policy_enabled        outrigger\n\
              apps       Pod   p     INJECTED      policy_enabled        outrigger\n\
              apps       Pod   p     NOT INJECTED  webhook_not_selected  -\n\
+             warning: Pod/p: missing templates (injection would fail): sidecar\n\
              warning: Pod/p: Invalid value for sidecar.istio.io/inject: \"maybe\". Only 'true' \
              and 'false' are accepted. Falling back to default injection policy.\n\
+             warning: Pod/p: missing templates (injection would fail): sidecar\n\
              Pod/p: to inject it: remove the label sidecar.istio.io/inject=\"false\" from the pod\n\
              3 workloads: 2 injected, 1 not injected\n"
         );
@@ -908,6 +911,7 @@ mod tests {
             t,
             "NAMESPACE  KIND  NAME  VERDICT   REASON          REVISION\n\
              apps       Pod   p     INJECTED  policy_enabled  default\n\
+             warning: Pod/p: missing templates (injection would fail): sidecar\n\
              1 workload: 1 injected, 0 not injected\n"
         );
         let j = serde_json::to_value(std::slice::from_ref(&r)).expect("serialisable");
