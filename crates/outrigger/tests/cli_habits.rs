@@ -483,10 +483,7 @@ fn inject_warns_as_check_does_of_an_invalid_inject_value() {
     );
     let (code, injected, err) = outrigger(&["inject", "-f", &maybe]);
     assert_eq!(code, 0, "{err}");
-    assert!(
-        err.contains(&format!("warning: Pod/p: {warning}")),
-        "{err}"
-    );
+    assert!(err.contains(&format!("warning: Pod/p: {warning}")), "{err}");
     // The output is the injection's alone, as before.
     assert!(!injected.contains("Invalid value"), "{injected}");
     assert!(injected.contains("name: istio-proxy"), "{injected}");
