@@ -9,13 +9,16 @@
 //! label, the shipped default's (`istio.io/rev=outrigger`).
 
 use std::collections::BTreeSet;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use anyhow::Result;
 use outrigger_inject::check::{self, Report, NOT_SELECTED};
 use outrigger_inject::config::Snapshot;
 use outrigger_inject::decide::selection;
 use outrigger_inject::kube::names::REVISION_LABEL;
+
+/// The injection request's label and annotation.
+const INJECT_KEY: &str = "sidecar.istio.io/inject";
 use serde_json::{Map, Value};
 
 use crate::cli::common::DecisionArgs;
@@ -41,6 +44,9 @@ pub struct Decider<'a> {
     /// --namespace-labels: a pod asking for a revision the entries do not select is then
     /// warned about.
     entries_always: bool,
+    /// The webhook entries of the options evaluated so far (a few: one per revision asked for),
+    /// rendered once each.
+    entries: Mutex<Vec<(WebhookOptions, Arc<Vec<Value>>)>>,
 }
 
 /// The decision for the pods of one document (or one pod template).
@@ -152,6 +158,7 @@ impl<'a> Decider<'a> {
             enable_namespaces_by_default: args.enable_namespaces_by_default,
             tags: args.revision_tags.iter().cloned().collect(),
             entries_always: false,
+            entries: Mutex::new(Vec::new()),
         })
     }
 
@@ -181,6 +188,38 @@ impl<'a> Decider<'a> {
             enable_namespaces_by_default: self.enable_namespaces_by_default,
             ..WebhookOptions::default()
         }
+    }
+
+    /// Whether judging `pod` (a pod or pod template) can say anything a command without
+    /// `check`'s table prints: always with --namespace-labels (the verdict) or
+    /// --enable-namespaces-by-default (its note), else only when the pod asks for injection
+    /// (`sidecar.istio.io/inject`, which may be invalid) or for a revision other than
+    /// `default` and outrigger's own (the note on what that assumes). Keeps the common case
+    /// (plain or injected pods) free of the explanation's cost.
+    pub fn worth_judging(&self, pod: &Value) -> bool {
+        let has = |p: &str, key: &str| {
+            pod.pointer(p)
+                .and_then(Value::as_object)
+                .and_then(|m| m.get(key))
+        };
+        self.labels_given
+            || self.enable_namespaces_by_default
+            || has("/metadata/labels", INJECT_KEY).is_some()
+            || has("/metadata/annotations", INJECT_KEY).is_some()
+            || has("/metadata/labels", REVISION_LABEL)
+                .and_then(Value::as_str)
+                .is_some_and(|r| r != "default" && r != selection::OUTRIGGER_SELECTOR)
+    }
+
+    /// The webhook entries `options` render, rendered once per distinct options.
+    fn entries_of(&self, options: &WebhookOptions) -> Arc<Vec<Value>> {
+        let mut cache = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, e)) = cache.iter().find(|(o, _)| o == options) {
+            return e.clone();
+        }
+        let e = Arc::new(webhook_object::entries(options));
+        cache.push((options.clone(), e.clone()));
+        e
     }
 
     /// Judge the pods (templates) of one document.
@@ -239,7 +278,7 @@ impl<'a> Decider<'a> {
         if let Some(w) = webhook_object::auto_entry_dropped(&options) {
             messages.push(w);
         }
-        let webhooks = webhook_object::entries(&options);
+        let webhooks = self.entries_of(&options);
         let reports: Vec<Report> = pods
             .iter()
             .map(|(workload, pod)| {

@@ -17,7 +17,6 @@ use outrigger_inject::drift::{
 };
 use outrigger_inject::ingest::workload::WorkloadMeta;
 use outrigger_inject::kube::names::POD_TYPE;
-use outrigger_inject::kube::names::REVISION_LABEL;
 use outrigger_inject::kube::pod::label as pod_label;
 use outrigger_inject::kube::typed;
 use outrigger_inject::kube_inject::{self, KubeInjectOptions};
@@ -220,18 +219,9 @@ fn judge(
 ) -> Result<(Option<(Template, PodDrift)>, Vec<String>)> {
     let mut wanted = kube_inject::skip_reason(&t.pod).is_none();
     let workload = format!("{}/{}", t.kind, t.workload.name);
-    let mentions = |key: &str| {
-        let has = |p: &str| {
-            t.pod
-                .pointer(p)
-                .and_then(Value::as_object)
-                .is_some_and(|m| m.contains_key(key))
-        };
-        has("/metadata/labels") || has("/metadata/annotations")
-    };
-    let judged =
-        (decider.labels_given() || mentions("sidecar.istio.io/inject") || mentions(REVISION_LABEL))
-            .then(|| decider.judge_pod(&workload, &t.workload.namespace, &t.pod));
+    let judged = decider
+        .worth_judging(&t.pod)
+        .then(|| decider.judge_pod(&workload, &t.workload.namespace, &t.pod));
     let lines = judged
         .as_ref()
         .map(|j| j.stderr_lines())

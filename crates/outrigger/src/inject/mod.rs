@@ -315,9 +315,9 @@ fn stream(
     Ok(())
 }
 
-/// The one decision ([`crate::decision`]) for the pods of a document, when it can say anything:
-/// with --namespace-labels (the verdict), or when the document names an injection request or a
-/// revision (warnings, notes). `None` for a document that does not parse (injection reports it).
+/// The one decision ([`crate::decision`]) for the pods of a document, when it can say anything
+/// ([`crate::decision::Decider::worth_judging`]): with --namespace-labels (the verdict), or when
+/// a pod names an injection request or another revision (warnings, notes). `None` for a document that does not parse (injection reports it).
 fn judge(text: &str, decider: &crate::decision::Decider<'_>) -> Option<crate::decision::Judged> {
     if !decider.labels_given()
         && !text.contains("sidecar.istio.io/inject")
@@ -326,7 +326,10 @@ fn judge(text: &str, decider: &crate::decision::Decider<'_>) -> Option<crate::de
         return None;
     }
     let doc = yaml::from_str(text).ok()?;
-    Some(decider.judge(&doc))
+    outrigger_inject::check::pods_of(&doc)
+        .iter()
+        .any(|(_, pod)| decider.worth_judging(pod))
+        .then(|| decider.judge(&doc))
 }
 
 /// Unified diff of one injected document: its bytes as written in the input (`written`, its

@@ -100,19 +100,7 @@ pub(crate) fn preview<W: Write>(
             None => &offline,
         };
         let rendered = drift::in_parallel(ready, threads, |(document, workload, pod, count)| {
-            let mentions = |key: &str| {
-                ["/metadata/labels", "/metadata/annotations"]
-                    .iter()
-                    .any(|p| {
-                        pod.pointer(p)
-                            .and_then(Value::as_object)
-                            .is_some_and(|m| m.contains_key(key))
-                    })
-            };
-            let judged = (decider.labels_given()
-                || mentions("sidecar.istio.io/inject")
-                || mentions("istio.io/rev"))
-            .then(|| {
+            let judged = decider.worth_judging(&pod).then(|| {
                 let name = format!("{}/{}", workload.kind, workload.name);
                 decider.judge_pod(&name, &workload.namespace, &pod)
             });
