@@ -383,3 +383,64 @@ fn assumed_revision(
          revision's (pass revision {rev}'s files, or --revision {rev} to evaluate it as such)"
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pod(labels: Value) -> Value {
+        json!({"apiVersion": "v1", "kind": "Pod",
+               "metadata": {"name": "p", "namespace": "apps", "labels": labels},
+               "spec": {"containers": [{"name": "app", "image": "app"}]}})
+    }
+
+    fn decider<'a>(snap: &'a Snapshot, flags: &[&str]) -> Decider<'a> {
+        #[derive(clap::Parser)]
+        struct Flags {
+            #[command(flatten)]
+            decision: DecisionArgs,
+            #[arg(short = 'f')]
+            filename: Option<String>,
+        }
+        let argv = ["x", "-f", "m.yaml"].iter().chain(flags);
+        let flags = <Flags as clap::Parser>::try_parse_from(argv).expect("flags");
+        Decider::new(&flags.decision, "", None, snap).expect("decider")
+    }
+
+    /// A revision tag stands for its revision: the pod is judged by the entries selecting the
+    /// tag, and a tag of the default revision assumes no other control plane.
+    #[test]
+    fn a_revision_tag_is_judged_by_its_entries_and_assumes_nothing_for_default() {
+        let snap = Snapshot::load("policy: enabled", "{}", None).expect("config");
+        let tagged = pod(json!({"istio.io/rev": "prod"}));
+        let judged = decider(&snap, &["--revision-tag", "prod=default"]).judge(&tagged);
+        assert!(judged.all_injected(), "{:?}", judged.reports);
+        assert_eq!(judged.revisions, [Some("prod".to_string())]);
+        assert!(judged.messages.is_empty(), "{:?}", judged.messages);
+        // The same tag for another revision: the note says what the verdict assumes.
+        let judged = decider(&snap, &["--revision-tag", "prod=canary"]).judge(&tagged);
+        assert!(judged.all_injected());
+        assert_eq!(judged.messages.len(), 1, "{:?}", judged.messages);
+        assert!(judged.messages[0].starts_with("note: Pod/p is INJECTED by revision \"prod\"'s"));
+    }
+
+    /// Only a pod the decision can say something about is judged without --namespace-labels.
+    #[test]
+    fn plain_and_injected_pods_are_not_worth_judging_without_labels() {
+        let snap = Snapshot::load("policy: enabled", "{}", None).expect("config");
+        let d = decider(&snap, &[]);
+        assert!(!d.worth_judging(&pod(json!({"app": "a"}))));
+        assert!(!d.worth_judging(&pod(json!({"istio.io/rev": "default"}))));
+        assert!(!d.worth_judging(&pod(json!({"istio.io/rev": "outrigger"}))));
+        assert!(d.worth_judging(&pod(json!({"istio.io/rev": "canary"}))));
+        assert!(d.worth_judging(&pod(json!({"sidecar.istio.io/inject": "maybe"}))));
+        let labelled = decider(&snap, &["--namespace-labels", "team=a"]);
+        assert!(labelled.worth_judging(&pod(json!({}))));
+        assert!(labelled.labels_given());
+        // Said once: a second time is silent.
+        let said = SaidOnce::default();
+        assert_eq!(said.fresh(vec!["a".into(), "b".into()]), ["a", "b"]);
+        assert_eq!(said.fresh(vec!["a".into(), "c".into()]), ["c"]);
+    }
+}
