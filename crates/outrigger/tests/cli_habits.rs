@@ -709,3 +709,50 @@ fn the_four_commands_agree_on_one_decision_and_its_warnings() {
         assert_eq!(err.matches(note).count(), 1, "{cmd}: {err}");
     }
 }
+
+/// `drift` and `preview` take `--template-env` as `inject` and `check` do: a manifest injected
+/// with a variable the template reads is current under the same flag and stale without it.
+#[test]
+fn drift_and_preview_take_the_template_env_inject_takes() {
+    let dir = scratch("template-env");
+    let config = write(
+        &dir,
+        "config",
+        "policy: enabled\ndefaultTemplates: [sidecar]\ntemplates:\n  sidecar: |\n    spec:\n      \
+         containers:\n      - name: istio-proxy\n        image: proxy\n        env:\n        - \
+         name: FOO\n          value: {{ env \"FOO\" \"none\" | quote }}\n",
+    );
+    let values = write(&dir, "values", "{}");
+    let hello = repo("examples/hello.yaml");
+    let files = ["--injectConfigFile", &config, "--valuesFile", &values];
+    let env = ["--template-env", "FOO=bar"];
+    let (code, injected, err) =
+        outrigger(&[&["inject", "-q", "-f", &hello][..], &files, &env].concat());
+    assert_eq!(code, 0, "{err}");
+    assert!(injected.contains("value: bar"), "{injected}");
+    let injected = write(&dir, "injected.yaml", &injected);
+    let (code, out, err) = outrigger(&[&["drift", "-f", &injected][..], &files, &env].concat());
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("current"), "{out}");
+    let (code, out, err) = outrigger(&[&["drift", "-f", &injected][..], &files].concat());
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("env[FOO].value: \"bar\" -> \"none\""), "{out}");
+    let (code, out, err) = outrigger(
+        &[
+            &[
+                "preview",
+                "-f",
+                &hello,
+                "-o",
+                "json",
+                "--candidate-native-sidecars",
+                "true",
+            ][..],
+            &files,
+            &env,
+        ]
+        .concat(),
+    );
+    assert!(code == 0 || code == 1, "{out}{err}");
+    assert!(out.contains("\"bar\""), "{out}");
+}

@@ -43,6 +43,9 @@ pub struct DriftArgs {
     /// `--revision-tag`), as `check` takes it.
     #[command(flatten)]
     pub decision: crate::cli::common::DecisionArgs,
+    /// What the templates may read of the environment, as `inject` and `check` take it.
+    #[command(flatten)]
+    pub env: crate::cli::common::TemplateEnvArgs,
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
     pub output: DriftOutput,

@@ -111,6 +111,9 @@ pub struct PreviewArgs {
     /// workload no webhook entry selects is previewed as not injected on both sides.
     #[command(flatten)]
     pub decision: crate::cli::common::DecisionArgs,
+    /// What the templates may read of the environment, as `inject` and `check` take it.
+    #[command(flatten)]
+    pub env: crate::cli::common::TemplateEnvArgs,
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
     pub output: PreviewOutput,
