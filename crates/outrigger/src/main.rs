@@ -7,6 +7,7 @@
 mod check;
 mod cli;
 mod config_source;
+mod decision;
 mod doctor;
 mod drift;
 mod inject;

@@ -63,6 +63,21 @@ fn check_explains_each_workload_in_json() {
 fn check_table_without_namespace_labels() {
     let (code, out, err) = check(&[]);
     assert_eq!(code, 1, "{err}");
+    // kubectl's habit: a line per workload, the changes that inject below, the summary last.
+    assert_eq!(
+        out,
+        "NAMESPACE  KIND        NAME       VERDICT       REASON                REVISION\n\
+         default    Deployment  web        NOT INJECTED  webhook_not_selected  -\n\
+         default    Pod         opted-out  NOT INJECTED  webhook_not_selected  -\n\
+         Deployment/web: to inject it: kubectl label namespace default istio.io/rev=outrigger \
+         --overwrite\n\
+         Pod/opted-out: to inject it: change the labels of the pod: sidecar.istio.io/inject- \
+         istio.io/rev=outrigger\n\
+         2 workloads: 0 injected, 2 not injected\n"
+    );
+    // The long form, per workload, with -o wide.
+    let (code, out, err) = check(&["-o", "wide"]);
+    assert_eq!(code, 1, "{err}");
     assert!(
         out.contains("Deployment/web in namespace default: NOT INJECTED (webhook_not_selected)"),
         "{out}"
@@ -74,7 +89,15 @@ fn exit_status_is_the_verdict() {
     let (code, out, err) = check(LABELLED_APPS);
     assert_eq!(code, 1, "a pod is not injected: {err}");
     assert!(
-        out.contains("Deployment/web in namespace apps: INJECTED"),
+        out.lines().any(|l| l.split_whitespace().collect::<Vec<_>>()
+            == [
+                "apps",
+                "Deployment",
+                "web",
+                "INJECTED",
+                "policy_enabled",
+                "outrigger"
+            ]),
         "{out}"
     );
     // Errors are 2, distinct from "not injected".
@@ -88,7 +111,7 @@ fn exit_status_is_the_verdict() {
 
 #[test]
 fn every_not_injected_verdict_ends_with_the_change_that_injects_it() {
-    let (_, out, _) = check(&["-n", "apps"]);
+    let (_, out, _) = check(&["-n", "apps", "-o", "wide"]);
     // Each report's last line is the fix, and the table ends with the summary. In an
     // unlabelled namespace the opted-out pod is injected by its own labels (the `rev.object.`
     // entry of the shipped default: outrigger's label, the opt-out removed), one change;
@@ -144,13 +167,13 @@ fn every_not_injected_verdict_ends_with_the_change_that_injects_it() {
 
 #[test]
 fn steps_not_evaluated_are_marked() {
-    let (_, out, _) = check(LABELLED_APPS);
+    let (_, out, _) = check(&[LABELLED_APPS, &["-o", "wide"]].concat());
     // The opted-out pod is decided at the label: the later steps are marked, facts not shown.
     assert!(
         out.contains("  policy                   NOT EVALUATED  -                      (not evaluated: decided at injectLabelOrAnnotation)"),
         "{out}"
     );
-    let (_, out, _) = check(&["-n", "apps"]);
+    let (_, out, _) = check(&["-n", "apps", "-o", "wide"]);
     assert!(
         out.contains("injector steps: NOT EVALUATED (no webhook sends the pod to the injector)"),
         "{out}"
@@ -230,7 +253,7 @@ const CANARY_POD: &str = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  lab
 /// evaluated as asked, with a warning.
 #[test]
 fn a_pod_asking_for_a_revision_is_checked_against_it() {
-    let (code, out, err) = check_manifest(CANARY_POD, &["-n", "apps"]);
+    let (code, out, err) = check_manifest(CANARY_POD, &["-n", "apps", "-o", "wide"]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(
         out.contains("rev.object.sidecar-injector.istio.io"),

@@ -410,7 +410,7 @@ fn drift_takes_the_namespace_labels_check_takes_and_agrees_with_it() {
     // No label selects the Deployment: check says not selected, drift says rightly not injected.
     let (code, out, _) = outrigger(&["check", "-f", &hello, "--namespace-labels", "team=a"]);
     assert_eq!(code, 1);
-    assert!(out.contains("NOT INJECTED (webhook_not_selected)"), "{out}");
+    assert!(out.contains("NOT INJECTED  webhook_not_selected"), "{out}");
     let (code, out, err) = outrigger(&["drift", "-f", &hello, "--namespace-labels", "team=a"]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("demo/hello  not-injected"), "{out}");
@@ -478,15 +478,12 @@ fn inject_warns_as_check_does_of_an_invalid_inject_value() {
     ]);
     assert_eq!(code, 0, "{err}");
     assert!(
-        check_out.contains(&format!("warning: {warning}")),
+        check_out.contains(&format!("warning: Pod/p: {warning}")),
         "{check_out}"
     );
     let (code, injected, err) = outrigger(&["inject", "-f", &maybe]);
     assert_eq!(code, 0, "{err}");
-    assert!(
-        err.contains(&format!("warning: document 0 (Pod \"apps/p\"): {warning}")),
-        "{err}"
-    );
+    assert!(err.contains(&format!("warning: Pod/p: {warning}")), "{err}");
     // The output is the injection's alone, as before.
     assert!(!injected.contains("Invalid value"), "{injected}");
     assert!(injected.contains("name: istio-proxy"), "{injected}");
@@ -507,7 +504,7 @@ fn check_says_when_injected_assumes_a_revisions_control_plane() {
     );
     let (code, out, err) = outrigger(&["check", "-f", &pod]);
     assert_eq!(code, 0, "{err}");
-    assert!(out.contains("INJECTED (policy_enabled)"), "{out}");
+    assert!(out.contains("INJECTED  policy_enabled  canary"), "{out}");
     assert!(
         err.contains("note: Pod/p is INJECTED by revision \"canary\"'s webhooks")
             && err.contains("only if a control plane of revision canary runs"),
@@ -525,4 +522,237 @@ fn check_says_when_injected_assumes_a_revisions_control_plane() {
     ]);
     assert_eq!(code, 0, "{err}");
     assert!(!err.contains("note:"), "{err}");
+}
+
+/// A boutique-like manifest for the one-decision test: a plain Deployment, one whose pods ask
+/// `sidecar.istio.io/inject: "maybe"` (Istio warns and falls back to the policy) and one whose
+/// pods opt out.
+const SHOP: &str = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: frontend\n  \
+namespace: shop\nspec:\n  selector:\n    matchLabels: {app: frontend}\n  template:\n    metadata:\n      \
+labels: {app: frontend}\n    spec:\n      containers:\n      - name: server\n        image: frontend\n\
+---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: cart\n  namespace: shop\nspec:\n  \
+selector:\n    matchLabels: {app: cart}\n  template:\n    metadata:\n      labels: {app: cart}\n      \
+annotations:\n        sidecar.istio.io/inject: \"maybe\"\n    spec:\n      containers:\n      - name: \
+server\n        image: cart\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: legacy\n  \
+namespace: shop\nspec:\n  selector:\n    matchLabels: {app: legacy}\n  template:\n    metadata:\n      \
+labels: {app: legacy, sidecar.istio.io/inject: \"false\"}\n    spec:\n      containers:\n      - name: \
+server\n        image: legacy\n";
+
+/// Each command's verdict per workload (`Deployment/cart` → injected or expected injected), and
+/// its stderr: `check -o json`, `inject` (the documents carrying a sidecar), `drift -o json`
+/// (`missing-sidecar`: expected injected; `not-injected`: rightly not) and `preview -o json`
+/// (the configuration in force's outcome).
+fn four_verdicts(
+    file: &str,
+    extra: &[&str],
+) -> Vec<(
+    &'static str,
+    std::collections::BTreeMap<String, bool>,
+    String,
+)> {
+    use serde_json::Value;
+    let run = |cmd: &[&str]| {
+        let (code, out, err) = outrigger(&[cmd, &["-f", file], extra].concat());
+        assert!(
+            code == 0 || code == 1,
+            "{cmd:?} {extra:?}: {code}\n{out}\n{err}"
+        );
+        (out, err)
+    };
+    let mut all = Vec::new();
+    let (out, err) = run(&["check", "-o", "json"]);
+    let v: Value = serde_json::from_str(&out).expect("check JSON");
+    let check = v
+        .as_array()
+        .expect("array")
+        .iter()
+        .map(|r| {
+            let w = r["workload"].as_str().expect("workload").to_string();
+            (w, r["injected"].as_bool().expect("injected"))
+        })
+        .collect();
+    all.push(("check", check, err));
+    let (out, err) = run(&["inject", "-q"]);
+    let inject = out
+        .split("\n---\n")
+        .filter(|d| !d.trim().is_empty() && d.trim() != "---")
+        .map(|d| {
+            let doc = outrigger_inject::yaml::from_str(d).expect("injected document");
+            let name = format!(
+                "{}/{}",
+                doc["kind"].as_str().unwrap_or(""),
+                doc["metadata"]["name"].as_str().unwrap_or("")
+            );
+            (name, d.contains("name: istio-proxy"))
+        })
+        .collect();
+    all.push(("inject", inject, err));
+    let (out, err) = run(&["drift", "-o", "json"]);
+    let v: Value = serde_json::from_str(&out).expect("drift JSON");
+    let drift = v
+        .as_array()
+        .expect("array")
+        .iter()
+        .map(|r| {
+            let name = r["name"].as_str().unwrap_or("");
+            let name = name.rsplit('/').next().unwrap_or(name);
+            let state = r["state"].as_str().unwrap_or("");
+            assert!(
+                state == "missing-sidecar" || state == "not-injected",
+                "drift: {r}"
+            );
+            (
+                format!("{}/{name}", r["kind"].as_str().unwrap_or("")),
+                state == "missing-sidecar",
+            )
+        })
+        .collect();
+    all.push(("drift", drift, err));
+    let (out, err) = run(&[
+        "preview",
+        "-o",
+        "json",
+        "--candidate-native-sidecars",
+        "false",
+    ]);
+    let v: Value = serde_json::from_str(&out).expect("preview JSON");
+    let preview = v
+        .as_array()
+        .expect("array")
+        .iter()
+        .map(|r| {
+            (
+                format!(
+                    "{}/{}",
+                    r["kind"].as_str().unwrap_or(""),
+                    r["name"].as_str().unwrap_or("")
+                ),
+                r["current"] == "injected",
+            )
+        })
+        .collect();
+    all.push(("preview", preview, err));
+    all
+}
+
+/// `check`, `inject`, `drift` and `preview` take the same decision flags and judge each pod
+/// with the one decision: on the same inputs they agree on injected or not, and say the same
+/// warnings and notes (check's table, the others' stderr).
+#[test]
+fn the_four_commands_agree_on_one_decision_and_its_warnings() {
+    let dir = scratch("one-decision");
+    let shop = write(&dir, "shop.yaml", SHOP);
+    let maybe = "warning: Deployment/cart: Invalid value for sidecar.istio.io/inject: \"maybe\". \
+                 Only 'true' and 'false' are accepted. Falling back to default injection policy.";
+    // A namespace labelled for outrigger: frontend and cart injected, legacy opted out.
+    let runs = four_verdicts(&shop, &["--namespace-labels", "istio.io/rev=outrigger"]);
+    let expected: std::collections::BTreeMap<String, bool> = [
+        ("Deployment/frontend", true),
+        ("Deployment/cart", true),
+        ("Deployment/legacy", false),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    for (cmd, verdicts, err) in &runs {
+        assert_eq!(verdicts, &expected, "{cmd}: {err}");
+        if *cmd != "check" {
+            assert_eq!(err.matches(maybe).count(), 1, "{cmd}: {err}");
+        }
+    }
+    let (_, table, _) = outrigger(&[
+        "check",
+        "-f",
+        &shop,
+        "--namespace-labels",
+        "istio.io/rev=outrigger",
+    ]);
+    assert!(table.lines().any(|l| l == maybe), "{table}");
+    // A namespace no entry selects: nothing is injected, by any of them; inject says why.
+    let runs = four_verdicts(&shop, &["--namespace-labels", "team=shop"]);
+    for (cmd, verdicts, err) in &runs {
+        assert!(
+            verdicts.len() == 3 && verdicts.values().all(|v| !v),
+            "{cmd}: {verdicts:?}\n{err}"
+        );
+        if *cmd != "check" {
+            assert_eq!(err.matches(maybe).count(), 1, "{cmd}: {err}");
+        }
+    }
+    let (_, inject_err) = (&runs[1].0, &runs[1].2);
+    assert!(
+        inject_err.contains(
+            "note: Deployment/frontend: left as written: no webhook entry selects it in \
+             namespace shop (--namespace-labels); to inject it: kubectl label namespace shop \
+             istio.io/rev=outrigger --overwrite"
+        ),
+        "{inject_err}"
+    );
+    // A pod asking for revision canary, with the default revision's configuration: injected by
+    // all four (its own label selects canary's entries), each saying what that assumes.
+    let canary = write(
+        &dir,
+        "canary.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  namespace: apps\n  labels:\n    \
+         istio.io/rev: canary\nspec:\n  containers:\n  - name: a\n    image: nginx\n",
+    );
+    let note = "note: Pod/p is INJECTED by revision \"canary\"'s webhooks (label \
+                istio.io/rev=canary) only if a control plane of revision canary runs; the \
+                configuration given is the default revision's (pass revision canary's files, or \
+                --revision canary to evaluate it as such)";
+    for (cmd, verdicts, err) in four_verdicts(&canary, &[]) {
+        assert_eq!(
+            verdicts.into_iter().collect::<Vec<_>>(),
+            [("Pod/p".to_string(), true)],
+            "{cmd}: {err}"
+        );
+        assert_eq!(err.matches(note).count(), 1, "{cmd}: {err}");
+    }
+}
+
+/// `drift` and `preview` take `--template-env` as `inject` and `check` do: a manifest injected
+/// with a variable the template reads is current under the same flag and stale without it.
+#[test]
+fn drift_and_preview_take_the_template_env_inject_takes() {
+    let dir = scratch("template-env");
+    let config = write(
+        &dir,
+        "config",
+        "policy: enabled\ndefaultTemplates: [sidecar]\ntemplates:\n  sidecar: |\n    spec:\n      \
+         containers:\n      - name: istio-proxy\n        image: proxy\n        env:\n        - \
+         name: FOO\n          value: {{ env \"FOO\" \"none\" | quote }}\n",
+    );
+    let values = write(&dir, "values", "{}");
+    let hello = repo("examples/hello.yaml");
+    let files = ["--injectConfigFile", &config, "--valuesFile", &values];
+    let env = ["--template-env", "FOO=bar"];
+    let (code, injected, err) =
+        outrigger(&[&["inject", "-q", "-f", &hello][..], &files, &env].concat());
+    assert_eq!(code, 0, "{err}");
+    assert!(injected.contains("value: bar"), "{injected}");
+    let injected = write(&dir, "injected.yaml", &injected);
+    let (code, out, err) = outrigger(&[&["drift", "-f", &injected][..], &files, &env].concat());
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("current"), "{out}");
+    let (code, out, err) = outrigger(&[&["drift", "-f", &injected][..], &files].concat());
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("env[FOO].value: \"bar\" -> \"none\""), "{out}");
+    let (code, out, err) = outrigger(
+        &[
+            &[
+                "preview",
+                "-f",
+                &hello,
+                "-o",
+                "json",
+                "--candidate-native-sidecars",
+                "true",
+            ][..],
+            &files,
+            &env,
+        ]
+        .concat(),
+    );
+    assert!(code == 0 || code == 1, "{out}{err}");
+    assert!(out.contains("\"bar\""), "{out}");
 }

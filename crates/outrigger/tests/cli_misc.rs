@@ -359,10 +359,7 @@ fn check_warns_about_text_kubernetes_ignores_as_inject_does() {
         "istio.io/rev=outrigger",
     ]);
     assert_eq!(code, 0, "{err}");
-    assert!(
-        out.contains("Pod/b in namespace default: INJECTED"),
-        "{out}"
-    );
+    assert!(out.contains("default    Pod   b     INJECTED"), "{out}");
     assert_eq!(
         err,
         format!(

@@ -639,6 +639,139 @@ async fn config_broken_then_fixed_while_requests_flow() {
     assert!(ok > 10, "load made only {ok} requests");
 }
 
+/// A whole ConfigMap (`kubectl get cm -o json`) named `name` with `data`.
+fn configmap_json(name: &str, data: &[(&str, &str)]) -> Vec<u8> {
+    let data: serde_json::Map<String, Value> = data
+        .iter()
+        .map(|(k, v)| (k.to_string(), Value::String(v.to_string())))
+        .collect();
+    serde_json::to_vec(&json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": "istio-system"}, "data": data}))
+    .expect("json")
+}
+
+/// `serve --config-dir` reads the three files as every command does, and each file may be a
+/// whole ConfigMap, at start-up and on reload; a reload that cannot be read (a ConfigMap without
+/// the input's key) keeps the last good configuration and says why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn config_dir_and_whole_configmaps_are_served_and_reloaded() {
+    let dir = scratch("config-dir-reload");
+    let vol = dir.join("istio");
+    let good1 = format!("policy: disabled\n{SELECTORS}");
+    let good2 = "policy: disabled\nneverInjectSelector:\n- matchLabels: {app: probe}\n";
+    write_volume(&vol, 1, &[("config", good1.as_bytes()), ("values", b"{}")]);
+    let vol_flag = vol.display().to_string();
+    let server = Outrigger::in_dir(&dir)
+        .flags(&["--config-dir", &vol_flag, "--allow-empty-config"])
+        .generated_ca()
+        .start();
+    let ca = server.ca();
+    let c = H2::connect(server.addr, &ca).await.unwrap();
+    assert_eq!(
+        probe_reason(&server, &c, "dir-1").await,
+        "policy_disabled",
+        "{}",
+        server.log_text()
+    );
+    // Whole ConfigMaps in every file: the injector's for config and values, the mesh one.
+    let injector = configmap_json(
+        "istio-sidecar-injector",
+        &[("config", good2), ("values", "{}")],
+    );
+    let mesh = configmap_json("istio", &[("mesh", "trustDomain: example.org\n")]);
+    write_volume(
+        &vol,
+        2,
+        &[
+            ("config", &injector),
+            ("values", &injector),
+            ("mesh", &mesh),
+        ],
+    );
+    assert!(
+        metric_reaches(
+            &c,
+            "outrigger_reloads_total{kind=\"config\",result=\"success\"}",
+            2.0,
+            Duration::from_secs(10)
+        )
+        .await,
+        "ConfigMaps must load:\n{}",
+        server.log_text()
+    );
+    assert_eq!(
+        probe_reason(&server, &c, "dir-2").await,
+        "never_inject_selector",
+        "the ConfigMap's config decides"
+    );
+    let logs = server.log_text();
+    for key in ["data.config key", "data.values key", "data.mesh key"] {
+        assert!(
+            logs.contains(&format!("is a whole ConfigMap; using its {key}")),
+            "{key}: {logs}"
+        );
+    }
+    // The mesh ConfigMap given as the config: refused, named, the last good one kept.
+    write_volume(
+        &vol,
+        3,
+        &[("config", &mesh), ("values", &injector), ("mesh", &mesh)],
+    );
+    assert!(
+        metric_reaches(
+            &c,
+            "outrigger_reloads_total{kind=\"config\",result=\"failure\"}",
+            1.0,
+            Duration::from_secs(10)
+        )
+        .await,
+        "a ConfigMap without `config` must be refused:\n{}",
+        server.log_text()
+    );
+    let logs = server.log_text();
+    assert!(
+        logs.contains("is a ConfigMap without the key \\\"config\\\" (its keys: mesh)")
+            && logs.contains("keeping the last good configuration"),
+        "{logs}"
+    );
+    assert_eq!(
+        probe_reason(&server, &c, "dir-3").await,
+        "never_inject_selector",
+        "the last good configuration still decides"
+    );
+}
+
+/// `serve --config-dir` without the values file stops at start-up, naming the file and the
+/// kubectl line that writes it, as every command does.
+#[test]
+fn a_config_dir_without_values_fails_at_start_up_naming_it() {
+    let dir = scratch("config-dir-no-values");
+    std::fs::write(dir.join("config"), "policy: enabled\n").expect("write");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_outrigger"))
+        .args([
+            "serve",
+            "--address",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--config-dir",
+        ])
+        .arg(&dir)
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "--config-dir {}: no file \"values\"",
+            dir.display()
+        )) && err.contains("hint: write it with `kubectl get cm istio-sidecar-injector"),
+        "{err}"
+    );
+    assert!(!err.contains("listening"), "{err}");
+}
+
 fn gen_ca_and_leaf(cn: &str) -> (String, String, String) {
     use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
     let ca_key = KeyPair::generate().unwrap();

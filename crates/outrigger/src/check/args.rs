@@ -7,8 +7,12 @@ use crate::cli::common::{ClusterTarget, ConfigFiles};
 /// Output format of `outrigger check`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum CheckOutput {
-    /// Short human-readable table.
+    /// One line per workload (namespace, kind, name, verdict, reason, revision), then the
+    /// warnings and the fixes, then the summary.
     Table,
+    /// The long form, kubectl's `-o wide`: per workload the webhook entries, the injector's
+    /// steps, the templates, the warnings and the fix.
+    Wide,
     /// One JSON object per pod, in a JSON array.
     Json,
 }
@@ -23,9 +27,6 @@ pub struct CheckArgs {
     /// with --kube, the namespace to read.
     #[arg(short = 'n', long = "namespace")]
     pub namespace: Option<String>,
-    /// Labels of the namespace, comma-separated k=v (offline; kubernetes.io/metadata.name is implied).
-    #[arg(long = "namespace-labels", value_delimiter = ',')]
-    pub namespace_labels: Vec<String>,
     /// Istio's configuration files.
     #[command(flatten)]
     pub files: ConfigFiles,
@@ -35,13 +36,11 @@ pub struct CheckArgs {
     /// Control plane revision of the webhook configuration to evaluate.
     #[arg(long = "revision", default_value = "")]
     pub revision: String,
-    /// The `istio.io/rev` value the evaluated entries select, as webhook-config's (default
-    /// `outrigger`, what deploy/base installs; `default` for the takeover's entries).
-    #[arg(long = "selector-revision", value_parser = crate::cli::values::revision_name)]
-    pub selector_revision: Option<String>,
-    /// Evaluate the `auto.` entry too (webhook-config --enable-namespaces-by-default).
-    #[arg(long = "enable-namespaces-by-default")]
-    pub enable_namespaces_by_default: bool,
+    /// What decides whether a pod is injected (`--namespace-labels` offline,
+    /// `--selector-revision`, `--enable-namespaces-by-default`, `--revision-tag`), as `inject`,
+    /// `drift` and `preview` take it.
+    #[command(flatten)]
+    pub decision: crate::cli::common::DecisionArgs,
     /// Read the namespace (and the pod given with --pod) from the cluster instead of a manifest.
     #[arg(long = "kube")]
     pub kube: bool,

@@ -70,8 +70,108 @@ pub fn parse_labels(pairs: &[String]) -> Result<Map<String, Value>> {
     Ok(m)
 }
 
-/// Render reports as the short human table.
-pub fn render_table(reports: &[Report]) -> String {
+/// One explained workload and the revision whose webhook entry selects it (`None`: no entry
+/// does), as the table prints it.
+#[derive(Debug, Clone, Copy)]
+pub struct Verdict<'a> {
+    /// The library's explanation.
+    pub report: &'a Report,
+    /// The revision of the selecting entry ([`selecting_revision`]).
+    pub revision: Option<&'a str>,
+}
+
+/// The revision an injecting webhook entry selects: the `istio.io/rev` value its namespace or
+/// object selector requires (`In`), else `default` (Istio's `istio-injection=enabled` and
+/// `sidecar.istio.io/inject=true` entries, which are the default revision's).
+pub fn entry_revision(entry: &Value) -> String {
+    ["namespaceSelector", "objectSelector"]
+        .iter()
+        .filter_map(|s| entry.get(*s)?.get("matchExpressions")?.as_array())
+        .flatten()
+        .find(|r| r["key"] == REVISION_LABEL && r["operator"] == "In")
+        .and_then(|r| r["values"].get(0)?.as_str())
+        .or_else(|| {
+            ["namespaceSelector", "objectSelector"]
+                .iter()
+                .find_map(|s| {
+                    entry
+                        .get(*s)?
+                        .get("matchLabels")?
+                        .get(REVISION_LABEL)?
+                        .as_str()
+                })
+        })
+        .unwrap_or(outrigger_inject::decide::selection::DEFAULT_REVISION)
+        .to_string()
+}
+
+/// The revision of the first entry of `entries` that selects the pod `report` explains (by the
+/// entry names the report lists as selected).
+pub fn selecting_revision(report: &Report, entries: &[Value]) -> Option<String> {
+    let name = report.webhooks.iter().find(|w| w.selected)?.name.as_str();
+    entries
+        .iter()
+        .find(|e| e["name"] == name)
+        .map(entry_revision)
+}
+
+/// Render explained workloads as the table, kubectl's habit: one line per workload (namespace,
+/// kind, name, verdict, reason, the selecting revision), then the warnings (`warning: KIND/NAME:
+/// TEXT`, as every command words them) and the changes that would inject (only for the
+/// workloads that have any), then the summary. `-o wide` gives the
+/// long form ([`render_wide`]).
+pub fn render_table(verdicts: &[Verdict<'_>]) -> String {
+    let rows = verdicts.iter().map(|v| {
+        let r = v.report;
+        let (kind, name) = r.workload.split_once('/').unwrap_or(("Pod", &r.workload));
+        let verdict = if r.injected {
+            "INJECTED"
+        } else {
+            "NOT INJECTED"
+        };
+        (
+            [
+                r.namespace.clone(),
+                kind.to_string(),
+                name.to_string(),
+                verdict.to_string(),
+                r.reason.clone(),
+                v.revision.unwrap_or("-").to_string(),
+            ],
+            String::new(),
+        )
+    });
+    let mut s = crate::drift::columns(
+        ["NAMESPACE", "KIND", "NAME", "VERDICT", "REASON", "REVISION"],
+        rows,
+    );
+    // The warnings as every command words them (`warning: KIND/NAME: TEXT`), then the fixes.
+    let mut fixes = String::new();
+    for v in verdicts {
+        let r = v.report;
+        if !r.missing_templates.is_empty() {
+            let _ = writeln!(
+                s,
+                "warning: {}: missing templates (injection would fail): {}",
+                r.workload,
+                r.missing_templates.join(", ")
+            );
+        }
+        for w in &r.warnings {
+            let _ = writeln!(s, "warning: {}: {w}", r.workload);
+        }
+        if let Some(fix) = &r.fix {
+            let _ = writeln!(fixes, "{}: to inject it: {fix}", r.workload);
+        }
+    }
+    s.push_str(&fixes);
+    s.push_str(&summary_of(verdicts.iter().map(|v| v.report)));
+    s
+}
+
+/// Render reports in the long form (`-o wide`): per workload the verdict, the webhook entries,
+/// the injector's steps, the templates, the warnings and the fix; then the summary.
+pub fn render_wide(reports: &[Report]) -> String {
     let mut s = String::new();
     for r in reports {
         let verdict = if r.injected {
@@ -160,11 +260,19 @@ pub fn render_table(reports: &[Report]) -> String {
 /// The table's last line: how many workloads (pods and pod templates) were explained and how
 /// many of them are injected (`3 workloads: 2 injected, 1 not injected`).
 pub fn summary(reports: &[Report]) -> String {
-    let injected = reports.iter().filter(|r| r.injected).count();
+    summary_of(reports.iter())
+}
+
+fn summary_of<'a>(reports: impl Iterator<Item = &'a Report>) -> String {
+    let (mut all, mut injected) = (0, 0);
+    for r in reports {
+        all += 1;
+        injected += usize::from(r.injected);
+    }
     format!(
         "{}: {injected} injected, {} not injected\n",
-        crate::print::count(reports.len(), "workload", "workloads"),
-        reports.len() - injected
+        crate::print::count(all, "workload", "workloads"),
+        all - injected
     )
 }
 
@@ -181,16 +289,28 @@ pub fn verdict_status(reports: &[Report]) -> ExitCode {
 pub fn webhook_options(args: &CheckArgs) -> WebhookOptions {
     WebhookOptions {
         revision: args.revision.clone(),
-        selector: args.selector_revision.clone(),
-        enable_namespaces_by_default: args.enable_namespaces_by_default,
+        selector: args.decision.selector_revision.clone(),
+        enable_namespaces_by_default: args.decision.enable_namespaces_by_default,
         ..WebhookOptions::default()
     }
 }
 
-/// Print reports in the requested format (used by the live mode too).
-pub fn print(reports: &[Report], output: CheckOutput) -> Result<()> {
+/// Print reports in the requested format (used by the live mode too); `revisions[i]` is the
+/// revision selecting `reports[i]`'s pod.
+pub fn print(reports: &[Report], revisions: &[Option<String>], output: CheckOutput) -> Result<()> {
     let text = match output {
-        CheckOutput::Table => render_table(reports),
+        CheckOutput::Table => {
+            let verdicts: Vec<Verdict<'_>> = reports
+                .iter()
+                .zip(revisions.iter().chain(std::iter::repeat(&None)))
+                .map(|(report, revision)| Verdict {
+                    report,
+                    revision: revision.as_deref(),
+                })
+                .collect();
+            render_table(&verdicts)
+        }
+        CheckOutput::Wide => render_wide(reports),
         CheckOutput::Json => print::pretty_json(&reports)?,
     };
     print::stdout(&text)
@@ -207,71 +327,8 @@ pub fn read_documents(file: &Path) -> Result<Vec<Value>> {
     Ok(docs)
 }
 
-/// The revision a document's pods ask for: the `istio.io/rev` label of the first pod (template)
-/// that has one, else the namespace's (`default` as written; `None` when nothing asks).
-fn requested_revision(doc: &Value, ns_labels: &Map<String, Value>) -> Option<String> {
-    let label = |labels: Option<&Value>| {
-        labels
-            .and_then(|l| l.get(REVISION_LABEL))
-            .and_then(Value::as_str)
-            .map(str::to_string)
-    };
-    check::pods_of(doc)
-        .iter()
-        .find_map(|(_, pod)| label(pod.pointer("/metadata/labels")))
-        .or_else(|| {
-            ns_labels
-                .get(REVISION_LABEL)
-                .and_then(Value::as_str)
-                .map(str::to_string)
-        })
-}
-
-/// `Deployment/web`: how a warning names a document.
-fn doc_name(doc: &Value) -> String {
-    format!(
-        "{}/{}",
-        doc["kind"].as_str().unwrap_or("object"),
-        doc.pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-    )
-}
-
-/// The note for a verdict that rests on an assumption: a pod (or its namespace) asks for a
-/// revision other than `default` (label `istio.io/rev`), `--revision` names none, and the
-/// configuration is the default revision's (its values name no `revision`). It is then judged by
-/// that revision's webhooks, as if a control plane of that revision served it with this
-/// configuration, which nothing offline can confirm.
-fn assumed_revision(
-    doc: &Value,
-    asked: &Option<String>,
-    given: &str,
-    snapshot: &outrigger_inject::config::Snapshot,
-    reports: &[Report],
-) -> Option<String> {
-    // outrigger's own selector value names no control plane: the configuration given serves it.
-    let rev = asked.as_deref().filter(|r| {
-        *r != "default" && *r != outrigger_inject::decide::selection::OUTRIGGER_SELECTOR
-    })?;
-    let config_revision = snapshot
-        .values
-        .get("revision")
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    if !given.is_empty() || !config_revision.is_empty() || !reports.iter().any(|r| r.injected) {
-        return None;
-    }
-    Some(format!(
-        "note: {} is INJECTED by revision {rev:?}'s webhooks (label istio.io/rev={rev}) only if \
-         a control plane of revision {rev} runs; the configuration given is the default \
-         revision's (pass revision {rev}'s files, or --revision {rev} to evaluate it as such)",
-        doc_name(doc)
-    ))
-}
-
-/// Gather the live facts (`--kube`) and explain.
-fn explain_live(args: &CheckArgs) -> Result<Vec<Report>> {
+/// Gather the live facts (`--kube`) and explain; with each report, the revision selecting it.
+fn explain_live(args: &CheckArgs) -> Result<(Vec<Report>, Vec<Option<String>>)> {
     // `--injectConfigMapName NAME -i NS`, as `inject --kube`; `--injectConfigMap NS/NAME` is
     // the deprecated spelling.
     let config_map = match (&args.inject_config_map_name, &args.inject_config_map) {
@@ -321,7 +378,7 @@ fn explain_live(args: &CheckArgs) -> Result<Vec<Report>> {
                     eprintln!(
                         "warning: {} is in namespace {ns}, but the labels evaluated are those of \
                          namespace {} (choose it with --namespace {ns})",
-                        doc_name(doc),
+                        crate::decision::doc_name(doc),
                         live.namespace
                     );
                 }
@@ -330,13 +387,18 @@ fn explain_live(args: &CheckArgs) -> Result<Vec<Report>> {
         }
         (None, None) => vec![check::new_pod()],
     };
-    Ok(check::explain_documents(
+    let reports = check::explain_documents(
         &docs,
         Some(&live.namespace),
         &live.namespace_labels,
         &webhooks,
         &snapshot,
-    ))
+    );
+    let revisions = reports
+        .iter()
+        .map(|r| selecting_revision(r, &webhooks))
+        .collect();
+    Ok((reports, revisions))
 }
 
 /// Run `outrigger check`: exits 0 when every pod would be injected, 1 when any would not (2 on
@@ -344,11 +406,11 @@ fn explain_live(args: &CheckArgs) -> Result<Vec<Report>> {
 pub fn run(args: &CheckArgs) -> Result<ExitCode> {
     crate::template_env::init(&args.env.template_env)?;
     if args.kube {
-        let reports = explain_live(args)?;
+        let (reports, revisions) = explain_live(args)?;
         if reports.is_empty() {
             bail!("nothing to explain");
         }
-        print(&reports, args.output)?;
+        print(&reports, &revisions, args.output)?;
         return Ok(verdict_status(&reports));
     }
     let Some(file) = &args.filename else {
@@ -356,57 +418,22 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
     };
     let snapshot = crate::config_source::webhook_snapshot(&args.files)?;
     let docs = read_documents(file)?;
-    let ns_labels = parse_labels(&args.namespace_labels)?;
+    let decider = crate::decision::Decider::new(
+        &args.decision,
+        &args.revision,
+        args.namespace.as_deref(),
+        &snapshot,
+    )?
+    .explaining();
     let mut reports = Vec::new();
-    // Said once, however many documents it applies to.
-    let mut notes: Vec<String> = Vec::new();
+    let mut revisions = Vec::new();
+    // Said once, however many documents they apply to; the injector's warnings are the table's.
+    let said = crate::decision::SaidOnce::default();
     for doc in &docs {
-        // Each pod is evaluated against the entries selecting the revision it asks for (its
-        // `istio.io/rev` label, else the namespace's), unless --selector-revision or --revision
-        // names what is evaluated; without either and without a label, the shipped default's
-        // (`istio.io/rev=outrigger`).
-        let asked = requested_revision(doc, &ns_labels);
-        let mut options = webhook_options(args);
-        let given = match (&args.selector_revision, args.revision.as_str()) {
-            (Some(sel), _) => Some(format!("--selector-revision {sel}")),
-            (None, "") => None,
-            (None, rev) => Some(format!(
-                "--revision {rev} (entries selecting istio.io/rev={})",
-                options.selector_revision()
-            )),
-        };
-        match (&asked, given) {
-            (Some(rev), None) => {
-                options.revision = rev.clone();
-                options.selector = Some(rev.clone());
-            }
-            (Some(rev), Some(given)) if rev != options.selector_revision() => {
-                eprintln!(
-                    "warning: {} asks for revision {rev:?} (label istio.io/rev) but {given} is \
-                     evaluated",
-                    doc_name(doc)
-                );
-            }
-            _ => {}
-        }
-        if let Some(w) = webhook_object::auto_entry_dropped(&options) {
-            if !notes.contains(&w) {
-                eprintln!("{w}");
-                notes.push(w);
-            }
-        }
-        let webhooks = webhook_object::entries(&options);
-        let explained = check::explain_documents(
-            std::slice::from_ref(doc),
-            args.namespace.as_deref(),
-            &ns_labels,
-            &webhooks,
-            &snapshot,
-        );
-        if let Some(note) = assumed_revision(doc, &asked, &args.revision, &snapshot, &explained) {
-            eprintln!("{note}");
-        }
-        reports.extend(explained);
+        let judged = decider.judge(doc);
+        said.eprint(judged.messages);
+        revisions.extend(judged.revisions);
+        reports.extend(judged.reports);
     }
     if reports.is_empty() {
         bail!(
@@ -414,7 +441,7 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
             file.display()
         );
     }
-    print(&reports, args.output)?;
+    print(&reports, &revisions, args.output)?;
     Ok(verdict_status(&reports))
 }
 
@@ -800,6 +827,58 @@ mod tests {
         assert!(err.to_string().contains("istio-injection=enabled"), "{err}");
     }
 
+    /// The table prints a line per workload, then the warnings (this configuration has no
+    /// `sidecar` template: a warning of its own), then the changes that would inject the
+    /// workloads not injected, then the summary.
+    #[test]
+    fn the_table_groups_warnings_and_fixes_under_the_rows() {
+        let snap = snapshot("enabled", vec![], vec![]);
+        let ns = json!({"istio.io/rev": "outrigger"});
+        let wh = WebhookOptions::default();
+        let entries = webhook_object::entries(&wh);
+        let maybe = run_explain(
+            &pod(json!({}), json!({"sidecar.istio.io/inject": "maybe"})),
+            "apps",
+            ns.clone(),
+            &snap,
+            &wh,
+        );
+        let plain = run_explain(&pod(json!({}), json!({})), "apps", ns.clone(), &snap, &wh);
+        let out = run_explain(
+            &pod(json!({"sidecar.istio.io/inject": "false"}), json!({})),
+            "apps",
+            ns,
+            &snap,
+            &wh,
+        );
+        let reports = [maybe, plain, out];
+        let revisions: Vec<Option<String>> = reports
+            .iter()
+            .map(|r| selecting_revision(r, &entries))
+            .collect();
+        let verdicts: Vec<Verdict<'_>> = reports
+            .iter()
+            .zip(&revisions)
+            .map(|(report, rev)| Verdict {
+                report,
+                revision: rev.as_deref(),
+            })
+            .collect();
+        assert_eq!(
+            render_table(&verdicts),
+            "NAMESPACE  KIND  NAME  VERDICT       REASON                REVISION\n\
+             apps       Pod   p     INJECTED      policy_enabled        outrigger\n\
+             apps       Pod   p     INJECTED      policy_enabled        outrigger\n\
+             apps       Pod   p     NOT INJECTED  webhook_not_selected  -\n\
+             warning: Pod/p: missing templates (injection would fail): sidecar\n\
+             warning: Pod/p: Invalid value for sidecar.istio.io/inject: \"maybe\". Only 'true' \
+             and 'false' are accepted. Falling back to default injection policy.\n\
+             warning: Pod/p: missing templates (injection would fail): sidecar\n\
+             Pod/p: to inject it: remove the label sidecar.istio.io/inject=\"false\" from the pod\n\
+             3 workloads: 2 injected, 1 not injected\n"
+        );
+    }
+
     #[test]
     fn table_and_json_render() {
         let snap = snapshot("enabled", vec![], vec![]);
@@ -810,7 +889,7 @@ mod tests {
             &snap,
             &takeover(),
         );
-        let t = render_table(std::slice::from_ref(&r));
+        let t = render_wide(std::slice::from_ref(&r));
         assert!(
             t.starts_with("Pod/p in namespace apps: INJECTED (policy_enabled)"),
             "{t}"
@@ -819,6 +898,21 @@ mod tests {
         assert!(
             t.ends_with("\n1 workload: 1 injected, 0 not injected\n"),
             "{t}"
+        );
+        // The default table: one line per workload, the revision of the selecting entry.
+        let entries = webhook_object::entries(&takeover());
+        let revision = selecting_revision(&r, &entries);
+        assert_eq!(revision.as_deref(), Some("default"));
+        let t = render_table(&[Verdict {
+            report: &r,
+            revision: revision.as_deref(),
+        }]);
+        assert_eq!(
+            t,
+            "NAMESPACE  KIND  NAME  VERDICT   REASON          REVISION\n\
+             apps       Pod   p     INJECTED  policy_enabled  default\n\
+             warning: Pod/p: missing templates (injection would fail): sidecar\n\
+             1 workload: 1 injected, 0 not injected\n"
         );
         let j = serde_json::to_value(std::slice::from_ref(&r)).expect("serialisable");
         assert_eq!(j[0]["reason"], "policy_enabled");

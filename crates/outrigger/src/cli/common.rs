@@ -104,6 +104,48 @@ pub struct ClusterTarget {
     pub context: Option<String>,
 }
 
+/// What decides, besides the pod and the injector's configuration, whether a pod of a manifest
+/// is injected: the namespace as the webhooks see it and which webhook entries are evaluated.
+/// `check`, `inject`, `drift` and `preview` take these flags alike and judge with the one
+/// decision ([`crate::decision`]).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct DecisionArgs {
+    /// Labels of the manifests' namespace, comma-separated KEY=VALUE (kubernetes.io/metadata.name
+    /// is implied): each pod is judged as the webhook entries and the injector see it there, as
+    /// `check` explains it. `inject` leaves a workload no entry selects as written, `drift`
+    /// expects it not injected. Without it, `inject`, `drift` and `preview` inject every pod
+    /// that does not opt out, as `istioctl kube-inject` does.
+    #[arg(
+        long = "namespace-labels",
+        value_delimiter = ',',
+        value_name = "KEY=VALUE",
+        requires = "filename"
+    )]
+    pub namespace_labels: Vec<String>,
+    /// The `istio.io/rev` value the evaluated webhook entries select, as webhook-config's
+    /// (default `outrigger`, what deploy/base installs; `default` for the takeover's entries).
+    #[arg(long = "selector-revision", value_parser = crate::cli::values::revision_name)]
+    pub selector_revision: Option<String>,
+    /// Evaluate the `auto.` entry too (webhook-config --enable-namespaces-by-default).
+    #[arg(long = "enable-namespaces-by-default")]
+    pub enable_namespaces_by_default: bool,
+    /// Istio revision tag TAG pointing at REVISION (repeatable), as `istioctl tag set TAG
+    /// --revision REVISION` makes it: a pod or namespace labelled `istio.io/rev: TAG` is on
+    /// REVISION. With `drift --kube` the cluster's tags are read too (a flag wins).
+    #[arg(long = "revision-tag", value_name = "TAG=REVISION", value_parser = revision_tag)]
+    pub revision_tags: Vec<(String, String)>,
+}
+
+/// `TAG=REVISION`, both non-empty.
+fn revision_tag(value: &str) -> Result<(String, String), String> {
+    match value.split_once('=') {
+        Some((tag, rev)) if !tag.is_empty() && !rev.is_empty() => {
+            Ok((tag.to_string(), rev.to_string()))
+        }
+        _ => Err(format!("expected TAG=REVISION, got {value:?}")),
+    }
+}
+
 /// `--native-sidecars` of the commands that judge pods against the configuration in force
 /// (`drift`, `preview`).
 #[derive(Debug, Clone, Copy, Default, clap::Args)]

@@ -94,15 +94,31 @@ fn configmap_data(text: &str) -> Option<serde_json::Map<String, serde_json::Valu
 /// `kind` (`values`, `mesh`), said in a note on stderr; a ConfigMap without that key is refused,
 /// naming the keys it has.
 fn unwrap_configmap(text: String, kind: InputKind, name: &str) -> Result<String> {
+    let (text, note) = unwrap_configmap_noted(text, kind, name)?;
+    if let Some(note) = note {
+        eprintln!("{note}");
+    }
+    Ok(text)
+}
+
+/// [`unwrap_configmap`] returning its note (`note: NAME is a whole ConfigMap; using its
+/// data.KEY key`) instead of printing it.
+fn unwrap_configmap_noted(
+    text: String,
+    kind: InputKind,
+    name: &str,
+) -> Result<(String, Option<String>)> {
     let Some(data) = configmap_data(&text) else {
-        return Ok(text);
+        return Ok((text, None));
     };
     let key = configmap_key(kind);
     match data.get(key).and_then(serde_json::Value::as_str) {
-        Some(value) => {
-            eprintln!("note: {name} is a whole ConfigMap; using its data.{key} key");
-            Ok(value.to_string())
-        }
+        Some(value) => Ok((
+            value.to_string(),
+            Some(format!(
+                "note: {name} is a whole ConfigMap; using its data.{key} key"
+            )),
+        )),
         None => {
             let keys: Vec<&str> = data.keys().map(String::as_str).collect();
             anyhow::bail!(
@@ -305,38 +321,121 @@ pub fn manifests_snapshot_from(
         .with_context(|| format!("loading mesh config {}", shown(mesh)))
 }
 
-/// The injector configuration as the webhook uses it: the files when given (read and checked as
-/// `inject` reads them: a file given for another input is refused), else the embedded default.
-pub fn webhook_snapshot(files: &ConfigFiles) -> Result<Snapshot> {
-    let files = &files.resolved()?;
-    let Some(cfg) = &files.inject_config_file else {
-        return outrigger_inject::config::defaults::snapshot()
-            .context("loading the embedded default configuration");
-    };
-    // A whole ConfigMap gives its `config` key, and its `values` key unless a values file is
+/// The three documents of the webhook's configuration, as read from their inputs: a whole
+/// ConfigMap given for any of them is read through its key for that input (the injector's
+/// ConfigMap given for the config also gives its `values` key when no values input is), and a
+/// document given for another input is refused ([`input_kind::expect`]). Shared by `serve`
+/// (start-up and every reload) and `check`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WebhookDocuments {
+    /// The injector config (the `config` key).
+    pub config: String,
+    /// The values (`None`: no values input and none in a whole ConfigMap).
+    pub values: Option<String>,
+    /// Whether the values are the `values` key of the ConfigMap given for the config.
+    pub values_from_config: bool,
+    /// The mesh config (`None`: no mesh input).
+    pub mesh: Option<String>,
+    /// What was read from whole ConfigMaps, as notes (`note: NAME is a whole ConfigMap; using
+    /// its data.config key`).
+    pub notes: Vec<String>,
+}
+
+/// Read the webhook's documents ([`WebhookDocuments`]) from `config`, `values` and `mesh`
+/// (each `None` when not given). Errors name the input and what it was read as.
+pub fn webhook_documents(
+    config: Input<'_>,
+    values: Option<Input<'_>>,
+    mesh: Option<Input<'_>>,
+) -> Result<WebhookDocuments> {
+    let mut notes = Vec::new();
+    let raw = config.text()?;
+    // A whole ConfigMap gives its `config` key, and its `values` key unless a values input is
     // given (as `inject` reads it).
-    let raw = read(cfg)?;
-    let configmap_values = match (configmap_data(&raw), &files.values_file) {
+    let configmap_values = match (configmap_data(&raw), values) {
         (Some(data), None) => data
             .get("values")
             .and_then(serde_json::Value::as_str)
             .map(str::to_string),
         _ => None,
     };
-    let config =
-        read_input(&files.inject_config_file, InputKind::InjectorConfig)?.unwrap_or_default();
-    let values = match configmap_values {
-        Some(v) => v,
-        None => read_input(&files.values_file, InputKind::Values)?.unwrap_or_default(),
+    let (config_text, note) =
+        unwrap_configmap_noted(raw, InputKind::InjectorConfig, &config.name())?;
+    notes.extend(note);
+    expect_input(&config_text, InputKind::InjectorConfig)
+        .with_context(|| format!("loading injector config {}", config.name()))?;
+    let values_from_config = configmap_values.is_some();
+    if values_from_config {
+        notes = vec![format!(
+            "note: {} is a whole ConfigMap; using its data.config and data.values keys",
+            config.name()
+        )];
+    }
+    let values_text = match (configmap_values, values) {
+        (Some(v), _) => Some(v),
+        (None, Some(p)) => {
+            let (text, note) = webhook_document(p, InputKind::Values)?;
+            notes.extend(note);
+            Some(text)
+        }
+        (None, None) => None,
     };
-    let mesh = read_input(&files.mesh_config_file, InputKind::MeshConfig)?;
+    let mesh_text = match mesh {
+        Some(p) => {
+            let (text, note) = webhook_document(p, InputKind::MeshConfig)?;
+            notes.extend(note);
+            Some(text)
+        }
+        None => None,
+    };
+    Ok(WebhookDocuments {
+        config: config_text,
+        values: values_text,
+        values_from_config,
+        mesh: mesh_text,
+        notes,
+    })
+}
+
+/// One document of the webhook's configuration read from `input` as `kind` (the values or the
+/// mesh config): a whole ConfigMap through its key (with the note saying so), a document of
+/// another kind refused. Errors name the input.
+pub fn webhook_document(input: Input<'_>, kind: InputKind) -> Result<(String, Option<String>)> {
+    let (text, note) = unwrap_configmap_noted(input.text()?, kind, &input.name())?;
+    let what = match kind {
+        InputKind::InjectorConfig => "injector config",
+        InputKind::Values => "values",
+        InputKind::MeshConfig | InputKind::ConfigMap => "mesh config",
+    };
+    expect_input(&text, kind).with_context(|| format!("loading {what} {}", input.name()))?;
+    Ok((text, note))
+}
+
+/// The injector configuration as the webhook uses it: the files when given (read and checked as
+/// `inject` reads them: a file given for another input is refused, a whole ConfigMap is read
+/// through its key), else the embedded default.
+pub fn webhook_snapshot(files: &ConfigFiles) -> Result<Snapshot> {
+    let files = &files.resolved()?;
+    let Some(cfg) = &files.inject_config_file else {
+        return outrigger_inject::config::defaults::snapshot()
+            .context("loading the embedded default configuration");
+    };
+    let docs = webhook_documents(
+        Input::File(cfg),
+        files.values_file.as_deref().map(Input::File),
+        files.mesh_config_file.as_deref().map(Input::File),
+    )?;
+    for note in &docs.notes {
+        eprintln!("{note}");
+    }
+    let values = docs.values.unwrap_or_default();
     if let Some(p) = &files.values_file {
         // Named alone, as `inject` and `serve` name it.
         let parsed = outrigger_inject::config::parse_values(&values)
             .with_context(|| format!("loading values {}", p.display()))?;
         warn_quantities(&parsed, &p.display().to_string());
     }
-    Snapshot::load(&config, &values, mesh.as_deref())
+    Snapshot::load(&docs.config, &values, docs.mesh.as_deref())
         .map(|s| s.with_template_env(crate::template_env::current()))
         .with_context(|| format!("loading injector config {}", cfg.display()))
 }

@@ -1,7 +1,7 @@
-//! Where the injector configuration comes from, for every command but `serve` (which watches
-//! its mounted files or the cluster's ConfigMaps, see `crate::serve`): files given with istioctl's
-//! flags ([`files`]), the cluster's ConfigMaps with `--kube` ([`cluster`]), else the embedded
-//! default; and the native-sidecar mode the flags and `ENABLE_NATIVE_SIDECARS` choose.
+//! Where the injector configuration comes from: files given with istioctl's flags or
+//! `--config-dir` ([`files`]; `serve` reads its watched files through the same
+//! [`webhook_documents`]), the cluster's ConfigMaps with `--kube` ([`cluster`]), else the
+//! embedded default; and the native-sidecar mode the flags and `ENABLE_NATIVE_SIDECARS` choose.
 
 pub mod cluster;
 pub mod files;
@@ -14,7 +14,7 @@ use outrigger_inject::kube_inject::KubeInjectOptions;
 use crate::cli::common::ClusterArgs;
 use crate::cli::common::ConfigFiles;
 
-pub use files::{read_input, webhook_snapshot};
+pub use files::{read_input, webhook_document, webhook_documents, webhook_snapshot, Input};
 
 /// The native-sidecar mode: the flag when given, else `ENABLE_NATIVE_SIDECARS` (`env`, unset is
 /// `auto`) through the library's parser, with its warning for a value Istio does not know.

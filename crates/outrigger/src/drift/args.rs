@@ -36,26 +36,16 @@ pub struct DriftArgs {
     /// `--native-sidecars` of the configuration in force.
     #[command(flatten)]
     pub in_force: crate::cli::common::NativeSidecarsInForce,
-    /// With -f: labels of the manifests' namespace, comma-separated k=v, as `check
-    /// --namespace-labels` takes them: each pod template is then judged as the webhooks see it
-    /// (selected by the revision in force, another revision's, or none, which is rightly not
-    /// injected), as `drift --kube` judges the cluster's pods. Without it every pod template is
-    /// expected injected unless it opts out, as `inject` injects it.
-    #[arg(
-        long = "namespace-labels",
-        value_delimiter = ',',
-        requires = "filename",
-        value_name = "KEY=VALUE"
-    )]
-    pub namespace_labels: Vec<String>,
     /// Revision in force (`default` means none): pods injected by another are `wrong-revision`.
     #[arg(long = "revision", default_value = "")]
     pub revision: String,
-    /// Istio revision tag TAG pointing at REVISION (repeatable), as `istioctl tag set TAG
-    /// --revision REVISION` makes it: a pod or namespace labelled `istio.io/rev: TAG` is on
-    /// REVISION. With --kube the cluster's tags are read too (a flag wins over the cluster).
-    #[arg(long = "revision-tag", value_name = "TAG=REVISION", value_parser = revision_tag)]
-    pub revision_tags: Vec<(String, String)>,
+    /// What decides whether a pod is injected (`--namespace-labels`, `--selector-revision`,
+    /// `--revision-tag`), as `check` takes it.
+    #[command(flatten)]
+    pub decision: crate::cli::common::DecisionArgs,
+    /// What the templates may read of the environment, as `inject` and `check` take it.
+    #[command(flatten)]
+    pub env: crate::cli::common::TemplateEnvArgs,
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
     pub output: DriftOutput,
@@ -109,14 +99,4 @@ pub struct RestartArgs {
     #[arg(long = "poll-interval", default_value = "2s", hide = true,
           value_parser = crate::cli::values::duration)]
     pub poll_interval: std::time::Duration,
-}
-
-/// `TAG=REVISION`, both non-empty.
-fn revision_tag(value: &str) -> Result<(String, String), String> {
-    match value.split_once('=') {
-        Some((tag, rev)) if !tag.is_empty() && !rev.is_empty() => {
-            Ok((tag.to_string(), rev.to_string()))
-        }
-        _ => Err(format!("expected TAG=REVISION, got {value:?}")),
-    }
 }

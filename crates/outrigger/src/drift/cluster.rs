@@ -89,7 +89,7 @@ pub fn run(args: &DriftArgs, opts: &KubeInjectOptions<'_>, per_node: bool) -> Re
                 );
                 RevisionTags::default()
             });
-        tags.0.extend(args.revision_tags.iter().cloned());
+        tags.0.extend(args.decision.revision_tags.iter().cloned());
         // Pods labelled for outrigger's shipped webhook (istio.io/rev=outrigger) are the
         // revision in force's.
         let tags = tags.with_outrigger(&args.revision);

@@ -12,7 +12,6 @@ use std::process::ExitCode;
 
 use crate::print;
 use anyhow::{Context, Result};
-use outrigger_inject::decide::inject_required;
 use outrigger_inject::drift::{
     self, pod_drift, selecting_revision, stored_pod_drift, FieldDiff, PodDrift, RevisionTags, State,
 };
@@ -41,6 +40,7 @@ struct Row {
 
 /// Run `outrigger drift`.
 pub fn run(args: &DriftArgs) -> Result<ExitCode> {
+    crate::template_env::init(&args.env.template_env)?;
     let setup = crate::config_source::Setup::load(&args.cluster, &args.files, &args.revision)?;
     let opts = setup.options(args.in_force.native_sidecars, false);
     let Some(filename) = &args.filename else {
@@ -51,15 +51,14 @@ pub fn run(args: &DriftArgs) -> Result<ExitCode> {
         );
     };
     // outrigger's own selector value stands for the revision in force, as `--kube` reads it.
-    let tags =
-        RevisionTags(args.revision_tags.iter().cloned().collect()).with_outrigger(&args.revision);
-    let ns_labels = if args.namespace_labels.is_empty() {
-        None
-    } else {
-        Some(crate::check::parse_labels(&args.namespace_labels)?)
-    };
+    let tags = RevisionTags(args.decision.revision_tags.iter().cloned().collect())
+        .with_outrigger(&args.revision);
+    // The one decision, as `check` judges each pod template (with --namespace-labels, the
+    // verdict; always, the warnings).
+    let decider =
+        crate::decision::Decider::new(&args.decision, &args.revision, None, opts.snapshot)?;
     let mut skipped = Skipped::default();
-    let rows = examine_stream(filename, &opts, &tags, ns_labels.as_ref(), &mut skipped)?;
+    let rows = examine_stream(filename, &opts, &tags, &decider, &mut skipped)?;
     let out = match args.output {
         DriftOutput::Table => table(&rows, &skipped),
         DriftOutput::Json => {
@@ -105,17 +104,20 @@ struct Template {
 /// documents (the library's [`yaml::DocumentReader`]), a bounded batch at a time, each
 /// batch's templates judged on all cores in order: memory follows the batch, not the file.
 /// `tags` resolve pods' `istio.io/rev` labels; pods their tag puts on another revision, and on
-/// it, are counted in `skipped`, not examined. With `ns_labels` (the namespace's labels), each
-/// pod template is judged as `drift --kube` judges a pod: the webhook that selects it
-/// ([`selecting_revision`]), then the injector's policy ([`inject_required`]). A document that
-/// fails is an error naming it; nothing is judged of it.
+/// it, are counted in `skipped`, not examined. With --namespace-labels, each pod template is
+/// judged as in that namespace: the revision whose webhook selects it ([`selecting_revision`],
+/// another revision's is not examined), then the one decision ([`crate::decision`]: the
+/// webhook entries and the injector, as `check` explains it). The decision's warnings are
+/// printed on stderr, once each. A document that fails is an error naming it; nothing is
+/// judged of it.
 fn examine_stream(
     filename: &std::path::Path,
     opts: &KubeInjectOptions<'_>,
     tags: &RevisionTags,
-    ns_labels: Option<&serde_json::Map<String, Value>>,
+    decider: &crate::decision::Decider<'_>,
     skipped: &mut Skipped,
 ) -> Result<Vec<Row>> {
+    let said = crate::decision::SaidOnce::default();
     let revision_in_force = if opts.revision.is_empty() {
         "default"
     } else {
@@ -164,10 +166,12 @@ fn examine_stream(
             ready.extend(p.with_context(|| source.clone())?);
         }
         let judged = drift::in_parallel(ready, threads, |t| {
-            judge(t, opts, ns_labels, tags, revision_in_force)
+            judge(t, opts, decider, tags, revision_in_force)
         });
         for j in judged {
-            let Some((t, mut drift)) = j.with_context(|| source.clone())? else {
+            let (judged, lines) = j.with_context(|| source.clone())?;
+            said.eprint(lines);
+            let Some((t, mut drift)) = judged else {
                 skipped.other_webhook += 1;
                 continue;
             };
@@ -203,32 +207,33 @@ fn examine_stream(
 }
 
 /// The drift of one template: a stored object's as `--kube` judges a pod (the API server's
-/// defaults on both sides), a manifest's as written. With `ns_labels`, the template is judged
-/// as in that namespace: `None` when another revision's webhook selects it.
+/// defaults on both sides), a manifest's as written. With --namespace-labels, the template is
+/// judged as in that namespace: `None` when another revision's webhook selects it. With it, the
+/// lines the decision prints on stderr (its warnings and notes).
+#[allow(clippy::type_complexity)]
 fn judge(
     t: Template,
     opts: &KubeInjectOptions<'_>,
-    ns_labels: Option<&serde_json::Map<String, Value>>,
+    decider: &crate::decision::Decider<'_>,
     tags: &RevisionTags,
     revision_in_force: &str,
-) -> Result<Option<(Template, PodDrift)>> {
+) -> Result<(Option<(Template, PodDrift)>, Vec<String>)> {
     let mut wanted = kube_inject::skip_reason(&t.pod).is_none();
-    if let Some(labels) = ns_labels {
-        let selected = selecting_revision(labels, &t.pod);
+    let workload = format!("{}/{}", t.kind, t.workload.name);
+    let judged = decider
+        .worth_judging(&t.pod)
+        .then(|| decider.judge_pod(&workload, &t.workload.namespace, &t.pod));
+    let lines = judged
+        .as_ref()
+        .map(|j| j.stderr_lines())
+        .unwrap_or_default();
+    if decider.labels_given() {
+        let selected = selecting_revision(decider.namespace_labels(), &t.pod);
         let selected = selected.as_deref().map(|r| tags.resolve(r));
         if selected.is_some_and(|r| r != revision_in_force) {
-            return Ok(None);
+            return Ok((None, lines));
         }
-        let config = &opts.snapshot.config;
-        wanted = wanted
-            && selected.is_some()
-            && inject_required(
-                &t.pod,
-                &config.policy,
-                &config.never_inject_selector,
-                &config.always_inject_selector,
-            )
-            .inject;
+        wanted = wanted && judged.as_ref().is_some_and(|j| j.all_injected());
     }
     let params = kube_inject::inject_params(opts, t.workload.clone());
     let label = format!("document {} ({} {:?})", t.document, t.kind, t.name);
@@ -238,7 +243,7 @@ fn judge(
         pod_drift(&t.pod, &params, wanted)
     }
     .with_context(|| label)?;
-    Ok(Some((t, drift)))
+    Ok((Some((t, drift)), lines))
 }
 
 /// The pod templates of document `document` (text `raw`, from line `first_line` of the

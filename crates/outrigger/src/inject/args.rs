@@ -31,6 +31,10 @@ pub struct InjectArgs {
     /// get `-REVISION` appended, as istioctl does.
     #[arg(long = "revision", default_value = "")]
     pub revision: String,
+    /// What decides whether a pod is injected (`--namespace-labels`, `--selector-revision`,
+    /// `--revision-tag`), as `check` takes it.
+    #[command(flatten)]
+    pub decision: crate::cli::common::DecisionArgs,
     /// Print a unified diff of what injection changes instead of the documents; exits 1 when
     /// something changed, 0 when nothing did (2 on error), like `diff`.
     #[arg(long = "diff")]

@@ -8,7 +8,6 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use outrigger_inject::decide::inject_required;
 use outrigger_inject::kube::names::STATUS_ANNOTATION;
 use outrigger_inject::kube_inject::{
     self, KubeInjectOptions, Outcome, ProcessedDocument, SkipReason,
@@ -124,7 +123,9 @@ pub fn run(args: &InjectArgs) -> Result<ExitCode> {
         color: args.diff && args.color.enabled(args.output.as_deref()),
         ..Stats::default()
     };
-    let result = stream(input, &opts, args, &mut output, &mut stats);
+    let decider =
+        crate::decision::Decider::new(&args.decision, &args.revision, None, opts.snapshot)?;
+    let result = stream(input, &opts, &decider, args, &mut output, &mut stats);
     let mut err = std::io::stderr().lock();
     if !stats.warnings.is_empty() {
         let _ = writeln!(err);
@@ -188,6 +189,8 @@ struct Stats {
     changed: usize,
     /// Workloads skipped, by reason, in order of first appearance.
     skipped: Vec<(SkipReason, usize)>,
+    /// With --namespace-labels: workloads no webhook entry selects, left as written.
+    not_selected: usize,
     /// Documents passed through.
     passed: usize,
     warnings: Vec<String>,
@@ -231,6 +234,12 @@ impl Stats {
             };
             parts.push(format!("{skipped} skipped ({})", reasons.join(", ")));
         }
+        if self.not_selected > 0 {
+            parts.push(format!(
+                "{} not selected by a webhook (--namespace-labels)",
+                self.not_selected
+            ));
+        }
         if self.passed > 0 {
             parts.push(format!("{} passed through", self.passed));
         }
@@ -243,30 +252,54 @@ impl Stats {
 fn stream(
     input: impl BufRead,
     opts: &KubeInjectOptions<'_>,
+    decider: &crate::decision::Decider<'_>,
     args: &InjectArgs,
     output: &mut Output,
     stats: &mut Stats,
 ) -> Result<()> {
     for (index, raw) in yaml::DocumentReader::new(input).enumerate() {
         let raw = raw?;
-        // The trees (input and output) tell a document that injection left as it was: kept for
-        // --diff, and for documents that were injected before (re-injection is a fixed point).
-        let keep_trees = args.diff || raw.text.contains(STATUS_ANNOTATION);
+        let judged = judge(&raw.text, decider);
+        // With --namespace-labels, a workload no webhook entry selects is left as written, as
+        // `check` says it is not injected.
+        let not_selected =
+            decider.labels_given() && judged.as_ref().is_some_and(|j| j.none_selected());
+        let keep_trees = args.diff || not_selected || raw.text.contains(STATUS_ANNOTATION);
         let doc =
             kube_inject::inject_raw_document(index, &raw.text, raw.first_line, opts, keep_trees);
-        let Some(doc) = doc? else { continue };
+        let Some(mut doc) = doc? else { continue };
+        stats.warnings.extend(doc.warnings.iter().cloned());
+        if let Some(judged) = &judged {
+            for line in judged.stderr_lines() {
+                if !stats.warnings.contains(&line) {
+                    stats.warnings.push(line);
+                }
+            }
+        }
+        if not_selected && doc.outcome == Outcome::Injected {
+            if let Some((before, _)) = doc.trees.take() {
+                doc.text = yaml::json_to_yaml(&before).with_context(|| doc.label())? + "---\n";
+            }
+            for note in judged
+                .iter()
+                .flat_map(|j| j.not_selected_notes("left as written"))
+            {
+                stats.warnings.push(note);
+            }
+            stats.documents += 1;
+            stats.not_selected += 1;
+            if !args.diff {
+                output.write(&doc.text)?;
+                stats.written += 1;
+            }
+            continue;
+        }
         let unchanged = doc.outcome == Outcome::Injected
             && doc
                 .trees
                 .as_ref()
                 .is_some_and(|(before, after)| before == after);
         stats.count(doc.outcome, unchanged);
-        stats.warnings.extend(doc.warnings.iter().cloned());
-        if raw.text.contains("sidecar.istio.io/inject") {
-            stats
-                .warnings
-                .extend(decision_warnings(&raw.text, opts, &doc.label()));
-        }
         if args.diff {
             let diff = render_diff(&doc, &raw.text, stats.color);
             if !diff.is_empty() {
@@ -282,33 +315,21 @@ fn stream(
     Ok(())
 }
 
-/// What the injector's decision says of each pod (template) of the document `text`, as `check`
-/// prints it (an invalid `sidecar.istio.io/inject` value, an invalid policy): the library's
-/// [`inject_required`] warnings, named by `label`. The output is not affected.
-fn decision_warnings(text: &str, opts: &KubeInjectOptions<'_>, label: &str) -> Vec<String> {
-    let Ok(doc) = yaml::from_str(text) else {
-        return Vec::new();
-    };
-    let Ok(templates) = kube_inject::pod_templates(doc) else {
-        return Vec::new();
-    };
-    let config = &opts.snapshot.config;
-    let mut out: Vec<String> = Vec::new();
-    for t in templates {
-        let decision = inject_required(
-            &t.pod,
-            &config.policy,
-            &config.never_inject_selector,
-            &config.always_inject_selector,
-        );
-        for w in decision.warnings {
-            let line = format!("warning: {label}: {w}\n");
-            if !out.contains(&line) {
-                out.push(line);
-            }
-        }
+/// The one decision ([`crate::decision`]) for the pods of a document, when it can say anything
+/// ([`crate::decision::Decider::worth_judging`]): with --namespace-labels (the verdict), or when
+/// a pod names an injection request or another revision (warnings, notes). `None` for a document that does not parse (injection reports it).
+fn judge(text: &str, decider: &crate::decision::Decider<'_>) -> Option<crate::decision::Judged> {
+    if !decider.labels_given()
+        && !text.contains("sidecar.istio.io/inject")
+        && !text.contains("istio.io/rev")
+    {
+        return None;
     }
-    out
+    let doc = yaml::from_str(text).ok()?;
+    outrigger_inject::check::pods_of(&doc)
+        .iter()
+        .any(|(_, pod)| decider.worth_judging(pod))
+        .then(|| decider.judge(&doc))
 }
 
 /// Unified diff of one injected document: its bytes as written in the input (`written`, its

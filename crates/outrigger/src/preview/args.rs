@@ -106,6 +106,14 @@ pub struct PreviewArgs {
     /// Revision in force (`default` means none); with --kube, the workloads its webhook selects.
     #[arg(long = "revision", default_value = "")]
     pub revision: String,
+    /// What decides whether a pod is injected (`--namespace-labels` with -f,
+    /// `--selector-revision`, `--revision-tag`), as `check` takes it: with --namespace-labels a
+    /// workload no webhook entry selects is previewed as not injected on both sides.
+    #[command(flatten)]
+    pub decision: crate::cli::common::DecisionArgs,
+    /// What the templates may read of the environment, as `inject` and `check` take it.
+    #[command(flatten)]
+    pub env: crate::cli::common::TemplateEnvArgs,
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
     pub output: PreviewOutput,

@@ -43,6 +43,15 @@ pub(crate) fn preview<W: Write>(
         .kube
         .then(|| cluster::Enforced::new(args, configs));
     let offline = Facts::default();
+    // The one decision, as `check` judges each pod template (with --namespace-labels, the
+    // verdict; always, the warnings, once each).
+    let decider = crate::decision::Decider::new(
+        &args.decision,
+        &args.revision,
+        None,
+        configs.current.snapshot,
+    )?;
+    let said = crate::decision::SaidOnce::default();
     let mut reader = yaml::DocumentReader::new(input::open(filename)?).enumerate();
     let mut read = 0usize;
     let output = report.output();
@@ -91,7 +100,16 @@ pub(crate) fn preview<W: Write>(
             None => &offline,
         };
         let rendered = drift::in_parallel(ready, threads, |(document, workload, pod, count)| {
-            let wanted = kube_inject::skip_reason(&pod).is_none();
+            let judged = decider.worth_judging(&pod).then(|| {
+                let name = format!("{}/{}", workload.kind, workload.name);
+                decider.judge_pod(&name, &workload.namespace, &pod)
+            });
+            let lines = judged
+                .as_ref()
+                .map(|j| j.stderr_lines())
+                .unwrap_or_default();
+            let wanted = kube_inject::skip_reason(&pod).is_none()
+                && (!decider.labels_given() || judged.as_ref().is_some_and(|j| j.all_injected()));
             let admission = facts.admission(&workload.namespace);
             let row = evaluate(
                 &pod,
@@ -102,9 +120,10 @@ pub(crate) fn preview<W: Write>(
                 count,
                 Some(document),
             );
-            Rendered::of(&row, output)
+            (lines, Rendered::of(&row, output))
         });
-        for r in rendered {
+        for (lines, r) in rendered {
+            said.eprint(lines);
             report.add(r?)?;
         }
         report.progress(&format!(

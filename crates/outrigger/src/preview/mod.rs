@@ -100,6 +100,7 @@ pub(crate) struct Configs<'a> {
 /// Run `outrigger preview`: rows are written as workloads are judged (`-o json`; the table at
 /// the end, aligned), and only counts are kept ([`report::Report`]).
 pub fn run(args: &PreviewArgs) -> Result<ExitCode> {
+    crate::template_env::init(&args.env.template_env)?;
     let current = Setup::load(&args.cluster, &args.files, &args.revision)
         .context("loading the configuration in force")?;
     let candidate_revision = args

@@ -65,30 +65,26 @@ pub struct ServeArgs {
     /// Extra DNS names or IP addresses for the generated certificate.
     #[arg(long = "dns-name")]
     pub dns_names: Vec<String>,
-    /// Injector config file (the `config` key of the istio-sidecar-injector ConfigMap), as
-    /// every command names it (`--injectConfig` is its former name).
-    #[arg(
-        long = "injectConfigFile",
-        alias = "injectConfig",
-        default_value = super::snapshot::DEFAULT_CONFIG
-    )]
-    pub inject_config: PathBuf,
-    /// Injector values file (the `values` key of the same ConfigMap; `--injectValues` is its
-    /// former name).
-    #[arg(
-        long = "valuesFile",
-        alias = "injectValues",
-        default_value = super::snapshot::DEFAULT_VALUES
-    )]
-    pub inject_values: PathBuf,
-    /// Mesh config file (the `mesh` key of the istio ConfigMap; `--meshConfig` is its former
-    /// name).
-    #[arg(
-        long = "meshConfigFile",
-        alias = "meshConfig",
-        default_value = super::snapshot::DEFAULT_MESH
-    )]
-    pub mesh_config: PathBuf,
+    /// Injector config file (the `config` key of the istio-sidecar-injector ConfigMap, or the
+    /// whole ConfigMap), as every command names it (`--injectConfig` is its former name)
+    /// [default: /etc/istio/inject/config].
+    #[arg(long = "injectConfigFile", alias = "injectConfig")]
+    pub inject_config: Option<PathBuf>,
+    /// Injector values file (the `values` key of the same ConfigMap, or the whole ConfigMap;
+    /// `--injectValues` is its former name) [default: /etc/istio/inject/values].
+    #[arg(long = "valuesFile", alias = "injectValues")]
+    pub inject_values: Option<PathBuf>,
+    /// Mesh config file (the `mesh` key of the istio ConfigMap, or the whole ConfigMap;
+    /// `--meshConfig` is its former name) [default: /etc/istio/config/mesh].
+    #[arg(long = "meshConfigFile", alias = "meshConfig")]
+    pub mesh_config: Option<PathBuf>,
+    /// Directory holding the three inputs as files named after their ConfigMap keys: `config`,
+    /// `values` (both required) and `mesh` (optional: else the embedded mesh config), as
+    /// `kubectl get cm istio-sidecar-injector -o jsonpath='{.data.config}' > DIR/config` (and
+    /// `{.data.values}`, and `kubectl get cm istio -o jsonpath='{.data.mesh}'`) write them, as
+    /// every command takes it; watched like the files. A file flag overrides its input.
+    #[arg(long = "config-dir", value_name = "DIR")]
+    pub config_dir: Option<PathBuf>,
     /// Native sidecars: true, false or auto (default: ENABLE_NATIVE_SIDECARS, else auto).
     #[arg(long = "native-sidecars", value_parser = crate::cli::values::native_mode())]
     pub native_sidecars: Option<NativeMode>,
@@ -219,6 +215,34 @@ pub struct ServeArgs {
     /// Kubernetes API integration (`--kube` and its flags).
     #[command(flatten)]
     pub kube: crate::cli::common::KubeArgs,
+}
+
+impl ServeArgs {
+    /// The configuration files to read and watch: the flags, with `--config-dir`'s files for
+    /// the inputs not given (read as every command reads `--config-dir`:
+    /// [`crate::cli::common::ConfigFiles::resolved`]), else Istio's mount paths.
+    pub fn config_paths(&self) -> anyhow::Result<super::snapshot::Paths> {
+        let files = crate::cli::common::ConfigFiles {
+            inject_config_file: self.inject_config.clone(),
+            values_file: self.inject_values.clone(),
+            mesh_config_file: self.mesh_config.clone(),
+            config_dir: self.config_dir.clone(),
+        }
+        .resolved()?;
+        let or = |p: Option<PathBuf>, default: &str| p.unwrap_or_else(|| PathBuf::from(default));
+        // The directory's mesh file is watched even while absent (a mesh config added later is
+        // read), never Istio's mount path.
+        let mesh = files.mesh_config_file.or_else(|| {
+            self.config_dir
+                .as_ref()
+                .map(|d| d.join(crate::cli::common::CONFIG_DIR_FILES[2]))
+        });
+        Ok(super::snapshot::Paths::new(
+            or(files.inject_config_file, super::snapshot::DEFAULT_CONFIG),
+            or(files.values_file, super::snapshot::DEFAULT_VALUES),
+            or(mesh, super::snapshot::DEFAULT_MESH),
+        ))
+    }
 }
 
 /// The former names of `serve`'s configuration flags (hidden aliases now) and their names, as

@@ -217,6 +217,9 @@ async fn file_config(paths: &snapshot::Paths) -> Result<(Snapshot, snapshot::Tex
              embedded default configuration, not Istio's"
         );
     }
+    for note in &texts.notes {
+        tracing::info!("{}", note.trim_start_matches("note: "));
+    }
     tracing::info!(source = %texts.describe(paths), "configuration loaded");
     Ok((snap, texts))
 }
@@ -243,11 +246,7 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
         );
     }
     let compliance = env("COMPLIANCE_POLICY");
-    let paths = snapshot::Paths::new(
-        args.inject_config.clone(),
-        args.inject_values.clone(),
-        args.mesh_config.clone(),
-    );
+    let paths = args.config_paths()?;
     let native = native_mode(args.native_sidecars, args.kube.kube);
     let openshift = env("PLATFORM").eq_ignore_ascii_case("openshift");
     let mut cluster = match args.kube.kube {

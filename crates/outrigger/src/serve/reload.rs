@@ -220,6 +220,9 @@ impl ConfigReloader {
         match built {
             Ok(Ok(snap)) => {
                 if failsafe::offer(&self.state, Arc::new(snap), &source).await {
+                    for note in &texts.notes {
+                        tracing::info!("{}", note.trim_start_matches("note: "));
+                    }
                     fc.good = texts;
                 }
             }

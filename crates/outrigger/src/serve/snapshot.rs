@@ -6,7 +6,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, Context, Result};
 use outrigger_inject::config::defaults;
+use outrigger_inject::config::input_kind::InputKind;
 use outrigger_inject::config::Snapshot;
+
+use crate::config_source::{webhook_document, webhook_documents, Input};
 
 /// Where the configuration files are.
 #[derive(Debug, Clone)]
@@ -62,6 +65,11 @@ pub struct Texts {
     pub mesh_present: bool,
     /// Whether these are the embedded defaults.
     pub embedded: bool,
+    /// Whether the values are the `values` key of a whole ConfigMap given as the config file.
+    pub values_from_config: bool,
+    /// What was read from whole ConfigMaps (`note: PATH is a whole ConfigMap; using its
+    /// data.config key`).
+    pub notes: Vec<String>,
 }
 
 impl Texts {
@@ -81,7 +89,7 @@ impl Texts {
     /// configuration`, `/etc/istio/inject/config (values /etc/istio/inject/values)`.
     pub fn describe(&self, paths: &Paths) -> String {
         let mut read = Vec::new();
-        if self.values_present && !self.embedded {
+        if self.values_present && !self.embedded && !self.values_from_config {
             read.push(format!("values {}", paths.values.display()));
         }
         if self.mesh_present {
@@ -110,20 +118,45 @@ fn read_optional(path: &Path) -> Result<Option<String>> {
 
 /// Read the documents: the files when the config file exists, else, when
 /// [`Paths::embedded_allowed`], the embedded default (with the mounted mesh config, if any);
-/// a config path given that does not exist is an error naming it.
+/// a config path given that does not exist is an error naming it. A file holding a whole
+/// ConfigMap (`kubectl get cm -o yaml`) is read through its key, and a file holding another
+/// input is refused, as every command reads them
+/// ([`crate::config_source::webhook_documents`]).
 pub fn read(paths: &Paths) -> Result<Texts> {
-    let mesh = read_optional(&paths.mesh)?;
-    let mesh_present = mesh.is_some();
+    let mesh_raw = read_optional(&paths.mesh)?;
+    let mesh_present = mesh_raw.is_some();
+    let mesh_name = paths.mesh.display().to_string();
+    let mesh_input = mesh_raw.as_deref().map(|text| Input::Text {
+        name: &mesh_name,
+        text,
+    });
     match read_optional(&paths.config)? {
         Some(config) => {
             let values = read_optional(&paths.values)?;
+            let (config_name, values_name) = (
+                paths.config.display().to_string(),
+                paths.values.display().to_string(),
+            );
+            let docs = webhook_documents(
+                Input::Text {
+                    name: &config_name,
+                    text: &config,
+                },
+                values.as_deref().map(|text| Input::Text {
+                    name: &values_name,
+                    text,
+                }),
+                mesh_input,
+            )?;
             Ok(Texts {
-                config,
-                values_present: values.is_some(),
-                values: values.unwrap_or_default(),
-                mesh,
+                config: docs.config,
+                values_present: docs.values.is_some(),
+                values: docs.values.unwrap_or_default(),
+                mesh: docs.mesh,
                 mesh_present,
                 embedded: false,
+                values_from_config: docs.values_from_config,
+                notes: docs.notes,
             })
         }
         None if !paths.embedded_allowed => Err(anyhow!(
@@ -131,14 +164,25 @@ pub fn read(paths: &Paths) -> Result<Texts> {
              only when no configuration flag is given and {DEFAULT_CONFIG} is absent",
             paths.config.display()
         )),
-        None => Ok(Texts {
-            config: defaults::CONFIG.to_string(),
-            values: defaults::VALUES.to_string(),
-            values_present: true,
-            mesh: mesh.or_else(|| Some(defaults::MESH.to_string())),
-            mesh_present,
-            embedded: true,
-        }),
+        None => {
+            let (mesh, notes) = match mesh_input {
+                Some(input) => {
+                    let (text, note) = webhook_document(input, InputKind::MeshConfig)?;
+                    (Some(text), note.into_iter().collect())
+                }
+                None => (Some(defaults::MESH.to_string()), Vec::new()),
+            };
+            Ok(Texts {
+                config: defaults::CONFIG.to_string(),
+                values: defaults::VALUES.to_string(),
+                values_present: true,
+                mesh,
+                mesh_present,
+                embedded: true,
+                values_from_config: false,
+                notes,
+            })
+        }
     }
 }
 
@@ -148,8 +192,13 @@ pub fn read(paths: &Paths) -> Result<Texts> {
 pub fn build(texts: &Texts, paths: &Paths) -> Result<Snapshot> {
     let result = catch_unwind(AssertUnwindSafe(|| {
         if texts.values_present && !texts.embedded {
+            let source = if texts.values_from_config {
+                &paths.config
+            } else {
+                &paths.values
+            };
             outrigger_inject::config::parse_values(&texts.values)
-                .with_context(|| format!("loading values {}", paths.values.display()))?;
+                .with_context(|| format!("loading values {}", source.display()))?;
         }
         let what = if texts.embedded {
             "loading the embedded default configuration".to_string()
