@@ -285,10 +285,11 @@ fn preempt_one(t: &mut Table, requester: u64, fair: usize, sh: &Shared) -> bool 
     else {
         return false;
     };
+    // Its largest body being read: one with bytes, as the victim has one (above).
     let Some((&slot_id, _)) = t
         .slots
         .iter()
-        .filter(|(_, s)| s.conn == victim_conn && s.reading && s.bytes > 0)
+        .filter(|(_, s)| s.conn == victim_conn && s.reading)
         .max_by_key(|(_, s)| s.bytes)
     else {
         return false;
