@@ -1384,8 +1384,9 @@ fn templates_that_read_the_clock_are_not_deterministic() {
         format!("{{{{ ago {then} }}}}"),
         format!("{{{{ durationRound {then} }}}}"),
         r#"{{ date "2006" 0 }}{{ now.Year }}"#.to_string(),
-        // A call inside parentheses (a pipeline as an argument) is found too.
+        // A call inside parentheses (a pipeline as an argument), or with a field, is found too.
         "{{ print (now) }}".to_string(),
+        "{{ now.Year }}".to_string(),
     ];
     for text in &texts {
         let t = Template::parse("t", text).expect("parses");
