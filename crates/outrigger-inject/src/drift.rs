@@ -607,8 +607,8 @@ fn diff<'a>(
                 diff(&format!("{path}[{i}]"), Some(x), Some(y), out);
             }
         }
-        (a, e) if a != e => push(out, path, a, e),
-        _ => {}
+        // Different (equal values returned above): one difference here.
+        (a, e) => push(out, path, a, e),
     }
 }
 
@@ -635,6 +635,378 @@ fn push(out: &mut Vec<FieldDiff>, path: &str, actual: Option<&Value>, expected: 
         expected: expected.cloned(),
         cause,
     });
+}
+
+/// What injection owns, compared ([`owned_differences`]) on pods made by hand: the status
+/// annotation names what injection added; of the rest, the application's containers' probes and
+/// lifecycle hooks, its init containers whole, and the labels and annotations injection writes.
+#[cfg(test)]
+mod owned_tests {
+    use serde_json::{json, Value};
+
+    use super::{owned_differences, STATUS_ANNOTATION};
+
+    fn pod() -> Value {
+        json!({
+            "metadata": {
+                "labels": {"app": "web", "security.istio.io/tlsMode": "istio",
+                           "prometheus.io/scrape": "true"},
+                "annotations": {
+                    STATUS_ANNOTATION: r#"{"initContainers":["istio-init"],"containers":["istio-proxy"],"volumes":["istio-envoy"],"imagePullSecrets":null,"revision":"default"}"#,
+                    "istio.io/rev": "default",
+                    "prometheus.io/port": "15020",
+                    "team": "payments"
+                }
+            },
+            "spec": {
+                "initContainers": [
+                    {"name": "istio-init", "image": "proxy:1"},
+                    {"name": "setup", "image": "setup:1"}
+                ],
+                "containers": [
+                    {"name": "web", "image": "web:1",
+                     "readinessProbe": {"httpGet": {"path": "/app-health/web/readyz", "port": 15020}}},
+                    {"name": "istio-proxy", "image": "proxy:1"}
+                ],
+                "volumes": [{"name": "istio-envoy", "emptyDir": {}}, {"name": "data", "emptyDir": {}}]
+            }
+        })
+    }
+
+    /// The differences of `pod()` changed by `change` (the actual pod) from `pod()` (the
+    /// expected one): path and cause.
+    fn changed(change: impl Fn(&mut Value)) -> Vec<(String, &'static str)> {
+        let mut actual = pod();
+        change(&mut actual);
+        owned_differences(&actual, &pod())
+            .into_iter()
+            .map(|d| (d.path, d.cause))
+            .collect()
+    }
+
+    fn one(path: &str, cause: &'static str) -> Vec<(String, &'static str)> {
+        vec![(path.to_string(), cause)]
+    }
+
+    #[test]
+    fn the_same_pod_differs_nowhere() {
+        assert_eq!(changed(|_| {}), []);
+    }
+
+    #[test]
+    fn an_apps_container_differs_by_its_probes_and_hooks_only() {
+        assert_eq!(
+            changed(
+                |p| p["spec"]["containers"][0]["readinessProbe"]["httpGet"]["path"] =
+                    json!("/ready")
+            ),
+            one(
+                "spec.containers[web].readinessProbe.httpGet.path",
+                "template"
+            )
+        );
+        assert_eq!(
+            changed(|p| p["spec"]["containers"][0]["lifecycle"] = json!({"preStop": {}})),
+            one("spec.containers[web].lifecycle", "template")
+        );
+        assert_eq!(
+            changed(|p| p["spec"]["containers"][0]["image"] = json!("web:2")),
+            []
+        );
+    }
+
+    #[test]
+    fn an_apps_init_container_differs_whole() {
+        assert_eq!(
+            changed(|p| p["spec"]["initContainers"][1]["args"] = json!(["-v"])),
+            one("spec.initContainers[setup].args", "template")
+        );
+    }
+
+    #[test]
+    fn an_apps_container_on_one_side_only_is_one_difference() {
+        let log = json!({"name": "log", "image": "fluent-bit"});
+        let add = |list: &str| {
+            let log = log.clone();
+            let list = list.to_string();
+            move |p: &mut Value| p["spec"][&list].as_array_mut().unwrap().push(log.clone())
+        };
+        assert_eq!(
+            changed(add("containers")),
+            one("spec.containers[log]", "template")
+        );
+        assert_eq!(
+            changed(add("initContainers")),
+            one("spec.initContainers[log]", "template")
+        );
+        // And on the expected side only.
+        let mut expected = pod();
+        add("containers")(&mut expected);
+        let d = owned_differences(&pod(), &expected);
+        assert_eq!(d.len(), 1);
+        assert_eq!(
+            (d[0].path.as_str(), &d[0].actual, &d[0].expected),
+            ("spec.containers[log]", &None, &Some(log))
+        );
+    }
+
+    #[test]
+    fn injected_volumes_are_owned_and_the_apps_are_not() {
+        assert_eq!(
+            changed(|p| p["spec"]["volumes"][0]["emptyDir"] = json!({"medium": "Memory"})),
+            one("spec.volumes[istio-envoy].emptyDir.medium", "template")
+        );
+        assert_eq!(
+            changed(|p| p["spec"]["volumes"][1]["emptyDir"] = json!({"medium": "Memory"})),
+            []
+        );
+    }
+
+    #[test]
+    fn the_labels_and_annotations_injection_writes_are_owned() {
+        let set = |field: &'static str, key: &'static str| {
+            move |p: &mut Value| p["metadata"][field][key] = json!("changed")
+        };
+        assert_eq!(
+            changed(set("labels", "security.istio.io/tlsMode")),
+            one("metadata.labels[security.istio.io/tlsMode]", "template")
+        );
+        assert_eq!(
+            changed(set("annotations", "prometheus.io/port")),
+            one("metadata.annotations[prometheus.io/port]", "template")
+        );
+        assert_eq!(
+            changed(set("annotations", "istio.io/rev")),
+            one("metadata.annotations[istio.io/rev]", "revision")
+        );
+        // The user's labels and annotations, and a Prometheus key among the labels, are not.
+        assert_eq!(changed(set("labels", "app")), []);
+        assert_eq!(changed(set("annotations", "team")), []);
+        assert_eq!(changed(set("labels", "prometheus.io/scrape")), []);
+        // Removed is changed.
+        assert_eq!(
+            changed(|p| {
+                p["metadata"]["labels"]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("security.istio.io/tlsMode");
+            }),
+            one("metadata.labels[security.istio.io/tlsMode]", "template")
+        );
+    }
+
+    #[test]
+    fn the_status_annotation_is_reported_only_when_it_is_the_sole_difference() {
+        let status = |p: &mut Value| {
+            p["metadata"]["annotations"][STATUS_ANNOTATION] = json!(
+                r#"{"initContainers":["istio-init"],"containers":["istio-proxy"],"volumes":["istio-envoy"],"imagePullSecrets":null,"revision":"canary"}"#
+            )
+        };
+        assert_eq!(
+            changed(status),
+            one(
+                &format!("metadata.annotations[{STATUS_ANNOTATION}]"),
+                "revision"
+            )
+        );
+        assert_eq!(
+            changed(|p| {
+                status(p);
+                p["spec"]["containers"][1]["image"] = json!("proxy:0");
+            }),
+            one("spec.containers[istio-proxy].image", "proxy image")
+        );
+        assert_eq!(
+            changed(|p| {
+                status(p);
+                p["spec"]["containers"][1]["args"] = json!(["x"]);
+                p["metadata"]["annotations"]["istio.io/rev"] = json!("canary");
+            }),
+            vec![
+                ("spec.containers[istio-proxy].args".to_string(), "template"),
+                ("metadata.annotations[istio.io/rev]".to_string(), "revision"),
+            ]
+        );
+    }
+}
+
+/// The comparison itself ([`diff`]), value by value: what a difference is reported as, and where.
+/// Self-contained (serde_json only), so that cargo-mutants can run it in a scratch crate
+/// (docs/mutation-testing.md).
+#[cfg(test)]
+mod comparison_tests {
+    use serde_json::{json, Value};
+
+    use super::{diff, FieldDiff};
+
+    fn diffs(actual: Option<Value>, expected: Option<Value>) -> Vec<(String, &'static str)> {
+        let mut out = Vec::new();
+        diff("p", actual.as_ref(), expected.as_ref(), &mut out);
+        out.into_iter().map(|d| (d.path, d.cause)).collect()
+    }
+
+    fn paths(actual: Value, expected: Value) -> Vec<String> {
+        diffs(Some(actual), Some(expected))
+            .into_iter()
+            .map(|(p, _)| p)
+            .collect()
+    }
+
+    #[test]
+    fn equal_values_differ_nowhere() {
+        for v in [
+            json!(1),
+            json!({"a": [1, {"name": "x"}]}),
+            json!([]),
+            json!(null),
+        ] {
+            assert_eq!(diffs(Some(v.clone()), Some(v)), []);
+        }
+        assert_eq!(diffs(None, None), []);
+    }
+
+    #[test]
+    fn objects_differ_key_by_key_down_to_the_leaves() {
+        assert_eq!(
+            paths(
+                json!({"a": 1, "b": {"c": 2, "k": true}, "z": "gone"}),
+                json!({"a": 1, "b": {"c": 3, "k": true}, "d": [4]})
+            ),
+            ["p.b.c", "p.d", "p.z"]
+        );
+        let mut out = Vec::new();
+        diff(
+            "p",
+            Some(&json!({"a": 1})),
+            Some(&json!({"a": "1"})),
+            &mut out,
+        );
+        assert_eq!(
+            out,
+            [FieldDiff {
+                path: "p.a".into(),
+                actual: Some(json!(1)),
+                expected: Some(json!("1")),
+                cause: "template",
+            }]
+        );
+    }
+
+    #[test]
+    fn lists_of_named_objects_differ_by_name() {
+        let a = json!([{"name": "x", "v": 1}, {"name": "y", "v": 2}]);
+        // Reordered and changed: the change, by name, and not the order besides.
+        let e = json!([{"name": "y", "v": 3}, {"name": "x", "v": 1}]);
+        assert_eq!(paths(a.clone(), e), ["p[y].v"]);
+        // In the same order with a change: the change alone.
+        let e = json!([{"name": "x", "v": 1}, {"name": "y", "v": 3}]);
+        assert_eq!(paths(a.clone(), e), ["p[y].v"]);
+        // An element on one side only, either side.
+        let e = json!([{"name": "x", "v": 1}, {"name": "y", "v": 2}, {"name": "z"}]);
+        assert_eq!(paths(a.clone(), e.clone()), ["p[z]"]);
+        assert_eq!(paths(e, a.clone()), ["p[z]"]);
+        let e = json!([{"name": "x", "v": 1}]);
+        assert_eq!(paths(a, e), ["p[y]"]);
+    }
+
+    #[test]
+    fn an_order_only_difference_is_the_whole_list() {
+        let a = json!([{"name": "x"}, {"name": "y"}]);
+        let e = json!([{"name": "y"}, {"name": "x"}]);
+        let mut out = Vec::new();
+        diff("p", Some(&a), Some(&e), &mut out);
+        assert_eq!(
+            out,
+            [FieldDiff {
+                path: "p".into(),
+                actual: Some(a),
+                expected: Some(e),
+                cause: "template",
+            }]
+        );
+    }
+
+    #[test]
+    fn other_lists_differ_by_index_or_whole() {
+        assert_eq!(paths(json!([1, 2, 3]), json!([1, 5, 3])), ["p[1]"]);
+        assert_eq!(paths(json!([1, 2]), json!([1, 2, 3])), ["p"]);
+        assert_eq!(paths(json!([1, 2, 3]), json!([1, 2])), ["p"]);
+        // One side's elements named, the other's not: by index.
+        assert_eq!(
+            paths(json!([{"name": "x", "v": 1}]), json!([{"v": 1}])),
+            ["p[0].name"]
+        );
+        assert_eq!(
+            paths(json!([{"v": 1}]), json!([{"name": "x", "v": 1}])),
+            ["p[0].name"]
+        );
+        // An empty list is no list of named objects.
+        assert_eq!(paths(json!([]), json!([{"name": "x"}])), ["p"]);
+        assert_eq!(paths(json!([{"name": "x"}]), json!([])), ["p"]);
+        // Named and unnamed elements mixed: by index.
+        assert_eq!(
+            paths(json!([{"name": "x"}, 1]), json!([{"name": "x"}, 2])),
+            ["p[1]"]
+        );
+    }
+
+    #[test]
+    fn a_value_on_one_side_or_of_another_type_is_one_difference() {
+        assert_eq!(diffs(Some(json!(1)), None), [("p".into(), "template")]);
+        assert_eq!(
+            diffs(None, Some(json!({"a": 1}))),
+            [("p".into(), "template")]
+        );
+        assert_eq!(paths(json!({"a": 1}), json!([1])), ["p"]);
+        assert_eq!(paths(json!("1"), json!(1)), ["p"]);
+    }
+
+    #[test]
+    fn the_cause_is_told_from_the_path() {
+        let cause = |path: &str, actual: Option<Value>, expected: Option<Value>| {
+            let mut out = Vec::new();
+            diff(path, actual.as_ref(), expected.as_ref(), &mut out);
+            assert_eq!(out.len(), 1, "{path}");
+            out[0].cause
+        };
+        let c = || Some(json!({"name": "istio-proxy"}));
+        assert_eq!(
+            cause(
+                "spec.containers[istio-proxy].image",
+                Some(json!("a")),
+                Some(json!("b"))
+            ),
+            "proxy image"
+        );
+        assert_eq!(
+            cause("spec.containers[web].image", Some(json!("a")), None),
+            "proxy image"
+        );
+        // The proxy on one side only of a list: moved between containers and init containers.
+        assert_eq!(
+            cause("spec.containers[istio-proxy]", None, c()),
+            "native sidecars"
+        );
+        assert_eq!(
+            cause("spec.initContainers[istio-proxy]", c(), None),
+            "native sidecars"
+        );
+        // Not the proxy, both sides, or deeper than the container: the template.
+        assert_eq!(cause("spec.containers[web]", None, c()), "template");
+        assert_eq!(
+            cause("spec.containers[istio-proxy]", Some(json!(1)), c()),
+            "template"
+        );
+        assert_eq!(
+            cause(
+                "spec.containers[istio-proxy].args",
+                None,
+                Some(json!(["a"]))
+            ),
+            "template"
+        );
+        assert_eq!(cause("spec.containers", None, Some(json!([]))), "template");
+    }
 }
 
 /// kube-apiserver's storing of pods, modelled for the tests (shared with the binary's).

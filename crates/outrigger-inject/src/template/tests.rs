@@ -1384,6 +1384,9 @@ fn templates_that_read_the_clock_are_not_deterministic() {
         format!("{{{{ ago {then} }}}}"),
         format!("{{{{ durationRound {then} }}}}"),
         r#"{{ date "2006" 0 }}{{ now.Year }}"#.to_string(),
+        // A call inside parentheses (a pipeline as an argument), or with a field, is found too.
+        "{{ print (now) }}".to_string(),
+        "{{ now.Year }}".to_string(),
     ];
     for text in &texts {
         let t = Template::parse("t", text).expect("parses");
@@ -1409,4 +1412,121 @@ fn templates_that_read_the_clock_are_not_deterministic() {
         let t = Template::parse("t", text).expect("parses");
         assert!(!t.is_deterministic(), "{text} reads the clock");
     }
+}
+
+/// Sprig's `dig`, `set`, `unset` and the merges (mergo v1.0.2's rules) as Go renders them:
+/// each row is also in tests/go_template.rs's table, compared with Go there; here they run
+/// with the module's unit tests, which cargo-mutants runs against sprig/dicts.rs
+/// (docs/mutation-testing.md).
+#[test]
+fn dicts_and_merges_render_as_go_renders_them() {
+    let fx = Fx::new(values());
+    let cases = [
+        (r#"{{ dig "a" "d" (dict "a" 1) }}"#, "1"),
+        (r#"{{ dig "a" "x" "d" (dict "a" (dict "x" 2)) }}"#, "2"),
+        (
+            r#"{{ dig "a" "b" "c" "d" (dict "a" (dict "b" (dict "c" 1))) }}"#,
+            "1",
+        ),
+        (
+            r#"{{ dig "a" "b" "c" "d" (dict "a" (dict "b" (dict "z" 1))) }}"#,
+            "d",
+        ),
+        (
+            r#"{{ merge (dict "a" "x") (dict "a" (dict "b" 1)) }}"#,
+            "map[a:x]",
+        ),
+        (
+            r#"{{ mergeOverwrite (dict "a" "x") (dict "a" (dict "b" 1)) }}"#,
+            "map[a:map[b:1]]",
+        ),
+        (
+            r#"{{ merge (dict "a" (dict "b" 1)) (dict "a" (dict "c" 2)) }}"#,
+            "map[a:map[b:1 c:2]]",
+        ),
+        (
+            r#"{{ mergeOverwrite (dict "a" (dict "b" 1)) (dict "a" (dict "c" 2)) }}"#,
+            "map[a:map[b:1 c:2]]",
+        ),
+        (r#"{{ merge (dict) (dict "a" 1) }}"#, "map[a:1]"),
+        (r#"{{ merge (dict) (dict "a" (list 1)) }}"#, "map[a:[1]]"),
+        (
+            r#"{{ merge (dict "a" (list)) (dict "a" (list 1)) }}"#,
+            "map[a:[1]]",
+        ),
+        (
+            r#"{{ merge (dict "a" (list 2)) (dict "a" (list 1)) }}"#,
+            "map[a:[2]]",
+        ),
+        (
+            r#"{{ mergeOverwrite (dict "a" (list 2)) (dict "a" (list)) }}"#,
+            "map[a:[]]",
+        ),
+        (
+            r#"{{ merge (dict "a" (dict)) (dict "a" (dict)) }}"#,
+            "map[a:map[]]",
+        ),
+        (
+            r#"{{ mergeOverwrite (dict "a" (dict)) (dict "a" (dict)) }}"#,
+            "map[a:map[]]",
+        ),
+        (
+            r#"{{ merge (dict "a" "") (dict "a" (dict)) }}"#,
+            "map[a:map[]]",
+        ),
+        (
+            r#"{{ mergeOverwrite (dict "a" 1) (dict "a" (dict)) }}"#,
+            "map[a:map[]]",
+        ),
+        (
+            r#"{{ $d := dict "a" 1 }}{{ $_ := unset $d "a" }}{{ $d }}|{{ $_ := set $d "b" 2 }}{{ $d }}"#,
+            "map[]|map[b:2]",
+        ),
+        (
+            r#"{{ pick (dict "a" 1 "b" 2 "c" 3) "a" "c" }}|{{ pluck "a" (dict "a" 1) (dict "b" 2) (dict "a" 3) }}"#,
+            "map[a:1 c:3]|[1 3]",
+        ),
+    ];
+    for (src, want) in cases {
+        assert_eq!(fx.ok(src), want, "{src}");
+    }
+    let errors = [
+        (r#"{{ dig "a" (dict) }}"#, "error calling dig: dig needs at least three arguments"),
+        (
+            r#"{{ dig "a" "b" 1 "d" (dict "a" (dict "b" (dict "c" 1))) }}"#,
+            "error calling dig: interface conversion: interface {} is int, not string",
+        ),
+        (
+            r#"{{ dig "a" "b" "c" "d" (dict "a" (dict "b" 1)) }}"#,
+            "error calling dig: interface conversion: interface {} is int, not map[string]interface {}",
+        ),
+        (
+            r#"{{ dig "a" "d" (list) }}"#,
+            "error calling dig: interface conversion: interface {} is []interface {}, not map[string]interface {}",
+        ),
+    ];
+    for (src, want) in errors {
+        let e = fx.err(src);
+        assert!(e.ends_with(want), "{src}: {e}");
+    }
+    // A map made to hold itself, at any depth: Go accepts it and overflows its stack when it
+    // prints, encodes or merges it; outrigger refuses at `set` and `merge` (the one listed
+    // difference, sprig/dicts.rs).
+    for src in [
+        r#"{{ $d := dict }}{{ $_ := set $d "x" $d }}ok"#,
+        r#"{{ $d := dict }}{{ $_ := set $d "x" (list $d) }}ok"#,
+        r#"{{ $d := dict }}{{ $_ := set $d "x" (dict "y" $d) }}ok"#,
+        r#"{{ $d := dict }}{{ $_ := merge $d (dict "x" $d) }}ok"#,
+    ] {
+        let e = fx.err(src);
+        assert!(
+            e.contains("does not support a map that contains itself"),
+            "{src}: {e}"
+        );
+    }
+    // A map holding another map (not itself) is fine.
+    assert_eq!(
+        fx.ok(r#"{{ $d := dict }}{{ $_ := set $d "x" (list (dict "y" 1)) }}{{ $d }}"#),
+        "map[x:[map[y:1]]]"
+    );
 }

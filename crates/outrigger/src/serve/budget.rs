@@ -285,10 +285,11 @@ fn preempt_one(t: &mut Table, requester: u64, fair: usize, sh: &Shared) -> bool 
     else {
         return false;
     };
+    // Its largest body being read: one with bytes, as the victim has one (above).
     let Some((&slot_id, _)) = t
         .slots
         .iter()
-        .filter(|(_, s)| s.conn == victim_conn && s.reading && s.bytes > 0)
+        .filter(|(_, s)| s.conn == victim_conn && s.reading)
         .max_by_key(|(_, s)| s.bytes)
     else {
         return false;
@@ -430,6 +431,123 @@ mod tests {
         // 60 (fair share 50) is more than a newcomer may take.
         assert_eq!(r.grow(51), Err(Refusal::OverBudget(100)));
         assert!(!held.is_preempted());
+    }
+
+    #[test]
+    fn the_budget_fills_to_its_last_byte() {
+        let b = budget(100, 100);
+        let (a, c) = (Account::new(), Account::new());
+        let mut first = b.charge(&a);
+        first.grow(30).unwrap();
+        // 70 is above the fair share of two connections (50), and fits exactly: no share applies.
+        let mut second = b.charge(&c);
+        second.grow(70).unwrap();
+        assert_eq!(b.shared.gauge.get(), 100);
+        assert!(!first.is_preempted());
+        // And one connection up to its cap exactly.
+        let b = budget(1000, 100);
+        let mut full = b.charge(&a);
+        full.grow(100).unwrap();
+        assert_eq!(full.grow(1), Err(Refusal::ConnectionCap(100)));
+    }
+
+    #[test]
+    fn preemption_stops_as_soon_as_the_request_fits() {
+        let b = budget(100, 100);
+        let (a, c) = (Account::new(), Account::new());
+        let mut bodies: Vec<Charge> = (0..3).map(|_| b.charge(&a)).collect();
+        for body in &mut bodies {
+            body.grow(30).unwrap();
+        }
+        // 90 held by one connection, 40 asked by another (fair share 50): one body of 30 makes
+        // room to the last byte; the second body is not taken, though its connection is still
+        // above its share.
+        let mut review = b.charge(&c);
+        review.grow(40).unwrap();
+        let preempted = bodies.iter().filter(|c| c.is_preempted()).count();
+        assert_eq!(preempted, 1);
+        assert_eq!(b.shared.gauge.get(), 100);
+    }
+
+    #[test]
+    fn a_connection_at_its_share_is_not_preempted() {
+        let b = budget(90, 90);
+        let (a, c, d) = (Account::new(), Account::new(), Account::new());
+        let mut at_share = b.charge(&a);
+        at_share.grow(30).unwrap();
+        let mut processed = b.charge(&c);
+        processed.grow(55).unwrap();
+        processed.done_reading();
+        // Three holders, a share of 30: the reader holds its share, not more; the connection
+        // above it has nothing being read.
+        let mut review = b.charge(&d);
+        assert_eq!(review.grow(30), Err(Refusal::OverBudget(90)));
+        assert!(!at_share.is_preempted());
+        assert_eq!(b.shared.gauge.get(), 85);
+    }
+
+    #[test]
+    fn the_victim_is_the_connection_most_above_its_share_with_a_body_being_read() {
+        let b = budget(100, 100);
+        let (reader, processing, newcomer) = (Account::new(), Account::new(), Account::new());
+        let mut read = b.charge(&reader);
+        read.grow(40).unwrap();
+        // The connection holding the most has only a body read in full and an empty one.
+        let mut done = b.charge(&processing);
+        done.grow(50).unwrap();
+        done.done_reading();
+        let empty = b.charge(&processing);
+        // Three holders, a share of 33: both are above it; only the reader can give room.
+        let mut review = b.charge(&newcomer);
+        review.grow(20).unwrap();
+        assert!(read.is_preempted());
+        assert!(!done.is_preempted() && !empty.is_preempted());
+        assert_eq!(b.shared.gauge.get(), 70);
+    }
+
+    #[test]
+    fn only_the_victims_bodies_are_taken() {
+        let b = budget(100, 100);
+        let (over, under, newcomer) = (Account::new(), Account::new(), Account::new());
+        let mut over_bodies = [b.charge(&over), b.charge(&over)];
+        for body in &mut over_bodies {
+            body.grow(25).unwrap();
+        }
+        // A larger body than either of the victim's, on a connection within its share (33).
+        let mut large = b.charge(&under);
+        large.grow(30).unwrap();
+        let mut review = b.charge(&newcomer);
+        review.grow(30).unwrap();
+        assert!(!large.is_preempted());
+        assert_eq!(over_bodies.iter().filter(|c| c.is_preempted()).count(), 1);
+        let t = b.shared.lock();
+        assert_eq!(t.conns.get(&over.id), Some(&25));
+        assert_eq!(t.conns.get(&under.id), Some(&30));
+        assert_eq!(t.used, 85);
+    }
+
+    #[test]
+    fn a_preemption_calls_the_hook_and_refusals_name_their_reason() {
+        let b = budget(10, 10);
+        assert_eq!(b.limit(), 10);
+        let called = Arc::new(AtomicBool::new(false));
+        let mut held = b.charge(&Account::new());
+        let flag = called.clone();
+        held.on_preempt(move || flag.store(true, Ordering::Release));
+        held.grow(10).unwrap();
+        assert!(!called.load(Ordering::Acquire));
+        b.charge(&Account::new()).grow(5).unwrap();
+        assert!(held.is_preempted() && called.load(Ordering::Acquire));
+        // The metric and log labels.
+        assert_eq!(
+            [
+                Refusal::OverBudget(1),
+                Refusal::ConnectionCap(1),
+                Refusal::Preempted(1)
+            ]
+            .map(Refusal::reason),
+            ["inflight_bytes", "connection_bytes", "preempted"]
+        );
     }
 
     #[tokio::test]

@@ -90,7 +90,7 @@ pub(super) fn register_dicts(m: &mut Table) {
                 return Err(bad(k, "string"));
             }
         }
-        for (i, k) in a[..n - 2].iter().enumerate() {
+        for k in &a[..n - 2] {
             if !matches!(cur, V::Json(Value::Object(_)) | V::Map(_)) {
                 return Err(bad(&cur, "map[string]interface {}"));
             }
@@ -98,10 +98,8 @@ pub(super) fn register_dicts(m: &mut Table) {
                 Some(v) => v,
                 None => return Ok(def),
             };
-            if i == n - 3 {
-                return Ok(cur);
-            }
         }
+        // The value at the last key, whatever it is.
         Ok(cur)
     });
 }
@@ -169,31 +167,22 @@ fn deep_merge<'a>(
             }
             continue;
         }
-        match go_kind(sv) {
-            "slice" => {
-                if overwrite || dst.get(k).is_none_or(empty) {
-                    dst.insert(k.clone(), sv.clone());
+        // A map into a map: merged in place.
+        if let Some(dv) = dst.get_mut(k) {
+            if is_mapish(dv) && is_mapish(sv) {
+                // Copy the source first: it may be the destination map itself.
+                let src_entries = to_map(sv);
+                let m = shared_map(dv);
+                if let Ok(mut inner) = m.try_borrow_mut() {
+                    deep_merge(&mut inner, &src_entries, overwrite);
                 }
-                continue;
-            }
-            "map" => {
-                if let Some(dv) = dst.get_mut(k) {
-                    if is_mapish(dv) && is_mapish(sv) {
-                        // Copy the source first: it may be the destination map itself.
-                        let src_entries = to_map(sv);
-                        let m = shared_map(dv);
-                        if let Ok(mut inner) = m.try_borrow_mut() {
-                            deep_merge(&mut inner, &src_entries, overwrite);
-                        }
-                        *dv = V::Map(m);
-                        if !empty(dv) {
-                            continue;
-                        }
-                    }
+                *dv = V::Map(m);
+                if !empty(dv) {
+                    continue;
                 }
             }
-            _ => {}
         }
+        // Any other value (a slice too: mergo's slice rule is this one).
         if overwrite || dst.get(k).is_none_or(empty) {
             dst.insert(k.clone(), sv.clone());
         }
