@@ -200,6 +200,7 @@ impl HeldEvents {
     }
 
     /// Events held now.
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.lock().held.len()
     }
