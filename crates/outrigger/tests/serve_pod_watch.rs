@@ -318,7 +318,11 @@ async fn unauthenticated_callers_get_events_only_for_pods_seen_created() {
     assert_eq!(events[0]["reason"], "SidecarInjected");
     let m = metrics(&c).await;
     assert_eq!(
-        metric(&m, "outrigger_events_dropped_total{reason=\"unauthenticated\"}").unwrap_or(0.0),
+        metric(
+            &m,
+            "outrigger_events_dropped_total{reason=\"unauthenticated\"}"
+        )
+        .unwrap_or(0.0),
         0.0,
         "{m}"
     );

@@ -16,13 +16,16 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use serde::de::{DeserializeSeed, Deserializer, Error as _, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{
+    DeserializeSeed, Deserializer, Error as _, IgnoredAny, MapAccess, SeqAccess, Visitor,
+};
 use serde_json::{Map, Value};
 
 use crate::json::compact::CompactSeed;
 
 /// The pod's lists that count as its containers.
-pub(crate) const CONTAINER_LISTS: [&str; 3] = ["containers", "initContainers", "ephemeralContainers"];
+pub(crate) const CONTAINER_LISTS: [&str; 3] =
+    ["containers", "initContainers", "ephemeralContainers"];
 
 /// The refusal of a pod with `n` containers over `max`.
 pub(crate) fn too_many_containers(n: usize, max: usize) -> String {
@@ -34,7 +37,9 @@ pub(crate) fn too_many_containers(n: usize, max: usize) -> String {
 
 /// The refusal of a pod whose list at `path` holds `len` entries, over `max`.
 pub(crate) fn list_over(path: &str, len: usize, max: usize) -> String {
-    format!("the pod's {path} has {len} entries; outrigger injects pods whose lists hold at most {max}")
+    format!(
+        "the pod's {path} has {len} entries; outrigger injects pods whose lists hold at most {max}"
+    )
 }
 
 /// Whether `body` can hold a list of more than `max` entries: such a list has at least `max`
@@ -257,7 +262,9 @@ impl<'de> Visitor<'de> for Spec<'_> {
                 over: None,
             })?;
             // The fields the shape check reads must be there as they are.
-            if matches!(key.as_ref(), "hostNetwork" | "nodeName") && !matches!(item, Item::Scalar(_)) {
+            if matches!(key.as_ref(), "hostNetwork" | "nodeName")
+                && !matches!(item, Item::Scalar(_))
+            {
                 return Err(A::Error::custom(GIVE_UP));
             }
             match item {

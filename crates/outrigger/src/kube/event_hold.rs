@@ -83,7 +83,11 @@ enum PodName {
 
 impl PodName {
     fn of(meta: &Map<String, Value>) -> Option<PodName> {
-        let s = |k: &str| meta.get(k).and_then(Value::as_str).filter(|s| !s.is_empty());
+        let s = |k: &str| {
+            meta.get(k)
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty())
+        };
         if let Some(n) = s("name") {
             return Some(PodName::Exact(n.to_string()));
         }
@@ -132,9 +136,7 @@ impl Held {
             && self.name.matches(pod.name)
             && self.controller == pod.controller
             && (self.event.outcome == Outcome::Injected) == pod.injected
-            && pod
-                .created
-                .is_none_or(|c| c >= self.not_before)
+            && pod.created.is_none_or(|c| c >= self.not_before)
     }
 }
 

@@ -74,9 +74,7 @@ impl Body for Answer {
         if this.data.is_empty() {
             return Poll::Ready(None);
         }
-        let chunk = if this.data.len() <= CHUNK
-            || (this.watch.is_none() && this.charge.is_none())
-        {
+        let chunk = if this.data.len() <= CHUNK || (this.watch.is_none() && this.charge.is_none()) {
             // One chunk, or unwatched: as it is (its charge stays until the body is dropped, as
             // for the last chunk of a larger answer).
             std::mem::take(&mut this.data)
