@@ -1293,6 +1293,14 @@ mod tests {
             .map(|p| body(ADMISSION_V1, "u", "ns", p))
             .collect();
         bodies.push(repeated.into_bytes());
+        // A container's list given twice: the last one counts (1 entry), as in the full check.
+        let e = r#"{"name":"E"}"#;
+        bodies.push(
+            format!(
+                r#"{{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{{"uid":"u","namespace":"ns","object":{{"metadata":{{"name":"d"}},"spec":{{"containers":[{{"name":"a","image":"x","env":[{e},{e},{e},{e}],"env":[{e}]}}]}}}}}}}}"#
+            )
+            .into_bytes(),
+        );
         bodies.push(b"not json, 1, 2, 3, 4, 5".to_vec());
         let mut from_scan = 0;
         for b in &bodies {
