@@ -11,7 +11,8 @@
 # (reported as the spread of ROUNDS repeats).
 #
 # Usage: BASELINE_BIN=path [NEW_BIN=target/release/outrigger] scripts/instructions-per-review.sh
-# Knobs: CLASSES ["hello env-400"], N1 [100], N2 [600], ROUNDS [1], PORT [19544], CONFIG_DIR as
+# (target/ is $CARGO_TARGET_DIR when set)
+# Knobs: CLASSES ["hello env-400"], N1 [100], N2 [600], ROUNDS [1], PORT [19544], NEW_FLAGS, CONFIG_DIR as
 # in cpu-per-injection.sh. Needs valgrind, h2load and a built review_floor example
 # (cargo build --release -p outrigger-inject --example review_floor).
 set -euo pipefail
@@ -23,9 +24,10 @@ N1=${N1:-100}
 N2=${N2:-600}
 ROUNDS=${ROUNDS:-1}
 PORT=${PORT:-19544}
-NEW_BIN=${NEW_BIN:-$root/target/release/outrigger}
+target=${CARGO_TARGET_DIR:-$root/target}
+NEW_BIN=${NEW_BIN:-$target/release/outrigger}
 : "${BASELINE_BIN:?set BASELINE_BIN to the binary to compare against}"
-floor_bin=$root/target/release/examples/review_floor
+floor_bin=$target/release/examples/review_floor
 for t in valgrind h2load; do command -v $t >/dev/null || { echo "$t not found" >&2; exit 2; }; done
 for b in "$BASELINE_BIN" "$NEW_BIN" "$floor_bin"; do
   [ -x "$b" ] || { echo "missing binary $b" >&2; exit 2; }
@@ -42,10 +44,13 @@ median() { sort -g | awk '{v[NR]=$1} END {if (NR%2) print v[(NR+1)/2]; else prin
 # One server life under callgrind answering n reviews of class -> total instructions.
 count() {
   local bin=$1 class=$2 n=$3
+  local extra=()
+  # Flags only the new binary takes (e.g. NEW_FLAGS="--metrics-port off" beside another server).
+  if [ "$bin" = "$NEW_BIN" ] && [ -n "${NEW_FLAGS:-}" ]; then read -ra extra <<<"$NEW_FLAGS"; fi
   rm -f "$work/server.log" "$work/ca.pem" "$work/cg.out"
   RUST_LOG=info valgrind --tool=callgrind --callgrind-out-file="$work/cg.out" "$bin" serve \
     --address 127.0.0.1 --port "$PORT" --caBundleFile "$work/ca.pem" --drain-delay 0s \
-    --worker-threads 2 "${cfg[@]}" 2>"$work/server.log" &
+    --worker-threads 2 "${cfg[@]}" "${extra[@]}" 2>"$work/server.log" &
   pid=$!
   wait_listening "$pid" "$work/server.log" 1200 0.1
   h2load -c 1 -m 4 -n "$n" -H 'content-type: application/json' -d "$work/$class.json" \

@@ -17,8 +17,10 @@ use crate::decide::openshift::{proxy_uid_gid, reset_openshift_proxy_user};
 use crate::decide::selection::mark_injected;
 use crate::decide::{inject_required, Reason};
 use crate::ingest::admission::{
-    decode_pod, decode_review, prepare_metadata, prepare_pod, ApiVersion,
+    decode_pod, decode_review, decode_review_doc, parse_document, prepare_metadata, prepare_pod,
+    ApiVersion, Malformed, Request,
 };
+use crate::ingest::list_scan;
 use crate::ingest::params::proxy_envs;
 use crate::ingest::workload::workload_from_pod;
 use crate::inject::{self, InjectParams, Mode};
@@ -121,9 +123,15 @@ pub struct Reviewed {
 /// pipeline, or the caller's [`ClusterFacts`]) is answered as a refusal with reason
 /// `internal_error`, in the request's version and with its UID when they were read.
 pub fn review(body: &[u8], path: &str, ctx: &Context<'_>) -> Reviewed {
+    review_with(body, path, ctx, true)
+}
+
+/// [`review`]; `scan`: refuse a pod over the list bound from a scan of the body when it can
+/// (off: always from the full path, for the tests that compare the two).
+fn review_with(body: &[u8], path: &str, ctx: &Context<'_>, scan: bool) -> Reviewed {
     let mut known = Known::default();
     let verdict = catch_unwind(AssertUnwindSafe(|| {
-        review_inner(body, path, ctx, &mut known)
+        review_inner(body, path, ctx, &mut known, scan)
     }))
     .unwrap_or_else(|panic| {
         Err(Outcome::Failed(Failure {
@@ -160,61 +168,32 @@ struct Known {
 /// pod), decide, the proxy's parameters, inject, patch. Returns the JSON Patch, or the outcome
 /// that ended the review before it (a malformed review, a pod that does not decode, a skip, a
 /// failed injection); `known` gathers what the answer carries besides.
+///
+/// A body that can hold a list over [`Context::max_list_entries`] is scanned first
+/// ([`list_scan`]): a pod the decision would inject whose lists are over the bound is refused
+/// from the scan, without building its spec.
 fn review_inner(
     body: &[u8],
     path: &str,
     ctx: &Context<'_>,
     known: &mut Known,
+    scan: bool,
 ) -> Result<String, Outcome> {
-    // Ingest: the review, then the pod in it.
-    let req = decode_review(body).map_err(|m| {
-        known.version = m.version;
-        Outcome::Failed(Failure {
-            reason: m.reason,
-            message: m.message,
-            malformed: true,
-        })
-    })?;
-    known.uid = req.uid.clone();
-    known.version = Some(req.version);
-    known.dry_run = req.dry_run;
-    if ctx.keep_metadata {
-        known.pod_metadata = req
-            .object
-            .as_ref()
-            .map(|pod| event_metadata(pod, &req.namespace));
+    if scan && list_scan::may_hold_a_list_over(body, ctx.max_list_entries) {
+        if let Some(refusal) = refuse_from_scan(body, ctx, known) {
+            return Err(refusal);
+        }
     }
-    let mut pod = decode_pod(req.object).map_err(|message| {
-        Outcome::Failed(Failure {
-            reason: "pod_decode",
-            message,
-            malformed: false,
-        })
-    })?;
-    prepare_pod(&mut pod, &req.namespace);
-    known.namespace = meta_str(&pod, "namespace").to_string();
-    known.pod_name = potential_name(&pod);
+    // Ingest: the review, then the pod in it.
+    let doc = parse_document(body).map_err(|m| malformed(m, known))?;
+    let (req, mut pod) = ingest(doc, body, ctx, known)?;
 
     // Decide.
-    let snap = ctx.snapshot;
-    let decision = inject_required(
-        &pod,
-        &snap.config.policy,
-        &snap.config.never_inject_selector,
-        &snap.config.always_inject_selector,
-    );
-    known.warnings.extend(decision.warnings.iter().cloned());
-    known.decision = decision.message;
-    if !decision.inject {
-        return Err(Outcome::Skipped(decision.reason));
-    }
+    decide(&pod, ctx, known)?;
     if let Some(message) = oversized_list(&pod, ctx.max_list_entries) {
-        return Err(Outcome::Failed(Failure {
-            reason: "too_large",
-            message,
-            malformed: false,
-        }));
+        return Err(too_large(message));
     }
+    let snap = ctx.snapshot;
 
     // The proxy's parameters: path, OpenShift user, native sidecars.
     let (proxy_envs, env_warnings) = proxy_envs(path);
@@ -266,31 +245,105 @@ fn review_inner(
     Ok(patch)
 }
 
+/// The answer to a body that is not a usable review (`known` takes its version, when read).
+fn malformed(m: Malformed, known: &mut Known) -> Outcome {
+    known.version = m.version;
+    Outcome::Failed(Failure {
+        reason: m.reason,
+        message: m.message,
+        malformed: true,
+    })
+}
+
+/// The refusal of a pod too large to inject.
+fn too_large(message: String) -> Outcome {
+    Outcome::Failed(Failure {
+        reason: "too_large",
+        message,
+        malformed: false,
+    })
+}
+
+/// Ingest: the review `doc` (parsed from `body`), then the pod in it, prepared for the decision.
+fn ingest(
+    doc: Value,
+    body: &[u8],
+    ctx: &Context<'_>,
+    known: &mut Known,
+) -> Result<(Request, Value), Outcome> {
+    let mut req = decode_review_doc(doc, body).map_err(|m| malformed(m, known))?;
+    known.uid = req.uid.clone();
+    known.version = Some(req.version);
+    known.dry_run = req.dry_run;
+    if ctx.keep_metadata {
+        known.pod_metadata = req
+            .object
+            .as_ref()
+            .map(|pod| event_metadata(pod, &req.namespace));
+    }
+    let mut pod = decode_pod(req.object.take()).map_err(|message| {
+        Outcome::Failed(Failure {
+            reason: "pod_decode",
+            message,
+            malformed: false,
+        })
+    })?;
+    prepare_pod(&mut pod, &req.namespace);
+    known.namespace = meta_str(&pod, "namespace").to_string();
+    known.pod_name = potential_name(&pod);
+    Ok((req, pod))
+}
+
+/// Decide: `Err` with the skip when the pod is not to be injected.
+fn decide(pod: &Value, ctx: &Context<'_>, known: &mut Known) -> Result<(), Outcome> {
+    let snap = ctx.snapshot;
+    let decision = inject_required(
+        pod,
+        &snap.config.policy,
+        &snap.config.never_inject_selector,
+        &snap.config.always_inject_selector,
+    );
+    known.warnings.extend(decision.warnings.iter().cloned());
+    known.decision = decision.message;
+    if decision.inject {
+        Ok(())
+    } else {
+        Err(Outcome::Skipped(decision.reason))
+    }
+}
+
+/// The refusal of a pod over the list bound, told from a scan of `body` when the review and its
+/// pod's metadata decode and the decision would inject it; `None` otherwise (the full path then
+/// answers, `known` untouched): what the full path answers for such a pod, without its spec
+/// built.
+fn refuse_from_scan(body: &[u8], ctx: &Context<'_>, known: &mut Known) -> Option<Outcome> {
+    let scanned = list_scan::scan(body, ctx.max_list_entries)?;
+    let message = scanned.too_large?;
+    let mut early = Known::default();
+    let (_, pod) = ingest(scanned.review, body, ctx, &mut early).ok()?;
+    decide(&pod, ctx, &mut early).ok()?;
+    *known = early;
+    Some(too_large(message))
+}
+
 /// Why `pod` is too large to inject: its containers (init and ephemeral containers included),
 /// a list of its spec (volumes, ...) or a list of one of its containers (env, ports, ...) hold
 /// more than `max` entries (`None`: it is not). Looks at list lengths only, not at their entries.
 fn oversized_list(pod: &Value, max: usize) -> Option<String> {
     let spec = pod.get("spec")?.as_object()?;
-    const CONTAINERS: [&str; 3] = ["containers", "initContainers", "ephemeralContainers"];
-    let containers: usize = CONTAINERS
+    let containers: usize = list_scan::CONTAINER_LISTS
         .iter()
         .filter_map(|f| spec.get(*f)?.as_array().map(Vec::len))
         .sum();
     if containers > max {
-        return Some(format!(
-            "the pod has {containers} containers (init and ephemeral containers included); \
-             outrigger injects pods of at most {max}"
-        ));
+        return Some(list_scan::too_many_containers(containers, max));
     }
-    let over = |path: String, len: usize| {
-        format!("the pod's {path} has {len} entries; outrigger injects pods whose lists hold at most {max}")
-    };
     for (k, v) in spec {
         let Some(list) = v.as_array() else { continue };
         if list.len() > max {
-            return Some(over(format!("spec.{k}"), list.len()));
+            return Some(list_scan::list_over(&format!("spec.{k}"), list.len(), max));
         }
-        if !CONTAINERS.contains(&k.as_str()) {
+        if !list_scan::CONTAINER_LISTS.contains(&k.as_str()) {
             continue;
         }
         for (i, c) in list.iter().enumerate() {
@@ -298,7 +351,11 @@ fn oversized_list(pod: &Value, max: usize) -> Option<String> {
             for (f, x) in c {
                 match x.as_array() {
                     Some(a) if a.len() > max => {
-                        return Some(over(format!("spec.{k}[{i}].{f}"), a.len()))
+                        return Some(list_scan::list_over(
+                            &format!("spec.{k}[{i}].{f}"),
+                            a.len(),
+                            max,
+                        ))
                     }
                     _ => {}
                 }
@@ -1185,6 +1242,85 @@ mod tests {
             ratio <= 2.2,
             "800 containers cost {ratio:.2}x the work of 400 ({two} vs {one})"
         );
+    }
+
+    /// The scan of a large body refuses exactly as the full check does (same answer, outcome,
+    /// names, decision and Event metadata), and leaves to the full path what it does not mirror:
+    /// pods the decision skips, metadata that does not decode, repeated keys.
+    #[test]
+    fn the_scan_refuses_as_the_full_check_does() {
+        let snap = crate::config::defaults::snapshot().expect("embedded default");
+        let mut small = ctx(&snap);
+        small.max_list_entries = 3;
+        small.keep_metadata = true;
+        let mut env = pod_of(1);
+        env["spec"]["containers"][0]["env"] =
+            json!([{"name": "A"}, {"name": "B"}, {"name": "C"}, {"name": "D"}]);
+        let mut volumes = pod_of(1);
+        volumes["spec"]["volumes"] = json!([{"name": "a", "emptyDir": {}}, {"name": "b"},
+            {"name": "c"}, {"name": "d"}]);
+        let mut init = pod_of(2);
+        init["spec"]["initContainers"] = json!([{"name": "i1"}, {"name": "i2"}]);
+        let mut skipped = pod_of(10);
+        skipped["metadata"]["annotations"] = json!({"sidecar.istio.io/inject": "false"});
+        let mut host = pod_of(10);
+        host["spec"]["hostNetwork"] = json!(true);
+        let mut bad_labels = pod_of(10);
+        bad_labels["metadata"]["labels"] = json!({"app": 1});
+        let mut bad_node = pod_of(10);
+        bad_node["spec"]["nodeName"] = json!({"n": 1});
+        let mut owned = pod_of(5);
+        owned["metadata"]["generateName"] = json!("web-");
+        owned["metadata"]["managedFields"] = json!([{"manager": "m"}]);
+        let c = r#"{"name":"a","image":"x"}"#;
+        let repeated = format!(
+            r#"{{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{{"uid":"u","namespace":"ns","object":{{"metadata":{{"name":"d"}},"spec":{{"containers":[{c},{c},{c},{c}],"containers":[{c}]}}}}}}}}"#
+        );
+        let pods = [
+            pod_of(4),
+            pod_of(3),
+            env,
+            volumes,
+            init,
+            skipped,
+            host,
+            bad_labels,
+            bad_node,
+            owned,
+        ];
+        let mut bodies: Vec<Vec<u8>> = pods
+            .into_iter()
+            .map(|p| body(ADMISSION_V1, "u", "ns", p))
+            .collect();
+        bodies.push(repeated.into_bytes());
+        // A container's list given twice: the last one counts (1 entry), as in the full check.
+        let e = r#"{"name":"E"}"#;
+        bodies.push(
+            format!(
+                r#"{{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{{"uid":"u","namespace":"ns","object":{{"metadata":{{"name":"d"}},"spec":{{"containers":[{{"name":"a","image":"x","env":[{e},{e},{e},{e}],"env":[{e}]}}]}}}}}}}}"#
+            )
+            .into_bytes(),
+        );
+        bodies.push(b"not json, 1, 2, 3, 4, 5".to_vec());
+        let mut from_scan = 0;
+        for b in &bodies {
+            let fast = review_with(b, "/inject", &small, true);
+            let full = review_with(b, "/inject", &small, false);
+            let show = String::from_utf8_lossy(b);
+            assert_eq!(fast.outcome, full.outcome, "{show}");
+            assert_eq!(text(&fast), text(&full), "{show}");
+            assert_eq!(
+                (&fast.uid, &fast.namespace, &fast.pod_name, &fast.decision),
+                (&full.uid, &full.namespace, &full.pod_name, &full.decision),
+                "{show}"
+            );
+            assert_eq!(fast.warnings, full.warnings, "{show}");
+            assert_eq!(fast.pod_metadata, full.pod_metadata, "{show}");
+            from_scan += usize::from(refuse_from_scan(b, &small, &mut Known::default()).is_some());
+        }
+        // Five of them (4 containers, the env list, the volumes, the init containers, the pod
+        // with a generateName) refused from the scan; the rest by the full path.
+        assert_eq!(from_scan, 5);
     }
 
     #[test]

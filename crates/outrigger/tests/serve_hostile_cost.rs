@@ -60,11 +60,28 @@ async fn many_containers_are_injected_up_to_the_bound_and_refused_beyond() {
         response["status"]["message"],
         json!("the pod has 10001 containers (init and ephemeral containers included); outrigger injects pods of at most 10000")
     );
+    // 20,000 (issue 36's attack, 0.8 MB): refused from a scan of the body, the same answer.
+    let far_over = api
+        .post("/inject", review(V1, "far", "default", pod_of(20_000)))
+        .await
+        .expect("answer");
+    assert_eq!(
+        far_over.json()["response"]["status"]["message"],
+        json!("the pod has 20000 containers (init and ephemeral containers included); outrigger injects pods of at most 10000"),
+        "{}",
+        far_over.text()
+    );
     let m = metrics(&api).await;
     assert_eq!(
         metric(&m, "sidecar_injection_failure_total{reason=\"too_large\"}"),
-        Some(1.0),
+        Some(2.0),
         "{m}"
+    );
+    // The server's own time for the refusal is logged (review_us), for scripts/hostile-cost.sh.
+    assert!(
+        server.log_text().contains("review_us"),
+        "{}",
+        server.log_text()
     );
 }
 

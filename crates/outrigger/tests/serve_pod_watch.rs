@@ -248,3 +248,82 @@ async fn a_configuration_reload_judges_every_pod_again() {
     let m = metrics(&c).await;
     assert_eq!(pods(&m, "apps", "missing", ""), 1.0, "{m}");
 }
+
+/// Issue 36 (Events from anyone): where the API server presents no client certificate (a
+/// managed control plane: no `--clientCaFile`), a review's Event is written only once the pod
+/// watch sees the pod it named created; reviews of pods that never appear (or that existed
+/// before the review) write none, and are dropped when their hold ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unauthenticated_callers_get_events_only_for_pods_seen_created() {
+    let api = cluster();
+    let mut args = SERVER.to_vec();
+    args.extend(["--events", "--events-hold", "2s"]);
+    let server = serve_against(
+        &api,
+        "serve-pod-watch-events",
+        &args,
+        &[("POD_NAME", "outrigger-0")],
+    );
+    let ca = secret_ca(&api, "Secret created");
+    let c = H2::connect(server.addr, &ca).await.expect("TLS");
+    eventually("the pods judged", || async {
+        server.log_text().contains("every pod judged")
+    })
+    .await;
+    // What a ReplicaSet's pod looks like at admission: a generateName, no name yet.
+    let claimed = |deploy: &str, uid: &str| {
+        json!({"metadata": {"generateName": format!("{deploy}-6b8f7c5d9-"), "namespace": "apps",
+                "labels": {"app": deploy},
+                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                    "name": format!("{deploy}-6b8f7c5d9"), "uid": uid, "controller": true}]},
+               "spec": {"containers": [{"name": "app", "image": "example/app:2"}]}})
+    };
+    let mut existing = claimed("web", "u");
+    existing["metadata"]["name"] = json!("web-6b8f7c5d9-x1");
+    for (uid, pod) in [
+        ("shop", claimed("shop", "u")),
+        ("ghost", claimed("ghost", "g")),
+        ("existing", existing),
+    ] {
+        let r = c
+            .post("/inject", review("admission.k8s.io/v1", uid, "apps", pod))
+            .await
+            .expect("review");
+        assert!(
+            r.json()["response"]["patch"].is_string(),
+            "{uid}: {}",
+            r.text()
+        );
+    }
+    // The API server stores the pod of `shop` (named from its generateName, injected by
+    // outrigger): its Event is written, on its ReplicaSet.
+    let current = defaults::snapshot().expect("defaults");
+    let mut shop = pod("apps", "shop", Some(&current), true);
+    shop["metadata"]["name"] = json!("shop-6b8f7c5d9-q7x2k");
+    write_now(&api, shop, 1);
+    eventually("the Event of the pod seen created", || async {
+        !api.lock().all("events").is_empty()
+    })
+    .await;
+    // The two others are dropped when their hold ends: no Event for them.
+    let dropped = "outrigger_events_dropped_total{reason=\"not_created\"}";
+    eventually("the held Events of pods never created dropped", || async {
+        metric(&metrics(&c).await, dropped) == Some(2.0)
+    })
+    .await;
+    let events = api.lock().all("events");
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0]["regarding"]["kind"], "ReplicaSet");
+    assert_eq!(events[0]["regarding"]["name"], "shop-6b8f7c5d9");
+    assert_eq!(events[0]["reason"], "SidecarInjected");
+    let m = metrics(&c).await;
+    assert_eq!(
+        metric(
+            &m,
+            "outrigger_events_dropped_total{reason=\"unauthenticated\"}"
+        )
+        .unwrap_or(0.0),
+        0.0,
+        "{m}"
+    );
+}

@@ -69,7 +69,11 @@ pub const MAX_UID_BYTES: usize = 128;
 
 /// Decode the body as an AdmissionReview (JSON, or YAML as the universal deserializer allows).
 pub(crate) fn decode_review(body: &[u8]) -> Result<Request, Malformed> {
-    let doc = parse_document(body)?;
+    decode_review_doc(parse_document(body)?, body)
+}
+
+/// [`decode_review`] of the document `doc` parsed from `body`.
+pub(crate) fn decode_review_doc(doc: Value, body: &[u8]) -> Result<Request, Malformed> {
     let Value::Object(mut m) = doc else {
         return Err(Malformed::new(
             "decode_error",
@@ -167,7 +171,7 @@ const CORE_KINDS: &[&str] = &[
     "List",
 ];
 
-fn parse_document(body: &[u8]) -> Result<Value, Malformed> {
+pub(crate) fn parse_document(body: &[u8]) -> Result<Value, Malformed> {
     match crate::json::compact::from_slice(body) {
         Ok(v) => Ok(v),
         Err(json_err) => {

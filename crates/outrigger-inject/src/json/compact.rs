@@ -35,7 +35,7 @@ pub fn clone(v: &Value) -> Value {
 }
 
 /// Deserializes a [`Value`] whose objects and arrays have exact capacities.
-struct CompactSeed;
+pub(crate) struct CompactSeed;
 
 impl<'de> DeserializeSeed<'de> for CompactSeed {
     type Value = Value;

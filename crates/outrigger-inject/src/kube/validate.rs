@@ -46,28 +46,31 @@ fn name_of(v: &Value) -> &str {
 ///   value: "...": must be unique`).
 pub fn validate_pod(pod: &Value) -> Vec<Violation> {
     let mut out = Vec::new();
-    let mut volumes = BTreeSet::new();
-    for (i, v) in list(pod, "volumes").iter().enumerate() {
-        if !volumes.insert(name_of(v)) {
-            out.push(Violation {
-                rule: "ValidateVolumes",
-                message: format!("spec.volumes[{i}].name: Duplicate value: {:?}", name_of(v)),
-            });
-        }
+    let volume_list = list(pod, "volumes");
+    for i in later_duplicates(volume_list.iter().map(name_of).enumerate()) {
+        out.push(Violation {
+            rule: "ValidateVolumes",
+            message: format!(
+                "spec.volumes[{i}].name: Duplicate value: {:?}",
+                name_of(&volume_list[i])
+            ),
+        });
     }
+    let volumes = sorted(volume_list.iter().map(name_of));
     let containers = list(pod, "containers");
     let inits = list(pod, "initContainers");
-    let regular: BTreeSet<&str> = containers.iter().map(name_of).collect();
-    let mut seen = BTreeSet::new();
+    let regular = sorted(containers.iter().map(name_of));
+    let mut scratch = Vec::new();
+    let init_dups = later_duplicates(inits.iter().map(name_of).enumerate());
     for (i, c) in inits.iter().enumerate() {
         let name = name_of(c);
-        if !seen.insert(name) || regular.contains(name) {
+        if init_dups.binary_search(&i).is_ok() || regular.binary_search(&name).is_ok() {
             out.push(Violation {
                 rule: "validateInitContainers",
                 message: format!("spec.initContainers[{i}].name: Duplicate value: {name:?}"),
             });
         }
-        mounts(&format!("spec.initContainers[{i}]"), c, &volumes, &mut out);
+        mounts(("initContainers", i), c, &volumes, &mut scratch, &mut out);
     }
     if containers.is_empty() {
         out.push(Violation {
@@ -75,18 +78,44 @@ pub fn validate_pod(pod: &Value) -> Vec<Violation> {
             message: "spec.containers: Required value".into(),
         });
     }
-    let mut seen = BTreeSet::new();
+    let dups = later_duplicates(containers.iter().map(name_of).enumerate());
     for (i, c) in containers.iter().enumerate() {
-        let name = name_of(c);
-        if !seen.insert(name) {
+        if dups.binary_search(&i).is_ok() {
             out.push(Violation {
                 rule: "validateContainers",
-                message: format!("spec.containers[{i}].name: Duplicate value: {name:?}"),
+                message: format!(
+                    "spec.containers[{i}].name: Duplicate value: {:?}",
+                    name_of(c)
+                ),
             });
         }
-        mounts(&format!("spec.containers[{i}]"), c, &volumes, &mut out);
+        mounts(("containers", i), c, &volumes, &mut scratch, &mut out);
     }
     out
+}
+
+/// `names` sorted, for binary search (a sorted vector: fewer steps and allocations than a tree
+/// for the handful of names a pod has, and still `n log n` for a hostile one).
+fn sorted<'a>(names: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut v: Vec<&str> = names.collect();
+    v.sort_unstable();
+    v
+}
+
+/// The indices, ascending, whose name an earlier index holds too.
+fn later_duplicates<'a>(names: impl Iterator<Item = (usize, &'a str)>) -> Vec<usize> {
+    let mut v: Vec<(&str, usize)> = names.map(|(i, n)| (n, i)).collect();
+    if v.len() < 2 {
+        return Vec::new();
+    }
+    v.sort_unstable();
+    let mut dups: Vec<usize> = v
+        .windows(2)
+        .filter(|w| w[0].0 == w[1].0)
+        .map(|w| w[1].1)
+        .collect();
+    dups.sort_unstable();
+    dups
 }
 
 /// The rules an injected pod breaks that the pod before injection did not, one message per
@@ -116,30 +145,47 @@ pub fn check_new(before: &[Violation], injected: &Value) -> Result<(), RefusedPo
     }
 }
 
-/// `ValidateVolumeMounts` of one container at `path`.
-fn mounts(path: &str, c: &Value, volumes: &BTreeSet<&str>, out: &mut Vec<Violation>) {
-    let mut paths = BTreeSet::new();
-    for (j, m) in c
-        .get("volumeMounts")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .enumerate()
-    {
+/// `ValidateVolumeMounts` of one container (`spec.<list>[<index>]`, named only in a violation);
+/// `scratch`: reused between containers.
+fn mounts<'a>(
+    at: (&str, usize),
+    c: &'a Value,
+    volumes: &[&str],
+    scratch: &mut Vec<(&'a str, usize)>,
+    out: &mut Vec<Violation>,
+) {
+    let Some(list) = c.get("volumeMounts").and_then(Value::as_array) else {
+        return;
+    };
+    let path = |j: usize| format!("spec.{}[{}].volumeMounts[{j}]", at.0, at.1);
+    // Mount paths given twice: every later one (empty paths are not checked).
+    scratch.clear();
+    scratch.extend(list.iter().enumerate().filter_map(|(j, m)| {
+        let p = m.get("mountPath").and_then(Value::as_str).unwrap_or("");
+        (!p.is_empty()).then_some((p, j))
+    }));
+    scratch.sort_unstable();
+    let mut twice: Vec<usize> = scratch
+        .windows(2)
+        .filter(|w| w[0].0 == w[1].0)
+        .map(|w| w[1].1)
+        .collect();
+    twice.sort_unstable();
+    for (j, m) in list.iter().enumerate() {
         let name = name_of(m);
-        if !volumes.contains(name) {
+        if volumes.binary_search(&name).is_err() {
             out.push(Violation {
                 rule: "ValidateVolumeMounts",
-                message: format!("{path}.volumeMounts[{j}].name: Not found: {name:?}"),
+                message: format!("{}.name: Not found: {name:?}", path(j)),
             });
         }
-        let mount_path = m.get("mountPath").and_then(Value::as_str).unwrap_or("");
-        if !mount_path.is_empty() && !paths.insert(mount_path) {
+        if twice.binary_search(&j).is_ok() {
+            let mount_path = m.get("mountPath").and_then(Value::as_str).unwrap_or("");
             out.push(Violation {
                 rule: "ValidateVolumeMounts",
                 message: format!(
-                    "{path}.volumeMounts[{j}].mountPath: Invalid value: {mount_path:?}: must be \
-                     unique"
+                    "{}.mountPath: Invalid value: {mount_path:?}: must be unique",
+                    path(j)
                 ),
             });
         }
@@ -187,6 +233,25 @@ mod tests {
                 "spec.containers[0].volumeMounts[0].name: Not found: \"x\" (ValidateVolumeMounts)",
                 "spec.containers[0].volumeMounts[1].mountPath: Invalid value: \"/p\": must be \
                  unique (ValidateVolumeMounts)"
+            ]
+        );
+        // Every later repeat, in index order; empty mount paths are not compared.
+        assert_eq!(
+            messages(
+                json!({"spec": {"containers": [{"name": "b"}, {"name": "a", "volumeMounts": [
+                {"name": "v", "mountPath": "/q"}, {"name": "v", "mountPath": ""},
+                {"name": "v", "mountPath": "/q"}, {"name": "v", "mountPath": ""},
+                {"name": "v", "mountPath": "/q"}]}, {"name": "b"}],
+                "volumes": [{"name": "v"}, {"name": "w"}, {"name": "v"}, {"name": "v"}]}})
+            ),
+            [
+                "spec.volumes[2].name: Duplicate value: \"v\" (ValidateVolumes)",
+                "spec.volumes[3].name: Duplicate value: \"v\" (ValidateVolumes)",
+                "spec.containers[1].volumeMounts[2].mountPath: Invalid value: \"/q\": must be \
+                 unique (ValidateVolumeMounts)",
+                "spec.containers[1].volumeMounts[4].mountPath: Invalid value: \"/q\": must be \
+                 unique (ValidateVolumeMounts)",
+                "spec.containers[2].name: Duplicate value: \"b\" (validateContainers)"
             ]
         );
     }

@@ -154,7 +154,8 @@ impl EventRecorder {
 /// `reason` label of the dropped-Event counter.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct DropLabel {
-    /// `unauthenticated`, `queue_full`, `rate_limited` or `too_many_keys`.
+    /// `unauthenticated`, `queue_full`, `rate_limited`, `too_many_keys`, or (Events held for
+    /// their pods, [`super::event_hold`]) `not_created` and `hold_full`.
     pub reason: String,
 }
 
@@ -170,7 +171,8 @@ pub struct EventStats {
 }
 
 impl EventStats {
-    fn drop(&self, reason: &str) {
+    /// Count an Event not recorded, for `reason`.
+    pub(crate) fn drop(&self, reason: &str) {
         self.dropped
             .get_or_create(&DropLabel {
                 reason: reason.into(),
@@ -224,8 +226,9 @@ pub struct PendingEvent {
     pub code: String,
     /// Human message.
     pub message: String,
-    /// The review came from a caller authenticated by its client certificate: only such
-    /// reviews are recorded (anyone on the network could claim anything in the others).
+    /// The review came from a caller authenticated by its client certificate, or its pod was
+    /// since seen created ([`super::event_hold`]): only such reviews are recorded (anyone on
+    /// the network could claim anything in the others).
     pub authenticated: bool,
     /// The caller's address: each has its own rate limit.
     pub source: IpAddr,

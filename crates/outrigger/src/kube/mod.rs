@@ -13,6 +13,7 @@ pub mod check;
 pub mod client;
 pub mod config_watch;
 pub mod drift_facts;
+pub mod event_hold;
 pub mod events;
 pub mod inject_source;
 #[cfg(test)]

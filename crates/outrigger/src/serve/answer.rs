@@ -1,8 +1,8 @@
 //! Answers: the response body of every route. An answer over [`UNCHARGED`] bytes is charged to
 //! the memory budget ([`super::budget`], on its connection's account, so the connection's cap
 //! bounds its pending answers too) until it is handed over in full; one that does not fit is
-//! replaced by a short `429`. Large answers are handed over in chunks of [`CHUNK`] bytes, each a
-//! copy, so that an HTTP/2 stream whose flow-control window stays shut holds at most one chunk
+//! replaced by a short `429`. Answers over [`CHUNK`] bytes are handed over in chunks of that
+//! size, each a copy (one of [`CHUNK`] or less goes as it is), so that an HTTP/2 stream whose flow-control window stays shut holds at most one chunk
 //! outside the answer; and the connection watches every answer's progress: one that makes none
 //! within the write timeout closes its connection ([`super::conn`]).
 
@@ -74,8 +74,9 @@ impl Body for Answer {
         if this.data.is_empty() {
             return Poll::Ready(None);
         }
-        let chunk = if this.watch.is_none() && this.charge.is_none() {
-            // Small or unwatched: as it is.
+        let chunk = if this.data.len() <= CHUNK || (this.watch.is_none() && this.charge.is_none()) {
+            // One chunk, or unwatched: as it is (its charge stays until the body is dropped, as
+            // for the last chunk of a larger answer).
             std::mem::take(&mut this.data)
         } else {
             let n = this.data.len().min(CHUNK);

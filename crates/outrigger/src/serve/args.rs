@@ -178,6 +178,11 @@ pub struct ServeArgs {
     /// 0, a client that does not read) closes its connection, resetting its streams.
     #[arg(long = "write-timeout", default_value = "10s", value_parser = crate::cli::values::duration)]
     pub write_timeout: Duration,
+    /// With --events and --watch-pods: how long the Event of a review from a caller that
+    /// presented no client certificate waits for the pod it named to be seen created by the pod
+    /// watch; written then, dropped after (`outrigger_events_dropped_total{reason="not_created"}`).
+    #[arg(long = "events-hold", default_value = "30s", value_parser = crate::cli::values::duration)]
+    pub events_hold: Duration,
     /// After SIGTERM, keep serving (but report not ready) this long before closing the listener.
     #[arg(long = "drain-delay", default_value = "5s", value_parser = crate::cli::values::duration)]
     pub drain_delay: Duration,

@@ -5,10 +5,13 @@
 //! recorded in the background).
 
 use std::fmt::Debug;
+use std::sync::Arc;
+use std::time::Duration;
 
 use outrigger_inject::decide::native::ClusterFacts;
 use serde_json::{Map, Value};
 
+use crate::kube::event_hold::{HeldEvents, HoldLimits};
 use crate::kube::events::{
     EventLimits, EventQueue, EventRecorder, Outcome, PendingEvent, EVENT_STATS,
 };
@@ -32,7 +35,7 @@ pub struct InjectionEvent {
     /// Human message.
     pub message: String,
     /// The caller was authenticated by its client certificate (only such callers' reviews are
-    /// recorded).
+    /// recorded at once; others' wait for their pod to be seen created, with `--watch-pods`).
     pub authenticated: bool,
     /// The caller's address (rate limits are per address).
     pub source: std::net::IpAddr,
@@ -42,6 +45,10 @@ pub struct InjectionEvent {
 pub trait EventSink: Send + Sync + Debug {
     /// Record `event` in the background.
     fn record(&self, event: InjectionEvent);
+
+    /// The pod watch saw `pod` (as stored) created: the Event held for it, if any, is written
+    /// ([`crate::kube::event_hold`]).
+    fn pod_created(&self, _pod: &Value) {}
 }
 
 /// [`ClusterFacts`] from the kube-rs caches (never an API call per request).
@@ -73,25 +80,40 @@ impl ClusterFacts for KubeFacts {
 
 /// [`EventSink`] publishing through kube-rs from one background task: a bounded queue,
 /// repeats folded into one Event per window, a rate limit, drops counted in
-/// `outrigger_events_dropped_total` (see [`crate::kube::events::EventQueue`]).
+/// `outrigger_events_dropped_total` (see [`crate::kube::events::EventQueue`]). With `hold`,
+/// the Events of callers without a client certificate wait for their pods
+/// ([`crate::kube::event_hold`]); without, they are dropped.
 #[derive(Debug, Clone)]
 pub struct KubeEvents {
     queue: EventQueue,
+    hold: Option<Arc<HeldEvents>>,
 }
 
 impl KubeEvents {
-    /// A sink whose publisher runs on the current Tokio runtime (it stops with the last sink).
-    pub fn new(recorder: EventRecorder) -> Self {
+    /// A sink whose publisher runs on the current Tokio runtime (it stops with the last sink);
+    /// `hold`: how long an unauthenticated caller's Event waits for its pod (`--watch-pods`).
+    pub fn new(recorder: EventRecorder, hold: Option<Duration>) -> Self {
         let (queue, worker) =
             EventQueue::start(recorder, EventLimits::default(), EVENT_STATS.clone());
         tokio::spawn(worker);
-        KubeEvents { queue }
+        let hold = hold.map(|ttl| {
+            let h = HeldEvents::new(HoldLimits::new(ttl), queue.clone(), EVENT_STATS.clone());
+            tokio::spawn(HeldEvents::sweep(&h));
+            h
+        });
+        KubeEvents { queue, hold }
     }
 }
 
 impl EventSink for KubeEvents {
+    fn pod_created(&self, pod: &Value) {
+        if let Some(h) = &self.hold {
+            h.pod_created(pod);
+        }
+    }
+
     fn record(&self, e: InjectionEvent) {
-        self.queue.push(PendingEvent {
+        let pending = PendingEvent {
             pod: e.pod,
             namespace: e.namespace,
             outcome: e.outcome,
@@ -99,7 +121,11 @@ impl EventSink for KubeEvents {
             message: e.message,
             authenticated: e.authenticated,
             source: e.source,
-        });
+        };
+        match &self.hold {
+            Some(h) if !pending.authenticated => h.hold(pending),
+            _ => self.queue.push(pending),
+        }
     }
 }
 

@@ -226,14 +226,14 @@ impl Activity {
     }
 
     /// An answer starts: until [`Activity::answer_done`], it must make progress within the
-    /// write timeout.
+    /// write timeout. Called while the request's [`Busy`] guard is held: the connection's
+    /// timers are computed again when it drops, with this answer's write deadline.
     pub fn answer_started(&self) -> u64 {
         let id = NEXT_ANSWER.fetch_add(1, Ordering::Relaxed);
         self.answers
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .insert(id, Instant::now());
-        self.changed.notify_one();
         id
     }
 
@@ -753,6 +753,10 @@ async fn drive<C>(
     // close ends at once unless an answer is stuck past what the answer watch sees (a last chunk
     // in HTTP/2's buffer), so it gets the write timeout, then it is dropped.
     let mut give_up: Option<Instant> = None;
+    // One timer for the connection's life, moved only when its deadline changes (requests change
+    // the activity several times each; a timer made anew each time costs every request).
+    let mut timer = std::pin::pin!(tokio::time::sleep_until(Instant::now()));
+    let mut armed: Option<Instant> = None;
     loop {
         if activity.is_killed() {
             tracing::debug!(%peer, "an answer's bytes were preempted; closing the connection");
@@ -764,12 +768,11 @@ async fn drive<C>(
             (None, Some(g)) => Some((g, Timeout::Write)),
             (d, _) => d,
         };
-        let timer = async {
-            match deadline {
-                Some((at, _)) => tokio::time::sleep_until(at).await,
-                None => std::future::pending().await,
-            }
-        };
+        let at = deadline.map(|(at, _)| at);
+        if let Some(at) = at.filter(|at| armed != Some(*at)) {
+            timer.as_mut().reset(at);
+        }
+        armed = at;
         tokio::select! {
             res = conn.as_mut() => {
                 if let Err(e) = res {
@@ -795,7 +798,7 @@ async fn drive<C>(
                 }
             }
             () = activity.changed.notified() => {}
-            () = timer => {
+            () = timer.as_mut(), if armed.is_some() => {
                 // The phase may have moved on since the deadline was computed.
                 let now = Instant::now();
                 if give_up.is_some_and(|g| g <= now) {

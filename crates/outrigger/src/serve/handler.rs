@@ -392,6 +392,8 @@ where
         }
     };
     drop(incoming);
+    // The review's own time (logged as `review_us`): from the body in full to the answer.
+    let received = Instant::now();
     if body.is_empty() {
         return http_error(m, StatusCode::BAD_REQUEST, "empty_body", "no body found");
     }
@@ -466,7 +468,7 @@ where
             sink.record(e);
         }
     }
-    respond(state, reviewed, &path, start)
+    respond(state, reviewed, &path, start, received)
 }
 
 /// The Event for a reviewed pod (none for malformed reviews, nor without a pod object: there
@@ -552,12 +554,25 @@ fn run_review(state: &State, body: &[u8], path: &str) -> webhook::Reviewed {
     webhook::review(body, path, &ctx)
 }
 
-fn respond(state: &State, r: webhook::Reviewed, path: &str, start: Instant) -> Resp {
+/// Count, log and answer a review; `start`: when the request arrived (`elapsed_us`), `received`:
+/// when its body was in (`review_us` of failures, the server's own time for the review: a
+/// refusal's cost without the time the client took to send the body).
+fn respond(
+    state: &State,
+    r: webhook::Reviewed,
+    path: &str,
+    start: Instant,
+    received: Instant,
+) -> Resp {
     let m = &state.metrics;
     for w in &r.warnings {
         tracing::warn!(uid = %r.uid, namespace = %r.namespace, pod = %r.pod_name, "{w}");
     }
-    let elapsed_us = u64::try_from(start.elapsed().as_micros()).unwrap_or(u64::MAX);
+    let now = Instant::now();
+    let micros = |since: Instant| {
+        u64::try_from(now.saturating_duration_since(since).as_micros()).unwrap_or(u64::MAX)
+    };
+    let elapsed_us = micros(start);
     match &r.outcome {
         Outcome::Injected => {
             m.injected.inc();
@@ -575,10 +590,10 @@ fn respond(state: &State, r: webhook::Reviewed, path: &str, start: Instant) -> R
             if f.malformed {
                 // Not an AdmissionReview: the client's mistake, answered 400.
                 tracing::warn!(uid = %r.uid, namespace = %r.namespace, pod = %r.pod_name, path, outcome = "failed",
-                    reason = f.reason, status = 400, elapsed_us, "{}", f.message);
+                    reason = f.reason, status = 400, elapsed_us, review_us = micros(received), "{}", f.message);
             } else {
                 tracing::error!(uid = %r.uid, namespace = %r.namespace, pod = %r.pod_name, path, outcome = "failed",
-                    reason = f.reason, elapsed_us, "{}", f.message);
+                    reason = f.reason, elapsed_us, review_us = micros(received), "{}", f.message);
             }
             if f.malformed {
                 return text(

@@ -337,12 +337,14 @@ impl Cluster {
         })
     }
 
-    /// The Event sink (with `--events`).
-    pub fn events(&self) -> Option<Arc<dyn EventSink>> {
+    /// The Event sink (with `--events`); `hold`: how long the Event of a caller without a
+    /// client certificate waits for its pod to be seen created (with `--watch-pods`; without,
+    /// such Events are dropped).
+    pub fn events(&self, hold: Option<Duration>) -> Option<Arc<dyn EventSink>> {
         self.services
             .events
             .clone()
-            .map(|r| Arc::new(KubeEvents::new(r)) as Arc<dyn EventSink>)
+            .map(|r| Arc::new(KubeEvents::new(r, hold)) as Arc<dyn EventSink>)
     }
 
     /// Start feeding certificate rotations and ConfigMap changes into `state`.
@@ -934,10 +936,10 @@ mod tests {
     #[tokio::test]
     async fn kube_events_are_published_in_the_background() {
         let (client, mut handle) = crate::kube::mock::client();
-        let sink = KubeEvents::new(crate::kube::events::EventRecorder::new(
-            client,
-            Some("outrigger-0".into()),
-        ));
+        let sink = KubeEvents::new(
+            crate::kube::events::EventRecorder::new(client, Some("outrigger-0".into())),
+            None,
+        );
         let st = state(NativeMode::Disabled, false, None, Some(Arc::new(sink)));
         // The admission response is complete before the API server has seen anything.
         let patch = post(&st, "team", pod("a", None, json!({}))).await;

@@ -227,7 +227,7 @@ impl Metrics {
         );
         registry.register(
             "outrigger_events_dropped",
-            "Events not recorded, by reason: queue_full, rate_limited, too_many_keys (--events)",
+            "Events not recorded, by reason: unauthenticated, queue_full, rate_limited, too_many_keys, not_created, hold_full (--events)",
             events.dropped.clone(),
         );
         registry.register(

@@ -323,12 +323,17 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
     let tls_config = tls::server_config(certs.clone(), &compliance, client_auth.clone())?;
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls_config));
 
+    let hold = args.kube.watch_pods.then_some(args.events_hold);
     let (facts, events) = match &cluster {
-        Some(c) => (Some(c.facts()), c.events()),
+        Some(c) => (Some(c.facts()), c.events(hold)),
         None => (None, None),
     };
     if events.is_some() && client_auth.is_none() {
-        tracing::warn!("--events: Events are written only for callers authenticated by a client certificate (--clientCaFile); without it, none are written");
+        if hold.is_some() {
+            tracing::info!(hold = ?args.events_hold, "--events: callers present no client certificate (no --clientCaFile): each Event is written once the pod watch sees its pod created");
+        } else {
+            tracing::warn!("--events: Events are written only for callers authenticated by a client certificate (--clientCaFile), or with --watch-pods once their pod is seen created; without either, none are written");
+        }
     }
     let workers = args
         .worker_threads

@@ -22,6 +22,10 @@
 //! again. When the configuration in force changes (a reload swaps the snapshot), the webhook
 //! configuration's entries change, or a namespace's labels change, the watch is restarted: its
 //! list re-judges every pod, and the counts are replaced at once when the list is complete.
+//!
+//! With `--events`, a pod the watch sees for the first time is handed to the Event sink: the
+//! Event a caller without a client certificate asked for it is written then
+//! ([`crate::kube::event_hold`]).
 
 use std::collections::hash_map::DefaultHasher;
 use std::collections::HashMap;
@@ -361,6 +365,15 @@ async fn judge_pod(judge: &Arc<Judge>, pod: Value, labels: Map<String, Value>) -
     }
 }
 
+/// A pod the watch had not seen before (created since, or since its last list): the Event a
+/// caller without a client certificate asked for it is written now (`--events`,
+/// [`crate::kube::event_hold`]).
+fn seen_created(state: &handler::State, pod: &Value) {
+    if let Some(sink) = &state.events {
+        sink.pod_created(pod);
+    }
+}
+
 /// Why a pass of the pod watch ended.
 enum Restart {
     Config,
@@ -435,6 +448,9 @@ pub async fn run(client: Client, state: Arc<handler::State>, webhook: String) {
                     Some(Ok(watcher::Event::Init)) => pending = Some(HashMap::new()),
                     Some(Ok(watcher::Event::InitApply(pod))) => {
                         let (key, pod) = pod_json(pod);
+                        if !tally.pods.contains_key(&key) {
+                            seen_created(&state, &pod);
+                        }
                         let labels = ns_labels.get(&key.0).cloned().unwrap_or_default();
                         let entry = judge_pod(&judge, pod, labels).await;
                         pending.get_or_insert_with(HashMap::new).insert(key, entry);
@@ -445,6 +461,9 @@ pub async fn run(client: Client, state: Arc<handler::State>, webhook: String) {
                     }
                     Some(Ok(watcher::Event::Apply(pod))) => {
                         let (key, pod) = pod_json(pod);
+                        if !tally.pods.contains_key(&key) {
+                            seen_created(&state, &pod);
+                        }
                         let unchanged = tally.pods.get(&key).is_some_and(|e| e.fingerprint == fingerprint(&pod));
                         if !unchanged {
                             let labels = ns_labels.get(&key.0).cloned().unwrap_or_default();
