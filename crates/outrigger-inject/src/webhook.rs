@@ -326,48 +326,32 @@ fn event_metadata(pod: &Value, request_namespace: &str) -> Map<String, Value> {
     meta
 }
 
-/// Bodies below this size keep the received pod next to the normalised one instead of decoding
-/// it again for the diff: the extra tree is small, and decoding costs more than holding it.
-const REDECODE_MIN_BODY: usize = 64 * 1024;
-
 /// Inject `pod`, mark it as outrigger's ([`mark_injected`]: the one difference from istiod's
-/// webhook, which never writes the marker), and diff the result against the pod as received, holding at most two pod-sized
-/// trees at a time (the webhook's memory budget).
+/// webhook, which never writes the marker), and diff the result against the pod as received,
+/// holding at most two pod-sized trees at a time (the webhook's memory budget).
 ///
 /// The patch is computed against the pod exactly as received (after managedFields removal and
 /// namespace defaulting), so it applies to the caller's document by construction even where our
-/// typed normalisation and the caller's serialisation differ. A pod already in normal form (what
-/// the API server sends) is that pod, so it is not copied; otherwise, for a large body, the
-/// received pod is dropped while the pipeline runs and decoded again from `body` for the diff.
+/// typed normalisation and the caller's serialisation differ. The pod is normalised in place: one
+/// already in normal form (what the API server sends) is left exactly as it was, so it is the pod
+/// as received and is neither copied nor compared; any other (or one the review changed before,
+/// `as_received` false) is decoded again from `body` for the diff once the pipeline has run.
 fn inject_and_diff(
-    pod: Value,
+    mut pod: Value,
     as_received: bool,
     body: &[u8],
     request_namespace: &str,
     params: &InjectParams<'_>,
 ) -> Result<(String, Vec<String>), Error> {
-    let mut normalized = crate::json::compact::clone(&pod);
-    inject::normalize_pod(&mut normalized)?;
-    if as_received && identical(&normalized, &pod) {
-        drop(normalized);
-        let mut injected = inject::inject_normalized(&pod, params)?;
-        crate::kube::validate::check_injected(&pod, &injected.pod)?;
-        mark_injected(&mut injected.pod);
-        let patch = crate::patch::create_json(&pod, &injected.pod);
-        return Ok((patch, injected.warnings));
-    }
-    if as_received && body.len() < REDECODE_MIN_BODY {
-        let mut injected = inject::inject_normalized(&normalized, params)?;
-        crate::kube::validate::check_injected(&normalized, &injected.pod)?;
-        mark_injected(&mut injected.pod);
+    let changed = inject::normalize_pod_changed(&mut pod)?;
+    let mut injected = inject::inject_normalized(&pod, params)?;
+    crate::kube::validate::check_injected(&pod, &injected.pod)?;
+    mark_injected(&mut injected.pod);
+    if as_received && !changed {
         let patch = crate::patch::create_json(&pod, &injected.pod);
         return Ok((patch, injected.warnings));
     }
     drop(pod);
-    let mut injected = inject::inject_normalized(&normalized, params)?;
-    crate::kube::validate::check_injected(&normalized, &injected.pod)?;
-    drop(normalized);
-    mark_injected(&mut injected.pod);
     let received = decode_review(body)
         .ok()
         .and_then(|r| decode_pod(r.object).ok())
@@ -380,6 +364,7 @@ fn inject_and_diff(
     Ok((patch, injected.warnings))
 }
 
+#[cfg(test)]
 /// Equal, with object keys in the same order (serde_json's `==` ignores the order of
 /// `preserve_order` maps; the pipeline's output follows it).
 fn identical(a: &Value, b: &Value) -> bool {
@@ -894,8 +879,9 @@ mod tests {
     }
 
     /// The patch is computed against the pod as received whichever way the review holds its
-    /// trees: a pod already in normal form (one copy), one that normalisation changes (decoded
-    /// again for the diff), and an OpenShift pod whose proxy user is reset before injection.
+    /// trees: a pod already in normal form (one tree), one that normalisation changes (decoded
+    /// again for the diff), small or large, and an OpenShift pod whose proxy user is reset
+    /// before injection.
     #[test]
     fn patches_are_against_the_received_pod() {
         use base64::engine::general_purpose::STANDARD;
@@ -914,8 +900,7 @@ mod tests {
         );
         // Large enough to be decoded again for the diff instead of kept.
         let mut large = raw.clone();
-        large["metadata"]["annotations"] =
-            json!({"example.com/large": "x".repeat(REDECODE_MIN_BODY)});
+        large["metadata"]["annotations"] = json!({"example.com/large": "x".repeat(64 * 1024)});
         for (pod, openshift) in [
             (&raw, false),
             (&normal, false),
