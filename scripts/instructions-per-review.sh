@@ -23,9 +23,10 @@ N1=${N1:-100}
 N2=${N2:-600}
 ROUNDS=${ROUNDS:-1}
 PORT=${PORT:-19544}
-NEW_BIN=${NEW_BIN:-$root/target/release/outrigger}
+target=${CARGO_TARGET_DIR:-$root/target}
+NEW_BIN=${NEW_BIN:-$target/release/outrigger}
 : "${BASELINE_BIN:?set BASELINE_BIN to the binary to compare against}"
-floor_bin=$root/target/release/examples/review_floor
+floor_bin=$target/release/examples/review_floor
 for t in valgrind h2load; do command -v $t >/dev/null || { echo "$t not found" >&2; exit 2; }; done
 for b in "$BASELINE_BIN" "$NEW_BIN" "$floor_bin"; do
   [ -x "$b" ] || { echo "missing binary $b" >&2; exit 2; }
