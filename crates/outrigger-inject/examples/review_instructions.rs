@@ -10,8 +10,10 @@
 //!
 //! A review of the `hello` pod first builds the lazily initialised tables; the measured review
 //! is of another pod, so it takes the general path (no render-memo answer): decode, decide,
-//! render, merge, finish, patch and the response, everything of `webhook::review`. Size classes
-//! are those of `examples/review_floor.rs` (`containers-N`, `env-N`, ...).
+//! render, merge, finish, patch and the response, everything of `webhook::review`. With a second
+//! argument `repeated`, the same review is answered twice first, so the measured one is a
+//! repeated pod's (answered from the render memo when the pod is small enough to be keyed).
+//! Size classes are those of `examples/review_floor.rs` (`containers-N`, `env-N`, ...).
 
 use outrigger_inject::webhook::{self, Context, Outcome};
 
@@ -39,6 +41,11 @@ fn main() {
     let warm = webhook::review(&support::class_review_body("hello"), "/inject", &ctx);
     assert_eq!(warm.outcome, Outcome::Injected, "warm-up review");
     let body = support::class_review_body(&class);
+    if std::env::args().nth(2).as_deref() == Some("repeated") {
+        for _ in 0..2 {
+            webhook::review(&body, "/inject", &ctx);
+        }
+    }
     let reviewed = measured(&body, &ctx);
     assert_eq!(reviewed.outcome, Outcome::Injected, "measured review");
     println!("bytes={} response={}", body.len(), reviewed.response.len());
