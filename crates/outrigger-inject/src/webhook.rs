@@ -254,8 +254,8 @@ fn review_inner(
     };
 
     // Inject, then patch.
-    let (patch, injected_warnings) =
-        inject_and_diff(pod, as_received, body, &req.namespace, &params).map_err(|e| {
+    let (patch, injected_warnings) = answer_pod(pod, as_received, body, &req.namespace, &params)
+        .map_err(|e| {
             Outcome::Failed(Failure {
                 reason: error_code(&e),
                 message: e.to_string(),
@@ -324,6 +324,90 @@ fn event_metadata(pod: &Value, request_namespace: &str) -> Map<String, Value> {
         .unwrap_or_default();
     prepare_metadata(&mut meta, request_namespace);
     meta
+}
+
+/// [`inject_and_diff`] through the snapshot's memo of answers
+/// ([`crate::config::render_memo::Answered`]): the pods of one workload reach the webhook
+/// identical, and so do their patches. The key is the pod as received (after managedFields
+/// removal and namespace defaulting) and every parameter of its injection; only pods received
+/// as they are injected (`as_received`) and whose selected templates are all deterministic
+/// ([`crate::template::Template::is_deterministic`]) are remembered, and only answers that
+/// injected. Everything else the answer depends on is the snapshot's, which the memo belongs to.
+fn answer_pod(
+    pod: Value,
+    as_received: bool,
+    body: &[u8],
+    request_namespace: &str,
+    params: &InjectParams<'_>,
+) -> Result<(String, Vec<String>), Error> {
+    use crate::config::render_memo::{Answered, Key};
+    let snap = params.snapshot;
+    let deterministic = || {
+        crate::render::select_templates(snap, &pod).iter().all(|n| {
+            snap.config
+                .templates
+                .get(n)
+                .is_some_and(|t| t.is_deterministic())
+        })
+    };
+    if !as_received || !deterministic() {
+        return inject_and_diff(pod, as_received, body, request_namespace, params);
+    }
+    let head = answer_head(request_namespace, params);
+    let null = Value::Null;
+    let key = Key {
+        head: &head,
+        trees: [&pod, &null],
+    };
+    let Some(hash) = key.hash() else {
+        return inject_and_diff(pod, as_received, body, request_namespace, params);
+    };
+    let memo = &snap.render_memo.answers;
+    if let Some(hit) = memo.get(hash, &key) {
+        return Ok((hit.patch.clone(), hit.warnings.clone()));
+    }
+    let kept = memo.admit(hash).then(|| crate::json::compact::clone(&pod));
+    let (patch, warnings) = inject_and_diff(pod, as_received, body, request_namespace, params)?;
+    if let Some(received) = kept {
+        let key = Key {
+            head: &head,
+            trees: [&received, &null],
+        };
+        let answer = Answered {
+            patch: patch.clone(),
+            warnings: warnings.clone(),
+        };
+        memo.insert(hash, &key, std::sync::Arc::new(answer));
+    }
+    Ok((patch, warnings))
+}
+
+/// The bytes of every parameter of a pod's injection besides the pod and the snapshot
+/// (length-prefixed strings; the mode is always the webhook's).
+fn answer_head(request_namespace: &str, p: &InjectParams<'_>) -> Vec<u8> {
+    let mut k = Vec::with_capacity(256);
+    let mut put = |s: &str| {
+        k.extend_from_slice(&(s.len() as u64).to_le_bytes());
+        k.extend_from_slice(s.as_bytes());
+    };
+    put(request_namespace);
+    put(&p.workload.kind);
+    put(&p.workload.api_version);
+    put(&p.workload.name);
+    put(&p.workload.namespace);
+    put(p.revision);
+    put(p.compliance_policy);
+    for (name, value) in &p.proxy_envs {
+        put(name);
+        put(value);
+    }
+    put(if p.native_sidecars { "native" } else { "" });
+    match p.proxy_uid_gid {
+        Some((uid, gid)) => put(&format!("{uid}:{gid}")),
+        None => put(""),
+    }
+    put(&format!("{} envs", p.proxy_envs.len()));
+    k
 }
 
 /// Inject `pod`, mark it as outrigger's ([`mark_injected`]: the one difference from istiod's
@@ -945,6 +1029,69 @@ mod tests {
                 identical(pod, &normal)
             );
         }
+    }
+
+    /// A repeated pod is answered from the snapshot's memo of answers, byte for byte as the
+    /// first time; a pod that differs anywhere, or asks for other parameters, is injected
+    /// afresh; templates that are not deterministic are never remembered.
+    #[test]
+    fn repeated_pods_are_answered_from_the_memo_exactly() {
+        let snap = crate::config::defaults::snapshot().expect("embedded default");
+        let c = ctx(&snap);
+        let pod = |app: &str| {
+            json!({"metadata": {"generateName": "p-", "labels": {"app": app}},
+                   "spec": {"containers": [{"name": "app", "image": "nginx"}]}})
+        };
+        let answers = |pod: &Value, path: &str, n: usize| -> Vec<Vec<u8>> {
+            (0..n)
+                .map(|i| {
+                    let r = review(
+                        &body(ADMISSION_V1, &format!("u{i}"), "ns", pod.clone()),
+                        path,
+                        &c,
+                    );
+                    assert_eq!(r.outcome, Outcome::Injected, "{:?}", r.response);
+                    // The UID differs per review; the rest must not.
+                    String::from_utf8(r.response)
+                        .expect("UTF-8")
+                        .replace(&format!("\"u{i}\""), "\"u\"")
+                        .into_bytes()
+                })
+                .collect()
+        };
+        let a = answers(&pod("a"), "/inject", 4);
+        assert!(a.windows(2).all(|w| w[0] == w[1]), "same answers");
+        assert_eq!(
+            snap.render_memo.answers.len(),
+            1,
+            "remembered on the second sighting"
+        );
+        // Another pod and another path are not answered from the memo.
+        let fresh = crate::config::defaults::snapshot().expect("embedded default");
+        let cf = ctx(&fresh);
+        for (p, path) in [
+            (pod("b"), "/inject"),
+            (pod("a"), "/inject/cluster/c2/net/n2"),
+        ] {
+            let memo_answer = answers(&p, path, 3).pop().expect("answer");
+            let r = review(&body(ADMISSION_V1, "u", "ns", p.clone()), path, &cf);
+            assert_eq!(memo_answer, r.response, "{p} {path}");
+            assert_ne!(memo_answer, a[0], "{p} {path}");
+        }
+        assert_eq!(snap.render_memo.answers.len(), 3);
+        // A template calling a clock or random function: never remembered.
+        let config = crate::config::InjectorConfig::parse(
+            "policy: enabled\ntemplates:\n  sidecar: |\n    metadata:\n      labels:\n        \
+             year: {{ now | date \"2006\" | quote }}\n",
+        )
+        .expect("config");
+        let s = Snapshot::with_config(config, "{}", None).expect("snapshot");
+        let c = ctx(&s);
+        for i in 0..3 {
+            let r = review(&body(ADMISSION_V1, "u", "ns", pod("a")), "/inject", &c);
+            assert_eq!(r.outcome, Outcome::Injected, "{i}: {:?}", r.response);
+        }
+        assert!(s.render_memo.answers.is_empty());
     }
 
     /// Records what [`review`] asks; every node is new, except `old` (1.32).

@@ -13,6 +13,10 @@
 //! so a hash collision (the hash is not keyed: the input is the client's) costs a comparison,
 //! never a wrong answer, and at most [`ENTRIES`] comparisons happen per lookup. An answer is
 //! shared ([`Arc`]): a hit copies neither the text nor the tree.
+//!
+//! The same kind of memo ([`Memo`]) holds the webhook's answers ([`Answered`]: the JSON Patch
+//! and warnings of injecting a pod), keyed by the whole pod as received and every parameter of
+//! its injection, used only when every template the pod selects is deterministic.
 
 use std::hash::Hasher;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -131,15 +135,25 @@ fn same_number(x: &Number, y: &Number) -> bool {
     }
 }
 
+/// One remembered webhook answer for a pod (`webhook`'s injection memo): the JSON Patch and the
+/// warnings of injecting it.
 #[derive(Debug)]
-struct Entry {
+pub struct Answered {
+    /// The JSON Patch (compact JSON).
+    pub patch: String,
+    /// The injection's warnings.
+    pub warnings: Vec<String>,
+}
+
+#[derive(Debug)]
+struct Entry<T> {
     hash: u64,
     head: Box<[u8]>,
     trees: [Value; 2],
-    value: Arc<Rendered>,
+    value: Arc<T>,
 }
 
-impl Entry {
+impl<T> Entry<T> {
     fn is(&self, hash: u64, key: &Key<'_>) -> bool {
         self.hash == hash
             && *self.head == *key.head
@@ -148,9 +162,9 @@ impl Entry {
     }
 }
 
-#[derive(Debug, Default)]
-struct Slots {
-    entries: Vec<Entry>,
+#[derive(Debug)]
+struct Slots<T> {
+    entries: Vec<Entry<T>>,
     /// Next entry to replace when full (round robin).
     next: usize,
     /// Hashes of keys seen once, not yet admitted.
@@ -158,30 +172,48 @@ struct Slots {
     seen_next: usize,
 }
 
-/// The memo. A clone starts empty: a snapshot changed after cloning must not answer from the
-/// renders of the one it was cloned from.
-#[derive(Default)]
-pub struct RenderMemo {
-    slots: Mutex<Slots>,
+impl<T> Default for Slots<T> {
+    fn default() -> Self {
+        Slots {
+            entries: Vec::new(),
+            next: 0,
+            seen: Vec::new(),
+            seen_next: 0,
+        }
+    }
 }
 
-impl std::fmt::Debug for RenderMemo {
+/// A bounded memo of values of type `T` by [`Key`]: [`ENTRIES`] at most, admitted on the second
+/// sighting of a key's hash. A clone starts empty.
+pub struct Memo<T> {
+    slots: Mutex<Slots<T>>,
+}
+
+impl<T> Default for Memo<T> {
+    fn default() -> Self {
+        Memo {
+            slots: Mutex::default(),
+        }
+    }
+}
+
+impl<T> Clone for Memo<T> {
+    fn clone(&self) -> Self {
+        Memo::default()
+    }
+}
+
+impl<T> std::fmt::Debug for Memo<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RenderMemo")
+        f.debug_struct("Memo")
             .field("entries", &self.len())
             .finish()
     }
 }
 
-impl Clone for RenderMemo {
-    fn clone(&self) -> Self {
-        RenderMemo::default()
-    }
-}
-
-impl RenderMemo {
-    /// The render remembered under `key` (with its [`Key::hash`]), if any: shared, not copied.
-    pub fn get(&self, hash: u64, key: &Key<'_>) -> Option<Arc<Rendered>> {
+impl<T> Memo<T> {
+    /// The value remembered under `key` (with its [`Key::hash`]), if any: shared, not copied.
+    pub fn get(&self, hash: u64, key: &Key<'_>) -> Option<Arc<T>> {
         let slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
         slots
             .entries
@@ -190,7 +222,7 @@ impl RenderMemo {
             .map(|e| e.value.clone())
     }
 
-    /// Whether a render of the key with hash `hash` should be remembered: true on the second
+    /// Whether a value for the key with hash `hash` should be remembered: true on the second
     /// sighting of its hash (the first is noted).
     pub fn admit(&self, hash: u64) -> bool {
         let mut slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
@@ -209,7 +241,7 @@ impl RenderMemo {
     }
 
     /// Remember `value` under `key` (a copy of its trees), replacing the oldest entry when full.
-    pub fn insert(&self, hash: u64, key: &Key<'_>, value: Arc<Rendered>) {
+    pub fn insert(&self, hash: u64, key: &Key<'_>, value: Arc<T>) {
         let mut slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
         if slots.entries.iter().any(|e| e.is(hash, key)) {
             return;
@@ -217,7 +249,7 @@ impl RenderMemo {
         let entry = Entry {
             hash,
             head: key.head.into(),
-            trees: key.trees.map(Value::clone),
+            trees: key.trees.map(crate::json::compact::clone),
             value,
         };
         if slots.entries.len() < ENTRIES {
@@ -229,7 +261,7 @@ impl RenderMemo {
         }
     }
 
-    /// How many renders are remembered.
+    /// How many values are remembered.
     pub fn len(&self) -> usize {
         self.slots
             .lock()
@@ -241,6 +273,44 @@ impl RenderMemo {
     /// Whether nothing is remembered.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+/// A snapshot's memos: template renders by their data, and the webhook's answers by the pod and
+/// the review's parameters. A clone starts empty: a snapshot changed after cloning must not
+/// answer from the renders of the one it was cloned from.
+#[derive(Debug, Default, Clone)]
+pub struct RenderMemo {
+    /// Renders ([`Rendered`]), keyed by `render::memo`.
+    pub renders: Memo<Rendered>,
+    /// Webhook answers ([`Answered`]), keyed by `webhook`.
+    pub answers: Memo<Answered>,
+}
+
+impl RenderMemo {
+    /// The render remembered under `key`, if any ([`Memo::get`]).
+    pub fn get(&self, hash: u64, key: &Key<'_>) -> Option<Arc<Rendered>> {
+        self.renders.get(hash, key)
+    }
+
+    /// Whether a render should be remembered ([`Memo::admit`]).
+    pub fn admit(&self, hash: u64) -> bool {
+        self.renders.admit(hash)
+    }
+
+    /// Remember a render ([`Memo::insert`]).
+    pub fn insert(&self, hash: u64, key: &Key<'_>, value: Arc<Rendered>) {
+        self.renders.insert(hash, key, value)
+    }
+
+    /// How many renders are remembered.
+    pub fn len(&self) -> usize {
+        self.renders.len()
+    }
+
+    /// Whether no render is remembered.
+    pub fn is_empty(&self) -> bool {
+        self.renders.is_empty()
     }
 }
 
