@@ -1,5 +1,6 @@
 //! Inputs shared by the criterion benches and the callgrind harness (`examples/profile.rs`), so
 //! both measure the same pod with the same settings.
+#![allow(dead_code)] // each bench and example takes some
 
 #[path = "../../tests/inputs/mod.rs"]
 mod inputs;
