@@ -19,7 +19,6 @@ use std::time::Instant;
 use serde_json::Value;
 
 #[path = "../benches/support/mod.rs"]
-#[allow(dead_code)]
 mod support;
 
 /// The allocator the `outrigger` binary ships with, so the floor is measured as the server would.

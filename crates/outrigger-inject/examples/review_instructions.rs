@@ -18,7 +18,6 @@
 use outrigger_inject::webhook::{self, Context, Outcome};
 
 #[path = "../benches/support/mod.rs"]
-#[allow(dead_code)]
 mod support;
 
 /// The allocator the `outrigger` binary ships with, so the counts are the server's.

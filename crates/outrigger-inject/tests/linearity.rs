@@ -19,7 +19,6 @@ use outrigger_inject::webhook::{self, Context, Outcome};
 mod absent;
 
 #[path = "../benches/support/mod.rs"]
-#[allow(dead_code)]
 mod support;
 
 /// The variable that makes this binary the measured child: the size class to review.
