@@ -27,9 +27,16 @@ use serde_json::{Number, Value};
 /// Entries kept at most.
 pub const ENTRIES: usize = 32;
 
-/// Largest key remembered, in bytes of its scalars plus the strings of its trees and a byte
-/// per node (about its size as JSON): larger pods are rendered every time.
-pub const MAX_KEY: usize = 64 * 1024;
+/// Largest key remembered, weighed as the bytes of its scalars and of the strings of its trees
+/// plus [`NODE_WEIGHT`] per node (about its size in memory): larger pods are rendered every time.
+pub const MAX_KEY: usize = 1024 * 1024;
+
+/// What a tree node weighs besides its strings (a `Value` and its map entry).
+pub const NODE_WEIGHT: usize = 64;
+
+/// Total weight of the keys one [`Memo`] holds: the oldest entries go first past it, so a memo's
+/// trees hold a few MiB at most whatever the pods.
+pub const BUDGET: usize = 4 * 1024 * 1024;
 
 /// Key hashes remembered as seen once.
 const DOORKEEPER: usize = 256;
@@ -54,6 +61,20 @@ pub struct Key<'a> {
 }
 
 impl Key<'_> {
+    /// The key's weight (its head, the strings of its trees and [`NODE_WEIGHT`] per node).
+    pub fn weight(&self) -> usize {
+        fn tree(v: &Value) -> usize {
+            NODE_WEIGHT
+                + match v {
+                    Value::String(s) => s.len(),
+                    Value::Array(a) => a.iter().map(tree).sum(),
+                    Value::Object(m) => m.iter().map(|(k, x)| k.len() + tree(x)).sum(),
+                    _ => 0,
+                }
+        }
+        self.head.len() + self.trees.iter().map(|t| tree(t)).sum::<usize>()
+    }
+
     /// The key's hash (FxHash: fast; collisions only cost a comparison), or `None` when the key
     /// is larger than [`MAX_KEY`] (counted as it is hashed; the walk stops there).
     pub fn hash(&self) -> Option<u64> {
@@ -68,9 +89,9 @@ impl Key<'_> {
     }
 }
 
-/// Hash `v` into `h`, counting its size against `left` (`None` when it runs out).
+/// Hash `v` into `h`, counting its weight against `left` (`None` when it runs out).
 fn hash_value(h: &mut FxHasher, v: &Value, left: &mut usize) -> Option<()> {
-    *left = left.checked_sub(1)?;
+    *left = left.checked_sub(NODE_WEIGHT)?;
     match v {
         Value::Null => h.write_u8(0),
         Value::Bool(b) => h.write_u8(1 + u8::from(*b)),
@@ -148,6 +169,7 @@ pub struct Answered {
 #[derive(Debug)]
 struct Entry<T> {
     hash: u64,
+    weight: usize,
     head: Box<[u8]>,
     trees: [Value; 2],
     value: Arc<T>,
@@ -164,9 +186,10 @@ impl<T> Entry<T> {
 
 #[derive(Debug)]
 struct Slots<T> {
+    /// Oldest first.
     entries: Vec<Entry<T>>,
-    /// Next entry to replace when full (round robin).
-    next: usize,
+    /// Their total weight.
+    total: usize,
     /// Hashes of keys seen once, not yet admitted.
     seen: Vec<u64>,
     seen_next: usize,
@@ -176,7 +199,7 @@ impl<T> Default for Slots<T> {
     fn default() -> Self {
         Slots {
             entries: Vec::new(),
-            next: 0,
+            total: 0,
             seen: Vec::new(),
             seen_next: 0,
         }
@@ -240,25 +263,31 @@ impl<T> Memo<T> {
         false
     }
 
-    /// Remember `value` under `key` (a copy of its trees), replacing the oldest entry when full.
+    /// Remember `value` under `key` (a copy of its trees), dropping the oldest entries while
+    /// the memo would hold more than [`ENTRIES`] or weigh more than [`BUDGET`].
     pub fn insert(&self, hash: u64, key: &Key<'_>, value: Arc<T>) {
+        let weight = key.weight();
+        if weight > MAX_KEY {
+            return;
+        }
         let mut slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
         if slots.entries.iter().any(|e| e.is(hash, key)) {
             return;
         }
-        let entry = Entry {
+        while !slots.entries.is_empty()
+            && (slots.entries.len() >= ENTRIES || slots.total + weight > BUDGET)
+        {
+            let old = slots.entries.remove(0);
+            slots.total -= old.weight;
+        }
+        slots.total += weight;
+        slots.entries.push(Entry {
             hash,
+            weight,
             head: key.head.into(),
             trees: key.trees.map(crate::json::compact::clone),
             value,
-        };
-        if slots.entries.len() < ENTRIES {
-            slots.entries.push(entry);
-        } else {
-            let i = slots.next;
-            slots.entries[i] = entry;
-            slots.next = (i + 1) % ENTRIES;
-        }
+        });
     }
 
     /// How many values are remembered.
@@ -393,6 +422,18 @@ mod tests {
         assert!(m.get(last.hash().unwrap(), &last).is_some());
         let first = key(b"", &metas[0], &spec);
         assert!(m.get(first.hash().unwrap(), &first).is_none());
+        // Past the budget, the oldest go first.
+        let m = RenderMemo::default();
+        let heavy: Vec<Value> = (0..5)
+            .map(|i| json!({"x": i.to_string().repeat(MAX_KEY - 1024)}))
+            .collect();
+        for meta in &heavy {
+            let k = key(b"", meta, &spec);
+            m.insert(k.hash().expect("under MAX_KEY"), &k, rendered("heavy"));
+            assert!(m.len() <= BUDGET / (MAX_KEY - 1024));
+        }
+        let newest = key(b"", &heavy[4], &spec);
+        assert!(m.get(newest.hash().unwrap(), &newest).is_some());
         let big = json!({"x": "y".repeat(MAX_KEY)});
         assert!(key(b"", &big, &spec).hash().is_none());
         let long_head = vec![0u8; MAX_KEY + 1];
