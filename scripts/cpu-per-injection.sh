@@ -49,8 +49,9 @@ if [ -z "${NO_BUILD:-}" ]; then
   cargo build --release -p outrigger >&2
   cargo build --release -p outrigger-inject --example review_floor >&2
 fi
-NEW_BIN=${NEW_BIN:-$root/target/release/outrigger}
-floor_bin=$root/target/release/examples/review_floor
+target=${CARGO_TARGET_DIR:-$root/target}
+NEW_BIN=${NEW_BIN:-$target/release/outrigger}
+floor_bin=$target/release/examples/review_floor
 if [ -z "${BASELINE_BIN:-}" ]; then
   tree=$root/target/baseline-src
   BASELINE_BIN=$root/target/baseline/release/outrigger

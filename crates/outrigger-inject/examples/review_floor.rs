@@ -16,10 +16,9 @@
 
 use std::time::Instant;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 #[path = "../benches/support/mod.rs"]
-#[allow(dead_code)]
 mod support;
 
 /// The allocator the `outrigger` binary ships with, so the floor is measured as the server would.
@@ -41,11 +40,11 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let Some(pod) = pod(&class) else {
+    let Some(pod) = support::class_pod(&class) else {
         eprintln!("unknown class {class:?}: hello, env-N, containers-N or managedfields-KB");
         std::process::exit(2);
     };
-    let body = serde_json::to_vec(&review(pod)).expect("encode review");
+    let body = serde_json::to_vec(&support::admission_review(pod)).expect("encode review");
     if let Err(e) = std::fs::write(&out, &body) {
         eprintln!("writing {out}: {e}");
         std::process::exit(1);
@@ -80,41 +79,4 @@ fn thread_cpu_ns() -> Option<u64> {
         .next()?
         .parse()
         .ok()
-}
-
-/// The pod of a size class.
-fn pod(class: &str) -> Option<Value> {
-    let num = |prefix: &str| class.strip_prefix(prefix)?.parse::<usize>().ok();
-    let mut pod = if class == "hello" {
-        json!({"metadata": {"labels": {"app": "hello"}},
-               "spec": {"containers": [{"name": "hello", "image": "fake.docker.io/google-samples/hello-go-gke:1.0",
-                        "ports": [{"name": "http", "containerPort": 80}], "resources": {}}]}})
-    } else if let Some(n) = num("env-") {
-        support::hello_pod(1, n, 0)
-    } else if let Some(n) = num("containers-") {
-        support::hello_pod(n, 10, 0)
-    } else if let Some(kb) = num("managedfields-") {
-        support::hello_pod(1, 0, kb * 1024)
-    } else {
-        return None;
-    };
-    pod["apiVersion"] = json!("v1");
-    pod["kind"] = json!("Pod");
-    let meta = &mut pod["metadata"];
-    if let Some(m) = meta.as_object_mut() {
-        m.remove("name");
-    }
-    meta["generateName"] = json!("hello-7d4f9-");
-    meta["namespace"] = json!("default");
-    meta["ownerReferences"] = json!([{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "hello-7d4f9",
-        "uid": "6b1e0f7e-0000-0000-0000-000000000000", "controller": true, "blockOwnerDeletion": true}]);
-    Some(pod)
-}
-
-/// The AdmissionReview creating `pod`.
-fn review(pod: Value) -> Value {
-    json!({"kind": "AdmissionReview", "apiVersion": "admission.k8s.io/v1",
-           "request": {"uid": "load-test", "kind": {"group": "", "version": "v1", "kind": "Pod"},
-                       "resource": {"group": "", "version": "v1", "resource": "pods"},
-                       "namespace": "default", "operation": "CREATE", "object": pod}})
 }

@@ -100,6 +100,13 @@ pub fn normalize_pod(pod: &mut Value) -> Result<()> {
     typed::normalize(POD_TYPE, pod).map_err(|e| Error::from(e).context("could not decode pod"))
 }
 
+/// [`normalize_pod`], also telling whether it changed the pod (`false`: the pod was in normal
+/// form already and is exactly as it was; see [`typed::normalize_changed`]).
+pub fn normalize_pod_changed(pod: &mut Value) -> Result<bool> {
+    typed::normalize_changed(POD_TYPE, pod)
+        .map_err(|e| Error::from(e).context("could not decode pod"))
+}
+
 /// [`inject_pod`] for a pod that [`normalize_pod`] has already normalised, without copying it
 /// (the webhook keeps one tree when the pod it received is already in normal form).
 pub fn inject_normalized(original: &Value, p: &InjectParams<'_>) -> Result<Injected> {

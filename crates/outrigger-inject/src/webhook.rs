@@ -233,8 +233,8 @@ fn review_inner(
     };
 
     // Inject, then patch.
-    let (patch, injected_warnings) =
-        inject_and_diff(pod, as_received, body, &req.namespace, &params).map_err(|e| {
+    let (patch, injected_warnings) = answer_pod(pod, as_received, body, &req.namespace, &params)
+        .map_err(|e| {
             Outcome::Failed(Failure {
                 reason: error_code(&e),
                 message: e.to_string(),
@@ -383,48 +383,116 @@ fn event_metadata(pod: &Value, request_namespace: &str) -> Map<String, Value> {
     meta
 }
 
-/// Bodies below this size keep the received pod next to the normalised one instead of decoding
-/// it again for the diff: the extra tree is small, and decoding costs more than holding it.
-const REDECODE_MIN_BODY: usize = 64 * 1024;
-
-/// Inject `pod`, mark it as outrigger's ([`mark_injected`]: the one difference from istiod's
-/// webhook, which never writes the marker), and diff the result against the pod as received, holding at most two pod-sized
-/// trees at a time (the webhook's memory budget).
-///
-/// The patch is computed against the pod exactly as received (after managedFields removal and
-/// namespace defaulting), so it applies to the caller's document by construction even where our
-/// typed normalisation and the caller's serialisation differ. A pod already in normal form (what
-/// the API server sends) is that pod, so it is not copied; otherwise, for a large body, the
-/// received pod is dropped while the pipeline runs and decoded again from `body` for the diff.
-fn inject_and_diff(
+/// [`inject_and_diff`] through the snapshot's memo of answers
+/// ([`crate::config::render_memo::Answered`]): the pods of one workload reach the webhook
+/// identical, and so do their patches. The key is the pod as received (after managedFields
+/// removal and namespace defaulting) and every parameter of its injection; only pods received
+/// as they are injected (`as_received`) and whose selected templates are all deterministic
+/// ([`crate::template::Template::is_deterministic`]) are remembered, and only answers that
+/// injected. Everything else the answer depends on is the snapshot's, which the memo belongs to.
+fn answer_pod(
     pod: Value,
     as_received: bool,
     body: &[u8],
     request_namespace: &str,
     params: &InjectParams<'_>,
 ) -> Result<(String, Vec<String>), Error> {
-    let mut normalized = crate::json::compact::clone(&pod);
-    inject::normalize_pod(&mut normalized)?;
-    if as_received && identical(&normalized, &pod) {
-        drop(normalized);
-        let mut injected = inject::inject_normalized(&pod, params)?;
-        crate::kube::validate::check_injected(&pod, &injected.pod)?;
-        mark_injected(&mut injected.pod);
-        let patch = crate::patch::create_json(&pod, &injected.pod);
-        return Ok((patch, injected.warnings));
+    use crate::config::render_memo::{Answered, Key};
+    let snap = params.snapshot;
+    let deterministic = || {
+        crate::render::select_templates(snap, &pod).iter().all(|n| {
+            snap.config
+                .templates
+                .get(n)
+                .is_some_and(|t| t.is_deterministic())
+        })
+    };
+    if !as_received || !deterministic() {
+        return inject_and_diff(pod, as_received, body, request_namespace, params);
     }
-    if as_received && body.len() < REDECODE_MIN_BODY {
-        let mut injected = inject::inject_normalized(&normalized, params)?;
-        crate::kube::validate::check_injected(&normalized, &injected.pod)?;
-        mark_injected(&mut injected.pod);
+    let head = answer_head(request_namespace, params);
+    let null = Value::Null;
+    let key = Key {
+        head: &head,
+        trees: [&pod, &null],
+    };
+    let Some(hash) = key.hash() else {
+        return inject_and_diff(pod, as_received, body, request_namespace, params);
+    };
+    let memo = &snap.render_memo.answers;
+    if let Some(hit) = memo.get(hash, &key) {
+        return Ok((hit.patch.clone(), hit.warnings.clone()));
+    }
+    let kept = memo.admit(hash).then(|| crate::json::compact::clone(&pod));
+    let (patch, warnings) = inject_and_diff(pod, as_received, body, request_namespace, params)?;
+    if let Some(received) = kept {
+        let key = Key {
+            head: &head,
+            trees: [&received, &null],
+        };
+        let answer = Answered {
+            patch: patch.clone(),
+            warnings: warnings.clone(),
+        };
+        memo.insert(hash, &key, std::sync::Arc::new(answer));
+    }
+    Ok((patch, warnings))
+}
+
+/// The bytes of every parameter of a pod's injection besides the pod and the snapshot
+/// (length-prefixed strings; the mode is always the webhook's).
+fn answer_head(request_namespace: &str, p: &InjectParams<'_>) -> Vec<u8> {
+    let mut k = Vec::with_capacity(256);
+    let mut put = |s: &str| {
+        k.extend_from_slice(&(s.len() as u64).to_le_bytes());
+        k.extend_from_slice(s.as_bytes());
+    };
+    put(request_namespace);
+    put(&p.workload.kind);
+    put(&p.workload.api_version);
+    put(&p.workload.name);
+    put(&p.workload.namespace);
+    put(p.revision);
+    put(p.compliance_policy);
+    for (name, value) in &p.proxy_envs {
+        put(name);
+        put(value);
+    }
+    put(if p.native_sidecars { "native" } else { "" });
+    match p.proxy_uid_gid {
+        Some((uid, gid)) => put(&format!("{uid}:{gid}")),
+        None => put(""),
+    }
+    put(&format!("{} envs", p.proxy_envs.len()));
+    k
+}
+
+/// Inject `pod`, mark it as outrigger's ([`mark_injected`]: the one difference from istiod's
+/// webhook, which never writes the marker), and diff the result against the pod as received,
+/// holding at most two pod-sized trees at a time (the webhook's memory budget).
+///
+/// The patch is computed against the pod exactly as received (after managedFields removal and
+/// namespace defaulting), so it applies to the caller's document by construction even where our
+/// typed normalisation and the caller's serialisation differ. The pod is normalised in place: one
+/// already in normal form (what the API server sends) is left exactly as it was, so it is the pod
+/// as received and is neither copied nor compared; any other (or one the review changed before,
+/// `as_received` false) is decoded again from `body` for the diff once the pipeline has run.
+fn inject_and_diff(
+    mut pod: Value,
+    as_received: bool,
+    body: &[u8],
+    request_namespace: &str,
+    params: &InjectParams<'_>,
+) -> Result<(String, Vec<String>), Error> {
+    let changed = inject::normalize_pod_changed(&mut pod)?;
+    let mut injected = inject::inject_normalized(&pod, params)?;
+    crate::kube::validate::check_injected(&pod, &injected.pod)?;
+    mark_injected(&mut injected.pod);
+    if as_received && !changed {
         let patch = crate::patch::create_json(&pod, &injected.pod);
         return Ok((patch, injected.warnings));
     }
     drop(pod);
-    let mut injected = inject::inject_normalized(&normalized, params)?;
-    crate::kube::validate::check_injected(&normalized, &injected.pod)?;
-    drop(normalized);
-    mark_injected(&mut injected.pod);
     let received = decode_review(body)
         .ok()
         .and_then(|r| decode_pod(r.object).ok())
@@ -437,6 +505,7 @@ fn inject_and_diff(
     Ok((patch, injected.warnings))
 }
 
+#[cfg(test)]
 /// Equal, with object keys in the same order (serde_json's `==` ignores the order of
 /// `preserve_order` maps; the pipeline's output follows it).
 fn identical(a: &Value, b: &Value) -> bool {
@@ -951,8 +1020,9 @@ mod tests {
     }
 
     /// The patch is computed against the pod as received whichever way the review holds its
-    /// trees: a pod already in normal form (one copy), one that normalisation changes (decoded
-    /// again for the diff), and an OpenShift pod whose proxy user is reset before injection.
+    /// trees: a pod already in normal form (one tree), one that normalisation changes (decoded
+    /// again for the diff), small or large, and an OpenShift pod whose proxy user is reset
+    /// before injection.
     #[test]
     fn patches_are_against_the_received_pod() {
         use base64::engine::general_purpose::STANDARD;
@@ -971,8 +1041,7 @@ mod tests {
         );
         // Large enough to be decoded again for the diff instead of kept.
         let mut large = raw.clone();
-        large["metadata"]["annotations"] =
-            json!({"example.com/large": "x".repeat(REDECODE_MIN_BODY)});
+        large["metadata"]["annotations"] = json!({"example.com/large": "x".repeat(64 * 1024)});
         for (pod, openshift) in [
             (&raw, false),
             (&normal, false),
@@ -1017,6 +1086,69 @@ mod tests {
                 identical(pod, &normal)
             );
         }
+    }
+
+    /// A repeated pod is answered from the snapshot's memo of answers, byte for byte as the
+    /// first time; a pod that differs anywhere, or asks for other parameters, is injected
+    /// afresh; templates that are not deterministic are never remembered.
+    #[test]
+    fn repeated_pods_are_answered_from_the_memo_exactly() {
+        let snap = crate::config::defaults::snapshot().expect("embedded default");
+        let c = ctx(&snap);
+        let pod = |app: &str| {
+            json!({"metadata": {"generateName": "p-", "labels": {"app": app}},
+                   "spec": {"containers": [{"name": "app", "image": "nginx"}]}})
+        };
+        let answers = |pod: &Value, path: &str, n: usize| -> Vec<Vec<u8>> {
+            (0..n)
+                .map(|i| {
+                    let r = review(
+                        &body(ADMISSION_V1, &format!("u{i}"), "ns", pod.clone()),
+                        path,
+                        &c,
+                    );
+                    assert_eq!(r.outcome, Outcome::Injected, "{:?}", r.response);
+                    // The UID differs per review; the rest must not.
+                    String::from_utf8(r.response)
+                        .expect("UTF-8")
+                        .replace(&format!("\"u{i}\""), "\"u\"")
+                        .into_bytes()
+                })
+                .collect()
+        };
+        let a = answers(&pod("a"), "/inject", 4);
+        assert!(a.windows(2).all(|w| w[0] == w[1]), "same answers");
+        assert_eq!(
+            snap.render_memo.answers.len(),
+            1,
+            "remembered on the second sighting"
+        );
+        // Another pod and another path are not answered from the memo.
+        let fresh = crate::config::defaults::snapshot().expect("embedded default");
+        let cf = ctx(&fresh);
+        for (p, path) in [
+            (pod("b"), "/inject"),
+            (pod("a"), "/inject/cluster/c2/net/n2"),
+        ] {
+            let memo_answer = answers(&p, path, 3).pop().expect("answer");
+            let r = review(&body(ADMISSION_V1, "u", "ns", p.clone()), path, &cf);
+            assert_eq!(memo_answer, r.response, "{p} {path}");
+            assert_ne!(memo_answer, a[0], "{p} {path}");
+        }
+        assert_eq!(snap.render_memo.answers.len(), 3);
+        // A template calling a clock or random function: never remembered.
+        let config = crate::config::InjectorConfig::parse(
+            "policy: enabled\ntemplates:\n  sidecar: |\n    metadata:\n      labels:\n        \
+             year: {{ now | date \"2006\" | quote }}\n",
+        )
+        .expect("config");
+        let s = Snapshot::with_config(config, "{}", None).expect("snapshot");
+        let c = ctx(&s);
+        for i in 0..3 {
+            let r = review(&body(ADMISSION_V1, "u", "ns", pod("a")), "/inject", &c);
+            assert_eq!(r.outcome, Outcome::Injected, "{i}: {:?}", r.response);
+        }
+        assert!(s.render_memo.answers.is_empty());
     }
 
     /// Records what [`review`] asks; every node is new, except `old` (1.32).

@@ -85,6 +85,26 @@ impl TypeError {
     }
 }
 
+thread_local! {
+    /// Set by every step of [`normalize`] that may change the tree ([`normalize_changed`]).
+    static CHANGED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Note that the normalisation running on this thread changed (or may have changed) its tree.
+fn changed() {
+    CHANGED.with(|c| c.set(true));
+}
+
+/// [`normalize`], also telling whether it changed `v`: `false` only when `v` is exactly as it
+/// was (same keys in the same order, same values), i.e. `v` was in normal form already (what
+/// the API server sends). A `true` may be conservative (a step that rewrote a value to itself).
+pub fn normalize_changed(ty: &str, v: &mut Value) -> Result<bool> {
+    let outer = CHANGED.with(|c| c.replace(false));
+    let r = normalize(ty, v);
+    let now = CHANGED.with(|c| c.replace(outer));
+    r.map(|()| now)
+}
+
 /// Normalise `v` (of Go type `ty`, e.g. `corev1.Pod`) in place as a typed round-trip would.
 ///
 /// `ty` is a struct of the schema; the leaf types `resource.Quantity`, `intstr.IntOrString`,
@@ -92,6 +112,8 @@ impl TypeError {
 pub fn normalize(ty: &str, v: &mut Value) -> Result<()> {
     if index::get(ty).is_none() {
         if let Some(r) = normalize_leaf(ty, v) {
+            // Leaf types are normalised whole: counted as changed.
+            changed();
             return r;
         }
     }
@@ -102,6 +124,7 @@ pub fn normalize(ty: &str, v: &mut Value) -> Result<()> {
             norm_struct(idx, m, &mut path, true)
         }
         Value::Null => {
+            changed();
             *v = zero_struct(idx, 0);
             Ok(())
         }
@@ -258,9 +281,11 @@ fn norm_struct(
         return Err(e);
     }
     if !dropped.is_empty() {
+        changed();
         remove_positions(obj, &dropped);
     }
     if renamed {
+        changed();
         rename_folded_keys(idx, obj);
     }
     complete_struct(idx, obj, present);
@@ -311,6 +336,7 @@ fn complete_struct(idx: &StructIndex, obj: &mut Map<String, Value>, mut present:
             continue;
         }
         if let Some(z) = zero_field(f, 0) {
+            changed();
             obj.insert(f.json.to_string(), z);
             present |= bit;
         }
@@ -511,6 +537,7 @@ fn norm_struct_element(
     match item {
         // A null element decodes to the zero struct.
         Value::Null => {
+            changed();
             *item = zero_struct(idx, 0);
             Ok(())
         }
@@ -535,6 +562,7 @@ fn norm_element(
         if item.is_null() {
             // A null element decodes to the zero struct.
             if let Some(idx) = f.target() {
+                changed();
                 *item = zero_struct(idx, 0);
             }
             return Ok(());
@@ -542,6 +570,7 @@ fn norm_element(
         return norm_struct_value(owner, f, item, path, convert);
     }
     if item.is_null() {
+        changed();
         *item = match kind {
             Kind::String | Kind::NamedString => Value::from(""),
             Kind::Int | Kind::Uint => Value::from(0),
@@ -583,10 +612,12 @@ fn norm_scalar(
                 Err(ctx.type_error(gojson::unmarshal_kind(v), &elem_type()))
             }
             Value::Bool(b) => {
+                changed();
                 *v = Value::from(if *b { "true" } else { "false" });
                 Ok(())
             }
             Value::Number(n) => {
+                changed();
                 *v = Value::from(gofmt::number_as_string(n));
                 Ok(())
             }
@@ -605,6 +636,9 @@ fn norm_scalar(
         Kind::Time => match v {
             Value::String(s) => {
                 let c = time::canonicalize(s)?;
+                if c == time::ZERO || c != *s {
+                    changed();
+                }
                 // The zero time marshals as `null`.
                 *v = if c == time::ZERO {
                     Value::Null
@@ -637,6 +671,7 @@ fn norm_int(v: &mut Value, ty: &str, ctx: &Ctx<'_>) -> Result<()> {
     if x.fract() != 0.0 || !x.is_finite() || x < lo || x > hi {
         return Err(ctx.type_error(&format!("number {}", gofmt::number_text(n)), ty));
     }
+    changed();
     *v = Value::from(x as i64);
     Ok(())
 }
@@ -646,6 +681,7 @@ fn norm_quantity(v: &mut Value) -> Result<()> {
     if let Value::String(s) = v {
         return canonicalize_quantity_string(s);
     }
+    changed();
     let text = match &*v {
         Value::Number(n) => gofmt::number_text(n),
         Value::Bool(b) => b.to_string(),
@@ -668,11 +704,17 @@ fn canonicalize_quantity_string(s: &mut String) -> Result<()> {
     let known =
         QUANTITY_MEMO.with_borrow(|memo| memo.get(s.trim()).map(|c| (c != s).then(|| c.clone())));
     match known {
-        Some(Some(c)) => *s = c,
+        Some(Some(c)) => {
+            changed();
+            *s = c;
+        }
         Some(None) => {}
         None => {
             let text = s.trim();
             let c = quantity::canonicalize(text)?;
+            if c != *s {
+                changed();
+            }
             QUANTITY_MEMO.with_borrow_mut(|memo| {
                 if memo.len() >= QUANTITY_MEMO_MAX {
                     memo.clear();

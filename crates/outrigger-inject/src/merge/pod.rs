@@ -1,6 +1,8 @@
 //! Merging rendered templates onto the pod: the pod-typed merge (strategic merge, then the typed
 //! round-trip), the template-only pod's names, and the native-sidecar move of a user proxy.
 
+use std::sync::Arc;
+
 use serde_json::{json, Map, Value};
 
 use crate::kube::names::{NATIVE_SIDECAR_ANNOTATION, POD_TYPE, PROXY_CONTAINER};
@@ -21,7 +23,7 @@ pub struct TemplateMerge {
     template_pod: Value,
     native_sidecars: bool,
     /// The texts merged so far (name, text), to reproduce Istio's errors on the error path.
-    rendered: Vec<(String, String)>,
+    rendered: Vec<(String, Text)>,
 }
 
 impl TemplateMerge {
@@ -42,20 +44,31 @@ impl TemplateMerge {
         // which typed normalisation leaves alone: it is merged from the names alone (the whole
         // overlay when it holds patch directives) and not normalised. Istio normalises it; its
         // errors are reproduced below when the real merge fails.
-        let names = names_overlay(&r.overlay);
+        let names = names_overlay(r.overlay());
         strategic::strategic_merge(
             POD_TYPE,
             &mut self.template_pod,
-            names.as_ref().unwrap_or(&r.overlay),
+            names.as_ref().unwrap_or(r.overlay()),
         )
         .map_err(|e| e.context("failed applying injection overlay"))?;
         move_native_proxy(&mut self.merged, &self.template_pod, self.native_sidecars);
-        self.rendered.push((r.name, r.text));
-        let result = strategic::strategic_merge_owned(POD_TYPE, &mut self.merged, r.overlay)
-            .and_then(|()| {
-                typed::normalize(POD_TYPE, &mut self.merged)
-                    .map_err(|e| MergeError::from(e).context("unmarshal patched pod"))
-            });
+        // A render of its own moves into the pod; one the memo shares is merged from where it
+        // is (what the merge keeps is copied, nothing else).
+        let merged = match Arc::try_unwrap(r.out) {
+            Ok(own) => {
+                self.rendered.push((r.name, Text::Own(own.text)));
+                strategic::strategic_merge_owned(POD_TYPE, &mut self.merged, own.tree)
+            }
+            Err(shared) => {
+                let result = strategic::strategic_merge(POD_TYPE, &mut self.merged, &shared.tree);
+                self.rendered.push((r.name, Text::Shared(shared)));
+                result
+            }
+        };
+        let result = merged.and_then(|()| {
+            typed::normalize(POD_TYPE, &mut self.merged)
+                .map_err(|e| MergeError::from(e).context("unmarshal patched pod"))
+        });
         if let Err(e) = result {
             typed_template_pod(&self.rendered)
                 .map_err(|e| e.context("failed applying injection overlay"))?;
@@ -69,6 +82,22 @@ impl TemplateMerge {
     /// The merged pod and the template-only pod.
     pub fn into_parts(self) -> (Value, Value) {
         (self.merged, self.template_pod)
+    }
+}
+
+/// A rendered text kept for the error path: the render's own, or shared with the memo.
+#[derive(Debug)]
+enum Text {
+    Own(String),
+    Shared(Arc<crate::config::render_memo::Rendered>),
+}
+
+impl Text {
+    fn as_str(&self) -> &str {
+        match self {
+            Text::Own(t) => t,
+            Text::Shared(r) => &r.text,
+        }
     }
 }
 
@@ -135,10 +164,10 @@ pub fn names_overlay(overlay: &Value) -> Option<Value> {
 
 /// The template-only pod as Istio builds it (every rendered overlay merged onto an empty pod,
 /// normalised after each): only its errors matter, on the error path.
-pub fn typed_template_pod(rendered: &[(String, String)]) -> Result<(), MergeError> {
+fn typed_template_pod(rendered: &[(String, Text)]) -> Result<(), MergeError> {
     let mut pod = json!({});
     for (name, text) in rendered {
-        let overlay = rendered_patch(name, text)?;
+        let overlay = rendered_patch(name, text.as_str())?;
         merge_pod(&mut pod, &overlay)?;
     }
     Ok(())

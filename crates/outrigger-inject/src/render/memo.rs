@@ -1,54 +1,59 @@
 //! A render read back as a patch, remembered in the snapshot's memo
-//! ([`crate::config::render_memo`]) by the bytes of everything the render can read: the
-//! template's name and every field of [`TemplateData`] (the pod's metadata and spec as JSON;
-//! the mesh and proxy config as JSON unless they are the snapshot's own). `.Values` and the
-//! environment map are the snapshot's, which the memo belongs to. Only templates whose renders
-//! depend on their data alone are remembered ([`Template::is_deterministic`]); a key longer than
-//! [`MAX_KEY`] (a very large pod) is not built further and the template renders as usual.
+//! ([`crate::config::render_memo`]) by everything the render can read: the template's name and
+//! every field of [`TemplateData`] (the pod's metadata and spec as the trees they are, hashed
+//! and compared in place; the mesh and proxy config as JSON unless they are the snapshot's own).
+//! `.Values` and the environment map are the snapshot's, which the memo belongs to. Only
+//! templates whose renders depend on their data alone are remembered
+//! ([`Template::is_deterministic`]); a key larger than [`MAX_KEY`] (a very large pod) is not
+//! hashed further and the template renders as usual.
 
 use std::io::Write;
 use std::sync::Arc;
 
-use serde_json::Value;
-
 use super::{rendered_patch, RenderError};
-use crate::config::render_memo::{key_hash, Rendered, MAX_KEY};
+use crate::config::render_memo::{Key, Rendered, MAX_KEY};
 use crate::config::Snapshot;
 use crate::template::{Template, TemplateData};
 
 /// Render `tmpl` (called `name`) with `data` and read the text as a pod-shaped patch
 /// ([`rendered_patch`]), answering from the snapshot's memo when the same data was rendered
-/// before. Returns the text and the patch; errors are those of the render and the reading.
+/// before. Returns the text and the patch, shared with the memo when it holds them (a caller
+/// that needs them owned takes them with [`Arc::try_unwrap`] when they are not); errors are
+/// those of the render and the reading.
 pub fn render_patch(
     snapshot: &Snapshot,
     name: &str,
     tmpl: &Template,
     data: &TemplateData<'_>,
-) -> Result<(String, Value), RenderError> {
-    let Some(key) = tmpl
-        .is_deterministic()
-        .then(|| memo_key(snapshot, name, data))
-        .flatten()
-    else {
+) -> Result<Arc<Rendered>, RenderError> {
+    let render = || -> Result<Rendered, RenderError> {
         let text = tmpl.render(data)?;
         let tree = rendered_patch(name, &text)?;
-        return Ok((text, tree));
+        Ok(Rendered { text, tree })
+    };
+    let Some(head) = tmpl
+        .is_deterministic()
+        .then(|| memo_head(snapshot, name, data))
+        .flatten()
+    else {
+        return render().map(Arc::new);
+    };
+    let key = Key {
+        head: &head,
+        trees: [data.object_meta, data.spec],
+    };
+    let Some(hash) = key.hash() else {
+        return render().map(Arc::new);
     };
     let memo = &snapshot.render_memo;
-    let hash = key_hash(&key);
     if let Some(hit) = memo.get(hash, &key) {
-        return Ok((hit.text.clone(), hit.tree.clone()));
+        return Ok(hit);
     }
-    let text = tmpl.render(data)?;
-    let tree = rendered_patch(name, &text)?;
-    if memo.admit(hash, &key) {
-        let kept = Rendered {
-            text: text.clone(),
-            tree: tree.clone(),
-        };
-        memo.insert(hash, &key, Arc::new(kept));
+    let rendered = Arc::new(render()?);
+    if memo.admit(hash) {
+        memo.insert(hash, &key, rendered.clone());
     }
-    Ok((text, tree))
+    Ok(rendered)
 }
 
 /// A buffer that refuses to grow past [`MAX_KEY`].
@@ -68,11 +73,11 @@ impl Write for Capped {
     }
 }
 
-/// The bytes naming a render: `None` when they would exceed [`MAX_KEY`] or when the data's
-/// `.Values` or environment are not the snapshot's. Strings are length-prefixed and JSON
-/// values end with a NUL byte (which JSON text never holds), so distinct data give distinct
-/// keys.
-fn memo_key(snapshot: &Snapshot, name: &str, d: &TemplateData<'_>) -> Option<Vec<u8>> {
+/// The bytes of a render's key besides the pod's trees: `None` when they would exceed
+/// [`MAX_KEY`] or when the data's `.Values` or environment are not the snapshot's. Strings are
+/// length-prefixed and JSON values end with a NUL byte (which JSON text never holds), so
+/// distinct data give distinct keys.
+fn memo_head(snapshot: &Snapshot, name: &str, d: &TemplateData<'_>) -> Option<Vec<u8>> {
     // The environment is the snapshot's, or that with the native-sidecar variable set from
     // `native_sidecars` (which the key holds).
     if !std::ptr::eq(d.values, &snapshot.values)
@@ -81,7 +86,7 @@ fn memo_key(snapshot: &Snapshot, name: &str, d: &TemplateData<'_>) -> Option<Vec
     {
         return None;
     }
-    let mut k = Capped(Vec::with_capacity(1024));
+    let mut k = Capped(Vec::with_capacity(256));
     for s in [
         name,
         d.kind,
@@ -102,8 +107,6 @@ fn memo_key(snapshot: &Snapshot, name: &str, d: &TemplateData<'_>) -> Option<Vec
     k.write_all(&d.proxy_gid.to_le_bytes()).ok()?;
     let own_proxy_config = snapshot.mesh.get("defaultConfig");
     for (v, own) in [
-        (d.object_meta, None),
-        (d.spec, None),
         (d.mesh_config, Some(&snapshot.mesh)),
         (d.proxy_config, own_proxy_config),
     ] {
@@ -119,7 +122,7 @@ fn memo_key(snapshot: &Snapshot, name: &str, d: &TemplateData<'_>) -> Option<Vec
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     use super::*;
 
@@ -168,13 +171,19 @@ mod tests {
             json!({"labels": {"app": "b"}}),
         );
         for _ in 0..3 {
-            let (text, tree) = render_patch(&s, "t", t, &data(&s, &a, &spec)).expect("render");
-            assert_eq!(text, "metadata:\n  labels:\n    app: a\n");
-            assert_eq!(tree, json!({"metadata": {"labels": {"app": "a"}}}));
+            let r = render_patch(&s, "t", t, &data(&s, &a, &spec)).expect("render");
+            assert_eq!(r.text, "metadata:\n  labels:\n    app: a\n");
+            assert_eq!(r.tree, json!({"metadata": {"labels": {"app": "a"}}}));
         }
         assert_eq!(s.render_memo.len(), 1, "admitted on the second render");
-        let (text, _) = render_patch(&s, "t", t, &data(&s, &b, &spec)).expect("render");
-        assert_eq!(text, "metadata:\n  labels:\n    app: b\n");
+        let r = render_patch(&s, "t", t, &data(&s, &b, &spec)).expect("render");
+        assert_eq!(r.text, "metadata:\n  labels:\n    app: b\n");
+        let again = render_patch(&s, "t", t, &data(&s, &a, &spec)).expect("render");
+        let hit = render_patch(&s, "t", t, &data(&s, &a, &spec)).expect("render");
+        assert!(
+            Arc::ptr_eq(&again, &hit),
+            "a hit shares the remembered render"
+        );
     }
 
     #[test]
@@ -183,13 +192,21 @@ mod tests {
         assert!(!s.config.templates["t"].is_deterministic());
         let spec = json!({});
         let meta = json!({});
-        let key = memo_key(&s, "t", &data(&s, &meta, &spec));
-        assert!(key.is_some());
-        let huge = json!({"labels": {"x": "y".repeat(MAX_KEY)}});
-        assert!(memo_key(&s, "t", &data(&s, &huge, &spec)).is_none());
+        assert!(memo_head(&s, "t", &data(&s, &meta, &spec)).is_some());
         let other_values = json!({});
         let mut d = data(&s, &meta, &spec);
         d.values = &other_values;
-        assert!(memo_key(&s, "t", &d).is_none(), "values not the snapshot's");
+        assert!(
+            memo_head(&s, "t", &d).is_none(),
+            "values not the snapshot's"
+        );
+        // A pod too large to key is rendered every time, never remembered.
+        let s = snapshot("metadata:\n  labels:\n    app: {{ .ObjectMeta.Labels.app }}");
+        let t = &s.config.templates["t"];
+        let huge = json!({"labels": {"app": "a", "x": "y".repeat(MAX_KEY)}});
+        for _ in 0..3 {
+            render_patch(&s, "t", t, &data(&s, &huge, &spec)).expect("render");
+        }
+        assert!(s.render_memo.is_empty());
     }
 }

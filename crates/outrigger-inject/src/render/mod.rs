@@ -70,15 +70,26 @@ pub(crate) fn differs_only_by_native(
     others(env) == others(base)
 }
 
-/// One selected template, rendered: its name, its text and the text read as a pod-shaped patch.
+/// One selected template, rendered: its name, and its text with the text read as a pod-shaped
+/// patch ([`rendered_patch`]), shared with the snapshot's memo when it holds them.
 #[derive(Debug, Clone)]
 pub struct Rendered {
     /// The template's name.
     pub name: String,
-    /// What it rendered.
-    pub text: String,
-    /// The text read as a pod-shaped patch ([`rendered_patch`]).
-    pub overlay: Value,
+    /// What it rendered, and the patch read from it.
+    pub out: std::sync::Arc<crate::config::render_memo::Rendered>,
+}
+
+impl Rendered {
+    /// What the template rendered.
+    pub fn text(&self) -> &str {
+        &self.out.text
+    }
+
+    /// The text read as a pod-shaped patch.
+    pub fn overlay(&self) -> &Value {
+        &self.out.tree
+    }
 }
 
 /// The render stage: run the templates selected for `pod` ([`select_templates`]) in order, with
@@ -130,12 +141,8 @@ pub fn render_templates<E: From<RenderError>>(
                 have: snapshot.config.templates.keys().cloned().collect(),
             }));
         };
-        let (text, overlay) = memo::render_patch(snapshot, &name, tmpl, &data)?;
-        each(Rendered {
-            name,
-            text,
-            overlay,
-        })?;
+        let out = memo::render_patch(snapshot, &name, tmpl, &data)?;
+        each(Rendered { name, out })?;
     }
     Ok(())
 }
@@ -309,7 +316,7 @@ mod tests {
             };
             let mut labels = Vec::new();
             render_templates::<RenderError>(&s, &pod, &pod, &p, |r| {
-                labels.push(r.overlay["metadata"]["labels"]["native"].clone());
+                labels.push(r.overlay()["metadata"]["labels"]["native"].clone());
                 Ok(())
             })
             .expect("render");

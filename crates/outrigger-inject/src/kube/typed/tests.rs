@@ -660,3 +660,53 @@ fn type_errors_name_the_struct_the_path_and_the_go_type() {
         "json: cannot unmarshal string into Go struct field ContainerPort.spec.containers.ports.containerPort of type int32"
     );
 }
+
+/// `normalize_changed` says `false` only for a tree that normalisation leaves exactly as it was
+/// (keys in order, numbers by representation), and says it of every normalised pod; each pod
+/// below is out of normal form in one way (every step that rewrites a value).
+#[test]
+fn normalize_changed_is_false_exactly_for_normal_trees() {
+    use crate::config::render_memo::same;
+    let c = |extra: serde_json::Value| {
+        let mut c = json!({"name": "app", "image": "nginx", "resources": {}});
+        if let (Some(m), Some(x)) = (c.as_object_mut(), extra.as_object()) {
+            m.extend(x.clone());
+        }
+        json!({"metadata": {"name": "p", "creationTimestamp": null},
+               "spec": {"containers": [c]}})
+    };
+    let pods = [
+        c(json!({})),
+        json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "app"}]}}),
+        c(json!({"resources": {"requests": {"cpu": "1000m"}}})),
+        c(json!({"resources": {"requests": {"cpu": 1}}})),
+        c(json!({"env": [{"name": "A", "value": 1}, {"name": "B", "value": true}]})),
+        c(json!({"ports": [{"containerPort": 80.0}]})),
+        c(json!({"ports": [null]})),
+        c(json!({"args": [null, "a"]})),
+        c(json!({"Name": "app2"})),
+        c(json!({"command": []})),
+        c(json!({"workingDir": ""})),
+        c(json!({"stdin": null})),
+        json!({"metadata": {"name": "p", "creationTimestamp": "2024-01-01T01:00:00.5+02:00"},
+               "spec": {"containers": [{"name": "app", "image": "nginx", "resources": {}}]}}),
+        json!({"metadata": {"name": "p", "creationTimestamp": "0001-01-01T00:00:00Z"},
+               "spec": {"containers": [{"name": "app", "image": "nginx", "resources": {}}]}}),
+        json!({"metadata": {"name": "p", "creationTimestamp": null, "labels": {}},
+               "spec": {"containers": [{"name": "app", "image": "nginx", "resources": {}}]}}),
+    ];
+    let mut normal_seen = 0;
+    for pod in &pods {
+        let mut once = pod.clone();
+        let changed = normalize_changed("corev1.Pod", &mut once).unwrap();
+        assert_eq!(changed, !same(pod, &once), "{pod} -> {once}");
+        normal_seen += usize::from(!changed);
+        let mut twice = once.clone();
+        assert!(
+            !normalize_changed("corev1.Pod", &mut twice).unwrap(),
+            "a normalised pod is in normal form: {once}"
+        );
+        assert!(same(&once, &twice));
+    }
+    assert!(normal_seen < pods.len(), "some pods are out of normal form");
+}
