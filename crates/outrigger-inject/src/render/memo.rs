@@ -27,7 +27,7 @@ pub fn render_patch(
 ) -> Result<(String, Value), RenderError> {
     let Some(key) = tmpl
         .is_deterministic()
-        .then(|| memo_key(snapshot, name, data))
+        .then(|| memo_key(snapshot, name, tmpl, data))
         .flatten()
     else {
         let text = tmpl.render(data)?;
@@ -72,7 +72,12 @@ impl Write for Capped {
 /// `.Values` or environment are not the snapshot's. Strings are length-prefixed and JSON
 /// values end with a NUL byte (which JSON text never holds), so distinct data give distinct
 /// keys.
-fn memo_key(snapshot: &Snapshot, name: &str, d: &TemplateData<'_>) -> Option<Vec<u8>> {
+fn memo_key(
+    snapshot: &Snapshot,
+    name: &str,
+    tmpl: &Template,
+    d: &TemplateData<'_>,
+) -> Option<Vec<u8>> {
     // The environment is the snapshot's, or that with the native-sidecar variable set from
     // `native_sidecars` (which the key holds).
     if !std::ptr::eq(d.values, &snapshot.values)
@@ -101,14 +106,25 @@ fn memo_key(snapshot: &Snapshot, name: &str, d: &TemplateData<'_>) -> Option<Vec
     k.write_all(&d.proxy_uid.to_le_bytes()).ok()?;
     k.write_all(&d.proxy_gid.to_le_bytes()).ok()?;
     let own_proxy_config = snapshot.mesh.get("defaultConfig");
-    for (v, own) in [
-        (d.object_meta, None),
-        (d.spec, None),
-        (d.mesh_config, Some(&snapshot.mesh)),
-        (d.proxy_config, own_proxy_config),
+    let (meta_fields, spec_fields) = tmpl.read_json_fields();
+    for (v, own, read) in [
+        (d.object_meta, None, meta_fields),
+        (d.spec, None, spec_fields),
+        (d.mesh_config, Some(&snapshot.mesh), None),
+        (d.proxy_config, own_proxy_config, None),
     ] {
         if own.is_some_and(|o| std::ptr::eq(o, v)) {
             k.write_all(b"=").ok()?;
+        } else if let (Some(read), Value::Object(m)) = (read, v) {
+            // Only the fields the template can read ([`Template::read_json_fields`]): pods
+            // that differ in others (names, uids, nodes) share the render.
+            k.write_all(b"P").ok()?;
+            for (field, value) in m.iter().filter(|(f, _)| read.contains(f)) {
+                k.write_all(&(field.len() as u64).to_le_bytes()).ok()?;
+                k.write_all(field.as_bytes()).ok()?;
+                serde_json::to_writer(&mut k, value).ok()?;
+                k.write_all(b"\0").ok()?;
+            }
         } else {
             serde_json::to_writer(&mut k, v).ok()?;
         }
@@ -177,19 +193,76 @@ mod tests {
         assert_eq!(text, "metadata:\n  labels:\n    app: b\n");
     }
 
+    /// Pods that differ only in what the template cannot read (a name, a node) share one
+    /// render; a template that reads the name keys by it.
+    #[test]
+    fn only_the_fields_a_template_reads_key_its_renders() {
+        let spec = |node: &str| json!({"containers": [{"name": "c"}], "nodeName": node});
+        let meta = |name: &str| json!({"name": name, "uid": name, "labels": {"app": "a"}});
+        let labels = snapshot("metadata:\n  labels:\n    app: {{ .ObjectMeta.Labels.app }}");
+        let t = &labels.config.templates["t"];
+        let (m1, m2, s1, s2) = (meta("p-1"), meta("p-2"), spec("n-1"), spec("n-2"));
+        let one = memo_key(&labels, "t", t, &data(&labels, &m1, &s1));
+        assert!(one.is_some());
+        assert_eq!(one, memo_key(&labels, "t", t, &data(&labels, &m2, &s2)));
+        let other = json!({"name": "p-1", "labels": {"app": "b"}});
+        assert_ne!(one, memo_key(&labels, "t", t, &data(&labels, &other, &s1)));
+        let other_spec = json!({"containers": [{"name": "d"}], "nodeName": "n-1"});
+        assert_eq!(
+            one,
+            memo_key(&labels, "t", t, &data(&labels, &m1, &other_spec)),
+            "a template that reads nothing of the spec is not keyed by it"
+        );
+        let named = snapshot("metadata:\n  labels:\n    pod: {{ .ObjectMeta.Name }}");
+        let t = &named.config.templates["t"];
+        assert_ne!(
+            memo_key(&named, "t", t, &data(&named, &m1, &s1)),
+            memo_key(&named, "t", t, &data(&named, &m2, &s1))
+        );
+        let nodes = snapshot("spec:\n  nodeName: {{ .Spec.NodeName }}");
+        let t = &nodes.config.templates["t"];
+        assert_ne!(
+            memo_key(&nodes, "t", t, &data(&nodes, &m1, &s1)),
+            memo_key(&nodes, "t", t, &data(&nodes, &m1, &s2))
+        );
+        for _ in 0..3 {
+            for (m, s) in [(&m1, &s1), (&m2, &s2)] {
+                let (text, _) = render_patch(
+                    &labels,
+                    "t",
+                    &labels.config.templates["t"],
+                    &data(&labels, m, s),
+                )
+                .expect("render");
+                assert_eq!(text, "metadata:\n  labels:\n    app: a\n");
+            }
+        }
+        assert_eq!(labels.render_memo.len(), 1);
+    }
+
     #[test]
     fn nondeterministic_templates_and_huge_pods_are_not_remembered() {
         let s = snapshot("metadata:\n  labels:\n    id: {{ uuidv4 | quote }}");
         assert!(!s.config.templates["t"].is_deterministic());
         let spec = json!({});
         let meta = json!({});
-        let key = memo_key(&s, "t", &data(&s, &meta, &spec));
+        let t = &s.config.templates["t"];
+        let key = memo_key(&s, "t", t, &data(&s, &meta, &spec));
         assert!(key.is_some());
         let huge = json!({"labels": {"x": "y".repeat(MAX_KEY)}});
-        assert!(memo_key(&s, "t", &data(&s, &huge, &spec)).is_none());
+        let reads = snapshot("metadata:\n  labels: {{ toJson .ObjectMeta.Labels }}");
+        let rt = &reads.config.templates["t"];
+        assert!(memo_key(&reads, "t", rt, &data(&reads, &huge, &spec)).is_none());
+        assert!(
+            memo_key(&s, "t", t, &data(&s, &huge, &spec)).is_some(),
+            "labels the template does not read are not in its key"
+        );
         let other_values = json!({});
         let mut d = data(&s, &meta, &spec);
         d.values = &other_values;
-        assert!(memo_key(&s, "t", &d).is_none(), "values not the snapshot's");
+        assert!(
+            memo_key(&s, "t", t, &d).is_none(),
+            "values not the snapshot's"
+        );
     }
 }
