@@ -9,7 +9,8 @@
 # With OUTRIGGER_BASE_BIN (an older build, e.g. main's tip built in a scratch target dir), each
 # run also runs that binary right after the new one on the same cluster size, and the summary
 # gives both and the new/old CPU ratio measured in the same run. NO_BUILD=1 uses the binary
-# built already (as CARGO_TARGET_DIR's release/outrigger).
+# built already (as CARGO_TARGET_DIR's release/outrigger). ONLY=drift or ONLY=preview runs one
+# command's test (two such invocations may run side by side).
 # Usage: scripts/scale-linearity.sh [N1 [N2 [RUNS [TARGET]]]] (defaults 5000 10000 3 150000).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,6 +25,7 @@ for run in $(seq "$runs"); do
   for n in "$n1" "$n2"; do
     for t in "drift_kube scale_ten_thousand_pods" "preview_kube scale_ten_thousand_deployments"; do
       set -- $t
+      case "${ONLY:-}" in "" | "${1%_kube}") ;; *) continue ;; esac
       for b in $bins; do
         line=$(OUTRIGGER_SCALE_BIN="${b#*=}" OUTRIGGER_SCALE_COUNT="$n" \
           cargo test -q -p outrigger --test "$1" -- --ignored --nocapture "$2" 2>/dev/null \
