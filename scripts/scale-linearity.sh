@@ -5,7 +5,8 @@
 # the release binary. Prints each run's figures (the outrigger process' own wall, user and system
 # time, peak RSS, by /usr/bin/time), then per command and size the medians of CPU (user+system)
 # and peak RSS, the CPU ratio N2/N1 (2.0 is linear for N2 = 2 N1) and the CPU and memory
-# extrapolated to TARGET objects (CPU by the per-object slope between N1 and N2, RSS likewise).
+# extrapolated to TARGET objects (CPU by the per-object slope between N1 and N2, RSS likewise,
+# never below the RSS at N2: a page at a time, it is flat and its slope is noise).
 # With OUTRIGGER_BASE_BIN (an older build, e.g. main's tip built in a scratch target dir), each
 # run also runs that binary right after the new one on the same cluster size, and the summary
 # gives both and the new/old CPU ratio measured in the same run. NO_BUILD=1 uses the binary
@@ -54,7 +55,7 @@ for label, test in sorted({(l, t) for l, t, _ in runs}):
     print(f"{label} {test}: median CPU {cpu[n1]:.2f} s at {n1}, {cpu[n2]:.2f} s at {n2} "
           f"(ratio {cpu[n2] / cpu[n1]:.2f}); median peak RSS {rss[n1]:.1f} MiB, {rss[n2]:.1f} MiB; "
           f"at {target}: CPU ~{cpu[n2] + slope_cpu * (target - n2):.1f} s, "
-          f"peak RSS ~{rss[n2] + slope_rss * (target - n2):.0f} MiB")
+          f"peak RSS ~{max(rss[n2], rss[n2] + slope_rss * (target - n2)):.0f} MiB")
 for test in sorted({t for l, t in cpus if l == "old"}):
     new, old = cpus[("new", test)], cpus[("old", test)]
     print(f"{test}: new/old median CPU " +
