@@ -7,5 +7,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release -p outrigger
-OUTRIGGER_SCALE_BIN="$PWD/target/release/outrigger" \
+OUTRIGGER_SCALE_BIN="${CARGO_TARGET_DIR:-$PWD/target}/release/outrigger" \
   cargo test -p outrigger --test drift_kube -- --ignored --nocapture scale_ten_thousand_pods

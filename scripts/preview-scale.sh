@@ -24,7 +24,7 @@ PY
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 d=$corpus/settings/default r=$corpus/releases/1.26.8
 status=0
-/usr/bin/time -v target/release/outrigger preview -f "$dir/deployments.yaml" -o json \
+/usr/bin/time -v "${CARGO_TARGET_DIR:-$PWD/target}/release/outrigger" preview -f "$dir/deployments.yaml" -o json \
   --injectConfigFile "$d/config.yaml" --valuesFile "$d/values.json" --meshConfigFile "$d/mesh.yaml" \
   --candidateInjectConfigFile "$r/config.yaml" --candidateValuesFile "$r/values.json" \
   > "$dir/preview.json" 2> "$dir/time.txt" || status=$?
@@ -32,5 +32,5 @@ status=0
 [ "$status" -le 1 ] || { cat "$dir/time.txt" >&2; exit "$status"; }
 grep -E 'Elapsed|User time|System time|Maximum resident' "$dir/time.txt"
 echo "workloads previewed: $(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))))' "$dir/preview.json")"
-[ -n "${SKIP_KUBE:-}" ] || OUTRIGGER_SCALE_BIN="$PWD/target/release/outrigger" \
+[ -n "${SKIP_KUBE:-}" ] || OUTRIGGER_SCALE_BIN="${CARGO_TARGET_DIR:-$PWD/target}/release/outrigger" \
   cargo test -p outrigger --test preview_kube -- --ignored --nocapture scale_ten_thousand_deployments

@@ -415,6 +415,7 @@ fn answer_pod(
     let key = Key {
         head: &head,
         trees: [&pod, &null],
+        fields: [None, None],
     };
     let Some(hash) = key.hash() else {
         return inject_and_diff(pod, as_received, body, request_namespace, params);
@@ -429,6 +430,7 @@ fn answer_pod(
         let key = Key {
             head: &head,
             trees: [&received, &null],
+            fields: [None, None],
         };
         let answer = Answered {
             patch: patch.clone(),

@@ -162,6 +162,7 @@ const TEMPLATE_LAYERS: &[(&str, u8)] = &[
     ("istio", 4),
     ("funcs", 5),
     ("mutation", 6),
+    ("reads", 6),
     ("exec", 6),
 ];
 

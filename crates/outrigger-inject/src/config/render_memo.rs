@@ -58,6 +58,20 @@ pub struct Key<'a> {
     pub head: &'a [u8],
     /// The pod's trees, compared node by node.
     pub trees: [&'a Value; 2],
+    /// For each tree, the only top-level fields the key covers when it is an object (the fields
+    /// a template can read: pods that differ elsewhere share the key), or `None` for all of it.
+    pub fields: [Option<&'a [String]>; 2],
+}
+
+/// The top-level fields of `tree` a key covers ([`Key::fields`]), when it covers only some.
+fn covered<'v>(
+    tree: &'v Value,
+    fields: Option<&'v [String]>,
+) -> Option<impl Iterator<Item = (&'v String, &'v Value)>> {
+    match (tree, fields) {
+        (Value::Object(m), Some(f)) => Some(m.iter().filter(move |(k, _)| f.contains(k))),
+        _ => None,
+    }
 }
 
 impl Key<'_> {
@@ -72,7 +86,42 @@ impl Key<'_> {
                     _ => 0,
                 }
         }
-        self.head.len() + self.trees.iter().map(|t| tree(t)).sum::<usize>()
+        let part = |t: &Value, f: Option<&[String]>| match covered(t, f) {
+            Some(entries) => NODE_WEIGHT + entries.map(|(k, x)| k.len() + tree(x)).sum::<usize>(),
+            None => tree(t),
+        };
+        self.head.len() + part(self.trees[0], self.fields[0]) + part(self.trees[1], self.fields[1])
+    }
+
+    /// A copy of the part of each tree the key covers.
+    fn copy(&self) -> [Value; 2] {
+        let one = |t: &Value, f: Option<&[String]>| match covered(t, f) {
+            Some(entries) => Value::Object(
+                entries
+                    .map(|(k, x)| (k.clone(), crate::json::compact::clone(x)))
+                    .collect(),
+            ),
+            None => crate::json::compact::clone(t),
+        };
+        [
+            one(self.trees[0], self.fields[0]),
+            one(self.trees[1], self.fields[1]),
+        ]
+    }
+
+    /// Whether `kept` (a [`Key::copy`]) is the covered part of tree `i`.
+    fn covers(&self, i: usize, kept: &Value) -> bool {
+        match (covered(self.trees[i], self.fields[i]), kept) {
+            (Some(mut entries), Value::Object(m)) => {
+                m.iter().all(|(ka, va)| {
+                    entries
+                        .next()
+                        .is_some_and(|(kb, vb)| ka == kb && same(va, vb))
+                }) && entries.next().is_none()
+            }
+            (Some(_), _) => false,
+            (None, _) => same(kept, self.trees[i]),
+        }
     }
 
     /// The key's hash (FxHash: fast; collisions only cost a comparison), or `None` when the key
@@ -82,8 +131,22 @@ impl Key<'_> {
         let mut left = MAX_KEY.checked_sub(self.head.len())?;
         h.write(self.head);
         h.write_usize(self.head.len());
-        for t in self.trees {
-            hash_value(&mut h, t, &mut left)?;
+        for (t, f) in self.trees.into_iter().zip(self.fields) {
+            match covered(t, f) {
+                Some(entries) => {
+                    h.write_u8(7);
+                    let mut n = 0usize;
+                    for (k, x) in entries {
+                        left = left.checked_sub(k.len())?;
+                        h.write(k.as_bytes());
+                        h.write_usize(k.len());
+                        hash_value(&mut h, x, &mut left)?;
+                        n += 1;
+                    }
+                    h.write_usize(n);
+                }
+                None => hash_value(&mut h, t, &mut left)?,
+            }
         }
         Some(h.finish())
     }
@@ -179,8 +242,8 @@ impl<T> Entry<T> {
     fn is(&self, hash: u64, key: &Key<'_>) -> bool {
         self.hash == hash
             && *self.head == *key.head
-            && same(&self.trees[0], key.trees[0])
-            && same(&self.trees[1], key.trees[1])
+            && key.covers(0, &self.trees[0])
+            && key.covers(1, &self.trees[1])
     }
 }
 
@@ -285,7 +348,7 @@ impl<T> Memo<T> {
             hash,
             weight,
             head: key.head.into(),
-            trees: key.trees.map(crate::json::compact::clone),
+            trees: key.copy(),
             value,
         });
     }
@@ -360,6 +423,7 @@ mod tests {
         Key {
             head,
             trees: [meta, spec],
+            fields: [None, None],
         }
     }
 

@@ -1,7 +1,9 @@
 //! A render read back as a patch, remembered in the snapshot's memo
 //! ([`crate::config::render_memo`]) by everything the render can read: the template's name and
-//! every field of [`TemplateData`] (the pod's metadata and spec as the trees they are, hashed
-//! and compared in place; the mesh and proxy config as JSON unless they are the snapshot's own).
+//! every field of [`TemplateData`] (of the pod's metadata and spec, the fields the template can
+//! read ([`Template::read_json_fields`]) as the trees they are, hashed and compared in place, so
+//! pods that differ only in names, uids or nodes share a render; the mesh and proxy config as
+//! JSON unless they are the snapshot's own).
 //! `.Values` and the environment map are the snapshot's, which the memo belongs to. Only
 //! templates whose renders depend on their data alone are remembered
 //! ([`Template::is_deterministic`]); a key larger than [`MAX_KEY`] (a very large pod) is not
@@ -38,10 +40,7 @@ pub fn render_patch(
     else {
         return render().map(Arc::new);
     };
-    let key = Key {
-        head: &head,
-        trees: [data.object_meta, data.spec],
-    };
+    let key = key(&head, tmpl, data);
     let Some(hash) = key.hash() else {
         return render().map(Arc::new);
     };
@@ -54,6 +53,17 @@ pub fn render_patch(
         memo.insert(hash, &key, rendered.clone());
     }
     Ok(rendered)
+}
+
+/// The key of a render of `tmpl` with `data`, `head` from [`memo_head`]: of the pod's metadata
+/// and spec, only the fields the template can read.
+fn key<'a>(head: &'a [u8], tmpl: &'a Template, data: &TemplateData<'a>) -> Key<'a> {
+    let (meta_fields, spec_fields) = tmpl.read_json_fields();
+    Key {
+        head,
+        trees: [data.object_meta, data.spec],
+        fields: [meta_fields, spec_fields],
+    }
 }
 
 /// A buffer that refuses to grow past [`MAX_KEY`].
@@ -184,6 +194,51 @@ mod tests {
             Arc::ptr_eq(&again, &hit),
             "a hit shares the remembered render"
         );
+    }
+
+    /// Pods that differ only in what the template cannot read (a name, a node) share one
+    /// render; a template that reads the name or the node is keyed by it.
+    #[test]
+    fn only_the_fields_a_template_reads_key_its_renders() {
+        let spec = |node: &str| json!({"containers": [{"name": "c"}], "nodeName": node});
+        let meta = |name: &str| json!({"name": name, "uid": name, "labels": {"app": "a"}});
+        let hash = |s: &Snapshot, m: &Value, sp: &Value| {
+            let t = &s.config.templates["t"];
+            let d = data(s, m, sp);
+            let head = memo_head(s, "t", &d).expect("head");
+            key(&head, t, &d).hash().expect("hash")
+        };
+        let labels = snapshot("metadata:\n  labels:\n    app: {{ .ObjectMeta.Labels.app }}");
+        let (m1, m2, s1, s2) = (meta("p-1"), meta("p-2"), spec("n-1"), spec("n-2"));
+        assert_eq!(hash(&labels, &m1, &s1), hash(&labels, &m2, &s2));
+        let other = json!({"name": "p-1", "labels": {"app": "b"}});
+        assert_ne!(hash(&labels, &m1, &s1), hash(&labels, &other, &s1));
+        let named = snapshot("metadata:\n  labels:\n    pod: {{ .ObjectMeta.Name }}");
+        assert_ne!(hash(&named, &m1, &s1), hash(&named, &m2, &s1));
+        let nodes = snapshot("spec:\n  nodeName: {{ .Spec.NodeName }}");
+        assert_ne!(hash(&nodes, &m1, &s1), hash(&nodes, &m1, &s2));
+        let t = &labels.config.templates["t"];
+        let mut shared = Vec::new();
+        for _ in 0..3 {
+            for (m, s) in [(&m1, &s1), (&m2, &s2)] {
+                let r = render_patch(&labels, "t", t, &data(&labels, m, s)).expect("render");
+                assert_eq!(r.text, "metadata:\n  labels:\n    app: a\n");
+                shared.push(r);
+            }
+        }
+        assert_eq!(labels.render_memo.len(), 1);
+        assert!(
+            Arc::ptr_eq(&shared[4], &shared[5]),
+            "pods differing only in name and node share the render"
+        );
+        // The other pod's own name: a template reading it renders each pod's.
+        let t = &named.config.templates["t"];
+        for _ in 0..3 {
+            for (m, want) in [(&m1, "p-1"), (&m2, "p-2")] {
+                let r = render_patch(&named, "t", t, &data(&named, m, &s1)).expect("render");
+                assert_eq!(r.text, format!("metadata:\n  labels:\n    pod: {want}\n"));
+            }
+        }
     }
 
     #[test]

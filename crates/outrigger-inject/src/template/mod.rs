@@ -61,6 +61,7 @@ mod list;
 mod mutation;
 mod parse;
 mod printf;
+mod reads;
 mod regexp;
 mod regexp_syntax;
 mod semver;
@@ -70,6 +71,7 @@ mod value;
 
 use ast::ListNode;
 pub use dates::Clock;
+pub use reads::{FieldSet, Reads};
 
 #[cfg(test)]
 mod tests;
@@ -139,6 +141,10 @@ pub struct Template {
     mutates_maps: bool,
     /// Whether a render depends on its data alone (no clock, random or network function).
     deterministic: bool,
+    /// What it can read of `.ObjectMeta` and `.Spec` ([`reads`]).
+    reads: Reads,
+    /// The JSON names of the `.ObjectMeta` and `.Spec` fields it can read (`None`: any).
+    read_json: (Option<Vec<String>>, Option<Vec<String>>),
 }
 
 impl Template {
@@ -154,6 +160,11 @@ impl Template {
             mutation::mutates_maps(&calls),
             mutation::deterministic(&calls),
         );
+        let reads = reads::reads(name, &trees);
+        let read_json = (
+            reads::json_names("metav1.ObjectMeta", &reads.object_meta),
+            reads::json_names("corev1.PodSpec", &reads.spec),
+        );
         Ok(Template {
             name: name.to_string(),
             source: text.to_string(),
@@ -161,6 +172,8 @@ impl Template {
             trees,
             mutates_maps,
             deterministic,
+            reads,
+            read_json,
         })
     }
 
@@ -191,6 +204,19 @@ impl Template {
     /// remembered by their data.
     pub fn is_deterministic(&self) -> bool {
         self.deterministic
+    }
+
+    /// What the template can read of `.ObjectMeta` and `.Spec`, from its parse tree
+    /// (conservative: a field used in any way counts as read).
+    pub fn reads(&self) -> &Reads {
+        &self.reads
+    }
+
+    /// The JSON names of the `.ObjectMeta` fields (`.0`) and `.Spec` fields (`.1`) the template
+    /// can read ([`Template::reads`]); `None` where it can read any. Renders of data that agree
+    /// on these fields (and on the rest of [`TemplateData`]) give the same text.
+    pub fn read_json_fields(&self) -> (Option<&[String]>, Option<&[String]>) {
+        (self.read_json.0.as_deref(), self.read_json.1.as_deref())
     }
 
     /// The template's name.

@@ -62,6 +62,8 @@ struct Facts {
 /// (native-sidecar mode auto) the native-sidecar answer is asked of the cluster's nodes for
 /// each pod, else `opts.native_sidecars` holds for all.
 pub fn run(args: &DriftArgs, opts: &KubeInjectOptions<'_>, per_node: bool) -> Result<ExitCode> {
+    // A page of pods at a time, each page's memory taken again by the next.
+    outrigger_alloc::tune_batch();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -240,6 +240,8 @@ pub(crate) fn preview<W: Write>(
     configs: &Configs<'_>,
     report: &mut Report<W>,
 ) -> Result<()> {
+    // A page of workloads at a time, each page's memory taken again by the next.
+    outrigger_alloc::tune_batch();
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let output = report.output();
     let counts = runtime()?.block_on(async {
