@@ -180,10 +180,11 @@ fn expr(e: &Expr, root: bool, r: &mut Reads) {
         // `$` is the root in the main body, whatever dot is; in a defined body it is that body's
         // dot, taken as the root too (conservative: it reads less).
         Expr::Variable(_, v, f) if v == "$" => r.chain(f),
-        Expr::Pipe(_, p) => pipe(p, root, r),
+        // Nested parentheses nest pipelines as deep as the parser allows (10,000, as Go).
+        Expr::Pipe(_, p) => crate::go::stack::grow(|| pipe(p, root, r)),
         Expr::Chain(_, inner, fields) => match inner.as_ref() {
             Expr::Dot(_) if root => r.chain(fields),
-            inner => expr(inner, root, r),
+            inner => crate::go::stack::grow(|| expr(inner, root, r)),
         },
         _ => {}
     }
