@@ -780,6 +780,83 @@ fn the_fake_refuses_type_changes_and_stale_writes_as_the_api_server() {
     assert_eq!(next["type"], "kubernetes.io/tls");
 }
 
+/// The fake refuses webhook configurations as kube-apiserver's validation does
+/// (`pkg/apis/admissionregistration/validation/validation.go`; the expected texts are those of
+/// its `validation_test.go`: "webhooks[0].timeoutSeconds: Invalid value: 31: the timeout value
+/// must be between 1 and 30 seconds", and `field.Duplicate` on a repeated entry name), on create
+/// and on update, and stores nothing it refused.
+#[test]
+fn the_fake_refuses_webhook_configurations_as_the_api_server() {
+    let config = |timeouts: &[(&str, Option<i64>)]| {
+        let hooks: Vec<Value> = timeouts
+            .iter()
+            .map(|(name, t)| {
+                let mut w = json!({"name": name, "sideEffects": "None",
+                                   "admissionReviewVersions": ["v1"],
+                                   "clientConfig": {"url": "https://x.example/inject"}});
+                if let Some(t) = t {
+                    w["timeoutSeconds"] = json!(t);
+                }
+                w
+            })
+            .collect();
+        json!({"apiVersion": "admissionregistration.k8s.io/v1",
+               "kind": "MutatingWebhookConfiguration",
+               "metadata": {"name": "hooks"}, "webhooks": hooks})
+    };
+    let path = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations";
+    let api = FakeApi::start(Cluster::default());
+    for (hooks, want) in [
+        (
+            config(&[("a.example.com", Some(31))]),
+            "MutatingWebhookConfiguration.admissionregistration.k8s.io \"hooks\" is invalid: \
+             webhooks[0].timeoutSeconds: Invalid value: 31: the timeout value must be between 1 \
+             and 30 seconds",
+        ),
+        (
+            config(&[("a.example.com", Some(5)), ("a.example.com", Some(0))]),
+            "MutatingWebhookConfiguration.admissionregistration.k8s.io \"hooks\" is invalid: \
+             [webhooks[1].name: Duplicate value: \"a.example.com\", webhooks[1].timeoutSeconds: \
+             Invalid value: 0: the timeout value must be between 1 and 30 seconds]",
+        ),
+    ] {
+        let (code, _, body) = ask(&api, "POST", path, "application/json", &hooks.to_string());
+        assert_eq!(code, 422, "{body}");
+        assert_eq!(body["reason"], "Invalid");
+        assert_eq!(body["message"], want);
+        assert!(api
+            .lock()
+            .get("mutatingwebhookconfigurations", "", "hooks")
+            .is_none());
+    }
+    let good = config(&[("a.example.com", Some(30)), ("b.example.com", None)]);
+    let (code, _, body) = ask(&api, "POST", path, "application/json", &good.to_string());
+    assert_eq!(code, 201, "{body}");
+    let mut c = api.lock();
+    let patch = json!({"webhooks": [{"name": "a.example.com", "timeoutSeconds": 45}]});
+    let (code, body) = c
+        .write(
+            "mutatingwebhookconfigurations",
+            "",
+            "hooks",
+            &patch,
+            Some(PatchType::Strategic),
+        )
+        .expect_err("a timeout over 30 s");
+    assert_eq!(code, 422);
+    assert!(
+        body["message"].as_str().is_some_and(|m| m.ends_with(
+            "webhooks[0].timeoutSeconds: Invalid value: 45: the timeout value must be between 1 \
+             and 30 seconds"
+        )),
+        "{body}"
+    );
+    let stored = c
+        .get("mutatingwebhookconfigurations", "", "hooks")
+        .expect("stored");
+    assert_eq!(stored["webhooks"][0]["timeoutSeconds"], 30);
+}
+
 /// One HTTP/1.1 request to the fake: (status, content type, body as JSON).
 fn ask(
     api: &FakeApi,

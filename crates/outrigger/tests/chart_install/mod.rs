@@ -336,6 +336,11 @@ fn apply(label: &str, c: &mut Cluster, objects: &[Value], ns: &str, root: &Path)
                 "{label}: {kind} {name}: namespaces {in_ns:?} not found (NamespaceLifecycle)"
             );
         }
+        assert_eq!(
+            crate::common::kube_api::invalid_webhook_configuration(&o),
+            None,
+            "{label}: the API server refuses {kind} {name}"
+        );
         let api_version = o["apiVersion"].as_str().unwrap_or("");
         let group = api_version.split_once('/').map_or("", |(g, _)| g);
         if group.ends_with("monitoring.coreos.com") || group == "cert-manager.io" {

@@ -871,6 +871,13 @@ fn create(c: &mut Cluster, t: &Target, content_type: &str, mut object: Value) ->
         return (409, status_of(409, "AlreadyExists", &msg, &named));
     }
     object["metadata"]["name"] = json!(name);
+    if let Some(msg) = invalid_webhook_configuration(&object) {
+        let named = Target {
+            name: Some(&name),
+            ..*t
+        };
+        return (422, status_of(422, "Invalid", &msg, &named));
+    }
     if !t.namespace.is_empty() {
         object["metadata"]["namespace"] = json!(t.namespace);
     }
@@ -978,7 +985,59 @@ fn update(
         }
         next["type"] = json!(stored_type);
     }
+    if let Some(msg) = invalid_webhook_configuration(&next) {
+        return Err((422, status_of(422, "Invalid", &msg, &t)));
+    }
     Ok(next)
+}
+
+/// Two rules of kube-apiserver's validation of admission webhook configurations
+/// (kubernetes/kubernetes `pkg/apis/admissionregistration/validation/validation.go`,
+/// `validateMutatingWebhookConfiguration`/`validateValidatingWebhookConfiguration` and
+/// `validateMutatingWebhook`/`validateValidatingWebhook`): the entries' names are unique
+/// (`field.Duplicate` at `webhooks[i].name`, for configurations of
+/// `admissionregistration.k8s.io/v1`), and `timeoutSeconds`, when set, is between 1 and 30
+/// (`field.Invalid`: "the timeout value must be between 1 and 30 seconds"). The answer is the
+/// API server's `NewInvalid` message (`<Kind>.<group> "<name>" is invalid: ...`, several
+/// causes in brackets), or `None` for an object these rules accept or another kind.
+pub fn invalid_webhook_configuration(object: &Value) -> Option<String> {
+    let kind = object["kind"].as_str()?;
+    if kind != "MutatingWebhookConfiguration" && kind != "ValidatingWebhookConfiguration" {
+        return None;
+    }
+    let mut causes = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for (i, w) in object["webhooks"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        if let Some(name) = w["name"].as_str() {
+            if !seen.insert(name) {
+                causes.push(format!("webhooks[{i}].name: Duplicate value: {name:?}"));
+            }
+        }
+        if let Some(t) = w["timeoutSeconds"].as_i64() {
+            if !(1..=30).contains(&t) {
+                causes.push(format!(
+                    "webhooks[{i}].timeoutSeconds: Invalid value: {t}: the timeout value must \
+                     be between 1 and 30 seconds"
+                ));
+            }
+        }
+    }
+    let name = object["metadata"]["name"].as_str().unwrap_or("");
+    match causes.as_slice() {
+        [] => None,
+        [one] => Some(format!(
+            "{kind}.admissionregistration.k8s.io {name:?} is invalid: {one}"
+        )),
+        many => Some(format!(
+            "{kind}.admissionregistration.k8s.io {name:?} is invalid: [{}]",
+            many.join(", ")
+        )),
+    }
 }
 
 /// A strategic merge of `patch` into `target`: a merge patch where lists of objects that all
