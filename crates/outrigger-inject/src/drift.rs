@@ -17,7 +17,7 @@ use serde_json::{json, Map, Value};
 use crate::ingest::previous::Status;
 use crate::ingest::recover::{INJECTED_ANNOTATIONS, INJECTED_LABELS};
 use crate::inject::{normalize_pod, InjectParams};
-use crate::kube::names::{PROXY_CONTAINER, STATUS_ANNOTATION};
+use crate::kube::names::{APP_PROBERS_ENV, PROXY_CONTAINER, STATUS_ANNOTATION};
 use crate::kube::pod::{annotation, container_name};
 use crate::kube::prometheus::sanitize_label_name;
 use crate::kube::stored::store_defaults;
@@ -331,10 +331,6 @@ fn keep_added_resources(actual: &Value, expected: &mut Value) {
 /// The sidecar's list of the pod's ports (`ISTIO_META_POD_PORTS`), rendered from the ports as
 /// the injector saw them.
 const POD_PORTS_ENV: &str = "ISTIO_META_POD_PORTS";
-
-/// The sidecar's rewritten application probes (`ISTIO_KUBE_APP_PROBERS`), rendered from the
-/// probes as the injector saw them.
-const APP_PROBERS_ENV: &str = "ISTIO_KUBE_APP_PROBERS";
 
 /// The value of `ISTIO_META_POD_PORTS` or `ISTIO_KUBE_APP_PROBERS` as the API server's
 /// defaults would have made it (`zz_generated.defaults.go`: a port's `protocol: TCP`;

@@ -54,10 +54,9 @@ impl From<ScrapeError> for FinishError {
     }
 }
 
-/// Env var carrying the app probers for the agent.
-pub const APP_PROBERS_ENV: &str = "ISTIO_KUBE_APP_PROBERS";
-/// Env var carrying the user's Prometheus scrape configuration for the agent.
-pub const PROMETHEUS_ENV: &str = "ISTIO_PROMETHEUS_ANNOTATIONS";
+/// The proxy env var names finish writes (defined once, in [`crate::kube::names`], where
+/// re-injection's recovery reads them too).
+pub use crate::kube::names::{APP_PROBERS_ENV, PROMETHEUS_ENV};
 
 const SECURE_PORT: &str = "prometheus_istio_io_secure_port";
 const MERGE_METRICS: &str = "prometheus.istio.io/merge-metrics";

@@ -25,7 +25,8 @@ use serde_json::{Map, Value};
 use super::previous::{parse_overrides, tidy_lists, Status};
 use crate::json::JsonError;
 use crate::kube::names::{
-    INJECTED_BY_ANNOTATION, NETWORK_LABEL, OVERRIDES_ANNOTATION, PROXY_CONTAINER, STATUS_ANNOTATION,
+    APP_PROBERS_ENV, INJECTED_BY_ANNOTATION, NETWORK_LABEL, OVERRIDES_ANNOTATION, PROMETHEUS_ENV,
+    PROXY_CONTAINER, STATUS_ANNOTATION,
 };
 use crate::kube::pod::{annotation, container_name, containers, containers_mut};
 use crate::kube::prometheus::{
@@ -60,11 +61,6 @@ pub const INJECTED_ANNOTATIONS: &[&str] = &[
     "traffic.sidecar.istio.io/includeOutboundPorts",
     "traffic.sidecar.istio.io/excludeOutboundPorts",
 ];
-
-/// Env var of the proxy holding the app probers (as `finish::probes` writes it).
-const APP_PROBERS_ENV: &str = "ISTIO_KUBE_APP_PROBERS";
-/// Env var of the proxy holding the user's Prometheus scrape configuration.
-const PROMETHEUS_ENV: &str = "ISTIO_PROMETHEUS_ANNOTATIONS";
 
 /// Which metadata map a removed entry came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

@@ -36,6 +36,12 @@ pub const NETWORK_LABEL: &str = "topology.istio.io/network";
 pub const NETWORK_ENV: &str = "ISTIO_META_NETWORK";
 /// The proxy environment variable carrying the cluster ID.
 pub const CLUSTER_ID_ENV: &str = "ISTIO_META_CLUSTER_ID";
+/// The proxy environment variable carrying the app probers for the agent (written by
+/// `finish::probes`, read back by re-injection's recovery and by drift).
+pub const APP_PROBERS_ENV: &str = "ISTIO_KUBE_APP_PROBERS";
+/// The proxy environment variable carrying the user's Prometheus scrape configuration for the
+/// agent (written by `finish::prometheus`, read back by re-injection's recovery).
+pub const PROMETHEUS_ENV: &str = "ISTIO_PROMETHEUS_ANNOTATIONS";
 /// Go type of a pod in the schema tables.
 pub const POD_TYPE: &str = "corev1.Pod";
 /// Istio's revision label: the control plane revision a pod or namespace asks for.
