@@ -54,13 +54,7 @@ pub fn is_default_revision(revision: &str) -> bool {
 /// (`[a-z0-9]([-a-z0-9]*[a-z0-9])?`, at most 63 characters), as Istio requires of revisions
 /// (they name Services and ConfigMaps) and the API server of label values it selects on.
 pub fn is_revision_name(s: &str) -> bool {
-    let b = s.as_bytes();
-    !b.is_empty()
-        && b.len() <= 63
-        && b.iter()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
-        && b[0] != b'-'
-        && b[b.len() - 1] != b'-'
+    crate::kube::dns1123::is_dns1123_label(s)
 }
 
 /// The revision whose webhook receives `pod` in a namespace labelled `namespace_labels`, as

@@ -4,6 +4,7 @@
 
 pub mod admission_plugins;
 pub mod defaults;
+pub mod dns1123;
 pub mod index;
 pub mod names;
 pub mod pod;

@@ -3,6 +3,8 @@
 
 use serde_json::{Map, Value};
 
+use super::dns1123::is_dns1123_subdomain;
+
 /// One requirement of a label selector (`key op values`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Requirement {
@@ -261,21 +263,6 @@ fn is_qualified_name_part(s: &str) -> bool {
         && b[b.len() - 1].is_ascii_alphanumeric()
         && b.iter()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
-}
-
-/// DNS-1123 subdomain: lower-case alphanumerics, `-` and `.`, alphanumeric at both ends of each
-/// label, at most 253 characters.
-fn is_dns1123_subdomain(s: &str) -> bool {
-    s.len() <= 253
-        && s.split('.').all(|label| {
-            let b = label.as_bytes();
-            !b.is_empty()
-                && b[0].is_ascii_alphanumeric()
-                && b[b.len() - 1].is_ascii_alphanumeric()
-                && b.iter()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
-        })
-        && s.bytes().all(|c| !c.is_ascii_uppercase())
 }
 
 /// Kubernetes `IsQualifiedName`: optional DNS-subdomain prefix and `/`, then a name part.

@@ -10,6 +10,7 @@ use crate::go::duration::parse_go_duration;
 use crate::go::net::split_host_port;
 use crate::go::quote::quote as go_quote;
 use crate::go::strconv::atoi;
+use crate::kube::dns1123::is_dns1123_label;
 
 /// Validate a canonical ProxyConfig; on failure the error carries Istio's multierror text.
 pub fn validate_proxy_config(pc: &Value) -> Result<()> {
@@ -351,17 +352,6 @@ pub fn validate_fqdn(fqdn: &str) -> std::result::Result<(), String> {
         }
     }
     Ok(())
-}
-
-/// Kubernetes `IsDNS1123Label`: `^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`, at most 63 chars.
-pub fn is_dns1123_label(s: &str) -> bool {
-    let b = s.as_bytes();
-    let alnum = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
-    !b.is_empty()
-        && b.len() <= 63
-        && b.first().is_some_and(alnum)
-        && b.last().is_some_and(alnum)
-        && b.iter().all(|c| alnum(c) || *c == b'-')
 }
 
 #[cfg(test)]

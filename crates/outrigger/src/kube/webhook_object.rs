@@ -178,17 +178,8 @@ impl Default for WebhookOptions {
     }
 }
 
-/// Whether `s` is a DNS-1123 label (`[a-z0-9]([-a-z0-9]*[a-z0-9])?`, at most 63 characters):
-/// what the API server requires of namespace and Service names, and Istio of revision names.
-pub fn is_dns1123_label(s: &str) -> bool {
-    selection::is_revision_name(s)
-}
-
-/// Whether `s` is a DNS-1123 subdomain (dot-separated labels, at most 253 characters): what the
-/// API server requires of most object names.
-pub fn is_dns1123_subdomain(s: &str) -> bool {
-    s.len() <= 253 && s.split('.').all(is_dns1123_label)
-}
+/// The library's DNS-1123 rules (one definition: [`outrigger_inject::kube::dns1123`]).
+pub use outrigger_inject::kube::dns1123::{is_dns1123_label, is_dns1123_subdomain};
 
 impl WebhookOptions {
     /// The revision as selectors see it: `default` when empty.
