@@ -315,14 +315,9 @@ impl Finding {
     }
 }
 
-/// A node and its kubelet version.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NodeVersion {
-    /// The node's name.
-    pub name: String,
-    /// `status.nodeInfo.kubeletVersion`.
-    pub kubelet_version: String,
-}
+/// A node and its kubelet version: the node facts of native-sidecar detection (one type,
+/// [`crate::decide::native::Node`]).
+pub use crate::decide::native::Node as NodeVersion;
 
 /// What the cluster enforces on the pods of one namespace; absent parts are not checked.
 #[derive(Debug, Clone, Default)]

@@ -299,19 +299,7 @@ pub async fn check(
                 .list(&ListParams::default())
                 .await
                 .ok()
-                .map(|l| {
-                    l.items
-                        .into_iter()
-                        .map(|n| outrigger_inject::decide::native::Node {
-                            name: n.metadata.name.unwrap_or_default(),
-                            kubelet_version: n
-                                .status
-                                .and_then(|s| s.node_info)
-                                .map(|i| i.kubelet_version)
-                                .unwrap_or_default(),
-                        })
-                        .collect()
-                }),
+                .map(|l| l.items.into_iter().map(crate::kube::nodes::facts).collect()),
             ..StaticFacts::default()
         },
         _ => StaticFacts::default(),

@@ -76,17 +76,7 @@ pub async fn nodes(client: Client) -> Result<Vec<native::Node>> {
     let nodes = list_all(&api, ListParams::default())
         .await
         .map_err(|e| api_error(e).context("listing nodes"))?;
-    Ok(nodes
-        .into_iter()
-        .map(|n| native::Node {
-            kubelet_version: n
-                .status
-                .and_then(|s| s.node_info)
-                .map(|i| i.kubelet_version)
-                .unwrap_or_default(),
-            name: n.metadata.name.unwrap_or_default(),
-        })
-        .collect())
+    Ok(nodes.into_iter().map(super::nodes::facts).collect())
 }
 
 #[cfg(test)]

@@ -26,12 +26,22 @@ fn node_passes(node: &Node) -> bool {
     passes
 }
 
+/// `status.nodeInfo.kubeletVersion` of `node` (`""` when absent).
 fn kubelet_version(node: &Node) -> &str {
     node.status
         .as_ref()
         .and_then(|s| s.node_info.as_ref())
         .map(|i| i.kubelet_version.as_str())
         .unwrap_or("")
+}
+
+/// The node facts the library's native-sidecar detection reads (its name and kubelet
+/// version) of a listed node: the one reader `doctor`, `drift --kube` and `preview --kube` use.
+pub fn facts(node: Node) -> native::Node {
+    native::Node {
+        kubelet_version: kubelet_version(&node).to_string(),
+        name: node.metadata.name.unwrap_or_default(),
+    }
 }
 
 /// Remove what detection never reads, to keep the cache small.

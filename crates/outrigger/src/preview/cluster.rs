@@ -175,16 +175,7 @@ async fn nodes(client: Client) -> Option<Vec<NodeVersion>> {
         }
         match api.list(&params).await {
             Ok(page) => {
-                out.extend(page.items.into_iter().map(|n| {
-                    NodeVersion {
-                        name: n.metadata.name.unwrap_or_default(),
-                        kubelet_version: n
-                            .status
-                            .and_then(|s| s.node_info)
-                            .map(|i| i.kubelet_version)
-                            .unwrap_or_default(),
-                    }
-                }));
+                out.extend(page.items.into_iter().map(crate::kube::nodes::facts));
                 match page.metadata.continue_ {
                     Some(t) if !t.is_empty() => token = Some(t),
                     _ => return Some(out),
