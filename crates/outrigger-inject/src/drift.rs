@@ -15,8 +15,9 @@ use std::sync::Mutex;
 use serde_json::{json, Map, Value};
 
 use crate::ingest::previous::Status;
-use crate::ingest::recover::{INJECTED_ANNOTATIONS, INJECTED_LABELS};
+use crate::ingest::recover::INJECTED_LABELS;
 use crate::inject::{normalize_pod, InjectParams};
+use crate::kube::annotations::compared_by_drift;
 use crate::kube::names::{APP_PROBERS_ENV, PROXY_CONTAINER, STATUS_ANNOTATION};
 use crate::kube::pod::{annotation, container_name};
 use crate::kube::prometheus::sanitize_label_name;
@@ -501,15 +502,15 @@ fn owned_differences<'a>(actual: &'a Value, expected: &'a Value) -> Vec<FieldDif
             }
         }
     }
-    for (field, keys) in [
-        ("labels", INJECTED_LABELS),
-        ("annotations", INJECTED_ANNOTATIONS),
-    ] {
+    for field in ["labels", "annotations"] {
+        // The annotations drift compares are the table's (`kube::annotations`), and every
+        // Prometheus annotation by its sanitised name.
         let owned = |k: &str| {
-            keys.contains(&k)
-                || (field == "annotations"
-                    && (k == STATUS_ANNOTATION
-                        || sanitize_label_name(k).starts_with("prometheus_io_")))
+            if field == "labels" {
+                INJECTED_LABELS.contains(&k)
+            } else {
+                compared_by_drift(k) || sanitize_label_name(k).starts_with("prometheus_io_")
+            }
         };
         let map = |pod: &'a Value| {
             pod.get("metadata")

@@ -12,6 +12,7 @@ use crate::go::multierror::format_multierror;
 use crate::go::netip::parse_prefix;
 use crate::go::quote::quote as go_quote;
 use crate::go::strconv::parse_uint;
+use crate::kube::annotations::{annotation, Validation};
 use crate::mesh::MeshError;
 
 /// Pod annotations that failed validation: one message per invalid annotation (sorted by
@@ -24,46 +25,33 @@ pub struct InvalidAnnotations(pub Vec<String>);
 /// A checker: `Err(reason)` on an invalid value.
 type Check = fn(&str) -> Result<(), String>;
 
-/// The validated annotations and their checks.
-const CHECKS: &[(&str, Check)] = &[
-    ("sidecar.istio.io/interceptionMode", interception_mode),
-    ("status.sidecar.istio.io/port", status_port),
-    (
-        "readiness.status.sidecar.istio.io/initialDelaySeconds",
-        uint32,
-    ),
-    ("readiness.status.sidecar.istio.io/periodSeconds", uint32),
-    ("readiness.status.sidecar.istio.io/failureThreshold", uint32),
-    (
-        "traffic.sidecar.istio.io/includeOutboundIPRanges",
-        include_ip_ranges,
-    ),
-    (
-        "traffic.sidecar.istio.io/excludeOutboundIPRanges",
-        exclude_ip_ranges,
-    ),
-    (
-        "traffic.sidecar.istio.io/includeInboundPorts",
-        include_inbound_ports,
-    ),
-    (
-        "traffic.sidecar.istio.io/excludeInboundPorts",
-        exclude_inbound_ports,
-    ),
-    (
-        "traffic.sidecar.istio.io/excludeOutboundPorts",
-        exclude_outbound_ports,
-    ),
-    ("traffic.sidecar.istio.io/excludeInterfaces", interfaces),
-    ("traffic.sidecar.istio.io/kubevirtInterfaces", interfaces),
-    ("istio.io/reroute-virtual-interfaces", interfaces),
-    ("prometheus.istio.io/merge-metrics", go_bool),
-    ("proxy.istio.io/config", proxy_config),
-    ("sidecar.istio.io/proxyCPU", quantity),
-    ("sidecar.istio.io/proxyMemory", quantity),
-    ("sidecar.istio.io/proxyCPULimit", quantity),
-    ("sidecar.istio.io/proxyMemoryLimit", quantity),
-];
+/// The check of a [`Validation`] of the annotation table ([`crate::kube::annotations`], which
+/// says which annotation is validated how); `None` for [`Validation::None`].
+fn check_of(validation: Validation) -> Option<Check> {
+    Some(match validation {
+        Validation::None => return None,
+        Validation::InterceptionMode => interception_mode,
+        Validation::StatusPort => status_port,
+        Validation::Uint32 => uint32,
+        Validation::IncludeIpRanges => include_ip_ranges,
+        Validation::ExcludeIpRanges => exclude_ip_ranges,
+        Validation::IncludeInboundPorts => include_inbound_ports,
+        Validation::ExcludeInboundPorts => exclude_inbound_ports,
+        Validation::ExcludeOutboundPorts => exclude_outbound_ports,
+        Validation::Interfaces => interfaces,
+        Validation::Bool => go_bool,
+        Validation::ProxyConfig => proxy_config,
+        Validation::Quantity => quantity,
+    })
+}
+
+/// The validated annotations and their checks, from the annotation table.
+#[cfg(test)]
+fn checks() -> impl Iterator<Item = (&'static str, Check)> {
+    crate::kube::annotations::ANNOTATIONS
+        .iter()
+        .filter_map(|a| Some((a.name, check_of(a.validation)?)))
+}
 
 /// The decision's second half, once a pod is to be injected: its annotations validated
 /// (Istio's `RunTemplate` refuses a pod with an invalid one before rendering). Errors are
@@ -95,7 +83,7 @@ pub fn annotation_errors(annotations: &Map<String, Value>) -> Vec<String> {
     names.sort();
     let mut errs = Vec::new();
     for name in names {
-        let Some((_, check)) = CHECKS.iter().find(|(n, _)| n == name) else {
+        let Some(check) = annotation(name).and_then(|a| check_of(a.validation)) else {
             continue;
         };
         let value = match &annotations[name] {

@@ -15,7 +15,8 @@
 //! * merged Prometheus annotations get back the user's scrape configuration recorded in
 //!   `ISTIO_PROMETHEUS_ANNOTATIONS`;
 //! * the labels and annotations Istio's templates and post-processing write
-//!   ([`INJECTED_LABELS`], [`INJECTED_ANNOTATIONS`]) are taken out and returned in
+//!   ([`INJECTED_LABELS`], [`injected_annotations`], from the annotation table
+//!   [`crate::kube::annotations`]) are taken out and returned in
 //!   [`Recovered::removed`]: a pod cannot tell whether the user or the injection set them, so the
 //!   caller decides with the configuration it injects with (`reinject` keeps those the new
 //!   injection would not write back with the same value).
@@ -24,9 +25,9 @@ use serde_json::{Map, Value};
 
 use super::previous::{parse_overrides, tidy_lists, Status};
 use crate::json::JsonError;
+use crate::kube::annotations::{on_reinject, Reinject};
 use crate::kube::names::{
-    APP_PROBERS_ENV, INJECTED_BY_ANNOTATION, NETWORK_LABEL, OVERRIDES_ANNOTATION, PROMETHEUS_ENV,
-    PROXY_CONTAINER, STATUS_ANNOTATION,
+    APP_PROBERS_ENV, NETWORK_LABEL, PROMETHEUS_ENV, PROXY_CONTAINER, STATUS_ANNOTATION,
 };
 use crate::kube::pod::{annotation, container_name, containers, containers_mut};
 use crate::kube::prometheus::{
@@ -42,25 +43,13 @@ pub const INJECTED_LABELS: &[&str] = &[
     NETWORK_LABEL,
 ];
 
-/// Annotations Istio's injection templates and post-processing write on a pod (besides the
-/// status and overrides annotations, removed outright, and the configuration's own
-/// `injectedAnnotations`, which the caller knows).
-pub const INJECTED_ANNOTATIONS: &[&str] = &[
-    "istio.io/rev",
-    "kubectl.kubernetes.io/default-container",
-    "kubectl.kubernetes.io/default-logs-container",
-    "k8s.v1.cni.cncf.io/networks",
-    "sidecar.istio.io/interceptionMode",
-    "sidecar.istio.io/rewriteAppHTTPProbers",
-    "prometheus.istio.io/merge-metrics",
-    "prometheus.istio.io/secure-port",
-    "traffic.sidecar.istio.io/includeOutboundIPRanges",
-    "traffic.sidecar.istio.io/excludeOutboundIPRanges",
-    "traffic.sidecar.istio.io/includeInboundPorts",
-    "traffic.sidecar.istio.io/excludeInboundPorts",
-    "traffic.sidecar.istio.io/includeOutboundPorts",
-    "traffic.sidecar.istio.io/excludeOutboundPorts",
-];
+/// Annotations Istio's injection templates and post-processing write on a pod and the user may
+/// have set too (the table's [`Reinject::Take`] rows; the status, overrides and marker
+/// annotations are removed outright, [`Reinject::Remove`], and the configuration's own
+/// `injectedAnnotations` the caller knows).
+pub fn injected_annotations() -> impl Iterator<Item = &'static str> {
+    on_reinject(Reinject::Take)
+}
 
 /// Which metadata map a removed entry came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -159,10 +148,10 @@ pub fn recover(pod: &Value) -> Result<Recovered, JsonError> {
     let mut removed = Vec::new();
     if let Some(meta) = out.get_mut("metadata").and_then(Value::as_object_mut) {
         if let Some(ann) = meta.get_mut("annotations").and_then(Value::as_object_mut) {
-            ann.remove(STATUS_ANNOTATION);
-            ann.remove(OVERRIDES_ANNOTATION);
-            // outrigger's webhook marker: the pod before injection had none.
-            ann.remove(INJECTED_BY_ANNOTATION);
+            // The status, overrides and outrigger's marker: the pod before injection had none.
+            for name in on_reinject(Reinject::Remove) {
+                ann.remove(name);
+            }
             restore_prometheus(
                 ann,
                 proxy_env.get(PROMETHEUS_ENV).map(String::as_str),
@@ -171,12 +160,17 @@ pub fn recover(pod: &Value) -> Result<Recovered, JsonError> {
             take(
                 ann,
                 MetaField::Annotations,
-                INJECTED_ANNOTATIONS,
+                injected_annotations(),
                 &mut removed,
             );
         }
         if let Some(labels) = meta.get_mut("labels").and_then(Value::as_object_mut) {
-            take(labels, MetaField::Labels, INJECTED_LABELS, &mut removed);
+            take(
+                labels,
+                MetaField::Labels,
+                INJECTED_LABELS.iter().copied(),
+                &mut removed,
+            );
         }
     }
     tidy_lists(&mut out);
@@ -185,12 +179,17 @@ pub fn recover(pod: &Value) -> Result<Recovered, JsonError> {
 }
 
 /// Move the entries `keys` of `map` into `removed`.
-fn take(map: &mut Map<String, Value>, field: MetaField, keys: &[&str], removed: &mut Vec<Removed>) {
+fn take<'a>(
+    map: &mut Map<String, Value>,
+    field: MetaField,
+    keys: impl IntoIterator<Item = &'a str>,
+    removed: &mut Vec<Removed>,
+) {
     for key in keys {
-        if let Some(value) = map.remove(*key) {
+        if let Some(value) = map.remove(key) {
             removed.push(Removed {
                 field,
-                key: (*key).to_string(),
+                key: key.to_string(),
                 value,
             });
         }
@@ -333,11 +332,7 @@ fn restore_prometheus(
         take(
             ann,
             MetaField::Annotations,
-            &[
-                "prometheus.io/port",
-                "prometheus.io/path",
-                "prometheus.io/scrape",
-            ],
+            on_reinject(Reinject::Prometheus),
             removed,
         );
     }

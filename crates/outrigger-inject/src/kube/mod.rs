@@ -3,6 +3,7 @@
 //! selectors and pod list pages.
 
 pub mod admission_plugins;
+pub mod annotations;
 pub mod defaults;
 pub mod dns1123;
 pub mod index;
