@@ -14,6 +14,7 @@ use std::sync::Mutex;
 
 use serde_json::{json, Map, Value};
 
+use crate::decide::selection::{revision_name, DEFAULT_REVISION};
 use crate::ingest::previous::Status;
 use crate::ingest::recover::INJECTED_LABELS;
 use crate::inject::{normalize_pod, InjectParams};
@@ -120,11 +121,7 @@ fn drift_of(
     wanted: bool,
     stored: bool,
 ) -> Result<PodDrift> {
-    let expected_revision = if params.revision.is_empty() {
-        "default".to_string()
-    } else {
-        params.revision.to_string()
-    };
+    let expected_revision = revision_name(params.revision).to_string();
     let injected_revision = injected_revision(&pod);
     let outcome = |state, fields| PodDrift {
         state,
@@ -281,7 +278,7 @@ impl RevisionTags {
     pub fn with_outrigger(mut self, revision: &str) -> RevisionTags {
         self.0
             .entry(crate::decide::selection::OUTRIGGER_SELECTOR.to_string())
-            .or_insert_with(|| crate::decide::selection::revision_name(revision).to_string());
+            .or_insert_with(|| revision_name(revision).to_string());
         self
     }
 }
@@ -427,8 +424,7 @@ fn injected_revision(pod: &Value) -> Option<String> {
         status
             .get("revision")
             .and_then(Value::as_str)
-            .filter(|r| !r.is_empty())
-            .unwrap_or("default")
+            .map_or(DEFAULT_REVISION, revision_name)
             .to_string(),
     )
 }

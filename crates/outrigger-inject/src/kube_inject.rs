@@ -5,6 +5,7 @@ use serde_json::{json, Value};
 
 use crate::config::{Policy, Snapshot};
 use crate::decide;
+use crate::decide::selection::revision_name;
 /// Why a document cannot be injected by kube-inject (defined with the workload kinds in
 /// [`crate::ingest::workload`], below the crate-wide sum that holds it).
 pub use crate::ingest::workload::WorkloadError;
@@ -465,12 +466,8 @@ fn inject_template(
 /// with the revision used), but the user learns that another control plane was meant.
 fn revision_mismatch(pod: &Value, revision: &str, subject: &str) -> Option<String> {
     let asked = crate::kube::pod::label(pod, names::REVISION_LABEL)?;
-    let used = if revision.is_empty() {
-        "default"
-    } else {
-        revision
-    };
-    let asked_norm = if asked.is_empty() { "default" } else { asked };
+    let used = revision_name(revision);
+    let asked_norm = revision_name(asked);
     (asked_norm != used).then(|| {
         format!(
             "Warning: {subject} asks for revision {asked:?} (label {}) but is injected with \

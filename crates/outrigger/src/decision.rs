@@ -208,7 +208,9 @@ impl<'a> Decider<'a> {
             || has("/metadata/annotations", INJECT_KEY).is_some()
             || has("/metadata/labels", REVISION_LABEL)
                 .and_then(Value::as_str)
-                .is_some_and(|r| r != "default" && r != selection::OUTRIGGER_SELECTOR)
+                .is_some_and(|r| {
+                    r != selection::DEFAULT_REVISION && r != selection::OUTRIGGER_SELECTOR
+                })
     }
 
     /// The webhook entries `options` render, rendered once per distinct options.
@@ -368,7 +370,7 @@ fn assumed_revision(
     // outrigger's own selector value names no control plane: the configuration given serves it.
     let rev = asked
         .as_deref()
-        .filter(|r| *r != "default" && *r != selection::OUTRIGGER_SELECTOR)?;
+        .filter(|r| *r != selection::DEFAULT_REVISION && *r != selection::OUTRIGGER_SELECTOR)?;
     let config_revision = snapshot
         .values
         .get("revision")

@@ -5,8 +5,8 @@
 //!   with `kubernetes.io/metadata.name`, `objectSelector` against the pod's labels), in the API
 //!   server's call order (configurations by name, entries in order) ([`entry_match`],
 //!   [`call_order`], [`selecting_injectors`], [`selecting_entry`]);
-//! * **the revision rule**: `""` and `default` are the default revision ([`revision_name`],
-//!   [`is_default_revision`]), a revision is a DNS-1123 label ([`is_revision_name`]), and the
+//! * **the revision rule**: `""` and `default` are the default revision ([`Revision`],
+//!   [`revision_name`], [`revision_suffix`], [`is_default_revision`]), a revision is a DNS-1123 label ([`is_revision_name`]), and the
 //!   revision whose webhook Istio's chart makes select a pod, by its precedence
 //!   ([`selecting_revision`]);
 //! * **the marker of who injected a pod**: the annotation [`INJECTED_BY_ANNOTATION`] that
@@ -48,6 +48,91 @@ pub fn revision_name(revision: &str) -> &str {
 /// Whether `revision` is the default revision (`""` or `default`).
 pub fn is_default_revision(revision: &str) -> bool {
     revision_name(revision) == DEFAULT_REVISION
+}
+
+/// The revision as Istio's chart and istioctl suffix names with it (`istio-sidecar-injector-REV`,
+/// `istiod-REV`) and set the chart's `revision` value: `""` for the default revision (`""` or
+/// `default`), else the revision.
+pub fn revision_suffix(revision: &str) -> &str {
+    if is_default_revision(revision) {
+        ""
+    } else {
+        revision
+    }
+}
+
+/// A control-plane revision as given (`--revision`, a Deployment's flag): the one carrier of
+/// the rule that `""` and `default` both name the default revision. It reads as the text given
+/// (it dereferences to `str`); [`Revision::name`], [`Revision::suffix`] and
+/// [`Revision::is_default`] apply the rule ([`revision_name`], [`revision_suffix`],
+/// [`is_default_revision`]).
+#[derive(Clone, Default, PartialEq, Eq, Hash)]
+pub struct Revision(String);
+
+impl Revision {
+    /// The default revision, as `""`.
+    pub const EMPTY: Revision = Revision(String::new());
+
+    /// The revision named `name` (as given: `""`, `default` or a revision).
+    pub fn new(name: impl Into<String>) -> Revision {
+        Revision(name.into())
+    }
+
+    /// The text given.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The name selectors and the status annotation use: `default` for the default revision.
+    pub fn name(&self) -> &str {
+        revision_name(&self.0)
+    }
+
+    /// The suffix of names and the chart's `revision` value: `""` for the default revision.
+    pub fn suffix(&self) -> &str {
+        revision_suffix(&self.0)
+    }
+
+    /// Whether this is the default revision (`""` or `default`).
+    pub fn is_default(&self) -> bool {
+        is_default_revision(&self.0)
+    }
+}
+
+impl std::ops::Deref for Revision {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Revision {
+    /// As the text given (`"canary"`), so messages quoting a revision read as before.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&self.0, f)
+    }
+}
+
+impl std::fmt::Display for Revision {
+    /// The text given.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::str::FromStr for Revision {
+    type Err = std::convert::Infallible;
+
+    fn from_str(s: &str) -> Result<Revision, Self::Err> {
+        Ok(Revision::new(s))
+    }
+}
+
+impl From<Revision> for String {
+    fn from(r: Revision) -> String {
+        r.0
+    }
 }
 
 /// Whether `s` is a valid revision (or revision tag, or selector) name: a DNS-1123 label
@@ -318,6 +403,15 @@ mod tests {
         assert_eq!(revision_name("canary"), "canary");
         assert!(is_default_revision("") && is_default_revision("default"));
         assert!(!is_default_revision("outrigger"));
+        assert_eq!(revision_suffix("default"), "");
+        assert_eq!(revision_suffix(""), "");
+        assert_eq!(revision_suffix("canary"), "canary");
+        let r = Revision::new("default");
+        assert!(r.is_default() && r.suffix().is_empty() && r.name() == "default");
+        assert_eq!(&*r, "default");
+        assert_eq!(format!("{:?}", Revision::new("c")), "\"c\"");
+        let given: Revision = "".parse().expect("infallible");
+        assert_eq!((given.name(), given.suffix()), ("default", ""));
         for good in ["a", "canary", "1-24", &"x".repeat(63)] {
             assert!(is_revision_name(good), "{good}");
         }

@@ -38,11 +38,7 @@ pub fn injection_status(template_pod: &Value, revision: &str) -> String {
         }
         out.push(',');
     }
-    let revision = if revision.is_empty() {
-        "default"
-    } else {
-        revision
-    };
+    let revision = crate::decide::selection::revision_name(revision);
     out.push_str("\"revision\":");
     gojson::write_str(&mut out, revision);
     out.push('}');

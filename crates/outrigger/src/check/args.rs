@@ -33,9 +33,9 @@ pub struct CheckArgs {
     /// What the templates may read of the environment.
     #[command(flatten)]
     pub env: crate::cli::common::TemplateEnvArgs,
-    /// Control plane revision of the webhook configuration to evaluate.
-    #[arg(long = "revision", default_value = "")]
-    pub revision: String,
+    /// `--revision`: the revision of the webhook configuration evaluated.
+    #[command(flatten)]
+    pub revision: crate::cli::common::RevisionArg<crate::cli::common::revision_flags::Check>,
     /// What decides whether a pod is injected (`--namespace-labels` offline,
     /// `--selector-revision`, `--enable-namespaces-by-default`, `--revision-tag`), as `inject`,
     /// `drift` and `preview` take it.

@@ -288,7 +288,7 @@ pub fn verdict_status(reports: &[Report]) -> ExitCode {
 /// The webhook configuration `check` evaluates.
 pub fn webhook_options(args: &CheckArgs) -> WebhookOptions {
     WebhookOptions {
-        revision: args.revision.clone(),
+        revision: args.revision.to_string(),
         selector: args.decision.selector_revision.clone(),
         enable_namespaces_by_default: args.decision.enable_namespaces_by_default,
         ..WebhookOptions::default()

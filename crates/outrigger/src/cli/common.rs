@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use outrigger_inject::decide::selection::Revision;
+
 use crate::cli::defaults;
 
 /// Istio's configuration files, as `istioctl kube-inject` names its flags.
@@ -317,11 +319,9 @@ pub struct KubeArgs {
         default_value = "istio-system"
     )]
     pub istio_namespace: String,
-    /// The Istio control-plane revision this injector serves, as istiod's: written into the
-    /// templates' `.Revision` (the pods' `istio.io/rev` label) and the status annotation; with
-    /// --istio-configmaps, `-REVISION` is appended to the ConfigMaps' names (`default`: none).
-    #[arg(long = "revision", default_value = "default")]
-    pub revision: String,
+    /// `--revision`: the revision served.
+    #[command(flatten)]
+    pub revision: RevisionArg<revision_flags::Serve>,
     /// Injector ConfigMap to watch, NAMESPACE/NAME (keys `config` and `values`).
     #[arg(long = "injectConfigMap")]
     pub inject_config_map: Option<String>,
@@ -338,4 +338,116 @@ pub struct KubeArgs {
     /// (deploy/components/pod-watch).
     #[arg(long = "watch-pods")]
     pub watch_pods: bool,
+}
+
+/// What a command's `--revision` says of itself: its help and its default (`None`: absent
+/// unless given). The flag is declared once ([`RevisionArg`]); each command names its words.
+pub trait RevisionFlag: Clone + std::fmt::Debug + Send + Sync + 'static {
+    /// The help line.
+    const HELP: &'static str;
+    /// The default value.
+    const DEFAULT: Option<&'static str> = Some("");
+}
+
+/// `--revision`, the one declaration every command flattens: the control-plane revision
+/// ([`Revision`], which carries the `""`/`default` rule), with the command's help and default
+/// ([`RevisionFlag`]). Reads as the [`Revision`] given (or the empty one when a command without
+/// a default was not given it: see [`RevisionArg::given`]).
+#[derive(Debug, Clone, clap::Args)]
+pub struct RevisionArg<F: RevisionFlag> {
+    #[arg(long = "revision", help = F::HELP, default_value = F::DEFAULT)]
+    revision: Option<Revision>,
+    #[arg(skip)]
+    flag: std::marker::PhantomData<F>,
+}
+
+/// The revision of a [`RevisionArg`] not given and without a default.
+static NO_REVISION: Revision = Revision::EMPTY;
+
+impl<F: RevisionFlag> Default for RevisionArg<F> {
+    /// Not given (reads as `""`, the default revision).
+    fn default() -> Self {
+        RevisionArg {
+            revision: None,
+            flag: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<F: RevisionFlag> RevisionArg<F> {
+    /// The revision given on the command line (with a default, always).
+    pub fn given(&self) -> Option<&Revision> {
+        self.revision.as_ref()
+    }
+}
+
+impl<F: RevisionFlag> std::ops::Deref for RevisionArg<F> {
+    type Target = Revision;
+
+    fn deref(&self) -> &Revision {
+        self.revision.as_ref().unwrap_or(&NO_REVISION)
+    }
+}
+
+/// The words of each command's `--revision` (kept as each command always printed them).
+pub mod revision_flags {
+    use super::RevisionFlag;
+
+    macro_rules! flag {
+        ($(#[$doc:meta])* $name:ident, $help:expr $(, $default:expr)?) => {
+            $(#[$doc])*
+            #[derive(Debug, Clone)]
+            pub struct $name;
+            impl RevisionFlag for $name {
+                const HELP: &'static str = $help;
+                $(const DEFAULT: Option<&'static str> = $default;)?
+            }
+        };
+    }
+
+    flag!(
+        /// `inject --revision`.
+        Inject,
+        "Control plane revision (`default` means none). With --kube, the default ConfigMap \
+         names get `-REVISION` appended, as istioctl does"
+    );
+    flag!(
+        /// `check --revision`.
+        Check,
+        "Control plane revision of the webhook configuration to evaluate"
+    );
+    flag!(
+        /// `drift --revision`.
+        Drift,
+        "Revision in force (`default` means none): pods injected by another are \
+         `wrong-revision`"
+    );
+    flag!(
+        /// `preview --revision`.
+        Preview,
+        "Revision in force (`default` means none); with --kube, the workloads its webhook \
+         selects"
+    );
+    flag!(
+        /// `webhook-config --revision`.
+        WebhookConfig,
+        "Control plane revision served by this injector (empty or `default`: the default \
+         revision)"
+    );
+    flag!(
+        /// `serve --revision` (the kube layer's).
+        Serve,
+        "The Istio control-plane revision this injector serves, as istiod's: written into the \
+         templates' `.Revision` (the pods' `istio.io/rev` label) and the status annotation; \
+         with --istio-configmaps, `-REVISION` is appended to the ConfigMaps' names \
+         (`default`: none)",
+        Some("default")
+    );
+    flag!(
+        /// `doctor --revision` (no default: the Deployment's).
+        Doctor,
+        "The Istio revision outrigger serves (`default`: none); default: the Deployment's \
+         `--revision`",
+        None
+    );
 }

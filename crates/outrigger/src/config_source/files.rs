@@ -261,7 +261,7 @@ pub fn manifests_snapshot_from(
     mesh: Option<Input<'_>>,
     revision: &str,
 ) -> Result<Snapshot> {
-    let revision = if revision == "default" { "" } else { revision };
+    let revision = outrigger_inject::decide::selection::revision_suffix(revision);
     let mut configmap_values = None;
     let config = match inject_config {
         Some(p) => {

@@ -72,7 +72,7 @@ impl Setup {
         };
         Ok(Setup {
             snapshot,
-            revision: if revision == "default" { "" } else { revision }.to_string(),
+            revision: outrigger_inject::decide::selection::revision_suffix(revision).to_string(),
             compliance: std::env::var("COMPLIANCE_POLICY").unwrap_or_default(),
         })
     }

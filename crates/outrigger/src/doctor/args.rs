@@ -43,10 +43,9 @@ pub struct DoctorArgs {
     /// The Secret holding the serving certificate (in --outrigger-namespace).
     #[arg(long = "tls-secret", default_value = defaults::TLS_SECRET)]
     pub tls_secret: String,
-    /// The Istio revision outrigger serves (`default`: none); default: the Deployment's
-    /// `--revision`.
-    #[arg(long = "revision")]
-    pub revision: Option<String>,
+    /// `--revision` (absent: the Deployment's).
+    #[command(flatten)]
+    pub revision: crate::cli::common::RevisionArg<crate::cli::common::revision_flags::Doctor>,
     /// The namespace of Istio's ConfigMaps; default: the Deployment's ISTIO_NAMESPACE, else
     /// istio-system.
     #[arg(short = 'i', long = "istioNamespace")]

@@ -211,7 +211,8 @@ fn selection_check(
             format!(
                 "label them for a revision a configuration serves (outrigger: {}), or install \
                  that revision",
-                if facts.server.revision == "default" {
+                if outrigger_inject::decide::selection::is_default_revision(&facts.server.revision)
+                {
                     "istio-injection=enabled".to_string()
                 } else {
                     format!("istio.io/rev={}", facts.server.revision)

@@ -13,6 +13,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Namespace, Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::Resource;
+use outrigger_inject::decide::selection::DEFAULT_REVISION;
 
 use super::DoctorArgs;
 use crate::kube::client::api_error;
@@ -65,7 +66,11 @@ impl ServerSettings {
         ServerSettings {
             request_timeout: crate::cli::values::duration(crate::cli::defaults::REQUEST_TIMEOUT)
                 .unwrap_or(Duration::from_secs(4)),
-            revision: args.revision.clone().unwrap_or_else(|| "default".into()),
+            revision: args
+                .revision
+                .given()
+                .map_or(DEFAULT_REVISION, |r| r.as_str())
+                .to_string(),
             istio_namespace: args
                 .istio_namespace
                 .clone()
@@ -134,7 +139,7 @@ impl ServerSettings {
                 s.request_timeout = d;
             }
         }
-        if args.revision.is_none() {
+        if args.revision.given().is_none() {
             if let Some(Some(r)) = flag(&["revision"]) {
                 s.revision = r;
             }

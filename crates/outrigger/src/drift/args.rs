@@ -36,9 +36,9 @@ pub struct DriftArgs {
     /// `--native-sidecars` of the configuration in force.
     #[command(flatten)]
     pub in_force: crate::cli::common::NativeSidecarsInForce,
-    /// Revision in force (`default` means none): pods injected by another are `wrong-revision`.
-    #[arg(long = "revision", default_value = "")]
-    pub revision: String,
+    /// `--revision`: the revision in force.
+    #[command(flatten)]
+    pub revision: crate::cli::common::RevisionArg<crate::cli::common::revision_flags::Drift>,
     /// What decides whether a pod is injected (`--namespace-labels`, `--selector-revision`,
     /// `--revision-tag`), as `check` takes it.
     #[command(flatten)]

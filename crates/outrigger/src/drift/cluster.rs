@@ -218,11 +218,7 @@ fn judge(pod: Value, facts: &Facts, opts: &KubeInjectOptions<'_>) -> Result<(Jud
     let empty = Map::new();
     let selected = selecting_revision(facts.labels.get(&namespace).unwrap_or(&empty), &pod);
     let selected = selected.as_deref().map(|r| facts.tags.resolve(r));
-    let revision = if opts.revision.is_empty() {
-        "default"
-    } else {
-        opts.revision
-    };
+    let revision = outrigger_inject::decide::selection::revision_name(opts.revision);
     if selected.is_some_and(|r| r != revision) {
         return Ok((None, Vec::new()));
     }

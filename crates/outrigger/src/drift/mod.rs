@@ -118,11 +118,7 @@ fn examine_stream(
     skipped: &mut Skipped,
 ) -> Result<Vec<Row>> {
     let said = crate::decision::SaidOnce::default();
-    let revision_in_force = if opts.revision.is_empty() {
-        "default"
-    } else {
-        opts.revision
-    };
+    let revision_in_force = outrigger_inject::decide::selection::revision_name(opts.revision);
     let source = input::name(filename);
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut reader = yaml::DocumentReader::new(input::open(filename)?).enumerate();

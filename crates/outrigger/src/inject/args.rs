@@ -27,10 +27,9 @@ pub struct InjectArgs {
     /// Native sidecars: true, false, or auto (offline: follows ENABLE_NATIVE_SIDECARS).
     #[arg(long = "native-sidecars", value_parser = crate::cli::values::native_mode())]
     pub native_sidecars: Option<NativeMode>,
-    /// Control plane revision (`default` means none). With --kube, the default ConfigMap names
-    /// get `-REVISION` appended, as istioctl does.
-    #[arg(long = "revision", default_value = "")]
-    pub revision: String,
+    /// `--revision`: the control plane revision.
+    #[command(flatten)]
+    pub revision: crate::cli::common::RevisionArg<crate::cli::common::revision_flags::Inject>,
     /// What decides whether a pod is injected (`--namespace-labels`, `--selector-revision`,
     /// `--revision-tag`), as `check` takes it.
     #[command(flatten)]

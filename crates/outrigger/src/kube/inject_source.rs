@@ -13,7 +13,7 @@ use super::config_watch::ConfigMapRef;
 /// The ConfigMap name istioctl uses: `name`, or `name-REVISION` when `name` is the default and a
 /// revision other than `default` is given (istioctl suffixes only its default names).
 pub fn configmap_name(name: &str, default: &str, revision: &str) -> String {
-    if name == default && !revision.is_empty() && revision != "default" {
+    if name == default && !outrigger_inject::decide::selection::is_default_revision(revision) {
         format!("{name}-{revision}")
     } else {
         name.to_string()

@@ -210,7 +210,7 @@ impl WebhookOptions {
     /// Whether the default-revision entries (`namespace.`, `object.`, `auto.`) are rendered: for
     /// the default revision, or for the tag named `default` (as the chart's revision tags).
     pub fn is_default_revision(&self) -> bool {
-        self.selector_revision() == "default"
+        selection::is_default_revision(self.selector_revision())
     }
 
     /// Object name: the override, else `outrigger-sidecar-injector[-REV]` /

@@ -103,9 +103,9 @@ pub struct PreviewArgs {
     /// `--native-sidecars` of the configuration in force.
     #[command(flatten)]
     pub in_force: crate::cli::common::NativeSidecarsInForce,
-    /// Revision in force (`default` means none); with --kube, the workloads its webhook selects.
-    #[arg(long = "revision", default_value = "")]
-    pub revision: String,
+    /// `--revision`: the revision in force.
+    #[command(flatten)]
+    pub revision: crate::cli::common::RevisionArg<crate::cli::common::revision_flags::Preview>,
     /// What decides whether a pod is injected (`--namespace-labels` with -f,
     /// `--selector-revision`, `--revision-tag`), as `check` takes it: with --namespace-labels a
     /// workload no webhook entry selects is previewed as not injected on both sides.

@@ -414,9 +414,5 @@ fn examine(
 
 /// The revision name of `opts` (`default` when none).
 fn revision_name<'a>(opts: &KubeInjectOptions<'a>) -> &'a str {
-    if opts.revision.is_empty() {
-        "default"
-    } else {
-        opts.revision
-    }
+    outrigger_inject::decide::selection::revision_name(opts.revision)
 }

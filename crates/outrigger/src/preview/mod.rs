@@ -107,7 +107,7 @@ pub fn run(args: &PreviewArgs) -> Result<ExitCode> {
         .candidate
         .revision
         .clone()
-        .unwrap_or_else(|| args.revision.clone());
+        .unwrap_or_else(|| args.revision.to_string());
     let candidate = Setup::load(&args.cluster, &args.candidate.files(), &candidate_revision)
         .context("loading the candidate configuration")?;
     let configs = Configs {

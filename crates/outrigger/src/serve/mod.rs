@@ -361,7 +361,7 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
             native_mode: native,
             openshift,
             compliance_policy: compliance.clone(),
-            revision: args.kube.revision.clone(),
+            revision: args.kube.revision.to_string(),
             namespaces: load_namespaces(args.namespace_annotations.as_deref())?,
             max_list_entries: args.max_list_entries,
         },

@@ -16,9 +16,10 @@ pub enum OutputFormat {
 /// Flags of `outrigger webhook-config`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct WebhookConfigArgs {
-    /// Control plane revision served by this injector (empty or `default`: the default revision).
-    #[arg(long = "revision", default_value = "")]
-    pub revision: String,
+    /// `--revision`: the revision served.
+    #[command(flatten)]
+    pub revision:
+        crate::cli::common::RevisionArg<crate::cli::common::revision_flags::WebhookConfig>,
     /// Revision tag: an `istio-revision-tag-TAG` object whose selectors match `istio.io/rev=TAG`
     /// and that routes to the revision's injector (as Istio's chart's revision tags).
     #[arg(long = "tag")]

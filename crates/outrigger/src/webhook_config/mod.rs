@@ -54,7 +54,7 @@ impl WebhookOptions {
     /// Options from the command-line flags (reads the CA bundle file); refuses values the API
     /// server or Istio would refuse.
     pub fn from_args(args: &WebhookConfigArgs) -> Result<WebhookOptions> {
-        let revision = args.revision.clone();
+        let revision = args.revision.to_string();
         if !revision.is_empty() && !is_dns1123_label(&revision) {
             bail!("--revision {revision:?} is not a valid revision name ({DNS1123_LABEL_HELP})");
         }
