@@ -345,7 +345,7 @@ pub(crate) fn test_args() -> DoctorArgs {
         service: "outrigger".into(),
         deployment: "outrigger".into(),
         tls_secret: "outrigger-tls".into(),
-        revision: None,
+        revision: Default::default(),
         istio_namespace: None,
         probe_namespace: None,
         expiry_warning: Duration::from_secs(30 * 24 * 3600),
