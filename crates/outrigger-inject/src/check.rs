@@ -19,11 +19,11 @@ use serde_json::{Map, Value};
 
 use crate::config::Snapshot;
 use crate::decide::explain::{decision_steps, Step};
+use crate::decide::selection::selector_matches;
 use crate::decide::{self, selection, Reason};
 use crate::ingest::workload::workload_kind;
 use crate::kube::names::INJECT_KEY;
 use crate::kube::pod;
-use crate::kube::selector::LabelSelector;
 use crate::render;
 
 /// Check-only code: no webhook entry selects the pod, the injector never sees it.
@@ -88,11 +88,6 @@ fn string_map(m: &Map<String, Value>) -> BTreeMap<String, String> {
             )
         })
         .collect()
-}
-
-fn selector_matches(sel: &Value, labels: &Map<String, Value>) -> bool {
-    // Generated selectors are always valid; an invalid one would select nothing.
-    LabelSelector::from_json(sel).is_ok_and(|s| s.matches(labels))
 }
 
 /// Evaluate every webhook entry's rules and selectors, as the API server does

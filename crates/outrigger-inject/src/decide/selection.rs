@@ -149,6 +149,13 @@ pub fn is_revision_name(s: &str) -> bool {
 /// `sidecar.istio.io/inject=true` label (the default revision's object selector). `None`: no
 /// webhook sees the pod. The default revision is named `default`; the value returned is the
 /// label's, so it may be a revision tag or [`OUTRIGGER_SELECTOR`].
+///
+/// This is Istio's precedence, the namespace before the pod (functional spec §2.3, the chart's
+/// entries `rev.namespace.`, `rev.object.`, `namespace.`, `object.` and "the legacy namespace
+/// label `istio-injection` takes precedence over `istio.io/rev` on namespaces"; `rev.object.`
+/// requires the namespace to carry neither label). It does not read the pod's
+/// `sidecar.istio.io/inject=false` label, which every entry's objectSelector excludes: a caller
+/// that must know whether an entry is called evaluates the entries ([`selecting_entry`]).
 pub fn selecting_revision(namespace_labels: &Map<String, Value>, pod: &Value) -> Option<String> {
     let ns = |k: &str| namespace_labels.get(k).and_then(Value::as_str);
     if let Some(v) = ns("istio-injection") {
@@ -186,10 +193,11 @@ pub struct EntryMatch {
     pub selected: bool,
 }
 
-/// A label selector of an entry as the API server reads it: absent or `null` selects
-/// everything; one that does not convert (the API server refuses it at write) selects nothing.
-fn selector_matches(sel: Option<&Value>, labels: &Map<String, Value>) -> bool {
-    LabelSelector::from_json(sel.unwrap_or(&Value::Null)).is_ok_and(|s| s.matches(labels))
+/// Whether a label selector of an entry (its JSON) selects `labels`, as the API server reads
+/// it: `null` (absent) selects everything; one that does not convert (the API server refuses
+/// it at write) selects nothing.
+pub fn selector_matches(sel: &Value, labels: &Map<String, Value>) -> bool {
+    LabelSelector::from_json(sel).is_ok_and(|s| s.matches(labels))
 }
 
 /// Whether the entry's `rules` cover a CREATE of `pods` in the core group's `v1` (`*` and
@@ -223,8 +231,9 @@ pub fn entry_match(
     ns_labels: &Map<String, Value>,
     pod_labels: &Map<String, Value>,
 ) -> EntryMatch {
-    let ns = selector_matches(entry.get("namespaceSelector"), ns_labels);
-    let obj = selector_matches(entry.get("objectSelector"), pod_labels);
+    let selector = |field: &str| entry.get(field).unwrap_or(&Value::Null);
+    let ns = selector_matches(selector("namespaceSelector"), ns_labels);
+    let obj = selector_matches(selector("objectSelector"), pod_labels);
     EntryMatch {
         name: entry_name(entry).to_string(),
         namespace_selector: ns,
@@ -245,9 +254,11 @@ pub fn is_injector_entry(entry: &Value) -> bool {
     entry_name(entry).ends_with(INJECTOR_ENTRY_SUFFIX)
 }
 
-/// The first injecting entry of one configuration's `webhooks` that selects the pod. Istio's
-/// chart makes a configuration's entries exclusive (at most one selects a pod), so this is the
-/// entry that sends the pod to that configuration's injector.
+/// The first injecting entry of one configuration's `webhooks` that selects the pod: the one
+/// function from entries (their `rules`, namespace and object selectors), namespace labels
+/// (through [`namespace_labels`]) and pod labels to the selecting entry. Istio's chart makes a
+/// configuration's entries exclusive (at most one selects a pod; functional spec §2.3), so this
+/// is the entry that sends the pod to that configuration's injector.
 pub fn selecting_entry<'a>(
     webhooks: &'a [Value],
     ns_labels: &Map<String, Value>,
