@@ -17,6 +17,10 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use crate::json::JsonError;
+use crate::kube::annotations::{
+    MERGE_METRICS_ANNOTATION as MERGE_METRICS, REWRITE_PROBERS_ANNOTATION as REWRITE_PROBERS,
+    STATUS_PORT_ANNOTATION,
+};
 use crate::kube::names::{PROXY_CONTAINER, STATUS_ANNOTATION};
 use crate::kube::typed::TypeError;
 use prometheus::ScrapeError;
@@ -59,9 +63,6 @@ impl From<ScrapeError> for FinishError {
 pub use crate::kube::names::{APP_PROBERS_ENV, PROMETHEUS_ENV};
 
 const SECURE_PORT: &str = "prometheus_istio_io_secure_port";
-const MERGE_METRICS: &str = "prometheus.istio.io/merge-metrics";
-const REWRITE_PROBERS: &str = "sidecar.istio.io/rewriteAppHTTPProbers";
-const STATUS_PORT_ANNOTATION: &str = "status.sidecar.istio.io/port";
 const SECURE_PORT_ENV: &str = "ENVOY_SECURE_MERGED_METRICS_PORT";
 
 /// Inputs of [`post_process`] besides the pod itself.

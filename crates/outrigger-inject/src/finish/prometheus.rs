@@ -7,6 +7,7 @@ use super::tree::{json_bool, parse_go_bool};
 use super::{MERGE_METRICS, PROMETHEUS_ENV, SECURE_PORT, SECURE_PORT_ENV};
 use crate::go::json as gojson;
 use crate::go::strconv::atoi;
+use crate::kube::annotations::SECURE_PORT_ANNOTATION;
 use crate::kube::pod::{
     annotations, env_entry, env_mut, existing_annotations_mut, find_sidecar, find_sidecar_mut,
 };
@@ -294,10 +295,7 @@ pub(super) fn apply_secure_port(pod: &mut Value) {
         .filter(|v| !v.is_empty() && *v != "0")
         .map(str::to_string);
     if let (Some(port), Some(ann)) = (port, existing_annotations_mut(pod)) {
-        ann.insert(
-            "prometheus.istio.io/secure-port".into(),
-            Value::String(port),
-        );
+        ann.insert(SECURE_PORT_ANNOTATION.into(), Value::String(port));
     }
 }
 

@@ -13,6 +13,17 @@ use super::names::{
     PROXY_CONFIG_ANNOTATION, STATUS_ANNOTATION, TEMPLATES_ANNOTATION,
 };
 
+/// `prometheus.istio.io/merge-metrics`: whether the agent merges the application's metrics.
+pub const MERGE_METRICS_ANNOTATION: &str = "prometheus.istio.io/merge-metrics";
+/// `prometheus.istio.io/secure-port`: the sidecar's secure merged-metrics port, published by
+/// post-processing.
+pub const SECURE_PORT_ANNOTATION: &str = "prometheus.istio.io/secure-port";
+/// `sidecar.istio.io/rewriteAppHTTPProbers`: whether probes are rewritten to the agent.
+pub const REWRITE_PROBERS_ANNOTATION: &str = "sidecar.istio.io/rewriteAppHTTPProbers";
+
+/// `status.sidecar.istio.io/port`: the agent's status port, set by the user.
+pub const STATUS_PORT_ANNOTATION: &str = "status.sidecar.istio.io/port";
+
 /// Who writes an annotation on a pod.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Writer {
@@ -130,9 +141,9 @@ pub const ANNOTATIONS: &[Annotation] = &[
         "sidecar.istio.io/interceptionMode",
         Validation::InterceptionMode,
     ),
-    written("sidecar.istio.io/rewriteAppHTTPProbers", Validation::None),
-    written("prometheus.istio.io/merge-metrics", Validation::Bool),
-    written("prometheus.istio.io/secure-port", Validation::None),
+    written(REWRITE_PROBERS_ANNOTATION, Validation::None),
+    written(MERGE_METRICS_ANNOTATION, Validation::Bool),
+    written(SECURE_PORT_ANNOTATION, Validation::None),
     written(
         "traffic.sidecar.istio.io/includeOutboundIPRanges",
         Validation::IncludeIpRanges,
@@ -203,7 +214,7 @@ pub const ANNOTATIONS: &[Annotation] = &[
         true,
     ),
     // The user's, validated before rendering.
-    user("status.sidecar.istio.io/port", Validation::StatusPort),
+    user(STATUS_PORT_ANNOTATION, Validation::StatusPort),
     user(
         "readiness.status.sidecar.istio.io/initialDelaySeconds",
         Validation::Uint32,
