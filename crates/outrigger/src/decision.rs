@@ -327,6 +327,12 @@ impl<'a> Decider<'a> {
 
 /// The revision the pods ask for: the `istio.io/rev` label of the first pod (template) that has
 /// one, else the namespace's (`default` as written; `None` when nothing asks).
+///
+/// The pod's label comes first here, unlike Istio's precedence (the namespace's labels first,
+/// [`selection::selecting_revision`]): `check` and `inject` evaluate a pod against the revision
+/// it asks for, and say when another is evaluated (`tests/check.rs`
+/// `a_pod_asking_for_a_revision_is_checked_against_it` pins that a pod asking for `canary` in a
+/// namespace labelled `istio.io/rev=stable` is judged by canary's entries).
 fn requested_revision(pods: &[(String, Value)], ns_labels: &Map<String, Value>) -> Option<String> {
     let label = |labels: Option<&Value>| {
         labels

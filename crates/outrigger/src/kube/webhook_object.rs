@@ -828,6 +828,45 @@ mod tests {
         assert_eq!(istio.object_name(), "istio-sidecar-injector-mesh");
     }
 
+    /// The label precedence drift and preview judge by ([`selection::selecting_revision`]) is
+    /// Istio's: over every label combination, it names the revision whose chart entries
+    /// ([`entries`] with `istio`) the API server calls, except for pods labelled
+    /// `sidecar.istio.io/inject=false`, which every entry's objectSelector excludes (the
+    /// precedence still names a revision there; the injector's decision then skips the pod).
+    #[test]
+    fn the_selecting_revision_is_the_one_whose_chart_entries_select() {
+        let charts: Vec<(&str, Vec<Value>)> = ["default", "canary", "other", OUTRIGGER_SELECTOR]
+            .into_iter()
+            .map(|r| {
+                let o = WebhookOptions {
+                    revision: r.into(),
+                    istio: true,
+                    ..WebhookOptions::default()
+                };
+                (r, entries(&o))
+            })
+            .collect();
+        for (ns, pod_labels) in selection::label_combinations() {
+            let ns = selection::namespace_labels("apps", &ns);
+            let called: Vec<&str> = charts
+                .iter()
+                .filter(|(_, e)| selection::selecting_entry(e, &ns, &pod_labels).is_some())
+                .map(|(r, _)| *r)
+                .collect();
+            let pod = json!({"metadata": {"labels": pod_labels}});
+            let by_labels = selection::selecting_revision(&ns, &pod);
+            if pod_labels.get("sidecar.istio.io/inject") == Some(&json!("false")) {
+                assert!(called.is_empty(), "{ns:?} {pod_labels:?}: {called:?}");
+                continue;
+            }
+            assert_eq!(
+                called,
+                by_labels.as_deref().into_iter().collect::<Vec<_>>(),
+                "{ns:?} {pod_labels:?}"
+            );
+        }
+    }
+
     #[test]
     fn standalone_object_has_no_istio_revision_label() {
         for revision in ["", "default", "canary"] {
