@@ -369,7 +369,7 @@ fn examine(
     let mut out = Vec::new();
     for t in templates {
         let empty = Map::new();
-        let revision = revision_name(&configs.current);
+        let revision = outrigger_inject::decide::selection::revision_name(configs.current.revision);
         // outrigger's own selector value (its shipped webhook's) stands for the revision in force.
         let selected = selecting_revision(labels.get(&ns).unwrap_or(&empty), &t.pod).map(|s| {
             if s == outrigger_inject::decide::selection::OUTRIGGER_SELECTOR {
@@ -410,9 +410,4 @@ fn examine(
         out.push(Seen::Row(Rendered::of(&row, output)?));
     }
     Ok(out)
-}
-
-/// The revision name of `opts` (`default` when none).
-fn revision_name<'a>(opts: &KubeInjectOptions<'a>) -> &'a str {
-    outrigger_inject::decide::selection::revision_name(opts.revision)
 }
