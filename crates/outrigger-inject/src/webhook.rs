@@ -34,7 +34,7 @@ use crate::Error;
 
 /// The revision of an injector that names none (istiod's `REVISION` unset): what
 /// [`Context::revision`] is unless the server serves another.
-pub const REVISION: &str = "default";
+pub const REVISION: &str = crate::decide::selection::DEFAULT_REVISION;
 
 /// Per-process and per-cluster inputs of [`review`] besides the request itself.
 #[derive(Debug, Clone, Copy)]
