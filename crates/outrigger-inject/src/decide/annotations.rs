@@ -12,7 +12,7 @@ use crate::go::multierror::format_multierror;
 use crate::go::netip::parse_prefix;
 use crate::go::quote::quote as go_quote;
 use crate::go::strconv::parse_uint;
-use crate::kube::annotations::{annotation, Validation};
+use crate::kube::annotations::{Validation, VALIDATED};
 use crate::mesh::MeshError;
 
 /// Pod annotations that failed validation: one message per invalid annotation (sorted by
@@ -48,7 +48,7 @@ fn check_of(validation: Validation) -> Option<Check> {
 /// The validated annotations and their checks, from the annotation table.
 #[cfg(test)]
 fn checks() -> impl Iterator<Item = (&'static str, Check)> {
-    crate::kube::annotations::ANNOTATIONS
+    VALIDATED
         .iter()
         .filter_map(|a| Some((a.name, check_of(a.validation)?)))
 }
@@ -83,7 +83,11 @@ pub fn annotation_errors(annotations: &Map<String, Value>) -> Vec<String> {
     names.sort();
     let mut errs = Vec::new();
     for name in names {
-        let Some(check) = annotation(name).and_then(|a| check_of(a.validation)) else {
+        let Some(check) = VALIDATED
+            .iter()
+            .find(|a| a.name == name.as_str())
+            .and_then(|a| check_of(a.validation))
+        else {
             continue;
         };
         let value = match &annotations[name] {

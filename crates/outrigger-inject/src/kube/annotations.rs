@@ -250,6 +250,33 @@ pub const ANNOTATIONS: &[Annotation] = &[
     user(NATIVE_SIDECAR_ANNOTATION, Validation::None),
 ];
 
+/// How many rows are validated (their [`Annotation::validation`] is not [`Validation::None`]).
+const VALIDATED_COUNT: usize = {
+    let (mut i, mut n) = (0, 0);
+    while i < ANNOTATIONS.len() {
+        if !matches!(ANNOTATIONS[i].validation, Validation::None) {
+            n += 1;
+        }
+        i += 1;
+    }
+    n
+};
+
+/// The validated rows, in the table's order: what the decide stage looks a pod's annotations up
+/// in (built from [`ANNOTATIONS`] at compile time, so the admission path scans only these).
+pub const VALIDATED: [Annotation; VALIDATED_COUNT] = {
+    let mut out = [ANNOTATIONS[0]; VALIDATED_COUNT];
+    let (mut i, mut n) = (0, 0);
+    while i < ANNOTATIONS.len() {
+        if !matches!(ANNOTATIONS[i].validation, Validation::None) {
+            out[n] = ANNOTATIONS[i];
+            n += 1;
+        }
+        i += 1;
+    }
+    out
+};
+
 /// The row of annotation `name`.
 pub fn annotation(name: &str) -> Option<&'static Annotation> {
     ANNOTATIONS.iter().find(|a| a.name == name)
@@ -298,5 +325,11 @@ mod tests {
         );
         assert!(compared_by_drift("istio.io/rev") && !compared_by_drift(INJECT_KEY));
         assert_eq!(on_reinject(Reinject::Take).count(), 14);
+        let validated: Vec<&Annotation> = ANNOTATIONS
+            .iter()
+            .filter(|a| a.validation != Validation::None)
+            .collect();
+        assert_eq!(validated, VALIDATED.iter().collect::<Vec<_>>());
+        assert_eq!(VALIDATED.len(), 19);
     }
 }
