@@ -38,14 +38,18 @@ pub fn entries(c: &MutatingWebhookConfiguration) -> impl Iterator<Item = &Mutati
     c.webhooks.iter().flatten()
 }
 
-/// The names of the injecting entries of `c` that select the pod.
+/// The names of the injecting entries of `c` that select the pod (each by the library's one
+/// rule, [`selection::selecting_entry`]).
 pub fn injecting_entries_selecting<'a>(
     c: &'a MutatingWebhookConfiguration,
     ns_labels: &Labels,
     pod_labels: &Labels,
 ) -> Vec<&'a str> {
     entries(c)
-        .filter(|e| is_injector(e) && entry_selects(e, ns_labels, pod_labels))
+        .filter(|e| {
+            selection::selecting_entry(std::slice::from_ref(&json(e)), ns_labels, pod_labels)
+                .is_some()
+        })
         .map(|e| e.name.as_str())
         .collect()
 }

@@ -47,11 +47,10 @@ pub struct Overlap {
 }
 
 /// Whether entry `w` injects sidecars and is called for an unlabelled pod in a namespace with
-/// `labels` (the library's rule, [`selection`]).
+/// `labels` (the library's one rule, [`selection::selecting_entry`]).
 fn selects(w: &MutatingWebhook, labels: &Map<String, Value>) -> bool {
     let entry = serde_json::to_value(w).unwrap_or(Value::Null);
-    selection::is_injector_entry(&entry)
-        && selection::entry_match(&entry, labels, &Map::new()).selected
+    selection::selecting_entry(std::slice::from_ref(&entry), labels, &Map::new()).is_some()
 }
 
 fn configuration_selects(c: &MutatingWebhookConfiguration, labels: &Map<String, Value>) -> bool {
