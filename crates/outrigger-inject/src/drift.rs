@@ -17,8 +17,9 @@ use serde_json::{json, Map, Value};
 use crate::ingest::previous::Status;
 use crate::ingest::recover::{INJECTED_ANNOTATIONS, INJECTED_LABELS};
 use crate::inject::{normalize_pod, InjectParams};
-use crate::kube::names::{PROXY_CONTAINER, STATUS_ANNOTATION};
+use crate::kube::names::STATUS_ANNOTATION;
 use crate::kube::pod::{annotation, container_name};
+use crate::kube::pod_diff;
 use crate::kube::prometheus::sanitize_label_name;
 use crate::kube::stored::store_defaults;
 use crate::reinject::reinject_pod;
@@ -562,79 +563,35 @@ fn named<'a>(pod: &'a Value, list: &str, name: &str) -> Option<&'a Value> {
         .find(|c| container_name(c) == name)
 }
 
-/// Leaf differences of two values under `path`: objects by key, lists of named objects by name,
-/// other lists by index.
+/// Leaf differences of two values under `path` ([`pod_diff::leaves`], the comparison `preview`
+/// makes too; a list of named objects in another order is one difference).
 fn diff<'a>(
     path: &str,
     actual: Option<&'a Value>,
     expected: Option<&'a Value>,
     out: &mut Vec<FieldDiff>,
 ) {
-    // Equal values have no differences (what the walk below would find, without building a
-    // path for every leaf).
+    // Equal values have no differences (what the walk would find, without building a path).
     if actual == expected {
         return;
     }
-    match (actual, expected) {
-        (Some(Value::Object(a)), Some(Value::Object(e))) => {
-            let keys: BTreeSet<&String> = a.keys().chain(e.keys()).collect();
-            for k in keys {
-                diff(&format!("{path}.{k}"), a.get(k), e.get(k), out);
-            }
-        }
-        (Some(Value::Array(a)), Some(Value::Array(e))) if all_named(a) && all_named(e) => {
-            let mut names: Vec<&str> = a.iter().map(container_name).collect();
-            for n in e.iter().map(container_name) {
-                if !names.contains(&n) {
-                    names.push(n);
-                }
-            }
-            let before = out.len();
-            for n in names {
-                let find = |l: &'a [Value]| l.iter().find(|x| container_name(x) == n);
-                diff(&format!("{path}[{n}]"), find(a), find(e), out);
-            }
-            let same_order = a
-                .iter()
-                .map(container_name)
-                .eq(e.iter().map(container_name));
-            if out.len() == before && !same_order {
-                push(out, path, actual, expected);
-            }
-        }
-        (Some(Value::Array(a)), Some(Value::Array(e))) if a.len() == e.len() => {
-            for (i, (x, y)) in a.iter().zip(e).enumerate() {
-                diff(&format!("{path}[{i}]"), Some(x), Some(y), out);
-            }
-        }
-        // Different (equal values returned above): one difference here.
-        (a, e) => push(out, path, a, e),
-    }
-}
-
-fn all_named(l: &[Value]) -> bool {
-    !l.is_empty()
-        && l.iter()
-            .all(|x| x.get("name").and_then(Value::as_str).is_some())
-}
-
-fn push(out: &mut Vec<FieldDiff>, path: &str, actual: Option<&Value>, expected: Option<&Value>) {
-    let cause = if path.ends_with(".image") {
-        "proxy image"
-    } else if path.contains(&format!("[{PROXY_CONTAINER}]"))
-        && (actual.is_none() || expected.is_none())
-        && path.matches('.').count() == 1
-    {
-        "native sidecars"
-    } else {
-        "template"
+    let settings = pod_diff::Compare {
+        reorder: pod_diff::Reorder::AnyOrder,
     };
-    out.push(FieldDiff {
-        path: path.to_string(),
-        actual: actual.cloned(),
-        expected: expected.cloned(),
-        cause,
-    });
+    pod_diff::leaves(
+        path.to_string(),
+        pod_diff::side(actual, None),
+        pod_diff::side(expected, None),
+        settings,
+        &mut |leaf| {
+            out.push(FieldDiff {
+                cause: pod_diff::cause(&leaf.path, leaf.a.is_none() || leaf.b.is_none()),
+                path: leaf.path,
+                actual: leaf.a.cloned(),
+                expected: leaf.b.cloned(),
+            })
+        },
+    );
 }
 
 /// What injection owns, compared ([`owned_differences`]) on pods made by hand: the status

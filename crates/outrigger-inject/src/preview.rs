@@ -20,8 +20,9 @@ use crate::decide::native::{
     detect_native_sidecars, node_supports_native, ClusterFacts, NativeMode,
 };
 use crate::inject::{inject_pod, InjectParams};
-use crate::kube::names::{PROXY_CONTAINER, STATUS_ANNOTATION};
+use crate::kube::names::STATUS_ANNOTATION;
 use crate::kube::pod::container_name;
+use crate::kube::pod_diff;
 
 /// One field that differs between the two injections.
 #[derive(Debug, Clone, PartialEq)]
@@ -114,52 +115,54 @@ pub fn changes(current: &Value, candidate: &Value) -> Vec<Change> {
     if current == candidate {
         return out;
     }
-    for top in ["metadata", "spec"] {
-        let (a, b) = (current.get(top), candidate.get(top));
-        if top == "metadata" {
-            for field in ["labels", "annotations"] {
-                let empty = Map::new();
-                let am = a.and_then(|m| m.get(field)).and_then(Value::as_object);
-                let bm = b.and_then(|m| m.get(field)).and_then(Value::as_object);
-                let (am, bm) = (am.unwrap_or(&empty), bm.unwrap_or(&empty));
-                let keys: BTreeSet<&String> = am.keys().chain(bm.keys()).collect();
-                for k in keys {
-                    if same(am.get(k), bm.get(k)) {
-                        continue;
-                    }
-                    let ptr = format!("/metadata/{field}/{}", escape(k));
-                    let w = Walk {
-                        path: format!("metadata.{field}[{k}]"),
-                        a: am.get(k).map(|v| (ptr.clone(), v)),
-                        b: bm.get(k).map(|v| (ptr.clone(), v)),
-                    };
-                    walk(w, &mut out);
-                }
-            }
-            let rest = |v: Option<&Value>| {
-                v.and_then(Value::as_object).map(|m| {
-                    let mut m = m.clone();
-                    m.remove("labels");
-                    m.remove("annotations");
-                    Value::Object(m)
+    let mut compare = |path: String, a: Option<&Value>, b: Option<&Value>, pointer: &str| {
+        let settings = pod_diff::Compare {
+            reorder: pod_diff::Reorder::SameNames,
+        };
+        pod_diff::leaves(
+            path,
+            pod_diff::side(a, Some(pointer)),
+            pod_diff::side(b, Some(pointer)),
+            settings,
+            &mut |leaf| {
+                out.push(Change {
+                    cause: pod_diff::cause(&leaf.path, leaf.a.is_none() || leaf.b.is_none()),
+                    path: leaf.path,
+                    current_pointer: leaf.a_pointer,
+                    candidate_pointer: leaf.b_pointer,
+                    current: leaf.a.cloned(),
+                    candidate: leaf.b.cloned(),
                 })
-            };
-            let (ra, rb) = (rest(a), rest(b));
-            let w = Walk {
-                path: "metadata".into(),
-                a: ra.as_ref().map(|v| ("/metadata".to_string(), v)),
-                b: rb.as_ref().map(|v| ("/metadata".to_string(), v)),
-            };
-            walk(w, &mut out);
-        } else {
-            let w = Walk {
-                path: "spec".into(),
-                a: a.map(|v| ("/spec".to_string(), v)),
-                b: b.map(|v| ("/spec".to_string(), v)),
-            };
-            walk(w, &mut out);
+            },
+        );
+    };
+    let (a, b) = (current.get("metadata"), candidate.get("metadata"));
+    for field in ["labels", "annotations"] {
+        let empty = Map::new();
+        let am = a.and_then(|m| m.get(field)).and_then(Value::as_object);
+        let bm = b.and_then(|m| m.get(field)).and_then(Value::as_object);
+        let (am, bm) = (am.unwrap_or(&empty), bm.unwrap_or(&empty));
+        let keys: BTreeSet<&String> = am.keys().chain(bm.keys()).collect();
+        for k in keys {
+            if same(am.get(k), bm.get(k)) {
+                continue;
+            }
+            let ptr = format!("/metadata/{field}/{}", pod_diff::escape(k));
+            compare(format!("metadata.{field}[{k}]"), am.get(k), bm.get(k), &ptr);
         }
     }
+    let rest = |v: Option<&Value>| {
+        v.and_then(Value::as_object).map(|m| {
+            let mut m = m.clone();
+            m.remove("labels");
+            m.remove("annotations");
+            Value::Object(m)
+        })
+    };
+    let (ra, rb) = (rest(a), rest(b));
+    compare("metadata".into(), ra.as_ref(), rb.as_ref(), "/metadata");
+    let (a, b) = (current.get("spec"), candidate.get("spec"));
+    compare("spec".into(), a, b, "/spec");
     let status = format!("metadata.annotations[{STATUS_ANNOTATION}]");
     if out.len() > 1 {
         out.retain(|c| c.path != status);
@@ -167,126 +170,9 @@ pub fn changes(current: &Value, candidate: &Value) -> Vec<Change> {
     out
 }
 
-/// One node of the comparison: its display path and, on each side, its pointer and value.
-struct Walk<'a> {
-    path: String,
-    a: Option<(String, &'a Value)>,
-    b: Option<(String, &'a Value)>,
-}
-
-/// RFC 6901 escaping of one reference token.
-fn escape(token: &str) -> String {
-    token.replace('~', "~0").replace('/', "~1")
-}
-
 /// Both present and equal: a subtree that yields no change, skipped before its paths are built.
 fn same(a: Option<&Value>, b: Option<&Value>) -> bool {
     a.is_some() && a == b
-}
-
-fn named_list(l: &[Value]) -> bool {
-    !l.is_empty()
-        && l.iter()
-            .all(|x| x.get("name").and_then(Value::as_str).is_some())
-}
-
-fn walk(w: Walk<'_>, out: &mut Vec<Change>) {
-    let (a, b) = (w.a.as_ref().map(|(_, v)| *v), w.b.as_ref().map(|(_, v)| *v));
-    let ptr = |side: &Option<(String, &Value)>, tail: &str| {
-        side.as_ref().map(|(p, _)| format!("{p}/{tail}"))
-    };
-    match (a, b) {
-        (Some(Value::Object(am)), Some(Value::Object(bm))) => {
-            let keys: BTreeSet<&String> = am.keys().chain(bm.keys()).collect();
-            for k in keys {
-                if same(am.get(k), bm.get(k)) {
-                    continue;
-                }
-                let t = escape(k);
-                walk(
-                    Walk {
-                        path: format!("{}.{k}", w.path),
-                        a: am.get(k).and_then(|v| Some((ptr(&w.a, &t)?, v))),
-                        b: bm.get(k).and_then(|v| Some((ptr(&w.b, &t)?, v))),
-                    },
-                    out,
-                );
-            }
-        }
-        (Some(Value::Array(al)), Some(Value::Array(bl))) if named_list(al) && named_list(bl) => {
-            let same_order = al
-                .iter()
-                .map(container_name)
-                .eq(bl.iter().map(container_name));
-            let mut names: Vec<&str> = al.iter().map(container_name).collect();
-            for n in bl.iter().map(container_name) {
-                if !names.contains(&n) {
-                    names.push(n);
-                }
-            }
-            let before = out.len();
-            let same_set = names.len() == al.len() && names.len() == bl.len();
-            for n in names {
-                let find = |l: &[Value]| l.iter().position(|x| container_name(x) == n);
-                let (ia, ib) = (find(al), find(bl));
-                if same(ia.map(|i| &al[i]), ib.map(|i| &bl[i])) {
-                    continue;
-                }
-                walk(
-                    Walk {
-                        path: format!("{}[{n}]", w.path),
-                        a: ia.and_then(|i| Some((ptr(&w.a, &i.to_string())?, &al[i]))),
-                        b: ib.and_then(|i| Some((ptr(&w.b, &i.to_string())?, &bl[i]))),
-                    },
-                    out,
-                );
-            }
-            if out.len() == before && same_set && !same_order {
-                push(&w, out);
-            }
-        }
-        (Some(Value::Array(al)), Some(Value::Array(bl))) if al.len() == bl.len() => {
-            for (i, (x, y)) in al.iter().zip(bl).enumerate() {
-                if x == y {
-                    continue;
-                }
-                let t = i.to_string();
-                walk(
-                    Walk {
-                        path: format!("{}[{i}]", w.path),
-                        a: ptr(&w.a, &t).map(|p| (p, x)),
-                        b: ptr(&w.b, &t).map(|p| (p, y)),
-                    },
-                    out,
-                );
-            }
-        }
-        (x, y) if x != y => push(&w, out),
-        _ => {}
-    }
-}
-
-fn push(w: &Walk<'_>, out: &mut Vec<Change>) {
-    let (a, b) = (w.a.as_ref(), w.b.as_ref());
-    let path = &w.path;
-    let proxy = format!("[{PROXY_CONTAINER}]");
-    let cause = if path.ends_with(".image") {
-        "proxy image"
-    } else if path.contains(&proxy) && (a.is_none() || b.is_none()) && path.ends_with(&proxy) {
-        "native sidecars"
-    } else if path.ends_with("[istio.io/rev]") {
-        "revision"
-    } else {
-        "template"
-    };
-    out.push(Change {
-        path: path.clone(),
-        current_pointer: a.map(|(p, _)| p.clone()),
-        candidate_pointer: b.map(|(p, _)| p.clone()),
-        current: a.map(|(_, v)| (*v).clone()),
-        candidate: b.map(|(_, v)| (*v).clone()),
-        cause,
-    });
 }
 
 /// One thing the cluster would refuse, or that would not run.

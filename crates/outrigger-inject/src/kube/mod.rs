@@ -7,6 +7,7 @@ pub mod defaults;
 pub mod index;
 pub mod names;
 pub mod pod;
+pub mod pod_diff;
 pub mod pod_list;
 pub mod prometheus;
 pub mod quantity;
