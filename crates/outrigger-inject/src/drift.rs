@@ -9,16 +9,20 @@
 //! from.
 
 use std::borrow::Cow;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 
 use serde_json::{json, Map, Value};
 
+use crate::decide::inject_required;
+use crate::decide::native::{detect_native_sidecars, ClusterFacts, NativeMode, StaticFacts};
+use crate::decide::selection::revision_name;
 use crate::ingest::previous::Status;
 use crate::ingest::recover::{INJECTED_ANNOTATIONS, INJECTED_LABELS};
-use crate::inject::{normalize_pod, InjectParams};
+use crate::ingest::workload::{workload_from_pod, WorkloadMeta};
+use crate::inject::{normalize_pod, InjectParams, Mode, Settings};
 use crate::kube::names::STATUS_ANNOTATION;
-use crate::kube::pod::{annotation, container_name};
+use crate::kube::pod::{annotation, container_name, meta_str};
 use crate::kube::pod_diff;
 use crate::kube::prometheus::sanitize_label_name;
 use crate::kube::stored::store_defaults;
@@ -284,6 +288,129 @@ impl RevisionTags {
             .or_insert_with(|| crate::decide::selection::revision_name(revision).to_string());
         self
     }
+}
+
+/// What `drift --kube` knows of the cluster besides its pods, for judging each of them
+/// ([`judge`]): read once per run by the caller.
+#[derive(Debug, Clone, Default)]
+pub struct Cluster {
+    /// Namespace labels by namespace name.
+    pub namespace_labels: BTreeMap<String, Map<String, Value>>,
+    /// Istio's revision tags (outrigger's own selector value standing for the revision in
+    /// force, [`RevisionTags::with_outrigger`]).
+    pub tags: RevisionTags,
+    /// In auto native-sidecar mode, the nodes and their kubelet versions (the proxy's form
+    /// follows the node a pod runs on); `None` in a fixed mode.
+    pub nodes: Option<StaticFacts>,
+}
+
+/// A cluster pod of the revision in force, judged ([`judge`]).
+#[derive(Debug, Clone)]
+pub struct Judgement {
+    /// The pod's namespace.
+    pub namespace: String,
+    /// The pod's name.
+    pub name: String,
+    /// The workload that owns it.
+    pub workload: WorkloadMeta,
+    /// Its drift.
+    pub drift: PodDrift,
+}
+
+/// Classify one stored pod (on any thread) as `drift --kube` does: the webhook that selects it
+/// ([`selecting_revision`] over its namespace's labels, revision tags resolved), whether that
+/// injects it, and its drift, with native sidecars as its node decides in auto mode
+/// ([`judge_selected`]). `None` when another revision's webhook selects it (not this
+/// configuration's to judge). Warnings of the native-sidecar detection come back with it.
+/// Errors name the pod.
+pub fn judge(
+    pod: Value,
+    cluster: &Cluster,
+    settings: &Settings<'_>,
+) -> Result<(Option<Judgement>, Vec<String>)> {
+    let namespace = meta_str(&pod, "namespace").to_string();
+    let name = meta_str(&pod, "name").to_string();
+    let empty = Map::new();
+    let labels = cluster.namespace_labels.get(&namespace).unwrap_or(&empty);
+    let selected = selecting_revision(labels, &pod);
+    let selected = selected.as_deref().map(|r| cluster.tags.resolve(r));
+    if selected.is_some_and(|r| r != revision_name(settings.revision)) {
+        return Ok((None, Vec::new()));
+    }
+    let nodes = cluster.nodes.as_ref().map(|n| n as &dyn ClusterFacts);
+    let (drift, workload, warnings) = judge_selected(pod, selected.is_some(), nodes, settings)
+        .map_err(|e| e.context(&format!("pod {namespace}/{name}")))?;
+    let judged = Judgement {
+        namespace,
+        name,
+        workload,
+        drift,
+    };
+    Ok((Some(judged), warnings))
+}
+
+/// The drift of one stored pod that the webhook of this configuration does (`selected`) or does
+/// not receive: whether the configuration injects it, with native sidecars as its node decides
+/// when `nodes` is given (auto mode; else `settings.native_sidecars` holds), and its workload.
+/// Warnings of the native-sidecar detection come back with it. `drift --kube` ([`judge`]) and
+/// `serve --watch-pods` judge with it.
+pub fn judge_selected(
+    pod: Value,
+    selected: bool,
+    nodes: Option<&dyn ClusterFacts>,
+    settings: &Settings<'_>,
+) -> Result<(PodDrift, WorkloadMeta, Vec<String>)> {
+    let config = &settings.snapshot.config;
+    let wanted = selected
+        && inject_required(
+            &pod,
+            &config.policy,
+            &config.never_inject_selector,
+            &config.always_inject_selector,
+        )
+        .inject;
+    let mut warnings = Vec::new();
+    // Auto mode: the webhook asks about the pod's node when the pod names one at admission,
+    // else about every node. A stored pod names its node either way (the scheduler's, or its
+    // creator's), so both answers are what its injection may have been given.
+    let (native_sidecars, all_nodes) = match nodes {
+        Some(nodes) if wanted => {
+            let node = pod
+                .get("spec")
+                .and_then(|s| s.get("nodeName"))
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            let on_node = detect_native_sidecars(NativeMode::Auto, nodes, node, &mut warnings);
+            let all = detect_native_sidecars(NativeMode::Auto, nodes, "", &mut Vec::new());
+            (on_node, Some(all).filter(|all| *all != on_node))
+        }
+        _ => (settings.native_sidecars, None),
+    };
+    let workload = workload_from_pod(&pod);
+    let mut params = settings
+        .with_native_sidecars(native_sidecars)
+        .params(Mode::Webhook, workload.clone());
+    let drift = match all_nodes {
+        None => stored_pod_drift_owned(pod, &params, wanted)?,
+        // Judged by its node and stale: current if the every-node answer, which a pod created
+        // unscheduled was given, injects what it has (restarting it gives that answer again).
+        Some(all) => {
+            let on_node = stored_pod_drift(&pod, &params, wanted)?;
+            params.native_sidecars = all;
+            match on_node.state {
+                State::Stale => {
+                    let other = stored_pod_drift_owned(pod, &params, wanted)?;
+                    if other.state == State::Current {
+                        other
+                    } else {
+                        on_node
+                    }
+                }
+                _ => on_node,
+            }
+        }
+    };
+    Ok((drift, workload, warnings))
 }
 
 /// Resource requests and limits the injected containers of `actual` have and those of

@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use crate::config::{Policy, Snapshot};
+use crate::config::Policy;
 use crate::decide;
 /// Why a document cannot be injected by kube-inject (defined with the workload kinds in
 /// [`crate::ingest::workload`], below the crate-wide sum that holds it).
@@ -11,7 +11,7 @@ pub use crate::ingest::workload::WorkloadError;
 use crate::ingest::workload::{
     is_supported_kind, schema_type, set_pointer, take_pointer, template_pointers, WorkloadMeta,
 };
-use crate::inject::{self, InjectParams, Mode};
+use crate::inject::{self, InjectParams, Mode, Settings};
 use crate::json::short;
 use crate::kube::names;
 use crate::kube::typed;
@@ -21,14 +21,9 @@ use crate::{yaml, Error, Result};
 /// Options of a kube-inject run.
 #[derive(Debug, Clone)]
 pub struct KubeInjectOptions<'a> {
-    /// Configuration snapshot.
-    pub snapshot: &'a Snapshot,
-    /// Native sidecars on or off (offline there is no cluster to auto-detect from).
-    pub native_sidecars: bool,
-    /// Revision (`--revision`; `default` counts as empty).
-    pub revision: &'a str,
-    /// `COMPLIANCE_POLICY` of the process.
-    pub compliance_policy: &'a str,
+    /// What every injection shares (configuration, revision (`default` counts as empty),
+    /// native sidecars (offline there is no cluster to auto-detect from), compliance policy).
+    pub settings: Settings<'a>,
     /// Remove a previous injection completely before injecting (`--reinject`,
     /// [`crate::reinject`]); otherwise an injected pod is re-injected as Istio does.
     pub reinject: bool,
@@ -445,8 +440,8 @@ fn inject_template(
     if opts.reinject {
         *pod = reinject::recover_pod(pod, &params)?;
     }
-    let templates = crate::render::select_templates(opts.snapshot, pod);
-    if let Some(w) = revision_mismatch(pod, opts.revision, &subject) {
+    let templates = crate::render::select_templates(opts.settings.snapshot, pod);
+    if let Some(w) = revision_mismatch(pod, opts.settings.revision, &subject) {
         warnings.push(w);
     }
     let before = crate::kube::validate::validate_pod(pod);
@@ -511,16 +506,7 @@ pub fn workload_meta(doc: &Value, kind: &str, pod: &Value) -> WorkloadMeta {
 
 /// The injection parameters kube-inject uses for a pod of `workload`.
 pub fn inject_params<'a>(opts: &KubeInjectOptions<'a>, workload: WorkloadMeta) -> InjectParams<'a> {
-    InjectParams {
-        snapshot: opts.snapshot,
-        mode: Mode::KubeInject,
-        workload,
-        revision: opts.revision,
-        native_sidecars: opts.native_sidecars,
-        proxy_envs: Default::default(),
-        proxy_uid_gid: None,
-        compliance_policy: opts.compliance_policy,
-    }
+    opts.settings.params(Mode::KubeInject, workload)
 }
 
 /// One pod template of a manifest, as kube-inject reads it before injecting ([`pod_templates`]).

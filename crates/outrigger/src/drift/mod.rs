@@ -55,8 +55,12 @@ pub fn run(args: &DriftArgs) -> Result<ExitCode> {
         .with_outrigger(&args.revision);
     // The one decision, as `check` judges each pod template (with --namespace-labels, the
     // verdict; always, the warnings).
-    let decider =
-        crate::decision::Decider::new(&args.decision, &args.revision, None, opts.snapshot)?;
+    let decider = crate::decision::Decider::new(
+        &args.decision,
+        &args.revision,
+        None,
+        opts.settings.snapshot,
+    )?;
     let mut skipped = Skipped::default();
     let rows = examine_stream(filename, &opts, &tags, &decider, &mut skipped)?;
     let out = match args.output {
@@ -118,10 +122,10 @@ fn examine_stream(
     skipped: &mut Skipped,
 ) -> Result<Vec<Row>> {
     let said = crate::decision::SaidOnce::default();
-    let revision_in_force = if opts.revision.is_empty() {
+    let revision_in_force = if opts.settings.revision.is_empty() {
         "default"
     } else {
-        opts.revision
+        opts.settings.revision
     };
     let source = input::name(filename);
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());

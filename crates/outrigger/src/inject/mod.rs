@@ -123,8 +123,12 @@ pub fn run(args: &InjectArgs) -> Result<ExitCode> {
         color: args.diff && args.color.enabled(args.output.as_deref()),
         ..Stats::default()
     };
-    let decider =
-        crate::decision::Decider::new(&args.decision, &args.revision, None, opts.snapshot)?;
+    let decider = crate::decision::Decider::new(
+        &args.decision,
+        &args.revision,
+        None,
+        opts.settings.snapshot,
+    )?;
     let result = stream(input, &opts, &decider, args, &mut output, &mut stats);
     let mut err = std::io::stderr().lock();
     if !stats.warnings.is_empty() {

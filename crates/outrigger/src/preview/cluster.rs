@@ -392,7 +392,7 @@ fn examine(
             continue;
         }
         let wanted = |o: &KubeInjectOptions<'_>| {
-            let c = &o.snapshot.config;
+            let c = &o.settings.snapshot.config;
             selected.is_some()
                 && inject_required(
                     &t.pod,
@@ -423,9 +423,9 @@ fn examine(
 
 /// The revision name of `opts` (`default` when none).
 fn revision_name<'a>(opts: &KubeInjectOptions<'a>) -> &'a str {
-    if opts.revision.is_empty() {
+    if opts.settings.revision.is_empty() {
         "default"
     } else {
-        opts.revision
+        opts.settings.revision
     }
 }

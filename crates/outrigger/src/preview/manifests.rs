@@ -49,7 +49,7 @@ pub(crate) fn preview<W: Write>(
         &args.decision,
         &args.revision,
         None,
-        configs.current.snapshot,
+        configs.current.settings.snapshot,
     )?;
     let said = crate::decision::SaidOnce::default();
     let mut reader = yaml::DocumentReader::new(input::open(filename)?).enumerate();
