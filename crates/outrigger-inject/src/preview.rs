@@ -16,10 +16,13 @@ use std::collections::BTreeSet;
 
 use serde_json::{Map, Value};
 
+use crate::decide::inject_required;
 use crate::decide::native::{
     detect_native_sidecars, node_supports_native, ClusterFacts, NativeMode,
 };
-use crate::inject::{inject_pod, InjectParams};
+use crate::decide::selection::{revision_name, selecting_revision, OUTRIGGER_SELECTOR};
+use crate::ingest::workload::WorkloadMeta;
+use crate::inject::{inject_pod, InjectParams, Mode, Settings};
 use crate::kube::names::STATUS_ANNOTATION;
 use crate::kube::pod::container_name;
 use crate::kube::pod_diff;
@@ -173,6 +176,158 @@ pub fn changes(current: &Value, candidate: &Value) -> Vec<Change> {
 /// Both present and equal: a subtree that yields no change, skipped before its paths are built.
 fn same(a: Option<&Value>, b: Option<&Value>) -> bool {
     a.is_some() && a == b
+}
+
+/// The two configurations a preview compares: each one's injection settings, and whether it is
+/// in auto native-sidecar mode (then, with the nodes known, decided per pod template as the
+/// webhook decides it, [`evaluate`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Configs<'a> {
+    /// The configuration in force.
+    pub current: Settings<'a>,
+    /// The candidate.
+    pub candidate: Settings<'a>,
+    /// Whether each (current, candidate) is in auto native-sidecar mode.
+    pub auto: (bool, bool),
+}
+
+/// Where a finding comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// Only the candidate's injection has it.
+    Candidate,
+    /// The current configuration's injection has it too.
+    Current,
+    /// The workload has it without any sidecar: not injection's doing, not counted.
+    Workload,
+}
+
+impl Origin {
+    /// `candidate`, `current`, `workload`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Origin::Candidate => "candidate",
+            Origin::Current => "current",
+            Origin::Workload => "workload",
+        }
+    }
+}
+
+/// One pod template previewed ([`evaluate`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Evaluation {
+    /// Both injections and their differences.
+    pub preview: PodPreview,
+    /// What the cluster would refuse of the candidate's pod, with where each comes from.
+    pub findings: Vec<(Finding, Origin)>,
+}
+
+/// Preview one pod template of `workload` (injected under each configuration when `wanted`
+/// says so, native sidecars as `admission`'s nodes decide for a configuration in auto mode)
+/// and check the candidate's pod under `admission` with `replicas` pods: the judgement of
+/// `preview -f` and `preview --kube` alike.
+pub fn evaluate(
+    pod: &Value,
+    workload: &WorkloadMeta,
+    configs: &Configs<'_>,
+    wanted: (bool, bool),
+    admission: &Admission,
+    replicas: u64,
+) -> Evaluation {
+    let mut cur = configs.current.params(Mode::KubeInject, workload.clone());
+    let mut cand = configs.candidate.params(Mode::KubeInject, workload.clone());
+    auto_native(pod, configs, admission, &mut cur, &mut cand);
+    let preview = preview_pod(pod, (&cur, wanted.0), (&cand, wanted.1));
+    let findings = preflight(&preview, admission, replicas);
+    let key = |f: &Finding| (f.check, f.rule.clone(), f.container.clone());
+    // What a pod meets by itself (the same pod on both sides of the preflight).
+    let of = |p: &Value| -> BTreeSet<_> {
+        preflight_pod(Some(p), Ok(p), admission, replicas)
+            .iter()
+            .map(key)
+            .collect()
+    };
+    let bare = of(pod);
+    let current = preview.current.pod().map(of).unwrap_or_default();
+    let findings = findings
+        .into_iter()
+        .map(|f| {
+            let k = key(&f);
+            let origin = if bare.contains(&k) {
+                Origin::Workload
+            } else if current.contains(&k) {
+                Origin::Current
+            } else {
+                Origin::Candidate
+            };
+            (f, origin)
+        })
+        .collect();
+    Evaluation { preview, findings }
+}
+
+/// In auto native-sidecar mode, each configuration's proxy form decided by the cluster's nodes
+/// as Istio's webhook decides it at admission ([`auto_native_sidecars`]): the webhook sees a
+/// pod before the scheduler has placed it, so a pod of a workload (its template names no node)
+/// is judged by every node; a template that names its node is judged by that node. Without
+/// nodes (offline, or nodes not listable) the settings' answer stands (auto is off then, as
+/// Istio's webhook without a node client).
+fn auto_native(
+    pod: &Value,
+    configs: &Configs<'_>,
+    admission: &Admission,
+    current: &mut InjectParams<'_>,
+    candidate: &mut InjectParams<'_>,
+) {
+    let Some(nodes) = admission.nodes.as_deref() else {
+        return;
+    };
+    if !(configs.auto.0 || configs.auto.1) {
+        return;
+    }
+    let every_node = every_node_native(nodes);
+    let answer = auto_native_sidecars(pod, nodes, every_node);
+    if configs.auto.0 {
+        current.native_sidecars = answer;
+    }
+    if configs.auto.1 {
+        candidate.native_sidecars = answer;
+    }
+}
+
+/// Whether the webhooks of a cluster inject a pod template of one of its workloads under each
+/// configuration (current, candidate): the webhook that selects it ([`selecting_revision`] over
+/// its namespace's `namespace_labels`; outrigger's own selector value stands for the revision in
+/// force), then each injector's policy and selectors. `None` when another revision's webhook
+/// selects it (not this configuration's to preview).
+pub fn cluster_wanted(
+    pod: &Value,
+    namespace_labels: &Map<String, Value>,
+    configs: &Configs<'_>,
+) -> Option<(bool, bool)> {
+    let revision = revision_name(configs.current.revision);
+    let selected = selecting_revision(namespace_labels, pod).map(|s| {
+        if s == OUTRIGGER_SELECTOR {
+            revision.to_string()
+        } else {
+            s
+        }
+    });
+    if selected.as_deref().is_some_and(|r| r != revision) {
+        return None;
+    }
+    let wanted = |o: &Settings<'_>| {
+        let c = &o.snapshot.config;
+        selected.is_some()
+            && inject_required(
+                pod,
+                &c.policy,
+                &c.never_inject_selector,
+                &c.always_inject_selector,
+            )
+            .inject
+    };
+    Some((wanted(&configs.current), wanted(&configs.candidate)))
 }
 
 /// One thing the cluster would refuse, or that would not run.

@@ -12,15 +12,14 @@ use anyhow::{Context, Result};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::{LimitRange, Node, ResourceQuota};
-use outrigger_inject::decide::inject_required;
-use outrigger_inject::drift::{self, selecting_revision};
-use outrigger_inject::kube_inject::{self, KubeInjectOptions};
+use outrigger_inject::drift;
+use outrigger_inject::kube_inject;
 use outrigger_inject::preview::pod_security::{Level, AUDIT_LABEL, ENFORCE_LABEL, WARN_LABEL};
-use outrigger_inject::preview::{Admission, NodeVersion, Outcome};
+use outrigger_inject::preview::{self, Admission, Configs, NodeVersion, Outcome};
 use serde_json::{Map, Value};
 
 use super::report::{Rendered, Report};
-use super::{evaluate, replicas, Configs, Facts};
+use super::{evaluate, replicas, Facts};
 use crate::kube::client::{self, api_error};
 use crate::kube::{objects, pods};
 use crate::preview::args::{PreviewArgs, PreviewOutput};
@@ -378,31 +377,11 @@ fn examine(
     let mut out = Vec::new();
     for t in templates {
         let empty = Map::new();
-        let revision = revision_name(&configs.current);
-        // outrigger's own selector value (its shipped webhook's) stands for the revision in force.
-        let selected = selecting_revision(labels.get(&ns).unwrap_or(&empty), &t.pod).map(|s| {
-            if s == outrigger_inject::decide::selection::OUTRIGGER_SELECTOR {
-                revision.to_string()
-            } else {
-                s
-            }
-        });
-        if selected.as_deref().is_some_and(|r| r != revision) {
+        let ns_labels = labels.get(&ns).unwrap_or(&empty);
+        let Some(w) = preview::cluster_wanted(&t.pod, ns_labels, configs) else {
             out.push(Seen::OtherRevision);
             continue;
-        }
-        let wanted = |o: &KubeInjectOptions<'_>| {
-            let c = &o.settings.snapshot.config;
-            selected.is_some()
-                && inject_required(
-                    &t.pod,
-                    &c.policy,
-                    &c.never_inject_selector,
-                    &c.always_inject_selector,
-                )
-                .inject
         };
-        let w = (wanted(&configs.current), wanted(&configs.candidate));
         if w == (false, false) {
             out.push(Seen::NotInjected);
             continue;
@@ -419,13 +398,4 @@ fn examine(
         out.push(Seen::Row(Rendered::of(&row, output)?));
     }
     Ok(out)
-}
-
-/// The revision name of `opts` (`default` when none).
-fn revision_name<'a>(opts: &KubeInjectOptions<'a>) -> &'a str {
-    if opts.settings.revision.is_empty() {
-        "default"
-    } else {
-        opts.settings.revision
-    }
 }
