@@ -125,27 +125,62 @@ fn document_label(index: usize, kind: &str, namespace: &str, name: &str) -> Stri
     }
 }
 
-/// Inject every supported workload of a multi-document YAML stream held in memory. Stops at the
-/// first error. [`inject_raw_document`] is the streaming form (one document at a time).
+/// Inject every supported workload of a multi-document YAML stream held in memory, as
+/// `outrigger inject` does ([`inject_stream`], every document's trees kept). Stops at the first
+/// error.
 pub fn inject_manifests(input: &str, opts: &KubeInjectOptions<'_>) -> Result<KubeInjectOutput> {
     let mut out = KubeInjectOutput::default();
-    for (index, (raw, first_line)) in yaml::split_documents_with_lines(input)?
-        .into_iter()
-        .enumerate()
-    {
-        let Some(doc) = inject_raw_document(index, &raw, first_line, opts, true)? else {
-            continue;
-        };
-        out.text.push_str(&doc.text);
-        out.warnings.extend(doc.warnings);
-        out.changes.push(DocumentChange {
-            index,
-            kind: doc.kind,
-            name: doc.name,
-            before_after: doc.trees,
-        });
-    }
+    let documents = yaml::DocumentReader::new(input.as_bytes()).map(|r| r.map_err(read_error));
+    inject_stream(
+        documents,
+        opts,
+        |_| (true, ()),
+        |_, doc, ()| {
+            out.text.push_str(&doc.text);
+            out.warnings.extend(doc.warnings);
+            out.changes.push(DocumentChange {
+                index: doc.index,
+                kind: doc.kind,
+                name: doc.name,
+                before_after: doc.trees,
+            });
+            Ok::<(), Error>(())
+        },
+    )?;
     Ok(out)
+}
+
+/// A stream held in memory that cannot be split into documents: the splitter's YAML error.
+fn read_error(e: yaml::ReadError) -> Error {
+    match e {
+        yaml::ReadError::Split(y) => y.into(),
+        // A `&str` is UTF-8 and reading it cannot fail.
+        yaml::ReadError::Io(_) => Error::Internal("reading a document stream held in memory"),
+    }
+}
+
+/// The kube-inject loop over a stream of documents as they are read (`documents`, from
+/// [`yaml::DocumentReader`]: memory follows the largest document, not the stream), in order:
+/// `prepare` sees each document as read before it is injected and says whether to keep its
+/// parsed input and output trees ([`ProcessedDocument::trees`]), with what the caller wants back
+/// with the document; `each` then receives the document as read, as processed
+/// ([`inject_raw_document`]) and that. A `null` document is skipped after `prepare`. Stops at
+/// the first error: reading, injecting (naming the document) or the caller's.
+/// `outrigger inject` and [`inject_manifests`] (the conformance suite's) both run it.
+pub fn inject_stream<T, E: From<Error>>(
+    documents: impl IntoIterator<Item = std::result::Result<yaml::RawDocument, E>>,
+    opts: &KubeInjectOptions<'_>,
+    mut prepare: impl FnMut(&yaml::RawDocument) -> (bool, T),
+    mut each: impl FnMut(&yaml::RawDocument, ProcessedDocument, T) -> std::result::Result<(), E>,
+) -> std::result::Result<(), E> {
+    for (index, raw) in documents.into_iter().enumerate() {
+        let raw = raw?;
+        let (keep_trees, state) = prepare(&raw);
+        let doc = inject_raw_document(index, &raw.text, raw.first_line, opts, keep_trees)?;
+        let Some(doc) = doc else { continue };
+        each(&raw, doc, state)?;
+    }
+    Ok(())
 }
 
 /// Process one document of a kube-inject stream: `raw` is its exact text (as
