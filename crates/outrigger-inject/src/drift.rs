@@ -279,14 +279,52 @@ impl RevisionTags {
         self.0.get(selected).map_or(selected, String::as_str)
     }
 
+    /// The revision whose webhook receives `pod` in a namespace labelled `namespace_labels`
+    /// ([`selecting_revision`]), a tag standing for its revision; `None` when no webhook does.
+    /// `drift` (`-f` with --namespace-labels, and `--kube`) and `preview --kube` select with it.
+    pub fn selecting(&self, namespace_labels: &Map<String, Value>, pod: &Value) -> Option<String> {
+        let selected = selecting_revision(namespace_labels, pod)?;
+        Some(self.resolve(&selected).to_string())
+    }
+
     /// These tags, with outrigger's own selector value
     /// ([`crate::decide::selection::OUTRIGGER_SELECTOR`], what its shipped webhook selects)
     /// standing for `revision`, the revision it injects as, unless a tag of that name exists.
-    pub fn with_outrigger(mut self, revision: &str) -> RevisionTags {
+    pub fn with_outrigger(self, revision: &str) -> RevisionTags {
+        self.with_selector(crate::decide::selection::OUTRIGGER_SELECTOR, revision)
+    }
+
+    /// These tags, with `selector` (the `istio.io/rev` value the installed webhook entries
+    /// select: `--selector-revision`, outrigger's own by default) standing for `revision`, the
+    /// revision it injects as, unless a tag of that name exists.
+    pub fn with_selector(mut self, selector: &str, revision: &str) -> RevisionTags {
         self.0
-            .entry(crate::decide::selection::OUTRIGGER_SELECTOR.to_string())
+            .entry(selector.to_string())
             .or_insert_with(|| crate::decide::selection::revision_name(revision).to_string());
         self
+    }
+
+    /// A manifest pod's drift `drift` as its own `istio.io/rev` label puts it (`drift -f`): a
+    /// pod labelled with a tag is on the tag's revision. When that is not the revision in force,
+    /// a pod that revision injected is that revision's (`None`: not this configuration's to
+    /// judge), and a pod another revision injected is on the wrong one, whatever the
+    /// configuration in force would give it. Otherwise the drift stands.
+    pub fn on_tagged_revision(&self, pod: &Value, mut drift: PodDrift) -> Option<PodDrift> {
+        let Some(rev) = crate::kube::pod::label(pod, crate::kube::names::REVISION_LABEL)
+            .and_then(|l| self.0.get(l))
+            .filter(|rev| **rev != drift.expected_revision)
+        else {
+            return Some(drift);
+        };
+        if drift.injected_revision.as_ref() == Some(rev) {
+            return None;
+        }
+        if drift.injected_revision.is_some() {
+            drift.state = State::WrongRevision;
+            drift.expected_revision = rev.clone();
+            drift.fields.clear();
+        }
+        Some(drift)
     }
 }
 
@@ -332,9 +370,11 @@ pub fn judge(
     let name = meta_str(&pod, "name").to_string();
     let empty = Map::new();
     let labels = cluster.namespace_labels.get(&namespace).unwrap_or(&empty);
-    let selected = selecting_revision(labels, &pod);
-    let selected = selected.as_deref().map(|r| cluster.tags.resolve(r));
-    if selected.is_some_and(|r| r != revision_name(settings.revision)) {
+    let selected = cluster.tags.selecting(labels, &pod);
+    if selected
+        .as_deref()
+        .is_some_and(|r| r != revision_name(settings.revision))
+    {
         return Ok((None, Vec::new()));
     }
     let nodes = cluster.nodes.as_ref().map(|n| n as &dyn ClusterFacts);

@@ -20,7 +20,7 @@ use crate::decide::inject_required;
 use crate::decide::native::{
     detect_native_sidecars, node_supports_native, ClusterFacts, NativeMode,
 };
-use crate::decide::selection::{revision_name, selecting_revision, OUTRIGGER_SELECTOR};
+use crate::decide::selection::revision_name;
 use crate::ingest::workload::WorkloadMeta;
 use crate::inject::{inject_pod, InjectParams, Mode, Settings};
 use crate::kube::names::STATUS_ANNOTATION;
@@ -296,24 +296,17 @@ fn auto_native(
 }
 
 /// Whether the webhooks of a cluster inject a pod template of one of its workloads under each
-/// configuration (current, candidate): the webhook that selects it ([`selecting_revision`] over
-/// its namespace's `namespace_labels`; outrigger's own selector value stands for the revision in
-/// force), then each injector's policy and selectors. `None` when another revision's webhook
-/// selects it (not this configuration's to preview).
+/// configuration (current, candidate): `selected` is the revision whose webhook receives it
+/// (`drift::RevisionTags::selecting`: the namespace's and pod's labels, revision tags and the
+/// installed entries' selector value resolved), then each injector's policy and selectors
+/// decide. `None` when another revision's webhook selects it (not this configuration's to
+/// preview).
 pub fn cluster_wanted(
     pod: &Value,
-    namespace_labels: &Map<String, Value>,
+    selected: Option<&str>,
     configs: &Configs<'_>,
 ) -> Option<(bool, bool)> {
-    let revision = revision_name(configs.current.revision);
-    let selected = selecting_revision(namespace_labels, pod).map(|s| {
-        if s == OUTRIGGER_SELECTOR {
-            revision.to_string()
-        } else {
-            s
-        }
-    });
-    if selected.as_deref().is_some_and(|r| r != revision) {
+    if selected.is_some_and(|r| r != revision_name(configs.current.revision)) {
         return None;
     }
     let wanted = |o: &Settings<'_>| {

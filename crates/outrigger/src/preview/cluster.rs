@@ -12,7 +12,8 @@ use anyhow::{Context, Result};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::{LimitRange, Node, ResourceQuota};
-use outrigger_inject::drift;
+use outrigger_inject::decide::selection::OUTRIGGER_SELECTOR;
+use outrigger_inject::drift::{self, RevisionTags};
 use outrigger_inject::kube_inject;
 use outrigger_inject::preview::pod_security::{Level, AUDIT_LABEL, ENFORCE_LABEL, WARN_LABEL};
 use outrigger_inject::preview::{self, Admission, Configs, NodeVersion, Outcome};
@@ -260,6 +261,15 @@ pub(crate) fn preview<W: Write>(
         for (name, admission) in enforced {
             facts.insert(name, admission);
         }
+        // The revision tags given (--revision-tag), and the installed webhook's selector value
+        // (--selector-revision, else outrigger's own) standing for the revision in force.
+        let selector = args
+            .decision
+            .selector_revision
+            .as_deref()
+            .unwrap_or(OUTRIGGER_SELECTOR);
+        let tags = RevisionTags(args.decision.revision_tags.iter().cloned().collect())
+            .with_selector(selector, &args.revision);
         let mut counts = Counts::default();
         let mut read = 0usize;
         let chunk = args.scope.chunk_size;
@@ -267,7 +277,7 @@ pub(crate) fn preview<W: Write>(
             read += page.len();
             let page: Vec<Value> = page.into_iter().filter(|o| !controlled(o)).collect();
             let examined = drift::in_parallel(page, threads, |object| {
-                examine(object, &labels, &facts, configs, output)
+                examine(object, &labels, &tags, &facts, configs, output)
             });
             for seen in examined {
                 for seen in seen? {
@@ -343,6 +353,7 @@ pub(crate) fn preview<W: Write>(
 fn examine(
     object: Value,
     labels: &BTreeMap<String, Map<String, Value>>,
+    tags: &RevisionTags,
     facts: &Facts,
     configs: &Configs<'_>,
     output: PreviewOutput,
@@ -378,7 +389,8 @@ fn examine(
     for t in templates {
         let empty = Map::new();
         let ns_labels = labels.get(&ns).unwrap_or(&empty);
-        let Some(w) = preview::cluster_wanted(&t.pod, ns_labels, configs) else {
+        let selected = tags.selecting(ns_labels, &t.pod);
+        let Some(w) = preview::cluster_wanted(&t.pod, selected.as_deref(), configs) else {
             out.push(Seen::OtherRevision);
             continue;
         };
