@@ -282,9 +282,16 @@ impl RevisionTags {
     /// The revision whose webhook receives `pod` in a namespace labelled `namespace_labels`
     /// ([`selecting_revision`]), a tag standing for its revision; `None` when no webhook does.
     /// `drift` (`-f` with --namespace-labels, and `--kube`) and `preview --kube` select with it.
-    pub fn selecting(&self, namespace_labels: &Map<String, Value>, pod: &Value) -> Option<String> {
+    pub fn selecting(
+        &self,
+        namespace_labels: &Map<String, Value>,
+        pod: &Value,
+    ) -> Option<Cow<'_, str>> {
         let selected = selecting_revision(namespace_labels, pod)?;
-        Some(self.resolve(&selected).to_string())
+        Some(match self.0.get(&selected) {
+            Some(revision) => Cow::Borrowed(revision.as_str()),
+            None => Cow::Owned(selected),
+        })
     }
 
     /// These tags, with outrigger's own selector value
