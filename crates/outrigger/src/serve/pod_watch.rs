@@ -14,7 +14,7 @@
 //! server's own MutatingWebhookConfiguration (re-read every [`WEBHOOK_PERIOD`]) with the
 //! namespace's labels; a pod another injector injected (a sidecar, no marker) is not
 //! outrigger's: it is neither counted nor missing. The judgement is `drift --kube`'s
-//! ([`crate::drift::cluster::judge_selected`]).
+//! ([`outrigger_inject::drift::judge_selected`]).
 //!
 //! Memory: a compact summary per pod (its key, a fingerprint of what the judgement reads, its
 //! verdict), never the pod. Each watch event is judged at once (off the async workers); an
