@@ -1171,6 +1171,66 @@ mod tests {
         })
     }
 
+    /// `drift --kube`'s judgement of a cluster pod: the webhook its namespace's labels select
+    /// (a tag standing for its revision), then its drift; another revision's pod is left alone.
+    #[test]
+    fn judge_selects_by_the_namespace_and_resolves_revision_tags() {
+        let s = defaults::snapshot().expect("defaults");
+        let settings = Settings {
+            snapshot: &s,
+            revision: "",
+            native_sidecars: false,
+            compliance_policy: "",
+        };
+        let mut pod = pod();
+        pod["metadata"]["name"] = json!("web-1");
+        pod["metadata"]["namespace"] = json!("apps");
+        let mut cluster = Cluster::default();
+        let labels = json!({"istio.io/rev": "prod"});
+        let labels = labels.as_object().expect("labels").clone();
+        cluster.namespace_labels.insert("apps".into(), labels);
+        let (judged, _) = judge(pod.clone(), &cluster, &settings).expect("judged");
+        assert!(judged.is_none(), "{judged:?}");
+        cluster.tags = RevisionTags([("prod".to_string(), "default".to_string())].into());
+        let (judged, warnings) = judge(pod.clone(), &cluster, &settings).expect("judged");
+        let judged = judged.expect("the default revision's");
+        assert_eq!(judged.drift.state, State::MissingSidecar);
+        assert_eq!(
+            (judged.namespace.as_str(), judged.name.as_str()),
+            ("apps", "web-1")
+        );
+        assert!(warnings.is_empty(), "{warnings:?}");
+        // No webhook selects it: not injected, rightly.
+        cluster.namespace_labels.clear();
+        let (judged, _) = judge(pod, &cluster, &settings).expect("judged");
+        assert_eq!(judged.expect("judged").drift.state, State::NotInjected);
+    }
+
+    /// `drift -f`'s tag rule: a pod on a tag of another revision is that revision's when it
+    /// injected it, else on the wrong revision.
+    #[test]
+    fn a_manifest_pod_on_another_revisions_tag_is_left_or_on_the_wrong_revision() {
+        let s = defaults::snapshot().expect("defaults");
+        let p = params(&s, "", false);
+        let mut tagged = pod();
+        tagged["metadata"]["labels"]["istio.io/rev"] = json!("prod");
+        let injected = inject_pod(&tagged, &p).expect("inject").pod;
+        let d = pod_drift(&injected, &p, true).expect("drift");
+        let to = |rev: &str| RevisionTags([("prod".to_string(), rev.to_string())].into());
+        assert_eq!(
+            to("default").on_tagged_revision(&injected, d.clone()),
+            Some(d.clone())
+        );
+        let wrong = to("canary")
+            .on_tagged_revision(&injected, d.clone())
+            .expect("judged");
+        assert_eq!(wrong.state, State::WrongRevision);
+        assert_eq!(wrong.expected_revision, "canary");
+        let mut by_canary = d;
+        by_canary.injected_revision = Some("canary".into());
+        assert_eq!(to("canary").on_tagged_revision(&injected, by_canary), None);
+    }
+
     #[test]
     fn a_pod_injected_with_the_configuration_in_force_is_current() {
         let s = defaults::snapshot().expect("defaults");

@@ -589,6 +589,33 @@ mod tests {
 
     use super::*;
 
+    /// Which configurations a cluster's workload is previewed under: none when another
+    /// revision's webhook selects it; else as each injector's policy says.
+    #[test]
+    fn cluster_wanted_follows_the_selecting_webhook_and_each_policy() {
+        let s = crate::config::defaults::snapshot().expect("defaults");
+        let off = crate::config::Snapshot::load("policy: disabled", "{}", None).expect("config");
+        let settings = |snapshot| Settings {
+            snapshot,
+            revision: "",
+            native_sidecars: false,
+            compliance_policy: "",
+        };
+        let configs = Configs {
+            current: settings(&s),
+            candidate: settings(&off),
+            auto: (false, false),
+        };
+        let pod = serde_json::json!({"metadata": {"labels": {"app": "a"}},
+                                     "spec": {"containers": [{"name": "a", "image": "a"}]}});
+        assert_eq!(cluster_wanted(&pod, Some("canary"), &configs), None);
+        assert_eq!(
+            cluster_wanted(&pod, Some("default"), &configs),
+            Some((true, false))
+        );
+        assert_eq!(cluster_wanted(&pod, None, &configs), Some((false, false)));
+    }
+
     fn at<'a>(v: &'a Value, p: &Option<String>) -> Option<&'a Value> {
         p.as_ref().and_then(|p| v.pointer(p))
     }
