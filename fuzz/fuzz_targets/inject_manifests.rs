@@ -8,6 +8,7 @@ use std::sync::OnceLock;
 use libfuzzer_sys::fuzz_target;
 use outrigger_inject::config::defaults;
 use outrigger_inject::config::{InjectorConfig, Snapshot};
+use outrigger_inject::inject::Settings;
 use outrigger_inject::kube_inject::{self, KubeInjectOptions};
 use outrigger_inject::yaml;
 
@@ -30,10 +31,12 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let opts = KubeInjectOptions {
-        snapshot: snapshot(),
-        native_sidecars: flags & 1 == 1,
-        revision: if flags & 2 == 2 { "canary" } else { "" },
-        compliance_policy: "",
+        settings: Settings {
+            snapshot: snapshot(),
+            native_sidecars: flags & 1 == 1,
+            revision: if flags & 2 == 2 { "canary" } else { "" },
+            compliance_policy: "",
+        },
         reinject: false,
     };
     let Ok(out) = kube_inject::inject_manifests(text, &opts) else {

@@ -9,18 +9,22 @@
 //! from.
 
 use std::borrow::Cow;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 
 use serde_json::{json, Map, Value};
 
+use crate::decide::inject_required;
+use crate::decide::native::{detect_native_sidecars, ClusterFacts, NativeMode, StaticFacts};
 use crate::decide::selection::{revision_name, DEFAULT_REVISION};
 use crate::ingest::previous::Status;
 use crate::ingest::recover::INJECTED_LABELS;
-use crate::inject::{normalize_pod, InjectParams};
+use crate::ingest::workload::{workload_from_pod, WorkloadMeta};
+use crate::inject::{normalize_pod, InjectParams, Mode, Settings};
 use crate::kube::annotations::compared_by_drift;
-use crate::kube::names::{APP_PROBERS_ENV, PROXY_CONTAINER, STATUS_ANNOTATION};
-use crate::kube::pod::{annotation, container_name};
+use crate::kube::names::{APP_PROBERS_ENV, STATUS_ANNOTATION};
+use crate::kube::pod::{annotation, container_name, meta_str};
+use crate::kube::pod_diff;
 use crate::kube::prometheus::sanitize_label_name;
 use crate::kube::stored::store_defaults;
 use crate::reinject::reinject_pod;
@@ -272,15 +276,185 @@ impl RevisionTags {
         self.0.get(selected).map_or(selected, String::as_str)
     }
 
+    /// The revision whose webhook receives `pod` in a namespace labelled `namespace_labels`
+    /// ([`selecting_revision`]), a tag standing for its revision; `None` when no webhook does.
+    /// `drift` (`-f` with --namespace-labels, and `--kube`) and `preview --kube` select with it.
+    pub fn selecting(
+        &self,
+        namespace_labels: &Map<String, Value>,
+        pod: &Value,
+    ) -> Option<Cow<'_, str>> {
+        let selected = selecting_revision(namespace_labels, pod)?;
+        Some(match self.0.get(&selected) {
+            Some(revision) => Cow::Borrowed(revision.as_str()),
+            None => Cow::Owned(selected),
+        })
+    }
+
     /// These tags, with outrigger's own selector value
     /// ([`crate::decide::selection::OUTRIGGER_SELECTOR`], what its shipped webhook selects)
     /// standing for `revision`, the revision it injects as, unless a tag of that name exists.
-    pub fn with_outrigger(mut self, revision: &str) -> RevisionTags {
+    pub fn with_outrigger(self, revision: &str) -> RevisionTags {
+        self.with_selector(crate::decide::selection::OUTRIGGER_SELECTOR, revision)
+    }
+
+    /// These tags, with `selector` (the `istio.io/rev` value the installed webhook entries
+    /// select: `--selector-revision`, outrigger's own by default) standing for `revision`, the
+    /// revision it injects as, unless a tag of that name exists.
+    pub fn with_selector(mut self, selector: &str, revision: &str) -> RevisionTags {
         self.0
-            .entry(crate::decide::selection::OUTRIGGER_SELECTOR.to_string())
+            .entry(selector.to_string())
             .or_insert_with(|| revision_name(revision).to_string());
         self
     }
+
+    /// A manifest pod's drift `drift` as its own `istio.io/rev` label puts it (`drift -f`): a
+    /// pod labelled with a tag is on the tag's revision. When that is not the revision in force,
+    /// a pod that revision injected is that revision's (`None`: not this configuration's to
+    /// judge), and a pod another revision injected is on the wrong one, whatever the
+    /// configuration in force would give it. Otherwise the drift stands.
+    pub fn on_tagged_revision(&self, pod: &Value, mut drift: PodDrift) -> Option<PodDrift> {
+        let Some(rev) = crate::kube::pod::label(pod, crate::kube::names::REVISION_LABEL)
+            .and_then(|l| self.0.get(l))
+            .filter(|rev| **rev != drift.expected_revision)
+        else {
+            return Some(drift);
+        };
+        if drift.injected_revision.as_ref() == Some(rev) {
+            return None;
+        }
+        if drift.injected_revision.is_some() {
+            drift.state = State::WrongRevision;
+            drift.expected_revision = rev.clone();
+            drift.fields.clear();
+        }
+        Some(drift)
+    }
+}
+
+/// What `drift --kube` knows of the cluster besides its pods, for judging each of them
+/// ([`judge`]): read once per run by the caller.
+#[derive(Debug, Clone, Default)]
+pub struct Cluster {
+    /// Namespace labels by namespace name.
+    pub namespace_labels: BTreeMap<String, Map<String, Value>>,
+    /// Istio's revision tags (outrigger's own selector value standing for the revision in
+    /// force, [`RevisionTags::with_outrigger`]).
+    pub tags: RevisionTags,
+    /// In auto native-sidecar mode, the nodes and their kubelet versions (the proxy's form
+    /// follows the node a pod runs on); `None` in a fixed mode.
+    pub nodes: Option<StaticFacts>,
+}
+
+/// A cluster pod of the revision in force, judged ([`judge`]).
+#[derive(Debug, Clone)]
+pub struct Judgement {
+    /// The pod's namespace.
+    pub namespace: String,
+    /// The pod's name.
+    pub name: String,
+    /// The workload that owns it.
+    pub workload: WorkloadMeta,
+    /// Its drift.
+    pub drift: PodDrift,
+}
+
+/// Classify one stored pod (on any thread) as `drift --kube` does: the webhook that selects it
+/// ([`selecting_revision`] over its namespace's labels, revision tags resolved), whether that
+/// injects it, and its drift, with native sidecars as its node decides in auto mode
+/// ([`judge_selected`]). `None` when another revision's webhook selects it (not this
+/// configuration's to judge). Warnings of the native-sidecar detection come back with it.
+/// Errors name the pod.
+pub fn judge(
+    pod: Value,
+    cluster: &Cluster,
+    settings: &Settings<'_>,
+) -> Result<(Option<Judgement>, Vec<String>)> {
+    let namespace = meta_str(&pod, "namespace").to_string();
+    let name = meta_str(&pod, "name").to_string();
+    let empty = Map::new();
+    let labels = cluster.namespace_labels.get(&namespace).unwrap_or(&empty);
+    let selected = cluster.tags.selecting(labels, &pod);
+    if selected
+        .as_deref()
+        .is_some_and(|r| r != revision_name(settings.revision))
+    {
+        return Ok((None, Vec::new()));
+    }
+    let nodes = cluster.nodes.as_ref().map(|n| n as &dyn ClusterFacts);
+    let (drift, workload, warnings) = judge_selected(pod, selected.is_some(), nodes, settings)
+        .map_err(|e| e.context(&format!("pod {namespace}/{name}")))?;
+    let judged = Judgement {
+        namespace,
+        name,
+        workload,
+        drift,
+    };
+    Ok((Some(judged), warnings))
+}
+
+/// The drift of one stored pod that the webhook of this configuration does (`selected`) or does
+/// not receive: whether the configuration injects it, with native sidecars as its node decides
+/// when `nodes` is given (auto mode; else `settings.native_sidecars` holds), and its workload.
+/// Warnings of the native-sidecar detection come back with it. `drift --kube` ([`judge`]) and
+/// `serve --watch-pods` judge with it.
+pub fn judge_selected(
+    pod: Value,
+    selected: bool,
+    nodes: Option<&dyn ClusterFacts>,
+    settings: &Settings<'_>,
+) -> Result<(PodDrift, WorkloadMeta, Vec<String>)> {
+    let config = &settings.snapshot.config;
+    let wanted = selected
+        && inject_required(
+            &pod,
+            &config.policy,
+            &config.never_inject_selector,
+            &config.always_inject_selector,
+        )
+        .inject;
+    let mut warnings = Vec::new();
+    // Auto mode: the webhook asks about the pod's node when the pod names one at admission,
+    // else about every node. A stored pod names its node either way (the scheduler's, or its
+    // creator's), so both answers are what its injection may have been given.
+    let (native_sidecars, all_nodes) = match nodes {
+        Some(nodes) if wanted => {
+            let node = pod
+                .get("spec")
+                .and_then(|s| s.get("nodeName"))
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            let on_node = detect_native_sidecars(NativeMode::Auto, nodes, node, &mut warnings);
+            let all = detect_native_sidecars(NativeMode::Auto, nodes, "", &mut Vec::new());
+            (on_node, Some(all).filter(|all| *all != on_node))
+        }
+        _ => (settings.native_sidecars, None),
+    };
+    let workload = workload_from_pod(&pod);
+    let mut params = settings
+        .with_native_sidecars(native_sidecars)
+        .params(Mode::Webhook, workload.clone());
+    let drift = match all_nodes {
+        None => stored_pod_drift_owned(pod, &params, wanted)?,
+        // Judged by its node and stale: current if the every-node answer, which a pod created
+        // unscheduled was given, injects what it has (restarting it gives that answer again).
+        Some(all) => {
+            let on_node = stored_pod_drift(&pod, &params, wanted)?;
+            params.native_sidecars = all;
+            match on_node.state {
+                State::Stale => {
+                    let other = stored_pod_drift_owned(pod, &params, wanted)?;
+                    if other.state == State::Current {
+                        other
+                    } else {
+                        on_node
+                    }
+                }
+                _ => on_node,
+            }
+        }
+    };
+    Ok((drift, workload, warnings))
 }
 
 /// Resource requests and limits the injected containers of `actual` have and those of
@@ -555,79 +729,35 @@ fn named<'a>(pod: &'a Value, list: &str, name: &str) -> Option<&'a Value> {
         .find(|c| container_name(c) == name)
 }
 
-/// Leaf differences of two values under `path`: objects by key, lists of named objects by name,
-/// other lists by index.
+/// Leaf differences of two values under `path` ([`pod_diff::leaves`], the comparison `preview`
+/// makes too; a list of named objects in another order is one difference).
 fn diff<'a>(
     path: &str,
     actual: Option<&'a Value>,
     expected: Option<&'a Value>,
     out: &mut Vec<FieldDiff>,
 ) {
-    // Equal values have no differences (what the walk below would find, without building a
-    // path for every leaf).
+    // Equal values have no differences (what the walk would find, without building a path).
     if actual == expected {
         return;
     }
-    match (actual, expected) {
-        (Some(Value::Object(a)), Some(Value::Object(e))) => {
-            let keys: BTreeSet<&String> = a.keys().chain(e.keys()).collect();
-            for k in keys {
-                diff(&format!("{path}.{k}"), a.get(k), e.get(k), out);
-            }
-        }
-        (Some(Value::Array(a)), Some(Value::Array(e))) if all_named(a) && all_named(e) => {
-            let mut names: Vec<&str> = a.iter().map(container_name).collect();
-            for n in e.iter().map(container_name) {
-                if !names.contains(&n) {
-                    names.push(n);
-                }
-            }
-            let before = out.len();
-            for n in names {
-                let find = |l: &'a [Value]| l.iter().find(|x| container_name(x) == n);
-                diff(&format!("{path}[{n}]"), find(a), find(e), out);
-            }
-            let same_order = a
-                .iter()
-                .map(container_name)
-                .eq(e.iter().map(container_name));
-            if out.len() == before && !same_order {
-                push(out, path, actual, expected);
-            }
-        }
-        (Some(Value::Array(a)), Some(Value::Array(e))) if a.len() == e.len() => {
-            for (i, (x, y)) in a.iter().zip(e).enumerate() {
-                diff(&format!("{path}[{i}]"), Some(x), Some(y), out);
-            }
-        }
-        // Different (equal values returned above): one difference here.
-        (a, e) => push(out, path, a, e),
-    }
-}
-
-fn all_named(l: &[Value]) -> bool {
-    !l.is_empty()
-        && l.iter()
-            .all(|x| x.get("name").and_then(Value::as_str).is_some())
-}
-
-fn push(out: &mut Vec<FieldDiff>, path: &str, actual: Option<&Value>, expected: Option<&Value>) {
-    let cause = if path.ends_with(".image") {
-        "proxy image"
-    } else if path.contains(&format!("[{PROXY_CONTAINER}]"))
-        && (actual.is_none() || expected.is_none())
-        && path.matches('.').count() == 1
-    {
-        "native sidecars"
-    } else {
-        "template"
+    let settings = pod_diff::Compare {
+        reorder: pod_diff::Reorder::AnyOrder,
     };
-    out.push(FieldDiff {
-        path: path.to_string(),
-        actual: actual.cloned(),
-        expected: expected.cloned(),
-        cause,
-    });
+    pod_diff::leaves(
+        path.to_string(),
+        pod_diff::side(actual, None),
+        pod_diff::side(expected, None),
+        settings,
+        &mut |leaf| {
+            out.push(FieldDiff {
+                cause: pod_diff::cause(&leaf.path, leaf.a.is_none() || leaf.b.is_none()),
+                path: leaf.path,
+                actual: leaf.a.cloned(),
+                expected: leaf.b.cloned(),
+            })
+        },
+    );
 }
 
 /// What injection owns, compared ([`owned_differences`]) on pods made by hand: the status
@@ -1031,6 +1161,66 @@ mod tests {
                 "readinessProbe": {"httpGet": {"port": 8080, "path": "/ready"}}
             }]}
         })
+    }
+
+    /// `drift --kube`'s judgement of a cluster pod: the webhook its namespace's labels select
+    /// (a tag standing for its revision), then its drift; another revision's pod is left alone.
+    #[test]
+    fn judge_selects_by_the_namespace_and_resolves_revision_tags() {
+        let s = defaults::snapshot().expect("defaults");
+        let settings = Settings {
+            snapshot: &s,
+            revision: "",
+            native_sidecars: false,
+            compliance_policy: "",
+        };
+        let mut pod = pod();
+        pod["metadata"]["name"] = json!("web-1");
+        pod["metadata"]["namespace"] = json!("apps");
+        let mut cluster = Cluster::default();
+        let labels = json!({"istio.io/rev": "prod"});
+        let labels = labels.as_object().expect("labels").clone();
+        cluster.namespace_labels.insert("apps".into(), labels);
+        let (judged, _) = judge(pod.clone(), &cluster, &settings).expect("judged");
+        assert!(judged.is_none(), "{judged:?}");
+        cluster.tags = RevisionTags([("prod".to_string(), "default".to_string())].into());
+        let (judged, warnings) = judge(pod.clone(), &cluster, &settings).expect("judged");
+        let judged = judged.expect("the default revision's");
+        assert_eq!(judged.drift.state, State::MissingSidecar);
+        assert_eq!(
+            (judged.namespace.as_str(), judged.name.as_str()),
+            ("apps", "web-1")
+        );
+        assert!(warnings.is_empty(), "{warnings:?}");
+        // No webhook selects it: not injected, rightly.
+        cluster.namespace_labels.clear();
+        let (judged, _) = judge(pod, &cluster, &settings).expect("judged");
+        assert_eq!(judged.expect("judged").drift.state, State::NotInjected);
+    }
+
+    /// `drift -f`'s tag rule: a pod on a tag of another revision is that revision's when it
+    /// injected it, else on the wrong revision.
+    #[test]
+    fn a_manifest_pod_on_another_revisions_tag_is_left_or_on_the_wrong_revision() {
+        let s = defaults::snapshot().expect("defaults");
+        let p = params(&s, "", false);
+        let mut tagged = pod();
+        tagged["metadata"]["labels"]["istio.io/rev"] = json!("prod");
+        let injected = inject_pod(&tagged, &p).expect("inject").pod;
+        let d = pod_drift(&injected, &p, true).expect("drift");
+        let to = |rev: &str| RevisionTags([("prod".to_string(), rev.to_string())].into());
+        assert_eq!(
+            to("default").on_tagged_revision(&injected, d.clone()),
+            Some(d.clone())
+        );
+        let wrong = to("canary")
+            .on_tagged_revision(&injected, d.clone())
+            .expect("judged");
+        assert_eq!(wrong.state, State::WrongRevision);
+        assert_eq!(wrong.expected_revision, "canary");
+        let mut by_canary = d;
+        by_canary.injected_revision = Some("canary".into());
+        assert_eq!(to("canary").on_tagged_revision(&injected, by_canary), None);
     }
 
     #[test]

@@ -20,13 +20,11 @@
 //! The caller keeps the last good configuration when a rule refuses, and decides what to do
 //! with an unusable configuration at start-up (the webhook reports itself not ready).
 
-use std::collections::BTreeMap;
-
 use serde_json::{json, Value};
 
 use crate::config::Snapshot;
 use crate::ingest::workload::WorkloadMeta;
-use crate::inject::{self, InjectParams, Mode};
+use crate::inject::{self, Mode, Settings};
 use crate::unsupported::{template_findings, Finding};
 
 /// Why a configuration cannot inject pods.
@@ -225,21 +223,19 @@ pub fn assess(snapshot: &Snapshot, native_sidecars: bool) -> Result<Adds, Unusab
             });
         }
     }
-    let params = InjectParams {
+    let settings = Settings {
         snapshot,
-        mode: Mode::Webhook,
-        workload: WorkloadMeta {
-            kind: "Pod".into(),
-            api_version: "v1".into(),
-            name: "outrigger-config-probe".into(),
-            namespace: "default".into(),
-        },
         revision: "",
         native_sidecars,
-        proxy_envs: BTreeMap::new(),
-        proxy_uid_gid: None,
         compliance_policy: "",
     };
+    let workload = WorkloadMeta {
+        kind: "Pod".into(),
+        api_version: "v1".into(),
+        name: "outrigger-config-probe".into(),
+        namespace: "default".into(),
+    };
+    let params = settings.params(Mode::Webhook, workload);
     let injected = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         inject::inject_pod(&pod, &params)
     }))

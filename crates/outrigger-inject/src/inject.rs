@@ -57,6 +57,45 @@ pub struct InjectParams<'a> {
     pub compliance_policy: &'a str,
 }
 
+/// What every injection under one configuration shares, set once from a command's flags and
+/// configuration (once per run; `serve` once per configuration, with the native-sidecar answer
+/// of each review): the one builder of [`InjectParams`] for `inject`, `serve`, `check`, `drift`
+/// and `preview`, so a setting added here reaches them all.
+#[derive(Debug, Clone, Copy)]
+pub struct Settings<'a> {
+    /// Configuration snapshot (with the template environment, `--template-env`).
+    pub snapshot: &'a Snapshot,
+    /// Revision (`--revision`, istiod's `REVISION`; `""` for the default).
+    pub revision: &'a str,
+    /// Native sidecars on or off (a fixed mode's answer; auto mode's is decided per pod).
+    pub native_sidecars: bool,
+    /// `COMPLIANCE_POLICY` of the process.
+    pub compliance_policy: &'a str,
+}
+
+impl<'a> Settings<'a> {
+    /// The parameters of one injection by `mode` of a pod of `workload`: these settings, the
+    /// default proxy environment and user (the webhook sets its own per review).
+    pub fn params(&self, mode: Mode, workload: WorkloadMeta) -> InjectParams<'a> {
+        InjectParams {
+            snapshot: self.snapshot,
+            mode,
+            workload,
+            revision: self.revision,
+            native_sidecars: self.native_sidecars,
+            proxy_envs: BTreeMap::new(),
+            proxy_uid_gid: None,
+            compliance_policy: self.compliance_policy,
+        }
+    }
+
+    /// These settings with native sidecars `on`.
+    pub fn with_native_sidecars(mut self, on: bool) -> Settings<'a> {
+        self.native_sidecars = on;
+        self
+    }
+}
+
 /// The outcome of an injection.
 #[derive(Debug, Clone)]
 pub struct Injected {

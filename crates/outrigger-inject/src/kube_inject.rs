@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use crate::config::{Policy, Snapshot};
+use crate::config::Policy;
 use crate::decide;
 use crate::decide::selection::revision_name;
 /// Why a document cannot be injected by kube-inject (defined with the workload kinds in
@@ -12,7 +12,7 @@ pub use crate::ingest::workload::WorkloadError;
 use crate::ingest::workload::{
     is_supported_kind, schema_type, set_pointer, take_pointer, template_pointers, WorkloadMeta,
 };
-use crate::inject::{self, InjectParams, Mode};
+use crate::inject::{self, InjectParams, Mode, Settings};
 use crate::json::short;
 use crate::kube::names;
 use crate::kube::typed;
@@ -22,14 +22,9 @@ use crate::{yaml, Error, Result};
 /// Options of a kube-inject run.
 #[derive(Debug, Clone)]
 pub struct KubeInjectOptions<'a> {
-    /// Configuration snapshot.
-    pub snapshot: &'a Snapshot,
-    /// Native sidecars on or off (offline there is no cluster to auto-detect from).
-    pub native_sidecars: bool,
-    /// Revision (`--revision`; `default` counts as empty).
-    pub revision: &'a str,
-    /// `COMPLIANCE_POLICY` of the process.
-    pub compliance_policy: &'a str,
+    /// What every injection shares (configuration, revision (`default` counts as empty),
+    /// native sidecars (offline there is no cluster to auto-detect from), compliance policy).
+    pub settings: Settings<'a>,
     /// Remove a previous injection completely before injecting (`--reinject`,
     /// [`crate::reinject`]); otherwise an injected pod is re-injected as Istio does.
     pub reinject: bool,
@@ -131,27 +126,62 @@ fn document_label(index: usize, kind: &str, namespace: &str, name: &str) -> Stri
     }
 }
 
-/// Inject every supported workload of a multi-document YAML stream held in memory. Stops at the
-/// first error. [`inject_raw_document`] is the streaming form (one document at a time).
+/// Inject every supported workload of a multi-document YAML stream held in memory, as
+/// `outrigger inject` does ([`inject_stream`], every document's trees kept). Stops at the first
+/// error.
 pub fn inject_manifests(input: &str, opts: &KubeInjectOptions<'_>) -> Result<KubeInjectOutput> {
     let mut out = KubeInjectOutput::default();
-    for (index, (raw, first_line)) in yaml::split_documents_with_lines(input)?
-        .into_iter()
-        .enumerate()
-    {
-        let Some(doc) = inject_raw_document(index, &raw, first_line, opts, true)? else {
-            continue;
-        };
-        out.text.push_str(&doc.text);
-        out.warnings.extend(doc.warnings);
-        out.changes.push(DocumentChange {
-            index,
-            kind: doc.kind,
-            name: doc.name,
-            before_after: doc.trees,
-        });
-    }
+    let documents = yaml::DocumentReader::new(input.as_bytes()).map(|r| r.map_err(read_error));
+    inject_stream(
+        documents,
+        opts,
+        |_| (true, ()),
+        |_, doc, ()| {
+            out.text.push_str(&doc.text);
+            out.warnings.extend(doc.warnings);
+            out.changes.push(DocumentChange {
+                index: doc.index,
+                kind: doc.kind,
+                name: doc.name,
+                before_after: doc.trees,
+            });
+            Ok::<(), Error>(())
+        },
+    )?;
     Ok(out)
+}
+
+/// A stream held in memory that cannot be split into documents: the splitter's YAML error.
+fn read_error(e: yaml::ReadError) -> Error {
+    match e {
+        yaml::ReadError::Split(y) => y.into(),
+        // A `&str` is UTF-8 and reading it cannot fail.
+        yaml::ReadError::Io(_) => Error::Internal("reading a document stream held in memory"),
+    }
+}
+
+/// The kube-inject loop over a stream of documents as they are read (`documents`, from
+/// [`yaml::DocumentReader`]: memory follows the largest document, not the stream), in order:
+/// `prepare` sees each document as read before it is injected and says whether to keep its
+/// parsed input and output trees ([`ProcessedDocument::trees`]), with what the caller wants back
+/// with the document; `each` then receives the document as read, as processed
+/// ([`inject_raw_document`]) and that. A `null` document is skipped after `prepare`. Stops at
+/// the first error: reading, injecting (naming the document) or the caller's.
+/// `outrigger inject` and [`inject_manifests`] (the conformance suite's) both run it.
+pub fn inject_stream<T, E: From<Error>>(
+    documents: impl IntoIterator<Item = std::result::Result<yaml::RawDocument, E>>,
+    opts: &KubeInjectOptions<'_>,
+    mut prepare: impl FnMut(&yaml::RawDocument) -> (bool, T),
+    mut each: impl FnMut(&yaml::RawDocument, ProcessedDocument, T) -> std::result::Result<(), E>,
+) -> std::result::Result<(), E> {
+    for (index, raw) in documents.into_iter().enumerate() {
+        let raw = raw?;
+        let (keep_trees, state) = prepare(&raw);
+        let doc = inject_raw_document(index, &raw.text, raw.first_line, opts, keep_trees)?;
+        let Some(doc) = doc else { continue };
+        each(&raw, doc, state)?;
+    }
+    Ok(())
 }
 
 /// Process one document of a kube-inject stream: `raw` is its exact text (as
@@ -446,8 +476,8 @@ fn inject_template(
     if opts.reinject {
         *pod = reinject::recover_pod(pod, &params)?;
     }
-    let templates = crate::render::select_templates(opts.snapshot, pod);
-    if let Some(w) = revision_mismatch(pod, opts.revision, &subject) {
+    let templates = crate::render::select_templates(opts.settings.snapshot, pod);
+    if let Some(w) = revision_mismatch(pod, opts.settings.revision, &subject) {
         warnings.push(w);
     }
     let before = crate::kube::validate::validate_pod(pod);
@@ -508,16 +538,7 @@ pub fn workload_meta(doc: &Value, kind: &str, pod: &Value) -> WorkloadMeta {
 
 /// The injection parameters kube-inject uses for a pod of `workload`.
 pub fn inject_params<'a>(opts: &KubeInjectOptions<'a>, workload: WorkloadMeta) -> InjectParams<'a> {
-    InjectParams {
-        snapshot: opts.snapshot,
-        mode: Mode::KubeInject,
-        workload,
-        revision: opts.revision,
-        native_sidecars: opts.native_sidecars,
-        proxy_envs: Default::default(),
-        proxy_uid_gid: None,
-        compliance_policy: opts.compliance_policy,
-    }
+    opts.settings.params(Mode::KubeInject, workload)
 }
 
 /// One pod template of a manifest, as kube-inject reads it before injecting ([`pod_templates`]).

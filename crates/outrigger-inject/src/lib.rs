@@ -2,9 +2,12 @@
 //!
 //! The injection pipeline of outrigger, an Istio-compatible sidecar injector, as a library without
 //! I/O or async. The webhook ([`webhook::review`]) and `outrigger inject`
-//! ([`kube_inject::inject_manifests`]) both inject a pod through [`inject`] (`inject_pod` and
-//! its variants for a pod already normalised or owned), so they cannot drift apart;
-//! `outrigger check` explains the same decision through [`check`].
+//! ([`kube_inject::inject_stream`], the loop [`kube_inject::inject_manifests`] and the
+//! conformance suite run too) both inject a pod through [`inject`] (`inject_pod` and
+//! its variants for a pod already normalised or owned), with parameters built by one builder
+//! ([`inject::Settings`]), so they cannot drift apart; `outrigger check` explains the same
+//! decision through [`check`], and `drift` and `preview` judge through [`drift::judge`] and
+//! [`preview::evaluate`].
 //! Every Istio rule has its owner here; the binary does I/O.
 //!
 //! State that outlives a call: the embedded schema tables, the template function table and a

@@ -16,12 +16,16 @@ use std::collections::BTreeSet;
 
 use serde_json::{Map, Value};
 
+use crate::decide::inject_required;
 use crate::decide::native::{
     detect_native_sidecars, node_supports_native, ClusterFacts, NativeMode,
 };
-use crate::inject::{inject_pod, InjectParams};
-use crate::kube::names::{PROXY_CONTAINER, STATUS_ANNOTATION};
+use crate::decide::selection::revision_name;
+use crate::ingest::workload::WorkloadMeta;
+use crate::inject::{inject_pod, InjectParams, Mode, Settings};
+use crate::kube::names::STATUS_ANNOTATION;
 use crate::kube::pod::container_name;
+use crate::kube::pod_diff;
 
 /// One field that differs between the two injections.
 #[derive(Debug, Clone, PartialEq)]
@@ -114,52 +118,54 @@ pub fn changes(current: &Value, candidate: &Value) -> Vec<Change> {
     if current == candidate {
         return out;
     }
-    for top in ["metadata", "spec"] {
-        let (a, b) = (current.get(top), candidate.get(top));
-        if top == "metadata" {
-            for field in ["labels", "annotations"] {
-                let empty = Map::new();
-                let am = a.and_then(|m| m.get(field)).and_then(Value::as_object);
-                let bm = b.and_then(|m| m.get(field)).and_then(Value::as_object);
-                let (am, bm) = (am.unwrap_or(&empty), bm.unwrap_or(&empty));
-                let keys: BTreeSet<&String> = am.keys().chain(bm.keys()).collect();
-                for k in keys {
-                    if same(am.get(k), bm.get(k)) {
-                        continue;
-                    }
-                    let ptr = format!("/metadata/{field}/{}", escape(k));
-                    let w = Walk {
-                        path: format!("metadata.{field}[{k}]"),
-                        a: am.get(k).map(|v| (ptr.clone(), v)),
-                        b: bm.get(k).map(|v| (ptr.clone(), v)),
-                    };
-                    walk(w, &mut out);
-                }
-            }
-            let rest = |v: Option<&Value>| {
-                v.and_then(Value::as_object).map(|m| {
-                    let mut m = m.clone();
-                    m.remove("labels");
-                    m.remove("annotations");
-                    Value::Object(m)
+    let mut compare = |path: String, a: Option<&Value>, b: Option<&Value>, pointer: &str| {
+        let settings = pod_diff::Compare {
+            reorder: pod_diff::Reorder::SameNames,
+        };
+        pod_diff::leaves(
+            path,
+            pod_diff::side(a, Some(pointer)),
+            pod_diff::side(b, Some(pointer)),
+            settings,
+            &mut |leaf| {
+                out.push(Change {
+                    cause: pod_diff::cause(&leaf.path, leaf.a.is_none() || leaf.b.is_none()),
+                    path: leaf.path,
+                    current_pointer: leaf.a_pointer,
+                    candidate_pointer: leaf.b_pointer,
+                    current: leaf.a.cloned(),
+                    candidate: leaf.b.cloned(),
                 })
-            };
-            let (ra, rb) = (rest(a), rest(b));
-            let w = Walk {
-                path: "metadata".into(),
-                a: ra.as_ref().map(|v| ("/metadata".to_string(), v)),
-                b: rb.as_ref().map(|v| ("/metadata".to_string(), v)),
-            };
-            walk(w, &mut out);
-        } else {
-            let w = Walk {
-                path: "spec".into(),
-                a: a.map(|v| ("/spec".to_string(), v)),
-                b: b.map(|v| ("/spec".to_string(), v)),
-            };
-            walk(w, &mut out);
+            },
+        );
+    };
+    let (a, b) = (current.get("metadata"), candidate.get("metadata"));
+    for field in ["labels", "annotations"] {
+        let empty = Map::new();
+        let am = a.and_then(|m| m.get(field)).and_then(Value::as_object);
+        let bm = b.and_then(|m| m.get(field)).and_then(Value::as_object);
+        let (am, bm) = (am.unwrap_or(&empty), bm.unwrap_or(&empty));
+        let keys: BTreeSet<&String> = am.keys().chain(bm.keys()).collect();
+        for k in keys {
+            if same(am.get(k), bm.get(k)) {
+                continue;
+            }
+            let ptr = format!("/metadata/{field}/{}", pod_diff::escape(k));
+            compare(format!("metadata.{field}[{k}]"), am.get(k), bm.get(k), &ptr);
         }
     }
+    let rest = |v: Option<&Value>| {
+        v.and_then(Value::as_object).map(|m| {
+            let mut m = m.clone();
+            m.remove("labels");
+            m.remove("annotations");
+            Value::Object(m)
+        })
+    };
+    let (ra, rb) = (rest(a), rest(b));
+    compare("metadata".into(), ra.as_ref(), rb.as_ref(), "/metadata");
+    let (a, b) = (current.get("spec"), candidate.get("spec"));
+    compare("spec".into(), a, b, "/spec");
     let status = format!("metadata.annotations[{STATUS_ANNOTATION}]");
     if out.len() > 1 {
         out.retain(|c| c.path != status);
@@ -167,126 +173,154 @@ pub fn changes(current: &Value, candidate: &Value) -> Vec<Change> {
     out
 }
 
-/// One node of the comparison: its display path and, on each side, its pointer and value.
-struct Walk<'a> {
-    path: String,
-    a: Option<(String, &'a Value)>,
-    b: Option<(String, &'a Value)>,
-}
-
-/// RFC 6901 escaping of one reference token.
-fn escape(token: &str) -> String {
-    token.replace('~', "~0").replace('/', "~1")
-}
-
 /// Both present and equal: a subtree that yields no change, skipped before its paths are built.
 fn same(a: Option<&Value>, b: Option<&Value>) -> bool {
     a.is_some() && a == b
 }
 
-fn named_list(l: &[Value]) -> bool {
-    !l.is_empty()
-        && l.iter()
-            .all(|x| x.get("name").and_then(Value::as_str).is_some())
+/// The two configurations a preview compares: each one's injection settings, and whether it is
+/// in auto native-sidecar mode (then, with the nodes known, decided per pod template as the
+/// webhook decides it, [`evaluate`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Configs<'a> {
+    /// The configuration in force.
+    pub current: Settings<'a>,
+    /// The candidate.
+    pub candidate: Settings<'a>,
+    /// Whether each (current, candidate) is in auto native-sidecar mode.
+    pub auto: (bool, bool),
 }
 
-fn walk(w: Walk<'_>, out: &mut Vec<Change>) {
-    let (a, b) = (w.a.as_ref().map(|(_, v)| *v), w.b.as_ref().map(|(_, v)| *v));
-    let ptr = |side: &Option<(String, &Value)>, tail: &str| {
-        side.as_ref().map(|(p, _)| format!("{p}/{tail}"))
-    };
-    match (a, b) {
-        (Some(Value::Object(am)), Some(Value::Object(bm))) => {
-            let keys: BTreeSet<&String> = am.keys().chain(bm.keys()).collect();
-            for k in keys {
-                if same(am.get(k), bm.get(k)) {
-                    continue;
-                }
-                let t = escape(k);
-                walk(
-                    Walk {
-                        path: format!("{}.{k}", w.path),
-                        a: am.get(k).and_then(|v| Some((ptr(&w.a, &t)?, v))),
-                        b: bm.get(k).and_then(|v| Some((ptr(&w.b, &t)?, v))),
-                    },
-                    out,
-                );
-            }
+/// Where a finding comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// Only the candidate's injection has it.
+    Candidate,
+    /// The current configuration's injection has it too.
+    Current,
+    /// The workload has it without any sidecar: not injection's doing, not counted.
+    Workload,
+}
+
+impl Origin {
+    /// `candidate`, `current`, `workload`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Origin::Candidate => "candidate",
+            Origin::Current => "current",
+            Origin::Workload => "workload",
         }
-        (Some(Value::Array(al)), Some(Value::Array(bl))) if named_list(al) && named_list(bl) => {
-            let same_order = al
-                .iter()
-                .map(container_name)
-                .eq(bl.iter().map(container_name));
-            let mut names: Vec<&str> = al.iter().map(container_name).collect();
-            for n in bl.iter().map(container_name) {
-                if !names.contains(&n) {
-                    names.push(n);
-                }
-            }
-            let before = out.len();
-            let same_set = names.len() == al.len() && names.len() == bl.len();
-            for n in names {
-                let find = |l: &[Value]| l.iter().position(|x| container_name(x) == n);
-                let (ia, ib) = (find(al), find(bl));
-                if same(ia.map(|i| &al[i]), ib.map(|i| &bl[i])) {
-                    continue;
-                }
-                walk(
-                    Walk {
-                        path: format!("{}[{n}]", w.path),
-                        a: ia.and_then(|i| Some((ptr(&w.a, &i.to_string())?, &al[i]))),
-                        b: ib.and_then(|i| Some((ptr(&w.b, &i.to_string())?, &bl[i]))),
-                    },
-                    out,
-                );
-            }
-            if out.len() == before && same_set && !same_order {
-                push(&w, out);
-            }
-        }
-        (Some(Value::Array(al)), Some(Value::Array(bl))) if al.len() == bl.len() => {
-            for (i, (x, y)) in al.iter().zip(bl).enumerate() {
-                if x == y {
-                    continue;
-                }
-                let t = i.to_string();
-                walk(
-                    Walk {
-                        path: format!("{}[{i}]", w.path),
-                        a: ptr(&w.a, &t).map(|p| (p, x)),
-                        b: ptr(&w.b, &t).map(|p| (p, y)),
-                    },
-                    out,
-                );
-            }
-        }
-        (x, y) if x != y => push(&w, out),
-        _ => {}
     }
 }
 
-fn push(w: &Walk<'_>, out: &mut Vec<Change>) {
-    let (a, b) = (w.a.as_ref(), w.b.as_ref());
-    let path = &w.path;
-    let proxy = format!("[{PROXY_CONTAINER}]");
-    let cause = if path.ends_with(".image") {
-        "proxy image"
-    } else if path.contains(&proxy) && (a.is_none() || b.is_none()) && path.ends_with(&proxy) {
-        "native sidecars"
-    } else if path.ends_with("[istio.io/rev]") {
-        "revision"
-    } else {
-        "template"
+/// One pod template previewed ([`evaluate`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Evaluation {
+    /// Both injections and their differences.
+    pub preview: PodPreview,
+    /// What the cluster would refuse of the candidate's pod, with where each comes from.
+    pub findings: Vec<(Finding, Origin)>,
+}
+
+/// Preview one pod template of `workload` (injected under each configuration when `wanted`
+/// says so, native sidecars as `admission`'s nodes decide for a configuration in auto mode)
+/// and check the candidate's pod under `admission` with `replicas` pods: the judgement of
+/// `preview -f` and `preview --kube` alike.
+pub fn evaluate(
+    pod: &Value,
+    workload: &WorkloadMeta,
+    configs: &Configs<'_>,
+    wanted: (bool, bool),
+    admission: &Admission,
+    replicas: u64,
+) -> Evaluation {
+    let mut cur = configs.current.params(Mode::KubeInject, workload.clone());
+    let mut cand = configs.candidate.params(Mode::KubeInject, workload.clone());
+    auto_native(pod, configs, admission, &mut cur, &mut cand);
+    let preview = preview_pod(pod, (&cur, wanted.0), (&cand, wanted.1));
+    let findings = preflight(&preview, admission, replicas);
+    let key = |f: &Finding| (f.check, f.rule.clone(), f.container.clone());
+    // What a pod meets by itself (the same pod on both sides of the preflight).
+    let of = |p: &Value| -> BTreeSet<_> {
+        preflight_pod(Some(p), Ok(p), admission, replicas)
+            .iter()
+            .map(key)
+            .collect()
     };
-    out.push(Change {
-        path: path.clone(),
-        current_pointer: a.map(|(p, _)| p.clone()),
-        candidate_pointer: b.map(|(p, _)| p.clone()),
-        current: a.map(|(_, v)| (*v).clone()),
-        candidate: b.map(|(_, v)| (*v).clone()),
-        cause,
-    });
+    let bare = of(pod);
+    let current = preview.current.pod().map(of).unwrap_or_default();
+    let findings = findings
+        .into_iter()
+        .map(|f| {
+            let k = key(&f);
+            let origin = if bare.contains(&k) {
+                Origin::Workload
+            } else if current.contains(&k) {
+                Origin::Current
+            } else {
+                Origin::Candidate
+            };
+            (f, origin)
+        })
+        .collect();
+    Evaluation { preview, findings }
+}
+
+/// In auto native-sidecar mode, each configuration's proxy form decided by the cluster's nodes
+/// as Istio's webhook decides it at admission ([`auto_native_sidecars`]): the webhook sees a
+/// pod before the scheduler has placed it, so a pod of a workload (its template names no node)
+/// is judged by every node; a template that names its node is judged by that node. Without
+/// nodes (offline, or nodes not listable) the settings' answer stands (auto is off then, as
+/// Istio's webhook without a node client).
+fn auto_native(
+    pod: &Value,
+    configs: &Configs<'_>,
+    admission: &Admission,
+    current: &mut InjectParams<'_>,
+    candidate: &mut InjectParams<'_>,
+) {
+    let Some(nodes) = admission.nodes.as_deref() else {
+        return;
+    };
+    if !(configs.auto.0 || configs.auto.1) {
+        return;
+    }
+    let every_node = every_node_native(nodes);
+    let answer = auto_native_sidecars(pod, nodes, every_node);
+    if configs.auto.0 {
+        current.native_sidecars = answer;
+    }
+    if configs.auto.1 {
+        candidate.native_sidecars = answer;
+    }
+}
+
+/// Whether the webhooks of a cluster inject a pod template of one of its workloads under each
+/// configuration (current, candidate): `selected` is the revision whose webhook receives it
+/// (`drift::RevisionTags::selecting`: the namespace's and pod's labels, revision tags and the
+/// installed entries' selector value resolved), then each injector's policy and selectors
+/// decide. `None` when another revision's webhook selects it (not this configuration's to
+/// preview).
+pub fn cluster_wanted(
+    pod: &Value,
+    selected: Option<&str>,
+    configs: &Configs<'_>,
+) -> Option<(bool, bool)> {
+    if selected.is_some_and(|r| r != revision_name(configs.current.revision)) {
+        return None;
+    }
+    let wanted = |o: &Settings<'_>| {
+        let c = &o.snapshot.config;
+        selected.is_some()
+            && inject_required(
+                pod,
+                &c.policy,
+                &c.never_inject_selector,
+                &c.always_inject_selector,
+            )
+            .inject
+    };
+    Some((wanted(&configs.current), wanted(&configs.candidate)))
 }
 
 /// One thing the cluster would refuse, or that would not run.
@@ -549,6 +583,33 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    /// Which configurations a cluster's workload is previewed under: none when another
+    /// revision's webhook selects it; else as each injector's policy says.
+    #[test]
+    fn cluster_wanted_follows_the_selecting_webhook_and_each_policy() {
+        let s = crate::config::defaults::snapshot().expect("defaults");
+        let off = crate::config::Snapshot::load("policy: disabled", "{}", None).expect("config");
+        let settings = |snapshot| Settings {
+            snapshot,
+            revision: "",
+            native_sidecars: false,
+            compliance_policy: "",
+        };
+        let configs = Configs {
+            current: settings(&s),
+            candidate: settings(&off),
+            auto: (false, false),
+        };
+        let pod = serde_json::json!({"metadata": {"labels": {"app": "a"}},
+                                     "spec": {"containers": [{"name": "a", "image": "a"}]}});
+        assert_eq!(cluster_wanted(&pod, Some("canary"), &configs), None);
+        assert_eq!(
+            cluster_wanted(&pod, Some("default"), &configs),
+            Some((true, false))
+        );
+        assert_eq!(cluster_wanted(&pod, None, &configs), Some((false, false)));
+    }
 
     fn at<'a>(v: &'a Value, p: &Option<String>) -> Option<&'a Value> {
         p.as_ref().and_then(|p| v.pointer(p))

@@ -23,7 +23,7 @@ use crate::ingest::admission::{
 use crate::ingest::list_scan;
 use crate::ingest::params::proxy_envs;
 use crate::ingest::workload::workload_from_pod;
-use crate::inject::{self, InjectParams, Mode};
+use crate::inject::{self, InjectParams, Mode, Settings};
 use crate::json::lookup as jsonmap;
 use crate::kube::names;
 use crate::kube::pod::{meta_str, potential_name};
@@ -60,6 +60,19 @@ pub struct Context<'a> {
     /// and ephemeral containers counted together ([`MAX_LIST_ENTRIES`] by default): a pod
     /// over it is refused (reason `too_large`) before anything is rendered.
     pub max_list_entries: usize,
+}
+
+impl<'a> Context<'a> {
+    /// The injection settings of a review whose native-sidecar answer is `native_sidecars`
+    /// (the one builder of the parameters, [`Settings::params`]).
+    pub fn settings(&self, native_sidecars: bool) -> Settings<'a> {
+        Settings {
+            snapshot: self.snapshot,
+            revision: self.revision,
+            native_sidecars,
+            compliance_policy: self.compliance_policy,
+        }
+    }
 }
 
 /// The default of [`Context::max_list_entries`]: far above any real pod, and low enough that
@@ -193,8 +206,6 @@ fn review_inner(
     if let Some(message) = oversized_list(&pod, ctx.max_list_entries) {
         return Err(too_large(message));
     }
-    let snap = ctx.snapshot;
-
     // The proxy's parameters: path, OpenShift user, native sidecars.
     let (proxy_envs, env_warnings) = proxy_envs(path);
     known.warnings.extend(env_warnings);
@@ -221,16 +232,11 @@ fn review_inner(
         .unwrap_or("");
     let native =
         detect_native_sidecars(ctx.native_mode, ctx.cluster, node_name, &mut known.warnings);
-    let params = InjectParams {
-        snapshot: snap,
-        mode: Mode::Webhook,
-        workload: workload_from_pod(&pod),
-        revision: ctx.revision,
-        native_sidecars: native,
-        proxy_envs,
-        proxy_uid_gid: uid_gid,
-        compliance_policy: ctx.compliance_policy,
-    };
+    let mut params = ctx
+        .settings(native)
+        .params(Mode::Webhook, workload_from_pod(&pod));
+    params.proxy_envs = proxy_envs;
+    params.proxy_uid_gid = uid_gid;
 
     // Inject, then patch.
     let (patch, injected_warnings) = answer_pod(pod, as_received, body, &req.namespace, &params)

@@ -18,6 +18,7 @@ use libtest_mimic::{Failed, Trial};
 
 use corpus::{first_diff, load_docs, normalise};
 use outrigger_inject::config::{InjectorConfig, Snapshot};
+use outrigger_inject::inject::Settings;
 use outrigger_inject::kube_inject::{self, KubeInjectOptions};
 use outrigger_inject::yaml;
 use serde_json::Value;
@@ -62,13 +63,15 @@ fn run_case(root: &Path, c: &Value) -> Result<(), String> {
         .and_then(Value::as_str)
         .unwrap_or("");
     let opts = KubeInjectOptions {
-        snapshot: &snapshot,
-        native_sidecars: c
-            .get("native_sidecars")
-            .and_then(Value::as_bool)
-            .unwrap_or(false),
-        revision: "",
-        compliance_policy: compliance,
+        settings: Settings {
+            snapshot: &snapshot,
+            native_sidecars: c
+                .get("native_sidecars")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+            revision: "",
+            compliance_policy: compliance,
+        },
         reinject: false,
     };
     let input = read(&root.join(s("input")))?;

@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use libtest_mimic::{Failed, Trial};
 use outrigger_inject::config::{InjectorConfig, Snapshot};
+use outrigger_inject::inject::Settings;
 use outrigger_inject::kube_inject::{self, KubeInjectOptions};
 use outrigger_inject::preview::preview_pod;
 use outrigger_inject::yaml;
@@ -46,10 +47,12 @@ fn run(root: &Path, c: &Value, release: &str) -> Result<(), String> {
         .unwrap_or("");
     let native = c.get("native_sidecars").and_then(Value::as_bool) == Some(true);
     let opts = |snapshot| KubeInjectOptions {
-        snapshot,
-        native_sidecars: native,
-        revision: "",
-        compliance_policy: compliance,
+        settings: Settings {
+            snapshot,
+            native_sidecars: native,
+            revision: "",
+            compliance_policy: compliance,
+        },
         reinject: false,
     };
     let (cur, cand) = (opts(&current), opts(&candidate));

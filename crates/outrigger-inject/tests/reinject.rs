@@ -21,6 +21,7 @@ use corpus::{first_diff, load_docs};
 use libtest_mimic::{Failed, Trial};
 use outrigger_inject::config::{InjectorConfig, Snapshot};
 use outrigger_inject::drift::{pod_drift, State};
+use outrigger_inject::inject::Settings;
 use outrigger_inject::kube_inject::{self, KubeInjectOptions};
 use outrigger_inject::yaml;
 use serde_json::Value;
@@ -86,10 +87,12 @@ fn run(root: &Path, cache: &Snapshots, c: &Value, a: &str, b: &str) -> Result<()
         snapshot(root, cache, b, &mesh_for(b))?,
     );
     let opts = |snapshot, reinject| KubeInjectOptions {
-        snapshot,
-        native_sidecars: native,
-        revision: "",
-        compliance_policy: compliance,
+        settings: Settings {
+            snapshot,
+            native_sidecars: native,
+            revision: "",
+            compliance_policy: compliance,
+        },
         reinject,
     };
     let input = std::fs::read_to_string(root.join(s("input"))).map_err(|e| e.to_string())?;

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use outrigger_inject::config::defaults;
 use outrigger_inject::config::{InjectorConfig, Snapshot};
+use outrigger_inject::inject::Settings;
 use outrigger_inject::kube_inject::{self, KubeInjectOptions, KubeInjectOutput};
 use outrigger_inject::yaml;
 use serde_json::Value;
@@ -43,10 +44,12 @@ fn snapshots(istio: bool) -> Vec<(&'static str, Snapshot)> {
 
 fn inject(text: &str, snapshot: &Snapshot, what: &str) -> KubeInjectOutput {
     let opts = KubeInjectOptions {
-        snapshot,
-        native_sidecars: false,
-        revision: "",
-        compliance_policy: "",
+        settings: Settings {
+            snapshot,
+            native_sidecars: false,
+            revision: "",
+            compliance_policy: "",
+        },
         reinject: false,
     };
     kube_inject::inject_manifests(text, &opts).unwrap_or_else(|e| panic!("{what}: {e}"))

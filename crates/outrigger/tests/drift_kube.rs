@@ -357,6 +357,45 @@ fn a_revision_tag_puts_its_pods_on_the_revision_it_points_to() {
     assert!(out.contains("2 current"), "{out}");
 }
 
+/// `--selector-revision` names the `istio.io/rev` value the installed webhook selects: pods
+/// labelled with it are the revision in force's, and outrigger's own value then is not.
+#[test]
+fn the_selector_revision_names_the_installed_webhooks_pods() {
+    let (api, _dir, kc) = setup("drift-kube-selector");
+    {
+        let current = defaults::snapshot().expect("defaults");
+        let mut c = api.lock();
+        c.put(namespace("mine", json!({"istio.io/rev": "mine"})));
+        c.put(pod("mine", "web", 0, json!({}), Some(&current)));
+        c.put(namespace("ours", json!({"istio.io/rev": "outrigger"})));
+        c.put(pod("ours", "web", 0, json!({}), Some(&current)));
+    }
+    let out = drift(&kc, &["-n", "mine"]).exited(0).to_string();
+    assert!(
+        out.contains("1 pod selected by another revision's webhook was not examined"),
+        "{out}"
+    );
+    let out = drift(&kc, &["-n", "mine", "--selector-revision", "mine"])
+        .exited(0)
+        .to_string();
+    assert!(
+        out.contains("1 pod of 1 workload: 0 drifted, 1 current"),
+        "{out}"
+    );
+    let out = drift(&kc, &["-n", "ours"]).exited(0).to_string();
+    assert!(
+        out.contains("1 pod of 1 workload: 0 drifted, 1 current"),
+        "{out}"
+    );
+    let out = drift(&kc, &["-n", "ours", "--selector-revision", "mine"])
+        .exited(0)
+        .to_string();
+    assert!(
+        out.contains("1 pod selected by another revision's webhook was not examined"),
+        "{out}"
+    );
+}
+
 #[test]
 fn the_default_tag_takes_over_istio_injection_enabled() {
     // `istioctl tag set default --revision canary`: `istio-injection=enabled` namespaces are

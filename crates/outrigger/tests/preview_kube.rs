@@ -174,6 +174,53 @@ fn the_same_configuration_changes_nothing_and_exits_0() {
     );
 }
 
+/// The decision flags reach the cluster's workloads: a namespace on a revision tag is another
+/// revision's until `--revision-tag` puts the tag on the revision in force, and one labelled
+/// with the installed webhook's selector value is the revision in force's with
+/// `--selector-revision`.
+#[test]
+fn revision_tags_and_the_selector_revision_apply_to_the_clusters_workloads() {
+    let on = |label: &str| {
+        let label = label.to_string();
+        cluster(move |c| {
+            c.put(json!({"apiVersion": "v1", "kind": "Namespace",
+                         "metadata": {"name": "shop", "labels": {"istio.io/rev": label}}}));
+        })
+    };
+    let same = [
+        "--candidate-revision",
+        "default",
+        "--native-sidecars",
+        "false",
+    ];
+    let tagged = on("prod");
+    let (run, _dir) = preview(&tagged, "preview-tag-unknown", &same);
+    assert_eq!(json_rows(run.exited(0)), Vec::<Value>::new());
+    assert!(
+        run.stderr
+            .contains("1 workload selected by another revision's webhook was not previewed"),
+        "{}",
+        run.stderr
+    );
+    let flags = [&same[..], &["--revision-tag", "prod=default"]].concat();
+    let (run, _dir) = preview(&tagged, "preview-tag", &flags);
+    let rows = json_rows(run.exited(0));
+    assert_eq!(rows.len(), 1, "{rows:#?}");
+    assert_eq!(rows[0]["name"], "web");
+    assert!(!run.stderr.contains("another revision"), "{}", run.stderr);
+    // A tag for another revision keeps it that revision's.
+    let flags = [&same[..], &["--revision-tag", "prod=canary"]].concat();
+    let (run, _dir) = preview(&tagged, "preview-tag-canary", &flags);
+    assert_eq!(json_rows(run.exited(0)), Vec::<Value>::new());
+
+    let mine = on("mine");
+    let (run, _dir) = preview(&mine, "preview-selector-unknown", &same);
+    assert_eq!(json_rows(run.exited(0)), Vec::<Value>::new());
+    let flags = [&same[..], &["--selector-revision", "mine"]].concat();
+    let (run, _dir) = preview(&mine, "preview-selector", &flags);
+    assert_eq!(json_rows(run.exited(0)).len(), 1);
+}
+
 #[test]
 fn a_restricted_namespace_refuses_istio_init() {
     let api = cluster(|c| {

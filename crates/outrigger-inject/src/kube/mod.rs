@@ -9,6 +9,7 @@ pub mod dns1123;
 pub mod index;
 pub mod names;
 pub mod pod;
+pub mod pod_diff;
 pub mod pod_list;
 pub mod prometheus;
 pub mod quantity;

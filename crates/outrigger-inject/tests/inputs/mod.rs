@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use outrigger_inject::config::{InjectorConfig, Snapshot};
 use outrigger_inject::ingest::workload::WorkloadMeta;
+use outrigger_inject::inject::Settings;
 use outrigger_inject::inject::{InjectParams, Mode};
 use outrigger_inject::kube_inject::{self, KubeInjectOptions};
 use outrigger_inject::yaml;
@@ -75,10 +76,13 @@ pub fn corpus_injection_texts(root: &Path) -> Vec<(String, String)> {
                 return;
             };
             let opts = KubeInjectOptions {
-                snapshot: &snapshot,
-                native_sidecars: c.get("native_sidecars").and_then(Value::as_bool) == Some(true),
-                revision: "",
-                compliance_policy: "",
+                settings: Settings {
+                    snapshot: &snapshot,
+                    native_sidecars: c.get("native_sidecars").and_then(Value::as_bool)
+                        == Some(true),
+                    revision: "",
+                    compliance_policy: "",
+                },
                 reinject: false,
             };
             let _ = kube_inject::inject_manifests(&input, &opts);

@@ -9,6 +9,7 @@ pub mod files;
 use anyhow::Result;
 use outrigger_inject::config::Snapshot;
 use outrigger_inject::decide::native::NativeMode;
+use outrigger_inject::inject::Settings;
 use outrigger_inject::kube_inject::KubeInjectOptions;
 
 use crate::cli::common::ClusterArgs;
@@ -84,10 +85,12 @@ impl Setup {
         reinject: bool,
     ) -> KubeInjectOptions<'_> {
         KubeInjectOptions {
-            snapshot: &self.snapshot,
-            native_sidecars: native_sidecars_offline(native_sidecars),
-            revision: &self.revision,
-            compliance_policy: &self.compliance,
+            settings: Settings {
+                snapshot: &self.snapshot,
+                native_sidecars: native_sidecars_offline(native_sidecars),
+                revision: &self.revision,
+                compliance_policy: &self.compliance,
+            },
             reinject,
         }
     }

@@ -9,19 +9,11 @@ use std::process::ExitCode;
 
 use crate::print;
 use anyhow::{Context, Result};
-use outrigger_inject::decide::inject_required;
-use outrigger_inject::decide::native::{
-    detect_native_sidecars, ClusterFacts, NativeMode, StaticFacts,
-};
-use outrigger_inject::drift::{
-    self, selecting_revision, stored_pod_drift, stored_pod_drift_owned, PodDrift, RevisionTags,
-    State,
-};
-use outrigger_inject::ingest::workload::{workload_from_pod, WorkloadMeta};
-use outrigger_inject::inject::{InjectParams, Mode};
-use outrigger_inject::kube::pod::meta_str;
+use outrigger_inject::decide::native::StaticFacts;
+use outrigger_inject::decide::selection::OUTRIGGER_SELECTOR;
+use outrigger_inject::drift::{self, Judgement, PodDrift, RevisionTags};
 use outrigger_inject::kube_inject::KubeInjectOptions;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use super::{columns, fields_json, fields_lines};
 use crate::drift::args::{DriftArgs, DriftOutput};
@@ -47,20 +39,9 @@ struct Report {
     other_revision: usize,
 }
 
-/// What `drift --kube` knows of the cluster besides the pods, for judging each of them.
-struct Facts {
-    /// Namespace labels by namespace name.
-    labels: BTreeMap<String, Map<String, Value>>,
-    /// Istio's revision tags.
-    tags: RevisionTags,
-    /// In auto native-sidecar mode, the nodes and their kubelet versions (the proxy's form
-    /// follows the node a pod runs on); `None` in a fixed mode.
-    nodes: Option<StaticFacts>,
-}
-
 /// Run `drift --kube` over the cluster's pods with the configuration `opts`; with `per_node`
 /// (native-sidecar mode auto) the native-sidecar answer is asked of the cluster's nodes for
-/// each pod, else `opts.native_sidecars` holds for all.
+/// each pod, else `opts.settings.native_sidecars` holds for all.
 pub fn run(args: &DriftArgs, opts: &KubeInjectOptions<'_>, per_node: bool) -> Result<ExitCode> {
     // A page of pods at a time, each page's memory taken again by the next.
     outrigger_alloc::tune_batch();
@@ -92,9 +73,9 @@ pub fn run(args: &DriftArgs, opts: &KubeInjectOptions<'_>, per_node: bool) -> Re
                 RevisionTags::default()
             });
         tags.0.extend(args.decision.revision_tags.iter().cloned());
-        // Pods labelled for outrigger's shipped webhook (istio.io/rev=outrigger) are the
-        // revision in force's.
-        let tags = tags.with_outrigger(&args.revision);
+        // Pods labelled for the installed webhook (istio.io/rev=outrigger, outrigger's shipped
+        // one, or --selector-revision's value) are the revision in force's.
+        let tags = tags.with_selector(selector_revision(args), &args.revision);
         let nodes = match per_node {
             true => match drift_facts::nodes(client.clone()).await {
                 Ok(nodes) => Some(StaticFacts {
@@ -112,8 +93,8 @@ pub fn run(args: &DriftArgs, opts: &KubeInjectOptions<'_>, per_node: bool) -> Re
             },
             false => None,
         };
-        let facts = Facts {
-            labels,
+        let facts = drift::Cluster {
+            namespace_labels: labels,
             tags,
             nodes,
         };
@@ -124,7 +105,9 @@ pub fn run(args: &DriftArgs, opts: &KubeInjectOptions<'_>, per_node: bool) -> Re
             namespace.as_deref(),
             args.scope.chunk_size,
             |items| {
-                for judged in drift::in_parallel(items, threads, |pod| judge(pod, &facts, opts)) {
+                for judged in drift::in_parallel(items, threads, |pod| {
+                    drift::judge(pod, &facts, &opts.settings)
+                }) {
                     let (judged, pod_warnings) = judged?;
                     warnings.extend(pod_warnings);
                     add(judged, &mut report);
@@ -198,116 +181,8 @@ pub fn run(args: &DriftArgs, opts: &KubeInjectOptions<'_>, per_node: bool) -> Re
 }
 
 /// What one pod came to: its workload and drift, or `None` when another revision's webhook
-/// selects it.
+/// selects it ([`drift::judge`]).
 type Judged = Option<Judgement>;
-
-/// A pod of this revision, judged.
-struct Judgement {
-    namespace: String,
-    name: String,
-    workload: WorkloadMeta,
-    drift: PodDrift,
-}
-
-/// Classify one pod (on any thread): the webhook that selects it (revision tags resolved),
-/// whether that injects it, and its drift, with native sidecars as its node decides in auto
-/// mode. Warnings of the native-sidecar detection come back with it.
-fn judge(pod: Value, facts: &Facts, opts: &KubeInjectOptions<'_>) -> Result<(Judged, Vec<String>)> {
-    let namespace = meta_str(&pod, "namespace").to_string();
-    let name = meta_str(&pod, "name").to_string();
-    let empty = Map::new();
-    let selected = selecting_revision(facts.labels.get(&namespace).unwrap_or(&empty), &pod);
-    let selected = selected.as_deref().map(|r| facts.tags.resolve(r));
-    let revision = outrigger_inject::decide::selection::revision_name(opts.revision);
-    if selected.is_some_and(|r| r != revision) {
-        return Ok((None, Vec::new()));
-    }
-    let (drift, workload, warnings) = judge_selected(
-        pod,
-        selected.is_some(),
-        facts.nodes.as_ref().map(|n| n as &dyn ClusterFacts),
-        opts,
-    )
-    .with_context(|| format!("pod {namespace}/{name}"))?;
-    let judged = Judgement {
-        namespace,
-        name,
-        workload,
-        drift,
-    };
-    Ok((Some(judged), warnings))
-}
-
-/// The drift of one stored pod that the webhook of this configuration does (`selected`) or does
-/// not receive: whether the configuration injects it, with native sidecars as its node decides
-/// when `nodes` is given (auto mode; else `opts.native_sidecars` holds), and its workload.
-/// Warnings of the native-sidecar detection come back with it. `drift --kube` and `serve
-/// --watch-pods` ([`crate::serve::pod_watch`]) judge with it.
-pub(crate) fn judge_selected(
-    pod: Value,
-    selected: bool,
-    nodes: Option<&dyn ClusterFacts>,
-    opts: &KubeInjectOptions<'_>,
-) -> Result<(PodDrift, WorkloadMeta, Vec<String>)> {
-    let config = &opts.snapshot.config;
-    let wanted = selected
-        && inject_required(
-            &pod,
-            &config.policy,
-            &config.never_inject_selector,
-            &config.always_inject_selector,
-        )
-        .inject;
-    let mut warnings = Vec::new();
-    // Auto mode: the webhook asks about the pod's node when the pod names one at admission,
-    // else about every node. A stored pod names its node either way (the scheduler's, or its
-    // creator's), so both answers are what its injection may have been given.
-    let (native_sidecars, all_nodes) = match nodes {
-        Some(nodes) if wanted => {
-            let node = pod
-                .get("spec")
-                .and_then(|s| s.get("nodeName"))
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            let on_node = detect_native_sidecars(NativeMode::Auto, nodes, node, &mut warnings);
-            let all = detect_native_sidecars(NativeMode::Auto, nodes, "", &mut Vec::new());
-            (on_node, Some(all).filter(|all| *all != on_node))
-        }
-        _ => (opts.native_sidecars, None),
-    };
-    let workload = workload_from_pod(&pod);
-    let mut params = InjectParams {
-        snapshot: opts.snapshot,
-        mode: Mode::Webhook,
-        workload: workload.clone(),
-        revision: opts.revision,
-        native_sidecars,
-        proxy_envs: Default::default(),
-        proxy_uid_gid: None,
-        compliance_policy: opts.compliance_policy,
-    };
-    let drift = match all_nodes {
-        None => stored_pod_drift_owned(pod, &params, wanted)?,
-        // Judged by its node and stale: current if the every-node answer, which a pod created
-        // unscheduled was given, injects what it has (restarting it gives that answer again).
-        Some(all) => {
-            let on_node = stored_pod_drift(&pod, &params, wanted)?;
-            params.native_sidecars = all;
-            match on_node.state {
-                State::Stale => {
-                    let other = stored_pod_drift_owned(pod, &params, wanted)?;
-                    if other.state == State::Current {
-                        other
-                    } else {
-                        on_node
-                    }
-                }
-                _ => on_node,
-            }
-        }
-    };
-    Ok((drift, workload, warnings))
-}
 
 /// Add one judged pod to its group.
 fn add(judged: Judged, report: &mut Report) {
@@ -401,4 +276,13 @@ fn group_json(((ns, kind, name, state, _), g): (&Key, &Group)) -> Value {
         "expectedRevision": g.drift.expected_revision,
         "fields": fields_json(&g.drift.fields),
     })
+}
+
+/// The `istio.io/rev` value the installed webhook entries select: `--selector-revision`, else
+/// outrigger's own ([`OUTRIGGER_SELECTOR`], what deploy/base installs).
+pub(crate) fn selector_revision(args: &DriftArgs) -> &str {
+    args.decision
+        .selector_revision
+        .as_deref()
+        .unwrap_or(OUTRIGGER_SELECTOR)
 }

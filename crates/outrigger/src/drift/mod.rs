@@ -13,11 +13,10 @@ use std::process::ExitCode;
 use crate::print;
 use anyhow::{Context, Result};
 use outrigger_inject::drift::{
-    self, pod_drift, selecting_revision, stored_pod_drift, FieldDiff, PodDrift, RevisionTags, State,
+    self, pod_drift, stored_pod_drift, FieldDiff, PodDrift, RevisionTags,
 };
 use outrigger_inject::ingest::workload::WorkloadMeta;
 use outrigger_inject::kube::names::POD_TYPE;
-use outrigger_inject::kube::pod::label as pod_label;
 use outrigger_inject::kube::typed;
 use outrigger_inject::kube_inject::{self, KubeInjectOptions};
 use outrigger_inject::yaml;
@@ -55,8 +54,12 @@ pub fn run(args: &DriftArgs) -> Result<ExitCode> {
         .with_outrigger(&args.revision);
     // The one decision, as `check` judges each pod template (with --namespace-labels, the
     // verdict; always, the warnings).
-    let decider =
-        crate::decision::Decider::new(&args.decision, &args.revision, None, opts.snapshot)?;
+    let decider = crate::decision::Decider::new(
+        &args.decision,
+        &args.revision,
+        None,
+        opts.settings.snapshot,
+    )?;
     let mut skipped = Skipped::default();
     let rows = examine_stream(filename, &opts, &tags, &decider, &mut skipped)?;
     let out = match args.output {
@@ -105,7 +108,7 @@ struct Template {
 /// batch's templates judged on all cores in order: memory follows the batch, not the file.
 /// `tags` resolve pods' `istio.io/rev` labels; pods their tag puts on another revision, and on
 /// it, are counted in `skipped`, not examined. With --namespace-labels, each pod template is
-/// judged as in that namespace: the revision whose webhook selects it ([`selecting_revision`],
+/// judged as in that namespace: the revision whose webhook selects it ([`RevisionTags::selecting`],
 /// another revision's is not examined), then the one decision ([`crate::decision`]: the
 /// webhook entries and the injector, as `check` explains it). The decision's warnings are
 /// printed on stderr, once each. A document that fails is an error naming it; nothing is
@@ -118,7 +121,8 @@ fn examine_stream(
     skipped: &mut Skipped,
 ) -> Result<Vec<Row>> {
     let said = crate::decision::SaidOnce::default();
-    let revision_in_force = outrigger_inject::decide::selection::revision_name(opts.revision);
+    let revision_in_force =
+        outrigger_inject::decide::selection::revision_name(opts.settings.revision);
     let source = input::name(filename);
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut reader = yaml::DocumentReader::new(input::open(filename)?).enumerate();
@@ -167,27 +171,16 @@ fn examine_stream(
         for j in judged {
             let (judged, lines) = j.with_context(|| source.clone())?;
             said.eprint(lines);
-            let Some((t, mut drift)) = judged else {
+            let Some((t, drift)) = judged else {
                 skipped.other_webhook += 1;
                 continue;
             };
-            // A pod labelled with a revision tag is on the tag's revision: when that is not the
-            // revision in force, the pod is that revision's (left out when on it), else on the
-            // wrong one, whatever the configuration in force would give it.
-            if let Some(rev) = pod_label(&t.pod, "istio.io/rev")
-                .and_then(|l| tags.0.get(l))
-                .filter(|rev| **rev != drift.expected_revision)
-            {
-                if drift.injected_revision.as_ref() == Some(rev) {
-                    skipped.other_revision += 1;
-                    continue;
-                }
-                if drift.injected_revision.is_some() {
-                    drift.state = State::WrongRevision;
-                    drift.expected_revision = rev.clone();
-                    drift.fields.clear();
-                }
-            }
+            // A pod labelled with a revision tag is on the tag's revision (left out when that
+            // revision injected it).
+            let Some(drift) = tags.on_tagged_revision(&t.pod, drift) else {
+                skipped.other_revision += 1;
+                continue;
+            };
             rows.push(Row {
                 document: t.document,
                 kind: t.kind,
@@ -224,8 +217,7 @@ fn judge(
         .map(|j| j.stderr_lines())
         .unwrap_or_default();
     if decider.labels_given() {
-        let selected = selecting_revision(decider.namespace_labels(), &t.pod);
-        let selected = selected.as_deref().map(|r| tags.resolve(r));
+        let selected = tags.selecting(decider.namespace_labels(), &t.pod);
         if selected.is_some_and(|r| r != revision_in_force) {
             return Ok((None, lines));
         }

@@ -123,8 +123,12 @@ pub fn run(args: &InjectArgs) -> Result<ExitCode> {
         color: args.diff && args.color.enabled(args.output.as_deref()),
         ..Stats::default()
     };
-    let decider =
-        crate::decision::Decider::new(&args.decision, &args.revision, None, opts.snapshot)?;
+    let decider = crate::decision::Decider::new(
+        &args.decision,
+        &args.revision,
+        None,
+        opts.settings.snapshot,
+    )?;
     let result = stream(input, &opts, &decider, args, &mut output, &mut stats);
     let mut err = std::io::stderr().lock();
     if !stats.warnings.is_empty() {
@@ -248,7 +252,9 @@ impl Stats {
     }
 }
 
-/// Read, inject and write every document of `input`.
+/// Read, inject and write every document of `input`: the library's kube-inject loop
+/// ([`kube_inject::inject_stream`]), with the decision's verdict and messages, the counts, the
+/// diff and the output around it.
 fn stream(
     input: impl BufRead,
     opts: &KubeInjectOptions<'_>,
@@ -257,60 +263,78 @@ fn stream(
     output: &mut Output,
     stats: &mut Stats,
 ) -> Result<()> {
-    for (index, raw) in yaml::DocumentReader::new(input).enumerate() {
-        let raw = raw?;
+    let documents = yaml::DocumentReader::new(input).map(|r| r.map_err(anyhow::Error::from));
+    let prepare = |raw: &yaml::RawDocument| {
         let judged = judge(&raw.text, decider);
         // With --namespace-labels, a workload no webhook entry selects is left as written, as
         // `check` says it is not injected.
         let not_selected =
             decider.labels_given() && judged.as_ref().is_some_and(|j| j.none_selected());
         let keep_trees = args.diff || not_selected || raw.text.contains(STATUS_ANNOTATION);
-        let doc =
-            kube_inject::inject_raw_document(index, &raw.text, raw.first_line, opts, keep_trees);
-        let Some(mut doc) = doc? else { continue };
-        stats.warnings.extend(doc.warnings.iter().cloned());
-        if let Some(judged) = &judged {
-            for line in judged.stderr_lines() {
-                if !stats.warnings.contains(&line) {
-                    stats.warnings.push(line);
-                }
+        (keep_trees, (judged, not_selected))
+    };
+    kube_inject::inject_stream(
+        documents,
+        opts,
+        prepare,
+        |raw, doc, (judged, not_selected)| {
+            write_document(raw, doc, judged, not_selected, args, output, stats)
+        },
+    )
+}
+
+/// Count, judge and write one processed document (or its diff).
+fn write_document(
+    raw: &yaml::RawDocument,
+    mut doc: ProcessedDocument,
+    judged: Option<crate::decision::Judged>,
+    not_selected: bool,
+    args: &InjectArgs,
+    output: &mut Output,
+    stats: &mut Stats,
+) -> Result<()> {
+    stats.warnings.extend(doc.warnings.iter().cloned());
+    if let Some(judged) = &judged {
+        for line in judged.stderr_lines() {
+            if !stats.warnings.contains(&line) {
+                stats.warnings.push(line);
             }
         }
-        if not_selected && doc.outcome == Outcome::Injected {
-            if let Some((before, _)) = doc.trees.take() {
-                doc.text = yaml::json_to_yaml(&before).with_context(|| doc.label())? + "---\n";
-            }
-            for note in judged
-                .iter()
-                .flat_map(|j| j.not_selected_notes("left as written"))
-            {
-                stats.warnings.push(note);
-            }
-            stats.documents += 1;
-            stats.not_selected += 1;
-            if !args.diff {
-                output.write(&doc.text)?;
-                stats.written += 1;
-            }
-            continue;
+    }
+    if not_selected && doc.outcome == Outcome::Injected {
+        if let Some((before, _)) = doc.trees.take() {
+            doc.text = yaml::json_to_yaml(&before).with_context(|| doc.label())? + "---\n";
         }
-        let unchanged = doc.outcome == Outcome::Injected
-            && doc
-                .trees
-                .as_ref()
-                .is_some_and(|(before, after)| before == after);
-        stats.count(doc.outcome, unchanged);
-        if args.diff {
-            let diff = render_diff(&doc, &raw.text, stats.color);
-            if !diff.is_empty() {
-                output.write(&diff)?;
-                stats.written += 1;
-                stats.changed += 1;
-            }
-        } else {
+        for note in judged
+            .iter()
+            .flat_map(|j| j.not_selected_notes("left as written"))
+        {
+            stats.warnings.push(note);
+        }
+        stats.documents += 1;
+        stats.not_selected += 1;
+        if !args.diff {
             output.write(&doc.text)?;
             stats.written += 1;
         }
+        return Ok(());
+    }
+    let unchanged = doc.outcome == Outcome::Injected
+        && doc
+            .trees
+            .as_ref()
+            .is_some_and(|(before, after)| before == after);
+    stats.count(doc.outcome, unchanged);
+    if args.diff {
+        let diff = render_diff(&doc, &raw.text, stats.color);
+        if !diff.is_empty() {
+            output.write(&diff)?;
+            stats.written += 1;
+            stats.changed += 1;
+        }
+    } else {
+        output.write(&doc.text)?;
+        stats.written += 1;
     }
     Ok(())
 }

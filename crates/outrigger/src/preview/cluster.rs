@@ -12,15 +12,15 @@ use anyhow::{Context, Result};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::{LimitRange, Node, ResourceQuota};
-use outrigger_inject::decide::inject_required;
-use outrigger_inject::drift::{self, selecting_revision};
-use outrigger_inject::kube_inject::{self, KubeInjectOptions};
+use outrigger_inject::decide::selection::OUTRIGGER_SELECTOR;
+use outrigger_inject::drift::{self, RevisionTags};
+use outrigger_inject::kube_inject;
 use outrigger_inject::preview::pod_security::{Level, AUDIT_LABEL, ENFORCE_LABEL, WARN_LABEL};
-use outrigger_inject::preview::{Admission, NodeVersion, Outcome};
+use outrigger_inject::preview::{self, Admission, Configs, NodeVersion, Outcome};
 use serde_json::{Map, Value};
 
 use super::report::{Rendered, Report};
-use super::{evaluate, replicas, Configs, Facts};
+use super::{evaluate, replicas, Facts};
 use crate::kube::client::{self, api_error};
 use crate::kube::{objects, pods};
 use crate::preview::args::{PreviewArgs, PreviewOutput};
@@ -252,6 +252,15 @@ pub(crate) fn preview<W: Write>(
         for (name, admission) in enforced {
             facts.insert(name, admission);
         }
+        // The revision tags given (--revision-tag), and the installed webhook's selector value
+        // (--selector-revision, else outrigger's own) standing for the revision in force.
+        let selector = args
+            .decision
+            .selector_revision
+            .as_deref()
+            .unwrap_or(OUTRIGGER_SELECTOR);
+        let tags = RevisionTags(args.decision.revision_tags.iter().cloned().collect())
+            .with_selector(selector, &args.revision);
         let mut counts = Counts::default();
         let mut read = 0usize;
         let chunk = args.scope.chunk_size;
@@ -259,7 +268,7 @@ pub(crate) fn preview<W: Write>(
             read += page.len();
             let page: Vec<Value> = page.into_iter().filter(|o| !controlled(o)).collect();
             let examined = drift::in_parallel(page, threads, |object| {
-                examine(object, &labels, &facts, configs, output)
+                examine(object, &labels, &tags, &facts, configs, output)
             });
             for seen in examined {
                 for seen in seen? {
@@ -335,6 +344,7 @@ pub(crate) fn preview<W: Write>(
 fn examine(
     object: Value,
     labels: &BTreeMap<String, Map<String, Value>>,
+    tags: &RevisionTags,
     facts: &Facts,
     configs: &Configs<'_>,
     output: PreviewOutput,
@@ -369,31 +379,12 @@ fn examine(
     let mut out = Vec::new();
     for t in templates {
         let empty = Map::new();
-        let revision = outrigger_inject::decide::selection::revision_name(configs.current.revision);
-        // outrigger's own selector value (its shipped webhook's) stands for the revision in force.
-        let selected = selecting_revision(labels.get(&ns).unwrap_or(&empty), &t.pod).map(|s| {
-            if s == outrigger_inject::decide::selection::OUTRIGGER_SELECTOR {
-                revision.to_string()
-            } else {
-                s
-            }
-        });
-        if selected.as_deref().is_some_and(|r| r != revision) {
+        let ns_labels = labels.get(&ns).unwrap_or(&empty);
+        let selected = tags.selecting(ns_labels, &t.pod);
+        let Some(w) = preview::cluster_wanted(&t.pod, selected.as_deref(), configs) else {
             out.push(Seen::OtherRevision);
             continue;
-        }
-        let wanted = |o: &KubeInjectOptions<'_>| {
-            let c = &o.snapshot.config;
-            selected.is_some()
-                && inject_required(
-                    &t.pod,
-                    &c.policy,
-                    &c.never_inject_selector,
-                    &c.always_inject_selector,
-                )
-                .inject
         };
-        let w = (wanted(&configs.current), wanted(&configs.candidate));
         if w == (false, false) {
             out.push(Seen::NotInjected);
             continue;

@@ -10,11 +10,12 @@ use anyhow::{Context, Result};
 use outrigger_inject::drift;
 use outrigger_inject::ingest::workload::WorkloadMeta;
 use outrigger_inject::kube_inject::{self, shift_yaml_line};
+use outrigger_inject::preview::Configs;
 use outrigger_inject::yaml::{self, ReadError};
 use serde_json::Value;
 
 use super::report::{Rendered, Report};
-use super::{cluster, evaluate, replicas, Configs, Facts};
+use super::{cluster, evaluate, replicas, Facts};
 use crate::input;
 use crate::preview::args::PreviewArgs;
 

@@ -9,13 +9,12 @@
 
 pub mod args;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use outrigger_inject::ingest::workload::WorkloadMeta;
-use outrigger_inject::kube_inject::{self, KubeInjectOptions};
-use outrigger_inject::preview::{self, Admission, Finding, Outcome, PodPreview};
+use outrigger_inject::preview::{self, Admission, Configs, Finding, Origin, Outcome, PodPreview};
 use serde_json::Value;
 
 use crate::config_source::{native_auto, Setup};
@@ -36,27 +35,6 @@ const TABLE_FIELDS: usize = 10;
 
 /// Exit status when the cluster would refuse a pod of the candidate.
 const REFUSED: u8 = 3;
-
-/// Where a finding comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Origin {
-    /// Only the candidate's injection has it.
-    Candidate,
-    /// The current configuration's injection has it too.
-    Current,
-    /// The workload has it without any sidecar: not injection's doing, not counted.
-    Workload,
-}
-
-impl Origin {
-    fn as_str(self) -> &'static str {
-        match self {
-            Origin::Candidate => "candidate",
-            Origin::Current => "current",
-            Origin::Workload => "workload",
-        }
-    }
-}
 
 /// One workload previewed.
 pub(crate) struct Row {
@@ -88,15 +66,6 @@ impl Row {
     }
 }
 
-/// Both configurations' options.
-pub(crate) struct Configs<'a> {
-    current: KubeInjectOptions<'a>,
-    candidate: KubeInjectOptions<'a>,
-    /// Whether each (current, candidate) is in auto native-sidecar mode: with the nodes known
-    /// (`--kube`), decided per pod template as the webhook decides ([`native`]).
-    auto: (bool, bool),
-}
-
 /// Run `outrigger preview`: rows are written as workloads are judged (`-o json`; the table at
 /// the end, aligned), and only counts are kept ([`report::Report`]).
 pub fn run(args: &PreviewArgs) -> Result<ExitCode> {
@@ -110,21 +79,18 @@ pub fn run(args: &PreviewArgs) -> Result<ExitCode> {
         .unwrap_or_else(|| args.revision.to_string());
     let candidate = Setup::load(&args.cluster, &args.candidate.files(), &candidate_revision)
         .context("loading the candidate configuration")?;
+    let candidate_native = args
+        .candidate
+        .native_sidecars
+        .or(args.in_force.native_sidecars);
     let configs = Configs {
-        current: current.options(args.in_force.native_sidecars, false),
-        candidate: candidate.options(
-            args.candidate
-                .native_sidecars
-                .or(args.in_force.native_sidecars),
-            false,
-        ),
+        current: current
+            .options(args.in_force.native_sidecars, false)
+            .settings,
+        candidate: candidate.options(candidate_native, false).settings,
         auto: (
             native_auto(args.in_force.native_sidecars),
-            native_auto(
-                args.candidate
-                    .native_sidecars
-                    .or(args.in_force.native_sidecars),
-            ),
+            native_auto(candidate_native),
         ),
     };
     let mut report = Report::stdout(args.output);
@@ -198,8 +164,8 @@ pub(crate) fn replicas(object: &Value) -> u64 {
     }
 }
 
-/// Preview one pod template of `workload` (injected under each configuration when `wanted`
-/// says so) and check the candidate's pod under `admission`.
+/// Preview one pod template of `workload` ([`preview::evaluate`]), its row naming where it is
+/// (`document`: index and `items[i]` with -f).
 pub(crate) fn evaluate(
     pod: &Value,
     workload: WorkloadMeta,
@@ -209,42 +175,14 @@ pub(crate) fn evaluate(
     replicas: u64,
     document: Option<(usize, String)>,
 ) -> Row {
-    let mut cur = kube_inject::inject_params(&configs.current, workload.clone());
-    let mut cand = kube_inject::inject_params(&configs.candidate, workload.clone());
-    native::decide(pod, configs, admission, &mut cur, &mut cand);
-    let preview = preview::preview_pod(pod, (&cur, wanted.0), (&cand, wanted.1));
-    let findings = preview::preflight(&preview, admission, replicas);
-    let key = |f: &Finding| (f.check, f.rule.clone(), f.container.clone());
-    // What a pod meets by itself (the same pod on both sides of the preflight).
-    let of = |p: &Value| -> BTreeSet<_> {
-        preview::preflight_pod(Some(p), Ok(p), admission, replicas)
-            .iter()
-            .map(key)
-            .collect()
-    };
-    let bare = of(pod);
-    let current = preview.current.pod().map(of).unwrap_or_default();
-    let findings = findings
-        .into_iter()
-        .map(|f| {
-            let k = key(&f);
-            let origin = if bare.contains(&k) {
-                Origin::Workload
-            } else if current.contains(&k) {
-                Origin::Current
-            } else {
-                Origin::Candidate
-            };
-            (f, origin)
-        })
-        .collect();
+    let evaluation = preview::evaluate(pod, &workload, configs, wanted, admission, replicas);
     Row {
         namespace: workload.namespace,
         kind: workload.kind,
         name: workload.name,
         document,
         replicas,
-        preview,
-        findings,
+        preview: evaluation.preview,
+        findings: evaluation.findings,
     }
 }

@@ -1,41 +1,9 @@
-//! `preview --kube` in auto native-sidecar mode: each configuration's proxy form decided by the
-//! cluster's nodes as Istio's webhook decides it at admission
-//! ([`outrigger_inject::preview::auto_native_sidecars`]). The webhook sees a pod before the
-//! scheduler has placed it, so a pod of a workload (its template names no node) is judged by
-//! every node: on a cluster whose nodes are mixed, one kubelet older than 1.33 means no native
-//! sidecars for any of them. A template that names its node is judged by that node.
+//! `preview --kube` in auto native-sidecar mode: the line saying what the cluster's nodes give
+//! each configuration in auto mode. The decision itself, per pod template as Istio's webhook
+//! makes it at admission (by every node for a pod not yet scheduled), is the library's
+//! ([`outrigger_inject::preview::evaluate`]).
 
-use outrigger_inject::inject::InjectParams;
-use outrigger_inject::preview::{self, Admission, NodeVersion};
-use serde_json::Value;
-
-use super::Configs;
-
-/// Set `current` and `candidate`'s native-sidecar answers for `pod` from `admission`'s nodes,
-/// for each configuration in auto mode; without nodes (offline, or nodes not listable) the
-/// options' answer stands (auto is off then, as Istio's webhook without a node client).
-pub(super) fn decide(
-    pod: &Value,
-    configs: &Configs<'_>,
-    admission: &Admission,
-    current: &mut InjectParams<'_>,
-    candidate: &mut InjectParams<'_>,
-) {
-    let Some(nodes) = admission.nodes.as_deref() else {
-        return;
-    };
-    if !(configs.auto.0 || configs.auto.1) {
-        return;
-    }
-    let every_node = preview::every_node_native(nodes);
-    let answer = preview::auto_native_sidecars(pod, nodes, every_node);
-    if configs.auto.0 {
-        current.native_sidecars = answer;
-    }
-    if configs.auto.1 {
-        candidate.native_sidecars = answer;
-    }
-}
+use outrigger_inject::preview::{Configs, NodeVersion};
 
 /// The line saying what auto mode gives a workload's pods in this cluster, for the
 /// configurations in auto mode; `None` when neither is, or the nodes are not known.

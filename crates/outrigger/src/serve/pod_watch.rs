@@ -14,7 +14,7 @@
 //! server's own MutatingWebhookConfiguration (re-read every [`WEBHOOK_PERIOD`]) with the
 //! namespace's labels; a pod another injector injected (a sidecar, no marker) is not
 //! outrigger's: it is neither counted nor missing. The judgement is `drift --kube`'s
-//! ([`crate::drift::cluster::judge_selected`]).
+//! ([`outrigger_inject::drift::judge_selected`]).
 //!
 //! Memory: a compact summary per pod (its key, a fingerprint of what the judgement reads, its
 //! verdict), never the pod. Each watch event is judged at once (off the async workers); an
@@ -45,9 +45,9 @@ use outrigger_inject::config::Snapshot;
 use outrigger_inject::decide::native::{ClusterFacts, NativeMode};
 use outrigger_inject::decide::selection;
 use outrigger_inject::drift::{FieldDiff, State};
+use outrigger_inject::inject::Settings;
 use outrigger_inject::kube::names::STATUS_ANNOTATION;
 use outrigger_inject::kube::pod::{annotation, meta_str};
-use outrigger_inject::kube_inject::KubeInjectOptions;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -147,18 +147,17 @@ impl Judge {
         if has_sidecar && !selection::injected_by_outrigger(&pod) {
             return Ok(None);
         }
-        let opts = KubeInjectOptions {
+        let settings = Settings {
             snapshot: &self.snapshot,
             native_sidecars: self.native_mode == NativeMode::Enabled,
             revision: &self.revision,
             compliance_policy: &self.compliance_policy,
-            reinject: false,
         };
         let nodes = match self.native_mode {
             NativeMode::Auto => self.nodes.as_deref().map(|n| n as &dyn ClusterFacts),
             _ => None,
         };
-        let (drift, _, _) = crate::drift::cluster::judge_selected(pod, true, nodes, &opts)?;
+        let (drift, _, _) = outrigger_inject::drift::judge_selected(pod, true, nodes, &settings)?;
         let verdict = |state, cause| Some(Verdict { state, cause });
         Ok(match drift.state {
             State::Current => verdict("current", ""),
