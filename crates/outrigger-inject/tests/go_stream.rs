@@ -21,8 +21,8 @@ use std::path::{Path, PathBuf};
 
 use go_oracle::{assert_no_disagreements, generator, replacement_chars, GoStream, Oracle};
 use harness::{trial, Need};
-use outrigger_inject::go::json as gojson;
-use outrigger_inject::yaml;
+use outrigger_go::go::json as gojson;
+use outrigger_go::yaml;
 
 fn main() {
     harness::run(vec![

@@ -16,7 +16,7 @@ use libtest_mimic::{Failed, Trial};
 use outrigger_inject::config::{InjectorConfig, Snapshot};
 use outrigger_inject::kube_inject::{self, KubeInjectOptions};
 use outrigger_inject::preview::preview_pod;
-use outrigger_inject::yaml;
+use outrigger_go::yaml;
 use serde_json::Value;
 
 /// The injector settings of the last three Istio minors.

@@ -21,7 +21,7 @@ use outrigger_inject::decide::inject_required;
 use outrigger_inject::ingest::workload::workload_from_pod;
 use outrigger_inject::inject::{inject_pod, InjectParams, Mode};
 use outrigger_inject::kube_inject;
-use outrigger_inject::yaml;
+use outrigger_go::yaml;
 use serde_json::{json, Value};
 use support::{json_rows, Inject, TempDir};
 

@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use libtest_mimic::Trial;
-use outrigger_inject::yaml;
+use outrigger_go::yaml;
 use serde_json::{Map, Value};
 
 /// The rule for "absent" and "required", shared with the harness (`tests/harness/absent.rs`).

@@ -10,7 +10,7 @@ use outrigger_inject::config::{InjectorConfig, Snapshot};
 use outrigger_inject::ingest::workload::WorkloadMeta;
 use outrigger_inject::inject::{InjectParams, Mode};
 use outrigger_inject::kube_inject::{self, KubeInjectOptions};
-use outrigger_inject::yaml;
+use outrigger_go::yaml;
 use serde_json::Value;
 
 /// The workspace root.

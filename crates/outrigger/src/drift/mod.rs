@@ -18,9 +18,9 @@ use outrigger_inject::drift::{
 use outrigger_inject::ingest::workload::WorkloadMeta;
 use outrigger_inject::kube::names::POD_TYPE;
 use outrigger_inject::kube::pod::label as pod_label;
-use outrigger_inject::kube::typed;
+use outrigger_go::kube::typed;
 use outrigger_inject::kube_inject::{self, KubeInjectOptions};
-use outrigger_inject::yaml;
+use outrigger_go::yaml;
 use serde_json::{json, Value};
 
 use crate::drift::args::{DriftArgs, DriftOutput};

@@ -12,7 +12,7 @@ use outrigger_inject::kube::names::STATUS_ANNOTATION;
 use outrigger_inject::kube_inject::{
     self, KubeInjectOptions, Outcome, ProcessedDocument, SkipReason,
 };
-use outrigger_inject::yaml;
+use outrigger_go::yaml;
 
 use crate::config_source::Setup;
 use crate::input;
