@@ -18,6 +18,9 @@ fn main() {
         println!("cargo::rustc-cfg=corpus_present");
         println!("cargo::rerun-if-changed={}", cases.display());
     } else if required {
-        panic!("Istio's conformance corpus is required but not at {}", cases.display());
+        panic!(
+            "Istio's conformance corpus is required but not at {}",
+            cases.display()
+        );
     }
 }

@@ -33,8 +33,8 @@ use std::path::{Path, PathBuf};
 use go_oracle::{replacement_chars, Answer, Oracle};
 use inputs::{corpus, hello_params, snapshot, walk, workspace, XorShift};
 use outrigger_go::go::json as gojson;
-use outrigger_inject::inject;
 use outrigger_go::yaml;
+use outrigger_inject::inject;
 use serde_json::json;
 
 /// Print a line on the process' standard error even while the test harness captures output.

@@ -120,7 +120,10 @@ fn blank_literals(text: &str) -> String {
         let next = b.get(i + 1).copied();
         match b[i] {
             b'/' if next == Some(b'/') => {
-                let end = b[i..].iter().position(|&c| c == b'\n').map_or(b.len(), |n| i + n);
+                let end = b[i..]
+                    .iter()
+                    .position(|&c| c == b'\n')
+                    .map_or(b.len(), |n| i + n);
                 blank(&mut out, i, end);
                 i = end;
             }
@@ -139,7 +142,9 @@ fn blank_literals(text: &str) -> String {
                 blank(&mut out, i, j);
                 i = j;
             }
-            b'r' if (i == 0 || !ident(b[i - 1]) || (b[i - 1] == b'b' && (i < 2 || !ident(b[i - 2]))))
+            b'r' if (i == 0
+                || !ident(b[i - 1])
+                || (b[i - 1] == b'b' && (i < 2 || !ident(b[i - 2]))))
                 && matches!(next, Some(b'"' | b'#')) =>
             {
                 let hashes = b[i + 1..].iter().take_while(|&&c| c == b'#').count();
@@ -168,7 +173,10 @@ fn blank_literals(text: &str) -> String {
             b'\'' => {
                 // A character literal ('x', '\n', '\u{..}', '→'), else a lifetime or label.
                 let end = if next == Some(b'\\') {
-                    b[i + 2..].iter().position(|&c| c == b'\'').map(|n| i + 2 + n)
+                    b[i + 2..]
+                        .iter()
+                        .position(|&c| c == b'\'')
+                        .map(|n| i + 2 + n)
                 } else {
                     text[i + 1..]
                         .chars()
@@ -435,7 +443,10 @@ fn check(
             if path.len() <= depth || path.iter().zip(scope).any(|(a, b)| a != b) {
                 continue;
             }
-            let m = items.get(path[depth].as_str()).copied().unwrap_or(&path[depth]);
+            let m = items
+                .get(path[depth].as_str())
+                .copied()
+                .unwrap_or(&path[depth]);
             checked += 1;
             match layer.get(m) {
                 _ if m == own || m.starts_with(char::is_uppercase) => {}
@@ -479,14 +490,11 @@ fn injector_modules_name_only_lower_layers() {
 
 #[test]
 fn engine_modules_name_only_lower_layers() {
-    let (violations, checked) = check(
-        &crate_src("outrigger-go"),
-        &[],
-        ENGINE_LAYERS,
-        &[],
-        true,
+    let (violations, checked) = check(&crate_src("outrigger-go"), &[], ENGINE_LAYERS, &[], true);
+    assert!(
+        checked > 50,
+        "only {checked} names seen: is the scan broken?"
     );
-    assert!(checked > 50, "only {checked} names seen: is the scan broken?");
     assert!(violations.is_empty(), "{violations:#?}");
 }
 
@@ -499,7 +507,10 @@ fn template_modules_name_only_lower_layers() {
         &[],
         false,
     );
-    assert!(checked > 20, "only {checked} names seen: is the scan broken?");
+    assert!(
+        checked > 20,
+        "only {checked} names seen: is the scan broken?"
+    );
     assert!(violations.is_empty(), "{violations:#?}");
 }
 

@@ -12,8 +12,8 @@ mod inputs;
 use std::path::{Path, PathBuf};
 
 use inputs::{corpus, hello_params, snapshot, XorShift};
-use outrigger_inject::inject;
 use outrigger_go::yaml;
+use outrigger_inject::inject;
 use serde_json::json;
 
 /// Assert that the fast path agrees with the full loader when it answers; return whether it did.

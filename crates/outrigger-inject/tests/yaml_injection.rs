@@ -9,10 +9,10 @@
 
 use std::path::{Path, PathBuf};
 
+use outrigger_go::yaml;
 use outrigger_inject::config::defaults;
 use outrigger_inject::config::{InjectorConfig, Snapshot};
 use outrigger_inject::kube_inject::{self, KubeInjectOptions, KubeInjectOutput};
-use outrigger_go::yaml;
 use serde_json::Value;
 
 #[path = "harness/absent.rs"]

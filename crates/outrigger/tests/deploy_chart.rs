@@ -497,8 +497,7 @@ fn match_conditions_file_is_what_webhook_config_prints() {
         .expect("outrigger runs");
     assert!(out.status.success());
     let printed: Value =
-        outrigger_go::yaml::from_str(&String::from_utf8(out.stdout).expect("UTF-8"))
-            .expect("YAML");
+        outrigger_go::yaml::from_str(&String::from_utf8(out.stdout).expect("UTF-8")).expect("YAML");
     let file = std::fs::read_to_string(chart_dir().join("files/match-conditions.yaml"))
         .expect("match-conditions.yaml");
     let shipped: Value = outrigger_go::yaml::from_str(&file).expect("YAML");

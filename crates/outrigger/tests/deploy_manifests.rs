@@ -184,12 +184,11 @@ fn critical_priority_class_is_covered_by_a_resource_quota() {
     // Where critical priority classes are quota-limited, a system-cluster-critical pod outside
     // kube-system is refused unless a ResourceQuota of its namespace covers that class.
     for overlay in ["base", "overlays/ha"] {
-        let docs: Vec<serde_json::Value> =
-            outrigger_go::yaml::split_documents(&kustomize(overlay))
-                .expect("documents")
-                .into_iter()
-                .map(|d| outrigger_go::yaml::from_str(&d).expect("YAML"))
-                .collect();
+        let docs: Vec<serde_json::Value> = outrigger_go::yaml::split_documents(&kustomize(overlay))
+            .expect("documents")
+            .into_iter()
+            .map(|d| outrigger_go::yaml::from_str(&d).expect("YAML"))
+            .collect();
         let dep = docs
             .iter()
             .find(|d| d["kind"] == "Deployment")

@@ -99,7 +99,14 @@ impl<'t> Exec<'t> {
             Value::Object(_) => super::value::owned(data.values.clone()),
             _ => V::map(BTreeMap::new()),
         });
-        Self::run_dot_with(tmpl, V::Root(data), values, data.env, data.proto_json, clock)
+        Self::run_dot_with(
+            tmpl,
+            V::Root(data),
+            values,
+            data.env,
+            data.proto_json,
+            clock,
+        )
     }
 
     /// Run the template's main body over a generic JSON value, as Go executes a template over

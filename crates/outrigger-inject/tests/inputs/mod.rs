@@ -6,11 +6,11 @@
 
 use std::path::{Path, PathBuf};
 
+use outrigger_go::yaml;
 use outrigger_inject::config::{InjectorConfig, Snapshot};
 use outrigger_inject::ingest::workload::WorkloadMeta;
 use outrigger_inject::inject::{InjectParams, Mode};
 use outrigger_inject::kube_inject::{self, KubeInjectOptions};
-use outrigger_go::yaml;
 use serde_json::Value;
 
 /// The workspace root.

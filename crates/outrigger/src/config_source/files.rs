@@ -239,8 +239,8 @@ fn embedded_mesh(revision: &str) -> Result<String> {
     if revision.is_empty() {
         return Ok(defaults::MESH.to_string());
     }
-    let mut mesh = outrigger_go::yaml::from_str(defaults::MESH)
-        .context("reading the embedded mesh config")?;
+    let mut mesh =
+        outrigger_go::yaml::from_str(defaults::MESH).context("reading the embedded mesh config")?;
     let values: serde_json::Value =
         serde_json::from_str(defaults::VALUES).context("reading the embedded values")?;
     let namespace = values["global"]["istioNamespace"]

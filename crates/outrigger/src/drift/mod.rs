@@ -12,15 +12,15 @@ use std::process::ExitCode;
 
 use crate::print;
 use anyhow::{Context, Result};
+use outrigger_go::kube::typed;
+use outrigger_go::yaml;
 use outrigger_inject::drift::{
     self, pod_drift, selecting_revision, stored_pod_drift, FieldDiff, PodDrift, RevisionTags, State,
 };
 use outrigger_inject::ingest::workload::WorkloadMeta;
 use outrigger_inject::kube::names::POD_TYPE;
 use outrigger_inject::kube::pod::label as pod_label;
-use outrigger_go::kube::typed;
 use outrigger_inject::kube_inject::{self, KubeInjectOptions};
-use outrigger_go::yaml;
 use serde_json::{json, Value};
 
 use crate::drift::args::{DriftArgs, DriftOutput};

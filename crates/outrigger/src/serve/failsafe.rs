@@ -10,10 +10,10 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use outrigger_go::work::{self, Budget};
 use outrigger_inject::config::Snapshot;
 use outrigger_inject::decide::native::NativeMode;
 use outrigger_inject::guard::{self, Adds, Unusable};
-use outrigger_go::work::{self, Budget};
 
 use super::handler::State;
 

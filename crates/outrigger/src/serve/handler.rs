@@ -14,10 +14,10 @@ use hyper::header::{
     HeaderValue, ACCEPT, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, LOCATION, RETRY_AFTER,
 };
 use hyper::{Request, Response, StatusCode, Version};
+use outrigger_go::work::Budget;
 use outrigger_inject::config::Snapshot;
 use outrigger_inject::decide::native::{ClusterFacts, NativeMode};
 use outrigger_inject::webhook::{self, Outcome};
-use outrigger_go::work::Budget;
 use serde_json::{Map, Value};
 use tokio::sync::Semaphore;
 
