@@ -3,7 +3,7 @@
 
 Usage: python3 tools/gen_schema_tables.py [SCHEMA_DIR] [--out DIR]
 Writes crates/outrigger-go/data/{k8s-types,proto-types}.json (or into DIR). Re-run when the
-schema facts change; the test crates/outrigger-inject/tests/schema_tables.rs checks that running it
+schema facts change; the test crates/outrigger-go/tests/schema_tables.rs checks that running it
 gives the committed tables.
 """
 import json

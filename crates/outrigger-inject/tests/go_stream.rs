@@ -12,7 +12,9 @@
 //! from documents, separators, directives, end markers and line endings
 //! (`OUTRIGGER_DIFF_ITERATIONS`, `OUTRIGGER_DIFF_SEED`). Each test prints its counts.
 
+#[path = "../../outrigger-go/tests/go_oracle/mod.rs"]
 mod go_oracle;
+#[path = "../../outrigger-go/tests/harness/mod.rs"]
 mod harness;
 mod inputs;
 

@@ -21,7 +21,9 @@
 //! `OUTRIGGER_DIFF_SEED` changes the seed; `OUTRIGGER_DIFF_DUMP=FILE` writes each batch of
 //! generated inputs (JSON lines) before asking Go.
 
+#[path = "../../outrigger-go/tests/go_oracle/mod.rs"]
 mod go_oracle;
+#[path = "../../outrigger-go/tests/harness/mod.rs"]
 mod harness;
 
 use std::collections::BTreeMap;

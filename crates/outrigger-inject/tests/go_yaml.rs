@@ -22,7 +22,9 @@
 //! (directly on standard error, so they show without `--nocapture`) and fails on any
 //! disagreement.
 
+#[path = "../../outrigger-go/tests/go_oracle/mod.rs"]
 mod go_oracle;
+#[path = "../../outrigger-go/tests/harness/mod.rs"]
 mod harness;
 mod inputs;
 

@@ -5,7 +5,9 @@
 //! documents re-emitted with `yaml::to_string`, every text that real injections parse (rendered
 //! sidecar templates included), and seeded random mutations of template-like snippets.
 
+#[path = "../../outrigger-go/tests/go_oracle/mod.rs"]
 mod go_oracle;
+#[path = "../../outrigger-go/tests/harness/mod.rs"]
 mod harness;
 mod inputs;
 

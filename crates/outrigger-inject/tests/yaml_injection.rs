@@ -15,7 +15,7 @@ use outrigger_inject::config::{InjectorConfig, Snapshot};
 use outrigger_inject::kube_inject::{self, KubeInjectOptions, KubeInjectOutput};
 use serde_json::Value;
 
-#[path = "harness/absent.rs"]
+#[path = "../../outrigger-go/tests/harness/absent.rs"]
 mod absent;
 
 fn root() -> PathBuf {

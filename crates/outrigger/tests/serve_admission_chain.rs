@@ -5,7 +5,7 @@
 //! configurations rendered from Istio's chart (no overlap by default, a migration one namespace at
 //! a time and back; the takeover's overlap), and against seeded faults.
 
-#[path = "../../outrigger-inject/tests/harness/absent.rs"]
+#[path = "../../outrigger-go/tests/harness/absent.rs"]
 mod absent;
 mod common;
 

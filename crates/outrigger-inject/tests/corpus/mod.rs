@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 /// The rule for "absent" and "required", shared with the harness (`tests/harness/absent.rs`).
 // A test binary may take this file through more than one of the helpers that share it.
 #[allow(clippy::duplicate_mod)]
-#[path = "../harness/absent.rs"]
+#[path = "../../../outrigger-go/tests/harness/absent.rs"]
 mod absent;
 
 pub use absent::corpus_dir;

@@ -28,7 +28,7 @@ pub fn corpus() -> Option<PathBuf> {
 /// The harness' rule for where the corpus is (`tests/harness/absent.rs`).
 // A test binary may take this file through more than one of the helpers that share it.
 #[allow(clippy::duplicate_mod)]
-#[path = "../harness/absent.rs"]
+#[path = "../../../outrigger-go/tests/harness/absent.rs"]
 mod absent;
 
 /// A snapshot of the settings in `settings` (config.yaml, values.json) with the mesh
