@@ -2,8 +2,8 @@
 """Turn the Go/protobuf type facts in ../shared/schema into the compact tables outrigger embeds.
 
 Usage: python3 tools/gen_schema_tables.py [SCHEMA_DIR] [--out DIR]
-Writes crates/outrigger-inject/data/{k8s-types,proto-types}.json (or into DIR). Re-run when the
-schema facts change; the test crates/outrigger-inject/tests/schema_tables.rs checks that running it
+Writes crates/outrigger-go/data/{k8s-types,proto-types}.json (or into DIR). Re-run when the
+schema facts change; the test crates/outrigger-go/tests/schema_tables.rs checks that running it
 gives the committed tables.
 """
 import json
@@ -12,7 +12,7 @@ import sys
 
 here = os.path.dirname(os.path.abspath(__file__))
 args = sys.argv[1:]
-out = os.path.join(here, "..", "crates", "outrigger-inject", "data")
+out = os.path.join(here, "..", "crates", "outrigger-go", "data")
 if "--out" in args:
     i = args.index("--out")
     out = args[i + 1]

@@ -6,11 +6,11 @@
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
+use outrigger_go::yaml;
 use outrigger_inject::config::defaults;
 use outrigger_inject::config::{InjectorConfig, Snapshot};
 use outrigger_inject::inject::Settings;
 use outrigger_inject::kube_inject::{self, KubeInjectOptions};
-use outrigger_inject::yaml;
 
 fn snapshot() -> &'static Snapshot {
     static SNAPSHOT: OnceLock<Snapshot> = OnceLock::new();

@@ -10,7 +10,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use outrigger_inject::template::Template;
+use outrigger_go::template::Template;
 
 fuzz_target!(|data_in: &[u8]| {
     let [a, b, rest @ ..] = data_in else {

@@ -5,7 +5,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use outrigger_inject::template::Template;
+use outrigger_go::template::Template;
 
 fn data() -> serde_json::Value {
     serde_json::json!({

@@ -7,7 +7,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use outrigger_inject::yaml;
+use outrigger_go::yaml;
 use serde_json::Value;
 
 /// Equality with numbers compared by value (`1` and `1.0` are the same YAML number).

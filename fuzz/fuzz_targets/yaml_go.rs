@@ -10,8 +10,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use outrigger_inject::go::json as gojson;
-use outrigger_inject::yaml;
+use outrigger_go::go::json as gojson;
+use outrigger_go::yaml;
 use serde_json::{json, Value};
 
 mod oracle;

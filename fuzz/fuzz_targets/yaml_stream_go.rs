@@ -9,7 +9,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use outrigger_inject::yaml;
+use outrigger_go::yaml;
 use serde_json::{json, Value};
 
 mod oracle;

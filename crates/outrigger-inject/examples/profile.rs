@@ -59,7 +59,7 @@ fn measured(pod: &serde_json::Value, p: &InjectParams<'_>, n: usize) {
 /// Third argument `render`: only execute the sidecar template (`--toggle-collect=profile::render_loop`).
 fn render_only(s: &Snapshot, pod: &serde_json::Value, n: usize) {
     let null = serde_json::Value::Null;
-    let data = outrigger_inject::template::TemplateData {
+    let data = outrigger_go::template::TemplateData {
         kind: "Deployment",
         api_version: "apps/v1",
         deployment_name: "hello",
@@ -78,6 +78,7 @@ fn render_only(s: &Snapshot, pod: &serde_json::Value, n: usize) {
         inbound_traffic_policy_mode: "passthrough",
         compliance_policy: "",
         env: &s.template_env,
+        proto_json: outrigger_inject::mesh::proto_to_json,
     };
     let t = &s.config.templates["sidecar"];
     let text = t.render(&data).unwrap();
@@ -93,8 +94,8 @@ fn render_only(s: &Snapshot, pod: &serde_json::Value, n: usize) {
 /// The measured render loop.
 #[inline(never)]
 fn render_loop(
-    t: &outrigger_inject::template::Template,
-    data: &outrigger_inject::template::TemplateData<'_>,
+    t: &outrigger_go::template::Template,
+    data: &outrigger_go::template::TemplateData<'_>,
     n: usize,
 ) {
     for _ in 0..n {

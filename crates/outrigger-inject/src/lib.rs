@@ -10,19 +10,22 @@
 //! [`preview::evaluate`].
 //! Every Istio rule has its owner here; the binary does I/O.
 //!
-//! State that outlives a call: the embedded schema tables, the template function table and a
-//! few compiled regular expressions (built once on first use, read-only afterwards); a
-//! per-thread memo of canonical quantity strings in [`kube::typed`] (a bounded cache of a pure
-//! function: results are the same with or without it); and, with the `test-support` feature
-//! only, a per-thread log of the texts [`yaml::from_str`] reads.
+//! The Go-compatible engines it stands on (Go's `text/template` with Sprig, Go's YAML stack,
+//! Go's formatting rules, the Go type facts of Kubernetes and Istio's messages, the work budget)
+//! are the [`outrigger_go`] crate, which cannot name this one; the modules here name them by
+//! their old paths (`crate::yaml`, `crate::template`, `crate::kube::typed`, ...). What only the
+//! injector knows reaches the template engine with the data: `protoToJSON`'s encoder is
+//! [`mesh::proto_to_json`].
+//!
+//! State that outlives a call: each `config::Snapshot`'s memo of renders and answers, and
+//! outrigger-go's (its schema tables, template function table, quantity memo).
 //!
 //! ## Features
 //!
-//! - `test-support` (off by default): hooks for tests and fuzzing that are not part of the
-//!   production API: `yaml::fast_from_str` and `yaml::slow_from_str` (the YAML loader's
-//!   two paths separately) and `yaml::traced` (the texts the loader read on this thread;
-//!   without the feature nothing is recorded). The crate's own tests and benches enable it
-//!   through a dev-dependency on the crate itself; the fuzz targets enable it explicitly.
+//! - `test-support` (off by default): outrigger-go's hooks for tests and fuzzing that are not
+//!   part of the production API (`outrigger_go::yaml::fast_from_str`, `slow_from_str`,
+//!   `traced`). The crate's own tests and benches enable it through a dev-dependency on the
+//!   crate itself; the fuzz targets enable it explicitly.
 //!
 //! Data flows one way through the stages, one module each:
 //! pod JSON → [`ingest`] → [`decide`] → [`render`] → [`merge`] → [`finish`] → [`patch`] →
@@ -36,27 +39,26 @@
 //! [`preview`] a pod against a configuration, [`check`] the explanation of a decision, and
 //! [`guard`] checks that a configuration can inject at all. Below the stages are their inputs
 //! ([`config`], and [`unsupported`]: what a configuration's templates use that outrigger lacks)
-//! and the engines they use: [`template`] (Go `text/template`), [`mesh`] (mesh and
-//! proxy config), [`yaml`], [`kube`] (Kubernetes types), [`json`] and [`go`] (Go formatting);
-//! [`work`] is the budget a review's steps check so that it ends at its deadline.
+//! and the engines of injection they use: [`mesh`] (mesh and proxy config), [`kube`]
+//! (Kubernetes rules) and [`json`], over outrigger-go's.
 //!
 //! Imports go one way: an orchestrator uses the stages (and [`inject`]); a stage uses earlier
 //! stages, [`config`] and the engines; [`config`] uses the engines; each engine uses only the
-//! engines after it in the list above. No stage imports a later stage or an orchestrator, and
-//! there are no cycles.
+//! engines before it in `tests/layering.rs`. No stage imports a later stage or an orchestrator,
+//! and there are no cycles.
 
 #![forbid(unsafe_code)]
 
 pub mod error;
 
-// Engines: Go formatting, JSON helpers, Kubernetes types, YAML, mesh config, templates.
-pub mod go;
+// The Go-compatible engines live in the outrigger-go crate; the modules here name them by
+// their old paths (`crate::yaml`, `crate::template`, ...).
+pub(crate) use outrigger_go::{go, template, work, yaml};
+
+// Engines of injection: JSON helpers, Kubernetes types, mesh config.
 pub mod json;
 pub mod kube;
 pub mod mesh;
-pub mod template;
-pub mod work;
-pub mod yaml;
 
 // Inputs: injector configuration, values, embedded defaults; what a configuration's templates
 // use that outrigger lacks.

@@ -17,10 +17,10 @@ use std::path::Path;
 use libtest_mimic::{Failed, Trial};
 
 use corpus::{first_diff, load_docs, normalise};
+use outrigger_go::yaml;
 use outrigger_inject::config::{InjectorConfig, Snapshot};
 use outrigger_inject::inject::Settings;
 use outrigger_inject::kube_inject::{self, KubeInjectOptions};
-use outrigger_inject::yaml;
 use serde_json::Value;
 
 /// Cases known not to pass yet, with the reason. Every other case must pass.

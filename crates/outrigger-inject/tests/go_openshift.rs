@@ -8,7 +8,9 @@
 //! random texts over an alphabet of those characters (`OUTRIGGER_DIFF_ITERATIONS`, default
 //! 20,000; `OUTRIGGER_DIFF_SEED`).
 
+#[path = "../../outrigger-go/tests/go_oracle/mod.rs"]
 mod go_oracle;
+#[path = "../../outrigger-go/tests/harness/mod.rs"]
 mod harness;
 
 use go_oracle::{Answer, Oracle};

@@ -12,7 +12,9 @@
 //! from documents, separators, directives, end markers and line endings
 //! (`OUTRIGGER_DIFF_ITERATIONS`, `OUTRIGGER_DIFF_SEED`). Each test prints its counts.
 
+#[path = "../../outrigger-go/tests/go_oracle/mod.rs"]
 mod go_oracle;
+#[path = "../../outrigger-go/tests/harness/mod.rs"]
 mod harness;
 mod inputs;
 
@@ -21,8 +23,8 @@ use std::path::{Path, PathBuf};
 
 use go_oracle::{assert_no_disagreements, generator, replacement_chars, GoStream, Oracle};
 use harness::{trial, Need};
-use outrigger_inject::go::json as gojson;
-use outrigger_inject::yaml;
+use outrigger_go::go::json as gojson;
+use outrigger_go::yaml;
 
 fn main() {
     harness::run(vec![

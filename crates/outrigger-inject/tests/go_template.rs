@@ -21,13 +21,15 @@
 //! `OUTRIGGER_DIFF_SEED` changes the seed; `OUTRIGGER_DIFF_DUMP=FILE` writes each batch of
 //! generated inputs (JSON lines) before asking Go.
 
+#[path = "../../outrigger-go/tests/go_oracle/mod.rs"]
 mod go_oracle;
+#[path = "../../outrigger-go/tests/harness/mod.rs"]
 mod harness;
 
 use std::collections::BTreeMap;
 
 use go_oracle::{Answer, GoClock, Oracle, Rng};
-use outrigger_inject::template::{Clock, Template, TemplateData};
+use outrigger_go::template::{Clock, Template, TemplateData};
 use serde_json::{json, Value};
 
 /// What one engine did with one input.
@@ -2029,6 +2031,7 @@ fn ours_typed(src: &str, meta: &Value, clock: &Clock) -> Outcome {
         inbound_traffic_policy_mode: "",
         compliance_policy: "",
         env: &env,
+        proto_json: outrigger_inject::mesh::proto_to_json,
     };
     match Template::parse("inject", src) {
         Err(e) => Outcome::Parse(e.to_string()),
@@ -2145,6 +2148,7 @@ fn ours_values(src: &str, values: &Value, clock: &Clock) -> Outcome {
         inbound_traffic_policy_mode: "",
         compliance_policy: "",
         env: &env,
+        proto_json: outrigger_inject::mesh::proto_to_json,
     };
     match Template::parse("inject", src) {
         Err(e) => Outcome::Parse(e.to_string()),

@@ -1,4 +1,4 @@
-//! Differential test of the YAML reader against Go: `outrigger_inject::yaml::from_str` must agree
+//! Differential test of the YAML reader against Go: `outrigger_go::yaml::from_str` must agree
 //! with sigs.k8s.io/yaml `YAMLToJSON` (the Go oracle, `tests/go-oracle`) on
 //!
 //! * (a) every YAML file of this repository (whole, and split into documents),
@@ -22,7 +22,9 @@
 //! (directly on standard error, so they show without `--nocapture`) and fails on any
 //! disagreement.
 
+#[path = "../../outrigger-go/tests/go_oracle/mod.rs"]
 mod go_oracle;
+#[path = "../../outrigger-go/tests/harness/mod.rs"]
 mod harness;
 mod inputs;
 
@@ -32,9 +34,9 @@ use std::path::{Path, PathBuf};
 
 use go_oracle::{replacement_chars, Answer, Oracle};
 use inputs::{corpus, hello_params, snapshot, walk, workspace, XorShift};
-use outrigger_inject::go::json as gojson;
+use outrigger_go::go::json as gojson;
+use outrigger_go::yaml;
 use outrigger_inject::inject;
-use outrigger_inject::yaml;
 use serde_json::json;
 
 /// Print a line on the process' standard error even while the test harness captures output.

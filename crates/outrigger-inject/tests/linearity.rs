@@ -15,7 +15,7 @@ use std::process::Command;
 use outrigger_inject::webhook::{self, Context, Outcome};
 
 /// The harness' rule for a missing tool (ignored, failing where required).
-#[path = "harness/absent.rs"]
+#[path = "../../outrigger-go/tests/harness/absent.rs"]
 mod absent;
 
 #[path = "../benches/support/mod.rs"]

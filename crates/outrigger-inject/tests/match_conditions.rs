@@ -15,11 +15,11 @@ mod inputs;
 use cel::{Context, Program};
 use inputs::XorShift;
 use libtest_mimic::{Arguments, Failed, Trial};
+use outrigger_go::yaml;
 use outrigger_inject::config::Policy;
 use outrigger_inject::decide::match_conditions::match_conditions;
 use outrigger_inject::decide::{inject_required, Decision};
 use outrigger_inject::ingest::workload::{is_supported_kind, template_pointers};
-use outrigger_inject::yaml;
 use serde_json::{json, Map, Value};
 
 const NAMESPACES: [&str; 6] = [

@@ -13,11 +13,11 @@ use std::path::Path;
 use std::sync::Arc;
 
 use libtest_mimic::{Failed, Trial};
+use outrigger_go::yaml;
 use outrigger_inject::config::{InjectorConfig, Snapshot};
 use outrigger_inject::inject::Settings;
 use outrigger_inject::kube_inject::{self, KubeInjectOptions};
 use outrigger_inject::preview::preview_pod;
-use outrigger_inject::yaml;
 use serde_json::Value;
 
 /// The injector settings of the last three Istio minors.

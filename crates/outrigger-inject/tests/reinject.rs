@@ -19,11 +19,11 @@ use std::sync::{Arc, Mutex};
 
 use corpus::{first_diff, load_docs};
 use libtest_mimic::{Failed, Trial};
+use outrigger_go::yaml;
 use outrigger_inject::config::{InjectorConfig, Snapshot};
 use outrigger_inject::drift::{pod_drift, State};
 use outrigger_inject::inject::Settings;
 use outrigger_inject::kube_inject::{self, KubeInjectOptions};
-use outrigger_inject::yaml;
 use serde_json::Value;
 
 /// The injector settings of the last three Istio minors, oldest first.

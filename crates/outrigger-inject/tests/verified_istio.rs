@@ -5,7 +5,9 @@
 //! ([`outrigger_inject::guard::assess`]), so `serve` is ready with it. The releases listed must
 //! be exactly [`VERIFIED_ISTIO`], the minors `serve` names in its findings.
 
+#[path = "../../outrigger-go/tests/go_oracle/mod.rs"]
 mod go_oracle;
+#[path = "../../outrigger-go/tests/harness/mod.rs"]
 mod harness;
 
 use std::path::Path;

@@ -5,15 +5,17 @@
 //! documents re-emitted with `yaml::to_string`, every text that real injections parse (rendered
 //! sidecar templates included), and seeded random mutations of template-like snippets.
 
+#[path = "../../outrigger-go/tests/go_oracle/mod.rs"]
 mod go_oracle;
+#[path = "../../outrigger-go/tests/harness/mod.rs"]
 mod harness;
 mod inputs;
 
 use std::path::{Path, PathBuf};
 
 use inputs::{corpus, hello_params, snapshot, XorShift};
+use outrigger_go::yaml;
 use outrigger_inject::inject;
-use outrigger_inject::yaml;
 use serde_json::json;
 
 /// Assert that the fast path agrees with the full loader when it answers; return whether it did.

@@ -9,14 +9,14 @@
 
 use std::path::{Path, PathBuf};
 
+use outrigger_go::yaml;
 use outrigger_inject::config::defaults;
 use outrigger_inject::config::{InjectorConfig, Snapshot};
 use outrigger_inject::inject::Settings;
 use outrigger_inject::kube_inject::{self, KubeInjectOptions, KubeInjectOutput};
-use outrigger_inject::yaml;
 use serde_json::Value;
 
-#[path = "harness/absent.rs"]
+#[path = "../../outrigger-go/tests/harness/absent.rs"]
 mod absent;
 
 fn root() -> PathBuf {

@@ -1,5 +1,5 @@
 //! The `-f` input of `inject` and `check`: a file, or standard input for `-`, read as a stream
-//! of YAML documents by the library's [`outrigger_inject::yaml::DocumentReader`], so both
+//! of YAML documents by the library's [`outrigger_go::yaml::DocumentReader`], so both
 //! commands see exactly the same documents.
 
 use std::io::{BufRead, BufReader};

@@ -89,7 +89,7 @@ pub fn run(args: &VersionArgs) -> Result<()> {
     let text = match args.output {
         VersionFormat::Text => text(),
         VersionFormat::Json => crate::print::pretty_json(&object())?,
-        VersionFormat::Yaml => outrigger_inject::yaml::to_string(&object()),
+        VersionFormat::Yaml => outrigger_go::yaml::to_string(&object()),
     };
     crate::print::stdout(&text)
 }

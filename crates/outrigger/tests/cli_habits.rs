@@ -577,7 +577,7 @@ fn four_verdicts(
         .split("\n---\n")
         .filter(|d| !d.trim().is_empty() && d.trim() != "---")
         .map(|d| {
-            let doc = outrigger_inject::yaml::from_str(d).expect("injected document");
+            let doc = outrigger_go::yaml::from_str(d).expect("injected document");
             let name = format!(
                 "{}/{}",
                 doc["kind"].as_str().unwrap_or(""),

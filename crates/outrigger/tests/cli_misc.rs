@@ -102,7 +102,7 @@ fn version_json_names_the_build_and_the_verified_versions() {
     // -o yaml: the same object.
     let (code, yaml, err) = outrigger(&["version", "-o", "yaml"]);
     assert_eq!(code, 0, "{err}");
-    assert_eq!(outrigger_inject::yaml::from_str(&yaml).expect("YAML"), v);
+    assert_eq!(outrigger_go::yaml::from_str(&yaml).expect("YAML"), v);
 }
 
 #[test]

@@ -133,10 +133,10 @@ fn renders() -> Vec<(&'static str, Value, &'static str, &'static str)> {
 }
 
 fn docs(text: &str) -> Vec<Value> {
-    outrigger_inject::yaml::split_documents(text)
+    outrigger_go::yaml::split_documents(text)
         .expect("a YAML stream")
         .iter()
-        .map(|d| outrigger_inject::yaml::from_str(d).expect("YAML"))
+        .map(|d| outrigger_go::yaml::from_str(d).expect("YAML"))
         .filter(|d: &Value| !d.is_null())
         .collect()
 }
@@ -378,7 +378,7 @@ fn the_prometheus_rule_is_the_shipped_rules_file() {
     )];
     let file = std::fs::read_to_string(chart_dir().join("files/outrigger-alerts.yaml"))
         .expect("rules file");
-    let shipped: Value = outrigger_inject::yaml::from_str(&file).expect("rules YAML");
+    let shipped: Value = outrigger_go::yaml::from_str(&file).expect("rules YAML");
     assert_eq!(
         rule["spec"], shipped,
         "release outrigger in namespace outrigger"
@@ -467,7 +467,7 @@ fn every_value_is_typed_described_and_closed() {
     let mut faults = Vec::new();
     walk(&schema, "", &mut faults);
     let text = std::fs::read_to_string(chart_dir().join("values.yaml")).expect("values.yaml");
-    let values: Value = outrigger_inject::yaml::from_str(&text).expect("YAML");
+    let values: Value = outrigger_go::yaml::from_str(&text).expect("YAML");
     fn described(values: &Value, schema: &Value, at: &str, faults: &mut Vec<String>) {
         for (key, value) in values.as_object().into_iter().flatten() {
             let Some(node) = schema["properties"].get(key) else {
@@ -485,7 +485,7 @@ fn every_value_is_typed_described_and_closed() {
 
 fn chart_versions_follow_the_crate() {
     let text = std::fs::read_to_string(chart_dir().join("Chart.yaml")).expect("Chart.yaml");
-    let chart: Value = outrigger_inject::yaml::from_str(&text).expect("YAML");
+    let chart: Value = outrigger_go::yaml::from_str(&text).expect("YAML");
     assert_eq!(chart["version"], env!("CARGO_PKG_VERSION"));
     assert_eq!(chart["appVersion"], env!("CARGO_PKG_VERSION"));
 }
@@ -497,11 +497,10 @@ fn match_conditions_file_is_what_webhook_config_prints() {
         .expect("outrigger runs");
     assert!(out.status.success());
     let printed: Value =
-        outrigger_inject::yaml::from_str(&String::from_utf8(out.stdout).expect("UTF-8"))
-            .expect("YAML");
+        outrigger_go::yaml::from_str(&String::from_utf8(out.stdout).expect("UTF-8")).expect("YAML");
     let file = std::fs::read_to_string(chart_dir().join("files/match-conditions.yaml"))
         .expect("match-conditions.yaml");
-    let shipped: Value = outrigger_inject::yaml::from_str(&file).expect("YAML");
+    let shipped: Value = outrigger_go::yaml::from_str(&file).expect("YAML");
     for entry in printed["webhooks"].as_array().expect("entries") {
         assert_eq!(entry["matchConditions"], shipped, "{}", entry["name"]);
     }
@@ -648,7 +647,7 @@ fn exported() -> BTreeSet<String> {
 fn every_queried_metric_is_exported_or_external() {
     let rules =
         std::fs::read_to_string(chart_dir().join("files/outrigger-alerts.yaml")).expect("rules");
-    let rules: Value = outrigger_inject::yaml::from_str(&rules).expect("YAML");
+    let rules: Value = outrigger_go::yaml::from_str(&rules).expect("YAML");
     let dashboard: Value = serde_json::from_str(
         &std::fs::read_to_string(chart_dir().join("files/outrigger-dashboard.json"))
             .expect("dashboard"),

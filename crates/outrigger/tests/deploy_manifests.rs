@@ -184,12 +184,11 @@ fn critical_priority_class_is_covered_by_a_resource_quota() {
     // Where critical priority classes are quota-limited, a system-cluster-critical pod outside
     // kube-system is refused unless a ResourceQuota of its namespace covers that class.
     for overlay in ["base", "overlays/ha"] {
-        let docs: Vec<serde_json::Value> =
-            outrigger_inject::yaml::split_documents(&kustomize(overlay))
-                .expect("documents")
-                .into_iter()
-                .map(|d| outrigger_inject::yaml::from_str(&d).expect("YAML"))
-                .collect();
+        let docs: Vec<serde_json::Value> = outrigger_go::yaml::split_documents(&kustomize(overlay))
+            .expect("documents")
+            .into_iter()
+            .map(|d| outrigger_go::yaml::from_str(&d).expect("YAML"))
+            .collect();
         let dep = docs
             .iter()
             .find(|d| d["kind"] == "Deployment")
@@ -309,10 +308,10 @@ fn deployment_image_tag_is_the_crate_version() {
 /// and `outrigger serve`'s defaults name the same namespace, Service, webhook configuration,
 /// Secret and excluded namespaces; the serving certificate covers the host the API server calls.
 fn deploy_base_webhook_config_and_serve_share_one_set_of_defaults() {
-    let docs: Vec<serde_json::Value> = outrigger_inject::yaml::split_documents(&kustomize("base"))
+    let docs: Vec<serde_json::Value> = outrigger_go::yaml::split_documents(&kustomize("base"))
         .expect("documents")
         .into_iter()
-        .map(|d| outrigger_inject::yaml::from_str(&d).expect("YAML"))
+        .map(|d| outrigger_go::yaml::from_str(&d).expect("YAML"))
         .collect();
     let of = |kind: &str| {
         docs.iter()
@@ -404,10 +403,10 @@ fn rendered(dir: &str) -> Vec<serde_json::Value> {
 }
 
 fn rendered_text(text: &str) -> Vec<serde_json::Value> {
-    outrigger_inject::yaml::split_documents(text)
+    outrigger_go::yaml::split_documents(text)
         .expect("documents")
         .into_iter()
-        .map(|d| outrigger_inject::yaml::from_str(&d).expect("YAML"))
+        .map(|d| outrigger_go::yaml::from_str(&d).expect("YAML"))
         .collect()
 }
 

@@ -290,10 +290,10 @@ fn simulate(spec: &Spec, nodes: usize) -> Result<(), String> {
 }
 
 fn documents(text: &str) -> Vec<Value> {
-    outrigger_inject::yaml::split_documents(text)
+    outrigger_go::yaml::split_documents(text)
         .expect("documents")
         .into_iter()
-        .map(|d| outrigger_inject::yaml::from_str(&d).expect("YAML"))
+        .map(|d| outrigger_go::yaml::from_str(&d).expect("YAML"))
         .filter(|v: &Value| !v.is_null())
         .collect()
 }

@@ -21,14 +21,14 @@ fn deploy_file(path: &str) -> String {
 /// Every object of deploy/base, as `kubectl apply -k deploy/base` creates them (the base's
 /// files already carry their namespaces; the kustomization adds nothing else).
 fn apply_base(c: &mut Cluster) {
-    let kustomization = outrigger_inject::yaml::from_str(&deploy_file("base/kustomization.yaml"))
+    let kustomization = outrigger_go::yaml::from_str(&deploy_file("base/kustomization.yaml"))
         .expect("kustomization");
     for file in kustomization["resources"].as_array().expect("resources") {
         let file = file.as_str().expect("a file");
-        for doc in outrigger_inject::yaml::split_documents(&deploy_file(&format!("base/{file}")))
+        for doc in outrigger_go::yaml::split_documents(&deploy_file(&format!("base/{file}")))
             .expect("YAML")
         {
-            c.put(outrigger_inject::yaml::from_str(&doc).expect("a manifest"));
+            c.put(outrigger_go::yaml::from_str(&doc).expect("a manifest"));
         }
     }
 }

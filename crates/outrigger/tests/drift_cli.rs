@@ -188,8 +188,8 @@ fn stored_list(native: bool) -> Value {
     for example in ["hello.yaml", "probes.yaml", "statefulset.yaml"] {
         let text =
             std::fs::read_to_string(repo_root().join("examples").join(example)).expect("example");
-        for raw in outrigger_inject::yaml::split_documents(&text).expect("documents") {
-            let doc = outrigger_inject::yaml::from_str(&raw).expect("yaml");
+        for raw in outrigger_go::yaml::split_documents(&text).expect("documents") {
+            let doc = outrigger_go::yaml::from_str(&raw).expect("yaml");
             for t in outrigger_inject::kube_inject::pod_templates(doc).expect("templates") {
                 let mut pod = t.pod;
                 pod["apiVersion"] = serde_json::json!("v1");
@@ -231,7 +231,7 @@ fn stored_objects_are_judged_as_the_cluster_judges_them() {
     for native in [false, true] {
         let list = stored_list(native);
         let flag = if native { "true" } else { "false" };
-        let yaml = outrigger_inject::yaml::json_to_yaml(&list).expect("yaml");
+        let yaml = outrigger_go::yaml::json_to_yaml(&list).expect("yaml");
         for text in [yaml, serde_json::to_string_pretty(&list).expect("json")] {
             let rows =
                 json_rows(drift(&text, &["--native-sidecars", flag, "-o", "json"]).exited(0));
@@ -272,13 +272,13 @@ fn bad_stored_input_is_an_error_naming_the_document() {
         .remove("kind");
     let mut unknown = list.clone();
     unknown["items"][0]["spec"]["containers"][0]["imagePullPolicyy"] = serde_json::json!("Always");
-    let yaml = outrigger_inject::yaml::json_to_yaml(&list).expect("yaml");
+    let yaml = outrigger_go::yaml::json_to_yaml(&list).expect("yaml");
     let json = serde_json::to_string_pretty(&list).expect("json");
     let cases = [
         (serde_json::to_string(&foreign).expect("json"), "document 0 (List \"\"): items[1] is an object without a kind"),
         (
-            format!("{}---\n{}", outrigger_inject::yaml::json_to_yaml(&list["items"][0]).expect("yaml"),
-                    outrigger_inject::yaml::json_to_yaml(&unknown).expect("yaml")),
+            format!("{}---\n{}", outrigger_go::yaml::json_to_yaml(&list["items"][0]).expect("yaml"),
+                    outrigger_go::yaml::json_to_yaml(&unknown).expect("yaml")),
             "document 1 (List \"\"): items[0].spec.containers[0].imagePullPolicyy: a field the API server does not store",
         ),
         (yaml[..yaml.len() / 2].trim_end_matches('\n').to_string(), "document 0"),

@@ -16,12 +16,12 @@ use std::collections::BTreeSet;
 use common::admission::store_admitted;
 use common::kube_api::{self, Cluster, FakeApi};
 use harness::Need;
+use outrigger_go::yaml;
 use outrigger_inject::config::{Snapshot, ValuesFacts};
 use outrigger_inject::decide::inject_required;
 use outrigger_inject::ingest::workload::workload_from_pod;
 use outrigger_inject::inject::{inject_pod, InjectParams, Mode};
 use outrigger_inject::kube_inject;
-use outrigger_inject::yaml;
 use serde_json::{json, Value};
 use support::{json_rows, Inject, TempDir};
 

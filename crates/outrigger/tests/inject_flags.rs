@@ -225,7 +225,7 @@ fn diff_error_exits_2() {
 #[test]
 fn diff_of_pass_through_only_input_is_empty() {
     let input = read(&hello());
-    let service = outrigger_inject::yaml::split_documents(&input).expect("hello splits")[1].clone();
+    let service = outrigger_go::yaml::split_documents(&input).expect("hello splits")[1].clone();
     let out = Inject::new()
         .arg("-f")
         .arg("-")

@@ -118,7 +118,7 @@ fn hello_deployment_is_injected_and_service_passes_through_verbatim() {
         "hello",
     );
     // The Service is written back byte for byte, followed by the separator.
-    let raw = outrigger_inject::yaml::split_documents(&input).expect("hello splits")[1].clone();
+    let raw = outrigger_go::yaml::split_documents(&input).expect("hello splits")[1].clone();
     assert!(raw.ends_with('\n'));
     assert!(
         text.ends_with(&format!("{raw}---\n")),
@@ -209,7 +209,7 @@ fn list_items_are_injected_or_kept() {
 #[test]
 fn mixed_stream_keeps_other_kinds_verbatim_and_the_original_api_version() {
     let input = read(&fixture("mixed-stream.yaml"));
-    let raw = outrigger_inject::yaml::split_documents(&input).expect("fixture splits");
+    let raw = outrigger_go::yaml::split_documents(&input).expect("fixture splits");
     let out = Inject::file(&fixture("mixed-stream.yaml")).run();
     let text = out.success();
     assert!(
@@ -495,7 +495,7 @@ fn large_stream_is_injected_document_by_document_in_order() {
     let path = dir.write("many.yaml", &input);
     let run = Inject::file(&path).run();
     let text = run.success();
-    let raw = outrigger_inject::yaml::split_documents(text).expect("output splits");
+    let raw = outrigger_go::yaml::split_documents(text).expect("output splits");
     assert_eq!(
         raw.len(),
         n + n.div_ceil(10),
@@ -529,7 +529,7 @@ fn large_stream_is_injected_document_by_document_in_order() {
     let one = Inject::new()
         .arg("-f")
         .arg("-")
-        .stdin(&outrigger_inject::yaml::split_documents(&input).expect("input splits")[n / 2 + 1])
+        .stdin(&outrigger_go::yaml::split_documents(&input).expect("input splits")[n / 2 + 1])
         .run();
     assert!(
         text.contains(one.success()),

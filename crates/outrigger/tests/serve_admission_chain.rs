@@ -5,7 +5,7 @@
 //! configurations rendered from Istio's chart (no overlap by default, a migration one namespace at
 //! a time and back; the takeover's overlap), and against seeded faults.
 
-#[path = "../../outrigger-inject/tests/harness/absent.rs"]
+#[path = "../../outrigger-go/tests/harness/absent.rs"]
 mod absent;
 mod common;
 
@@ -1350,10 +1350,10 @@ fn rendered_base() -> Option<Vec<Value>> {
         String::from_utf8_lossy(&out.stderr)
     );
     let text = String::from_utf8(out.stdout).expect("UTF-8");
-    let docs = outrigger_inject::yaml::split_documents(&text).expect("documents");
+    let docs = outrigger_go::yaml::split_documents(&text).expect("documents");
     Some(
         docs.iter()
-            .map(|d| outrigger_inject::yaml::from_str(d).expect("YAML"))
+            .map(|d| outrigger_go::yaml::from_str(d).expect("YAML"))
             .collect(),
     )
 }

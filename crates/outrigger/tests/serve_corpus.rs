@@ -19,7 +19,7 @@ use std::path::Path;
 
 use base64::Engine as _;
 use common::*;
-use outrigger_inject::yaml;
+use outrigger_go::yaml;
 use serde_json::{json, Value};
 
 /// Cases whose *idempotency re-check* (re-injecting the golden pod) is known not to pass yet,
@@ -257,7 +257,7 @@ async fn run_case(c: &H2, root: &Path, case: &Value) -> Result<usize, String> {
         // The API server sends (and patches) its typed serialisation of the pod; Go's test
         // compares typed pods too.
         for p in [&mut pod, &mut want_pod] {
-            outrigger_inject::kube::typed::normalize("corev1.Pod", p)
+            outrigger_go::kube::typed::normalize("corev1.Pod", p)
                 .map_err(|e| format!("[doc {i}] normalising: {e}"))?;
         }
         let ns = input["metadata"]["namespace"].as_str().unwrap_or("");

@@ -111,7 +111,7 @@ fn json_and_yaml_describe_the_same_object() {
         yaml.contains("name: istio-sidecar-injector-1-24\n"),
         "{yaml}"
     );
-    let from_yaml = outrigger_inject::yaml::from_str(&yaml).expect("YAML reads back");
+    let from_yaml = outrigger_go::yaml::from_str(&yaml).expect("YAML reads back");
     assert_eq!(from_yaml, json, "YAML and JSON outputs differ");
     assert!(
         yaml.contains("  - \"false\"\n"),

@@ -2,7 +2,8 @@
 //! values abbreviated for messages.
 
 pub mod compact;
-pub mod lookup;
+
+pub(crate) use outrigger_go::json::lookup;
 
 use serde_json::Value;
 

@@ -3,7 +3,8 @@
 //! every field of [`TemplateData`] (of the pod's metadata and spec, the fields the template can
 //! read ([`Template::read_json_fields`]) as the trees they are, hashed and compared in place, so
 //! pods that differ only in names, uids or nodes share a render; the mesh and proxy config as
-//! JSON unless they are the snapshot's own).
+//! JSON unless they are the snapshot's own; `protoToJSON`'s encoder is always
+//! [`crate::mesh::proto_to_json`], set by [`super::render_templates`]).
 //! `.Values` and the environment map are the snapshot's, which the memo belongs to. Only
 //! templates whose renders depend on their data alone are remembered
 //! ([`Template::is_deterministic`]); a key larger than [`MAX_KEY`] (a very large pod) is not
@@ -168,6 +169,7 @@ mod tests {
             inbound_traffic_policy_mode: "passthrough",
             compliance_policy: "",
             env: &s.template_env,
+            proto_json: crate::mesh::proto_to_json,
         }
     }
 

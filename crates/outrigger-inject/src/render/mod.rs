@@ -133,6 +133,7 @@ pub fn render_templates<E: From<RenderError>>(
             Some(env) => env,
             None => &snapshot.template_env,
         },
+        proto_json: mesh::proto_to_json,
     };
     for name in select_templates(snapshot, pod) {
         let Some(tmpl) = snapshot.config.templates.get(&name) else {

@@ -8,13 +8,13 @@
 use std::path::{Path, PathBuf};
 
 use libtest_mimic::Trial;
-use outrigger_inject::yaml;
+use outrigger_go::yaml;
 use serde_json::{Map, Value};
 
 /// The rule for "absent" and "required", shared with the harness (`tests/harness/absent.rs`).
 // A test binary may take this file through more than one of the helpers that share it.
 #[allow(clippy::duplicate_mod)]
-#[path = "../harness/absent.rs"]
+#[path = "../../../outrigger-go/tests/harness/absent.rs"]
 mod absent;
 
 pub use absent::corpus_dir;

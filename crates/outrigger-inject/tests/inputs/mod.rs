@@ -6,12 +6,12 @@
 
 use std::path::{Path, PathBuf};
 
+use outrigger_go::yaml;
 use outrigger_inject::config::{InjectorConfig, Snapshot};
 use outrigger_inject::ingest::workload::WorkloadMeta;
 use outrigger_inject::inject::Settings;
 use outrigger_inject::inject::{InjectParams, Mode};
 use outrigger_inject::kube_inject::{self, KubeInjectOptions};
-use outrigger_inject::yaml;
 use serde_json::Value;
 
 /// The workspace root.
@@ -29,7 +29,7 @@ pub fn corpus() -> Option<PathBuf> {
 /// The harness' rule for where the corpus is (`tests/harness/absent.rs`).
 // A test binary may take this file through more than one of the helpers that share it.
 #[allow(clippy::duplicate_mod)]
-#[path = "../harness/absent.rs"]
+#[path = "../../../outrigger-go/tests/harness/absent.rs"]
 mod absent;
 
 /// A snapshot of the settings in `settings` (config.yaml, values.json) with the mesh

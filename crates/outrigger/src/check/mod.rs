@@ -26,18 +26,18 @@ use crate::kube::webhook_object::{self, WebhookOptions};
 pub use crate::check::args::{CheckArgs, CheckOutput};
 
 /// Split a YAML stream as `inject` does (the library's
-/// [`outrigger_inject::yaml::DocumentReader`]) and parse each document; errors name the document
+/// [`outrigger_go::yaml::DocumentReader`]) and parse each document; errors name the document
 /// and the line of the stream, as `inject`'s do. Also returns a warning for each document followed by text that
 /// Kubernetes' YAML reader ignores (as `inject` warns), in the library's words, with the line
 /// of the stream.
 pub fn parse_documents(input: impl std::io::BufRead) -> Result<(Vec<Value>, Vec<String>)> {
     let mut docs = Vec::new();
     let mut warnings = Vec::new();
-    let reader = outrigger_inject::yaml::DocumentReader::new(input);
+    let reader = outrigger_go::yaml::DocumentReader::new(input);
     for (index, raw) in reader.enumerate() {
         let raw = raw?;
         // Errors name the document and the line of the stream, worded as `inject` words them.
-        let read = outrigger_inject::yaml::read_document(&raw.text).map_err(|e| {
+        let read = outrigger_go::yaml::read_document(&raw.text).map_err(|e| {
             shift_yaml_line(e, raw.first_line).context(&format!("document {index}"))
         })?;
         if let Some(ignored) = read.ignored {
@@ -780,7 +780,7 @@ mod tests {
                     --- \nkind: Pod\nmetadata:\n  name: p\n  annotations:\n    note: a\n      ---x\n";
         let (docs, warnings) = parse_documents(text.as_bytes()).expect("valid YAML");
         assert!(warnings.is_empty(), "{warnings:?}");
-        let inject_sees: Vec<String> = outrigger_inject::yaml::DocumentReader::new(text.as_bytes())
+        let inject_sees: Vec<String> = outrigger_go::yaml::DocumentReader::new(text.as_bytes())
             .map(|d| d.expect("splits").text)
             .collect();
         assert_eq!(docs.len(), inject_sees.len());

@@ -23,7 +23,7 @@ pub fn revision_name(s: &str) -> Result<String, String> {
 /// (`300ms`, `1.5s`, `2m`, `1h30m`, a bare `0`; units ns, us, ms, s, m, h). Negative durations
 /// are refused. clap names the flag in the error.
 pub fn duration(s: &str) -> Result<Duration, String> {
-    let d = outrigger_inject::go::duration::parse_go_duration(s).map_err(|e| e.to_string())?;
+    let d = outrigger_go::go::duration::parse_go_duration(s).map_err(|e| e.to_string())?;
     u64::try_from(d.nanos)
         .map(Duration::from_nanos)
         .map_err(|_| format!("negative duration {s:?}: a time span must be positive or 0"))

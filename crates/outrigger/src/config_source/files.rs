@@ -54,7 +54,7 @@ impl Input<'_> {
 fn expect_input(text: &str, kind: InputKind) -> Result<()> {
     let doc = serde_json::from_str(text)
         .ok()
-        .or_else(|| outrigger_inject::yaml::from_str(text).ok());
+        .or_else(|| outrigger_go::yaml::from_str(text).ok());
     match doc {
         Some(doc) => Ok(input_kind::expect(&doc, kind)?),
         None => Ok(()),
@@ -78,7 +78,7 @@ fn configmap_data(text: &str) -> Option<serde_json::Map<String, serde_json::Valu
     }
     let doc = serde_json::from_str::<serde_json::Value>(text)
         .ok()
-        .or_else(|| outrigger_inject::yaml::from_str(text).ok())?;
+        .or_else(|| outrigger_go::yaml::from_str(text).ok())?;
     if doc.get("kind").and_then(serde_json::Value::as_str) != Some("ConfigMap") {
         return None;
     }
@@ -171,7 +171,7 @@ pub fn quantity_problems(values: &serde_json::Value) -> Vec<String> {
                     let entries = child.get(part).and_then(serde_json::Value::as_object);
                     for (name, q) in entries.into_iter().flatten() {
                         let Some(text) = q.as_str() else { continue };
-                        if outrigger_inject::kube::quantity::parse(text.trim()).is_err() {
+                        if outrigger_go::kube::quantity::parse(text.trim()).is_err() {
                             out.push(format!(
                                 "{here}.{part}.{name}: {text:?} is not a Kubernetes quantity \
                                  (such as 100m or 128Mi)"
@@ -239,8 +239,8 @@ fn embedded_mesh(revision: &str) -> Result<String> {
     if revision.is_empty() {
         return Ok(defaults::MESH.to_string());
     }
-    let mut mesh = outrigger_inject::yaml::from_str(defaults::MESH)
-        .context("reading the embedded mesh config")?;
+    let mut mesh =
+        outrigger_go::yaml::from_str(defaults::MESH).context("reading the embedded mesh config")?;
     let values: serde_json::Value =
         serde_json::from_str(defaults::VALUES).context("reading the embedded values")?;
     let namespace = values["global"]["istioNamespace"]

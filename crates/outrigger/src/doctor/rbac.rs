@@ -347,10 +347,10 @@ mod tests {
     fn deploy(path: &str) -> Vec<Value> {
         let p = format!("{}/../../deploy/{path}", env!("CARGO_MANIFEST_DIR"));
         let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{p}: {e}"));
-        outrigger_inject::yaml::split_documents(&text)
+        outrigger_go::yaml::split_documents(&text)
             .expect("YAML")
             .iter()
-            .map(|d| outrigger_inject::yaml::from_str(d).expect("a manifest"))
+            .map(|d| outrigger_go::yaml::from_str(d).expect("a manifest"))
             .collect()
     }
 

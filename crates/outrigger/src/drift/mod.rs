@@ -12,14 +12,14 @@ use std::process::ExitCode;
 
 use crate::print;
 use anyhow::{Context, Result};
+use outrigger_go::kube::typed;
+use outrigger_go::yaml;
 use outrigger_inject::drift::{
     self, pod_drift, stored_pod_drift, FieldDiff, PodDrift, RevisionTags,
 };
 use outrigger_inject::ingest::workload::WorkloadMeta;
 use outrigger_inject::kube::names::POD_TYPE;
-use outrigger_inject::kube::typed;
 use outrigger_inject::kube_inject::{self, KubeInjectOptions};
-use outrigger_inject::yaml;
 use serde_json::{json, Value};
 
 use crate::drift::args::{DriftArgs, DriftOutput};

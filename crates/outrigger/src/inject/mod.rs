@@ -8,11 +8,11 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
+use outrigger_go::yaml;
 use outrigger_inject::kube::names::STATUS_ANNOTATION;
 use outrigger_inject::kube_inject::{
     self, KubeInjectOptions, Outcome, ProcessedDocument, SkipReason,
 };
-use outrigger_inject::yaml;
 
 use crate::config_source::Setup;
 use crate::input;

@@ -7,11 +7,11 @@
 use std::io::Write;
 
 use anyhow::{Context, Result};
+use outrigger_go::yaml::{self, ReadError};
 use outrigger_inject::drift;
 use outrigger_inject::ingest::workload::WorkloadMeta;
 use outrigger_inject::kube_inject::{self, shift_yaml_line};
 use outrigger_inject::preview::Configs;
-use outrigger_inject::yaml::{self, ReadError};
 use serde_json::Value;
 
 use super::report::{Rendered, Report};

@@ -10,10 +10,10 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use outrigger_go::work::{self, Budget};
 use outrigger_inject::config::Snapshot;
 use outrigger_inject::decide::native::NativeMode;
 use outrigger_inject::guard::{self, Adds, Unusable};
-use outrigger_inject::work::{self, Budget};
 
 use super::handler::State;
 
@@ -91,7 +91,7 @@ pub fn probe_native(mode: NativeMode) -> bool {
     mode == NativeMode::Enabled
 }
 
-/// The work the configuration check may take ([`outrigger_inject::work`]: template steps, list
+/// The work the configuration check may take ([`outrigger_go::work`]: template steps, list
 /// elements copied, merged list elements): thousands of times what Istio's templates take for
 /// the probe pod (a few hundred), a fraction of a second. A work bound, not a time: the verdict on a configuration
 /// is the same however loaded the machine is.

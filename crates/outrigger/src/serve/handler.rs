@@ -14,10 +14,10 @@ use hyper::header::{
     HeaderValue, ACCEPT, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, LOCATION, RETRY_AFTER,
 };
 use hyper::{Request, Response, StatusCode, Version};
+use outrigger_go::work::Budget;
 use outrigger_inject::config::Snapshot;
 use outrigger_inject::decide::native::{ClusterFacts, NativeMode};
 use outrigger_inject::webhook::{self, Outcome};
-use outrigger_inject::work::Budget;
 use serde_json::{Map, Value};
 use tokio::sync::Semaphore;
 
@@ -448,7 +448,7 @@ where
     // The body's charge and the slot go with the work: they are released when it ends.
     let review = move || {
         let _held = (charge, slot);
-        outrigger_inject::work::scope(&w, || run_review(&st, &body, &p))
+        outrigger_go::work::scope(&w, || run_review(&st, &body, &p))
     };
     let mut reviewed = match tokio::task::spawn_blocking(review).await {
         Ok(r) => r,

@@ -442,7 +442,7 @@ mod probe_tests {
 
     fn container() -> Value {
         let text = include_str!("../../../../deploy/base/deployment.yaml");
-        let dep = outrigger_inject::yaml::from_str(text).expect("deployment.yaml parses");
+        let dep = outrigger_go::yaml::from_str(text).expect("deployment.yaml parses");
         dep["spec"]["template"]["spec"]["containers"][0].clone()
     }
 

@@ -170,7 +170,7 @@ pub fn render(v: &MutatingWebhookConfiguration, format: OutputFormat) -> Result<
     let json = serde_json::to_value(v).context("encoding the object")?;
     Ok(match format {
         OutputFormat::Json => print::pretty_json(&json)?,
-        OutputFormat::Yaml => outrigger_inject::yaml::to_string(&json),
+        OutputFormat::Yaml => outrigger_go::yaml::to_string(&json),
     })
 }
 

@@ -211,12 +211,12 @@ fn one<'a>(label: &str, objects: &'a [Value], kind: &str) -> &'a Value {
 pub fn install_and_admit(label: &str, values: &Value, ns: &str, objects: &[Value], root: &Path) {
     let defaults_text =
         std::fs::read_to_string(root.join("charts/outrigger/values.yaml")).expect("values.yaml");
-    let chart_defaults: Value = outrigger_inject::yaml::from_str(&defaults_text).expect("YAML");
+    let chart_defaults: Value = outrigger_go::yaml::from_str(&defaults_text).expect("YAML");
     let v = |path: &str| value(values, &chart_defaults, path).clone();
     let conditions_text =
         std::fs::read_to_string(root.join("charts/outrigger/files/match-conditions.yaml"))
             .expect("match-conditions.yaml");
-    let conditions: Value = outrigger_inject::yaml::from_str(&conditions_text).expect("YAML");
+    let conditions: Value = outrigger_go::yaml::from_str(&conditions_text).expect("YAML");
     let expect = Expect {
         ns: ns.to_string(),
         takeover: v("takeover.enabled") == true,

@@ -428,7 +428,7 @@ pub fn shipped_webhook_config() -> Value {
         "/../../deploy/base/mutatingwebhook.yaml"
     );
     let text = std::fs::read_to_string(path).expect("deploy/base/mutatingwebhook.yaml");
-    outrigger_inject::yaml::from_str(&text).expect("YAML")
+    outrigger_go::yaml::from_str(&text).expect("YAML")
 }
 
 /// A MutatingWebhookConfiguration as `outrigger webhook-config ARGS -o json` prints it.

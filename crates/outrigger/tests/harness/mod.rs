@@ -2,12 +2,12 @@
 //! whose need is missing is reported **ignored**, with the reason, in the `cargo test` summary
 //! (never `ok`), and **fails** where it is required: under CI (`CI=true`) or with
 //! `OUTRIGGER_REQUIRE_TOOLS=1` / `OUTRIGGER_REQUIRE_CORPUS=1`. The rule is the library crate's
-//! (`crates/outrigger-inject/tests/harness/absent.rs`), shared by path.
+//! (`crates/outrigger-go/tests/harness/absent.rs`), shared by path.
 #![allow(dead_code)] // each test binary takes some
 
 use libtest_mimic::{Arguments, Trial};
 
-#[path = "../../../outrigger-inject/tests/harness/absent.rs"]
+#[path = "../../../outrigger-go/tests/harness/absent.rs"]
 pub mod absent;
 
 /// What a test needs besides the crate.

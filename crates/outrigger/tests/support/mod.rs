@@ -5,7 +5,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use outrigger_inject::yaml;
+use outrigger_go::yaml;
 use serde_json::Value;
 
 /// Environment variables of the injector that must not leak from the caller into a test run.

@@ -81,16 +81,9 @@ pub fn register_istio(m: &mut Table) {
     register(m, "structToJSON", &[Any], None, |a| {
         Ok(V::string(struct_to_json(&a[0])))
     });
-    register(m, "protoToJSON", &[Proto], None, |a| {
-        Ok(V::string(match &a[0] {
-            V::Proto {
-                name,
-                json: Some(j),
-                ..
-            } => crate::mesh::proto_to_json(name, j),
-            _ => "{}".into(),
-        }))
-    });
+    // Istio's `protoToJSON`: executed by [`call_proto_json`] with the render's encoder
+    // ([`super::TemplateData::proto_json`]), whose rules are the caller's.
+    register(m, "protoToJSON", &[Proto], None, needs_proto_json);
     register(m, "toYaml", &[Any], None, |a| Ok(V::string(to_yaml(&a[0]))));
     register(m, "indent", &[Int, Str], None, |a| {
         let n = usize::try_from(as_i(&a[0]).unsigned_abs()).unwrap_or(usize::MAX);
@@ -441,6 +434,31 @@ fn image_version(image: &str) -> Option<String> {
         (false, true) => Some(tag.to_string()),
         (true, true) => None,
     }
+}
+
+/// `protoToJSON` over `proto_json` (the render's encoder of a protobuf message, named by its full
+/// name, from its canonical proto-JSON); `None` for every other name. A message that is not set
+/// is `{}`, as in Istio.
+pub fn call_proto_json<'a>(
+    name: &str,
+    proto_json: fn(&str, &Value) -> String,
+    args: &[V<'a>],
+) -> Option<Result<V<'a>, String>> {
+    (name == "protoToJSON").then(|| {
+        Ok(V::string(match args.first() {
+            Some(V::Proto {
+                name,
+                json: Some(j),
+                ..
+            }) => proto_json(name, j),
+            _ => "{}".into(),
+        }))
+    })
+}
+
+/// The table's entry for `protoToJSON`: the executor calls [`call_proto_json`] instead.
+fn needs_proto_json<'a>(_: Vec<V<'a>>) -> Result<V<'a>, String> {
+    Err("needs the render's protobuf encoder".into())
 }
 
 /// The table's entry for `env` and `expandenv`: the executor calls `funcs::call_env` instead.

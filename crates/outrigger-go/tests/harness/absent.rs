@@ -4,8 +4,9 @@
 //! where it is required it **fails** instead. It is required under CI (`CI=true`, which
 //! `.ci/run` runs with) and wherever its `OUTRIGGER_REQUIRE_*` variable is `1`.
 //!
-//! Shared by path by both crates' test harnesses (`crates/outrigger-inject/tests/harness`,
-//! `crates/outrigger/tests/harness`) and the corpus helpers.
+//! Shared by path by every crate's test harness (`crates/outrigger-go/tests/harness`, which
+//! outrigger-inject's tests include by path too, and `crates/outrigger/tests/harness`) and the
+//! corpus helpers.
 #![allow(dead_code)] // each test binary takes some
 
 use std::path::{Path, PathBuf};

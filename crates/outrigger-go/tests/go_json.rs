@@ -16,7 +16,7 @@ mod go_oracle;
 mod harness;
 
 use go_oracle::{Answer, Oracle, Rng};
-use outrigger_inject::go::json as gojson;
+use outrigger_go::go::json as gojson;
 use serde_json::{json, Number, Value};
 
 /// `v` with every number as the float64 `encoding/json` decodes into `interface{}`.

@@ -821,6 +821,3 @@ fn unknown_in(idx: &'static StructIndex, v: &Value, path: &str) -> Option<String
     }
     None
 }
-
-#[cfg(test)]
-mod tests;

@@ -18,8 +18,8 @@ mod harness;
 use std::path::{Path, PathBuf};
 
 use go_oracle::{Answer, Oracle, Rng};
-use outrigger_inject::go::json as gojson;
-use outrigger_inject::yaml;
+use outrigger_go::go::json as gojson;
+use outrigger_go::yaml;
 use serde_json::{json, Value};
 
 fn ours(json_text: &str) -> Answer {

@@ -124,6 +124,10 @@ pub struct TemplateData<'a> {
     /// What the functions `env` and `expandenv` read, instead of the process environment (a
     /// name absent from the map is an unset variable).
     pub env: &'a BTreeMap<String, String>,
+    /// How `protoToJSON` writes a protobuf message (`.ProxyConfig`, `.MeshConfig` or one of their
+    /// fields), given its full name and canonical proto-JSON: the rules are the caller's (the
+    /// injector's are Istio's, which prune the proxy config's defaults).
+    pub proto_json: fn(&str, &Value) -> String,
 }
 
 /// A parsed template, ready to execute many times.
@@ -187,7 +191,7 @@ impl Template {
     }
 
     /// The Sprig functions this template calls that outrigger does not implement, with the
-    /// 1-based line of each call, in line order (see [`crate::unsupported`]).
+    /// 1-based line of each call, in line order (what the injector reports of a configuration).
     pub fn unimplemented_calls(&self) -> Vec<(String, usize)> {
         let mut found: Vec<(String, usize)> = mutation::calls(self.trees.values())
             .into_iter()

@@ -37,7 +37,7 @@ fn regenerate(schema: &Path) -> Result<(), Failed> {
     }
     let mut stale = Vec::new();
     for table in ["k8s-types.json", "proto-types.json"] {
-        let committed = workspace().join("crates/outrigger-inject/data").join(table);
+        let committed = workspace().join("crates/outrigger-go/data").join(table);
         let committed = std::fs::read(&committed).map_err(|e| format!("{table}: {e}"))?;
         let fresh = std::fs::read(out.join(table)).map_err(|e| format!("{table}: {e}"))?;
         if committed != fresh {

@@ -16,7 +16,7 @@ mod harness;
 
 use std::path::Path;
 
-use outrigger_inject::template::Template;
+use outrigger_go::template::Template;
 use serde_json::{json, Value};
 
 /// A Go string literal at the start of `s` (`"..."` with Go's escapes, or a raw `` `...` ``):

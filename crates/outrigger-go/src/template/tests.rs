@@ -52,6 +52,7 @@ impl Fx {
             inbound_traffic_policy_mode: "passthrough",
             compliance_policy: "",
             env: &self.env,
+            proto_json: proto_json_fixture,
         }
     }
 
@@ -72,6 +73,12 @@ impl Fx {
             Err(e) => e.to_string(),
         }
     }
+}
+
+/// The tests' `protoToJSON` encoder: the message's name and its tree, to see what the engine
+/// hands over (the injector's encoder follows Istio's rules).
+fn proto_json_fixture(name: &str, v: &Value) -> String {
+    format!("{name}={v}")
 }
 
 fn values() -> Value {
@@ -646,6 +653,28 @@ fn istio_maps_and_json() {
     assert_eq!(fx.ok("{{ fromJSON `bad` }}"), "{}");
     assert_eq!(fx.ok("{{ structToJSON .Values.missing }}"), "{}");
     assert_eq!(fx.ok("{{ protoToJSON .Values.missing }}"), "{}");
+}
+
+/// `protoToJSON` hands the data's encoder the message's full name and canonical tree (a field
+/// that is a message included), and a message that is not set is `{}` without asking it.
+#[test]
+fn proto_to_json_uses_the_datas_encoder() {
+    let mut fx = Fx::new(json!({}));
+    fx.pc = json!({"discoveryAddress": "d:1", "tracing": {"sampling": 1.5}});
+    fx.mesh = json!({"defaultConfig": fx.pc.clone()});
+    assert_eq!(
+        fx.ok("{{ protoToJSON .ProxyConfig }}"),
+        r#"istio.mesh.v1alpha1.ProxyConfig={"discoveryAddress":"d:1","tracing":{"sampling":1.5}}"#
+    );
+    assert_eq!(
+        fx.ok("{{ protoToJSON .ProxyConfig.Tracing }}"),
+        r#"istio.mesh.v1alpha1.Tracing={"sampling":1.5}"#
+    );
+    assert_eq!(
+        fx.ok("{{ protoToJSON .MeshConfig.DefaultConfig | len }}"),
+        fx.ok("{{ protoToJSON .ProxyConfig | len }}")
+    );
+    assert_eq!(fx.ok("{{ protoToJSON .ProxyConfig.Concurrency }}"), "{}");
 }
 
 #[test]

@@ -7,8 +7,8 @@ mod go_oracle;
 mod harness;
 
 use go_oracle::Oracle;
-use outrigger_inject::go::duration::parse_go_duration;
-use outrigger_inject::go::quote::{quote, quote_bytes};
+use outrigger_go::go::duration::parse_go_duration;
+use outrigger_go::go::quote::{quote, quote_bytes};
 use serde_json::json;
 
 const TRICKY: &[&str] = &[

@@ -16,7 +16,7 @@ use super::value::{
     self, duration_parts, is_wrapper, k8s_elem_value, k8s_lookup, proto_field_value, proto_plain,
     IntTy, PairKind, V,
 };
-use super::{dates, semver, Clock, Template, TemplateData};
+use super::{dates, istio, semver, Clock, Template, TemplateData};
 use crate::json::lookup as jsonmap;
 use crate::kube::schema;
 use crate::work::Meter;
@@ -65,6 +65,8 @@ pub struct Exec<'t> {
     at: At<'t>,
     /// What `env` and `expandenv` read.
     env: &'t BTreeMap<String, String>,
+    /// How `protoToJSON` writes a protobuf message.
+    proto_json: fn(&str, &Value) -> String,
     /// What `now`, `date`, `ago` and `durationRound` read.
     clock: &'t Clock,
     /// This render's own mutable copy of `.Values`, for a template that changes maps in place
@@ -79,6 +81,12 @@ pub struct Exec<'t> {
 /// The environment of a render over generic JSON: no variable is set.
 static NO_ENV: BTreeMap<String, String> = BTreeMap::new();
 
+/// `protoToJSON` of a render over generic JSON, which holds no protobuf message: never called
+/// with one (an argument that is not a message is `{}` before the encoder is asked).
+fn no_proto_json(_: &str, _: &Value) -> String {
+    "{}".into()
+}
+
 type R<T> = Result<T, String>;
 
 /// Is this the pipeline's "no value yet" marker (Go's `missingVal`)?
@@ -91,7 +99,14 @@ impl<'t> Exec<'t> {
             Value::Object(_) => super::value::owned(data.values.clone()),
             _ => V::map(BTreeMap::new()),
         });
-        Self::run_dot_with(tmpl, V::Root(data), values, data.env, clock)
+        Self::run_dot_with(
+            tmpl,
+            V::Root(data),
+            values,
+            data.env,
+            data.proto_json,
+            clock,
+        )
     }
 
     /// Run the template's main body over a generic JSON value, as Go executes a template over
@@ -110,7 +125,7 @@ impl<'t> Exec<'t> {
             v if owned => super::value::owned(v.clone()),
             v => V::json(v),
         };
-        Self::run_dot_with(tmpl, dot, None, &NO_ENV, clock)
+        Self::run_dot_with(tmpl, dot, None, &NO_ENV, no_proto_json, clock)
     }
 
     fn run_dot_with(
@@ -118,6 +133,7 @@ impl<'t> Exec<'t> {
         dot: V<'t>,
         values: Option<V<'t>>,
         env: &'t BTreeMap<String, String>,
+        proto_json: fn(&str, &Value) -> String,
         clock: &'t Clock,
     ) -> R<String> {
         let mut ex = Exec {
@@ -129,6 +145,7 @@ impl<'t> Exec<'t> {
             cur: PARSE_NAME,
             at: At::None,
             env,
+            proto_json,
             clock,
             values,
             meter: Meter::current(),
@@ -860,6 +877,7 @@ impl<'t> Exec<'t> {
         }
         let result = match funcs::call_env(name, self.env, &argv)
             .or_else(|| dates::call_clock(name, self.clock, &argv))
+            .or_else(|| istio::call_proto_json(name, self.proto_json, &argv))
         {
             Some(r) => r,
             None => (def.f)(argv),
@@ -887,6 +905,7 @@ impl<'t> Exec<'t> {
                 cur: self.cur,
                 at: call_node,
                 env: self.env,
+                proto_json: self.proto_json,
                 clock: self.clock,
                 values: None,
                 meter: Meter::current(),

@@ -7,7 +7,7 @@ mod go_oracle;
 mod harness;
 
 use go_oracle::{assert_no_disagreements, generator, Oracle};
-use outrigger_inject::go::strconv::{atoi, parse_float, parse_int, parse_uint};
+use outrigger_go::go::strconv::{atoi, parse_float, parse_int, parse_uint};
 use serde_json::json;
 
 const TABLE: &[&str] = &[

@@ -22,8 +22,8 @@ mod go_oracle;
 mod harness;
 
 use go_oracle::Oracle;
-use outrigger_inject::kube::typed;
-use outrigger_inject::yaml;
+use outrigger_go::kube::typed;
+use outrigger_go::yaml;
 use serde_json::{json, Value};
 
 const PREFIX: &str = "error unmarshaling JSON: while decoding JSON: ";

@@ -1,6 +1,7 @@
 use serde_json::json;
 
-use super::*;
+use super::quantity;
+use super::typed::*;
 use crate::go::json as gojson;
 
 fn go(ty: &str, v: serde_json::Value) -> String {

@@ -1,0 +1,3 @@
+//! Helpers on `serde_json` trees: cheap lookups in small objects.
+
+pub mod lookup;
