@@ -295,13 +295,15 @@ impl RevisionTags {
     /// ([`crate::decide::selection::OUTRIGGER_SELECTOR`], what its shipped webhook selects)
     /// standing for `revision`, the revision it injects as, unless a tag of that name exists.
     pub fn with_outrigger(self, revision: &str) -> RevisionTags {
-        self.with_selector(crate::decide::selection::OUTRIGGER_SELECTOR, revision)
+        self.with_selector(None, revision)
     }
 
     /// These tags, with `selector` (the `istio.io/rev` value the installed webhook entries
-    /// select: `--selector-revision`, outrigger's own by default) standing for `revision`, the
-    /// revision it injects as, unless a tag of that name exists.
-    pub fn with_selector(mut self, selector: &str, revision: &str) -> RevisionTags {
+    /// select: `--selector-revision`; `None`: outrigger's own,
+    /// [`crate::decide::selection::OUTRIGGER_SELECTOR`]) standing for `revision`, the revision
+    /// it injects as, unless a tag of that name exists.
+    pub fn with_selector(mut self, selector: Option<&str>, revision: &str) -> RevisionTags {
+        let selector = selector.unwrap_or(crate::decide::selection::OUTRIGGER_SELECTOR);
         self.0
             .entry(selector.to_string())
             .or_insert_with(|| revision_name(revision).to_string());

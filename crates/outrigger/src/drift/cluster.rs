@@ -10,7 +10,6 @@ use std::process::ExitCode;
 use crate::print;
 use anyhow::{Context, Result};
 use outrigger_inject::decide::native::StaticFacts;
-use outrigger_inject::decide::selection::OUTRIGGER_SELECTOR;
 use outrigger_inject::drift::{self, Judgement, PodDrift, RevisionTags};
 use outrigger_inject::kube_inject::KubeInjectOptions;
 use serde_json::{json, Value};
@@ -75,7 +74,8 @@ pub fn run(args: &DriftArgs, opts: &KubeInjectOptions<'_>, per_node: bool) -> Re
         tags.0.extend(args.decision.revision_tags.iter().cloned());
         // Pods labelled for the installed webhook (istio.io/rev=outrigger, outrigger's shipped
         // one, or --selector-revision's value) are the revision in force's.
-        let tags = tags.with_selector(selector_revision(args), &args.revision);
+        let selector = args.decision.selector_revision.as_deref();
+        let tags = tags.with_selector(selector, &args.revision);
         let nodes = match per_node {
             true => match drift_facts::nodes(client.clone()).await {
                 Ok(nodes) => Some(StaticFacts {
@@ -276,13 +276,4 @@ fn group_json(((ns, kind, name, state, _), g): (&Key, &Group)) -> Value {
         "expectedRevision": g.drift.expected_revision,
         "fields": fields_json(&g.drift.fields),
     })
-}
-
-/// The `istio.io/rev` value the installed webhook entries select: `--selector-revision`, else
-/// outrigger's own ([`OUTRIGGER_SELECTOR`], what deploy/base installs).
-pub(crate) fn selector_revision(args: &DriftArgs) -> &str {
-    args.decision
-        .selector_revision
-        .as_deref()
-        .unwrap_or(OUTRIGGER_SELECTOR)
 }

@@ -12,7 +12,6 @@ use anyhow::{Context, Result};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::{LimitRange, Node, ResourceQuota};
-use outrigger_inject::decide::selection::OUTRIGGER_SELECTOR;
 use outrigger_inject::drift::{self, RevisionTags};
 use outrigger_inject::kube_inject;
 use outrigger_inject::preview::pod_security::{Level, AUDIT_LABEL, ENFORCE_LABEL, WARN_LABEL};
@@ -254,11 +253,7 @@ pub(crate) fn preview<W: Write>(
         }
         // The revision tags given (--revision-tag), and the installed webhook's selector value
         // (--selector-revision, else outrigger's own) standing for the revision in force.
-        let selector = args
-            .decision
-            .selector_revision
-            .as_deref()
-            .unwrap_or(OUTRIGGER_SELECTOR);
+        let selector = args.decision.selector_revision.as_deref();
         let tags = RevisionTags(args.decision.revision_tags.iter().cloned().collect())
             .with_selector(selector, &args.revision);
         let mut counts = Counts::default();
