@@ -53,7 +53,9 @@ fn main() {
     let (n, connections, streams, first) = (num(3, 0), num(4, 4), num(5, 16), num(6, 0));
     let same = args.get(7).map(String::as_str) == Some("same");
     if n == 0 || connections == 0 || streams == 0 {
-        fail(&format!("{USAGE}: N, CONNECTIONS and STREAMS must be positive"));
+        fail(&format!(
+            "{USAGE}: N, CONNECTIONS and STREAMS must be positive"
+        ));
     }
     let bodies = Arc::new(bodies(&review, n, first, same));
     let rt = tokio::runtime::Builder::new_current_thread()
