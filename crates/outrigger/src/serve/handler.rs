@@ -103,6 +103,10 @@ pub struct State {
     /// blocking pool (`--max-concurrency`: they share the CPUs, so a review stopped only by its
     /// deadline never holds up the others; larger ones take the byte budget's large slots).
     pub review_slots: Arc<Semaphore>,
+    /// Reviews answered on a worker thread at once ([`QUICK_BODY_LIMIT`]): one fewer than the
+    /// worker threads, so a review that outruns its work bound (a template whose loops count
+    /// little work) never holds every worker; with none free, a review goes to the blocking pool.
+    pub quick_reviews: Semaphore,
     /// Bounds the request body bytes held at once (`--max-inflight-bytes`).
     pub budget: ByteBudget,
     /// Set on SIGTERM: `/readyz` fails while requests are still served.
@@ -457,7 +461,10 @@ where
     let _cancel = CancelOnDrop(work.clone());
     // A short review is answered here, on the worker; one that outgrows QUICK_WORK (the
     // outcome of a review stopped by its budget is discarded) runs again on the blocking pool.
-    let quick = (body.len() <= QUICK_BODY_LIMIT).then(|| {
+    let quick_slot = (body.len() <= QUICK_BODY_LIMIT)
+        .then(|| state.quick_reviews.try_acquire().ok())
+        .flatten();
+    let quick = quick_slot.map(|_held| {
         let budget = Budget::with_work_limit(Some(deadline), QUICK_WORK);
         let r = outrigger_inject::work::scope(&budget, || run_review(state, &body, &path));
         (r, budget.is_exhausted())

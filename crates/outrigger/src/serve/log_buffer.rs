@@ -65,6 +65,11 @@ impl<W> Clone for LogBuffer<W> {
 impl<W: Write + Send + 'static> LogBuffer<W> {
     /// A buffer in front of `sink`, with its writing thread.
     pub fn new(sink: W) -> io::Result<LogBuffer<W>> {
+        LogBuffer::with_batch(sink, BATCH)
+    }
+
+    /// [`LogBuffer::new`] with lines waiting at most `batch`.
+    fn with_batch(sink: W, batch: Duration) -> io::Result<LogBuffer<W>> {
         let shared = Arc::new(Shared {
             pending: Mutex::new(Pending {
                 bytes: Vec::with_capacity(HIGH_WATER),
@@ -75,7 +80,7 @@ impl<W: Write + Send + 'static> LogBuffer<W> {
         let s = shared.clone();
         std::thread::Builder::new()
             .name("log-writer".into())
-            .spawn(move || s.run())?;
+            .spawn(move || s.run(batch))?;
         Ok(LogBuffer { shared })
     }
 }
@@ -97,16 +102,16 @@ impl<W: Write> Shared<W> {
         self.pending.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The writing thread: waits for a first line, lets the batch gather for [`BATCH`], writes
-    /// it. Ends with the last [`LogBuffer`] (a weak wait would do too; the process ends first).
-    fn run(&self) {
+    /// The writing thread: waits for a first line, lets the batch gather for `batch`, writes it.
+    /// It lives as long as the process.
+    fn run(&self, batch: Duration) {
         loop {
             let mut p = self.lock();
             while p.bytes.is_empty() {
                 p = self.filled.wait(p).unwrap_or_else(|e| e.into_inner());
             }
             drop(p);
-            std::thread::sleep(BATCH);
+            std::thread::sleep(batch);
             self.lock().write_out();
         }
     }
@@ -194,7 +199,8 @@ mod tests {
     #[test]
     fn info_batched_warnings_at_once_in_order_nothing_lost() {
         let out = Captured::default();
-        let log = LogBuffer::new(out.clone()).unwrap();
+        // A batch longer than the test: only warnings and the guard write.
+        let log = LogBuffer::with_batch(out.clone(), Duration::from_secs(3600)).unwrap();
         let subscriber = tracing_subscriber::fmt()
             .with_ansi(false)
             .without_time()
@@ -216,6 +222,27 @@ mod tests {
         let text = out.text();
         assert_eq!(text.lines().count(), 4, "{text}");
         assert!(text.lines().last().unwrap().ends_with("four"), "{text}");
+    }
+
+    /// Behind the text log's escaping writer (`OneLine`), info lines are batched as well.
+    #[test]
+    fn behind_the_escaping_writer_too() {
+        let out = Captured::default();
+        let log = LogBuffer::with_batch(out.clone(), Duration::from_secs(3600)).unwrap();
+        let subscriber = tracing_subscriber::fmt()
+            .with_ansi(false)
+            .with_writer(super::super::log_line::OneLine(log.clone()))
+            .finish();
+        tracing::subscriber::with_default(subscriber, || {
+            tracing::info!("batched\nline");
+            assert_eq!(out.text(), "", "an info line waits for its batch");
+            tracing::error!("at once");
+            let text = out.text();
+            assert!(
+                text.contains("batched\\nline") && text.contains("at once"),
+                "{text}"
+            );
+        });
     }
 
     /// A batch is written by the writing thread without a flush.

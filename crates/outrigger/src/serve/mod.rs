@@ -132,11 +132,8 @@ pub fn run(args: &ServeArgs) -> Result<()> {
         tracing::warn!("--{old} is deprecated: use --{new} (as every other command names it)");
     }
     tracing::debug!(allocator = %outrigger_alloc::describe(), "allocator settings");
-    let threads = args
-        .worker_threads
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
     let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(threads.max(1))
+        .worker_threads(worker_threads(args))
         .enable_all()
         .build()
         .context("starting the async runtime")?;
@@ -145,6 +142,13 @@ pub fn run(args: &ServeArgs) -> Result<()> {
     // deadline) does not hold the process after the drain.
     rt.shutdown_timeout(BLOCKING_SHUTDOWN);
     result
+}
+
+/// The runtime's worker threads: `--worker-threads`, else one per CPU.
+fn worker_threads(args: &ServeArgs) -> usize {
+    args.worker_threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()))
+        .max(1)
 }
 
 /// How long the process waits at exit for work still running on the blocking pool.
@@ -399,6 +403,7 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
         review_slots: Arc::new(Semaphore::new(
             args.max_concurrency.clamp(1, Semaphore::MAX_PERMITS),
         )),
+        quick_reviews: Semaphore::new(worker_threads(args).saturating_sub(1)),
         budget,
         draining: AtomicBool::new(false),
         cluster: facts,
