@@ -181,7 +181,7 @@ async fn stream(
         let Some(body) = bodies.get(i) else {
             return (errors, latencies);
         };
-        let req = hyper::Request::post(format!("https://localhost/inject"))
+        let req = hyper::Request::post("https://localhost/inject")
             .header("content-type", "application/json")
             .body(Full::new(body.clone()))
             .expect("a valid request");
