@@ -13,6 +13,8 @@
 //! render, merge, finish, patch and the response, everything of `webhook::review`. With a second
 //! argument `repeated`, the same review is answered twice first, so the measured one is a
 //! repeated pod's (answered from the render memo when the pod is small enough to be keyed).
+//! With `distinct`, the measured pod's `app` label is one no review has seen (`h000000001`, as
+//! `scripts/cpu-per-injection.sh`'s distinct mode sends): no memo answers any part of it.
 //! Size classes are those of `examples/review_floor.rs` (`containers-N`, `env-N`, ...).
 
 use outrigger_inject::webhook::{self, Context, Outcome};
@@ -39,11 +41,24 @@ fn main() {
     let ctx = support::webhook_context(&s);
     let warm = webhook::review(&support::class_review_body("hello"), "/inject", &ctx);
     assert_eq!(warm.outcome, Outcome::Injected, "warm-up review");
-    let body = support::class_review_body(&class);
-    if std::env::args().nth(2).as_deref() == Some("repeated") {
-        for _ in 0..2 {
-            webhook::review(&body, "/inject", &ctx);
+    let mut body = support::class_review_body(&class);
+    match std::env::args().nth(2).as_deref() {
+        Some("repeated") => {
+            for _ in 0..2 {
+                webhook::review(&body, "/inject", &ctx);
+            }
         }
+        Some("distinct") => {
+            let text = String::from_utf8(body).expect("UTF-8 review");
+            assert!(
+                text.contains(r#""app":"hello""#),
+                "the pod has the app label"
+            );
+            body = text
+                .replacen(r#""app":"hello""#, r#""app":"h000000001""#, 1)
+                .into_bytes();
+        }
+        _ => {}
     }
     let reviewed = measured(&body, &ctx);
     assert_eq!(reviewed.outcome, Outcome::Injected, "measured review");

@@ -32,10 +32,22 @@ use crate::kube::events::Outcome as EventOutcome;
 
 /// Bodies larger than this take one of the large-review slots ([`ByteBudget::large_slot`]);
 /// smaller ones one of the review slots ([`State::review_slots`]). Either way the review runs
-/// on the blocking pool, never on the connection workers.
+/// on the blocking pool, unless it is short ([`QUICK_BODY_LIMIT`]).
 ///
 /// [`ByteBudget::large_slot`]: super::budget::ByteBudget::large_slot
 const INLINE_BODY_LIMIT: usize = 128 * 1024;
+
+/// Reviews of bodies up to this size are tried first on the connection's worker thread, within
+/// [`QUICK_WORK`]: handing a review to the blocking pool and its answer back (two thread
+/// wake-ups) cost more CPU than the whole review of a plain pod.
+const QUICK_BODY_LIMIT: usize = 16 * 1024;
+
+/// The work ([`outrigger_go::work`]: template steps, list elements copied and merged) a
+/// review tried on the worker may count before it is stopped and run again from the start on
+/// the blocking pool: tens of times what Istio's templates take for a plain pod (a few hundred),
+/// so a worker is held for a bounded, small time; a work bound, not a time, so which reviews
+/// move does not depend on the machine's load.
+const QUICK_WORK: u64 = 20_000;
 
 /// After refusing a body early (413, 429), up to this many times `--max-request-bytes` of it is
 /// read and discarded so that an HTTP/1.1 client still sending it reads the answer.
@@ -91,6 +103,10 @@ pub struct State {
     /// blocking pool (`--max-concurrency`: they share the CPUs, so a review stopped only by its
     /// deadline never holds up the others; larger ones take the byte budget's large slots).
     pub review_slots: Arc<Semaphore>,
+    /// Reviews answered on a worker thread at once ([`QUICK_BODY_LIMIT`]): one fewer than the
+    /// worker threads, so a review that outruns its work bound (a template whose loops count
+    /// little work) never holds every worker; with none free, a review goes to the blocking pool.
+    pub quick_reviews: Semaphore,
     /// Bounds the request body bytes held at once (`--max-inflight-bytes`).
     pub budget: ByteBudget,
     /// Set on SIGTERM: `/readyz` fails while requests are still served.
@@ -440,21 +456,43 @@ where
     // The review's work budget ends at the request's deadline, or when this request is given
     // up (the deadline's timeout or the client gone drops this future): the review checks it
     // as it goes and stops, so its slot is free again by then.
-    let work = Budget::new(Some(start + state.limits.deadline));
+    let deadline = start + state.limits.deadline;
+    let work = Budget::new(Some(deadline));
     let _cancel = CancelOnDrop(work.clone());
-    let st = state.clone();
-    let p = path.clone();
-    let w = work.clone();
-    // The body's charge and the slot go with the work: they are released when it ends.
-    let review = move || {
-        let _held = (charge, slot);
-        outrigger_go::work::scope(&w, || run_review(&st, &body, &p))
+    // A short review is answered here, on the worker; one that outgrows QUICK_WORK (the
+    // outcome of a review stopped by its budget is discarded) runs again on the blocking pool.
+    let quick_slot = (body.len() <= QUICK_BODY_LIMIT)
+        .then(|| state.quick_reviews.try_acquire().ok())
+        .flatten();
+    let quick = quick_slot.map(|_held| {
+        let budget = Budget::with_work_limit(Some(deadline), QUICK_WORK);
+        let r = outrigger_go::work::scope(&budget, || run_review(state, &body, &path));
+        (r, budget.is_exhausted())
+    });
+    let quick = match quick {
+        Some((r, false)) => Some(r),
+        Some((r, true)) if matches!(r.outcome, Outcome::Injected | Outcome::Skipped(_)) => Some(r),
+        Some((r, true)) if work.is_exhausted() => return deadline_exceeded(state, Some(&r)),
+        _ => None,
     };
-    let mut reviewed = match tokio::task::spawn_blocking(review).await {
-        Ok(r) => r,
-        Err(e) => {
-            let msg = format!("admission task failed: {e}");
-            return http_error(m, StatusCode::INTERNAL_SERVER_ERROR, "internal_error", &msg);
+    let mut reviewed = if let Some(r) = quick {
+        drop((charge, slot));
+        r
+    } else {
+        let st = state.clone();
+        let p = path.clone();
+        let w = work.clone();
+        // The body's charge and the slot go with the work: they are released when it ends.
+        let review = move || {
+            let _held = (charge, slot);
+            outrigger_go::work::scope(&w, || run_review(&st, &body, &p))
+        };
+        match tokio::task::spawn_blocking(review).await {
+            Ok(r) => r,
+            Err(e) => {
+                let msg = format!("admission task failed: {e}");
+                return http_error(m, StatusCode::INTERNAL_SERVER_ERROR, "internal_error", &msg);
+            }
         }
     };
     if work.is_exhausted() && !matches!(reviewed.outcome, Outcome::Injected | Outcome::Skipped(_)) {

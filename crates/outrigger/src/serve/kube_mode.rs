@@ -581,6 +581,7 @@ mod tests {
             },
             permits: Semaphore::new(4),
             review_slots: Arc::new(Semaphore::new(2)),
+            quick_reviews: Semaphore::new(1),
             budget: Default::default(),
             draining: AtomicBool::new(false),
             cluster,

@@ -23,6 +23,11 @@ impl<'a, M: MakeWriter<'a>> MakeWriter<'a> for OneLine<M> {
     fn make_writer(&'a self) -> Self::Writer {
         Escaping(self.0.make_writer())
     }
+
+    /// The inner writer for the event's level (the log's buffer writes warnings at once).
+    fn make_writer_for(&'a self, meta: &tracing::Metadata<'_>) -> Self::Writer {
+        Escaping(self.0.make_writer_for(meta))
+    }
 }
 
 /// A writer escaping control characters of each write, its final newline excepted.

@@ -20,6 +20,7 @@ pub mod handler;
 pub mod health;
 pub mod kube_mode;
 pub mod listen;
+pub mod log_buffer;
 pub mod log_line;
 pub mod metrics;
 pub mod metrics_port;
@@ -71,42 +72,68 @@ fn log_filter(rust_log: Option<&str>, log_level: &str) -> tracing_subscriber::En
     }
 }
 
-fn init_logging(args: &ServeArgs) {
+/// The log's buffer ([`log_buffer`]), flushed at exit.
+static LOG: std::sync::OnceLock<log_buffer::LogBuffer<std::io::Stderr>> =
+    std::sync::OnceLock::new();
+
+/// Write every log line still in the buffer (before the process exits).
+fn flush_log() {
+    if let Some(log) = LOG.get() {
+        log.flush();
+    }
+}
+
+/// Install the log: lines below `WARN` batched ([`log_buffer`]; unbuffered when its thread
+/// cannot start). Returns the guard that writes what is pending when dropped.
+fn init_logging(args: &ServeArgs) -> Option<log_buffer::Flush<std::io::Stderr>> {
     let rust_log = std::env::var("RUST_LOG")
         .ok()
         .filter(|v| !v.trim().is_empty());
     let filter = log_filter(rust_log.as_deref(), &args.log_level);
     let builder = tracing_subscriber::fmt().with_env_filter(filter);
-    let _ = match args.log_format {
-        LogFormat::Json => builder
+    let buffer = log_buffer::LogBuffer::new(std::io::stderr()).ok();
+    let _ = match (args.log_format, buffer.clone()) {
+        (LogFormat::Json, Some(b)) => builder
+            .with_writer(b)
+            .json()
+            .flatten_event(true)
+            .with_current_span(false)
+            .try_init(),
+        (LogFormat::Json, None) => builder
             .with_writer(std::io::stderr)
             .json()
             .flatten_event(true)
             .with_current_span(false)
             .try_init(),
         // Request values may hold line breaks and escapes: written escaped, one event per line.
-        LogFormat::Text => builder
+        (LogFormat::Text, Some(b)) => builder
+            .with_writer(log_line::OneLine(b))
+            .with_ansi(false)
+            .try_init(),
+        (LogFormat::Text, None) => builder
             .with_writer(log_line::OneLine(std::io::stderr))
             .with_ansi(false)
             .try_init(),
     };
+    let buffer = buffer?;
+    let guard = buffer.flush_on_drop();
+    let _ = LOG.set(buffer);
+    Some(guard)
 }
 
 /// Run the webhook until SIGTERM/SIGINT.
 pub fn run(args: &ServeArgs) -> Result<()> {
     crate::template_env::init(&args.env.template_env)?;
     outrigger_alloc::tune();
-    init_logging(args);
+    // Dropped last: the log's pending lines are written when the server stops.
+    let _log = init_logging(args);
     let argv: Vec<String> = std::env::args().collect();
     for (old, new) in crate::serve::args::former_names_used(&argv) {
         tracing::warn!("--{old} is deprecated: use --{new} (as every other command names it)");
     }
     tracing::debug!(allocator = %outrigger_alloc::describe(), "allocator settings");
-    let threads = args
-        .worker_threads
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
     let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(threads.max(1))
+        .worker_threads(worker_threads(args))
         .enable_all()
         .build()
         .context("starting the async runtime")?;
@@ -115,6 +142,13 @@ pub fn run(args: &ServeArgs) -> Result<()> {
     // deadline) does not hold the process after the drain.
     rt.shutdown_timeout(BLOCKING_SHUTDOWN);
     result
+}
+
+/// The runtime's worker threads: `--worker-threads`, else one per CPU.
+fn worker_threads(args: &ServeArgs) -> usize {
+    args.worker_threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()))
+        .max(1)
 }
 
 /// How long the process waits at exit for work still running on the blocking pool.
@@ -369,6 +403,7 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
         review_slots: Arc::new(Semaphore::new(
             args.max_concurrency.clamp(1, Semaphore::MAX_PERMITS),
         )),
+        quick_reviews: Semaphore::new(worker_threads(args).saturating_sub(1)),
         budget,
         draining: AtomicBool::new(false),
         cluster: facts,
@@ -458,6 +493,7 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
     tokio::spawn(async move {
         let again = signals.next().await;
         tracing::warn!(signal = again, "second signal: exiting without draining");
+        flush_log();
         std::process::exit(1);
     });
     // Said at once, with what is left to wait for and how to skip it.
