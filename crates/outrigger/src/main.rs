@@ -6,25 +6,22 @@
 
 mod check;
 mod cli;
-mod config_source;
 mod decision;
 mod doctor;
 mod drift;
 mod inject;
 mod input;
-mod kube;
 mod man;
-mod pki;
 mod preview;
 mod print;
-mod report;
 mod safe_write;
 mod serve;
-mod template_env;
 mod version;
 mod webhook_config;
 
 use clap::FromArgMatches;
+// The cluster integration and the configuration loading live in the `outrigger-kube` crate.
+use outrigger_kube::{self as kube, config_source, pki, report, template_env};
 
 use cli::{Cli, Command};
 

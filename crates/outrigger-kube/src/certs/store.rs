@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 use time::OffsetDateTime;
 
 use super::bundle::{add_trusted, CertBundle};
-use crate::kube::webhook_object::ENTRY_SUFFIX;
+use crate::webhook_object::ENTRY_SUFFIX;
 use crate::pki::{self, first, parse_certs};
 
 /// Secret key of the signing CA certificate (PEM).
@@ -162,7 +162,7 @@ fn warn_if_istio_labelled(mwc: &MutatingWebhookConfiguration) {
         .metadata
         .labels
         .as_ref()
-        .and_then(|l| l.get(crate::kube::webhook_object::REV_LABEL));
+        .and_then(|l| l.get(crate::webhook_object::REV_LABEL));
     if let Some(rev) = rev {
         if !WARNED.swap(true, std::sync::atomic::Ordering::Relaxed) {
             tracing::warn!(
@@ -515,10 +515,10 @@ pub async fn reconcile_with(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kube::certs::bundle::{Plan, CLOCK_SKEW, ROTATION_GRACE};
-    use crate::kube::certs::service_dns_names;
-    use crate::kube::certs::testutil::*;
-    use crate::kube::mock;
+    use crate::certs::bundle::{Plan, CLOCK_SKEW, ROTATION_GRACE};
+    use crate::certs::service_dns_names;
+    use crate::certs::testutil::*;
+    use crate::mock;
     use crate::pki::cert_blocks;
     use http::Method;
     use time::Duration;

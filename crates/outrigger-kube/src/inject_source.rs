@@ -69,7 +69,7 @@ pub async fn read_keys(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kube::mock;
+    use crate::mock;
     use http::Method;
     use serde_json::json;
 

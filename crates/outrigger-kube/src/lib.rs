@@ -11,18 +11,23 @@ pub mod activation;
 pub mod certs;
 pub mod check;
 pub mod client;
+pub mod config_source;
 pub mod config_watch;
+pub mod defaults;
 pub mod drift_facts;
 pub mod event_hold;
 pub mod events;
 pub mod inject_source;
-#[cfg(test)]
-pub(crate) mod mock;
+#[cfg(any(test, feature = "mock"))]
+pub mod mock;
 pub mod namespaces;
 pub mod nodes;
 pub mod objects;
 pub mod overlap;
+pub mod pki;
 pub mod pods;
 pub mod probe;
+pub mod report;
 pub mod runtime;
+pub mod template_env;
 pub mod webhook_object;

@@ -170,7 +170,7 @@ pub fn fetch(q: &LiveQuery<'_>) -> Result<LiveFacts> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kube::mock;
+    use crate::mock;
     use http::Method;
 
     #[tokio::test]
@@ -197,8 +197,8 @@ mod tests {
         let r = mock::next(&mut handle).await;
         r.assert(Method::GET, "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/outrigger-sidecar-injector");
         // The takeover's entries (istiod's default revision's selectors).
-        let generated = serde_json::to_value(crate::kube::webhook_object::build(
-            &crate::kube::webhook_object::WebhookOptions {
+        let generated = serde_json::to_value(crate::webhook_object::build(
+            &crate::webhook_object::WebhookOptions {
                 selector: Some("default".into()),
                 ..Default::default()
             },

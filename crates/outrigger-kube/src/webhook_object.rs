@@ -39,7 +39,7 @@ use k8s_openapi::ByteString;
 use outrigger_inject::decide::selection::{self, OUTRIGGER_SELECTOR};
 use serde_json::Value;
 
-use crate::cli::defaults;
+use crate::defaults;
 
 /// Suffix shared by every injection webhook entry name (and what the CA patcher looks for).
 pub const ENTRY_SUFFIX: &str = selection::INJECTOR_ENTRY_SUFFIX;
@@ -852,7 +852,7 @@ mod tests {
         }
         assert_eq!(
             takeover().object_name(),
-            crate::cli::defaults::WEBHOOK_CONFIG_NAME
+            crate::defaults::WEBHOOK_CONFIG_NAME
         );
         let canary = WebhookOptions {
             revision: "canary".into(),

@@ -133,7 +133,7 @@ impl ConfigSources {
 pub fn config_sources(args: &KubeSettings) -> Result<Option<ConfigSources>> {
     use super::inject_source::{DEFAULT_INJECT_CONFIG_MAP, DEFAULT_MESH_CONFIG_MAP};
     if args.istio_configmaps {
-        use crate::kube::webhook_object::is_dns1123_label;
+        use crate::webhook_object::is_dns1123_label;
         if !is_dns1123_label(&args.istio_namespace) {
             anyhow::bail!(
                 "--istioNamespace {:?}: not a namespace name (a DNS-1123 label)",
@@ -228,7 +228,7 @@ pub async fn start(client: Client, args: &KubeSettings, ctx: &KubeContext) -> Re
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kube::mock;
+    use crate::mock;
     use http::Method;
     use serde_json::json;
 

@@ -34,7 +34,7 @@ pub struct ConfigMapRef {
 impl ConfigMapRef {
     /// Parse `NAMESPACE/NAME` (the `--injectConfigMap` / `--meshConfigMap` flag syntax).
     pub fn parse(s: &str) -> anyhow::Result<ConfigMapRef> {
-        let (namespace, name) = crate::kube::webhook_object::parse_namespaced(s)?;
+        let (namespace, name) = crate::webhook_object::parse_namespaced(s)?;
         Ok(ConfigMapRef { namespace, name })
     }
 }
@@ -265,7 +265,7 @@ pub fn snapshots(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kube::mock;
+    use crate::mock;
     use http::Method;
     use serde_json::{json, Value};
 

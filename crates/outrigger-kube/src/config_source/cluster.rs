@@ -8,8 +8,8 @@ use outrigger_inject::config::Snapshot;
 
 use super::files::{manifests_snapshot_from, Input};
 use super::{ClusterSource, ConfigPaths};
-use crate::kube::config_watch::{self, ConfigMapRef};
-use crate::kube::inject_source::{self, DEFAULT_INJECT_CONFIG_MAP, DEFAULT_MESH_CONFIG_MAP};
+use crate::config_watch::{self, ConfigMapRef};
+use crate::inject_source::{self, DEFAULT_INJECT_CONFIG_MAP, DEFAULT_MESH_CONFIG_MAP};
 
 /// The snapshot of `inject --kube`: the injector ConfigMap's `config` and `values` keys and the
 /// mesh ConfigMap's `mesh` key, as `istioctl kube-inject` reads them, except the inputs given as
@@ -43,7 +43,7 @@ pub fn cluster_snapshot(
             .context("starting the runtime")?;
         rt.block_on(async {
             let cluster =
-                crate::kube::client::connect(c.kubeconfig.as_deref(), c.context.as_deref()).await?;
+                crate::client::connect(c.kubeconfig.as_deref(), c.context.as_deref()).await?;
             let client = cluster.client.clone();
             let hint = |flag: &str, file_flags: &str| {
                 format!(

@@ -35,7 +35,7 @@ fn kubelet_version(node: &Node) -> &str {
 }
 
 /// Remove what detection never reads, to keep the cache small.
-pub(crate) fn strip(node: &mut Node) {
+pub fn strip(node: &mut Node) {
     node.metadata.annotations = None;
     node.metadata.owner_references = None;
     node.metadata.managed_fields = None;
@@ -217,8 +217,8 @@ impl ClusterFacts for NodeCache {
 }
 
 /// A cache fed with `events`, as the watch feeds it; returns the writer for more.
-#[cfg(test)]
-pub(crate) fn fed(
+#[cfg(any(test, feature = "mock"))]
+pub fn fed(
     events: Vec<watcher::Event<Node>>,
 ) -> (NodeCache, impl FnMut(watcher::Event<Node>)) {
     let (store, mut writer) = reflector::store();
@@ -237,7 +237,7 @@ pub(crate) fn fed(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kube::mock;
+    use crate::mock;
     use http::Method;
     use serde_json::{json, Value};
 

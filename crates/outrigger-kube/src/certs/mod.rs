@@ -105,7 +105,7 @@ pub async fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kube::mock;
+    use crate::mock;
     use base64::Engine;
     use http::Method;
     use serde_json::json;

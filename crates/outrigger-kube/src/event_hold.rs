@@ -323,8 +323,8 @@ impl HeldEvents {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kube::events::{DropLabel, EventLimits, EventRecorder};
-    use crate::kube::mock;
+    use crate::events::{DropLabel, EventLimits, EventRecorder};
+    use crate::mock;
     use serde_json::json;
 
     fn event(meta: Value, outcome: Outcome, source: u8) -> PendingEvent {

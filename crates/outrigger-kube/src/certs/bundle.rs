@@ -258,7 +258,7 @@ mod tests {
     }
 
     use super::*;
-    use crate::kube::certs::testutil::now;
+    use crate::certs::testutil::now;
 
     #[test]
     fn generated_bundle_is_consistent() {

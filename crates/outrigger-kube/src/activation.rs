@@ -39,7 +39,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use serde_json::{json, Value};
 
-use crate::kube::webhook_object::ENTRY_SUFFIX;
+use crate::webhook_object::ENTRY_SUFFIX;
 
 /// Labels of `outrigger_webhook_failure_policy`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -467,7 +467,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kube::mock;
+    use crate::mock;
     use http::Method;
 
     fn mwc(policies: &[(&str, &str)], owners: Value) -> Value {
