@@ -38,7 +38,11 @@ fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
 
 /// How many modules deep `file` (under `src`) is: `src/cli/mod.rs` 1, `src/cli/common.rs` 2.
 fn depth(src: &Path, file: &Path) -> usize {
-    let parts = file.strip_prefix(src).expect("under src").components().count();
+    let parts = file
+        .strip_prefix(src)
+        .expect("under src")
+        .components()
+        .count();
     if file.ends_with("mod.rs") {
         parts - 1
     } else {
@@ -76,8 +80,7 @@ fn root_names(text: &str, depth: usize) -> Vec<String> {
             for (i, _) in line.match_indices(prefix) {
                 let rest = &line[i + prefix.len()..];
                 // A longer `super::` chain climbs out of the crate: not a module of it.
-                if prefix == up && (line[..i].ends_with("super::") || rest.starts_with("super::"))
-                {
+                if prefix == up && (line[..i].ends_with("super::") || rest.starts_with("super::")) {
                     continue;
                 }
                 out.extend(names(rest));
@@ -141,7 +144,10 @@ fn the_scan_finds_root_paths_however_written() {
         ("use crate::serve::args;", Some("serve")),
         ("use crate::{cli, drift::args};", Some("drift")),
         ("use super::super::inject::run;", Some("inject")),
-        ("#[cfg(test)]\nmod t { fn f() { crate::doctor::run(); } }", Some("doctor")),
+        (
+            "#[cfg(test)]\nmod t { fn f() { crate::doctor::run(); } }",
+            Some("doctor"),
+        ),
         ("use super::values; // crate::serve", None),
         ("use super::super::super::serve;", None),
         ("use crate::cli::values;", None),

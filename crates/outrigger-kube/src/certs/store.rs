@@ -16,8 +16,8 @@ use serde_json::{json, Value};
 use time::OffsetDateTime;
 
 use super::bundle::{add_trusted, CertBundle};
-use crate::webhook_object::ENTRY_SUFFIX;
 use crate::pki::{self, first, parse_certs};
+use crate::webhook_object::ENTRY_SUFFIX;
 
 /// Secret key of the signing CA certificate (PEM).
 pub const CA_CERT_KEY: &str = "ca.crt";
