@@ -287,7 +287,7 @@ impl HeldEvents {
     }
 
     /// Drop the Events held longer than the limit (`not_created`).
-    pub fn expire(&self) {
+    pub(crate) fn expire(&self) {
         let mut t = self.lock();
         self.expire_locked(&mut t, Instant::now());
     }

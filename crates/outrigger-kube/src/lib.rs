@@ -18,8 +18,8 @@ pub mod drift_facts;
 pub mod event_hold;
 pub mod events;
 pub mod inject_source;
-#[cfg(any(test, feature = "mock"))]
-pub mod mock;
+#[cfg(test)]
+pub(crate) mod mock;
 pub mod namespaces;
 pub mod nodes;
 pub mod objects;

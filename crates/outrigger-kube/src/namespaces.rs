@@ -36,7 +36,7 @@ pub fn strip(ns: &mut Namespace) {
 
 impl NamespaceCache {
     /// A cache over an existing store (tests feed the store themselves).
-    #[cfg(any(test, feature = "mock"))]
+    #[cfg(any(test, feature = "test-support"))]
     pub fn with_store(store: Store<Namespace>) -> Self {
         NamespaceCache { store }
     }

@@ -217,7 +217,7 @@ impl ClusterFacts for NodeCache {
 }
 
 /// A cache fed with `events`, as the watch feeds it; returns the writer for more.
-#[cfg(any(test, feature = "mock"))]
+#[cfg(any(test, feature = "test-support"))]
 pub fn fed(events: Vec<watcher::Event<Node>>) -> (NodeCache, impl FnMut(watcher::Event<Node>)) {
     let (store, mut writer) = reflector::store();
     let aggregate = Arc::new(NodeAggregate::default());

@@ -11,6 +11,11 @@ mod doctor;
 mod drift;
 mod inject;
 mod input;
+/// The kube layer's mock API server (a `kube::Client` over `tower_test`), for the server's tests.
+#[cfg(test)]
+#[path = "../../outrigger-kube/src/mock.rs"]
+#[allow(dead_code)] // the server's tests use a few of its helpers
+mod kube_mock;
 mod man;
 mod preview;
 mod print;

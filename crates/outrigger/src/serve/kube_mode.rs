@@ -940,7 +940,7 @@ mod tests {
 
     #[tokio::test]
     async fn kube_events_are_published_in_the_background() {
-        let (client, mut handle) = crate::kube::mock::client();
+        let (client, mut handle) = crate::kube_mock::client();
         let sink = KubeEvents::new(
             crate::kube::events::EventRecorder::new(client, Some("outrigger-0".into())),
             None,
@@ -949,7 +949,7 @@ mod tests {
         // The admission response is complete before the API server has seen anything.
         let patch = post(&st, "team", pod("a", None, json!({}))).await;
         assert!(patch.contains("istio-proxy"));
-        let r = crate::kube::mock::next(&mut handle).await;
+        let r = crate::kube_mock::next(&mut handle).await;
         assert_eq!(r.method, http::Method::POST);
         assert!(
             r.uri
