@@ -1,11 +1,22 @@
-//! Kubernetes API integration (kube-rs over rustls): certificate bootstrap and caBundle sync,
-//! ConfigMap-driven configuration, cached node and namespace facts, Events, the live mode
-//! of `outrigger check`, and the ConfigMaps `outrigger inject --kube` reads.
+//! outrigger's cluster integration and what every command loads, below the binary's commands
+//! (which this crate cannot name: it does not depend on the binary, nor on clap but for the
+//! `clap` feature's `ValueEnum`s of [`webhook_object`]).
 //!
-//! These are library-style building blocks; `serve --kube` (`crate::serve::kube_mode`) wires
-//! them together. Every function takes a [`::kube::Client`], so tests drive them with a mock
-//! service that asserts the exact requests made. The few items serve does not call carry their
-//! own `allow(dead_code)` with the reason.
+//! Kubernetes API integration (kube-rs over rustls): certificate bootstrap and caBundle sync
+//! ([`certs`]), ConfigMap-driven configuration ([`config_watch`]), cached node and namespace
+//! facts ([`nodes`], [`namespaces`]), Events ([`events`]), the webhook configuration
+//! ([`webhook_object`], [`activation`]), the live mode of `outrigger check` ([`check`]), and the
+//! ConfigMaps `outrigger inject --kube` reads ([`inject_source`]). `serve --kube` (the binary's
+//! `serve::kube_mode`) wires them together through [`runtime::start`]. Every function takes a
+//! [`::kube::Client`], so tests drive them with a mock service that asserts the exact requests
+//! made.
+//!
+//! Beside them, what the commands share: the injector configuration's loading
+//! ([`config_source`]: files, `--config-dir`, the cluster's ConfigMaps, else the embedded
+//! default), certificates ([`pki`]), how errors are said ([`report`]), what templates may read of
+//! the environment ([`template_env`]) and the install's names ([`defaults`]). The binary's flag
+//! groups convert to the plain settings taken here ([`config_source::ConfigPaths`],
+//! [`config_source::ClusterSource`], [`runtime::KubeSettings`]).
 
 pub mod activation;
 pub mod certs;
