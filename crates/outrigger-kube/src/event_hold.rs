@@ -203,7 +203,7 @@ impl HeldEvents {
 
     /// Events held now.
     #[cfg(test)]
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.lock().held.len()
     }
 
