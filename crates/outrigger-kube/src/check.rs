@@ -44,7 +44,7 @@ pub async fn pod(client: Client, namespace: &str, name: &str) -> Result<Value> {
 }
 
 /// The webhook entries of a live MutatingWebhookConfiguration.
-pub async fn webhook_entries(client: Client, name: &str) -> Result<Vec<Value>> {
+pub(crate) async fn webhook_entries(client: Client, name: &str) -> Result<Vec<Value>> {
     let mwc = Api::<MutatingWebhookConfiguration>::all(client)
         .get(name)
         .await
@@ -58,7 +58,7 @@ pub async fn webhook_entries(client: Client, name: &str) -> Result<Vec<Value>> {
 }
 
 /// The injector configuration documents of a live ConfigMap (with istiod's error texts).
-pub async fn raw_config(client: Client, r: &ConfigMapRef) -> Result<RawConfig> {
+pub(crate) async fn raw_config(client: Client, r: &ConfigMapRef) -> Result<RawConfig> {
     let cm = Api::<ConfigMap>::namespaced(client, &r.namespace)
         .get_opt(&r.name)
         .await
@@ -115,7 +115,7 @@ pub struct LiveFacts {
 }
 
 /// Read what `q` asks for.
-pub async fn read_live(client: Client, q: &LiveQuery<'_>) -> Result<LiveFacts> {
+pub(crate) async fn read_live(client: Client, q: &LiveQuery<'_>) -> Result<LiveFacts> {
     let namespace = q
         .namespace
         .map_or_else(|| client.default_namespace().to_string(), str::to_string);

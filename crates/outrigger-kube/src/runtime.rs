@@ -90,7 +90,7 @@ impl std::fmt::Debug for KubeServices {
 }
 
 /// The certificate settings from the flags.
-pub fn cert_config(args: &KubeSettings, ctx: &KubeContext) -> CertConfig {
+pub(crate) fn cert_config(args: &KubeSettings, ctx: &KubeContext) -> CertConfig {
     let mut dns_names = certs::service_dns_names(&ctx.namespace, &ctx.service);
     dns_names.extend(ctx.extra_dns_names.iter().cloned());
     CertConfig {
