@@ -6,25 +6,27 @@
 
 mod check;
 mod cli;
-mod config_source;
 mod decision;
 mod doctor;
 mod drift;
 mod inject;
 mod input;
-mod kube;
+/// The kube layer's mock API server (a `kube::Client` over `tower_test`), for the server's tests.
+#[cfg(test)]
+#[path = "../../outrigger-kube/src/mock.rs"]
+#[allow(dead_code)] // the server's tests use a few of its helpers
+mod kube_mock;
 mod man;
-mod pki;
 mod preview;
 mod print;
-mod report;
 mod safe_write;
 mod serve;
-mod template_env;
 mod version;
 mod webhook_config;
 
 use clap::FromArgMatches;
+// The cluster integration and the configuration loading live in the `outrigger-kube` crate.
+use outrigger_kube::{self as kube, config_source, pki, report, template_env};
 
 use cli::{Cli, Command};
 

@@ -1,7 +1,7 @@
 //! deploy/: every manifest validates with `kubernetes-validate --strict`, `kubectl kustomize`
 //! builds the base and the HA overlay (each reported ignored when its tool is absent, failing under CI: tests/harness), and
 //! the checked-in MutatingWebhookConfiguration is exactly what `outrigger webhook-config` prints
-//! without flags, and the rendered base agrees with the binary's defaults (`src/cli/defaults.rs`).
+//! without flags, and the rendered base agrees with the binary's defaults (`crates/outrigger-kube/src/defaults.rs`).
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -13,7 +13,7 @@ use harness::Need;
 use support_validate::{deploy_dir, kubernetes_validate as validate, kustomize};
 
 /// The binary's shared defaults (constants only), as `serve` and `webhook-config` use them.
-#[path = "../src/cli/defaults.rs"]
+#[path = "../../outrigger-kube/src/defaults.rs"]
 #[allow(dead_code)]
 mod defaults;
 

@@ -362,7 +362,7 @@ fn explain_live(args: &CheckArgs) -> Result<(Vec<Report>, Vec<Option<String>>)> 
     let live = crate::kube::check::fetch(&query)?;
     let snapshot = match live.snapshot {
         Some(s) => s,
-        None => crate::config_source::webhook_snapshot(&args.files)?,
+        None => crate::config_source::webhook_snapshot(&args.files.paths())?,
     };
     let webhooks = match live.webhooks {
         Some(w) => w,
@@ -416,7 +416,7 @@ pub fn run(args: &CheckArgs) -> Result<ExitCode> {
     let Some(file) = &args.filename else {
         bail!("-f is required without --kube")
     };
-    let snapshot = crate::config_source::webhook_snapshot(&args.files)?;
+    let snapshot = crate::config_source::webhook_snapshot(&args.files.paths())?;
     let docs = read_documents(file)?;
     let decider = crate::decision::Decider::new(
         &args.decision,

@@ -5,6 +5,9 @@ use std::time::Duration;
 use outrigger_inject::decide::selection::Revision;
 
 use crate::cli::defaults;
+use crate::config_source::{ClusterSource, ConfigPaths};
+use crate::kube::inject_source::{DEFAULT_INJECT_CONFIG_MAP, DEFAULT_MESH_CONFIG_MAP};
+use crate::kube::runtime::KubeSettings;
 
 /// Istio's configuration files, as `istioctl kube-inject` names its flags.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -27,61 +30,21 @@ pub struct ConfigFiles {
     pub config_dir: Option<std::path::PathBuf>,
 }
 
-/// The file names `--config-dir` reads: the keys of Istio's ConfigMaps, as istiod mounts them.
-pub const CONFIG_DIR_FILES: [&str; 3] = ["config", "values", "mesh"];
-
 impl ConfigFiles {
-    /// The files to read: the flags, with `--config-dir`'s files for the inputs not given
-    /// (`config` and `values` must be there; `mesh` is taken when present).
-    pub fn resolved(&self) -> anyhow::Result<ConfigFiles> {
-        let Some(dir) = &self.config_dir else {
-            return Ok(self.clone());
-        };
-        if !dir.is_dir() {
-            anyhow::bail!(
-                "--config-dir {}: {}",
-                dir.display(),
-                if dir.exists() {
-                    "not a directory"
-                } else {
-                    "no such directory"
-                }
-            );
+    /// The files as the configuration loader takes them.
+    pub fn paths(&self) -> ConfigPaths {
+        ConfigPaths {
+            inject_config_file: self.inject_config_file.clone(),
+            values_file: self.values_file.clone(),
+            mesh_config_file: self.mesh_config_file.clone(),
+            config_dir: self.config_dir.clone(),
         }
-        let pick = |given: &Option<std::path::PathBuf>,
-                    name: &str,
-                    required: bool|
-         -> anyhow::Result<Option<std::path::PathBuf>> {
-            if given.is_some() {
-                return Ok(given.clone());
-            }
-            let path = dir.join(name);
-            if path.is_file() {
-                Ok(Some(path))
-            } else if required {
-                let (cm, key) = match name {
-                    "mesh" => ("istio", "mesh"),
-                    other => ("istio-sidecar-injector", other),
-                };
-                Err(crate::report::with_hint(
-                    anyhow::anyhow!("--config-dir {}: no file {name:?}", dir.display()),
-                    format!(
-                        "write it with `kubectl get cm {cm} -n istio-system -o \
-                         jsonpath='{{.data.{key}}}' > {}`",
-                        path.display()
-                    ),
-                ))
-            } else {
-                Ok(None)
-            }
-        };
-        let [config, values, mesh] = CONFIG_DIR_FILES;
-        Ok(ConfigFiles {
-            inject_config_file: pick(&self.inject_config_file, config, true)?,
-            values_file: pick(&self.values_file, values, true)?,
-            mesh_config_file: pick(&self.mesh_config_file, mesh, false)?,
-            config_dir: None,
-        })
+    }
+
+    /// The files to read: the flags, with `--config-dir`'s files for the inputs not given
+    /// ([`ConfigPaths::resolved`]).
+    pub fn resolved(&self) -> anyhow::Result<ConfigPaths> {
+        self.paths().resolved()
     }
 }
 
@@ -236,13 +199,21 @@ pub struct ClusterArgs {
     pub target: ClusterTarget,
 }
 
-/// istioctl's default injector ConfigMap name.
-pub const DEFAULT_INJECT_CONFIG_MAP: &str = "istio-sidecar-injector";
-/// istioctl's default mesh ConfigMap name.
-pub const DEFAULT_MESH_CONFIG_MAP: &str = "istio";
+impl ClusterArgs {
+    /// The cluster to read the configuration from: `None` without `--kube`.
+    pub fn source(&self) -> Option<ClusterSource> {
+        self.kube.then(|| ClusterSource {
+            inject_config_map_name: self.inject_config_map_name.clone(),
+            mesh_config_map_name: self.mesh_config_map_name.clone(),
+            istio_namespace: self.target.istio_namespace.clone(),
+            kubeconfig: self.target.kubeconfig.clone(),
+            context: self.target.context.clone(),
+        })
+    }
+}
 
-/// Kubernetes flags of `outrigger serve` (`--kube` and its group), which the kube layer's
-/// runtime takes as they are.
+/// Kubernetes flags of `outrigger serve` (`--kube` and its group); the kube layer's runtime
+/// takes what it needs of them ([`KubeArgs::settings`]).
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct KubeArgs {
     /// Use the Kubernetes API (certificates in a Secret, caBundle sync, cluster facts).
@@ -450,4 +421,20 @@ pub mod revision_flags {
          `--revision`",
         None
     );
+}
+impl KubeArgs {
+    /// What the kube layer's runtime takes of these flags.
+    pub fn settings(&self) -> KubeSettings {
+        KubeSettings {
+            tls_secret: self.tls_secret.clone(),
+            webhook_config_name: self.webhook_config_name.clone(),
+            ca_bundle_managed_externally: self.ca_bundle_managed_externally,
+            istio_configmaps: self.istio_configmaps,
+            istio_namespace: self.istio_namespace.clone(),
+            revision: self.revision.to_string(),
+            inject_config_map: self.inject_config_map.clone(),
+            mesh_config_map: self.mesh_config_map.clone(),
+            events: self.events,
+        }
+    }
 }

@@ -6,7 +6,7 @@
 //! modules, not here.
 
 pub mod common;
-pub mod defaults;
+pub use outrigger_kube::defaults;
 pub mod values;
 
 use clap::{Parser, Subcommand};

@@ -40,7 +40,11 @@ struct Row {
 /// Run `outrigger drift`.
 pub fn run(args: &DriftArgs) -> Result<ExitCode> {
     crate::template_env::init(&args.env.template_env)?;
-    let setup = crate::config_source::Setup::load(&args.cluster, &args.files, &args.revision)?;
+    let setup = crate::config_source::Setup::load(
+        args.cluster.source().as_ref(),
+        &args.files.paths(),
+        &args.revision,
+    )?;
     let opts = setup.options(args.in_force.native_sidecars, false);
     let Some(filename) = &args.filename else {
         return cluster::run(

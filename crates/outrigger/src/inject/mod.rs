@@ -114,7 +114,11 @@ impl Output {
 /// says whether anything changed.
 pub fn run(args: &InjectArgs) -> Result<ExitCode> {
     crate::template_env::init(&args.env.template_env)?;
-    let setup = Setup::load(&args.cluster, &args.files, &args.revision)?;
+    let setup = Setup::load(
+        args.cluster.source().as_ref(),
+        &args.files.paths(),
+        &args.revision,
+    )?;
     let opts = setup.options(args.native_sidecars, args.reinject);
     let source = input::name(&args.filename);
     let input = input::open(&args.filename)?;

@@ -70,15 +70,23 @@ impl Row {
 /// the end, aligned), and only counts are kept ([`report::Report`]).
 pub fn run(args: &PreviewArgs) -> Result<ExitCode> {
     crate::template_env::init(&args.env.template_env)?;
-    let current = Setup::load(&args.cluster, &args.files, &args.revision)
-        .context("loading the configuration in force")?;
+    let current = Setup::load(
+        args.cluster.source().as_ref(),
+        &args.files.paths(),
+        &args.revision,
+    )
+    .context("loading the configuration in force")?;
     let candidate_revision = args
         .candidate
         .revision
         .clone()
         .unwrap_or_else(|| args.revision.to_string());
-    let candidate = Setup::load(&args.cluster, &args.candidate.files(), &candidate_revision)
-        .context("loading the candidate configuration")?;
+    let candidate = Setup::load(
+        args.cluster.source().as_ref(),
+        &args.candidate.files().paths(),
+        &candidate_revision,
+    )
+    .context("loading the candidate configuration")?;
     let candidate_native = args
         .candidate
         .native_sidecars

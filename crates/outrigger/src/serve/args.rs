@@ -225,9 +225,9 @@ pub struct ServeArgs {
 impl ServeArgs {
     /// The configuration files to read and watch: the flags, with `--config-dir`'s files for
     /// the inputs not given (read as every command reads `--config-dir`:
-    /// [`crate::cli::common::ConfigFiles::resolved`]), else Istio's mount paths.
+    /// [`crate::config_source::ConfigPaths::resolved`]), else Istio's mount paths.
     pub fn config_paths(&self) -> anyhow::Result<super::snapshot::Paths> {
-        let files = crate::cli::common::ConfigFiles {
+        let files = crate::config_source::ConfigPaths {
             inject_config_file: self.inject_config.clone(),
             values_file: self.inject_values.clone(),
             mesh_config_file: self.mesh_config.clone(),
@@ -240,7 +240,7 @@ impl ServeArgs {
         let mesh = files.mesh_config_file.or_else(|| {
             self.config_dir
                 .as_ref()
-                .map(|d| d.join(crate::cli::common::CONFIG_DIR_FILES[2]))
+                .map(|d| d.join(crate::config_source::CONFIG_DIR_FILES[2]))
         });
         Ok(super::snapshot::Paths::new(
             or(files.inject_config_file, super::snapshot::DEFAULT_CONFIG),

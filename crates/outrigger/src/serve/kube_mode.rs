@@ -17,9 +17,10 @@ use tokio::task::JoinHandle;
 use super::cluster::{EventSink, KubeEvents, KubeFacts, SharedFacts};
 use super::handler::State;
 use super::{tls, ServeArgs};
+use crate::cli::common::KubeArgs;
 use crate::kube::certs::CertBundle;
 use crate::kube::config_watch::ConfigEvent;
-use crate::kube::runtime::{self, KubeArgs, KubeContext, KubeServices};
+use crate::kube::runtime::{self, KubeContext, KubeServices};
 
 /// How long start-up waits for the API server (version check, certificate bootstrap, first
 /// ConfigMap read) before giving up.
@@ -105,7 +106,7 @@ const MAX_RETRY_DELAY: Duration = Duration::from_secs(8);
 /// up: a control plane restarting, a node's network coming up), retry with exponential backoff
 /// (0.5 s doubling to 8 s) for `--kube-connect-timeout`, logging each failure; an answer that is an API error
 /// is not retried.
-pub async fn connect(k: &crate::cli::common::KubeArgs) -> Result<Client> {
+pub async fn connect(k: &KubeArgs) -> Result<Client> {
     let retry_for = k.connect_timeout;
     let cluster = crate::kube::client::connect(k.kubeconfig.as_deref(), k.context.as_deref())
         .await
@@ -153,13 +154,17 @@ pub async fn start(args: &ServeArgs, native: NativeMode, openshift: bool) -> Res
     if k.mesh_config_map.is_some() && k.inject_config_map.is_none() {
         bail!("--meshConfigMap needs --injectConfigMap (the mesh ConfigMap is read together with the injector ConfigMap)");
     }
-    let sources = runtime::config_sources(k)?;
+    let settings = k.settings();
+    let sources = runtime::config_sources(&settings)?;
     let client = connect(k).await?;
     let ctx = context(args, native, openshift);
-    let services = tokio::time::timeout(START_TIMEOUT, runtime::start(client.clone(), k, &ctx))
-        .await
-        .map_err(|_| anyhow!("--kube: start-up did not finish within {START_TIMEOUT:?}"))?
-        .context("--kube: starting the Kubernetes integration")?;
+    let services = tokio::time::timeout(
+        START_TIMEOUT,
+        runtime::start(client.clone(), &settings, &ctx),
+    )
+    .await
+    .map_err(|_| anyhow!("--kube: start-up did not finish within {START_TIMEOUT:?}"))?
+    .context("--kube: starting the Kubernetes integration")?;
     wait_for_caches(&services).await?;
     if k.detect_overlaps {
         // Information for the operator: a failure is logged, never fatal.
@@ -936,7 +941,7 @@ mod tests {
 
     #[tokio::test]
     async fn kube_events_are_published_in_the_background() {
-        let (client, mut handle) = crate::kube::mock::client();
+        let (client, mut handle) = crate::kube_mock::client();
         let sink = KubeEvents::new(
             crate::kube::events::EventRecorder::new(client, Some("outrigger-0".into())),
             None,
@@ -945,7 +950,7 @@ mod tests {
         // The admission response is complete before the API server has seen anything.
         let patch = post(&st, "team", pod("a", None, json!({}))).await;
         assert!(patch.contains("istio-proxy"));
-        let r = crate::kube::mock::next(&mut handle).await;
+        let r = crate::kube_mock::next(&mut handle).await;
         assert_eq!(r.method, http::Method::POST);
         assert!(
             r.uri

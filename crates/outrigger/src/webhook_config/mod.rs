@@ -50,10 +50,15 @@ fn check_url(url: &str) -> Result<()> {
     Ok(())
 }
 
-impl WebhookOptions {
+/// [`WebhookOptions`] (the kube layer's) from this command's flags.
+trait FromArgs: Sized {
     /// Options from the command-line flags (reads the CA bundle file); refuses values the API
     /// server or Istio would refuse.
-    pub fn from_args(args: &WebhookConfigArgs) -> Result<WebhookOptions> {
+    fn from_args(args: &WebhookConfigArgs) -> Result<Self>;
+}
+
+impl FromArgs for WebhookOptions {
+    fn from_args(args: &WebhookConfigArgs) -> Result<WebhookOptions> {
         let revision = args.revision.to_string();
         if !revision.is_empty() && !is_dns1123_label(&revision) {
             bail!("--revision {revision:?} is not a valid revision name ({DNS1123_LABEL_HELP})");

@@ -66,7 +66,7 @@ use crate::common::kube_api::{configmap, node, Cluster, FakeApi};
 use crate::common::{eventually, holds_within, Outrigger, Server, EVENTUALLY};
 
 /// The binary's shared defaults (constants only).
-#[path = "../../src/cli/defaults.rs"]
+#[path = "../../../outrigger-kube/src/defaults.rs"]
 #[allow(dead_code)]
 mod defaults;
 

@@ -39,6 +39,6 @@ pub async fn dry_run_create(
     match client.request::<Value>(req).await {
         Ok(v) => Ok(v),
         Err(::kube::Error::Api(s)) => Err((s.code, s.message)),
-        Err(e) => Err((0, crate::report::chain(&crate::kube::client::api_error(e)))),
+        Err(e) => Err((0, crate::report::chain(&crate::client::api_error(e)))),
     }
 }

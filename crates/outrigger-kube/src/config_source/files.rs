@@ -12,7 +12,7 @@ use outrigger_inject::config::inject_file::{self, InjectConfigShape};
 use outrigger_inject::config::input_kind::{self, InputKind};
 use outrigger_inject::config::{self, InjectorConfig, Snapshot};
 
-use crate::cli::common::ConfigFiles;
+use super::ConfigPaths;
 
 fn read(path: &Path) -> Result<String> {
     std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
@@ -414,7 +414,7 @@ pub fn webhook_document(input: Input<'_>, kind: InputKind) -> Result<(String, Op
 /// The injector configuration as the webhook uses it: the files when given (read and checked as
 /// `inject` reads them: a file given for another input is refused, a whole ConfigMap is read
 /// through its key), else the embedded default.
-pub fn webhook_snapshot(files: &ConfigFiles) -> Result<Snapshot> {
+pub fn webhook_snapshot(files: &ConfigPaths) -> Result<Snapshot> {
     let files = &files.resolved()?;
     let Some(cfg) = &files.inject_config_file else {
         return outrigger_inject::config::defaults::snapshot()

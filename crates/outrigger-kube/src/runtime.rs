@@ -1,5 +1,5 @@
-//! One entry point for `serve --kube`: the flags ([`KubeArgs`], to `#[command(flatten)]` into
-//! serve's flags) and [`start`], which bootstraps the certificates synchronously and spawns the
+//! One entry point for `serve --kube`: the settings ([`KubeSettings`], from serve's flags) and
+//! [`start`], which bootstraps the certificates synchronously and spawns the
 //! background tasks (certificate rotation and caBundle sync, ConfigMap watch, node and namespace
 //! caches), handing back what the server reads per request.
 
@@ -18,9 +18,30 @@ use super::events::EventRecorder;
 use super::namespaces::NamespaceCache;
 use super::nodes::NodeCache;
 
-pub use crate::cli::common::KubeArgs;
+/// What `serve --kube`'s flags say to the runtime (the binary's `KubeArgs` converts to it).
+#[derive(Debug, Clone, Default)]
+pub struct KubeSettings {
+    /// Secret (in the injector's namespace) holding the shared CA and serving certificate.
+    pub tls_secret: String,
+    /// MutatingWebhookConfiguration whose caBundle is kept in sync.
+    pub webhook_config_name: String,
+    /// Never write the webhook configuration (only observe its caBundle).
+    pub ca_bundle_managed_externally: bool,
+    /// Read Istio's own ConfigMaps (revision-aware names in [`KubeSettings::istio_namespace`]).
+    pub istio_configmaps: bool,
+    /// With [`KubeSettings::istio_configmaps`]: the namespace of Istio's ConfigMaps.
+    pub istio_namespace: String,
+    /// The Istio control-plane revision served (`default`: none).
+    pub revision: String,
+    /// Injector ConfigMap to watch, NAMESPACE/NAME.
+    pub inject_config_map: Option<String>,
+    /// Mesh ConfigMap to watch, NAMESPACE/NAME.
+    pub mesh_config_map: Option<String>,
+    /// Record a Kubernetes Event for every injection and skip.
+    pub events: bool,
+}
 
-/// Everything [`start`] needs besides the flags.
+/// Everything [`start`] needs besides the settings.
 #[derive(Debug, Clone)]
 pub struct KubeContext {
     /// The injector's namespace (POD_NAMESPACE).
@@ -69,7 +90,7 @@ impl std::fmt::Debug for KubeServices {
 }
 
 /// The certificate settings from the flags.
-pub fn cert_config(args: &KubeArgs, ctx: &KubeContext) -> CertConfig {
+pub(crate) fn cert_config(args: &KubeSettings, ctx: &KubeContext) -> CertConfig {
     let mut dns_names = certs::service_dns_names(&ctx.namespace, &ctx.service);
     dns_names.extend(ctx.extra_dns_names.iter().cloned());
     CertConfig {
@@ -109,10 +130,10 @@ impl ConfigSources {
 /// The ConfigMaps the flags name: Istio's own (`--istio-configmaps`, revision-aware, as
 /// istioctl names them), or `--injectConfigMap` / `--meshConfigMap`; `None` without either
 /// (the mounted files or the embedded default are used).
-pub fn config_sources(args: &KubeArgs) -> Result<Option<ConfigSources>> {
-    use crate::cli::common::{DEFAULT_INJECT_CONFIG_MAP, DEFAULT_MESH_CONFIG_MAP};
+pub fn config_sources(args: &KubeSettings) -> Result<Option<ConfigSources>> {
+    use super::inject_source::{DEFAULT_INJECT_CONFIG_MAP, DEFAULT_MESH_CONFIG_MAP};
     if args.istio_configmaps {
-        use crate::kube::webhook_object::is_dns1123_label;
+        use crate::webhook_object::is_dns1123_label;
         if !is_dns1123_label(&args.istio_namespace) {
             anyhow::bail!(
                 "--istioNamespace {:?}: not a namespace name (a DNS-1123 label)",
@@ -155,7 +176,7 @@ pub fn config_sources(args: &KubeArgs) -> Result<Option<ConfigSources>> {
 /// With [`KubeContext::manage_certs`], bootstrap the certificates (and the caBundle unless
 /// managed externally); then start the background tasks. Fails when the first certificate
 /// bootstrap fails; the server should not start without a certificate.
-pub async fn start(client: Client, args: &KubeArgs, ctx: &KubeContext) -> Result<KubeServices> {
+pub async fn start(client: Client, args: &KubeSettings, ctx: &KubeContext) -> Result<KubeServices> {
     let mut tasks = Vec::new();
     let certs_rx = if ctx.manage_certs {
         let cfg = cert_config(args, ctx);
@@ -207,7 +228,7 @@ pub async fn start(client: Client, args: &KubeArgs, ctx: &KubeContext) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kube::mock;
+    use crate::mock;
     use http::Method;
     use serde_json::json;
 
@@ -225,10 +246,10 @@ mod tests {
 
     #[test]
     fn flags_map_to_certificate_settings() {
-        let args = KubeArgs {
+        let args = KubeSettings {
             tls_secret: "s".into(),
             webhook_config_name: "w".into(),
-            ..KubeArgs::default()
+            ..KubeSettings::default()
         };
         let c = cert_config(&args, &ctx(NativeMode::Auto, false));
         assert_eq!(c.webhook.as_deref(), Some("w"));
@@ -237,7 +258,7 @@ mod tests {
             c.dns_names.last().map(String::as_str),
             Some("injector.example")
         );
-        let external = KubeArgs {
+        let external = KubeSettings {
             ca_bundle_managed_externally: true,
             ..args
         };
@@ -250,11 +271,10 @@ mod tests {
     #[tokio::test]
     async fn minimal_start_touches_only_the_secret() {
         let (client, mut handle) = mock::client();
-        let args = KubeArgs {
-            kube: true,
+        let args = KubeSettings {
             tls_secret: "outrigger-tls".into(),
             ca_bundle_managed_externally: true,
-            ..KubeArgs::default()
+            ..KubeSettings::default()
         };
         let task =
             tokio::spawn(
@@ -290,10 +310,7 @@ mod tests {
     #[tokio::test]
     async fn start_with_certificate_files_leaves_the_secret_alone() {
         let (client, mut handle) = mock::client();
-        let args = KubeArgs {
-            kube: true,
-            ..KubeArgs::default()
-        };
+        let args = KubeSettings::default();
         let c = KubeContext {
             manage_certs: false,
             ..ctx(NativeMode::Disabled, false)
@@ -311,13 +328,12 @@ mod tests {
     #[tokio::test]
     async fn full_start_watches_nodes_namespaces_and_configmaps() {
         let (client, mut handle) = mock::client();
-        let args = KubeArgs {
-            kube: true,
+        let args = KubeSettings {
             tls_secret: "outrigger-tls".into(),
             webhook_config_name: "outrigger-sidecar-injector".into(),
             inject_config_map: Some("istio-system/istio-sidecar-injector".into()),
             events: true,
-            ..KubeArgs::default()
+            ..KubeSettings::default()
         };
         let names = cert_config(&args, &ctx(NativeMode::Auto, true)).dns_names;
         let bundle =

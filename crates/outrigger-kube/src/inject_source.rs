@@ -10,6 +10,11 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use super::client::api_error;
 use super::config_watch::ConfigMapRef;
 
+/// istioctl's default injector ConfigMap name.
+pub const DEFAULT_INJECT_CONFIG_MAP: &str = "istio-sidecar-injector";
+/// istioctl's default mesh ConfigMap name.
+pub const DEFAULT_MESH_CONFIG_MAP: &str = "istio";
+
 /// The ConfigMap name istioctl uses: `name`, or `name-REVISION` when `name` is the default and a
 /// revision other than `default` is given (istioctl suffixes only its default names).
 pub fn configmap_name(name: &str, default: &str, revision: &str) -> String {
@@ -64,7 +69,7 @@ pub async fn read_keys(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kube::mock;
+    use crate::mock;
     use http::Method;
     use serde_json::json;
 

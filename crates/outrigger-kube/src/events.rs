@@ -18,7 +18,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 /// Reporting controller name of outrigger's Events.
-pub const CONTROLLER: &str = "outrigger";
+pub(crate) const CONTROLLER: &str = "outrigger";
 
 /// What happened to the pod.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,7 +51,7 @@ impl Outcome {
 
 /// The object an Event about `pod` (in `namespace`) is recorded on: its controlling owner, else
 /// its first owner, else the pod itself when it has a name; `None` when nothing is addressable.
-pub fn event_target(pod: &Value, namespace: &str) -> Option<ObjectReference> {
+pub(crate) fn event_target(pod: &Value, namespace: &str) -> Option<ObjectReference> {
     let owners = pod
         .pointer("/metadata/ownerReferences")
         .and_then(Value::as_array);
@@ -429,7 +429,7 @@ async fn publish_loop(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kube::mock;
+    use crate::mock;
     use http::Method;
     use serde_json::json;
 

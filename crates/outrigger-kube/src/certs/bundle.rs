@@ -8,13 +8,13 @@ use time::{Duration, OffsetDateTime};
 use crate::pki::{self, cert_blocks, first, parse_certs, Result};
 
 /// Lifetime of a generated CA.
-pub const CA_LIFETIME: Duration = Duration::days(3650);
+pub(crate) const CA_LIFETIME: Duration = Duration::days(3650);
 /// Lifetime of a generated serving certificate (capped by the CA's expiry).
-pub const CERT_LIFETIME: Duration = Duration::days(365);
+pub(crate) const CERT_LIFETIME: Duration = Duration::days(365);
 /// Delay between adding a new CA to the bundle and serving a certificate it signed.
-pub const ROTATION_GRACE: Duration = Duration::hours(1);
+pub(crate) const ROTATION_GRACE: Duration = Duration::hours(1);
 /// Backdating of `notBefore`, for clocks slightly behind ours.
-pub const CLOCK_SKEW: Duration = Duration::minutes(5);
+pub(crate) const CLOCK_SKEW: Duration = Duration::minutes(5);
 
 /// The DNS names the API server may use for `service` in `namespace`.
 pub fn service_dns_names(namespace: &str, service: &str) -> Vec<String> {
@@ -181,7 +181,11 @@ impl CertBundle {
     }
 
     /// Bring the bundle up to date at `now` (possibly in several steps, e.g. prune then reissue).
-    pub fn refresh(&self, dns_names: &[String], now: OffsetDateTime) -> Result<Option<CertBundle>> {
+    pub(crate) fn refresh(
+        &self,
+        dns_names: &[String],
+        now: OffsetDateTime,
+    ) -> Result<Option<CertBundle>> {
         let mut current = self.clone();
         let mut changed = false;
         // Each plan step changes something a later plan reads; four steps reach a fixed point.
@@ -199,7 +203,7 @@ impl CertBundle {
 
     /// Whether this bundle comes from an externally issued Secret (it has no CA key; outrigger
     /// neither renews nor rotates it).
-    pub fn is_external(&self) -> bool {
+    pub(crate) fn is_external(&self) -> bool {
         self.ca_key_pem.is_empty()
     }
 }
@@ -258,7 +262,7 @@ mod tests {
     }
 
     use super::*;
-    use crate::kube::certs::testutil::now;
+    use crate::certs::testutil::now;
 
     #[test]
     fn generated_bundle_is_consistent() {

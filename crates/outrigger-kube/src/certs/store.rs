@@ -16,19 +16,19 @@ use serde_json::{json, Value};
 use time::OffsetDateTime;
 
 use super::bundle::{add_trusted, CertBundle};
-use crate::kube::webhook_object::ENTRY_SUFFIX;
 use crate::pki::{self, first, parse_certs};
+use crate::webhook_object::ENTRY_SUFFIX;
 
 /// Secret key of the signing CA certificate (PEM).
-pub const CA_CERT_KEY: &str = "ca.crt";
+pub(crate) const CA_CERT_KEY: &str = "ca.crt";
 /// Secret key of the signing CA private key (PEM).
-pub const CA_KEY_KEY: &str = "ca.key";
+pub(crate) const CA_KEY_KEY: &str = "ca.key";
 /// Secret key of the trusted CA bundle (current CA first, then retired CAs still valid).
-pub const CA_BUNDLE_KEY: &str = "ca-bundle.crt";
+pub(crate) const CA_BUNDLE_KEY: &str = "ca-bundle.crt";
 /// Secret key of the serving certificate (PEM).
-pub const TLS_CERT_KEY: &str = "tls.crt";
+pub(crate) const TLS_CERT_KEY: &str = "tls.crt";
 /// Secret key of the serving private key (PEM).
-pub const TLS_KEY_KEY: &str = "tls.key";
+pub(crate) const TLS_KEY_KEY: &str = "tls.key";
 /// Attempts of a read-modify-write of the Secret before giving up.
 const MAX_ATTEMPTS: usize = 5;
 
@@ -93,7 +93,7 @@ fn invalid(what: impl std::fmt::Display) -> CertError {
 
 impl CertBundle {
     /// Read a bundle from a Secret's data, checking that every part parses.
-    pub fn from_secret(secret: &Secret) -> Result<CertBundle> {
+    pub(crate) fn from_secret(secret: &Secret) -> Result<CertBundle> {
         let data = secret
             .data
             .as_ref()
@@ -123,7 +123,7 @@ impl CertBundle {
     }
 
     /// The Secret data of this bundle.
-    pub fn secret_data(&self) -> BTreeMap<String, ByteString> {
+    pub(crate) fn secret_data(&self) -> BTreeMap<String, ByteString> {
         [
             (CA_CERT_KEY, self.ca_cert_pem.as_str()),
             (CA_KEY_KEY, &*self.ca_key_pem),
@@ -162,7 +162,7 @@ fn warn_if_istio_labelled(mwc: &MutatingWebhookConfiguration) {
         .metadata
         .labels
         .as_ref()
-        .and_then(|l| l.get(crate::kube::webhook_object::REV_LABEL));
+        .and_then(|l| l.get(crate::webhook_object::REV_LABEL));
     if let Some(rev) = rev {
         if !WARNED.swap(true, std::sync::atomic::Ordering::Relaxed) {
             tracing::warn!(
@@ -199,15 +199,15 @@ pub(crate) fn secret_object(
 }
 
 /// Annotation prefix of cert-manager: a Secret it issued carries `cert-manager.io/*`.
-pub const CERT_MANAGER_PREFIX: &str = "cert-manager.io/";
+pub(crate) const CERT_MANAGER_PREFIX: &str = "cert-manager.io/";
 /// The type of TLS Secrets (cert-manager's, `kubectl create secret tls`).
-pub const TLS_SECRET_TYPE: &str = "kubernetes.io/tls";
+pub(crate) const TLS_SECRET_TYPE: &str = "kubernetes.io/tls";
 
 /// Whether `secret` was issued by another tool (cert-manager, `kubectl create secret tls`, a
 /// GitOps pipeline): it carries cert-manager annotations, or it holds no CA key of ours but a
 /// TLS pair or the TLS type. Such a Secret is used read-only: outrigger never writes it, never
 /// changes its type, and leaves rotation to its issuer.
-pub fn is_external(secret: &Secret) -> bool {
+pub(crate) fn is_external(secret: &Secret) -> bool {
     let has = |k: &str| secret.data.as_ref().is_some_and(|d| d.contains_key(k));
     let cert_manager = secret
         .metadata
@@ -224,7 +224,7 @@ impl CertBundle {
     /// Read an externally issued Secret (`tls.crt`, `tls.key`, optional `ca.crt`): a bundle
     /// without a CA key ([`CertBundle::is_external`]), whose trusted bundle is `ca.crt` (empty
     /// when absent).
-    pub fn from_external_secret(secret: &Secret) -> Result<CertBundle> {
+    pub(crate) fn from_external_secret(secret: &Secret) -> Result<CertBundle> {
         let data = secret
             .data
             .as_ref()
@@ -342,7 +342,7 @@ async fn gate_ca_switch(
 /// module docs), for a replica that serves nothing yet (the tests' entry point; the server
 /// reconciles through [`reconcile_with`]).
 #[cfg(test)]
-pub async fn bootstrap_at(
+pub(crate) async fn bootstrap_at(
     client: Client,
     cfg: &CertConfig,
     now: OffsetDateTime,
@@ -358,7 +358,7 @@ pub async fn bootstrap_at(
 /// `data` keys of ours are changed with a JSON merge patch carrying the `resourceVersion` read
 /// (a 409 means another replica won; start over). Its type, labels, annotations and other keys
 /// are never touched. An externally issued Secret ([`is_external`]) is never written.
-pub async fn bootstrap_with(
+pub(crate) async fn bootstrap_with(
     client: Client,
     cfg: &CertConfig,
     now: OffsetDateTime,
@@ -441,7 +441,11 @@ pub async fn bootstrap_with(
 
 /// Make every `*sidecar-injector.istio.io` entry of `webhook` carry `ca_bundle_pem`.
 /// Returns whether a patch was sent (nothing is written when all entries are current).
-pub async fn ensure_ca_bundle(client: Client, webhook: &str, ca_bundle_pem: &str) -> Result<bool> {
+pub(crate) async fn ensure_ca_bundle(
+    client: Client,
+    webhook: &str,
+    ca_bundle_pem: &str,
+) -> Result<bool> {
     let api: Api<MutatingWebhookConfiguration> = Api::all(client);
     let mwc = match api.get_opt(webhook).await {
         Ok(Some(mwc)) => mwc,
@@ -481,7 +485,7 @@ pub async fn ensure_ca_bundle(client: Client, webhook: &str, ca_bundle_pem: &str
 
 /// One reconciliation: bootstrap/refresh the Secret, then (unless managed externally) sync the
 /// webhook's caBundle.
-pub async fn reconcile_at(
+pub(crate) async fn reconcile_at(
     client: Client,
     cfg: &CertConfig,
     now: OffsetDateTime,
@@ -490,7 +494,7 @@ pub async fn reconcile_at(
 }
 
 /// [`reconcile_at`] for a replica serving `current` (see [`bootstrap_with`]).
-pub async fn reconcile_with(
+pub(crate) async fn reconcile_with(
     client: Client,
     cfg: &CertConfig,
     now: OffsetDateTime,
@@ -515,10 +519,10 @@ pub async fn reconcile_with(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kube::certs::bundle::{Plan, CLOCK_SKEW, ROTATION_GRACE};
-    use crate::kube::certs::service_dns_names;
-    use crate::kube::certs::testutil::*;
-    use crate::kube::mock;
+    use crate::certs::bundle::{Plan, CLOCK_SKEW, ROTATION_GRACE};
+    use crate::certs::service_dns_names;
+    use crate::certs::testutil::*;
+    use crate::mock;
     use crate::pki::cert_blocks;
     use http::Method;
     use time::Duration;

@@ -26,7 +26,8 @@ impl std::fmt::Debug for NamespaceCache {
     }
 }
 
-pub(crate) fn strip(ns: &mut Namespace) {
+/// Remove what the cache never reads, to keep it small.
+pub fn strip(ns: &mut Namespace) {
     ns.metadata.managed_fields = None;
     ns.metadata.owner_references = None;
     ns.spec = None;
@@ -35,7 +36,7 @@ pub(crate) fn strip(ns: &mut Namespace) {
 
 impl NamespaceCache {
     /// A cache over an existing store (tests feed the store themselves).
-    #[cfg(test)]
+    #[cfg(any(test, feature = "test-support"))]
     pub fn with_store(store: Store<Namespace>) -> Self {
         NamespaceCache { store }
     }
@@ -85,7 +86,7 @@ impl NamespaceCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kube::mock;
+    use crate::mock;
     use http::Method;
     use outrigger_inject::decide::openshift;
     use serde_json::json;

@@ -44,7 +44,7 @@ pub async fn pod(client: Client, namespace: &str, name: &str) -> Result<Value> {
 }
 
 /// The webhook entries of a live MutatingWebhookConfiguration.
-pub async fn webhook_entries(client: Client, name: &str) -> Result<Vec<Value>> {
+pub(crate) async fn webhook_entries(client: Client, name: &str) -> Result<Vec<Value>> {
     let mwc = Api::<MutatingWebhookConfiguration>::all(client)
         .get(name)
         .await
@@ -58,7 +58,7 @@ pub async fn webhook_entries(client: Client, name: &str) -> Result<Vec<Value>> {
 }
 
 /// The injector configuration documents of a live ConfigMap (with istiod's error texts).
-pub async fn raw_config(client: Client, r: &ConfigMapRef) -> Result<RawConfig> {
+pub(crate) async fn raw_config(client: Client, r: &ConfigMapRef) -> Result<RawConfig> {
     let cm = Api::<ConfigMap>::namespaced(client, &r.namespace)
         .get_opt(&r.name)
         .await
@@ -115,7 +115,7 @@ pub struct LiveFacts {
 }
 
 /// Read what `q` asks for.
-pub async fn read_live(client: Client, q: &LiveQuery<'_>) -> Result<LiveFacts> {
+pub(crate) async fn read_live(client: Client, q: &LiveQuery<'_>) -> Result<LiveFacts> {
     let namespace = q
         .namespace
         .map_or_else(|| client.default_namespace().to_string(), str::to_string);
@@ -170,7 +170,7 @@ pub fn fetch(q: &LiveQuery<'_>) -> Result<LiveFacts> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kube::mock;
+    use crate::mock;
     use http::Method;
 
     #[tokio::test]
@@ -197,8 +197,8 @@ mod tests {
         let r = mock::next(&mut handle).await;
         r.assert(Method::GET, "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/outrigger-sidecar-injector");
         // The takeover's entries (istiod's default revision's selectors).
-        let generated = serde_json::to_value(crate::kube::webhook_object::build(
-            &crate::kube::webhook_object::WebhookOptions {
+        let generated = serde_json::to_value(crate::webhook_object::build(
+            &crate::webhook_object::WebhookOptions {
                 selector: Some("default".into()),
                 ..Default::default()
             },

@@ -7,18 +7,21 @@ use anyhow::{Context, Result};
 use outrigger_inject::config::Snapshot;
 
 use super::files::{manifests_snapshot_from, Input};
-use crate::cli::common::ConfigFiles;
-use crate::cli::common::{ClusterArgs, DEFAULT_INJECT_CONFIG_MAP, DEFAULT_MESH_CONFIG_MAP};
-use crate::kube::config_watch::{self, ConfigMapRef};
-use crate::kube::inject_source;
+use super::{ClusterSource, ConfigPaths};
+use crate::config_watch::{self, ConfigMapRef};
+use crate::inject_source::{self, DEFAULT_INJECT_CONFIG_MAP, DEFAULT_MESH_CONFIG_MAP};
 
 /// The snapshot of `inject --kube`: the injector ConfigMap's `config` and `values` keys and the
 /// mesh ConfigMap's `mesh` key, as `istioctl kube-inject` reads them, except the inputs given as
 /// files. The cluster is not contacted when every input is a file. `drift --kube` reads its
 /// configuration in force the same way.
-pub fn cluster_snapshot(c: &ClusterArgs, files: &ConfigFiles, revision: &str) -> Result<Snapshot> {
+pub fn cluster_snapshot(
+    c: &ClusterSource,
+    files: &ConfigPaths,
+    revision: &str,
+) -> Result<Snapshot> {
     let configmap = |name: &str, default: &str| ConfigMapRef {
-        namespace: c.target.istio_namespace.clone(),
+        namespace: c.istio_namespace.clone(),
         name: inject_source::configmap_name(name, default, revision),
     };
     let inject = configmap(&c.inject_config_map_name, DEFAULT_INJECT_CONFIG_MAP);
@@ -39,17 +42,14 @@ pub fn cluster_snapshot(c: &ClusterArgs, files: &ConfigFiles, revision: &str) ->
             .build()
             .context("starting the runtime")?;
         rt.block_on(async {
-            let cluster = crate::kube::client::connect(
-                c.target.kubeconfig.as_deref(),
-                c.target.context.as_deref(),
-            )
-            .await?;
+            let cluster =
+                crate::client::connect(c.kubeconfig.as_deref(), c.context.as_deref()).await?;
             let client = cluster.client.clone();
             let hint = |flag: &str, file_flags: &str| {
                 format!(
                     "is Istio installed in namespace {}? choose it with --istioNamespace, {flag} \
                      or --revision, or pass {file_flags}",
-                    c.target.istio_namespace
+                    c.istio_namespace
                 )
             };
             let inject_values = if inject_keys.is_empty() {

@@ -220,7 +220,7 @@ pub struct CertInfo {
 impl CertInfo {
     /// The part of the validity still ahead at `now` (1 at `notBefore`, 0 at `notAfter`,
     /// negative after it).
-    pub fn remaining_fraction(&self, now: OffsetDateTime) -> f64 {
+    pub(crate) fn remaining_fraction(&self, now: OffsetDateTime) -> f64 {
         let total = (self.not_after - self.not_before).as_seconds_f64();
         if total <= 0.0 {
             return 0.0;
@@ -300,7 +300,7 @@ pub fn cert_ders(pem: &[u8]) -> Result<Vec<CertificateDer<'static>>> {
 }
 
 /// A DER certificate as PEM, laid out as `rcgen` writes it (64-column base64, LF line ends).
-pub fn pem_encode_cert(der: &[u8]) -> String {
+pub(crate) fn pem_encode_cert(der: &[u8]) -> String {
     let b64 = base64::engine::general_purpose::STANDARD.encode(der);
     let mut out = String::with_capacity(b64.len() + b64.len() / 64 + 60);
     out.push_str("-----BEGIN CERTIFICATE-----\n");
@@ -314,7 +314,7 @@ pub fn pem_encode_cert(der: &[u8]) -> String {
 
 /// The CERTIFICATE blocks of a PEM text, each re-encoded with [`pem_encode_cert`] (text outside
 /// the blocks, other blocks and undecodable blocks are dropped).
-pub fn cert_blocks(pem: &str) -> Vec<String> {
+pub(crate) fn cert_blocks(pem: &str) -> Vec<String> {
     CertificateDer::pem_slice_iter(pem.as_bytes())
         .filter_map(|c| c.ok())
         .map(|c| pem_encode_cert(&c))
@@ -323,7 +323,7 @@ pub fn cert_blocks(pem: &str) -> Vec<String> {
 
 /// What a PEM text holds, for error messages: "an empty file", "no PEM block", or the labels
 /// of its blocks ("1 PRIVATE KEY block").
-pub fn describe_pem(pem: &[u8]) -> String {
+pub(crate) fn describe_pem(pem: &[u8]) -> String {
     if pem.iter().all(u8::is_ascii_whitespace) {
         return "it is empty".into();
     }
@@ -403,7 +403,7 @@ pub fn read_key(pem: &[u8]) -> Result<PrivateKeyDer<'static>> {
 }
 
 /// A signing key pair from PEM (what `rcgen` signs with).
-pub fn key_pair(pem: &[u8]) -> Result<KeyPair> {
+pub(crate) fn key_pair(pem: &[u8]) -> Result<KeyPair> {
     let key = read_key(pem)?;
     KeyPair::try_from(&key).map_err(|e| invalid(format!("unsupported private key: {e}")))
 }

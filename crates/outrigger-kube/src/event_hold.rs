@@ -203,7 +203,7 @@ impl HeldEvents {
 
     /// Events held now.
     #[cfg(test)]
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.lock().held.len()
     }
 
@@ -287,7 +287,7 @@ impl HeldEvents {
     }
 
     /// Drop the Events held longer than the limit (`not_created`).
-    pub fn expire(&self) {
+    pub(crate) fn expire(&self) {
         let mut t = self.lock();
         self.expire_locked(&mut t, Instant::now());
     }
@@ -323,8 +323,8 @@ impl HeldEvents {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kube::events::{DropLabel, EventLimits, EventRecorder};
-    use crate::kube::mock;
+    use crate::events::{DropLabel, EventLimits, EventRecorder};
+    use crate::mock;
     use serde_json::json;
 
     fn event(meta: Value, outcome: Outcome, source: u8) -> PendingEvent {

@@ -45,7 +45,7 @@ impl Connected {
 /// A request that never got an answer from the API server (connection refused, TLS, DNS,
 /// timeout): its innermost cause, said once.
 #[derive(Debug)]
-pub struct Unreachable(String);
+pub(crate) struct Unreachable(String);
 
 impl fmt::Display for Unreachable {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -39,7 +39,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use serde_json::{json, Value};
 
-use crate::kube::webhook_object::ENTRY_SUFFIX;
+use crate::webhook_object::ENTRY_SUFFIX;
 
 /// Labels of `outrigger_webhook_failure_policy`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -95,7 +95,7 @@ const POLICY_VALUES: [&str; 2] = ["Fail", "Ignore"];
 /// [`POLICIES`]; entries no longer there lose their series. An absent policy is `Fail`, the
 /// API server's default (Kubernetes `pkg/apis/admissionregistration/v1/defaults.go`,
 /// `SetDefaults_MutatingWebhook`).
-pub fn record_policies(mwc: &MutatingWebhookConfiguration) {
+pub(crate) fn record_policies(mwc: &MutatingWebhookConfiguration) {
     let configuration = mwc.metadata.name.clone().unwrap_or_default();
     let entries: Vec<(String, &str)> = mwc
         .webhooks
@@ -239,7 +239,7 @@ fn owner_reference(name: &str, uid: &str) -> Value {
 
 /// The strategic-merge patch bringing `mwc` to `failure_policy` (on the injector's entries)
 /// and to an owner reference to namespace `owner` (`(name, uid)`); `None` when it already is.
-pub fn patch_for(
+pub(crate) fn patch_for(
     mwc: &MutatingWebhookConfiguration,
     failure_policy: Option<&str>,
     owner: Option<(&str, &str)>,
@@ -277,7 +277,7 @@ pub fn patch_for(
 
 /// Read the configuration (and the owner namespace) and patch what differs. Returns whether a
 /// patch was sent. Errors name the verb, the resource and the object.
-pub async fn ensure(client: Client, a: &Activation) -> Result<bool> {
+pub(crate) async fn ensure(client: Client, a: &Activation) -> Result<bool> {
     let api: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
     let named = |verb: &str, resource: &str, name: &str| {
         let what = format!("{verb} {resource} {name:?}");
@@ -467,7 +467,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kube::mock;
+    use crate::mock;
     use http::Method;
 
     fn mwc(policies: &[(&str, &str)], owners: Value) -> Value {

@@ -35,8 +35,9 @@ use k8s_openapi::api::core::v1::Secret;
 use time::OffsetDateTime;
 
 pub use bundle::{service_dns_names, CertBundle};
+pub(crate) use store::reconcile_at;
 use store::reconcile_with;
-pub use store::{reconcile_at, CertConfig};
+pub use store::CertConfig;
 
 /// Keep certificates fresh and the caBundle in sync forever: reconcile whenever the Secret
 /// changes (watched, so another replica's rotation, an external issuer's renewal or a deletion
@@ -105,7 +106,7 @@ pub async fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kube::mock;
+    use crate::mock;
     use base64::Engine;
     use http::Method;
     use serde_json::json;

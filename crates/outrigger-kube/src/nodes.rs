@@ -45,7 +45,7 @@ pub fn facts(node: Node) -> native::Node {
 }
 
 /// Remove what detection never reads, to keep the cache small.
-pub(crate) fn strip(node: &mut Node) {
+pub fn strip(node: &mut Node) {
     node.metadata.annotations = None;
     node.metadata.owner_references = None;
     node.metadata.managed_fields = None;
@@ -227,10 +227,8 @@ impl ClusterFacts for NodeCache {
 }
 
 /// A cache fed with `events`, as the watch feeds it; returns the writer for more.
-#[cfg(test)]
-pub(crate) fn fed(
-    events: Vec<watcher::Event<Node>>,
-) -> (NodeCache, impl FnMut(watcher::Event<Node>)) {
+#[cfg(any(test, feature = "test-support"))]
+pub fn fed(events: Vec<watcher::Event<Node>>) -> (NodeCache, impl FnMut(watcher::Event<Node>)) {
     let (store, mut writer) = reflector::store();
     let aggregate = Arc::new(NodeAggregate::default());
     let agg = aggregate.clone();
@@ -247,7 +245,7 @@ pub(crate) fn fed(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kube::mock;
+    use crate::mock;
     use http::Method;
     use serde_json::{json, Value};
 

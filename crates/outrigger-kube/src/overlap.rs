@@ -58,7 +58,7 @@ fn configuration_selects(c: &MutatingWebhookConfiguration, labels: &Map<String, 
 }
 
 /// The namespace's labels as the API server sees them (`kubernetes.io/metadata.name` included).
-pub(crate) fn labels(ns: &Namespace) -> (String, Map<String, Value>) {
+pub fn labels(ns: &Namespace) -> (String, Map<String, Value>) {
     let name = ns.metadata.name.clone().unwrap_or_default();
     let m: Map<String, Value> = ns
         .metadata
@@ -137,7 +137,7 @@ pub async fn detect(client: Client, ours: &str) -> Result<Vec<Overlap>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kube::webhook_object::{build, WebhookOptions};
+    use crate::webhook_object::{build, WebhookOptions};
     use serde_json::json;
 
     fn ns(name: &str, labels: Value) -> Namespace {

@@ -5,6 +5,7 @@
 
 pub mod cluster;
 pub mod files;
+mod paths;
 
 use anyhow::Result;
 use outrigger_inject::config::Snapshot;
@@ -12,10 +13,8 @@ use outrigger_inject::decide::native::NativeMode;
 use outrigger_inject::inject::Settings;
 use outrigger_inject::kube_inject::KubeInjectOptions;
 
-use crate::cli::common::ClusterArgs;
-use crate::cli::common::ConfigFiles;
-
 pub use files::{read_input, webhook_document, webhook_documents, webhook_snapshot, Input};
+pub use paths::{ClusterSource, ConfigPaths, CONFIG_DIR_FILES};
 
 /// The native-sidecar mode: the flag when given, else `ENABLE_NATIVE_SIDECARS` (`env`, unset is
 /// `auto`) through the library's parser, with its warning for a value Istio does not know.
@@ -58,10 +57,15 @@ pub struct Setup {
 }
 
 impl Setup {
-    /// Read the configuration as the flags say.
-    pub fn load(cluster: &ClusterArgs, files: &ConfigFiles, revision: &str) -> Result<Setup> {
+    /// Read the configuration as the flags say: from `cluster` with `--kube`, else from the
+    /// files or the embedded default.
+    pub fn load(
+        cluster: Option<&ClusterSource>,
+        files: &ConfigPaths,
+        revision: &str,
+    ) -> Result<Setup> {
         let files = &files.resolved()?;
-        let snapshot = if cluster.kube {
+        let snapshot = if let Some(cluster) = cluster {
             cluster::cluster_snapshot(cluster, files, revision)?
         } else {
             files::manifests_snapshot(

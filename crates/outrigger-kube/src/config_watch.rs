@@ -34,7 +34,7 @@ pub struct ConfigMapRef {
 impl ConfigMapRef {
     /// Parse `NAMESPACE/NAME` (the `--injectConfigMap` / `--meshConfigMap` flag syntax).
     pub fn parse(s: &str) -> anyhow::Result<ConfigMapRef> {
-        let (namespace, name) = crate::kube::webhook_object::parse_namespaced(s)?;
+        let (namespace, name) = crate::webhook_object::parse_namespaced(s)?;
         Ok(ConfigMapRef { namespace, name })
     }
 }
@@ -128,7 +128,7 @@ fn routine(e: &watcher::Error) -> bool {
 /// read (watch errors other than [`routine`] ones, once a configuration was read). Nothing is
 /// yielded until every watched ConfigMap has been read once. With `mesh_required`, an absent
 /// mesh ConfigMap is reported (`no mesh ConfigMap found`) instead of meaning Istio's defaults.
-pub fn watch_configmaps(
+pub(crate) fn watch_configmaps(
     client: Client,
     inject: ConfigMapRef,
     mesh: Option<ConfigMapRef>,
@@ -213,7 +213,7 @@ fn documents_allowed(good: Option<&RawConfig>, new: &RawConfig) -> Result<(), St
 /// Parse every raw configuration with `parse`; a failure keeps the last good one and is
 /// reported (and logged) with Istio's wording. A mesh ConfigMap that disappears, or a key that
 /// becomes empty, after a good configuration was read is a failure too.
-pub fn keep_last_good<T, S, F>(raw: S, parse: F) -> impl Stream<Item = ConfigEvent<T>> + Send
+pub(crate) fn keep_last_good<T, S, F>(raw: S, parse: F) -> impl Stream<Item = ConfigEvent<T>> + Send
 where
     T: Send + Sync + 'static,
     S: Stream<Item = Result<RawConfig, String>> + Send,
@@ -265,7 +265,7 @@ pub fn snapshots(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kube::mock;
+    use crate::mock;
     use http::Method;
     use serde_json::{json, Value};
 

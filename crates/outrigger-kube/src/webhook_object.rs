@@ -39,7 +39,7 @@ use k8s_openapi::ByteString;
 use outrigger_inject::decide::selection::{self, OUTRIGGER_SELECTOR};
 use serde_json::Value;
 
-use crate::cli::defaults;
+use crate::defaults;
 
 /// Suffix shared by every injection webhook entry name (and what the CA patcher looks for).
 pub const ENTRY_SUFFIX: &str = selection::INJECTOR_ENTRY_SUFFIX;
@@ -60,24 +60,26 @@ pub const AUTO_EXCLUDED: [&str; 4] = [
 ];
 
 /// `failurePolicy` of the webhook entries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum FailurePolicy {
     /// Reject the pod when the injector cannot be reached (the chart's choice).
-    #[value(name = "Fail")]
+    #[cfg_attr(feature = "clap", value(name = "Fail"))]
     Fail,
     /// Admit the pod uninjected when the injector cannot be reached.
-    #[value(name = "Ignore")]
+    #[cfg_attr(feature = "clap", value(name = "Ignore"))]
     Ignore,
 }
 
 /// `reinvocationPolicy` of the webhook entries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum ReinvocationPolicy {
     /// Call the injector once (the chart's default).
-    #[value(name = "Never")]
+    #[cfg_attr(feature = "clap", value(name = "Never"))]
     Never,
     /// Call the injector again when a later webhook changed the pod.
-    #[value(name = "IfNeeded")]
+    #[cfg_attr(feature = "clap", value(name = "IfNeeded"))]
     IfNeeded,
 }
 
@@ -882,7 +884,7 @@ mod tests {
         }
         assert_eq!(
             takeover().object_name(),
-            crate::cli::defaults::WEBHOOK_CONFIG_NAME
+            crate::defaults::WEBHOOK_CONFIG_NAME
         );
         let canary = WebhookOptions {
             revision: "canary".into(),
