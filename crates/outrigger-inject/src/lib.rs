@@ -8,7 +8,9 @@
 //! ([`inject::Settings`]), so they cannot drift apart; `outrigger check` explains the same
 //! decision through [`check`], and `drift` and `preview` judge through [`drift::judge`] and
 //! [`preview::evaluate`].
-//! Every Istio rule has its owner here; the binary does I/O.
+//! Every Istio rule has its owner here; the binary parses flags, does I/O and prints (its one
+//! judgement of its own is which revision and namespace labels a manifest's pod is evaluated
+//! against, from the decision flags).
 //!
 //! The Go-compatible engines it stands on (Go's `text/template` with Sprig, Go's YAML stack,
 //! Go's formatting rules, the Go type facts of Kubernetes and Istio's messages, the work budget)

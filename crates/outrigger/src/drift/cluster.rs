@@ -250,18 +250,11 @@ fn table(report: &Report) -> String {
         crate::print::count(workloads.len(), "workload", "workloads"),
         report.examined - drifted
     ));
-    if report.other_revision > 0 {
-        out.push_str(&format!(
-            "{} selected by another revision's webhook {} not examined (--revision \
-             chooses)\n",
-            crate::print::count(report.other_revision, "pod", "pods"),
-            if report.other_revision == 1 {
-                "was"
-            } else {
-                "were"
-            }
-        ));
-    }
+    out.push_str(&super::other_webhook_line(
+        report.other_revision,
+        "pod",
+        "pods",
+    ));
     out
 }
 

@@ -446,19 +446,25 @@ fn table(rows: &[Row], skipped: &Skipped) -> String {
             if other_revision == 1 { "was" } else { "were" }
         ));
     }
-    if skipped.other_webhook > 0 {
-        out.push_str(&format!(
-            "{} selected by another revision's webhook {} not examined (--revision \
-             chooses)\n",
-            crate::print::count(skipped.other_webhook, "pod template", "pod templates"),
-            if skipped.other_webhook == 1 {
-                "was"
-            } else {
-                "were"
-            }
-        ));
-    }
+    out.push_str(&other_webhook_line(
+        skipped.other_webhook,
+        "pod template",
+        "pod templates",
+    ));
     out
+}
+
+/// The summary line for `n` pods (or pod templates: `one`, `many`) another revision's webhook
+/// selects, which drift does not examine; empty for none.
+pub(crate) fn other_webhook_line(n: usize, one: &str, many: &str) -> String {
+    if n == 0 {
+        return String::new();
+    }
+    format!(
+        "{} selected by another revision's webhook {} not examined (--revision chooses)\n",
+        crate::print::count(n, one, many),
+        if n == 1 { "was" } else { "were" }
+    )
 }
 
 /// Aligned columns under `head`; each row's `below` text follows its line.
