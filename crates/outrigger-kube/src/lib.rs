@@ -18,6 +18,9 @@
 //! groups convert to the plain settings taken here ([`config_source::ConfigPaths`],
 //! [`config_source::ClusterSource`], [`runtime::KubeSettings`]).
 
+// Its docs are read by the binary's developers: links to private items are meant.
+#![allow(rustdoc::private_intra_doc_links)]
+
 pub mod activation;
 pub mod certs;
 pub mod check;

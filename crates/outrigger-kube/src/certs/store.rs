@@ -77,7 +77,7 @@ pub struct CertConfig {
     pub namespace: String,
     /// Name of the Secret.
     pub secret: String,
-    /// DNS names of the serving certificate (see [`service_dns_names`]).
+    /// DNS names of the serving certificate (see [`crate::certs::bundle::service_dns_names`]).
     pub dns_names: Vec<String>,
     /// MutatingWebhookConfiguration whose caBundle is kept in sync; `None` when the bundle is
     /// managed externally (cert-manager's CA injector, GitOps).

@@ -108,7 +108,7 @@ struct Template {
 }
 
 /// Classify every pod template of the manifests `filename` names, read as a stream of
-/// documents (the library's [`yaml::DocumentReader`]), a bounded batch at a time, each
+/// documents (the library's [`outrigger_go::yaml::DocumentReader`]), a bounded batch at a time, each
 /// batch's templates judged on all cores in order: memory follows the batch, not the file.
 /// `tags` resolve pods' `istio.io/rev` labels; pods their tag puts on another revision, and on
 /// it, are counted in `skipped`, not examined. With --namespace-labels, each pod template is

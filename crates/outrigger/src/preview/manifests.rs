@@ -1,7 +1,7 @@
 //! `outrigger preview -f`: the manifests read as a stream of documents (the library's
-//! [`yaml::DocumentReader`], as `inject` reads them), a bounded batch at a time: the batch's
+//! [`outrigger_go::yaml::DocumentReader`], as `inject` reads them), a bounded batch at a time: the batch's
 //! documents parsed, then their pod templates previewed, each on all cores
-//! ([`drift::in_parallel`], which keeps the order), and the rows handed to the [`Report`] before
+//! ([`outrigger_inject::drift::in_parallel`], which keeps the order), and the rows handed to the [`Report`] before
 //! the next batch is read. Memory follows the batch, not the file.
 
 use std::io::Write;

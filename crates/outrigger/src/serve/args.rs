@@ -53,7 +53,7 @@ pub struct ServeArgs {
         requires = "client_ca_file"
     )]
     pub client_allowed_names: Vec<String>,
-    /// Where the generated CA bundle is written (default: <temp dir>/outrigger/ca.pem).
+    /// Where the generated CA bundle is written (default: `<temp dir>/outrigger/ca.pem`).
     #[arg(long = "caBundleFile")]
     pub ca_bundle_file: Option<PathBuf>,
     /// Service name the generated certificate covers (`<svc>.<ns>.svc` and variants).
