@@ -482,7 +482,12 @@ fn inject_template(
     }
     let before = crate::kube::validate::validate_pod(pod);
     let injected = inject::inject_pod_owned(pod.take(), &params)?;
-    crate::kube::validate::check_new(&before, &injected.pod)?;
+    // istioctl kube-inject writes what the templates give, even a pod the API server's
+    // validation refuses (Istio's own golden `sidecar-spire` is one): so does `inject`, saying
+    // which rule the pod breaks. The webhook refuses it instead (`webhook::inject_and_diff`).
+    if let Err(refused) = crate::kube::validate::check_new(&before, &injected.pod) {
+        warnings.push(format!("Warning: {subject}: {refused}\n"));
+    }
     if !adds_a_container(&injected.pod) {
         return Err(WorkloadError::NoSidecarAdded { templates }.into());
     }

@@ -1,7 +1,7 @@
 //! What kube-apiserver's validation of a pod (`ValidatePodCreate` → `ValidatePodSpec`,
 //! `pkg/apis/core/validation/validation.go`) refuses in the parts injection writes: an injected
-//! pod breaking one of these rules would be refused at create, so injection reports it instead of
-//! writing it. Each rule names the Go function it follows; the messages are the API server's
+//! pod breaking one of these rules would be refused at create, so the webhook refuses it instead
+//! of answering with it, and kube-inject writes it as istioctl does, with a warning naming the rule. Each rule names the Go function it follows; the messages are the API server's
 //! field errors (`spec.containers: Required value`).
 
 use std::collections::BTreeSet;
