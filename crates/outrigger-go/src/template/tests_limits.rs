@@ -275,6 +275,25 @@ fn a_render_stops_when_its_budget_is_exhausted() {
 }
 
 #[test]
+fn a_long_list_is_work_counted_as_it_is_built() {
+    // One call of `until` builds up to 2^20 items: a work bound stops it part way, as the
+    // server's bound on a review tried on a worker thread does, instead of after the whole list.
+    let src = "{{ $l := until 1048576 }}{{ len $l }}";
+    let bounded = crate::work::Budget::with_work_limit(None, 20_000);
+    let (r, work) = render_with_budget(src, &bounded);
+    let e = r.expect_err("stopped by the work bound");
+    assert!(
+        e.contains("error calling until: the review's work budget is exhausted"),
+        "{e}"
+    );
+    assert!(work < 20_000 + 2 * 1024, "stopped near the bound: {work}");
+    // Without a bound the same list is built whole, and counted.
+    let free = crate::work::Budget::new(None);
+    assert_eq!(render_with_budget(src, &free).0, Ok("1048576".into()));
+    assert!(free.work() >= 1_048_576, "counted: {}", free.work());
+}
+
+#[test]
 fn output_is_bounded() {
     let src = "{{ $s := repeat 1048576 \"x\" }}{{ range until 65 }}{{ $s }}{{ end }}";
     let e = parse_and_render(src.into()).expect_err("64 MiB at most");

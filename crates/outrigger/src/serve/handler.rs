@@ -45,9 +45,15 @@ const QUICK_BODY_LIMIT: usize = 16 * 1024;
 /// The work ([`outrigger_go::work`]: template steps, list elements copied and merged) a
 /// review tried on the worker may count before it is stopped and run again from the start on
 /// the blocking pool: tens of times what Istio's templates take for a plain pod (a few hundred),
-/// so a worker is held for a bounded, small time; a work bound, not a time, so which reviews
-/// move does not depend on the machine's load.
+/// so a worker is held for a bounded, small time; a work bound, so which reviews move does not
+/// depend on the machine's load.
 const QUICK_WORK: u64 = 20_000;
+
+/// The time a review tried on the worker may take before it is stopped and run again on the
+/// blocking pool, besides [`QUICK_WORK`]: it bounds a review whose templates' steps are each
+/// slow (loops that count little work), checked as the work is (every
+/// [`outrigger_go::work::Meter::EVERY`] steps). Tens of times a plain pod's first render.
+const QUICK_TIME: Duration = Duration::from_millis(5);
 
 /// After refusing a body early (413, 429), up to this many times `--max-request-bytes` of it is
 /// read and discarded so that an HTTP/1.1 client still sending it reads the answer.
@@ -103,9 +109,10 @@ pub struct State {
     /// blocking pool (`--max-concurrency`: they share the CPUs, so a review stopped only by its
     /// deadline never holds up the others; larger ones take the byte budget's large slots).
     pub review_slots: Arc<Semaphore>,
-    /// Reviews answered on a worker thread at once ([`QUICK_BODY_LIMIT`]): one fewer than the
-    /// worker threads, so a review that outruns its work bound (a template whose loops count
-    /// little work) never holds every worker; with none free, a review goes to the blocking pool.
+    /// Reviews answered on a worker thread at once ([`QUICK_BODY_LIMIT`]): as many as the
+    /// worker threads, each stopped at [`QUICK_WORK`] or [`QUICK_TIME`] and run again on the
+    /// blocking pool, so a worker is never held long; with none free, a review goes to the
+    /// blocking pool.
     pub quick_reviews: Semaphore,
     /// Bounds the request body bytes held at once (`--max-inflight-bytes`).
     pub budget: ByteBudget,
@@ -459,13 +466,15 @@ where
     let deadline = start + state.limits.deadline;
     let work = Budget::new(Some(deadline));
     let _cancel = CancelOnDrop(work.clone());
-    // A short review is answered here, on the worker; one that outgrows QUICK_WORK (the
-    // outcome of a review stopped by its budget is discarded) runs again on the blocking pool.
+    // A short review is answered here, on the worker; one that outgrows QUICK_WORK or
+    // QUICK_TIME (the outcome of a review stopped by its budget is discarded) runs again on the
+    // blocking pool.
     let quick_slot = (body.len() <= QUICK_BODY_LIMIT)
         .then(|| state.quick_reviews.try_acquire().ok())
         .flatten();
     let quick = quick_slot.map(|_held| {
-        let budget = Budget::with_work_limit(Some(deadline), QUICK_WORK);
+        let quick_deadline = deadline.min(Instant::now() + QUICK_TIME);
+        let budget = Budget::with_work_limit(Some(quick_deadline), QUICK_WORK);
         let r = outrigger_go::work::scope(&budget, || run_review(state, &body, &path));
         (r, budget.is_exhausted())
     });

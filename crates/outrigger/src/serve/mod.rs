@@ -403,7 +403,7 @@ async fn run_async(args: &ServeArgs) -> Result<()> {
         review_slots: Arc::new(Semaphore::new(
             args.max_concurrency.clamp(1, Semaphore::MAX_PERMITS),
         )),
-        quick_reviews: Semaphore::new(worker_threads(args).saturating_sub(1)),
+        quick_reviews: Semaphore::new(worker_threads(args)),
         budget,
         draining: AtomicBool::new(false),
         cluster: facts,

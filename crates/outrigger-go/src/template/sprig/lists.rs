@@ -203,6 +203,9 @@ pub(super) fn register_lists(m: &mut Table) {
     register(m, "mustChunk", &[Int, Any], None, chunk_f);
 }
 
+/// The elements `until_step` builds between two charges of its work.
+const UNTIL_CHARGE: usize = 1024;
+
 /// Sprig's `untilStep`: from `start` towards `stop` (exclusive) by `step`; empty when `step` does
 /// not lead there. Capped at 2^20 items (Go has no cap).
 pub(super) fn until_step(start: i64, stop: i64, step: i64) -> R<Vec<i64>> {
@@ -215,6 +218,11 @@ pub(super) fn until_step(start: i64, stop: i64, step: i64) -> R<Vec<i64>> {
     while going(i) {
         if out.len() >= 1 << 20 {
             return Err("untilStep: more than 1048576 items".into());
+        }
+        // A long list is work in proportion to its length, counted as it is built, so a
+        // review's work bound stops it (a review tried on a worker thread gives way early).
+        if out.len() % UNTIL_CHARGE == UNTIL_CHARGE - 1 {
+            crate::work::charge(UNTIL_CHARGE as u64).map_err(|e| e.to_string())?;
         }
         out.push(i);
         match i.checked_add(step) {
