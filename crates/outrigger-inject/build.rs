@@ -12,7 +12,10 @@ fn main() {
     println!("cargo::rerun-if-env-changed=OUTRIGGER_REQUIRE_CORPUS");
     println!("cargo::rerun-if-env-changed=CI");
     println!("cargo::rerun-if-changed=build.rs");
-    let cases = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    // The directory cargo runs this script for (read at run time: a script binary reused from
+    // another checkout must not look beside that one).
+    let dir = std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
+    let cases = PathBuf::from(dir)
         .join("../../../shared/conformance/istio/cases.json");
     if cases.exists() {
         println!("cargo::rustc-cfg=corpus_present");
