@@ -853,7 +853,35 @@ fn plain_start(c: u8, next: u8) -> bool {
 
 /// The value of a plain scalar; `None` for NaN and infinities.
 fn plain_value(text: &str) -> Option<Value> {
+    if !may_resolve(text) {
+        return Some(Value::String(text.to_owned()));
+    }
     resolved_json(resolve_plain(text), text).ok()
+}
+
+/// Whether [`resolve_plain`] may read `text` as something other than a string: it starts with
+/// a byte that starts a YAML 1.1 word (`yes`, `null`, `.inf`, ...), a number or a timestamp, or
+/// is empty. Texts that start otherwise are strings without its steps.
+fn may_resolve(text: &str) -> bool {
+    text.as_bytes().first().is_none_or(|c| {
+        matches!(
+            c,
+            b'y' | b'Y'
+                | b'n'
+                | b'N'
+                | b't'
+                | b'T'
+                | b'f'
+                | b'F'
+                | b'o'
+                | b'O'
+                | b'~'
+                | b'.'
+                | b'+'
+                | b'-'
+                | b'0'..=b'9'
+        )
+    })
 }
 
 /// The JSON name of a plain key; `None` for merge keys, null keys and keys JSON cannot name.
@@ -861,8 +889,31 @@ fn plain_key(text: &str) -> Option<String> {
     if text == "<<" || text.len() > MAX_KEY_LEN {
         return None;
     }
+    if !may_resolve(text) {
+        return Some(text.to_owned());
+    }
     match resolve_plain(text) {
         Resolved::Str | Resolved::Timestamp => Some(text.to_owned()),
         r => key_string(resolved_json(r, text).ok()?).ok(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A plain scalar that [`may_resolve`] lets through as a string is one that go-yaml's
+    /// resolution reads as a string, whatever follows its first byte.
+    #[test]
+    fn texts_taken_as_strings_resolve_as_strings() {
+        for c in (0x20u8..0x7f).map(char::from).chain(['é', '√']) {
+            for rest in ["", "es", "ull", "rue", "x", "1", ".5", "001-01-01", "inf", "_0"] {
+                let text = format!("{c}{rest}");
+                if !may_resolve(&text) {
+                    assert_eq!(resolve_plain(&text), Resolved::Str, "{text:?}");
+                }
+            }
+        }
+        assert!(may_resolve(""));
     }
 }
