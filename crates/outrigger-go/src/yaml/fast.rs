@@ -328,6 +328,11 @@ impl<'a> Loader<'a> {
 
     /// The rest of a line after a node: spaces, then a comment (after a space) or the line end.
     fn finish_line(&mut self) -> Option<()> {
+        if self.peek() == b'\n' {
+            self.pos += 1;
+            self.line_start = self.pos;
+            return Some(());
+        }
         self.skip_spaces();
         match self.peek() {
             0 => Some(()),
@@ -510,15 +515,21 @@ impl<'a> Loader<'a> {
     fn key(&mut self) -> Option<Cow<'a, str>> {
         let start = self.pos;
         let key = match self.peek() {
-            b'"' | b'\'' => self.quoted()?,
+            b'"' | b'\'' => {
+                let key = self.quoted()?;
+                let colon = self.peek() == b':' && self.blank_at(self.pos + 1);
+                if self.pos - start > MAX_KEY_LEN || !colon {
+                    return None;
+                }
+                key
+            }
+            // `plain_block` stops at a `:` followed by a blank, and `plain_key` refuses keys
+            // longer than `MAX_KEY_LEN`.
             _ => match self.plain_block()? {
                 (text, true) => plain_key(text)?,
                 (_, false) => return None,
             },
         };
-        if self.pos - start > MAX_KEY_LEN || self.peek() != b':' || !self.blank_at(self.pos + 1) {
-            return None;
-        }
         self.pos += 1;
         Some(key)
     }
@@ -586,11 +597,15 @@ impl<'a> Loader<'a> {
             }
         };
         let mut end = start + stop;
-        while end > start && self.at(end - 1) == b' ' {
-            end -= 1;
-        }
-        if colon && end != start + stop {
-            return None;
+        if colon {
+            // A key ends at its `:` (a space before it would make it a different text).
+            if end > start && self.at(end - 1) == b' ' {
+                return None;
+            }
+        } else {
+            while end > start && self.at(end - 1) == b' ' {
+                end -= 1;
+            }
         }
         self.pos = if colon { start + stop } else { end };
         Some((self.src.get(start..end)?, colon))
