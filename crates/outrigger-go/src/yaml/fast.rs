@@ -611,12 +611,13 @@ impl<'a> Loader<'a> {
         Some((self.src.get(start..end)?, colon))
     }
 
-    /// A quoted scalar on one line; `pos` ends just after the closing quote.
-    /// Index of the first byte at or after `start` matching `stop`.
-    fn find_from(&self, start: usize, stop: impl Fn(u8) -> bool) -> Option<usize> {
-        Some(start + self.b.get(start..)?.iter().position(|&c| stop(c))?)
+    /// Index of the first byte at or after `start` that is one of `stops`.
+    fn find_from(&self, start: usize, stops: [u8; 3]) -> Option<usize> {
+        let i = find_any(self.b, start, stops);
+        (i < self.b.len()).then_some(i)
     }
 
+    /// A quoted scalar on one line; `pos` ends just after the closing quote.
     fn quoted(&mut self) -> Option<Cow<'a, str>> {
         let q = self.peek();
         self.pos += 1;
@@ -631,7 +632,7 @@ impl<'a> Loader<'a> {
         let mut out: Option<String> = None;
         loop {
             let start = self.pos;
-            let end = self.find_from(start, |c| c == b'\'' || c == b'\n')?;
+            let end = self.find_from(start, [b'\'', b'\n', b'\n'])?;
             if self.at(end) != b'\'' {
                 return None;
             }
@@ -658,7 +659,7 @@ impl<'a> Loader<'a> {
         let mut out: Option<String> = None;
         loop {
             let start = self.pos;
-            let end = self.find_from(start, |c| matches!(c, b'"' | b'\\' | b'\n'))?;
+            let end = self.find_from(start, [b'"', b'\\', b'\n'])?;
             let part = self.src.get(start..end)?;
             self.pos = end + 1;
             match self.at(end) {
@@ -991,23 +992,31 @@ fn skip_spaces(b: &[u8], from: usize) -> usize {
 
 /// The index of the first `:`, `#` or line break in `b` from `from` on (`b.len()` if none).
 fn find_stop(b: &[u8], from: usize) -> usize {
+    find_any(b, from, [b':', b'#', b'\n'])
+}
+
+/// The index of the first byte of `b` from `from` on that is one of `stops` (`b.len()` if
+/// none), eight bytes at a time.
+#[inline(always)]
+fn find_any(b: &[u8], from: usize, stops: [u8; 3]) -> usize {
     const ONES: u64 = 0x0101_0101_0101_0101;
     /// High bit of each byte of `x` equal to `c` (exact for the lowest one).
     fn eq(x: u64, c: u8) -> u64 {
         let y = x ^ (ONES * u64::from(c));
         y.wrapping_sub(ONES) & !y & (ONES << 7)
     }
+    let [s0, s1, s2] = stops;
     let mut i = from;
     while let Some(word) = b.get(i..i + 8).and_then(|w| <[u8; 8]>::try_from(w).ok()) {
         let x = u64::from_le_bytes(word);
-        let hits = eq(x, b':') | eq(x, b'#') | eq(x, b'\n');
+        let hits = eq(x, s0) | eq(x, s1) | eq(x, s2);
         if hits != 0 {
             return i + (hits.trailing_zeros() / 8) as usize;
         }
         i += 8;
     }
     while let Some(&c) = b.get(i) {
-        if matches!(c, b':' | b'#' | b'\n') {
+        if c == s0 || c == s1 || c == s2 {
             return i;
         }
         i += 1;
