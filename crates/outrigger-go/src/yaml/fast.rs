@@ -136,7 +136,10 @@ impl Shapes {
             slot.as_ref().is_some_and(|s| {
                 s.hash == hash
                     && s.proto.len() == n
-                    && s.proto.keys().zip(staged).all(|(a, (b, _))| a.as_str() == b.as_ref())
+                    && s.proto
+                        .keys()
+                        .zip(staged)
+                        .all(|(a, (b, _))| a.as_str() == b.as_ref())
             })
         };
         let at = if same(self.slots.get(i)?) {
@@ -160,11 +163,7 @@ impl Shapes {
                 }
             }
             self.held = held;
-            *self.slots.get_mut(i)? = Some(Box::new(Shape {
-                hash,
-                bytes,
-                proto,
-            }));
+            *self.slots.get_mut(i)? = Some(Box::new(Shape { hash, bytes, proto }));
             i
         };
         let mut map = self.slots.get(at)?.as_ref()?.proto.clone();
@@ -1078,7 +1077,9 @@ fn plain_key(text: &str) -> Option<Cow<'_, str>> {
     }
     match resolve_plain(text) {
         Resolved::Str | Resolved::Timestamp => Some(Cow::Borrowed(text)),
-        r => key_string(resolved_json(r, text).ok()?).ok().map(Cow::Owned),
+        r => key_string(resolved_json(r, text).ok()?)
+            .ok()
+            .map(Cow::Owned),
     }
 }
 
@@ -1091,7 +1092,18 @@ mod tests {
     #[test]
     fn texts_taken_as_strings_resolve_as_strings() {
         for c in (0x20u8..0x7f).map(char::from).chain(['é', '√']) {
-            for rest in ["", "es", "ull", "rue", "x", "1", ".5", "001-01-01", "inf", "_0"] {
+            for rest in [
+                "",
+                "es",
+                "ull",
+                "rue",
+                "x",
+                "1",
+                ".5",
+                "001-01-01",
+                "inf",
+                "_0",
+            ] {
                 let text = format!("{c}{rest}");
                 if !may_resolve(&text) {
                     assert_eq!(resolve_plain(&text), Resolved::Str, "{text:?}");
@@ -1127,7 +1139,11 @@ mod tests {
                 assert_eq!(json(&cached), json(&slow), "round {round}: {text}");
                 assert_eq!(json(&fast), json(&slow), "round {round}: {text}");
             }
-            for dup in ["b: 1\na: 2\nb: 3\n", "- {a: 1, b: 2, a: 3}\n", "a: 1\na: 2\n"] {
+            for dup in [
+                "b: 1\na: 2\nb: 3\n",
+                "- {a: 1, b: 2, a: 3}\n",
+                "a: 1\na: 2\n",
+            ] {
                 assert_eq!(from_str(dup), None, "{dup}");
             }
         }
@@ -1136,8 +1152,15 @@ mod tests {
             let (keys, bytes) = s.slots.iter().flatten().fold((0, 0), |(k, b), shape| {
                 (k + shape.proto.len(), b + shape.bytes)
             });
-            assert_eq!((keys, bytes), s.held, "the budget counts what the slots hold");
-            assert!(keys + SHAPE_MAX_KEYS > SHAPES_BUDGET.0, "the budget was reached");
+            assert_eq!(
+                (keys, bytes),
+                s.held,
+                "the budget counts what the slots hold"
+            );
+            assert!(
+                keys + SHAPE_MAX_KEYS > SHAPES_BUDGET.0,
+                "the budget was reached"
+            );
         });
     }
 }
