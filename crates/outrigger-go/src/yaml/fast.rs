@@ -17,6 +17,10 @@
 //! indicators, multi-line plain or quoted scalars, a scalar on the line after its key, directives,
 //! `...` and further documents, duplicate keys, keys that are null or too long, NaN/infinite
 //! numbers, empty flow entries and values, nesting deeper than [`MAX_DEPTH`].
+//!
+//! Mappings are built from a per-thread cache of the key sequences read before ([`Shapes`]):
+//! a clone of the remembered map copies the SipHash hashes serde_json's map stores, where
+//! inserting would compute them key by key; the tree is the same.
 
 use std::borrow::Cow;
 use std::cell::RefCell;
@@ -147,10 +151,14 @@ impl Shapes {
         } else if same(self.slots.get(i ^ 1)?) {
             i ^ 1
         } else {
-            // A new shape: into the first slot, its shape into the second.
+            // A new shape takes the first slot; the shape there moves to the second, whose
+            // shape is dropped.
             self.slots.swap(i, i ^ 1);
             if let Some(old) = self.slots.get_mut(i)?.take() {
-                self.held = (self.held.0 - old.proto.len(), self.held.1 - old.bytes);
+                self.held = (
+                    self.held.0.saturating_sub(old.proto.len()),
+                    self.held.1.saturating_sub(old.bytes),
+                );
             }
             let held = (self.held.0 + n, self.held.1 + bytes);
             if held.0 > SHAPES_BUDGET.0 || held.1 > SHAPES_BUDGET.1 {
