@@ -17,7 +17,16 @@
 //! indicators, multi-line plain or quoted scalars, a scalar on the line after its key, directives,
 //! `...` and further documents, duplicate keys, keys that are null or too long, NaN/infinite
 //! numbers, empty flow entries and values, nesting deeper than [`MAX_DEPTH`].
+//!
+//! Mappings are built from a per-thread cache of the key sequences read before ([`Shapes`]):
+//! a clone of the remembered map copies the SipHash hashes serde_json's map stores, where
+//! inserting would compute them key by key; the tree is the same.
 
+use std::borrow::Cow;
+use std::cell::RefCell;
+use std::hash::Hasher;
+
+use rustc_hash::FxHasher;
 use serde_json::{Map, Value};
 
 use super::parse::{key_string, resolved_json};
@@ -37,6 +46,14 @@ pub(crate) fn from_str(text: &str) -> Option<Value> {
     if text.len() > MAX_LEN || !chars_ok(text.as_bytes()) {
         return None;
     }
+    SHAPES.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut shapes) => load(text, &mut shapes),
+        // Not reached (the loader does not call itself); a fresh cache keeps it correct.
+        Err(_) => load(text, &mut Shapes::new()),
+    })
+}
+
+fn load(text: &str, shapes: &mut Shapes) -> Option<Value> {
     Loader {
         src: text,
         b: text.as_bytes(),
@@ -44,8 +61,139 @@ pub(crate) fn from_str(text: &str) -> Option<Value> {
         line_start: 0,
         entries: Vec::new(),
         items: Vec::new(),
+        shapes,
     }
     .document()
+}
+
+thread_local! {
+    /// This thread's [`Shapes`]: the rendered templates read on a thread have the same
+    /// mappings render after render, whatever the pod.
+    static SHAPES: RefCell<Shapes> = const { RefCell::new(Shapes::new()) };
+}
+
+/// Slots of a [`Shapes`] cache: `1 << SHAPE_BITS`.
+const SHAPE_BITS: u32 = 10;
+/// Most keys of a mapping kept in a [`Shapes`] cache.
+const SHAPE_MAX_KEYS: usize = 32;
+/// Most bytes of keys of a mapping kept in a [`Shapes`] cache.
+const SHAPE_MAX_BYTES: usize = 1024;
+/// Most keys, and most bytes of keys, that a [`Shapes`] cache holds in all.
+const SHAPES_BUDGET: (usize, usize) = (4096, 64 << 10);
+
+/// A mapping's keys in order ("shape"), as a map with null values.
+struct Shape {
+    /// The FxHash of the keys.
+    hash: u64,
+    /// Bytes of the keys.
+    bytes: usize,
+    proto: Map<String, Value>,
+}
+
+/// Mappings by their keys in order: a mapping of a shape seen before is a clone of the shape's
+/// map with the values filled in, which copies the hashes of the keys that the map (an
+/// `IndexMap` with SipHash) stores instead of computing them again and probing, key by key.
+/// The clone is made only after comparing the keys one by one, so the tree is the one that
+/// inserting the entries builds (the same keys, order and values; only the hasher's seeds are
+/// shared by the clones of a shape). Two slots for each FxHash of keys (a new shape moves the
+/// one in its first slot to the second), at most [`SHAPES_BUDGET`] in all: the cache stays small
+/// whatever the texts, and a shape it has no room for is built by insertion.
+struct Shapes {
+    slots: Vec<Option<Box<Shape>>>,
+    /// Keys and bytes of keys held.
+    held: (usize, usize),
+}
+
+impl Shapes {
+    const fn new() -> Shapes {
+        Shapes {
+            slots: Vec::new(),
+            held: (0, 0),
+        }
+    }
+
+    /// The mapping of the entries of `entries` from `base` on (keys in document order), which
+    /// are drained; `None` on a duplicate key.
+    fn mapping(
+        &mut self,
+        entries: &mut Vec<(Cow<'_, str>, Value)>,
+        base: usize,
+    ) -> Option<Map<String, Value>> {
+        let staged = entries.get(base..)?;
+        let n = staged.len();
+        let mut h = FxHasher::default();
+        let mut bytes = 0;
+        for (k, _) in staged {
+            h.write(k.as_bytes());
+            h.write_u8(0xff);
+            bytes += k.len();
+        }
+        if n > SHAPE_MAX_KEYS || bytes > SHAPE_MAX_BYTES {
+            return insert_all(entries.drain(base..));
+        }
+        let hash = h.finish();
+        if self.slots.is_empty() {
+            self.slots.resize_with(1 << SHAPE_BITS, || None);
+        }
+        let i = (hash.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - SHAPE_BITS)) as usize;
+        let same = |slot: &Option<Box<Shape>>| {
+            slot.as_ref().is_some_and(|s| {
+                s.hash == hash
+                    && s.proto.len() == n
+                    && s.proto
+                        .keys()
+                        .zip(staged)
+                        .all(|(a, (b, _))| a.as_str() == b.as_ref())
+            })
+        };
+        let at = if same(self.slots.get(i)?) {
+            i
+        } else if same(self.slots.get(i ^ 1)?) {
+            i ^ 1
+        } else {
+            // A new shape takes the first slot; the shape there moves to the second, whose
+            // shape is dropped.
+            self.slots.swap(i, i ^ 1);
+            if let Some(old) = self.slots.get_mut(i)?.take() {
+                self.held = (
+                    self.held.0.saturating_sub(old.proto.len()),
+                    self.held.1.saturating_sub(old.bytes),
+                );
+            }
+            let held = (self.held.0 + n, self.held.1 + bytes);
+            if held.0 > SHAPES_BUDGET.0 || held.1 > SHAPES_BUDGET.1 {
+                return insert_all(entries.drain(base..));
+            }
+            let mut proto = Map::with_capacity(n);
+            for (k, _) in staged {
+                if proto.insert(k.to_string(), Value::Null).is_some() {
+                    return None;
+                }
+            }
+            self.held = held;
+            *self.slots.get_mut(i)? = Some(Box::new(Shape { hash, bytes, proto }));
+            i
+        };
+        let mut map = self.slots.get(at)?.as_ref()?.proto.clone();
+        for (dst, (_, v)) in map.values_mut().zip(entries.drain(base..)) {
+            // The shape's values are all null: nothing to drop.
+            std::mem::forget(std::mem::replace(dst, v));
+        }
+        Some(map)
+    }
+}
+
+/// The mapping of `entries` built by insertion; `None` on a duplicate key.
+fn insert_all<'a>(
+    entries: impl ExactSizeIterator<Item = (Cow<'a, str>, Value)>,
+) -> Option<Map<String, Value>> {
+    let mut map = Map::with_capacity(entries.len());
+    for (k, v) in entries {
+        if map.insert(k.into_owned(), v).is_some() {
+            return None;
+        }
+    }
+    Some(map)
 }
 
 /// No control character other than LF (so byte 0 can mark the end of the text), no DEL, no C1
@@ -106,9 +254,11 @@ struct Loader<'a> {
     pos: usize,
     line_start: usize,
     /// Entries of the mappings being read (innermost last), moved into maps of the exact size.
-    entries: Vec<(String, Value)>,
+    entries: Vec<(Cow<'a, str>, Value)>,
     /// Items of the sequences being read (innermost last), moved into vectors of the exact size.
     items: Vec<Value>,
+    /// Mappings by shape.
+    shapes: &'a mut Shapes,
 }
 
 impl<'a> Loader<'a> {
@@ -185,6 +335,11 @@ impl<'a> Loader<'a> {
 
     /// The rest of a line after a node: spaces, then a comment (after a space) or the line end.
     fn finish_line(&mut self) -> Option<()> {
+        if self.peek() == b'\n' {
+            self.pos += 1;
+            self.line_start = self.pos;
+            return Some(());
+        }
         self.skip_spaces();
         match self.peek() {
             0 => Some(()),
@@ -309,7 +464,7 @@ impl<'a> Loader<'a> {
                     self.compact_mapping(start, col, s, depth)
                 } else {
                     self.end_node()?;
-                    Some(Value::String(s))
+                    Some(Value::String(s.into_owned()))
                 }
             }
             _ => {
@@ -332,7 +487,7 @@ impl<'a> Loader<'a> {
         &mut self,
         start: usize,
         col: usize,
-        key: String,
+        key: Cow<'a, str>,
         depth: usize,
     ) -> Option<Value> {
         if self.pos - start > MAX_KEY_LEN {
@@ -343,7 +498,7 @@ impl<'a> Loader<'a> {
     }
 
     /// A block mapping at column `indent` whose first key was read; `pos` is just after its `:`.
-    fn mapping(&mut self, indent: usize, first: String, depth: usize) -> Option<Value> {
+    fn mapping(&mut self, indent: usize, first: Cow<'a, str>, depth: usize) -> Option<Value> {
         if depth > MAX_DEPTH {
             return None;
         }
@@ -364,18 +519,24 @@ impl<'a> Loader<'a> {
     }
 
     /// A mapping key and its `:`; `pos` ends just after the `:`.
-    fn key(&mut self) -> Option<String> {
+    fn key(&mut self) -> Option<Cow<'a, str>> {
         let start = self.pos;
         let key = match self.peek() {
-            b'"' | b'\'' => self.quoted()?,
+            b'"' | b'\'' => {
+                let key = self.quoted()?;
+                let colon = self.peek() == b':' && self.blank_at(self.pos + 1);
+                if self.pos - start > MAX_KEY_LEN || !colon {
+                    return None;
+                }
+                key
+            }
+            // `plain_block` stops at a `:` followed by a blank, and `plain_key` refuses keys
+            // longer than `MAX_KEY_LEN`.
             _ => match self.plain_block()? {
                 (text, true) => plain_key(text)?,
                 (_, false) => return None,
             },
         };
-        if self.pos - start > MAX_KEY_LEN || self.peek() != b':' || !self.blank_at(self.pos + 1) {
-            return None;
-        }
         self.pos += 1;
         Some(key)
     }
@@ -397,7 +558,7 @@ impl<'a> Loader<'a> {
             b'"' | b'\'' => {
                 let s = self.quoted()?;
                 self.end_node()?;
-                Some(Value::String(s))
+                Some(Value::String(s.into_owned()))
             }
             _ => match self.plain_block()? {
                 (_, true) => None,
@@ -417,13 +578,9 @@ impl<'a> Loader<'a> {
 
     /// The entries pushed since `base`, as an object; `None` on a duplicate key.
     fn take_entries(&mut self, base: usize) -> Option<Value> {
-        let mut map = Map::with_capacity(self.entries.len().saturating_sub(base));
-        for (k, v) in self.entries.drain(base..) {
-            if map.insert(k, v).is_some() {
-                return None;
-            }
-        }
-        Some(Value::Object(map))
+        self.shapes
+            .mapping(&mut self.entries, base)
+            .map(Value::Object)
     }
 
     /// A single-line plain scalar in block context, from `pos`. Returns its text and whether it
@@ -447,23 +604,28 @@ impl<'a> Loader<'a> {
             }
         };
         let mut end = start + stop;
-        while end > start && self.at(end - 1) == b' ' {
-            end -= 1;
-        }
-        if colon && end != start + stop {
-            return None;
+        if colon {
+            // A key ends at its `:` (a space before it would make it a different text).
+            if end > start && self.at(end - 1) == b' ' {
+                return None;
+            }
+        } else {
+            while end > start && self.at(end - 1) == b' ' {
+                end -= 1;
+            }
         }
         self.pos = if colon { start + stop } else { end };
         Some((self.src.get(start..end)?, colon))
     }
 
-    /// A quoted scalar on one line; `pos` ends just after the closing quote.
-    /// Index of the first byte at or after `start` matching `stop`.
-    fn find_from(&self, start: usize, stop: impl Fn(u8) -> bool) -> Option<usize> {
-        Some(start + self.b.get(start..)?.iter().position(|&c| stop(c))?)
+    /// Index of the first byte at or after `start` that is one of `stops`.
+    fn find_from(&self, start: usize, stops: [u8; 3]) -> Option<usize> {
+        let i = find_any(self.b, start, stops);
+        (i < self.b.len()).then_some(i)
     }
 
-    fn quoted(&mut self) -> Option<String> {
+    /// A quoted scalar on one line; `pos` ends just after the closing quote.
+    fn quoted(&mut self) -> Option<Cow<'a, str>> {
         let q = self.peek();
         self.pos += 1;
         if q == b'\'' {
@@ -473,35 +635,56 @@ impl<'a> Loader<'a> {
         }
     }
 
-    fn single_quoted(&mut self) -> Option<String> {
-        let mut out = String::new();
+    fn single_quoted(&mut self) -> Option<Cow<'a, str>> {
+        let mut out: Option<String> = None;
         loop {
             let start = self.pos;
-            let end = self.find_from(start, |c| c == b'\'' || c == b'\n')?;
+            let end = self.find_from(start, [b'\'', b'\n', b'\n'])?;
             if self.at(end) != b'\'' {
                 return None;
             }
-            out.push_str(self.src.get(start..end)?);
+            let part = self.src.get(start..end)?;
             if self.at(end + 1) == b'\'' {
+                let out = out.get_or_insert_with(String::new);
+                out.push_str(part);
                 out.push('\'');
                 self.pos = end + 2;
             } else {
                 self.pos = end + 1;
-                return Some(out);
+                return Some(match out {
+                    None => Cow::Borrowed(part),
+                    Some(mut out) => {
+                        out.push_str(part);
+                        Cow::Owned(out)
+                    }
+                });
             }
         }
     }
 
-    fn double_quoted(&mut self) -> Option<String> {
-        let mut out = String::new();
+    fn double_quoted(&mut self) -> Option<Cow<'a, str>> {
+        let mut out: Option<String> = None;
         loop {
             let start = self.pos;
-            let end = self.find_from(start, |c| matches!(c, b'"' | b'\\' | b'\n'))?;
-            out.push_str(self.src.get(start..end)?);
+            let end = self.find_from(start, [b'"', b'\\', b'\n'])?;
+            let part = self.src.get(start..end)?;
             self.pos = end + 1;
             match self.at(end) {
-                b'"' => return Some(out),
-                b'\\' => out.push(self.escape()?),
+                b'"' => {
+                    return Some(match out {
+                        None => Cow::Borrowed(part),
+                        Some(mut out) => {
+                            out.push_str(part);
+                            Cow::Owned(out)
+                        }
+                    })
+                }
+                b'\\' => {
+                    let c = self.escape()?;
+                    let out = out.get_or_insert_with(String::new);
+                    out.push_str(part);
+                    out.push(c);
+                }
                 _ => return None,
             }
         }
@@ -709,7 +892,7 @@ impl<'a> Loader<'a> {
     }
 
     /// A key in a flow mapping and its `:` (followed by a space or line break).
-    fn flow_key(&mut self) -> Option<String> {
+    fn flow_key(&mut self) -> Option<Cow<'a, str>> {
         let start = self.pos;
         let key = match self.peek() {
             b'"' | b'\'' => self.quoted()?,
@@ -727,7 +910,7 @@ impl<'a> Loader<'a> {
     fn flow_node(&mut self, depth: usize) -> Option<Value> {
         match self.peek() {
             b'[' | b'{' => self.flow(depth),
-            b'"' | b'\'' => self.quoted().map(Value::String),
+            b'"' | b'\'' => self.quoted().map(|s| Value::String(s.into_owned())),
             _ => plain_value(self.plain_flow()?),
         }
     }
@@ -816,23 +999,31 @@ fn skip_spaces(b: &[u8], from: usize) -> usize {
 
 /// The index of the first `:`, `#` or line break in `b` from `from` on (`b.len()` if none).
 fn find_stop(b: &[u8], from: usize) -> usize {
+    find_any(b, from, [b':', b'#', b'\n'])
+}
+
+/// The index of the first byte of `b` from `from` on that is one of `stops` (`b.len()` if
+/// none), eight bytes at a time.
+#[inline(always)]
+fn find_any(b: &[u8], from: usize, stops: [u8; 3]) -> usize {
     const ONES: u64 = 0x0101_0101_0101_0101;
     /// High bit of each byte of `x` equal to `c` (exact for the lowest one).
     fn eq(x: u64, c: u8) -> u64 {
         let y = x ^ (ONES * u64::from(c));
         y.wrapping_sub(ONES) & !y & (ONES << 7)
     }
+    let [s0, s1, s2] = stops;
     let mut i = from;
     while let Some(word) = b.get(i..i + 8).and_then(|w| <[u8; 8]>::try_from(w).ok()) {
         let x = u64::from_le_bytes(word);
-        let hits = eq(x, b':') | eq(x, b'#') | eq(x, b'\n');
+        let hits = eq(x, s0) | eq(x, s1) | eq(x, s2);
         if hits != 0 {
             return i + (hits.trailing_zeros() / 8) as usize;
         }
         i += 8;
     }
     while let Some(&c) = b.get(i) {
-        if matches!(c, b':' | b'#' | b'\n') {
+        if c == s0 || c == s1 || c == s2 {
             return i;
         }
         i += 1;
@@ -853,16 +1044,131 @@ fn plain_start(c: u8, next: u8) -> bool {
 
 /// The value of a plain scalar; `None` for NaN and infinities.
 fn plain_value(text: &str) -> Option<Value> {
+    if !may_resolve(text) {
+        return Some(Value::String(text.to_owned()));
+    }
     resolved_json(resolve_plain(text), text).ok()
 }
 
+/// Whether [`resolve_plain`] may read `text` as something other than a string: it starts with
+/// a byte that starts a YAML 1.1 word (`yes`, `null`, `.inf`, ...), a number or a timestamp, or
+/// is empty. Texts that start otherwise are strings without its steps.
+fn may_resolve(text: &str) -> bool {
+    text.as_bytes().first().is_none_or(|c| {
+        matches!(
+            c,
+            b'y' | b'Y'
+                | b'n'
+                | b'N'
+                | b't'
+                | b'T'
+                | b'f'
+                | b'F'
+                | b'o'
+                | b'O'
+                | b'~'
+                | b'.'
+                | b'+'
+                | b'-'
+                | b'0'..=b'9'
+        )
+    })
+}
+
 /// The JSON name of a plain key; `None` for merge keys, null keys and keys JSON cannot name.
-fn plain_key(text: &str) -> Option<String> {
+fn plain_key(text: &str) -> Option<Cow<'_, str>> {
     if text == "<<" || text.len() > MAX_KEY_LEN {
         return None;
     }
+    if !may_resolve(text) {
+        return Some(Cow::Borrowed(text));
+    }
     match resolve_plain(text) {
-        Resolved::Str | Resolved::Timestamp => Some(text.to_owned()),
-        r => key_string(resolved_json(r, text).ok()?).ok(),
+        Resolved::Str | Resolved::Timestamp => Some(Cow::Borrowed(text)),
+        r => key_string(resolved_json(r, text).ok()?)
+            .ok()
+            .map(Cow::Owned),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A plain scalar that [`may_resolve`] lets through as a string is one that go-yaml's
+    /// resolution reads as a string, whatever follows its first byte.
+    #[test]
+    fn texts_taken_as_strings_resolve_as_strings() {
+        for c in (0x20u8..0x7f).map(char::from).chain(['é', '√']) {
+            for rest in [
+                "",
+                "es",
+                "ull",
+                "rue",
+                "x",
+                "1",
+                ".5",
+                "001-01-01",
+                "inf",
+                "_0",
+            ] {
+                let text = format!("{c}{rest}");
+                if !may_resolve(&text) {
+                    assert_eq!(resolve_plain(&text), Resolved::Str, "{text:?}");
+                }
+            }
+        }
+        assert!(may_resolve(""));
+    }
+
+    fn json(v: &Value) -> String {
+        serde_json::to_string(v).expect("serialise")
+    }
+
+    /// Mappings built from a remembered shape are the mappings insertion builds: the same keys
+    /// in the same order with their own values, duplicate keys still refused, whether the shape
+    /// was seen before, pushed out of its slots by many others, or over the cache's budget.
+    #[test]
+    fn mappings_of_remembered_shapes_are_those_insertion_builds() {
+        let texts: Vec<String> = (0..3000)
+            .map(|i| match i % 4 {
+                0 => format!("b: {i}\na: [x, {{k{i}: v, z: 1}}]\n"),
+                1 => format!("a: {i}\nb:\n  c: {{z: 1, k{}: v}}\n", i % 50),
+                2 if i % 3 == 0 => (0..40).map(|j| format!("k{}x{j}: {i}\n", i % 7)).collect(),
+                2 => (0..30).map(|j| format!("k{i}x{j}: {i}\n")).collect(),
+                _ => format!("- {{a: 1, b: 2}}\n- c: 3\n  a: '{i}'\n- b: {i}\n  c: 2\n"),
+            })
+            .collect();
+        for round in 0..2 {
+            for text in &texts {
+                let fast = load(text, &mut Shapes::new()).expect("in the subset");
+                let cached = from_str(text).expect("in the subset");
+                let slow = super::super::parse::from_str(text).expect("valid");
+                assert_eq!(json(&cached), json(&slow), "round {round}: {text}");
+                assert_eq!(json(&fast), json(&slow), "round {round}: {text}");
+            }
+            for dup in [
+                "b: 1\na: 2\nb: 3\n",
+                "- {a: 1, b: 2, a: 3}\n",
+                "a: 1\na: 2\n",
+            ] {
+                assert_eq!(from_str(dup), None, "{dup}");
+            }
+        }
+        SHAPES.with_borrow(|s| {
+            assert!(s.held.0 <= SHAPES_BUDGET.0 && s.held.1 <= SHAPES_BUDGET.1);
+            let (keys, bytes) = s.slots.iter().flatten().fold((0, 0), |(k, b), shape| {
+                (k + shape.proto.len(), b + shape.bytes)
+            });
+            assert_eq!(
+                (keys, bytes),
+                s.held,
+                "the budget counts what the slots hold"
+            );
+            assert!(
+                keys + SHAPE_MAX_KEYS > SHAPES_BUDGET.0,
+                "the budget was reached"
+            );
+        });
     }
 }
