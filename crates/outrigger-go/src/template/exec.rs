@@ -76,6 +76,10 @@ pub struct Exec<'t> {
     /// Steps counted against the review's work budget ([`crate::work`]): a render stops with
     /// an error once its review's deadline passes.
     meter: Meter,
+    /// What each field-chain prefix gave from the root so far in this render, by slot, with
+    /// whether the value is held as `interface{}`; empty where values are not remembered (the
+    /// template changes maps in place, or dot is not the typed root).
+    chains: Vec<Option<(V<'t>, bool)>>,
 }
 
 /// The environment of a render over generic JSON: no variable is set.
@@ -88,6 +92,10 @@ fn no_proto_json(_: &str, _: &Value) -> String {
 }
 
 type R<T> = Result<T, String>;
+
+/// A field chain's names and the slots of its prefixes ([`super::ast::Slots`]; empty for a chain
+/// whose prefixes are not remembered).
+type Chain<'t> = (&'t [String], &'t [u32]);
 
 /// Is this the pipeline's "no value yet" marker (Go's `missingVal`)?
 type Final<'t> = Option<V<'t>>;
@@ -149,7 +157,11 @@ impl<'t> Exec<'t> {
             clock,
             values,
             meter: Meter::current(),
+            chains: Vec::new(),
         };
+        if !tmpl.mutates_maps && matches!(dot, V::Root(_)) {
+            ex.chains.resize(tmpl.chain_slots, None);
+        }
         ex.vars.push(("$", dot.clone(), false));
         let root = tmpl.root();
         ex.walk_list(root, &dot)?;
@@ -537,7 +549,7 @@ impl<'t> Exec<'t> {
         self.tick()?;
         let first = &cmd.args[0];
         match first {
-            Expr::Field(_, idents) => {
+            Expr::Field(_, idents, slots) => {
                 self.at = At::Expr(first);
                 let iface = self.dot_iface;
                 return self.eval_field_chain(
@@ -545,7 +557,7 @@ impl<'t> Exec<'t> {
                     first,
                     dot.clone(),
                     iface,
-                    idents,
+                    (idents, slots),
                     &cmd.args,
                     fin,
                 );
@@ -553,15 +565,23 @@ impl<'t> Exec<'t> {
             Expr::Chain(_, inner, idents) => {
                 return self.eval_chain_node(dot, first, inner, idents, &cmd.args, fin)
             }
-            Expr::Identifier(_, name) => {
-                return self.eval_function(dot, first, name, At::Cmd(cmd), Some(&cmd.args), fin)
+            Expr::Identifier(_, name, id) => {
+                return self.eval_function(
+                    dot,
+                    first,
+                    name,
+                    *id,
+                    At::Cmd(cmd),
+                    Some(&cmd.args),
+                    fin,
+                )
             }
             Expr::Pipe(_, p) => {
                 self.not_a_function(&cmd.args, &fin)?;
                 return self.eval_pipeline(dot, p);
             }
-            Expr::Variable(_, name, idents) => {
-                return self.eval_variable_node(dot, first, name, idents, &cmd.args, fin)
+            Expr::Variable(_, name, idents, slots) => {
+                return self.eval_variable_node(dot, first, name, (idents, slots), &cmd.args, fin)
             }
             _ => {}
         }
@@ -619,7 +639,7 @@ impl<'t> Exec<'t> {
         dot: &V<'t>,
         e: &'t Expr,
         name: &str,
-        idents: &'t [String],
+        chain: Chain<'t>,
         args: &'t [Expr],
         fin: Final<'t>,
     ) -> R<V<'t>> {
@@ -627,11 +647,11 @@ impl<'t> Exec<'t> {
         let Some((value, iface)) = self.lookup_var(name).map(|(v, i)| (v.clone(), i)) else {
             return Err(self.errorf(&format!("undefined variable: {name}")));
         };
-        if idents.is_empty() {
+        if chain.0.is_empty() {
             self.not_a_function(args, &fin)?;
             return Ok(value);
         }
-        self.eval_field_chain(dot, e, value, iface, idents, args, fin)
+        self.eval_field_chain(dot, e, value, iface, chain, args, fin)
     }
 
     fn eval_chain_node(
@@ -651,10 +671,15 @@ impl<'t> Exec<'t> {
             )));
         }
         let base = self.eval_arg(dot, P::Raw, inner)?;
-        self.eval_field_chain(dot, e, base, false, idents, args, fin)
+        self.eval_field_chain(dot, e, base, false, (idents, &[]), args, fin)
     }
 
     /// Go's `evalFieldChain`; `iface`: the receiver is held as `interface{}`.
+    ///
+    /// A chain evaluated from the root in a render whose data no function changes
+    /// ([`Exec::chains`]) gives the same value at each prefix every time: each prefix's value is
+    /// remembered in its slot, and a chain resumes after the longest prefix already evaluated.
+    /// Only values are remembered, never errors, so a failing step fails as it always would.
     #[allow(clippy::too_many_arguments)]
     fn eval_field_chain(
         &mut self,
@@ -662,12 +687,32 @@ impl<'t> Exec<'t> {
         node: &'t Expr,
         mut receiver: V<'t>,
         mut iface: bool,
-        idents: &'t [String],
+        (idents, slots): Chain<'t>,
         args: &'t [Expr],
         fin: Final<'t>,
     ) -> R<V<'t>> {
         let n = idents.len();
-        for name in &idents[..n - 1] {
+        let has_args = args.len() > 1 || fin.is_some();
+        // How many leading steps are remembered or may be (a call with arguments is not).
+        let cached =
+            if slots.len() == n && !self.chains.is_empty() && matches!(receiver, V::Root(_)) {
+                n - usize::from(has_args)
+            } else {
+                0
+            };
+        let mut start = 0;
+        for i in (0..cached).rev() {
+            if let Some((v, f)) = &self.chains[slots[i] as usize] {
+                receiver = v.clone();
+                iface = *f;
+                start = i + 1;
+                break;
+            }
+        }
+        if start == n {
+            return Ok(receiver);
+        }
+        for (i, name) in idents.iter().enumerate().take(n - 1).skip(start) {
             // A value looked up in a generic map is an `interface{}` in Go.
             let from_generic = matches!(receiver, V::Json(_) | V::Map(_));
             if let V::Semver(v, ptr) = &receiver {
@@ -682,8 +727,10 @@ impl<'t> Exec<'t> {
             }
             receiver = self.eval_field(name, false, receiver, iface)?;
             iface = from_generic;
+            if i < cached {
+                self.chains[slots[i] as usize] = Some((receiver.clone(), iface));
+            }
         }
-        let has_args = args.len() > 1 || fin.is_some();
         if let V::Semver(v, ptr) = &receiver {
             let name = &idents[n - 1];
             if let Some((want, on_value)) = semver::method_arity(name) {
@@ -692,7 +739,12 @@ impl<'t> Exec<'t> {
                 }
             }
         }
-        self.eval_field(&idents[n - 1], has_args, receiver, iface)
+        let from_generic = matches!(receiver, V::Json(_) | V::Map(_));
+        let v = self.eval_field(&idents[n - 1], has_args, receiver, iface)?;
+        if n - 1 < cached {
+            self.chains[slots[n - 1] as usize] = Some((v.clone(), from_generic));
+        }
+        Ok(v)
     }
 
     /// Go's `evalCall` of a method of a semver version (`.Minor`, `.LessThan (semver "2")`,
@@ -811,27 +863,33 @@ impl<'t> Exec<'t> {
     }
 
     /// Go's `evalFunction` + `evalCall`: `args` are the command's operands (the function name
-    /// first) or `None` when the function is an operand itself.
+    /// first) or `None` when the function is an operand itself; `id` is the function's, as the
+    /// parser resolved it ([`funcs::id`]).
+    #[allow(clippy::too_many_arguments)]
     fn eval_function(
         &mut self,
         dot: &V<'t>,
         ident: &'t Expr,
         name: &str,
+        id: u32,
         call_node: At<'t>,
         args: Option<&'t [Expr]>,
         fin: Final<'t>,
     ) -> R<V<'t>> {
         self.at = At::Expr(ident);
         let args: &'t [Expr] = args.map_or(&[], |a| &a[1..]);
-        if name == "and" || name == "or" {
-            return self.eval_and_or(dot, name == "and", args, fin);
-        }
-        let Some(def) = funcs::lookup(name) else {
+        let Some(func) = funcs::by_id(id) else {
             return Err(self.errorf(&format!(
                 "{} is not a defined function",
                 crate::go::quote::quote(name)
             )));
         };
+        match func.kind {
+            funcs::Kind::And => return self.eval_and_or(dot, true, args, fin),
+            funcs::Kind::Or => return self.eval_and_or(dot, false, args, fin),
+            _ => {}
+        }
+        let def = &func.def;
         let nargs = args.len() + usize::from(fin.is_some());
         let fixed = def.params.len();
         if def.variadic.is_some() {
@@ -846,47 +904,48 @@ impl<'t> Exec<'t> {
                 "wrong number of args for {name}: want {fixed} got {nargs}"
             )));
         }
-        let mut argv: Vec<V<'t>> = Vec::with_capacity(nargs);
-        for (i, a) in args.iter().enumerate() {
-            let p = def
-                .params
+        let param = |i: usize| {
+            def.params
                 .get(i)
                 .copied()
                 .or(def.variadic)
-                .unwrap_or(P::Any);
-            argv.push(self.eval_arg(dot, p, a)?);
+                .unwrap_or(P::Any)
+        };
+        let mut argv: Vec<V<'t>> =
+            Vec::with_capacity(nargs + usize::from(func.kind == funcs::Kind::Call));
+        for (i, a) in args.iter().enumerate() {
+            argv.push(self.eval_arg(dot, param(i), a)?);
         }
         if let Some(f) = fin {
-            let p = def
-                .params
-                .get(nargs - 1)
-                .copied()
-                .or(def.variadic)
-                .unwrap_or(P::Any);
-            argv.push(self.validate(f, p)?);
+            argv.push(self.validate(f, param(nargs - 1))?);
         }
-        if name == "call" {
-            // Go hands `call` the callee's name for its error: the first argument's text, or the
-            // piped value's `reflect.Value.String()`.
-            let callee = match (args.first(), argv.first()) {
-                (Some(a), _) => expr_str(a),
-                (None, Some(v)) => super::builtins::value_string(v),
-                (None, None) => String::new(),
-            };
-            argv.insert(0, V::string(callee));
-        }
-        let result = match funcs::call_env(name, self.env, &argv)
-            .or_else(|| dates::call_clock(name, self.clock, &argv))
-            .or_else(|| istio::call_proto_json(name, self.proto_json, &argv))
-        {
-            Some(r) => r,
-            None => (def.f)(argv),
+        let result = match func.kind {
+            funcs::Kind::Call => {
+                // Go hands `call` the callee's name for its error: the first argument's text, or
+                // the piped value's `reflect.Value.String()`.
+                let callee = match (args.first(), argv.first()) {
+                    (Some(a), _) => expr_str(a),
+                    (None, Some(v)) => super::builtins::value_string(v),
+                    (None, None) => String::new(),
+                };
+                argv.insert(0, V::string(callee));
+                (def.f)(argv)
+            }
+            funcs::Kind::Env => {
+                funcs::call_env(name, self.env, &argv).unwrap_or_else(|| (def.f)(argv))
+            }
+            funcs::Kind::Clock => {
+                dates::call_clock(name, self.clock, &argv).unwrap_or_else(|| (def.f)(argv))
+            }
+            funcs::Kind::ProtoJson => istio::call_proto_json(name, self.proto_json, &argv)
+                .unwrap_or_else(|| (def.f)(argv)),
+            _ => (def.f)(argv),
         };
         // Functions that put their arguments into a new or updated map or list are the only way
         // a template nests values deeper; bounded so printing, encoding and dropping them fit
         // any thread's stack.
         let result = result.and_then(|v| {
-            if funcs::nests_values(name) && value::nested_deeper_than(&v, MAX_VALUE_DEPTH) {
+            if func.nests && value::nested_deeper_than(&v, MAX_VALUE_DEPTH) {
                 Err(format!(
                     "value nested deeper than {MAX_VALUE_DEPTH} maps and lists \
                      (outrigger's limit; Go has none)"
@@ -895,26 +954,32 @@ impl<'t> Exec<'t> {
                 Ok(v)
             }
         });
-        result.map_err(|m| {
-            let mut s = Exec {
-                tmpl: self.tmpl,
-                out: String::new(),
-                vars: Vec::new(),
-                dot_iface: false,
-                depth: 0,
-                cur: self.cur,
-                at: call_node,
-                env: self.env,
-                proto_json: self.proto_json,
-                clock: self.clock,
-                values: None,
-                meter: Meter::current(),
-            };
-            if let At::None = call_node {
-                s.at = At::Expr(ident);
-            }
-            s.errorf(&format!("error calling {name}: {m}"))
-        })
+        result.map_err(|m| self.call_error(call_node, ident, name, &m))
+    }
+
+    /// The error of a failed call, at the call's node (the identifier's when the function is
+    /// an operand).
+    #[cold]
+    fn call_error(&self, call_node: At<'t>, ident: &'t Expr, name: &str, m: &str) -> String {
+        let mut s = Exec {
+            tmpl: self.tmpl,
+            out: String::new(),
+            vars: Vec::new(),
+            dot_iface: false,
+            depth: 0,
+            cur: self.cur,
+            at: call_node,
+            env: self.env,
+            proto_json: self.proto_json,
+            clock: self.clock,
+            values: None,
+            meter: Meter::current(),
+            chains: Vec::new(),
+        };
+        if let At::None = call_node {
+            s.at = At::Expr(ident);
+        }
+        s.errorf(&format!("error calling {name}: {m}"))
     }
 
     /// Go's `validateType`: convert an evaluated value to parameter type `p`.
@@ -933,29 +998,29 @@ impl<'t> Exec<'t> {
                 }
                 return Err(self.errorf(&format!("cannot assign nil to {}", p.go_name())));
             }
-            Expr::Field(_, idents) => {
+            Expr::Field(_, idents, slots) => {
                 let iface = self.dot_iface;
                 let v = self.eval_field_chain(
                     dot,
                     a,
                     dot.clone(),
                     iface,
-                    idents,
+                    (idents, slots),
                     std::slice::from_ref(a),
                     None,
                 )?;
                 return self.validate(v, p);
             }
-            Expr::Variable(_, name, idents) => {
-                let v = self.eval_variable_node(dot, a, name, idents, &[], None)?;
+            Expr::Variable(_, name, idents, slots) => {
+                let v = self.eval_variable_node(dot, a, name, (idents, slots), &[], None)?;
                 return self.validate(v, p);
             }
             Expr::Pipe(_, pipe) => {
                 let v = self.eval_pipeline(dot, pipe)?;
                 return self.validate(v, p);
             }
-            Expr::Identifier(_, name) => {
-                let v = self.eval_function(dot, a, name, At::None, None, None)?;
+            Expr::Identifier(_, name, id) => {
+                let v = self.eval_function(dot, a, name, *id, At::None, None, None)?;
                 return self.validate(v, p);
             }
             Expr::Chain(_, inner, idents) => {

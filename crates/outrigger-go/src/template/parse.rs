@@ -24,30 +24,35 @@ pub const MAX_PAREN_DEPTH: usize = 10_000;
 pub const MAX_CONTROL_DEPTH: usize = 10_000;
 
 /// Parse `text` as template `name`: the tree set (the main tree under `name`, every
-/// `define`/`block` under its own name).
+/// `define`/`block` under its own name), and the number of distinct field-chain prefixes its
+/// [`Slots`](super::ast::Slots) name. `func_id` gives a defined function's id (kept in its
+/// identifier's node), `None` for a name that is not a function.
 pub fn parse(
     name: &str,
     text: &str,
-    is_func: &dyn Fn(&str) -> bool,
-) -> R<HashMap<String, ListNode>> {
+    func_id: &dyn Fn(&str) -> Option<u32>,
+) -> R<(HashMap<String, ListNode>, usize)> {
     let mut p = Parser {
         name,
         lex: Lexer::new(text),
-        is_func,
+        func_id,
         trees: HashMap::new(),
+        slots: HashMap::new(),
         control_depth: 0,
     };
     let mut t = TreeState::new();
     let root = p.parse_main(&mut t)?;
     p.add(&t, name, root)?;
-    Ok(p.trees)
+    Ok((p.trees, p.slots.len()))
 }
 
 struct Parser<'a> {
     name: &'a str,
     lex: Lexer<'a>,
-    is_func: &'a dyn Fn(&str) -> bool,
+    func_id: &'a dyn Fn(&str) -> Option<u32>,
     trees: HashMap<String, ListNode>,
+    /// The field-chain prefixes seen (`A`, `A.B`, ...), numbered in order.
+    slots: HashMap<String, u32>,
     /// Nesting of control actions and blocks being parsed (bounded by [`MAX_CONTROL_DEPTH`]).
     control_depth: usize,
 }
@@ -573,7 +578,36 @@ impl<'a> Parser<'a> {
         Ok(cmd)
     }
 
+    /// The slot of each prefix of the field chain `fields`.
+    fn slots_of(&mut self, fields: &[String]) -> Vec<u32> {
+        let mut key = String::new();
+        fields
+            .iter()
+            .map(|f| {
+                key.push('.');
+                key.push_str(f);
+                let next = self.slots.len() as u32;
+                *self.slots.entry(key.clone()).or_insert(next)
+            })
+            .collect()
+    }
+
     fn operand(&mut self, t: &mut TreeState) -> R<Option<Expr>> {
+        let node = self.operand_unslotted(t)?;
+        Ok(node.map(|node| match node {
+            Expr::Field(p, f, _) => {
+                let s = self.slots_of(&f);
+                Expr::Field(p, f, s)
+            }
+            Expr::Variable(p, n, f, _) => {
+                let s = self.slots_of(&f);
+                Expr::Variable(p, n, f, s)
+            }
+            other => other,
+        }))
+    }
+
+    fn operand_unslotted(&mut self, t: &mut TreeState) -> R<Option<Expr>> {
         let Some(node) = self.term(t)? else {
             return Ok(None);
         };
@@ -588,13 +622,13 @@ impl<'a> Parser<'a> {
             fields.extend(f.val[1..].split('.').map(str::to_string));
         }
         Ok(Some(match node {
-            Expr::Field(_, mut f) => {
+            Expr::Field(_, mut f, _) => {
                 f.extend(fields);
-                Expr::Field(cpos, f)
+                Expr::Field(cpos, f, Vec::new())
             }
-            Expr::Variable(_, n, mut f) => {
+            Expr::Variable(_, n, mut f, _) => {
                 f.extend(fields);
-                Expr::Variable(cpos, n, f)
+                Expr::Variable(cpos, n, f, Vec::new())
             }
             Expr::Bool(..) | Expr::String(..) | Expr::Number(..) | Expr::Nil(_) | Expr::Dot(_) => {
                 return Err(self.errorf(
@@ -614,13 +648,13 @@ impl<'a> Parser<'a> {
         let pos = Pos::new(tok.pos, tok.line);
         Ok(Some(match tok.typ {
             Tok::Identifier => {
-                if !(self.is_func)(&tok.val) {
+                let Some(id) = (self.func_id)(&tok.val) else {
                     return Err(self.errorf(
                         t,
                         format!("function {} not defined", crate::go::quote::quote(&tok.val)),
                     ));
-                }
-                Expr::Identifier(pos, tok.val)
+                };
+                Expr::Identifier(pos, tok.val, id)
             }
             Tok::Dot => Expr::Dot(pos),
             Tok::Nil => Expr::Nil(pos),
@@ -631,9 +665,13 @@ impl<'a> Parser<'a> {
                         format!("undefined variable {}", crate::go::quote::quote(&tok.val)),
                     ));
                 }
-                Expr::Variable(pos, tok.val, Vec::new())
+                Expr::Variable(pos, tok.val, Vec::new(), Vec::new())
             }
-            Tok::Field => Expr::Field(pos, tok.val[1..].split('.').map(str::to_string).collect()),
+            Tok::Field => Expr::Field(
+                pos,
+                tok.val[1..].split('.').map(str::to_string).collect(),
+                Vec::new(),
+            ),
             Tok::Bool => Expr::Bool(pos, tok.val == "true"),
             Tok::CharConstant | Tok::Complex | Tok::Number => {
                 let n = new_number(&tok.val, tok.typ).map_err(|e| self.errorf(t, e))?;
