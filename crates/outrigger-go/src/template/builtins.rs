@@ -141,7 +141,7 @@ pub fn as_i(v: &V<'_>) -> i128 {
     }
 }
 
-fn f_eq<'a>(a: Vec<V<'a>>) -> R<V<'a>> {
+fn f_eq<'a>(a: &mut Vec<V<'a>>) -> R<V<'a>> {
     // Go's `basicKind`: every non-basic kind, and the invalid value, is `invalidKind`.
     let basic = |v: &V<'_>| match basic_kind(v) {
         Kind::Other => Kind::Invalid,
@@ -296,7 +296,7 @@ fn le<'a>(a: &V<'a>, b: &V<'a>) -> R<bool> {
     if lt(a, b)? {
         return Ok(true);
     }
-    f_eq(vec![a.clone(), b.clone()]).map(|v| v.truth())
+    f_eq(&mut vec![a.clone(), b.clone()]).map(|v| v.truth())
 }
 
 fn index_int(v: &V<'_>) -> R<i64> {
@@ -391,8 +391,8 @@ fn index1<'a>(item: V<'a>, key: &V<'a>) -> R<V<'a>> {
     }
 }
 
-fn f_index<'a>(a: Vec<V<'a>>) -> R<V<'a>> {
-    let mut it = a.into_iter();
+fn f_index<'a>(a: &mut Vec<V<'a>>) -> R<V<'a>> {
+    let mut it = a.drain(..);
     let mut item = it.next().unwrap_or(V::Missing);
     if matches!(item, V::Missing | V::Nil) {
         return Err("index of untyped nil".into());
@@ -408,7 +408,7 @@ fn f_index<'a>(a: Vec<V<'a>>) -> R<V<'a>> {
     Ok(item)
 }
 
-fn f_slice<'a>(a: Vec<V<'a>>) -> R<V<'a>> {
+fn f_slice<'a>(a: &mut Vec<V<'a>>) -> R<V<'a>> {
     let idx: Vec<i64> = a[1..].iter().map(index_int).collect::<R<_>>()?;
     match &a[0] {
         V::Str(s) => {

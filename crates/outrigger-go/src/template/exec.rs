@@ -80,6 +80,8 @@ pub struct Exec<'t> {
     /// whether the value is held as `interface{}`; empty where values are not remembered (the
     /// template changes maps in place, or dot is not the typed root).
     chains: Vec<Option<(V<'t>, bool)>>,
+    /// Argument buffers of the calls in progress' callers, cleared, for the next calls.
+    argv_pool: Vec<Vec<V<'t>>>,
 }
 
 /// The environment of a render over generic JSON: no variable is set.
@@ -158,6 +160,7 @@ impl<'t> Exec<'t> {
             values,
             meter: Meter::current(),
             chains: Vec::new(),
+            argv_pool: Vec::new(),
         };
         if !tmpl.mutates_maps && matches!(dot, V::Root(_)) {
             ex.chains.resize(tmpl.chain_slots, None);
@@ -206,12 +209,18 @@ impl<'t> Exec<'t> {
     }
 
     /// Count one step of work; fail once the review's budget is exhausted.
-    #[inline]
+    #[inline(always)]
     fn tick(&mut self) -> R<()> {
         match self.meter.step() {
             Ok(()) => Ok(()),
-            Err(e) => Err(self.errorf(&e.to_string())),
+            Err(e) => Err(self.tick_error(e)),
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn tick_error(&self, e: crate::work::Exhausted) -> String {
+        self.errorf(&e.to_string())
     }
 
     /// Fail once the output passes [`value::MAX_OUTPUT`] (outrigger's bound, as for the strings
@@ -911,8 +920,9 @@ impl<'t> Exec<'t> {
                 .or(def.variadic)
                 .unwrap_or(P::Any)
         };
-        let mut argv: Vec<V<'t>> =
-            Vec::with_capacity(nargs + usize::from(func.kind == funcs::Kind::Call));
+        // The arguments go into a buffer of the render's, not a new vector for each call.
+        let mut argv = self.argv_pool.pop().unwrap_or_default();
+        argv.reserve(nargs + usize::from(func.kind == funcs::Kind::Call));
         for (i, a) in args.iter().enumerate() {
             argv.push(self.eval_arg(dot, param(i), a)?);
         }
@@ -929,18 +939,24 @@ impl<'t> Exec<'t> {
                     (None, None) => String::new(),
                 };
                 argv.insert(0, V::string(callee));
-                (def.f)(argv)
+                (def.f)(&mut argv)
             }
-            funcs::Kind::Env => {
-                funcs::call_env(name, self.env, &argv).unwrap_or_else(|| (def.f)(argv))
-            }
-            funcs::Kind::Clock => {
-                dates::call_clock(name, self.clock, &argv).unwrap_or_else(|| (def.f)(argv))
-            }
-            funcs::Kind::ProtoJson => istio::call_proto_json(name, self.proto_json, &argv)
-                .unwrap_or_else(|| (def.f)(argv)),
-            _ => (def.f)(argv),
+            funcs::Kind::Env => match funcs::call_env(name, self.env, &argv) {
+                Some(r) => r,
+                None => (def.f)(&mut argv),
+            },
+            funcs::Kind::Clock => match dates::call_clock(name, self.clock, &argv) {
+                Some(r) => r,
+                None => (def.f)(&mut argv),
+            },
+            funcs::Kind::ProtoJson => match istio::call_proto_json(name, self.proto_json, &argv) {
+                Some(r) => r,
+                None => (def.f)(&mut argv),
+            },
+            _ => (def.f)(&mut argv),
         };
+        argv.clear();
+        self.argv_pool.push(argv);
         // Functions that put their arguments into a new or updated map or list are the only way
         // a template nests values deeper; bounded so printing, encoding and dropping them fit
         // any thread's stack.
@@ -975,6 +991,7 @@ impl<'t> Exec<'t> {
             values: None,
             meter: Meter::current(),
             chains: Vec::new(),
+            argv_pool: Vec::new(),
         };
         if let At::None = call_node {
             s.at = At::Expr(ident);

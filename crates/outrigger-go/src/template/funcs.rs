@@ -163,7 +163,7 @@ fn build() -> Table {
     m
 }
 
-fn not_implemented_stub<'a>(_: Vec<V<'a>>) -> R<V<'a>> {
+fn not_implemented_stub<'a>(_: &mut Vec<V<'a>>) -> R<V<'a>> {
     Err("not implemented by outrigger".into())
 }
 
