@@ -99,6 +99,22 @@ type R<T> = Result<T, String>;
 /// whose prefixes are not remembered).
 type Chain<'t> = (&'t [String], &'t [u32]);
 
+/// A receiver in a field chain: the operand's own value, borrowed, or a step's result.
+enum Recv<'r, 't> {
+    Borrowed(&'r V<'t>),
+    Owned(V<'t>),
+}
+
+impl<'t> Recv<'_, 't> {
+    #[inline]
+    fn get(&self) -> &V<'t> {
+        match self {
+            Recv::Borrowed(v) => v,
+            Recv::Owned(v) => v,
+        }
+    }
+}
+
 /// Is this the pipeline's "no value yet" marker (Go's `missingVal`)?
 type Final<'t> = Option<V<'t>>;
 
@@ -564,7 +580,7 @@ impl<'t> Exec<'t> {
                 return self.eval_field_chain(
                     dot,
                     first,
-                    dot.clone(),
+                    dot,
                     iface,
                     (idents, slots),
                     &cmd.args,
@@ -660,7 +676,7 @@ impl<'t> Exec<'t> {
             self.not_a_function(args, &fin)?;
             return Ok(value);
         }
-        self.eval_field_chain(dot, e, value, iface, chain, args, fin)
+        self.eval_field_chain(dot, e, &value, iface, chain, args, fin)
     }
 
     fn eval_chain_node(
@@ -680,7 +696,7 @@ impl<'t> Exec<'t> {
             )));
         }
         let base = self.eval_arg(dot, P::Raw, inner)?;
-        self.eval_field_chain(dot, e, base, false, (idents, &[]), args, fin)
+        self.eval_field_chain(dot, e, &base, false, (idents, &[]), args, fin)
     }
 
     /// Go's `evalFieldChain`; `iface`: the receiver is held as `interface{}`.
@@ -694,7 +710,7 @@ impl<'t> Exec<'t> {
         &mut self,
         dot: &V<'t>,
         node: &'t Expr,
-        mut receiver: V<'t>,
+        receiver: &V<'t>,
         mut iface: bool,
         (idents, slots): Chain<'t>,
         args: &'t [Expr],
@@ -709,47 +725,58 @@ impl<'t> Exec<'t> {
             } else {
                 0
             };
+        let mut recv = Recv::Borrowed(receiver);
         let mut start = 0;
         for i in (0..cached).rev() {
             if let Some((v, f)) = &self.chains[slots[i] as usize] {
-                receiver = v.clone();
+                if i + 1 == n {
+                    return Ok(v.clone());
+                }
+                recv = Recv::Owned(v.clone());
                 iface = *f;
                 start = i + 1;
                 break;
             }
         }
-        if start == n {
-            return Ok(receiver);
-        }
         for (i, name) in idents.iter().enumerate().take(n - 1).skip(start) {
             // A value looked up in a generic map is an `interface{}` in Go.
-            let from_generic = matches!(receiver, V::Json(_) | V::Map(_));
-            if let V::Semver(v, ptr) = &receiver {
+            let from_generic = matches!(recv.get(), V::Json(_) | V::Map(_));
+            if let V::Semver(v, ptr) = recv.get() {
                 if let Some((want, on_value)) = semver::method_arity(name) {
                     if *ptr || on_value {
-                        receiver =
-                            self.call_semver_method(dot, node, &v.clone(), name, want, &[], None)?;
+                        let v = v.clone();
+                        recv = Recv::Owned(self.call_semver_method(
+                            dot,
+                            node,
+                            &v,
+                            name,
+                            want,
+                            &[],
+                            None,
+                        )?);
                         iface = false;
                         continue;
                     }
                 }
             }
-            receiver = self.eval_field(name, false, receiver, iface)?;
+            let next = self.eval_field(name, false, recv.get(), iface)?;
             iface = from_generic;
             if i < cached {
-                self.chains[slots[i] as usize] = Some((receiver.clone(), iface));
+                self.chains[slots[i] as usize] = Some((next.clone(), iface));
             }
+            recv = Recv::Owned(next);
         }
-        if let V::Semver(v, ptr) = &receiver {
+        if let V::Semver(v, ptr) = recv.get() {
             let name = &idents[n - 1];
             if let Some((want, on_value)) = semver::method_arity(name) {
                 if *ptr || on_value {
-                    return self.call_semver_method(dot, node, &v.clone(), name, want, args, fin);
+                    let v = v.clone();
+                    return self.call_semver_method(dot, node, &v, name, want, args, fin);
                 }
             }
         }
-        let from_generic = matches!(receiver, V::Json(_) | V::Map(_));
-        let v = self.eval_field(&idents[n - 1], has_args, receiver, iface)?;
+        let from_generic = matches!(recv.get(), V::Json(_) | V::Map(_));
+        let v = self.eval_field(&idents[n - 1], has_args, recv.get(), iface)?;
         if n - 1 < cached {
             self.chains[slots[n - 1] as usize] = Some((v.clone(), from_generic));
         }
@@ -820,9 +847,9 @@ impl<'t> Exec<'t> {
     }
 
     /// Go's `evalField` on one step of a chain.
-    fn eval_field(&self, name: &str, has_args: bool, receiver: V<'t>, iface: bool) -> R<V<'t>> {
+    fn eval_field(&self, name: &str, has_args: bool, receiver: &V<'t>, iface: bool) -> R<V<'t>> {
         if has_args {
-            match &receiver {
+            match receiver {
                 V::Missing => return Ok(V::Missing),
                 V::Json(Value::Object(_))
                 | V::Map(_)
@@ -840,10 +867,10 @@ impl<'t> Exec<'t> {
                 _ => {}
             }
         }
-        if let (V::Root(_), "Values", Some(values)) = (&receiver, name, &self.values) {
+        if let (V::Root(_), "Values", Some(values)) = (receiver, name, &self.values) {
             return Ok(values.clone());
         }
-        field(&receiver, name).map_err(|m| {
+        field(receiver, name).map_err(|m| {
             // Go names the receiver's static type: `interface {}` for values held in generic
             // lists and maps, the dynamic type otherwise.
             let generic = matches!(
@@ -1000,7 +1027,19 @@ impl<'t> Exec<'t> {
     }
 
     /// Go's `validateType`: convert an evaluated value to parameter type `p`.
+    #[inline]
     fn validate(&self, v: V<'t>, p: P) -> R<V<'t>> {
+        // What every conversion keeps as it is, decided here (as `convert` decides it).
+        match (p, &v) {
+            (P::Raw, _) | (P::Str, V::Str(_)) => return Ok(v),
+            (P::Any, V::Missing) => {}
+            (P::Any, _) => return Ok(v),
+            _ => {}
+        }
+        self.convert_arg(v, p)
+    }
+
+    fn convert_arg(&self, v: V<'t>, p: P) -> R<V<'t>> {
         funcs::convert(v, p).map_err(|m| self.errorf(&m))
     }
 
@@ -1020,7 +1059,7 @@ impl<'t> Exec<'t> {
                 let v = self.eval_field_chain(
                     dot,
                     a,
-                    dot.clone(),
+                    dot,
                     iface,
                     (idents, slots),
                     std::slice::from_ref(a),
