@@ -103,7 +103,14 @@ pub struct PipeNode {
     pub is_assign: bool,
     /// The commands.
     pub commands: Vec<CommandNode>,
+    /// A number naming the pipeline's text in its template (pipelines written alike, without
+    /// declarations, share it), or [`NO_MEMO`]: the executor can remember what a pipeline of
+    /// the root gives during one render.
+    pub memo: u32,
 }
+
+/// [`PipeNode::memo`] of a pipeline that is not remembered.
+pub const NO_MEMO: u32 = u32::MAX;
 
 /// One command: operands separated by spaces.
 #[derive(Debug, Clone)]

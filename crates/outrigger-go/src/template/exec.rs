@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::ast::{
     cmd_str, expr_str, list_str, node_str, pipe_str, BranchNode, CommandNode, Expr, ListNode, Node,
-    NumberLit, PipeNode, Pos, TemplateNode,
+    NumberLit, PipeNode, Pos, TemplateNode, NO_MEMO,
 };
 use super::funcs::{self, P};
 use super::value::{
@@ -82,6 +82,18 @@ pub struct Exec<'t> {
     chains: Vec<Option<(V<'t>, bool)>>,
     /// Argument buffers of the calls in progress' callers, cleared, for the next calls.
     argv_pool: Vec<Vec<V<'t>>>,
+    /// What each pure pipeline of the root gave so far in this render, by its
+    /// [`PipeNode::memo`] number ([`Exec::eval_pipeline`]); empty where `chains` is.
+    memos: Vec<Option<Memo<'t>>>,
+}
+
+/// A pipeline's value from the root, with what its evaluation did besides: the steps it
+/// counted and the node it left execution at, in the pipeline evaluated (`pipe`).
+struct Memo<'t> {
+    value: V<'t>,
+    steps: u64,
+    pipe: &'t PipeNode,
+    at: At<'t>,
 }
 
 /// The environment of a render over generic JSON: no variable is set.
@@ -177,9 +189,11 @@ impl<'t> Exec<'t> {
             meter: Meter::current(),
             chains: Vec::new(),
             argv_pool: Vec::new(),
+            memos: Vec::new(),
         };
         if !tmpl.mutates_maps && matches!(dot, V::Root(_)) {
             ex.chains.resize(tmpl.chain_slots, None);
+            ex.memos.resize_with(tmpl.memo_pure.len(), || None);
         }
         ex.vars.push(("$", dot.clone(), false));
         let root = tmpl.root();
@@ -544,8 +558,56 @@ impl<'t> Exec<'t> {
 
     /// Go's `evalPipeline`: commands left to right, the previous result as the final argument;
     /// then the declarations.
+    ///
+    /// A pure pipeline ([`memo_pure`]) evaluated from the root in a render whose data no function
+    /// changes gives the same value each time, and its evaluation counts the same steps and
+    /// leaves execution at the same node: the first value is remembered by the pipeline's
+    /// text, and a later pipeline of that text takes it, counts the steps and moves to its own
+    /// node at that place, as its evaluation would have. Only values are remembered, never
+    /// errors; a value that would count steps across a check of the work budget is evaluated
+    /// again, so the check fails where it always would.
     fn eval_pipeline(&mut self, dot: &V<'t>, pipe: &'t PipeNode) -> R<V<'t>> {
-        crate::go::stack::grow(|| self.eval_pipeline_here(dot, pipe))
+        let slot = pipe.memo as usize;
+        if pipe.memo == NO_MEMO
+            || self.memos.is_empty()
+            || !self.tmpl.memo_pure[slot]
+            || !matches!(dot, V::Root(_))
+        {
+            return crate::go::stack::grow(|| self.eval_pipeline_here(dot, pipe));
+        }
+        if let Some(m) = &self.memos[slot] {
+            if self.meter.steps() % Meter::EVERY + m.steps < Meter::EVERY {
+                // The same place in this pipeline as in the one evaluated (alike: same text).
+                let at = if std::ptr::eq(m.pipe, pipe) {
+                    Some(m.at)
+                } else {
+                    at_index(m.pipe, m.at).and_then(|k| at_by_index(pipe, k))
+                };
+                if let Some(at) = at {
+                    let (steps, value) = (m.steps, m.value.clone());
+                    for _ in 0..steps {
+                        // Within the budget's check interval: never fails.
+                        let _ = self.meter.step();
+                    }
+                    self.at = at;
+                    return Ok(value);
+                }
+            }
+        }
+        let before = self.meter.steps();
+        let r = crate::go::stack::grow(|| self.eval_pipeline_here(dot, pipe));
+        if let Ok(v) = &r {
+            // Lists and maps built by functions are values of their own, not shared.
+            if !matches!(v, V::List(_) | V::TList(..) | V::Map(_)) {
+                self.memos[slot] = Some(Memo {
+                    value: v.clone(),
+                    steps: self.meter.steps() - before,
+                    pipe,
+                    at: self.at,
+                });
+            }
+        }
+        r
     }
 
     fn eval_pipeline_here(&mut self, dot: &V<'t>, pipe: &'t PipeNode) -> R<V<'t>> {
@@ -1019,6 +1081,7 @@ impl<'t> Exec<'t> {
             meter: Meter::current(),
             chains: Vec::new(),
             argv_pool: Vec::new(),
+            memos: Vec::new(),
         };
         if let At::None = call_node {
             s.at = At::Expr(ident);
@@ -1147,6 +1210,140 @@ impl<'t> Exec<'t> {
         }
         Ok(last)
     }
+}
+
+/// Whether the pipelines given each [`PipeNode::memo`] number are pure: no declarations or
+/// variables, every function one whose value depends on its arguments alone in a render (not a
+/// clock or unimplemented function, nor `call`), so that from the same dot they give the same
+/// value. (Functions that change maps in place turn every memo off: see [`Exec::run`].)
+pub fn memo_pure(trees: &std::collections::HashMap<String, ListNode>, n: usize) -> Vec<bool> {
+    let mut pure = vec![false; n];
+    let mut work: Vec<&ListNode> = trees.values().collect();
+    let mut pipes: Vec<&PipeNode> = Vec::new();
+    while let Some(l) = work.pop() {
+        for node in &l.nodes {
+            match node {
+                Node::Action(a) => pipes.push(&a.pipe),
+                Node::If(b) | Node::Range(b) | Node::With(b) => {
+                    pipes.push(&b.pipe);
+                    work.push(&b.body);
+                    work.extend(&b.else_body);
+                }
+                Node::Template(t) => pipes.extend(&t.pipe),
+                Node::Text(_) | Node::Break(_) | Node::Continue(_) => {}
+            }
+        }
+    }
+    let mut exprs: Vec<&Expr> = Vec::new();
+    while !pipes.is_empty() || !exprs.is_empty() {
+        while let Some(p) = pipes.pop() {
+            if p.memo != NO_MEMO {
+                // A memo's pipeline spans a few hundred bytes: checking it recurses that little.
+                // One that calls no function is left to the field chains' slots.
+                pure[p.memo as usize] = pure_pipe(p) && calls(p);
+            }
+            exprs.extend(p.commands.iter().flat_map(|c| c.args.iter()));
+        }
+        while let Some(e) = exprs.pop() {
+            match e {
+                Expr::Pipe(_, p) => pipes.push(p),
+                Expr::Chain(_, inner, _) => exprs.push(inner),
+                _ => {}
+            }
+        }
+    }
+    pure
+}
+
+/// Whether pipeline `p` calls a function (at any depth).
+fn calls(p: &PipeNode) -> bool {
+    fn expr(e: &Expr) -> bool {
+        match e {
+            Expr::Identifier(..) => true,
+            Expr::Pipe(_, p) => calls(p),
+            Expr::Chain(_, inner, _) => expr(inner),
+            _ => false,
+        }
+    }
+    p.commands.iter().flat_map(|c| c.args.iter()).any(expr)
+}
+
+fn pure_pipe(p: &PipeNode) -> bool {
+    p.decl.is_empty() && p.commands.iter().all(|c| c.args.iter().all(pure_expr))
+}
+
+fn pure_expr(e: &Expr) -> bool {
+    match e {
+        Expr::Dot(_)
+        | Expr::Field(..)
+        | Expr::String(..)
+        | Expr::Number(..)
+        | Expr::Bool(..)
+        | Expr::Nil(_) => true,
+        Expr::Variable(..) => false,
+        Expr::Identifier(_, name, id) => funcs::by_id(*id).is_some_and(|f| {
+            matches!(
+                f.kind,
+                funcs::Kind::Plain | funcs::Kind::Env | funcs::Kind::And | funcs::Kind::Or
+            ) && funcs::is_pure(name)
+        }),
+        Expr::Pipe(_, p) => pure_pipe(p),
+        Expr::Chain(_, inner, _) => pure_expr(inner),
+    }
+}
+
+/// The place of node `at` in pipeline `p`, in the order of the nodes evaluating it can leave
+/// execution at (the pipeline, then each operand followed by what it holds), if it is in it.
+fn at_index(p: &PipeNode, at: At<'_>) -> Option<u32> {
+    fn pipe(p: &PipeNode, at: At<'_>, i: &mut u32) -> bool {
+        if matches!(at, At::Pipe(q) if std::ptr::eq(p, q)) {
+            return true;
+        }
+        *i += 1;
+        p.commands
+            .iter()
+            .flat_map(|c| c.args.iter())
+            .any(|e| expr(e, at, i))
+    }
+    fn expr(e: &Expr, at: At<'_>, i: &mut u32) -> bool {
+        if matches!(at, At::Expr(x) if std::ptr::eq(e, x)) {
+            return true;
+        }
+        *i += 1;
+        match e {
+            Expr::Pipe(_, p) => pipe(p, at, i),
+            Expr::Chain(_, inner, _) => expr(inner, at, i),
+            _ => false,
+        }
+    }
+    let mut i = 0;
+    pipe(p, at, &mut i).then_some(i)
+}
+
+/// The node at place `k` of pipeline `p` ([`at_index`]).
+fn at_by_index(p: &PipeNode, k: u32) -> Option<At<'_>> {
+    fn pipe<'t>(p: &'t PipeNode, k: u32, i: &mut u32) -> Option<At<'t>> {
+        if *i == k {
+            return Some(At::Pipe(p));
+        }
+        *i += 1;
+        p.commands
+            .iter()
+            .flat_map(|c| c.args.iter())
+            .find_map(|e| expr(e, k, i))
+    }
+    fn expr<'t>(e: &'t Expr, k: u32, i: &mut u32) -> Option<At<'t>> {
+        if *i == k {
+            return Some(At::Expr(e));
+        }
+        *i += 1;
+        match e {
+            Expr::Pipe(_, p) => pipe(p, k, i),
+            Expr::Chain(_, inner, _) => expr(inner, k, i),
+            _ => None,
+        }
+    }
+    pipe(p, k, &mut 0)
 }
 
 fn node_pos(n: &Node) -> Pos {

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use super::ast::{
     ActionNode, BranchNode, CommandNode, Expr, ListNode, Node, NumberLit, PipeNode, Pos,
-    TemplateNode, TextNode,
+    TemplateNode, TextNode, NO_MEMO,
 };
 use super::lex::{Item, Lexer, Tok};
 use super::TemplateError;
@@ -23,27 +23,42 @@ pub const MAX_PAREN_DEPTH: usize = 10_000;
 /// a few levels, so a template beyond this is refused rather than parsed with ever more memory.
 pub const MAX_CONTROL_DEPTH: usize = 10_000;
 
-/// Parse `text` as template `name`: the tree set (the main tree under `name`, every
-/// `define`/`block` under its own name), and the number of distinct field-chain prefixes its
-/// [`Slots`](super::ast::Slots) name. `func_id` gives a defined function's id (kept in its
+/// Pipelines whose source spans more than this many bytes are not given a
+/// [`PipeNode::memo`] (naming one takes its text).
+const MAX_MEMO_SPAN: usize = 256;
+
+/// A parsed tree set: the main tree under the template's name, every `define`/`block` under its
+/// own name; the number of distinct field-chain prefixes its [`Slots`](super::ast::Slots) name
+/// and of distinct pipeline texts its [`PipeNode::memo`]s name.
+pub struct Trees {
+    /// The trees by name.
+    pub trees: HashMap<String, ListNode>,
+    /// The number of field-chain slots.
+    pub chain_slots: usize,
+    /// The number of pipeline memo numbers.
+    pub memo_slots: usize,
+}
+
+/// Parse `text` as template `name`. `func_id` gives a defined function's id (kept in its
 /// identifier's node), `None` for a name that is not a function.
-pub fn parse(
-    name: &str,
-    text: &str,
-    func_id: &dyn Fn(&str) -> Option<u32>,
-) -> R<(HashMap<String, ListNode>, usize)> {
+pub fn parse(name: &str, text: &str, func_id: &dyn Fn(&str) -> Option<u32>) -> R<Trees> {
     let mut p = Parser {
         name,
         lex: Lexer::new(text),
         func_id,
         trees: HashMap::new(),
         slots: HashMap::new(),
+        memos: HashMap::new(),
         control_depth: 0,
     };
     let mut t = TreeState::new();
     let root = p.parse_main(&mut t)?;
     p.add(&t, name, root)?;
-    Ok((p.trees, p.slots.len()))
+    Ok(Trees {
+        trees: p.trees,
+        chain_slots: p.slots.len(),
+        memo_slots: p.memos.len(),
+    })
 }
 
 struct Parser<'a> {
@@ -53,6 +68,8 @@ struct Parser<'a> {
     trees: HashMap<String, ListNode>,
     /// The field-chain prefixes seen (`A`, `A.B`, ...), numbered in order.
     slots: HashMap<String, u32>,
+    /// The texts of the pipelines given a memo number, numbered in order.
+    memos: HashMap<String, u32>,
     /// Nesting of control actions and blocks being parsed (bounded by [`MAX_CONTROL_DEPTH`]).
     control_depth: usize,
 }
@@ -465,6 +482,7 @@ impl<'a> Parser<'a> {
             decl: Vec::new(),
             is_assign: false,
             commands: Vec::new(),
+            memo: NO_MEMO,
         };
         // Declarations or assignments.
         loop {
@@ -505,6 +523,16 @@ impl<'a> Parser<'a> {
             match tok.typ {
                 x if x == end => {
                     self.check_pipeline(t, &pipe, context)?;
+                    if pipe.decl.is_empty()
+                        && tok.pos.saturating_sub(pipe.pos.offset) <= MAX_MEMO_SPAN
+                    {
+                        // Go's `String()` of the pipeline: alike only for pipelines parsed alike.
+                        let next = self.memos.len() as u32;
+                        pipe.memo = *self
+                            .memos
+                            .entry(super::ast::pipe_str(&pipe))
+                            .or_insert(next);
+                    }
                     return Ok(pipe);
                 }
                 Tok::Bool
