@@ -40,7 +40,7 @@ pub fn register_builtins(m: &mut Table) {
     });
     register(m, "index", &[Raw], Some(Raw), f_index);
     register(m, "slice", &[Raw], Some(Raw), f_slice);
-    register(m, "print", &[], Some(Any), |a| Ok(V::string(go_sprint(&a))));
+    register(m, "print", &[], Some(Any), |a| Ok(V::string(go_sprint(a))));
     register(m, "println", &[], Some(Any), |a| {
         let s: Vec<String> = a.iter().map(V::sprint).collect();
         Ok(V::string(s.join(" ") + "\n"))
@@ -50,13 +50,13 @@ pub fn register_builtins(m: &mut Table) {
         Ok(V::string(printf::sprintf(&fmt, &a[1..])))
     });
     register(m, "html", &[], Some(Any), |a| {
-        Ok(V::string(html_escape(&eval_args(&a))))
+        Ok(V::string(html_escape(&eval_args(a))))
     });
     register(m, "js", &[], Some(Any), |a| {
-        Ok(V::string(js_escape(&eval_args(&a))))
+        Ok(V::string(js_escape(&eval_args(a))))
     });
     register(m, "urlquery", &[], Some(Any), |a| {
-        Ok(V::string(query_escape(&eval_args(&a))))
+        Ok(V::string(query_escape(&eval_args(a))))
     });
     // The executor puts the callee's name first (see `value_string`).
     register(m, "call", &[Raw], Some(Raw), |a| match &a[1] {
@@ -141,6 +141,7 @@ pub fn as_i(v: &V<'_>) -> i128 {
     }
 }
 
+#[allow(clippy::ptr_arg)] // a function table entry (`Func`)
 fn f_eq<'a>(a: &mut Vec<V<'a>>) -> R<V<'a>> {
     // Go's `basicKind`: every non-basic kind, and the invalid value, is `invalidKind`.
     let basic = |v: &V<'_>| match basic_kind(v) {
@@ -408,6 +409,7 @@ fn f_index<'a>(a: &mut Vec<V<'a>>) -> R<V<'a>> {
     Ok(item)
 }
 
+#[allow(clippy::ptr_arg)] // a function table entry (`Func`)
 fn f_slice<'a>(a: &mut Vec<V<'a>>) -> R<V<'a>> {
     let idx: Vec<i64> = a[1..].iter().map(index_int).collect::<R<_>>()?;
     match &a[0] {

@@ -1094,7 +1094,21 @@ impl<'t> Exec<'t> {
     fn validate(&self, v: V<'t>, p: P) -> R<V<'t>> {
         // What every conversion keeps as it is, decided here (as `convert` decides it).
         match (p, &v) {
-            (P::Raw, _) | (P::Str, V::Str(_)) => return Ok(v),
+            (P::Raw, _)
+            | (P::Str, V::Str(_))
+            | (P::Int, V::Int(_, IntTy::Int))
+            | (P::Float, V::Float(_))
+            | (P::Bool, V::Bool(_))
+            | (P::StrMap, V::StrMapJ(_) | V::StrMap(_))
+            | (P::Map, V::Json(Value::Object(_)) | V::Map(_))
+            | (P::Proto, V::Proto { .. })
+            | (
+                P::Meta,
+                V::K8s {
+                    ty: "metav1.ObjectMeta",
+                    ..
+                },
+            ) => return Ok(v),
             (P::Any, V::Missing) => {}
             (P::Any, _) => return Ok(v),
             _ => {}
@@ -1212,45 +1226,65 @@ impl<'t> Exec<'t> {
     }
 }
 
-/// Whether the pipelines given each [`PipeNode::memo`] number are pure: no declarations or
-/// variables, every function one whose value depends on its arguments alone in a render (not a
-/// clock or unimplemented function, nor `call`), so that from the same dot they give the same
-/// value. (Functions that change maps in place turn every memo off: see [`Exec::run`].)
-pub fn memo_pure(trees: &std::collections::HashMap<String, ListNode>, n: usize) -> Vec<bool> {
+/// Whether the pipelines given each [`PipeNode::memo`] number are remembered: pure (no
+/// declarations or variables, every function one whose value depends on its arguments alone in a
+/// render: not a clock or unimplemented function, nor `call`), so that from the same dot they
+/// give the same value, calling a function (a field chain alone has its slots), and able to run
+/// again in a render (written twice, or in a defined template, which may be run again). Functions
+/// that change maps in place turn every memo off (see [`Exec::run`]).
+pub fn memo_pure(
+    trees: &std::collections::HashMap<String, ListNode>,
+    main: &str,
+    n: usize,
+) -> Vec<bool> {
     let mut pure = vec![false; n];
-    let mut work: Vec<&ListNode> = trees.values().collect();
-    let mut pipes: Vec<&PipeNode> = Vec::new();
-    while let Some(l) = work.pop() {
+    let mut seen = vec![0u8; n];
+    let mut work: Vec<(&ListNode, bool)> = trees
+        .iter()
+        .map(|(name, l)| (l, name.as_str() != main))
+        .collect();
+    let mut pipes: Vec<(&PipeNode, bool)> = Vec::new();
+    while let Some((l, defined)) = work.pop() {
         for node in &l.nodes {
             match node {
-                Node::Action(a) => pipes.push(&a.pipe),
+                Node::Action(a) => pipes.push((&a.pipe, defined)),
                 Node::If(b) | Node::Range(b) | Node::With(b) => {
-                    pipes.push(&b.pipe);
-                    work.push(&b.body);
-                    work.extend(&b.else_body);
+                    pipes.push((&b.pipe, defined));
+                    work.push((&b.body, defined));
+                    work.extend(b.else_body.iter().map(|e| (e, defined)));
                 }
-                Node::Template(t) => pipes.extend(&t.pipe),
+                Node::Template(t) => pipes.extend(t.pipe.iter().map(|p| (p, defined))),
                 Node::Text(_) | Node::Break(_) | Node::Continue(_) => {}
             }
         }
     }
-    let mut exprs: Vec<&Expr> = Vec::new();
+    let mut exprs: Vec<(&Expr, bool)> = Vec::new();
     while !pipes.is_empty() || !exprs.is_empty() {
-        while let Some(p) = pipes.pop() {
+        while let Some((p, defined)) = pipes.pop() {
             if p.memo != NO_MEMO {
+                let m = p.memo as usize;
+                // Twice, or once where it may run again.
+                seen[m] = seen[m].saturating_add(1 + u8::from(defined));
                 // A memo's pipeline spans a few hundred bytes: checking it recurses that little.
-                // One that calls no function is left to the field chains' slots.
-                pure[p.memo as usize] = pure_pipe(p) && calls(p);
+                pure[m] = pure_pipe(p) && calls(p);
             }
-            exprs.extend(p.commands.iter().flat_map(|c| c.args.iter()));
+            exprs.extend(
+                p.commands
+                    .iter()
+                    .flat_map(|c| c.args.iter())
+                    .map(|e| (e, defined)),
+            );
         }
-        while let Some(e) = exprs.pop() {
+        while let Some((e, defined)) = exprs.pop() {
             match e {
-                Expr::Pipe(_, p) => pipes.push(p),
-                Expr::Chain(_, inner, _) => exprs.push(inner),
+                Expr::Pipe(_, p) => pipes.push((p, defined)),
+                Expr::Chain(_, inner, _) => exprs.push((inner, defined)),
                 _ => {}
             }
         }
+    }
+    for (p, s) in pure.iter_mut().zip(seen) {
+        *p &= s >= 2;
     }
     pure
 }

@@ -152,7 +152,7 @@ pub fn register_istio(m: &mut Table) {
         "otelResourceAttributes",
         &[Proto, StrMap, StrMap, Str, Containers],
         None,
-        |a| Ok(V::string(otel_resource_attributes(&a))),
+        |a| Ok(V::string(otel_resource_attributes(a))),
     );
 }
 

@@ -168,7 +168,7 @@ impl Template {
             chain_slots,
             memo_slots,
         } = parse::parse(name, text, &funcs::id)?;
-        let memo_pure = exec::memo_pure(&trees, memo_slots);
+        let memo_pure = exec::memo_pure(&trees, name, memo_slots);
         let calls = mutation::calls(trees.values());
         let (mutates_maps, deterministic) = (
             mutation::mutates_maps(&calls),
