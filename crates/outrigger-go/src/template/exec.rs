@@ -94,6 +94,8 @@ struct Memo<'t> {
     steps: u64,
     pipe: &'t PipeNode,
     at: At<'t>,
+    /// `at`'s place in `pipe` ([`at_index`]), found on the first use from another pipeline.
+    place: Option<u32>,
 }
 
 /// The environment of a render over generic JSON: no variable is set.
@@ -575,13 +577,17 @@ impl<'t> Exec<'t> {
         {
             return crate::go::stack::grow(|| self.eval_pipeline_here(dot, pipe));
         }
-        if let Some(m) = &self.memos[slot] {
-            if self.meter.steps() % Meter::EVERY + m.steps < Meter::EVERY {
+        let counted = self.meter.steps() % Meter::EVERY;
+        if let Some(m) = &mut self.memos[slot] {
+            if counted + m.steps < Meter::EVERY {
                 // The same place in this pipeline as in the one evaluated (alike: same text).
                 let at = if std::ptr::eq(m.pipe, pipe) {
                     Some(m.at)
                 } else {
-                    at_index(m.pipe, m.at).and_then(|k| at_by_index(pipe, k))
+                    if m.place.is_none() {
+                        m.place = at_index(m.pipe, m.at);
+                    }
+                    m.place.and_then(|k| at_by_index(pipe, k))
                 };
                 if let Some(at) = at {
                     let (steps, value) = (m.steps, m.value.clone());
@@ -604,6 +610,7 @@ impl<'t> Exec<'t> {
                     steps: self.meter.steps() - before,
                     pipe,
                     at: self.at,
+                    place: None,
                 });
             }
         }
@@ -1334,10 +1341,14 @@ fn at_index(p: &PipeNode, at: At<'_>) -> Option<u32> {
             return true;
         }
         *i += 1;
-        p.commands
-            .iter()
-            .flat_map(|c| c.args.iter())
-            .any(|e| expr(e, at, i))
+        for c in &p.commands {
+            for e in &c.args {
+                if expr(e, at, i) {
+                    return true;
+                }
+            }
+        }
+        false
     }
     fn expr(e: &Expr, at: At<'_>, i: &mut u32) -> bool {
         if matches!(at, At::Expr(x) if std::ptr::eq(e, x)) {
@@ -1361,10 +1372,14 @@ fn at_by_index(p: &PipeNode, k: u32) -> Option<At<'_>> {
             return Some(At::Pipe(p));
         }
         *i += 1;
-        p.commands
-            .iter()
-            .flat_map(|c| c.args.iter())
-            .find_map(|e| expr(e, k, i))
+        for c in &p.commands {
+            for e in &c.args {
+                if let Some(at) = expr(e, k, i) {
+                    return Some(at);
+                }
+            }
+        }
+        None
     }
     fn expr<'t>(e: &'t Expr, k: u32, i: &mut u32) -> Option<At<'t>> {
         if *i == k {
