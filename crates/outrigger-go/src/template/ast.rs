@@ -103,7 +103,14 @@ pub struct PipeNode {
     pub is_assign: bool,
     /// The commands.
     pub commands: Vec<CommandNode>,
+    /// A number naming the pipeline's text in its template (pipelines written alike, without
+    /// declarations, share it), or [`NO_MEMO`]: the executor can remember what a pipeline of
+    /// the root gives during one render.
+    pub memo: u32,
 }
+
+/// [`PipeNode::memo`] of a pipeline that is not remembered.
+pub const NO_MEMO: u32 = u32::MAX;
 
 /// One command: operands separated by spaces.
 #[derive(Debug, Clone)]
@@ -129,17 +136,22 @@ pub struct NumberLit {
     pub complex: Option<(f64, f64)>,
 }
 
+/// For each prefix of a field chain (`.A`, `.A.B`, ...), a number naming that prefix in its
+/// template: the same prefix has the same number wherever it is written (`.A.B` and `$.A.B`
+/// too), so the executor can remember what a prefix gives from the root during one render.
+pub type Slots = Vec<u32>;
+
 /// An operand.
 #[derive(Debug, Clone)]
 pub enum Expr {
     /// `.`.
     Dot(Pos),
-    /// `.A.B`: field names.
-    Field(Pos, Vec<String>),
-    /// `$x.A.B`: variable name and field names.
-    Variable(Pos, String, Vec<String>),
-    /// A function name.
-    Identifier(Pos, String),
+    /// `.A.B`: field names, and each prefix's [`Slots`] entry.
+    Field(Pos, Vec<String>, Slots),
+    /// `$x.A.B`: variable name, field names, and each prefix's [`Slots`] entry.
+    Variable(Pos, String, Vec<String>, Slots),
+    /// A function name, with the id the parser's function resolver gave it.
+    Identifier(Pos, String, u32),
     /// A string literal: source text (with quotes) and value.
     String(Pos, String, String),
     /// A number literal.
@@ -159,9 +171,9 @@ impl Expr {
     pub fn pos(&self) -> Pos {
         match self {
             Expr::Dot(p)
-            | Expr::Field(p, _)
-            | Expr::Variable(p, _, _)
-            | Expr::Identifier(p, _)
+            | Expr::Field(p, _, _)
+            | Expr::Variable(p, _, _, _)
+            | Expr::Identifier(p, _, _)
             | Expr::String(p, _, _)
             | Expr::Number(p, _)
             | Expr::Bool(p, _)
@@ -186,20 +198,20 @@ fn write_expr(s: &mut String, e: &Expr) {
 fn write_expr_inner(s: &mut String, e: &Expr) {
     match e {
         Expr::Dot(_) => s.push('.'),
-        Expr::Field(_, f) => {
+        Expr::Field(_, f, _) => {
             for x in f {
                 s.push('.');
                 s.push_str(x);
             }
         }
-        Expr::Variable(_, n, f) => {
+        Expr::Variable(_, n, f, _) => {
             s.push_str(n);
             for x in f {
                 s.push('.');
                 s.push_str(x);
             }
         }
-        Expr::Identifier(_, n) => s.push_str(n),
+        Expr::Identifier(_, n, _) => s.push_str(n),
         Expr::String(_, quoted, _) => s.push_str(quoted),
         Expr::Number(_, n) => s.push_str(&n.text),
         Expr::Bool(_, b) => s.push_str(if *b { "true" } else { "false" }),

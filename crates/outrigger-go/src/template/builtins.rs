@@ -40,7 +40,7 @@ pub fn register_builtins(m: &mut Table) {
     });
     register(m, "index", &[Raw], Some(Raw), f_index);
     register(m, "slice", &[Raw], Some(Raw), f_slice);
-    register(m, "print", &[], Some(Any), |a| Ok(V::string(go_sprint(&a))));
+    register(m, "print", &[], Some(Any), |a| Ok(V::string(go_sprint(a))));
     register(m, "println", &[], Some(Any), |a| {
         let s: Vec<String> = a.iter().map(V::sprint).collect();
         Ok(V::string(s.join(" ") + "\n"))
@@ -50,13 +50,13 @@ pub fn register_builtins(m: &mut Table) {
         Ok(V::string(printf::sprintf(&fmt, &a[1..])))
     });
     register(m, "html", &[], Some(Any), |a| {
-        Ok(V::string(html_escape(&eval_args(&a))))
+        Ok(V::string(html_escape(&eval_args(a))))
     });
     register(m, "js", &[], Some(Any), |a| {
-        Ok(V::string(js_escape(&eval_args(&a))))
+        Ok(V::string(js_escape(&eval_args(a))))
     });
     register(m, "urlquery", &[], Some(Any), |a| {
-        Ok(V::string(query_escape(&eval_args(&a))))
+        Ok(V::string(query_escape(&eval_args(a))))
     });
     // The executor puts the callee's name first (see `value_string`).
     register(m, "call", &[Raw], Some(Raw), |a| match &a[1] {
@@ -141,7 +141,8 @@ pub fn as_i(v: &V<'_>) -> i128 {
     }
 }
 
-fn f_eq<'a>(a: Vec<V<'a>>) -> R<V<'a>> {
+#[allow(clippy::ptr_arg)] // a function table entry (`Func`)
+fn f_eq<'a>(a: &mut Vec<V<'a>>) -> R<V<'a>> {
     // Go's `basicKind`: every non-basic kind, and the invalid value, is `invalidKind`.
     let basic = |v: &V<'_>| match basic_kind(v) {
         Kind::Other => Kind::Invalid,
@@ -296,7 +297,7 @@ fn le<'a>(a: &V<'a>, b: &V<'a>) -> R<bool> {
     if lt(a, b)? {
         return Ok(true);
     }
-    f_eq(vec![a.clone(), b.clone()]).map(|v| v.truth())
+    f_eq(&mut vec![a.clone(), b.clone()]).map(|v| v.truth())
 }
 
 fn index_int(v: &V<'_>) -> R<i64> {
@@ -391,8 +392,8 @@ fn index1<'a>(item: V<'a>, key: &V<'a>) -> R<V<'a>> {
     }
 }
 
-fn f_index<'a>(a: Vec<V<'a>>) -> R<V<'a>> {
-    let mut it = a.into_iter();
+fn f_index<'a>(a: &mut Vec<V<'a>>) -> R<V<'a>> {
+    let mut it = a.drain(..);
     let mut item = it.next().unwrap_or(V::Missing);
     if matches!(item, V::Missing | V::Nil) {
         return Err("index of untyped nil".into());
@@ -408,7 +409,8 @@ fn f_index<'a>(a: Vec<V<'a>>) -> R<V<'a>> {
     Ok(item)
 }
 
-fn f_slice<'a>(a: Vec<V<'a>>) -> R<V<'a>> {
+#[allow(clippy::ptr_arg)] // a function table entry (`Func`)
+fn f_slice<'a>(a: &mut Vec<V<'a>>) -> R<V<'a>> {
     let idx: Vec<i64> = a[1..].iter().map(index_int).collect::<R<_>>()?;
     match &a[0] {
         V::Str(s) => {

@@ -84,7 +84,7 @@ impl Clock {
 }
 
 /// The table's entry of a function that reads the clock: the executor calls [`call_clock`].
-fn needs_clock<'a>(_: Vec<V<'a>>) -> R<V<'a>> {
+fn needs_clock<'a>(_: &mut Vec<V<'a>>) -> R<V<'a>> {
     Err("needs the render's clock".into())
 }
 

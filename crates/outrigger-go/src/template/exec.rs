@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::ast::{
     cmd_str, expr_str, list_str, node_str, pipe_str, BranchNode, CommandNode, Expr, ListNode, Node,
-    NumberLit, PipeNode, Pos, TemplateNode,
+    NumberLit, PipeNode, Pos, TemplateNode, NO_MEMO,
 };
 use super::funcs::{self, P};
 use super::value::{
@@ -76,6 +76,26 @@ pub struct Exec<'t> {
     /// Steps counted against the review's work budget ([`crate::work`]): a render stops with
     /// an error once its review's deadline passes.
     meter: Meter,
+    /// What each field-chain prefix gave from the root so far in this render, by slot, with
+    /// whether the value is held as `interface{}`; empty where values are not remembered (the
+    /// template changes maps in place, or dot is not the typed root).
+    chains: Vec<Option<(V<'t>, bool)>>,
+    /// Argument buffers of the calls in progress' callers, cleared, for the next calls.
+    argv_pool: Vec<Vec<V<'t>>>,
+    /// What each pure pipeline of the root gave so far in this render, by its
+    /// [`PipeNode::memo`] number ([`Exec::eval_pipeline`]); empty where `chains` is.
+    memos: Vec<Option<Memo<'t>>>,
+}
+
+/// A pipeline's value from the root, with what its evaluation did besides: the steps it
+/// counted and the node it left execution at, in the pipeline evaluated (`pipe`).
+struct Memo<'t> {
+    value: V<'t>,
+    steps: u64,
+    pipe: &'t PipeNode,
+    at: At<'t>,
+    /// `at`'s place in `pipe` ([`at_index`]), found on the first use from another pipeline.
+    place: Option<u32>,
 }
 
 /// The environment of a render over generic JSON: no variable is set.
@@ -88,6 +108,26 @@ fn no_proto_json(_: &str, _: &Value) -> String {
 }
 
 type R<T> = Result<T, String>;
+
+/// A field chain's names and the slots of its prefixes ([`super::ast::Slots`]; empty for a chain
+/// whose prefixes are not remembered).
+type Chain<'t> = (&'t [String], &'t [u32]);
+
+/// A receiver in a field chain: the operand's own value, borrowed, or a step's result.
+enum Recv<'r, 't> {
+    Borrowed(&'r V<'t>),
+    Owned(V<'t>),
+}
+
+impl<'t> Recv<'_, 't> {
+    #[inline]
+    fn get(&self) -> &V<'t> {
+        match self {
+            Recv::Borrowed(v) => v,
+            Recv::Owned(v) => v,
+        }
+    }
+}
 
 /// Is this the pipeline's "no value yet" marker (Go's `missingVal`)?
 type Final<'t> = Option<V<'t>>;
@@ -149,7 +189,14 @@ impl<'t> Exec<'t> {
             clock,
             values,
             meter: Meter::current(),
+            chains: Vec::new(),
+            argv_pool: Vec::new(),
+            memos: Vec::new(),
         };
+        if !tmpl.mutates_maps && matches!(dot, V::Root(_)) {
+            ex.chains.resize(tmpl.chain_slots, None);
+            ex.memos.resize_with(tmpl.memo_pure.len(), || None);
+        }
         ex.vars.push(("$", dot.clone(), false));
         let root = tmpl.root();
         ex.walk_list(root, &dot)?;
@@ -194,12 +241,18 @@ impl<'t> Exec<'t> {
     }
 
     /// Count one step of work; fail once the review's budget is exhausted.
-    #[inline]
+    #[inline(always)]
     fn tick(&mut self) -> R<()> {
         match self.meter.step() {
             Ok(()) => Ok(()),
-            Err(e) => Err(self.errorf(&e.to_string())),
+            Err(e) => Err(self.tick_error(e)),
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn tick_error(&self, e: crate::work::Exhausted) -> String {
+        self.errorf(&e.to_string())
     }
 
     /// Fail once the output passes [`value::MAX_OUTPUT`] (outrigger's bound, as for the strings
@@ -507,8 +560,61 @@ impl<'t> Exec<'t> {
 
     /// Go's `evalPipeline`: commands left to right, the previous result as the final argument;
     /// then the declarations.
+    ///
+    /// A pure pipeline ([`memo_pure`]) evaluated from the root in a render whose data no function
+    /// changes gives the same value each time, and its evaluation counts the same steps and
+    /// leaves execution at the same node: the first value is remembered by the pipeline's
+    /// text, and a later pipeline of that text takes it, counts the steps and moves to its own
+    /// node at that place, as its evaluation would have. Only values are remembered, never
+    /// errors; a value that would count steps across a check of the work budget is evaluated
+    /// again, so the check fails where it always would.
     fn eval_pipeline(&mut self, dot: &V<'t>, pipe: &'t PipeNode) -> R<V<'t>> {
-        crate::go::stack::grow(|| self.eval_pipeline_here(dot, pipe))
+        let slot = pipe.memo as usize;
+        if pipe.memo == NO_MEMO
+            || self.memos.is_empty()
+            || !self.tmpl.memo_pure[slot]
+            || !matches!(dot, V::Root(_))
+        {
+            return crate::go::stack::grow(|| self.eval_pipeline_here(dot, pipe));
+        }
+        let counted = self.meter.steps() % Meter::EVERY;
+        if let Some(m) = &mut self.memos[slot] {
+            if counted + m.steps < Meter::EVERY {
+                // The same place in this pipeline as in the one evaluated (alike: same text).
+                let at = if std::ptr::eq(m.pipe, pipe) {
+                    Some(m.at)
+                } else {
+                    if m.place.is_none() {
+                        m.place = at_index(m.pipe, m.at);
+                    }
+                    m.place.and_then(|k| at_by_index(pipe, k))
+                };
+                if let Some(at) = at {
+                    let (steps, value) = (m.steps, m.value.clone());
+                    for _ in 0..steps {
+                        // Within the budget's check interval: never fails.
+                        let _ = self.meter.step();
+                    }
+                    self.at = at;
+                    return Ok(value);
+                }
+            }
+        }
+        let before = self.meter.steps();
+        let r = crate::go::stack::grow(|| self.eval_pipeline_here(dot, pipe));
+        if let Ok(v) = &r {
+            // Lists and maps built by functions are values of their own, not shared.
+            if !matches!(v, V::List(_) | V::TList(..) | V::Map(_)) {
+                self.memos[slot] = Some(Memo {
+                    value: v.clone(),
+                    steps: self.meter.steps() - before,
+                    pipe,
+                    at: self.at,
+                    place: None,
+                });
+            }
+        }
+        r
     }
 
     fn eval_pipeline_here(&mut self, dot: &V<'t>, pipe: &'t PipeNode) -> R<V<'t>> {
@@ -537,15 +643,15 @@ impl<'t> Exec<'t> {
         self.tick()?;
         let first = &cmd.args[0];
         match first {
-            Expr::Field(_, idents) => {
+            Expr::Field(_, idents, slots) => {
                 self.at = At::Expr(first);
                 let iface = self.dot_iface;
                 return self.eval_field_chain(
                     dot,
                     first,
-                    dot.clone(),
+                    dot,
                     iface,
-                    idents,
+                    (idents, slots),
                     &cmd.args,
                     fin,
                 );
@@ -553,15 +659,23 @@ impl<'t> Exec<'t> {
             Expr::Chain(_, inner, idents) => {
                 return self.eval_chain_node(dot, first, inner, idents, &cmd.args, fin)
             }
-            Expr::Identifier(_, name) => {
-                return self.eval_function(dot, first, name, At::Cmd(cmd), Some(&cmd.args), fin)
+            Expr::Identifier(_, name, id) => {
+                return self.eval_function(
+                    dot,
+                    first,
+                    name,
+                    *id,
+                    At::Cmd(cmd),
+                    Some(&cmd.args),
+                    fin,
+                )
             }
             Expr::Pipe(_, p) => {
                 self.not_a_function(&cmd.args, &fin)?;
                 return self.eval_pipeline(dot, p);
             }
-            Expr::Variable(_, name, idents) => {
-                return self.eval_variable_node(dot, first, name, idents, &cmd.args, fin)
+            Expr::Variable(_, name, idents, slots) => {
+                return self.eval_variable_node(dot, first, name, (idents, slots), &cmd.args, fin)
             }
             _ => {}
         }
@@ -619,7 +733,7 @@ impl<'t> Exec<'t> {
         dot: &V<'t>,
         e: &'t Expr,
         name: &str,
-        idents: &'t [String],
+        chain: Chain<'t>,
         args: &'t [Expr],
         fin: Final<'t>,
     ) -> R<V<'t>> {
@@ -627,11 +741,11 @@ impl<'t> Exec<'t> {
         let Some((value, iface)) = self.lookup_var(name).map(|(v, i)| (v.clone(), i)) else {
             return Err(self.errorf(&format!("undefined variable: {name}")));
         };
-        if idents.is_empty() {
+        if chain.0.is_empty() {
             self.not_a_function(args, &fin)?;
             return Ok(value);
         }
-        self.eval_field_chain(dot, e, value, iface, idents, args, fin)
+        self.eval_field_chain(dot, e, &value, iface, chain, args, fin)
     }
 
     fn eval_chain_node(
@@ -651,48 +765,91 @@ impl<'t> Exec<'t> {
             )));
         }
         let base = self.eval_arg(dot, P::Raw, inner)?;
-        self.eval_field_chain(dot, e, base, false, idents, args, fin)
+        self.eval_field_chain(dot, e, &base, false, (idents, &[]), args, fin)
     }
 
     /// Go's `evalFieldChain`; `iface`: the receiver is held as `interface{}`.
+    ///
+    /// A chain evaluated from the root in a render whose data no function changes
+    /// ([`Exec::chains`]) gives the same value at each prefix every time: each prefix's value is
+    /// remembered in its slot, and a chain resumes after the longest prefix already evaluated.
+    /// Only values are remembered, never errors, so a failing step fails as it always would.
     #[allow(clippy::too_many_arguments)]
     fn eval_field_chain(
         &mut self,
         dot: &V<'t>,
         node: &'t Expr,
-        mut receiver: V<'t>,
+        receiver: &V<'t>,
         mut iface: bool,
-        idents: &'t [String],
+        (idents, slots): Chain<'t>,
         args: &'t [Expr],
         fin: Final<'t>,
     ) -> R<V<'t>> {
         let n = idents.len();
-        for name in &idents[..n - 1] {
+        let has_args = args.len() > 1 || fin.is_some();
+        // How many leading steps are remembered or may be (a call with arguments is not).
+        let cached =
+            if slots.len() == n && !self.chains.is_empty() && matches!(receiver, V::Root(_)) {
+                n - usize::from(has_args)
+            } else {
+                0
+            };
+        let mut recv = Recv::Borrowed(receiver);
+        let mut start = 0;
+        for i in (0..cached).rev() {
+            if let Some((v, f)) = &self.chains[slots[i] as usize] {
+                if i + 1 == n {
+                    return Ok(v.clone());
+                }
+                recv = Recv::Owned(v.clone());
+                iface = *f;
+                start = i + 1;
+                break;
+            }
+        }
+        for (i, name) in idents.iter().enumerate().take(n - 1).skip(start) {
             // A value looked up in a generic map is an `interface{}` in Go.
-            let from_generic = matches!(receiver, V::Json(_) | V::Map(_));
-            if let V::Semver(v, ptr) = &receiver {
+            let from_generic = matches!(recv.get(), V::Json(_) | V::Map(_));
+            if let V::Semver(v, ptr) = recv.get() {
                 if let Some((want, on_value)) = semver::method_arity(name) {
                     if *ptr || on_value {
-                        receiver =
-                            self.call_semver_method(dot, node, &v.clone(), name, want, &[], None)?;
+                        let v = v.clone();
+                        recv = Recv::Owned(self.call_semver_method(
+                            dot,
+                            node,
+                            &v,
+                            name,
+                            want,
+                            &[],
+                            None,
+                        )?);
                         iface = false;
                         continue;
                     }
                 }
             }
-            receiver = self.eval_field(name, false, receiver, iface)?;
+            let next = self.eval_field(name, false, recv.get(), iface)?;
             iface = from_generic;
+            if i < cached {
+                self.chains[slots[i] as usize] = Some((next.clone(), iface));
+            }
+            recv = Recv::Owned(next);
         }
-        let has_args = args.len() > 1 || fin.is_some();
-        if let V::Semver(v, ptr) = &receiver {
+        if let V::Semver(v, ptr) = recv.get() {
             let name = &idents[n - 1];
             if let Some((want, on_value)) = semver::method_arity(name) {
                 if *ptr || on_value {
-                    return self.call_semver_method(dot, node, &v.clone(), name, want, args, fin);
+                    let v = v.clone();
+                    return self.call_semver_method(dot, node, &v, name, want, args, fin);
                 }
             }
         }
-        self.eval_field(&idents[n - 1], has_args, receiver, iface)
+        let from_generic = matches!(recv.get(), V::Json(_) | V::Map(_));
+        let v = self.eval_field(&idents[n - 1], has_args, recv.get(), iface)?;
+        if n - 1 < cached {
+            self.chains[slots[n - 1] as usize] = Some((v.clone(), from_generic));
+        }
+        Ok(v)
     }
 
     /// Go's `evalCall` of a method of a semver version (`.Minor`, `.LessThan (semver "2")`,
@@ -759,9 +916,9 @@ impl<'t> Exec<'t> {
     }
 
     /// Go's `evalField` on one step of a chain.
-    fn eval_field(&self, name: &str, has_args: bool, receiver: V<'t>, iface: bool) -> R<V<'t>> {
+    fn eval_field(&self, name: &str, has_args: bool, receiver: &V<'t>, iface: bool) -> R<V<'t>> {
         if has_args {
-            match &receiver {
+            match receiver {
                 V::Missing => return Ok(V::Missing),
                 V::Json(Value::Object(_))
                 | V::Map(_)
@@ -779,10 +936,10 @@ impl<'t> Exec<'t> {
                 _ => {}
             }
         }
-        if let (V::Root(_), "Values", Some(values)) = (&receiver, name, &self.values) {
+        if let (V::Root(_), "Values", Some(values)) = (receiver, name, &self.values) {
             return Ok(values.clone());
         }
-        field(&receiver, name).map_err(|m| {
+        field(receiver, name).map_err(|m| {
             // Go names the receiver's static type: `interface {}` for values held in generic
             // lists and maps, the dynamic type otherwise.
             let generic = matches!(
@@ -811,27 +968,33 @@ impl<'t> Exec<'t> {
     }
 
     /// Go's `evalFunction` + `evalCall`: `args` are the command's operands (the function name
-    /// first) or `None` when the function is an operand itself.
+    /// first) or `None` when the function is an operand itself; `id` is the function's, as the
+    /// parser resolved it ([`funcs::id`]).
+    #[allow(clippy::too_many_arguments)]
     fn eval_function(
         &mut self,
         dot: &V<'t>,
         ident: &'t Expr,
         name: &str,
+        id: u32,
         call_node: At<'t>,
         args: Option<&'t [Expr]>,
         fin: Final<'t>,
     ) -> R<V<'t>> {
         self.at = At::Expr(ident);
         let args: &'t [Expr] = args.map_or(&[], |a| &a[1..]);
-        if name == "and" || name == "or" {
-            return self.eval_and_or(dot, name == "and", args, fin);
-        }
-        let Some(def) = funcs::lookup(name) else {
+        let Some(func) = funcs::by_id(id) else {
             return Err(self.errorf(&format!(
                 "{} is not a defined function",
                 crate::go::quote::quote(name)
             )));
         };
+        match func.kind {
+            funcs::Kind::And => return self.eval_and_or(dot, true, args, fin),
+            funcs::Kind::Or => return self.eval_and_or(dot, false, args, fin),
+            _ => {}
+        }
+        let def = &func.def;
         let nargs = args.len() + usize::from(fin.is_some());
         let fixed = def.params.len();
         if def.variadic.is_some() {
@@ -846,47 +1009,55 @@ impl<'t> Exec<'t> {
                 "wrong number of args for {name}: want {fixed} got {nargs}"
             )));
         }
-        let mut argv: Vec<V<'t>> = Vec::with_capacity(nargs);
-        for (i, a) in args.iter().enumerate() {
-            let p = def
-                .params
+        let param = |i: usize| {
+            def.params
                 .get(i)
                 .copied()
                 .or(def.variadic)
-                .unwrap_or(P::Any);
-            argv.push(self.eval_arg(dot, p, a)?);
+                .unwrap_or(P::Any)
+        };
+        // The arguments go into a buffer of the render's, not a new vector for each call.
+        let mut argv = self.argv_pool.pop().unwrap_or_default();
+        argv.reserve(nargs + usize::from(func.kind == funcs::Kind::Call));
+        for (i, a) in args.iter().enumerate() {
+            argv.push(self.eval_arg(dot, param(i), a)?);
         }
         if let Some(f) = fin {
-            let p = def
-                .params
-                .get(nargs - 1)
-                .copied()
-                .or(def.variadic)
-                .unwrap_or(P::Any);
-            argv.push(self.validate(f, p)?);
+            argv.push(self.validate(f, param(nargs - 1))?);
         }
-        if name == "call" {
-            // Go hands `call` the callee's name for its error: the first argument's text, or the
-            // piped value's `reflect.Value.String()`.
-            let callee = match (args.first(), argv.first()) {
-                (Some(a), _) => expr_str(a),
-                (None, Some(v)) => super::builtins::value_string(v),
-                (None, None) => String::new(),
-            };
-            argv.insert(0, V::string(callee));
-        }
-        let result = match funcs::call_env(name, self.env, &argv)
-            .or_else(|| dates::call_clock(name, self.clock, &argv))
-            .or_else(|| istio::call_proto_json(name, self.proto_json, &argv))
-        {
-            Some(r) => r,
-            None => (def.f)(argv),
+        let result = match func.kind {
+            funcs::Kind::Call => {
+                // Go hands `call` the callee's name for its error: the first argument's text, or
+                // the piped value's `reflect.Value.String()`.
+                let callee = match (args.first(), argv.first()) {
+                    (Some(a), _) => expr_str(a),
+                    (None, Some(v)) => super::builtins::value_string(v),
+                    (None, None) => String::new(),
+                };
+                argv.insert(0, V::string(callee));
+                (def.f)(&mut argv)
+            }
+            funcs::Kind::Env => match funcs::call_env(name, self.env, &argv) {
+                Some(r) => r,
+                None => (def.f)(&mut argv),
+            },
+            funcs::Kind::Clock => match dates::call_clock(name, self.clock, &argv) {
+                Some(r) => r,
+                None => (def.f)(&mut argv),
+            },
+            funcs::Kind::ProtoJson => match istio::call_proto_json(name, self.proto_json, &argv) {
+                Some(r) => r,
+                None => (def.f)(&mut argv),
+            },
+            _ => (def.f)(&mut argv),
         };
+        argv.clear();
+        self.argv_pool.push(argv);
         // Functions that put their arguments into a new or updated map or list are the only way
         // a template nests values deeper; bounded so printing, encoding and dropping them fit
         // any thread's stack.
         let result = result.and_then(|v| {
-            if funcs::nests_values(name) && value::nested_deeper_than(&v, MAX_VALUE_DEPTH) {
+            if func.nests && value::nested_deeper_than(&v, MAX_VALUE_DEPTH) {
                 Err(format!(
                     "value nested deeper than {MAX_VALUE_DEPTH} maps and lists \
                      (outrigger's limit; Go has none)"
@@ -895,30 +1066,64 @@ impl<'t> Exec<'t> {
                 Ok(v)
             }
         });
-        result.map_err(|m| {
-            let mut s = Exec {
-                tmpl: self.tmpl,
-                out: String::new(),
-                vars: Vec::new(),
-                dot_iface: false,
-                depth: 0,
-                cur: self.cur,
-                at: call_node,
-                env: self.env,
-                proto_json: self.proto_json,
-                clock: self.clock,
-                values: None,
-                meter: Meter::current(),
-            };
-            if let At::None = call_node {
-                s.at = At::Expr(ident);
-            }
-            s.errorf(&format!("error calling {name}: {m}"))
-        })
+        result.map_err(|m| self.call_error(call_node, ident, name, &m))
+    }
+
+    /// The error of a failed call, at the call's node (the identifier's when the function is
+    /// an operand).
+    #[cold]
+    fn call_error(&self, call_node: At<'t>, ident: &'t Expr, name: &str, m: &str) -> String {
+        let mut s = Exec {
+            tmpl: self.tmpl,
+            out: String::new(),
+            vars: Vec::new(),
+            dot_iface: false,
+            depth: 0,
+            cur: self.cur,
+            at: call_node,
+            env: self.env,
+            proto_json: self.proto_json,
+            clock: self.clock,
+            values: None,
+            meter: Meter::current(),
+            chains: Vec::new(),
+            argv_pool: Vec::new(),
+            memos: Vec::new(),
+        };
+        if let At::None = call_node {
+            s.at = At::Expr(ident);
+        }
+        s.errorf(&format!("error calling {name}: {m}"))
     }
 
     /// Go's `validateType`: convert an evaluated value to parameter type `p`.
+    #[inline]
     fn validate(&self, v: V<'t>, p: P) -> R<V<'t>> {
+        // What every conversion keeps as it is, decided here (as `convert` decides it).
+        match (p, &v) {
+            (P::Raw, _)
+            | (P::Str, V::Str(_))
+            | (P::Int, V::Int(_, IntTy::Int))
+            | (P::Float, V::Float(_))
+            | (P::Bool, V::Bool(_))
+            | (P::StrMap, V::StrMapJ(_) | V::StrMap(_))
+            | (P::Map, V::Json(Value::Object(_)) | V::Map(_))
+            | (P::Proto, V::Proto { .. })
+            | (
+                P::Meta,
+                V::K8s {
+                    ty: "metav1.ObjectMeta",
+                    ..
+                },
+            ) => return Ok(v),
+            (P::Any, V::Missing) => {}
+            (P::Any, _) => return Ok(v),
+            _ => {}
+        }
+        self.convert_arg(v, p)
+    }
+
+    fn convert_arg(&self, v: V<'t>, p: P) -> R<V<'t>> {
         funcs::convert(v, p).map_err(|m| self.errorf(&m))
     }
 
@@ -933,29 +1138,29 @@ impl<'t> Exec<'t> {
                 }
                 return Err(self.errorf(&format!("cannot assign nil to {}", p.go_name())));
             }
-            Expr::Field(_, idents) => {
+            Expr::Field(_, idents, slots) => {
                 let iface = self.dot_iface;
                 let v = self.eval_field_chain(
                     dot,
                     a,
-                    dot.clone(),
+                    dot,
                     iface,
-                    idents,
+                    (idents, slots),
                     std::slice::from_ref(a),
                     None,
                 )?;
                 return self.validate(v, p);
             }
-            Expr::Variable(_, name, idents) => {
-                let v = self.eval_variable_node(dot, a, name, idents, &[], None)?;
+            Expr::Variable(_, name, idents, slots) => {
+                let v = self.eval_variable_node(dot, a, name, (idents, slots), &[], None)?;
                 return self.validate(v, p);
             }
             Expr::Pipe(_, pipe) => {
                 let v = self.eval_pipeline(dot, pipe)?;
                 return self.validate(v, p);
             }
-            Expr::Identifier(_, name) => {
-                let v = self.eval_function(dot, a, name, At::None, None, None)?;
+            Expr::Identifier(_, name, id) => {
+                let v = self.eval_function(dot, a, name, *id, At::None, None, None)?;
                 return self.validate(v, p);
             }
             Expr::Chain(_, inner, idents) => {
@@ -1026,6 +1231,168 @@ impl<'t> Exec<'t> {
         }
         Ok(last)
     }
+}
+
+/// Whether the pipelines given each [`PipeNode::memo`] number are remembered: pure (no
+/// declarations or variables, every function one whose value depends on its arguments alone in a
+/// render: not a clock or unimplemented function, nor `call`), so that from the same dot they
+/// give the same value, calling a function (a field chain alone has its slots), and able to run
+/// again in a render (written twice, or in a defined template, which may be run again). Functions
+/// that change maps in place turn every memo off (see [`Exec::run`]).
+pub fn memo_pure(
+    trees: &std::collections::HashMap<String, ListNode>,
+    main: &str,
+    n: usize,
+) -> Vec<bool> {
+    let mut pure = vec![false; n];
+    let mut seen = vec![0u8; n];
+    let mut work: Vec<(&ListNode, bool)> = trees
+        .iter()
+        .map(|(name, l)| (l, name.as_str() != main))
+        .collect();
+    let mut pipes: Vec<(&PipeNode, bool)> = Vec::new();
+    while let Some((l, defined)) = work.pop() {
+        for node in &l.nodes {
+            match node {
+                Node::Action(a) => pipes.push((&a.pipe, defined)),
+                Node::If(b) | Node::Range(b) | Node::With(b) => {
+                    pipes.push((&b.pipe, defined));
+                    work.push((&b.body, defined));
+                    work.extend(b.else_body.iter().map(|e| (e, defined)));
+                }
+                Node::Template(t) => pipes.extend(t.pipe.iter().map(|p| (p, defined))),
+                Node::Text(_) | Node::Break(_) | Node::Continue(_) => {}
+            }
+        }
+    }
+    let mut exprs: Vec<(&Expr, bool)> = Vec::new();
+    while !pipes.is_empty() || !exprs.is_empty() {
+        while let Some((p, defined)) = pipes.pop() {
+            if p.memo != NO_MEMO {
+                let m = p.memo as usize;
+                // Twice, or once where it may run again.
+                seen[m] = seen[m].saturating_add(1 + u8::from(defined));
+                // A memo's pipeline spans a few hundred bytes: checking it recurses that little.
+                pure[m] = pure_pipe(p) && calls(p);
+            }
+            exprs.extend(
+                p.commands
+                    .iter()
+                    .flat_map(|c| c.args.iter())
+                    .map(|e| (e, defined)),
+            );
+        }
+        while let Some((e, defined)) = exprs.pop() {
+            match e {
+                Expr::Pipe(_, p) => pipes.push((p, defined)),
+                Expr::Chain(_, inner, _) => exprs.push((inner, defined)),
+                _ => {}
+            }
+        }
+    }
+    for (p, s) in pure.iter_mut().zip(seen) {
+        *p &= s >= 2;
+    }
+    pure
+}
+
+/// Whether pipeline `p` calls a function (at any depth).
+fn calls(p: &PipeNode) -> bool {
+    fn expr(e: &Expr) -> bool {
+        match e {
+            Expr::Identifier(..) => true,
+            Expr::Pipe(_, p) => calls(p),
+            Expr::Chain(_, inner, _) => expr(inner),
+            _ => false,
+        }
+    }
+    p.commands.iter().flat_map(|c| c.args.iter()).any(expr)
+}
+
+fn pure_pipe(p: &PipeNode) -> bool {
+    p.decl.is_empty() && p.commands.iter().all(|c| c.args.iter().all(pure_expr))
+}
+
+fn pure_expr(e: &Expr) -> bool {
+    match e {
+        Expr::Dot(_)
+        | Expr::Field(..)
+        | Expr::String(..)
+        | Expr::Number(..)
+        | Expr::Bool(..)
+        | Expr::Nil(_) => true,
+        Expr::Variable(..) => false,
+        Expr::Identifier(_, name, id) => funcs::by_id(*id).is_some_and(|f| {
+            matches!(
+                f.kind,
+                funcs::Kind::Plain | funcs::Kind::Env | funcs::Kind::And | funcs::Kind::Or
+            ) && funcs::is_pure(name)
+        }),
+        Expr::Pipe(_, p) => pure_pipe(p),
+        Expr::Chain(_, inner, _) => pure_expr(inner),
+    }
+}
+
+/// The place of node `at` in pipeline `p`, in the order of the nodes evaluating it can leave
+/// execution at (the pipeline, then each operand followed by what it holds), if it is in it.
+fn at_index(p: &PipeNode, at: At<'_>) -> Option<u32> {
+    fn pipe(p: &PipeNode, at: At<'_>, i: &mut u32) -> bool {
+        if matches!(at, At::Pipe(q) if std::ptr::eq(p, q)) {
+            return true;
+        }
+        *i += 1;
+        for c in &p.commands {
+            for e in &c.args {
+                if expr(e, at, i) {
+                    return true;
+                }
+            }
+        }
+        false
+    }
+    fn expr(e: &Expr, at: At<'_>, i: &mut u32) -> bool {
+        if matches!(at, At::Expr(x) if std::ptr::eq(e, x)) {
+            return true;
+        }
+        *i += 1;
+        match e {
+            Expr::Pipe(_, p) => pipe(p, at, i),
+            Expr::Chain(_, inner, _) => expr(inner, at, i),
+            _ => false,
+        }
+    }
+    let mut i = 0;
+    pipe(p, at, &mut i).then_some(i)
+}
+
+/// The node at place `k` of pipeline `p` ([`at_index`]).
+fn at_by_index(p: &PipeNode, k: u32) -> Option<At<'_>> {
+    fn pipe<'t>(p: &'t PipeNode, k: u32, i: &mut u32) -> Option<At<'t>> {
+        if *i == k {
+            return Some(At::Pipe(p));
+        }
+        *i += 1;
+        for c in &p.commands {
+            for e in &c.args {
+                if let Some(at) = expr(e, k, i) {
+                    return Some(at);
+                }
+            }
+        }
+        None
+    }
+    fn expr<'t>(e: &'t Expr, k: u32, i: &mut u32) -> Option<At<'t>> {
+        if *i == k {
+            return Some(At::Expr(e));
+        }
+        *i += 1;
+        match e {
+            Expr::Pipe(_, p) => pipe(p, k, i),
+            Expr::Chain(_, inner, _) => expr(inner, k, i),
+            _ => None,
+        }
+    }
+    pipe(p, k, &mut 0)
 }
 
 fn node_pos(n: &Node) -> Pos {

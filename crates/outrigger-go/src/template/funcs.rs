@@ -13,11 +13,6 @@ type R<T> = Result<T, String>;
 
 pub use super::signature::{convert, FuncDef, Table, P};
 
-/// Look a function up by name.
-pub fn lookup(name: &str) -> Option<&'static FuncDef> {
-    table().get(name)
-}
-
 /// Is `name` a Sprig function outrigger parses but does not implement?
 pub fn is_unimplemented(name: &str) -> bool {
     table().get(name).is_some_and(|d| !d.implemented)
@@ -30,14 +25,101 @@ pub fn is_pure(name: &str) -> bool {
     !super::dates::reads_clock(name) && !is_unimplemented(name)
 }
 
-/// Is `name` a known function name (builtin, Sprig or Istio)?
-pub fn is_defined(name: &str) -> bool {
-    name == "and" || name == "or" || table().contains_key(name)
-}
-
 fn table() -> &'static Table {
     static T: OnceLock<Table> = OnceLock::new();
     T.get_or_init(build)
+}
+
+/// How the executor runs a function: the special forms it evaluates itself, the functions it
+/// hands the render's environment, clock or protobuf encoder, and the plain table entries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// `and`: evaluates its arguments lazily.
+    And,
+    /// `or`: evaluates its arguments lazily.
+    Or,
+    /// `call`: is handed the callee's name for its error.
+    Call,
+    /// `env`, `expandenv`: run over the render's environment ([`call_env`]).
+    Env,
+    /// A function of the clock ([`dates::call_clock`]).
+    Clock,
+    /// `protoToJSON`: runs the render's encoder ([`istio::call_proto_json`]).
+    ProtoJson,
+    /// Any other: the table entry's implementation.
+    Plain,
+}
+
+/// A function name resolved once, when a template is parsed, so that a call does not look the
+/// name up again ([`id`], [`by_id`]).
+#[derive(Clone, Copy)]
+pub struct Resolved {
+    /// The function's name.
+    pub name: &'static str,
+    /// The table entry (for `and` and `or`, which have none, a variadic entry never called).
+    pub def: FuncDef,
+    /// How the executor runs it.
+    pub kind: Kind,
+    /// [`nests_values`] of the name.
+    pub nests: bool,
+}
+
+/// Every defined name, resolved, with its index by name.
+struct Ids {
+    all: Vec<Resolved>,
+    by_name: rustc_hash::FxHashMap<&'static str, u32>,
+}
+
+fn ids() -> &'static Ids {
+    static I: OnceLock<Ids> = OnceLock::new();
+    I.get_or_init(|| {
+        let special = FuncDef {
+            params: &[],
+            variadic: Some(P::Raw),
+            f: not_implemented_stub,
+            implemented: true,
+        };
+        let mut names: Vec<(&'static str, FuncDef)> =
+            table().iter().map(|(n, d)| (*n, *d)).collect();
+        names.push(("and", special));
+        names.push(("or", special));
+        names.sort_by_key(|(n, _)| *n);
+        let all: Vec<Resolved> = names
+            .into_iter()
+            .map(|(name, def)| Resolved {
+                name,
+                def,
+                kind: match name {
+                    "and" => Kind::And,
+                    "or" => Kind::Or,
+                    "call" => Kind::Call,
+                    "env" | "expandenv" => Kind::Env,
+                    "protoToJSON" => Kind::ProtoJson,
+                    n if dates::reads_clock(n) => Kind::Clock,
+                    _ => Kind::Plain,
+                },
+                nests: nests_values(name),
+            })
+            .collect();
+        let by_name = all
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (r.name, i as u32))
+            .collect();
+        Ids { all, by_name }
+    })
+}
+
+/// The id of function `name` (`and` and `or` included), `None` for an undefined name: what the
+/// parser keeps in the call's node.
+pub fn id(name: &str) -> Option<u32> {
+    ids().by_name.get(name).copied()
+}
+
+/// The function of an [`id`].
+#[inline]
+pub fn by_id(id: u32) -> Option<&'static Resolved> {
+    ids().all.get(id as usize)
 }
 
 fn build() -> Table {
@@ -81,7 +163,7 @@ fn build() -> Table {
     m
 }
 
-fn not_implemented_stub<'a>(_: Vec<V<'a>>) -> R<V<'a>> {
+fn not_implemented_stub<'a>(_: &mut Vec<V<'a>>) -> R<V<'a>> {
     Err("not implemented by outrigger".into())
 }
 

@@ -41,16 +41,8 @@ pub fn register_istio(m: &mut Table) {
     register(m, "applicationPorts", &[Containers], None, |a| {
         Ok(V::string(container_ports(&a[0], true)))
     });
-    register(m, "kubevirtInterfaces", &[Str], None, |mut a| {
-        Ok(a.remove(0))
-    });
-    register(
-        m,
-        "excludeInterfaces",
-        &[Str],
-        None,
-        |mut a| Ok(a.remove(0)),
-    );
+    register(m, "kubevirtInterfaces", &[Str], None, |a| Ok(a.remove(0)));
+    register(m, "excludeInterfaces", &[Str], None, |a| Ok(a.remove(0)));
     register(m, "annotation", &[Meta, Str, Any], None, |a| {
         let ann = match &a[0] {
             V::K8s { json, .. } => json
@@ -63,7 +55,7 @@ pub fn register_istio(m: &mut Table) {
             None => V::string(a[2].sprint()),
         })
     });
-    register(m, "valueOrDefault", &[Any, Any], None, |mut a| {
+    register(m, "valueOrDefault", &[Any, Any], None, |a| {
         let d = a.pop().unwrap_or(V::Nil);
         let v = a.pop().unwrap_or(V::Nil);
         Ok(match &v {
@@ -135,7 +127,7 @@ pub fn register_istio(m: &mut Table) {
             return Ok(V::s("null"));
         }
         let mut out = BTreeMap::new();
-        for x in &a {
+        for x in a.iter() {
             out.extend(strmap_owned(x));
         }
         Ok(V::string(
@@ -147,7 +139,7 @@ pub fn register_istio(m: &mut Table) {
             return Ok(V::StrMap(None));
         }
         let mut out = BTreeMap::new();
-        for x in &a {
+        for x in a.iter() {
             out.extend(strmap_owned(x));
         }
         Ok(V::StrMap(Some(Rc::new(out))))
@@ -160,7 +152,7 @@ pub fn register_istio(m: &mut Table) {
         "otelResourceAttributes",
         &[Proto, StrMap, StrMap, Str, Containers],
         None,
-        |a| Ok(V::string(otel_resource_attributes(&a))),
+        |a| Ok(V::string(otel_resource_attributes(a))),
     );
 }
 
@@ -457,11 +449,11 @@ pub fn call_proto_json<'a>(
 }
 
 /// The table's entry for `protoToJSON`: the executor calls [`call_proto_json`] instead.
-fn needs_proto_json<'a>(_: Vec<V<'a>>) -> Result<V<'a>, String> {
+fn needs_proto_json<'a>(_: &mut Vec<V<'a>>) -> Result<V<'a>, String> {
     Err("needs the render's protobuf encoder".into())
 }
 
 /// The table's entry for `env` and `expandenv`: the executor calls `funcs::call_env` instead.
-fn needs_env<'a>(_: Vec<V<'a>>) -> Result<V<'a>, String> {
+fn needs_env<'a>(_: &mut Vec<V<'a>>) -> Result<V<'a>, String> {
     Err("needs the render's environment".into())
 }

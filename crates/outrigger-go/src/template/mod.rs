@@ -140,6 +140,11 @@ pub struct Template {
     source_len: usize,
     /// The tree set: the main body under `name`, every `define`/`block` under its own name.
     trees: HashMap<String, ListNode>,
+    /// How many distinct field-chain prefixes its trees name ([`ast::Slots`]).
+    chain_slots: usize,
+    /// By [`ast::PipeNode::memo`] number: whether the pipelines of that text give the same value
+    /// from the root every time in a render ([`exec::memo_pure`]).
+    memo_pure: Vec<bool>,
     /// Whether the template calls `set`, `unset` or a `merge` function (which change maps in
     /// place): its renders then work on a mutable copy of `.Values`.
     mutates_maps: bool,
@@ -158,7 +163,12 @@ impl Template {
     /// Errors are Go's, `template: NAME:LINE: ...`; a function name that is neither a Go
     /// builtin, a Sprig v3 function nor an Istio function is a parse error, as in Go.
     pub fn parse(name: &str, text: &str) -> Result<Template, TemplateError> {
-        let trees = parse::parse(name, text, &funcs::is_defined)?;
+        let parse::Trees {
+            trees,
+            chain_slots,
+            memo_slots,
+        } = parse::parse(name, text, &funcs::id)?;
+        let memo_pure = exec::memo_pure(&trees, name, memo_slots);
         let calls = mutation::calls(trees.values());
         let (mutates_maps, deterministic) = (
             mutation::mutates_maps(&calls),
@@ -174,6 +184,8 @@ impl Template {
             source: text.to_string(),
             source_len: text.len(),
             trees,
+            chain_slots,
+            memo_pure,
             mutates_maps,
             deterministic,
             reads,

@@ -60,7 +60,7 @@ pub(super) fn calls<'a>(trees: impl Iterator<Item = &'a ListNode>) -> Vec<(&'a s
                     .map(Item::Expr),
             ),
             Item::Expr(e) => match e {
-                Expr::Identifier(pos, name) => found.push((name.as_str(), pos.line)),
+                Expr::Identifier(pos, name, _) => found.push((name.as_str(), pos.line)),
                 Expr::Pipe(_, p) => work.push(Item::Pipe(p)),
                 Expr::Chain(_, inner, _) => work.push(Item::Expr(inner)),
                 _ => {}

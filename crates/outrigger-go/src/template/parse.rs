@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use super::ast::{
     ActionNode, BranchNode, CommandNode, Expr, ListNode, Node, NumberLit, PipeNode, Pos,
-    TemplateNode, TextNode,
+    TemplateNode, TextNode, NO_MEMO,
 };
 use super::lex::{Item, Lexer, Tok};
 use super::TemplateError;
@@ -23,31 +23,53 @@ pub const MAX_PAREN_DEPTH: usize = 10_000;
 /// a few levels, so a template beyond this is refused rather than parsed with ever more memory.
 pub const MAX_CONTROL_DEPTH: usize = 10_000;
 
-/// Parse `text` as template `name`: the tree set (the main tree under `name`, every
-/// `define`/`block` under its own name).
-pub fn parse(
-    name: &str,
-    text: &str,
-    is_func: &dyn Fn(&str) -> bool,
-) -> R<HashMap<String, ListNode>> {
+/// Pipelines whose source spans more than this many bytes are not given a
+/// [`PipeNode::memo`] (naming one takes its text).
+const MAX_MEMO_SPAN: usize = 256;
+
+/// A parsed tree set: the main tree under the template's name, every `define`/`block` under its
+/// own name; the number of distinct field-chain prefixes its [`Slots`](super::ast::Slots) name
+/// and of distinct pipeline texts its [`PipeNode::memo`]s name.
+pub struct Trees {
+    /// The trees by name.
+    pub trees: HashMap<String, ListNode>,
+    /// The number of field-chain slots.
+    pub chain_slots: usize,
+    /// The number of pipeline memo numbers.
+    pub memo_slots: usize,
+}
+
+/// Parse `text` as template `name`. `func_id` gives a defined function's id (kept in its
+/// identifier's node), `None` for a name that is not a function.
+pub fn parse(name: &str, text: &str, func_id: &dyn Fn(&str) -> Option<u32>) -> R<Trees> {
     let mut p = Parser {
         name,
         lex: Lexer::new(text),
-        is_func,
+        func_id,
         trees: HashMap::new(),
+        slots: HashMap::new(),
+        memos: HashMap::new(),
         control_depth: 0,
     };
     let mut t = TreeState::new();
     let root = p.parse_main(&mut t)?;
     p.add(&t, name, root)?;
-    Ok(p.trees)
+    Ok(Trees {
+        trees: p.trees,
+        chain_slots: p.slots.len(),
+        memo_slots: p.memos.len(),
+    })
 }
 
 struct Parser<'a> {
     name: &'a str,
     lex: Lexer<'a>,
-    is_func: &'a dyn Fn(&str) -> bool,
+    func_id: &'a dyn Fn(&str) -> Option<u32>,
     trees: HashMap<String, ListNode>,
+    /// The field-chain prefixes seen (`A`, `A.B`, ...), numbered in order.
+    slots: HashMap<String, u32>,
+    /// The texts of the pipelines given a memo number, numbered in order.
+    memos: HashMap<String, u32>,
     /// Nesting of control actions and blocks being parsed (bounded by [`MAX_CONTROL_DEPTH`]).
     control_depth: usize,
 }
@@ -460,6 +482,7 @@ impl<'a> Parser<'a> {
             decl: Vec::new(),
             is_assign: false,
             commands: Vec::new(),
+            memo: NO_MEMO,
         };
         // Declarations or assignments.
         loop {
@@ -500,6 +523,16 @@ impl<'a> Parser<'a> {
             match tok.typ {
                 x if x == end => {
                     self.check_pipeline(t, &pipe, context)?;
+                    if pipe.decl.is_empty()
+                        && tok.pos.saturating_sub(pipe.pos.offset) <= MAX_MEMO_SPAN
+                    {
+                        // Go's `String()` of the pipeline: alike only for pipelines parsed alike.
+                        let next = self.memos.len() as u32;
+                        pipe.memo = *self
+                            .memos
+                            .entry(super::ast::pipe_str(&pipe))
+                            .or_insert(next);
+                    }
                     return Ok(pipe);
                 }
                 Tok::Bool
@@ -573,7 +606,36 @@ impl<'a> Parser<'a> {
         Ok(cmd)
     }
 
+    /// The slot of each prefix of the field chain `fields`.
+    fn slots_of(&mut self, fields: &[String]) -> Vec<u32> {
+        let mut key = String::new();
+        fields
+            .iter()
+            .map(|f| {
+                key.push('.');
+                key.push_str(f);
+                let next = self.slots.len() as u32;
+                *self.slots.entry(key.clone()).or_insert(next)
+            })
+            .collect()
+    }
+
     fn operand(&mut self, t: &mut TreeState) -> R<Option<Expr>> {
+        let node = self.operand_unslotted(t)?;
+        Ok(node.map(|node| match node {
+            Expr::Field(p, f, _) => {
+                let s = self.slots_of(&f);
+                Expr::Field(p, f, s)
+            }
+            Expr::Variable(p, n, f, _) => {
+                let s = self.slots_of(&f);
+                Expr::Variable(p, n, f, s)
+            }
+            other => other,
+        }))
+    }
+
+    fn operand_unslotted(&mut self, t: &mut TreeState) -> R<Option<Expr>> {
         let Some(node) = self.term(t)? else {
             return Ok(None);
         };
@@ -588,13 +650,13 @@ impl<'a> Parser<'a> {
             fields.extend(f.val[1..].split('.').map(str::to_string));
         }
         Ok(Some(match node {
-            Expr::Field(_, mut f) => {
+            Expr::Field(_, mut f, _) => {
                 f.extend(fields);
-                Expr::Field(cpos, f)
+                Expr::Field(cpos, f, Vec::new())
             }
-            Expr::Variable(_, n, mut f) => {
+            Expr::Variable(_, n, mut f, _) => {
                 f.extend(fields);
-                Expr::Variable(cpos, n, f)
+                Expr::Variable(cpos, n, f, Vec::new())
             }
             Expr::Bool(..) | Expr::String(..) | Expr::Number(..) | Expr::Nil(_) | Expr::Dot(_) => {
                 return Err(self.errorf(
@@ -614,13 +676,13 @@ impl<'a> Parser<'a> {
         let pos = Pos::new(tok.pos, tok.line);
         Ok(Some(match tok.typ {
             Tok::Identifier => {
-                if !(self.is_func)(&tok.val) {
+                let Some(id) = (self.func_id)(&tok.val) else {
                     return Err(self.errorf(
                         t,
                         format!("function {} not defined", crate::go::quote::quote(&tok.val)),
                     ));
-                }
-                Expr::Identifier(pos, tok.val)
+                };
+                Expr::Identifier(pos, tok.val, id)
             }
             Tok::Dot => Expr::Dot(pos),
             Tok::Nil => Expr::Nil(pos),
@@ -631,9 +693,13 @@ impl<'a> Parser<'a> {
                         format!("undefined variable {}", crate::go::quote::quote(&tok.val)),
                     ));
                 }
-                Expr::Variable(pos, tok.val, Vec::new())
+                Expr::Variable(pos, tok.val, Vec::new(), Vec::new())
             }
-            Tok::Field => Expr::Field(pos, tok.val[1..].split('.').map(str::to_string).collect()),
+            Tok::Field => Expr::Field(
+                pos,
+                tok.val[1..].split('.').map(str::to_string).collect(),
+                Vec::new(),
+            ),
             Tok::Bool => Expr::Bool(pos, tok.val == "true"),
             Tok::CharConstant | Tok::Complex | Tok::Number => {
                 let n = new_number(&tok.val, tok.typ).map_err(|e| self.errorf(t, e))?;

@@ -143,7 +143,7 @@ fn is_root(p: &PipeNode, root: bool) -> bool {
     p.decl.is_empty()
         && matches!(p.commands.as_slice(), [c] if matches!(c.args.as_slice(),
             [Expr::Dot(_)] if root) || matches!(c.args.as_slice(),
-            [Expr::Variable(_, v, f)] if v == "$" && f.is_empty()))
+            [Expr::Variable(_, v, f, _)] if v == "$" && f.is_empty()))
 }
 
 fn pipe(p: &PipeNode, root: bool, r: &mut Reads) {
@@ -153,7 +153,7 @@ fn pipe(p: &PipeNode, root: bool, r: &mut Reads) {
     }
     for c in &p.commands {
         let annotation =
-            matches!(c.args.first(), Some(Expr::Identifier(_, f)) if f == "annotation");
+            matches!(c.args.first(), Some(Expr::Identifier(_, f, _)) if f == "annotation");
         for (i, a) in c.args.iter().enumerate() {
             if annotation && i == 1 && is_meta(a, root) {
                 r.object_meta.add("Annotations");
@@ -167,8 +167,8 @@ fn pipe(p: &PipeNode, root: bool, r: &mut Reads) {
 /// Whether `e` is `.ObjectMeta` (or `$.ObjectMeta`) of the root.
 fn is_meta(e: &Expr, root: bool) -> bool {
     match e {
-        Expr::Field(_, f) => root && f.len() == 1 && f[0] == "ObjectMeta",
-        Expr::Variable(_, v, f) => v == "$" && f.len() == 1 && f[0] == "ObjectMeta",
+        Expr::Field(_, f, _) => root && f.len() == 1 && f[0] == "ObjectMeta",
+        Expr::Variable(_, v, f, _) => v == "$" && f.len() == 1 && f[0] == "ObjectMeta",
         _ => false,
     }
 }
@@ -176,10 +176,10 @@ fn is_meta(e: &Expr, root: bool) -> bool {
 fn expr(e: &Expr, root: bool, r: &mut Reads) {
     match e {
         Expr::Dot(_) if root => r.all(),
-        Expr::Field(_, f) if root => r.chain(f),
+        Expr::Field(_, f, _) if root => r.chain(f),
         // `$` is the root in the main body, whatever dot is; in a defined body it is that body's
         // dot, taken as the root too (conservative: it reads less).
-        Expr::Variable(_, v, f) if v == "$" => r.chain(f),
+        Expr::Variable(_, v, f, _) if v == "$" => r.chain(f),
         // Nested parentheses nest pipelines as deep as the parser allows (10,000, as Go).
         Expr::Pipe(_, p) => crate::go::stack::grow(|| pipe(p, root, r)),
         Expr::Chain(_, inner, fields) => match inner.as_ref() {

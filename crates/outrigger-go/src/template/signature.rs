@@ -10,7 +10,7 @@ use super::value::{IntTy, V};
 type R<T> = Result<T, String>;
 
 /// A function implementation.
-pub type Func = for<'a> fn(Vec<V<'a>>) -> R<V<'a>>;
+pub type Func = for<'a> fn(&mut Vec<V<'a>>) -> R<V<'a>>;
 
 /// Go parameter types, driving argument conversion as Go's `text/template` converts call
 /// arguments.

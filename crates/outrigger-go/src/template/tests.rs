@@ -1559,3 +1559,95 @@ fn dicts_and_merges_render_as_go_renders_them() {
         "map[x:[map[y:1]]]"
     );
 }
+
+/// Appended to a template, a `set` that never runs: the template then "changes maps in place",
+/// which turns off what a render remembers of the root (field-chain prefixes, pure pipelines),
+/// so every pipeline is evaluated afresh. Its `if` counts two steps (the node, its command).
+const EVALUATE_AFRESH: &str = r#"{{ if false }}{{ $_ := set (dict) "k" 1 }}{{ end }}"#;
+
+/// Render `src` over `fx` within `budget`: the outcome and the work counted.
+fn render_counted(
+    fx: &Fx,
+    src: &str,
+    budget: &std::sync::Arc<crate::work::Budget>,
+) -> (String, u64) {
+    let t = Template::parse("inject", src).expect("parses");
+    let out = crate::work::scope(budget, || match t.render(&fx.data()) {
+        Ok(s) => format!("ok: {s}"),
+        Err(e) => format!("error: {e}"),
+    });
+    (out, budget.work())
+}
+
+#[test]
+fn remembered_root_values_match_fresh_evaluation() {
+    let mut fx = Fx::new(values());
+    fx.meta = json!({"name": "hello", "namespace": "default",
+        "annotations": {"a": "1", "sidecar.istio.io/interceptionMode": "TPROXY"},
+        "labels": {"app": "hello"}});
+    let cases = [
+        // Alike pipelines and chains from the root, in actions, conditions and arguments.
+        r#"{{ quote .Revision }}{{ quote .Revision }}{{ if eq (quote .Revision) "\"default\"" }}y{{ end }}"#,
+        r#"{{ annotation .ObjectMeta `a` "d" }} {{ (annotation .ObjectMeta `a` "d") }} {{ annotation .ObjectMeta `b` "d" }}"#,
+        r#"{{ .ObjectMeta.Labels.app }}{{ .ObjectMeta.Labels }}{{ .ObjectMeta.Labels.app }}{{ $.ObjectMeta.Labels.app }}"#,
+        r#"{{ .Values.global.proxy.image }}{{ .Values.global }}{{ .Values.global.proxy.image }}"#,
+        // A defined template run twice from the root, and once from elsewhere (its `.` and `$`
+        // are then not the root).
+        r#"{{ define "t" }}[{{ quote .Revision }}|{{ .ObjectMeta.Name }}|{{ $.ObjectMeta.Name }}]{{ end }}{{ template "t" . }}{{ template "t" . }}{{ template "t" .ObjectMeta }}"#,
+        r#"{{ define "t" }}{{ .Name }}{{ end }}{{ template "t" .ObjectMeta }}{{ template "t" . }}"#,
+        // The root held as an element of a generic list.
+        r#"{{ range (list . .) }}{{ quote .Revision }}{{ .ObjectMeta.Name }}{{ .Nope }}{{ end }}"#,
+        // Errors after a remembered value: the same message at each pipeline's own place.
+        r#"{{ quote .Revision }}
+  {{ trunc (quote .Revision) "abc" }}"#,
+        r#"{{ quote .Revision }}{{ trunc (quote .Revision | upper) "abc" }}"#,
+        r#"{{ annotation .ObjectMeta `a` "d" }}{{ .ObjectMeta.Name.Nope }}"#,
+        r#"{{ .ObjectMeta.Name }}
+ {{ .ObjectMeta.Name.Nope }}"#,
+        r#"{{ .Values.global.proxy }}{{ .Values.global.proxy.image.x }}"#,
+        r#"{{ .ObjectMeta.Labels }}{{ .ObjectMeta.Labels "x" }}"#,
+        r#"{{ len .Revision }}{{ range len .Revision }}{{ end }}"#,
+        r#"{{ .ProxyUID | default "1" }} {{ .ProxyUID | default "1" | quote }} {{ not (.ProxyUID | default "1") }}"#,
+        // Values built by functions are never shared between pipelines.
+        r#"{{ $l := list 1 }}{{ $a := append (list 1) 2 }}{{ $b := append (list 1) 3 }}{{ $a }}{{ $b }}{{ list 1 }}"#,
+        r#"{{ $d := dict "a" 1 }}{{ $e := dict "a" 1 }}{{ $d }}{{ $e }}"#,
+    ];
+    for src in cases {
+        let remembered = fx.render(src).map_err(|e| e.to_string());
+        let fresh = fx
+            .render(&format!("{src}{EVALUATE_AFRESH}"))
+            .map_err(|e| e.to_string());
+        assert_eq!(remembered, fresh, "{src}");
+        // The same work counted, two steps for the appended `if` aside.
+        let (a, wa) = render_counted(&fx, src, &crate::work::Budget::new(None));
+        let (b, wb) = render_counted(
+            &fx,
+            &format!("{src}{EVALUATE_AFRESH}"),
+            &crate::work::Budget::new(None),
+        );
+        if a.starts_with("ok") {
+            assert_eq!((a, wa + 2), (b, wb), "{src}");
+        }
+    }
+}
+
+#[test]
+fn remembered_root_values_stop_where_fresh_evaluation_stops() {
+    let fx = Fx::new(values());
+    // Thousands of steps of alike pipelines from the root, so that the budget's checks (every
+    // `Meter::EVERY` steps) fall inside and around remembered ones.
+    let src = r#"{{ define "t" }}{{ quote .Revision }}{{ trunc 3 (quote .Revision | upper) }}{{ .ObjectMeta.Name }}{{ end }}{{ range until 700 }}{{ template "t" $ }}{{ end }}"#;
+    let afresh = format!("{src}{EVALUATE_AFRESH}");
+    let (done, work) = render_counted(&fx, src, &crate::work::Budget::new(None));
+    let (done_fresh, work_fresh) = render_counted(&fx, &afresh, &crate::work::Budget::new(None));
+    assert_eq!((&done, work + 2), (&done_fresh, work_fresh));
+    assert!(work > 4 * crate::work::Meter::EVERY, "{work}");
+    for limit in (1..=4).map(|k| k * crate::work::Meter::EVERY) {
+        let budget = crate::work::Budget::with_work_limit(None, limit);
+        let (stopped, _) = render_counted(&fx, src, &budget);
+        let budget = crate::work::Budget::with_work_limit(None, limit);
+        let (stopped_fresh, _) = render_counted(&fx, &afresh, &budget);
+        assert!(stopped.contains("work budget is exhausted"), "{stopped}");
+        assert_eq!(stopped, stopped_fresh, "limit {limit}");
+    }
+}

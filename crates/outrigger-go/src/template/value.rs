@@ -986,5 +986,15 @@ pub fn check_size(base: usize, copies: usize, each: usize) -> Result<(), String>
 
 /// `%q` of a string (used by Sprig's `quote`).
 pub fn quote_str(s: &str) -> String {
+    // Printable ASCII other than the quote and the backslash is written as it is.
+    if s.bytes()
+        .all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\')
+    {
+        let mut out = String::with_capacity(s.len() + 2);
+        out.push('"');
+        out.push_str(s);
+        out.push('"');
+        return out;
+    }
     crate::go::quote::quote(s)
 }

@@ -60,10 +60,10 @@ pub(super) fn register_dicts(m: &mut Table) {
             a[1..].iter().filter_map(|d| to_map(d).remove(k)).collect(),
         ))
     });
-    let merge: Func = |a| merge_maps(&a, false);
+    let merge: Func = |a| merge_maps(a, false);
     register(m, "merge", &[Map], Some(Map), merge);
     register(m, "mustMerge", &[Map], Some(Map), merge);
-    let merge_ow: Func = |a| merge_maps(&a, true);
+    let merge_ow: Func = |a| merge_maps(a, true);
     register(m, "mergeOverwrite", &[Map], Some(Map), merge_ow);
     register(m, "mustMergeOverwrite", &[Map], Some(Map), merge_ow);
     register(m, "dig", &[], Some(Any), |a| {

@@ -5,7 +5,7 @@ use super::*;
 /// Register Sprig's lists functions.
 pub(super) fn register_lists(m: &mut Table) {
     use P::*;
-    let list_f: Func = |a| Ok(list(a));
+    let list_f: Func = |a| Ok(list(std::mem::take(a)));
     register(m, "list", &[], Some(Any), list_f);
     register(m, "tuple", &[], Some(Any), list_f);
     // Sprig copies the list and appends to the copy: the argument is unchanged. A template
@@ -106,7 +106,7 @@ pub(super) fn register_lists(m: &mut Table) {
     register(m, "mustCompact", &[Any], None, compact);
     register(m, "concat", &[], Some(Any), |a| {
         let mut out = Vec::new();
-        for l in &a {
+        for l in a.iter() {
             match to_list(l) {
                 Some(items) => out.extend(items),
                 None if matches!(l, V::Nil | V::Missing) => {

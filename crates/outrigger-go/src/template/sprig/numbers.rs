@@ -74,7 +74,7 @@ pub(super) fn register_numbers(m: &mut Table) {
         Ok(i64v(parsed))
     });
     register(m, "addf", &[], Some(Any), |a| {
-        decimal_op(&V::Float(0.0), &a, decimal::Op::Add)
+        decimal_op(&V::Float(0.0), a, decimal::Op::Add)
     });
     register(m, "add1f", &[Any], None, |a| {
         decimal_op(&a[0], &[V::Int(1, IntTy::Int)], decimal::Op::Add)

@@ -66,12 +66,17 @@ pub(super) fn register_strings(m: &mut Table) {
         Ok(V::Bool(str_of(&a[1]).ends_with(str_of(&a[0]))))
     });
     register(m, "quote", &[], Some(Any), |a| {
-        let q: Vec<String> = a
-            .iter()
-            .filter(|v| !matches!(v, V::Nil))
-            .map(|v| quote_str(&strval(v)))
-            .collect();
-        Ok(V::string(q.join(" ")))
+        let mut out = String::new();
+        for v in a.iter().filter(|v| !matches!(v, V::Nil)) {
+            if !out.is_empty() {
+                out.push(' ');
+            }
+            match v {
+                V::Str(s) => out.push_str(&quote_str(s)),
+                v => out.push_str(&quote_str(&strval(v))),
+            }
+        }
+        Ok(V::string(out))
     });
     register(m, "squote", &[], Some(Any), |a| {
         let q: Vec<String> = a
@@ -87,7 +92,10 @@ pub(super) fn register_strings(m: &mut Table) {
         Ok(V::string(q.join(" ")))
     });
     register(m, "cat", &[], Some(Any), |a| {
-        let q: Vec<V<'_>> = a.into_iter().filter(|v| !matches!(v, V::Nil)).collect();
+        let q: Vec<V<'_>> = std::mem::take(a)
+            .into_iter()
+            .filter(|v| !matches!(v, V::Nil))
+            .collect();
         let f = vec!["%v"; q.len()].join(" ");
         Ok(V::string(crate::template::printf::sprintf(&f, &q)))
     });
