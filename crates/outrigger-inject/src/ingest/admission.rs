@@ -6,6 +6,7 @@ use serde_json::{Map, Value};
 
 use crate::go::json as gojson;
 use crate::json::lookup as jsonmap;
+use crate::json::Scan;
 
 /// `apiVersion` of the v1 AdmissionReview.
 pub const ADMISSION_V1: &str = "admission.k8s.io/v1";
@@ -107,7 +108,7 @@ pub(crate) fn decode_review_doc(doc: Value, body: &[u8]) -> Result<Request, Malf
             ))
         }
     };
-    let request = match m.get_mut("request") {
+    let request = match m.scan_mut("request") {
         None | Some(Value::Null) => {
             return Err(Malformed {
                 reason: "missing_request",
@@ -195,7 +196,7 @@ pub(crate) fn parse_document(body: &[u8]) -> Result<Value, Malformed> {
 }
 
 fn string_field(m: &Map<String, Value>, key: &str) -> Result<String, Malformed> {
-    match m.get(key) {
+    match m.scan(key) {
         None | Some(Value::Null) => Ok(String::new()),
         Some(Value::String(s)) => Ok(s.clone()),
         Some(other) => Err(Malformed::new(
@@ -209,7 +210,7 @@ fn string_field(m: &Map<String, Value>, key: &str) -> Result<String, Malformed> 
 }
 
 fn request_string(m: &Map<String, Value>, key: &str, go_type: &str) -> Result<String, Malformed> {
-    match m.get(key) {
+    match m.scan(key) {
         None | Some(Value::Null) => Ok(String::new()),
         Some(Value::String(s)) => Ok(s.clone()),
         Some(other) => Err(Malformed::new(
@@ -225,7 +226,7 @@ fn request_string(m: &Map<String, Value>, key: &str, go_type: &str) -> Result<St
 /// A `*bool` field of `AdmissionRequest` (absent or `null`: false), refused with Go's
 /// `encoding/json` message when it holds another type.
 fn request_bool(m: &Map<String, Value>, key: &str) -> Result<bool, Malformed> {
-    match m.get(key) {
+    match m.scan(key) {
         None | Some(Value::Null) => Ok(false),
         Some(Value::Bool(b)) => Ok(*b),
         Some(other) => Err(Malformed::new(
@@ -301,8 +302,8 @@ fn check_shape(pod: &Value) -> Result<(), String> {
             true,
         )?;
         if let Some(m) = pod
-            .get("metadata")
-            .and_then(|m| m.get(map))
+            .scan("metadata")
+            .and_then(|m| m.scan(map))
             .and_then(Value::as_object)
         {
             if let Some((k, v)) = m
@@ -340,7 +341,7 @@ pub(crate) fn prepare_pod(pod: &mut Value, request_namespace: &str) {
 pub(crate) fn prepare_metadata(meta: &mut Map<String, Value>, request_namespace: &str) {
     meta.remove("managedFields");
     let empty = meta
-        .get("namespace")
+        .scan("namespace")
         .and_then(Value::as_str)
         .is_none_or(str::is_empty);
     if empty && !request_namespace.is_empty() {

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
+use crate::json::Scan;
 use crate::kube::names::{NATIVE_SIDECAR_ANNOTATION, POD_TYPE, PROXY_CONTAINER};
 use crate::kube::pod::{annotation, container_name, containers_mut, find_container};
 use crate::kube::typed;
@@ -128,14 +129,14 @@ pub fn names_overlay(overlay: &Value) -> Option<Value> {
         return None;
     }
     let mut spec_out = Map::new();
-    match top.get("spec") {
+    match top.scan("spec") {
         None => {}
         Some(Value::Object(spec)) => {
             if directive(spec) {
                 return None;
             }
             for list in NAMED_LISTS {
-                let reduced = match spec.get(list) {
+                let reduced = match spec.scan(list) {
                     None => continue,
                     Some(Value::Null) => Value::Null,
                     Some(Value::Array(items)) => {
@@ -145,7 +146,7 @@ pub fn names_overlay(overlay: &Value) -> Option<Value> {
                             // A nameless element fails the merge with its content in the
                             // message: merged whole, the message stays Istio's.
                             let mut e = Map::new();
-                            e.insert("name".into(), m.get("name")?.clone());
+                            e.insert("name".into(), m.scan("name")?.clone());
                             out.push(Value::Object(e));
                         }
                         Value::Array(out)

@@ -122,7 +122,7 @@ impl<'a> Diff<'a> {
                 Some((k, l)) if aligned && k == key => Some(l),
                 _ => {
                     aligned = false;
-                    left.get(key)
+                    crate::json::lookup::get(left, key)
                 }
             };
             match l {
@@ -135,7 +135,10 @@ impl<'a> Diff<'a> {
             // Same length, every key of `right` paired with the same key of `left`: no removals.
             return;
         }
-        for key in left.keys().filter(|k| !right.contains_key(*k)) {
+        for key in left
+            .keys()
+            .filter(|k| !crate::json::lookup::contains(right, k))
+        {
             let len = self.enter(key);
             self.push("remove", None);
             self.pointer.truncate(len);
