@@ -45,13 +45,20 @@ impl TemplateMerge {
         // which typed normalisation leaves alone: it is merged from the names alone (the whole
         // overlay when it holds patch directives) and not normalised. Istio normalises it; its
         // errors are reproduced below when the real merge fails.
-        let names = names_overlay(r.overlay());
-        strategic::strategic_merge(
-            POD_TYPE,
-            &mut self.template_pod,
-            names.as_ref().unwrap_or(r.overlay()),
-        )
-        .map_err(|e| e.context("failed applying injection overlay"))?;
+        match names_overlay(r.overlay()) {
+            // Merged onto the empty pod (the first template), the names' overlay is what the
+            // merge keeps of it: its `null`s discarded, nothing else changed, no error possible.
+            Some(mut names) if self.template_pod.as_object().is_some_and(Map::is_empty) => {
+                strategic::discard_nulls(&mut names);
+                self.template_pod = names;
+            }
+            names => strategic::strategic_merge(
+                POD_TYPE,
+                &mut self.template_pod,
+                names.as_ref().unwrap_or(r.overlay()),
+            )
+            .map_err(|e| e.context("failed applying injection overlay"))?,
+        }
         move_native_proxy(&mut self.merged, &self.template_pod, self.native_sidecars);
         // A render of its own moves into the pod; one the memo shares is merged from where it
         // is (what the merge keeps is copied, nothing else).
@@ -233,6 +240,27 @@ mod tests {
             assert_eq!(names_of(&full), names_of(&reduced), "after {o}");
         }
         assert!(names_of(&full).iter().any(|(_, n)| n.len() == 2));
+    }
+
+    /// The first template's names, taken without merging, are those the merge onto the empty
+    /// pod gives (nulls discarded, order kept).
+    #[test]
+    fn names_of_the_first_template_are_the_merge_onto_the_empty_pod() {
+        for o in [
+            json!({"spec": {"containers": [{"name": "b"}, {"name": "a"}, {"name": "b"}],
+                "volumes": null, "initContainers": [{"name": null}], "imagePullSecrets": []}}),
+            json!({"metadata": {"labels": {"a": "b"}}, "spec": {
+                "volumes": [{"name": "v1", "emptyDir": {}}], "hostname": "h"}}),
+            json!({"spec": {}}),
+            json!({}),
+        ] {
+            let names = names_overlay(&o).expect("plain overlay is reduced");
+            let mut merged = json!({});
+            strategic::strategic_merge(POD_TYPE, &mut merged, &names).unwrap();
+            let mut taken = names;
+            strategic::discard_nulls(&mut taken);
+            assert_eq!(taken.to_string(), merged.to_string(), "{o}");
+        }
     }
 
     #[test]

@@ -299,7 +299,7 @@ fn same_type(a: &Value, b: &Value) -> bool {
 }
 
 /// Recursively drop `null`-valued keys inside maps (list elements themselves are kept).
-fn discard_nulls(v: &mut Value) {
+pub(crate) fn discard_nulls(v: &mut Value) {
     match v {
         Value::Object(m) => discard_nulls_in_map(m),
         Value::Array(a) => a.iter_mut().for_each(discard_nulls),
