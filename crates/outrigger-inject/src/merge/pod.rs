@@ -32,7 +32,7 @@ impl TemplateMerge {
     /// decision.
     pub fn new(pod: &Value, native_sidecars: bool) -> TemplateMerge {
         TemplateMerge {
-            merged: crate::json::compact::clone(pod),
+            merged: crate::json::compact::clone_fast(pod),
             template_pod: json!({}),
             native_sidecars,
             rendered: Vec::new(),
