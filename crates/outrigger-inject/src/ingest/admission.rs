@@ -294,13 +294,15 @@ fn check_shape(pod: &Value) -> Result<(), String> {
     )?;
     field("/spec/nodeName", "Pod.spec.nodeName", "string", false)?;
     field("/spec/hostNetwork", "Pod.spec.hostNetwork", "bool", false)?;
-    for map in ["labels", "annotations"] {
-        field(
-            &format!("/metadata/{map}"),
-            &format!("Pod.metadata.{map}"),
-            "map[string]string",
-            true,
-        )?;
+    for (map, ptr, go_field) in [
+        ("labels", "/metadata/labels", "Pod.metadata.labels"),
+        (
+            "annotations",
+            "/metadata/annotations",
+            "Pod.metadata.annotations",
+        ),
+    ] {
+        field(ptr, go_field, "map[string]string", true)?;
         if let Some(m) = pod
             .scan("metadata")
             .and_then(|m| m.scan(map))
@@ -326,9 +328,13 @@ pub(crate) fn prepare_pod(pod: &mut Value, request_namespace: &str) {
     let Some(root) = pod.as_object_mut() else {
         return;
     };
-    let meta = root
-        .entry("metadata")
-        .or_insert_with(|| Value::Object(Map::new()));
+    // Looked up by scanning; inserted (last, as `entry` would) only when missing.
+    if root.scan("metadata").is_none() {
+        root.insert("metadata".into(), Value::Object(Map::new()));
+    }
+    let Some(meta) = root.scan_mut("metadata") else {
+        return;
+    };
     if meta.is_null() {
         *meta = Value::Object(Map::new());
     }
@@ -339,7 +345,9 @@ pub(crate) fn prepare_pod(pod: &mut Value, request_namespace: &str) {
 
 /// [`prepare_pod`] on the metadata map alone.
 pub(crate) fn prepare_metadata(meta: &mut Map<String, Value>, request_namespace: &str) {
-    meta.remove("managedFields");
+    if meta.scan("managedFields").is_some() {
+        meta.remove("managedFields");
+    }
     let empty = meta
         .scan("namespace")
         .and_then(Value::as_str)
