@@ -5,8 +5,6 @@
 //! index, which is linear in the pod size; same operations in the same order) but build the JSON
 //! operations directly over one reusable pointer buffer, without an allocation per visited node.
 
-use std::fmt::Write;
-
 use serde_json::{Map, Value};
 
 use crate::go::json as gojson;
@@ -98,8 +96,8 @@ impl<'a> Diff<'a> {
         let mut shift = 0usize;
         for idx in 0..left.len().max(right.len()) {
             let len = self.pointer.len();
-            // Writing to a String cannot fail.
-            let _ = write!(self.pointer, "/{}", idx - shift);
+            self.pointer.push('/');
+            push_index(&mut self.pointer, idx - shift);
             match (left.get(idx), right.get(idx)) {
                 (Some(l), Some(r)) => self.value(l, r),
                 (Some(_), None) => {
@@ -151,7 +149,7 @@ impl<'a> Diff<'a> {
     fn enter(&mut self, key: &str) -> usize {
         let len = self.pointer.len();
         self.pointer.push('/');
-        if !key.contains(['~', '/']) {
+        if !key.bytes().any(|b| b == b'~' || b == b'/') {
             self.pointer.push_str(key);
             return len;
         }
@@ -171,6 +169,23 @@ impl<'a> Diff<'a> {
             path: self.pointer.clone(),
             value,
         });
+    }
+}
+
+/// Append the decimal digits of `n` (an array index of a pointer), without going through `fmt`.
+fn push_index(out: &mut String, mut n: usize) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for &d in &digits[at..] {
+        out.push(char::from(d));
     }
 }
 
@@ -232,6 +247,14 @@ mod tests {
             (json!({"a": 1, "b": 2}), json!({"b": 3, "a": 1})),
             (json!({"a": 1, "b": 2}), json!({"a": 1, "c": 2, "b": 2})),
             (json!({"a": 1, "b": 2, "c": 3}), json!({"a": 0, "c": 3})),
+            (
+                json!({"l": (0..25).collect::<Vec<_>>()}),
+                json!({"l": (0..112).map(|i| i % 23).collect::<Vec<_>>()}),
+            ),
+            (
+                json!({"l": (0..112).collect::<Vec<_>>()}),
+                json!({"l": [0, {"x~y/z": 1}]}),
+            ),
         ];
         for (a, b) in &cases {
             let ops = create(a, b);
