@@ -173,14 +173,17 @@ const CORE_KINDS: &[&str] = &[
 ];
 
 /// Bodies up to this size are parsed by `serde_json` itself, whose objects keep some spare
-/// capacity (bounded at this size) and cost fewer instructions to build than exact ones.
+/// capacity (bounded at this size) and cost fewer instructions to build than exact ones. A UTF-8
+/// body (what the API server sends) is read as text: validated once, not string by string
+/// (same values and errors as reading its bytes).
 const COMPACT_FROM: usize = 64 * 1024;
 
 pub(crate) fn parse_document(body: &[u8]) -> Result<Value, Malformed> {
-    let parsed = if body.len() < COMPACT_FROM {
-        serde_json::from_slice(body)
-    } else {
-        crate::json::compact::from_slice(body)
+    let parsed = match std::str::from_utf8(body) {
+        Ok(text) if body.len() < COMPACT_FROM => serde_json::from_str(text),
+        Ok(text) => crate::json::compact::from_str(text),
+        Err(_) if body.len() < COMPACT_FROM => serde_json::from_slice(body),
+        Err(_) => crate::json::compact::from_slice(body),
     };
     match parsed {
         Ok(v) => Ok(v),
@@ -372,6 +375,39 @@ pub(crate) fn prepare_metadata(meta: &mut Map<String, Value>, request_namespace:
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A UTF-8 body read as text gives what `serde_json::from_slice` gives, values and errors
+    /// ([`parse_document`] relies on it; `json::compact`'s tests check its own reader).
+    #[test]
+    fn small_bodies_parse_as_serde_json_reads_bytes() {
+        for text in [
+            &br#"{"a":1,"b":[1,2.5,-3,true,null,"x\u00e9\ud83d\ude00"],"c":{"d":{}},"e":[]}"#[..],
+            br#"{"k":1,"j":2,"k":3}"#,
+            br#"[1e400]"#,
+            br#""\ud800""#,
+            br#""\ud800\u0041""#,
+            "\"é\u{2028}\"".as_bytes(),
+            b"\"\xff\"",
+            b"{\"a\":\"\xc3\"}",
+            br#"{"a":1} trailing"#,
+            br#"{"a":"#,
+            br#"{"a":1,}"#,
+            b"\"tab\there\"",
+            b"",
+            b"nul",
+        ] {
+            let ours = match std::str::from_utf8(text) {
+                Ok(t) => serde_json::from_str::<Value>(t),
+                Err(_) => serde_json::from_slice(text),
+            };
+            let theirs = serde_json::from_slice::<Value>(text);
+            match (&ours, &theirs) {
+                (Ok(a), Ok(b)) => assert_eq!(a.to_string(), b.to_string(), "{text:?}"),
+                (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "{text:?}"),
+                _ => panic!("{text:?}: ours {ours:?}, serde_json {theirs:?}"),
+            }
+        }
+    }
 
     #[test]
     fn dry_run_is_read_as_a_go_bool_pointer() {
