@@ -306,8 +306,8 @@ fn word_is_special(chunk: &[u8]) -> bool {
         // or above 0x80, which the first term covers).
         | x.wrapping_sub(ONES * 0x20)
         // `"` (0x22) and `&` (0x26) differ in bit 2 only; `<` (0x3c) and `>` (0x3e) in bit 1.
-        | zero((x | ONES * 0x04) ^ (ONES * 0x26))
-        | zero((x | ONES * 0x02) ^ (ONES * 0x3e))
+        | zero((x | (ONES * 0x04)) ^ (ONES * 0x26))
+        | zero((x | (ONES * 0x02)) ^ (ONES * 0x3e))
         | zero(x ^ (ONES * u64::from(b'\\')));
     special & HIGH != 0
 }
