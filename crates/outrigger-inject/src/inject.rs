@@ -18,6 +18,7 @@ use crate::finish::{self, PostProcess};
 use crate::ingest::params::cluster_and_network;
 use crate::ingest::previous::strip_pod;
 use crate::ingest::workload::WorkloadMeta;
+use crate::json::Scan;
 use crate::kube::names::{POD_TYPE, PROXY_CONFIG_ANNOTATION};
 use crate::kube::pod::{annotation, meta_str, potential_name};
 use crate::kube::typed;
@@ -153,8 +154,8 @@ pub fn inject_normalized(original: &Value, p: &InjectParams<'_>) -> Result<Injec
     let mut warnings = Vec::new();
 
     if let Some(dns) = original
-        .get("spec")
-        .and_then(|s| s.get("dnsPolicy"))
+        .scan("spec")
+        .and_then(|s| s.scan("dnsPolicy"))
         .and_then(Value::as_str)
     {
         if !dns.is_empty() && dns != "ClusterFirst" {
@@ -168,7 +169,7 @@ pub fn inject_normalized(original: &Value, p: &InjectParams<'_>) -> Result<Injec
 
     let mesh_eff = mesh_for_pod(snapshot, original, p.mode)?;
     let no_proxy_config = json!({});
-    let proxy_config = mesh_eff.get("defaultConfig").unwrap_or(&no_proxy_config);
+    let proxy_config = mesh_eff.scan("defaultConfig").unwrap_or(&no_proxy_config);
     let mut proxy_envs = p.proxy_envs.clone();
     let (merged, template_pod) =
         run_templates(original, p, &mesh_eff, proxy_config, &mut proxy_envs)

@@ -25,6 +25,7 @@ use crate::ingest::params::proxy_envs;
 use crate::ingest::workload::workload_from_pod;
 use crate::inject::{self, InjectParams, Mode, Settings};
 use crate::json::lookup as jsonmap;
+use crate::json::Scan;
 use crate::kube::names;
 use crate::kube::pod::{meta_str, potential_name};
 use crate::mesh::MeshError;
@@ -336,10 +337,10 @@ fn refuse_from_scan(body: &[u8], ctx: &Context<'_>, known: &mut Known) -> Option
 /// a list of its spec (volumes, ...) or a list of one of its containers (env, ports, ...) hold
 /// more than `max` entries (`None`: it is not). Looks at list lengths only, not at their entries.
 fn oversized_list(pod: &Value, max: usize) -> Option<String> {
-    let spec = pod.get("spec")?.as_object()?;
+    let spec = pod.scan("spec")?.as_object()?;
     let containers: usize = list_scan::CONTAINER_LISTS
         .iter()
-        .filter_map(|f| spec.get(*f)?.as_array().map(Vec::len))
+        .filter_map(|f| spec.scan(f)?.as_array().map(Vec::len))
         .sum();
     if containers > max {
         return Some(list_scan::too_many_containers(containers, max));
@@ -376,7 +377,7 @@ fn oversized_list(pod: &Value, max: usize) -> Option<String> {
 fn event_metadata(pod: &Value, request_namespace: &str) -> Map<String, Value> {
     // Copied without managedFields (often the largest part of the metadata).
     let mut meta: Map<String, Value> = pod
-        .get("metadata")
+        .scan("metadata")
         .and_then(Value::as_object)
         .map(|m| {
             m.iter()

@@ -148,11 +148,34 @@ pub fn write_value(out: &mut String, v: &Value) {
 
 /// Append a JSON number the way Go encodes it (integers verbatim, float64 per `encoding/json`).
 pub fn write_number(out: &mut String, n: &serde_json::Number) {
-    if n.is_i64() || n.is_u64() {
-        out.push_str(&n.to_string());
+    if let Some(i) = n.as_u64() {
+        write_u64(out, i, false);
+    } else if let Some(i) = n.as_i64() {
+        write_u64(out, i.unsigned_abs(), i < 0);
     } else if let Some(f) = n.as_f64() {
         out.push_str(&format_float(f));
     }
+}
+
+/// Append the decimal digits of `n` (after a `-` when `negative`), without going through
+/// `fmt` or allocating.
+fn write_u64(out: &mut String, mut n: u64, negative: bool) {
+    let mut buf = [0u8; 21];
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    if negative {
+        at -= 1;
+        buf[at] = b'-';
+    }
+    // ASCII digits and `-` only.
+    out.push_str(std::str::from_utf8(&buf[at..]).unwrap_or_default());
 }
 
 /// Format a float64 as Go's `encoding/json` does: shortest round-trip digits, exponent form only
@@ -177,50 +200,116 @@ pub fn write_str(out: &mut String, s: &str) {
 }
 
 fn write_str_impl(out: &mut String, s: &str, html: bool) {
-    out.push('"');
     let bytes = s.as_bytes();
+    out.reserve(bytes.len() + 2);
+    out.push('"');
     let mut start = 0;
     let mut i = 0;
-    while i < bytes.len() {
-        let b = bytes[i];
-        if !NEEDS_CHECK[usize::from(b)] {
-            i += 1;
-            continue;
+    loop {
+        i = next_candidate(bytes, i);
+        if i >= bytes.len() {
+            break;
         }
-        let (esc, len): (Cow<'static, str>, usize) = match b {
-            b'"' => ("\\\"".into(), 1),
-            b'\\' => ("\\\\".into(), 1),
-            b'\n' => ("\\n".into(), 1),
-            b'\r' => ("\\r".into(), 1),
-            b'\t' => ("\\t".into(), 1),
-            0x08 => ("\\b".into(), 1),
-            0x0c => ("\\f".into(), 1),
-            b'<' | b'>' | b'&' if !html => {
+        // Byte by byte through the word that may hold a special byte.
+        let end = (i + 8).min(bytes.len());
+        while i < end {
+            let Some((esc, len)) = escape_at(bytes, i, html) else {
                 i += 1;
                 continue;
-            }
-            b'<' => ("\\u003c".into(), 1),
-            b'>' => ("\\u003e".into(), 1),
-            b'&' => ("\\u0026".into(), 1),
-            0x00..=0x1f => (format!("\\u{b:04x}").into(), 1),
-            // U+2028 and U+2029 are E2 80 A8 / E2 80 A9 in UTF-8.
-            _ => match bytes.get(i + 1..i + 3) {
-                Some([0x80, 0xa8]) => ("\\u2028".into(), 3),
-                Some([0x80, 0xa9]) => ("\\u2029".into(), 3),
-                _ => {
-                    i += 1;
-                    continue;
-                }
-            },
-        };
-        // `i` is at an ASCII byte or a UTF-8 lead byte: a character boundary.
-        out.push_str(&s[start..i]);
-        out.push_str(&esc);
-        i += len;
-        start = i;
+            };
+            // `i` is at an ASCII byte or a UTF-8 lead byte: a character boundary.
+            out.push_str(&s[start..i]);
+            out.push_str(&esc);
+            i += len;
+            start = i;
+        }
     }
     out.push_str(&s[start..]);
     out.push('"');
+}
+
+/// The escape of the character starting at `bytes[i]` and the length of its UTF-8 encoding, or
+/// `None` when it is written as it is.
+#[inline]
+fn escape_at(bytes: &[u8], i: usize, html: bool) -> Option<(Cow<'static, str>, usize)> {
+    let b = bytes[i];
+    if !NEEDS_CHECK[usize::from(b)] {
+        return None;
+    }
+    Some(match b {
+        b'"' => ("\\\"".into(), 1),
+        b'\\' => ("\\\\".into(), 1),
+        b'\n' => ("\\n".into(), 1),
+        b'\r' => ("\\r".into(), 1),
+        b'\t' => ("\\t".into(), 1),
+        0x08 => ("\\b".into(), 1),
+        0x0c => ("\\f".into(), 1),
+        b'<' | b'>' | b'&' if !html => return None,
+        b'<' => ("\\u003c".into(), 1),
+        b'>' => ("\\u003e".into(), 1),
+        b'&' => ("\\u0026".into(), 1),
+        0x00..=0x1f => (format!("\\u{b:04x}").into(), 1),
+        // U+2028 and U+2029 are E2 80 A8 / E2 80 A9 in UTF-8.
+        _ => match bytes.get(i + 1..i + 3) {
+            Some([0x80, 0xa8]) => ("\\u2028".into(), 3),
+            Some([0x80, 0xa9]) => ("\\u2029".into(), 3),
+            _ => return None,
+        },
+    })
+}
+
+/// The first position at or after `from` where a byte may need escaping ([`NEEDS_CHECK`]), or
+/// the length of `bytes`, skipping eight bytes at a time: a word is skipped only when none of
+/// its bytes is a control, `"`, `&`, `<`, `>`, `\\` or non-ASCII (conservative: the caller
+/// checks each byte from the position returned).
+fn next_candidate(bytes: &[u8], from: usize) -> usize {
+    let len = bytes.len();
+    let mut i = from;
+    while i + 8 <= len {
+        if word_is_special(&bytes[i..i + 8]) {
+            return i;
+        }
+        i += 8;
+    }
+    if i == len {
+        return len;
+    }
+    // The last bytes: the word ending at the end of `bytes` (overlapping bytes already passed),
+    // or, for a string shorter than a word, its bytes padded with a letter.
+    let special = if len >= 8 {
+        word_is_special(&bytes[len - 8..])
+    } else {
+        let mut word = [b'a'; 8];
+        word[..len - i].copy_from_slice(&bytes[i..]);
+        word_is_special(&word)
+    };
+    if special {
+        i
+    } else {
+        len
+    }
+}
+
+/// Whether one of the eight bytes of `chunk` is a control, `"`, `&`, `<`, `>`, `\\` or
+/// non-ASCII (a superset of the bytes [`NEEDS_CHECK`] marks).
+#[inline]
+fn word_is_special(chunk: &[u8]) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    // Whether some byte of `x` is zero (exact for presence).
+    let zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
+    let mut word = [0u8; 8];
+    word.copy_from_slice(chunk);
+    let x = u64::from_le_bytes(word);
+    let special = (x & HIGH)
+        // A byte below 0x20 borrows into its high bit (exact for presence once no byte is at
+        // or above 0x80, which the first term covers).
+        | x.wrapping_sub(ONES * 0x20)
+        // `"` (0x22) and `&` (0x26) differ in bit 2 only; `<` (0x3c) and `>` (0x3e) in bit 1.
+        | zero((x | (ONES * 0x04)) ^ (ONES * 0x26))
+        | zero((x | (ONES * 0x02)) ^ (ONES * 0x3e))
+        | zero(x ^ (ONES * u64::from(b'\\')));
+    special & HIGH != 0
 }
 
 /// Bytes that may need escaping: ASCII controls, `"`, `\\`, `<`, `>`, `&`, and 0xE2 (the lead byte
@@ -306,6 +395,41 @@ mod tests {
             write_str(&mut got, c);
             assert_eq!(got, reference(c), "{c:?}");
         }
+    }
+
+    /// Every special character at every offset of strings longer than a word, among plain
+    /// ASCII and other non-ASCII text: the word-at-a-time skip never passes over one.
+    #[test]
+    fn word_scanning_finds_every_special_character() {
+        let specials = [
+            "\"", "\\", "<", ">", "&", "\n", "\u{0}", "\u{1f}", "\u{2028}", "\u{2029}", "é",
+            "\u{2027}", "=", "?", "!", "$", "%", "'", " ", "\u{7f}",
+        ];
+        for len in [7usize, 8, 9, 15, 16, 17, 24, 33] {
+            for at in 0..len {
+                for sp in specials {
+                    let s = format!("{}{sp}{}", "a".repeat(at), "b".repeat(len - at));
+                    let mut got = String::new();
+                    write_str(&mut got, &s);
+                    assert_eq!(got, reference(&s), "{s:?}");
+                    let mut plain = String::new();
+                    write_str_impl(&mut plain, &s, false);
+                    let want = reference(&s)
+                        .replace("\\u003c", "<")
+                        .replace("\\u003e", ">")
+                        .replace("\\u0026", "&");
+                    assert_eq!(plain, want, "{s:?} without HTML escaping");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn integers_like_go() {
+        for n in [0i64, 1, -1, 9, 10, -10, 1234567890, i64::MIN, i64::MAX] {
+            assert_eq!(to_string(&json!(n)), n.to_string());
+        }
+        assert_eq!(to_string(&json!(u64::MAX)), u64::MAX.to_string());
     }
 
     #[test]

@@ -20,6 +20,33 @@ pub fn get<'a>(m: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
     }
 }
 
+/// `m.get_mut(key)`, scanning small objects instead of hashing the key.
+#[inline]
+pub fn get_mut<'a>(m: &'a mut Map<String, Value>, key: &str) -> Option<&'a mut Value> {
+    if m.len() <= SCAN_MAX {
+        m.iter_mut()
+            .find(|(k, _)| k.as_str() == key)
+            .map(|(_, v)| v)
+    } else {
+        m.get_mut(key)
+    }
+}
+
+/// `m.contains_key(key)`, scanning small objects instead of hashing the key.
+#[inline]
+pub fn contains(m: &Map<String, Value>, key: &str) -> bool {
+    get(m, key).is_some()
+}
+
+/// `v.get_mut(key)` for a JSON value (`None` unless `v` is an object holding `key`).
+#[inline]
+pub fn field_mut<'a>(v: &'a mut Value, key: &str) -> Option<&'a mut Value> {
+    match v {
+        Value::Object(m) => get_mut(m, key),
+        _ => None,
+    }
+}
+
 /// `v.get(key)` for a JSON value (`None` unless `v` is an object holding `key`).
 #[inline]
 pub fn field<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
@@ -60,10 +87,7 @@ pub fn pointer<'a>(v: &'a Value, ptr: &str) -> Option<&'a Value> {
 
 /// Mutable [`path`].
 pub fn path_mut<'a>(v: &'a mut Value, keys: &[&str]) -> Option<&'a mut Value> {
-    keys.iter().try_fold(v, |v, k| match v {
-        Value::Object(m) => m.get_mut(*k),
-        _ => None,
-    })
+    keys.iter().try_fold(v, |v, k| field_mut(v, k))
 }
 
 #[cfg(test)]
@@ -78,6 +102,14 @@ mod tests {
             for i in 0..n + 2 {
                 let key = format!("k{i}");
                 assert_eq!(get(&m, &key), m.get(&key), "n={n} key={key}");
+                assert_eq!(contains(&m, &key), m.contains_key(&key), "n={n} key={key}");
+                let want = m.get(&key).cloned();
+                let mut m2 = m.clone();
+                assert_eq!(
+                    get_mut(&mut m2, &key).map(|v| v.clone()),
+                    want,
+                    "n={n} key={key}"
+                );
             }
             assert_eq!(get(&m, ""), None);
         }

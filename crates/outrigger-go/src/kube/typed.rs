@@ -262,11 +262,18 @@ fn norm_struct(
         };
         let f = &idx.fields[i];
         renamed |= !exact;
-        let depth = path.len();
-        path.extend_from_slice(&f.embedded);
-        path.push(f.json);
-        let r = norm_field(idx, f, v, path, convert && !f.via_inline);
-        path.truncate(depth);
+        // The most common field, a string holding a string, decided as [`norm_field`] decides
+        // it, without extending the path (which only errors and nested values read).
+        let r = if matches!(f.kind, Kind::String | Kind::NamedString) && v.is_string() {
+            Ok(!(f.omitempty && v.as_str() == Some("")))
+        } else {
+            let depth = path.len();
+            path.extend_from_slice(&f.embedded);
+            path.push(f.json);
+            let r = norm_field(idx, f, v, path, convert && !f.via_inline);
+            path.truncate(depth);
+            r
+        };
         match r {
             Ok(true) => present |= 1 << (i % 64),
             Ok(false) => dropped.push(pos),

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use crate::json::Scan;
 use crate::kube::pod::{env_entry, env_mut, find_sidecar_mut};
 
 /// Replace the sidecar's env entries named in `proxy_envs` by plain entries appended in
@@ -17,7 +18,7 @@ pub(super) fn apply_cluster_envs(pod: &mut Value, proxy_envs: &BTreeMap<String, 
     };
     let env = env_mut(sidecar);
     env.retain(|e| {
-        !e.get("name")
+        !e.scan("name")
             .and_then(Value::as_str)
             .is_some_and(|n| proxy_envs.contains_key(n))
     });

@@ -6,6 +6,7 @@ use serde_json::{Map, Value};
 use super::tree::json_bool;
 use super::{PostProcess, PROXY_CONTAINER};
 use crate::json::lookup as jsonmap;
+use crate::json::Scan;
 use crate::kube::pod::container_name;
 
 /// Where [`move_container`] puts the element.
@@ -84,7 +85,7 @@ pub(super) fn reorder_containers(pod: &mut Value, p: &PostProcess<'_>) {
         "containers".into(),
         Value::Array(move_container(containers, PROXY_CONTAINER, end)),
     );
-    let had_init = spec.get("initContainers").is_some_and(Value::is_array);
+    let had_init = spec.scan("initContainers").is_some_and(Value::is_array);
     let mut init = take_list(spec, "initContainers");
     if init.iter().any(|c| container_name(c) == PROXY_CONTAINER) {
         for name in [

@@ -13,6 +13,7 @@ use super::{
 use crate::go::json as gojson;
 use crate::go::strconv::atoi;
 use crate::json::lookup as jsonmap;
+use crate::json::Scan;
 use crate::kube::pod::{
     annotation, annotations, container_name, env_entry, env_mut, find_sidecar, find_sidecar_mut,
 };
@@ -53,7 +54,7 @@ impl IntOrStr {
 }
 
 fn opt_string(m: &Map<String, Value>, key: &str) -> std::result::Result<String, String> {
-    match m.get(key) {
+    match m.scan(key) {
         None | Some(Value::Null) => Ok(String::new()),
         Some(Value::String(s)) => Ok(s.clone()),
         Some(other) => Err(format!(
@@ -85,7 +86,7 @@ struct HttpGet {
 impl HttpGet {
     fn from_json(v: &Value) -> std::result::Result<HttpGet, String> {
         let m = as_object(v, "HTTPGetAction")?;
-        let headers = match m.get("httpHeaders") {
+        let headers = match m.scan("httpHeaders") {
             None | Some(Value::Null) => Vec::new(),
             Some(Value::Array(hs)) => hs
                 .iter()
@@ -103,7 +104,7 @@ impl HttpGet {
         };
         Ok(HttpGet {
             path: opt_string(m, "path")?,
-            port: IntOrStr::from_json(m.get("port"))?,
+            port: IntOrStr::from_json(m.scan("port"))?,
             host: opt_string(m, "host")?,
             scheme: opt_string(m, "scheme")?,
             headers,
@@ -141,7 +142,7 @@ impl TcpSocket {
     fn from_json(v: &Value) -> std::result::Result<TcpSocket, String> {
         let m = as_object(v, "TCPSocketAction")?;
         Ok(TcpSocket {
-            port: IntOrStr::from_json(m.get("port"))?,
+            port: IntOrStr::from_json(m.scan("port"))?,
             host: opt_string(m, "host")?,
         })
     }
@@ -166,14 +167,14 @@ struct Grpc {
 impl Grpc {
     fn from_json(v: &Value) -> std::result::Result<Grpc, String> {
         let m = as_object(v, "GRPCAction")?;
-        let port = match IntOrStr::from_json(m.get("port"))? {
+        let port = match IntOrStr::from_json(m.scan("port"))? {
             IntOrStr::Int(i) => i,
             IntOrStr::Str(_) => return Err(
                 "json: cannot unmarshal string into Go struct field GRPCAction.port of type int32"
                     .into(),
             ),
         };
-        let service = match m.get("service") {
+        let service = match m.scan("service") {
             None | Some(Value::Null) => None,
             Some(_) => Some(opt_string(m, "service")?),
         };
@@ -205,7 +206,7 @@ impl Prober {
             return Ok(None);
         }
         let m = as_object(v, "Prober")?;
-        let field = |k: &str| m.get(k).filter(|x| !x.is_null());
+        let field = |k: &str| m.scan(k).filter(|x| !x.is_null());
         let timeout = match field("timeoutSeconds") {
             None => 0,
             Some(t) => match IntOrStr::from_json(Some(t))? {
@@ -243,7 +244,7 @@ impl Prober {
     /// A probe's prober: first of httpGet, tcpSocket, grpc (exec or nothing → none).
     fn from_probe(probe: &Value) -> Option<Prober> {
         let timeout = probe
-            .get("timeoutSeconds")
+            .scan("timeoutSeconds")
             .and_then(Value::as_i64)
             .unwrap_or(0);
         let mut p = Self::from_handler(probe)?;
@@ -253,7 +254,7 @@ impl Prober {
 
     /// A lifecycle handler's (or probe's) action, without timeout.
     fn from_handler(handler: &Value) -> Option<Prober> {
-        let get = |k: &str| handler.get(k).filter(|v| !v.is_null());
+        let get = |k: &str| handler.scan(k).filter(|v| !v.is_null());
         if let Some(h) = get("httpGet") {
             return HttpGet::from_json(h).ok().map(|h| Prober {
                 http_get: Some(h),
@@ -330,22 +331,22 @@ impl ProbeKind {
 
     fn get(self, c: &Value) -> Option<&Value> {
         let v = match self {
-            ProbeKind::Readiness => c.get("readinessProbe"),
-            ProbeKind::Liveness => c.get("livenessProbe"),
-            ProbeKind::Startup => c.get("startupProbe"),
-            ProbeKind::PreStop => c.get("lifecycle")?.get("preStop"),
-            ProbeKind::PostStart => c.get("lifecycle")?.get("postStart"),
+            ProbeKind::Readiness => c.scan("readinessProbe"),
+            ProbeKind::Liveness => c.scan("livenessProbe"),
+            ProbeKind::Startup => c.scan("startupProbe"),
+            ProbeKind::PreStop => c.scan("lifecycle")?.scan("preStop"),
+            ProbeKind::PostStart => c.scan("lifecycle")?.scan("postStart"),
         };
         v.filter(|v| v.is_object())
     }
 
     fn get_mut(self, c: &mut Value) -> Option<&mut Map<String, Value>> {
         let v = match self {
-            ProbeKind::Readiness => c.get_mut("readinessProbe"),
-            ProbeKind::Liveness => c.get_mut("livenessProbe"),
-            ProbeKind::Startup => c.get_mut("startupProbe"),
-            ProbeKind::PreStop => c.get_mut("lifecycle")?.get_mut("preStop"),
-            ProbeKind::PostStart => c.get_mut("lifecycle")?.get_mut("postStart"),
+            ProbeKind::Readiness => c.scan_mut("readinessProbe"),
+            ProbeKind::Liveness => c.scan_mut("livenessProbe"),
+            ProbeKind::Startup => c.scan_mut("startupProbe"),
+            ProbeKind::PreStop => c.scan_mut("lifecycle")?.scan_mut("preStop"),
+            ProbeKind::PostStart => c.scan_mut("lifecycle")?.scan_mut("postStart"),
         };
         v?.as_object_mut()
     }
@@ -364,21 +365,21 @@ impl ProbeKind {
 fn app_containers(pod: &Value) -> impl Iterator<Item = &Value> {
     ["initContainers", "containers"]
         .into_iter()
-        .filter_map(|list| pod.get("spec")?.get(list)?.as_array())
+        .filter_map(|list| pod.scan("spec")?.scan(list)?.as_array())
         .flatten()
         .filter(|c| container_name(c) != PROXY_CONTAINER)
 }
 
 fn named_ports(c: &Value) -> BTreeMap<String, i64> {
-    c.get("ports")
+    c.scan("ports")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
         .filter_map(|p| {
-            let name = p.get("name")?.as_str().filter(|n| !n.is_empty())?;
+            let name = p.scan("name")?.as_str().filter(|n| !n.is_empty())?;
             Some((
                 name.to_string(),
-                p.get("containerPort").and_then(Value::as_i64).unwrap_or(0),
+                p.scan("containerPort").and_then(Value::as_i64).unwrap_or(0),
             ))
         })
         .collect()
@@ -480,17 +481,18 @@ pub(super) fn apply_probe_rewrite(
 /// Store the probers in the sidecar's `ISTIO_KUBE_APP_PROBERS`, merging with a
 /// previous injection's value.
 fn record_probers(pod: &mut Value, probers: String, warnings: &mut Vec<String>) {
-    let reinjected = annotations(pod).is_some_and(|a| a.contains_key(STATUS_ANNOTATION));
+    let reinjected =
+        annotations(pod).is_some_and(|a| crate::json::lookup::contains(a, STATUS_ANNOTATION));
     let Some(sidecar) = find_sidecar_mut(pod) else {
         return;
     };
     let env = env_mut(sidecar);
     let existing = env
         .iter_mut()
-        .find(|e| e.get("name").and_then(Value::as_str) == Some(APP_PROBERS_ENV));
+        .find(|e| e.scan("name").and_then(Value::as_str) == Some(APP_PROBERS_ENV));
     match existing {
         Some(entry) if reinjected => {
-            let old = entry.get("value").and_then(Value::as_str).unwrap_or("");
+            let old = entry.scan("value").and_then(Value::as_str).unwrap_or("");
             match merge_probers(old, &probers) {
                 Ok(merged) => *entry = env_entry(APP_PROBERS_ENV, &merged),
                 Err(e) => warnings.push(e),
@@ -502,11 +504,11 @@ fn record_probers(pod: &mut Value, probers: String, warnings: &mut Vec<String>) 
 
 /// Istio's `patchRewriteProbe`: point every app probe and lifecycle handler at the agent.
 fn rewrite_probes(pod: &mut Value, status_port: i64) {
-    let Some(spec) = pod.get_mut("spec").and_then(Value::as_object_mut) else {
+    let Some(spec) = pod.scan_mut("spec").and_then(Value::as_object_mut) else {
         return;
     };
     for list in ["initContainers", "containers"] {
-        let Some(cs) = spec.get_mut(list).and_then(Value::as_array_mut) else {
+        let Some(cs) = spec.scan_mut(list).and_then(Value::as_array_mut) else {
             continue;
         };
         for c in cs.iter_mut() {
@@ -531,12 +533,12 @@ fn http_get_to(url: &str, status_port: i64) -> Value {
 }
 
 fn rewrite_probe(probe: &mut Map<String, Value>, url: &str, status_port: i64, allow_grpc: bool) {
-    let present = |p: &Map<String, Value>, k: &str| p.get(k).is_some_and(|v| !v.is_null());
+    let present = |p: &Map<String, Value>, k: &str| p.scan(k).is_some_and(|v| !v.is_null());
     if present(probe, "httpGet") {
-        if let Some(h) = probe.get_mut("httpGet").and_then(Value::as_object_mut) {
+        if let Some(h) = probe.scan_mut("httpGet").and_then(Value::as_object_mut) {
             h.insert("port".into(), Value::from(status_port));
             h.insert("path".into(), Value::String(url.into()));
-            if h.get("scheme").and_then(Value::as_str) == Some("HTTPS") {
+            if h.scan("scheme").and_then(Value::as_str) == Some("HTTPS") {
                 h.insert("scheme".into(), "HTTP".into());
             }
         }

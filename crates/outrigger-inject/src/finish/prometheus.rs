@@ -7,6 +7,7 @@ use super::tree::{json_bool, parse_go_bool};
 use super::{MERGE_METRICS, PROMETHEUS_ENV, SECURE_PORT, SECURE_PORT_ENV};
 use crate::go::json as gojson;
 use crate::go::strconv::atoi;
+use crate::json::Scan;
 use crate::kube::annotations::SECURE_PORT_ANNOTATION;
 use crate::kube::pod::{
     annotations, env_entry, env_mut, existing_annotations_mut, find_sidecar, find_sidecar_mut,
@@ -232,14 +233,14 @@ fn prometheus_merge_enabled(
     mesh: &Value,
     warnings: &mut Vec<String>,
 ) -> bool {
-    if let Some(v) = annotations.get(MERGE_METRICS).and_then(Value::as_str) {
+    if let Some(v) = annotations.scan(MERGE_METRICS).and_then(Value::as_str) {
         match parse_go_bool(v) {
             Some(b) => return b,
             // [quirk] the reference logs the parsed zero value, not the annotation's value.
             None => warnings.push(format!("invalid annotation {MERGE_METRICS}=false")),
         }
     }
-    mesh.get("enablePrometheusMerge")
+    mesh.scan("enablePrometheusMerge")
         .and_then(json_bool)
         .unwrap_or(true)
 }
@@ -285,13 +286,13 @@ pub(super) fn apply_secure_port(pod: &mut Value) {
         return;
     }
     let port = find_sidecar(pod)
-        .and_then(|s| s.get("env"))
+        .and_then(|s| s.scan("env"))
         .and_then(Value::as_array)
         .and_then(|env| {
             env.iter()
-                .find(|e| e.get("name").and_then(Value::as_str) == Some(SECURE_PORT_ENV))
+                .find(|e| e.scan("name").and_then(Value::as_str) == Some(SECURE_PORT_ENV))
         })
-        .map(|e| e.get("value").and_then(Value::as_str).unwrap_or(""))
+        .map(|e| e.scan("value").and_then(Value::as_str).unwrap_or(""))
         .filter(|v| !v.is_empty() && *v != "0")
         .map(str::to_string);
     if let (Some(port), Some(ann)) = (port, existing_annotations_mut(pod)) {

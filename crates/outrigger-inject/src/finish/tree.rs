@@ -5,6 +5,7 @@ use serde_json::{Map, Value};
 
 use super::FinishError;
 use crate::json::JsonError;
+use crate::json::Scan;
 use crate::kube::typed::TypeError;
 
 /// Make sure `metadata`, `metadata.annotations` and `metadata.labels` are objects.
@@ -43,7 +44,7 @@ pub(super) fn parse_go_bool(s: &str) -> Option<bool> {
 pub(super) fn json_bool(v: &Value) -> Option<bool> {
     match v {
         Value::Bool(b) => Some(*b),
-        Value::Object(m) => m.get("value").and_then(json_bool),
+        Value::Object(m) => m.scan("value").and_then(json_bool),
         _ => None,
     }
 }

@@ -5,6 +5,7 @@ use std::borrow::Cow;
 use serde_json::{Map, Value};
 
 use crate::json::JsonError;
+use crate::json::Scan;
 use crate::kube::names::{OVERRIDES_ANNOTATION, STATUS_ANNOTATION};
 use crate::kube::pod::{annotation, annotations_mut, container_name, containers, containers_mut};
 use crate::kube::prometheus::strip_prometheus_annotations;
@@ -37,16 +38,16 @@ impl Status {
         let v: Value = serde_json::from_str(text).ok()?;
         let m = v.as_object()?;
         if !matches!(
-            m.get("revision"),
+            m.scan("revision"),
             None | Some(Value::Null) | Some(Value::String(_))
         ) {
             return None;
         }
         Some(Status {
-            init_containers: names(m.get("initContainers"))?,
-            containers: names(m.get("containers"))?,
-            volumes: names(m.get("volumes"))?,
-            image_pull_secrets: names(m.get("imagePullSecrets"))?,
+            init_containers: names(m.scan("initContainers"))?,
+            containers: names(m.scan("containers"))?,
+            volumes: names(m.scan("volumes"))?,
+            image_pull_secrets: names(m.scan("imagePullSecrets"))?,
         })
     }
 
@@ -57,7 +58,7 @@ impl Status {
         let field = |k: &str| {
             parsed
                 .as_ref()
-                .and_then(|v| names(v.get(k)))
+                .and_then(|v| names(v.scan(k)))
                 .unwrap_or_default()
         };
         Status {
@@ -116,18 +117,18 @@ pub fn without_injected_containers(pod: &Value) -> Value {
 
 /// Drop empty container lists and annotation maps created while stripping, as Go's omitempty would.
 pub fn tidy_lists(pod: &mut Value) {
-    if let Some(spec) = pod.get_mut("spec").and_then(Value::as_object_mut) {
+    if let Some(spec) = pod.scan_mut("spec").and_then(Value::as_object_mut) {
         if spec
-            .get("initContainers")
+            .scan("initContainers")
             .and_then(Value::as_array)
             .is_some_and(Vec::is_empty)
         {
             spec.remove("initContainers");
         }
     }
-    if let Some(meta) = pod.get_mut("metadata").and_then(Value::as_object_mut) {
+    if let Some(meta) = pod.scan_mut("metadata").and_then(Value::as_object_mut) {
         if meta
-            .get("annotations")
+            .scan("annotations")
             .and_then(Value::as_object)
             .is_some_and(Map::is_empty)
         {
@@ -143,7 +144,7 @@ pub fn parse_overrides(pod: &Value) -> Result<(Vec<Value>, Vec<Value>), JsonErro
     };
     let v: Value = serde_json::from_str(text).map_err(JsonError::Overrides)?;
     let list = |k: &str| -> Result<Vec<Value>, JsonError> {
-        match v.get(k) {
+        match v.scan(k) {
             None | Some(Value::Null) => Ok(Vec::new()),
             Some(Value::Array(a)) => Ok(a.clone()),
             Some(other) => Err(JsonError::OverridesList {

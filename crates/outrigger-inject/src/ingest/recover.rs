@@ -25,6 +25,7 @@ use serde_json::{Map, Value};
 
 use super::previous::{parse_overrides, tidy_lists, Status};
 use crate::json::JsonError;
+use crate::json::Scan;
 use crate::kube::annotations::{on_reinject, Reinject};
 use crate::kube::names::{
     APP_PROBERS_ENV, NETWORK_LABEL, PROMETHEUS_ENV, PROXY_CONTAINER, STATUS_ANNOTATION,
@@ -117,7 +118,7 @@ pub fn recover(pod: &Value) -> Result<Recovered, JsonError> {
         ("imagePullSecrets", &status.image_pull_secrets),
     ] {
         if let Some(items) = out
-            .get_mut("spec")
+            .scan_mut("spec")
             .and_then(|s| s.get_mut(list))
             .and_then(Value::as_array_mut)
         {
@@ -146,8 +147,8 @@ pub fn recover(pod: &Value) -> Result<Recovered, JsonError> {
         }
     }
     let mut removed = Vec::new();
-    if let Some(meta) = out.get_mut("metadata").and_then(Value::as_object_mut) {
-        if let Some(ann) = meta.get_mut("annotations").and_then(Value::as_object_mut) {
+    if let Some(meta) = out.scan_mut("metadata").and_then(Value::as_object_mut) {
+        if let Some(ann) = meta.scan_mut("annotations").and_then(Value::as_object_mut) {
             // The status, overrides and outrigger's marker: the pod before injection had none.
             for name in on_reinject(Reinject::Remove) {
                 ann.remove(name);
@@ -164,7 +165,7 @@ pub fn recover(pod: &Value) -> Result<Recovered, JsonError> {
                 &mut removed,
             );
         }
-        if let Some(labels) = meta.get_mut("labels").and_then(Value::as_object_mut) {
+        if let Some(labels) = meta.scan_mut("labels").and_then(Value::as_object_mut) {
             take(
                 labels,
                 MetaField::Labels,
@@ -209,14 +210,14 @@ fn proxy_env(pod: &Value, status: &Status) -> std::collections::BTreeMap<String,
         .find(|c| container_name(c) == PROXY_CONTAINER)
         .filter(|_| injected_proxy);
     proxy
-        .and_then(|p| p.get("env"))
+        .and_then(|p| p.scan("env"))
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
         .filter_map(|e| {
             Some((
-                e.get("name")?.as_str()?.to_string(),
-                e.get("value")?.as_str()?.to_string(),
+                e.scan("name")?.as_str()?.to_string(),
+                e.scan("value")?.as_str()?.to_string(),
             ))
         })
         .collect()
@@ -241,7 +242,7 @@ fn restore_probes(pod: &mut Value, status: &Status, probers: &Map<String, Value>
             &status.init_containers
         };
         let Some(cs) = pod
-            .get_mut("spec")
+            .scan_mut("spec")
             .and_then(|s| s.get_mut(list))
             .and_then(Value::as_array_mut)
         else {
@@ -255,15 +256,17 @@ fn restore_probes(pod: &mut Value, status: &Status, probers: &Map<String, Value>
             for (kind, url) in PROBES {
                 let url = url.replace("{}", &name);
                 let handler = match kind {
-                    "preStop" | "postStart" => c.get_mut("lifecycle").and_then(|l| l.get_mut(kind)),
+                    "preStop" | "postStart" => {
+                        c.scan_mut("lifecycle").and_then(|l| l.get_mut(kind))
+                    }
                     _ => c.get_mut(kind),
                 };
                 let Some(handler) = handler.and_then(Value::as_object_mut) else {
                     continue;
                 };
                 let rewritten = handler
-                    .get("httpGet")
-                    .and_then(|h| h.get("path"))
+                    .scan("httpGet")
+                    .and_then(|h| h.scan("path"))
                     .and_then(Value::as_str)
                     == Some(url.as_str());
                 let Some(prober) = probers.get(&url).and_then(Value::as_object) else {
@@ -297,13 +300,13 @@ fn restore_prometheus(
         remove_prometheus_annotations(ann);
         let s = |k: &str| cfg.get(k).and_then(Value::as_str).unwrap_or("").to_string();
         let targets: Vec<String> = cfg
-            .get("targets")
+            .scan("targets")
             .and_then(Value::as_array)
             .into_iter()
             .flatten()
             .filter_map(|t| {
-                let port = t.get("port")?.as_str()?;
-                let path = t.get("path").and_then(Value::as_str).unwrap_or("");
+                let port = t.scan("port")?.as_str()?;
+                let path = t.scan("path").and_then(Value::as_str).unwrap_or("");
                 Some(if path.is_empty() {
                     port.to_string()
                 } else {
@@ -340,7 +343,7 @@ fn restore_prometheus(
 
 /// Drop the volume and pull-secret lists emptied by the recovery, as Go's omitempty would.
 fn tidy_spec(pod: &mut Value) {
-    if let Some(spec) = pod.get_mut("spec").and_then(Value::as_object_mut) {
+    if let Some(spec) = pod.scan_mut("spec").and_then(Value::as_object_mut) {
         for list in ["volumes", "imagePullSecrets"] {
             if spec
                 .get(list)
@@ -351,9 +354,9 @@ fn tidy_spec(pod: &mut Value) {
             }
         }
     }
-    if let Some(meta) = pod.get_mut("metadata").and_then(Value::as_object_mut) {
+    if let Some(meta) = pod.scan_mut("metadata").and_then(Value::as_object_mut) {
         if meta
-            .get("labels")
+            .scan("labels")
             .and_then(Value::as_object)
             .is_some_and(Map::is_empty)
         {

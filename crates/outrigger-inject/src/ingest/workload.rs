@@ -3,6 +3,7 @@
 
 use serde_json::{Map, Value};
 
+use crate::json::Scan;
 use crate::kube::pod::{label, meta_str};
 
 /// Why a document cannot be injected by kube-inject (`outrigger inject`): a document that is
@@ -77,15 +78,15 @@ pub fn workload_from_pod(pod: &Value) -> WorkloadMeta {
         return w;
     }
     let owner = pod
-        .get("metadata")
-        .and_then(|m| m.get("ownerReferences"))
+        .scan("metadata")
+        .and_then(|m| m.scan("ownerReferences"))
         .and_then(Value::as_array)
         .and_then(|refs| {
             refs.iter()
-                .find(|r| r.get("controller").and_then(Value::as_bool) == Some(true))
+                .find(|r| r.scan("controller").and_then(Value::as_bool) == Some(true))
         });
     if let Some(r) = owner {
-        let s = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+        let s = |k: &str| r.scan(k).and_then(Value::as_str).unwrap_or("").to_string();
         w.kind = s("kind");
         w.api_version = s("apiVersion");
         w.name = s("name");

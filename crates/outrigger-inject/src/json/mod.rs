@@ -41,3 +41,36 @@ pub fn short(v: &Value) -> String {
         s
     }
 }
+
+/// Lookups by key on JSON values and objects that scan small objects instead of hashing the key
+/// ([`lookup`]): what `get` and `get_mut` answer, for the few-key objects pods are made of.
+pub(crate) trait Scan {
+    /// `get(key)`: the value under `key` (`None` for a value that is not an object).
+    fn scan(&self, key: &str) -> Option<&Value>;
+    /// `get_mut(key)`.
+    fn scan_mut(&mut self, key: &str) -> Option<&mut Value>;
+}
+
+impl Scan for Value {
+    #[inline]
+    fn scan(&self, key: &str) -> Option<&Value> {
+        lookup::field(self, key)
+    }
+
+    #[inline]
+    fn scan_mut(&mut self, key: &str) -> Option<&mut Value> {
+        lookup::field_mut(self, key)
+    }
+}
+
+impl Scan for serde_json::Map<String, Value> {
+    #[inline]
+    fn scan(&self, key: &str) -> Option<&Value> {
+        lookup::get(self, key)
+    }
+
+    #[inline]
+    fn scan_mut(&mut self, key: &str) -> Option<&mut Value> {
+        lookup::get_mut(self, key)
+    }
+}

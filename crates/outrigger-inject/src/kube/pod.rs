@@ -2,22 +2,22 @@
 
 use serde_json::{Map, Value};
 
+use crate::json::lookup::{field, field_mut, get, get_mut, path};
 use crate::kube::names::PROXY_CONTAINER;
 
 /// Annotation value of a pod.
 pub fn annotation<'a>(pod: &'a Value, name: &str) -> Option<&'a str> {
-    pod.get("metadata")?.get("annotations")?.get(name)?.as_str()
+    path(pod, &["metadata", "annotations", name])?.as_str()
 }
 
 /// Label value of a pod.
 pub fn label<'a>(pod: &'a Value, name: &str) -> Option<&'a str> {
-    pod.get("metadata")?.get("labels")?.get(name)?.as_str()
+    path(pod, &["metadata", "labels", name])?.as_str()
 }
 
 /// A string field of `metadata` (`name`, `namespace`, ...); `""` when absent or not a string.
 pub fn meta_str<'a>(pod: &'a Value, field: &str) -> &'a str {
-    pod.get("metadata")
-        .and_then(|m| m.get(field))
+    path(pod, &["metadata", field])
         .and_then(Value::as_str)
         .unwrap_or("")
 }
@@ -32,9 +32,11 @@ pub fn object_mut<'a>(v: &'a mut Value, key: &str) -> &'a mut Map<String, Value>
 
 /// The object under `key` of `m`, created when missing or not an object.
 pub fn map_object<'a>(m: &'a mut Map<String, Value>, key: &str) -> &'a mut Map<String, Value> {
-    let e = m
-        .entry(key.to_string())
-        .or_insert_with(|| Value::Object(Map::new()));
+    // Looked up by scanning (no hashing, no key copied when present), as `entry` would insert.
+    if get(m, key).is_none() {
+        m.insert(key.to_string(), Value::Object(Map::new()));
+    }
+    let e = get_mut(m, key).expect("just inserted");
     if !e.is_object() {
         *e = Value::Object(Map::new());
     }
@@ -49,22 +51,19 @@ pub fn annotations_mut(pod: &mut Value) -> &mut Map<String, Value> {
 
 /// `metadata.annotations` when it is an object.
 pub fn annotations(pod: &Value) -> Option<&Map<String, Value>> {
-    pod.get("metadata")?.get("annotations")?.as_object()
+    path(pod, &["metadata", "annotations"])?.as_object()
 }
 
 /// `metadata.annotations` when it is already an object, without creating it (compare
 /// [`annotations_mut`]).
 pub fn existing_annotations_mut(pod: &mut Value) -> Option<&mut Map<String, Value>> {
-    pod.get_mut("metadata")?
-        .get_mut("annotations")?
-        .as_object_mut()
+    field_mut(field_mut(pod, "metadata")?, "annotations")?.as_object_mut()
 }
 
 /// The sidecar: first `istio-proxy` in `spec.containers`, else in `spec.initContainers`.
 pub fn find_sidecar_mut(pod: &mut Value) -> Option<&mut Map<String, Value>> {
-    let spec = pod.get_mut("spec")?.as_object_mut()?;
-    let in_containers = spec
-        .get("containers")
+    let spec = field_mut(pod, "spec")?.as_object_mut()?;
+    let in_containers = get(spec, "containers")
         .and_then(Value::as_array)
         .is_some_and(|cs| cs.iter().any(|c| container_name(c) == PROXY_CONTAINER));
     let list = if in_containers {
@@ -72,7 +71,7 @@ pub fn find_sidecar_mut(pod: &mut Value) -> Option<&mut Map<String, Value>> {
     } else {
         "initContainers"
     };
-    spec.get_mut(list)?
+    get_mut(spec, list)?
         .as_array_mut()?
         .iter_mut()
         .find(|c| container_name(c) == PROXY_CONTAINER)?
@@ -81,9 +80,9 @@ pub fn find_sidecar_mut(pod: &mut Value) -> Option<&mut Map<String, Value>> {
 
 /// The sidecar: first `istio-proxy` in `spec.containers`, else in `spec.initContainers`.
 pub fn find_sidecar(pod: &Value) -> Option<&Map<String, Value>> {
+    let spec = field(pod, "spec")?;
     ["containers", "initContainers"].iter().find_map(|list| {
-        pod.get("spec")?
-            .get(*list)?
+        field(spec, list)?
             .as_array()?
             .iter()
             .find(|c| container_name(c) == PROXY_CONTAINER)?
@@ -93,9 +92,10 @@ pub fn find_sidecar(pod: &Value) -> Option<&Map<String, Value>> {
 
 /// The container's `env` list, created when missing or not a list.
 pub fn env_mut(container: &mut Map<String, Value>) -> &mut Vec<Value> {
-    let slot = container
-        .entry("env")
-        .or_insert_with(|| Value::Array(Vec::new()));
+    if get(container, "env").is_none() {
+        container.insert("env".into(), Value::Array(Vec::new()));
+    }
+    let slot = get_mut(container, "env").expect("just inserted");
     if !slot.is_array() {
         *slot = Value::Array(Vec::new());
     }
@@ -112,8 +112,7 @@ pub fn env_entry(name: &str, value: &str) -> Value {
 
 /// The container list `list` (`containers`, `initContainers`) of `spec`; empty when absent.
 pub fn containers<'a>(pod: &'a Value, list: &str) -> &'a [Value] {
-    pod.get("spec")
-        .and_then(|s| s.get(list))
+    path(pod, &["spec", list])
         .and_then(Value::as_array)
         .map(Vec::as_slice)
         .unwrap_or(&[])
@@ -122,9 +121,10 @@ pub fn containers<'a>(pod: &'a Value, list: &str) -> &'a [Value] {
 /// The container list `list` of `spec`, created when missing or not a list.
 pub fn containers_mut<'a>(pod: &'a mut Value, list: &str) -> &'a mut Vec<Value> {
     let spec = object_mut(pod, "spec");
-    let e = spec
-        .entry(list.to_string())
-        .or_insert_with(|| Value::Array(Vec::new()));
+    if get(spec, list).is_none() {
+        spec.insert(list.to_string(), Value::Array(Vec::new()));
+    }
+    let e = get_mut(spec, list).expect("just inserted");
     if !e.is_array() {
         *e = Value::Array(Vec::new());
     }
@@ -133,7 +133,7 @@ pub fn containers_mut<'a>(pod: &'a mut Value, list: &str) -> &'a mut Vec<Value> 
 
 /// `name` of a container; `""` when absent.
 pub fn container_name(c: &Value) -> &str {
-    c.get("name").and_then(Value::as_str).unwrap_or("")
+    field(c, "name").and_then(Value::as_str).unwrap_or("")
 }
 
 /// The container named `name` in the list `list` of `spec`.

@@ -5,6 +5,7 @@ use serde_json::{json, Map, Value};
 
 use crate::go::json as gojson;
 use crate::ingest::previous::{parse_overrides, Status};
+use crate::json::Scan;
 use crate::kube::names::{
     INIT_CONTAINER, OVERRIDES_ANNOTATION, PROXY_CONTAINER, STATUS_ANNOTATION, VALIDATION_CONTAINER,
 };
@@ -59,7 +60,7 @@ pub fn reapply_overwritten_containers(
                     .cloned()
             });
             let Some(mut overlay) = found else { continue };
-            if overlay.get("image").and_then(Value::as_str) == Some("auto") {
+            if overlay.scan("image").and_then(Value::as_str) == Some("auto") {
                 if let Some(m) = overlay.as_object_mut() {
                     m.remove("image");
                 }
@@ -119,11 +120,11 @@ pub fn adjust_init_container_user(
     else {
         return;
     };
-    let Some(sc) = user_proxy.get("securityContext") else {
+    let Some(sc) = user_proxy.scan("securityContext") else {
         return;
     };
-    let run_as_user = int_of(sc.get("runAsUser"));
-    let run_as_group = int_of(sc.get("runAsGroup"));
+    let run_as_user = int_of(sc.scan("runAsUser"));
+    let run_as_group = int_of(sc.scan("runAsGroup"));
     if run_as_user.is_none() && run_as_group.is_none() {
         return;
     }
@@ -135,7 +136,10 @@ pub fn adjust_init_container_user(
         warnings.push("Could not find either istio-init or istio-validation container".into());
         return;
     };
-    let tproxy = proxy_config.get("interceptionMode").and_then(Value::as_str) == Some("TPROXY")
+    let tproxy = proxy_config
+        .scan("interceptionMode")
+        .and_then(Value::as_str)
+        == Some("TPROXY")
         || annotation(merged, "sidecar.istio.io/interceptionMode") == Some("TPROXY");
     if tproxy && run_as_user.is_some() {
         let proxy = containers_mut(merged, "containers")
@@ -170,7 +174,7 @@ pub fn adjust_init_container_user(
         }
     }
     if let Some(u) = run_as_user.filter(|u| *u != 0) {
-        if let Some(args) = ic.get_mut("args").and_then(Value::as_array_mut) {
+        if let Some(args) = ic.scan_mut("args").and_then(Value::as_array_mut) {
             if let Some(i) = args.iter().position(|a| a.as_str() == Some("-u")) {
                 if let Some(slot) = args.get_mut(i + 1) {
                     *slot = Value::String(u.to_string());

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
+use crate::json::Scan;
 use crate::kube::names::{NATIVE_SIDECAR_ANNOTATION, POD_TYPE, PROXY_CONTAINER};
 use crate::kube::pod::{annotation, container_name, containers_mut, find_container};
 use crate::kube::typed;
@@ -31,7 +32,7 @@ impl TemplateMerge {
     /// decision.
     pub fn new(pod: &Value, native_sidecars: bool) -> TemplateMerge {
         TemplateMerge {
-            merged: crate::json::compact::clone(pod),
+            merged: crate::json::compact::clone_fast(pod),
             template_pod: json!({}),
             native_sidecars,
             rendered: Vec::new(),
@@ -44,13 +45,20 @@ impl TemplateMerge {
         // which typed normalisation leaves alone: it is merged from the names alone (the whole
         // overlay when it holds patch directives) and not normalised. Istio normalises it; its
         // errors are reproduced below when the real merge fails.
-        let names = names_overlay(r.overlay());
-        strategic::strategic_merge(
-            POD_TYPE,
-            &mut self.template_pod,
-            names.as_ref().unwrap_or(r.overlay()),
-        )
-        .map_err(|e| e.context("failed applying injection overlay"))?;
+        match names_overlay(r.overlay()) {
+            // Merged onto the empty pod (the first template), the names' overlay is what the
+            // merge keeps of it: its `null`s discarded, nothing else changed, no error possible.
+            Some(mut names) if self.template_pod.as_object().is_some_and(Map::is_empty) => {
+                strategic::discard_nulls(&mut names);
+                self.template_pod = names;
+            }
+            names => strategic::strategic_merge(
+                POD_TYPE,
+                &mut self.template_pod,
+                names.as_ref().unwrap_or(r.overlay()),
+            )
+            .map_err(|e| e.context("failed applying injection overlay"))?,
+        }
         move_native_proxy(&mut self.merged, &self.template_pod, self.native_sidecars);
         // A render of its own moves into the pod; one the memo shares is merged from where it
         // is (what the merge keeps is copied, nothing else).
@@ -128,14 +136,14 @@ pub fn names_overlay(overlay: &Value) -> Option<Value> {
         return None;
     }
     let mut spec_out = Map::new();
-    match top.get("spec") {
+    match top.scan("spec") {
         None => {}
         Some(Value::Object(spec)) => {
             if directive(spec) {
                 return None;
             }
             for list in NAMED_LISTS {
-                let reduced = match spec.get(list) {
+                let reduced = match spec.scan(list) {
                     None => continue,
                     Some(Value::Null) => Value::Null,
                     Some(Value::Array(items)) => {
@@ -145,7 +153,7 @@ pub fn names_overlay(overlay: &Value) -> Option<Value> {
                             // A nameless element fails the merge with its content in the
                             // message: merged whole, the message stays Istio's.
                             let mut e = Map::new();
-                            e.insert("name".into(), m.get("name")?.clone());
+                            e.insert("name".into(), m.scan("name")?.clone());
                             out.push(Value::Object(e));
                         }
                         Value::Array(out)
@@ -232,6 +240,27 @@ mod tests {
             assert_eq!(names_of(&full), names_of(&reduced), "after {o}");
         }
         assert!(names_of(&full).iter().any(|(_, n)| n.len() == 2));
+    }
+
+    /// The first template's names, taken without merging, are those the merge onto the empty
+    /// pod gives (nulls discarded, order kept).
+    #[test]
+    fn names_of_the_first_template_are_the_merge_onto_the_empty_pod() {
+        for o in [
+            json!({"spec": {"containers": [{"name": "b"}, {"name": "a"}, {"name": "b"}],
+                "volumes": null, "initContainers": [{"name": null}], "imagePullSecrets": []}}),
+            json!({"metadata": {"labels": {"a": "b"}}, "spec": {
+                "volumes": [{"name": "v1", "emptyDir": {}}], "hostname": "h"}}),
+            json!({"spec": {}}),
+            json!({}),
+        ] {
+            let names = names_overlay(&o).expect("plain overlay is reduced");
+            let mut merged = json!({});
+            strategic::strategic_merge(POD_TYPE, &mut merged, &names).unwrap();
+            let mut taken = names;
+            strategic::discard_nulls(&mut taken);
+            assert_eq!(taken.to_string(), merged.to_string(), "{o}");
+        }
     }
 
     #[test]

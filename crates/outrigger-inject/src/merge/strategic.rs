@@ -17,6 +17,7 @@ use serde_json::{Map, Value};
 
 use crate::go::fmt::sprint;
 use crate::json::JsonError;
+use crate::json::Scan;
 use crate::kube::index::{self, Strategy, StructIndex};
 use crate::kube::schema::{Kind, PatchStrategy};
 use crate::kube::typed::TypeError;
@@ -298,7 +299,7 @@ fn same_type(a: &Value, b: &Value) -> bool {
 }
 
 /// Recursively drop `null`-valued keys inside maps (list elements themselves are kept).
-fn discard_nulls(v: &mut Value) {
+pub(crate) fn discard_nulls(v: &mut Value) {
     match v {
         Value::Object(m) => discard_nulls_in_map(m),
         Value::Array(a) => a.iter_mut().for_each(discard_nulls),
@@ -350,7 +351,7 @@ fn merge_map_ref(
             original.shift_remove(key);
             continue;
         }
-        let Some(orig_v) = original.get_mut(key) else {
+        let Some(orig_v) = original.scan_mut(key) else {
             original.insert(key.clone(), clone_without_nulls(patch_v));
             continue;
         };
@@ -383,7 +384,7 @@ fn merge_map(
     mut patch: Map<String, Value>,
     schema: Schema,
 ) -> Result<Map<String, Value>> {
-    if let Some(d) = patch.get(DIRECTIVE) {
+    if let Some(d) = patch.scan(DIRECTIVE) {
         return match d.as_str() {
             Some("replace") => {
                 patch.shift_remove(DIRECTIVE);
@@ -408,7 +409,7 @@ fn merge_map(
             original.shift_remove(&key);
             continue;
         }
-        let Some(orig_v) = original.get_mut(&key) else {
+        let Some(orig_v) = original.scan_mut(&key) else {
             if !is_delete_list {
                 let mut v = patch_v;
                 discard_nulls(&mut v);
@@ -515,7 +516,7 @@ fn merge_set_element_order(
         let (patch_items, server_only) = partition(merged, &order_pos, key, is_map)?;
         if is_map {
             // `normalizeSliceOrder` validates the reference lists too.
-            if let Some(v) = order.iter().chain(&o).find(|v| v.get(key).is_none()) {
+            if let Some(v) = order.iter().chain(&o).find(|v| v.scan(key).is_none()) {
                 return Err(no_merge_key(v, key));
             }
         }
@@ -545,7 +546,7 @@ fn validate_patch_with_set_order(patch: &[Value], order: &[Value], merge_key: &s
     let items: Vec<&Value> = patch
         .iter()
         .filter(|e| {
-            merge_key.is_empty() || e.get(DIRECTIVE).and_then(Value::as_str) != Some("delete")
+            merge_key.is_empty() || e.scan(DIRECTIVE).and_then(Value::as_str) != Some("delete")
         })
         .collect();
     let (mut pi, mut oi) = (0, 0);
@@ -558,10 +559,10 @@ fn validate_patch_with_set_order(patch: &[Value], order: &[Value], merge_key: &s
             items[pi] == &order[oi]
         } else {
             let a = items[pi]
-                .get(merge_key)
+                .scan(merge_key)
                 .ok_or_else(|| no_merge_key(items[pi], merge_key))?;
             let b = order[oi]
-                .get(merge_key)
+                .scan(merge_key)
                 .ok_or_else(|| no_merge_key(&order[oi], merge_key))?;
             key_of(a).is_some() && key_of(a) == key_of(b)
         };
@@ -619,7 +620,7 @@ fn key_of(v: &Value) -> Option<Key> {
 /// Identity of a list element: its merge-key value for maps, itself for primitives.
 fn elem_key(v: &Value, merge_key: &str, is_map: bool) -> Option<Key> {
     if is_map {
-        v.get(merge_key).and_then(key_of)
+        v.scan(merge_key).and_then(key_of)
     } else {
         key_of(v)
     }
@@ -720,13 +721,13 @@ fn apply_special_elements(
     // would be quadratic in the list).
     let mut deleted: rustc_hash::FxHashSet<Option<Key>> = Default::default();
     for v in patch {
-        let Some(d) = v.get(DIRECTIVE) else {
+        let Some(d) = v.scan(DIRECTIVE) else {
             plain.push(v);
             continue;
         };
         match d.as_str() {
             Some("delete") => {
-                let target = v.get(key).ok_or_else(|| no_merge_key(&v, key))?;
+                let target = v.scan(key).ok_or_else(|| no_merge_key(&v, key))?;
                 deleted.insert(key_of(target));
             }
             Some("replace") => replace = true,
@@ -741,7 +742,7 @@ fn apply_special_elements(
     }
     if !deleted.is_empty() {
         original.retain(|o| {
-            let k = o.get(key).and_then(key_of);
+            let k = o.scan(key).and_then(key_of);
             k.is_none() || !deleted.contains(&k)
         });
     }
@@ -761,7 +762,7 @@ fn merge_maps_by_key(
 ) -> Result<Vec<Value>> {
     let mut pos = positions(&original, key, true);
     for p in patch {
-        let Some(kv) = p.get(key) else {
+        let Some(kv) = p.scan(key) else {
             return Err(no_merge_key(&p, key));
         };
         let k = key_of(kv);
@@ -834,7 +835,7 @@ fn partition(
     let mut patch_items = Vec::new();
     let mut server_only = Vec::new();
     for v in merged {
-        if is_map && v.get(key).is_none() {
+        if is_map && v.scan(key).is_none() {
             return Err(no_merge_key(&v, key));
         }
         let found = elem_key(&v, key, is_map).is_some_and(|k| present.contains_key(&k));

@@ -5,8 +5,6 @@
 //! index, which is linear in the pod size; same operations in the same order) but build the JSON
 //! operations directly over one reusable pointer buffer, without an allocation per visited node.
 
-use std::fmt::Write;
-
 use serde_json::{Map, Value};
 
 use crate::go::json as gojson;
@@ -54,7 +52,9 @@ pub fn create(original: &Value, modified: &Value) -> Value {
 /// written straight from the documents without building the operation values.
 pub fn create_json(original: &Value, modified: &Value) -> String {
     let ops = ops(original, modified);
-    let mut out = String::with_capacity(256);
+    // An injection's patch is a few KiB (the sidecar's containers and volumes): room for it
+    // from the start instead of five doublings from a few hundred bytes.
+    let mut out = String::with_capacity(if ops.is_empty() { 2 } else { 4096 });
     out.push('[');
     for (i, o) in ops.iter().enumerate() {
         if i > 0 {
@@ -96,8 +96,8 @@ impl<'a> Diff<'a> {
         let mut shift = 0usize;
         for idx in 0..left.len().max(right.len()) {
             let len = self.pointer.len();
-            // Writing to a String cannot fail.
-            let _ = write!(self.pointer, "/{}", idx - shift);
+            self.pointer.push('/');
+            push_index(&mut self.pointer, idx - shift);
             match (left.get(idx), right.get(idx)) {
                 (Some(l), Some(r)) => self.value(l, r),
                 (Some(_), None) => {
@@ -122,7 +122,7 @@ impl<'a> Diff<'a> {
                 Some((k, l)) if aligned && k == key => Some(l),
                 _ => {
                     aligned = false;
-                    left.get(key)
+                    crate::json::lookup::get(left, key)
                 }
             };
             match l {
@@ -135,7 +135,10 @@ impl<'a> Diff<'a> {
             // Same length, every key of `right` paired with the same key of `left`: no removals.
             return;
         }
-        for key in left.keys().filter(|k| !right.contains_key(*k)) {
+        for key in left
+            .keys()
+            .filter(|k| !crate::json::lookup::contains(right, k))
+        {
             let len = self.enter(key);
             self.push("remove", None);
             self.pointer.truncate(len);
@@ -146,7 +149,7 @@ impl<'a> Diff<'a> {
     fn enter(&mut self, key: &str) -> usize {
         let len = self.pointer.len();
         self.pointer.push('/');
-        if !key.contains(['~', '/']) {
+        if !key.bytes().any(|b| b == b'~' || b == b'/') {
             self.pointer.push_str(key);
             return len;
         }
@@ -166,6 +169,23 @@ impl<'a> Diff<'a> {
             path: self.pointer.clone(),
             value,
         });
+    }
+}
+
+/// Append the decimal digits of `n` (an array index of a pointer), without going through `fmt`.
+fn push_index(out: &mut String, mut n: usize) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for &d in &digits[at..] {
+        out.push(char::from(d));
     }
 }
 
@@ -227,6 +247,14 @@ mod tests {
             (json!({"a": 1, "b": 2}), json!({"b": 3, "a": 1})),
             (json!({"a": 1, "b": 2}), json!({"a": 1, "c": 2, "b": 2})),
             (json!({"a": 1, "b": 2, "c": 3}), json!({"a": 0, "c": 3})),
+            (
+                json!({"l": (0..25).collect::<Vec<_>>()}),
+                json!({"l": (0..112).map(|i| i % 23).collect::<Vec<_>>()}),
+            ),
+            (
+                json!({"l": (0..112).collect::<Vec<_>>()}),
+                json!({"l": [0, {"x~y/z": 1}]}),
+            ),
         ];
         for (a, b) in &cases {
             let ops = create(a, b);
