@@ -13,8 +13,7 @@ fn main() {
     // The directory cargo runs this script for (read at run time: a script binary reused from
     // another checkout must not look beside that one).
     let dir = std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
-    let cases = std::path::Path::new(&dir)
-        .join("../../../shared/conformance/istio/cases.json");
+    let cases = std::path::Path::new(&dir).join("../../../shared/conformance/istio/cases.json");
     let required = std::env::var("OUTRIGGER_REQUIRE_CORPUS").is_ok_and(|v| v == "1")
         || std::env::var("CI").is_ok_and(|v| v == "true");
     if cases.exists() {

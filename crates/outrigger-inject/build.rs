@@ -15,8 +15,7 @@ fn main() {
     // The directory cargo runs this script for (read at run time: a script binary reused from
     // another checkout must not look beside that one).
     let dir = std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
-    let cases = PathBuf::from(dir)
-        .join("../../../shared/conformance/istio/cases.json");
+    let cases = PathBuf::from(dir).join("../../../shared/conformance/istio/cases.json");
     if cases.exists() {
         println!("cargo::rustc-cfg=corpus_present");
         println!("cargo::rerun-if-changed={}", cases.display());
