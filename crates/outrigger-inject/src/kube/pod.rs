@@ -2,8 +2,8 @@
 
 use serde_json::{Map, Value};
 
-use crate::json::lookup::{field, field_mut, get, get_mut, path};
 use crate::kube::names::PROXY_CONTAINER;
+use outrigger_go::json::lookup::{field, field_mut, get, get_mut, path};
 
 /// Annotation value of a pod.
 pub fn annotation<'a>(pod: &'a Value, name: &str) -> Option<&'a str> {
