@@ -149,33 +149,12 @@ pub fn write_value(out: &mut String, v: &Value) {
 /// Append a JSON number the way Go encodes it (integers verbatim, float64 per `encoding/json`).
 pub fn write_number(out: &mut String, n: &serde_json::Number) {
     if let Some(i) = n.as_u64() {
-        write_u64(out, i, false);
+        out.push_str(itoa::Buffer::new().format(i));
     } else if let Some(i) = n.as_i64() {
-        write_u64(out, i.unsigned_abs(), i < 0);
+        out.push_str(itoa::Buffer::new().format(i));
     } else if let Some(f) = n.as_f64() {
         out.push_str(&format_float(f));
     }
-}
-
-/// Append the decimal digits of `n` (after a `-` when `negative`), without going through
-/// `fmt` or allocating.
-fn write_u64(out: &mut String, mut n: u64, negative: bool) {
-    let mut buf = [0u8; 21];
-    let mut at = buf.len();
-    loop {
-        at -= 1;
-        buf[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    if negative {
-        at -= 1;
-        buf[at] = b'-';
-    }
-    // ASCII digits and `-` only.
-    out.push_str(std::str::from_utf8(&buf[at..]).unwrap_or_default());
 }
 
 /// Format a float64 as Go's `encoding/json` does: shortest round-trip digits, exponent form only

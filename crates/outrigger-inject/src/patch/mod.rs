@@ -97,7 +97,8 @@ impl<'a> Diff<'a> {
         for idx in 0..left.len().max(right.len()) {
             let len = self.pointer.len();
             self.pointer.push('/');
-            push_index(&mut self.pointer, idx - shift);
+            self.pointer
+                .push_str(itoa::Buffer::new().format(idx - shift));
             match (left.get(idx), right.get(idx)) {
                 (Some(l), Some(r)) => self.value(l, r),
                 (Some(_), None) => {
@@ -169,23 +170,6 @@ impl<'a> Diff<'a> {
             path: self.pointer.clone(),
             value,
         });
-    }
-}
-
-/// Append the decimal digits of `n` (an array index of a pointer), without going through `fmt`.
-fn push_index(out: &mut String, mut n: usize) {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    for &d in &digits[at..] {
-        out.push(char::from(d));
     }
 }
 
