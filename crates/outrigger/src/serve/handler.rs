@@ -42,7 +42,7 @@ const INLINE_BODY_LIMIT: usize = 128 * 1024;
 /// wake-ups) cost more CPU than the whole review of a plain pod.
 const QUICK_BODY_LIMIT: usize = 16 * 1024;
 
-/// The work ([`outrigger_go::work`]: template steps, list elements copied and merged) a
+/// The work ([`outrigger_go::work`]: template steps, list elements built, copied and merged) a
 /// review tried on the worker may count before it is stopped and run again from the start on
 /// the blocking pool: tens of times what Istio's templates take for a plain pod (a few hundred),
 /// so a worker is held for a bounded, small time; a work bound, so which reviews move does not
