@@ -1428,6 +1428,9 @@ async fn a_fresh_apply_blocks_no_pod_and_deleting_the_install_leaves_nothing_tha
     // Image pull, then the replica starts; it is behind the Service once ready.
     tokio::time::sleep(Duration::from_millis(500)).await;
     let delay = Duration::from_secs(2);
+    // The replica cannot be ready before it is started: the bound the activation's delay runs
+    // from (the moment this test sees it listening comes later than the moment it is).
+    let launched = std::time::Instant::now();
     let mut server = replica(
         &api,
         "fresh-apply",
@@ -1459,18 +1462,20 @@ async fn a_fresh_apply_blocks_no_pod_and_deleting_the_install_leaves_nothing_tha
     let before: Vec<&Create> = seen.iter().filter(|c| c.at < listening).collect();
     assert!(before.iter().all(|c| c.outcome == Ok(false)), "{before:?}");
     // The activation (Fail) follows readiness, never before the replica was ready for the
-    // delay: every create sent before listening + delay saw no configuration or Ignore.
+    // delay: every create sent before launch + delay saw no configuration or Ignore (a create
+    // reads the policy just before its time is taken).
     let first_fail = seen
         .iter()
         .find(|c| c.policy.as_deref() == Some("Fail"))
         .expect("pods created after the activation");
     assert!(
-        first_fail.at >= listening + delay,
-        "activated before the delay"
+        first_fail.at >= launched + delay,
+        "activated before the delay: {:?} after the launch",
+        first_fail.at - launched
     );
     assert!(seen
         .iter()
-        .filter(|c| c.at < listening + delay)
+        .filter(|c| c.at < launched + delay)
         .all(|c| c.policy.as_deref() != Some("Fail")),);
     assert!(ready <= active);
     // Bounded by the delay: activated within it (plus a generous allowance for the check's
