@@ -309,6 +309,40 @@ const NEEDS_CHECK: [bool; 256] = {
     t
 };
 
+/// Whether `a` and `b` are the same tree exactly: same kinds, object keys in the same order,
+/// strings byte for byte, numbers of the same representation (floats bit for bit, so `0.0` and
+/// `-0.0` differ). Identical trees have the same [`write_value`] text (and the same text in
+/// every other writer here), and are equal under `==`; the converse does not hold (`==` ignores
+/// the order of keys). A walk without hashing that stops at the first difference.
+pub fn identical(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::String(x), Value::String(y)) => x.as_bytes() == y.as_bytes(),
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x
+                    .iter()
+                    .zip(y)
+                    .all(|((kx, vx), (ky, vy))| kx.as_bytes() == ky.as_bytes() && identical(vx, vy))
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(vx, vy)| identical(vx, vy))
+        }
+        (Value::Number(x), Value::Number(y)) => same_number(x, y),
+        (Value::Bool(x), Value::Bool(y)) => x == y,
+        (Value::Null, Value::Null) => true,
+        _ => false,
+    }
+}
+
+/// Same representation: both the same integer, or both floats with the same bits.
+fn same_number(x: &serde_json::Number, y: &serde_json::Number) -> bool {
+    match (x.is_f64(), y.is_f64()) {
+        (false, false) => x == y,
+        (true, true) => x.as_f64().map(f64::to_bits) == y.as_f64().map(f64::to_bits),
+        _ => false,
+    }
+}
+
 /// Go's name of the kind of a JSON value in `encoding/json` unmarshal errors
 /// (`json: cannot unmarshal <kind> into ...`).
 pub fn unmarshal_kind(v: &Value) -> &'static str {
@@ -426,6 +460,25 @@ mod tests {
         assert_eq!(format_float(1e-7), "1e-7");
         assert_eq!(format_float(1e21), "1e+21");
         assert_eq!(format_float(123456789.0), "123456789");
+    }
+
+    #[test]
+    fn identical_trees_are_exactly_the_same() {
+        let a = json!({"b": 1, "a": [true, null, "x", 1.5, {"c": -2}]});
+        assert!(identical(&a, &a.clone()));
+        let reordered = json!({"a": [true, null, "x", 1.5, {"c": -2}], "b": 1});
+        assert_eq!(a, reordered, "`==` ignores key order");
+        assert!(!identical(&a, &reordered));
+        assert!(!identical(&json!(0.0), &json!(-0.0)));
+        assert_eq!(json!(0.0), json!(-0.0));
+        assert_ne!(to_string(&json!(0.0)), to_string(&json!(-0.0)));
+        assert!(!identical(&json!(1), &json!(1.0)));
+        assert!(!identical(&json!([1]), &json!([1, 2])));
+        assert!(!identical(&json!({"a": 1}), &json!({"a": 1, "b": 2})));
+        assert!(!identical(&json!("a"), &json!("b")));
+        assert!(!identical(&json!(null), &json!(false)));
+        assert!(identical(&json!(u64::MAX), &json!(u64::MAX)));
+        assert!(!identical(&json!(-1), &json!(1)));
     }
 
     #[test]

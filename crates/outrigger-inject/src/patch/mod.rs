@@ -23,7 +23,7 @@ pub struct Op<'a> {
 /// The RFC 6902 operations turning `original` into `modified`, borrowing from `modified`.
 pub fn ops<'a>(original: &Value, modified: &'a Value) -> Vec<Op<'a>> {
     let mut diff = Diff {
-        pointer: String::new(),
+        at: Vec::new(),
         ops: Vec::new(),
     };
     diff.value(original, modified);
@@ -74,16 +74,25 @@ pub fn create_json(original: &Value, modified: &Value) -> String {
     out
 }
 
-/// Diff state: the JSON Pointer of the node being compared and the operations so far.
-struct Diff<'a> {
-    /// RFC 6901 pointer (escaped) to the current node.
-    pointer: String,
+/// One step of the path to the node being compared: an object key or an array index.
+#[derive(Clone, Copy)]
+enum Step<'k> {
+    Key(&'k str),
+    Index(usize),
+}
+
+/// Diff state: the path to the node being compared, and the operations so far. The path is
+/// kept as steps and written out as an RFC 6901 pointer only for an operation, so walking the
+/// parts the injection left alone (most of a large pod) costs no text.
+struct Diff<'a, 'k> {
+    /// Steps from the root to the current node.
+    at: Vec<Step<'k>>,
     /// Operations, in `json_patch::diff` order.
     ops: Vec<Op<'a>>,
 }
 
-impl<'a> Diff<'a> {
-    fn value(&mut self, left: &Value, right: &'a Value) {
+impl<'a: 'k, 'k> Diff<'a, 'k> {
+    fn value(&mut self, left: &'k Value, right: &'a Value) {
         match (left, right) {
             (Value::Object(l), Value::Object(r)) => self.object(l, r),
             (Value::Array(l), Value::Array(r)) => self.array(l, r),
@@ -92,13 +101,10 @@ impl<'a> Diff<'a> {
         }
     }
 
-    fn array(&mut self, left: &[Value], right: &'a [Value]) {
+    fn array(&mut self, left: &'k [Value], right: &'a [Value]) {
         let mut shift = 0usize;
         for idx in 0..left.len().max(right.len()) {
-            let len = self.pointer.len();
-            self.pointer.push('/');
-            self.pointer
-                .push_str(itoa::Buffer::new().format(idx - shift));
+            self.at.push(Step::Index(idx - shift));
             match (left.get(idx), right.get(idx)) {
                 (Some(l), Some(r)) => self.value(l, r),
                 (Some(_), None) => {
@@ -108,17 +114,17 @@ impl<'a> Diff<'a> {
                 (None, Some(r)) => self.push("add", Some(r)),
                 (None, None) => {}
             }
-            self.pointer.truncate(len);
+            self.at.pop();
         }
     }
 
-    fn object(&mut self, left: &Map<String, Value>, right: &'a Map<String, Value>) {
+    fn object(&mut self, left: &'k Map<String, Value>, right: &'a Map<String, Value>) {
         // Keys usually come in the same order on both sides: pair them up without hashing while
         // they do, look them up otherwise.
         let mut in_step = left.iter();
         let mut aligned = left.len() == right.len();
         for (key, r) in right {
-            let len = self.enter(key);
+            self.at.push(Step::Key(key));
             let l = match in_step.next() {
                 Some((k, l)) if aligned && k == key => Some(l),
                 _ => {
@@ -130,7 +136,7 @@ impl<'a> Diff<'a> {
                 Some(l) => self.value(l, r),
                 None => self.push("add", Some(r)),
             }
-            self.pointer.truncate(len);
+            self.at.pop();
         }
         if aligned {
             // Same length, every key of `right` paired with the same key of `left`: no removals.
@@ -140,36 +146,39 @@ impl<'a> Diff<'a> {
             .keys()
             .filter(|k| !crate::json::lookup::contains(right, k))
         {
-            let len = self.enter(key);
+            self.at.push(Step::Key(key));
             self.push("remove", None);
-            self.pointer.truncate(len);
+            self.at.pop();
         }
     }
 
-    /// Append `/key` (RFC 6901 escaped) to the pointer; returns the length to truncate back to.
-    fn enter(&mut self, key: &str) -> usize {
-        let len = self.pointer.len();
-        self.pointer.push('/');
-        if !key.bytes().any(|b| b == b'~' || b == b'/') {
-            self.pointer.push_str(key);
-            return len;
-        }
-        for c in key.chars() {
-            match c {
-                '~' => self.pointer.push_str("~0"),
-                '/' => self.pointer.push_str("~1"),
-                c => self.pointer.push(c),
+    /// The RFC 6901 pointer (escaped) of the current node.
+    fn pointer(&self) -> String {
+        let mut out = String::new();
+        for step in &self.at {
+            out.push('/');
+            match *step {
+                Step::Index(i) => out.push_str(itoa::Buffer::new().format(i)),
+                Step::Key(key) if !key.bytes().any(|b| b == b'~' || b == b'/') => {
+                    out.push_str(key)
+                }
+                Step::Key(key) => {
+                    for c in key.chars() {
+                        match c {
+                            '~' => out.push_str("~0"),
+                            '/' => out.push_str("~1"),
+                            c => out.push(c),
+                        }
+                    }
+                }
             }
         }
-        len
+        out
     }
 
     fn push(&mut self, op: &'static str, value: Option<&'a Value>) {
-        self.ops.push(Op {
-            op,
-            path: self.pointer.clone(),
-            value,
-        });
+        let path = self.pointer();
+        self.ops.push(Op { op, path, value });
     }
 }
 
