@@ -498,7 +498,7 @@ fn inject_and_diff(
     crate::kube::validate::check_injected(&pod, &injected.pod)?;
     mark_injected(&mut injected.pod);
     if as_received && !changed {
-        let patch = crate::patch::create_json(&pod, &injected.pod);
+        let patch = crate::patch::create_json_reusing(&pod, injected.pod);
         return Ok((patch, injected.warnings));
     }
     drop(pod);
@@ -510,7 +510,7 @@ fn inject_and_diff(
             p
         })
         .ok_or(Error::Internal("the review did not decode twice"))?;
-    let patch = crate::patch::create_json(&received, &injected.pod);
+    let patch = crate::patch::create_json_reusing(&received, injected.pod);
     Ok((patch, injected.warnings))
 }
 

@@ -3,7 +3,16 @@
 //! Istio's reference diff iterates Go maps, so its operation order is random; only the effect is
 //! specified. We diff as the `json-patch` crate's diff does (objects key by key, arrays index by
 //! index, which is linear in the pod size; same operations in the same order) but build the JSON
-//! operations directly over one reusable pointer buffer, without an allocation per visited node.
+//! operations directly, writing a pointer only for an operation.
+//!
+//! [`create_json_reusing`] is the webhook's writer: it keeps the values of the last patch it
+//! wrote on the thread (moved out of the injected pod, which is dropped anyway) with their text,
+//! and copies the text of an operation's value when the value is [`gojson::identical`] to the
+//! one written under the same path before (consecutive pods of a cluster get the same sidecar:
+//! the same containers, volumes and annotations), instead of encoding it again.
+
+use std::cell::RefCell;
+use std::ops::Range;
 
 use serde_json::{Map, Value};
 
@@ -72,6 +81,115 @@ pub fn create_json(original: &Value, modified: &Value) -> String {
     }
     out.push(']');
     out
+}
+
+/// What [`create_json_reusing`] keeps of the last patch it wrote on a thread: the value of each
+/// operation whose value is an object or an array, with its path and where its text is.
+struct Written {
+    /// `(path, value, range of its text in `text`)`, in the order of the operations.
+    values: Vec<(String, Value, Range<usize>)>,
+    /// The patch's text.
+    text: String,
+}
+
+/// A patch larger than this is not kept ([`Written`]): the memory per thread stays bounded.
+const KEEP_TEXT_UP_TO: usize = 256 * 1024;
+
+/// At most this many values are kept, and looked for among when a path is not where it was.
+const KEEP_VALUES_UP_TO: usize = 64;
+
+thread_local! {
+    /// The last patch [`create_json_reusing`] wrote on this thread.
+    static LAST_WRITTEN: RefCell<Option<Written>> = const { RefCell::new(None) };
+}
+
+/// [`create_json`], taking the modified document (consumed: its operation values are kept for
+/// the next call on this thread) and copying the text of a value identical to the one written
+/// under the same path by the previous call on this thread. Byte for byte [`create_json`]'s
+/// text: a copied text is that of an [`gojson::identical`] value, which encodes the same.
+pub fn create_json_reusing(original: &Value, mut modified: Value) -> String {
+    let last = LAST_WRITTEN.with(|l| l.borrow_mut().take());
+    let ops = ops(original, &modified);
+    let mut out = String::with_capacity(if ops.is_empty() { 2 } else { 4096 });
+    // `(op index, range of its value's text)` of the values to keep.
+    let mut kept: Vec<(usize, Range<usize>)> = Vec::new();
+    out.push('[');
+    for (i, o) in ops.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str("{\"op\":");
+        gojson::write_str(&mut out, o.op);
+        out.push_str(",\"path\":");
+        gojson::write_str(&mut out, &o.path);
+        if let Some(v) = o.value {
+            out.push_str(",\"value\":");
+            if !matches!(v, Value::Object(_) | Value::Array(_)) {
+                gojson::write_value(&mut out, v);
+            } else {
+                let start = out.len();
+                match last.as_ref().and_then(|w| w.text_of(i, &o.path, v)) {
+                    Some(text) => out.push_str(text),
+                    None => gojson::write_value(&mut out, v),
+                }
+                if kept.len() < KEEP_VALUES_UP_TO {
+                    kept.push((i, start..out.len()));
+                }
+            }
+        }
+        out.push('}');
+    }
+    out.push(']');
+    if out.len() <= KEEP_TEXT_UP_TO && !kept.is_empty() {
+        let paths: Vec<String> = kept.iter().map(|(i, _)| ops[*i].path.clone()).collect();
+        drop(ops);
+        let values = paths
+            .into_iter()
+            .zip(kept)
+            .filter_map(|(path, (_, range))| {
+                let v = std::mem::take(pointer_mut(&mut modified, &path)?);
+                Some((path, v, range))
+            })
+            .collect();
+        let written = Written {
+            values,
+            text: out.clone(),
+        };
+        LAST_WRITTEN.with(|l| *l.borrow_mut() = Some(written));
+    }
+    out
+}
+
+impl Written {
+    /// The text written for a value identical to `v` under `path` (the `i`th operation's), if
+    /// there is one.
+    fn text_of(&self, i: usize, path: &str, v: &Value) -> Option<&str> {
+        let same_path = |(p, _, _): &&(String, Value, Range<usize>)| p == path;
+        let (_, old, range) = self
+            .values
+            .get(i)
+            .filter(same_path)
+            .or_else(|| self.values.iter().find(same_path))?;
+        gojson::identical(old, v).then(|| &self.text[range.clone()])
+    }
+}
+
+/// The value at RFC 6901 `pointer` in `doc`, for the pointers [`ops`] writes.
+fn pointer_mut<'v>(doc: &'v mut Value, pointer: &str) -> Option<&'v mut Value> {
+    let mut at = doc;
+    for step in pointer.split('/').skip(1) {
+        let key: std::borrow::Cow<'_, str> = if step.contains('~') {
+            step.replace("~1", "/").replace("~0", "~").into()
+        } else {
+            step.into()
+        };
+        at = match at {
+            Value::Object(m) => crate::json::lookup::get_mut(m, &key)?,
+            Value::Array(a) => a.get_mut(key.parse::<usize>().ok()?)?,
+            _ => return None,
+        };
+    }
+    Some(at)
 }
 
 /// One step of the path to the node being compared: an object key or an array index.
@@ -159,9 +277,7 @@ impl<'a: 'k, 'k> Diff<'a, 'k> {
             out.push('/');
             match *step {
                 Step::Index(i) => out.push_str(itoa::Buffer::new().format(i)),
-                Step::Key(key) if !key.bytes().any(|b| b == b'~' || b == b'/') => {
-                    out.push_str(key)
-                }
+                Step::Key(key) if !key.bytes().any(|b| b == b'~' || b == b'/') => out.push_str(key),
                 Step::Key(key) => {
                     for c in key.chars() {
                         match c {
@@ -259,6 +375,92 @@ mod tests {
         }
     }
 
+    /// A small deterministic generator for the mutation tests.
+    struct Lcg(u64);
+
+    impl Lcg {
+        fn below(&mut self, n: usize) -> usize {
+            self.0 = self
+                .0
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((self.0 >> 33) as usize) % n
+        }
+    }
+
+    /// An injected-looking pod with objects, arrays, numbers and strings to mutate.
+    fn injected_pod() -> Value {
+        json!({"metadata": {"labels": {"app": "a", "security.istio.io/tlsMode": "istio"},
+                            "annotations": {"sidecar.istio.io/status": "{\"a\":1}", "x": "<&>"}},
+               "spec": {"initContainers": [{"name": "istio-proxy", "image": "proxy:1",
+                           "args": ["proxy", "sidecar"], "resources": {"limits": {"cpu": "2"}},
+                           "env": [{"name": "A", "value": "1"}, {"name": "B", "value": "x/y~z"}],
+                           "securityContext": {"runAsUser": 1337, "ratio": 0.0}}],
+                        "containers": [{"name": "app", "image": "app:1"}],
+                        "volumes": [{"name": "v1", "emptyDir": {}}, {"name": "v2",
+                           "configMap": {"name": "c", "defaultMode": 420}}]}})
+    }
+
+    /// Change `pod` in one of the ways that must change (or keep) a value's text.
+    fn mutate(pod: &mut Value, rng: &mut Lcg) {
+        let proxy = &mut pod["spec"]["initContainers"][0];
+        match rng.below(10) {
+            0 => {}
+            1 => proxy["env"][1]["value"] = json!(format!("v{}", rng.below(3))),
+            2 => {
+                // The same entries in another order: `==` but not identical.
+                let m = proxy["resources"].as_object_mut().unwrap();
+                m.insert("requests".into(), json!({"cpu": "1"}));
+                let entries: Vec<(String, Value)> = std::mem::take(m).into_iter().rev().collect();
+                m.extend(entries);
+            }
+            3 => proxy["securityContext"]["ratio"] = json!(-0.0),
+            4 => proxy["securityContext"]["runAsUser"] = json!(1337.0),
+            5 => proxy["env"]
+                .as_array_mut()
+                .unwrap()
+                .push(json!({"name": "C", "value": "\u{2028}"})),
+            6 => {
+                pod["spec"]["volumes"].as_array_mut().unwrap().pop();
+            }
+            7 => pod["metadata"]["annotations"]["x"] = json!("<&>\""),
+            8 => pod["spec"]["containers"][0]["image"] = json!("app:2"),
+            _ => proxy["args"] = json!(["proxy", "router"]),
+        }
+    }
+
+    /// The reusing writer's text is the plain writer's, over a stream of mutated pods on one
+    /// thread (each pod written after others that share, or nearly share, its values).
+    #[test]
+    fn reusing_writer_matches_the_plain_one() {
+        let original = json!({"metadata": {"labels": {"app": "a"}},
+                              "spec": {"containers": [{"name": "app", "image": "app:1"}]}});
+        let mut rng = Lcg(7);
+        let mut copied = 0;
+        for round in 0..400 {
+            let mut pod = injected_pod();
+            for _ in 0..rng.below(3) {
+                mutate(&mut pod, &mut rng);
+            }
+            let want = create_json(&original, &pod);
+            let before = LAST_WRITTEN.with(|l| {
+                l.borrow().as_ref().map(|w| {
+                    w.values
+                        .iter()
+                        .filter(|(_, v, _)| {
+                            ops(&original, &pod)
+                                .iter()
+                                .any(|o| o.value.is_some_and(|x| gojson::identical(x, v)))
+                        })
+                        .count()
+                })
+            });
+            copied += before.unwrap_or(0);
+            assert_eq!(create_json_reusing(&original, pod), want, "round {round}");
+        }
+        assert!(copied > 100, "only {copied} values could be copied");
+    }
+
     /// Documents of a corpus YAML file (unparseable documents are left out).
     fn documents(path: &std::path::Path) -> Vec<Value> {
         let Ok(text) = std::fs::read_to_string(path) else {
@@ -302,6 +504,14 @@ mod tests {
                     golden.display()
                 );
                 assert_eq!(create(b, a), reference(b, a), "{}", golden.display());
+                // One corpus pod after another on this thread: the reusing writer copies the
+                // values the previous pod shares and writes the others.
+                assert_eq!(
+                    create_json_reusing(a, b.clone()),
+                    create_json(a, b),
+                    "{}",
+                    golden.display()
+                );
                 checked += 1;
             }
         }
