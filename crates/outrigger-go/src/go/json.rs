@@ -316,21 +316,56 @@ const NEEDS_CHECK: [bool; 256] = {
 /// the order of keys). A walk without hashing that stops at the first difference.
 pub fn identical(a: &Value, b: &Value) -> bool {
     match (a, b) {
-        (Value::String(x), Value::String(y)) => x.as_bytes() == y.as_bytes(),
+        (Value::String(x), Value::String(y)) => same_bytes(x.as_bytes(), y.as_bytes()),
         (Value::Object(x), Value::Object(y)) => {
             x.len() == y.len()
-                && x
-                    .iter()
-                    .zip(y)
-                    .all(|((kx, vx), (ky, vy))| kx.as_bytes() == ky.as_bytes() && identical(vx, vy))
+                && x.iter().zip(y).all(|((kx, vx), (ky, vy))| {
+                    same_bytes(kx.as_bytes(), ky.as_bytes()) && identical_child(vx, vy)
+                })
         }
         (Value::Array(x), Value::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(vx, vy)| identical(vx, vy))
+            x.len() == y.len() && x.iter().zip(y).all(|(vx, vy)| identical_child(vx, vy))
         }
         (Value::Number(x), Value::Number(y)) => same_number(x, y),
         (Value::Bool(x), Value::Bool(y)) => x == y,
         (Value::Null, Value::Null) => true,
         _ => false,
+    }
+}
+
+/// [`identical`] of an entry or element: the common string compared here, without a call.
+#[inline(always)]
+fn identical_child(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::String(x), Value::String(y)) => same_bytes(x.as_bytes(), y.as_bytes()),
+        _ => identical(a, b),
+    }
+}
+
+/// `a == b`, without a call for the short strings pods are made of (keys, names, values).
+#[inline]
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    let word = |s: &[u8], at: usize| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&s[at..at + 8]);
+        u64::from_le_bytes(w)
+    };
+    let half = |s: &[u8], at: usize| {
+        let mut w = [0u8; 4];
+        w.copy_from_slice(&s[at..at + 4]);
+        u32::from_le_bytes(w)
+    };
+    match n {
+        0 => true,
+        1..=3 => a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1],
+        // Two overlapping words cover the string.
+        4..=7 => half(a, 0) == half(b, 0) && half(a, n - 4) == half(b, n - 4),
+        8..=16 => word(a, 0) == word(b, 0) && word(a, n - 8) == word(b, n - 8),
+        _ => a == b,
     }
 }
 
@@ -479,6 +514,19 @@ mod tests {
         assert!(!identical(&json!(null), &json!(false)));
         assert!(identical(&json!(u64::MAX), &json!(u64::MAX)));
         assert!(!identical(&json!(-1), &json!(1)));
+        // Strings of every length up to a few words, differing at every position.
+        for n in 0..40 {
+            let s: String = (0..n).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
+            assert!(identical(&json!(s), &json!(s.clone())));
+            for at in 0..n {
+                let mut t = s.clone().into_bytes();
+                t[at] = b'#';
+                let t = String::from_utf8(t).unwrap();
+                assert!(!identical(&json!(s), &json!(t)), "{s} {t}");
+                assert!(!identical(&json!({ s.clone(): 1 }), &json!({ t: 1 })));
+            }
+            assert!(!identical(&json!(s), &json!(format!("{s}x"))));
+        }
     }
 
     #[test]

@@ -135,6 +135,26 @@ pub fn normalize(ty: &str, v: &mut Value) -> Result<()> {
     }
 }
 
+/// [`normalize`] of `v` beside `normal`, a tree of the same type `ty` in normal form (one
+/// [`normalize`] gave, or left unchanged): a field of a struct of `v` [`gojson::identical`] to
+/// the same field of the struct at the same place in `normal` is in normal form already and is
+/// not walked again. The merge stage's pod, the pod as received with the templates merged in,
+/// is normalised beside the pod as received, so the pod's own containers, untouched, cost one
+/// comparison instead of a normalisation.
+///
+/// Normalisation is a function of a value's type and place only (a struct's fields are
+/// normalised independently, an identical field gives identical output, and a value in normal
+/// form normalises to itself without error), so the result and errors are [`normalize`]'s.
+pub fn normalize_beside(ty: &str, v: &mut Value, normal: &Value) -> Result<()> {
+    match (index::get(ty), &mut *v, normal) {
+        (Some(idx), Value::Object(m), Value::Object(reference)) => {
+            let mut path = Vec::new();
+            norm_struct_beside(idx, m, &mut path, true, Some(reference))
+        }
+        _ => normalize(ty, v),
+    }
+}
+
 /// The JSON Go would marshal for `v` decoded as Go type `ty`, keys in Go field order.
 pub fn to_go_value(ty: &str, v: &Value) -> Result<Value> {
     if index::get(ty).is_none() {
@@ -248,6 +268,18 @@ fn norm_struct(
     path: &mut Vec<&'static str>,
     convert: bool,
 ) -> Result<()> {
+    norm_struct_beside(idx, obj, path, convert, None)
+}
+
+/// [`norm_struct`] beside `reference`, the struct at the same place of a tree in normal form
+/// ([`normalize_beside`]).
+fn norm_struct_beside(
+    idx: &'static StructIndex,
+    obj: &mut Map<String, Value>,
+    path: &mut Vec<&'static str>,
+    convert: bool,
+    reference: Option<&Map<String, Value>>,
+) -> Result<()> {
     let mut renamed = false;
     // Bit `i`: field `i` is present after this pass (keys matched case-insensitively included).
     let mut present: u64 = 0;
@@ -256,12 +288,25 @@ fn norm_struct(
     // Go decodes the JSON text sigs.k8s.io/yaml writes, keys sorted, and reports the first
     // type error in that order: on an error, the other fields are still checked.
     let mut first_error: Option<(String, TypeError)> = None;
+    // The reference's entries, paired with ours while its keys come in the same order.
+    let mut in_step = reference.map(|r| r.iter());
     for (pos, (k, v)) in obj.iter_mut().enumerate() {
+        let stepped = in_step.as_mut().and_then(Iterator::next);
         let Some((i, exact)) = idx.lookup_exactness(k) else {
             continue;
         };
         let f = &idx.fields[i];
         renamed |= !exact;
+        let beside = match (reference, stepped) {
+            (_, Some((rk, rv))) if exact && rk == k => Some(rv),
+            (Some(r), _) if exact => crate::json::lookup::get(r, k),
+            _ => None,
+        };
+        if beside.is_some_and(|r| gojson::identical(v, r)) {
+            // As in the tree in normal form: kept as it is.
+            present |= 1 << (i % 64);
+            continue;
+        }
         // The most common field, a string holding a string, decided as [`norm_field`] decides
         // it, without extending the path (which only errors and nested values read).
         let r = if matches!(f.kind, Kind::String | Kind::NamedString) && v.is_string() {
@@ -270,7 +315,7 @@ fn norm_struct(
             let depth = path.len();
             path.extend_from_slice(&f.embedded);
             path.push(f.json);
-            let r = norm_field(idx, f, v, path, convert && !f.via_inline);
+            let r = norm_field(idx, f, v, path, convert && !f.via_inline, beside);
             path.truncate(depth);
             r
         };
@@ -386,6 +431,7 @@ fn norm_field(
     v: &mut Value,
     path: &mut Vec<&'static str>,
     convert: bool,
+    beside: Option<&Value>,
 ) -> Result<bool> {
     let nil_keep = !f.omitempty;
     match f.kind {
@@ -396,14 +442,14 @@ fn norm_field(
         Kind::Struct => match v {
             Value::Null => Ok(false),
             _ => {
-                norm_struct_value(owner, f, v, path, convert)?;
+                norm_struct_value(owner, f, v, path, convert, beside)?;
                 Ok(true)
             }
         },
         Kind::PointerToStruct => match v {
             Value::Null => Ok(nil_keep),
             _ => {
-                norm_struct_value(owner, f, v, path, convert)?;
+                norm_struct_value(owner, f, v, path, convert, beside)?;
                 Ok(true)
             }
         },
@@ -414,7 +460,7 @@ fn norm_field(
                 Ok(true)
             }
         },
-        Kind::Slice => norm_slice(owner, f, v, path, convert),
+        Kind::Slice => norm_slice(owner, f, v, path, convert, beside),
         Kind::Map => norm_map(owner, f, v, path, convert),
         kind => {
             if v.is_null() {
@@ -444,12 +490,15 @@ fn norm_struct_value(
     v: &mut Value,
     path: &mut Vec<&'static str>,
     convert: bool,
+    beside: Option<&Value>,
 ) -> Result<()> {
     let Some(idx) = f.target() else {
         return Ok(());
     };
     match v {
-        Value::Object(m) => norm_struct(idx, m, path, convert),
+        Value::Object(m) => {
+            norm_struct_beside(idx, m, path, convert, beside.and_then(Value::as_object))
+        }
         other => Err(mismatch(owner, f, other, path)),
     }
 }
@@ -477,14 +526,24 @@ fn norm_slice(
     v: &mut Value,
     path: &mut Vec<&'static str>,
     convert: bool,
+    beside: Option<&Value>,
 ) -> Result<bool> {
     match v {
         Value::Null => Ok(!f.omitempty),
         Value::Array(items) => {
             match struct_elements(f) {
                 Some(idx) => {
-                    for item in items.iter_mut() {
-                        norm_struct_element(owner, f, idx, item, path, convert)?;
+                    // Elements beside those at the same index of the list in normal form.
+                    let normal = beside
+                        .and_then(Value::as_array)
+                        .map_or(&[][..], Vec::as_slice);
+                    for (n, item) in items.iter_mut().enumerate() {
+                        let beside = normal.get(n);
+                        if beside.is_some_and(|r| gojson::identical(item, r)) {
+                            continue;
+                        }
+                        let beside = beside.and_then(Value::as_object);
+                        norm_struct_element(owner, f, idx, item, path, convert, beside)?;
                     }
                 }
                 None => {
@@ -540,6 +599,7 @@ fn norm_struct_element(
     item: &mut Value,
     path: &mut Vec<&'static str>,
     convert: bool,
+    beside: Option<&Map<String, Value>>,
 ) -> Result<()> {
     match item {
         // A null element decodes to the zero struct.
@@ -548,7 +608,7 @@ fn norm_struct_element(
             *item = zero_struct(idx, 0);
             Ok(())
         }
-        Value::Object(m) => norm_struct(idx, m, path, convert),
+        Value::Object(m) => norm_struct_beside(idx, m, path, convert, beside),
         other => Err(mismatch(owner, f, other, path)),
     }
 }
@@ -574,7 +634,7 @@ fn norm_element(
             }
             return Ok(());
         }
-        return norm_struct_value(owner, f, item, path, convert);
+        return norm_struct_value(owner, f, item, path, convert, None);
     }
     if item.is_null() {
         changed();

@@ -711,3 +711,93 @@ fn normalize_changed_is_false_exactly_for_normal_trees() {
     }
     assert!(normal_seen < pods.len(), "some pods are out of normal form");
 }
+
+/// Pods to normalise beside each other: raw (quantities to canonicalise, nulls, zero omitempty
+/// fields, numbers in string fields, case-folded keys, unknown fields, a type error) and in
+/// normal form, differing in a field, an element, a key order.
+fn beside_cases() -> Vec<serde_json::Value> {
+    let proxy = json!({"name": "istio-proxy", "image": "proxy:1", "args": ["a", "b"],
+        "env": [{"name": "A", "value": "1"}, {"name": "B", "valueFrom": {"fieldRef": {"fieldPath": "x"}}}],
+        "resources": {"limits": {"cpu": "2000m", "memory": "1024Mi"}},
+        "startupProbe": {"initialDelaySeconds": 0, "periodSeconds": 1, "httpGet": {"port": 15021}},
+        "securityContext": {"runAsUser": 1337}});
+    let app = json!({"name": "app", "image": "app:1", "ports": [{"containerPort": 80}],
+        "readinessProbe": {"httpGet": {"path": "/ready", "port": 80}}});
+    let pod = json!({"metadata": {"name": "p", "labels": {"app": "a"}},
+        "spec": {"initContainers": [proxy], "containers": [app],
+                 "volumes": [{"name": "v", "emptyDir": {}}]}});
+    let mut cases = vec![pod.clone()];
+    let mut edit = |f: &dyn Fn(&mut serde_json::Value)| {
+        let mut p = pod.clone();
+        f(&mut p);
+        cases.push(p);
+    };
+    edit(&|p| p["metadata"]["labels"]["app"] = json!("b"));
+    edit(&|p| p["spec"]["containers"][0]["image"] = json!("app:2"));
+    edit(&|p| p["spec"]["containers"][0]["ports"][0]["containerPort"] = json!("eighty"));
+    edit(&|p| p["spec"]["containers"][0]["ports"][0]["name"] = json!(""));
+    edit(&|p| p["spec"]["containers"][0]["env"] = json!([{"name": "X", "value": 5}]));
+    edit(&|p| p["spec"]["containers"][0]["Image"] = json!("folded"));
+    edit(&|p| p["spec"]["containers"][0]["unknown"] = json!({"k": null}));
+    edit(&|p| p["spec"]["containers"][0]["readinessProbe"] = json!(null));
+    edit(&|p| p["spec"]["containers"][0]["resources"] = json!({"requests": {"cpu": "0.5"}}));
+    edit(&|p| p["spec"]["initContainers"][0]["resources"]["limits"]["cpu"] = json!("2"));
+    edit(&|p| p["spec"]["initContainers"][0]["startupProbe"]["initialDelaySeconds"] = json!(3));
+    edit(&|p| {
+        let c = p["spec"]["containers"][0].as_object_mut().unwrap();
+        let entries: Vec<_> = std::mem::take(c).into_iter().rev().collect();
+        c.extend(entries);
+    });
+    edit(&|p| {
+        let first = p["spec"]["containers"][0].clone();
+        p["spec"]["containers"]
+            .as_array_mut()
+            .unwrap()
+            .insert(0, first);
+        p["spec"]["containers"][0]["name"] = json!("second");
+    });
+    edit(&|p| p["spec"]["containers"] = json!(null));
+    edit(&|p| p["spec"]["volumes"] = json!([null, {"name": "w", "hostPath": {"path": "/"}}]));
+    edit(&|p| p["spec"]["hostNetwork"] = json!(false));
+    edit(&|p| p["spec"] = json!({}));
+    cases
+}
+
+/// Normalising beside a tree in normal form gives what normalising alone gives (value and
+/// error), whatever the two trees share: every pair of cases, each beside the normal form of
+/// the other (and of itself).
+#[test]
+fn normalize_beside_a_normal_tree_is_normalize() {
+    let cases = beside_cases();
+    let normal: Vec<serde_json::Value> = cases
+        .iter()
+        .filter_map(|c| {
+            let mut n = c.clone();
+            normalize("corev1.Pod", &mut n).ok().map(|()| n)
+        })
+        .collect();
+    assert!(normal.len() < cases.len(), "a case fails to decode");
+    let mut skipped_some = false;
+    for x in &cases {
+        let mut want = x.clone();
+        let want_result = normalize("corev1.Pod", &mut want).map_err(|e| e.to_string());
+        for reference in &normal {
+            let mut got = x.clone();
+            let result = normalize_beside("corev1.Pod", &mut got, reference);
+            assert_eq!(
+                result.map_err(|e| e.to_string()),
+                want_result,
+                "{x} beside {reference}"
+            );
+            if want_result.is_ok() {
+                assert!(
+                    gojson::identical(&got, &want),
+                    "{x} beside {reference}: {got} != {want}"
+                );
+                skipped_some |=
+                    gojson::identical(&got["spec"]["containers"], &reference["spec"]["containers"]);
+            }
+        }
+    }
+    assert!(skipped_some);
+}

@@ -18,8 +18,14 @@ use crate::render::{rendered_patch, Rendered};
 /// The merge is onto the unstripped pod, as Istio does: on re-injection the previous sidecar
 /// keeps what post-processing merges back (e.g. `ISTIO_KUBE_APP_PROBERS` of already rewritten
 /// probes).
+///
+/// The merged pod is normalised beside the pod as received ([`typed::normalize_beside`]): what
+/// the templates left of the pod's own fields (its containers, mostly) is compared, not walked
+/// again.
 #[derive(Debug)]
-pub struct TemplateMerge {
+pub struct TemplateMerge<'p> {
+    /// The pod as received, in normal form.
+    original: &'p Value,
     merged: Value,
     template_pod: Value,
     native_sidecars: bool,
@@ -27,11 +33,12 @@ pub struct TemplateMerge {
     rendered: Vec<(String, Text)>,
 }
 
-impl TemplateMerge {
-    /// Start from `pod` (the pod as received, normalised) and the global native-sidecar
-    /// decision.
-    pub fn new(pod: &Value, native_sidecars: bool) -> TemplateMerge {
+impl<'p> TemplateMerge<'p> {
+    /// Start from `pod` (the pod as received, normalised: [`crate::inject::normalize_pod`]) and
+    /// the global native-sidecar decision.
+    pub fn new(pod: &'p Value, native_sidecars: bool) -> TemplateMerge<'p> {
         TemplateMerge {
+            original: pod,
             merged: crate::json::compact::clone_fast(pod),
             template_pod: json!({}),
             native_sidecars,
@@ -74,7 +81,7 @@ impl TemplateMerge {
             }
         };
         let result = merged.and_then(|()| {
-            typed::normalize(POD_TYPE, &mut self.merged)
+            typed::normalize_beside(POD_TYPE, &mut self.merged, self.original)
                 .map_err(|e| MergeError::from(e).context("unmarshal patched pod"))
         });
         if let Err(e) = result {

@@ -222,8 +222,14 @@ impl<'a: 'k, 'k> Diff<'a, 'k> {
     fn array(&mut self, left: &'k [Value], right: &'a [Value]) {
         let mut shift = 0usize;
         for idx in 0..left.len().max(right.len()) {
+            let (l, r) = (left.get(idx), right.get(idx));
+            if let (Some(l), Some(r)) = (l, r) {
+                if same_scalar(l, r) {
+                    continue;
+                }
+            }
             self.at.push(Step::Index(idx - shift));
-            match (left.get(idx), right.get(idx)) {
+            match (l, r) {
                 (Some(l), Some(r)) => self.value(l, r),
                 (Some(_), None) => {
                     shift += 1;
@@ -242,7 +248,6 @@ impl<'a: 'k, 'k> Diff<'a, 'k> {
         let mut in_step = left.iter();
         let mut aligned = left.len() == right.len();
         for (key, r) in right {
-            self.at.push(Step::Key(key));
             let l = match in_step.next() {
                 Some((k, l)) if aligned && k == key => Some(l),
                 _ => {
@@ -250,6 +255,10 @@ impl<'a: 'k, 'k> Diff<'a, 'k> {
                     crate::json::lookup::get(left, key)
                 }
             };
+            if l.is_some_and(|l| same_scalar(l, r)) {
+                continue;
+            }
+            self.at.push(Step::Key(key));
             match l {
                 Some(l) => self.value(l, r),
                 None => self.push("add", Some(r)),
@@ -295,6 +304,16 @@ impl<'a: 'k, 'k> Diff<'a, 'k> {
     fn push(&mut self, op: &'static str, value: Option<&'a Value>) {
         let path = self.pointer();
         self.ops.push(Op { op, path, value });
+    }
+}
+
+/// Whether `l` and `r` are equal scalars (no operation, decided without entering them).
+#[inline]
+fn same_scalar(l: &Value, r: &Value) -> bool {
+    match (l, r) {
+        (Value::String(a), Value::String(b)) => a == b,
+        (Value::Object(_) | Value::Array(_), _) | (_, Value::Object(_) | Value::Array(_)) => false,
+        _ => l == r,
     }
 }
 
