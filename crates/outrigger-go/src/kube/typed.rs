@@ -271,6 +271,16 @@ fn norm_struct(
     norm_struct_beside(idx, obj, path, convert, None)
 }
 
+/// The value of `key` in `m`: a struct's few fields scanned, a larger object's hashed.
+#[inline]
+fn field_of<'m>(m: &'m Map<String, Value>, key: &str) -> Option<&'m Value> {
+    if m.len() <= 16 {
+        m.iter().find(|(k, _)| k.as_str() == key).map(|(_, v)| v)
+    } else {
+        m.get(key)
+    }
+}
+
 /// [`norm_struct`] beside `reference`, the struct at the same place of a tree in normal form
 /// ([`normalize_beside`]).
 fn norm_struct_beside(
@@ -299,7 +309,7 @@ fn norm_struct_beside(
         renamed |= !exact;
         let beside = match (reference, stepped) {
             (_, Some((rk, rv))) if exact && rk == k => Some(rv),
-            (Some(r), _) if exact => crate::json::lookup::get(r, k),
+            (Some(r), _) if exact => field_of(r, k),
             _ => None,
         };
         if beside.is_some_and(|r| gojson::identical(v, r)) {
