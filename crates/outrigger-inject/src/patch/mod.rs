@@ -93,7 +93,7 @@ struct Written {
 }
 
 /// A patch larger than this is not kept ([`Written`]): the memory per thread stays bounded.
-const KEEP_TEXT_UP_TO: usize = 256 * 1024;
+const KEEP_TEXT_UP_TO: usize = 64 * 1024;
 
 /// At most this many values are kept, and looked for among when a path is not where it was.
 const KEEP_VALUES_UP_TO: usize = 64;
