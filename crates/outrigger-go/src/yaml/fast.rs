@@ -29,6 +29,7 @@ use std::hash::Hasher;
 use rustc_hash::FxHasher;
 use serde_json::{Map, Value};
 
+use super::memo::{self, Memo, Reuse};
 use super::parse::{key_string, resolved_json};
 use super::resolve::{resolve_plain, Resolved};
 
@@ -46,27 +47,56 @@ pub(crate) fn from_str(text: &str) -> Option<Value> {
     if text.len() > MAX_LEN || !chars_ok(text.as_bytes()) {
         return None;
     }
-    SHAPES.with(|cell| match cell.try_borrow_mut() {
-        Ok(mut shapes) => load(text, &mut shapes),
-        // Not reached (the loader does not call itself); a fresh cache keeps it correct.
-        Err(_) => load(text, &mut Shapes::new()),
+    SHAPES.with(|shapes| {
+        MEMO.with(|memo| match (shapes.try_borrow_mut(), memo.try_borrow_mut()) {
+            (Ok(mut shapes), Ok(mut memo)) => load(text, &mut shapes, Some(&mut memo)),
+            // Not reached (the loader does not call itself); fresh caches keep it correct.
+            _ => load(text, &mut Shapes::new(), None),
+        })
     })
 }
 
-fn load(text: &str, shapes: &mut Shapes) -> Option<Value> {
-    Loader {
-        src: text,
-        b: text.as_bytes(),
-        pos: 0,
-        line_start: 0,
-        entries: Vec::new(),
-        items: Vec::new(),
-        shapes,
+/// Load `text` with `shapes`, reusing the units of `memo` (see [`super::memo`]) and leaving
+/// this text's there, when the text's size is in the memo's range.
+fn load(text: &str, shapes: &mut Shapes, memo: Option<&mut Memo>) -> Option<Value> {
+    let memo = memo.filter(|_| (memo::MIN_LEN..=memo::MAX_LEN).contains(&text.len()));
+    let Some(memo) = memo else {
+        return Loader::new(text, shapes, None).document();
+    };
+    let Memo {
+        text: old_text,
+        nodes,
+        spare,
+        frames,
+        hits,
+        misses,
+    } = memo;
+    spare.clear();
+    spare.reserve(nodes.len());
+    frames.clear();
+    let reuse = Reuse {
+        old_text: old_text.as_bytes(),
+        old: nodes,
+        new: spare,
+        frames,
+        hits,
+        misses,
+    };
+    let v = Loader::new(text, shapes, Some(reuse)).document();
+    std::mem::swap(nodes, spare);
+    spare.clear();
+    old_text.clear();
+    if v.is_some() {
+        old_text.push_str(text);
+    } else {
+        nodes.clear();
     }
-    .document()
+    v
 }
 
 thread_local! {
+    /// This thread's [`Memo`]: the units of the last document read in full.
+    static MEMO: RefCell<Memo> = RefCell::new(Memo::default());
     /// This thread's [`Shapes`]: the rendered templates read on a thread have the same
     /// mappings render after render, whatever the pod.
     static SHAPES: RefCell<Shapes> = const { RefCell::new(Shapes::new()) };
@@ -259,9 +289,95 @@ struct Loader<'a> {
     items: Vec<Value>,
     /// Mappings by shape.
     shapes: &'a mut Shapes,
+    /// The previous document's units, and this one's being stored.
+    reuse: Option<Reuse<'a>>,
 }
 
 impl<'a> Loader<'a> {
+    fn new(text: &'a str, shapes: &'a mut Shapes, reuse: Option<Reuse<'a>>) -> Loader<'a> {
+        Loader {
+            src: text,
+            b: text.as_bytes(),
+            pos: 0,
+            line_start: 0,
+            entries: Vec::new(),
+            items: Vec::new(),
+            shapes,
+            reuse,
+        }
+    }
+
+    /// A unit (see [`super::memo`]) starting at `pos` on the line at `line_start`: reused from
+    /// the memo when its remembered counterpart (the unit of kind `item` at `index` or `key` of
+    /// the enclosing unit) has the same text, the same three bytes after it, column and depth;
+    /// else read by `read`, and remembered.
+    fn unit(
+        &mut self,
+        item: bool,
+        index: usize,
+        key: Option<&str>,
+        depth: usize,
+        read: impl FnOnce(&mut Self) -> Option<Value>,
+    ) -> Option<Value> {
+        let Some(r) = self.reuse.as_mut() else {
+            return read(self);
+        };
+        let start = self.line_start;
+        let col = self.pos - start;
+        let parent = r.frames.last().map_or(0, |f| f.start);
+        let old = r.counterpart(item, index, key);
+        if let Some((i, old_start)) = old {
+            let n = r.old.get(i)?;
+            let end = start + n.len;
+            if n.depth == depth
+                && n.col == col
+                && n.tail == memo::tail(self.b, end)
+                && self.b.get(start..end) == r.old_text.get(old_start..old_start + n.len)
+            {
+                let end_col = n.end_col;
+                *r.hits += 1;
+                let at = r.adopt(i, start - parent, index);
+                let v = memo::materialize(r.new, at);
+                self.pos = end;
+                self.line_start = end - end_col;
+                return Some(v);
+            }
+            *r.misses += 1;
+        }
+        let at = r.new.len();
+        r.new.push(memo::Node::default());
+        r.frames.push(memo::Frame {
+            old: old.map(|o| o.0),
+            old_start: old.map_or(0, |o| o.1),
+            start,
+            cursor: 0,
+        });
+        let v = read(self);
+        let r = self.reuse.as_mut()?;
+        r.frames.pop();
+        let mut v = v?;
+        if !(v.is_object() || v.is_array()) {
+            // A scalar entry: nothing inside it to look up, and cheap to read again.
+            r.new.truncate(at);
+            return Some(v);
+        }
+        let skel = memo::skeleton(&mut v, r.new, at);
+        let size = r.new.len() - at;
+        *r.new.get_mut(at)? = memo::Node {
+            rel: start - parent,
+            len: self.pos - start,
+            col,
+            end_col: self.pos - self.line_start,
+            tail: memo::tail(self.b, self.pos),
+            depth,
+            item,
+            index,
+            key: key.map(Box::from),
+            size,
+            skel,
+        };
+        Some(v)
+    }
     /// The byte at `i`, 0 past the end (the text holds no NUL).
     fn at(&self, i: usize) -> u8 {
         self.b.get(i).copied().unwrap_or(0)
@@ -375,7 +491,8 @@ impl<'a> Loader<'a> {
         if self.eof() {
             return Some(Value::Null);
         }
-        let v = self.block_node(self.col(), 0)?;
+        let col = self.col();
+        let v = self.unit(false, 0, None, 0, |l| l.block_node(col, 0))?;
         self.eof().then_some(v)
     }
 
@@ -397,16 +514,26 @@ impl<'a> Loader<'a> {
 
     /// The value of a key or entry with nothing after it on its line: a block collection on the
     /// following lines, or null. `same_col_seq`: a sequence at `indent` belongs to the key.
-    fn after_empty(&mut self, indent: usize, same_col_seq: bool, depth: usize) -> Option<Value> {
+    /// `slot`: the value's index and key in its mapping, which make it a unit (the value of an
+    /// entry is part of the entry's unit).
+    fn after_empty(
+        &mut self,
+        indent: usize,
+        slot: Option<(usize, &str)>,
+        depth: usize,
+    ) -> Option<Value> {
         if self.eof() {
             return Some(Value::Null);
         }
         let col = self.col();
-        if col > indent {
-            return self.block_node(col, depth);
-        }
-        if col == indent && same_col_seq && self.at_entry() {
-            return self.sequence(col, depth);
+        // A sequence at the key's column belongs to the key (`block_node` reads it too).
+        if col > indent || (col == indent && slot.is_some() && self.at_entry()) {
+            return match slot {
+                Some((index, key)) => {
+                    self.unit(false, index, Some(key), depth, |l| l.block_node(col, depth))
+                }
+                None => self.block_node(col, depth),
+            };
         }
         Some(Value::Null)
     }
@@ -418,8 +545,11 @@ impl<'a> Loader<'a> {
         }
         let base = self.items.len();
         loop {
-            self.pos += 1;
-            let item = self.entry(indent, depth + 1)?;
+            let index = self.items.len() - base;
+            let item = self.unit(true, index, None, depth + 1, |l| {
+                l.pos += 1;
+                l.entry(indent, depth + 1)
+            })?;
             self.items.push(item);
             if self.eof() || self.col() < indent {
                 break;
@@ -440,7 +570,7 @@ impl<'a> Loader<'a> {
         match self.peek() {
             0 | b'\n' | b'#' => {
                 self.end_node()?;
-                self.after_empty(indent, false, depth)
+                self.after_empty(indent, None, depth)
             }
             _ => self.inline_node(indent, depth),
         }
@@ -505,7 +635,8 @@ impl<'a> Loader<'a> {
         let base = self.entries.len();
         let mut key = first;
         loop {
-            let v = self.map_value(indent, depth + 1)?;
+            let slot = (self.entries.len() - base, key.as_ref());
+            let v = self.map_value(indent, slot, depth + 1)?;
             self.entries.push((key, v));
             if self.eof() || self.col() < indent {
                 break;
@@ -541,13 +672,13 @@ impl<'a> Loader<'a> {
         Some(key)
     }
 
-    /// The value after `key:` in the block mapping at `indent`.
-    fn map_value(&mut self, indent: usize, depth: usize) -> Option<Value> {
+    /// The value after `key:` in the block mapping at `indent`, at `slot` (index, key) of it.
+    fn map_value(&mut self, indent: usize, slot: (usize, &str), depth: usize) -> Option<Value> {
         self.skip_spaces();
         match self.peek() {
             0 | b'\n' | b'#' => {
                 self.end_node()?;
-                self.after_empty(indent, true, depth)
+                self.after_empty(indent, Some(slot), depth)
             }
             b'|' => self.literal(indent),
             b'[' | b'{' => {
@@ -1141,7 +1272,7 @@ mod tests {
             .collect();
         for round in 0..2 {
             for text in &texts {
-                let fast = load(text, &mut Shapes::new()).expect("in the subset");
+                let fast = load(text, &mut Shapes::new(), None).expect("in the subset");
                 let cached = from_str(text).expect("in the subset");
                 let slow = super::super::parse::from_str(text).expect("valid");
                 assert_eq!(json(&cached), json(&slow), "round {round}: {text}");

@@ -35,6 +35,7 @@ type Result<T, E = YamlError> = std::result::Result<T, E>;
 mod emit;
 mod events;
 mod fast;
+mod memo;
 mod parse;
 mod resolve;
 mod scan;

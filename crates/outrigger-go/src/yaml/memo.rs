@@ -1,0 +1,295 @@
+//! Reuse, by the fast loader ([`super::fast`]), of the subtrees it built from byte-identical text
+//! of the previous document read on the thread.
+//!
+//! Rendered sidecar templates of consecutive pods differ in a few lines (a label, an env var):
+//! most of each text is byte-identical to the previous render's, and so is most of the tree read
+//! from it. Each thread keeps a [`Memo`] of the last document the fast loader read in full:
+//! its text and, for each *unit* (below), where the unit sat, how long it was, what followed it,
+//! and its value with the values of its inner units left out (its *skeleton*). Reading the next
+//! text, the loader looks at each unit where it starts for the remembered unit at the same place
+//! in the tree (the same key of the parent mapping, or the same index of the parent sequence);
+//! when the remembered unit's text and the bytes after it are equal (compared in full, `==` on
+//! the byte slices: never a hash), it builds the value from the skeletons (clones, which copy the
+//! maps' stored key hashes) and jumps over the text; otherwise it reads the unit as it would
+//! without a memo, and the units inside it are looked up in turn.
+//!
+//! # Units, and why a remembered value is exact
+//!
+//! A unit starts at the start `S` of a line and is one of:
+//! - *node*: the block node read by `Loader::block_node` at the first content byte of its line
+//!   (at column `c`): the document's root, or the value of a `key:` with nothing after it on
+//!   its line (`after_empty`, both of its branches call the same reading of a node at `c`);
+//! - *item*: a block sequence entry, read by `Loader::entry` after its `-` at column `c` (for a
+//!   compact `- - x`, the inner entry's line starts at the outer `-`).
+//!
+//! Reading a unit is a function of: the bytes from `S` to where it ends (`E`), the three bytes
+//! at `E` (zeros past the end), its kind, `c` and its depth. Nothing else:
+//! - the loader reads forward from its cursor; the only bytes it reads before the cursor are the
+//!   one before a `#` (is it a comment?), always on a line inside the unit, after `S`. Its
+//!   decisions use columns (`pos - line_start`), lengths and differences of positions, never an
+//!   absolute position, except the end of the text, which inside the unit is never reached (its
+//!   bytes are there) and at `E` shows as a NUL (the text holds none: the loader gives up on
+//!   control characters before reading);
+//! - a unit ends at the first content byte of a line (after `skip_to_content`) or at the end of
+//!   the text. The loops that end there read the column of `E` (from the line breaks inside the
+//!   unit), whether `E` starts an entry (`-` then a blank: two bytes) and whether it starts a
+//!   document marker (`---`, `...` at column 0: three bytes). Blank and comment lines before
+//!   `E`, and the lines after a literal block that decide its chomping, are inside the unit;
+//! - the unit's own indentation is `c`, and every comparison of columns inside it is with `c` or
+//!   with columns inside it: the parent's indentation decides only whether the parent calls the
+//!   unit (made before, outside the unit) and where the parent goes on after it (after, outside);
+//! - the loader's other state does not enter: the entries and items of the collections being read
+//!   are stacks of which a unit takes only its own, and the shape cache changes how maps are
+//!   built, not what they hold. The depth counts toward [`super::fast`]'s nesting limit, so it is
+//!   compared;
+//! - the fast loader gives up on everything that would tie a node to text elsewhere (anchors,
+//!   aliases, tags, merge keys, directives, multi-line scalars outside literal blocks), and on
+//!   every error, by failing the whole document: a remembered unit is one that was read without
+//!   failing, and reading the same bytes again cannot fail. Duplicate keys are checked where the
+//!   mapping is built, which is inside the unit for its own mappings and outside it for the key
+//!   that holds it (the parent compares its keys whether the value was read or reused).
+//!
+//! So when the text at `S` equals the remembered unit's text, the bytes after it equal, and the
+//! kind, column and depth are the same, reading would give the remembered value and end at
+//! `S + len` with the remembered column: reuse is exact. A document the fast loader gives up on
+//! reaches the full loader exactly as without a memo, and leaves an empty memo.
+//!
+//! # Bounds
+//!
+//! One memo per thread: the last document's text and units (at most one per line), texts of
+//! [`MIN_LEN`]..=[`MAX_LEN`] bytes only (a shorter text neither uses nor replaces the memo). The
+//! skeletons hold each value once. A unit reused is moved into the new memo, not copied; the
+//! previous memo's storage is kept for the next document. Nothing grows with distinct inputs.
+
+use serde_json::Value;
+
+/// Longest text whose units are remembered.
+pub(super) const MAX_LEN: usize = 64 << 10;
+/// Shortest text whose units are remembered (shorter ones gain nothing, and must not push out
+/// the memo of a rendered template, as an annotation read between two renders would).
+pub(super) const MIN_LEN: usize = 256;
+
+/// A unit of a document: where it is, what it was read from, and its value.
+#[derive(Default)]
+pub(super) struct Node {
+    /// Start of the unit's first line: for the root, in the text; for others, from the start of
+    /// the enclosing unit.
+    pub(super) rel: usize,
+    /// Bytes of the unit; 0 once the unit was moved to the next memo.
+    pub(super) len: usize,
+    /// Column at which the unit was read (the node's first byte, or an item's `-`).
+    pub(super) col: usize,
+    /// Column of the first content byte after the unit (0 at the end of the text).
+    pub(super) end_col: usize,
+    /// The three bytes after the unit (zeros past the end of the text).
+    pub(super) tail: [u8; 3],
+    /// Depth at which it was read.
+    pub(super) depth: usize,
+    /// A sequence entry (else a block node).
+    pub(super) item: bool,
+    /// Position in the enclosing unit's collection.
+    pub(super) index: usize,
+    /// Key in the enclosing unit's mapping (for a node that is a mapping value).
+    pub(super) key: Option<Box<str>>,
+    /// Units in this one's subtree, itself included (the units are stored in pre-order).
+    pub(super) size: usize,
+    /// The value with the values of the inner units replaced by null.
+    pub(super) skel: Value,
+}
+
+/// A unit being read after a miss: where it and its remembered counterpart are.
+pub(super) struct Frame {
+    /// The remembered unit at the same place, if any.
+    pub(super) old: Option<usize>,
+    /// Where that unit starts in the remembered text.
+    pub(super) old_start: usize,
+    /// Where this unit starts in the text read.
+    pub(super) start: usize,
+    /// The next remembered inner unit to look at first.
+    pub(super) cursor: usize,
+}
+
+/// The last document's units on this thread, and the storage for the next one's.
+#[derive(Default)]
+pub(super) struct Memo {
+    /// The text the units were read from.
+    pub(super) text: String,
+    /// The units, pre-order (the root first), when the text was read in full.
+    pub(super) nodes: Vec<Node>,
+    /// Storage for the units of the document being read.
+    pub(super) spare: Vec<Node>,
+    /// Storage for the frames of the document being read.
+    pub(super) frames: Vec<Frame>,
+    /// Units reused and units looked up (for tests).
+    pub(super) hits: u64,
+    /// Units looked up that had a remembered counterpart but were read again.
+    pub(super) misses: u64,
+}
+
+/// The memo as the loader uses it while reading one document.
+pub(super) struct Reuse<'m> {
+    pub(super) old_text: &'m [u8],
+    pub(super) old: &'m mut [Node],
+    pub(super) new: &'m mut Vec<Node>,
+    pub(super) frames: &'m mut Vec<Frame>,
+    pub(super) hits: &'m mut u64,
+    pub(super) misses: &'m mut u64,
+}
+
+impl Reuse<'_> {
+    /// The remembered unit at the place of a unit about to be read (kind `item`, at `index` of
+    /// its collection, under `key`), with where it starts in the remembered text.
+    pub(super) fn counterpart(
+        &mut self,
+        item: bool,
+        index: usize,
+        key: Option<&str>,
+    ) -> Option<(usize, usize)> {
+        let Some(frame) = self.frames.last_mut() else {
+            let root = self.old.first()?;
+            return (root.len != 0).then_some((0, root.rel));
+        };
+        let parent = frame.old?;
+        let end = parent + self.old.get(parent)?.size;
+        let fits = |n: &Node| {
+            n.len != 0
+                && n.item == item
+                && match key {
+                    Some(k) => n.key.as_deref() == Some(k),
+                    None => n.index == index,
+                }
+        };
+        // From the cursor to the end, then from the first inner unit to the cursor.
+        let from = if frame.cursor > parent && frame.cursor < end {
+            frame.cursor
+        } else {
+            parent + 1
+        };
+        for (lo, hi) in [(from, end), (parent + 1, from)] {
+            let mut j = lo;
+            while j < hi {
+                let n = self.old.get(j)?;
+                if fits(n) {
+                    frame.cursor = j + n.size.max(1);
+                    return Some((j, frame.old_start + n.rel));
+                }
+                j += n.size.max(1);
+            }
+        }
+        None
+    }
+
+    /// Move the remembered unit `i` and its subtree to the new memo (its start `rel` from the
+    /// enclosing unit's, at `index` of its collection); returns its place there.
+    pub(super) fn adopt(&mut self, i: usize, rel: usize, index: usize) -> usize {
+        let at = self.new.len();
+        let Some(root) = self.old.get_mut(i) else {
+            return at;
+        };
+        // The root stays in place (its size and emptied length are what the search of its
+        // parent's inner units reads); the units below it are never looked at again.
+        self.new.push(Node {
+            rel,
+            index,
+            skel: std::mem::take(&mut root.skel),
+            key: root.key.take(),
+            ..*root
+        });
+        root.len = 0;
+        let size = root.size;
+        let below = self.old.get_mut(i + 1..i + size).unwrap_or_default();
+        self.new.extend(below.iter_mut().map(std::mem::take));
+        at
+    }
+}
+
+/// The value of the unit `i` of `nodes`: its skeleton with the values of its inner units.
+pub(super) fn materialize(nodes: &[Node], i: usize) -> Value {
+    let Some(n) = nodes.get(i) else {
+        return Value::Null;
+    };
+    let mut v = n.skel.clone();
+    let end = i + n.size;
+    let mut j = i + 1;
+    match &mut v {
+        Value::Object(m) => {
+            let mut slots = m.values_mut().enumerate();
+            while let Some(k) = nodes.get(j).filter(|_| j < end) {
+                if let Some((_, slot)) = slots.by_ref().find(|(p, _)| *p == k.index) {
+                    *slot = materialize(nodes, j);
+                }
+                j += k.size.max(1);
+            }
+        }
+        Value::Array(a) => {
+            while let Some(k) = nodes.get(j).filter(|_| j < end) {
+                if let Some(slot) = a.get_mut(k.index) {
+                    *slot = materialize(nodes, j);
+                }
+                j += k.size.max(1);
+            }
+        }
+        _ => {}
+    }
+    v
+}
+
+/// `v` with the values at the positions of the units after `i` in `nodes` (its inner units)
+/// replaced by null, a copy.
+pub(super) fn skeleton(v: &mut Value, nodes: &[Node], i: usize) -> Value {
+    let mut kids = Vec::new();
+    let mut j = i + 1;
+    while let Some(k) = nodes.get(j) {
+        kids.push(k.index);
+        j += k.size.max(1);
+    }
+    if kids.is_empty() {
+        return v.clone();
+    }
+    let mut held = Vec::with_capacity(kids.len());
+    match v {
+        Value::Object(m) => {
+            let mut kid = kids.iter().peekable();
+            for (p, slot) in m.values_mut().enumerate() {
+                if kid.next_if(|&&k| k == p).is_some() {
+                    held.push(std::mem::take(slot));
+                }
+            }
+        }
+        Value::Array(a) => {
+            for &k in &kids {
+                if let Some(slot) = a.get_mut(k) {
+                    held.push(std::mem::take(slot));
+                }
+            }
+        }
+        _ => {}
+    }
+    let skel = v.clone();
+    let mut held = held.into_iter();
+    match v {
+        Value::Object(m) => {
+            let mut kid = kids.iter().peekable();
+            for (p, slot) in m.values_mut().enumerate() {
+                if kid.next_if(|&&k| k == p).is_some() {
+                    *slot = held.next().unwrap_or_default();
+                }
+            }
+        }
+        Value::Array(a) => {
+            for &k in &kids {
+                if let Some(slot) = a.get_mut(k) {
+                    *slot = held.next().unwrap_or_default();
+                }
+            }
+        }
+        _ => {}
+    }
+    skel
+}
+
+/// The three bytes of `b` from `at` on, zeros past its end.
+pub(super) fn tail(b: &[u8], at: usize) -> [u8; 3] {
+    let byte = |k: usize| b.get(at + k).copied().unwrap_or(0);
+    [byte(0), byte(1), byte(2)]
+}
