@@ -65,31 +65,27 @@ fn load(text: &str, shapes: &mut Shapes, memo: Option<&mut Memo>) -> Option<Valu
     };
     let Memo {
         text: old_text,
-        nodes,
-        spare,
+        root,
         frames,
         hits,
         misses,
     } = memo;
-    spare.clear();
-    spare.reserve(nodes.len());
     frames.clear();
     let reuse = Reuse {
         old_text: old_text.as_bytes(),
-        old: nodes,
-        new: spare,
+        old_root: root.take(),
+        root: None,
         frames,
         hits,
         misses,
     };
-    let v = Loader::new(text, shapes, Some(reuse)).document();
-    std::mem::swap(nodes, spare);
-    spare.clear();
+    let mut loader = Loader::new(text, shapes, Some(reuse));
+    let v = loader.document();
+    let new_root = loader.reuse.and_then(|r| r.root);
     old_text.clear();
     if v.is_some() {
         old_text.push_str(text);
-    } else {
-        nodes.clear();
+        *root = new_root;
     }
     v
 }
@@ -325,45 +321,45 @@ impl<'a> Loader<'a> {
         let start = self.line_start;
         let col = self.pos - start;
         let parent = r.frames.last().map_or(0, |f| f.start);
-        let old = r.counterpart(item, index, key);
-        if let Some((i, old_start)) = old {
-            let n = r.old.get(i)?;
+        let mut old = r.counterpart(item, index, key);
+        if let Some((mut n, old_start)) = old.take() {
             let end = start + n.len;
             if n.depth == depth
                 && n.col == col
                 && n.tail == memo::tail(self.b, end)
                 && self.b.get(start..end) == r.old_text.get(old_start..old_start + n.len)
             {
-                let end_col = n.end_col;
                 *r.hits += 1;
-                let at = r.adopt(i, start - parent, index);
-                let v = memo::materialize(r.new, at);
+                n.rel = start - parent;
+                n.index = index;
+                let v = memo::materialize(&n);
+                let end_col = n.end_col;
+                r.place(n);
                 self.pos = end;
                 self.line_start = end - end_col;
                 return Some(v);
             }
             *r.misses += 1;
+            old = Some((n, old_start));
         }
-        let at = r.new.len();
-        r.new.push(memo::Node::default());
+        let (old, old_start) = old.map_or((None, 0), |(n, s)| (Some(n), s));
         r.frames.push(memo::Frame {
-            old: old.map(|o| o.0),
-            old_start: old.map_or(0, |o| o.1),
+            old,
+            old_start,
             start,
             cursor: 0,
+            kids: Vec::new(),
         });
         let v = read(self);
         let r = self.reuse.as_mut()?;
-        r.frames.pop();
+        let frame = r.frames.pop()?;
         let mut v = v?;
         if !(v.is_object() || v.is_array()) {
             // A scalar entry: nothing inside it to look up, and cheap to read again.
-            r.new.truncate(at);
             return Some(v);
         }
-        let skel = memo::skeleton(&mut v, r.new, at);
-        let size = r.new.len() - at;
-        *r.new.get_mut(at)? = memo::Node {
+        let skel = memo::skeleton(&mut v, &frame.kids);
+        r.place(memo::Node {
             rel: start - parent,
             len: self.pos - start,
             col,
@@ -373,11 +369,12 @@ impl<'a> Loader<'a> {
             item,
             index,
             key: key.map(Box::from),
-            size,
+            kids: frame.kids,
             skel,
-        };
+        });
         Some(v)
     }
+
     /// The byte at `i`, 0 past the end (the text holds no NUL).
     fn at(&self, i: usize) -> u8 {
         self.b.get(i).copied().unwrap_or(0)
@@ -479,7 +476,7 @@ impl<'a> Loader<'a> {
     }
 
     /// The whole text: nothing (null), or one block or flow collection.
-    fn document(mut self) -> Option<Value> {
+    fn document(&mut self) -> Option<Value> {
         self.skip_ignorable();
         let rest = self.b.get(self.pos..).unwrap_or_default();
         if self.col() == 0 && rest.starts_with(b"---") && self.blank_at(self.pos + 3) {

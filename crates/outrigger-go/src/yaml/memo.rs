@@ -58,8 +58,8 @@
 //!
 //! One memo per thread: the last document's text and units (at most one per line), texts of
 //! [`MIN_LEN`]..=[`MAX_LEN`] bytes only (a shorter text neither uses nor replaces the memo). The
-//! skeletons hold each value once. A unit reused is moved into the new memo, not copied; the
-//! previous memo's storage is kept for the next document. Nothing grows with distinct inputs.
+//! skeletons hold each value once. A unit reused is moved into the new memo, with its inner
+//! units, not copied. Nothing grows with distinct inputs.
 
 use serde_json::Value;
 
@@ -75,7 +75,7 @@ pub(super) struct Node {
     /// Start of the unit's first line: for the root, in the text; for others, from the start of
     /// the enclosing unit.
     pub(super) rel: usize,
-    /// Bytes of the unit; 0 once the unit was moved to the next memo.
+    /// Bytes of the unit; 0 once the unit was taken out of the remembered tree.
     pub(super) len: usize,
     /// Column at which the unit was read (the node's first byte, or an item's `-`).
     pub(super) col: usize,
@@ -91,66 +91,71 @@ pub(super) struct Node {
     pub(super) index: usize,
     /// Key in the enclosing unit's mapping (for a node that is a mapping value).
     pub(super) key: Option<Box<str>>,
-    /// Units in this one's subtree, itself included (the units are stored in pre-order).
-    pub(super) size: usize,
+    /// The units directly inside this one, in document order.
+    pub(super) kids: Vec<Node>,
     /// The value with the values of the inner units replaced by null.
     pub(super) skel: Value,
 }
 
-/// A unit being read after a miss: where it and its remembered counterpart are.
+/// A unit being read after a miss: its remembered counterpart and its inner units so far.
 pub(super) struct Frame {
-    /// The remembered unit at the same place, if any.
-    pub(super) old: Option<usize>,
+    /// The remembered unit at the same place, if any (its inner units are taken out as they
+    /// are looked up).
+    pub(super) old: Option<Node>,
     /// Where that unit starts in the remembered text.
     pub(super) old_start: usize,
     /// Where this unit starts in the text read.
     pub(super) start: usize,
     /// The next remembered inner unit to look at first.
     pub(super) cursor: usize,
+    /// The inner units read or reused so far.
+    pub(super) kids: Vec<Node>,
 }
 
-/// The last document's units on this thread, and the storage for the next one's.
+/// The last document's units on this thread.
 #[derive(Default)]
 pub(super) struct Memo {
     /// The text the units were read from.
     pub(super) text: String,
-    /// The units, pre-order (the root first), when the text was read in full.
-    pub(super) nodes: Vec<Node>,
-    /// Storage for the units of the document being read.
-    pub(super) spare: Vec<Node>,
+    /// The root unit, when the text was read in full.
+    pub(super) root: Option<Node>,
     /// Storage for the frames of the document being read.
     pub(super) frames: Vec<Frame>,
-    /// Units reused and units looked up (for tests).
+    /// Units reused (for tests).
     pub(super) hits: u64,
-    /// Units looked up that had a remembered counterpart but were read again.
+    /// Units that had a remembered counterpart but were read again (for tests).
     pub(super) misses: u64,
 }
 
 /// The memo as the loader uses it while reading one document.
 pub(super) struct Reuse<'m> {
+    /// The remembered text.
     pub(super) old_text: &'m [u8],
-    pub(super) old: &'m mut [Node],
-    pub(super) new: &'m mut Vec<Node>,
+    /// The remembered root, until it is looked up.
+    pub(super) old_root: Option<Node>,
+    /// The root of the document read, once read.
+    pub(super) root: Option<Node>,
+    /// The units being read after a miss, innermost last.
     pub(super) frames: &'m mut Vec<Frame>,
     pub(super) hits: &'m mut u64,
     pub(super) misses: &'m mut u64,
 }
 
 impl Reuse<'_> {
-    /// The remembered unit at the place of a unit about to be read (kind `item`, at `index` of
-    /// its collection, under `key`), with where it starts in the remembered text.
+    /// Take out the remembered unit at the place of a unit about to be read (kind `item`, at
+    /// `index` of its collection, under `key`), with where it starts in the remembered text.
     pub(super) fn counterpart(
         &mut self,
         item: bool,
         index: usize,
         key: Option<&str>,
-    ) -> Option<(usize, usize)> {
+    ) -> Option<(Node, usize)> {
         let Some(frame) = self.frames.last_mut() else {
-            let root = self.old.first()?;
-            return (root.len != 0).then_some((0, root.rel));
+            let root = self.old_root.take()?;
+            let start = root.rel;
+            return Some((root, start));
         };
-        let parent = frame.old?;
-        let end = parent + self.old.get(parent)?.size;
+        let kids = &mut frame.old.as_mut()?.kids;
         let fits = |n: &Node| {
             n.len != 0
                 && n.item == item
@@ -159,74 +164,43 @@ impl Reuse<'_> {
                     None => n.index == index,
                 }
         };
-        // From the cursor to the end, then from the first inner unit to the cursor.
-        let from = if frame.cursor > parent && frame.cursor < end {
-            frame.cursor
-        } else {
-            parent + 1
-        };
-        for (lo, hi) in [(from, end), (parent + 1, from)] {
-            let mut j = lo;
-            while j < hi {
-                let n = self.old.get(j)?;
-                if fits(n) {
-                    frame.cursor = j + n.size.max(1);
-                    return Some((j, frame.old_start + n.rel));
-                }
-                j += n.size.max(1);
-            }
-        }
-        None
+        // From the cursor on, then before it.
+        let from = frame.cursor.min(kids.len());
+        let j = (from..kids.len())
+            .chain(0..from)
+            .find(|&j| kids.get(j).is_some_and(fits))?;
+        frame.cursor = j + 1;
+        let n = std::mem::take(kids.get_mut(j)?);
+        let start = frame.old_start + n.rel;
+        Some((n, start))
     }
 
-    /// Move the remembered unit `i` and its subtree to the new memo (its start `rel` from the
-    /// enclosing unit's, at `index` of its collection); returns its place there.
-    pub(super) fn adopt(&mut self, i: usize, rel: usize, index: usize) -> usize {
-        let at = self.new.len();
-        let Some(root) = self.old.get_mut(i) else {
-            return at;
-        };
-        // The root stays in place (its size and emptied length are what the search of its
-        // parent's inner units reads); the units below it are never looked at again.
-        self.new.push(Node {
-            rel,
-            index,
-            skel: std::mem::take(&mut root.skel),
-            key: root.key.take(),
-            ..*root
-        });
-        root.len = 0;
-        let size = root.size;
-        let below = self.old.get_mut(i + 1..i + size).unwrap_or_default();
-        self.new.extend(below.iter_mut().map(std::mem::take));
-        at
+    /// Put a unit read or reused where it belongs: among the enclosing unit's, or at the root.
+    pub(super) fn place(&mut self, n: Node) {
+        match self.frames.last_mut() {
+            Some(f) => f.kids.push(n),
+            None => self.root = Some(n),
+        }
     }
 }
 
-/// The value of the unit `i` of `nodes`: its skeleton with the values of its inner units.
-pub(super) fn materialize(nodes: &[Node], i: usize) -> Value {
-    let Some(n) = nodes.get(i) else {
-        return Value::Null;
-    };
+/// The value of the unit `n`: its skeleton with the values of its inner units.
+pub(super) fn materialize(n: &Node) -> Value {
     let mut v = n.skel.clone();
-    let end = i + n.size;
-    let mut j = i + 1;
     match &mut v {
         Value::Object(m) => {
             let mut slots = m.values_mut().enumerate();
-            while let Some(k) = nodes.get(j).filter(|_| j < end) {
+            for k in &n.kids {
                 if let Some((_, slot)) = slots.by_ref().find(|(p, _)| *p == k.index) {
-                    *slot = materialize(nodes, j);
+                    *slot = materialize(k);
                 }
-                j += k.size.max(1);
             }
         }
         Value::Array(a) => {
-            while let Some(k) = nodes.get(j).filter(|_| j < end) {
+            for k in &n.kids {
                 if let Some(slot) = a.get_mut(k.index) {
-                    *slot = materialize(nodes, j);
+                    *slot = materialize(k);
                 }
-                j += k.size.max(1);
             }
         }
         _ => {}
@@ -234,58 +208,39 @@ pub(super) fn materialize(nodes: &[Node], i: usize) -> Value {
     v
 }
 
-/// `v` with the values at the positions of the units after `i` in `nodes` (its inner units)
-/// replaced by null, a copy.
-pub(super) fn skeleton(v: &mut Value, nodes: &[Node], i: usize) -> Value {
-    let mut kids = Vec::new();
-    let mut j = i + 1;
-    while let Some(k) = nodes.get(j) {
-        kids.push(k.index);
-        j += k.size.max(1);
-    }
+/// A copy of `v` with the values at the positions of the inner units `kids` replaced by null.
+pub(super) fn skeleton(v: &mut Value, kids: &[Node]) -> Value {
     if kids.is_empty() {
         return v.clone();
     }
-    let mut held = Vec::with_capacity(kids.len());
-    match v {
-        Value::Object(m) => {
-            let mut kid = kids.iter().peekable();
-            for (p, slot) in m.values_mut().enumerate() {
-                if kid.next_if(|&&k| k == p).is_some() {
-                    held.push(std::mem::take(slot));
-                }
-            }
-        }
-        Value::Array(a) => {
-            for &k in &kids {
-                if let Some(slot) = a.get_mut(k) {
-                    held.push(std::mem::take(slot));
-                }
-            }
-        }
-        _ => {}
-    }
+    let mut held: Vec<Value> = Vec::with_capacity(kids.len());
+    swap_kids(v, kids, |slot| held.push(std::mem::take(slot)));
     let skel = v.clone();
     let mut held = held.into_iter();
+    swap_kids(v, kids, |slot| *slot = held.next().unwrap_or_default());
+    skel
+}
+
+/// Call `f` on the values of `v` at the positions of `kids`, in order.
+fn swap_kids(v: &mut Value, kids: &[Node], mut f: impl FnMut(&mut Value)) {
     match v {
         Value::Object(m) => {
             let mut kid = kids.iter().peekable();
             for (p, slot) in m.values_mut().enumerate() {
-                if kid.next_if(|&&k| k == p).is_some() {
-                    *slot = held.next().unwrap_or_default();
+                if kid.next_if(|k| k.index == p).is_some() {
+                    f(slot);
                 }
             }
         }
         Value::Array(a) => {
-            for &k in &kids {
-                if let Some(slot) = a.get_mut(k) {
-                    *slot = held.next().unwrap_or_default();
+            for k in kids {
+                if let Some(slot) = a.get_mut(k.index) {
+                    f(slot);
                 }
             }
         }
         _ => {}
     }
-    skel
 }
 
 /// The three bytes of `b` from `at` on, zeros past its end.
