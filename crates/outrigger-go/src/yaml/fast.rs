@@ -29,7 +29,7 @@ use std::hash::Hasher;
 use rustc_hash::FxHasher;
 use serde_json::{Map, Value};
 
-use super::memo::{self, Memo, Reuse};
+use super::memo::{self, Kind, Memo, Reuse};
 use super::parse::{key_string, resolved_json};
 use super::resolve::{resolve_plain, Resolved};
 
@@ -44,16 +44,72 @@ const MAX_LEN: usize = 16 << 20;
 /// Load `text` if it is in the subset; `None` otherwise (and on any error).
 pub(crate) fn from_str(text: &str) -> Option<Value> {
     let text = text.strip_prefix('\u{FEFF}').unwrap_or(text);
-    if text.len() > MAX_LEN || !chars_ok(text.as_bytes()) {
+    if text.len() > MAX_LEN {
         return None;
     }
     SHAPES.with(|shapes| {
         MEMO.with(|memo| match (shapes.try_borrow_mut(), memo.try_borrow_mut()) {
-            (Ok(mut shapes), Ok(mut memo)) => load(text, &mut shapes, Some(&mut memo)),
+            (Ok(mut shapes), Ok(mut memo)) => {
+                if !chars_ok_beside(text.as_bytes(), memo.text.as_bytes()) {
+                    return None;
+                }
+                load(text, &mut shapes, Some(&mut memo))
+            }
             // Not reached (the loader does not call itself); fresh caches keep it correct.
-            _ => load(text, &mut Shapes::new(), None),
+            _ => {
+                if !chars_ok(text.as_bytes()) {
+                    return None;
+                }
+                load(text, &mut Shapes::new(), None)
+            }
         })
     })
+}
+
+/// [`chars_ok`] of `b`, given `old`, a text that passed it (or an empty one). The bytes that
+/// `b` shares with `old` at its start and at its end are not looked at again, except the two
+/// next to the bytes that differ: a byte refused alone is refused wherever it is, and every
+/// sequence of bytes refused together (at most three) that has a byte among those that differ
+/// lies within two bytes of them (one that does not lies in the shared start or end, which
+/// `old` has too).
+fn chars_ok_beside(b: &[u8], old: &[u8]) -> bool {
+    let start = common_prefix(b, old);
+    let rest = (b.get(start..), old.get(start..));
+    let end = match rest {
+        (Some(b), Some(old)) => common_suffix(b, old),
+        _ => 0,
+    };
+    let from = start.saturating_sub(2);
+    let to = (b.len() - end + 2).min(b.len());
+    b.get(from..to).is_some_and(chars_ok)
+}
+
+/// Bytes that `a` and `b` share at their start.
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    for step in [256, 16, 1] {
+        while i + step <= n && a.get(i..i + step) == b.get(i..i + step) {
+            i += step;
+        }
+    }
+    i
+}
+
+/// Bytes that `a` and `b` share at their end.
+fn common_suffix(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let (a, b) = (
+        a.get(a.len() - n..).unwrap_or_default(),
+        b.get(b.len() - n..).unwrap_or_default(),
+    );
+    let mut i = 0;
+    for step in [256, 16, 1] {
+        while i + step <= n && a.get(n - i - step..n - i) == b.get(n - i - step..n - i) {
+            i += step;
+        }
+    }
+    i
 }
 
 /// Load `text` with `shapes`, reusing the units of `memo` (see [`super::memo`]) and leaving
@@ -304,12 +360,12 @@ impl<'a> Loader<'a> {
     }
 
     /// A unit (see [`super::memo`]) starting at `pos` on the line at `line_start`: reused from
-    /// the memo when its remembered counterpart (the unit of kind `item` at `index` or `key` of
+    /// the memo when its remembered counterpart (the unit of `kind` at `index` or `key` of
     /// the enclosing unit) has the same text, the same three bytes after it, column and depth;
     /// else read by `read`, and remembered.
     fn unit(
         &mut self,
-        item: bool,
+        kind: Kind,
         index: usize,
         key: Option<&str>,
         depth: usize,
@@ -321,7 +377,7 @@ impl<'a> Loader<'a> {
         let start = self.line_start;
         let col = self.pos - start;
         let parent = r.frames.last().map_or(0, |f| f.start);
-        let mut old = r.counterpart(item, index, key);
+        let mut old = r.counterpart(kind, index, key);
         if let Some((mut n, old_start)) = old.take() {
             let end = start + n.len;
             if n.depth == depth
@@ -354,8 +410,9 @@ impl<'a> Loader<'a> {
         let r = self.reuse.as_mut()?;
         let frame = r.frames.pop()?;
         let mut v = v?;
-        if !(v.is_object() || v.is_array()) {
-            // A scalar entry: nothing inside it to look up, and cheap to read again.
+        if !(v.is_object() || v.is_array()) || (kind == Kind::Flow && self.pos - start < 64) {
+            // A scalar entry or a short flow collection: nothing inside it to look up, and
+            // cheap to read again.
             return Some(v);
         }
         let skel = memo::skeleton(&mut v, &frame.kids);
@@ -366,7 +423,7 @@ impl<'a> Loader<'a> {
             end_col: self.pos - self.line_start,
             tail: memo::tail(self.b, self.pos),
             depth,
-            item,
+            kind,
             index,
             key: key.map(Box::from),
             kids: frame.kids,
@@ -489,7 +546,7 @@ impl<'a> Loader<'a> {
             return Some(Value::Null);
         }
         let col = self.col();
-        let v = self.unit(false, 0, None, 0, |l| l.block_node(col, 0))?;
+        let v = self.unit(Kind::Node, 0, None, 0, |l| l.block_node(col, 0))?;
         self.eof().then_some(v)
     }
 
@@ -527,7 +584,9 @@ impl<'a> Loader<'a> {
         if col > indent || (col == indent && slot.is_some() && self.at_entry()) {
             return match slot {
                 Some((index, key)) => {
-                    self.unit(false, index, Some(key), depth, |l| l.block_node(col, depth))
+                    self.unit(Kind::Node, index, Some(key), depth, |l| {
+                    l.block_node(col, depth)
+                })
                 }
                 None => self.block_node(col, depth),
             };
@@ -543,7 +602,7 @@ impl<'a> Loader<'a> {
         let base = self.items.len();
         loop {
             let index = self.items.len() - base;
-            let item = self.unit(true, index, None, depth + 1, |l| {
+            let item = self.unit(Kind::Item, index, None, depth + 1, |l| {
                 l.pos += 1;
                 l.entry(indent, depth + 1)
             })?;
@@ -678,11 +737,11 @@ impl<'a> Loader<'a> {
                 self.after_empty(indent, Some(slot), depth)
             }
             b'|' => self.literal(indent),
-            b'[' | b'{' => {
-                let v = self.flow(depth)?;
-                self.end_node()?;
+            b'[' | b'{' => self.unit(Kind::Flow, slot.0, Some(slot.1), depth, |l| {
+                let v = l.flow(depth)?;
+                l.end_node()?;
                 Some(v)
-            }
+            }),
             b'"' | b'\'' => {
                 let s = self.quoted()?;
                 self.end_node()?;

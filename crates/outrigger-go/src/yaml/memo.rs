@@ -69,6 +69,20 @@ pub(super) const MAX_LEN: usize = 64 << 10;
 /// the memo of a rendered template, as an annotation read between two renders would).
 pub(super) const MIN_LEN: usize = 256;
 
+/// What a unit is read as.
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+pub(super) enum Kind {
+    /// A block node (`Loader::block_node`): the root, or a mapping value on the lines after
+    /// its key.
+    #[default]
+    Node,
+    /// A block sequence entry (`Loader::entry`, after its `-`).
+    Item,
+    /// A flow collection after its key, on the key's line (`Loader::flow`, then the end of
+    /// the node's line).
+    Flow,
+}
+
 /// A unit of a document: where it is, what it was read from, and its value.
 #[derive(Default)]
 pub(super) struct Node {
@@ -77,7 +91,8 @@ pub(super) struct Node {
     pub(super) rel: usize,
     /// Bytes of the unit; 0 once the unit was taken out of the remembered tree.
     pub(super) len: usize,
-    /// Column at which the unit was read (the node's first byte, or an item's `-`).
+    /// Column at which the unit was read (the node's or flow collection's first byte, or an
+    /// item's `-`).
     pub(super) col: usize,
     /// Column of the first content byte after the unit (0 at the end of the text).
     pub(super) end_col: usize,
@@ -85,8 +100,8 @@ pub(super) struct Node {
     pub(super) tail: [u8; 3],
     /// Depth at which it was read.
     pub(super) depth: usize,
-    /// A sequence entry (else a block node).
-    pub(super) item: bool,
+    /// What it was read as.
+    pub(super) kind: Kind,
     /// Position in the enclosing unit's collection.
     pub(super) index: usize,
     /// Key in the enclosing unit's mapping (for a node that is a mapping value).
@@ -142,11 +157,11 @@ pub(super) struct Reuse<'m> {
 }
 
 impl Reuse<'_> {
-    /// Take out the remembered unit at the place of a unit about to be read (kind `item`, at
+    /// Take out the remembered unit at the place of a unit about to be read (of `kind`, at
     /// `index` of its collection, under `key`), with where it starts in the remembered text.
     pub(super) fn counterpart(
         &mut self,
-        item: bool,
+        kind: Kind,
         index: usize,
         key: Option<&str>,
     ) -> Option<(Node, usize)> {
@@ -158,7 +173,7 @@ impl Reuse<'_> {
         let kids = &mut frame.old.as_mut()?.kids;
         let fits = |n: &Node| {
             n.len != 0
-                && n.item == item
+                && n.kind == kind
                 && match key {
                     Some(k) => n.key.as_deref() == Some(k),
                     None => n.index == index,
