@@ -410,9 +410,9 @@ impl<'a> Loader<'a> {
         let r = self.reuse.as_mut()?;
         let frame = r.frames.pop()?;
         let mut v = v?;
-        if !(v.is_object() || v.is_array()) || (kind == Kind::Flow && self.pos - start < 64) {
-            // A scalar entry or a short flow collection: nothing inside it to look up, and
-            // cheap to read again.
+        if !(v.is_object() || v.is_array()) || self.pos - start < memo::MIN_UNIT {
+            // A scalar entry or a short collection: cheaper to read again than to look up,
+            // compare and rebuild (its value stays in the enclosing unit's skeleton).
             return Some(v);
         }
         let skel = memo::skeleton(&mut v, &frame.kids);

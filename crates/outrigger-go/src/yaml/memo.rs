@@ -69,6 +69,9 @@ pub(super) const MAX_LEN: usize = 64 << 10;
 /// the memo of a rendered template, as an annotation read between two renders would).
 pub(super) const MIN_LEN: usize = 256;
 
+/// Shortest unit remembered on its own (a shorter one stays in its enclosing unit's skeleton).
+pub(super) const MIN_UNIT: usize = 64;
+
 /// What a unit is read as.
 #[derive(Clone, Copy, Default, PartialEq, Eq)]
 pub(super) enum Kind {
