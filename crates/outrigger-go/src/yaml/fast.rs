@@ -112,6 +112,29 @@ fn common_suffix(a: &[u8], b: &[u8]) -> usize {
     i
 }
 
+/// [`from_str`] without this thread's caches: a fresh shape cache and no memo (for the
+/// differential tests of the memo).
+#[cfg(any(test, feature = "test-support"))]
+pub(crate) fn cold(text: &str) -> Option<Value> {
+    let text = text.strip_prefix('\u{FEFF}').unwrap_or(text);
+    if text.len() > MAX_LEN || !chars_ok(text.as_bytes()) {
+        return None;
+    }
+    load(text, &mut Shapes::new(), None)
+}
+
+/// This thread's memo: units reused and units read again since the thread started, and the
+/// number of units and bytes of text it holds (for tests).
+#[cfg(any(test, feature = "test-support"))]
+pub(crate) fn memo_counts() -> (u64, u64, usize, usize) {
+    MEMO.with_borrow(|m| {
+        fn units(n: &memo::Node) -> usize {
+            1 + n.kids.iter().map(units).sum::<usize>()
+        }
+        (m.hits, m.misses, m.root.as_ref().map_or(0, units), m.text.len())
+    })
+}
+
 /// Load `text` with `shapes`, reusing the units of `memo` (see [`super::memo`]) and leaving
 /// this text's there, when the text's size is in the memo's range.
 fn load(text: &str, shapes: &mut Shapes, memo: Option<&mut Memo>) -> Option<Value> {

@@ -45,6 +45,8 @@ mod tests_emit;
 #[cfg(test)]
 mod tests_fast;
 #[cfg(test)]
+mod tests_memo;
+#[cfg(test)]
 mod tests_parse;
 
 /// Parse YAML into a JSON tree exactly as sigs.k8s.io/yaml `YAMLToJSON` reads it.
@@ -187,6 +189,22 @@ pub fn read_document(text: &str) -> Result<Document> {
 #[cfg(feature = "test-support")]
 pub fn fast_from_str(text: &str) -> Option<Value> {
     fast::from_str(text)
+}
+
+/// [`fast_from_str`] without the thread's caches (no memo of the previous document's units, a
+/// fresh shape cache): what the fast path reads from `text` alone. For the differential tests
+/// of the memo (feature `test-support`).
+#[cfg(feature = "test-support")]
+pub fn fast_from_str_cold(text: &str) -> Option<Value> {
+    fast::cold(text)
+}
+
+/// Units that the fast path's memo on this thread reused and read again so far (feature
+/// `test-support`).
+#[cfg(feature = "test-support")]
+pub fn fast_memo_counts() -> (u64, u64) {
+    let (hits, misses, _, _) = fast::memo_counts();
+    (hits, misses)
 }
 
 /// The full loader of [`from_str`] (the go-yaml port), without the fast path. For tests and
