@@ -272,11 +272,22 @@ fn the_memo_is_bounded() {
 /// text, the bytes after it, its column and its depth are the same.
 #[test]
 fn what_follows_a_unit_is_compared() {
+    let (hits0, _, _, _) = fast::memo_counts();
     let pad = "# padding to reach the memo's smallest text ............................\n"
         .repeat(4);
     let pairs = [
         // The bytes after a sequence: the next line starts an entry at the same column, or not.
         ("a:\n- x: 1\n  y: 2\n- z\nb: 1\n", "a:\n- x: 1\n  y: 2\n-z\nb: 1\n"),
+        // The next line's indentation, whose last space is the unit's last byte (the bytes
+        // from the next line's content on being the same).
+        (
+            "top:\n  a:\n    k: v\n  bbb: 1\n",
+            "top:\n  a:\n    k: v\n bbbb: 1\n",
+        ),
+        (
+            "top:\n  a:\n    k: v\n  - - x\n",
+            "top:\n  a:\n    k: v\n - - x\n",
+        ),
         // A literal block's chomping depends on the lines after it.
         ("a:\n  k: |+\n    t\n\nb: 1\n", "a:\n  k: |+\n    t\n\n\nb: 1\n"),
         // A document end right after a unit.
@@ -295,14 +306,23 @@ fn what_follows_a_unit_is_compared() {
         // Text at the end without a line break.
         ("a:\n  k: |\n    t\n", "a:\n  k: |\n    t"),
     ];
+    // Units under 64 bytes are not remembered: make the inner ones longer.
+    let long = |t: &str| {
+        let z = "z".repeat(70);
+        t.replace("k: v", &format!("k: {z}"))
+            .replace("    t", &format!("    t{z}"))
+            .replace("{x: 1", &format!("{{x: {z}"))
+    };
     for (first, second) in pairs {
         for (a, b) in [(first, second), (second, first)] {
-            let (a, b) = (format!("{pad}{a}"), format!("{pad}{b}"));
+            let (a, b) = (format!("{pad}{}", long(a)), format!("{pad}{}", long(b)));
             warm_equals_cold(&a, "first");
             warm_equals_cold(&b, "second");
             warm_equals_cold(&a, "first again");
         }
     }
+    let (hits, _, _, _) = fast::memo_counts();
+    assert!(hits - hits0 > pairs.len() as u64, "inner units were reused");
 }
 
 /// Values built from the memo are independent trees: changing one leaves the memo's intact.
