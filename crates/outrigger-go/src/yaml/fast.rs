@@ -18,6 +18,10 @@
 //! `...` and further documents, duplicate keys, keys that are null or too long, NaN/infinite
 //! numbers, empty flow entries and values, nesting deeper than [`MAX_DEPTH`].
 //!
+//! Subtrees read from text that is byte-identical, at the same place in the tree, to the previous
+//! document read on the thread are rebuilt from a per-thread memo instead of read again: see
+//! [`super::memo`] for what is remembered and why the tree is the same.
+//!
 //! Mappings are built from a per-thread cache of the key sequences read before ([`Shapes`]):
 //! a clone of the remembered map copies the SipHash hashes serde_json's map stores, where
 //! inserting would compute them key by key; the tree is the same.

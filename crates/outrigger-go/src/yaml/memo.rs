@@ -20,12 +20,20 @@
 //!   (at column `c`): the document's root, or the value of a `key:` with nothing after it on
 //!   its line (`after_empty`, both of its branches call the same reading of a node at `c`);
 //! - *item*: a block sequence entry, read by `Loader::entry` after its `-` at column `c` (for a
-//!   compact `- - x`, the inner entry's line starts at the outer `-`).
+//!   compact `- - x`, the inner entry's line starts at the outer `-`);
+//! - *flow*: a flow collection after `key: ` on the key's line (at column `c`), read by
+//!   `Loader::flow` and then the end of its line: `S` is the key's line start, so the key's
+//!   text is compared too.
+//!
+//! Units shorter than [`MIN_UNIT`] bytes, and entries whose value is a scalar, are not
+//! remembered on their own: their values stay in the enclosing unit's skeleton (reading them
+//! again costs less than comparing and rebuilding them).
 //!
 //! Reading a unit is a function of: the bytes from `S` to where it ends (`E`), the three bytes
 //! at `E` (zeros past the end), its kind, `c` and its depth. Nothing else:
 //! - the loader reads forward from its cursor; the only bytes it reads before the cursor are the
-//!   one before a `#` (is it a comment?), always on a line inside the unit, after `S`. Its
+//!   one before a `#` (is it a comment?), always on a line inside the unit, after `S`, and
+//!   those of the unit's first line before `c` (for the column). Its
 //!   decisions use columns (`pos - line_start`), lengths and differences of positions, never an
 //!   absolute position, except the end of the text, which inside the unit is never reached (its
 //!   bytes are there) and at `E` shows as a NUL (the text holds none: the loader gives up on
@@ -41,7 +49,8 @@
 //! - the loader's other state does not enter: the entries and items of the collections being read
 //!   are stacks of which a unit takes only its own, and the shape cache changes how maps are
 //!   built, not what they hold. The depth counts toward [`super::fast`]'s nesting limit, so it is
-//!   compared;
+//!   compared (it follows from the place in the tree, as `c` follows from the bytes, so both
+//!   checks are belts);
 //! - the fast loader gives up on everything that would tie a node to text elsewhere (anchors,
 //!   aliases, tags, merge keys, directives, multi-line scalars outside literal blocks), and on
 //!   every error, by failing the whole document: a remembered unit is one that was read without
@@ -53,6 +62,15 @@
 //! kind, column and depth are the same, reading would give the remembered value and end at
 //! `S + len` with the remembered column: reuse is exact. A document the fast loader gives up on
 //! reaches the full loader exactly as without a memo, and leaves an empty memo.
+//!
+//! The fast loader's check of the characters (no control characters, no NUL) is made, with a
+//! memo, only on the bytes a text does not share with the remembered text at its start and end
+//! (and two either side): the remembered text passed the same check.
+//!
+//! The tests (`tests_memo.rs`, and `tests/yaml_fast.rs` of outrigger-inject on the rendered
+//! templates of distinct pods) compare reads with the memo warm from a previous text against
+//! cold reads, over thousands of line edits; leaving the bytes after a unit, its kind or the
+//! last byte of its text out of the comparison makes them fail.
 //!
 //! # Bounds
 //!

@@ -15,7 +15,9 @@
 //! characters → tokens → events), `parse` (go-yaml's node tree and decoder, then sigs.k8s.io/yaml's
 //! key conversion), `resolve` (YAML 1.1 plain-scalar resolution shared by both directions), `fast`
 //! (a single-pass loader for the block-YAML subset of rendered templates, tried first; it gives up
-//! on anything else and on every error, and `parse` runs on the original text), `split`, `emit`
+//! on anything else and on every error, and `parse` runs on the original text), `memo` (the fast
+//! loader's per-thread memo of the subtrees of the last document, reused where the next text is
+//! byte-identical), `split`, `emit`
 //! (port of go-yaml v2's encoder and libyaml's emitter).
 //!
 //! Known differences from Go: documents nested deeper than 512 collections are refused (go-yaml
