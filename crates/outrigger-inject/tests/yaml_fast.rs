@@ -158,17 +158,24 @@ fn rendered_templates_of_distinct_pods_warm_equal_cold() {
             "ports":[{"name":"http","containerPort":80 + i % 2}]}]}});
         let mut p = hello_params(&s, i % 5 == 0);
         if i % 2 == 1 {
-            p.workload.name = format!("deploy{}", i % 7).into();
+            p.workload.name = format!("deploy{}", i % 7);
         }
         let (result, texts) = yaml::traced(|| inject::inject_pod(&pod, &p).map(|_| ()));
         result.expect("injection");
         for t in &texts {
-            assert!(warm_equals_cold(t, "rendered template"), "fast path gave up");
+            assert!(
+                warm_equals_cold(t, "rendered template"),
+                "fast path gave up"
+            );
         }
         rendered.extend(texts);
     }
     let (hits, _) = yaml::fast_memo_counts();
-    assert!(hits - hits0 >= 39, "the memo was not used: {} hits", hits - hits0);
+    assert!(
+        hits - hits0 >= 39,
+        "the memo was not used: {} hits",
+        hits - hits0
+    );
     // Line edits of the rendered texts, each read after the text it was made from.
     for t in &rendered {
         for _ in 0..20 {

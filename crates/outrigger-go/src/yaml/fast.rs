@@ -52,21 +52,23 @@ pub(crate) fn from_str(text: &str) -> Option<Value> {
         return None;
     }
     SHAPES.with(|shapes| {
-        MEMO.with(|memo| match (shapes.try_borrow_mut(), memo.try_borrow_mut()) {
-            (Ok(mut shapes), Ok(mut memo)) => {
-                if !chars_ok_beside(text.as_bytes(), memo.text.as_bytes()) {
-                    return None;
+        MEMO.with(
+            |memo| match (shapes.try_borrow_mut(), memo.try_borrow_mut()) {
+                (Ok(mut shapes), Ok(mut memo)) => {
+                    if !chars_ok_beside(text.as_bytes(), memo.text.as_bytes()) {
+                        return None;
+                    }
+                    load(text, &mut shapes, Some(&mut memo))
                 }
-                load(text, &mut shapes, Some(&mut memo))
-            }
-            // Not reached (the loader does not call itself); fresh caches keep it correct.
-            _ => {
-                if !chars_ok(text.as_bytes()) {
-                    return None;
+                // Not reached (the loader does not call itself); fresh caches keep it correct.
+                _ => {
+                    if !chars_ok(text.as_bytes()) {
+                        return None;
+                    }
+                    load(text, &mut Shapes::new(), None)
                 }
-                load(text, &mut Shapes::new(), None)
-            }
-        })
+            },
+        )
     })
 }
 
@@ -135,7 +137,12 @@ pub(crate) fn memo_counts() -> (u64, u64, usize, usize) {
         fn units(n: &memo::Node) -> usize {
             1 + n.kids.iter().map(units).sum::<usize>()
         }
-        (m.hits, m.misses, m.root.as_ref().map_or(0, units), m.text.len())
+        (
+            m.hits,
+            m.misses,
+            m.root.as_ref().map_or(0, units),
+            m.text.len(),
+        )
     })
 }
 
@@ -610,11 +617,9 @@ impl<'a> Loader<'a> {
         // A sequence at the key's column belongs to the key (`block_node` reads it too).
         if col > indent || (col == indent && slot.is_some() && self.at_entry()) {
             return match slot {
-                Some((index, key)) => {
-                    self.unit(Kind::Node, index, Some(key), depth, |l| {
+                Some((index, key)) => self.unit(Kind::Node, index, Some(key), depth, |l| {
                     l.block_node(col, depth)
-                })
-                }
+                }),
                 None => self.block_node(col, depth),
             };
         }

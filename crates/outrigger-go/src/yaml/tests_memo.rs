@@ -178,7 +178,11 @@ fn warm_reads_equal_cold_reads_on_line_edits() {
         read += usize::from(warm_equals_cold(&text, "mutant after the seed"));
         // A chain: each mutant after the previous one the fast loader read (read again after
         // a refusal, which empties the memo).
-        let mut last = if read > 0 { text.clone() } else { SEED.to_string() };
+        let mut last = if read > 0 {
+            text.clone()
+        } else {
+            SEED.to_string()
+        };
         for step in 1..4 {
             text = mutate(&last, &mut rng, step);
             seen += 1;
@@ -195,7 +199,10 @@ fn warm_reads_equal_cold_reads_on_line_edits() {
         "memo: {} units reused, {misses} read again; fast loader read {read} of {seen}",
         hits - hits0
     );
-    assert!(read * 6 > seen, "the fast loader gave up on almost every mutant");
+    assert!(
+        read * 6 > seen,
+        "the fast loader gave up on almost every mutant"
+    );
     assert!(
         hits - hits0 > (runs * 10) as u64,
         "the memo was hardly used: {} hits",
@@ -214,7 +221,11 @@ fn distinct_renders_reuse_what_did_not_change() {
         assert!(warm_equals_cold(&text, "distinct render"));
     }
     let (hits, misses, units, bytes) = fast::memo_counts();
-    eprintln!("distinct renders: {} hits, {} misses", hits - hits0, misses - misses0);
+    eprintln!(
+        "distinct renders: {} hits, {} misses",
+        hits - hits0,
+        misses - misses0
+    );
     // Each render reads again the root, metadata, labels, annotations, spec, containers, its
     // entry, env and its changed entry; it reuses initContainers, the other entries of env,
     // the probe, the mounts, the volumes, ...
@@ -255,7 +266,11 @@ fn the_memo_is_bounded() {
         i += 1;
     }
     assert!(warm_equals_cold(&big, "big"));
-    assert_eq!(fast::memo_counts().3, SEED.len(), "a big text leaves the memo");
+    assert_eq!(
+        fast::memo_counts().3,
+        SEED.len(),
+        "a big text leaves the memo"
+    );
     let bad = format!("{SEED}a: &x 1\n");
     assert!(!warm_equals_cold(&bad, "given up"));
     assert_eq!(fast::memo_counts().2..=fast::memo_counts().3, 0..=0);
@@ -273,11 +288,14 @@ fn the_memo_is_bounded() {
 #[test]
 fn what_follows_a_unit_is_compared() {
     let (hits0, _, _, _) = fast::memo_counts();
-    let pad = "# padding to reach the memo's smallest text ............................\n"
-        .repeat(4);
+    let pad =
+        "# padding to reach the memo's smallest text ............................\n".repeat(4);
     let pairs = [
         // The bytes after a sequence: the next line starts an entry at the same column, or not.
-        ("a:\n- x: 1\n  y: 2\n- z\nb: 1\n", "a:\n- x: 1\n  y: 2\n-z\nb: 1\n"),
+        (
+            "a:\n- x: 1\n  y: 2\n- z\nb: 1\n",
+            "a:\n- x: 1\n  y: 2\n-z\nb: 1\n",
+        ),
         // The next line's indentation, whose last space is the unit's last byte (the bytes
         // from the next line's content on being the same).
         (
@@ -289,9 +307,15 @@ fn what_follows_a_unit_is_compared() {
             "top:\n  a:\n    k: v\n - - x\n",
         ),
         // A literal block's chomping depends on the lines after it.
-        ("a:\n  k: |+\n    t\n\nb: 1\n", "a:\n  k: |+\n    t\n\n\nb: 1\n"),
+        (
+            "a:\n  k: |+\n    t\n\nb: 1\n",
+            "a:\n  k: |+\n    t\n\n\nb: 1\n",
+        ),
         // A document end right after a unit.
-        ("a:\n  k: v\n  l: w\nb: 1\n", "a:\n  k: v\n  l: w\n---\nb: 1\n"),
+        (
+            "a:\n  k: v\n  l: w\nb: 1\n",
+            "a:\n  k: v\n  l: w\n---\nb: 1\n",
+        ),
         ("a:\n  k: v\n  l: w\nb: 1\n", "a:\n  k: v\n  l: w\n...\n"),
         // The same text at another column.
         ("a:\n  k: v\n  l: w\n", "a:\n   k: v\n   l: w\n"),
@@ -300,7 +324,10 @@ fn what_follows_a_unit_is_compared() {
         ("a:\n  k: v\n  l: w\n", "b:\n  k: v\n  l: w\n"),
         ("a:\n  k: v\n  l: w\n", "- a:\n    k: v\n    l: w\n"),
         // A mapping value turned into a flow collection and back.
-        ("a:\n  k: {x: 1,\n    y: 2}\n", "a:\n  k:\n    {x: 1,\n    y: 2}\n"),
+        (
+            "a:\n  k: {x: 1,\n    y: 2}\n",
+            "a:\n  k:\n    {x: 1,\n    y: 2}\n",
+        ),
         // Duplicate keys across a reused unit.
         ("a:\n  k: v\nb: 1\n", "a:\n  k: v\na: 1\n"),
         // Text at the end without a line break.
