@@ -417,7 +417,10 @@ impl<'a> Loader<'a> {
             if n.depth == depth
                 && n.col == col
                 && n.tail == memo::tail(self.b, end)
-                && self.b.get(start..end) == r.old_text.get(old_start..old_start + n.len)
+                && self
+                    .b
+                    .get(start..end)
+                    .is_some_and(|t| r.old_text.get(old_start..old_start + n.len) == Some(t))
             {
                 *r.hits += 1;
                 n.rel = start - parent;
