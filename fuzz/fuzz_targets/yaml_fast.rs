@@ -1,6 +1,8 @@
 //! Arbitrary text into the YAML fast path: whenever `yaml::fast_from_str` answers, the full
 //! loader (`yaml::slow_from_str`) must accept the text and build the same tree (key order and
-//! number kinds included); the fast path may give up on anything.
+//! number kinds included); the fast path may give up on anything. The fast path's memo is warm
+//! from the previous input (the fuzzer runs inputs one after another on one thread): its answer
+//! must be the one a cold read (`yaml::fast_from_str_cold`) gives.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -10,7 +12,13 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    let Some(fast) = yaml::fast_from_str(text) else {
+    let warm = yaml::fast_from_str(text);
+    assert_eq!(
+        warm.as_ref().map(|v| serde_json::to_string(v).ok()),
+        yaml::fast_from_str_cold(text).map(|v| serde_json::to_string(&v).ok()),
+        "memo-warm fast path differs from a cold read on {text:?}"
+    );
+    let Some(fast) = warm else {
         return;
     };
     match yaml::slow_from_str(text) {

@@ -32,7 +32,8 @@
 //!
 //! - `test-support` (off by default): hooks for tests and fuzzing that are not part of the
 //!   production API: `yaml::fast_from_str` and `yaml::slow_from_str` (the YAML loader's
-//!   two paths separately) and `yaml::traced` (the texts the loader read on this thread;
+//!   two paths separately), `yaml::fast_from_str_cold` and `yaml::fast_memo_counts` (the fast
+//!   path without its per-thread memo, and the memo's counts) and `yaml::traced` (the texts the loader read on this thread;
 //!   without the feature nothing is recorded).
 
 #![forbid(unsafe_code)]

@@ -124,6 +124,71 @@ fn rendered_templates_take_the_fast_path() {
     }
 }
 
+/// Read `text` with the fast path's memo warm from the texts read before on this thread, and
+/// cold; assert the same answer (tree or refusal). Returns whether the fast path read it.
+fn warm_equals_cold(text: &str, origin: &str) -> bool {
+    let cold = yaml::fast_from_str_cold(text);
+    let warm = yaml::fast_from_str(text);
+    assert_eq!(
+        warm.as_ref().map(|v| serde_json::to_string(v).ok()),
+        cold.as_ref().map(|v| serde_json::to_string(v).ok()),
+        "{origin}: memo-warm read differs from a cold one on {text:?}"
+    );
+    warm.is_some()
+}
+
+/// (c): the rendered sidecar templates of a stream of distinct pods (a new `app` label, a new
+/// Deployment, other ports and container names), each read with the memo warm from the one
+/// before, and with seeded line edits of them: warm reads equal cold reads, and the memo is
+/// used.
+fn rendered_templates_of_distinct_pods_warm_equal_cold() {
+    let root = corpus().expect("the harness checked the corpus");
+    let settings = root.join("settings/default");
+    let s = snapshot(&settings, &settings.join("mesh.yaml"), false).expect("default settings");
+    let (hits0, _) = yaml::fast_memo_counts();
+    let mut rng = XorShift(0x0033_5EED_D157_1C70);
+    let mut rendered = Vec::new();
+    for i in 0..40 {
+        let app = format!("h{i:09}");
+        let pod = json!({"metadata":{"name":format!("p{}", i % 3),"namespace":"default",
+            "labels":{"app":app},
+            "annotations":{"sidecar.istio.io/proxyCPU":"200m"}},
+          "spec":{"containers":[{"name":if i % 4 == 0 { "web" } else { "hello" },"image":"x",
+            "env":[{"name":"A","value":"1"}],
+            "ports":[{"name":"http","containerPort":80 + i % 2}]}]}});
+        let mut p = hello_params(&s, i % 5 == 0);
+        if i % 2 == 1 {
+            p.workload.name = format!("deploy{}", i % 7);
+        }
+        let (result, texts) = yaml::traced(|| inject::inject_pod(&pod, &p).map(|_| ()));
+        result.expect("injection");
+        for t in &texts {
+            assert!(
+                warm_equals_cold(t, "rendered template"),
+                "fast path gave up"
+            );
+        }
+        rendered.extend(texts);
+    }
+    let (hits, _) = yaml::fast_memo_counts();
+    assert!(
+        hits - hits0 >= 39,
+        "the memo was not used: {} hits",
+        hits - hits0
+    );
+    // Line edits of the rendered texts, each read after the text it was made from.
+    for t in &rendered {
+        for _ in 0..20 {
+            warm_equals_cold(t, "rendered template");
+            let mut edited = t.clone();
+            for _ in 0..=rng.below(2) {
+                edited = mutate(&edited, &mut rng);
+            }
+            warm_equals_cold(&edited, "edited rendered template");
+        }
+    }
+}
+
 /// (c): every text parsed while running the corpus' kube-inject cases (inputs, configs, meshes,
 /// rendered templates, annotations).
 fn corpus_injections() {
@@ -131,6 +196,8 @@ fn corpus_injections() {
     let mut tally = Tally::default();
     for (name, t) in &inputs::corpus_injection_texts(&root) {
         tally.add(t, name);
+        // In corpus order: each text read with the memo warm from the one before.
+        warm_equals_cold(t, name);
     }
     eprintln!(
         "corpus injections: fast path read {} of {} texts",
@@ -232,6 +299,11 @@ fn main() {
             "rendered_templates_take_the_fast_path",
             &[harness::Need::Corpus],
             rendered_templates_take_the_fast_path,
+        ),
+        harness::trial(
+            "rendered_templates_of_distinct_pods_warm_equal_cold",
+            &[harness::Need::Corpus],
+            rendered_templates_of_distinct_pods_warm_equal_cold,
         ),
         harness::trial(
             "corpus_injections",

@@ -18,6 +18,10 @@
 //! `...` and further documents, duplicate keys, keys that are null or too long, NaN/infinite
 //! numbers, empty flow entries and values, nesting deeper than [`MAX_DEPTH`].
 //!
+//! Subtrees read from text that is byte-identical, at the same place in the tree, to the previous
+//! document read on the thread are rebuilt from a per-thread memo instead of read again: see
+//! [`super::memo`] for what is remembered and why the tree is the same.
+//!
 //! Mappings are built from a per-thread cache of the key sequences read before ([`Shapes`]):
 //! a clone of the remembered map copies the SipHash hashes serde_json's map stores, where
 //! inserting would compute them key by key; the tree is the same.
@@ -29,6 +33,7 @@ use std::hash::Hasher;
 use rustc_hash::FxHasher;
 use serde_json::{Map, Value};
 
+use super::memo::{self, Kind, Memo, Reuse};
 use super::parse::{key_string, resolved_json};
 use super::resolve::{resolve_plain, Resolved};
 
@@ -43,30 +48,141 @@ const MAX_LEN: usize = 16 << 20;
 /// Load `text` if it is in the subset; `None` otherwise (and on any error).
 pub(crate) fn from_str(text: &str) -> Option<Value> {
     let text = text.strip_prefix('\u{FEFF}').unwrap_or(text);
-    if text.len() > MAX_LEN || !chars_ok(text.as_bytes()) {
+    if text.len() > MAX_LEN {
         return None;
     }
-    SHAPES.with(|cell| match cell.try_borrow_mut() {
-        Ok(mut shapes) => load(text, &mut shapes),
-        // Not reached (the loader does not call itself); a fresh cache keeps it correct.
-        Err(_) => load(text, &mut Shapes::new()),
+    SHAPES.with(|shapes| {
+        MEMO.with(
+            |memo| match (shapes.try_borrow_mut(), memo.try_borrow_mut()) {
+                (Ok(mut shapes), Ok(mut memo)) => {
+                    if !chars_ok_beside(text.as_bytes(), memo.text.as_bytes()) {
+                        return None;
+                    }
+                    load(text, &mut shapes, Some(&mut memo))
+                }
+                // Not reached (the loader does not call itself); fresh caches keep it correct.
+                _ => {
+                    if !chars_ok(text.as_bytes()) {
+                        return None;
+                    }
+                    load(text, &mut Shapes::new(), None)
+                }
+            },
+        )
     })
 }
 
-fn load(text: &str, shapes: &mut Shapes) -> Option<Value> {
-    Loader {
-        src: text,
-        b: text.as_bytes(),
-        pos: 0,
-        line_start: 0,
-        entries: Vec::new(),
-        items: Vec::new(),
-        shapes,
+/// [`chars_ok`] of `b`, given `old`, a text that passed it (or an empty one). The bytes that
+/// `b` shares with `old` at its start and at its end are not looked at again, except the two
+/// next to the bytes that differ: a byte refused alone is refused wherever it is, and every
+/// sequence of bytes refused together (at most three) that has a byte among those that differ
+/// lies within two bytes of them (one that does not lies in the shared start or end, which
+/// `old` has too).
+fn chars_ok_beside(b: &[u8], old: &[u8]) -> bool {
+    let start = common_prefix(b, old);
+    let rest = (b.get(start..), old.get(start..));
+    let end = match rest {
+        (Some(b), Some(old)) => common_suffix(b, old),
+        _ => 0,
+    };
+    let from = start.saturating_sub(2);
+    let to = (b.len() - end + 2).min(b.len());
+    b.get(from..to).is_some_and(chars_ok)
+}
+
+/// Bytes that `a` and `b` share at their start.
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    for step in [256, 16, 1] {
+        while i + step <= n && a.get(i..i + step) == b.get(i..i + step) {
+            i += step;
+        }
     }
-    .document()
+    i
+}
+
+/// Bytes that `a` and `b` share at their end.
+fn common_suffix(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let (a, b) = (
+        a.get(a.len() - n..).unwrap_or_default(),
+        b.get(b.len() - n..).unwrap_or_default(),
+    );
+    let mut i = 0;
+    for step in [256, 16, 1] {
+        while i + step <= n && a.get(n - i - step..n - i) == b.get(n - i - step..n - i) {
+            i += step;
+        }
+    }
+    i
+}
+
+/// [`from_str`] without this thread's caches: a fresh shape cache and no memo (for the
+/// differential tests of the memo).
+#[cfg(any(test, feature = "test-support"))]
+pub(crate) fn cold(text: &str) -> Option<Value> {
+    let text = text.strip_prefix('\u{FEFF}').unwrap_or(text);
+    if text.len() > MAX_LEN || !chars_ok(text.as_bytes()) {
+        return None;
+    }
+    load(text, &mut Shapes::new(), None)
+}
+
+/// This thread's memo: units reused and units read again since the thread started, and the
+/// number of units and bytes of text it holds (for tests).
+#[cfg(any(test, feature = "test-support"))]
+pub(crate) fn memo_counts() -> (u64, u64, usize, usize) {
+    MEMO.with_borrow(|m| {
+        fn units(n: &memo::Node) -> usize {
+            1 + n.kids.iter().map(units).sum::<usize>()
+        }
+        (
+            m.hits,
+            m.misses,
+            m.root.as_ref().map_or(0, units),
+            m.text.len(),
+        )
+    })
+}
+
+/// Load `text` with `shapes`, reusing the units of `memo` (see [`super::memo`]) and leaving
+/// this text's there, when the text's size is in the memo's range.
+fn load(text: &str, shapes: &mut Shapes, memo: Option<&mut Memo>) -> Option<Value> {
+    let memo = memo.filter(|_| (memo::MIN_LEN..=memo::MAX_LEN).contains(&text.len()));
+    let Some(memo) = memo else {
+        return Loader::new(text, shapes, None).document();
+    };
+    let Memo {
+        text: old_text,
+        root,
+        frames,
+        hits,
+        misses,
+    } = memo;
+    frames.clear();
+    let reuse = Reuse {
+        old_text: old_text.as_bytes(),
+        old_root: root.take(),
+        root: None,
+        frames,
+        hits,
+        misses,
+    };
+    let mut loader = Loader::new(text, shapes, Some(reuse));
+    let v = loader.document();
+    let new_root = loader.reuse.and_then(|r| r.root);
+    old_text.clear();
+    if v.is_some() {
+        old_text.push_str(text);
+        *root = new_root;
+    }
+    v
 }
 
 thread_local! {
+    /// This thread's [`Memo`]: the units of the last document read in full.
+    static MEMO: RefCell<Memo> = RefCell::new(Memo::default());
     /// This thread's [`Shapes`]: the rendered templates read on a thread have the same
     /// mappings render after render, whatever the pod.
     static SHAPES: RefCell<Shapes> = const { RefCell::new(Shapes::new()) };
@@ -259,9 +375,100 @@ struct Loader<'a> {
     items: Vec<Value>,
     /// Mappings by shape.
     shapes: &'a mut Shapes,
+    /// The previous document's units, and this one's being stored.
+    reuse: Option<Reuse<'a>>,
 }
 
 impl<'a> Loader<'a> {
+    fn new(text: &'a str, shapes: &'a mut Shapes, reuse: Option<Reuse<'a>>) -> Loader<'a> {
+        Loader {
+            src: text,
+            b: text.as_bytes(),
+            pos: 0,
+            line_start: 0,
+            entries: Vec::new(),
+            items: Vec::new(),
+            shapes,
+            reuse,
+        }
+    }
+
+    /// A unit (see [`super::memo`]) starting at `pos` on the line at `line_start`: reused from
+    /// the memo when its remembered counterpart (the unit of `kind` at `index` or `key` of
+    /// the enclosing unit) has the same text, the same three bytes after it, column and depth;
+    /// else read by `read`, and remembered.
+    fn unit(
+        &mut self,
+        kind: Kind,
+        index: usize,
+        key: Option<&str>,
+        depth: usize,
+        read: impl FnOnce(&mut Self) -> Option<Value>,
+    ) -> Option<Value> {
+        let Some(r) = self.reuse.as_mut() else {
+            return read(self);
+        };
+        let start = self.line_start;
+        let col = self.pos - start;
+        let parent = r.frames.last().map_or(0, |f| f.start);
+        let mut old = r.counterpart(kind, index, key);
+        if let Some((mut n, old_start)) = old.take() {
+            let end = start + n.len;
+            if n.depth == depth
+                && n.col == col
+                && n.tail == memo::tail(self.b, end)
+                && self
+                    .b
+                    .get(start..end)
+                    .is_some_and(|t| r.old_text.get(old_start..old_start + n.len) == Some(t))
+            {
+                *r.hits += 1;
+                n.rel = start - parent;
+                n.index = index;
+                let v = memo::materialize(&n);
+                let end_col = n.end_col;
+                r.place(n);
+                self.pos = end;
+                self.line_start = end - end_col;
+                return Some(v);
+            }
+            *r.misses += 1;
+            old = Some((n, old_start));
+        }
+        let (old, old_start) = old.map_or((None, 0), |(n, s)| (Some(n), s));
+        r.frames.push(memo::Frame {
+            old,
+            old_start,
+            start,
+            cursor: 0,
+            kids: Vec::new(),
+        });
+        let v = read(self);
+        let r = self.reuse.as_mut()?;
+        let frame = r.frames.pop()?;
+        let mut v = v?;
+        if !(v.is_object() || v.is_array()) || self.pos - start < memo::MIN_UNIT {
+            // A scalar entry or a short collection: cheaper to read again than to look up,
+            // compare and rebuild (its value stays in the enclosing unit's skeleton).
+            return Some(v);
+        }
+        let skel = memo::skeleton(&mut v, &frame.kids);
+        r.place(memo::Node {
+            rel: start - parent,
+            len: self.pos - start,
+            col,
+            end_col: self.pos - self.line_start,
+            tail: memo::tail(self.b, self.pos),
+            depth,
+            kind,
+            index,
+            key: key.map(Box::from),
+            kids: frame.kids,
+            skel,
+        });
+        Some(v)
+    }
+
     /// The byte at `i`, 0 past the end (the text holds no NUL).
     fn at(&self, i: usize) -> u8 {
         self.b.get(i).copied().unwrap_or(0)
@@ -363,7 +570,7 @@ impl<'a> Loader<'a> {
     }
 
     /// The whole text: nothing (null), or one block or flow collection.
-    fn document(mut self) -> Option<Value> {
+    fn document(&mut self) -> Option<Value> {
         self.skip_ignorable();
         let rest = self.b.get(self.pos..).unwrap_or_default();
         if self.col() == 0 && rest.starts_with(b"---") && self.blank_at(self.pos + 3) {
@@ -375,7 +582,8 @@ impl<'a> Loader<'a> {
         if self.eof() {
             return Some(Value::Null);
         }
-        let v = self.block_node(self.col(), 0)?;
+        let col = self.col();
+        let v = self.unit(Kind::Node, 0, None, 0, |l| l.block_node(col, 0))?;
         self.eof().then_some(v)
     }
 
@@ -397,16 +605,26 @@ impl<'a> Loader<'a> {
 
     /// The value of a key or entry with nothing after it on its line: a block collection on the
     /// following lines, or null. `same_col_seq`: a sequence at `indent` belongs to the key.
-    fn after_empty(&mut self, indent: usize, same_col_seq: bool, depth: usize) -> Option<Value> {
+    /// `slot`: the value's index and key in its mapping, which make it a unit (the value of an
+    /// entry is part of the entry's unit).
+    fn after_empty(
+        &mut self,
+        indent: usize,
+        slot: Option<(usize, &str)>,
+        depth: usize,
+    ) -> Option<Value> {
         if self.eof() {
             return Some(Value::Null);
         }
         let col = self.col();
-        if col > indent {
-            return self.block_node(col, depth);
-        }
-        if col == indent && same_col_seq && self.at_entry() {
-            return self.sequence(col, depth);
+        // A sequence at the key's column belongs to the key (`block_node` reads it too).
+        if col > indent || (col == indent && slot.is_some() && self.at_entry()) {
+            return match slot {
+                Some((index, key)) => self.unit(Kind::Node, index, Some(key), depth, |l| {
+                    l.block_node(col, depth)
+                }),
+                None => self.block_node(col, depth),
+            };
         }
         Some(Value::Null)
     }
@@ -418,8 +636,11 @@ impl<'a> Loader<'a> {
         }
         let base = self.items.len();
         loop {
-            self.pos += 1;
-            let item = self.entry(indent, depth + 1)?;
+            let index = self.items.len() - base;
+            let item = self.unit(Kind::Item, index, None, depth + 1, |l| {
+                l.pos += 1;
+                l.entry(indent, depth + 1)
+            })?;
             self.items.push(item);
             if self.eof() || self.col() < indent {
                 break;
@@ -440,7 +661,7 @@ impl<'a> Loader<'a> {
         match self.peek() {
             0 | b'\n' | b'#' => {
                 self.end_node()?;
-                self.after_empty(indent, false, depth)
+                self.after_empty(indent, None, depth)
             }
             _ => self.inline_node(indent, depth),
         }
@@ -505,7 +726,8 @@ impl<'a> Loader<'a> {
         let base = self.entries.len();
         let mut key = first;
         loop {
-            let v = self.map_value(indent, depth + 1)?;
+            let slot = (self.entries.len() - base, key.as_ref());
+            let v = self.map_value(indent, slot, depth + 1)?;
             self.entries.push((key, v));
             if self.eof() || self.col() < indent {
                 break;
@@ -541,20 +763,20 @@ impl<'a> Loader<'a> {
         Some(key)
     }
 
-    /// The value after `key:` in the block mapping at `indent`.
-    fn map_value(&mut self, indent: usize, depth: usize) -> Option<Value> {
+    /// The value after `key:` in the block mapping at `indent`, at `slot` (index, key) of it.
+    fn map_value(&mut self, indent: usize, slot: (usize, &str), depth: usize) -> Option<Value> {
         self.skip_spaces();
         match self.peek() {
             0 | b'\n' | b'#' => {
                 self.end_node()?;
-                self.after_empty(indent, true, depth)
+                self.after_empty(indent, Some(slot), depth)
             }
             b'|' => self.literal(indent),
-            b'[' | b'{' => {
-                let v = self.flow(depth)?;
-                self.end_node()?;
+            b'[' | b'{' => self.unit(Kind::Flow, slot.0, Some(slot.1), depth, |l| {
+                let v = l.flow(depth)?;
+                l.end_node()?;
                 Some(v)
-            }
+            }),
             b'"' | b'\'' => {
                 let s = self.quoted()?;
                 self.end_node()?;
@@ -1141,7 +1363,7 @@ mod tests {
             .collect();
         for round in 0..2 {
             for text in &texts {
-                let fast = load(text, &mut Shapes::new()).expect("in the subset");
+                let fast = load(text, &mut Shapes::new(), None).expect("in the subset");
                 let cached = from_str(text).expect("in the subset");
                 let slow = super::super::parse::from_str(text).expect("valid");
                 assert_eq!(json(&cached), json(&slow), "round {round}: {text}");

@@ -15,7 +15,9 @@
 //! characters → tokens → events), `parse` (go-yaml's node tree and decoder, then sigs.k8s.io/yaml's
 //! key conversion), `resolve` (YAML 1.1 plain-scalar resolution shared by both directions), `fast`
 //! (a single-pass loader for the block-YAML subset of rendered templates, tried first; it gives up
-//! on anything else and on every error, and `parse` runs on the original text), `split`, `emit`
+//! on anything else and on every error, and `parse` runs on the original text), `memo` (the fast
+//! loader's per-thread memo of the subtrees of the last document, reused where the next text is
+//! byte-identical), `split`, `emit`
 //! (port of go-yaml v2's encoder and libyaml's emitter).
 //!
 //! Known differences from Go: documents nested deeper than 512 collections are refused (go-yaml
@@ -35,6 +37,7 @@ type Result<T, E = YamlError> = std::result::Result<T, E>;
 mod emit;
 mod events;
 mod fast;
+mod memo;
 mod parse;
 mod resolve;
 mod scan;
@@ -43,6 +46,8 @@ mod split;
 mod tests_emit;
 #[cfg(test)]
 mod tests_fast;
+#[cfg(test)]
+mod tests_memo;
 #[cfg(test)]
 mod tests_parse;
 
@@ -186,6 +191,22 @@ pub fn read_document(text: &str) -> Result<Document> {
 #[cfg(feature = "test-support")]
 pub fn fast_from_str(text: &str) -> Option<Value> {
     fast::from_str(text)
+}
+
+/// [`fast_from_str`] without the thread's caches (no memo of the previous document's units, a
+/// fresh shape cache): what the fast path reads from `text` alone. For the differential tests
+/// of the memo (feature `test-support`).
+#[cfg(feature = "test-support")]
+pub fn fast_from_str_cold(text: &str) -> Option<Value> {
+    fast::cold(text)
+}
+
+/// Units that the fast path's memo on this thread reused and read again so far (feature
+/// `test-support`).
+#[cfg(feature = "test-support")]
+pub fn fast_memo_counts() -> (u64, u64) {
+    let (hits, misses, _, _) = fast::memo_counts();
+    (hits, misses)
 }
 
 /// The full loader of [`from_str`] (the go-yaml port), without the fast path. For tests and
