@@ -64,6 +64,7 @@ mod printf;
 mod reads;
 mod regexp;
 mod regexp_syntax;
+mod reuse;
 mod semver;
 mod signature;
 mod sprig;
@@ -154,6 +155,9 @@ pub struct Template {
     reads: Reads,
     /// The JSON names of the `.ObjectMeta` and `.Spec` fields it can read (`None`: any).
     read_json: (Option<Vec<String>>, Option<Vec<String>>),
+    /// Which top-level nodes a render may replay from an earlier render, and the states that
+    /// remember them ([`reuse`]); `None` when none may (or the template changes maps).
+    reuse: Option<reuse::Plan>,
 }
 
 impl Template {
@@ -179,6 +183,11 @@ impl Template {
             reads::json_names("metav1.ObjectMeta", &reads.object_meta),
             reads::json_names("corev1.PodSpec", &reads.spec),
         );
+        let reuse = if mutates_maps {
+            None
+        } else {
+            reuse::plan(name, &trees)
+        };
         Ok(Template {
             name: name.to_string(),
             source: text.to_string(),
@@ -190,6 +199,7 @@ impl Template {
             deterministic,
             reads,
             read_json,
+            reuse,
         })
     }
 
