@@ -263,6 +263,7 @@ impl<'t> Exec<'t> {
                                 self.vars.push((name.as_str(), v, iface));
                             }
                         }
+                        st.hits += 1;
                         continue;
                     }
                     None

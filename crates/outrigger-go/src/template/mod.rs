@@ -78,6 +78,8 @@ pub use reads::{FieldSet, Reads};
 mod tests;
 #[cfg(test)]
 mod tests_limits;
+#[cfg(test)]
+mod tests_reuse;
 
 /// The template root object (Istio's `SidecarTemplateData`), in Go field order.
 ///
@@ -243,6 +245,12 @@ impl Template {
     /// on these fields (and on the rest of [`TemplateData`]) give the same text.
     pub fn read_json_fields(&self) -> (Option<&[String]>, Option<&[String]>) {
         (self.read_json.0.as_deref(), self.read_json.1.as_deref())
+    }
+
+    /// Segments replayed from earlier renders so far ([`reuse`]; for tests).
+    #[cfg(test)]
+    pub(crate) fn reuse_hits(&self) -> u64 {
+        self.reuse.as_ref().map_or(0, reuse::Plan::hits)
     }
 
     /// The template's name.

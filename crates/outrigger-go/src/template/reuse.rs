@@ -610,6 +610,8 @@ pub(super) struct State {
     /// Per segment: misses in a row, and the render count until which it is not looked up.
     misses: Vec<(u8, u64)>,
     renders: u64,
+    /// Segments replayed (the executor counts them).
+    pub hits: u64,
 }
 
 /// A key computed for a segment about to run.
@@ -667,6 +669,21 @@ impl Plan {
         st.cur.iter_mut().for_each(|v| *v = 0);
         st.renders += 1;
         st
+    }
+
+    /// How many top-level nodes may be reused (for tests).
+    #[cfg(test)]
+    pub fn planned(&self) -> usize {
+        self.segs.iter().flatten().count()
+    }
+
+    /// Segments replayed by the states in the pool (for tests).
+    #[cfg(test)]
+    pub fn hits(&self) -> u64 {
+        self.pool
+            .lock()
+            .map(|p| p.iter().map(|s| s.hits).sum())
+            .unwrap_or(0)
     }
 
     /// Give a state back after its render.
