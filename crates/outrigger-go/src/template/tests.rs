@@ -926,7 +926,7 @@ pub(super) fn corpus() -> Option<std::path::PathBuf> {
 }
 
 /// Tiny reader for the `templates:` map of an injector config (block literals, 4-space body).
-fn extract_templates(config: &str) -> Vec<(String, String)> {
+pub(super) fn extract_templates(config: &str) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = Vec::new();
     let mut in_templates = false;
     let mut cur: Option<(String, String)> = None;

@@ -352,3 +352,34 @@ fn reuse_is_exact_across_threads() {
         }
     });
 }
+
+#[test]
+fn reuse_of_every_corpus_template_matches_fresh_renders() {
+    let Some(root) = corpus() else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "the corpus is required under CI"
+        );
+        return;
+    };
+    let dirs = std::fs::read_dir(root.join("settings")).expect("settings");
+    let mut checked = 0;
+    for (k, d) in dirs.flatten().enumerate() {
+        let (Ok(cfg), Ok(vals)) = (
+            std::fs::read_to_string(d.path().join("config.yaml")),
+            std::fs::read_to_string(d.path().join("values.json")),
+        ) else {
+            continue;
+        };
+        let mut fx = hello_fixture(&root);
+        fx.values = serde_json::from_str(&vals).expect("values.json");
+        for (name, body) in super::tests::extract_templates(&cfg) {
+            if Template::parse(&name, &body).is_err() {
+                continue;
+            }
+            differential(&body, &fx, 25, 0x5eed + k as u64);
+            checked += 1;
+        }
+    }
+    assert!(checked >= 8, "{checked}");
+}
