@@ -66,6 +66,17 @@ pub const MAX_ENTRY_TEXT: usize = 64 << 10;
 /// Renders during which a segment that missed twice in a row is not looked up.
 pub const BACKOFF: u32 = 32;
 
+/// The most JSON values a copy of a field of the pod holds: a larger field (a long list of
+/// containers) is not held, so the segments that read it are not reused, and no render copies
+/// it (comparing a larger field with a held one stops at the first difference in length).
+pub const MAX_POD_VALUES: usize = 256;
+
+/// The most JSON values a copy of `.Values`, `.MeshConfig` or `.ProxyConfig` holds.
+pub const MAX_CONFIG_VALUES: usize = 16 << 10;
+
+/// The version of an input too large to hold: never recorded, never matched.
+const UNHELD: u64 = u64::MAX;
+
 /// One input of the root a segment can read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Item {
@@ -452,63 +463,90 @@ impl View<'_> {
         }
     }
 
-    fn hold(&self) -> Held {
-        match self {
-            View::Json(a) => Held::Json(a.cloned()),
-            View::Whole(a) => Held::Whole((*a).clone()),
+    /// A copy of the input, if it is not larger than `max` JSON values.
+    fn hold(&self, max: usize) -> Option<Held> {
+        Some(match self {
+            View::Json(None) => Held::Json(None),
+            View::Json(Some(a)) => Held::Json(Some(clone_bounded(a, max)?)),
+            View::Whole(a) => Held::Whole(clone_bounded(a, max)?),
             View::Strs(a, b) => Held::Strs(a.to_string(), b.to_string()),
             View::Str(a) => Held::Str(a.to_string()),
             View::Bool(b) => Held::Bool(*b),
             View::Int(i) => Held::Int(*i),
             View::Env(e) => Held::Env((*e).clone()),
             View::Proto(f) => Held::Proto(*f),
-        }
+        })
     }
 }
 
 /// Whether two JSON trees are the same to a template: objects with the same keys in the same
-/// order (iteration order shows in `toJson`, `toYaml`, ...), numbers of the same representation
-/// and bits (`1` and `1.0`, `0` and `-0.0` print differently).
+/// order (iteration order is an input as far as this module knows), numbers of the same
+/// representation and bits (`1` and `1.0`, `0` and `-0.0` print differently).
 pub(super) fn same_json(a: &Value, b: &Value) -> bool {
-    let mut work = vec![(a, b)];
-    while let Some((a, b)) = work.pop() {
-        let same = match (a, b) {
-            (Value::Null, Value::Null) => true,
-            (Value::Bool(x), Value::Bool(y)) => x == y,
-            (Value::String(x), Value::String(y)) => x == y,
-            (Value::Number(x), Value::Number(y)) => {
-                (
-                    x.as_u64(),
-                    x.as_i64(),
-                    x.is_f64(),
-                    x.as_f64().map(f64::to_bits),
-                ) == (
-                    y.as_u64(),
-                    y.as_i64(),
-                    y.is_f64(),
-                    y.as_f64().map(f64::to_bits),
-                )
-            }
-            (Value::Array(x), Value::Array(y)) => {
-                x.len() == y.len() && {
-                    work.extend(x.iter().zip(y));
-                    true
-                }
-            }
-            (Value::Object(x), Value::Object(y)) => {
-                x.len() == y.len()
-                    && x.iter().zip(y).all(|((k1, v1), (k2, v2))| {
-                        work.push((v1, v2));
-                        k1 == k2
-                    })
-            }
-            _ => false,
-        };
-        if !same {
-            return false;
+    match (a, b) {
+        (Value::Null, Value::Null) => true,
+        (Value::Bool(x), Value::Bool(y)) => x == y,
+        (Value::String(x), Value::String(y)) => x == y,
+        (Value::Number(x), Value::Number(y)) => {
+            (
+                x.as_u64(),
+                x.as_i64(),
+                x.is_f64(),
+                x.as_f64().map(f64::to_bits),
+            ) == (
+                y.as_u64(),
+                y.as_i64(),
+                y.is_f64(),
+                y.as_f64().map(f64::to_bits),
+            )
         }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len()
+                && x.iter().zip(y).all(|(v, w)| match (v, w) {
+                    (Value::Array(_) | Value::Object(_), _) => {
+                        crate::go::stack::grow(|| same_json(v, w))
+                    }
+                    _ => same_json(v, w),
+                })
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter().zip(y).all(|((k1, v), (k2, w))| {
+                    k1 == k2
+                        && match (v, w) {
+                            (Value::Array(_) | Value::Object(_), _) => {
+                                crate::go::stack::grow(|| same_json(v, w))
+                            }
+                            _ => same_json(v, w),
+                        }
+                })
+        }
+        _ => false,
     }
-    true
+}
+
+/// Whether `v` holds at most `*left` JSON values (counted down as they are seen).
+fn fits(v: &Value, left: &mut usize) -> bool {
+    if *left == 0 {
+        return false;
+    }
+    *left -= 1;
+    match v {
+        Value::Array(a) => a.iter().all(|x| match x {
+            Value::Array(_) | Value::Object(_) => crate::go::stack::grow(|| fits(x, left)),
+            _ => fits(x, left),
+        }),
+        Value::Object(m) => m.values().all(|x| match x {
+            Value::Array(_) | Value::Object(_) => crate::go::stack::grow(|| fits(x, left)),
+            _ => fits(x, left),
+        }),
+        _ => true,
+    }
+}
+
+/// A copy of `v` if it holds at most `max` JSON values.
+fn clone_bounded(v: &Value, max: usize) -> Option<Value> {
+    fits(v, &mut { max }).then(|| v.clone())
 }
 
 /// A variable's value held across renders: what can be held without borrowing the data.
@@ -700,13 +738,26 @@ impl Plan {
         if st.cur[k] != 0 {
             return st.cur[k];
         }
-        let v = view(&self.items[k], d);
+        let it = &self.items[k];
+        let v = view(it, d);
         let ver = match &st.held[k] {
             Some((h, ver)) if v.matches(h) => *ver,
             _ => {
-                st.next += 1;
-                st.held[k] = Some((v.hold(), st.next));
-                st.next
+                let max = match it {
+                    Item::Meta(_) | Item::Spec(_) => MAX_POD_VALUES,
+                    _ => MAX_CONFIG_VALUES,
+                };
+                match v.hold(max) {
+                    Some(h) => {
+                        st.next += 1;
+                        st.held[k] = Some((h, st.next));
+                        st.next
+                    }
+                    None => {
+                        st.held[k] = None;
+                        UNHELD
+                    }
+                }
             }
         };
         st.cur[k] = ver;
