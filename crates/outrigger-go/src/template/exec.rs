@@ -258,9 +258,14 @@ impl<'t> Exec<'t> {
                             // Within the budget's check interval: never fails.
                             let _ = self.meter.step();
                         }
+                        for (name, v, iface) in e.assigned(plan, i) {
+                            self.set_var(name, v, iface)?;
+                        }
                         if let Node::Action(a) = n {
-                            for ((_, name), (v, iface)) in a.pipe.decl.iter().zip(e.pushes()) {
-                                self.vars.push((name.as_str(), v, iface));
+                            if !a.pipe.is_assign {
+                                for ((_, name), (v, iface)) in a.pipe.decl.iter().zip(e.pushes()) {
+                                    self.vars.push((name.as_str(), v, iface));
+                                }
                             }
                         }
                         st.hits += 1;
@@ -285,7 +290,8 @@ impl<'t> Exec<'t> {
                         key,
                         &self.out[out0..],
                         steps1 - steps0,
-                        &self.vars[vars0..],
+                        &self.vars,
+                        vars0,
                     );
                 }
             }

@@ -106,8 +106,10 @@ enum Item {
 pub(super) struct Seg {
     /// Indices into [`Plan::items`].
     items: Vec<usize>,
-    /// Names of the variables it reads.
+    /// Names of the variables it reads (and those it assigns).
     vars: Vec<String>,
+    /// Names of the variables of the main body it assigns (`$x = v`).
+    assigns: Vec<String>,
 }
 
 /// Which top-level nodes of a template may be reused, and the states of its renders.
@@ -138,6 +140,7 @@ pub(super) fn plan(main: &str, trees: &HashMap<String, ListNode>) -> Option<Plan
                 ok: true,
                 items: Vec::new(),
                 vars: BTreeSet::new(),
+                assigns: BTreeSet::new(),
                 visited: HashSet::new(),
             };
             w.node(
@@ -165,6 +168,7 @@ pub(super) fn plan(main: &str, trees: &HashMap<String, ListNode>) -> Option<Plan
             Some(Seg {
                 items: idx,
                 vars: w.vars.into_iter().collect(),
+                assigns: w.assigns.into_iter().collect(),
             })
         })
         .collect();
@@ -228,6 +232,7 @@ struct Walk<'a> {
     ok: bool,
     items: Vec<Item>,
     vars: BTreeSet<String>,
+    assigns: BTreeSet<String>,
     visited: HashSet<(&'a str, bool)>,
 }
 
@@ -286,8 +291,12 @@ impl<'a> Walk<'a> {
     }
 
     fn pipe(&mut self, p: &'a PipeNode, c: Ctx) {
-        if p.is_assign {
-            self.ok = false;
+        // An assignment in a defined body is to that body's own variables.
+        if p.is_assign && c.outer {
+            for (_, v) in &p.decl {
+                self.vars.insert(v.clone());
+                self.assigns.insert(v.clone());
+            }
         }
         for cmd in &p.commands {
             let annotation =
@@ -624,6 +633,8 @@ pub(super) struct Entry {
     pub steps: u64,
     /// The variables it declared, in order.
     pushes: Vec<(Own, bool)>,
+    /// What the variables it assigns ([`Seg::assigns`]) hold after it.
+    assigned: Vec<(Own, bool)>,
 }
 
 impl Entry {
@@ -632,6 +643,20 @@ impl Entry {
         self.pushes
             .iter()
             .map(|(o, i)| (o.value().unwrap_or(V::Missing), *i))
+    }
+
+    /// The assigned variables' names and values after the segment.
+    pub fn assigned<'p, 't>(
+        &'p self,
+        plan: &'p Plan,
+        i: usize,
+    ) -> impl Iterator<Item = (&'p str, V<'t>, bool)> + 'p {
+        let names = plan.segs.get(i).and_then(Option::as_ref);
+        names
+            .into_iter()
+            .flat_map(|s| s.assigns.iter())
+            .zip(&self.assigned)
+            .map(|(n, (o, f))| (n.as_str(), o.value().unwrap_or(V::Missing), *f))
     }
 }
 
@@ -849,11 +874,27 @@ impl Plan {
         key: Key,
         text: &str,
         steps: u64,
-        pushed: &[(&str, V<'_>, bool)],
+        vars: &[(&str, V<'_>, bool)],
+        pushed_from: usize,
     ) {
+        let Some(Some(seg)) = self.segs.get(i) else {
+            return;
+        };
         if text.len() > MAX_ENTRY_TEXT {
             return;
         }
+        let mut assigned = Vec::with_capacity(seg.assigns.len());
+        for name in &seg.assigns {
+            let found = vars[..pushed_from]
+                .iter()
+                .rev()
+                .find(|(n, _, _)| *n == name.as_str());
+            match found.map(|(_, v, f)| (Own::of(v), *f)) {
+                Some((Some(o), f)) if !matches!(o, Own::List(_)) => assigned.push((o, f)),
+                _ => return,
+            }
+        }
+        let pushed = &vars[pushed_from..];
         let mut pushes = Vec::with_capacity(pushed.len());
         for (_, v, f) in pushed {
             match Own::of(v) {
@@ -867,6 +908,7 @@ impl Plan {
             text: text.to_string(),
             steps,
             pushes,
+            assigned,
         });
     }
 }

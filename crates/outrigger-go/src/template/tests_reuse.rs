@@ -238,7 +238,8 @@ a={{ $a }} n={{ $n }} t={{ $t }}
 {{ .ObjectMeta.CreationTimestamp }} {{ toDate "2006-01-02" "2024-03-01" }}
 {{ now | date "2006-01-02T15" }} {{ toJson . | len }}
 {{ if .Values.pilot.cni.enabled }}{{ range $k, $v := .Values.global }}{{ $k }} {{ end }}{{ end }}
-{{ $first := true }}{{ range .Spec.Containers }}{{ if not $first }},{{ end }}{{ .Name }}{{ $first = false }}{{ end }}
+{{ $first := true }}{{ range .Spec.Containers }}{{ if not $first }},{{ end }}{{ .Name }}{{ $first = false }}{{ end }} first={{ $first }}
+{{ if .Values.pilot.cni.enabled }}{{ $n = 7 }}{{ end }}{{ $n }}{{ $t = not $t }}{{ $t }}{{ range $i, $c := .Spec.Containers }}{{ $n = $i }}{{ end }}{{ $n }}
 {{ $f := 1.5 }}{{ $f }}{{ $u := .ObjectMeta }}{{ $u.Name }}{{ $t }}
 "#;
 
