@@ -288,8 +288,7 @@ impl<'t> Exec<'t> {
                         st,
                         i,
                         key,
-                        &self.out[out0..],
-                        steps1 - steps0,
+                        (&self.out[out0..], steps1 - steps0),
                         &self.vars,
                         vars0,
                     );

@@ -12,10 +12,13 @@
 //! (by name, whatever scope declared them); the environment map if it calls `env` or
 //! `expandenv`; the protobuf encoder if it calls `protoToJSON`. Besides, every render reads
 //! the local zone (time values print in it), so that is part of every key. A segment is never
-//! reused when it uses the root whole (`.`/`$` bare: `toJson .`), assigns a variable (`$x = v`:
-//! it changes state outside itself), calls a function that is not a function of its arguments
-//! (clock, randomness, network: [`super::funcs::is_pure`]; `call`), or when the template changes
-//! maps in place (`set`, `unset`, `merge`: the whole reuse is off) or declares `$` anywhere.
+//! reused when it uses the root whole (`.`/`$` bare: `toJson .`), calls a function that is not
+//! a function of its arguments (clock, randomness, network: [`super::funcs::is_pure`]; `call`),
+//! or when the template changes maps in place (`set`, `unset`, `merge`: the whole reuse is off)
+//! or declares `$` anywhere. The work budget, the output limit and the executor's per-render
+//! state are dealt with below; the stack depth of `{{template}}` calls starts at zero at every
+//! top-level node; nothing else of a render is seen by a segment (the executor reads no other
+//! global state: the environment is the data's map, the clock is only read by clock functions).
 //!
 //! **The key** of a segment is those inputs' values, compared in full, never hashed: each root
 //! input is copied once into the reuse state (an owned JSON tree or string) with a version
@@ -25,10 +28,13 @@
 //! (strings, numbers, booleans and lists of them; a segment that reads a variable holding
 //! anything else, such as a view into the pod, is not reused then).
 //!
-//! **What a segment does** besides reading: it appends text, counts steps of work, and (a
-//! top-level `{{ $x := ... }}`) declares variables; an entry records all three (a declared
-//! value must be a string, number or boolean) and a replay repeats them: the same text, the same
-//! number of steps counted on the render's meter, the same variables pushed. A segment leaves
+//! **What a segment does** besides reading: it appends text, counts steps of work, (a top-level
+//! `{{ $x := ... }}`) declares variables and (`{{ $x = ... }}` at any depth) assigns variables of
+//! the main body (the names assigned are part of the key, so the same variables are in scope);
+//! an entry records all of it (a declared or assigned value must be a string, number or boolean:
+//! a list is a shared buffer whose later appends count work by how it is shared, so it is not
+//! replayed) and a replay repeats it: the same text, the same number of steps counted on the
+//! render's meter, the same variables pushed, the same final values assigned. A segment leaves
 //! nothing else: the executor's position, dot and scope are reset by the next node, and the
 //! per-render memos (chain slots, pure pipelines) are caches whose absence changes no result.
 //! Entries record successful runs only. A replay happens only where it cannot differ from a run
@@ -118,7 +124,7 @@ pub(super) struct Plan {
     items: Vec<Item>,
     /// By index in the main body's list.
     segs: Vec<Option<Seg>>,
-    pool: Mutex<Vec<Box<State>>>,
+    pool: Mutex<Vec<State>>,
 }
 
 /// The analysis of a template: `None` when nothing of it may be reused.
@@ -315,15 +321,9 @@ impl<'a> Walk<'a> {
         match e {
             Expr::Dot(_) if c.dot => self.ok = false,
             Expr::Field(_, f, _) if c.dot => self.chain(f),
-            Expr::Variable(_, v, f, _) if v == "$" => {
-                if c.dollar {
-                    self.chain(f);
-                }
-            }
-            Expr::Variable(_, v, _, _) => {
-                if c.outer {
-                    self.vars.insert(v.clone());
-                }
+            Expr::Variable(_, v, f, _) if v == "$" && c.dollar => self.chain(f),
+            Expr::Variable(_, v, _, _) if v != "$" && c.outer => {
+                self.vars.insert(v.clone());
             }
             Expr::Pipe(_, p) => crate::go::stack::grow(|| self.pipe(p, c)),
             Expr::Chain(_, inner, fields) => match inner.as_ref() {
@@ -710,7 +710,7 @@ impl Plan {
     }
 
     /// A state for one render (from the pool or new), ready for a render in `zone`.
-    pub fn take(&self, zone: Location) -> Box<State> {
+    pub fn take(&self, zone: Location) -> State {
         let mut st = self
             .pool
             .lock()
@@ -750,7 +750,7 @@ impl Plan {
     }
 
     /// Give a state back after its render.
-    pub fn give(&self, st: Box<State>) {
+    pub fn give(&self, st: State) {
         if let Ok(mut p) = self.pool.lock() {
             if p.len() < MAX_STATES {
                 p.push(st);
@@ -872,8 +872,7 @@ impl Plan {
         st: &mut State,
         i: usize,
         key: Key,
-        text: &str,
-        steps: u64,
+        (text, steps): (&str, u64),
         vars: &[(&str, V<'_>, bool)],
         pushed_from: usize,
     ) {
