@@ -248,6 +248,7 @@ const FAILING: &str = r#"{{ $p := .Values.global.proxy.statusPort }}ok {{ $p }}
 {{ if eq (index .ObjectMeta.Labels "app") "hello" }}{{ fail "hello is refused" }}{{ end }}
 {{ with .ObjectMeta.Annotations }}{{ fromJSON (index . "sidecar.istio.io/userVolume") | toJson }}{{ end }}
 {{ if .ProxyConfig.Concurrency }}{{ .ProxyConfig.Concurrency.Nope }}{{ end }}
+{{ if eq (index .ObjectMeta.Labels "version") "v2" }}{{ randAlphaNum 3 }}{{ end }}
 {{ index .Spec.Containers 1 | toJson }}
 "#;
 
