@@ -74,7 +74,8 @@ pub const BACKOFF: u32 = 32;
 
 /// The most JSON values a copy of a field of the pod holds: a larger field (a long list of
 /// containers) is not held, so the segments that read it are not reused, and no render copies
-/// it (comparing a larger field with a held one stops at the first difference in length).
+/// it (comparing a larger field with a held one stops at the first difference in length); an
+/// input found too large is not looked at again for [`BACKOFF`] renders.
 pub const MAX_POD_VALUES: usize = 256;
 
 /// The most JSON values a copy of `.Values`, `.MeshConfig` or `.ProxyConfig` holds.
@@ -672,6 +673,8 @@ pub(super) struct State {
     entries: Vec<Option<Entry>>,
     /// Per segment: misses in a row, and the render count until which it is not looked up.
     misses: Vec<(u8, u64)>,
+    /// Per input: the render count until which an input too large to hold is not looked at.
+    unheld_until: Vec<u64>,
     renders: u64,
     /// Segments replayed (the executor counts them).
     pub hits: u64,
@@ -723,6 +726,7 @@ impl Plan {
             st.cur = vec![0; n];
             st.entries = (0..self.segs.len()).map(|_| None).collect();
             st.misses = vec![(0, 0); self.segs.len()];
+            st.unheld_until = vec![0; n];
             st.zone = None;
         }
         if !st.zone.as_ref().is_some_and(|z| same_zone(z, &zone)) {
@@ -763,6 +767,10 @@ impl Plan {
         if st.cur[k] != 0 {
             return st.cur[k];
         }
+        if st.held[k].is_none() && st.unheld_until[k] > st.renders {
+            st.cur[k] = UNHELD;
+            return UNHELD;
+        }
         let it = &self.items[k];
         let v = view(it, d);
         let ver = match &st.held[k] {
@@ -779,7 +787,9 @@ impl Plan {
                         st.next
                     }
                     None => {
+                        // Too large: not looked at again for a while.
                         st.held[k] = None;
+                        st.unheld_until[k] = st.renders + u64::from(BACKOFF);
                         UNHELD
                     }
                 }
@@ -814,7 +824,7 @@ impl Plan {
             // Inputs first (compared at most once a render), then variables.
             for (j, &k) in seg.items.iter().enumerate() {
                 let ver = self.version(st, k, d);
-                if st.entries[i].as_ref().map(|e| e.versions[j]) != Some(ver) {
+                if ver == UNHELD || st.entries[i].as_ref().map(|e| e.versions[j]) != Some(ver) {
                     hit = false;
                     break;
                 }
@@ -848,7 +858,14 @@ impl Plan {
                 m.1 = st.renders + u64::from(BACKOFF);
             }
         }
-        let versions = seg.items.iter().map(|&k| self.version(st, k, d)).collect();
+        let mut versions = Vec::with_capacity(seg.items.len());
+        for &k in &seg.items {
+            match self.version(st, k, d) {
+                // Too large to hold: the run is not recorded.
+                UNHELD => return Found::Run,
+                v => versions.push(v),
+            }
+        }
         let mut held_vars = Vec::with_capacity(seg.vars.len());
         for name in &seg.vars {
             match lookup(name) {

@@ -385,3 +385,14 @@ fn reuse_of_every_corpus_template_matches_fresh_renders() {
     }
     assert!(checked >= 8, "{checked}");
 }
+
+#[test]
+fn reuse_with_pod_fields_too_large_to_hold_matches_fresh_renders() {
+    let mut fx = base();
+    let containers: Vec<Value> = (0..120)
+        .map(|i| json!({"name": format!("c{i}"), "ports": [{"containerPort": 1000 + i}]}))
+        .collect();
+    fx.spec = json!({ "containers": containers });
+    let (oks, hits) = differential(MIXED, &fx, 80, 0xb16);
+    assert!(oks == 80 && hits > 100, "{oks} {hits}");
+}
