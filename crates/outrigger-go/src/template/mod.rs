@@ -16,8 +16,9 @@
 //! Layout: `lex`/`parse`/`ast` (Go's lexer, parser and parse tree, with Go's messages), `value`
 //! (the value model: lazy views over the pod/proto JSON, and the conversions, JSON encoding and
 //! size guard every function family uses), `signature` (a function's Go parameter types and the
-//! argument conversion against them, the table entry), `exec` (the executor), `funcs` (the
-//! function table), `builtins` (Go's builtin functions), `istio` (Istio's functions), `sprig`
+//! argument conversion against them, the table entry), `exec` (the executor), `reuse` (what a
+//! top-level node rendered, replayed in a later render whose inputs to it are the same),
+//! `funcs` (the function table), `builtins` (Go's builtin functions), `istio` (Istio's functions), `sprig`
 //! (Sprig v3: every name parses; all but randomness, cryptography, the network and URLs are
 //! implemented, the rest fail with `error calling X: not implemented by outrigger`), `dates`
 //! (Sprig's date functions over Go's `time.Time`, layouts and zones, read from a [`Clock`]),
