@@ -241,6 +241,11 @@ a={{ $a }} n={{ $n }} t={{ $t }}
 {{ $first := true }}{{ range .Spec.Containers }}{{ if not $first }},{{ end }}{{ .Name }}{{ $first = false }}{{ end }} first={{ $first }}
 {{ if .Values.pilot.cni.enabled }}{{ $n = 7 }}{{ end }}{{ $n }}{{ $t = not $t }}{{ $t }}{{ range $i, $c := .Spec.Containers }}{{ $n = $i }}{{ end }}{{ $n }}
 {{ $f := 1.5 }}{{ $f }}{{ $u := .ObjectMeta }}{{ $u.Name }}{{ $t }}
+{{ with .ObjectMeta.Annotations.nope }}{{ . }}{{ else }}{{ .ObjectMeta.Labels.app }}{{ end }}
+{{ range .ObjectMeta.Annotations.nope }}{{ . }}{{ else }}{{ .ObjectMeta.Labels.version }}{{ end }}
+{{ range .Spec.Containers }}{{ $.ObjectMeta.Labels.app }}{{ .Name }}{{ end }}{{ template "d" $ }}
+{{ with $x := .ObjectMeta.Labels }}{{ $x.app }}{{ $.NativeSidecars }}{{ end }}{{ (.ObjectMeta.Labels).app }}
+{{ $.ObjectMeta.Labels.app | printf "%s-%v" (.ObjectMeta.GetLabels.version) }}
 "#;
 
 /// Failures that depend on the data: an error's text and position must be the fresh one.
