@@ -16,7 +16,7 @@ use super::value::{
     self, duration_parts, is_wrapper, k8s_elem_value, k8s_lookup, proto_field_value, proto_plain,
     IntTy, PairKind, V,
 };
-use super::{dates, istio, semver, Clock, Template, TemplateData};
+use super::{dates, istio, reuse, semver, Clock, Template, TemplateData};
 use crate::json::lookup as jsonmap;
 use crate::kube::schema;
 use crate::work::Meter;
@@ -139,6 +139,21 @@ impl<'t> Exec<'t> {
             Value::Object(_) => super::value::owned(data.values.clone()),
             _ => V::map(BTreeMap::new()),
         });
+        if tmpl.reuse.is_some() && crate::work::current().is_none() {
+            // Reuse records a segment only when it counted no work on the budget directly,
+            // which a private budget (unlimited, as no budget is) measures.
+            let budget = crate::work::Budget::new(None);
+            return crate::work::scope(&budget, || {
+                Self::run_dot_with(
+                    tmpl,
+                    V::Root(data),
+                    values,
+                    data.env,
+                    data.proto_json,
+                    clock,
+                )
+            });
+        }
         Self::run_dot_with(
             tmpl,
             V::Root(data),
@@ -199,8 +214,91 @@ impl<'t> Exec<'t> {
         }
         ex.vars.push(("$", dot.clone(), false));
         let root = tmpl.root();
+        if let (Some(plan), V::Root(data)) = (&tmpl.reuse, &dot) {
+            let mut st = plan.take(crate::go::zone::local());
+            let budget = crate::work::current();
+            let r = ex.walk_root_reusing(plan, &mut st, root, data, &dot, budget.as_deref());
+            plan.give(st);
+            r?;
+            return Ok(ex.out);
+        }
         ex.walk_list(root, &dot)?;
         Ok(ex.out)
+    }
+
+    /// [`Exec::walk_list`] of the main body, replaying what a segment rendered before where
+    /// [`reuse`] finds that everything it reads is the same, and recording what it renders
+    /// otherwise.
+    fn walk_root_reusing(
+        &mut self,
+        plan: &'t reuse::Plan,
+        st: &mut reuse::State,
+        root: &'t ListNode,
+        data: &TemplateData<'_>,
+        dot: &V<'t>,
+        budget: Option<&crate::work::Budget>,
+    ) -> R<()> {
+        const EVERY: u64 = Meter::EVERY;
+        self.at = At::List(root);
+        for (i, n) in root.nodes.iter().enumerate() {
+            if !plan.reusable(i) {
+                if self.walk(n, dot)?.is_some() {
+                    return Ok(());
+                }
+                continue;
+            }
+            let key = match plan.lookup(st, i, data, &self.vars) {
+                reuse::Found::Hit(e) => {
+                    // Not where the run would check the budget or pass the output limit.
+                    if self.meter.steps() % EVERY + e.steps < EVERY
+                        && self.out.len() + e.text.len() <= value::MAX_OUTPUT
+                    {
+                        self.out.push_str(&e.text);
+                        for _ in 0..e.steps {
+                            // Within the budget's check interval: never fails.
+                            let _ = self.meter.step();
+                        }
+                        for (name, v, iface) in e.assigned(plan, i) {
+                            self.set_var(name, v, iface)?;
+                        }
+                        if let Node::Action(a) = n {
+                            if !a.pipe.is_assign {
+                                for ((_, name), (v, iface)) in a.pipe.decl.iter().zip(e.pushes()) {
+                                    self.vars.push((name.as_str(), v, iface));
+                                }
+                            }
+                        }
+                        st.hits += 1;
+                        continue;
+                    }
+                    None
+                }
+                reuse::Found::Record(k) => Some(k),
+                reuse::Found::Run => None,
+            };
+            let (out0, steps0, vars0) = (self.out.len(), self.meter.steps(), self.vars.len());
+            let work0 = budget.map(|b| b.work());
+            let ctl = self.walk(n, dot)?;
+            if let (Some(key), Some(work0), Some(b), None) = (key, work0, budget, &ctl) {
+                let steps1 = self.meter.steps();
+                // What the meter added to the budget; any other work was counted directly.
+                let flushed = (steps1 - steps1 % EVERY) - (steps0 - steps0 % EVERY);
+                if b.work() - work0 == flushed {
+                    plan.record(
+                        st,
+                        i,
+                        key,
+                        (&self.out[out0..], steps1 - steps0),
+                        &self.vars,
+                        vars0,
+                    );
+                }
+            }
+            if ctl.is_some() {
+                return Ok(());
+            }
+        }
+        Ok(())
     }
 
     fn at_pos_str(&self) -> Option<(Pos, String)> {

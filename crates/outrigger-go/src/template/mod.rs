@@ -16,8 +16,9 @@
 //! Layout: `lex`/`parse`/`ast` (Go's lexer, parser and parse tree, with Go's messages), `value`
 //! (the value model: lazy views over the pod/proto JSON, and the conversions, JSON encoding and
 //! size guard every function family uses), `signature` (a function's Go parameter types and the
-//! argument conversion against them, the table entry), `exec` (the executor), `funcs` (the
-//! function table), `builtins` (Go's builtin functions), `istio` (Istio's functions), `sprig`
+//! argument conversion against them, the table entry), `exec` (the executor), `reuse` (what a
+//! top-level node rendered, replayed in a later render whose inputs to it are the same),
+//! `funcs` (the function table), `builtins` (Go's builtin functions), `istio` (Istio's functions), `sprig`
 //! (Sprig v3: every name parses; all but randomness, cryptography, the network and URLs are
 //! implemented, the rest fail with `error calling X: not implemented by outrigger`), `dates`
 //! (Sprig's date functions over Go's `time.Time`, layouts and zones, read from a [`Clock`]),
@@ -64,6 +65,7 @@ mod printf;
 mod reads;
 mod regexp;
 mod regexp_syntax;
+mod reuse;
 mod semver;
 mod signature;
 mod sprig;
@@ -77,6 +79,8 @@ pub use reads::{FieldSet, Reads};
 mod tests;
 #[cfg(test)]
 mod tests_limits;
+#[cfg(test)]
+mod tests_reuse;
 
 /// The template root object (Istio's `SidecarTemplateData`), in Go field order.
 ///
@@ -154,6 +158,9 @@ pub struct Template {
     reads: Reads,
     /// The JSON names of the `.ObjectMeta` and `.Spec` fields it can read (`None`: any).
     read_json: (Option<Vec<String>>, Option<Vec<String>>),
+    /// Which top-level nodes a render may replay from an earlier render, and the states that
+    /// remember them ([`reuse`]); `None` when none may (or the template changes maps).
+    reuse: Option<reuse::Plan>,
 }
 
 impl Template {
@@ -179,6 +186,11 @@ impl Template {
             reads::json_names("metav1.ObjectMeta", &reads.object_meta),
             reads::json_names("corev1.PodSpec", &reads.spec),
         );
+        let reuse = if mutates_maps {
+            None
+        } else {
+            reuse::plan(name, &trees)
+        };
         Ok(Template {
             name: name.to_string(),
             source: text.to_string(),
@@ -190,6 +202,7 @@ impl Template {
             deterministic,
             reads,
             read_json,
+            reuse,
         })
     }
 
@@ -233,6 +246,12 @@ impl Template {
     /// on these fields (and on the rest of [`TemplateData`]) give the same text.
     pub fn read_json_fields(&self) -> (Option<&[String]>, Option<&[String]>) {
         (self.read_json.0.as_deref(), self.read_json.1.as_deref())
+    }
+
+    /// Segments replayed from earlier renders so far ([`reuse`]; for tests).
+    #[cfg(test)]
+    pub(crate) fn reuse_hits(&self) -> u64 {
+        self.reuse.as_ref().map_or(0, reuse::Plan::hits)
     }
 
     /// The template's name.

@@ -6,19 +6,19 @@ use serde_json::{json, Value};
 use super::*;
 
 /// Owned inputs of a [`TemplateData`].
-struct Fx {
-    meta: Value,
-    spec: Value,
-    pc: Value,
-    mesh: Value,
-    values: Value,
-    native: bool,
-    uid: i64,
-    env: BTreeMap<String, String>,
+pub(super) struct Fx {
+    pub(super) meta: Value,
+    pub(super) spec: Value,
+    pub(super) pc: Value,
+    pub(super) mesh: Value,
+    pub(super) values: Value,
+    pub(super) native: bool,
+    pub(super) uid: i64,
+    pub(super) env: BTreeMap<String, String>,
 }
 
 impl Fx {
-    fn new(values: Value) -> Fx {
+    pub(super) fn new(values: Value) -> Fx {
         Fx {
             meta: json!({"name": "hello", "namespace": "default"}),
             spec: json!({"containers": [{"name": "hello", "image": "fake.docker.io/google-samples/hello-go-gke:1.0",
@@ -32,7 +32,7 @@ impl Fx {
         }
     }
 
-    fn data(&self) -> TemplateData<'_> {
+    pub(super) fn data(&self) -> TemplateData<'_> {
         TemplateData {
             kind: "Deployment",
             api_version: "apps/v1",
@@ -77,11 +77,11 @@ impl Fx {
 
 /// The tests' `protoToJSON` encoder: the message's name and its tree, to see what the engine
 /// hands over (the injector's encoder follows Istio's rules).
-fn proto_json_fixture(name: &str, v: &Value) -> String {
+pub(super) fn proto_json_fixture(name: &str, v: &Value) -> String {
     format!("{name}={v}")
 }
 
-fn values() -> Value {
+pub(super) fn values() -> Value {
     json!({
         "revision": null,
         "global": {
@@ -912,7 +912,7 @@ fn error_positions_are_go_shaped() {
 
 // ------------------------------------------------------------ corpus
 
-fn corpus() -> Option<std::path::PathBuf> {
+pub(super) fn corpus() -> Option<std::path::PathBuf> {
     let p = std::path::PathBuf::from(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../../shared/conformance/istio"
@@ -926,7 +926,7 @@ fn corpus() -> Option<std::path::PathBuf> {
 }
 
 /// Tiny reader for the `templates:` map of an injector config (block literals, 4-space body).
-fn extract_templates(config: &str) -> Vec<(String, String)> {
+pub(super) fn extract_templates(config: &str) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = Vec::new();
     let mut in_templates = false;
     let mut cur: Option<(String, String)> = None;
@@ -1040,7 +1040,7 @@ fn read_mesh(text: &str) -> Value {
 }
 
 /// Template data inputs for the corpus hello pod with the default settings.
-fn hello_fixture(root: &std::path::Path) -> Fx {
+pub(super) fn hello_fixture(root: &std::path::Path) -> Fx {
     let values: Value = serde_json::from_str(
         &std::fs::read_to_string(root.join("settings/default/values.json")).unwrap_or_default(),
     )
@@ -1057,7 +1057,7 @@ fn hello_fixture(root: &std::path::Path) -> Fx {
     fx
 }
 
-fn hello_data(fx: &Fx) -> TemplateData<'_> {
+pub(super) fn hello_data(fx: &Fx) -> TemplateData<'_> {
     let mut d = fx.data();
     d.proxy_image = "registry.istio.io/testing/proxyv2:latest";
     d.proxy_init_image = "registry.istio.io/testing/proxyv2:latest";
@@ -1070,7 +1070,7 @@ fn render_hello_sidecar(root: &std::path::Path, body: &str) -> Result<String, Te
     Template::parse("sidecar", body)?.render(&hello_data(&fx))
 }
 
-fn sidecar_body(root: &std::path::Path) -> Option<String> {
+pub(super) fn sidecar_body(root: &std::path::Path) -> Option<String> {
     let cfg = std::fs::read_to_string(root.join("settings/default/config.yaml")).ok()?;
     extract_templates(&cfg)
         .into_iter()
