@@ -97,7 +97,8 @@ const TEMPLATE_LAYERS: &[(&str, u8)] = &[
     ("funcs", 5),
     ("mutation", 6),
     ("reads", 6),
-    ("exec", 6),
+    ("reuse", 7),
+    ("exec", 8),
 ];
 
 /// The source with comments and the contents of string and character literals blanked (every
