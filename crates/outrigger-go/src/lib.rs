@@ -9,7 +9,8 @@
 //! `outrigger-inject` checks the order):
 //! - [`go`] and [`work`]: Go's formatting and parsing rules (`strconv`, quoting, `encoding/json`
 //!   output, `fmt`'s `%v`, `time`, `net`, zones) and the work budget a review's steps check so
-//!   that it ends at its deadline.
+//!   that it ends at its deadline; [`cache_memory`]: the one bound on what the per-thread caches
+//!   of all threads keep between calls.
 //! - [`json`]: cheap lookups in small JSON objects.
 //! - [`kube`]: the Go type facts of Kubernetes' API types and Istio's protobuf messages
 //!   ([`kube::schema`], embedded tables: field order, JSON names, `omitempty`, enums), their
@@ -25,7 +26,9 @@
 //! few compiled regular expressions (built once on first use, read-only afterwards); a
 //! per-thread memo of canonical quantity strings in [`kube::typed`] (a bounded cache of a pure
 //! function: results are the same with or without it); the per-thread work budget of [`work`];
-//! and, with the `test-support` feature only, a per-thread log of the texts [`yaml::from_str`]
+//! the YAML reader's per-thread memo of the last document it read and the template executor's
+//! reuse states between renders (exact: results are the same with or without them), the former
+//! charged to [`cache_memory::CACHES`]; and, with the `test-support` feature only, a per-thread log of the texts [`yaml::from_str`]
 //! reads. [`go::zone`] reads `TZ` and `ZONEINFO` as Go's `time` package does.
 //!
 //! ## Features
@@ -38,6 +41,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod cache_memory;
 pub mod go;
 pub mod json;
 pub mod kube;

@@ -61,6 +61,7 @@ const ROOT_ITEMS: &[(&str, &str)] = &[
 /// outrigger-go's top-level modules by layer: Go's formatting rules and the work budget, then
 /// the JSON lookups, the Go type facts and YAML, then the template engine.
 const ENGINE_LAYERS: &[(&str, u8)] = &[
+    ("cache_memory", 0),
     ("go", 0),
     ("work", 0),
     ("json", 1),

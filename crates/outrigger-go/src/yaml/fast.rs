@@ -159,6 +159,7 @@ fn load(text: &str, shapes: &mut Shapes, memo: Option<&mut Memo>) -> Option<Valu
         frames,
         hits,
         misses,
+        charge,
     } = memo;
     frames.clear();
     let reuse = Reuse {
@@ -173,9 +174,14 @@ fn load(text: &str, shapes: &mut Shapes, memo: Option<&mut Memo>) -> Option<Valu
     let v = loader.document();
     let new_root = loader.reuse.and_then(|r| r.root);
     old_text.clear();
+    // The old text's charge is given back before the new one is taken.
+    *charge = None;
     if v.is_some() {
-        old_text.push_str(text);
-        *root = new_root;
+        *charge = crate::cache_memory::CACHES.charge(memo::weight(text.len()));
+        if charge.is_some() {
+            old_text.push_str(text);
+            *root = new_root;
+        }
     }
     v
 }

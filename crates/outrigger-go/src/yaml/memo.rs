@@ -77,7 +77,9 @@
 //! One memo per thread: the last document's text and units (at most one per line), texts of
 //! [`MIN_LEN`]..=[`MAX_LEN`] bytes only (a shorter text neither uses nor replaces the memo). The
 //! skeletons hold each value once. A unit reused is moved into the new memo, with its inner
-//! units, not copied. Nothing grows with distinct inputs.
+//! units, not copied. Nothing grows with distinct inputs. What all threads' memos keep is
+//! bounded too: each memo takes a charge of [`weight`] from [`crate::cache_memory::CACHES`], and
+//! keeps nothing when the pool is full (the next text is read without reuse).
 
 use serde_json::Value;
 
@@ -161,6 +163,15 @@ pub(super) struct Memo {
     pub(super) hits: u64,
     /// Units that had a remembered counterpart but were read again (for tests).
     pub(super) misses: u64,
+    /// What the text and units weigh, taken from [`crate::cache_memory::CACHES`] (`None` with
+    /// nothing remembered).
+    pub(super) charge: Option<crate::cache_memory::Charge>,
+}
+
+/// What a remembered text of `len` bytes is charged: its bytes and its units' skeletons (a
+/// `Value` per scalar and map entry: a few times the text).
+pub(super) fn weight(len: usize) -> usize {
+    len.saturating_mul(8)
 }
 
 /// The memo as the loader uses it while reading one document.

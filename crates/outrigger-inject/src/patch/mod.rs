@@ -90,6 +90,8 @@ struct Written {
     values: Vec<(String, Value, Range<usize>)>,
     /// The patch's text.
     text: String,
+    /// What it weighs, taken from [`outrigger_go::cache_memory::CACHES`] (held while kept).
+    _charge: outrigger_go::cache_memory::Charge,
 }
 
 /// A patch larger than this is not kept ([`Written`]): the memory per thread stays bounded.
@@ -140,7 +142,13 @@ pub fn create_json_reusing(original: &Value, mut modified: Value) -> String {
         out.push('}');
     }
     out.push(']');
-    if out.len() <= KEEP_TEXT_UP_TO && !kept.is_empty() {
+    // The last patch's charge is given back before this one's is taken.
+    drop(last);
+    // The values kept weigh about what their text does, in a few `Value`s per scalar.
+    let charge = (out.len() <= KEEP_TEXT_UP_TO && !kept.is_empty())
+        .then(|| outrigger_go::cache_memory::CACHES.charge(out.len().saturating_mul(8)))
+        .flatten();
+    if let Some(charge) = charge {
         let paths: Vec<String> = kept.iter().map(|(i, _)| ops[*i].path.clone()).collect();
         drop(ops);
         let values = paths
@@ -154,6 +162,7 @@ pub fn create_json_reusing(original: &Value, mut modified: Value) -> String {
         let written = Written {
             values,
             text: out.clone(),
+            _charge: charge,
         };
         LAST_WRITTEN.with(|l| *l.borrow_mut() = Some(written));
     }
