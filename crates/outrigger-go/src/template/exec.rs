@@ -139,29 +139,23 @@ impl<'t> Exec<'t> {
             Value::Object(_) => super::value::owned(data.values.clone()),
             _ => V::map(BTreeMap::new()),
         });
+        let run = || {
+            Self::run_dot_with(
+                tmpl,
+                V::Root(data),
+                values,
+                data.env,
+                data.proto_json,
+                clock,
+            )
+        };
         if tmpl.reuse.is_some() && crate::work::current().is_none() {
             // Reuse records a segment only when it counted no work on the budget directly,
             // which a private budget (unlimited, as no budget is) measures.
             let budget = crate::work::Budget::new(None);
-            return crate::work::scope(&budget, || {
-                Self::run_dot_with(
-                    tmpl,
-                    V::Root(data),
-                    values,
-                    data.env,
-                    data.proto_json,
-                    clock,
-                )
-            });
+            return crate::work::scope(&budget, run);
         }
-        Self::run_dot_with(
-            tmpl,
-            V::Root(data),
-            values,
-            data.env,
-            data.proto_json,
-            clock,
-        )
+        run()
     }
 
     /// Run the template's main body over a generic JSON value, as Go executes a template over

@@ -60,7 +60,14 @@ pub fn create(original: &Value, modified: &Value) -> Value {
 /// The operations of [`create`] encoded as Go's `json.Marshal` would (the webhook's patch),
 /// written straight from the documents without building the operation values.
 pub fn create_json(original: &Value, modified: &Value) -> String {
-    let ops = ops(original, modified);
+    write_ops(&ops(original, modified), |_, _, v, out| {
+        gojson::write_value(out, v)
+    })
+}
+
+/// `ops` as Go's `json.Marshal` writes them, each operation's value written by `value` (given
+/// the operation's index and the operation).
+fn write_ops(ops: &[Op<'_>], mut value: impl FnMut(usize, &Op<'_>, &Value, &mut String)) -> String {
     // An injection's patch is a few KiB (the sidecar's containers and volumes): room for it
     // from the start instead of five doublings from a few hundred bytes.
     let mut out = String::with_capacity(if ops.is_empty() { 2 } else { 4096 });
@@ -75,7 +82,7 @@ pub fn create_json(original: &Value, modified: &Value) -> String {
         gojson::write_str(&mut out, &o.path);
         if let Some(v) = o.value {
             out.push_str(",\"value\":");
-            gojson::write_value(&mut out, v);
+            value(i, o, v, &mut out);
         }
         out.push('}');
     }
@@ -112,36 +119,21 @@ thread_local! {
 pub fn create_json_reusing(original: &Value, mut modified: Value) -> String {
     let last = LAST_WRITTEN.with(|l| l.borrow_mut().take());
     let ops = ops(original, &modified);
-    let mut out = String::with_capacity(if ops.is_empty() { 2 } else { 4096 });
     // `(op index, range of its value's text)` of the values to keep.
     let mut kept: Vec<(usize, Range<usize>)> = Vec::new();
-    out.push('[');
-    for (i, o) in ops.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
+    let out = write_ops(&ops, |i, o, v, out| {
+        if !matches!(v, Value::Object(_) | Value::Array(_)) {
+            return gojson::write_value(out, v);
         }
-        out.push_str("{\"op\":");
-        gojson::write_str(&mut out, o.op);
-        out.push_str(",\"path\":");
-        gojson::write_str(&mut out, &o.path);
-        if let Some(v) = o.value {
-            out.push_str(",\"value\":");
-            if !matches!(v, Value::Object(_) | Value::Array(_)) {
-                gojson::write_value(&mut out, v);
-            } else {
-                let start = out.len();
-                match last.as_ref().and_then(|w| w.text_of(i, &o.path, v)) {
-                    Some(text) => out.push_str(text),
-                    None => gojson::write_value(&mut out, v),
-                }
-                if kept.len() < KEEP_VALUES_UP_TO {
-                    kept.push((i, start..out.len()));
-                }
-            }
+        let start = out.len();
+        match last.as_ref().and_then(|w| w.text_of(i, &o.path, v)) {
+            Some(text) => out.push_str(text),
+            None => gojson::write_value(out, v),
         }
-        out.push('}');
-    }
-    out.push(']');
+        if kept.len() < KEEP_VALUES_UP_TO {
+            kept.push((i, start..out.len()));
+        }
+    });
     // The last patch's charge is given back before this one's is taken.
     drop(last);
     // The values kept weigh about what their text does, in a few `Value`s per scalar.
